@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+func runFsck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("fsck", "[--data DIR] [--json]", stderr)
+	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return flagExit(err)
+	}
+	if err := mustExist(*dataDir); err != nil {
+		return fail(stderr, exitUsage, "fsck: %v", err)
+	}
+	st, err := openStore(ctx, *dataDir)
+	if err != nil {
+		return fail(stderr, exitUsage, "fsck: %v", err)
+	}
+	defer st.Close()
+	rep, err := st.Check(ctx)
+	if err != nil {
+		return fail(stderr, exitUsage, "fsck: could not complete: %v", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		fmt.Fprintf(stdout, "checked %d contexts, %d commits, %d ops, %d objects, %d blobs, %d state-map nodes\n",
+			rep.Contexts, rep.Commits, rep.Ops, rep.Objects, rep.Blobs, rep.Nodes)
+		for _, d := range rep.Defects {
+			fmt.Fprintf(stdout, "DEFECT %s\n", d)
+		}
+	}
+	if len(rep.Defects) > 0 {
+		return fail(stderr, exitUsage, "fsck: %d defect(s) found", len(rep.Defects))
+	}
+	fmt.Fprintln(stdout, "ok")
+	return exitOK
+}

@@ -1,0 +1,22 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+)
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// mustExist refuses to create a data directory where a read was meant.
+func mustExist(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("data directory %s is not a directory", dir)
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+// Package gate decides, from evidence and outside any model, whether a fetch
+// really read its resource, and makes tool errors and long tool outputs safe
+// to show a model.
+//
+// Everything here is pure: no network, no files, no clock, no logging, no
+// randomness. The same input always gives the same output, so a verdict
+// recomputed at replay is the verdict that was stored. The HTTP endpoints,
+// blob storage and live fetching live elsewhere and call in:
+//
+//	POST /contexts/{ctx}/fetches
+//	  1. decode the request into an [Evidence]; set Evidence.Body from the
+//	     request (it has no JSON form);
+//	  2. res := gate.Classify(ev);
+//	  3. store ev.Body as a blob: its address is res.Receipt.BodySHA256;
+//	  4. store res.Receipt as the fetch_verdict artifact (only the gate writes
+//	     that type); res.Text may be stored as a document extracted_from it.
+//
+//	POST /contexts/{ctx}/tool-results
+//	  error:  v := gate.SanitizeError(msg, opt); store v.Masked as a blob;
+//	          keep v.ModelView, v.TotalChars, v.Truncated in the tool_error.
+//	  output: full := gate.PrepareOutput(out, opt); ref := store full as a blob;
+//	          v := gate.SanitizeOutput(full, ref, opt); keep v in the tool_output.
+//
+// # Glossary
+//
+// Verdict: [Retrieved] (the fetch read real content), [Unknown] (bytes
+// arrived, but the gate cannot vouch for them) or [Failed] (the fetch did
+// not deliver). The strictest layer verdict wins: Failed > Unknown >
+// Retrieved. Only Retrieved confirms a fact ([Verdict.Confirmed]).
+//
+// Layer: one of three independent judges, always all run.
+//   - transport ([LayerTransport]): the exchange. Gives Failed or passes.
+//   - extraction ([LayerExtraction]): undoes Content-Encoding (gzip,
+//     deflate, br), finds the charset (BOM, header, <meta>, via
+//     golang.org/x/net/html/charset), recognises the kind of document, and
+//     separates readable text: HTML is tokenized with golang.org/x/net/html,
+//     script, style, noscript, template, svg, math, iframe, object and select
+//     content and all markup dropped, whitespace collapsed; JSON, CSV, XML
+//     and plain text count as they are. Gives Unknown when there is too little
+//     readable text for the kind of document, Failed for a corrupt stream.
+//   - fingerprint ([LayerFingerprint]): known walls, by structure only
+//     (signal headers, the title element, element ids and classes, password
+//     forms, consent containers, challenge script and iframe sources, the
+//     redirect target) and never by words in the body, so an article about
+//     challenge pages is Retrieved. Gives Unknown or passes, never Failed.
+//
+// Deciding layer: the layer whose verdict is the result's; among layers with
+// the same strictest verdict the most specific wins (transport, then
+// fingerprint, then extraction: "a challenge page" explains "too little
+// text"). A Retrieved result has no deciding layer and no reason.
+//
+// Reason code: "<layer>.<what>", stable within a ruleset.
+//
+//	transport.error                 transport error (Failed)
+//	transport.timeout               transport error that is a timeout (Failed)
+//	transport.redirect_loop         the chain visits a URL twice (Failed)
+//	transport.too_many_redirects    more than MaxRedirects hops (Failed)
+//	transport.https_downgrade       http:// after https:// in the chain (Failed)
+//	transport.invalid_status        status 0 without error, or outside 100–599 (Failed)
+//	transport.http_<code>           final status outside 2xx, e.g. http_403 (Failed)
+//	transport.empty_body            empty or whitespace-only body (Failed)
+//	extraction.decode_error         corrupt or truncated gzip/deflate/br stream (Failed)
+//	extraction.unsupported_encoding a Content-Encoding other than gzip, deflate, br (Unknown)
+//	extraction.too_large            more than MaxDecodedBytes after decoding (Unknown)
+//	extraction.binary               not text: image, PDF, archive, control bytes (Unknown)
+//	extraction.invalid_json         JSON that does not parse (Unknown)
+//	extraction.script_shell         HTML with scripts and too little text (Unknown)
+//	extraction.too_little_text      too little readable text, no scripts (Unknown)
+//	fingerprint.challenge           bot challenge or block page (Unknown)
+//	fingerprint.consent_wall        consent container is the main content (Unknown)
+//	fingerprint.login_wall          password form is the main content, or redirect to a login path (Unknown)
+//	fingerprint.soft_404            2xx page titled "not found", or redirect to a 404 path (Unknown)
+//
+// Thresholds: the named constants [MaxRedirects], [MaxDecodedBytes],
+// [MinHTMLText], [HTMLBytesPerText], [MaxHTMLTextRequired], [MinPlainText],
+// [MaxControlPermille], [ConsentWallMinText], [ConsentWallMaxOtherText] and
+// [LoginWallMaxOtherText]. They belong to the ruleset: changing one means a
+// new [RulesetVersion].
+//
+// Receipt: the self-contained, deterministic record of a verdict ([Receipt]):
+// ruleset version, requested and final URL, redirect chain, status, content
+// type and encoding, kind, charset, title, raw, decoded and extracted sizes,
+// readable characters, "sha256:<hex>" of the raw body, matched signals,
+// notes, and each layer's verdict, reason and detail. URLs and errors in it
+// are secret-masked.
+//
+// Model view: the text a model may be shown for a tool result: an error
+// framed by [ErrorPrefix], with role tags, chat-template tokens, CDATA
+// markers and code-fence lines removed, cut at MaxErrorChars characters with
+// [TruncationMarker]; a long output as head, one notice line naming the
+// omitted and total characters and the blob, and tail. Secrets are masked
+// ([MaskSecrets]) before anything is stored. A model view is still untrusted
+// data, never an instruction.
+package gate

@@ -1,0 +1,193 @@
+package gate
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Extraction thresholds. "Readable characters" are letters and digits of the
+// extracted text (Unicode categories L and N): whitespace, punctuation and
+// markup never count.
+//
+// HTML needs at least MinHTMLText readable characters in its body, and a
+// large page needs one more per HTMLBytesPerText bytes of (content-decoded)
+// document, up to MaxHTMLTextRequired. So the 400-byte example.com page
+// (about 150) passes, a 400 KB page of scripts with a three-letter title does
+// not, and a 400 KB page needs 400 characters of text. Titles do not count:
+// a shell has one too.
+//
+// JSON, CSV, XML and plain text count as they are: a 17-byte JSON price is a
+// read. JSON must parse; the others need MinPlainText readable characters
+// and at most MaxControlPermille control characters per thousand bytes.
+const (
+	MinHTMLText         = 40
+	HTMLBytesPerText    = 1000
+	MaxHTMLTextRequired = 512
+	MinPlainText        = 1
+	MaxControlPermille  = 100
+)
+
+// requiredHTMLText is the readable text an HTML document of n decoded bytes
+// must have.
+func requiredHTMLText(n int) int {
+	req := n / HTMLBytesPerText
+	if req > MaxHTMLTextRequired {
+		req = MaxHTMLTextRequired
+	}
+	if req < MinHTMLText {
+		req = MinHTMLText
+	}
+	return req
+}
+
+// extraction is what the extraction layer found besides its verdict.
+type extraction struct {
+	kind     Kind
+	charset  string
+	text     []byte   // readable text, UTF-8
+	readable int      // letters and digits in text (HTML: body only)
+	doc      *htmlDoc // the HTML scan, nil for other kinds
+	notes    []string
+}
+
+// extractionLayer separates readable text from a content-decoded body and
+// judges whether it is enough for the kind of document.
+func extractionLayer(dec contentDecoding, contentType string) (LayerResult, extraction) {
+	var ex extraction
+	res := LayerResult{Layer: LayerExtraction, Verdict: Unknown}
+	switch dec.status {
+	case decodeCorrupt:
+		res.Verdict, res.Reason, res.Detail = Failed, ReasonDecodeError, dec.detail
+		return res, ex
+	case decodeUnsupported:
+		res.Reason, res.Detail = ReasonUnsupportedEncoding, dec.detail
+		return res, ex
+	case decodeTooLarge:
+		res.Reason, res.Detail = ReasonTooLarge, dec.detail
+		return res, ex
+	}
+	body := dec.body
+	if len(bytes.TrimSpace(body)) == 0 {
+		res.Reason, res.Detail = ReasonTooLittleText, "no body"
+		return res, ex
+	}
+	mt, declared := mediaType(contentType)
+	kind, typed := kindOf(mt)
+	if !typed {
+		kind = sniffKind(body)
+	}
+	ex.kind = kind
+	if kind == KindBinary {
+		res.Reason = ReasonBinary
+		if typed {
+			res.Detail = "media type " + quoteShort(mt) + " is not text"
+		} else {
+			res.Detail = "body is not text"
+		}
+		return res, ex
+	}
+	text, cs, notes := toUTF8(body, contentType, declared, kind)
+	ex.charset, ex.notes = cs, notes
+
+	if kind == KindHTML {
+		doc := scanHTML(text)
+		ex.doc, ex.readable = doc, doc.readable
+		ex.text = htmlText(doc)
+		need := requiredHTMLText(len(body))
+		if doc.readable < need {
+			res.Reason = ReasonTooLittleText
+			if doc.scripts > 0 {
+				res.Reason = ReasonScriptShell
+			}
+			res.Detail = "html: " + strconv.Itoa(doc.readable) + " readable characters, " +
+				strconv.Itoa(need) + " needed for " + strconv.Itoa(len(body)) + " bytes (" +
+				strconv.Itoa(doc.scripts) + " scripts, " + strconv.Itoa(doc.scriptBytes) + " bytes of inline script)"
+			return res, ex
+		}
+		res.Verdict, res.Reason = Retrieved, ""
+		res.Detail = "html: " + strconv.Itoa(doc.readable) + " readable characters"
+		return res, ex
+	}
+
+	if !utf8.Valid(text) {
+		text = bytes.ToValidUTF8(text, []byte("\uFFFD"))
+	}
+	ex.text = text
+	ex.readable = countReadable(text)
+	if kind == KindJSON {
+		if !jsonValid(text) {
+			res.Reason, res.Detail = ReasonInvalidJSON, "body does not parse as JSON"
+			return res, ex
+		}
+		res.Verdict, res.Detail = Retrieved, "json: "+strconv.Itoa(len(text))+" bytes"
+		return res, ex
+	}
+	if nul, ctl := controlCount(text); nul || ctl*1000 > len(text)*MaxControlPermille {
+		res.Reason, res.Detail = ReasonBinary, string(kind)+": body holds binary control characters"
+		return res, ex
+	}
+	if ex.readable < MinPlainText {
+		res.Reason, res.Detail = ReasonTooLittleText, string(kind)+": no letters or digits"
+		return res, ex
+	}
+	res.Verdict = Retrieved
+	res.Detail = string(kind) + ": " + strconv.Itoa(ex.readable) + " readable characters"
+	return res, ex
+}
+
+// htmlText joins the title and the body text.
+func htmlText(d *htmlDoc) []byte {
+	title := bytes.TrimSpace([]byte(d.title))
+	if len(title) == 0 {
+		return d.text
+	}
+	out := make([]byte, 0, len(title)+2+len(d.text))
+	out = append(out, title...)
+	if len(d.text) > 0 {
+		out = append(out, '\n', '\n')
+		out = append(out, d.text...)
+	}
+	return out
+}
+
+// countReadable counts letters and digits.
+func countReadable(b []byte) int {
+	n := 0
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if asciiAlnum[c] {
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			n++
+		}
+		i += size
+	}
+	return n
+}
+
+// controlCount reports whether b holds a NUL byte and how many other
+// control bytes (see isControl) it holds.
+func controlCount(b []byte) (nul bool, n int) {
+	for _, c := range b {
+		if c == 0 {
+			nul = true
+		}
+		if isControl(c) {
+			n++
+		}
+	}
+	return nul, n
+}
+
+// jsonValid reports whether b is one valid JSON value (surrounding
+// whitespace allowed).
+func jsonValid(b []byte) bool { return json.Valid(b) }

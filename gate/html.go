@@ -1,0 +1,345 @@
+package gate
+
+import (
+	"bytes"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// maxOpenElements bounds the element stack of the HTML scan; deeper nesting
+// is not tracked (its text still counts).
+const maxOpenElements = 10000
+
+// maxSignals bounds the fingerprint signals kept for a receipt.
+const maxSignals = 8
+
+// Element flags of the HTML scan.
+const (
+	flagSkip    uint8 = 1 << iota // content is not readable text (script, style, svg, …)
+	flagForm                      // a <form>
+	flagConsent                   // a consent container (by id or class)
+	flagChrome                    // site chrome: nav, header, footer, aside
+)
+
+// openElement is one entry of the scan's element stack.
+type openElement struct {
+	a     atom.Atom
+	name  string // only for elements without an atom (custom elements)
+	flags uint8
+}
+
+// htmlDoc is what one pass over an HTML document found: the readable text,
+// the counts the extraction thresholds use, and the structural facts the
+// fingerprint layer reads. Counts of "readable characters" count letters and
+// digits only, so punctuation and whitespace cannot inflate them.
+type htmlDoc struct {
+	title    string
+	hasTitle bool
+	text     []byte // body text, whitespace collapsed, blocks on their own lines
+
+	readable          int // letters and digits of the body text
+	main              int // ... outside site chrome (nav, header, footer, aside)
+	mainOutsideForms  int // ... outside chrome and outside every <form>
+	mainOutsideConsnt int // ... outside chrome and outside every consent container
+	consentText       int // ... inside consent containers
+
+	scripts     int // <script> elements (inline or src)
+	scriptBytes int // bytes of inline script
+
+	hasPassword bool     // an <input type=password> in readable content
+	challenge   []string // structural challenge signals, in document order
+
+	// scan state
+	stack  []openElement
+	counts [4]int // open elements per flag bit (skip, form, consent, chrome)
+	raw    atom.Atom
+	space  bool
+	brk    bool
+}
+
+// scanHTML tokenizes a UTF-8 HTML document once with golang.org/x/net/html's
+// tokenizer (no tree is built), dropping script, style, noscript, template,
+// svg, math, iframe, object and select content and all markup.
+func scanHTML(b []byte) *htmlDoc {
+	d := &htmlDoc{text: make([]byte, 0, len(b)/8)}
+	z := html.NewTokenizer(bytes.NewReader(b))
+	for {
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken:
+			return d
+		case html.TextToken:
+			d.onText(z)
+		case html.StartTagToken, html.SelfClosingTagToken:
+			d.onStart(z, tt)
+		case html.EndTagToken:
+			d.raw = 0
+			name, _ := z.TagName()
+			d.onEnd(atom.Lookup(name), name)
+		default:
+			d.raw = 0
+		}
+	}
+}
+
+func (d *htmlDoc) onText(z *html.Tokenizer) {
+	switch d.raw {
+	case atom.Script:
+		d.scriptBytes += len(z.Raw())
+		return
+	case atom.Title:
+		if d.counts[0] == 0 && !d.hasTitle {
+			d.title += string(z.Text())
+		}
+		return
+	}
+	if d.counts[0] > 0 {
+		return
+	}
+	d.addText(z.Text())
+}
+
+func (d *htmlDoc) onStart(z *html.Tokenizer, tt html.TokenType) {
+	name, hasAttr := z.TagName()
+	a := atom.Lookup(name)
+	d.raw = 0
+	var flags uint8
+	switch a {
+	case atom.Script:
+		d.scripts++
+		flags |= flagSkip
+	case atom.Style, atom.Noscript, atom.Template, atom.Svg, atom.Math, atom.Iframe,
+		atom.Noembed, atom.Noframes, atom.Object, atom.Select, atom.Datalist:
+		flags |= flagSkip
+	case atom.Form:
+		flags |= flagForm
+	case atom.Nav, atom.Header, atom.Footer, atom.Aside:
+		flags |= flagChrome
+	}
+	if hasAttr {
+		flags |= d.attrs(z, a)
+	}
+	switch a {
+	case atom.Script, atom.Style, atom.Title, atom.Textarea, atom.Noscript, atom.Iframe,
+		atom.Noembed, atom.Noframes, atom.Xmp, atom.Plaintext:
+		// The tokenizer reads these as raw text even when written <x/>.
+		d.raw = a
+		if a == atom.Title {
+			d.brk = true
+		}
+		d.push(a, name, flags)
+		return
+	}
+	switch {
+	case isBlock(a):
+		d.brk = true
+	case a == atom.Td || a == atom.Th:
+		d.space = true
+	}
+	if tt == html.SelfClosingTagToken || isVoid(a) {
+		return
+	}
+	d.push(a, name, flags)
+}
+
+// attrs reads the attributes of a start tag, records fingerprint facts and
+// returns extra flags for the element.
+func (d *htmlDoc) attrs(z *html.Tokenizer, a atom.Atom) uint8 {
+	var flags uint8
+	skipped := d.counts[0] > 0
+	for {
+		key, val, more := z.TagAttr()
+		switch string(key) {
+		case "id":
+			if !skipped && matchConsentToken(val) {
+				flags |= flagConsent
+			}
+			if sig := challengeID(val); sig != "" {
+				d.signal("id:" + sig)
+			}
+		case "class":
+			for _, tok := range bytes.Fields(val) {
+				if !skipped && matchConsentToken(tok) {
+					flags |= flagConsent
+				}
+				if sig := challengeClass(tok); sig != "" {
+					d.signal("class:" + sig)
+				}
+			}
+		case "type":
+			if a == atom.Input && !skipped && bytes.EqualFold(bytes.TrimSpace(val), []byte("password")) {
+				d.hasPassword = true
+			}
+		case "src":
+			if a == atom.Script || a == atom.Iframe {
+				if sig := challengeSrc(val); sig != "" {
+					d.signal(a.String() + "-src:" + sig)
+				}
+			}
+		case "action":
+			if a == atom.Form && bytes.Contains(val, []byte("__cf_chl_")) {
+				d.signal("form-action:__cf_chl_")
+			}
+		}
+		if !more {
+			return flags
+		}
+	}
+}
+
+func (d *htmlDoc) signal(s string) {
+	for _, have := range d.challenge {
+		if have == s {
+			return
+		}
+	}
+	if len(d.challenge) < maxSignals {
+		d.challenge = append(d.challenge, s)
+	}
+}
+
+func (d *htmlDoc) push(a atom.Atom, name []byte, flags uint8) {
+	if len(d.stack) >= maxOpenElements {
+		return
+	}
+	e := openElement{a: a, flags: flags}
+	if a == 0 {
+		e.name = string(name)
+	}
+	d.stack = append(d.stack, e)
+	d.count(flags, +1)
+}
+
+// onEnd closes the innermost open element with this name and everything
+// opened inside it; an end tag with no open element is ignored.
+func (d *htmlDoc) onEnd(a atom.Atom, name []byte) {
+	switch {
+	case isBlock(a):
+		d.brk = true
+	case a == atom.Td || a == atom.Th:
+		d.space = true
+	}
+	for i := len(d.stack) - 1; i >= 0; i-- {
+		e := d.stack[i]
+		if e.a != a || (a == 0 && e.name != string(name)) {
+			continue
+		}
+		for j := len(d.stack) - 1; j >= i; j-- {
+			d.count(d.stack[j].flags, -1)
+		}
+		d.stack = d.stack[:i]
+		if a == atom.Title && !d.hasTitle && d.counts[0] == 0 {
+			d.hasTitle = true
+		}
+		return
+	}
+}
+
+func (d *htmlDoc) count(flags uint8, delta int) {
+	for bit := 0; bit < len(d.counts); bit++ {
+		if flags&(1<<bit) != 0 {
+			d.counts[bit] += delta
+		}
+	}
+}
+
+// addText appends readable text, collapsing whitespace runs to one space and
+// putting block boundaries on new lines, and counts letters and digits.
+func (d *htmlDoc) addText(t []byte) {
+	for i := 0; i < len(t); {
+		c := t[i]
+		if c < utf8.RuneSelf {
+			i++
+			if asciiSpace[c] {
+				d.space = true
+				continue
+			}
+			d.sep()
+			d.text = append(d.text, c)
+			if asciiAlnum[c] {
+				d.countReadable()
+			}
+			continue
+		}
+		r, n := utf8.DecodeRune(t[i:])
+		i += n
+		if unicode.IsSpace(r) {
+			d.space = true
+			continue
+		}
+		d.sep()
+		if r == utf8.RuneError && n == 1 {
+			d.text = append(d.text, "\uFFFD"...)
+			continue
+		}
+		d.text = utf8.AppendRune(d.text, r)
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			d.countReadable()
+		}
+	}
+}
+
+func (d *htmlDoc) sep() {
+	if len(d.text) > 0 {
+		if d.brk {
+			d.text = append(d.text, '\n')
+		} else if d.space {
+			d.text = append(d.text, ' ')
+		}
+	}
+	d.brk, d.space = false, false
+}
+
+func (d *htmlDoc) countReadable() {
+	d.readable++
+	if d.counts[3] > 0 { // chrome
+		return
+	}
+	d.main++
+	if d.counts[1] == 0 {
+		d.mainOutsideForms++
+	}
+	if d.counts[2] == 0 {
+		d.mainOutsideConsnt++
+	} else {
+		d.consentText++
+	}
+}
+
+var asciiSpace, asciiAlnum [utf8.RuneSelf]bool
+
+func init() {
+	for _, c := range " \t\n\r\f\v" {
+		asciiSpace[c] = true
+	}
+	for c := 0; c < utf8.RuneSelf; c++ {
+		asciiAlnum[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+}
+
+// isVoid reports HTML void elements, which have no end tag.
+func isVoid(a atom.Atom) bool {
+	switch a {
+	case atom.Area, atom.Base, atom.Br, atom.Col, atom.Embed, atom.Hr, atom.Img, atom.Input,
+		atom.Link, atom.Meta, atom.Param, atom.Source, atom.Track, atom.Wbr, atom.Keygen:
+		return true
+	}
+	return false
+}
+
+// isBlock reports elements whose start and end break the text into lines.
+func isBlock(a atom.Atom) bool {
+	switch a {
+	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Body, atom.Br,
+		atom.Caption, atom.Dd, atom.Details, atom.Dialog, atom.Div, atom.Dl, atom.Dt,
+		atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Form, atom.H1,
+		atom.H2, atom.H3, atom.H4, atom.H5, atom.H6, atom.Header, atom.Hgroup, atom.Hr,
+		atom.Html, atom.Legend, atom.Li, atom.Main, atom.Nav, atom.Ol, atom.P, atom.Pre,
+		atom.Section, atom.Summary, atom.Table, atom.Tr, atom.Ul, atom.Head:
+		return true
+	}
+	return false
+}

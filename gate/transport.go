@@ -1,0 +1,182 @@
+package gate
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// MaxRedirects is the most redirect hops a fetch may take; more is
+// [ReasonTooManyRedirects]. Ten is the common client default (browsers use
+// about 20, curl 50 with -L, Go's net/http 10).
+const MaxRedirects = 10
+
+// maxDetailErrorChars bounds the transport error text quoted in a layer
+// detail; the full text is in the receipt.
+const maxDetailErrorChars = 200
+
+// redirectChain returns the URLs of the exchange in order: the requested URL,
+// each redirecting URL, and the final URL. A requested URL equal to the first
+// redirect entry is listed once; with redirects the final URL is always its
+// own hop, so a URL that redirects to itself shows as a loop.
+func redirectChain(ev Evidence) []string {
+	chain := make([]string, 0, len(ev.Redirects)+2)
+	if ev.URL != "" && (len(ev.Redirects) == 0 || ev.Redirects[0].URL != ev.URL) {
+		chain = append(chain, ev.URL)
+	}
+	for _, r := range ev.Redirects {
+		chain = append(chain, r.URL)
+	}
+	if ev.FinalURL != "" && (len(ev.Redirects) > 0 || ev.FinalURL != ev.URL) {
+		chain = append(chain, ev.FinalURL)
+	}
+	return chain
+}
+
+// finalURLOf returns the URL that produced the final response, or "" when
+// the evidence does not say.
+func finalURLOf(ev Evidence) string {
+	if ev.FinalURL != "" {
+		return ev.FinalURL
+	}
+	if len(ev.Redirects) == 0 {
+		return ev.URL
+	}
+	return ""
+}
+
+// transportLayer judges the exchange. emptyBody reports whether the entity is
+// empty or whitespace only.
+func transportLayer(ev Evidence, chain []string, emptyBody bool) LayerResult {
+	res := LayerResult{Layer: LayerTransport, Verdict: Failed}
+	if ev.Error != "" {
+		res.Reason = ReasonTransportError
+		if isTimeout(ev.Error) {
+			res.Reason = ReasonTimeout
+		}
+		res.Detail = truncateRunes(MaskSecrets(ev.Error), maxDetailErrorChars)
+		return res
+	}
+	if u, ok := firstRepeat(chain); ok {
+		res.Reason = ReasonRedirectLoop
+		res.Detail = "redirect chain visits " + MaskSecrets(u) + " twice"
+		return res
+	}
+	if n := len(ev.Redirects); n > MaxRedirects {
+		res.Reason = ReasonTooManyRedirects
+		res.Detail = strconv.Itoa(n) + " redirects, more than " + strconv.Itoa(MaxRedirects)
+		return res
+	}
+	if from, to, ok := downgrade(chain); ok {
+		res.Reason = ReasonHTTPSDowngrade
+		res.Detail = MaskSecrets(from) + " is followed by " + MaskSecrets(to)
+		return res
+	}
+	switch st := ev.Status; {
+	case st < 100 || st > 599:
+		res.Reason = ReasonInvalidStatus
+		res.Detail = "status " + strconv.Itoa(st) + " without a transport error"
+		return res
+	case st < 200 || st > 299:
+		res.Reason = HTTPStatusReason(st)
+		res.Detail = "status " + strconv.Itoa(st)
+		return res
+	}
+	if emptyBody {
+		res.Reason = ReasonEmptyBody
+		res.Detail = "status " + strconv.Itoa(ev.Status) + " with an empty or whitespace-only body"
+		return res
+	}
+	return LayerResult{
+		Layer:   LayerTransport,
+		Verdict: Retrieved,
+		Detail:  "status " + strconv.Itoa(ev.Status) + ", " + strconv.Itoa(len(ev.Redirects)) + " redirects",
+	}
+}
+
+// isTimeout reports whether a transport error text describes a timeout, in
+// the words Go, Python, Node and curl use for it.
+func isTimeout(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, w := range [...]string{"timeout", "timed out", "deadline exceeded", "etimedout"} {
+		if strings.Contains(m, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// firstRepeat returns the first URL of the chain (in chain order) that an
+// earlier hop already visited, comparing normalised URLs.
+func firstRepeat(chain []string) (string, bool) {
+	if len(chain) < 2 {
+		return "", false
+	}
+	seen := make(map[string]struct{}, len(chain))
+	for _, u := range chain {
+		k := normURL(u)
+		if _, dup := seen[k]; dup {
+			return u, true
+		}
+		seen[k] = struct{}{}
+	}
+	return "", false
+}
+
+// downgrade finds the first http:// URL that comes after an https:// one.
+func downgrade(chain []string) (from, to string, ok bool) {
+	lastHTTPS := ""
+	for _, u := range chain {
+		switch schemeOf(u) {
+		case "https":
+			lastHTTPS = u
+		case "http":
+			if lastHTTPS != "" {
+				return lastHTTPS, u, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// schemeOf returns the lower-cased scheme of an absolute URL, or "".
+func schemeOf(u string) string {
+	u = strings.TrimSpace(u)
+	i := strings.Index(u, "://")
+	if i <= 0 {
+		return ""
+	}
+	return strings.ToLower(u[:i])
+}
+
+// normURL puts a URL in a canonical form for loop detection: lower-case
+// scheme and host, default port dropped, empty path as "/", fragment dropped.
+// Text that does not parse as an absolute URL is compared as it is.
+func normURL(s string) string {
+	s = strings.TrimSpace(s)
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return s
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	port := u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	out := scheme + "://" + host + path
+	if u.RawQuery != "" || u.ForceQuery {
+		out += "?" + u.RawQuery
+	}
+	return out
+}

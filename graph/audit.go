@@ -1,0 +1,258 @@
+package graph
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/artifactd/artifactd/hashing"
+)
+
+// AuditMeta identifies the state an audit was taken from.
+type AuditMeta struct {
+	Context     string `json:"context"`
+	Commit      string `json:"commit"`
+	ContextHash string `json:"context_hash"`
+}
+
+// AuditArtifact is one artifact an answer rests on. Depth is its distance
+// in dependency edges from the answer (0 for the answer itself).
+type AuditArtifact struct {
+	ID          string         `json:"id"`
+	Type        string         `json:"type"`
+	Version     int64          `json:"version"`
+	ContentHash hashing.Digest `json:"content_hash"`
+	ProducedBy  string         `json:"produced_by"`
+	Depth       int            `json:"depth"`
+	Trust       Trust          `json:"trust"`
+}
+
+// AuditSource is one distinct URL or locator found in the walked
+// artifacts' data, with the ids of the artifacts that name it (sorted).
+type AuditSource struct {
+	Locator   string   `json:"locator"`
+	Artifacts []string `json:"artifacts"`
+}
+
+// AuditReport answers "why did it say that?" for one answer: everything it
+// rests on over dependency edges, with trust, the edges, and the sources.
+type AuditReport struct {
+	AuditMeta
+	Answer string `json:"answer"`
+	// Trust is the answer's trust.
+	Trust Trust `json:"trust"`
+	// Artifacts are sorted by depth, then id; the answer comes first.
+	Artifacts []AuditArtifact `json:"artifacts"`
+	// Edges are the dependency edges among Artifacts, sorted.
+	Edges   []*Edge       `json:"edges"`
+	Sources []AuditSource `json:"sources"`
+	// Summary counts Artifacts by status.
+	Summary TrustSummary `json:"summary"`
+}
+
+// sourceFields are the top-level data members whose string values Audit
+// collects as sources.
+var sourceFields = []string{"url", "final_url", "locator", "source_url"}
+
+// Audit walks the dependency edges from answerID and reports every artifact
+// reached (id, type, version, content hash, producer, trust), the edges
+// walked and the distinct source locators named in the artifacts' data
+// (the string values of their top-level "url", "final_url", "locator" and
+// "source_url" members).
+// trust gives an artifact's trust (TrustReport.Trust, or a closure over
+// TrustIndex.Explain); when nil the trust is computed with
+// RoleBase(nil, nil). dataOf gives an artifact's data (a.Data when nil);
+// it may return nil. The error wraps ErrNotFound when answerID does not
+// exist.
+func Audit(s *State, answerID string, trust func(id string) Trust, dataOf func(*Artifact) json.RawMessage, meta AuditMeta) (*AuditReport, error) {
+	if s.artifacts[answerID] == nil {
+		return nil, fmt.Errorf("graph: audit %q: %w", answerID, ErrNotFound)
+	}
+	if trust == nil {
+		trust = ComputeTrust(s, RoleBase(nil, nil)).Trust
+	}
+	if dataOf == nil {
+		dataOf = func(a *Artifact) json.RawMessage { return a.Data }
+	}
+	r := &AuditReport{AuditMeta: meta, Answer: answerID, Edges: []*Edge{}, Sources: []AuditSource{}}
+	depth := map[string]int{answerID: 0}
+	order := []string{answerID}
+	for i := 0; i < len(order); i++ {
+		for k, e := range s.out[order[i]] {
+			if !s.rels.Depends(k.Rel) {
+				continue
+			}
+			r.Edges = append(r.Edges, e)
+			if _, seen := depth[k.To]; !seen {
+				depth[k.To] = depth[order[i]] + 1
+				order = append(order, k.To)
+			}
+		}
+	}
+	SortEdges(r.Edges)
+	slices.SortFunc(order, func(a, b string) int {
+		if depth[a] != depth[b] {
+			return depth[a] - depth[b]
+		}
+		return strings.Compare(a, b)
+	})
+	sources := map[string][]string{}
+	for _, id := range order {
+		a := s.artifacts[id]
+		tr := trust(id)
+		r.Artifacts = append(r.Artifacts, AuditArtifact{ID: id, Type: a.Type, Version: a.Version,
+			ContentHash: a.ContentHash, ProducedBy: a.ProducedBy, Depth: depth[id], Trust: tr})
+		switch tr.Status {
+		case StatusConfirmed:
+			r.Summary.Confirmed++
+		case StatusQuarantined:
+			r.Summary.Quarantined++
+		case StatusPoisonRoot:
+			r.Summary.PoisonRoots++
+		}
+		for _, loc := range locators(dataOf(a)) {
+			if l := sources[loc]; len(l) == 0 || l[len(l)-1] != id {
+				sources[loc] = append(l, id)
+			}
+		}
+	}
+	r.Trust = r.Artifacts[0].Trust
+	for loc, ids := range sources {
+		slices.Sort(ids)
+		r.Sources = append(r.Sources, AuditSource{Locator: loc, Artifacts: ids})
+	}
+	slices.SortFunc(r.Sources, func(a, b AuditSource) int { return strings.Compare(a.Locator, b.Locator) })
+	return r, nil
+}
+
+// locators returns the non-empty string values of sourceFields in data.
+func locators(data json.RawMessage) []string {
+	if len(data) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return nil
+	}
+	var out []string
+	for _, f := range sourceFields {
+		if v := jsonString(m[f]); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Markdown renders the report as a Markdown document. Every value that
+// comes from clients (ids, types, producers, reasons, locators) is
+// escaped and placed in a table cell, so it cannot start a block, close a
+// cell, open a link or code span, or inject HTML.
+func (r *AuditReport) Markdown() string {
+	var b strings.Builder
+	row := func(cells ...string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			b.WriteString(" " + c + " |")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("# Audit report\n\n")
+	row("", "")
+	row("---", "---")
+	row("Context", MarkdownText(r.Context))
+	row("Commit", MarkdownText(r.Commit))
+	row("Context hash", MarkdownText(r.ContextHash))
+	row("Answer", MarkdownText(r.Answer))
+	row("Trust", trustText(r.Trust))
+	row("Artifacts", fmt.Sprintf("%d (%d confirmed, %d quarantined, %d poison roots)",
+		len(r.Artifacts), r.Summary.Confirmed, r.Summary.Quarantined, r.Summary.PoisonRoots))
+
+	fmt.Fprintf(&b, "\n## Artifacts\n\n")
+	row("depth", "id", "type", "version", "content hash", "produced by", "trust")
+	row("---:", "---", "---", "---:", "---", "---", "---")
+	for _, a := range r.Artifacts {
+		row(strconv.Itoa(a.Depth), MarkdownText(a.ID), MarkdownText(a.Type), strconv.FormatInt(a.Version, 10),
+			"`"+a.ContentHash.String()+"`", MarkdownText(a.ProducedBy), trustText(a.Trust))
+	}
+
+	fmt.Fprintf(&b, "\n## Edges\n\n")
+	if len(r.Edges) == 0 {
+		b.WriteString("None.\n")
+	} else {
+		row("from", "relation", "to")
+		row("---", "---", "---")
+		for _, e := range r.Edges {
+			row(MarkdownText(e.From), MarkdownText(e.Rel), MarkdownText(e.To))
+		}
+	}
+
+	fmt.Fprintf(&b, "\n## Sources\n\n")
+	if len(r.Sources) == 0 {
+		b.WriteString("None.\n")
+	} else {
+		row("locator", "named by")
+		row("---", "---")
+		for _, src := range r.Sources {
+			ids := make([]string, len(src.Artifacts))
+			for i, id := range src.Artifacts {
+				ids[i] = MarkdownText(id)
+			}
+			row(MarkdownText(src.Locator), strings.Join(ids, ", "))
+		}
+	}
+	return b.String()
+}
+
+func trustText(t Trust) string {
+	switch t.Status {
+	case StatusPoisonRoot:
+		return "**poison root**: " + MarkdownText(t.Reason)
+	case StatusQuarantined:
+		roots := make([]string, len(t.Roots))
+		for i, r := range t.Roots {
+			roots[i] = MarkdownText(r)
+		}
+		path := make([]string, len(t.Path))
+		for i, p := range t.Path {
+			path[i] = MarkdownText(p)
+		}
+		s := "**quarantined**; roots: " + strings.Join(roots, ", ") + "; path: " + strings.Join(path, " → ")
+		if t.PathTruncated {
+			s += " …"
+		}
+		return s
+	case StatusConfirmed:
+		return "confirmed"
+	}
+	return "unknown"
+}
+
+// MarkdownText escapes s for use as inline text in a Markdown table cell:
+// line breaks and other control characters become spaces; &, < and >
+// become HTML entities; and the characters that open emphasis, code,
+// links, strikethrough or close a cell (\ ` * _ [ ] | ~ !) are
+// backslash-escaped.
+func MarkdownText(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029:
+			b.WriteByte(' ')
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case strings.ContainsRune("\\`*_[]|~!", r):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,591 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/artifactd/artifactd/hashing"
+)
+
+// Op kinds.
+const (
+	OpPut    = "put"
+	OpDelete = "delete"
+	OpLink   = "link"
+	OpUnlink = "unlink"
+)
+
+// Op is one change to a state. As recorded in a commit (and hashed into its
+// ops_hash) an op has a fixed canonical shape per kind:
+//
+//	put:    {"op":"put","id","type","version","content_hash","produced_by"}
+//	delete: {"op":"delete","id"}
+//	link:   {"op":"link","from","rel","to"[,"attrs"]}
+//	unlink: {"op":"unlink","from","rel","to"}
+//
+// A put as submitted by a client carries Data (canonical bytes) and may
+// leave Version and ContentHash zero; Apply resolves them. Data is never
+// part of the recorded op: the content hash covers it.
+type Op struct {
+	Op          string
+	ID          string
+	Type        string
+	Version     int64
+	ContentHash hashing.Digest
+	ProducedBy  string
+	Data        json.RawMessage
+	From        string
+	Rel         string
+	To          string
+	Attrs       json.RawMessage
+}
+
+// EdgeKey returns the key of a link or unlink op.
+func (o *Op) EdgeKey() EdgeKey { return EdgeKey{From: o.From, Rel: o.Rel, To: o.To} }
+
+// MarshalJSON writes the recorded (canonical-shaped) form of the op.
+func (o Op) MarshalJSON() ([]byte, error) {
+	switch o.Op {
+	case OpPut:
+		return json.Marshal(struct {
+			Op          string         `json:"op"`
+			ID          string         `json:"id"`
+			Type        string         `json:"type"`
+			Version     int64          `json:"version"`
+			ContentHash hashing.Digest `json:"content_hash"`
+			ProducedBy  string         `json:"produced_by"`
+		}{o.Op, o.ID, o.Type, o.Version, o.ContentHash, o.ProducedBy})
+	case OpDelete:
+		return json.Marshal(struct {
+			Op string `json:"op"`
+			ID string `json:"id"`
+		}{o.Op, o.ID})
+	case OpLink, OpUnlink:
+		var attrs json.RawMessage
+		if o.Op == OpLink && !emptyAttrs(o.Attrs) {
+			attrs = o.Attrs
+		}
+		return json.Marshal(struct {
+			Op    string          `json:"op"`
+			From  string          `json:"from"`
+			Rel   string          `json:"rel"`
+			To    string          `json:"to"`
+			Attrs json.RawMessage `json:"attrs,omitempty"`
+		}{o.Op, o.From, o.Rel, o.To, attrs})
+	}
+	return nil, fmt.Errorf("graph: cannot marshal op %q", o.Op)
+}
+
+// UnmarshalJSON reads the recorded form of an op.
+func (o *Op) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Op          string          `json:"op"`
+		ID          string          `json:"id"`
+		Type        string          `json:"type"`
+		Version     int64           `json:"version"`
+		ContentHash *hashing.Digest `json:"content_hash"`
+		ProducedBy  string          `json:"produced_by"`
+		From        string          `json:"from"`
+		Rel         string          `json:"rel"`
+		To          string          `json:"to"`
+		Attrs       json.RawMessage `json:"attrs"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*o = Op{Op: w.Op, ID: w.ID, Type: w.Type, Version: w.Version, ProducedBy: w.ProducedBy,
+		From: w.From, Rel: w.Rel, To: w.To, Attrs: w.Attrs}
+	if w.ContentHash != nil {
+		o.ContentHash = *w.ContentHash
+	}
+	return nil
+}
+
+// OpsHash returns the ops_hash of a commit's recorded ops (HASHING.md §5).
+func OpsHash(ops []Op) (hashing.Digest, []byte, error) {
+	if ops == nil {
+		ops = []Op{}
+	}
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		return hashing.Digest{}, nil, err
+	}
+	canon, err := hashing.Canonicalize(raw)
+	if err != nil {
+		return hashing.Digest{}, nil, fmt.Errorf("graph: canonicalize ops: %w", err)
+	}
+	return hashing.OpsHash(canon), canon, nil
+}
+
+func emptyAttrs(a json.RawMessage) bool {
+	t := bytes.TrimSpace(a)
+	return len(t) == 0 || bytes.Equal(t, []byte("{}")) || bytes.Equal(t, []byte("null"))
+}
+
+// Sentinel errors of state mutation; OpError and CycleError wrap them.
+var (
+	// ErrInvalid marks an op that is malformed (bad id, unknown relation…).
+	ErrInvalid = errors.New("invalid op")
+	// ErrNotFound marks an op that names an artifact or edge that does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrDangling marks a commit that would leave an edge without an end.
+	ErrDangling = errors.New("dangling edge")
+	// ErrCycle marks a commit whose dependency edges would form a cycle.
+	ErrCycle = errors.New("dependency cycle")
+	// ErrCorrupt marks a recorded op that could never have been written,
+	// found while replaying.
+	ErrCorrupt = errors.New("corrupt op")
+)
+
+// OpError describes why an op was refused. Index is the op's position in
+// its commit (-1 when unknown), Field a JSON pointer relative to the op, Rule
+// a short machine-readable rule name.
+type OpError struct {
+	Index  int
+	Field  string
+	Rule   string
+	Detail string
+	Err    error
+}
+
+func (e *OpError) Error() string {
+	var b strings.Builder
+	if e.Index >= 0 {
+		fmt.Fprintf(&b, "op %d: ", e.Index)
+	}
+	b.WriteString(e.Detail)
+	return b.String()
+}
+
+// Unwrap returns the sentinel the error wraps (ErrInvalid when unset).
+func (e *OpError) Unwrap() error {
+	if e.Err == nil {
+		return ErrInvalid
+	}
+	return e.Err
+}
+
+// CycleError reports a dependency cycle that an edge would close. Cycle
+// lists the ids along it, starting and ending with the same id.
+type CycleError struct {
+	Index int
+	Edge  EdgeKey
+	Cycle []string
+}
+
+func (e *CycleError) Error() string {
+	return fmt.Sprintf("op %d: edge %s would close a dependency cycle: %s", e.Index, e.Edge, strings.Join(e.Cycle, " -> "))
+}
+
+// Unwrap returns ErrCycle.
+func (e *CycleError) Unwrap() error { return ErrCycle }
+
+// Change records what one op did, so it can be undone and so derived
+// indexes can follow. Noop is set for a put of identical content and for
+// a link of an identical edge: such ops are dropped from the commit.
+type Change struct {
+	Op   Op
+	Noop bool
+	// Prev is the artifact replaced or deleted by a put or delete.
+	Prev *Artifact
+	// Next is the artifact written by a put.
+	Next *Artifact
+	// PrevTombstone is the tombstone version before a put (0 if none).
+	PrevTombstone int64
+	// PrevEdge is the edge replaced or removed by a link or unlink.
+	PrevEdge *Edge
+	// NextEdge is the edge written by a link.
+	NextEdge *Edge
+}
+
+// ApplyOps applies the ops of one commit atomically: either every op
+// applies and the resulting state has no dangling edge and no dependency
+// cycle, or the state is left exactly as it was and the first problem is
+// returned. Puts are resolved (content hash computed from Data when unset;
+// version = last version + 1 when unset, otherwise it must exceed the last
+// version). The returned changes include no-ops; RecordedOps extracts the
+// ops a commit records.
+func (s *State) ApplyOps(ops []Op) ([]Change, error) {
+	changes := make([]Change, 0, len(ops))
+	fail := func(err error) ([]Change, error) {
+		s.Undo(changes)
+		return nil, err
+	}
+	for i := range ops {
+		ch, err := s.apply(ops[i])
+		if err != nil {
+			var oe *OpError
+			if errors.As(err, &oe) && oe.Index < 0 {
+				oe.Index = i
+			}
+			return fail(err)
+		}
+		changes = append(changes, ch)
+	}
+	if err := s.checkCommit(changes); err != nil {
+		return fail(err)
+	}
+	return changes, nil
+}
+
+// RecordedOps returns the resolved ops of the changes that were not
+// no-ops, in order: what a commit records and hashes.
+func RecordedOps(changes []Change) []Op {
+	out := make([]Op, 0, len(changes))
+	for _, c := range changes {
+		if !c.Noop {
+			op := c.Op
+			op.Data = nil
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// Undo reverts changes, newest first.
+func (s *State) Undo(changes []Change) {
+	for i := len(changes) - 1; i >= 0; i-- {
+		c := changes[i]
+		if c.Noop {
+			continue
+		}
+		switch c.Op.Op {
+		case OpPut:
+			s.removeArtifact(c.Next.ID)
+			if c.Prev != nil {
+				s.insertArtifact(c.Prev)
+			}
+			if c.PrevTombstone != 0 {
+				s.tombstones[c.Op.ID] = c.PrevTombstone
+			}
+		case OpDelete:
+			delete(s.tombstones, c.Prev.ID)
+			s.insertArtifact(c.Prev)
+		case OpLink:
+			s.removeEdge(c.NextEdge.Key())
+			if c.PrevEdge != nil {
+				s.insertEdge(c.PrevEdge)
+			}
+		case OpUnlink:
+			s.insertEdge(c.PrevEdge)
+		}
+	}
+}
+
+func (s *State) apply(op Op) (Change, error) {
+	switch op.Op {
+	case OpPut:
+		return s.applyPut(op)
+	case OpDelete:
+		if err := ValidateID(op.ID); err != nil {
+			return Change{}, err
+		}
+		prev := s.artifacts[op.ID]
+		if prev == nil {
+			return Change{}, &OpError{Index: -1, Field: "/id", Rule: "exists", Err: ErrNotFound,
+				Detail: fmt.Sprintf("cannot delete %q: no such artifact", op.ID)}
+		}
+		s.removeArtifact(op.ID)
+		s.tombstones[op.ID] = prev.Version
+		return Change{Op: Op{Op: OpDelete, ID: op.ID}, Prev: prev}, nil
+	case OpLink:
+		if err := s.checkEdgeOp(op); err != nil {
+			return Change{}, err
+		}
+		attrs, err := canonicalAttrs(op.Attrs)
+		if err != nil {
+			return Change{}, err
+		}
+		e := &Edge{From: op.From, Rel: op.Rel, To: op.To, Attrs: attrs}
+		prev := s.edges[e.Key()]
+		resolved := Op{Op: OpLink, From: op.From, Rel: op.Rel, To: op.To, Attrs: attrs}
+		if prev != nil && bytes.Equal(prev.Attrs, attrs) {
+			return Change{Op: resolved, Noop: true}, nil
+		}
+		if prev != nil {
+			s.removeEdge(prev.Key())
+		}
+		s.insertEdge(e)
+		return Change{Op: resolved, PrevEdge: prev, NextEdge: e}, nil
+	case OpUnlink:
+		if err := s.checkEdgeOp(op); err != nil {
+			return Change{}, err
+		}
+		prev := s.edges[op.EdgeKey()]
+		if prev == nil {
+			return Change{}, &OpError{Index: -1, Field: "", Rule: "exists", Err: ErrNotFound,
+				Detail: fmt.Sprintf("cannot unlink %s: no such edge", op.EdgeKey())}
+		}
+		s.removeEdge(prev.Key())
+		return Change{Op: Op{Op: OpUnlink, From: op.From, Rel: op.Rel, To: op.To}, PrevEdge: prev}, nil
+	}
+	return Change{}, &OpError{Index: -1, Field: "/op", Rule: "enum",
+		Detail: fmt.Sprintf("unknown op %q: want put, delete, link or unlink", op.Op)}
+}
+
+func (s *State) applyPut(op Op) (Change, error) {
+	if err := ValidateID(op.ID); err != nil {
+		return Change{}, err
+	}
+	if err := ValidateName("type", op.Type); err != nil {
+		return Change{}, prefixField(err, "/type")
+	}
+	ch := op.ContentHash
+	if ch.IsZero() {
+		if op.Data == nil {
+			return Change{}, &OpError{Index: -1, Field: "/data", Rule: "required", Detail: "put needs data (a JSON object)"}
+		}
+		ch = hashing.ContentHash(op.Data)
+	} else if op.Data != nil && hashing.ContentHash(op.Data) != ch {
+		return Change{}, &OpError{Index: -1, Field: "/content_hash", Rule: "matches_data", Err: ErrCorrupt,
+			Detail: fmt.Sprintf("content_hash %s does not match the data", ch)}
+	}
+	prev := s.artifacts[op.ID]
+	if prev != nil && prev.Type == op.Type && prev.ContentHash == ch && prev.ProducedBy == op.ProducedBy {
+		return Change{Op: Op{Op: OpPut, ID: op.ID, Type: op.Type, Version: prev.Version, ContentHash: ch, ProducedBy: op.ProducedBy}, Noop: true}, nil
+	}
+	last := s.LastVersion(op.ID)
+	version := op.Version
+	switch {
+	case version == 0:
+		version = last + 1
+	case version <= last:
+		return Change{}, &OpError{Index: -1, Field: "/version", Rule: "increasing", Err: ErrCorrupt,
+			Detail: fmt.Sprintf("put %q: version %d is not above the last version %d", op.ID, version, last)}
+	}
+	a := &Artifact{ID: op.ID, Type: op.Type, Version: version, ContentHash: ch, ProducedBy: op.ProducedBy, Data: op.Data}
+	tomb := s.tombstones[op.ID]
+	delete(s.tombstones, op.ID)
+	if prev != nil {
+		s.removeArtifact(op.ID)
+	}
+	s.insertArtifact(a)
+	resolved := Op{Op: OpPut, ID: a.ID, Type: a.Type, Version: version, ContentHash: ch, ProducedBy: a.ProducedBy, Data: op.Data}
+	return Change{Op: resolved, Prev: prev, Next: a, PrevTombstone: tomb}, nil
+}
+
+func prefixField(err error, field string) error {
+	var oe *OpError
+	if errors.As(err, &oe) {
+		oe.Field = field
+		oe.Index = -1
+	}
+	return err
+}
+
+func (s *State) checkEdgeOp(op Op) error {
+	if err := ValidateID(op.From); err != nil {
+		return prefixField(err, "/from")
+	}
+	if err := ValidateID(op.To); err != nil {
+		return prefixField(err, "/to")
+	}
+	if !s.rels.Known(op.Rel) {
+		return &OpError{Index: -1, Field: "/rel", Rule: "enum",
+			Detail: fmt.Sprintf("unknown relation %q; known: %s", op.Rel, strings.Join(s.rels.Names(), ", "))}
+	}
+	return nil
+}
+
+func canonicalAttrs(a json.RawMessage) (json.RawMessage, error) {
+	if emptyAttrs(a) {
+		return nil, nil
+	}
+	c, err := hashing.CanonicalizeObject(a)
+	if err != nil {
+		return nil, &OpError{Index: -1, Field: "/attrs", Rule: "canonical_json", Detail: "attrs: " + err.Error(), Err: ErrInvalid}
+	}
+	if bytes.Equal(c, []byte("{}")) {
+		return nil, nil
+	}
+	return c, nil
+}
+
+// checkCommit validates the state after all ops of a commit: every edge
+// touched has both ends, no deleted artifact keeps an edge, and no new
+// dependency edge closes a cycle.
+func (s *State) checkCommit(changes []Change) error {
+	for i, c := range changes {
+		if c.Noop {
+			continue
+		}
+		switch c.Op.Op {
+		case OpLink:
+			k := c.NextEdge.Key()
+			if s.edges[k] != c.NextEdge {
+				continue // replaced or removed later in the same commit
+			}
+			for _, end := range []struct{ field, id string }{{"/from", k.From}, {"/to", k.To}} {
+				if s.artifacts[end.id] == nil {
+					return &OpError{Index: i, Field: end.field, Rule: "exists", Err: ErrDangling,
+						Detail: fmt.Sprintf("edge %s: artifact %q does not exist", k, end.id)}
+				}
+			}
+		case OpDelete:
+			id := c.Prev.ID
+			if s.artifacts[id] != nil {
+				continue
+			}
+			if n := len(s.out[id]) + len(s.in[id]); n > 0 {
+				return &OpError{Index: i, Field: "/id", Rule: "no_edges", Err: ErrDangling,
+					Detail: fmt.Sprintf("cannot delete %q: %d edge(s) still point to or from it; unlink them in the same commit", id, n)}
+			}
+		}
+	}
+	for i, c := range changes {
+		if c.Noop || c.Op.Op != OpLink || !s.rels.Depends(c.Op.Rel) {
+			continue
+		}
+		k := c.NextEdge.Key()
+		if s.edges[k] != c.NextEdge {
+			continue
+		}
+		if path := s.dependencyPath(k.To, k.From); path != nil {
+			return &CycleError{Index: i, Edge: k, Cycle: append([]string{k.From}, path...)}
+		}
+	}
+	return nil
+}
+
+// dependencyPath returns the ids of a shortest dependency path from src to
+// dst (both included), or nil when dst is not reachable. It visits only what
+// src reaches.
+func (s *State) dependencyPath(src, dst string) []string {
+	if src == dst {
+		return []string{src}
+	}
+	parent := map[string]string{src: ""}
+	queue := []string{src}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, next := range s.DependsOn(cur) {
+			if _, seen := parent[next]; seen {
+				continue
+			}
+			parent[next] = cur
+			if next == dst {
+				var path []string
+				for n := dst; n != ""; n = parent[n] {
+					path = append(path, n)
+				}
+				for l, r := 0, len(path)-1; l < r; l, r = l+1, r-1 {
+					path[l], path[r] = path[r], path[l]
+				}
+				return path
+			}
+			queue = append(queue, next)
+		}
+	}
+	return nil
+}
+
+func (s *State) insertArtifact(a *Artifact) {
+	s.artifacts[a.ID] = a
+	s.acc.Add(a.Leaf())
+}
+
+func (s *State) removeArtifact(id string) {
+	if a := s.artifacts[id]; a != nil {
+		s.acc.Remove(a.Leaf())
+		delete(s.artifacts, id)
+	}
+}
+
+func (s *State) insertEdge(e *Edge) {
+	k := e.Key()
+	s.edges[k] = e
+	if s.out[k.From] == nil {
+		s.out[k.From] = make(map[EdgeKey]*Edge)
+	}
+	s.out[k.From][k] = e
+	if s.in[k.To] == nil {
+		s.in[k.To] = make(map[EdgeKey]*Edge)
+	}
+	s.in[k.To][k] = e
+	s.acc.Add(e.Leaf())
+}
+
+func (s *State) removeEdge(k EdgeKey) {
+	e := s.edges[k]
+	if e == nil {
+		return
+	}
+	s.acc.Remove(e.Leaf())
+	delete(s.edges, k)
+	delete(s.out[k.From], k)
+	if len(s.out[k.From]) == 0 {
+		delete(s.out, k.From)
+	}
+	delete(s.in[k.To], k)
+	if len(s.in[k.To]) == 0 {
+		delete(s.in, k.To)
+	}
+}
+
+// Relations maps a relation name to whether it is a dependency relation
+// (one that carries trust and must stay acyclic).
+type Relations map[string]bool
+
+// DefaultRelations returns the built-in relations of DESIGN.md.
+func DefaultRelations() Relations {
+	return Relations{
+		"derived_from": true, "supported_by": true, "calculated_from": true,
+		"extracted_from": true, "quotes": true, "uses": true,
+		"mentions": false, "cites": false, "contradicts": false, "supersedes": false, "responds_to": false,
+	}
+}
+
+// Depends reports whether rel is a dependency relation.
+func (r Relations) Depends(rel string) bool { return r[rel] }
+
+// Known reports whether rel is registered.
+func (r Relations) Known(rel string) bool { _, ok := r[rel]; return ok }
+
+// Names returns the registered relation names, sorted.
+func (r Relations) Names() []string {
+	out := make([]string, 0, len(r))
+	for k := range r {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// RestoreArtifact inserts an artifact as-is (used when loading a state
+// from storage). It replaces any artifact with the same id.
+func (s *State) RestoreArtifact(a *Artifact) {
+	s.removeArtifact(a.ID)
+	delete(s.tombstones, a.ID)
+	s.insertArtifact(a)
+}
+
+// RestoreTombstone records the last version of a deleted artifact.
+func (s *State) RestoreTombstone(id string, version int64) { s.tombstones[id] = version }
+
+// Tombstones returns the deleted ids with their last versions, sorted by id.
+func (s *State) Tombstones() []Tombstone {
+	out := make([]Tombstone, 0, len(s.tombstones))
+	for id, v := range s.tombstones {
+		out = append(out, Tombstone{ID: id, Version: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Tombstone is a deleted artifact's id and last version.
+type Tombstone struct {
+	ID      string `json:"id"`
+	Version int64  `json:"version"`
+}
+
+// RestoreEdge inserts an edge as-is (used when loading a state from
+// storage). It does not check ends or cycles.
+func (s *State) RestoreEdge(e *Edge) {
+	s.removeEdge(e.Key())
+	s.insertEdge(e)
+}

@@ -1,0 +1,305 @@
+package graph
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/artifactd/artifactd/hashing"
+)
+
+// Artifact is one typed JSON document of a state, with its derived version
+// and content hash. Data holds the canonical (RFC 8785) bytes of the data
+// object; it may be nil in a state that was loaded without payloads (the
+// store keeps payloads in its object store and loads them on demand). An
+// Artifact held by a State must not be modified by callers.
+type Artifact struct {
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Version     int64           `json:"version"`
+	ContentHash hashing.Digest  `json:"content_hash"`
+	ProducedBy  string          `json:"produced_by"`
+	Data        json.RawMessage `json:"data,omitempty"`
+}
+
+// Leaf returns the artifact's leaf in the context hash (HASHING.md §3).
+func (a *Artifact) Leaf() hashing.Digest {
+	return hashing.ArtifactLeaf(a.ID, a.Type, a.Version, a.ContentHash, a.ProducedBy)
+}
+
+// EdgeKey identifies an edge: at most one edge exists per (from, rel, to).
+type EdgeKey struct {
+	From string `json:"from"`
+	Rel  string `json:"rel"`
+	To   string `json:"to"`
+}
+
+// String renders the key as "from -rel-> to" for messages.
+func (k EdgeKey) String() string { return fmt.Sprintf("%s -%s-> %s", k.From, k.Rel, k.To) }
+
+// Edge is a typed provenance edge. It points from an artifact to what it
+// rests on (an answer is supported_by its evidence). Attrs holds the
+// canonical bytes of a non-empty attrs object, or nil.
+type Edge struct {
+	From  string          `json:"from"`
+	Rel   string          `json:"rel"`
+	To    string          `json:"to"`
+	Attrs json.RawMessage `json:"attrs,omitempty"`
+}
+
+// Key returns the edge's identity.
+func (e *Edge) Key() EdgeKey { return EdgeKey{From: e.From, Rel: e.Rel, To: e.To} }
+
+// Leaf returns the edge's leaf in the context hash (HASHING.md §3).
+func (e *Edge) Leaf() hashing.Digest { return hashing.EdgeLeaf(e.From, e.Rel, e.To, e.Attrs) }
+
+// State is the set of artifacts and edges at one commit, with adjacency
+// indexes and the incremental context hash. The zero value is not usable;
+// call NewState. A State is not safe for concurrent mutation; concurrent
+// readers are safe while no one mutates it.
+type State struct {
+	artifacts map[string]*Artifact
+	// tombstones holds the last version of deleted artifacts, so that a
+	// re-created artifact continues its version numbering.
+	tombstones map[string]int64
+	edges      map[EdgeKey]*Edge
+	out        map[string]map[EdgeKey]*Edge
+	in         map[string]map[EdgeKey]*Edge
+	acc        *hashing.Accumulator
+	rels       Relations
+}
+
+// NewState returns an empty state that classifies relations with rels
+// (DefaultRelations when nil).
+func NewState(rels Relations) *State {
+	if rels == nil {
+		rels = DefaultRelations()
+	}
+	return &State{
+		artifacts:  make(map[string]*Artifact),
+		tombstones: make(map[string]int64),
+		edges:      make(map[EdgeKey]*Edge),
+		out:        make(map[string]map[EdgeKey]*Edge),
+		in:         make(map[string]map[EdgeKey]*Edge),
+		acc:        hashing.NewAccumulator(),
+		rels:       rels,
+	}
+}
+
+// Relations returns the relation registry the state uses.
+func (s *State) Relations() Relations { return s.rels }
+
+// Clone returns a deep copy of the state's indexes. Artifacts and edges are
+// immutable values and are shared.
+func (s *State) Clone() *State {
+	c := &State{
+		artifacts:  make(map[string]*Artifact, len(s.artifacts)),
+		tombstones: make(map[string]int64, len(s.tombstones)),
+		edges:      make(map[EdgeKey]*Edge, len(s.edges)),
+		out:        make(map[string]map[EdgeKey]*Edge, len(s.out)),
+		in:         make(map[string]map[EdgeKey]*Edge, len(s.in)),
+		acc:        s.acc.Clone(),
+		rels:       s.rels,
+	}
+	for k, v := range s.artifacts {
+		c.artifacts[k] = v
+	}
+	for k, v := range s.tombstones {
+		c.tombstones[k] = v
+	}
+	for k, v := range s.edges {
+		c.edges[k] = v
+	}
+	for k, m := range s.out {
+		c.out[k] = cloneEdgeMap(m)
+	}
+	for k, m := range s.in {
+		c.in[k] = cloneEdgeMap(m)
+	}
+	return c
+}
+
+func cloneEdgeMap(m map[EdgeKey]*Edge) map[EdgeKey]*Edge {
+	c := make(map[EdgeKey]*Edge, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// Hash returns the context hash of the state. It re-hashes only the
+// buckets touched since the last call.
+func (s *State) Hash() hashing.Digest { return s.acc.Root() }
+
+// Leaves returns the state's sorted leaves.
+func (s *State) Leaves() []hashing.Digest { return s.acc.Leaves() }
+
+// NumArtifacts returns the number of artifacts.
+func (s *State) NumArtifacts() int { return len(s.artifacts) }
+
+// NumEdges returns the number of edges.
+func (s *State) NumEdges() int { return len(s.edges) }
+
+// Artifact returns the artifact with the given id, or nil.
+func (s *State) Artifact(id string) *Artifact { return s.artifacts[id] }
+
+// Edge returns the edge with the given key, or nil.
+func (s *State) Edge(k EdgeKey) *Edge { return s.edges[k] }
+
+// LastVersion returns the highest version id ever had in this state's
+// history as known to the state (live or deleted), 0 if never seen.
+func (s *State) LastVersion(id string) int64 {
+	if a := s.artifacts[id]; a != nil {
+		return a.Version
+	}
+	return s.tombstones[id]
+}
+
+// ArtifactIDs returns all artifact ids, sorted bytewise.
+func (s *State) ArtifactIDs() []string {
+	ids := make([]string, 0, len(s.artifacts))
+	for id := range s.artifacts {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Artifacts returns all artifacts sorted by id.
+func (s *State) Artifacts() []*Artifact {
+	out := make([]*Artifact, 0, len(s.artifacts))
+	for _, id := range s.ArtifactIDs() {
+		out = append(out, s.artifacts[id])
+	}
+	return out
+}
+
+// Edges returns all edges sorted by (from, rel, to).
+func (s *State) Edges() []*Edge {
+	out := make([]*Edge, 0, len(s.edges))
+	for _, e := range s.edges {
+		out = append(out, e)
+	}
+	SortEdges(out)
+	return out
+}
+
+// SortEdges sorts edges by (from, rel, to), bytewise.
+func SortEdges(es []*Edge) {
+	sort.Slice(es, func(i, j int) bool { return edgeLess(es[i].Key(), es[j].Key()) })
+}
+
+func edgeLess(a, b EdgeKey) bool {
+	if a.From != b.From {
+		return a.From < b.From
+	}
+	if a.Rel != b.Rel {
+		return a.Rel < b.Rel
+	}
+	return a.To < b.To
+}
+
+// Out returns the edges leaving id, sorted.
+func (s *State) Out(id string) []*Edge { return sortedEdges(s.out[id]) }
+
+// In returns the edges arriving at id, sorted.
+func (s *State) In(id string) []*Edge { return sortedEdges(s.in[id]) }
+
+// Degree returns the number of edges leaving and arriving at id.
+func (s *State) Degree(id string) (out, in int) { return len(s.out[id]), len(s.in[id]) }
+
+func sortedEdges(m map[EdgeKey]*Edge) []*Edge {
+	out := make([]*Edge, 0, len(m))
+	for _, e := range m {
+		out = append(out, e)
+	}
+	SortEdges(out)
+	return out
+}
+
+// DependsOn returns the ids that id directly depends on (targets of its
+// outgoing dependency edges), sorted and deduplicated.
+func (s *State) DependsOn(id string) []string {
+	var ids []string
+	for k := range s.out[id] {
+		if s.rels.Depends(k.Rel) {
+			ids = append(ids, k.To)
+		}
+	}
+	return dedupSorted(ids)
+}
+
+// Dependents returns the ids that directly depend on id, sorted.
+func (s *State) Dependents(id string) []string {
+	var ids []string
+	for k := range s.in[id] {
+		if s.rels.Depends(k.Rel) {
+			ids = append(ids, k.From)
+		}
+	}
+	return dedupSorted(ids)
+}
+
+func dedupSorted(ids []string) []string {
+	sort.Strings(ids)
+	out := ids[:0]
+	for i, id := range ids {
+		if i == 0 || id != ids[i-1] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ValidateID checks an artifact id: 1–256 bytes of printable UTF-8 with no
+// control characters.
+func ValidateID(id string) error {
+	if id == "" {
+		return &OpError{Field: "id", Rule: "required", Detail: "artifact id must not be empty"}
+	}
+	if len(id) > MaxIDBytes {
+		return &OpError{Field: "id", Rule: "max_length", Detail: fmt.Sprintf("artifact id is %d bytes; the limit is %d", len(id), MaxIDBytes)}
+	}
+	if !utf8.ValidString(id) {
+		return &OpError{Field: "id", Rule: "utf8", Detail: "artifact id must be valid UTF-8"}
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
+			return &OpError{Field: "id", Rule: "printable", Detail: fmt.Sprintf("artifact id %q contains a control character", id)}
+		}
+	}
+	return nil
+}
+
+// ValidateName checks a type or relation name: 1–64 chars of [a-z0-9_.-],
+// starting with a letter.
+func ValidateName(field, name string) error {
+	if name == "" {
+		return &OpError{Field: field, Rule: "required", Detail: field + " must not be empty"}
+	}
+	if len(name) > 64 {
+		return &OpError{Field: field, Rule: "max_length", Detail: fmt.Sprintf("%s is %d bytes; the limit is 64", field, len(name))}
+	}
+	for i, r := range name {
+		ok := (r >= 'a' && r <= 'z') || (i > 0 && ((r >= '0' && r <= '9') || r == '_' || r == '.' || r == '-'))
+		if !ok {
+			return &OpError{Field: field, Rule: "pattern", Detail: fmt.Sprintf("%s %q must match ^[a-z][a-z0-9_.-]{0,63}$", field, name)}
+		}
+	}
+	return nil
+}
+
+// MaxIDBytes is the longest artifact id accepted.
+const MaxIDBytes = 256
+
+// trimPointer joins JSON pointer segments.
+func trimPointer(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(p))
+	}
+	return b.String()
+}

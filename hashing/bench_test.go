@@ -1,0 +1,88 @@
+package hashing
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// benchObject returns a realistic artifact data object of about size bytes,
+// with its keys out of order so sorting is exercised.
+func benchObject(size int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"text":"Q2 cloud spend was $45,000, a 12.5% variance vs budget.","tags":["finance","q2","cloud"],"source":{"locator":"row 3","blob":"sha256:abababababababababababababababababababababababababababababababab"},`)
+	for i := 0; b.Len() < size-40; i++ {
+		fmt.Fprintf(&b, `"z%03d":{"amount":%d.25,"ok":true,"note":"line \u00e9 %d"},`, 999-i, i*1000, i)
+	}
+	b.WriteString(`"currency":"USD"}`)
+	return []byte(b.String())
+}
+
+func BenchmarkCanonicalize(b *testing.B) {
+	in := benchObject(1024)
+	if _, err := Canonicalize(in); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Canonicalize(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAccumulatorUpdate measures one commit touching one leaf: a
+// Remove, an Add and a Root, at several context sizes.
+func BenchmarkAccumulatorUpdate(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) {
+			a := NewAccumulator()
+			for i := range n {
+				a.Add(leafN(i, 0))
+			}
+			a.Root()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				old, next := leafN(i, 0), leafN(n+i, 0)
+				if !a.Remove(old) || !a.Add(next) {
+					b.Fatal("set out of sync")
+				}
+				a.Root()
+				i++
+			}
+		})
+	}
+}
+
+func BenchmarkContextHashFromScratch(b *testing.B) {
+	leaves := make([]Digest, 100_000)
+	for i := range leaves {
+		leaves[i] = leafN(i, 0)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ContextHash(leaves)
+	}
+}
+
+func BenchmarkAccumulatorClone(b *testing.B) {
+	a := NewAccumulator()
+	for i := range 100_000 {
+		a.Add(leafN(i, 0))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c := a.Clone()
+		c.Add(leafN(-1, 0)) // first write copies one bucket
+	}
+}
+
+func BenchmarkArtifactLeaf(b *testing.B) {
+	ch := Sum([]byte("x"))
+	b.ReportAllocs()
+	for b.Loop() {
+		ArtifactLeaf("answer:q2", "answer", 3, ch, "writer")
+	}
+}

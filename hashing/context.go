@@ -1,0 +1,228 @@
+package hashing
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"math/bits"
+	"slices"
+)
+
+// contextDomain starts every context-hash root line (16 ASCII bytes).
+const contextDomain = "artifactd/ctx/v1"
+
+// leafSize is the size of one leaf in a bucket's byte slice.
+const leafSize = len(Digest{})
+
+// EmptyContextHash returns the context hash of the empty state,
+// SHA-256("artifactd/ctx/v1").
+func EmptyContextHash() Digest { return sha256.Sum256([]byte(contextDomain)) }
+
+// ContextHash computes the context hash of a set of leaves from scratch
+// (HASHING.md §4): sort the leaves bytewise, group them into buckets by first
+// byte, hash each non-empty bucket's concatenated leaves, then hash
+// "artifactd/ctx/v1" followed by (bucket byte, bucket digest) for each
+// non-empty bucket in ascending order.
+//
+// The hash is of a set: order does not matter and a leaf given twice counts
+// once (a valid state never has duplicate leaves). leaves is not modified.
+// This is the simple reference; [Accumulator] computes the same value
+// incrementally.
+func ContextHash(leaves []Digest) Digest {
+	sorted := slices.Clone(leaves)
+	slices.SortFunc(sorted, func(a, b Digest) int { return bytes.Compare(a[:], b[:]) })
+	sorted = slices.Compact(sorted)
+
+	line := []byte(contextDomain)
+	for i := 0; i < len(sorted); {
+		b := sorted[i][0]
+		bucket := make([]byte, 0, leafSize)
+		for ; i < len(sorted) && sorted[i][0] == b; i++ {
+			bucket = append(bucket, sorted[i][:]...)
+		}
+		d := sha256.Sum256(bucket)
+		line = append(line, b)
+		line = append(line, d[:]...)
+	}
+	return sha256.Sum256(line)
+}
+
+// Accumulator maintains the context hash of a changing set of leaves
+// (HASHING.md §4). It keeps each bucket's leaves sorted and caches each
+// bucket's digest, so after k changes [Accumulator.Root] re-hashes only the
+// touched buckets and the root line, whatever the size of the set.
+//
+// The zero value is not usable; call [NewAccumulator]. An Accumulator is not
+// safe for concurrent use, but a [Accumulator.Clone] may be used on another
+// goroutine than its original.
+type Accumulator struct {
+	// buckets[b] holds the leaves whose first byte is b, sorted, 32 bytes
+	// each, back to back: the bucket digest is SHA-256(buckets[b]).
+	buckets [256][]byte
+	// digests[b] is SHA-256(buckets[b]) unless b is dirty or empty.
+	digests [256]Digest
+	// dirty marks buckets changed since their digest was computed.
+	dirty bitset
+	// shared marks buckets whose backing array may also belong to a clone;
+	// such a bucket is copied before it is changed (copy on write).
+	shared bitset
+	n      int
+	root   Digest
+	rootOK bool // root is up to date
+}
+
+// bitset is a 256-bit set of bucket numbers.
+type bitset [4]uint64
+
+func (s *bitset) set(b byte)      { s[b>>6] |= 1 << (b & 63) }
+func (s *bitset) clear(b byte)    { s[b>>6] &^= 1 << (b & 63) }
+func (s *bitset) has(b byte) bool { return s[b>>6]&(1<<(b&63)) != 0 }
+func (s *bitset) fill()           { *s = bitset{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)} }
+func (s *bitset) reset()          { *s = bitset{} }
+func (s *bitset) each(f func(byte)) {
+	for w, word := range s {
+		for word != 0 {
+			i := bits.TrailingZeros64(word)
+			word &^= 1 << i
+			f(byte(w<<6 | i))
+		}
+	}
+}
+
+// NewAccumulator returns an Accumulator holding no leaves; its Root is
+// [EmptyContextHash].
+func NewAccumulator() *Accumulator { return &Accumulator{} }
+
+// search finds leaf in the sorted bucket: its index and whether it is there.
+func search(bucket []byte, leaf *Digest) (int, bool) {
+	lo, hi := 0, len(bucket)/leafSize
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		// Leaves in one bucket share their first byte.
+		switch bytes.Compare(bucket[mid*leafSize+1:(mid+1)*leafSize], leaf[1:]) {
+		case 0:
+			return mid, true
+		case -1:
+			lo = mid + 1
+		default:
+			hi = mid
+		}
+	}
+	return lo, false
+}
+
+// Add inserts leaf and reports whether it was new (false: already present,
+// nothing changed).
+func (a *Accumulator) Add(leaf Digest) bool {
+	b := leaf[0]
+	bucket := a.buckets[b]
+	i, found := search(bucket, &leaf)
+	if found {
+		return false
+	}
+	off := i * leafSize
+	if a.shared.has(b) {
+		nb := make([]byte, len(bucket)+leafSize, len(bucket)+len(bucket)/4+leafSize)
+		copy(nb, bucket[:off])
+		copy(nb[off:], leaf[:])
+		copy(nb[off+leafSize:], bucket[off:])
+		bucket = nb
+		a.shared.clear(b)
+	} else {
+		bucket = slices.Insert(bucket, off, leaf[:]...)
+	}
+	a.buckets[b] = bucket
+	a.touch(b)
+	a.n++
+	return true
+}
+
+// Remove deletes leaf and reports whether it was present (false: absent,
+// nothing changed).
+func (a *Accumulator) Remove(leaf Digest) bool {
+	b := leaf[0]
+	bucket := a.buckets[b]
+	i, found := search(bucket, &leaf)
+	if !found {
+		return false
+	}
+	off := i * leafSize
+	if a.shared.has(b) {
+		nb := make([]byte, len(bucket)-leafSize)
+		copy(nb, bucket[:off])
+		copy(nb[off:], bucket[off+leafSize:])
+		bucket = nb
+		a.shared.clear(b)
+	} else {
+		bucket = slices.Delete(bucket, off, off+leafSize)
+	}
+	a.buckets[b] = bucket
+	a.touch(b)
+	a.n--
+	return true
+}
+
+func (a *Accumulator) touch(b byte) {
+	a.dirty.set(b)
+	a.rootOK = false
+}
+
+// Has reports whether leaf is in the set.
+func (a *Accumulator) Has(leaf Digest) bool {
+	_, found := search(a.buckets[leaf[0]], &leaf)
+	return found
+}
+
+// Len returns the number of leaves.
+func (a *Accumulator) Len() int { return a.n }
+
+// Root returns the context hash of the current set of leaves, equal to
+// [ContextHash] of [Accumulator.Leaves]. It re-hashes only the buckets
+// changed since the last call, then the root line (at most 8,464 bytes).
+func (a *Accumulator) Root() Digest {
+	if a.rootOK {
+		return a.root
+	}
+	a.dirty.each(func(b byte) {
+		if len(a.buckets[b]) == 0 {
+			a.digests[b] = Digest{}
+		} else {
+			a.digests[b] = sha256.Sum256(a.buckets[b])
+		}
+	})
+	a.dirty.reset()
+
+	var buf [len(contextDomain) + 256*(1+leafSize)]byte
+	line := append(buf[:0], contextDomain...)
+	for b := range a.buckets {
+		if len(a.buckets[b]) == 0 {
+			continue
+		}
+		line = append(line, byte(b))
+		line = append(line, a.digests[b][:]...)
+	}
+	a.root = sha256.Sum256(line)
+	a.rootOK = true
+	return a.root
+}
+
+// Clone returns an independent copy of a: changing either afterwards never
+// affects the other. It costs O(256), not O(leaves): buckets are shared
+// until one side changes them (copy on write). Clone updates a's
+// bookkeeping, so like every other method it must not run concurrently with
+// a use of a.
+func (a *Accumulator) Clone() *Accumulator {
+	a.shared.fill()
+	c := *a
+	return &c
+}
+
+// Leaves returns all leaves in bytewise order, as a new slice.
+func (a *Accumulator) Leaves() []Digest {
+	out := make([]Digest, 0, a.n)
+	for _, bucket := range a.buckets {
+		for off := 0; off < len(bucket); off += leafSize {
+			out = append(out, Digest(bucket[off:off+leafSize]))
+		}
+	}
+	return out
+}

@@ -1,0 +1,171 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+)
+
+// FormatVersion is the version of the key layout documented in doc.go.
+const FormatVersion = "1"
+
+// Key prefixes. Parts are joined with a NUL byte, which no context id,
+// branch name or artifact id may contain.
+const (
+	pMeta   = "meta\x00"
+	pCtx    = "ctx\x00"
+	pRef    = "ref\x00"
+	pCommit = "cmt\x00"
+	pSeq    = "seq\x00"
+	pOps    = "ops\x00"
+	pObj    = "obj\x00"
+	pBlob   = "blob\x00"
+	pNode   = "node\x00"
+	pType   = "type\x00"
+)
+
+func keyMetaFormat() []byte { return []byte(pMeta + "format") }
+
+func keyCtx(ctx string) []byte { return []byte(pCtx + ctx) }
+
+func keyRef(ctx, branch string) []byte { return []byte(pRef + ctx + "\x00" + branch) }
+
+func prefixRefs(ctx string) []byte { return []byte(pRef + ctx + "\x00") }
+
+func keyCommit(ctx string, id hashing.Digest) []byte {
+	return append([]byte(pCommit+ctx+"\x00"), id[:]...)
+}
+
+func prefixCommits(ctx string) []byte { return []byte(pCommit + ctx + "\x00") }
+
+func keySeq(ctx string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte(pSeq+ctx+"\x00"), seq)
+}
+
+func prefixSeq(ctx string) []byte { return []byte(pSeq + ctx + "\x00") }
+
+func keyOps(ctx string, id hashing.Digest, chunk uint32) []byte {
+	k := append([]byte(pOps+ctx+"\x00"), id[:]...)
+	return binary.BigEndian.AppendUint32(k, chunk)
+}
+
+func keyObj(d hashing.Digest) []byte  { return append([]byte(pObj), d[:]...) }
+func keyBlob(d hashing.Digest) []byte { return append([]byte(pBlob), d[:]...) }
+func keyNode(d hashing.Digest) []byte { return append([]byte(pNode), d[:]...) }
+func keyType(name string) []byte      { return []byte(pType + name) }
+
+// Trie entry keys: 'a' id for an artifact, 'e' from NUL rel NUL to for an
+// edge, 't' id for a tombstone (the last version of a deleted artifact).
+func tkArtifact(id string) []byte { return []byte("a" + id) }
+func tkTomb(id string) []byte     { return []byte("t" + id) }
+func tkEdge(k graph.EdgeKey) []byte {
+	return []byte("e" + k.From + "\x00" + k.Rel + "\x00" + k.To)
+}
+
+func mutFor(key, val []byte) trieMut {
+	return trieMut{path: sha256.Sum256(key), key: key, val: val}
+}
+
+// artifact value: uvarint version, content hash [32], commit [32],
+// uvarint len(type) type, uvarint len(produced_by) produced_by.
+func encodeArtifactVal(a *graph.Artifact, commit hashing.Digest) []byte {
+	b := make([]byte, 0, 80+len(a.Type)+len(a.ProducedBy))
+	b = binary.AppendUvarint(b, uint64(a.Version))
+	b = append(b, a.ContentHash[:]...)
+	b = append(b, commit[:]...)
+	b = binary.AppendUvarint(b, uint64(len(a.Type)))
+	b = append(b, a.Type...)
+	b = binary.AppendUvarint(b, uint64(len(a.ProducedBy)))
+	b = append(b, a.ProducedBy...)
+	return b
+}
+
+// artifactVal is a decoded trie artifact value.
+type artifactVal struct {
+	version     int64
+	contentHash hashing.Digest
+	commit      hashing.Digest
+	typ         string
+	producedBy  string
+}
+
+func decodeArtifactVal(b []byte) (artifactVal, error) {
+	var v artifactVal
+	ver, n := binary.Uvarint(b)
+	if n <= 0 || len(b[n:]) < 64 {
+		return v, fmt.Errorf("%w: artifact value header", ErrCorrupt)
+	}
+	v.version = int64(ver)
+	b = b[n:]
+	copy(v.contentHash[:], b[:32])
+	copy(v.commit[:], b[32:64])
+	b = b[64:]
+	str := func() (string, bool) {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b[n:])) < l {
+			return "", false
+		}
+		s := string(b[n : n+int(l)])
+		b = b[n+int(l):]
+		return s, true
+	}
+	var ok1, ok2 bool
+	v.typ, ok1 = str()
+	v.producedBy, ok2 = str()
+	if !ok1 || !ok2 || len(b) != 0 {
+		return v, fmt.Errorf("%w: artifact value strings", ErrCorrupt)
+	}
+	return v, nil
+}
+
+func (v artifactVal) artifact(id string) *graph.Artifact {
+	return &graph.Artifact{ID: id, Type: v.typ, Version: v.version, ContentHash: v.contentHash, ProducedBy: v.producedBy}
+}
+
+func encodeTombVal(version int64) []byte { return binary.AppendUvarint(nil, uint64(version)) }
+
+func decodeTombVal(b []byte) (int64, error) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 || n != len(b) {
+		return 0, fmt.Errorf("%w: tombstone value", ErrCorrupt)
+	}
+	return int64(v), nil
+}
+
+// edgeVal is the edge's canonical attrs; an edge without attrs stores a
+// single 0 byte (a nil value would mean "delete").
+func encodeEdgeVal(attrs []byte) []byte {
+	if len(attrs) == 0 {
+		return []byte{0}
+	}
+	return attrs
+}
+
+func decodeEdgeVal(b []byte) []byte {
+	if len(b) == 1 && b[0] == 0 {
+		return nil
+	}
+	return b
+}
+
+func splitEdgeKey(k []byte) (graph.EdgeKey, error) {
+	s := string(k[1:])
+	var parts [3]string
+	n := 0
+	start := 0
+	for i := 0; i < len(s) && n < 2; i++ {
+		if s[i] == 0 {
+			parts[n] = s[start:i]
+			n++
+			start = i + 1
+		}
+	}
+	if n != 2 {
+		return graph.EdgeKey{}, fmt.Errorf("%w: edge key", ErrCorrupt)
+	}
+	parts[2] = s[start:]
+	return graph.EdgeKey{From: parts[0], Rel: parts[1], To: parts[2]}, nil
+}

@@ -1,0 +1,559 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+)
+
+// Branch is a named ref.
+type Branch struct {
+	Name string         `json:"name"`
+	Head hashing.Digest `json:"head"`
+}
+
+// Branches lists a context's branches sorted by name.
+func (s *Store) Branches(ctx context.Context, ctxID string) ([]Branch, error) {
+	if _, err := s.ctxState(ctxID); err != nil {
+		return nil, err
+	}
+	var out []Branch
+	err := s.db.View(func(txn *badger.Txn) error {
+		p := prefixRefs(ctxID)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: p, PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var b Branch
+			b.Name = string(it.Item().Key()[len(p):])
+			if err := it.Item().Value(func(v []byte) error {
+				if len(v) != 32 {
+					return fmt.Errorf("%w: ref %q has %d bytes", ErrCorrupt, b.Name, len(v))
+				}
+				copy(b.Head[:], v)
+				return nil
+			}); err != nil {
+				return err
+			}
+			out = append(out, b)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) refExists(ctxID, branch string) (bool, error) {
+	_, err := s.ref(ctxID, branch)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s *Store) ref(ctxID, branch string) (hashing.Digest, error) {
+	var d hashing.Digest
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyRef(ctxID, branch))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("branch %q of context %q: %w", branch, ctxID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) != 32 {
+				return fmt.Errorf("%w: ref %q", ErrCorrupt, branch)
+			}
+			copy(d[:], v)
+			return nil
+		})
+	})
+	return d, err
+}
+
+// GetCommit returns a commit record.
+func (s *Store) GetCommit(ctx context.Context, ctxID string, id hashing.Digest) (*replay.Commit, error) {
+	if _, err := s.ctxState(ctxID); err != nil {
+		return nil, err
+	}
+	return s.commitRecord(ctxID, id)
+}
+
+func (s *Store) commitRecord(ctxID string, id hashing.Digest) (*replay.Commit, error) {
+	var c replay.Commit
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyCommit(ctxID, id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("commit %s in context %q: %w", id.Short(), ctxID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if err := json.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("%w: commit record %s: %v", ErrCorrupt, id.Short(), err)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c.ID != id {
+		return nil, fmt.Errorf("%w: commit record under %s claims id %s", ErrCorrupt, id.Short(), c.ID.Short())
+	}
+	return &c, nil
+}
+
+// Resolve turns a reference into a commit: "" (the main head), a branch
+// name, a full "sha256:<hex>" id, bare hex, or a unique prefix of at least
+// 8 hex digits. A branch name wins over a hash prefix. A prefix that
+// matches nothing is ErrNotFound; one that matches several is ErrAmbiguous.
+func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit, error) {
+	if _, err := s.ctxState(ctxID); err != nil {
+		return nil, err
+	}
+	if ref == "" {
+		ref = DefaultBranch
+	}
+	if ValidateBranch(ref) == nil {
+		d, err := s.ref(ctxID, ref)
+		if err == nil {
+			return s.commitRecord(ctxID, d)
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	prefix, err := hashing.HexPrefix(ref)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q is neither a branch of context %q nor a commit id (want sha256:<hex>, bare hex or a prefix of at least 8 hex digits)", ErrNotFound, ref, ctxID)
+	}
+	if len(prefix) == 64 {
+		d, _ := hashing.ParseDigest("sha256:" + prefix)
+		return s.commitRecord(ctxID, d)
+	}
+	raw, _ := hex.DecodeString(prefix[:len(prefix)/2*2])
+	var matches []hashing.Digest
+	err = s.db.View(func(txn *badger.Txn) error {
+		p := append(prefixCommits(ctxID), raw...)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
+		defer it.Close()
+		for it.Rewind(); it.Valid() && len(matches) < 2; it.Next() {
+			k := it.Item().Key()
+			var d hashing.Digest
+			copy(d[:], k[len(k)-32:])
+			if strings.HasPrefix(d.Hex(), prefix) {
+				matches = append(matches, d)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch len(matches) {
+	case 0:
+		return nil, fmt.Errorf("%w: no commit of context %q starts with %s", ErrNotFound, ctxID, prefix)
+	case 1:
+		return s.commitRecord(ctxID, matches[0])
+	}
+	return nil, fmt.Errorf("%w: %s matches more than one commit of context %q; give more digits", ErrAmbiguous, prefix, ctxID)
+}
+
+// head returns the in-memory head of a branch, loading it from the state
+// map when needed.
+func (s *Store) head(ctxID, branch string) (*head, error) {
+	key := ctxID + "\x00" + branch
+	s.mu.Lock()
+	h := s.heads[key]
+	s.mu.Unlock()
+	if h != nil {
+		return h, nil
+	}
+	id, err := s.ref(ctxID, branch)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.commitRecord(ctxID, id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.loadState(c)
+	if err != nil {
+		return nil, err
+	}
+	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndex(st, s.base())}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if existing := s.heads[key]; existing != nil {
+		return existing, nil
+	}
+	s.heads[key] = h
+	return h, nil
+}
+
+// loadState materializes the state of a commit from its state map
+// (metadata only: artifact Data is nil) and checks it against the
+// commit's context hash.
+func (s *Store) loadState(c *replay.Commit) (*graph.State, error) {
+	st := graph.NewState(nil)
+	err := trieWalk(s, trieChild{id: c.Root, count: c.RootCount}, func(k, v []byte) error {
+		if len(k) == 0 {
+			return fmt.Errorf("%w: empty state key", ErrCorrupt)
+		}
+		switch k[0] {
+		case 'a':
+			av, err := decodeArtifactVal(v)
+			if err != nil {
+				return err
+			}
+			st.RestoreArtifact(av.artifact(string(k[1:])))
+		case 't':
+			ver, err := decodeTombVal(v)
+			if err != nil {
+				return err
+			}
+			st.RestoreTombstone(string(k[1:]), ver)
+		case 'e':
+			ek, err := splitEdgeKey(k)
+			if err != nil {
+				return err
+			}
+			attrs := decodeEdgeVal(v)
+			st.RestoreEdge(&graph.Edge{From: ek.From, Rel: ek.Rel, To: ek.To, Attrs: append([]byte(nil), attrs...)})
+		default:
+			return fmt.Errorf("%w: unknown state key kind %q", ErrCorrupt, k[0])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load state of commit %s: %w", c.ID.Short(), err)
+	}
+	if got := st.Hash(); got != c.ContextHash {
+		return nil, fmt.Errorf("%w: state map of commit %s hashes to %s, the commit records %s", ErrCorrupt, c.ID.Short(), got, c.ContextHash)
+	}
+	return st, nil
+}
+
+// View is a read-only look at the state at one commit. It is valid only
+// inside the callback that received it.
+type View struct {
+	Commit *replay.Commit
+	State  *graph.State
+	Trust  *graph.TrustIndex
+	// Branch is set when the view is a branch head.
+	Branch string
+	store  *Store
+}
+
+// Data returns an artifact's canonical data.
+func (v *View) Data(a *graph.Artifact) (json.RawMessage, error) {
+	if a.Data != nil {
+		return a.Data, nil
+	}
+	return v.store.object(a.ContentHash)
+}
+
+// Base returns the trust base function used for this view.
+func (v *View) Base() graph.BaseFunc { return v.store.base() }
+
+type materialized struct {
+	state *graph.State
+	trust *graph.TrustIndex
+}
+
+// Read calls fn with a view of the state at ref (see Resolve). At a branch
+// head it uses the in-memory head under a read lock; at any other commit it
+// materializes the state from the commit's state map (cached for a few
+// recent commits). fn must not retain the view or mutate the state.
+func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) error) error {
+	if _, err := s.ctxState(ctxID); err != nil {
+		return err
+	}
+	branch := ref
+	if branch == "" {
+		branch = DefaultBranch
+	}
+	if ValidateBranch(branch) == nil {
+		if _, err := s.ref(ctxID, branch); err == nil {
+			h, err := s.head(ctxID, branch)
+			if err != nil {
+				return err
+			}
+			h.mu.RLock()
+			defer h.mu.RUnlock()
+			return fn(&View{Commit: h.commit, State: h.state, Trust: h.trust, Branch: branch, store: s})
+		}
+	}
+	c, err := s.Resolve(ctx, ctxID, ref)
+	if err != nil {
+		return err
+	}
+	return s.ReadCommit(ctx, ctxID, c, fn)
+}
+
+// ReadCommit is Read at a resolved commit.
+func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
+	key := ctxID + "\x00" + string(c.ID[:])
+	m, ok := s.states.get(key)
+	if !ok {
+		st, err := s.loadState(c)
+		if err != nil {
+			return err
+		}
+		m = &materialized{state: st, trust: graph.NewTrustIndex(st, s.base())}
+		s.states.put(key, m)
+	}
+	return fn(&View{Commit: c, State: m.state, Trust: m.trust, store: s})
+}
+
+// ArtifactAt returns one artifact (with Data) at a commit by a point lookup
+// in the commit's state map: it never loads the whole state. It returns
+// ErrNotFound when the artifact does not exist at that commit, and the
+// commit that wrote the version.
+func (s *Store) ArtifactAt(ctx context.Context, ctxID string, c *replay.Commit, id string) (*graph.Artifact, hashing.Digest, error) {
+	v, err := trieGet(s, trieChild{id: c.Root, count: c.RootCount}, tkArtifact(id))
+	if err != nil {
+		return nil, hashing.Digest{}, err
+	}
+	if v == nil {
+		return nil, hashing.Digest{}, fmt.Errorf("artifact %q at commit %s: %w", id, c.ID.Short(), ErrNotFound)
+	}
+	av, err := decodeArtifactVal(v)
+	if err != nil {
+		return nil, hashing.Digest{}, err
+	}
+	a := av.artifact(id)
+	if a.Data, err = s.object(a.ContentHash); err != nil {
+		return nil, hashing.Digest{}, err
+	}
+	return a, av.commit, nil
+}
+
+// Version is one version of an artifact in its history.
+type Version struct {
+	Version     int64          `json:"version"`
+	Type        string         `json:"type"`
+	ContentHash hashing.Digest `json:"content_hash"`
+	ProducedBy  string         `json:"produced_by"`
+	Commit      hashing.Digest `json:"commit"`
+	Time        string         `json:"time"`
+}
+
+// History returns the versions of an artifact reachable from commit c
+// along first parents, newest first. Each step is a point lookup: the cost
+// is proportional to the number of versions, not to the history length.
+func (s *Store) History(ctx context.Context, ctxID string, c *replay.Commit, id string) ([]Version, error) {
+	var out []Version
+	cur := c
+	for cur != nil {
+		v, err := trieGet(s, trieChild{id: cur.Root, count: cur.RootCount}, tkArtifact(id))
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			break
+		}
+		av, err := decodeArtifactVal(v)
+		if err != nil {
+			return nil, err
+		}
+		wrote, err := s.commitRecord(ctxID, av.commit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Version{Version: av.version, Type: av.typ, ContentHash: av.contentHash, ProducedBy: av.producedBy, Commit: av.commit, Time: wrote.Time})
+		if len(wrote.Parents) == 0 {
+			break
+		}
+		if cur, err = s.commitRecord(ctxID, wrote.Parents[0]); err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("artifact %q at commit %s: %w", id, c.ID.Short(), ErrNotFound)
+	}
+	return out, nil
+}
+
+// Log returns up to limit commits reachable from c along first parents,
+// newest first, starting at c.
+func (s *Store) Log(ctx context.Context, ctxID string, c *replay.Commit, limit int) ([]*replay.Commit, error) {
+	var out []*replay.Commit
+	cur := c
+	for cur != nil && (limit <= 0 || len(out) < limit) {
+		out = append(out, cur)
+		if len(cur.Parents) == 0 {
+			break
+		}
+		next, err := s.commitRecord(ctxID, cur.Parents[0])
+		if err != nil {
+			return out, err
+		}
+		cur = next
+	}
+	return out, nil
+}
+
+// Commits calls fn for every commit of a context in insertion order (Seq
+// ascending: parents before children), starting after seq after.
+func (s *Store) Commits(ctx context.Context, ctxID string, after uint64, fn func(c *replay.Commit) error) error {
+	if _, err := s.ctxState(ctxID); err != nil {
+		return err
+	}
+	var ids []hashing.Digest
+	var seqs []uint64
+	const page = 1024
+	for {
+		ids, seqs = ids[:0], seqs[:0]
+		err := s.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixSeq(ctxID), PrefetchValues: true})
+			defer it.Close()
+			for it.Seek(keySeq(ctxID, after+1)); it.Valid() && len(ids) < page; it.Next() {
+				k := it.Item().Key()
+				var d hashing.Digest
+				if err := it.Item().Value(func(v []byte) error {
+					if len(v) != 32 {
+						return fmt.Errorf("%w: seq record", ErrCorrupt)
+					}
+					copy(d[:], v)
+					return nil
+				}); err != nil {
+					return err
+				}
+				ids = append(ids, d)
+				seqs = append(seqs, beUint64(k[len(k)-8:]))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			c, err := s.commitRecord(ctxID, id)
+			if err != nil {
+				return err
+			}
+			if c.Seq != seqs[i] {
+				return fmt.Errorf("%w: commit %s has seq %d, indexed at %d", ErrCorrupt, id.Short(), c.Seq, seqs[i])
+			}
+			if err := fn(c); err != nil {
+				return err
+			}
+			after = seqs[i]
+		}
+		if len(ids) < page {
+			return nil
+		}
+	}
+}
+
+// Ops returns the recorded ops of a commit.
+func (s *Store) Ops(ctx context.Context, ctxID string, c *replay.Commit) ([]graph.Op, error) {
+	ops := make([]graph.Op, 0, c.NumOps)
+	for chunk := uint32(0); len(ops) < c.NumOps; chunk++ {
+		var part []graph.Op
+		err := s.db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(keyOps(ctxID, c.ID, chunk))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				return fmt.Errorf("%w: ops chunk %d of commit %s is missing", ErrCorrupt, chunk, c.ID.Short())
+			}
+			if err != nil {
+				return err
+			}
+			return item.Value(func(v []byte) error { return json.Unmarshal(v, &part) })
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(part) == 0 {
+			return nil, fmt.Errorf("%w: ops chunk %d of commit %s is empty", ErrCorrupt, chunk, c.ID.Short())
+		}
+		ops = append(ops, part...)
+	}
+	if len(ops) != c.NumOps {
+		return nil, fmt.Errorf("%w: commit %s records %d ops, found %d", ErrCorrupt, c.ID.Short(), c.NumOps, len(ops))
+	}
+	return ops, nil
+}
+
+// Change is one difference between two states' maps.
+type Change struct {
+	Kind string // "artifact", "edge", "tombstone"
+	ID   string // artifact id (artifact, tombstone)
+	Edge graph.EdgeKey
+	Old  *graph.Artifact // artifact before (nil when added)
+	New  *graph.Artifact // artifact after (nil when removed)
+	// OldAttrs/NewAttrs and Added/Removed describe edges.
+	OldAttrs, NewAttrs []byte
+	Added, Removed     bool
+}
+
+// DiffCommits lists what differs between the states at a and b, reading
+// only the parts of their state maps that differ. Results are sorted:
+// artifacts by id, then edges.
+func (s *Store) DiffCommits(ctx context.Context, a, b *replay.Commit) ([]Change, error) {
+	var out []Change
+	err := trieDiff(s, trieChild{id: a.Root, count: a.RootCount}, trieChild{id: b.Root, count: b.RootCount}, func(k, old, new []byte) error {
+		switch k[0] {
+		case 'a':
+			ch := Change{Kind: "artifact", ID: string(k[1:]), Added: old == nil, Removed: new == nil}
+			if old != nil {
+				av, err := decodeArtifactVal(old)
+				if err != nil {
+					return err
+				}
+				ch.Old = av.artifact(ch.ID)
+			}
+			if new != nil {
+				av, err := decodeArtifactVal(new)
+				if err != nil {
+					return err
+				}
+				ch.New = av.artifact(ch.ID)
+			}
+			// The commit that wrote a version is in the value; equal
+			// versions differ only when rewritten identically by a merge.
+			if ch.Old != nil && ch.New != nil && sameMeta(ch.Old, ch.New) {
+				return nil
+			}
+			out = append(out, ch)
+		case 'e':
+			ek, err := splitEdgeKey(k)
+			if err != nil {
+				return err
+			}
+			out = append(out, Change{Kind: "edge", Edge: ek, OldAttrs: decodeEdgeVal(old), NewAttrs: decodeEdgeVal(new), Added: old == nil, Removed: new == nil})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		if out[i].Kind == "artifact" {
+			return out[i].ID < out[j].ID
+		}
+		x, y := out[i].Edge, out[j].Edge
+		return bytes.Compare([]byte(x.From+"\x00"+x.Rel+"\x00"+x.To), []byte(y.From+"\x00"+y.Rel+"\x00"+y.To)) < 0
+	})
+	return out, nil
+}
+
+func sameMeta(a, b *graph.Artifact) bool {
+	return a.Version == b.Version && a.Type == b.Type && a.ContentHash == b.ContentHash && a.ProducedBy == b.ProducedBy
+}

@@ -1,0 +1,577 @@
+package store
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+)
+
+// Errors returned by the store. They are wrapped with detail; match them
+// with errors.Is.
+var (
+	// ErrNotFound: the context, branch, commit, artifact or blob does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: the context or branch already exists.
+	ErrExists = errors.New("already exists")
+	// ErrStale: the commit named an expected parent that is no longer the head.
+	ErrStale = errors.New("stale parent")
+	// ErrInvalid: the request is malformed (bad id, bad branch name…).
+	ErrInvalid = errors.New("invalid request")
+	// ErrAmbiguous: a hash prefix matches more than one commit.
+	ErrAmbiguous = errors.New("ambiguous reference")
+	// ErrCorrupt: stored data does not match its hash or cannot be decoded.
+	ErrCorrupt = errors.New("store corruption")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("store closed")
+)
+
+// Quarantine modes of a context.
+const (
+	ModeEnforce = "enforce"
+	ModeObserve = "observe"
+)
+
+// DefaultBranch is the branch created with every context.
+const DefaultBranch = "main"
+
+// Options configure Open.
+type Options struct {
+	// Dir is the data directory (created if missing).
+	Dir string
+	// Logger receives operational logs; slog.Default() when nil.
+	Logger *slog.Logger
+	// Clock gives commit times; time.Now when nil.
+	Clock func() time.Time
+	// Roles maps an artifact type to its trust role; graph.BuiltinRoles
+	// when nil. Types without a role are treated as derived.
+	Roles func(typ string) (graph.Role, bool)
+	// NoSync skips the fsync after each commit group. Only for benchmarks
+	// and tests that measure something else: an acknowledged commit may then
+	// be lost by an OS crash (not by a process crash).
+	NoSync bool
+	// NodeCacheSize is the number of decoded trie nodes kept in memory
+	// (default 65536).
+	NodeCacheSize int
+	// ObjectCacheSize is the number of fetch_verdict payloads kept in memory
+	// for trust decisions (default 65536).
+	ObjectCacheSize int
+	// MaxBatch bounds how many commit requests one group commit takes
+	// (default 256).
+	MaxBatch int
+}
+
+// Store is the artifactd repository: contexts, branches, commits, ops,
+// content-addressed objects, blobs and trie nodes in one Badger database.
+// All writes go through one committer goroutine that applies requests in
+// order, writes a whole group with one fsync and only then acknowledges
+// them. Reads may run concurrently with writes. Methods are safe for
+// concurrent use.
+type Store struct {
+	db     *badger.DB
+	log    *slog.Logger
+	clock  func() time.Time
+	roleOf func(string) (graph.Role, bool)
+	noSync bool
+	batch  int
+
+	reqs      chan *writeReq
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	nodes   *lru[hashing.Digest, *trieNode]
+	objects *lru[hashing.Digest, []byte]
+	states  *lru[string, *materialized]
+
+	mu sync.Mutex // guards heads and ctxs
+	// heads holds the in-memory state of branch heads, keyed ctx NUL branch.
+	heads map[string]*head
+	// ctxs caches context records and sequence counters.
+	ctxs map[string]*ctxState
+}
+
+// ContextInfo describes a context.
+type ContextInfo struct {
+	ID         string `json:"id"`
+	Quarantine string `json:"quarantine"`
+	Created    string `json:"created"`
+}
+
+type ctxState struct {
+	info    ContextInfo
+	lastSeq uint64
+}
+
+// head is the in-memory state of one branch head. The committer goroutine
+// mutates it under mu; readers hold mu.RLock.
+type head struct {
+	mu     sync.RWMutex // guards commit, state, trust
+	ctx    string
+	branch string
+	commit *replay.Commit
+	state  *graph.State
+	trust  *graph.TrustIndex
+}
+
+var (
+	contextIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+	branchPattern    = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._/-]{0,99}$`)
+)
+
+// ValidateContextID checks a context id: 1–128 chars of [A-Za-z0-9._-],
+// and not "." or "..".
+func ValidateContextID(id string) error {
+	if !contextIDPattern.MatchString(id) || id == "." || id == ".." {
+		return fmt.Errorf("%w: context id %q must be 1-128 characters of [A-Za-z0-9._-]", ErrInvalid, id)
+	}
+	return nil
+}
+
+// ValidateBranch checks a branch name.
+func ValidateBranch(name string) error {
+	if !branchPattern.MatchString(name) {
+		return fmt.Errorf("%w: branch name %q must match %s", ErrInvalid, name, branchPattern)
+	}
+	return nil
+}
+
+// Open opens (or creates) the store in opts.Dir. It checks the key layout
+// version and starts the committer.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("%w: data directory is required", ErrInvalid)
+	}
+	bo := badger.DefaultOptions(opts.Dir).
+		WithLogger(nil).
+		WithSyncWrites(false).
+		WithNumVersionsToKeep(1).
+		WithMetricsEnabled(false)
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("open badger at %s: %w", opts.Dir, err)
+	}
+	s := &Store{
+		db:      db,
+		log:     opts.Logger,
+		clock:   opts.Clock,
+		roleOf:  opts.Roles,
+		noSync:  opts.NoSync,
+		batch:   opts.MaxBatch,
+		reqs:    make(chan *writeReq, 1024),
+		done:    make(chan struct{}),
+		nodes:   newLRU[hashing.Digest, *trieNode](orDefault(opts.NodeCacheSize, 1<<16)),
+		objects: newLRU[hashing.Digest, []byte](orDefault(opts.ObjectCacheSize, 1<<16)),
+		states:  newLRU[string, *materialized](4),
+		heads:   make(map[string]*head),
+		ctxs:    make(map[string]*ctxState),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if s.roleOf == nil {
+		s.roleOf = graph.BuiltinRoles
+	}
+	if s.batch <= 0 {
+		s.batch = 256
+	}
+	if err := s.checkFormat(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	go s.run()
+	return s, nil
+}
+
+func orDefault(v, d int) int {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+func (s *Store) checkFormat() error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyMetaFormat())
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return txn.Set(keyMetaFormat(), []byte(FormatVersion))
+		}
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		if string(v) != FormatVersion {
+			return fmt.Errorf("%w: data directory has layout version %q, this binary reads %q", ErrInvalid, v, FormatVersion)
+		}
+		return nil
+	})
+}
+
+// Close stops the committer after the requests already queued and closes
+// the database. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.reqs)
+		<-s.done
+		s.closeErr = s.db.Close()
+	})
+	return s.closeErr
+}
+
+// base returns the trust base function of the store.
+func (s *Store) base() graph.BaseFunc {
+	return graph.RoleBase(s.roleOf, func(a *graph.Artifact) (string, string) {
+		data := a.Data
+		if data == nil {
+			var err error
+			data, err = s.object(a.ContentHash)
+			if err != nil {
+				return "", "payload unavailable: " + err.Error()
+			}
+		}
+		return graph.VerdictFromData(data)
+	})
+}
+
+// ---- contexts ----
+
+// CreateContext creates a context with its main branch and an empty root
+// commit.
+func (s *Store) CreateContext(ctx context.Context, id, quarantine string) (ContextInfo, error) {
+	if err := ValidateContextID(id); err != nil {
+		return ContextInfo{}, err
+	}
+	switch quarantine {
+	case "":
+		quarantine = ModeEnforce
+	case ModeEnforce, ModeObserve:
+	default:
+		return ContextInfo{}, fmt.Errorf("%w: quarantine must be %q or %q, got %q", ErrInvalid, ModeEnforce, ModeObserve, quarantine)
+	}
+	res, err := s.submit(ctx, &writeReq{kind: reqCreateContext, ctxID: id, mode: quarantine})
+	if err != nil {
+		return ContextInfo{}, err
+	}
+	return res.info, nil
+}
+
+// GetContext returns a context's record.
+func (s *Store) GetContext(ctx context.Context, id string) (ContextInfo, error) {
+	cs, err := s.ctxState(id)
+	if err != nil {
+		return ContextInfo{}, err
+	}
+	return cs.info, nil
+}
+
+// ListContexts returns all contexts sorted by id.
+func (s *Store) ListContexts(ctx context.Context) ([]ContextInfo, error) {
+	var out []ContextInfo
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pCtx), PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var info ContextInfo
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &info) }); err != nil {
+				return fmt.Errorf("%w: context record %q: %v", ErrCorrupt, it.Item().Key(), err)
+			}
+			out = append(out, info)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) ctxState(id string) (*ctxState, error) {
+	s.mu.Lock()
+	cs := s.ctxs[id]
+	s.mu.Unlock()
+	if cs != nil {
+		return cs, nil
+	}
+	if err := ValidateContextID(id); err != nil {
+		return nil, fmt.Errorf("context %q: %w", id, ErrNotFound)
+	}
+	cs = &ctxState{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyCtx(id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("context %q: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &cs.info) }); err != nil {
+			return fmt.Errorf("%w: context record %q: %v", ErrCorrupt, id, err)
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixSeq(id), Reverse: true})
+		defer it.Close()
+		seek := append(prefixSeq(id), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+		it.Seek(seek)
+		if it.Valid() {
+			k := it.Item().Key()
+			cs.lastSeq = beUint64(k[len(k)-8:])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if existing := s.ctxs[id]; existing != nil {
+		return existing, nil
+	}
+	s.ctxs[id] = cs
+	return cs, nil
+}
+
+func beUint64(b []byte) uint64 {
+	var v uint64
+	for _, x := range b {
+		v = v<<8 | uint64(x)
+	}
+	return v
+}
+
+// ---- blobs and objects ----
+
+// PutBlob stores raw bytes durably and returns their digest. Storing the
+// same bytes again is free.
+func (s *Store) PutBlob(ctx context.Context, data []byte) (hashing.Digest, error) {
+	d := hashing.Sum(data)
+	err := s.db.Update(func(txn *badger.Txn) error {
+		if _, err := txn.Get(keyBlob(d)); err == nil {
+			return nil
+		}
+		return txn.Set(keyBlob(d), data)
+	})
+	if err != nil {
+		return d, fmt.Errorf("put blob: %w", err)
+	}
+	if !s.noSync {
+		if err := s.db.Sync(); err != nil {
+			return d, fmt.Errorf("sync blob: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// GetBlob returns the bytes of a blob, checking them against the digest.
+func (s *Store) GetBlob(ctx context.Context, d hashing.Digest) ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyBlob(d))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("blob %s: %w", d, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		out, err = item.ValueCopy(nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if hashing.Sum(out) != d {
+		return nil, fmt.Errorf("%w: blob %s does not match its hash", ErrCorrupt, d)
+	}
+	return out, nil
+}
+
+// HasBlob reports whether a blob is stored.
+func (s *Store) HasBlob(ctx context.Context, d hashing.Digest) (bool, error) {
+	err := s.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(keyBlob(d))
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Object returns the canonical data of an artifact by content hash,
+// checking it against the hash.
+func (s *Store) Object(ctx context.Context, d hashing.Digest) ([]byte, error) { return s.object(d) }
+
+func (s *Store) object(d hashing.Digest) ([]byte, error) {
+	if b, ok := s.objects.get(d); ok {
+		return b, nil
+	}
+	var out []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyObj(d))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("%w: object %s is missing", ErrCorrupt, d)
+		}
+		if err != nil {
+			return err
+		}
+		out, err = item.ValueCopy(nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if hashing.ContentHash(out) != d {
+		return nil, fmt.Errorf("%w: object %s does not match its content hash", ErrCorrupt, d)
+	}
+	if len(out) <= 4096 {
+		s.objects.put(d, out)
+	}
+	return out, nil
+}
+
+// ---- types ----
+
+// PutType stores a type record (opaque JSON owned by the caller).
+func (s *Store) PutType(ctx context.Context, name string, record []byte) error {
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(keyType(name), record) }); err != nil {
+		return fmt.Errorf("put type %q: %w", name, err)
+	}
+	if s.noSync {
+		return nil
+	}
+	return s.db.Sync()
+}
+
+// GetType returns a type record.
+func (s *Store) GetType(ctx context.Context, name string) ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyType(name))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("type %q: %w", name, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		out, err = item.ValueCopy(nil)
+		return err
+	})
+	return out, err
+}
+
+// ListTypes returns every stored type record keyed by name.
+func (s *Store) ListTypes(ctx context.Context) (map[string][]byte, error) {
+	out := make(map[string][]byte)
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pType), PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out[string(it.Item().Key()[len(pType):])] = v
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ---- node source ----
+
+// node reads a trie node through the cache, checking its hash.
+func (s *Store) node(id hashing.Digest) (*trieNode, error) {
+	if n, ok := s.nodes.get(id); ok {
+		return n, nil
+	}
+	var raw []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyNode(id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("%w: %w %s", ErrCorrupt, errNodeMissing, id)
+		}
+		if err != nil {
+			return err
+		}
+		raw, err = item.ValueCopy(nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if hashing.Sum(raw) != id {
+		return nil, fmt.Errorf("%w: trie node %s does not match its hash", ErrCorrupt, id)
+	}
+	n, err := decodeNode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", id, err)
+	}
+	s.nodes.put(id, n)
+	return n, nil
+}
+
+// ---- a small LRU ----
+
+type lru[K comparable, V any] struct {
+	mu    sync.Mutex // guards ll and items
+	max   int
+	ll    *list.List
+	items map[K]*list.Element
+}
+
+type lruEntry[K comparable, V any] struct {
+	k K
+	v V
+}
+
+func newLRU[K comparable, V any](max int) *lru[K, V] {
+	return &lru[K, V]{max: max, ll: list.New(), items: make(map[K]*list.Element)}
+}
+
+func (c *lru[K, V]) get(k K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		c.ll.MoveToFront(e)
+		return e.Value.(*lruEntry[K, V]).v, true
+	}
+	var zero V
+	return zero, false
+}
+
+func (c *lru[K, V]) put(k K, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		e.Value.(*lruEntry[K, V]).v = v
+		c.ll.MoveToFront(e)
+		return
+	}
+	c.items[k] = c.ll.PushFront(&lruEntry[K, V]{k, v})
+	for c.ll.Len() > c.max {
+		last := c.ll.Back()
+		c.ll.Remove(last)
+		delete(c.items, last.Value.(*lruEntry[K, V]).k)
+	}
+}
+
+func (c *lru[K, V]) remove(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		c.ll.Remove(e)
+		delete(c.items, k)
+	}
+}
