@@ -115,7 +115,8 @@ func SanitizeError(msg string, opt SanitizeOptions) ErrorView {
 	body := opt.mask(neutraliseError(masked))
 	v := ErrorView{Masked: masked, TotalChars: utf8.RuneCountInString(masked)}
 	if utf8.RuneCountInString(body) > opt.MaxErrorChars {
-		body = truncateRunes(body, opt.MaxErrorChars) + TruncationMarker
+		// The cut can leave a role tag's opening "<name" at the end.
+		body = neutralise(truncateRunes(body, opt.MaxErrorChars)) + TruncationMarker
 		v.Truncated, v.Spilled = true, true
 	}
 	v.ModelView = ErrorPrefix + body

@@ -90,7 +90,7 @@ func transportLayer(ev Evidence, chain []string, emptyBody bool) LayerResult {
 	return LayerResult{
 		Layer:   LayerTransport,
 		Verdict: Retrieved,
-		Detail:  "status " + strconv.Itoa(ev.Status) + ", " + strconv.Itoa(len(ev.Redirects)) + " redirects",
+		Detail:  "status " + strconv.Itoa(ev.Status) + ", redirects: " + strconv.Itoa(len(ev.Redirects)),
 	}
 }
 

@@ -58,7 +58,8 @@ func tqApply(t testing.TB, s *State, ops ...Op) []Change {
 //
 // Artifacts a0…a(n-1) are in topological order: 2% are fetch_verdicts
 // (none of them FAILED), 1% questions, the rest claims resting on perNode
-// uniformly random earlier artifacts.
+// uniformly random earlier artifacts, topped up to exactly perNode*n
+// edges.
 func tqBigState(n, perNode int, seed uint64) *State {
 	r := rand.New(rand.NewPCG(seed, 0))
 	s := NewState(nil)
@@ -82,6 +83,14 @@ func tqBigState(n, perNode int, seed uint64) *State {
 		for range perNode {
 			e := &Edge{From: id, Rel: rels[r.IntN(len(rels))], To: "a" + strconv.Itoa(r.IntN(i))}
 			tqRawEdge(s, e)
+		}
+	}
+	// Top up to exactly perNode*n edges from random claims.
+	for len(s.edges) < perNode*n {
+		i := 10 + r.IntN(n-10)
+		from := "a" + strconv.Itoa(i)
+		if s.artifacts[from].Type == "claim" {
+			tqRawEdge(s, &Edge{From: from, Rel: rels[r.IntN(len(rels))], To: "a" + strconv.Itoa(r.IntN(i))})
 		}
 	}
 	return s

@@ -61,9 +61,11 @@ func CanonicalizeObject(raw []byte) ([]byte, error) {
 }
 
 // Marshal returns the canonical JSON of v: encoding/json's Marshal followed
-// by [Canonicalize]. Errors are those of either step; in particular int64 and
-// uint64 values above 2^53 are refused with [ErrUnsafeInteger] (use a
-// string).
+// by [Canonicalize]. Errors are those of either step; in particular an int64
+// or uint64 beyond 2^53 is refused with [ErrUnsafeInteger] unless a double
+// holds it digit for digit (as it does 10^18), so big ids belong in strings.
+// Invalid UTF-8 in Go strings is replaced with U+FFFD by encoding/json, not
+// refused.
 func Marshal(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -73,7 +75,10 @@ func Marshal(v any) ([]byte, error) {
 }
 
 func canonicalize(raw []byte, wantObject bool) ([]byte, error) {
-	c := canonicalizer{in: raw, out: make([]byte, 0, len(raw))}
+	c := canonicalizer{in: raw, out: make([]byte, 0, len(raw)+16)}
+	c.keys = c.keysBuf[:0]
+	c.members = c.membersBuf[:0]
+	c.path = c.pathBuf[:0]
 	c.skipSpace()
 	start := c.pos
 	if err := c.value(0); err != nil {
@@ -106,6 +111,11 @@ type canonicalizer struct {
 	path []pathElem
 	// scratch is used while permuting an object's members.
 	scratch []byte
+
+	// Initial backing arrays, so small documents need no growth.
+	keysBuf    [512]byte
+	membersBuf [64]member
+	pathBuf    [16]pathElem
 }
 
 // member is one object member: its decoded key in keys and its canonical

@@ -23,8 +23,9 @@ var (
 	// ErrNonFinite: a number overflows float64 (it would become ±Infinity),
 	// or FormatNumber was given NaN or ±Inf.
 	ErrNonFinite = errors.New("number is not finite")
-	// ErrUnsafeInteger: an integer with magnitude above 2^53 that a double
-	// cannot hold exactly; the client should send it as a string.
+	// ErrUnsafeInteger: an integer literal beyond 2^53 in magnitude that
+	// would not survive conversion to a double digit for digit; the client
+	// should send it as a string.
 	ErrUnsafeInteger = errors.New("integer exceeds 2^53")
 	// ErrTooDeep: arrays and objects nested more than [MaxDepth] levels.
 	ErrTooDeep = errors.New("nesting too deep")

@@ -158,7 +158,10 @@ type group struct {
 	locked  map[*head]bool
 	touched map[*ctxState]uint64 // seq before the group, to restore on failure
 	answers []func(error)
+	tWB, tTxn, tSync time.Duration
 }
+
+var dbgTiming = false
 
 type kv struct{ k, v []byte }
 
@@ -171,6 +174,7 @@ func (s *Store) processBatch(batch []*writeReq) {
 		locked:  make(map[*head]bool),
 		touched: make(map[*ctxState]uint64),
 	}
+	tStart := time.Now()
 	for _, r := range batch {
 		var err error
 		switch r.kind {
@@ -185,7 +189,11 @@ func (s *Store) processBatch(batch []*writeReq) {
 			r.resp <- writeResp{err: err}
 		}
 	}
+	tApply := time.Since(tStart)
 	err := g.flush()
+	if dbgTiming {
+		s.log.Warn("batch", "n", len(batch), "apply", tApply, "flush", time.Since(tStart)-tApply, "wbflush", g.tWB, "txn", g.tTxn, "sync", g.tSync)
+	}
 	for h := range g.locked {
 		h.mu.Unlock()
 	}
@@ -226,9 +234,12 @@ func (g *group) flush() error {
 	// Objects, nodes and op chunks are content-addressed or keyed by a
 	// commit id that nothing references yet: a crash here leaves only
 	// unreachable records.
+	t0 := time.Now()
 	if err := g.wb.Flush(); err != nil {
 		return fmt.Errorf("write objects: %w", err)
 	}
+	g.tWB = time.Since(t0)
+	t0 = time.Now()
 	// The small records that make the group visible go in one transaction.
 	err := g.s.db.Update(func(txn *badger.Txn) error {
 		for _, e := range g.sets {
@@ -241,6 +252,9 @@ func (g *group) flush() error {
 	if err != nil {
 		return fmt.Errorf("write commits: %w", err)
 	}
+	g.tTxn = time.Since(t0)
+	t0 = time.Now()
+	defer func() { g.tSync = time.Since(t0) }()
 	if !g.s.noSync {
 		if err := g.s.db.Sync(); err != nil {
 			return fmt.Errorf("sync: %w", err)

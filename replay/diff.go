@@ -1,0 +1,407 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+)
+
+// StatusFunc returns an artifact's trust status in one state, or "" when
+// the artifact does not exist there. (*graph.TrustIndex).Status and a
+// closure over (*graph.TrustReport).Trust fit.
+type StatusFunc func(id string) graph.Status
+
+// ArtifactVersion is one version of an artifact as a diff or a conflict
+// names it: everything its leaf covers except the id.
+type ArtifactVersion struct {
+	Type        string         `json:"type"`
+	Version     int64          `json:"version"`
+	ContentHash hashing.Digest `json:"content_hash"`
+	ProducedBy  string         `json:"produced_by"`
+}
+
+// versionOf returns a's version, or nil for a nil artifact.
+func versionOf(a *graph.Artifact) *ArtifactVersion {
+	if a == nil {
+		return nil
+	}
+	return &ArtifactVersion{Type: a.Type, Version: a.Version, ContentHash: a.ContentHash, ProducedBy: a.ProducedBy}
+}
+
+// artifact rebuilds a payload-less artifact from a version.
+func (v *ArtifactVersion) artifact(id string) *graph.Artifact {
+	if v == nil {
+		return nil
+	}
+	return &graph.Artifact{ID: id, Type: v.Type, Version: v.Version, ContentHash: v.ContentHash, ProducedBy: v.ProducedBy}
+}
+
+// ArtifactChange is one artifact that differs: Old is nil for an added
+// artifact, New for a removed one.
+type ArtifactChange struct {
+	ID  string           `json:"id"`
+	Old *ArtifactVersion `json:"old,omitempty"`
+	New *ArtifactVersion `json:"new,omitempty"`
+}
+
+// EdgeChange is one edge that differs. OldAttrs and NewAttrs are the
+// canonical attrs on each side (nil when empty or when the edge is absent
+// on that side; an added edge has no OldAttrs, a removed one no NewAttrs).
+type EdgeChange struct {
+	From     string          `json:"from"`
+	Rel      string          `json:"rel"`
+	To       string          `json:"to"`
+	OldAttrs json.RawMessage `json:"old_attrs,omitempty"`
+	NewAttrs json.RawMessage `json:"new_attrs,omitempty"`
+}
+
+// Key returns the edge's identity.
+func (e *EdgeChange) Key() graph.EdgeKey { return graph.EdgeKey{From: e.From, Rel: e.Rel, To: e.To} }
+
+// TrustChange is an artifact whose trust status differs: Old is its status
+// in the from state ("" when it did not exist), New in the to state.
+type TrustChange struct {
+	ID  string       `json:"id"`
+	Old graph.Status `json:"old,omitempty"`
+	New graph.Status `json:"new"`
+}
+
+// DiffResult is what differs between two states. Every list is sorted
+// (artifacts and trust by id, edges by from, rel, to), never nil, and
+// holds each id or edge once; an edge whose attrs changed is in
+// EdgesChanged only. Trust lists the artifacts present in the to state
+// whose status differs from the from state, except artifacts added as
+// confirmed; removed artifacts are not listed (Removed names them). It is
+// empty when the diff was computed without trust. From, To and the
+// context hashes are set by callers that diff commits.
+type DiffResult struct {
+	From         hashing.Digest   `json:"from,omitzero"`
+	To           hashing.Digest   `json:"to,omitzero"`
+	FromHash     hashing.Digest   `json:"from_context_hash,omitzero"`
+	ToHash       hashing.Digest   `json:"to_context_hash,omitzero"`
+	Added        []ArtifactChange `json:"added"`
+	Removed      []ArtifactChange `json:"removed"`
+	Changed      []ArtifactChange `json:"changed"`
+	EdgesAdded   []EdgeChange     `json:"edges_added"`
+	EdgesRemoved []EdgeChange     `json:"edges_removed"`
+	EdgesChanged []EdgeChange     `json:"edges_changed"`
+	Trust        []TrustChange    `json:"trust"`
+}
+
+// Empty reports whether nothing differs (trust included).
+func (d *DiffResult) Empty() bool {
+	return len(d.Added)+len(d.Removed)+len(d.Changed)+len(d.EdgesAdded)+len(d.EdgesRemoved)+len(d.EdgesChanged)+len(d.Trust) == 0
+}
+
+// ArtifactDelta is one raw difference between two states' artifacts, as a
+// caller that already knows what differs (the store's state-map diff)
+// hands it to NewDiff. Old or New is nil where the artifact is absent.
+type ArtifactDelta struct {
+	ID       string
+	Old, New *graph.Artifact
+}
+
+// EdgeDelta is one raw difference between two states' edges. Present says
+// on which sides the edge exists; attrs are canonical or nil.
+type EdgeDelta struct {
+	Key                    graph.EdgeKey
+	OldPresent, NewPresent bool
+	OldAttrs, NewAttrs     json.RawMessage
+}
+
+// NewDiff classifies raw deltas into a DiffResult (without trust). Deltas
+// that do not differ (same metadata, same attrs) are dropped; the input
+// order does not matter.
+func NewDiff(arts []ArtifactDelta, edges []EdgeDelta) *DiffResult {
+	d := emptyDiff()
+	for _, a := range arts {
+		switch {
+		case a.Old == nil && a.New == nil:
+		case a.Old == nil:
+			d.Added = append(d.Added, ArtifactChange{ID: a.ID, New: versionOf(a.New)})
+		case a.New == nil:
+			d.Removed = append(d.Removed, ArtifactChange{ID: a.ID, Old: versionOf(a.Old)})
+		case !sameArtifactMeta(a.Old, a.New) || a.Old.Version != a.New.Version:
+			d.Changed = append(d.Changed, ArtifactChange{ID: a.ID, Old: versionOf(a.Old), New: versionOf(a.New)})
+		}
+	}
+	for _, e := range edges {
+		ch := EdgeChange{From: e.Key.From, Rel: e.Key.Rel, To: e.Key.To}
+		switch {
+		case !e.OldPresent && !e.NewPresent:
+		case !e.OldPresent:
+			ch.NewAttrs = e.NewAttrs
+			d.EdgesAdded = append(d.EdgesAdded, ch)
+		case !e.NewPresent:
+			ch.OldAttrs = e.OldAttrs
+			d.EdgesRemoved = append(d.EdgesRemoved, ch)
+		case !bytes.Equal(e.OldAttrs, e.NewAttrs):
+			ch.OldAttrs, ch.NewAttrs = e.OldAttrs, e.NewAttrs
+			d.EdgesChanged = append(d.EdgesChanged, ch)
+		}
+	}
+	d.sort()
+	return d
+}
+
+func emptyDiff() *DiffResult {
+	return &DiffResult{Added: []ArtifactChange{}, Removed: []ArtifactChange{}, Changed: []ArtifactChange{},
+		EdgesAdded: []EdgeChange{}, EdgesRemoved: []EdgeChange{}, EdgesChanged: []EdgeChange{}, Trust: []TrustChange{}}
+}
+
+func (d *DiffResult) sort() {
+	for _, l := range [][]ArtifactChange{d.Added, d.Removed, d.Changed} {
+		sort.Slice(l, func(i, j int) bool { return l[i].ID < l[j].ID })
+	}
+	for _, l := range [][]EdgeChange{d.EdgesAdded, d.EdgesRemoved, d.EdgesChanged} {
+		sort.Slice(l, func(i, j int) bool { return edgeKeyLess(l[i].Key(), l[j].Key()) })
+	}
+	sort.Slice(d.Trust, func(i, j int) bool { return d.Trust[i].ID < d.Trust[j].ID })
+}
+
+func edgeKeyLess(a, b graph.EdgeKey) bool {
+	if a.From != b.From {
+		return a.From < b.From
+	}
+	if a.Rel != b.Rel {
+		return a.Rel < b.Rel
+	}
+	return a.To < b.To
+}
+
+// sameArtifactMeta reports whether two artifacts have the same value,
+// ignoring the version: the same type, content and producer.
+func sameArtifactMeta(a, b *graph.Artifact) bool {
+	return a.Type == b.Type && a.ContentHash == b.ContentHash && a.ProducedBy == b.ProducedBy
+}
+
+// Diff compares two whole states. trustFrom and trustTo give each state's
+// trust statuses; when either is nil, Trust stays empty. It visits every
+// artifact and edge of both states (O(n log n)); the store's Diff reads
+// only the parts of two commits' state maps that differ.
+func Diff(from, to *graph.State, trustFrom, trustTo StatusFunc) *DiffResult {
+	var arts []ArtifactDelta
+	for _, a := range from.Artifacts() {
+		if b := to.Artifact(a.ID); b == nil || b.Version != a.Version || !sameArtifactMeta(a, b) {
+			arts = append(arts, ArtifactDelta{ID: a.ID, Old: a, New: b})
+		}
+	}
+	for _, b := range to.Artifacts() {
+		if from.Artifact(b.ID) == nil {
+			arts = append(arts, ArtifactDelta{ID: b.ID, New: b})
+		}
+	}
+	var edges []EdgeDelta
+	for _, e := range from.Edges() {
+		n := to.Edge(e.Key())
+		if n == nil || !bytes.Equal(n.Attrs, e.Attrs) {
+			d := EdgeDelta{Key: e.Key(), OldPresent: true, OldAttrs: e.Attrs}
+			if n != nil {
+				d.NewPresent, d.NewAttrs = true, n.Attrs
+			}
+			edges = append(edges, d)
+		}
+	}
+	for _, e := range to.Edges() {
+		if from.Edge(e.Key()) == nil {
+			edges = append(edges, EdgeDelta{Key: e.Key(), NewPresent: true, NewAttrs: e.Attrs})
+		}
+	}
+	d := NewDiff(arts, edges)
+	if trustFrom == nil || trustTo == nil {
+		return d
+	}
+	for _, id := range to.ArtifactIDs() {
+		d.addTrust(id, trustFrom(id), trustTo(id))
+	}
+	return d
+}
+
+// addTrust records a status change by the rule of DiffResult.Trust.
+func (d *DiffResult) addTrust(id string, old, new graph.Status) {
+	if old == new || new == "" || (old == "" && new == graph.StatusConfirmed) {
+		return
+	}
+	d.Trust = append(d.Trust, TrustChange{ID: id, Old: old, New: new})
+}
+
+// Side names one of the two states of a diff.
+type Side int
+
+// The sides of a diff.
+const (
+	SideFrom Side = iota
+	SideTo
+)
+
+// DiffTrust fills d.Trust when only one of the two states is at hand:
+// known is the state on side knownSide with its statuses, d the diff
+// between the two (without trust), base the trust base function (called
+// only for changed artifacts, as they are on the other side). Trust can
+// change only for changed artifacts, the sources of changed dependency
+// edges, and their dependents, so only those are examined: the cost is
+// that set and its dependency edges, not the size of the state. The
+// result equals Diff's with both states.
+func DiffTrust(d *DiffResult, known *graph.State, status StatusFunc, knownSide Side, base graph.BaseFunc) {
+	o := newOtherSide(d, known, status, knownSide, base)
+	d.Trust = d.Trust[:0]
+	for _, id := range o.affectedIDs() {
+		kst := status(id)
+		ost := o.status(id)
+		if knownSide == SideTo {
+			d.addTrust(id, ost, kst)
+		} else {
+			d.addTrust(id, kst, ost)
+		}
+	}
+	sort.Slice(d.Trust, func(i, j int) bool { return d.Trust[i].ID < d.Trust[j].ID })
+}
+
+// otherSide answers trust questions about the state a diff leads to from
+// a known state, without building it.
+type otherSide struct {
+	known       *graph.State
+	knownStatus StatusFunc
+	base        graph.BaseFunc
+	// arts holds the other side's version of each changed artifact (nil
+	// when absent there).
+	arts map[string]*graph.Artifact
+	// depAdd holds, per source id, the dependency targets the other side
+	// has and the known side has not; depDel the dependency edges the
+	// known side has and the other side has not.
+	depAdd map[string][]string
+	depDel map[graph.EdgeKey]bool
+	// touched holds the changed artifacts and the sources of changed
+	// dependency edges; affected adds their dependents in known.
+	touched  map[string]bool
+	affected map[string]bool
+	memo     map[string]graph.Status
+}
+
+func newOtherSide(d *DiffResult, known *graph.State, status StatusFunc, knownSide Side, base graph.BaseFunc) *otherSide {
+	o := &otherSide{known: known, knownStatus: status, base: base,
+		arts: map[string]*graph.Artifact{}, depAdd: map[string][]string{}, depDel: map[graph.EdgeKey]bool{},
+		touched: map[string]bool{}, affected: map[string]bool{}, memo: map[string]graph.Status{}}
+	other := func(c ArtifactChange) *ArtifactVersion {
+		if knownSide == SideTo {
+			return c.Old
+		}
+		return c.New
+	}
+	for _, l := range [][]ArtifactChange{d.Added, d.Removed, d.Changed} {
+		for _, c := range l {
+			o.arts[c.ID] = other(c).artifact(c.ID)
+			o.touched[c.ID] = true
+		}
+	}
+	rels := known.Relations()
+	// Edges the other side has that known lacks, and the reverse.
+	onlyOther, onlyKnown := d.EdgesRemoved, d.EdgesAdded
+	if knownSide == SideFrom {
+		onlyOther, onlyKnown = d.EdgesAdded, d.EdgesRemoved
+	}
+	for _, e := range onlyOther {
+		if rels.Depends(e.Rel) {
+			o.depAdd[e.From] = append(o.depAdd[e.From], e.To)
+			o.touched[e.From] = true
+		}
+	}
+	for _, e := range onlyKnown {
+		if rels.Depends(e.Rel) {
+			o.depDel[e.Key()] = true
+			o.touched[e.From] = true
+		}
+	}
+	// Everything whose dependency closure may differ: the touched ids and
+	// their dependents in known (a path that differs on the other side
+	// leaves known's edges at a touched id).
+	queue := make([]string, 0, len(o.touched))
+	for id := range o.touched {
+		queue = append(queue, id)
+		o.affected[id] = true
+	}
+	for len(queue) > 0 {
+		id := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		for _, dep := range known.Dependents(id) {
+			if !o.affected[dep] {
+				o.affected[dep] = true
+				queue = append(queue, dep)
+			}
+		}
+	}
+	return o
+}
+
+func (o *otherSide) affectedIDs() []string {
+	ids := make([]string, 0, len(o.affected))
+	for id := range o.affected {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// artifact returns id's artifact on the other side, or nil.
+func (o *otherSide) artifact(id string) *graph.Artifact {
+	if a, ok := o.arts[id]; ok {
+		return a
+	}
+	return o.known.Artifact(id)
+}
+
+// dependsOn returns id's dependency targets on the other side (a target
+// may repeat when two relations lead to it).
+func (o *otherSide) dependsOn(id string) []string {
+	var deps []string
+	rels := o.known.Relations()
+	for _, e := range o.known.Out(id) {
+		if rels.Depends(e.Rel) && !o.depDel[e.Key()] {
+			deps = append(deps, e.To)
+		}
+	}
+	return append(deps, o.depAdd[id]...)
+}
+
+// status returns id's trust status on the other side. Dependency edges
+// are acyclic on both sides, so the recursion ends.
+func (o *otherSide) status(id string) graph.Status {
+	if !o.affected[id] {
+		return o.knownStatus(id) // its closure is the same on both sides
+	}
+	if st, ok := o.memo[id]; ok {
+		return st
+	}
+	a := o.artifact(id)
+	var st graph.Status
+	switch {
+	case a == nil:
+	case !o.baseOK(id, a):
+		st = graph.StatusPoisonRoot
+	default:
+		st = graph.StatusConfirmed
+		for _, dep := range o.dependsOn(id) {
+			if o.status(dep) != graph.StatusConfirmed {
+				st = graph.StatusQuarantined
+				break
+			}
+		}
+	}
+	o.memo[id] = st
+	return st
+}
+
+// baseOK returns a's base trust on the other side. An artifact that did
+// not change has the same base on both sides, which known's status tells
+// (only a poison root has a false base), so base is called only for
+// changed artifacts.
+func (o *otherSide) baseOK(id string, a *graph.Artifact) bool {
+	if _, changed := o.arts[id]; !changed {
+		return o.knownStatus(id) != graph.StatusPoisonRoot
+	}
+	ok, _ := o.base(a)
+	return ok
+}

@@ -1,0 +1,28 @@
+// Package replay rebuilds, compares and combines states from a recorded
+// commit chain alone, with no agent run and no store: it folds, verifies,
+// diffs, merges and reads or writes bundles.
+//
+// The package is pure: it imports neither Badger nor os, net or a clock.
+// Records arrive through a Source (the store implements one over Badger,
+// Bundle over an exported file) and bundles are read and written through
+// io.Reader and io.Writer; the caller persists what replay decides.
+//
+// # Glossary
+//
+//   - fold: replay every op of a chain, parents first, re-hashing each
+//     commit id, ops list and context hash (Fold, FoldCommits).
+//   - diff: the artifacts added, removed and changed, the edges added,
+//     removed and re-attributed, and the trust statuses that changed
+//     between two states (Diff, DiffResult).
+//   - merge base: the common ancestor of two commits with the highest Seq,
+//     ties broken by the smaller id (MergeBase).
+//   - three-way merge: a change made on one side since the merge base is
+//     taken, the same change made on both sides is taken once, and
+//     anything else is a Conflict; every conflict is reported at once and
+//     nothing is applied until each has a Resolution (Merge, PlanMerge).
+//   - fast-forward: merging a descendant into its ancestor; the ancestor's
+//     branch just moves, no merge commit is written.
+//   - bundle: one JSON Lines file holding a context's header, commits with
+//     their recorded ops, objects and blobs (format "artifactd-bundle/v1",
+//     see bundle.go); a Bundle is a Source, so Fold verifies it directly.
+package replay
