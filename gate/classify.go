@@ -51,11 +51,12 @@ type Receipt struct {
 	Ruleset string `json:"ruleset"`
 	// Verdict, Layer and Reason repeat the [Result]'s.
 	Verdict Verdict `json:"verdict"`
-	Layer   Layer   `json:"layer,omitempty"`
-	Reason  Reason  `json:"reason,omitempty"`
-	// URL is the requested URL and FinalURL the one that gave the final
-	// response (URL when there were no redirects).
-	URL      string `json:"url"`
+	Layer   Layer   `json:"layer,omitempty"`  // see Result.Layer
+	Reason  Reason  `json:"reason,omitempty"` // see Result.Reason
+	// URL is the requested URL.
+	URL string `json:"url"`
+	// FinalURL is the URL that gave the final response (URL when there were
+	// no redirects; empty when the evidence does not say).
 	FinalURL string `json:"final_url,omitempty"`
 	// Redirects is the redirect chain as reported; never nil.
 	Redirects []Redirect `json:"redirects"`
@@ -63,23 +64,27 @@ type Receipt struct {
 	Status int `json:"status"`
 	// Error is the transport error text, if any.
 	Error string `json:"error,omitempty"`
-	// ContentType and ContentEncoding are the response headers as received.
-	ContentType     string `json:"content_type,omitempty"`
+	// ContentType is the Content-Type header as received.
+	ContentType string `json:"content_type,omitempty"`
+	// ContentEncoding is the Content-Encoding header as received.
 	ContentEncoding string `json:"content_encoding,omitempty"`
-	// Kind is the kind of document recognised, Charset the encoding the text
-	// was read in (WHATWG name, e.g. "utf-8", "shift_jis", "windows-1252").
-	Kind    Kind   `json:"kind,omitempty"`
+	// Kind is the kind of document recognised.
+	Kind Kind `json:"kind,omitempty"`
+	// Charset is the encoding the text was read in (WHATWG name, e.g.
+	// "utf-8", "shift_jis", "windows-1252").
 	Charset string `json:"charset,omitempty"`
 	// Title is the HTML title, whitespace collapsed.
 	Title string `json:"title,omitempty"`
-	// RawBytes is the body size as received, DecodedBytes after content
-	// decoding (0 when decoding failed), ExtractedBytes the size of the
-	// extracted text, ReadableChars its letters and digits (for HTML, of
-	// the body text only: the quantity the thresholds apply to).
-	RawBytes       int `json:"raw_bytes"`
-	DecodedBytes   int `json:"decoded_bytes"`
+	// RawBytes is the body size as received.
+	RawBytes int `json:"raw_bytes"`
+	// DecodedBytes is the body size after content decoding (0 when decoding
+	// failed).
+	DecodedBytes int `json:"decoded_bytes"`
+	// ExtractedBytes is the size of the extracted text (Result.Text).
 	ExtractedBytes int `json:"extracted_bytes"`
-	ReadableChars  int `json:"readable_chars"`
+	// ReadableChars counts the letters and digits of the extracted text (for
+	// HTML, of the body text only): the quantity the thresholds apply to.
+	ReadableChars int `json:"readable_chars"`
 	// BodySHA256 is "sha256:<64 lowercase hex>" of the raw body as
 	// received: the address of the body blob.
 	BodySHA256 string `json:"body_sha256"`
@@ -138,13 +143,13 @@ func Classify(ev Evidence) Result {
 		Verdict:         verdict,
 		Layer:           layer,
 		Reason:          reason,
-		URL:             MaskSecrets(ev.URL),
-		FinalURL:        MaskSecrets(final),
+		URL:             receiptText(ev.URL),
+		FinalURL:        receiptText(final),
 		Redirects:       make([]Redirect, 0, len(ev.Redirects)),
 		Status:          ev.Status,
-		Error:           truncateRunes(MaskSecrets(ev.Error), maxReceiptError),
-		ContentType:     truncateRunes(contentType, maxReceiptField),
-		ContentEncoding: truncateRunes(contentEncoding, maxReceiptField),
+		Error:           truncateRunes(receiptText(ev.Error), maxReceiptError),
+		ContentType:     truncateRunes(validUTF8(contentType), maxReceiptField),
+		ContentEncoding: truncateRunes(validUTF8(contentEncoding), maxReceiptField),
 		Kind:            ex.kind,
 		Charset:         ex.charset,
 		RawBytes:        len(ev.Body),
@@ -161,7 +166,7 @@ func Classify(ev Evidence) Result {
 		rc.Title = truncateRunes(strings.Join(strings.Fields(ex.doc.title), " "), maxReceiptTitle)
 	}
 	for _, r := range ev.Redirects {
-		rc.Redirects = append(rc.Redirects, Redirect{URL: MaskSecrets(r.URL), Status: r.Status})
+		rc.Redirects = append(rc.Redirects, Redirect{URL: receiptText(r.URL), Status: r.Status})
 	}
 	rc.Notes = append(append(rc.Notes, dec.notes...), ex.notes...)
 
@@ -174,3 +179,11 @@ func Classify(ev Evidence) Result {
 		Text:    string(ex.text),
 	}
 }
+
+// receiptText makes untrusted text fit for a receipt: valid UTF-8, secrets
+// masked.
+func receiptText(s string) string { return MaskSecrets(validUTF8(s)) }
+
+// validUTF8 replaces invalid UTF-8 with U+FFFD, so receipts always hash and
+// encode canonically.
+func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }

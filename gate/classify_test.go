@@ -153,6 +153,7 @@ func TestClassifyContentEncoding(t *testing.T) {
 			}
 		}},
 		{name: "br header on plain text body", ev: withEncoding(base, "br", doc), verdict: Retrieved},
+		{name: "zstd header on plain text body", ev: withEncoding(base, "zstd", doc), verdict: Retrieved},
 		{name: "truncated gzip", ev: withEncoding(base, "gzip", truncated), verdict: Failed, layer: LayerExtraction, reason: ReasonDecodeError},
 		{name: "corrupt br", ev: withEncoding(base, "br", []byte{0x1b, 0xff, 0x00, 0x01, 0x02, 0x03}), verdict: Failed, layer: LayerExtraction, reason: ReasonDecodeError},
 		{name: "zstd", ev: withEncoding(base, "zstd", []byte{0x28, 0xb5, 0x2f, 0xfd, 0, 1, 2}), verdict: Unknown, layer: LayerExtraction, reason: ReasonUnsupportedEncoding},
@@ -337,6 +338,8 @@ func TestClassifyFingerprint(t *testing.T) {
 		Headers: map[string]string{"content-type": "application/json", "cf-mitigated": "challenge"}}
 	toLogin := htmlEvidence(page("Shop", article))
 	toLogin.URL, toLogin.FinalURL, toLogin.Redirects = "https://shop.example/orders", "https://shop.example/users/sign_in?next=/orders", chain("https://shop.example/orders")
+	toDocs := htmlEvidence(page("Login overview", article))
+	toDocs.URL, toDocs.FinalURL, toDocs.Redirects = "https://docs.example/auth", "https://docs.example/docs/login/overview", chain("https://docs.example/auth")
 	toConsent := htmlEvidence(page("Before you continue to Google", article))
 	toConsent.URL, toConsent.FinalURL, toConsent.Redirects = "https://www.google.com/search?q=x", "https://consent.google.com/ml?continue=x", chain("https://www.google.com/search?q=x")
 	to404 := htmlEvidence(page("Shop", article))
@@ -353,6 +356,9 @@ func TestClassifyFingerprint(t *testing.T) {
 		{name: "attention required title", ev: htmlEvidence(page("Attention Required! | Cloudflare", article)), verdict: Unknown, layer: LayerFingerprint, reason: ReasonChallenge},
 		{name: "title merely starting like a challenge", ev: htmlEvidence(page("Just a moment of calm: a review", article)), verdict: Retrieved},
 		{name: "cloudflare bot script on a real page", ev: htmlEvidence(page("Shop", article+`<script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script>`)), verdict: Retrieved},
+		{name: "imperva script on a real page", ev: htmlEvidence(page("Shop", article+`<script src="/_Incapsula_Resource?SWJIYLWA=719d34d31c8e3a6e"></script>`)), verdict: Retrieved},
+		{name: "imperva challenge iframe", ev: htmlEvidence(page("Shop", `<iframe id="main-iframe" src="/_Incapsula_Resource?CWUDNSAI=9&xinfo=1"></iframe>`+article)),
+			verdict: Unknown, layer: LayerFingerprint, reason: ReasonChallenge},
 		{name: "turnstile widget on a real page", ev: htmlEvidence(page("Contact", article+`<div class="cf-turnstile" data-sitekey="x"></div>`)), verdict: Retrieved},
 		{name: "svg title is not the page title", ev: htmlEvidence("<html><body><svg><title>Just a moment...</title></svg>" + article + "</body></html>"), verdict: Retrieved},
 		{name: "consent banner on an article", ev: htmlEvidence(page("News", article+`<div id="onetrust-banner-sdk"><p>We use cookies to improve your experience. Accept all or manage options.</p></div>`)), verdict: Retrieved},
@@ -364,6 +370,8 @@ func TestClassifyFingerprint(t *testing.T) {
 		{name: "login wall with site chrome", ev: htmlEvidence(page("Sign in", `<header><nav><a>Home</a><a>Products and services for every team</a><a>Pricing plans</a><a>Documentation and guides</a><a>Contact our sales team</a></nav></header><h1>Welcome back</h1><form><input name="user"><input type="PASSWORD"><button>Log in</button></form><footer>Copyright 2026 Example Corporation, all rights reserved worldwide</footer>`)),
 			verdict: Unknown, layer: LayerFingerprint, reason: ReasonLoginWall},
 		{name: "redirect to login", ev: toLogin, verdict: Unknown, layer: LayerFingerprint, reason: ReasonLoginWall},
+		{name: "redirect to docs about login", ev: toDocs, verdict: Retrieved},
+		{name: "login box in the header of a short page", ev: htmlEvidence(page("Example Domain", `<header><form><input name="u"><input type="password"></form></header><p>This domain is for use in illustrative examples in documents.</p>`)), verdict: Retrieved},
 		{name: "redirect to consent host", ev: toConsent, verdict: Unknown, layer: LayerFingerprint, reason: ReasonConsentWall},
 		{name: "redirect to 404 page", ev: to404, verdict: Unknown, layer: LayerFingerprint, reason: ReasonSoft404},
 		{name: "next.js 404 title", ev: htmlEvidence(page("404: This page could not be found", "<p>"+prose+"</p>")), verdict: Unknown, layer: LayerFingerprint, reason: ReasonSoft404},

@@ -5,6 +5,8 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -45,18 +47,18 @@ const (
 
 // contentDecoding is the result of undoing Content-Encoding.
 type contentDecoding struct {
-	body     []byte // the entity; aliases the raw body when nothing was decoded
-	encoding string // normalised declared encodings, e.g. "gzip" or "gzip, br"
-	status   decodeStatus
-	detail   string
-	notes    []string
+	body   []byte // the entity; aliases the raw body when nothing was decoded
+	status decodeStatus
+	detail string
+	notes  []string
 }
 
 // decodeContent undoes the Content-Encoding codings in reverse order of
 // application. An unknown coding stops with decodeUnsupported, a stream that
 // does not decode with decodeCorrupt, more than MaxDecodedBytes with
-// decodeTooLarge. When the outermost coding fails and the body reads as
-// plain text, the header is taken to be stale (NoteEncodingNotApplied).
+// decodeTooLarge. When the outermost coding is unknown or fails and the body
+// reads as plain text, the header is taken to be stale: the client decoded
+// the body and kept the header (NoteEncodingNotApplied).
 func decodeContent(raw []byte, header string) contentDecoding {
 	var codings []string
 	for _, c := range strings.Split(header, ",") {
@@ -65,9 +67,13 @@ func decodeContent(raw []byte, header string) contentDecoding {
 			codings = append(codings, c)
 		}
 	}
-	d := contentDecoding{body: raw, encoding: strings.Join(codings, ", ")}
+	d := contentDecoding{body: raw}
 	for i := len(codings) - 1; i >= 0; i-- {
 		out, err := decodeOne(d.body, codings[i])
+		if err != nil && err != errTooLarge && i == len(codings)-1 && looksTextual(d.body) {
+			d.notes = append(d.notes, NoteEncodingNotApplied)
+			return d
+		}
 		switch {
 		case err == errUnsupportedCoding:
 			d.status, d.detail = decodeUnsupported, "content-encoding "+quoteShort(codings[i])+" is not supported"
@@ -76,10 +82,6 @@ func decodeContent(raw []byte, header string) contentDecoding {
 			d.status, d.detail = decodeTooLarge, fmt.Sprintf("decoded body exceeds %d bytes", MaxDecodedBytes)
 			return d
 		case err != nil:
-			if i == len(codings)-1 && looksTextual(d.body) {
-				d.notes = append(d.notes, NoteEncodingNotApplied)
-				return d
-			}
 			d.status, d.detail = decodeCorrupt, codings[i]+" stream does not decode: "+err.Error()
 			return d
 		}
@@ -92,9 +94,9 @@ func decodeContent(raw []byte, header string) contentDecoding {
 }
 
 var (
-	errUnsupportedCoding = fmt.Errorf("unsupported content coding")
-	errTooLarge          = fmt.Errorf("decoded body too large")
-	errNotGzip           = fmt.Errorf("no gzip header")
+	errUnsupportedCoding = errors.New("unsupported content coding")
+	errTooLarge          = errors.New("decoded body too large")
+	errNotGzip           = errors.New("no gzip header")
 )
 
 // decodeOne undoes one content coding. Third-party decoders run on untrusted
@@ -133,14 +135,37 @@ func decodeOne(b []byte, coding string) (out []byte, err error) {
 	default:
 		return nil, errUnsupportedCoding
 	}
-	out, err = io.ReadAll(io.LimitReader(r, MaxDecodedBytes+1))
-	if err != nil {
+	buf := bytes.NewBuffer(make([]byte, 0, decodedSizeHint(b, coding)+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(r, MaxDecodedBytes+1)); err != nil {
 		return nil, err
 	}
-	if len(out) > MaxDecodedBytes {
+	if buf.Len() > MaxDecodedBytes {
 		return nil, errTooLarge
 	}
-	return out, nil
+	return buf.Bytes(), nil
+}
+
+// maxDeflateRatio is DEFLATE's largest possible expansion (258 bytes from
+// two bits, about 1032:1).
+const maxDeflateRatio = 1032
+
+// decodedSizeHint guesses the decoded size so the output buffer rarely
+// grows: gzip records it (modulo 2^32) in its last four bytes; otherwise
+// four times the input. The hint never exceeds what the input could
+// possibly expand to, nor MaxDecodedBytes, so a forged size cannot make a
+// small body allocate much.
+func decodedSizeHint(b []byte, coding string) int {
+	hint := 4 * len(b)
+	if (coding == "gzip" || coding == "x-gzip") && len(b) >= 18 {
+		hint = int(binary.LittleEndian.Uint32(b[len(b)-4:]))
+	}
+	if limit := maxDeflateRatio*len(b) + 1024; hint > limit {
+		hint = limit
+	}
+	if hint > MaxDecodedBytes {
+		hint = MaxDecodedBytes
+	}
+	return hint
 }
 
 // isZlibHeader reports whether b starts with a valid zlib (RFC 1950) header

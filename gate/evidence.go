@@ -38,8 +38,8 @@ type Evidence struct {
 
 // Redirect is one hop of a redirect chain: URL answered with Status (a 3xx).
 type Redirect struct {
-	URL    string `json:"url"`
-	Status int    `json:"status"`
+	URL    string `json:"url"`    // the URL that answered with a redirect
+	Status int    `json:"status"` // its status (normally 301, 302, 303, 307 or 308)
 }
 
 // Header returns the value of the named response header, matching names

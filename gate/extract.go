@@ -23,11 +23,11 @@ import (
 // read. JSON must parse; the others need MinPlainText readable characters
 // and at most MaxControlPermille control characters per thousand bytes.
 const (
-	MinHTMLText         = 40
-	HTMLBytesPerText    = 1000
-	MaxHTMLTextRequired = 512
-	MinPlainText        = 1
-	MaxControlPermille  = 100
+	MinHTMLText         = 40   // readable characters any HTML body needs
+	HTMLBytesPerText    = 1000 // one more needed per this many document bytes
+	MaxHTMLTextRequired = 512  // the most an HTML body is ever asked for
+	MinPlainText        = 1    // readable characters CSV, XML or text needs
+	MaxControlPermille  = 100  // control bytes per 1000 tolerated in text
 )
 
 // requiredHTMLText is the readable text an HTML document of n decoded bytes

@@ -30,35 +30,35 @@ var challengeHeaders = []struct {
 	name   string
 	values []string
 }{
-	{"cf-mitigated", []string{"challenge"}},             // Cloudflare
-	{"x-vercel-mitigated", []string{"challenge"}},       // Vercel firewall
+	{"cf-mitigated", []string{"challenge"}},                 // Cloudflare
+	{"x-vercel-mitigated", []string{"challenge"}},           // Vercel firewall
 	{"x-amzn-waf-action", []string{"challenge", "captcha"}}, // AWS WAF
 }
 
 // challengeTitles are whole page titles (normalised: lower case, spaces
 // collapsed, "…" as "...") of challenge and block pages.
 var challengeTitles = map[string]bool{
-	"just a moment...":                  true,
-	"just a moment":                     true,
-	"attention required! | cloudflare":  true,
-	"please wait...":                    true,
-	"one more step":                     true,
-	"ddos-guard":                        true,
-	"access denied":                     true,
-	"robot or human?":                   true,
-	"are you a robot?":                  true,
-	"human verification":                true,
-	"verify you are human":              true,
-	"pardon our interruption":           true,
-	"security checkpoint":               true,
-	"vercel security checkpoint":        true,
-	"checking your browser":             true,
-	"checking your browser...":          true,
-	"bot verification":                  true,
-	"captcha":                           true,
-	"you have been blocked":             true,
-	"sorry, you have been blocked":      true,
-	"request rejected":                  true,
+	"just a moment...":                          true,
+	"just a moment":                             true,
+	"attention required! | cloudflare":          true,
+	"please wait...":                            true,
+	"one more step":                             true,
+	"ddos-guard":                                true,
+	"access denied":                             true,
+	"robot or human?":                           true,
+	"are you a robot?":                          true,
+	"human verification":                        true,
+	"verify you are human":                      true,
+	"pardon our interruption":                   true,
+	"security checkpoint":                       true,
+	"vercel security checkpoint":                true,
+	"checking your browser":                     true,
+	"checking your browser...":                  true,
+	"bot verification":                          true,
+	"captcha":                                   true,
+	"you have been blocked":                     true,
+	"sorry, you have been blocked":              true,
+	"request rejected":                          true,
 	"checking if the site connection is secure": true,
 }
 
@@ -125,12 +125,13 @@ var consentHosts = map[string]bool{
 	"consent.aol.com":     true,
 }
 
-// loginSegments are path segments of login pages: a redirect chain that ends
-// on one when the requested URL was elsewhere is a login wall.
-var loginSegments = map[string]bool{
-	"login": true, "log-in": true, "signin": true, "sign-in": true, "sign_in": true,
-	"logon": true, "servicelogin": true, "sso": true, "auth": true, "oauth": true,
-	"oauth2": true, "authorize": true,
+// loginPaths are last path segments (lower case, without extension) of login
+// pages: a redirect chain that ends on one when the requested URL was
+// elsewhere is a login wall. Only the last segment counts, so a redirect to
+// documentation such as /docs/login/overview is not one.
+var loginPaths = map[string]bool{
+	"login": true, "log-in": true, "log_in": true, "signin": true, "sign-in": true,
+	"sign_in": true, "logon": true, "signon": true, "servicelogin": true, "authorize": true,
 }
 
 // notFoundPaths are last path segments (without extension) of "not
@@ -162,16 +163,16 @@ func challengeClass(tok []byte) string {
 }
 
 // challengeSrc recognises challenge scripts and iframes by their source:
-// Cloudflare's challenge orchestration (not its bot-detection script, which
-// ordinary pages load too), DataDome's captcha iframe, Imperva's challenge
-// iframe.
-func challengeSrc(v []byte) string {
+// the script of Cloudflare's challenge orchestration (not its bot-detection
+// script, which ordinary pages load too), and the captcha iframes of DataDome
+// and Imperva (whose scripts ordinary pages load too).
+func challengeSrc(iframe bool, v []byte) string {
 	switch {
-	case bytes.Contains(v, []byte("/cdn-cgi/challenge-platform/")) && bytes.Contains(v, []byte("/orchestrate/")):
+	case !iframe && bytes.Contains(v, []byte("/cdn-cgi/challenge-platform/")) && bytes.Contains(v, []byte("/orchestrate/")):
 		return "cloudflare-challenge-platform"
-	case bytes.Contains(v, []byte("captcha-delivery.com")):
+	case iframe && bytes.Contains(v, []byte("captcha-delivery.com")):
 		return "datadome-captcha"
-	case bytes.Contains(v, []byte("_Incapsula_Resource")):
+	case iframe && bytes.Contains(v, []byte("_Incapsula_Resource")):
 		return "incapsula"
 	}
 	return ""
@@ -282,8 +283,8 @@ func fingerprintLayer(in fingerprintInput) (LayerResult, []string) {
 		hit(ReasonLoginWall, "password-form")
 	}
 	if in.redirect && fu != nil {
-		if seg := pathSegmentIn(fu.Path, loginSegments); seg != "" {
-			hit(ReasonLoginWall, "redirect-to:/"+seg)
+		if last := lastSegment(fu.Path); loginPaths[last] {
+			hit(ReasonLoginWall, "redirect-to:/"+last)
 		}
 	}
 	if in.ev.Status >= 200 && in.ev.Status <= 299 {
@@ -337,16 +338,6 @@ func parseURL(s string) *url.URL {
 		return nil
 	}
 	return u
-}
-
-// pathSegmentIn returns the first path segment (lower-cased) found in set.
-func pathSegmentIn(path string, set map[string]bool) string {
-	for _, seg := range strings.Split(strings.ToLower(path), "/") {
-		if set[seg] {
-			return seg
-		}
-	}
-	return ""
 }
 
 // lastSegment returns the last non-empty path segment, lower-cased, without

@@ -129,14 +129,27 @@ func checkResultShape(t *testing.T, res Result) {
 	if !utf8.ValidString(res.Text) {
 		t.Fatal("text is not valid UTF-8")
 	}
+	texts := []string{rc.URL, rc.FinalURL, rc.Error, rc.ContentType, rc.ContentEncoding, rc.Title, rc.Charset, rc.BodySHA256}
+	for _, r := range rc.Redirects {
+		texts = append(texts, r.URL)
+	}
+	for _, l := range rc.Layers {
+		texts = append(texts, l.Detail)
+	}
+	texts = append(append(texts, rc.Signals...), rc.Notes...)
+	for _, s := range texts {
+		if !utf8.ValidString(s) {
+			t.Fatalf("receipt holds invalid UTF-8: %q", s)
+		}
+	}
 }
 
 // sanitizeFixtures is testdata/sanitize/cases.json.
 type sanitizeFixtures struct {
 	About  string `json:"about"`
 	Errors []struct {
-		Name      string `json:"name"`
-		Error     string `json:"error"`
+		Name       string `json:"name"`
+		Error      string `json:"error"`
 		ModelView  string `json:"model_view"`
 		TotalChars *int   `json:"total_chars"`
 		Spilled    *bool  `json:"spilled"`

@@ -9,11 +9,19 @@ import (
 	"unicode/utf8"
 )
 
+// maxFuzzSeed bounds the seed inputs taken from the fixtures.
+const maxFuzzSeed = 16 << 10
+
 // FuzzClassify checks that Classify never panics, always gives one of the
 // three verdicts with a consistent result, and is deterministic.
 func FuzzClassify(f *testing.F) {
 	for _, c := range loadGateCases(f) {
 		ev := c.evidence()
+		// Large seeds make every execution and every minimisation slow;
+		// their first 16 KiB keep the structure.
+		if len(ev.Body) > maxFuzzSeed {
+			ev.Body = ev.Body[:maxFuzzSeed]
+		}
 		var hops []string
 		for _, r := range ev.Redirects {
 			hops = append(hops, r.URL)
@@ -67,9 +75,11 @@ func FuzzSanitize(f *testing.F) {
 	for _, c := range fx.Errors {
 		f.Add(c.Error, 0)
 	}
-	f.Add(makeLongOutput(), 2000)
+	long := makeLongOutput()
+	f.Add(long[:2000]+long[len(long)-2000:], 1000) // the fixture's shape, smaller
 	f.Add("<sys<system>tem> <|im_<|im_end|>start|> <![CD<![CDATA[ATA[", 40)
 	f.Add("<system\n```\n>x", 5)
+	f.Add("-----BEGIN PRIV<system>ATE KEY-----x-----END PRIVATE KEY-----]>", 0)
 	f.Fuzz(func(t *testing.T, s string, limit int) {
 		if limit < 0 {
 			limit = -limit

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"bytes"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -16,12 +17,19 @@ const maxOpenElements = 10000
 // maxSignals bounds the fingerprint signals kept for a receipt.
 const maxSignals = 8
 
-// Element flags of the HTML scan.
+// Element flags of the HTML scan, and the index of each flag's counter of
+// open elements.
 const (
-	flagSkip    uint8 = 1 << iota // content is not readable text (script, style, svg, …)
-	flagForm                      // a <form>
-	flagConsent                   // a consent container (by id or class)
-	flagChrome                    // site chrome: nav, header, footer, aside
+	idxSkip    = iota // content is not readable text (script, style, svg, …)
+	idxForm           // a <form>
+	idxConsent        // a consent container (by id or class)
+	idxChrome         // site chrome: nav, header, footer, aside
+	numFlags
+
+	flagSkip    uint8 = 1 << idxSkip
+	flagForm    uint8 = 1 << idxForm
+	flagConsent uint8 = 1 << idxConsent
+	flagChrome  uint8 = 1 << idxChrome
 )
 
 // openElement is one entry of the scan's element stack.
@@ -49,12 +57,12 @@ type htmlDoc struct {
 	scripts     int // <script> elements (inline or src)
 	scriptBytes int // bytes of inline script
 
-	hasPassword bool     // an <input type=password> in readable content
+	hasPassword bool     // an <input type=password> in main content (not skipped, not chrome)
 	challenge   []string // structural challenge signals, in document order
 
 	// scan state
 	stack  []openElement
-	counts [4]int // open elements per flag bit (skip, form, consent, chrome)
+	counts [numFlags]int // open elements per flag (indexed by idxSkip, …)
 	raw    atom.Atom
 	space  bool
 	brk    bool
@@ -91,12 +99,12 @@ func (d *htmlDoc) onText(z *html.Tokenizer) {
 		d.scriptBytes += len(z.Raw())
 		return
 	case atom.Title:
-		if d.counts[0] == 0 && !d.hasTitle {
-			d.title += string(z.Text())
+		if d.counts[idxSkip] == 0 && !d.hasTitle {
+			d.title += strings.ToValidUTF8(string(z.Text()), "\uFFFD")
 		}
 		return
 	}
-	if d.counts[0] > 0 {
+	if d.counts[idxSkip] > 0 {
 		return
 	}
 	d.addText(z.Text())
@@ -149,7 +157,8 @@ func (d *htmlDoc) onStart(z *html.Tokenizer, tt html.TokenType) {
 // returns extra flags for the element.
 func (d *htmlDoc) attrs(z *html.Tokenizer, a atom.Atom) uint8 {
 	var flags uint8
-	skipped := d.counts[0] > 0
+	skipped := d.counts[idxSkip] > 0
+	chrome := d.counts[idxChrome] > 0
 	for {
 		key, val, more := z.TagAttr()
 		switch string(key) {
@@ -170,12 +179,12 @@ func (d *htmlDoc) attrs(z *html.Tokenizer, a atom.Atom) uint8 {
 				}
 			}
 		case "type":
-			if a == atom.Input && !skipped && bytes.EqualFold(bytes.TrimSpace(val), []byte("password")) {
+			if a == atom.Input && !skipped && !chrome && bytes.EqualFold(bytes.TrimSpace(val), []byte("password")) {
 				d.hasPassword = true
 			}
 		case "src":
 			if a == atom.Script || a == atom.Iframe {
-				if sig := challengeSrc(val); sig != "" {
+				if sig := challengeSrc(a == atom.Iframe, val); sig != "" {
 					d.signal(a.String() + "-src:" + sig)
 				}
 			}
@@ -231,7 +240,7 @@ func (d *htmlDoc) onEnd(a atom.Atom, name []byte) {
 			d.count(d.stack[j].flags, -1)
 		}
 		d.stack = d.stack[:i]
-		if a == atom.Title && !d.hasTitle && d.counts[0] == 0 {
+		if a == atom.Title && !d.hasTitle && d.counts[idxSkip] == 0 {
 			d.hasTitle = true
 		}
 		return
@@ -295,14 +304,14 @@ func (d *htmlDoc) sep() {
 
 func (d *htmlDoc) countReadable() {
 	d.readable++
-	if d.counts[3] > 0 { // chrome
+	if d.counts[idxChrome] > 0 {
 		return
 	}
 	d.main++
-	if d.counts[1] == 0 {
+	if d.counts[idxForm] == 0 {
 		d.mainOutsideForms++
 	}
-	if d.counts[2] == 0 {
+	if d.counts[idxConsent] == 0 {
 		d.mainOutsideConsnt++
 	} else {
 		d.consentText++

@@ -33,37 +33,25 @@ import (
 // Masking never makes a text longer and never introduces '<' or '>', and
 // masking masked text changes nothing.
 const (
-	MaskKeepMinChars = 18
-	MaskKeepHead     = 6
-	MaskKeepTail     = 4
+	MaskKeepMinChars = 18 // tokens this long keep a head and a tail
+	MaskKeepHead     = 6  // characters kept at the start
+	MaskKeepTail     = 4  // characters kept at the end
 )
 
 // RedactedPrivateKey replaces a private key block.
 const RedactedPrivateKey = "[REDACTED PRIVATE KEY]"
 
-// valueChars is the character class of a secret value after a field name.
-const valueChars = `[^\s<>"'\[\],;&]+`
-
 var (
+	// rePrivateKey starts with a literal, so the regexp engine skips ahead
+	// with a substring search.
 	rePrivateKey = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)`)
 
-	reURLPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@<>"'\[\]]*:)([^\s/@<>"'\[\]]+)@`)
-
-	reAuthorization = regexp.MustCompile(`(?i)(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|bot|digest|apikey|sso-key)\s+)?)([^\s<>"'\[\],;]+)`)
-
-	reBearer = regexp.MustCompile(`(?i)(\bbearer\s+)([A-Za-z0-9\-._~+/]{16,}=*)`)
-
-	// Field names that are secret whatever separator follows (":" or "=").
-	reSecretField = regexp.MustCompile(`(?i)(\b[a-z0-9_\-]*(?:api[-_]?key|apikey|api[-_]?secret|api[-_]?token|access[-_]?token|refresh[-_]?token|auth[-_]?token|id[-_]?token|session[-_]?token|bearer[-_]?token|client[-_]?secret|app[-_]?secret|secret[-_]?key|secret[-_]?access[-_]?key|access[-_]?key(?:[-_]?id)?|private[-_]?key|password|passwd|passphrase)["']?\s*[:=]\s*["']?)(` + valueChars + `)`)
-
-	// Generic names are secret only in an assignment ("token=…"), so prose
-	// such as "token: CPU" stays.
-	reSecretAssign = regexp.MustCompile(`(?i)(\b[a-z0-9_\-]*(?:secret|token|credentials?)=["']?)(` + valueChars + `)`)
-
-	// Quoted keys in JSON or Python dicts: {"token": "…"}.
-	reSecretQuoted = regexp.MustCompile(`(?i)(["'][a-z0-9_\-]*(?:api[-_]?key|apikey|token|secret|password|passwd|passphrase|credentials?|private[-_]?key|access[-_]?key|authorization)["']\s*:\s*["'])([^"'\\<>\[\]\s]+)`)
-
-	reKnownToken = regexp.MustCompile(`\b(?:` +
+	// The remaining patterns are anchored: they are tried only at candidate
+	// positions found by a cheap scan, so masking stays linear and fast on
+	// megabytes of output.
+	reAuthorization = regexp.MustCompile(`^(?i)(authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|bot|digest|apikey|sso-key)\s+)?)([^\s<>"'\[\],;]+)`)
+	reBearer        = regexp.MustCompile(`^(?i)(bearer\s+)([A-Za-z0-9\-._~+/]{16,}=*)`)
+	reKnownToken    = regexp.MustCompile(`^(?:` +
 		`sk-[A-Za-z0-9_\-]{20,}` +
 		`|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}` +
 		`|gh[pousr]_[A-Za-z0-9]{30,}` +
@@ -79,53 +67,381 @@ var (
 		`)`)
 )
 
+// knownTokenPrefixes are the literal openings of reKnownToken's
+// alternatives; the regexp is only tried where one of them starts a word.
+var knownTokenPrefixes = []string{
+	"sk-", "sk_live_", "sk_test_", "rk_live_", "rk_test_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+	"github_pat_", "glpat-", "xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "hf_", "npm_",
+	"AIza", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "SG.", "eyJ",
+}
+
+// Field names, compared with '-' and '_' removed and in lower case.
+var (
+	// secretFieldSuffixes: a field whose name ends so is secret whatever
+	// separator follows (":" or "=").
+	secretFieldSuffixes = []string{
+		"apikey", "apisecret", "apitoken", "accesstoken", "refreshtoken", "authtoken", "idtoken",
+		"sessiontoken", "bearertoken", "clientsecret", "appsecret", "secretkey", "accesskey",
+		"accesskeyid", "privatekey", "password", "passwd", "passphrase",
+	}
+	// secretAssignSuffixes: generic names, secret only in an assignment
+	// ("token=…"), so prose such as "token: CPU" stays.
+	secretAssignSuffixes = []string{"secret", "token", "credential", "credentials"}
+	// secretQuotedWords: a quoted key ({"…": "…"}) containing one of these is
+	// secret.
+	secretQuotedWords = []string{
+		"apikey", "token", "secret", "password", "passwd", "passphrase", "credential",
+		"privatekey", "accesskey",
+	}
+)
+
+// maxFieldName bounds the field name looked at before a separator.
+const maxFieldName = 64
+
 // MaskSecrets returns s with every secret it recognises masked (see the
-// rules above). It is deterministic and idempotent, never lengthens s, and
-// is safe for concurrent use. Invalid UTF-8 is kept as it is.
+// rules above). It is deterministic and idempotent, runs in time linear in
+// len(s), never lengthens s, and is safe for concurrent use. Invalid UTF-8
+// is kept as it is.
 func MaskSecrets(s string) string {
 	if s == "" {
 		return s
 	}
-	s = replaceAll(rePrivateKey, s, func(string, []int) string { return RedactedPrivateKey })
-	s = replaceAll(reURLPassword, s, func(s string, m []int) string {
-		return s[m[2]:m[3]] + maskPassword(s[m[4]:m[5]]) + "@"
-	})
-	s = replaceAll(reAuthorization, s, keepPrefixMaskValue)
-	s = replaceAll(reBearer, s, keepPrefixMaskValue)
-	s = replaceAll(reSecretField, s, keepPrefixMaskValue)
-	s = replaceAll(reSecretAssign, s, keepPrefixMaskValue)
-	s = replaceAll(reSecretQuoted, s, keepPrefixMaskValue)
-	s = replaceAll(reKnownToken, s, func(s string, m []int) string { return maskToken(s[m[0]:m[1]]) })
+	s = rePrivateKey.ReplaceAllLiteralString(s, RedactedPrivateKey)
+	s = applyEdits(s, urlPasswordEdits(s))
+	s = applyEdits(s, credentialEdits(s))
+	s = applyEdits(s, fieldEdits(s))
+	s = applyEdits(s, knownTokenEdits(s))
 	return s
 }
 
-// keepPrefixMaskValue keeps group 1 (the field name and separator) and masks
-// group 2 (the value); password-named fields get maskPassword.
-func keepPrefixMaskValue(s string, m []int) string {
-	prefix, value := s[m[2]:m[3]], s[m[4]:m[5]]
-	low := strings.ToLower(prefix)
-	if strings.Contains(low, "pass") {
-		return prefix + maskPassword(value) + s[m[5]:m[1]]
-	}
-	return prefix + maskToken(value) + s[m[5]:m[1]]
+// edit replaces s[start:end] by repl.
+type edit struct {
+	start, end int
+	repl       string
 }
 
-// replaceAll replaces every match of re in s by f(s, submatch indexes).
-func replaceAll(re *regexp.Regexp, s string, f func(s string, m []int) string) string {
-	idx := re.FindAllStringSubmatchIndex(s, -1)
-	if idx == nil {
+// applyEdits applies non-overlapping edits given in ascending order.
+func applyEdits(s string, edits []edit) string {
+	if len(edits) == 0 {
 		return s
 	}
 	var b strings.Builder
 	b.Grow(len(s))
 	last := 0
-	for _, m := range idx {
-		b.WriteString(s[last:m[0]])
-		b.WriteString(f(s, m))
-		last = m[1]
+	for _, e := range edits {
+		b.WriteString(s[last:e.start])
+		b.WriteString(e.repl)
+		last = e.end
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// urlPasswordEdits masks the password of scheme://user:password@host.
+func urlPasswordEdits(s string) []edit {
+	var edits []edit
+	for off := 0; ; {
+		i := strings.Index(s[off:], "://")
+		if i < 0 {
+			return edits
+		}
+		i += off
+		off = i + 3
+		// A scheme: a letter, then letters, digits, '+', '.', '-'.
+		j := i
+		for j > 0 && isSchemeByte(s[j-1]) {
+			j--
+		}
+		for j < i && !isASCIILetter(s[j]) {
+			j++
+		}
+		if j == i {
+			continue
+		}
+		k := off
+		for k < len(s) && !isURLStop(s[k]) && s[k] != ':' {
+			k++
+		}
+		if k == len(s) || s[k] != ':' {
+			continue
+		}
+		p := k + 1
+		for p < len(s) && !isURLStop(s[p]) {
+			p++
+		}
+		if p == k+1 || p == len(s) || s[p] != '@' {
+			continue
+		}
+		edits = append(edits, edit{k + 1, p, maskPassword(s[k+1 : p])})
+		off = p + 1
+	}
+}
+
+func isSchemeByte(c byte) bool {
+	return isASCIILetter(c) || '0' <= c && c <= '9' || c == '+' || c == '.' || c == '-'
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// isURLStop reports the bytes that end a URL's user info: whitespace, '/',
+// '@' and quoting or bracket characters.
+func isURLStop(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\f', '\v', '/', '@', '<', '>', '"', '\'', '[', ']':
+		return true
+	}
+	return false
+}
+
+func isWordByte(c byte) bool {
+	return isASCIILetter(c) || '0' <= c && c <= '9' || c == '_'
+}
+
+// credentialEdits masks the credential after "Authorization:" and after a
+// free-standing "Bearer". Each regexp is tried, anchored, at every
+// occurrence of its keyword (ASCII case-insensitive) that starts a word; a
+// "Bearer" inside an Authorization match was handled with it.
+func credentialEdits(s string) []edit {
+	lower := asciiLower(s)
+	var edits []edit
+	var covered [][2]int // Authorization matches
+	for off := 0; ; {
+		i := strings.Index(lower[off:], "authorization")
+		if i < 0 {
+			break
+		}
+		i += off
+		off = i + 1
+		if i > 0 && isWordByte(s[i-1]) {
+			continue
+		}
+		if m := reAuthorization.FindStringSubmatchIndex(s[i:]); m != nil {
+			edits = append(edits, edit{i + m[4], i + m[5], maskToken(s[i+m[4] : i+m[5]])})
+			covered = append(covered, [2]int{i, i + m[1]})
+			off = i + m[1]
+		}
+	}
+	auth := edits
+	edits = nil
+	c := 0
+	for off := 0; ; {
+		i := strings.Index(lower[off:], "bearer")
+		if i < 0 {
+			break
+		}
+		i += off
+		off = i + 1
+		for c < len(covered) && covered[c][1] <= i {
+			c++
+		}
+		if c < len(covered) && covered[c][0] <= i {
+			off = covered[c][1]
+			continue
+		}
+		if i > 0 && isWordByte(s[i-1]) {
+			continue
+		}
+		if m := reBearer.FindStringSubmatchIndex(s[i:]); m != nil {
+			edits = append(edits, edit{i + m[4], i + m[5], maskToken(s[i+m[4] : i+m[5]])})
+			off = i + m[1]
+		}
+	}
+	return mergeEdits(auth, edits)
+}
+
+// mergeEdits merges two ascending lists of non-overlapping edits.
+func mergeEdits(a, b []edit) []edit {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return b
+	}
+	out := make([]edit, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].start < b[0].start {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// asciiLower lower-cases ASCII letters only, so byte offsets are kept.
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// fieldEdits masks the values of secret-named fields. At every ':' or '=' it
+// reads back over spaces, an optional quote and a name of letters, digits,
+// '_' and '-', and forward over spaces, an optional quote and the value:
+//   - a name ending in a secretFieldSuffixes entry, either separator;
+//   - a name ending in a secretAssignSuffixes entry, '=' only;
+//   - a quoted name containing a secretQuotedWords entry, ':' and a quoted
+//     value (JSON, Python dicts).
+//
+// Password-named fields get maskPassword, the others maskToken.
+func fieldEdits(s string) []edit {
+	var edits []edit
+	next := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c != ':' && c != '=') || i < next {
+			continue
+		}
+		j := i
+		for j > 0 && isSpaceByte(s[j-1]) {
+			j--
+		}
+		var quote byte
+		if j > 0 && (s[j-1] == '"' || s[j-1] == '\'') {
+			quote = s[j-1]
+			j--
+		}
+		k := j
+		for k > 0 && j-k < maxFieldName && isTagNameChar(s[k-1]) {
+			k--
+		}
+		if k == j || (k > 0 && isTagNameChar(s[k-1])) {
+			continue
+		}
+		var nb [maxFieldName]byte
+		name := normFieldName(nb[:0], s[k:j])
+		quoted := quote != 0 && c == ':' && k > 0 && s[k-1] == quote
+		secret := hasAnySuffix(name, secretFieldSuffixes) ||
+			(c == '=' && hasAnySuffix(name, secretAssignSuffixes)) ||
+			(quoted && containsAny(name, secretQuotedWords))
+		if !secret {
+			continue
+		}
+		v := i + 1
+		for v < len(s) && isSpaceByte(s[v]) {
+			v++
+		}
+		stop := isValueStop
+		if quoted {
+			if v == len(s) || (s[v] != '"' && s[v] != '\'') {
+				continue
+			}
+			v++
+			stop = isQuotedValueStop
+		} else if v < len(s) && (s[v] == '"' || s[v] == '\'') {
+			v++
+		}
+		e := v
+		for e < len(s) && !stop(s[e]) {
+			e++
+		}
+		if e == v {
+			continue
+		}
+		mask := maskToken
+		if containsAny(name, []string{"pass"}) {
+			mask = maskPassword
+		}
+		edits = append(edits, edit{v, e, mask(s[v:e])})
+		next = e
+	}
+	return edits
+}
+
+// normFieldName lower-cases name and drops '-' and '_'.
+func normFieldName(dst []byte, name string) []byte {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '-' || c == '_':
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+func hasAnySuffix(name []byte, list []string) bool {
+	for _, w := range list {
+		if len(name) >= len(w) && string(name[len(name)-len(w):]) == w {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAny(name []byte, list []string) bool {
+	for _, w := range list {
+		if strings.Contains(string(name), w) {
+			return true
+		}
+	}
+	return false
+}
+
+// isValueStop ends an unquoted secret value.
+func isValueStop(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\f', '\v', '<', '>', '"', '\'', '[', ']', ',', ';', '&':
+		return true
+	}
+	return false
+}
+
+// isQuotedValueStop ends a quoted secret value.
+func isQuotedValueStop(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\f', '\v', '<', '>', '"', '\'', '[', ']', '\\':
+		return true
+	}
+	return false
+}
+
+// tokenPrefixesByFirst indexes knownTokenPrefixes by their first byte.
+var tokenPrefixesByFirst = func() (t [256][]string) {
+	for _, p := range knownTokenPrefixes {
+		t[p[0]] = append(t[p[0]], p)
+	}
+	return t
+}()
+
+// knownTokenEdits masks tokens with a known issuer prefix that start a word.
+func knownTokenEdits(s string) []edit {
+	var edits []edit
+	for i := 0; i < len(s); i++ {
+		prefixes := tokenPrefixesByFirst[s[i]]
+		if prefixes == nil || (i > 0 && isWordByte(s[i-1])) {
+			continue
+		}
+		found := false
+		for _, p := range prefixes {
+			if strings.HasPrefix(s[i:], p) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			continue
+		}
+		m := reKnownToken.FindStringIndex(s[i:])
+		if m == nil {
+			continue
+		}
+		edits = append(edits, edit{i, i + m[1], maskToken(s[i : i+m[1]])})
+		i += m[1] - 1
+	}
+	return edits
 }
 
 // maskToken masks a token: MaskKeepMinChars or more characters keep their

@@ -109,10 +109,7 @@ type ErrorView struct {
 func SanitizeError(msg string, opt SanitizeOptions) ErrorView {
 	opt = opt.norm()
 	masked := opt.mask(strings.ToValidUTF8(msg, "\uFFFD"))
-	// Removing markers can join the halves of a secret; mask once more.
-	// Masking neither lengthens text nor adds '<' or '>', so it cannot
-	// rebuild a marker.
-	body := opt.mask(neutraliseError(masked))
+	body := modelSafe(masked, neutraliseError, opt)
 	v := ErrorView{Masked: masked, TotalChars: utf8.RuneCountInString(masked)}
 	if utf8.RuneCountInString(body) > opt.MaxErrorChars {
 		// The cut can leave a role tag's opening "<name" at the end.
@@ -141,7 +138,8 @@ func PrepareOutput(out string, opt SanitizeOptions) string {
 type OutputView struct {
 	// ModelView is the output itself when it fits in MaxOutputChars;
 	// otherwise its head (OutputHeadPercent of the room, cut back to a line
-	// end where one is near), a notice line and its tail. The notice reads
+	// end in its second half if there is one), a notice line and its tail
+	// (likewise starting at a line start where one is near). The notice reads
 	// "[OUTPUT TRUNCATED: <omitted> of <total> characters omitted; full output
 	// in blob <ref>]". Role tags, chat-template tokens and CDATA markers are
 	// removed; code fences are kept (outputs are often code). ModelView is at
@@ -169,7 +167,7 @@ func SanitizeOutput(full string, blobRef string, opt SanitizeOptions) OutputView
 	v := OutputView{BlobRef: blobRef, TotalChars: total}
 	limit := opt.MaxOutputChars
 	if total <= limit {
-		v.ModelView = opt.mask(neutralise(full))
+		v.ModelView = modelSafe(full, neutralise, opt)
 		return v
 	}
 
@@ -184,12 +182,14 @@ func SanitizeOutput(full string, blobRef string, opt SanitizeOptions) OutputView
 	headRoom := room * opt.OutputHeadPercent / 100
 	tailRoom := room - headRoom
 
+	// Cut at line ends when one is in the outer half of the head or tail, so
+	// the model sees whole lines; otherwise cut mid-line.
 	headEnd := runeOffset(full, headRoom)
-	if nl := strings.LastIndexByte(full[:headEnd], '\n'); nl >= 0 && nl+1 >= headEnd-headEnd/4 {
+	if nl := strings.LastIndexByte(full[:headEnd], '\n'); nl >= 0 && nl+1 >= headEnd-headEnd/2 {
 		headEnd = nl + 1
 	}
 	tailStart := len(full) - tailBytes(full, tailRoom)
-	if nl := strings.IndexByte(full[tailStart:], '\n'); nl >= 0 && nl < (len(full)-tailStart)/4 {
+	if nl := strings.IndexByte(full[tailStart:], '\n'); nl >= 0 && nl < (len(full)-tailStart)/2 {
 		tailStart += nl + 1
 	}
 	if tailStart < headEnd {
@@ -208,12 +208,30 @@ func SanitizeOutput(full string, blobRef string, opt SanitizeOptions) OutputView
 	b.WriteString(outputNotice(v.OmittedChars, total, ref))
 	b.WriteByte('\n')
 	b.WriteString(tail)
-	view := opt.mask(neutralise(b.String()))
+	view := modelSafe(b.String(), neutralise, opt)
 	if utf8.RuneCountInString(view) > limit { // only when the notice alone is over the limit
 		view = truncateRunes(view, limit)
 	}
 	v.ModelView = view
 	return v
+}
+
+// modelSafe alternates clean (marker removal) with secret masking until
+// neither changes the text: removing a marker can join the halves of a
+// secret, and a mask can complete a marker (RedactedPrivateKey ends in
+// ']'). Both only ever shorten the text, so this settles quickly; after
+// maxNeutralisePasses rounds it stops, always after a clean, so the result
+// never holds a marker.
+func modelSafe(s string, clean func(string) string, opt SanitizeOptions) string {
+	s = clean(s)
+	for i := 0; i < maxNeutralisePasses; i++ {
+		m := opt.mask(s)
+		if m == s {
+			return s
+		}
+		s = clean(m)
+	}
+	return s
 }
 
 // outputNotice is the omission line of a shortened output.

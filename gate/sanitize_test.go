@@ -99,6 +99,7 @@ func TestSanitizeErrorExtra(t *testing.T) {
 		{"inline backticks kept", "use ```x``` here", ErrorPrefix + "use ```x``` here"},
 		{"fence removal exposing a tag", "<system\n```\n>hi", ErrorPrefix + "hi"},
 		{"tag removal exposing a fence", "a\n``<user>`\nb", ErrorPrefix + "a\nb"},
+		{"private key rebuilt next to a cdata closer", "-----BEGIN PRIV<system>ATE KEY-----x-----END PRIVATE KEY-----]>", ErrorPrefix + "[REDACTED PRIVATE KEY"},
 		{"secret split by a tag", "key sk-proj-<system>a1B2c3D4e5F6g7H8i9J0a1B2c3D4", ErrorPrefix + "key sk-pro...c3D4"},
 		{"invalid utf-8", "bad \xff byte", ErrorPrefix + "bad \uFFFD byte"},
 	}

@@ -54,12 +54,12 @@ func transportLayer(ev Evidence, chain []string, emptyBody bool) LayerResult {
 		if isTimeout(ev.Error) {
 			res.Reason = ReasonTimeout
 		}
-		res.Detail = truncateRunes(MaskSecrets(ev.Error), maxDetailErrorChars)
+		res.Detail = truncateRunes(receiptText(ev.Error), maxDetailErrorChars)
 		return res
 	}
 	if u, ok := firstRepeat(chain); ok {
 		res.Reason = ReasonRedirectLoop
-		res.Detail = "redirect chain visits " + MaskSecrets(u) + " twice"
+		res.Detail = "redirect chain visits " + receiptText(u) + " twice"
 		return res
 	}
 	if n := len(ev.Redirects); n > MaxRedirects {
@@ -69,7 +69,7 @@ func transportLayer(ev Evidence, chain []string, emptyBody bool) LayerResult {
 	}
 	if from, to, ok := downgrade(chain); ok {
 		res.Reason = ReasonHTTPSDowngrade
-		res.Detail = MaskSecrets(from) + " is followed by " + MaskSecrets(to)
+		res.Detail = receiptText(from) + " is followed by " + receiptText(to)
 		return res
 	}
 	switch st := ev.Status; {

@@ -159,10 +159,10 @@ func (r Reason) Layer() Layer {
 // human-readable detail (numbers, the matched signal). Detail is for people;
 // programs should switch on Reason.
 type LayerResult struct {
-	Layer   Layer   `json:"layer"`
-	Verdict Verdict `json:"verdict"`
-	Reason  Reason  `json:"reason,omitempty"`
-	Detail  string  `json:"detail,omitempty"`
+	Layer   Layer   `json:"layer"`            // which layer
+	Verdict Verdict `json:"verdict"`          // its verdict
+	Reason  Reason  `json:"reason,omitempty"` // empty when it passed
+	Detail  string  `json:"detail,omitempty"` // numbers and signals, for people
 }
 
 // precedence is the tie-break among layers that give the same (strictest)

@@ -444,6 +444,12 @@ func (s *State) checkCommit(changes []Change) error {
 		if s.edges[k] != c.NextEdge {
 			continue
 		}
+		// A cycle through from -> to needs a dependency path back into
+		// from; an artifact nothing depends on (a new leaf, the common
+		// write) cannot close one, so the search is skipped.
+		if !s.hasDependents(k.From) {
+			continue
+		}
 		if path := s.dependencyPath(k.To, k.From); path != nil {
 			return &CycleError{Index: i, Edge: k, Cycle: append([]string{k.From}, path...)}
 		}
@@ -588,4 +594,14 @@ type Tombstone struct {
 func (s *State) RestoreEdge(e *Edge) {
 	s.removeEdge(e.Key())
 	s.insertEdge(e)
+}
+
+// hasDependents reports whether any dependency edge arrives at id.
+func (s *State) hasDependents(id string) bool {
+	for k := range s.in[id] {
+		if s.rels.Depends(k.Rel) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/artifactd/artifactd/hashing"
@@ -294,12 +293,33 @@ func ValidateName(field, name string) error {
 // MaxIDBytes is the longest artifact id accepted.
 const MaxIDBytes = 256
 
-// trimPointer joins JSON pointer segments.
-func trimPointer(parts ...string) string {
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(p))
+// Load builds a state from stored parts in one pass (used when loading a
+// commit's state from storage). It computes the context hash with one
+// sorted merge per bucket instead of one insertion per leaf. It does not
+// check ends or cycles: the parts must come from a valid state.
+func Load(rels Relations, artifacts []*Artifact, tombstones []Tombstone, edges []*Edge) *State {
+	s := NewState(rels)
+	leaves := make([]hashing.Digest, 0, len(artifacts)+len(edges))
+	for _, a := range artifacts {
+		s.artifacts[a.ID] = a
+		leaves = append(leaves, a.Leaf())
 	}
-	return b.String()
+	for _, t := range tombstones {
+		s.tombstones[t.ID] = t.Version
+	}
+	for _, e := range edges {
+		k := e.Key()
+		s.edges[k] = e
+		if s.out[k.From] == nil {
+			s.out[k.From] = make(map[EdgeKey]*Edge)
+		}
+		s.out[k.From][k] = e
+		if s.in[k.To] == nil {
+			s.in[k.To] = make(map[EdgeKey]*Edge)
+		}
+		s.in[k.To][k] = e
+		leaves = append(leaves, e.Leaf())
+	}
+	s.acc.AddBatch(leaves)
+	return s
 }

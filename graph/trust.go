@@ -186,25 +186,49 @@ type Root struct {
 	BlastRadius int    `json:"blast_radius"`
 }
 
-// TrustReport is the trust of every artifact of a state. Lists are sorted
-// by id and never nil. BlastRadius is the number of quarantined artifacts
-// (each counted once however many roots it rests on).
+// TrustReport is the trust of every artifact of a state. PoisonRoots and
+// Quarantined are sorted by id and never nil; BlastRadius is the number of
+// quarantined artifacts (each counted once however many roots it rests
+// on) and Confirmed the number of confirmed ones. Confirmed artifacts are
+// not listed, so that a report costs what the unconfirmed region costs:
+// use Trust for any artifact, ConfirmedIDs for the sorted list.
 type TrustReport struct {
-	// ByID holds every artifact's trust.
-	ByID        map[string]Trust `json:"-"`
-	PoisonRoots []Root           `json:"poison_roots"`
-	Quarantined []Trust          `json:"quarantined"`
-	BlastRadius int              `json:"blast_radius"`
-	Confirmed   []string         `json:"confirmed"`
+	PoisonRoots []Root  `json:"poison_roots"`
+	Quarantined []Trust `json:"quarantined"`
+	BlastRadius int     `json:"blast_radius"`
+	Confirmed   int     `json:"confirmed"`
+	// idx numbers the unconfirmed artifacts: i < len(PoisonRoots) is
+	// PoisonRoots[i], any other is Quarantined[pos[i]].
+	idx map[string]int32
+	pos []int32
 }
 
-// Trust returns the trust of id; the zero Status when id is not in the
-// report.
+// Trust returns the trust of id, which must be an artifact of the state
+// the report was computed from: an id the report does not list as
+// unconfirmed is reported confirmed.
 func (r *TrustReport) Trust(id string) Trust {
-	if t, ok := r.ByID[id]; ok {
-		return t
+	i, ok := r.idx[id]
+	switch {
+	case !ok:
+		return Trust{ID: id, Status: StatusConfirmed}
+	case int(i) < len(r.PoisonRoots):
+		p := r.PoisonRoots[i]
+		return Trust{ID: p.ID, Status: StatusPoisonRoot, Reason: p.Reason}
 	}
-	return Trust{ID: id}
+	return r.Quarantined[r.pos[i]]
+}
+
+// ConfirmedIDs returns the confirmed artifacts of s, sorted; s must be the
+// state the report was computed from. It costs a sort of all ids.
+func (r *TrustReport) ConfirmedIDs(s *State) []string {
+	out := make([]string, 0, len(s.artifacts))
+	for id := range s.artifacts {
+		if _, bad := r.idx[id]; !bad {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ComputeTrust computes the trust of every artifact of s from scratch. It
@@ -212,7 +236,8 @@ func (r *TrustReport) Trust(id string) Trust {
 // everything below a poison root, found by walking dependents. Statuses,
 // paths and the total blast radius cost O(V+E); root lists and per-root
 // blast radii add the total size of the distinct root sets, which is small
-// unless many artifacts each rest on their own combination of many roots.
+// unless many artifacts each rest on their own combination of many roots,
+// and sorting the quarantined ids.
 func ComputeTrust(s *State, base BaseFunc) *TrustReport {
 	var roots []rootInfo
 	for id, a := range s.artifacts {
@@ -251,10 +276,11 @@ func findTaint(s *State, roots []string) *taint {
 		t.idx[id] = int32(i)
 	}
 	t.bad = make([]int32, len(roots))
+	var dep relCache
 	for i := 0; i < len(t.ids); i++ {
 		t.start = append(t.start, int32(len(t.adj)))
 		for k := range s.in[t.ids[i]] {
-			if !s.rels.Depends(k.Rel) {
+			if !dep.depends(s.rels, k.Rel) {
 				continue
 			}
 			j, ok := t.idx[k.From]
@@ -270,6 +296,22 @@ func findTaint(s *State, roots []string) *taint {
 	}
 	t.start = append(t.start, int32(len(t.adj)))
 	return t
+}
+
+// relCache remembers the last relation looked up: edges met in a walk
+// mostly share a few relations, and comparing equal strings is cheaper
+// than hashing them.
+type relCache struct {
+	rel string
+	dep bool
+	ok  bool
+}
+
+func (c *relCache) depends(rels Relations, rel string) bool {
+	if !c.ok || rel != c.rel {
+		c.rel, c.dep, c.ok = rel, rels.Depends(rel), true
+	}
+	return c.dep
 }
 
 // rootSets interns sorted sets of root ranks; set 0 is the empty set.
@@ -410,53 +452,50 @@ func buildReport(s *State, roots []rootInfo) *TrustReport {
 	}
 
 	rep := &TrustReport{
-		ByID:        make(map[string]Trust, len(s.artifacts)),
 		PoisonRoots: make([]Root, R),
 		Quarantined: make([]Trust, 0, n-R),
 		BlastRadius: n - R,
-		Confirmed:   make([]string, 0, len(s.artifacts)-n),
-	}
-	perSet := make([]int, len(rs.members))
-	for i := R; i < n; i++ {
-		perSet[set[i]]++
-		t := Trust{ID: tn.ids[i], Status: StatusQuarantined, Roots: rs.strings(set[i], tn.ids)}
-		t.Path, t.PathTruncated = walkPath(int32(i), R, next, tn.ids, dist[i])
-		rep.Quarantined = append(rep.Quarantined, t)
+		Confirmed:   len(s.artifacts) - n,
+		idx:         tn.idx,
+		pos:         make([]int32, n),
 	}
 	for i, r := range roots {
 		rep.PoisonRoots[i] = Root{ID: r.id, Reason: r.reason}
-		rep.ByID[r.id] = Trust{ID: r.id, Status: StatusPoisonRoot, Reason: r.reason}
+	}
+	perSet := make([]int, len(rs.members))
+	order := make([]int32, 0, n-R)
+	for i := R; i < n; i++ {
+		perSet[set[i]]++
+		order = append(order, int32(i))
 	}
 	for sid, c := range perSet {
 		for _, r := range rs.members[sid] {
 			rep.PoisonRoots[r].BlastRadius += c
 		}
 	}
-	slices.SortFunc(rep.Quarantined, func(a, b Trust) int { return strings.Compare(a.ID, b.ID) })
-	for _, t := range rep.Quarantined {
-		rep.ByID[t.ID] = t
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(tn.ids[a], tn.ids[b]) })
+	// Paths share one backing array; each is capped to its own length.
+	total := 0
+	for _, i := range order {
+		total += min(int(dist[i])+1, MaxTrustPath)
 	}
-	for id := range s.artifacts {
-		if _, bad := tn.idx[id]; !bad {
-			rep.Confirmed = append(rep.Confirmed, id)
-			rep.ByID[id] = Trust{ID: id, Status: StatusConfirmed}
+	arena := make([]string, 0, total)
+	for _, i := range order {
+		t := Trust{ID: tn.ids[i], Status: StatusQuarantined, Roots: rs.strings(set[i], tn.ids)}
+		start := len(arena)
+		for cur := i; ; cur = next[cur] {
+			if len(arena)-start == MaxTrustPath {
+				t.PathTruncated = true
+				break
+			}
+			arena = append(arena, tn.ids[cur])
+			if int(cur) < R {
+				break
+			}
 		}
+		t.Path = arena[start:len(arena):len(arena)]
+		rep.pos[i] = int32(len(rep.Quarantined))
+		rep.Quarantined = append(rep.Quarantined, t)
 	}
-	slices.Sort(rep.Confirmed)
 	return rep
-}
-
-// walkPath follows next hops from i to a root, keeping at most
-// MaxTrustPath ids.
-func walkPath(i int32, nroot int, next []int32, ids []string, dist int32) ([]string, bool) {
-	path := make([]string, 0, min(int(dist)+1, MaxTrustPath))
-	for cur := i; ; cur = next[cur] {
-		if len(path) == MaxTrustPath {
-			return path, true
-		}
-		path = append(path, ids[cur])
-		if int(cur) < nroot {
-			return path, false
-		}
-	}
 }

@@ -63,11 +63,28 @@ func tqApply(t testing.TB, s *State, ops ...Op) []Change {
 func tqBigState(n, perNode int, seed uint64) *State {
 	r := rand.New(rand.NewPCG(seed, 0))
 	s := NewState(nil)
+	s.artifacts = make(map[string]*Artifact, n)
+	s.edges = make(map[EdgeKey]*Edge, perNode*n)
+	s.out = make(map[string]map[EdgeKey]*Edge, n)
+	s.in = make(map[string]map[EdgeKey]*Edge, n)
 	retrieved := json.RawMessage(`{"reason":"ok","verdict":"RETRIEVED"}`)
 	rels := []string{"derived_from", "supported_by", "extracted_from"}
+	// Few large allocations: the build dominates benchmark set-up time.
+	ids := make([]string, n)
+	arts := make([]Artifact, n)
+	pool := make([]Edge, perNode*n)
+	add := func(from, to string) {
+		k := EdgeKey{From: from, Rel: rels[r.IntN(len(rels))], To: to}
+		if s.edges[k] == nil {
+			e := &pool[len(s.edges)]
+			*e = Edge{From: k.From, Rel: k.Rel, To: k.To}
+			tqRawEdge(s, e)
+		}
+	}
 	for i := range n {
-		id := "a" + strconv.Itoa(i)
-		a := &Artifact{ID: id, Version: 1, ProducedBy: "bench"}
+		ids[i] = "a" + strconv.Itoa(i)
+		a := &arts[i]
+		*a = Artifact{ID: ids[i], Version: 1, ProducedBy: "bench"}
 		switch x := r.IntN(100); {
 		case i < 10 || x < 2:
 			a.Type, a.Data = "fetch_verdict", retrieved
@@ -76,21 +93,21 @@ func tqBigState(n, perNode int, seed uint64) *State {
 		default:
 			a.Type = "claim"
 		}
-		s.artifacts[id] = a
+		s.artifacts[a.ID] = a
 		if a.Type != "claim" {
 			continue
 		}
 		for range perNode {
-			e := &Edge{From: id, Rel: rels[r.IntN(len(rels))], To: "a" + strconv.Itoa(r.IntN(i))}
-			tqRawEdge(s, e)
+			if len(s.edges) < len(pool) {
+				add(a.ID, ids[r.IntN(i)])
+			}
 		}
 	}
 	// Top up to exactly perNode*n edges from random claims.
-	for len(s.edges) < perNode*n {
+	for len(s.edges) < len(pool) {
 		i := 10 + r.IntN(n-10)
-		from := "a" + strconv.Itoa(i)
-		if s.artifacts[from].Type == "claim" {
-			tqRawEdge(s, &Edge{From: from, Rel: rels[r.IntN(len(rels))], To: "a" + strconv.Itoa(r.IntN(i))})
+		if arts[i].Type == "claim" {
+			add(ids[i], ids[r.IntN(i)])
 		}
 	}
 	return s
@@ -140,6 +157,8 @@ func tqDescribe(tr Trust) string {
 			s += " truncated"
 		}
 		return s
+	case "":
+		return tr.ID + " (no such artifact)"
 	}
 	return fmt.Sprintf("%s %s", tr.ID, tr.Status)
 }

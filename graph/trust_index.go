@@ -14,9 +14,11 @@ import (
 // many of its dependency edges point to unconfirmed artifacts; roots and
 // paths are computed on demand by Explain.
 //
-// A TrustIndex is not safe for concurrent mutation; concurrent readers
-// (Confirmed, Status, Explain, Report, Summary) are safe while no one calls
-// Apply, Revert or TaintedLinks.
+// A TrustIndex is not safe for concurrent mutation. Readers (Confirmed,
+// Status, Explain, Report, Summary, Clone) may run concurrently with each
+// other and with TaintedLinks or CheckEnforce, which leave the entries
+// alone, but not with Apply or Revert. Only one of TaintedLinks,
+// CheckEnforce, Apply and Revert may run at a time.
 type TrustIndex struct {
 	base  BaseFunc
 	nodes map[string]tstate
@@ -305,8 +307,14 @@ type edgeDiff struct {
 // touching it, or, when reverting (s is then the state before the commit
 // and the index follows the state after it), per the last.
 func netChanges(s *State, changes []Change, revert bool) (ids []string, edges []edgeDiff) {
-	seenN := make(map[string]struct{})
-	seenE := make(map[EdgeKey]struct{})
+	// Small commits (the common case) are deduplicated by a linear scan.
+	var seenN map[string]struct{}
+	var seenE map[EdgeKey]struct{}
+	small := len(changes) <= 16
+	if !small {
+		seenN = make(map[string]struct{})
+		seenE = make(map[EdgeKey]struct{})
+	}
 	for n := range changes {
 		i := n
 		if revert {
@@ -318,7 +326,11 @@ func netChanges(s *State, changes []Change, revert bool) (ids []string, edges []
 			if c.Noop {
 				continue
 			}
-			if _, ok := seenN[c.Op.ID]; !ok {
+			if small {
+				if !slices.Contains(ids, c.Op.ID) {
+					ids = append(ids, c.Op.ID)
+				}
+			} else if _, ok := seenN[c.Op.ID]; !ok {
 				seenN[c.Op.ID] = struct{}{}
 				ids = append(ids, c.Op.ID)
 			}
@@ -327,10 +339,16 @@ func netChanges(s *State, changes []Change, revert bool) (ids []string, edges []
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
-			if _, ok := seenE[k]; ok {
-				continue
+			if small {
+				if slices.ContainsFunc(edges, func(e edgeDiff) bool { return e.k == k }) {
+					continue
+				}
+			} else {
+				if _, ok := seenE[k]; ok {
+					continue
+				}
+				seenE[k] = struct{}{}
 			}
-			seenE[k] = struct{}{}
 			var before bool
 			if revert {
 				before = c.Op.Op == OpLink
@@ -559,6 +577,7 @@ type TaintError struct {
 	Path    []string
 }
 
+// Error names the edge, the poison roots with their reasons, and the path.
 func (e *TaintError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "op %d: edge %s rests on unconfirmed %s; poison root", e.Index, e.Edge, e.Edge.To)

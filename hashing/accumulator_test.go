@@ -291,3 +291,39 @@ func TestAccumulatorCloneConcurrent(t *testing.T) {
 		t.Error("clone changed while the original was edited")
 	}
 }
+
+// TestAddBatchMatchesAdd checks the bulk loader against one-by-one Add,
+// with duplicates inside the batch and against leaves already present.
+func TestAddBatchMatchesAdd(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		rng := mathrand.New(mathrand.NewSource(seed))
+		one, bulk := NewAccumulator(), NewAccumulator()
+		for round := 0; round < 4; round++ {
+			var batch []Digest
+			for i := 0; i < rng.Intn(3000); i++ {
+				var d Digest
+				rng.Read(d[:2])
+				d[0] = byte(rng.Intn(8)) // crowd a few buckets
+				batch = append(batch, d)
+				if i%7 == 0 {
+					batch = append(batch, d)
+				}
+			}
+			want := 0
+			for _, d := range batch {
+				if one.Add(d) {
+					want++
+				}
+			}
+			if got := bulk.AddBatch(batch); got != want {
+				t.Fatalf("seed %d: AddBatch added %d, Add added %d", seed, got, want)
+			}
+			if one.Root() != bulk.Root() || one.Len() != bulk.Len() {
+				t.Fatalf("seed %d round %d: roots differ", seed, round)
+			}
+			if ContextHash(bulk.Leaves()) != bulk.Root() {
+				t.Fatalf("seed %d: AddBatch root differs from scratch", seed)
+			}
+		}
+	}
+}

@@ -226,3 +226,49 @@ func (a *Accumulator) Leaves() []Digest {
 	}
 	return out
 }
+
+// AddBatch inserts many leaves at once and returns how many were new. It
+// sorts the batch and merges each touched bucket once, so loading n leaves
+// costs O(n log n) instead of the O(n · bucket size) of n calls to Add.
+func (a *Accumulator) AddBatch(leaves []Digest) int {
+	if len(leaves) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(leaves)
+	slices.SortFunc(sorted, func(x, y Digest) int { return bytes.Compare(x[:], y[:]) })
+	added := 0
+	for i := 0; i < len(sorted); {
+		b := sorted[i][0]
+		j := i
+		for j < len(sorted) && sorted[j][0] == b {
+			j++
+		}
+		old := a.buckets[b]
+		merged := make([]byte, 0, len(old)+(j-i)*leafSize)
+		o := 0
+		var last *Digest
+		for k := i; k < j; k++ {
+			leaf := &sorted[k]
+			if last != nil && *last == *leaf {
+				continue // duplicate inside the batch
+			}
+			last = leaf
+			for o < len(old) && bytes.Compare(old[o:o+leafSize], leaf[:]) < 0 {
+				merged = append(merged, old[o:o+leafSize]...)
+				o += leafSize
+			}
+			if o < len(old) && bytes.Equal(old[o:o+leafSize], leaf[:]) {
+				continue // already present
+			}
+			merged = append(merged, leaf[:]...)
+			added++
+		}
+		merged = append(merged, old[o:]...)
+		a.buckets[b] = merged
+		a.shared.clear(b)
+		a.touch(b)
+		i = j
+	}
+	a.n += added
+	return added
+}

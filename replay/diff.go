@@ -241,136 +241,220 @@ const (
 // known is the state on side knownSide with its statuses, d the diff
 // between the two (without trust), base the trust base function (called
 // only for changed artifacts, as they are on the other side). Trust can
-// change only for changed artifacts, the sources of changed dependency
-// edges, and their dependents, so only those are examined: the cost is
-// that set and its dependency edges, not the size of the state. The
-// result equals Diff's with both states.
+// change only for artifacts present on one side or whose base changed,
+// the sources of changed dependency edges, and their dependents, so only
+// those are examined: the cost is that set and its dependency edges, not
+// the size of the state. The result equals Diff's with both states.
 func DiffTrust(d *DiffResult, known *graph.State, status StatusFunc, knownSide Side, base graph.BaseFunc) {
-	o := newOtherSide(d, known, status, knownSide, base)
-	d.Trust = d.Trust[:0]
-	for _, id := range o.affectedIDs() {
-		kst := status(id)
-		ost := o.status(id)
-		if knownSide == SideTo {
-			d.addTrust(id, ost, kst)
-		} else {
-			d.addTrust(id, kst, ost)
-		}
-	}
-	sort.Slice(d.Trust, func(i, j int) bool { return d.Trust[i].ID < d.Trust[j].ID })
+	diffTrust(d, stateView{known, status}, knownSide, base)
 }
 
-// otherSide answers trust questions about the state a diff leads to from
-// a known state, without building it.
-type otherSide struct {
-	known       *graph.State
-	knownStatus StatusFunc
-	base        graph.BaseFunc
+// DiffTrustVia fills d.Trust when neither of its states is at hand but a
+// third one is (a branch head, say): known with its statuses, and
+// sideToKnown, the diff (without trust) from d's state on side to known.
+// That state is seen as known with sideToKnown undone, without building
+// it, and the trust of d follows as in DiffTrust; the cost follows the
+// two diffs, not the size of the states.
+func DiffTrustVia(d *DiffResult, known *graph.State, status StatusFunc, side Side, sideToKnown *DiffResult, base graph.BaseFunc) {
+	rels := known.Relations()
+	view := newOverlay(sideToKnown, stateView{known, status}, SideTo, base, rels)
+	diffTrust(d, view, side, base)
+}
+
+func diffTrust(d *DiffResult, known trustView, knownSide Side, base graph.BaseFunc) {
+	o := newOverlay(d, known, knownSide, base, known.relations())
+	ids := make([]string, 0, len(o.affected))
+	for id := range o.affected {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	d.Trust = d.Trust[:0]
+	for _, id := range ids {
+		if knownSide == SideTo {
+			d.addTrust(id, o.status(id), known.status(id))
+		} else {
+			d.addTrust(id, known.status(id), o.status(id))
+		}
+	}
+}
+
+// trustView is what computing trust needs of a state: its artifacts, its
+// dependency edges both ways (one entry per edge, so an id may repeat when
+// two relations join the same pair) and every artifact's status.
+type trustView interface {
+	artifact(id string) *graph.Artifact
+	depTargets(id string) []string
+	depSources(id string) []string
+	status(id string) graph.Status
+	relations() graph.Relations
+}
+
+// stateView is a whole state with its statuses.
+type stateView struct {
+	st       *graph.State
+	statusOf StatusFunc
+}
+
+func (v stateView) artifact(id string) *graph.Artifact { return v.st.Artifact(id) }
+func (v stateView) status(id string) graph.Status      { return v.statusOf(id) }
+func (v stateView) relations() graph.Relations         { return v.st.Relations() }
+
+func (v stateView) depTargets(id string) []string {
+	var out []string
+	rels := v.st.Relations()
+	for _, e := range v.st.Out(id) {
+		if rels.Depends(e.Rel) {
+			out = append(out, e.To)
+		}
+	}
+	return out
+}
+
+func (v stateView) depSources(id string) []string {
+	var out []string
+	rels := v.st.Relations()
+	for _, e := range v.st.In(id) {
+		if rels.Depends(e.Rel) {
+			out = append(out, e.From)
+		}
+	}
+	return out
+}
+
+// overlay is the other state of a diff, seen through the known one: the
+// known view with the diff undone (or applied), built without copying
+// anything. Statuses are computed on demand for the artifacts whose trust
+// may differ and taken from the known view for all others. An overlay is
+// a trustView itself, so overlays chain.
+type overlay struct {
+	known trustView
+	base  graph.BaseFunc
 	// arts holds the other side's version of each changed artifact (nil
-	// when absent there).
-	arts map[string]*graph.Artifact
-	// depAdd holds, per source id, the dependency targets the other side
-	// has and the known side has not; depDel the dependency edges the
-	// known side has and the other side has not.
-	depAdd map[string][]string
-	depDel map[graph.EdgeKey]bool
-	// touched holds the changed artifacts and the sources of changed
-	// dependency edges; affected adds their dependents in known.
-	touched  map[string]bool
+	// when absent there), bases the base trust of those present on both
+	// sides.
+	arts  map[string]*graph.Artifact
+	bases map[string]bool
+	// addOut/addIn and delOut/delIn list, per id, the dependency edges the
+	// other side has and known has not, and the reverse, by their other
+	// end.
+	addOut, addIn, delOut, delIn map[string][]string
+	rels                         graph.Relations
+	// affected holds every id whose status may differ from known's: the
+	// artifacts present on one side only or whose base differs, the
+	// sources of changed dependency edges, and their dependents in known
+	// (a path that differs on the other side leaves known's edges at one
+	// of those).
 	affected map[string]bool
 	memo     map[string]graph.Status
 }
 
-func newOtherSide(d *DiffResult, known *graph.State, status StatusFunc, knownSide Side, base graph.BaseFunc) *otherSide {
-	o := &otherSide{known: known, knownStatus: status, base: base,
-		arts: map[string]*graph.Artifact{}, depAdd: map[string][]string{}, depDel: map[graph.EdgeKey]bool{},
-		touched: map[string]bool{}, affected: map[string]bool{}, memo: map[string]graph.Status{}}
+func newOverlay(d *DiffResult, known trustView, knownSide Side, base graph.BaseFunc, rels graph.Relations) *overlay {
+	n := len(d.Added) + len(d.Removed) + len(d.Changed)
+	o := &overlay{known: known, base: base, rels: rels,
+		arts: make(map[string]*graph.Artifact, n), bases: make(map[string]bool, len(d.Changed)),
+		addOut: map[string][]string{}, addIn: map[string][]string{}, delOut: map[string][]string{}, delIn: map[string][]string{},
+		affected: make(map[string]bool, 2*n), memo: make(map[string]graph.Status, 2*n)}
 	other := func(c ArtifactChange) *ArtifactVersion {
 		if knownSide == SideTo {
 			return c.Old
 		}
 		return c.New
 	}
-	for _, l := range [][]ArtifactChange{d.Added, d.Removed, d.Changed} {
-		for _, c := range l {
-			o.arts[c.ID] = other(c).artifact(c.ID)
-			o.touched[c.ID] = true
+	var queue []string
+	touch := func(id string) {
+		if !o.affected[id] {
+			o.affected[id] = true
+			queue = append(queue, id)
 		}
 	}
-	rels := known.Relations()
-	// Edges the other side has that known lacks, and the reverse.
+	for _, l := range [][]ArtifactChange{d.Added, d.Removed} {
+		for _, c := range l {
+			o.arts[c.ID] = other(c).artifact(c.ID)
+			touch(c.ID)
+		}
+	}
+	// A changed artifact whose base is the same on both sides behaves like
+	// an unchanged one: its status follows its dependencies.
+	for _, c := range d.Changed {
+		a := other(c).artifact(c.ID)
+		o.arts[c.ID] = a
+		ok, _ := base(a)
+		o.bases[c.ID] = ok
+		if ok != (known.status(c.ID) != graph.StatusPoisonRoot) {
+			touch(c.ID)
+		}
+	}
 	onlyOther, onlyKnown := d.EdgesRemoved, d.EdgesAdded
 	if knownSide == SideFrom {
 		onlyOther, onlyKnown = d.EdgesAdded, d.EdgesRemoved
 	}
 	for _, e := range onlyOther {
 		if rels.Depends(e.Rel) {
-			o.depAdd[e.From] = append(o.depAdd[e.From], e.To)
-			o.touched[e.From] = true
+			o.addOut[e.From] = append(o.addOut[e.From], e.To)
+			o.addIn[e.To] = append(o.addIn[e.To], e.From)
+			touch(e.From)
 		}
 	}
 	for _, e := range onlyKnown {
 		if rels.Depends(e.Rel) {
-			o.depDel[e.Key()] = true
-			o.touched[e.From] = true
+			o.delOut[e.From] = append(o.delOut[e.From], e.To)
+			o.delIn[e.To] = append(o.delIn[e.To], e.From)
+			touch(e.From)
 		}
-	}
-	// Everything whose dependency closure may differ: the touched ids and
-	// their dependents in known (a path that differs on the other side
-	// leaves known's edges at a touched id).
-	queue := make([]string, 0, len(o.touched))
-	for id := range o.touched {
-		queue = append(queue, id)
-		o.affected[id] = true
 	}
 	for len(queue) > 0 {
 		id := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
-		for _, dep := range known.Dependents(id) {
-			if !o.affected[dep] {
-				o.affected[dep] = true
-				queue = append(queue, dep)
-			}
+		for _, dep := range known.depSources(id) {
+			touch(dep)
 		}
 	}
 	return o
 }
 
-func (o *otherSide) affectedIDs() []string {
-	ids := make([]string, 0, len(o.affected))
-	for id := range o.affected {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
+func (o *overlay) relations() graph.Relations { return o.rels }
 
 // artifact returns id's artifact on the other side, or nil.
-func (o *otherSide) artifact(id string) *graph.Artifact {
+func (o *overlay) artifact(id string) *graph.Artifact {
 	if a, ok := o.arts[id]; ok {
 		return a
 	}
-	return o.known.Artifact(id)
+	return o.known.artifact(id)
 }
 
-// dependsOn returns id's dependency targets on the other side (a target
-// may repeat when two relations lead to it).
-func (o *otherSide) dependsOn(id string) []string {
-	var deps []string
-	rels := o.known.Relations()
-	for _, e := range o.known.Out(id) {
-		if rels.Depends(e.Rel) && !o.depDel[e.Key()] {
-			deps = append(deps, e.To)
-		}
+func (o *overlay) depTargets(id string) []string {
+	return adjust(o.known.depTargets(id), o.delOut[id], o.addOut[id])
+}
+
+func (o *overlay) depSources(id string) []string {
+	return adjust(o.known.depSources(id), o.delIn[id], o.addIn[id])
+}
+
+// adjust removes one occurrence of each of del from ids and appends add.
+func adjust(ids, del, add []string) []string {
+	if len(del) == 0 && len(add) == 0 {
+		return ids
 	}
-	return append(deps, o.depAdd[id]...)
+	out := make([]string, 0, len(ids)+len(add))
+	drop := make(map[string]int, len(del))
+	for _, d := range del {
+		drop[d]++
+	}
+	for _, id := range ids {
+		if drop[id] > 0 {
+			drop[id]--
+			continue
+		}
+		out = append(out, id)
+	}
+	return append(out, add...)
 }
 
 // status returns id's trust status on the other side. Dependency edges
 // are acyclic on both sides, so the recursion ends.
-func (o *otherSide) status(id string) graph.Status {
+func (o *overlay) status(id string) graph.Status {
 	if !o.affected[id] {
-		return o.knownStatus(id) // its closure is the same on both sides
+		return o.known.status(id) // its closure is the same on both sides
 	}
 	if st, ok := o.memo[id]; ok {
 		return st
@@ -383,7 +467,7 @@ func (o *otherSide) status(id string) graph.Status {
 		st = graph.StatusPoisonRoot
 	default:
 		st = graph.StatusConfirmed
-		for _, dep := range o.dependsOn(id) {
+		for _, dep := range o.depTargets(id) {
 			if o.status(dep) != graph.StatusConfirmed {
 				st = graph.StatusQuarantined
 				break
@@ -397,10 +481,13 @@ func (o *otherSide) status(id string) graph.Status {
 // baseOK returns a's base trust on the other side. An artifact that did
 // not change has the same base on both sides, which known's status tells
 // (only a poison root has a false base), so base is called only for
-// changed artifacts.
-func (o *otherSide) baseOK(id string, a *graph.Artifact) bool {
-	if _, changed := o.arts[id]; !changed {
-		return o.knownStatus(id) != graph.StatusPoisonRoot
+// changed artifacts, once.
+func (o *overlay) baseOK(id string, a *graph.Artifact) bool {
+	if ok, changed := o.bases[id]; changed {
+		return ok
+	}
+	if _, added := o.arts[id]; !added {
+		return o.known.status(id) != graph.StatusPoisonRoot
 	}
 	ok, _ := o.base(a)
 	return ok

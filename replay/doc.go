@@ -17,9 +17,11 @@
 //   - merge base: the common ancestor of two commits with the highest Seq,
 //     ties broken by the smaller id (MergeBase).
 //   - three-way merge: a change made on one side since the merge base is
-//     taken, the same change made on both sides is taken once, and
-//     anything else is a Conflict; every conflict is reported at once and
-//     nothing is applied until each has a Resolution (Merge, PlanMerge).
+//     taken, the same change made on both sides is taken once; changes
+//     that disagree, and merged edges that would dangle or close a
+//     dependency cycle, are Conflicts; every conflict is reported at once and
+//     nothing is applied until each has a Resolution (Merge, MergeCommits;
+//     PrepareMerge tells a fast-forward from a three-way merge).
 //   - fast-forward: merging a descendant into its ancestor; the ancestor's
 //     branch just moves, no merge commit is written.
 //   - bundle: one JSON Lines file holding a context's header, commits with

@@ -14,7 +14,8 @@ import (
 
 // Defect is one problem found by Check.
 type Defect struct {
-	// Kind is "object", "blob", "node", "commit", "ref" or "state".
+	// Kind is "object", "blob", "node", "commit", "ops", "ref" or "state".
+	// A broken chain is reported on the first commit that does not replay.
 	Kind    string `json:"kind"`
 	Context string `json:"context,omitempty"`
 	// ID names the record: a digest, a branch or a commit.
@@ -40,63 +41,69 @@ type CheckReport struct {
 	Defects  []Defect `json:"defects"`
 }
 
+// checkNode is what Check keeps of a sound state-map node.
+type checkNode struct {
+	total    int
+	children []hashing.Digest
+}
+
+// checker is the state of one Check run.
+type checker struct {
+	s       *Store
+	rep     *CheckReport
+	objects map[hashing.Digest]struct{} // sound objects
+	nodes   map[hashing.Digest]checkNode
+	// reached holds the nodes already walked from some commit's root, and
+	// reported the missing ones already reported.
+	reached  map[hashing.Digest]bool
+	reported map[hashing.Digest]bool
+}
+
+func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
+
 // Check verifies the whole store and collects every defect rather than
-// stopping at the first: every object, blob and state-map node is
-// re-hashed against its key; every context's commits are replayed from
-// their first commit (ids, ops hashes and context hashes recomputed); every
-// branch head's state map is loaded and hashed; every ref points at a
-// commit. A value that fails its hash is read again once, to tell a flaky
-// read from real corruption. The error is non-nil only when the check
-// itself could not run.
+// stopping at the first:
+//
+//   - every object, blob and state-map node is re-hashed against its key
+//     (and objects must be canonical JSON, nodes decodable);
+//   - every commit of every context is read through the seq index: its
+//     record must decode, its id must recompute from its header, its ops
+//     must be readable and hash to its ops hash, every payload its puts
+//     name must be stored, and its state map must be whole (every node
+//     reachable from its root stored and sound, the root's entry count the
+//     recorded one);
+//   - each context's chain is replayed from its first commit, and every
+//     replayed state must hash to the commit's context hash and have the
+//     recorded artifact, edge and state-map entry counts;
+//   - every ref must point at a commit, and every branch head's state map
+//     must load and hash to its commit's context hash.
+//
+// A value that fails its hash is read again once, to tell a flaky read
+// from real corruption. The error is non-nil only when the check itself
+// could not run (I/O, cancelled ctx).
 func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
-	rep := &CheckReport{}
-	add := func(d Defect) { rep.Defects = append(rep.Defects, d) }
-	scan := func(prefix, kind string, verify func(d hashing.Digest, v []byte) error, count *int) error {
-		return s.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix), PrefetchValues: true})
-			defer it.Close()
-			for it.Rewind(); it.Valid(); it.Next() {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				k := it.Item().Key()
-				*count++
-				if len(k) != len(prefix)+32 {
-					add(Defect{Kind: kind, ID: fmt.Sprintf("%q", k), Detail: "malformed key"})
-					continue
-				}
-				var d hashing.Digest
-				copy(d[:], k[len(prefix):])
-				v, err := it.Item().ValueCopy(nil)
-				if err == nil {
-					err = verify(d, v)
-				}
-				if err != nil {
-					// Read once more before calling it corruption.
-					item, gerr := txn.Get(it.Item().KeyCopy(nil))
-					if gerr == nil {
-						if v2, verr := item.ValueCopy(nil); verr == nil && verify(d, v2) == nil {
-							continue
-						}
-					}
-					add(Defect{Kind: kind, ID: d.String(), Detail: err.Error()})
-				}
-			}
-			return nil
-		})
+	k := &checker{
+		s:        s,
+		rep:      &CheckReport{},
+		objects:  make(map[hashing.Digest]struct{}),
+		nodes:    make(map[hashing.Digest]checkNode),
+		reached:  make(map[hashing.Digest]bool),
+		reported: make(map[hashing.Digest]bool),
 	}
-	if err := scan(pObj, "object", func(d hashing.Digest, v []byte) error {
+	rep := k.rep
+	if err := k.scan(ctx, pObj, "object", func(d hashing.Digest, v []byte) error {
 		if _, err := hashing.CanonicalizeObject(v); err != nil {
 			return fmt.Errorf("not canonical JSON: %w", err)
 		}
 		if hashing.ContentHash(v) != d {
 			return errors.New("bytes do not match the content hash")
 		}
+		k.objects[d] = struct{}{}
 		return nil
 	}, &rep.Objects); err != nil {
 		return rep, err
 	}
-	if err := scan(pBlob, "blob", func(d hashing.Digest, v []byte) error {
+	if err := k.scan(ctx, pBlob, "blob", func(d hashing.Digest, v []byte) error {
 		if hashing.Sum(v) != d {
 			return errors.New("bytes do not match the digest")
 		}
@@ -104,19 +111,29 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	}, &rep.Blobs); err != nil {
 		return rep, err
 	}
-	if err := scan(pNode, "node", func(d hashing.Digest, v []byte) error {
+	if err := k.scan(ctx, pNode, "node", func(d hashing.Digest, v []byte) error {
 		if hashing.Sum(v) != d {
 			return errors.New("bytes do not match the node id")
 		}
-		_, err := decodeNode(v)
-		return err
+		n, err := decodeNode(v)
+		if err != nil {
+			return err
+		}
+		cn := checkNode{total: n.total}
+		for _, c := range n.children {
+			if c.count > 0 {
+				cn.children = append(cn.children, c.id)
+			}
+		}
+		k.nodes[d] = cn
+		return nil
 	}, &rep.Nodes); err != nil {
 		return rep, err
 	}
 	// Drop caches so that the chain checks read from disk.
-	s.nodes = newLRU[hashing.Digest, *trieNode](s.nodes.max)
-	s.objects = newLRU[hashing.Digest, []byte](s.objects.max)
-	s.states = newLRU[string, *materialized](s.states.max)
+	s.nodes.clear()
+	s.objects.clear()
+	s.states.clear()
 
 	ctxs, err := s.ListContexts(ctx)
 	if err != nil {
@@ -124,60 +141,271 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	}
 	for _, info := range ctxs {
 		rep.Contexts++
-		if err := s.checkContext(ctx, info.ID, rep, add); err != nil {
+		if err := k.context(ctx, info.ID); err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
 }
 
-func (s *Store) checkContext(ctx context.Context, ctxID string, rep *CheckReport, add func(Defect)) error {
-	var commits []*replay.Commit
-	err := s.Commits(ctx, ctxID, 0, func(c *replay.Commit) error {
-		commits = append(commits, c)
+// scan reads every record under prefix, keyed by a digest, and verifies
+// it, reading a failing value once more before calling it a defect.
+func (k *checker) scan(ctx context.Context, prefix, kind string, verify func(d hashing.Digest, v []byte) error, count *int) error {
+	return k.s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix), PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			key := it.Item().Key()
+			*count++
+			if len(key) != len(prefix)+32 {
+				k.add(Defect{Kind: kind, ID: fmt.Sprintf("%q", key), Detail: "malformed key"})
+				continue
+			}
+			var d hashing.Digest
+			copy(d[:], key[len(prefix):])
+			v, err := it.Item().ValueCopy(nil)
+			if err == nil {
+				err = verify(d, v)
+			}
+			if err != nil {
+				// Read once more before calling it corruption.
+				item, gerr := txn.Get(it.Item().KeyCopy(nil))
+				if gerr == nil {
+					if v2, verr := item.ValueCopy(nil); verr == nil && verify(d, v2) == nil {
+						continue
+					}
+				}
+				k.add(Defect{Kind: kind, ID: d.String(), Detail: err.Error()})
+			}
+		}
 		return nil
 	})
+}
+
+// checkSource is the context's Source for the replay in Check: it also
+// checks, as the fold reads each commit's ops, that every payload they
+// name is a sound stored object (the object scan re-hashed them all, so
+// the fold itself needs to read none).
+type checkSource struct {
+	k      *checker
+	ctxID  string
+	failed map[hashing.Digest]bool // commits with a defect already
+}
+
+func (c *checkSource) GetCommit(ctx context.Context, id hashing.Digest) (*replay.Commit, error) {
+	return c.k.s.commitRecord(c.ctxID, id)
+}
+
+func (c *checkSource) Object(ctx context.Context, d hashing.Digest) ([]byte, error) {
+	return c.k.s.rawObject(d)
+}
+
+func (c *checkSource) Ops(ctx context.Context, cm *replay.Commit) ([]graph.Op, error) {
+	ops, err := c.k.s.Ops(ctx, c.ctxID, cm)
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) {
-			add(Defect{Kind: "commit", Context: ctxID, ID: "chain", Detail: err.Error()})
-			return nil
+		return nil, err
+	}
+	for i, op := range ops {
+		if op.Op != graph.OpPut {
+			continue
 		}
+		if _, ok := c.k.objects[op.ContentHash]; !ok {
+			c.failed[cm.ID] = true
+			c.k.add(Defect{Kind: "commit", Context: c.ctxID, ID: cm.ID.String(),
+				Detail: fmt.Sprintf("op %d puts %q with payload %s, which is missing or corrupt", i, op.ID, op.ContentHash)})
+		}
+	}
+	return ops, nil
+}
+
+func (k *checker) context(ctx context.Context, ctxID string) error {
+	s := k.s
+	ids, err := k.seqIndex(ctx, ctxID)
+	if err != nil {
 		return err
 	}
-	rep.Commits += len(commits)
+	failed := make(map[hashing.Digest]bool)
+	var commits []*replay.Commit
+	for _, e := range ids {
+		c, err := s.commitRecord(ctxID, e.id)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			failed[e.id] = true
+			k.add(Defect{Kind: "commit", Context: ctxID, ID: e.id.String(), Detail: err.Error()})
+			continue
+		}
+		k.rep.Commits++
+		if c.Seq != e.seq {
+			failed[c.ID] = true
+			k.add(Defect{Kind: "commit", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("record has seq %d, indexed at %d", c.Seq, e.seq)})
+		}
+		if got := c.ComputeID(); got != c.ID {
+			failed[c.ID] = true
+			k.add(Defect{Kind: "commit", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("its header hashes to %s, not to its id", got)})
+		}
+		if !k.stateMap(ctxID, c) {
+			failed[c.ID] = true
+		}
+		commits = append(commits, c)
+	}
+	// Replay the chain; the fold checks ops, ids and context hashes.
+	src := &checkSource{k: k, ctxID: ctxID, failed: failed}
+	replayed := make(map[hashing.Digest]bool)
 	if len(commits) > 0 {
-		res, err := replay.FoldCommits(ctx, s.Source(ctxID), commits, replay.Options{Objects: replay.ObjectsAll},
+		res, err := replay.FoldCommits(ctx, src, commits, replay.Options{Objects: replay.ObjectsNone},
 			func(c *replay.Commit, st *graph.State) error {
-				if c.RootCount != st.NumArtifacts()+st.NumEdges()+len(st.Tombstones()) {
-					add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(),
-						Detail: fmt.Sprintf("state map holds %d entries, the replayed state %d", c.RootCount, st.NumArtifacts()+st.NumEdges()+len(st.Tombstones()))})
+				replayed[c.ID] = true
+				entries := st.NumArtifacts() + st.NumEdges() + len(st.Tombstones())
+				switch {
+				case c.Artifacts != st.NumArtifacts() || c.Edges != st.NumEdges():
+					k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(),
+						Detail: fmt.Sprintf("records %d artifacts and %d edges, the replayed state has %d and %d", c.Artifacts, c.Edges, st.NumArtifacts(), st.NumEdges())})
+				case c.RootCount != entries:
+					k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(),
+						Detail: fmt.Sprintf("state map holds %d entries, the replayed state %d", c.RootCount, entries)})
 				}
 				return nil
 			})
-		if err != nil {
-			var ce *replay.ChainError
-			if !errors.As(err, &ce) {
-				return err
+		var ce *replay.ChainError
+		switch {
+		case errors.As(err, &ce):
+			if !failed[ce.Commit] {
+				k.add(Defect{Kind: "commit", Context: ctxID, ID: ce.Commit.String(), Detail: ce.Reason})
+				failed[ce.Commit] = true
 			}
-			add(Defect{Kind: "commit", Context: ctxID, ID: ce.Commit.String(), Detail: ce.Reason})
-		} else {
-			rep.Ops += res.Ops
+		case err != nil:
+			return err
+		default:
+			k.rep.Ops += res.Ops
+		}
+	}
+	// Commits the replay did not reach still get their ops checked.
+	for _, c := range commits {
+		if replayed[c.ID] || failed[c.ID] {
+			continue
+		}
+		if reason := checkOps(ctx, src, c); reason != "" {
+			k.add(Defect{Kind: "ops", Context: ctxID, ID: c.ID.String(), Detail: reason})
 		}
 	}
 	branches, err := s.Branches(ctx, ctxID)
 	if err != nil {
-		add(Defect{Kind: "ref", Context: ctxID, ID: "*", Detail: err.Error()})
+		k.add(Defect{Kind: "ref", Context: ctxID, ID: "*", Detail: err.Error()})
 		return nil
 	}
 	for _, b := range branches {
 		c, err := s.commitRecord(ctxID, b.Head)
 		if err != nil {
-			add(Defect{Kind: "ref", Context: ctxID, ID: b.Name, Detail: err.Error()})
+			k.add(Defect{Kind: "ref", Context: ctxID, ID: b.Name, Detail: err.Error()})
 			continue
 		}
-		if _, err := s.loadState(c); err != nil {
-			add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: err.Error()})
+		if failed[c.ID] {
+			continue
+		}
+		if _, err := s.loadState(s, c); err != nil {
+			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 		}
 	}
 	return nil
+}
+
+// checkOps reads a commit's ops and compares them with its record.
+func checkOps(ctx context.Context, src replay.Source, c *replay.Commit) string {
+	ops, err := src.Ops(ctx, c)
+	if err != nil {
+		return "cannot read its ops: " + err.Error()
+	}
+	h, _, err := graph.OpsHash(ops)
+	switch {
+	case err != nil:
+		return "its ops cannot be canonicalized: " + err.Error()
+	case h != c.OpsHash:
+		return fmt.Sprintf("its ops hash to %s, the commit records %s", h, c.OpsHash)
+	case len(ops) != c.NumOps:
+		return fmt.Sprintf("records %d ops, has %d", c.NumOps, len(ops))
+	}
+	return ""
+}
+
+type seqEntry struct {
+	seq uint64
+	id  hashing.Digest
+}
+
+func (k *checker) seqIndex(ctx context.Context, ctxID string) ([]seqEntry, error) {
+	var out []seqEntry
+	err := k.s.db.View(func(txn *badger.Txn) error {
+		p := prefixSeq(ctxID)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: p, PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			key := it.Item().Key()
+			if len(key) != len(p)+8 {
+				k.add(Defect{Kind: "commit", Context: ctxID, ID: fmt.Sprintf("%q", key), Detail: "malformed seq key"})
+				continue
+			}
+			seq := beUint64(key[len(p):])
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if len(v) != 32 {
+				k.add(Defect{Kind: "commit", Context: ctxID, ID: fmt.Sprintf("seq %d", seq), Detail: fmt.Sprintf("seq entry holds %d bytes, not a commit id", len(v))})
+				continue
+			}
+			var d hashing.Digest
+			copy(d[:], v)
+			out = append(out, seqEntry{seq: seq, id: d})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// stateMap checks that the state map of c is whole: every node reachable
+// from its root is stored and sound. Nodes already walked from another
+// commit are not walked again, and a missing node is reported once.
+func (k *checker) stateMap(ctxID string, c *replay.Commit) bool {
+	if c.RootCount == 0 {
+		if !c.Root.IsZero() {
+			k.add(Defect{Kind: "commit", Context: ctxID, ID: c.ID.String(), Detail: "records an empty state map with a root"})
+			return false
+		}
+		return true
+	}
+	if n, ok := k.nodes[c.Root]; ok && n.total != c.RootCount {
+		k.add(Defect{Kind: "commit", Context: ctxID, ID: c.ID.String(),
+			Detail: fmt.Sprintf("records %d state-map entries, its root node holds %d", c.RootCount, n.total)})
+		return false
+	}
+	ok := true
+	stack := []hashing.Digest{c.Root}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if k.reached[id] {
+			continue
+		}
+		k.reached[id] = true
+		n, found := k.nodes[id]
+		if !found {
+			ok = false
+			if !k.reported[id] {
+				k.reported[id] = true
+				k.add(Defect{Kind: "node", Context: ctxID, ID: id.String(),
+					Detail: fmt.Sprintf("state-map node of commit %s is missing or corrupt", c.ID.Short())})
+			}
+			continue
+		}
+		stack = append(stack, n.children...)
+	}
+	return ok
 }

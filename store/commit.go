@@ -148,33 +148,55 @@ func (s *Store) run() {
 	}
 }
 
-// group is the work of one commit group.
+// group is the work of one commit group. Only the committer goroutine
+// uses it.
 type group struct {
-	s       *Store
+	s  *Store
+	tw *trieWriter
+	// imm holds the immutable records (objects, op chunks) until flush.
+	// Once they and the new trie nodes outgrow what one transaction may
+	// hold, they stream through wb instead.
+	imm     []kv
+	immSize int64
 	wb      *badger.WriteBatch
-	tw      *trieWriter
-	sets    []kv // small records written in the final transaction
-	objs    map[hashing.Digest]bool
+	// async are the writes of immutable records running in other
+	// goroutines (see writeAsync).
+	async []chan error
+	// sets are the small records that make the group visible: commit
+	// records, seq entries, refs and context records.
+	sets []kv
+	// objs are the objects this group already wrote.
+	objs map[hashing.Digest]bool
+	// refs are the ref moves of this group (key ctx NUL branch) and commits
+	// the commits it made (key ctx NUL id): later requests of the group
+	// see them before they are on disk.
+	refs    map[string]hashing.Digest
+	commits map[string]*replay.Commit
+	// moved lists the head keys dropped because their ref moves.
+	moved   []string
 	locked  map[*head]bool
 	touched map[*ctxState]uint64 // seq before the group, to restore on failure
 	answers []func(error)
-	tWB, tTxn, tSync time.Duration
 }
 
-var dbgTiming = false
-
 type kv struct{ k, v []byte }
+
+// recordSize is what a record counts against Badger's transaction limits
+// (key, value, two meta bytes and a version).
+func recordSize(k, v []byte) int64 { return int64(len(k)+len(v)) + 12 }
+
+func headKey(ctxID, branch string) string { return ctxID + "\x00" + branch }
 
 func (s *Store) processBatch(batch []*writeReq) {
 	g := &group{
 		s:       s,
-		wb:      s.db.NewWriteBatch(),
 		tw:      newTrieWriter(s),
 		objs:    make(map[hashing.Digest]bool),
+		refs:    make(map[string]hashing.Digest),
+		commits: make(map[string]*replay.Commit),
 		locked:  make(map[*head]bool),
 		touched: make(map[*ctxState]uint64),
 	}
-	tStart := time.Now()
 	for _, r := range batch {
 		var err error
 		switch r.kind {
@@ -189,24 +211,30 @@ func (s *Store) processBatch(batch []*writeReq) {
 			r.resp <- writeResp{err: err}
 		}
 	}
-	tApply := time.Since(tStart)
 	err := g.flush()
-	if dbgTiming {
-		s.log.Warn("batch", "n", len(batch), "apply", tApply, "flush", time.Since(tStart)-tApply, "wbflush", g.tWB, "txn", g.tTxn, "sync", g.tSync)
-	}
 	for h := range g.locked {
 		h.mu.Unlock()
 	}
+	s.mu.Lock()
+	if len(g.moved) > 0 || err != nil {
+		s.headGen++
+	}
+	for _, k := range g.moved {
+		if s.moving[k]--; s.moving[k] == 0 {
+			delete(s.moving, k)
+		}
+	}
+	if err != nil {
+		for h := range g.locked {
+			delete(s.heads, headKey(h.ctx, h.branch))
+		}
+	}
+	s.mu.Unlock()
 	if err != nil {
 		s.log.Error("commit group failed; in-memory heads dropped", "err", err)
 		for cs, seq := range g.touched {
 			cs.lastSeq = seq
 		}
-		s.mu.Lock()
-		for h := range g.locked {
-			delete(s.heads, h.ctx+"\x00"+h.branch)
-		}
-		s.mu.Unlock()
 	}
 	for _, answer := range g.answers {
 		answer(err)
@@ -220,41 +248,95 @@ func (g *group) lock(h *head) {
 	}
 }
 
-func (g *group) flush() error {
-	if len(g.answers) == 0 {
-		g.wb.Cancel()
-		return nil
+// addImm queues an immutable record.
+func (g *group) addImm(k, v []byte) error {
+	if g.wb != nil {
+		return g.wb.Set(k, v)
 	}
-	for id, enc := range g.tw.written {
-		if err := g.wb.Set(keyNode(id), enc); err != nil {
-			g.wb.Cancel()
-			return fmt.Errorf("write trie node: %w", err)
+	g.imm = append(g.imm, kv{k, v})
+	g.immSize += recordSize(k, v)
+	return nil
+}
+
+// spill moves the queued immutable records and trie nodes into a
+// WriteBatch once they outgrow one transaction, and keeps streaming them
+// there afterwards.
+func (g *group) spill() error {
+	if g.wb == nil {
+		if g.immSize+g.tw.size <= g.s.txnBytes && int64(len(g.imm)+len(g.tw.written)) <= g.s.txnCount {
+			return nil
 		}
-	}
-	// Objects, nodes and op chunks are content-addressed or keyed by a
-	// commit id that nothing references yet: a crash here leaves only
-	// unreachable records.
-	t0 := time.Now()
-	if err := g.wb.Flush(); err != nil {
-		return fmt.Errorf("write objects: %w", err)
-	}
-	g.tWB = time.Since(t0)
-	t0 = time.Now()
-	// The small records that make the group visible go in one transaction.
-	err := g.s.db.Update(func(txn *badger.Txn) error {
-		for _, e := range g.sets {
-			if err := txn.Set(e.k, e.v); err != nil {
+		g.wb = g.s.db.NewWriteBatch()
+		for _, e := range g.imm {
+			if err := g.wb.Set(e.k, e.v); err != nil {
 				return err
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("write commits: %w", err)
+		g.imm, g.immSize = nil, 0
 	}
-	g.tTxn = time.Since(t0)
-	t0 = time.Now()
-	defer func() { g.tSync = time.Since(t0) }()
+	for id, enc := range g.tw.written {
+		if err := g.wb.Set(keyNode(id), enc); err != nil {
+			return err
+		}
+	}
+	g.tw.clearWritten()
+	return nil
+}
+
+// flush writes the group and syncs. A group that fits in one Badger
+// transaction is written in one (a single round trip through Badger's
+// writer). A larger one writes its immutable records through a
+// WriteBatch first — content-addressed or keyed by commit ids that nothing
+// references yet, so a crash in between leaves only unreachable records —
+// and then the visible records in one small transaction. Either way each
+// commit becomes visible atomically.
+func (g *group) flush() error {
+	var asyncErr error
+	for _, done := range g.async {
+		if err := <-done; err != nil && asyncErr == nil {
+			asyncErr = err
+		}
+	}
+	if asyncErr != nil {
+		if g.wb != nil {
+			g.wb.Cancel()
+		}
+		return fmt.Errorf("write objects: %w", asyncErr)
+	}
+	if len(g.sets) == 0 && g.wb == nil {
+		return nil // only no-ops and refusals: nothing to write
+	}
+	if g.wb == nil {
+		err := g.writeOneTxn()
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			// The estimate was too low: fall back to two steps.
+			g.immSize = g.s.txnBytes + 1
+			err = g.spill()
+		}
+		if err != nil {
+			return fmt.Errorf("write commits: %w", err)
+		}
+	}
+	if g.wb != nil {
+		if err := g.spill(); err != nil {
+			g.wb.Cancel()
+			return fmt.Errorf("write objects: %w", err)
+		}
+		if err := g.wb.Flush(); err != nil {
+			return fmt.Errorf("write objects: %w", err)
+		}
+		err := g.s.db.Update(func(txn *badger.Txn) error {
+			for _, e := range g.sets {
+				if err := txn.Set(e.k, e.v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("write commits: %w", err)
+		}
+	}
 	if !g.s.noSync {
 		if err := g.s.db.Sync(); err != nil {
 			return fmt.Errorf("sync: %w", err)
@@ -264,6 +346,72 @@ func (g *group) flush() error {
 		g.s.nodes.put(id, n)
 	}
 	return nil
+}
+
+// writeOneTxn writes the whole group in one transaction. It returns
+// badger.ErrTxnTooBig, having written nothing, when the group does not fit.
+func (g *group) writeOneTxn() error {
+	txn := g.s.db.NewTransaction(true)
+	defer txn.Discard()
+	for _, e := range g.imm {
+		if err := txn.Set(e.k, e.v); err != nil {
+			return err
+		}
+	}
+	for id, enc := range g.tw.written {
+		if err := txn.Set(keyNode(id), enc); err != nil {
+			return err
+		}
+	}
+	for _, e := range g.sets {
+		if err := txn.Set(e.k, e.v); err != nil {
+			return err
+		}
+	}
+	return txn.Commit()
+}
+
+// commitRecord returns a commit made earlier in this group or a stored one.
+func (g *group) commitRecord(ctxID string, id hashing.Digest) (*replay.Commit, error) {
+	if c := g.commits[ctxID+"\x00"+string(id[:])]; c != nil {
+		return c, nil
+	}
+	return g.s.commitRecord(ctxID, id)
+}
+
+// head returns the branch head locked for this group, loading it (at the
+// ref this group moved it to, if any) when it is not in memory.
+func (g *group) head(ctxID, branch string) (*head, error) {
+	s := g.s
+	key := headKey(ctxID, branch)
+	s.mu.Lock()
+	h := s.heads[key]
+	s.mu.Unlock()
+	if h != nil {
+		g.lock(h)
+		return h, nil
+	}
+	id, ok := g.refs[key]
+	if !ok {
+		var err error
+		if id, err = s.ref(ctxID, branch); err != nil {
+			return nil, err
+		}
+	}
+	c, err := g.commitRecord(ctxID, id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.loadState(g.tw, c)
+	if err != nil {
+		return nil, err
+	}
+	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndex(st, s.base())}
+	g.lock(h)
+	s.mu.Lock()
+	s.heads[key] = h
+	s.mu.Unlock()
+	return h, nil
 }
 
 func (g *group) createContext(r *writeReq) error {
@@ -297,6 +445,8 @@ func (g *group) createContext(r *writeReq) error {
 		kv{keyCommit(r.ctxID, root.ID), rec},
 		kv{keySeq(r.ctxID, 1), root.ID[:]},
 		kv{keyRef(r.ctxID, DefaultBranch), root.ID[:]})
+	g.refs[headKey(r.ctxID, DefaultBranch)] = root.ID
+	g.commits[r.ctxID+"\x00"+string(root.ID[:])] = root
 	g.answers = append(g.answers, func(err error) {
 		if err != nil {
 			s.mu.Lock()
@@ -313,22 +463,16 @@ func (g *group) moveBranch(r *writeReq) error {
 	if _, err := s.ctxState(r.ctxID); err != nil {
 		return err
 	}
-	if _, err := s.commitRecord(r.ctxID, r.target); err != nil {
+	if _, err := g.commitRecord(r.ctxID, r.target); err != nil {
 		return err
 	}
-	key := r.ctxID + "\x00" + r.branch
-	s.mu.Lock()
-	h := s.heads[key]
-	s.mu.Unlock()
-	if h != nil {
-		g.lock(h)
-	}
-	exists, err := s.refExists(r.ctxID, r.branch)
-	if err != nil {
-		return err
-	}
-	if pending := g.pendingRef(r.ctxID, r.branch); pending {
-		exists = true
+	key := headKey(r.ctxID, r.branch)
+	_, exists := g.refs[key]
+	if !exists {
+		var err error
+		if exists, err = s.refExists(r.ctxID, r.branch); err != nil {
+			return err
+		}
 	}
 	if r.kind == reqCreateBranch && exists {
 		return fmt.Errorf("branch %q: %w", r.branch, ErrExists)
@@ -336,27 +480,48 @@ func (g *group) moveBranch(r *writeReq) error {
 	if r.kind == reqResetBranch && !exists {
 		return fmt.Errorf("branch %q: %w", r.branch, ErrNotFound)
 	}
-	if h != nil {
-		// Drop the in-memory head; it is rebuilt from the state map on use.
-		s.mu.Lock()
-		delete(s.heads, key)
-		s.mu.Unlock()
-	}
+	// Drop the in-memory head; it is rebuilt at the new target on use.
+	// Readers may not cache a head of this branch until the group is
+	// written (see Store.head).
+	s.mu.Lock()
+	delete(s.heads, key)
+	s.moving[key]++
+	s.mu.Unlock()
+	g.moved = append(g.moved, key)
 	target := r.target
+	g.refs[key] = target
 	g.sets = append(g.sets, kv{keyRef(r.ctxID, r.branch), target[:]})
 	g.answers = append(g.answers, func(err error) { r.resp <- writeResp{err: err} })
 	return nil
 }
 
-func (g *group) pendingRef(ctxID, branch string) bool {
-	k := string(keyRef(ctxID, branch))
-	for _, e := range g.sets {
-		if string(e.k) == k {
-			return true
+// asyncObjects is the number of new payloads from which a commit writes
+// them from another goroutine, in parallel with building its state map.
+const asyncObjects = 256
+
+// writeAsync writes immutable records through a WriteBatch of their own,
+// from another goroutine; flush waits for it before anything refers to
+// them.
+func (g *group) writeAsync(recs []kv) {
+	done := make(chan error, 1)
+	g.async = append(g.async, done)
+	go func() {
+		wb := g.s.db.NewWriteBatch()
+		for _, e := range recs {
+			if err := wb.Set(e.k, e.v); err != nil {
+				wb.Cancel()
+				done <- err
+				return
+			}
 		}
-	}
-	return false
+		done <- wb.Flush()
+	}()
 }
+
+// objCheckMin is the size from which the committer looks an object up
+// before writing it: rewriting a small object that is already stored is
+// cheaper than the lookup, and harmless (same key, same bytes).
+const objCheckMin = 1024
 
 func (g *group) commit(r *writeReq) error {
 	s := g.s
@@ -368,11 +533,10 @@ func (g *group) commit(r *writeReq) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	h, err := s.head(req.Context, req.Branch)
+	h, err := g.head(req.Context, req.Branch)
 	if err != nil {
 		return err
 	}
-	g.lock(h)
 	if req.Parent != nil && *req.Parent != h.commit.ID {
 		return fmt.Errorf("%w: parent %s is not the head of %q (head is %s)", ErrStale, req.Parent.Short(), req.Branch, h.commit.ID.Short())
 	}
@@ -403,15 +567,45 @@ func (g *group) commit(r *writeReq) error {
 		g.answers = append(g.answers, func(err error) { r.resp <- writeResp{res: res, err: err} })
 		return nil
 	}
+	enc, err := encodeOps(recorded, ChunkOps)
+	if err != nil {
+		return undo(err)
+	}
+	// Payloads, content-addressed: nothing can refuse the commit from
+	// here on but I/O. Many of them are written by another goroutine while
+	// this one builds the state map.
+	var objs []kv
+	for _, ch := range changes {
+		if ch.Noop || ch.Op.Op != graph.OpPut || ch.Op.Data == nil {
+			continue
+		}
+		d := ch.Next.ContentHash
+		if g.objs[d] {
+			continue
+		}
+		g.objs[d] = true
+		if len(ch.Op.Data) >= objCheckMin && s.hasKey(keyObj(d)) {
+			continue
+		}
+		objs = append(objs, kv{keyObj(d), ch.Op.Data})
+	}
+	if len(objs) >= asyncObjects {
+		g.writeAsync(objs)
+	} else {
+		for _, o := range objs {
+			if err := g.addImm(o.k, o.v); err != nil {
+				return undo(fmt.Errorf("write object: %w", err))
+			}
+		}
+	}
 	when := req.Time
 	if when.IsZero() {
 		when = s.clock()
 	}
 	parents := append([]hashing.Digest{h.commit.ID}, req.ExtraParents...)
-	c, err := replay.NewCommit(parents, recorded, h.state.Hash(), req.Author, req.Message, hashing.FormatTime(when))
-	if err != nil {
-		return undo(err)
-	}
+	c := &replay.Commit{Parents: parents, ContextHash: h.state.Hash(), OpsHash: enc.hash,
+		Author: req.Author, Message: req.Message, Time: hashing.FormatTime(when), NumOps: len(recorded)}
+	c.ID = c.ComputeID()
 	// Trie mutations: the final value of every key the commit touched.
 	muts := make([]trieMut, 0, len(changes)+1)
 	for _, ch := range changes {
@@ -438,32 +632,13 @@ func (g *group) commit(r *writeReq) error {
 	}
 	c.Root, c.RootCount = root.id, root.count
 	c.Artifacts, c.Edges = h.state.NumArtifacts(), h.state.NumEdges()
-	// Payloads, content-addressed.
-	for _, ch := range changes {
-		if ch.Noop || ch.Op.Op != graph.OpPut || ch.Op.Data == nil {
-			continue
-		}
-		d := ch.Next.ContentHash
-		if g.objs[d] {
-			continue
-		}
-		g.objs[d] = true
-		if s.hasKey(keyObj(d)) {
-			continue
-		}
-		if err := g.wb.Set(keyObj(d), ch.Op.Data); err != nil {
-			return undo(fmt.Errorf("write object: %w", err))
-		}
-	}
-	for i := 0; i < len(recorded); i += ChunkOps {
-		end := min(i+ChunkOps, len(recorded))
-		raw, err := json.Marshal(recorded[i:end])
-		if err != nil {
-			return undo(err)
-		}
-		if err := g.wb.Set(keyOps(req.Context, c.ID, uint32(i/ChunkOps)), raw); err != nil {
+	for i, chunk := range enc.chunks {
+		if err := g.addImm(keyOps(req.Context, c.ID, uint32(i)), chunk); err != nil {
 			return undo(fmt.Errorf("write ops: %w", err))
 		}
+	}
+	if err := g.spill(); err != nil {
+		return undo(fmt.Errorf("write state map: %w", err))
 	}
 	if _, ok := g.touched[cs]; !ok {
 		g.touched[cs] = cs.lastSeq
@@ -472,12 +647,14 @@ func (g *group) commit(r *writeReq) error {
 	c.Seq = cs.lastSeq
 	rec, err := json.Marshal(c)
 	if err != nil {
+		cs.lastSeq--
 		return undo(err)
 	}
 	g.sets = append(g.sets,
 		kv{keyCommit(req.Context, c.ID), rec},
 		kv{keySeq(req.Context, c.Seq), c.ID[:]},
 		kv{keyRef(req.Context, req.Branch), c.ID[:]})
+	g.commits[req.Context+"\x00"+string(c.ID[:])] = c
 	// The payloads now live in the object store; the head keeps metadata.
 	for _, ch := range changes {
 		if ch.Next != nil {

@@ -26,29 +26,47 @@
 //	ref NUL <ctx> NUL <branch>         -> commit id
 //	cmt NUL <ctx> NUL <commit>         -> replay.Commit JSON
 //	seq NUL <ctx> NUL <uint64 BE>      -> commit id (insertion order)
-//	ops NUL <ctx> NUL <commit><u32 BE> -> JSON array of up to ChunkOps recorded ops
+//	ops NUL <ctx> NUL <commit><u32 BE> -> canonical JSON array of up to ChunkOps recorded ops
 //	obj NUL <content hash>             -> canonical data
 //	blob NUL <sha256>                  -> raw bytes
 //	node NUL <node id>                 -> state-map node (id = SHA-256 of the bytes)
 //	type NUL <name>                    -> type record JSON (owned by httpapi)
 //
+// The ops chunks of a commit, joined, are the canonical JSON its ops hash
+// covers (HASHING.md §5); the committer writes them in one pass (opsenc.go)
+// and a fold reads them back with a scanner for exactly that shape.
+//
 // # Atomicity and durability
 //
-// Badger's WriteBatch is not atomic and a transaction is size-limited, so a
-// commit is written in two steps. First the immutable records (objects,
-// state-map nodes, op chunks) go through a WriteBatch: they are
-// content-addressed or keyed by a commit id nothing references yet, so a
-// crash leaves only unreachable records. Then one small transaction writes
-// the commit record, its seq entry and the moved ref; it is atomic, so a
-// commit of any size is wholly visible or not at all. The database is
-// opened without per-write sync; the committer calls DB.Sync once per
-// group, and no request of the group is acknowledged before that returns.
+// Badger's WriteBatch is not atomic and a transaction is size-limited
+// (about 15 % of the memtable), so a commit group is written in one of two
+// ways. A group whose records fit in half of Badger's transaction limits —
+// every group of small commits — is written in one transaction: one round
+// trip through Badger's writer, atomic as a whole. A larger group first
+// writes its immutable records (objects, state-map nodes, op chunks)
+// through a WriteBatch: they are content-addressed or keyed by a commit id
+// nothing references yet, so a crash leaves only unreachable records. Then
+// one small transaction writes the commit records, their seq entries and
+// the moved refs, so a commit of any size is wholly visible or not at all.
+// A commit with many new payloads hands them to another goroutine (their
+// own WriteBatch) while it builds its state map; the group waits for it
+// before writing anything that refers to them. The database is opened
+// without per-write sync; the committer calls DB.Sync once per group, and
+// no request of the group is acknowledged before that returns (unless
+// Options.NoSync). A group that fails to write or sync answers every
+// request with the error and drops the heads it touched from memory, to be
+// rebuilt from disk.
 //
 // # Group commit
 //
 // All writes go through one goroutine. It takes every queued request,
 // applies them in order to the in-memory heads (same-branch requests see
-// each other), writes the group and syncs once, then answers each request.
-// A request refused on the way (stale parent, cycle, quarantine) is undone
-// in memory at once and answered without touching the disk.
+// each other, and a request sees the refs, contexts and commits made by
+// earlier requests of its group), writes the group and syncs once, then
+// answers each request. A request refused on the way (stale parent, cycle,
+// quarantine) is undone in memory at once and answered without touching
+// the disk. Heads touched by a group stay write-locked until it is durable,
+// so a read of a branch head never sees a commit that is not. Readers that
+// load a head themselves cache it only when no ref move or failed group
+// intervened (Store.head).
 package store

@@ -59,10 +59,13 @@ func keyType(name string) []byte      { return []byte(pType + name) }
 
 // Trie entry keys: 'a' id for an artifact, 'e' from NUL rel NUL to for an
 // edge, 't' id for a tombstone (the last version of a deleted artifact).
-func tkArtifact(id string) []byte { return []byte("a" + id) }
-func tkTomb(id string) []byte     { return []byte("t" + id) }
+func tkArtifact(id string) []byte { return append(append(make([]byte, 0, 1+len(id)), 'a'), id...) }
+func tkTomb(id string) []byte     { return append(append(make([]byte, 0, 1+len(id)), 't'), id...) }
 func tkEdge(k graph.EdgeKey) []byte {
-	return []byte("e" + k.From + "\x00" + k.Rel + "\x00" + k.To)
+	b := make([]byte, 0, 3+len(k.From)+len(k.Rel)+len(k.To))
+	b = append(append(append(b, 'e'), k.From...), 0)
+	b = append(append(b, k.Rel...), 0)
+	return append(b, k.To...)
 }
 
 func mutFor(key, val []byte) trieMut {

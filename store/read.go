@@ -171,12 +171,19 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	return nil, fmt.Errorf("%w: %s matches more than one commit of context %q; give more digits", ErrAmbiguous, prefix, ctxID)
 }
 
-// head returns the in-memory head of a branch, loading it from the state
-// map when needed.
+// head returns the in-memory head of a branch for a reader, loading it
+// from the state map when needed. The committer uses group.head instead.
+//
+// A loaded head is cached only when the committer dropped no head while it
+// loaded and moves no ref of this branch in the group it is writing:
+// otherwise the ref read may be older than the one about to be written,
+// and a cached stale head would become the parent of the next commit. An
+// uncached head is still a consistent snapshot for this one read.
 func (s *Store) head(ctxID, branch string) (*head, error) {
-	key := ctxID + "\x00" + branch
+	key := headKey(ctxID, branch)
 	s.mu.Lock()
 	h := s.heads[key]
+	gen := s.headGen
 	s.mu.Unlock()
 	if h != nil {
 		return h, nil
@@ -189,7 +196,7 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.loadState(c)
+	st, err := s.loadState(s, c)
 	if err != nil {
 		return nil, err
 	}
@@ -199,16 +206,18 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	if existing := s.heads[key]; existing != nil {
 		return existing, nil
 	}
-	s.heads[key] = h
+	if s.headGen == gen && s.moving[key] == 0 {
+		s.heads[key] = h
+	}
 	return h, nil
 }
 
-// loadState materializes the state of a commit from its state map
-// (metadata only: artifact Data is nil) and checks it against the
-// commit's context hash.
-func (s *Store) loadState(c *replay.Commit) (*graph.State, error) {
+// loadState materializes the state of a commit from its state map (read
+// through src; metadata only: artifact Data is nil) and checks it against
+// the commit's context hash.
+func (s *Store) loadState(src nodeSource, c *replay.Commit) (*graph.State, error) {
 	st := graph.NewState(nil)
-	err := trieWalk(s, trieChild{id: c.Root, count: c.RootCount}, func(k, v []byte) error {
+	err := trieWalk(src, trieChild{id: c.Root, count: c.RootCount}, func(k, v []byte) error {
 		if len(k) == 0 {
 			return fmt.Errorf("%w: empty state key", ErrCorrupt)
 		}
@@ -308,7 +317,7 @@ func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, 
 	key := ctxID + "\x00" + string(c.ID[:])
 	m, ok := s.states.get(key)
 	if !ok {
-		st, err := s.loadState(c)
+		st, err := s.loadState(s, c)
 		if err != nil {
 			return err
 		}
@@ -472,7 +481,14 @@ func (s *Store) Ops(ctx context.Context, ctxID string, c *replay.Commit) ([]grap
 			if err != nil {
 				return err
 			}
-			return item.Value(func(v []byte) error { return json.Unmarshal(v, &part) })
+			return item.Value(func(v []byte) error {
+				var err error
+				part, err = decodeOps(v)
+				if err != nil {
+					return fmt.Errorf("%w: ops chunk %d of commit %s: %v", ErrCorrupt, chunk, c.ID.Short(), err)
+				}
+				return nil
+			})
 		})
 		if err != nil {
 			return nil, err

@@ -95,9 +95,19 @@ type Store struct {
 	objects *lru[hashing.Digest, []byte]
 	states  *lru[string, *materialized]
 
-	mu sync.Mutex // guards heads and ctxs
+	// txnBytes and txnCount bound what the committer writes in a single
+	// transaction (half of Badger's limits, which it estimates itself).
+	txnBytes, txnCount int64
+
+	mu sync.Mutex // guards heads, headGen, moving and ctxs
 	// heads holds the in-memory state of branch heads, keyed ctx NUL branch.
 	heads map[string]*head
+	// headGen counts the times the committer dropped heads; a reader that
+	// loaded a head caches it only if no drop happened meanwhile.
+	headGen uint64
+	// moving counts, per head key, the unwritten ref moves of the current
+	// commit group; readers do not cache heads of those branches.
+	moving map[string]int
 	// ctxs caches context records and sequence counters.
 	ctxs map[string]*ctxState
 }
@@ -147,6 +157,11 @@ func ValidateBranch(name string) error {
 	return nil
 }
 
+// memTableSize is the size of Badger's memtables: its default, 64 MiB.
+// Tests that reopen a store many times use less, since every open
+// allocates and zeroes a memtable arena of about 1.3 times this size.
+var memTableSize int64 = 64 << 20
+
 // Open opens (or creates) the store in opts.Dir. It checks the key layout
 // version and starts the committer.
 func Open(ctx context.Context, opts Options) (*Store, error) {
@@ -157,7 +172,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		WithLogger(nil).
 		WithSyncWrites(false).
 		WithNumVersionsToKeep(1).
-		WithMetricsEnabled(false)
+		WithMetricsEnabled(false).
+		WithMemTableSize(memTableSize).
+		// One goroutine writes; conflict tracking would only cost.
+		WithDetectConflicts(false)
 	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("open badger at %s: %w", opts.Dir, err)
@@ -175,8 +193,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		objects: newLRU[hashing.Digest, []byte](orDefault(opts.ObjectCacheSize, 1<<16)),
 		states:  newLRU[string, *materialized](4),
 		heads:   make(map[string]*head),
+		moving:  make(map[string]int),
 		ctxs:    make(map[string]*ctxState),
 	}
+	s.txnBytes, s.txnCount = db.MaxBatchSize()/2, db.MaxBatchCount()/2
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -567,11 +587,10 @@ func (c *lru[K, V]) put(k K, v V) {
 	}
 }
 
-func (c *lru[K, V]) remove(k K) {
+// clear empties the cache.
+func (c *lru[K, V]) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[k]; ok {
-		c.ll.Remove(e)
-		delete(c.items, k)
-	}
+	c.ll.Init()
+	clear(c.items)
 }

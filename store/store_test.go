@@ -329,3 +329,52 @@ func TestLargeCommit(t *testing.T) {
 		t.Fatalf("fold: %v", err)
 	}
 }
+
+// TestGroupSeesItsOwnWrites runs requests as one commit group (calling
+// the committer's processBatch directly while it is idle): a commit after
+// a reset of its branch builds on the reset target, and a commit to a
+// context created in the same group builds on its root commit.
+func TestGroupSeesItsOwnWrites(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	a := mustCommit(t, s, "c", put("x", "note", map[string]any{"v": 1}))
+	mustCommit(t, s, "c", put("x", "note", map[string]any{"v": 2}))
+	req := func(r *writeReq) *writeReq {
+		r.ctx, r.resp = ctx, make(chan writeResp, 1)
+		return r
+	}
+	reset := req(&writeReq{kind: reqResetBranch, ctxID: "c", branch: "main", target: a.ID})
+	after := req(&writeReq{kind: reqCommit, ctxID: "c", branch: "main",
+		commit: CommitRequest{Context: "c", Branch: "main", Ops: []graph.Op{put("y", "note", map[string]any{})}}})
+	create := req(&writeReq{kind: reqCreateContext, ctxID: "d", mode: ModeObserve})
+	first := req(&writeReq{kind: reqCommit, ctxID: "d", branch: "main",
+		commit: CommitRequest{Context: "d", Branch: "main", Ops: []graph.Op{put("z", "note", map[string]any{})}}})
+	s.processBatch([]*writeReq{reset, after, create, first})
+	for _, r := range []*writeReq{reset, after, create, first} {
+		if resp := <-r.resp; resp.err != nil {
+			t.Fatalf("request %d: %v", r.kind, resp.err)
+		} else {
+			r.resp <- resp
+		}
+	}
+	c := (<-after.resp).res.Commit
+	if c.Parents[0] != a.ID || c.Artifacts != 2 {
+		t.Fatalf("commit after reset: parent %s (want %s), %d artifacts", c.Parents[0].Short(), a.ID.Short(), c.Artifacts)
+	}
+	if x, _, err := s.ArtifactAt(ctx, "c", c, "x"); err != nil || x.Version != 1 {
+		t.Fatalf("x at the commit after reset: %+v %v", x, err)
+	}
+	d := (<-first.resp).res.Commit
+	root := mustResolve(t, s, "d", d.Parents[0].Hex())
+	if root.Seq != 1 || d.Seq != 2 || d.Artifacts != 1 {
+		t.Fatalf("first commit of a new context: seq %d on root seq %d, %d artifacts", d.Seq, root.Seq, d.Artifacts)
+	}
+	if got := mustResolve(t, s, "c", "main"); got.ID != c.ID {
+		t.Fatalf("main is %s, want %s", got.ID.Short(), c.ID.Short())
+	}
+	mustCheck(t, s)
+}

@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/artifactd/artifactd/hashing"
 )
@@ -77,6 +77,11 @@ func nibble(p hashing.Digest, depth int) int {
 func (n *trieNode) encode() []byte {
 	var buf []byte
 	if n.leaf {
+		size := 1 + binary.MaxVarintLen64
+		for i := range n.entries {
+			size += 2*binary.MaxVarintLen32 + len(n.entries[i].key) + len(n.entries[i].val)
+		}
+		buf = make([]byte, 0, size)
 		buf = append(buf, 'L')
 		buf = binary.AppendUvarint(buf, uint64(len(n.entries)))
 		for _, e := range n.entries {
@@ -87,6 +92,7 @@ func (n *trieNode) encode() []byte {
 		}
 		return buf
 	}
+	buf = make([]byte, 0, 1+binary.MaxVarintLen64+2+16*(32+binary.MaxVarintLen64))
 	buf = append(buf, 'B')
 	buf = binary.AppendUvarint(buf, uint64(n.total))
 	var bitmap uint16
@@ -188,16 +194,23 @@ type trieMut struct {
 	val  []byte
 }
 
-// trieWriter applies batches of mutations, collecting the new nodes.
+// trieWriter applies batches of mutations, collecting the new nodes. It is
+// itself a nodeSource that sees the nodes it made.
 type trieWriter struct {
-	src     nodeSource
+	src nodeSource
+	// written holds the encodings of new nodes not yet handed to the
+	// database, size their record sizes (see recordSize).
 	written map[hashing.Digest][]byte
-	nodes   map[hashing.Digest]*trieNode
+	size    int64
+	// nodes holds every node made, decoded.
+	nodes map[hashing.Digest]*trieNode
 }
 
 func newTrieWriter(src nodeSource) *trieWriter {
 	return &trieWriter{src: src, written: make(map[hashing.Digest][]byte), nodes: make(map[hashing.Digest]*trieNode)}
 }
+
+func (w *trieWriter) node(id hashing.Digest) (*trieNode, error) { return w.load(id) }
 
 func (w *trieWriter) load(id hashing.Digest) (*trieNode, error) {
 	if n := w.nodes[id]; n != nil {
@@ -212,9 +225,18 @@ func (w *trieWriter) store(n *trieNode) trieChild {
 	}
 	enc := n.encode()
 	id := hashing.Sum(enc)
-	w.written[id] = enc
-	w.nodes[id] = n
+	if w.nodes[id] == nil {
+		w.written[id] = enc
+		w.size += int64(len(pNode)+len(id)+len(enc)) + 12
+		w.nodes[id] = n
+	}
 	return trieChild{id: id, count: n.total}
+}
+
+// clearWritten forgets the encodings handed to the database.
+func (w *trieWriter) clearWritten() {
+	clear(w.written)
+	w.size = 0
 }
 
 // apply returns the root after applying muts (any order; a later mutation
@@ -223,24 +245,22 @@ func (w *trieWriter) apply(root trieChild, muts []trieMut) (trieChild, error) {
 	if len(muts) == 0 {
 		return root, nil
 	}
-	// Keep only the last mutation per key, then sort by path.
-	last := make(map[string]int, len(muts))
-	for i := range muts {
-		last[string(muts[i].key)] = i
-	}
-	uniq := make([]trieMut, 0, len(last))
-	for i := range muts {
-		if last[string(muts[i].key)] == i {
-			uniq = append(uniq, muts[i])
-		}
-	}
-	sort.Slice(uniq, func(i, j int) bool {
-		a, b := &uniq[i], &uniq[j]
+	// Sort by path (stably, so that mutations of one key keep their
+	// order), then keep the last mutation of each key.
+	sorted := slices.Clone(muts)
+	slices.SortStableFunc(sorted, func(a, b trieMut) int {
 		if c := bytes.Compare(a.path[:], b.path[:]); c != 0 {
-			return c < 0
+			return c
 		}
-		return bytes.Compare(a.key, b.key) < 0
+		return bytes.Compare(a.key, b.key)
 	})
+	uniq := sorted[:0]
+	for i := range sorted {
+		if i+1 < len(sorted) && sorted[i].path == sorted[i+1].path && bytes.Equal(sorted[i].key, sorted[i+1].key) {
+			continue
+		}
+		uniq = append(uniq, sorted[i])
+	}
 	return w.update(root, 0, uniq)
 }
 

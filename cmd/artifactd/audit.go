@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/store"
+)
+
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("audit", "--context ID [--data DIR] [--at REF] ANSWER_ID [--format json|markdown]", stderr)
+	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	ctxID := fs.String("context", "", "context (required)")
+	at := fs.String("at", "", "commit or branch; default: main")
+	format := fs.String("format", "json", "json or markdown")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if *ctxID == "" || len(pos) != 1 {
+		return fail(stderr, exitUsage, "audit: want --context ID and one answer id")
+	}
+	if *format != "json" && *format != "markdown" {
+		return fail(stderr, exitUsage, "audit: --format must be json or markdown, got %q", *format)
+	}
+	st, err := openExisting(ctx, *dataDir)
+	if err != nil {
+		return fail(stderr, exitUsage, "audit: %v", err)
+	}
+	defer st.Close()
+	var rep *graph.AuditReport
+	err = st.Read(ctx, *ctxID, *at, func(v *store.View) error {
+		trust := func(id string) graph.Trust { return v.Trust.Explain(v.State, id) }
+		dataOf := func(a *graph.Artifact) json.RawMessage {
+			d, err := v.Data(a)
+			if err != nil {
+				return nil
+			}
+			return d
+		}
+		meta := graph.AuditMeta{Context: *ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()}
+		var err error
+		rep, err = graph.Audit(v.State, pos[0], trust, dataOf, meta)
+		return err
+	})
+	if errors.Is(err, graph.ErrNotFound) {
+		return fail(stderr, exitUsage, "audit: no artifact %q in context %s at %s", pos[0], *ctxID, orMain(*at))
+	}
+	if err != nil {
+		return fail(stderr, exitUsage, "audit: %v", err)
+	}
+	if *format == "markdown" {
+		fmt.Fprint(stdout, rep.Markdown())
+		return exitOK
+	}
+	printJSON(stdout, rep)
+	return exitOK
+}
+
+func orMain(ref string) string {
+	if ref == "" {
+		return "main"
+	}
+	return ref
+}

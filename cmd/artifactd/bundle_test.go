@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
+)
+
+// cliFixture writes context "run-1" into a new data directory: a fetch,
+// a claim and an answer on main, a side branch "exp" merged back, and a
+// blob. It returns the directory and main's head.
+func cliFixture(t *testing.T) (string, *replay.Commit) {
+	t.Helper()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	clock := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+	s, err := store.Open(ctx, store.Options{Dir: dir, NoSync: true, Logger: discardLogger(),
+		Clock: func() time.Time { clock = clock.Add(time.Millisecond); return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "run-1", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	body, err := s.PutBlob(ctx, []byte("<p>3 EUR</p>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(branch string, ops ...graph.Op) *replay.Commit {
+		t.Helper()
+		res, err := s.Commit(ctx, store.CommitRequest{Context: "run-1", Branch: branch, Author: "agent", Message: "step", Ops: ops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Commit
+	}
+	c1 := commit("main", cliPut("q", "question", `{"text":"price?"}`),
+		cliPut("f", "fetch_verdict", `{"verdict":"RETRIEVED","url":"https://shop.example/p","body":"`+body.String()+`"}`),
+		cliLink("f", "derived_from", "q"))
+	if err := s.CreateBranch(ctx, "run-1", "exp", c1.ID); err != nil {
+		t.Fatal(err)
+	}
+	commit("exp", cliPut("c", "claim", `{"text":"3 EUR"}`), cliLink("c", "extracted_from", "f"))
+	commit("main", cliPut("n", "note", `{"n":1}`))
+	if _, err := s.Merge(ctx, "run-1", "main", "exp", nil, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	head := commit("main", cliPut("a", "answer", `{"text":"3 EUR"}`), cliLink("a", "supported_by", "c"))
+	return dir, head
+}
+
+func cliPut(id, typ, data string) graph.Op {
+	canon, err := hashing.CanonicalizeObject([]byte(data))
+	if err != nil {
+		panic(err)
+	}
+	return graph.Op{Op: graph.OpPut, ID: id, Type: typ, ProducedBy: "agent", Data: canon}
+}
+
+func cliLink(from, rel, to string) graph.Op {
+	return graph.Op{Op: graph.OpLink, From: from, Rel: rel, To: to}
+}
+
+// runCLI runs the binary's Run with args and returns the exit code and
+// outputs.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestCLIExportReplayImport(t *testing.T) {
+	dir, head := cliFixture(t)
+	bundle := filepath.Join(t.TempDir(), "run-1.jsonl")
+	if code, out, errOut := runCLI(t, "export", "--data", dir, "--context", "run-1", "-o", bundle); code != 0 {
+		t.Fatalf("export: %d %s %s", code, out, errOut)
+	}
+	// Export to stdout gives the same bytes.
+	code, stdout, _ := runCLI(t, "export", "--data", dir, "--context", "run-1")
+	file, _ := os.ReadFile(bundle)
+	if code != 0 || stdout != string(file) {
+		t.Fatal("export to stdout differs from export to a file")
+	}
+	hash := head.ContextHash.String()
+	// Verify with no store at all: full hash, bare prefix, wrong hash.
+	for _, verify := range []string{hash, head.ContextHash.Hex()[:12]} {
+		if code, out, errOut := runCLI(t, "replay", bundle, "--verify", verify); code != 0 || !strings.Contains(out, "verify:       OK") {
+			t.Fatalf("replay --verify %s: %d\n%s\n%s", verify, code, out, errOut)
+		}
+	}
+	if code, _, errOut := runCLI(t, "replay", bundle, "--verify", strings.Repeat("ab", 32)); code != 1 || !strings.Contains(errOut, "mismatch") {
+		t.Fatalf("wrong hash: %d %s", code, errOut)
+	}
+	if code, _, _ := runCLI(t, "replay", bundle, "--context", "run-1", "--at", "exp", "--json"); code != 0 {
+		t.Fatalf("replay --at exp: %d", code)
+	}
+	if code, _, errOut := runCLI(t, "replay", bundle, "--context", "other", "--verify", hash); code != 2 || !strings.Contains(errOut, `"run-1"`) {
+		t.Fatalf("wrong context: %d %s", code, errOut)
+	}
+
+	// Import into an empty store: same head, same hash; replay from it.
+	dir2 := filepath.Join(t.TempDir(), "data2")
+	if code, out, errOut := runCLI(t, "import", "--data", dir2, bundle); code != 0 || !strings.Contains(out, "imported context run-1") {
+		t.Fatalf("import: %d %s %s", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "replay", "--data", dir2, "--context", "run-1", "--verify", hash, "--json"); code != 0 || !strings.Contains(out, head.ID.String()) {
+		t.Fatalf("replay the import: %d %s", code, out)
+	}
+	code, out, _ := runCLI(t, "log", "--data", dir2, "--context", "run-1", "-n", "1", "--json")
+	if code != 0 || !strings.Contains(out, head.ID.String()) {
+		t.Fatalf("imported head: %s", out)
+	}
+	// Again: refused, with a hint; --as works.
+	if code, _, errOut := runCLI(t, "import", "--data", dir2, bundle); code != 2 || !strings.Contains(errOut, "--as") {
+		t.Fatalf("second import: %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "import", "--data", dir2, "--as", "run-2", bundle); code != 0 {
+		t.Fatalf("import --as: %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "fsck", "--data", dir2); code != 0 {
+		t.Fatalf("fsck after import: %s", errOut)
+	}
+}
+
+// TestCLIReplayTamperedBundle: each tampering makes `replay BUNDLE
+// --verify` exit 2 and name the first bad commit.
+func TestCLIReplayTamperedBundle(t *testing.T) {
+	dir, head := cliFixture(t)
+	code, raw, _ := runCLI(t, "export", "--data", dir, "--context", "run-1")
+	if code != 0 {
+		t.Fatal("export")
+	}
+	lines := strings.Split(strings.TrimSuffix(raw, "\n"), "\n")
+	var commits []struct {
+		ID  hashing.Digest `json:"id"`
+		Seq uint64         `json:"seq"`
+	}
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, `{"type":"commit"`) {
+			var c struct {
+				ID  hashing.Digest `json:"id"`
+				Seq uint64         `json:"seq"`
+			}
+			if err := json.Unmarshal([]byte(l), &c); err != nil {
+				t.Fatal(err)
+			}
+			commits = append(commits, c)
+		}
+	}
+	// commits: 0 root, 1 q+f, 2 exp c, 3 n, 4 merge, 5 a.
+	if len(commits) != 6 {
+		t.Fatalf("%d commits", len(commits))
+	}
+	find := func(prefix, substr string) int {
+		for i, l := range lines {
+			if strings.HasPrefix(l, prefix) && strings.Contains(l, substr) {
+				return i
+			}
+		}
+		t.Fatalf("no line %s...%s", prefix, substr)
+		return -1
+	}
+	cases := []struct {
+		name string
+		edit func([]string) []string
+		bad  int // index in commits of the commit the error must name
+	}{
+		{"one op changed", func(ls []string) []string {
+			i := find(`{"type":"commit"`, `"id":"n"`)
+			ls[i] = strings.Replace(ls[i], `"id":"n","type":"note","version":1`, `"id":"n","type":"note","version":7`, 1)
+			return ls
+		}, 3},
+		{"one object byte flipped", func(ls []string) []string {
+			i := find(`{"type":"object"`, `"text":"3 EUR"`)
+			ls[i] = strings.Replace(ls[i], "3 EUR", "4 EUR", 1)
+			return ls
+		}, 2},
+		{"a commit line removed", func(ls []string) []string {
+			i := find(`{"type":"commit"`, `"id":"n"`)
+			return append(ls[:i], ls[i+1:]...)
+		}, 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ls := tc.edit(append([]string(nil), lines...))
+			path := filepath.Join(t.TempDir(), "tampered.jsonl")
+			if err := os.WriteFile(path, []byte(strings.Join(ls, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errOut := runCLI(t, "replay", path, "--verify", head.ContextHash.String())
+			if code != 2 {
+				t.Fatalf("exit %d, want 2: %s", code, errOut)
+			}
+			if want := commits[tc.bad].ID.String(); !strings.Contains(errOut, want) {
+				t.Fatalf("error does not name commit %s (seq %d):\n%s", want, commits[tc.bad].Seq, errOut)
+			}
+		})
+	}
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	// Only to damage a data directory the way a disk would: the store's
+	// key layout (store/doc.go) is read and one byte of a value flipped.
+	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+)
+
+// flipByte opens the data directory with Badger directly and flips one
+// byte of the value stored under key: at the index pick returns, or in the
+// middle of the value when pick is nil.
+func flipByte(t *testing.T, dir string, key []byte, pick func(v []byte) int) {
+	t.Helper()
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	err = db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		i := len(v) / 2
+		if pick != nil {
+			i = pick(v)
+		}
+		v[i] ^= 0x01
+		return txn.Set(key, v)
+	})
+	if err != nil {
+		t.Fatalf("corrupt %q: %v", key, err)
+	}
+}
+
+// Keys of the store's layout (store/doc.go, format version 1).
+func objKey(d hashing.Digest) []byte { return append([]byte("obj\x00"), d[:]...) }
+func nodeKey(d hashing.Digest) []byte {
+	return append([]byte("node\x00"), d[:]...)
+}
+func commitKey(ctx string, id hashing.Digest) []byte {
+	return append([]byte("cmt\x00"+ctx+"\x00"), id[:]...)
+}
+func opsKey(ctx string, id hashing.Digest, chunk uint32) []byte {
+	return binary.BigEndian.AppendUint32(append([]byte("ops\x00"+ctx+"\x00"), id[:]...), chunk)
+}
+
+// inMessage picks a byte of a commit record's message text, so that the
+// record still decodes and only its id stops matching.
+func inMessage(v []byte) int {
+	return strings.Index(string(v), `"message":"`) + len(`"message":"`) + 1
+}
+
+type fsckDefect struct {
+	Kind, Context, ID, Detail string
+}
+
+// fsckDefects runs `fsck --json` and returns its exit code and defects.
+func fsckDefects(t *testing.T, dir string) (int, []fsckDefect, string) {
+	t.Helper()
+	code, out, errOut := runArtifactd(t, "fsck", "--data", dir, "--json")
+	noCrash(t, out, errOut)
+	var rep struct{ Defects []fsckDefect }
+	// The report is the first JSON value (a clean run prints "ok" after it).
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&rep); err != nil {
+		t.Fatalf("fsck --json: %v\n%s\n%s", err, out, errOut)
+	}
+	return code, rep.Defects, errOut
+}
+
+// wantDefect fails unless defects has one of kind naming id.
+func wantDefect(t *testing.T, defects []fsckDefect, kind string, id hashing.Digest) {
+	t.Helper()
+	for _, d := range defects {
+		if d.Kind == kind && d.ID == id.String() {
+			return
+		}
+	}
+	t.Errorf("fsck did not report the %s %s; it found %+v", kind, id, defects)
+}
+
+func TestFsckClean(t *testing.T) {
+	f := newVerifyFixture(t)
+	code, out, errOut := runArtifactd(t, "fsck", "--data", f.dir)
+	if code != 0 || !strings.Contains(out, "ok") || !strings.Contains(out, "checked 1 contexts, 4 commits") {
+		t.Fatalf("fsck of a sound store: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, defects, _ := fsckDefects(t, f.dir); code != 0 || len(defects) != 0 {
+		t.Fatalf("fsck --json: exit %d, defects %+v", code, defects)
+	}
+}
+
+// TestFsckCorruptObject flips one byte of an artifact's payload: fsck
+// names the object and exits 2, and replay refuses to verify the head
+// with exit 2 (a broken chain, not a mismatch and not a crash).
+func TestFsckCorruptObject(t *testing.T) {
+	f := newVerifyFixture(t)
+	d := hashing.ContentHash(f.payloads["c1"])
+	flipByte(t, f.dir, objKey(d), nil)
+
+	code, out, errOut := runArtifactd(t, "fsck", "--data", f.dir)
+	noCrash(t, out, errOut)
+	if code != 2 || !strings.Contains(out, "DEFECT object "+d.String()) {
+		t.Fatalf("fsck: exit %d, want 2 naming object %s\n%s\n%s", code, d, out, errOut)
+	}
+	_, defects, _ := fsckDefects(t, f.dir)
+	wantDefect(t, defects, "object", d)
+
+	code, out, errOut = runArtifactd(t, "replay", "--data", f.dir, "--context", "c", "--verify", f.head().ContextHash.String())
+	noCrash(t, out, errOut)
+	if code != 2 || !strings.Contains(errOut, "does not verify") || !strings.Contains(errOut, `"c1"`) {
+		t.Fatalf("replay: exit %d, want 2 naming the payload of c1\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestFsckCorruptCommitRecord changes one byte of a commit's message: its
+// id no longer recomputes. fsck names the commit; replay through it fails.
+func TestFsckCorruptCommitRecord(t *testing.T) {
+	f := newVerifyFixture(t)
+	c := f.commits[1]
+	flipByte(t, f.dir, commitKey("c", c.ID), inMessage)
+
+	code, defects, _ := fsckDefects(t, f.dir)
+	if code != 2 {
+		t.Fatalf("fsck: exit %d, want 2", code)
+	}
+	wantDefect(t, defects, "commit", c.ID)
+	code, out, errOut := runArtifactd(t, "replay", "--data", f.dir, "--context", "c", "--verify", f.head().ContextHash.String())
+	noCrash(t, out, errOut)
+	if code != 2 || !strings.Contains(errOut, c.ID.String()) {
+		t.Fatalf("replay: exit %d, want 2 naming commit %s\n%s", code, c.ID, errOut)
+	}
+	// The commit before it still verifies.
+	first := f.commits[0]
+	if code, _, errOut := runArtifactd(t, "replay", "--data", f.dir, "--context", "c", "--at", first.ID.Hex(), "--verify", first.ContextHash.String()); code != 0 {
+		t.Fatalf("replay of the commit before the damage: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestFsckCorruptUndecodableCommit damages a commit record so that it no
+// longer decodes at all.
+func TestFsckCorruptUndecodableCommit(t *testing.T) {
+	f := newVerifyFixture(t)
+	c := f.commits[2]
+	flipByte(t, f.dir, commitKey("c", c.ID), func(v []byte) int { return 0 }) // '{' -> 'z'
+	code, defects, _ := fsckDefects(t, f.dir)
+	if code != 2 {
+		t.Fatalf("fsck: exit %d, want 2", code)
+	}
+	wantDefect(t, defects, "commit", c.ID)
+	code, out, errOut := runArtifactd(t, "replay", "--data", f.dir, "--context", "c")
+	noCrash(t, out, errOut)
+	if code != 2 {
+		t.Fatalf("replay: exit %d, want 2\n%s", code, errOut)
+	}
+}
+
+// TestFsckCorruptTrieNode flips a byte of the head's state-map root.
+func TestFsckCorruptTrieNode(t *testing.T) {
+	f := newVerifyFixture(t)
+	root := f.head().Root
+	flipByte(t, f.dir, nodeKey(root), nil)
+	code, defects, _ := fsckDefects(t, f.dir)
+	if code != 2 {
+		t.Fatalf("fsck: exit %d, want 2", code)
+	}
+	wantDefect(t, defects, "node", root)
+	// The state map is derived data: the chain itself still replays.
+	if code, _, errOut := runArtifactd(t, "replay", "--data", f.dir, "--context", "c", "--verify", f.head().ContextHash.String()); code != 0 {
+		t.Fatalf("replay: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestFsckCorruptOpsChunk flips a byte of a commit's recorded ops.
+func TestFsckCorruptOpsChunk(t *testing.T) {
+	f := newVerifyFixture(t)
+	c := f.commits[1]
+	flipByte(t, f.dir, opsKey("c", c.ID, 0), nil)
+	code, defects, _ := fsckDefects(t, f.dir)
+	if code != 2 {
+		t.Fatalf("fsck: exit %d, want 2", code)
+	}
+	wantDefect(t, defects, "commit", c.ID)
+	code, out, errOut := runArtifactd(t, "replay", "--data", f.dir, "--context", "c", "--verify", f.head().ContextHash.String())
+	noCrash(t, out, errOut)
+	if code != 2 || !strings.Contains(errOut, c.ID.String()) {
+		t.Fatalf("replay: exit %d, want 2 naming commit %s\n%s", code, c.ID, errOut)
+	}
+}
+
+// TestFsckCollectsEveryDefect damages one record of each kind at once:
+// fsck reports all of them, not only the first.
+func TestFsckCollectsEveryDefect(t *testing.T) {
+	f := newVerifyFixture(t)
+	obj := hashing.ContentHash(f.payloads["q"])
+	var second, third *replay.Commit = f.commits[1], f.commits[2]
+	node := f.commits[0].Root
+	flipByte(t, f.dir, objKey(obj), nil)
+	flipByte(t, f.dir, nodeKey(node), nil)
+	flipByte(t, f.dir, commitKey("c", third.ID), inMessage)
+	flipByte(t, f.dir, opsKey("c", second.ID, 0), nil)
+
+	code, defects, errOut := fsckDefects(t, f.dir)
+	if code != 2 || !strings.Contains(errOut, "defect(s) found") {
+		t.Fatalf("fsck: exit %d, want 2\n%s", code, errOut)
+	}
+	wantDefect(t, defects, "object", obj)
+	wantDefect(t, defects, "node", node)
+	wantDefect(t, defects, "commit", third.ID)
+	wantDefect(t, defects, "commit", second.ID)
+}

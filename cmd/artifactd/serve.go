@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/store"
+	"github.com/artifactd/artifactd/web"
+)
+
+const defaultAddr = "127.0.0.1:7070"
+
+// serveConfig configures newServer and runServe.
+type serveConfig struct {
+	// Tokens enables authorization; nil serves an open API (loopback only
+	// unless Insecure).
+	Tokens   *httpapi.Tokens
+	Insecure bool
+	// MaxBody limits JSON request bodies (httpapi.DefaultMaxBodyBytes when 0).
+	MaxBody int64
+	Logger  *slog.Logger
+	// UI is the browser UI, mounted at "/" when set (the web package).
+	UI http.Handler
+}
+
+// openAPIStore opens the store with the type registry wired in: the
+// registry's RoleOf gives user types their trust role, so it must exist
+// before the store and be loaded before the first request.
+func openAPIStore(ctx context.Context, dir string, logger *slog.Logger) (*store.Store, *httpapi.Registry, error) {
+	reg := httpapi.NewRegistry()
+	st, err := store.Open(ctx, store.Options{Dir: dir, Logger: logger, Roles: reg.RoleOf})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := reg.Load(ctx, st); err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, reg, nil
+}
+
+// newServer returns the HTTP handler serving st: the API under /v1 and the
+// operations routes, plus cfg.UI at "/" when set.
+func newServer(st *store.Store, types *httpapi.Registry, cfg serveConfig) *httpapi.Server {
+	return httpapi.New(httpapi.Options{
+		Store: st, Types: types, Logger: cfg.Logger, Tokens: cfg.Tokens,
+		MaxBodyBytes: cfg.MaxBody, UI: cfg.UI,
+	})
+}
+
+// loadTokens reads tokens from a file, or from ARTIFACTD_TOKENS when no
+// file is named; nil when neither is set.
+func loadTokens(file string) (*httpapi.Tokens, error) {
+	text := os.Getenv("ARTIFACTD_TOKENS")
+	src := "ARTIFACTD_TOKENS"
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		text, src = string(b), file
+	}
+	if strings.TrimSpace(text) == "" {
+		if file != "" {
+			return nil, fmt.Errorf("%s defines no token", file)
+		}
+		return nil, nil
+	}
+	t, err := httpapi.ParseTokens(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	return t, nil
+}
+
+// checkBind refuses to expose an open API: without tokens the address must
+// be loopback (127.0.0.0/8, ::1 or a name resolving only to those) unless
+// insecure is set.
+func checkBind(addr string, haveTokens, insecure bool) error {
+	if haveTokens || insecure {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %v", addr, err)
+	}
+	var ips []net.IP
+	if ip := net.ParseIP(host); ip != nil {
+		ips = []net.IP{ip}
+	} else if host != "" {
+		addrs, err := net.LookupIP(host)
+		if err != nil {
+			return fmt.Errorf("--addr %q: %v", addr, err)
+		}
+		ips = addrs
+	}
+	loopback := len(ips) > 0
+	for _, ip := range ips {
+		loopback = loopback && ip.IsLoopback()
+	}
+	if !loopback {
+		return fmt.Errorf("refusing to serve on %s without tokens: anyone who can reach it could read and write every context.\n"+
+			"  Give --tokens FILE (or ARTIFACTD_TOKENS), bind a loopback address such as %s, or pass --insecure if something in front of artifactd authenticates", addr, defaultAddr)
+	}
+	return nil
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES]", stderr)
+	dataDir := fs.String("data", defaultDataDir, "data directory of the store (created if missing)")
+	addr := fs.String("addr", defaultAddr, "address to listen on")
+	tokensFile := fs.String("tokens", "", "bearer tokens file: JSON or lines \"TOKEN SCOPE PATTERN[,PATTERN]\" (default: $ARTIFACTD_TOKENS)")
+	insecure := fs.Bool("insecure", false, "allow a non-loopback address without tokens")
+	maxBody := fs.Int64("max-body", httpapi.DefaultMaxBodyBytes, "largest JSON request body in bytes")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 0 {
+		return fail(stderr, exitUsage, "serve: unexpected argument %q", pos[0])
+	}
+	if *maxBody <= 0 {
+		return fail(stderr, exitUsage, "serve: --max-body must be positive")
+	}
+	tokens, err := loadTokens(*tokensFile)
+	if err != nil {
+		return fail(stderr, exitUsage, "serve: tokens: %v", err)
+	}
+	if err := checkBind(*addr, tokens != nil, *insecure); err != nil {
+		return fail(stderr, exitUsage, "serve: %v", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg := serveConfig{Tokens: tokens, Insecure: *insecure, MaxBody: *maxBody, Logger: logger}
+	if err := serve(ctx, *dataDir, *addr, cfg, stdout); err != nil {
+		return fail(stderr, exitUsage, "serve: %v", err)
+	}
+	return exitOK
+}
+
+// serve runs the server until ctx ends, then shuts down gracefully:
+// in-flight requests (and their commits) finish, then the store closes.
+func serve(ctx context.Context, dataDir, addr string, cfg serveConfig, stdout io.Writer) error {
+	st, reg, err := openAPIStore(ctx, dataDir, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	if cfg.UI == nil {
+		uiOpts := web.Options{Store: st, Logger: cfg.Logger}
+		if cfg.Tokens != nil {
+			uiOpts.Tokens = cfg.Tokens.ReadsAll
+		}
+		cfg.UI = web.New(uiOpts)
+	}
+	srv := &http.Server{
+		Handler:           newServer(st, reg, cfg),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	auth := "open (loopback)"
+	switch {
+	case cfg.Tokens != nil:
+		auth = fmt.Sprintf("%d bearer token(s)", cfg.Tokens.Len())
+	case cfg.Insecure:
+		auth = "OPEN, --insecure"
+	}
+	fmt.Fprintf(stdout, "artifactd: serving http://%s (data %s, auth %s)\n", ln.Addr(), dataDir, auth)
+	cfg.Logger.Info("serving", "addr", ln.Addr().String(), "data", dataDir, "auth", auth)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		cfg.Logger.Info("shutting down: finishing in-flight requests")
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = srv.Shutdown(sctx)
+		cancel()
+		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if cerr := st.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	cfg.Logger.Info("stopped", "err", err)
+	return err
+}

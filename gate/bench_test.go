@@ -1,0 +1,64 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+)
+
+// BenchmarkClassifyHTML classifies every HTML body of the gate fixtures in
+// turn; SetBytes makes the result a throughput over raw body bytes.
+func BenchmarkClassifyHTML(b *testing.B) {
+	var evs []Evidence
+	total := 0
+	for _, c := range loadGateCases(b) {
+		ev := c.evidence()
+		if !strings.HasPrefix(ev.Header("content-type"), "text/html") || len(ev.Body) == 0 {
+			continue
+		}
+		evs = append(evs, ev)
+		total += len(ev.Body)
+	}
+	b.SetBytes(int64(total))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, ev := range evs {
+			Classify(ev)
+		}
+	}
+}
+
+// BenchmarkClassifyArticleGzip measures a compressed article page.
+func BenchmarkClassifyArticleGzip(b *testing.B) {
+	doc := []byte(page("Costs", strings.Repeat("<p>"+prose+"</p>", 400)))
+	ev := withEncoding(htmlEvidence(""), "gzip", gz(b, doc))
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Classify(ev)
+	}
+}
+
+// BenchmarkMaskSecrets masks a megabyte of code-like output with a few
+// secrets in it.
+func BenchmarkMaskSecrets(b *testing.B) {
+	line := "func f(key string) { m[key] = token; x := a == b; u := \"https://example.com:8080/p\" }\n"
+	out := strings.Repeat(line, 12000) + "Authorization: Bearer abcdefghijklmnopqrstuvwxyz\nDB_PASSWORD=hunter22\n"
+	b.SetBytes(int64(len(out)))
+	b.ReportAllocs()
+	for b.Loop() {
+		MaskSecrets(out)
+	}
+}
+
+// BenchmarkSanitizeOutput prepares and shortens the same megabyte.
+func BenchmarkSanitizeOutput(b *testing.B) {
+	line := "func f(key string) { m[key] = token; x := a <= b; u := \"https://example.com:8080/p\" }\n"
+	out := strings.Repeat(line, 12000)
+	opt := DefaultSanitizeOptions()
+	b.SetBytes(int64(len(out)))
+	b.ReportAllocs()
+	for b.Loop() {
+		full := PrepareOutput(out, opt)
+		SanitizeOutput(full, "sha256:feed", opt)
+	}
+}

@@ -1,0 +1,171 @@
+package graph
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestAuditPoisonPlan(t *testing.T) {
+	s, idx := tqPlanObserve(t, tqLoadPlan(t))
+	meta := AuditMeta{Context: "plan", Commit: "sha256:c0ffee", ContextHash: s.Hash().String()}
+	rep, err := Audit(s, "s10", func(id string) Trust { return idx.Explain(s, id) }, nil, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, a := range rep.Artifacts {
+		ids = append(ids, a.ID)
+		if a.ContentHash != s.Artifact(a.ID).ContentHash || a.Version != 1 {
+			t.Errorf("%s: hash or version", a.ID)
+		}
+	}
+	if want := []string{"s10", "s7", "s8", "s9", "s2", "s4", "s5", "s1"}; !slices.Equal(ids, want) {
+		t.Errorf("walk %v, want %v", ids, want)
+	}
+	if rep.Artifacts[7].Depth != 3 || rep.Artifacts[7].Trust.Status != StatusPoisonRoot {
+		t.Errorf("s1: %+v", rep.Artifacts[7])
+	}
+	if rep.Summary != (TrustSummary{Confirmed: 4, Quarantined: 3, PoisonRoots: 1}) {
+		t.Errorf("summary %+v", rep.Summary)
+	}
+	if got := tqEdgeStrings(rep.Edges); len(got) != 7 || got[0] != "s10 -supported_by-> s7" {
+		t.Errorf("edges %v", got)
+	}
+	wantSources := []AuditSource{
+		{"https://fx.example/rates/usd-eur", []string{"s2"}},
+		{"https://shop.example/api/price/42", []string{"s1"}},
+		{"https://shop.example/shipping", []string{"s4"}},
+	}
+	if got, _ := json.Marshal(rep.Sources); string(got) != string(must(json.Marshal(wantSources))) {
+		t.Errorf("sources %s", got)
+	}
+	if rep.Trust.Status != StatusQuarantined || !slices.Equal(rep.Trust.Path, []string{"s10", "s8", "s5", "s1"}) {
+		t.Errorf("answer trust %+v", rep.Trust)
+	}
+	md := rep.Markdown()
+	for _, want := range []string{"| Answer | s10 |", "| 3 | s1 | fetch\\_verdict | 1 |", "**quarantined**; roots: s1; path: s10 → s8 → s5 → s1",
+		"| https://shop.example/shipping | s4 |", "| Context hash | " + meta.ContextHash + " |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+
+	// The data callback is used when payloads are not loaded.
+	asked := 0
+	rep, err = Audit(s, "s9", nil, func(a *Artifact) json.RawMessage { asked++; return nil }, meta)
+	if err != nil || asked != 2 || len(rep.Sources) != 0 || rep.Trust.Status != StatusConfirmed {
+		t.Errorf("dataOf: asked %d sources %v err %v", asked, rep.Sources, err)
+	}
+	if _, err := Audit(s, "nope", nil, nil, meta); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown answer: %v", err)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// tqUnescapedPipes counts the | of a Markdown line that are not
+// backslash-escaped.
+func tqUnescapedPipes(line string) int {
+	n := 0
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '\\':
+			i++
+		case '|':
+			n++
+		}
+	}
+	return n
+}
+
+func TestAuditMarkdownHostile(t *testing.T) {
+	hostile := []string{
+		"a|b", "<script>alert(1)</script>", "`code`", "[x](javascript:alert(1))", "![img](http://e.test/x.png)",
+		"**bold** _it_ ~~s~~", `back\|slash`, "&lt;b&gt;", "# heading", "a\u2028b",
+	}
+	s := NewState(nil)
+	ops := []Op{tqPutData("ans", "answer", map[string]any{"text": "x"})}
+	for i, id := range hostile {
+		ops = append(ops, tqPutData(id, "fetch_verdict", map[string]any{"verdict": "FAILED", "reason": "bad | reason\n## injected",
+			"url": "https://e.test/" + string(rune('a'+i)) + "|\n<img src=x onerror=alert(1)>"}))
+		ops = append(ops, tqLink("ans", "supported_by", id))
+	}
+	if err := ValidateID("a\u2028b"); err == nil {
+		// Ids with line separators are refused by the state; keep the rest.
+		t.Fatal("line separator id accepted")
+	}
+	ops = slices.DeleteFunc(ops, func(o Op) bool { return o.ID == "a\u2028b" || o.To == "a\u2028b" })
+	tqApply(t, s, ops...)
+	rep, err := Audit(s, "ans", nil, nil, AuditMeta{Context: "ctx|x\n# evil", Commit: "<c>", ContextHash: "`h`"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := rep.Markdown()
+	lines := strings.Split(strings.TrimSuffix(md, "\n"), "\n")
+	// Each table row has exactly columns+1 unescaped pipes for its section.
+	width := map[string]int{"# Audit report": 3, "## Artifacts": 8, "## Edges": 4, "## Sources": 3}
+	section, tableRows := "", 0
+	for _, line := range lines {
+		if strings.HasPrefix(line, "#") {
+			section = line
+			continue
+		}
+		if !strings.HasPrefix(line, "|") {
+			if line != "" && line != "None." {
+				t.Errorf("stray line %q", line)
+			}
+			continue
+		}
+		tableRows++
+		if got := tqUnescapedPipes(line); got != width[section] {
+			t.Errorf("%s: row has %d unescaped pipes, want %d: %q", section, got, width[section], line)
+		}
+	}
+	// Headings: only ours.
+	var headings []string
+	for _, line := range lines {
+		if strings.HasPrefix(line, "#") {
+			headings = append(headings, line)
+		}
+	}
+	if want := []string{"# Audit report", "## Artifacts", "## Edges", "## Sources"}; !slices.Equal(headings, want) {
+		t.Errorf("headings %q", headings)
+	}
+	n := len(hostile) - 1
+	// meta (2+6) + artifacts (2+1+n) + edges (2+n) + sources (2+n)
+	if want := 8 + 3 + n + 2 + n + 2 + n; tableRows != want {
+		t.Errorf("%d table rows, want %d:\n%s", tableRows, want, md)
+	}
+	for _, bad := range []string{"<script", "<img", "</", "[x](", "![img]", "`code`", "**bold**", "_it_", "~~s~~", "&lt;b&gt;"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("markdown contains raw %q", bad)
+		}
+	}
+}
+
+func TestMarkdownText(t *testing.T) {
+	tests := map[string]string{
+		"plain":        "plain",
+		"a|b":          `a\|b`,
+		"x\ny\r\tz":    "x y  z",
+		"<b>&":         "&lt;b&gt;&amp;",
+		"`[a](b)`":     "\\`\\[a\\](b)\\`",
+		`\`:            `\\`,
+		"*_~!":         `\*\_\~\!`,
+		"naïve — ok":   "naïve — ok",
+		"a\u2028b\x7f": "a b ",
+	}
+	for in, want := range tests {
+		if got := MarkdownText(in); got != want {
+			t.Errorf("MarkdownText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

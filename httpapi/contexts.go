@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"net/http"
+	"sort"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/store"
+)
+
+// ContextView describes a context (GET /v1/contexts/{ctx}).
+type ContextView struct {
+	ID         string         `json:"id"`
+	Quarantine string         `json:"quarantine"`
+	Created    string         `json:"created"`
+	Branches   []store.Branch `json:"branches,omitempty"`
+	// The rest describes the state at ?at= (default main).
+	Head        hashing.Digest      `json:"head"`
+	ContextHash hashing.Digest      `json:"context_hash"`
+	Seq         uint64              `json:"seq"`
+	Counts      ContextCounts       `json:"counts"`
+	Trust       *graph.TrustSummary `json:"trust,omitempty"`
+}
+
+// ContextCounts counts a state.
+type ContextCounts struct {
+	Artifacts int `json:"artifacts"`
+	Edges     int `json:"edges"`
+}
+
+// handleListContexts is GET /v1/contexts: the contexts the token may read,
+// sorted by id, in cursor pages.
+func (s *Server) handleListContexts(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.authenticate(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	all, err := s.st.ListContexts(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	i := 0
+	if cursor != "" {
+		i = sort.Search(len(all), func(i int) bool { return all[i].ID > cursor })
+	}
+	items := []store.ContextInfo{}
+	next := ""
+	for ; i < len(all); i++ {
+		if !p.allows(ScopeRead, all[i].ID) {
+			continue
+		}
+		if len(items) == limit {
+			next = encodeCursor(items[len(items)-1].ID)
+			break
+		}
+		items = append(items, all[i])
+	}
+	s.writeJSON(w, r, http.StatusOK, page[store.ContextInfo]{Items: items, NextCursor: next})
+}
+
+// contextRequest is the body of POST /v1/contexts.
+type contextRequest struct {
+	ID         string `json:"id"`
+	Quarantine string `json:"quarantine"`
+}
+
+// handleCreateContext is POST /v1/contexts: 201 with the context record.
+func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
+	var in contextRequest
+	if _, err := s.decodeJSON(w, r, "context", &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.authorize(r, ScopeWrite, in.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.st.CreateContext(r.Context(), in.ID, in.Quarantine)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/contexts/"+info.ID)
+	s.writeJSON(w, r, http.StatusCreated, info)
+}
+
+// handleDescribeContext is GET /v1/contexts/{ctx}.
+func (s *Server) handleDescribeContext(w http.ResponseWriter, r *http.Request) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.st.GetContext(r.Context(), ctxID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	branches, err := s.st.Branches(r.Context(), ctxID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Branches change without the viewed commit changing: they salt the ETag.
+	salt := ""
+	for _, b := range branches {
+		salt += b.Name + "\x00" + b.Head.String() + "\x00"
+	}
+	s.readViewSalted(w, r, salt, func(v *store.View) (any, error) {
+		sum := v.Trust.Summary()
+		return ContextView{
+			ID: info.ID, Quarantine: info.Quarantine, Created: info.Created, Branches: branches,
+			Head: v.Commit.ID, ContextHash: v.Commit.ContextHash, Seq: v.Commit.Seq,
+			Counts: ContextCounts{Artifacts: v.Commit.Artifacts, Edges: v.Commit.Edges},
+			Trust:  &sum,
+		}, nil
+	})
+}

@@ -1,0 +1,217 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/store"
+)
+
+// readBody reads a request body of at most limit bytes. A larger body is
+// a 413 problem, whether announced by Content-Length or found while
+// reading.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, &http.MaxBytesError{Limit: limit}
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, errorf(CodeMalformedJSON, "could not read the request body: %v", err)
+	}
+	return b, nil
+}
+
+// requireJSON checks that the request declares a JSON body.
+func requireJSON(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return errorf(CodeUnsupportedMedia, "send the body with Content-Type: application/json")
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return errorf(CodeUnsupportedMedia, "Content-Type %q is not accepted here; send application/json", ct)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return errorf(CodeUnsupportedMedia, "charset %q is not accepted; JSON is UTF-8", cs)
+	}
+	return nil
+}
+
+// decodeJSON reads a JSON request body and checks it in the order that
+// gives the most precise problem: content type (415), size (413),
+// canonical JSON (400 naming the pointer and rule: duplicate keys, unsafe
+// integers, lone surrogates, nesting), the request schema (422 naming
+// each pointer), then decodes it into dst. It returns the body parsed as a
+// generic value for schema validation of nested data.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, schema string, dst any) (any, error) {
+	if err := requireJSON(r); err != nil {
+		return nil, err
+	}
+	body, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		return nil, err
+	}
+	return decodeCanonical(body, schema, dst)
+}
+
+// decodeCanonical is decodeJSON after the body was read.
+func decodeCanonical(body []byte, schema string, dst any) (any, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, &Error{Code: CodeMalformedJSON, Detail: "the request body is empty; send a JSON object",
+			Errors: []FieldError{{Pointer: "", Rule: "syntax", Detail: "empty body"}}}
+	}
+	canon, err := hashing.Canonicalize(body)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(canon))
+	if err != nil {
+		return nil, &Error{Code: CodeInternal, Err: fmt.Errorf("decode canonical body: %w", err)}
+	}
+	if err := validateAgainst(requestSchemas[schema], doc, "", "the request body does not have the expected shape"); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(canon, dst); err != nil {
+		// The schema admits only what dst can hold; this is a bug.
+		return nil, &Error{Code: CodeInternal, Err: fmt.Errorf("decode %s body: %w", schema, err)}
+	}
+	return doc, nil
+}
+
+// member returns doc's nested member at path (object keys and array
+// indexes), or nil.
+func member(doc any, path ...any) any {
+	cur := doc
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil
+			}
+			cur = m[k]
+		case int:
+			a, ok := cur.([]any)
+			if !ok || k < 0 || k >= len(a) {
+				return nil
+			}
+			cur = a[k]
+		}
+	}
+	return cur
+}
+
+// urlParam returns a path parameter, unescaped. chi matches on the raw
+// (escaped) path when the URL has escapes that its decoded form cannot
+// show, such as %2F inside an artifact id; the parameter is then still
+// escaped.
+func urlParam(r *http.Request, name string) (string, error) {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath == "" {
+		return v, nil
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", errorf(CodeNotFound, "bad escape in path parameter %s", name)
+	}
+	return u, nil
+}
+
+// ctxParam returns the {ctx} path parameter; an id that cannot name a
+// context is a 404, like any context that does not exist.
+func ctxParam(r *http.Request) (string, error) {
+	id, err := urlParam(r, "ctx")
+	if err != nil {
+		return "", err
+	}
+	if store.ValidateContextID(id) != nil {
+		return "", errorf(CodeNotFound, "no context %q", id)
+	}
+	return id, nil
+}
+
+// refParam validates a commit or branch reference typed by a client
+// (?at=, ?from=, cursor…): "" is the default branch.
+func refParam(name, v string) error {
+	if v == "" || store.ValidateBranch(v) == nil {
+		return nil
+	}
+	if _, err := hashing.HexPrefix(v); err == nil {
+		return nil
+	}
+	return &Error{Code: CodeInvalidRef,
+		Detail: fmt.Sprintf("%s=%q is neither a branch name nor a commit id (sha256:<hex>, bare hex, or a unique prefix of at least 8 hex digits)", name, v),
+		Errors: []FieldError{{Parameter: name, Rule: "ref", Detail: "not a branch name or commit id"}}}
+}
+
+// intQuery parses an integer query parameter within [lo, hi].
+func intQuery(r *http.Request, name string, def, lo, hi int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, &Error{Code: CodeInvalidQuery, Detail: fmt.Sprintf("%s must be an integer from %d to %d", name, lo, hi),
+			Errors: []FieldError{{Parameter: name, Rule: "range", Detail: fmt.Sprintf("want %d..%d", lo, hi)}}}
+	}
+	return n, nil
+}
+
+// enumQuery parses a query parameter that takes one of a few values; the
+// first is the default.
+func enumQuery(r *http.Request, name string, values ...string) (string, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return values[0], nil
+	}
+	for _, ok := range values {
+		if v == ok {
+			return v, nil
+		}
+	}
+	return "", &Error{Code: CodeInvalidQuery, Detail: fmt.Sprintf("%s must be one of %s", name, strings.Join(values, ", ")),
+		Errors: []FieldError{{Parameter: name, Rule: "enum", Detail: "want " + strings.Join(values, ", ")}}}
+}
+
+// parseParent reads an expected parent commit from the body field or the
+// If-Match header (a full commit id, optionally quoted). The body wins.
+func parseParent(r *http.Request, field string) (*hashing.Digest, error) {
+	v := field
+	ptr := "/parent"
+	if v == "" {
+		v = strings.Trim(strings.TrimSpace(r.Header.Get("If-Match")), `"`)
+		ptr = ""
+		if v == "" {
+			return nil, nil
+		}
+	}
+	if !strings.HasPrefix(v, "sha256:") {
+		v = "sha256:" + v
+	}
+	d, err := hashing.ParseDigest(v)
+	if err != nil {
+		fe := FieldError{Pointer: ptr, Rule: "commit_id", Detail: "want sha256:<64 hex digits>"}
+		if ptr == "" {
+			fe = FieldError{Parameter: "If-Match", Rule: "commit_id", Detail: "want the full head commit id"}
+		}
+		return nil, &Error{Code: CodeValidation, Detail: "parent must be a full commit id", Errors: []FieldError{fe}}
+	}
+	return &d, nil
+}

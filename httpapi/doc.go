@@ -1,0 +1,30 @@
+// Package httpapi is artifactd's HTTP API: the main door through which an
+// agent in any language writes typed artifacts and reads them back.
+//
+// It routes with chi, validates every artifact against its type's JSON
+// Schema (draft 2020-12, santhosh-tekuri/jsonschema/v6), answers every
+// error as RFC 9457 application/problem+json, checks bearer tokens, limits
+// bodies, and streams large reads. It holds no state of its own beyond the
+// type registry's cache and counters: everything else is in the store.
+//
+// # Glossary
+//
+//   - Server: the http.Handler; its exported methods (PutArtifact, Commit,
+//     GatePutArtifact) are the same writes as Go calls.
+//   - Registry: the artifact types (built-ins and user types) with their
+//     compiled schemas and trust roles; its RoleOf feeds store.Options.Roles.
+//   - Problem: an error response; its type is ProblemTypePrefix + a code
+//     from problemTable, the one table that maps codes to HTTP statuses.
+//   - Pointer: an RFC 6901 JSON pointer into the request body naming what
+//     a problem is about (/data/price, /ops/3/to, /edges/0/rel).
+//   - Grant: a token's scope (read, write, admin) on context id patterns.
+//   - Gate path: GatePutArtifact, the only way to write the reserved
+//     fetch_verdict type; the gate's HTTP endpoints (a later issue) call it.
+//
+// Every request body is read once, within the size limit, canonicalized
+// with hashing.Canonicalize (which refuses duplicate keys, unsafe integers,
+// lone surrogates and deep nesting with the exact pointer), checked
+// against the route's request schema, then decoded. A refused request
+// changes nothing: writes go through one store commit, and the store undoes
+// a refused commit before anything is written.
+package httpapi

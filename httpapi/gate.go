@@ -1,0 +1,406 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/gate/fetch"
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/store"
+)
+
+// The fetch gate: POST /v1/contexts/{ctx}/fetches. The server, never the
+// client, decides a fetch's verdict: it classifies the evidence with
+// gate.Classify, stores the raw body as a blob (whose digest is the
+// receipt's body_sha256) and commits a fetch_verdict through the gate
+// path. GatePutArtifact, the only path that writes fetch_verdict, checks
+// every verdict it is given against its receipt and blob (verifyVerdict),
+// so even a Go caller cannot store a verdict its evidence does not bear.
+
+// Fetcher performs a server-side fetch ("perform": true) and returns what
+// it saw. An error means nothing may be fetched (the address policy or the
+// URL refused it); transport failures are evidence. *fetch.Fetcher
+// implements it.
+type Fetcher interface {
+	Fetch(ctx context.Context, url string) (gate.Evidence, error)
+}
+
+// Renderer renders an HTML script shell in a browser: it returns the
+// evidence with the rendered document as its body (and an HTML content
+// type), to be classified again. *render.Renderer implements it.
+type Renderer interface {
+	Render(ctx context.Context, ev gate.Evidence) (gate.Evidence, error)
+}
+
+// FetchInput is POST /v1/contexts/{ctx}/fetches: the evidence of one fetch
+// (the fields of gate.Evidence), or {"id","url","perform":true} to make
+// artifactd fetch the URL itself.
+type FetchInput struct {
+	// ID is the fetch_verdict's id; a new version when it exists. Default
+	// "fetch_verdict:<first 16 hex of the content hash>".
+	ID        string            `json:"id,omitempty"`
+	URL       string            `json:"url"`
+	FinalURL  string            `json:"final_url,omitempty"`
+	Redirects []gate.Redirect   `json:"redirects,omitempty"`
+	Status    int               `json:"status,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	// Body is the body as text; BodyBase64 the raw bytes (one at most;
+	// neither means an empty body).
+	Body       *string `json:"body,omitempty"`
+	BodyBase64 *string `json:"body_base64,omitempty"`
+	// Error is the transport error text (null or absent when none).
+	Error *string `json:"error,omitempty"`
+	// Perform makes the server fetch URL itself (serve --allow-fetch).
+	Perform bool `json:"perform,omitempty"`
+	// Edges are outgoing edges of the verdict, committed with it.
+	Edges      []EdgeInput `json:"edges,omitempty"`
+	Branch     string      `json:"branch,omitempty"`
+	Quarantine string      `json:"quarantine,omitempty"`
+
+	// Claims a client may send and the server ignores (it decides the
+	// verdict itself); the answer lists the ones that were present.
+	Verdict    json.RawMessage `json:"verdict,omitempty"`
+	Reason     json.RawMessage `json:"reason,omitempty"`
+	Layer      json.RawMessage `json:"layer,omitempty"`
+	Receipt    json.RawMessage `json:"receipt,omitempty"`
+	BodySHA256 json.RawMessage `json:"body_sha256,omitempty"`
+	BodyBlob   json.RawMessage `json:"body_blob,omitempty"`
+}
+
+// FetchWrite is the answer to POST .../fetches: the verdict the server
+// decided, then the write of the fetch_verdict (its data holds the
+// receipt; its trust says whether it confirms).
+type FetchWrite struct {
+	Verdict  gate.Verdict `json:"verdict"`
+	Layer    gate.Layer   `json:"layer,omitempty"`
+	Reason   gate.Reason  `json:"reason,omitempty"`
+	BodyBlob string       `json:"body_blob"`
+	// Rendered is set when the verdict is the one of a browser rendering
+	// of a script shell (serve --render).
+	Rendered bool `json:"rendered,omitempty"`
+	// Ignored names the verdict claims the request carried (verdict,
+	// receipt…): the server never reads them.
+	Ignored []string `json:"ignored,omitempty"`
+	ArtifactWrite
+}
+
+// VerdictData is the data of a fetch_verdict artifact as the gate writes
+// it. Verdict, Reason, Layer, URL, FinalURL and Status repeat the
+// receipt's; BodyBlob is the blob holding the raw body, equal to
+// Receipt.BodySHA256.
+type VerdictData struct {
+	Verdict  gate.Verdict `json:"verdict"`
+	Reason   gate.Reason  `json:"reason,omitempty"`
+	Layer    gate.Layer   `json:"layer,omitempty"`
+	URL      string       `json:"url"`
+	FinalURL string       `json:"final_url,omitempty"`
+	Status   int          `json:"status"`
+	Receipt  gate.Receipt `json:"receipt"`
+	BodyBlob string       `json:"body_blob"`
+	// FetchedBy is "agent" for posted evidence, "artifactd" for a fetch
+	// the server performed.
+	FetchedBy string `json:"fetched_by"`
+	// RenderedFrom, when set, holds the receipt and body blob of the
+	// script shell that was rendered; Receipt and BodyBlob are then the
+	// rendered document's.
+	RenderedFrom *RenderedFrom `json:"rendered_from,omitempty"`
+	// RenderError says why a script shell could not be rendered (the
+	// verdict is then the shell's own).
+	RenderError string `json:"render_error,omitempty"`
+}
+
+// RenderedFrom is the fetched script shell behind a rendered verdict.
+type RenderedFrom struct {
+	Receipt  gate.Receipt `json:"receipt"`
+	BodyBlob string       `json:"body_blob"`
+}
+
+// Values of VerdictData.FetchedBy.
+const (
+	FetchedByAgent     = "agent"
+	FetchedByArtifactd = "artifactd"
+)
+
+// handleFetch is POST /v1/contexts/{ctx}/fetches.
+func (s *Server) handleFetch(w http.ResponseWriter, r *http.Request) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in FetchInput
+	if _, err := s.decodeJSON(w, r, "fetch", &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.RecordFetch(r.Context(), ctxID, in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if out.Noop {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/v1/contexts/"+ctxID+"/artifacts/"+pathEscape(out.Artifact.ID))
+	s.writeJSON(w, r, status, out)
+}
+
+// RecordFetch is POST .../fetches as a Go call: it gets the evidence (from
+// in, or by fetching in.URL when in.Perform), classifies it, renders a
+// script shell when a Renderer is configured, stores the body blob(s) and
+// commits the fetch_verdict with in.Edges. Errors are *Error values: 403
+// when perform is off or the address policy refuses the URL, 422 for bad
+// evidence, and the errors of a write.
+func (s *Server) RecordFetch(ctx context.Context, ctxID string, in FetchInput) (*FetchWrite, error) {
+	if _, err := s.st.GetContext(ctx, ctxID); err != nil {
+		return nil, err
+	}
+	ev, by, err := s.evidence(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	res := gate.Classify(ev)
+	data := VerdictData{FetchedBy: by}
+	if s.render != nil && res.Verdict == gate.Unknown && res.Reason == gate.ReasonScriptShell {
+		rendered, rerr := s.render.Render(ctx, ev)
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			data.RenderError = gate.MaskSecrets(rerr.Error())
+			s.log.Warn("render failed", "context", ctxID, "url", res.Receipt.URL, "err", data.RenderError)
+		} else {
+			shell, err := s.putBody(ctx, ev.Body, res.Receipt)
+			if err != nil {
+				return nil, err
+			}
+			data.RenderedFrom = &RenderedFrom{Receipt: res.Receipt, BodyBlob: shell}
+			ev, res = rendered, gate.Classify(rendered)
+		}
+	}
+	blob, err := s.putBody(ctx, ev.Body, res.Receipt)
+	if err != nil {
+		return nil, err
+	}
+	data.Verdict, data.Reason, data.Layer = res.Verdict, res.Reason, res.Layer
+	data.URL, data.FinalURL, data.Status = res.Receipt.URL, res.Receipt.FinalURL, res.Receipt.Status
+	data.Receipt, data.BodyBlob = res.Receipt, blob
+	raw, err := canonicalData(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.verifyVerdict(ctx, raw, false); err != nil {
+		return nil, &Error{Code: CodeInternal, Err: fmt.Errorf("the gate wrote a verdict it refuses: %w", err)}
+	}
+	aw, err := s.putArtifactGo(ctx, ctxID, ArtifactInput{
+		ID: in.ID, Type: TypeFetchVerdict, ProducedBy: "gate", Data: raw,
+		Edges: in.Edges, Branch: in.Branch, Quarantine: in.Quarantine,
+	}, true)
+	if err != nil {
+		return nil, err
+	}
+	return &FetchWrite{Verdict: res.Verdict, Layer: res.Layer, Reason: res.Reason, BodyBlob: blob,
+		Rendered: data.RenderedFrom != nil, Ignored: ignoredClaims(in), ArtifactWrite: *aw}, nil
+}
+
+// putBody stores a fetched body and checks that its address is the one
+// the receipt names.
+func (s *Server) putBody(ctx context.Context, body []byte, rc gate.Receipt) (string, error) {
+	d, err := s.st.PutBlob(ctx, body)
+	if err != nil {
+		return "", err
+	}
+	if d.String() != rc.BodySHA256 {
+		return "", &Error{Code: CodeInternal, Err: fmt.Errorf("body blob %s but receipt says %s", d, rc.BodySHA256)}
+	}
+	return d.String(), nil
+}
+
+// evidence returns the evidence of a fetch request and who fetched it.
+func (s *Server) evidence(ctx context.Context, in FetchInput) (gate.Evidence, string, error) {
+	if in.Perform {
+		if !s.allowFetch || s.fetcher == nil {
+			return gate.Evidence{}, "", &Error{Code: CodeForbidden,
+				Detail: "server-side fetching is off: start artifactd serve with --allow-fetch, or fetch the URL yourself and POST the evidence"}
+		}
+		ev, err := s.fetcher.Fetch(ctx, in.URL)
+		var be *fetch.BlockedError
+		switch {
+		case errors.As(err, &be):
+			return gate.Evidence{}, "", &Error{Code: CodeForbidden,
+				Detail: "the fetch policy refuses this target: " + be.Error(),
+				Extra:  map[string]any{"blocked": map[string]any{"host": be.Host, "address": be.Addr.String(), "class": be.Class}}}
+		case errors.Is(err, fetch.ErrURL):
+			return gate.Evidence{}, "", &Error{Code: CodeValidation, Detail: err.Error(),
+				Errors: []FieldError{{Pointer: "/url", Rule: "fetchable", Detail: "want an absolute http or https URL"}}}
+		case err != nil:
+			return gate.Evidence{}, "", err
+		}
+		return ev, FetchedByArtifactd, nil
+	}
+	ev := gate.Evidence{URL: in.URL, FinalURL: in.FinalURL, Redirects: in.Redirects, Status: in.Status, Headers: in.Headers}
+	if in.Error != nil {
+		ev.Error = *in.Error
+	}
+	switch {
+	case in.Body != nil && in.BodyBase64 != nil:
+		return ev, "", &Error{Code: CodeValidation, Detail: "send the body as body (text) or body_base64 (bytes), not both",
+			Errors: []FieldError{{Pointer: "/body_base64", Rule: "oneOf", Detail: "body is set too"}}}
+	case in.Body != nil:
+		ev.Body = []byte(*in.Body)
+	case in.BodyBase64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*in.BodyBase64)
+		if err != nil {
+			return ev, "", &Error{Code: CodeValidation, Detail: "body_base64 is not standard base64 (RFC 4648 §4, with padding)",
+				Errors: []FieldError{{Pointer: "/body_base64", Rule: "base64", Detail: err.Error()}}}
+		}
+		ev.Body = b
+	}
+	return ev, FetchedByAgent, nil
+}
+
+// ignoredClaims lists the verdict claims present in a request.
+func ignoredClaims(in FetchInput) []string {
+	var out []string
+	for _, c := range []struct {
+		name string
+		v    json.RawMessage
+	}{{"body_blob", in.BodyBlob}, {"body_sha256", in.BodySHA256}, {"layer", in.Layer}, {"reason", in.Reason}, {"receipt", in.Receipt}, {"verdict", in.Verdict}} {
+		if len(c.v) > 0 {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
+// canonicalData marshals v as canonical JSON.
+func canonicalData(v any) (json.RawMessage, error) {
+	raw, err := marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return hashing.CanonicalizeObject(raw)
+}
+
+// verifyVerdict checks a fetch_verdict's data before the gate path
+// commits it, so that no verdict can be stored that its receipt and blob
+// do not bear:
+//   - the receipt is of the current ruleset, and the verdict, reason,
+//     layer, URLs and status repeat it;
+//   - body_blob equals the receipt's body_sha256;
+//   - with checkBlobs, that blob is stored, its size is the receipt's
+//     raw_bytes, and a RETRIEVED verdict is derived again by gate.Classify
+//     from the blob and the receipt (URL, redirects, status, content type
+//     and encoding): evidence that gives anything else is refused;
+//   - the same for a rendered verdict's script shell, which must have been
+//     UNKNOWN extraction.script_shell.
+//
+// RecordFetch skips checkBlobs for the blobs it has just stored from the
+// evidence it has just classified; GatePutArtifact checks everything.
+func (s *Server) verifyVerdict(ctx context.Context, data json.RawMessage, checkBlobs bool) error {
+	var v VerdictData
+	if err := json.Unmarshal(data, &v); err != nil {
+		return verdictError("", "shape", "the data is not a fetch verdict: "+err.Error())
+	}
+	if err := s.verifyReceipt(ctx, "", v.Receipt, v.BodyBlob, checkBlobs); err != nil {
+		return err
+	}
+	rc := v.Receipt
+	switch {
+	case v.Verdict != rc.Verdict:
+		return verdictError("/verdict", "matches_receipt", fmt.Sprintf("verdict %q but the receipt says %q", v.Verdict, rc.Verdict))
+	case v.Reason != rc.Reason || v.Layer != rc.Layer:
+		return verdictError("/reason", "matches_receipt", fmt.Sprintf("reason %q (layer %q) but the receipt says %q (layer %q)", v.Reason, v.Layer, rc.Reason, rc.Layer))
+	case v.URL != rc.URL || v.FinalURL != rc.FinalURL || v.Status != rc.Status:
+		return verdictError("/url", "matches_receipt", "url, final_url and status must repeat the receipt's")
+	}
+	if v.RenderedFrom != nil {
+		shell := v.RenderedFrom.Receipt
+		if shell.Verdict != gate.Unknown || shell.Reason != gate.ReasonScriptShell {
+			return verdictError("/rendered_from/receipt/reason", "script_shell", "only an UNKNOWN extraction.script_shell is rendered")
+		}
+		if err := s.verifyReceipt(ctx, "/rendered_from", shell, v.RenderedFrom.BodyBlob, checkBlobs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyReceipt checks one receipt against its body blob (see
+// verifyVerdict); at is the pointer of the object holding both.
+func (s *Server) verifyReceipt(ctx context.Context, at string, rc gate.Receipt, blobRef string, checkBlobs bool) error {
+	if rc.Ruleset != gate.RulesetVersion {
+		return verdictError(at+"/receipt/ruleset", "ruleset", fmt.Sprintf("ruleset %q; this server writes %s receipts", rc.Ruleset, gate.RulesetVersion))
+	}
+	if !rc.Verdict.Valid() {
+		return verdictError(at+"/receipt/verdict", "enum", "want RETRIEVED, UNKNOWN or FAILED")
+	}
+	if blobRef != rc.BodySHA256 {
+		return verdictError(at+"/body_blob", "matches_receipt", fmt.Sprintf("body_blob %q is not the receipt's body_sha256 %q", blobRef, rc.BodySHA256))
+	}
+	d, err := hashing.ParseDigest(blobRef)
+	if err != nil {
+		return verdictError(at+"/body_blob", "digest", "want sha256:<64 hex digits>")
+	}
+	if !checkBlobs {
+		return nil
+	}
+	body, err := s.st.GetBlob(ctx, d)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return verdictError(at+"/body_blob", "stored_blob", "no blob "+blobRef+" is stored: store the body first; a receipt must name the bytes it judged")
+	case err != nil:
+		return err
+	case len(body) != rc.RawBytes:
+		return verdictError(at+"/receipt/raw_bytes", "matches_blob", fmt.Sprintf("raw_bytes %d but the blob holds %d bytes", rc.RawBytes, len(body)))
+	}
+	if rc.Verdict != gate.Retrieved {
+		return nil
+	}
+	again := gate.Classify(receiptEvidence(rc, body))
+	if again.Verdict != gate.Retrieved {
+		return verdictError(at+"/receipt/verdict", "rederived", fmt.Sprintf("the receipt and its blob give %s (%s), not RETRIEVED", again.Verdict, again.Reason))
+	}
+	return nil
+}
+
+// receiptEvidence rebuilds, as far as a receipt records it, the evidence
+// it was made from. The receipt keeps only the content type and encoding
+// of the headers, so header-only fingerprints (which can only lower a
+// verdict) are not seen again.
+func receiptEvidence(rc gate.Receipt, body []byte) gate.Evidence {
+	h := map[string]string{}
+	if rc.ContentType != "" {
+		h["content-type"] = rc.ContentType
+	}
+	if rc.ContentEncoding != "" {
+		h["content-encoding"] = rc.ContentEncoding
+	}
+	return gate.Evidence{URL: rc.URL, FinalURL: rc.FinalURL, Redirects: rc.Redirects, Status: rc.Status, Headers: h, Body: body, Error: rc.Error}
+}
+
+func verdictError(ptr, rule, detail string) *Error {
+	return &Error{Code: CodeValidation, Detail: "refused fetch verdict: " + detail,
+		Errors: []FieldError{{Pointer: "/data" + ptr, Rule: rule, Detail: detail}}}
+}
+
+// gateCheck runs inside the commit pipeline for the gate path: a
+// fetch_verdict may replace only a fetch_verdict, never an artifact of
+// another type that happens to have its id.
+func gateCheck(_ *graph.State, changes []graph.Change) error {
+	for i, ch := range changes {
+		if ch.Noop || ch.Next == nil || ch.Next.Type != TypeFetchVerdict || ch.Prev == nil || ch.Prev.Type == TypeFetchVerdict {
+			continue
+		}
+		detail := fmt.Sprintf("artifact %q is a %s; a fetch verdict cannot replace it: use another id", ch.Op.ID, ch.Prev.Type)
+		return &indexedError{index: i, field: "/id", err: &Error{Code: CodeConflict, Detail: detail, Errors: []FieldError{{Rule: "type"}}}}
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/artifactd/artifactd/store"
+)
+
+// env is a real server over a real store in a temporary directory.
+type env struct {
+	t     *testing.T
+	st    *store.Store
+	srv   *Server
+	ts    *httptest.Server
+	token string // sent as a bearer token when set
+}
+
+type envOption func(*Options, *store.Options)
+
+func withTokens(text string) envOption {
+	return func(o *Options, _ *store.Options) {
+		tok, err := ParseTokens(text)
+		if err != nil {
+			panic(err)
+		}
+		o.Tokens = tok
+	}
+}
+
+func withMaxBody(n int64) envOption {
+	return func(o *Options, _ *store.Options) { o.MaxBodyBytes = n }
+}
+
+func withClock(now time.Time) envOption {
+	return func(_ *Options, so *store.Options) { so.Clock = func() time.Time { return now } }
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	ctx := context.Background()
+	reg := NewRegistry()
+	so := store.Options{Dir: t.TempDir(), Logger: discardLogger(), Roles: reg.RoleOf}
+	o := Options{Types: reg, Logger: discardLogger()}
+	for _, f := range opts {
+		f(&o, &so)
+	}
+	st, err := store.Open(ctx, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Load(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	o.Store = st
+	srv := New(o)
+	ts := httptest.NewServer(srv)
+	e := &env{t: t, st: st, srv: srv, ts: ts}
+	t.Cleanup(func() {
+		ts.Close()
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+		if n := srv.Panics(); n != 0 {
+			t.Errorf("%d handler panics were recovered", n)
+		}
+	})
+	return e
+}
+
+// resp is a response read in full.
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r *resp) String() string { return string(r.body) }
+
+// obj decodes the body as a JSON object.
+func (r *resp) obj(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body is not a JSON object (%v): %s", err, r.body)
+	}
+	return m
+}
+
+// req is one request; body is a string (sent as is) or a value (JSON).
+type req struct {
+	method, path string
+	body         any
+	header       map[string]string
+}
+
+func (e *env) send(q req) *resp {
+	e.t.Helper()
+	var rd io.Reader
+	ct := ""
+	switch b := q.body.(type) {
+	case nil:
+	case string:
+		rd, ct = strings.NewReader(b), "application/json"
+	case []byte:
+		rd, ct = bytes.NewReader(b), "application/octet-stream"
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd, ct = bytes.NewReader(raw), "application/json"
+	}
+	hr, err := http.NewRequest(q.method, e.ts.URL+q.path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if ct != "" {
+		hr.Header.Set("Content-Type", ct)
+	}
+	if e.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	for k, v := range q.header {
+		if v == "" {
+			hr.Header.Del(k)
+		} else {
+			hr.Header.Set(k, v)
+		}
+	}
+	res, err := e.ts.Client().Do(hr)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", q.method, q.path, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return &resp{status: res.StatusCode, header: res.Header, body: body}
+}
+
+func (e *env) get(path string) *resp { return e.send(req{method: "GET", path: path}) }
+
+func (e *env) post(path string, body any) *resp {
+	return e.send(req{method: "POST", path: path, body: body})
+}
+
+// must checks a response's status and returns its object body.
+func (e *env) must(r *resp, status int) map[string]any {
+	e.t.Helper()
+	if r.status != status {
+		e.t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
+	}
+	if len(r.body) == 0 {
+		return nil
+	}
+	return r.obj(e.t)
+}
+
+func (e *env) createContext(id, mode string) {
+	e.t.Helper()
+	body := map[string]any{"id": id}
+	if mode != "" {
+		body["quarantine"] = mode
+	}
+	e.must(e.post("/v1/contexts", body), 201)
+}
+
+// hash returns the context hash of main.
+func (e *env) hash(ctxID string) string {
+	e.t.Helper()
+	m := e.must(e.get("/v1/contexts/"+ctxID+"/hash"), 200)
+	return m["context_hash"].(string)
+}
+
+// ---- the ten-step plan ----
+
+type planStep struct {
+	ID         string          `json:"id"`
+	Kind       string          `json:"kind"`
+	Type       string          `json:"type"`
+	ProducedBy string          `json:"produced_by"`
+	Data       json.RawMessage `json:"data"`
+	Edges      []EdgeInput     `json:"edges"`
+	Evidence   struct {
+		URL      string `json:"url"`
+		FinalURL string `json:"final_url"`
+		Status   int    `json:"status"`
+		Body     string `json:"body"`
+	} `json:"evidence"`
+}
+
+func loadPlan(t *testing.T) []planStep {
+	t.Helper()
+	raw, err := os.ReadFile("../testdata/poison-plan/plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Steps []planStep `json:"steps"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.Steps
+}
+
+// writeVerdict writes a fetch step's verdict through the gate path: the
+// empty body (s1) is FAILED (transport.empty_body), the others RETRIEVED.
+// The gate issue replaces this with real classification.
+func (e *env) writeVerdict(ctxID string, s planStep) {
+	e.t.Helper()
+	verdict, reason := "RETRIEVED", "ok"
+	if s.Evidence.Body == "" {
+		verdict, reason = "FAILED", "transport.empty_body"
+	}
+	data, _ := json.Marshal(map[string]any{"url": s.Evidence.URL, "final_url": s.Evidence.FinalURL,
+		"status": s.Evidence.Status, "verdict": verdict, "reason": reason})
+	w, err := e.srv.GatePutArtifact(context.Background(), ctxID, ArtifactInput{ID: s.ID, Type: TypeFetchVerdict, ProducedBy: "gate", Data: data})
+	if err != nil {
+		e.t.Fatalf("gate write %s: %v", s.ID, err)
+	}
+	// Oracle: the trust the write reports is what a read explains.
+	got := e.must(e.get("/v1/contexts/"+ctxID+"/artifacts/"+s.ID), 200)["trust"].(map[string]any)
+	if string(w.Artifact.Trust.Status) != got["status"] || w.Artifact.Trust.Reason != fmt.Sprint(got["reason"]) && got["reason"] != nil {
+		e.t.Errorf("%s: write says %+v, read says %v", s.ID, *w.Artifact.Trust, got)
+	}
+}
+
+func (s planStep) input() map[string]any {
+	return map[string]any{"id": s.ID, "type": s.Type, "produced_by": s.ProducedBy, "data": s.Data, "edges": s.Edges}
+}
+
+func strs(v any) []string {
+	a, _ := v.([]any)
+	out := make([]string, len(a))
+	for i, x := range a {
+		out[i], _ = x.(string)
+	}
+	return out
+}
+
+func decodeForTest(s string, v *any) error {
+	x, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
+	*v = x
+	return err
+}

@@ -1,0 +1,619 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
+)
+
+// Page limits of list endpoints.
+const (
+	defaultPageLimit = 100
+	maxPageLimit     = 1000
+)
+
+// page is one page of a list. NextCursor is empty on the last page; pass
+// it as ?cursor= (with the same query otherwise) for the next one.
+type page[T any] struct {
+	Commit     *hashing.Digest `json:"commit,omitempty"`
+	Items      []T             `json:"items"`
+	NextCursor string          `json:"next_cursor,omitempty"`
+}
+
+// encodeCursor makes an opaque cursor from the last key of a page.
+func encodeCursor(key string) string { return base64.RawURLEncoding.EncodeToString([]byte(key)) }
+
+// pageParams reads ?limit= and ?cursor= (decoded to the key it names).
+func pageParams(r *http.Request) (int, string, error) {
+	limit, err := intQuery(r, "limit", defaultPageLimit, 1, maxPageLimit)
+	if err != nil {
+		return 0, "", err
+	}
+	c := r.URL.Query().Get("cursor")
+	if c == "" {
+		return limit, "", nil
+	}
+	key, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(key) == 0 {
+		return 0, "", &Error{Code: CodeInvalidQuery, Detail: "cursor is not one this server returned",
+			Errors: []FieldError{{Parameter: "cursor", Rule: "cursor", Detail: "malformed cursor"}}}
+	}
+	return limit, string(key), nil
+}
+
+func pathEscape(s string) string { return url.PathEscape(s) }
+
+// idParam returns the {id} path parameter as an artifact id.
+func idParam(r *http.Request) (string, error) {
+	id, err := urlParam(r, "id")
+	if err != nil {
+		return "", err
+	}
+	if graph.ValidateID(id) != nil {
+		return "", errorf(CodeNotFound, "no artifact %q", id)
+	}
+	return id, nil
+}
+
+func artifactView(a *graph.Artifact) ArtifactView {
+	return ArtifactView{ID: a.ID, Type: a.Type, Version: a.Version, ContentHash: a.ContentHash, ProducedBy: a.ProducedBy}
+}
+
+func missingArtifact(id string, c *replay.Commit) error {
+	return errorf(CodeNotFound, "no artifact %q at commit %s", id, c.ID.Short())
+}
+
+// handleListArtifacts is GET /v1/contexts/{ctx}/artifacts: artifacts sorted
+// by id with their trust status (no data), ?type= filter, cursor pages.
+func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	typ := r.URL.Query().Get("type")
+	s.readView(w, r, func(v *store.View) (any, error) {
+		ids := v.State.ArtifactIDs()
+		i := 0
+		if cursor != "" {
+			i = sort.SearchStrings(ids, cursor)
+			if i < len(ids) && ids[i] == cursor {
+				i++
+			}
+		}
+		out := page[ArtifactView]{Commit: &v.Commit.ID, Items: []ArtifactView{}}
+		for ; i < len(ids); i++ {
+			a := v.State.Artifact(ids[i])
+			if typ != "" && a.Type != typ {
+				continue
+			}
+			if len(out.Items) == limit {
+				out.NextCursor = encodeCursor(out.Items[limit-1].ID)
+				break
+			}
+			av := artifactView(a)
+			av.Trust = &graph.Trust{ID: a.ID, Status: v.Trust.Status(a.ID)}
+			out.Items = append(out.Items, av)
+		}
+		return out, nil
+	})
+}
+
+// handleGetArtifact is GET /v1/contexts/{ctx}/artifacts/{id}: the artifact
+// with its data, trust and the commit that wrote this version.
+func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) {
+	id, err := idParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctxID, _ := ctxParam(r)
+	s.readView(w, r, func(v *store.View) (any, error) {
+		if v.State.Artifact(id) == nil {
+			return nil, missingArtifact(id, v.Commit)
+		}
+		a, wrote, err := s.st.ArtifactAt(r.Context(), ctxID, v.Commit, id)
+		if err != nil {
+			return nil, err
+		}
+		av := artifactView(a)
+		av.Data = a.Data
+		t := v.Trust.Explain(v.State, id)
+		av.Trust, av.WrittenIn = &t, &wrote
+		return av, nil
+	})
+}
+
+// resolveAt resolves ?at= to a commit and handles the ETag; ok is false
+// when the response was written (error or 304).
+func (s *Server) resolveAt(w http.ResponseWriter, r *http.Request, param string) (string, *replay.Commit, string, bool) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return "", nil, "", false
+	}
+	at := r.URL.Query().Get(param)
+	if err := refParam(param, at); err != nil {
+		s.writeError(w, r, err)
+		return "", nil, "", false
+	}
+	c, err := s.st.Resolve(r.Context(), ctxID, at)
+	if err != nil {
+		s.writeError(w, r, err)
+		return "", nil, "", false
+	}
+	etag := etagFor(c.ID, r, "")
+	if notModified(r, etag) {
+		s.respondRead(w, r, etag, nil, errNotModified{})
+		return "", nil, "", false
+	}
+	return ctxID, c, etag, true
+}
+
+// handleHistory is GET /v1/contexts/{ctx}/artifacts/{id}/history: the
+// versions of an artifact along first parents from ?at=, newest first.
+func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
+	id, err := idParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctxID, c, etag, ok := s.resolveAt(w, r, "at")
+	if !ok {
+		return
+	}
+	vs, err := s.st.History(r.Context(), ctxID, c, id)
+	if err != nil {
+		s.respondRead(w, r, etag, nil, err)
+		return
+	}
+	s.respondRead(w, r, etag, map[string]any{"id": id, "commit": c.ID, "versions": vs}, nil)
+}
+
+// handleRelated is GET /v1/contexts/{ctx}/artifacts/{id}/related?rel=&dir=.
+func (s *Server) handleRelated(w http.ResponseWriter, r *http.Request) {
+	id, err := idParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	dir, err := graph.ParseDirection(q.Get("dir"))
+	if err != nil {
+		s.writeError(w, r, &Error{Code: CodeInvalidQuery, Detail: "dir must be out, in or both",
+			Errors: []FieldError{{Parameter: "dir", Rule: "enum", Detail: "want out, in or both"}}})
+		return
+	}
+	rel := q.Get("rel")
+	s.readView(w, r, func(v *store.View) (any, error) {
+		if rel != "" && !v.State.Relations().Known(rel) {
+			return nil, &Error{Code: CodeInvalidQuery, Detail: fmt.Sprintf("unknown relation %q; known: %s", rel, strings.Join(v.State.Relations().Names(), ", ")),
+				Errors: []FieldError{{Parameter: "rel", Rule: "enum", Detail: "unknown relation"}}}
+		}
+		if v.State.Artifact(id) == nil {
+			return nil, missingArtifact(id, v.Commit)
+		}
+		edges := graph.Related(v.State, id, rel, dir)
+		return map[string]any{"id": id, "commit": v.Commit.ID, "dir": dir.String(), "edges": nonNil(edges)}, nil
+	})
+}
+
+// handleProvenance is GET /v1/contexts/{ctx}/artifacts/{id}/provenance:
+// the subgraph reached from the artifact by following its edges outward,
+// as JSON, Mermaid or Graphviz DOT.
+func (s *Server) handleProvenance(w http.ResponseWriter, r *http.Request) {
+	id, err := idParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	depth, err := intQuery(r, "depth", -1, -1, 1000)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	maxNodes, err := intQuery(r, "max_nodes", graph.DefaultMaxNodes, 1, 10000)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	format, err := enumQuery(r, "format", "json", "mermaid", "dot")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.readView(w, r, func(v *store.View) (any, error) {
+		sg := graph.ProvenanceLimit(v.State, id, depth, maxNodes)
+		if sg == nil {
+			return nil, missingArtifact(id, v.Commit)
+		}
+		trust := func(id string) graph.Trust { return v.Trust.Explain(v.State, id) }
+		switch format {
+		case "mermaid":
+			return textBody{"text/vnd.mermaid; charset=utf-8", graph.Mermaid(sg, trust)}, nil
+		case "dot":
+			return textBody{"text/vnd.graphviz; charset=utf-8", graph.DOT(sg, trust)}, nil
+		}
+		nodes := make([]ArtifactView, len(sg.Nodes))
+		for i, a := range sg.Nodes {
+			nodes[i] = artifactView(a)
+			t := trust(a.ID)
+			nodes[i].Trust = &t
+		}
+		return map[string]any{"id": id, "commit": v.Commit.ID, "nodes": nodes, "edges": nonNil(sg.Edges), "truncated": sg.Truncated}, nil
+	})
+}
+
+// edgeKey is the cursor key of an edge (ids and relations hold no NUL).
+func edgeKey(e *graph.Edge) string { return e.From + "\x00" + e.Rel + "\x00" + e.To }
+
+// handleListEdges is GET /v1/contexts/{ctx}/edges: edges sorted by (from,
+// rel, to), with ?from= ?rel= ?to= filters and cursor pages.
+func (s *Server) handleListEdges(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	from, rel, to := q.Get("from"), q.Get("rel"), q.Get("to")
+	s.readView(w, r, func(v *store.View) (any, error) {
+		var edges []*graph.Edge
+		if from != "" {
+			edges = v.State.Out(from)
+		} else {
+			edges = v.State.Edges()
+		}
+		i := 0
+		if cursor != "" {
+			i = sort.Search(len(edges), func(i int) bool { return edgeKey(edges[i]) > cursor })
+		}
+		out := page[*graph.Edge]{Commit: &v.Commit.ID, Items: []*graph.Edge{}}
+		for ; i < len(edges); i++ {
+			e := edges[i]
+			if (rel != "" && e.Rel != rel) || (to != "" && e.To != to) {
+				continue
+			}
+			if len(out.Items) == limit {
+				out.NextCursor = encodeCursor(edgeKey(out.Items[limit-1]))
+				break
+			}
+			out.Items = append(out.Items, e)
+		}
+		return out, nil
+	})
+}
+
+// stateArtifact is one artifact of the state export.
+type stateArtifact struct {
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Version     int64           `json:"version"`
+	ProducedBy  string          `json:"produced_by"`
+	ContentHash hashing.Digest  `json:"content_hash"`
+	Data        json.RawMessage `json:"data"`
+}
+
+// handleState is GET /v1/contexts/{ctx}/state: every artifact (with data,
+// sorted by id) and every edge (sorted by from, rel, to) at ?at=, enough
+// to recompute the context hash (docs/HASHING.md §7). The response is
+// streamed: the store's lock is held only to take the sorted lists of
+// (immutable) artifact and edge records, and each payload is read from the
+// object store as it is written out. A failure mid-stream aborts the
+// connection, so a client never sees a truncated export as complete.
+func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	at := r.URL.Query().Get("at")
+	if err := refParam("at", at); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var (
+		arts   []*graph.Artifact
+		edges  []*graph.Edge
+		commit *replay.Commit
+		etag   string
+	)
+	err = s.st.Read(r.Context(), ctxID, at, func(v *store.View) error {
+		etag = etagFor(v.Commit.ID, r, "")
+		if notModified(r, etag) {
+			return errNotModified{}
+		}
+		arts, edges, commit = v.State.Artifacts(), v.State.Edges(), v.Commit
+		return nil
+	})
+	if err != nil {
+		s.respondRead(w, r, etag, nil, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("ETag", etag)
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	abort := func(what string, err error) {
+		s.log.Error("state export aborted", "context", ctxID, "commit", commit.ID.Short(), "what", what, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	head, _ := json.Marshal(struct {
+		Commit      hashing.Digest `json:"commit"`
+		ContextHash hashing.Digest `json:"context_hash"`
+	}{commit.ID, commit.ContextHash})
+	_, _ = bw.Write(head[:len(head)-1])
+	_, _ = bw.WriteString(`,"artifacts":[`)
+	for i, a := range arts {
+		if i%256 == 0 && r.Context().Err() != nil {
+			abort("client gone", r.Context().Err())
+		}
+		data := a.Data
+		if data == nil {
+			if data, err = s.st.Object(r.Context(), a.ContentHash); err != nil {
+				abort("artifact "+a.ID, err)
+			}
+		}
+		raw, err := marshal(stateArtifact{a.ID, a.Type, a.Version, a.ProducedBy, a.ContentHash, data})
+		if err != nil {
+			abort("artifact "+a.ID, err)
+		}
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		if _, err := bw.Write(raw[:len(raw)-1]); err != nil {
+			abort("write", err)
+		}
+	}
+	s.metrics.stateExport.Add(int64(len(arts)))
+	_, _ = bw.WriteString(`],"edges":[`)
+	for i, e := range edges {
+		raw, err := marshal(e)
+		if err != nil {
+			abort("edge "+e.Key().String(), err)
+		}
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		if _, err := bw.Write(raw[:len(raw)-1]); err != nil {
+			abort("write", err)
+		}
+	}
+	_, _ = bw.WriteString("]}\n")
+	if err := bw.Flush(); err != nil {
+		abort("flush", err)
+	}
+}
+
+// handleHash is GET /v1/contexts/{ctx}/hash.
+func (s *Server) handleHash(w http.ResponseWriter, r *http.Request) {
+	_, c, etag, ok := s.resolveAt(w, r, "at")
+	if !ok {
+		return
+	}
+	s.respondRead(w, r, etag, map[string]any{
+		"commit": c.ID, "context_hash": c.ContextHash, "artifacts": c.Artifacts, "edges": c.Edges,
+	}, nil)
+}
+
+// QuarantineReport is GET /v1/contexts/{ctx}/quarantine.
+type QuarantineReport struct {
+	Commit      hashing.Digest     `json:"commit"`
+	ContextHash hashing.Digest     `json:"context_hash"`
+	PoisonRoots []graph.Root       `json:"poison_roots"`
+	Quarantined []QuarantinedView  `json:"quarantined"`
+	BlastRadius int                `json:"blast_radius"`
+	Summary     graph.TrustSummary `json:"summary"`
+}
+
+// QuarantinedView is one quarantined artifact: the poison roots it rests
+// on and one shortest path to a root.
+type QuarantinedView struct {
+	ID            string   `json:"id"`
+	Roots         []string `json:"roots"`
+	Path          []string `json:"path"`
+	PathTruncated bool     `json:"path_truncated,omitempty"`
+}
+
+// handleQuarantine is GET /v1/contexts/{ctx}/quarantine: poison roots,
+// quarantined artifacts with their roots and a path, and the blast radius.
+func (s *Server) handleQuarantine(w http.ResponseWriter, r *http.Request) {
+	s.readView(w, r, func(v *store.View) (any, error) {
+		rep := v.Trust.Report(v.State)
+		out := QuarantineReport{
+			Commit: v.Commit.ID, ContextHash: v.Commit.ContextHash, PoisonRoots: nonNil(rep.PoisonRoots),
+			Quarantined: make([]QuarantinedView, len(rep.Quarantined)), BlastRadius: rep.BlastRadius, Summary: v.Trust.Summary(),
+		}
+		for i, t := range rep.Quarantined {
+			out.Quarantined[i] = QuarantinedView{ID: t.ID, Roots: nonNil(t.Roots), Path: nonNil(t.Path), PathTruncated: t.PathTruncated}
+		}
+		return out, nil
+	})
+}
+
+// handleDiff is GET /v1/contexts/{ctx}/diff?from=&to=: what changed from
+// one commit to another (to defaults to main): artifacts added, removed and
+// changed, edges, and the artifacts whose trust status changed
+// (store.Diff, the same result as `artifactd diff --json`).
+func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	fromRef, toRef := q.Get("from"), q.Get("to")
+	if fromRef == "" {
+		s.writeError(w, r, &Error{Code: CodeInvalidQuery, Detail: "from is required", Errors: []FieldError{{Parameter: "from", Rule: "required", Detail: "missing"}}})
+		return
+	}
+	var sides [2]*replay.Commit
+	for i, p := range [][2]string{{"from", fromRef}, {"to", toRef}} {
+		if err := refParam(p[0], p[1]); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if sides[i], err = s.st.Resolve(r.Context(), ctxID, p[1]); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	etag := etagFor(sides[1].ID, r, sides[0].ID.String())
+	if notModified(r, etag) {
+		s.respondRead(w, r, etag, nil, errNotModified{})
+		return
+	}
+	d, err := s.st.Diff(r.Context(), ctxID, sides[0], sides[1])
+	s.respondRead(w, r, etag, d, err)
+}
+
+// handleAudit is GET /v1/contexts/{ctx}/audit/{id}?format=json|markdown:
+// everything an answer rests on, with trust and sources.
+func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
+	id, err := idParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	format, err := enumQuery(r, "format", "json", "markdown")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctxID, _ := ctxParam(r)
+	s.readView(w, r, func(v *store.View) (any, error) {
+		if v.State.Artifact(id) == nil {
+			return nil, missingArtifact(id, v.Commit)
+		}
+		var dataErr error
+		rep, err := graph.Audit(v.State, id,
+			func(id string) graph.Trust { return v.Trust.Explain(v.State, id) },
+			func(a *graph.Artifact) json.RawMessage {
+				d, err := v.Data(a)
+				if err != nil && dataErr == nil {
+					dataErr = err
+				}
+				return d
+			},
+			graph.AuditMeta{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()})
+		if err != nil {
+			return nil, err
+		}
+		if dataErr != nil {
+			return nil, dataErr
+		}
+		if format == "markdown" {
+			return textBody{"text/markdown; charset=utf-8", rep.Markdown()}, nil
+		}
+		return rep, nil
+	})
+}
+
+// CommitView is a commit as the API shows it.
+type CommitView struct {
+	ID          hashing.Digest   `json:"id"`
+	Parents     []hashing.Digest `json:"parents"`
+	ContextHash hashing.Digest   `json:"context_hash"`
+	OpsHash     hashing.Digest   `json:"ops_hash"`
+	Author      string           `json:"author"`
+	Message     string           `json:"message"`
+	Time        string           `json:"time"`
+	Seq         uint64           `json:"seq"`
+	NumOps      int              `json:"num_ops"`
+	Artifacts   int              `json:"artifacts"`
+	Edges       int              `json:"edges"`
+	// Ops are the recorded ops (GET /commits/{commit} only).
+	Ops []graph.Op `json:"ops,omitempty"`
+}
+
+func commitView(c *replay.Commit) CommitView {
+	return CommitView{ID: c.ID, Parents: nonNil(c.Parents), ContextHash: c.ContextHash, OpsHash: c.OpsHash,
+		Author: c.Author, Message: c.Message, Time: c.Time, Seq: c.Seq, NumOps: c.NumOps, Artifacts: c.Artifacts, Edges: c.Edges}
+}
+
+// handleListCommits is GET /v1/contexts/{ctx}/commits: the first-parent
+// log from ?at= (default main), newest first, in cursor pages.
+func (s *Server) handleListCommits(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctxID, c, etag, ok := s.resolveAt(w, r, "at")
+	if !ok {
+		return
+	}
+	if cursor != "" {
+		d, err := hashing.ParseDigest(cursor)
+		if err == nil {
+			c, err = s.st.GetCommit(r.Context(), ctxID, d)
+		}
+		if err != nil {
+			s.writeError(w, r, &Error{Code: CodeInvalidQuery, Detail: "cursor does not name a commit of this context",
+				Errors: []FieldError{{Parameter: "cursor", Rule: "cursor", Detail: "unknown commit"}}})
+			return
+		}
+	}
+	log, err := s.st.Log(r.Context(), ctxID, c, limit+1)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := page[CommitView]{Items: make([]CommitView, 0, len(log))}
+	for i, lc := range log {
+		if i == limit {
+			out.NextCursor = encodeCursor(lc.ID.String())
+			break
+		}
+		out.Items = append(out.Items, commitView(lc))
+	}
+	s.respondRead(w, r, etag, out, nil)
+}
+
+// handleGetCommit is GET /v1/contexts/{ctx}/commits/{commit}: one commit
+// (by id, unique prefix or branch) with its recorded ops.
+func (s *Server) handleGetCommit(w http.ResponseWriter, r *http.Request) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ref, err := urlParam(r, "commit")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := refParam("commit", ref); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := s.st.Resolve(r.Context(), ctxID, ref)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	etag := etagFor(c.ID, r, "")
+	if notModified(r, etag) {
+		s.respondRead(w, r, etag, nil, errNotModified{})
+		return
+	}
+	ops, err := s.st.Ops(r.Context(), ctxID, c)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cv := commitView(c)
+	cv.Ops = nonNil(ops)
+	s.respondRead(w, r, etag, cv, nil)
+}

@@ -1,0 +1,299 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/store"
+)
+
+// ---- branches ----
+
+// handleListBranches is GET /v1/contexts/{ctx}/branches.
+func (s *Server) handleListBranches(w http.ResponseWriter, r *http.Request) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	bs, err := s.st.Branches(r.Context(), ctxID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeTagged(w, r, map[string]any{"branches": nonNil(bs)})
+}
+
+// branchRequest is the body of POST /v1/contexts/{ctx}/branches.
+type branchRequest struct {
+	Name string `json:"name"`
+	At   string `json:"at"`
+}
+
+// handleCreateBranch is POST /v1/contexts/{ctx}/branches: a new branch at
+// any commit (at: id, unique prefix or branch; default main).
+func (s *Server) handleCreateBranch(w http.ResponseWriter, r *http.Request) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in branchRequest
+	if _, err := s.decodeJSON(w, r, "branch", &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := store.ValidateBranch(in.Name); err != nil {
+		s.writeError(w, r, &Error{Code: CodeValidation, Detail: stripSentinel(err), Errors: []FieldError{{Pointer: "/name", Rule: "pattern", Detail: "bad branch name"}}})
+		return
+	}
+	if err := refParam("at", in.At); err != nil {
+		s.writeError(w, r, pointTo(err, "/at"))
+		return
+	}
+	c, err := s.st.Resolve(r.Context(), ctxID, in.At)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.st.CreateBranch(r.Context(), ctxID, in.Name, c.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/contexts/"+ctxID+"/branches/"+pathEscape(in.Name))
+	s.writeJSON(w, r, http.StatusCreated, store.Branch{Name: in.Name, Head: c.ID})
+}
+
+// pointTo moves a query-parameter problem to a body pointer.
+func pointTo(err error, ptr string) error {
+	if e, ok := err.(*Error); ok {
+		for i := range e.Errors {
+			e.Errors[i].Parameter, e.Errors[i].Pointer = "", ptr
+		}
+		if e.Code == CodeInvalidRef {
+			e.Code = CodeValidation
+		}
+	}
+	return err
+}
+
+// resetRequest is the body of POST .../branches/{branch}/reset.
+type resetRequest struct {
+	To     string `json:"to"`
+	Parent string `json:"parent"`
+}
+
+// handleResetBranch is POST /v1/contexts/{ctx}/branches/{branch}/reset:
+// move a branch to any commit (checkout or rollback). parent (or If-Match)
+// must name the current head when given. The commits left behind stay
+// readable by id.
+func (s *Server) handleResetBranch(w http.ResponseWriter, r *http.Request) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	branch, err := urlParam(r, "branch")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in resetRequest
+	if _, err := s.decodeJSON(w, r, "reset", &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	parent, err := parseParent(r, in.Parent)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if store.ValidateBranch(branch) != nil {
+		s.writeError(w, r, errorf(CodeNotFound, "no branch %q", branch))
+		return
+	}
+	if err := refParam("to", in.To); err != nil {
+		s.writeError(w, r, pointTo(err, "/to"))
+		return
+	}
+	to, err := s.st.Resolve(r.Context(), ctxID, in.To)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	bs, err := s.st.Branches(r.Context(), ctxID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var prev *hashing.Digest
+	for _, b := range bs {
+		if b.Name == branch {
+			prev = &b.Head
+		}
+	}
+	if prev == nil {
+		s.writeError(w, r, errorf(CodeNotFound, "no branch %q in context %q", branch, ctxID))
+		return
+	}
+	// The store has no compare-and-set reset: this check narrows, but does
+	// not close, the window for a commit landing in between.
+	if parent != nil && *parent != *prev {
+		s.writeError(w, r, &Error{Code: CodeStaleParent, Detail: fmt.Sprintf("parent %s is not the head of %q", parent.Short(), branch), Extra: map[string]any{"head": *prev}})
+		return
+	}
+	if err := s.st.ResetBranch(r.Context(), ctxID, branch, to.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]any{"name": branch, "head": to.ID, "previous": *prev})
+}
+
+// writeTagged writes a JSON value with an ETag of its bytes.
+func (s *Server) writeTagged(w http.ResponseWriter, r *http.Request, v any) {
+	raw, err := marshal(v)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	etag := `"` + strconv.FormatUint(xxhash.Sum64(raw), 16) + `"`
+	if notModified(r, etag) {
+		s.respondRead(w, r, etag, nil, errNotModified{})
+		return
+	}
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(raw)
+}
+
+// ---- types ----
+
+// handleListTypes is GET /v1/types: built-in and user types with their
+// schemas and roles.
+func (s *Server) handleListTypes(w http.ResponseWriter, r *http.Request) {
+	s.writeTagged(w, r, map[string]any{"types": s.types.List(), "relations": relationsView()})
+}
+
+func relationsView() []map[string]any {
+	rels := graph.DefaultRelations()
+	out := make([]map[string]any, 0, len(rels))
+	for _, n := range rels.Names() {
+		out = append(out, map[string]any{"name": n, "depends": rels.Depends(n)})
+	}
+	return out
+}
+
+// handleGetType is GET /v1/types/{name}.
+func (s *Server) handleGetType(w http.ResponseWriter, r *http.Request) {
+	name, err := urlParam(r, "name")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rec, ok := s.types.Get(name)
+	if !ok {
+		s.writeError(w, r, errorf(CodeNotFound, "no type %q", name))
+		return
+	}
+	s.writeTagged(w, r, rec)
+}
+
+// typeRequest is the body of PUT /v1/types/{name}.
+type typeRequest struct {
+	Role        graph.Role      `json:"role"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+}
+
+// handlePutType is PUT /v1/types/{name}: register a user type (201) or
+// update its schema (200; the version goes up when the schema or
+// description changed). The schema must compile as draft 2020-12 and may
+// not reference anything outside itself.
+func (s *Server) handlePutType(w http.ResponseWriter, r *http.Request) {
+	name, err := urlParam(r, "name")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in typeRequest
+	if _, err := s.decodeJSON(w, r, "type", &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rec, changed, err := s.types.Put(r.Context(), s.st, name, in.Role, in.Description, in.Schema)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if changed && rec.Version == 1 {
+		status = http.StatusCreated
+	}
+	s.writeJSON(w, r, status, rec)
+}
+
+// ---- blobs ----
+
+// handlePutBlob is POST /v1/blobs: raw bytes of any content type, stored
+// by SHA-256 (201, or 200 when already stored).
+func (s *Server) handlePutBlob(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, s.maxBlob)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	d := hashing.Sum(body)
+	had, err := s.st.HasBlob(r.Context(), d)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !had {
+		if _, err := s.st.PutBlob(r.Context(), body); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	status := http.StatusCreated
+	if had {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/v1/blobs/"+d.String())
+	s.writeJSON(w, r, status, map[string]any{"digest": d, "size": len(body)})
+}
+
+// handleGetBlob is GET /v1/blobs/{digest}.
+func (s *Server) handleGetBlob(w http.ResponseWriter, r *http.Request) {
+	raw, err := urlParam(r, "digest")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	d, err := hashing.ParseDigest(raw)
+	if err != nil {
+		s.writeError(w, r, errorf(CodeNotFound, "no blob %q (blobs are named sha256:<64 lower-case hex digits>)", raw))
+		return
+	}
+	etag := `"` + d.Hex() + `"`
+	if notModified(r, etag) {
+		s.respondRead(w, r, etag, nil, errNotModified{})
+		return
+	}
+	b, err := s.st.GetBlob(r.Context(), d)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	h.Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,448 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/gate/fetch"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/store"
+)
+
+// DefaultMaxBodyBytes is the default limit of a JSON request body (8 MiB).
+const DefaultMaxBodyBytes = 8 << 20
+
+// DefaultMaxBlobBytes is the default limit of a blob upload (64 MiB).
+const DefaultMaxBlobBytes = 64 << 20
+
+// Options configure New.
+type Options struct {
+	// Store is the repository served. Required.
+	Store *store.Store
+	// Types is the type registry. Pass the registry whose RoleOf the store
+	// was opened with (store.Options.Roles), already loaded, so that user
+	// types count in trust. When nil, New makes one and loads it from Store;
+	// user types then count in reads but the store's trust treats them as
+	// unknown, so use nil only in tests of built-in types.
+	Types *Registry
+	// Logger receives request logs and internal errors; slog.Default() when
+	// nil.
+	Logger *slog.Logger
+	// Tokens enables bearer-token authorization; nil or empty leaves the
+	// API open (serve then binds loopback only).
+	Tokens *Tokens
+	// MaxBodyBytes limits JSON request bodies (DefaultMaxBodyBytes when 0).
+	MaxBodyBytes int64
+	// MaxBlobBytes limits blob uploads (DefaultMaxBlobBytes when 0).
+	MaxBlobBytes int64
+	// UI, when set, is mounted at "/" (the web package's browser UI). It
+	// does its own authentication (a browser sends no bearer header): build
+	// it with Tokens.ReadsAll when tokens are configured.
+	UI http.Handler
+	// Ready, when set, adds a readiness condition to /readyz.
+	Ready func(ctx context.Context) error
+
+	// AllowFetch lets POST .../fetches with "perform": true make the
+	// server fetch a URL itself (serve --allow-fetch). Off by default.
+	AllowFetch bool
+	// Fetcher performs those fetches; when nil and AllowFetch is set, a
+	// gate/fetch Fetcher with the default address policy (public
+	// addresses only) and limits.
+	Fetcher Fetcher
+	// Render, when set, renders UNKNOWN extraction.script_shell verdicts in
+	// a browser and classifies the rendered page (serve --render).
+	Render Renderer
+	// Sanitize tunes tool-result sanitising (POST .../tool-results); the
+	// zero value is gate.DefaultSanitizeOptions.
+	Sanitize gate.SanitizeOptions
+	// Clock gives the outbox its time (leases, created_at); time.Now when
+	// nil. It never reaches a fetch verdict.
+	Clock func() time.Time
+}
+
+// Server is the artifactd HTTP API. It implements http.Handler. Its
+// exported methods are the Go API the HTTP handlers use (and the demo and
+// the gate's endpoints reuse). Methods are safe for concurrent use.
+type Server struct {
+	st      *store.Store
+	types   *Registry
+	log     *slog.Logger
+	tokens  *Tokens
+	maxBody int64
+	maxBlob int64
+	ready   func(ctx context.Context) error
+	metrics *metrics
+	router  chi.Router
+	panics  atomic.Int64
+
+	allowFetch bool
+	fetcher    Fetcher
+	render     Renderer
+	sanitize   gate.SanitizeOptions
+	clock      func() time.Time
+}
+
+// New returns the API handler for opts.Store.
+func New(opts Options) *Server {
+	s := &Server{
+		st:      opts.Store,
+		types:   opts.Types,
+		log:     opts.Logger,
+		tokens:  opts.Tokens,
+		maxBody: opts.MaxBodyBytes,
+		maxBlob: opts.MaxBlobBytes,
+		ready:   opts.Ready,
+		metrics: newMetrics(),
+
+		allowFetch: opts.AllowFetch,
+		fetcher:    opts.Fetcher,
+		render:     opts.Render,
+		sanitize:   opts.Sanitize,
+		clock:      opts.Clock,
+	}
+	if s.allowFetch && s.fetcher == nil {
+		s.fetcher = fetch.New(fetch.Options{})
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.maxBlob <= 0 {
+		s.maxBlob = DefaultMaxBlobBytes
+	}
+	if s.types == nil {
+		s.types = NewRegistry()
+		if err := s.types.Load(context.Background(), s.st); err != nil {
+			s.log.Error("load type registry", "err", err)
+		}
+	}
+	s.router = s.newRouter(opts.UI)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// Router returns the chi router (tests walk its routes).
+func (s *Server) Router() chi.Routes { return s.router }
+
+// Types returns the type registry.
+func (s *Server) Types() *Registry { return s.types }
+
+// Panics returns how many handler panics the recover middleware caught.
+func (s *Server) Panics() int64 { return s.panics.Load() }
+
+// route is one API route: the handler, the scope it needs, and what the
+// OpenAPI document says about it.
+type route struct {
+	method, pattern string
+	handler         http.HandlerFunc
+	// scope is the token scope needed; ScopeNone routes are public.
+	scope Scope
+	// on says where the scope applies: "ctx" (the {ctx} parameter), ""
+	// (any context) or "*" (every context).
+	on  string
+	doc opDoc
+}
+
+// routes lists every route of the API in one place.
+func (s *Server) routes() []route {
+	return []route{
+		// Operations.
+		{"GET", "/healthz", s.handleHealthz, ScopeNone, "", docHealthz},               // liveness: the process serves HTTP
+		{"GET", "/readyz", s.handleReadyz, ScopeNone, "", docReadyz},                  // readiness: store open, types loaded
+		{"GET", "/metrics", s.handleMetrics, ScopeNone, "", docMetrics},               // Prometheus text counters
+		{"GET", "/openapi.json", s.handleOpenAPI, ScopeNone, "", docOpenAPI},          // this API as OpenAPI 3.1
+		{"GET", "/v1/contexts", s.handleListContexts, ScopeRead, "", docListContexts}, // contexts the token may read
+		{"POST", "/v1/contexts", s.handleCreateContext, ScopeWrite, "", docCreateContext},
+		// Contexts.
+		{"GET", "/v1/contexts/{ctx}", s.handleDescribeContext, ScopeRead, "ctx", docDescribeContext}, // branches, head, hash, counts, trust summary
+		// Commits: history and the general write.
+		{"POST", "/v1/contexts/{ctx}/commits", s.handleCommit, ScopeWrite, "ctx", docCommit},         // one atomic commit of ops
+		{"GET", "/v1/contexts/{ctx}/commits", s.handleListCommits, ScopeRead, "ctx", docListCommits}, // first-parent log, newest first
+		{"GET", "/v1/contexts/{ctx}/commits/{commit}", s.handleGetCommit, ScopeRead, "ctx", docGetCommit},
+		// Artifacts.
+		{"POST", "/v1/contexts/{ctx}/artifacts", s.handlePutArtifact, ScopeWrite, "ctx", docPutArtifact},    // the one-call write: artifact + edges
+		{"GET", "/v1/contexts/{ctx}/artifacts", s.handleListArtifacts, ScopeRead, "ctx", docListArtifacts},  // ?type= filter, cursor pages
+		{"GET", "/v1/contexts/{ctx}/artifacts/{id}", s.handleGetArtifact, ScopeRead, "ctx", docGetArtifact}, // with data and trust
+		{"GET", "/v1/contexts/{ctx}/artifacts/{id}/history", s.handleHistory, ScopeRead, "ctx", docHistory},
+		{"GET", "/v1/contexts/{ctx}/artifacts/{id}/related", s.handleRelated, ScopeRead, "ctx", docRelated},
+		{"GET", "/v1/contexts/{ctx}/artifacts/{id}/provenance", s.handleProvenance, ScopeRead, "ctx", docProvenance}, // json, mermaid or dot
+		// State, trust and reports.
+		{"GET", "/v1/contexts/{ctx}/edges", s.handleListEdges, ScopeRead, "ctx", docListEdges},
+		{"GET", "/v1/contexts/{ctx}/state", s.handleState, ScopeRead, "ctx", docState}, // streamed export, enough to recompute the hash
+		{"GET", "/v1/contexts/{ctx}/hash", s.handleHash, ScopeRead, "ctx", docHash},
+		{"GET", "/v1/contexts/{ctx}/quarantine", s.handleQuarantine, ScopeRead, "ctx", docQuarantine},
+		{"GET", "/v1/contexts/{ctx}/diff", s.handleDiff, ScopeRead, "ctx", docDiff},
+		{"GET", "/v1/contexts/{ctx}/audit/{id}", s.handleAudit, ScopeRead, "ctx", docAudit}, // json or markdown
+		// Branches.
+		{"GET", "/v1/contexts/{ctx}/branches", s.handleListBranches, ScopeRead, "ctx", docListBranches},
+		{"POST", "/v1/contexts/{ctx}/branches", s.handleCreateBranch, ScopeWrite, "ctx", docCreateBranch},              // from any commit
+		{"POST", "/v1/contexts/{ctx}/branches/{branch}/reset", s.handleResetBranch, ScopeAdmin, "ctx", docResetBranch}, // checkout / rollback
+		{"POST", "/v1/contexts/{ctx}/merge", s.handleMerge, ScopeWrite, "ctx", docMerge},                               // three-way, all conflicts at once
+		// The gate: the server classifies fetch evidence (or fetches) and
+		// sanitises tool results.
+		{"POST", "/v1/contexts/{ctx}/fetches", s.handleFetch, ScopeWrite, "ctx", docFetch},                // evidence → fetch_verdict with receipt
+		{"POST", "/v1/contexts/{ctx}/tool-results", s.handleToolResult, ScopeWrite, "ctx", docToolResult}, // → tool_error / tool_output
+		// The outbox: effects as state, claimed with leases.
+		{"POST", "/v1/contexts/{ctx}/effects", s.handleCreateEffect, ScopeWrite, "ctx", docCreateEffect}, // idempotent by key
+		{"GET", "/v1/contexts/{ctx}/effects", s.handleListEffects, ScopeRead, "ctx", docListEffects},     // ?status=
+		{"POST", "/v1/contexts/{ctx}/effects/claim", s.handleClaimEffects, ScopeWrite, "ctx", docClaimEffects},
+		{"POST", "/v1/contexts/{ctx}/effects/{id}/complete", s.handleCompleteEffect, ScopeWrite, "ctx", docCompleteEffect},
+		{"POST", "/v1/contexts/{ctx}/effects/{id}/fail", s.handleFailEffect, ScopeWrite, "ctx", docFailEffect},
+		// Type registry.
+		{"GET", "/v1/types", s.handleListTypes, ScopeRead, "", docListTypes},
+		{"GET", "/v1/types/{name}", s.handleGetType, ScopeRead, "", docGetType},
+		{"PUT", "/v1/types/{name}", s.handlePutType, ScopeAdmin, "*", docPutType}, // global: admin on "*"
+		// Blobs: raw bytes by sha256.
+		{"POST", "/v1/blobs", s.handlePutBlob, ScopeWrite, "", docPutBlob},
+		{"GET", "/v1/blobs/{digest}", s.handleGetBlob, ScopeRead, "", docGetBlob},
+	}
+}
+
+func (s *Server) newRouter(ui http.Handler) chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.recoverer, s.logRequests)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errorf(CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		var allowed []string
+		for _, m := range []string{"GET", "POST", "PUT"} {
+			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+				allowed = append(allowed, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		s.writeError(w, req, errorf(CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", req.Method, req.URL.Path, strings.Join(allowed, ", ")))
+	})
+	for _, rt := range s.routes() {
+		r.Method(rt.method, rt.pattern, s.guard(rt))
+	}
+	if ui != nil {
+		r.Handle("/v1/*", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.writeError(w, r, errorf(CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+		}))
+		r.Mount("/", ui)
+	}
+	return r
+}
+
+// guard wraps a handler with its authorization check.
+func (s *Server) guard(rt route) http.HandlerFunc {
+	if rt.scope == ScopeNone {
+		return rt.handler
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		on := rt.on
+		if on == "ctx" {
+			// Authenticate first (401), then refuse what cannot name a
+			// context (404) before checking grants on it.
+			if _, err := s.authenticate(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			id, err := ctxParam(r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			on = id
+		}
+		if err := s.authorize(r, rt.scope, on); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		rt.handler(w, r)
+	}
+}
+
+// recoverer turns a handler panic into a logged 500 problem. Tests assert
+// that it never fires (Server.Panics).
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ww, ok := w.(middleware.WrapResponseWriter)
+		if !ok {
+			ww = middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		}
+		defer func() {
+			rec := recover()
+			if rec == nil {
+				return
+			}
+			if rec == http.ErrAbortHandler {
+				panic(rec)
+			}
+			s.panics.Add(1)
+			s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", rec, "stack", string(debug.Stack()))
+			if ww.Status() == 0 {
+				s.writeError(ww, r, &Error{Code: CodeInternal})
+			}
+		}()
+		next.ServeHTTP(ww, r)
+	})
+}
+
+// logRequests logs one line per request and counts it.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ww, ok := w.(middleware.WrapResponseWriter)
+		if !ok {
+			ww = middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		}
+		next.ServeHTTP(ww, r)
+		d := time.Since(start)
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		s.metrics.request(status, d)
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", status), slog.Int("bytes", ww.BytesWritten()),
+			slog.Duration("duration", d), slog.String("remote", r.RemoteAddr))
+	})
+}
+
+// marshal encodes v as JSON without HTML escaping, so that canonical JSON
+// held in json.RawMessage fields (artifact data, edge attrs) is written
+// byte for byte and its content hash can be checked on the bytes received.
+// The result ends with a newline.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeJSON writes v as a JSON response.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	raw, err := marshal(v)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(raw)
+}
+
+// textBody is a non-JSON response of a read (Mermaid, DOT, Markdown).
+type textBody struct {
+	contentType string
+	text        string
+}
+
+// etagFor is the ETag of a read: xxhash of the commit it reflects and the
+// request's path and query. A new commit or a different query gives a new
+// tag; the same read at the same commit gives the same one.
+func etagFor(commit hashing.Digest, r *http.Request, salt string) string {
+	h := xxhash.New()
+	_, _ = h.Write(commit[:])
+	_, _ = h.WriteString(salt)
+	_, _ = h.WriteString(r.URL.Path)
+	_, _ = h.WriteString("?")
+	_, _ = h.WriteString(r.URL.RawQuery)
+	return `"` + strconv.FormatUint(h.Sum64(), 16) + `"`
+}
+
+// notModified reports whether If-None-Match names etag (or is "*").
+func notModified(r *http.Request, etag string) bool {
+	inm := r.Header.Get("If-None-Match")
+	if inm == "" {
+		return false
+	}
+	for _, t := range strings.Split(inm, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// errNotModified ends a read whose ETag matched.
+type errNotModified struct{}
+
+func (errNotModified) Error() string { return "not modified" }
+
+// readView runs fn on the state at ?at= of context {ctx}. It sets the
+// ETag from the view's commit and answers 304 when If-None-Match matches
+// (without running fn). fn runs under the store's read lock for a branch
+// head, so it must not block; what it returns (a JSON value or a textBody)
+// is written after the lock is released.
+func (s *Server) readView(w http.ResponseWriter, r *http.Request, fn func(v *store.View) (any, error)) {
+	s.readViewSalted(w, r, "", fn)
+}
+
+// readViewSalted is readView with extra ETag input, for responses that
+// depend on more than the viewed commit.
+func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt string, fn func(v *store.View) (any, error)) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	at := r.URL.Query().Get("at")
+	if err := refParam("at", at); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var out any
+	var etag string
+	err = s.st.Read(r.Context(), ctxID, at, func(v *store.View) error {
+		etag = etagFor(v.Commit.ID, r, salt)
+		if notModified(r, etag) {
+			return errNotModified{}
+		}
+		var ferr error
+		out, ferr = fn(v)
+		return ferr
+	})
+	s.respondRead(w, r, etag, out, err)
+}
+
+// respondRead writes the outcome of a read.
+func (s *Server) respondRead(w http.ResponseWriter, r *http.Request, etag string, out any, err error) {
+	if _, ok := err.(errNotModified); ok {
+		w.Header().Set("ETag", etag)
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if etag != "" {
+		w.Header().Set("ETag", etag)
+	}
+	if tb, ok := out.(textBody); ok {
+		w.Header().Set("Content-Type", tb.contentType)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(tb.text))
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+}

@@ -1,0 +1,934 @@
+package replay
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+)
+
+// Errors of a merge.
+var (
+	// ErrConflict marks a merge refused because of unresolved conflicts;
+	// the error is a *ConflictError listing every one of them.
+	ErrConflict = errors.New("merge conflict")
+	// ErrResolution marks a resolution that cannot settle its conflict
+	// (an unknown choice, a value for a cycle, data that is not a JSON
+	// object).
+	ErrResolution = errors.New("invalid resolution")
+	// ErrNoMergeBase marks two commits that share no ancestor.
+	ErrNoMergeBase = errors.New("no merge base")
+)
+
+// ---- merge base ----
+
+// MergeBase returns the best common ancestor of commits a and b: among
+// their common ancestors, the one with the highest Seq (which no other
+// common ancestor descends from), the smaller id on a tie. It walks back
+// from both commits in descending Seq order and stops at the first commit
+// reached from both, so it reads only the commits since the base. Errors:
+// ErrNoMergeBase, or a *ChainError for a missing or misordered commit.
+func MergeBase(ctx context.Context, src Source, a, b hashing.Digest) (*Commit, error) {
+	const fromA, fromB = 1, 2
+	flags := map[hashing.Digest]uint8{}
+	q := &commitQueue{}
+	push := func(id hashing.Digest, flag uint8, child *Commit) error {
+		if old, seen := flags[id]; seen {
+			flags[id] = old | flag
+			return nil
+		}
+		c, err := src.GetCommit(ctx, id)
+		if err != nil {
+			return &ChainError{Commit: id, Reason: "cannot read the commit: " + err.Error(), Err: err}
+		}
+		if child != nil && c.Seq >= child.Seq {
+			return &ChainError{Commit: child.ID, Seq: child.Seq, Reason: fmt.Sprintf("parent %s has seq %d, not below %d", id.Short(), c.Seq, child.Seq)}
+		}
+		flags[id] = flag
+		heap.Push(q, c)
+		return nil
+	}
+	if err := push(a, fromA, nil); err != nil {
+		return nil, err
+	}
+	if err := push(b, fromB, nil); err != nil {
+		return nil, err
+	}
+	for q.Len() > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c := heap.Pop(q).(*Commit)
+		f := flags[c.ID]
+		if f == fromA|fromB {
+			return c, nil
+		}
+		for _, p := range c.Parents {
+			if err := push(p, f, c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return nil, fmt.Errorf("%w: %s and %s share no ancestor", ErrNoMergeBase, a.Short(), b.Short())
+}
+
+// commitQueue pops the highest Seq first, the smaller id on a tie.
+type commitQueue []*Commit
+
+func (q commitQueue) Len() int { return len(q) }
+func (q commitQueue) Less(i, j int) bool {
+	if q[i].Seq != q[j].Seq {
+		return q[i].Seq > q[j].Seq
+	}
+	return bytes.Compare(q[i].ID[:], q[j].ID[:]) < 0
+}
+func (q commitQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *commitQueue) Push(x any)   { *q = append(*q, x.(*Commit)) }
+func (q *commitQueue) Pop() any {
+	old := *q
+	c := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return c
+}
+
+// MergeKind says what merging theirs into ours amounts to.
+type MergeKind string
+
+// The kinds of merge.
+const (
+	// MergeUpToDate: theirs is ours or one of its ancestors (it has no
+	// change since the base); nothing to do.
+	MergeUpToDate MergeKind = "up_to_date"
+	// MergeFastForward: ours is an ancestor of theirs; ours' branch moves
+	// to theirs, no merge commit.
+	MergeFastForward MergeKind = "fast_forward"
+	// MergeThreeWay: both sides changed since the base; a merge commit with
+	// parents ours and theirs records the merged ops.
+	MergeThreeWay MergeKind = "merge"
+)
+
+// MergeSetup is the commit-level answer to "merge theirs into ours".
+type MergeSetup struct {
+	Kind   MergeKind
+	Base   *Commit
+	Ours   *Commit
+	Theirs *Commit
+}
+
+// PrepareMerge reads ours, theirs and their merge base and classifies the
+// merge. Errors are MergeBase's.
+func PrepareMerge(ctx context.Context, src Source, ours, theirs hashing.Digest) (*MergeSetup, error) {
+	o, err := src.GetCommit(ctx, ours)
+	if err != nil {
+		return nil, &ChainError{Commit: ours, Reason: "cannot read the commit: " + err.Error(), Err: err}
+	}
+	t, err := src.GetCommit(ctx, theirs)
+	if err != nil {
+		return nil, &ChainError{Commit: theirs, Reason: "cannot read the commit: " + err.Error(), Err: err}
+	}
+	base, err := MergeBase(ctx, src, ours, theirs)
+	if err != nil {
+		return nil, err
+	}
+	ms := &MergeSetup{Kind: MergeThreeWay, Base: base, Ours: o, Theirs: t}
+	switch base.ID {
+	case theirs:
+		ms.Kind = MergeUpToDate
+	case ours:
+		ms.Kind = MergeFastForward
+	}
+	return ms, nil
+}
+
+// ---- conflicts and resolutions ----
+
+// ConflictKind names what two sides of a merge disagree about.
+type ConflictKind string
+
+// The kinds of conflict.
+const (
+	// ConflictEditEdit: both sides changed (or both added) one artifact,
+	// differently.
+	ConflictEditEdit ConflictKind = "edit_edit"
+	// ConflictDeleteEdit: one side deleted an artifact the other changed.
+	ConflictDeleteEdit ConflictKind = "delete_edit"
+	// ConflictEdgeAttrs: both sides have an edge, with different attrs.
+	ConflictEdgeAttrs ConflictKind = "edge_attrs"
+	// ConflictEdgeDeleteEdit: one side removed an edge whose attrs the
+	// other changed.
+	ConflictEdgeDeleteEdit ConflictKind = "edge_delete_edit"
+	// ConflictDanglingEdge: one side deleted an artifact that edges of the
+	// other side still point to or from.
+	ConflictDanglingEdge ConflictKind = "dangling_edge"
+	// ConflictCycle: the merged dependency edges close a cycle, though
+	// each side alone is acyclic.
+	ConflictCycle ConflictKind = "cycle"
+)
+
+// EdgeSide is an edge as one side of a merge has it.
+type EdgeSide struct {
+	Attrs json.RawMessage `json:"attrs,omitempty"`
+}
+
+// Conflict is one disagreement of a merge, with what the base and each
+// side have. Key identifies it for a Resolution: the artifact id for
+// edit_edit, delete_edit and dangling_edge; "edge:" + "from -rel-> to" for
+// edge conflicts; "cycle:" + the edge that closes the cycle.
+type Conflict struct {
+	Key  string       `json:"key"`
+	Kind ConflictKind `json:"kind"`
+	// ID is the artifact of an artifact or dangling_edge conflict.
+	ID string `json:"id,omitempty"`
+	// Edge is the edge of an edge or cycle conflict.
+	Edge *graph.EdgeKey `json:"edge,omitempty"`
+	// Base, Ours and Theirs are the artifact on each side (nil where
+	// absent).
+	Base   *ArtifactVersion `json:"base,omitempty"`
+	Ours   *ArtifactVersion `json:"ours,omitempty"`
+	Theirs *ArtifactVersion `json:"theirs,omitempty"`
+	// BaseEdge, OursEdge and TheirsEdge are the edge on each side (nil
+	// where absent).
+	BaseEdge   *EdgeSide `json:"base_edge,omitempty"`
+	OursEdge   *EdgeSide `json:"ours_edge,omitempty"`
+	TheirsEdge *EdgeSide `json:"theirs_edge,omitempty"`
+	// DeletedBy ("ours" or "theirs") is the side that deleted the artifact
+	// of a dangling_edge conflict; Edges are the other side's edges that
+	// would lose an end.
+	DeletedBy string          `json:"deleted_by,omitempty"`
+	Edges     []graph.EdgeKey `json:"edges,omitempty"`
+	// Cycle lists the ids around a cycle, first and last the same.
+	Cycle []string `json:"cycle,omitempty"`
+	// Detail says it in a sentence.
+	Detail string `json:"detail"`
+}
+
+// ConflictError lists every unresolved conflict of a merge, sorted by key.
+type ConflictError struct {
+	Conflicts []Conflict
+}
+
+func (e *ConflictError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d merge conflict(s)", len(e.Conflicts))
+	for i, c := range e.Conflicts {
+		if i == 5 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Conflicts)-5)
+			break
+		}
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%s (%s)", sep, c.Key, c.Kind)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrConflict.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// The choices of a Resolution.
+const (
+	TakeOurs   = "ours"
+	TakeTheirs = "theirs"
+)
+
+// Resolution settles one conflict: Take "ours" or "theirs" keeps that
+// side's version of everything the conflict is about; a Value replaces it.
+// For an artifact (edit_edit, delete_edit, dangling_edge) Value is the new
+// data object, written as a new version above both sides' with Type and
+// ProducedBy (ours' when empty, else theirs'); for an edge conflict it is
+// the attrs object of the merged edge. A cycle takes no Value: "ours"
+// drops the edge from theirs that closes it, "theirs" keeps that edge and
+// drops ours' edges along the cycle that theirs lacks.
+type Resolution struct {
+	Take       string          `json:"take,omitempty"`
+	Value      json.RawMessage `json:"value,omitempty"`
+	Type       string          `json:"type,omitempty"`
+	ProducedBy string          `json:"produced_by,omitempty"`
+}
+
+// ---- the merge ----
+
+// MergePlan is the outcome of a conflict-free (or fully resolved) merge:
+// the ops to commit on ours, with theirs' head as the extra parent.
+type MergePlan struct {
+	// Ops are the merged changes in a fixed order (unlinks, deletes, puts,
+	// links; each sorted) with explicit versions; puts of resolved values
+	// carry Data, puts taken from theirs carry theirs' Data when it was
+	// loaded (its content hash always).
+	Ops []graph.Op `json:"ops"`
+	// Resolved lists the conflicts the resolutions settled, sorted by key.
+	Resolved []Conflict `json:"resolved"`
+	// Unused lists resolution keys that matched no conflict, sorted.
+	Unused []string `json:"unused,omitempty"`
+	// ContextHash is the hash of the merged state.
+	ContextHash hashing.Digest `json:"context_hash"`
+	// State is the merged state (ours with Ops applied).
+	State *graph.State `json:"-"`
+}
+
+// Merge merges theirs into ours against their merge base: a change made on
+// one side only is taken; the same change made on both sides (the same
+// type, content and producer, whatever the versions) is taken once; an
+// artifact changed differently on both sides, deleted on one side and
+// changed on the other, an edge whose attrs differ, edges of one side to an
+// artifact the other deleted, and merged dependency edges that close a
+// cycle are conflicts. Unless resolutions settle every conflict, Merge
+// returns a *ConflictError listing all of them and nothing else. It never
+// modifies its arguments and is deterministic: the same states and
+// resolutions give the same ops.
+//
+// Versions are explicit: an artifact taken from theirs keeps theirs'
+// version when it is above ours' last version (live or deleted), otherwise
+// it gets ours' last + 1; a resolved value gets the higher of both sides'
+// last versions + 1. A resolution that keeps one side of a delete_edit or
+// dangling_edge conflict with the artifact deleted drops the other side's
+// edges to it (and settles their edge conflicts). Errors: *ConflictError
+// (ErrConflict), ErrResolution.
+func Merge(base, ours, theirs *graph.State, resolutions map[string]Resolution) (*MergePlan, error) {
+	m := &merger{base: base, ours: ours, theirs: theirs, res: resolutions,
+		used:    map[string]bool{},
+		art:     map[string]*artOutcome{},
+		edge:    map[graph.EdgeKey]*edgeOutcome{},
+		pending: map[string]*Conflict{}}
+	m.mergeArtifacts()
+	m.mergeEdges()
+	m.checkDangling()
+	m.checkCycles()
+	if len(m.errs) > 0 {
+		return nil, errors.Join(m.errs...)
+	}
+	if len(m.pending) > 0 {
+		return nil, &ConflictError{Conflicts: sortedConflicts(m.pending)}
+	}
+	return m.plan()
+}
+
+// artOutcome is what the merge does to one artifact of ours.
+type artOutcome struct {
+	op *graph.Op // put or delete; nil keeps ours
+	// undecided marks an unresolved artifact conflict: present or absent.
+	undecided bool
+	// deletedBy is set ("ours"/"theirs") when the artifact ends absent
+	// because that side deleted it and the other did not touch it. An
+	// artifact that ends absent without it was deleted by a resolution,
+	// and its edges go with it.
+	deletedBy string
+}
+
+// edgeOutcome is what the merge does to one edge of ours.
+type edgeOutcome struct {
+	op        *graph.Op // link or unlink; nil keeps ours
+	undecided bool
+	conflict  string // key of its unresolved edge conflict
+}
+
+type merger struct {
+	base, ours, theirs *graph.State
+	res                map[string]Resolution
+	used               map[string]bool
+	art                map[string]*artOutcome
+	edge               map[graph.EdgeKey]*edgeOutcome
+	pending            map[string]*Conflict
+	resolved           []Conflict
+	errs               []error
+	// added holds, per source id, the dependency edges the merge may add
+	// to ours (set by checkCycles).
+	added map[string][]graph.EdgeKey
+}
+
+// resolution returns the resolution for key, marking it used.
+func (m *merger) resolution(key string) (Resolution, bool) {
+	r, ok := m.res[key]
+	if ok {
+		m.used[key] = true
+	}
+	return r, ok
+}
+
+func (m *merger) badResolution(key, format string, a ...any) {
+	m.errs = append(m.errs, fmt.Errorf("%w for %q: %s", ErrResolution, key, fmt.Sprintf(format, a...)))
+}
+
+func sameArtifact(a, b *graph.Artifact) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return sameArtifactMeta(a, b)
+}
+
+func sameEdge(a, b *graph.Edge) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return bytes.Equal(a.Attrs, b.Attrs)
+}
+
+func unionIDs(states ...*graph.State) []string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, s := range states {
+		for _, id := range s.ArtifactIDs() {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// takeTheirs returns the op that makes ours' artifact id equal theirs'.
+func (m *merger) takeTheirs(id string, t *graph.Artifact) *graph.Op {
+	if t == nil {
+		return &graph.Op{Op: graph.OpDelete, ID: id}
+	}
+	v := t.Version
+	if last := m.ours.LastVersion(id); v <= last {
+		v = last + 1
+	}
+	return &graph.Op{Op: graph.OpPut, ID: id, Type: t.Type, Version: v, ContentHash: t.ContentHash, ProducedBy: t.ProducedBy, Data: t.Data}
+}
+
+// valueOp returns the put of a resolved value for artifact id.
+func (m *merger) valueOp(key, id string, r Resolution, o, t *graph.Artifact) *graph.Op {
+	data, err := hashing.CanonicalizeObject(r.Value)
+	if err != nil {
+		m.badResolution(key, "value must be a JSON object: %v", err)
+		return nil
+	}
+	typ, by := r.Type, r.ProducedBy
+	for _, a := range []*graph.Artifact{o, t} {
+		if a != nil && typ == "" {
+			typ = a.Type
+		}
+		if a != nil && by == "" {
+			by = a.ProducedBy
+		}
+	}
+	if typ == "" {
+		m.badResolution(key, "a value for an artifact neither side has needs a type")
+		return nil
+	}
+	v := max(m.ours.LastVersion(id), m.theirs.LastVersion(id)) + 1
+	return &graph.Op{Op: graph.OpPut, ID: id, Type: typ, Version: v, ContentHash: hashing.ContentHash(data), ProducedBy: by, Data: data}
+}
+
+func (m *merger) mergeArtifacts() {
+	for _, id := range unionIDs(m.base, m.ours, m.theirs) {
+		b, o, t := m.base.Artifact(id), m.ours.Artifact(id), m.theirs.Artifact(id)
+		switch {
+		case sameArtifact(o, t):
+			continue // the same on both sides
+		case sameArtifact(t, b):
+			if o == nil {
+				m.art[id] = &artOutcome{deletedBy: TakeOurs} // only ours deleted it
+			}
+			continue
+		case sameArtifact(o, b):
+			out := &artOutcome{op: m.takeTheirs(id, t)}
+			if t == nil {
+				out.deletedBy = TakeTheirs
+			}
+			m.art[id] = out
+			continue
+		}
+		c := Conflict{Key: id, Kind: ConflictEditEdit, ID: id, Base: versionOf(b), Ours: versionOf(o), Theirs: versionOf(t)}
+		switch {
+		case o == nil:
+			c.Kind, c.Detail = ConflictDeleteEdit, fmt.Sprintf("ours deleted %q, theirs changed it", id)
+		case t == nil:
+			c.Kind, c.Detail = ConflictDeleteEdit, fmt.Sprintf("theirs deleted %q, ours changed it", id)
+		case b == nil:
+			c.Detail = fmt.Sprintf("both sides added %q, differently", id)
+		default:
+			c.Detail = fmt.Sprintf("both sides changed %q, differently", id)
+		}
+		r, ok := m.resolution(id)
+		if !ok {
+			m.art[id] = &artOutcome{undecided: true}
+			m.pending[id] = &c
+			continue
+		}
+		out := &artOutcome{}
+		switch {
+		case r.Value != nil:
+			out.op = m.valueOp(id, id, r, o, t)
+		case r.Take == TakeOurs:
+		case r.Take == TakeTheirs:
+			out.op = m.takeTheirs(id, t)
+		default:
+			m.badResolution(id, "take must be %q or %q, or give a value", TakeOurs, TakeTheirs)
+		}
+		m.art[id] = out
+		m.resolved = append(m.resolved, c)
+	}
+}
+
+// present reports whether artifact id may exist after the merge: it does,
+// or an unresolved conflict leaves it open.
+func (m *merger) present(id string) bool {
+	if out := m.art[id]; out != nil {
+		if out.undecided {
+			return true
+		}
+		if out.op != nil {
+			return out.op.Op == graph.OpPut
+		}
+	}
+	return m.ours.Artifact(id) != nil
+}
+
+func unionEdges(states ...*graph.State) []graph.EdgeKey {
+	seen := map[graph.EdgeKey]bool{}
+	var keys []graph.EdgeKey
+	for _, s := range states {
+		for _, e := range s.Edges() {
+			if k := e.Key(); !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return edgeKeyLess(keys[i], keys[j]) })
+	return keys
+}
+
+func edgeSide(e *graph.Edge) *EdgeSide {
+	if e == nil {
+		return nil
+	}
+	return &EdgeSide{Attrs: e.Attrs}
+}
+
+// edgeTo returns the op that makes ours' edge k equal e (nil: absent).
+func edgeTo(k graph.EdgeKey, e *graph.Edge) *graph.Op {
+	if e == nil {
+		return &graph.Op{Op: graph.OpUnlink, From: k.From, Rel: k.Rel, To: k.To}
+	}
+	return &graph.Op{Op: graph.OpLink, From: k.From, Rel: k.Rel, To: k.To, Attrs: e.Attrs}
+}
+
+func (m *merger) mergeEdges() {
+	for _, k := range unionEdges(m.base, m.ours, m.theirs) {
+		b, o, t := m.base.Edge(k), m.ours.Edge(k), m.theirs.Edge(k)
+		switch {
+		case sameEdge(o, t), sameEdge(t, b):
+			continue
+		case sameEdge(o, b):
+			m.edge[k] = &edgeOutcome{op: edgeTo(k, t)}
+			continue
+		}
+		key := "edge:" + k.String()
+		kc := k
+		c := Conflict{Key: key, Kind: ConflictEdgeAttrs, Edge: &kc, BaseEdge: edgeSide(b), OursEdge: edgeSide(o), TheirsEdge: edgeSide(t)}
+		switch {
+		case o == nil:
+			c.Kind, c.Detail = ConflictEdgeDeleteEdit, fmt.Sprintf("ours removed edge %s, theirs changed its attrs", k)
+		case t == nil:
+			c.Kind, c.Detail = ConflictEdgeDeleteEdit, fmt.Sprintf("theirs removed edge %s, ours changed its attrs", k)
+		default:
+			c.Detail = fmt.Sprintf("edge %s has different attrs on each side", k)
+		}
+		r, ok := m.resolution(key)
+		if !ok {
+			m.edge[k] = &edgeOutcome{undecided: true, conflict: key}
+			m.pending[key] = &c
+			continue
+		}
+		out := &edgeOutcome{}
+		switch {
+		case r.Value != nil:
+			attrs, err := hashing.CanonicalizeObject(r.Value)
+			if err != nil {
+				m.badResolution(key, "value must be a JSON attrs object: %v", err)
+				break
+			}
+			out.op = edgeTo(k, &graph.Edge{Attrs: attrs})
+		case r.Take == TakeOurs:
+		case r.Take == TakeTheirs:
+			out.op = edgeTo(k, t)
+		default:
+			m.badResolution(key, "take must be %q or %q, or give a value", TakeOurs, TakeTheirs)
+		}
+		m.edge[k] = out
+		m.resolved = append(m.resolved, c)
+	}
+}
+
+// edgePresent reports whether edge k may exist after the merge.
+func (m *merger) edgePresent(k graph.EdgeKey) bool {
+	if out := m.edge[k]; out != nil {
+		if out.undecided {
+			return true
+		}
+		if out.op != nil {
+			return out.op.Op == graph.OpLink
+		}
+	}
+	return m.ours.Edge(k) != nil
+}
+
+// dropEdge makes edge k absent after the merge, settling its edge
+// conflict if it had one.
+func (m *merger) dropEdge(k graph.EdgeKey) {
+	out := m.edge[k]
+	if out != nil && out.conflict != "" {
+		delete(m.pending, out.conflict)
+	}
+	if m.ours.Edge(k) != nil {
+		m.edge[k] = &edgeOutcome{op: edgeTo(k, nil)}
+	} else {
+		delete(m.edge, k)
+	}
+}
+
+// checkDangling finds edges that may exist after the merge while an end of
+// theirs ends absent: a dangling_edge conflict per artifact deleted by one
+// side with edges of the other, or edges dropped with an artifact a
+// resolution deleted.
+func (m *merger) checkDangling() {
+	// Candidate edges: ours' edges of artifacts the merge deletes, and the
+	// edges the merge may add.
+	cand := map[graph.EdgeKey]bool{}
+	ids := make([]string, 0, len(m.art))
+	for id := range m.art {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if m.present(id) || m.ours.Artifact(id) == nil {
+			continue
+		}
+		for _, e := range m.ours.Out(id) {
+			cand[e.Key()] = true
+		}
+		for _, e := range m.ours.In(id) {
+			cand[e.Key()] = true
+		}
+	}
+	for k := range m.edge {
+		if m.ours.Edge(k) == nil && m.edgePresent(k) {
+			cand[k] = true
+		}
+	}
+	keys := make([]graph.EdgeKey, 0, len(cand))
+	for k := range cand {
+		if m.edgePresent(k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return edgeKeyLess(keys[i], keys[j]) })
+	dangling := map[string][]graph.EdgeKey{}
+	var order []string
+	for _, k := range keys {
+		var ends []string
+		drop := false
+		for _, end := range []string{k.From, k.To} {
+			if m.present(end) {
+				continue
+			}
+			if out := m.art[end]; out == nil || out.deletedBy == "" {
+				drop = true // deleted by a resolution (or on both sides)
+			} else {
+				ends = append(ends, end)
+			}
+		}
+		if drop {
+			m.dropEdge(k)
+			continue
+		}
+		for _, end := range ends {
+			if dangling[end] == nil {
+				order = append(order, end)
+			}
+			dangling[end] = append(dangling[end], k)
+		}
+	}
+	sort.Strings(order)
+	for _, id := range order {
+		out := m.art[id]
+		edges := dangling[id]
+		other := TakeOurs
+		if out.deletedBy == TakeOurs {
+			other = TakeTheirs
+		}
+		c := Conflict{Key: id, Kind: ConflictDanglingEdge, ID: id, DeletedBy: out.deletedBy, Edges: edges,
+			Base: versionOf(m.base.Artifact(id)), Ours: versionOf(m.ours.Artifact(id)), Theirs: versionOf(m.theirs.Artifact(id)),
+			Detail: fmt.Sprintf("%s deleted %q; %d edge(s) of %s still point to or from it", out.deletedBy, id, len(edges), other)}
+		r, ok := m.resolution(id)
+		if !ok {
+			m.pending[id] = &c
+			continue
+		}
+		m.resolved = append(m.resolved, c)
+		o, t := m.ours.Artifact(id), m.theirs.Artifact(id)
+		switch {
+		case r.Value != nil:
+			out.op, out.deletedBy = m.valueOp(id, id, r, o, t), ""
+		case r.Take == out.deletedBy:
+			for _, k := range edges {
+				m.dropEdge(k)
+			}
+		case r.Take == TakeOurs || r.Take == TakeTheirs:
+			// Keep the artifact: ours has it unless ours deleted it.
+			out.deletedBy, out.op = "", nil
+			if o == nil {
+				out.op = m.takeTheirs(id, t)
+			}
+		default:
+			m.badResolution(id, "take must be %q or %q, or give a value", TakeOurs, TakeTheirs)
+		}
+	}
+}
+
+// checkCycles finds dependency edges the merge may add that close a cycle
+// with the merged edges.
+func (m *merger) checkCycles() {
+	rels := m.ours.Relations()
+	var added []graph.EdgeKey
+	m.added = map[string][]graph.EdgeKey{}
+	for k := range m.edge {
+		if rels.Depends(k.Rel) && m.ours.Edge(k) == nil && m.edgePresent(k) {
+			added = append(added, k)
+			m.added[k.From] = append(m.added[k.From], k)
+		}
+	}
+	sort.Slice(added, func(i, j int) bool { return edgeKeyLess(added[i], added[j]) })
+	for _, k := range added {
+		if !m.edgePresent(k) {
+			continue // dropped by an earlier resolution
+		}
+		path := m.depPath(k.To, k.From)
+		if path == nil {
+			continue
+		}
+		key := "cycle:" + k.String()
+		kc := k
+		cycle := append([]string{k.From}, path...)
+		c := Conflict{Key: key, Kind: ConflictCycle, Edge: &kc, Cycle: cycle,
+			Detail: fmt.Sprintf("edge %s from theirs closes a dependency cycle with ours: %s", k, strings.Join(cycle, " -> "))}
+		if m.theirs.Edge(k) == nil {
+			c.Detail = fmt.Sprintf("edge %s closes a dependency cycle: %s", k, strings.Join(cycle, " -> "))
+		}
+		r, ok := m.resolution(key)
+		if !ok {
+			m.pending[key] = &c
+			continue
+		}
+		m.resolved = append(m.resolved, c)
+		switch {
+		case r.Value != nil:
+			m.badResolution(key, "a cycle is resolved with %q or %q, not a value", TakeOurs, TakeTheirs)
+		case r.Take == TakeOurs:
+			m.dropEdge(k)
+		case r.Take == TakeTheirs:
+			for i := 0; i+1 < len(path); i++ {
+				for _, e := range m.depEdges(path[i], path[i+1]) {
+					if m.theirs.Edge(e) == nil {
+						m.dropEdge(e)
+					}
+				}
+			}
+		default:
+			m.badResolution(key, "take must be %q or %q", TakeOurs, TakeTheirs)
+		}
+	}
+}
+
+// depTargets returns the dependency targets id may have after the merge,
+// sorted and deduplicated.
+func (m *merger) depTargets(id string) []string {
+	rels := m.ours.Relations()
+	var out []string
+	for _, e := range m.ours.Out(id) {
+		if rels.Depends(e.Rel) && m.edgePresent(e.Key()) {
+			out = append(out, e.To)
+		}
+	}
+	for _, k := range m.added[id] {
+		if m.edgePresent(k) {
+			out = append(out, k.To)
+		}
+	}
+	sort.Strings(out)
+	return dedupStrings(out)
+}
+
+// depEdges returns the merged dependency edges from one id to another.
+func (m *merger) depEdges(from, to string) []graph.EdgeKey {
+	var out []graph.EdgeKey
+	for rel, dep := range m.ours.Relations() {
+		k := graph.EdgeKey{From: from, Rel: rel, To: to}
+		if dep && m.edgePresent(k) {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
+	return out
+}
+
+func dedupStrings(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// depPath returns a shortest merged dependency path from src to dst (both
+// included; the lexically smallest among the shortest), or nil.
+func (m *merger) depPath(src, dst string) []string {
+	if src == dst {
+		return []string{src}
+	}
+	parent := map[string]string{src: ""}
+	queue := []string{src}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, next := range m.depTargets(cur) {
+			if _, seen := parent[next]; seen {
+				continue
+			}
+			parent[next] = cur
+			if next == dst {
+				var path []string
+				for n := dst; n != ""; n = parent[n] {
+					path = append(path, n)
+				}
+				for l, r := 0, len(path)-1; l < r; l, r = l+1, r-1 {
+					path[l], path[r] = path[r], path[l]
+				}
+				return path
+			}
+			queue = append(queue, next)
+		}
+	}
+	return nil
+}
+
+func sortedConflicts(m map[string]*Conflict) []Conflict {
+	out := make([]Conflict, 0, len(m))
+	for _, c := range m {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// plan orders the decided ops, applies them to a copy of ours (which
+// checks ends and cycles once more) and drops the ones that turn out to be
+// no-ops.
+func (m *merger) plan() (*MergePlan, error) {
+	var unlinks, deletes, puts, links []graph.Op
+	for _, out := range m.art {
+		if out.op == nil {
+			continue
+		}
+		if out.op.Op == graph.OpDelete {
+			deletes = append(deletes, *out.op)
+		} else {
+			puts = append(puts, *out.op)
+		}
+	}
+	for _, out := range m.edge {
+		if out.op == nil {
+			continue
+		}
+		if out.op.Op == graph.OpUnlink {
+			unlinks = append(unlinks, *out.op)
+		} else {
+			links = append(links, *out.op)
+		}
+	}
+	byID := func(l []graph.Op) {
+		sort.Slice(l, func(i, j int) bool { return l[i].ID < l[j].ID })
+	}
+	byEdge := func(l []graph.Op) {
+		sort.Slice(l, func(i, j int) bool { return edgeKeyLess(l[i].EdgeKey(), l[j].EdgeKey()) })
+	}
+	byEdge(unlinks)
+	byID(deletes)
+	byID(puts)
+	byEdge(links)
+	ops := make([]graph.Op, 0, len(unlinks)+len(deletes)+len(puts)+len(links))
+	ops = append(append(append(append(ops, unlinks...), deletes...), puts...), links...)
+
+	st := m.ours.Clone()
+	changes, err := st.ApplyOps(ops)
+	if err != nil {
+		var ce *graph.CycleError
+		if errors.As(err, &ce) {
+			// Left by a combination of resolutions; ask again about it.
+			k := ce.Edge
+			return nil, &ConflictError{Conflicts: []Conflict{{Key: "cycle:" + k.String(), Kind: ConflictCycle, Edge: &k, Cycle: ce.Cycle,
+				Detail: fmt.Sprintf("the resolved merge still closes a dependency cycle: %s", strings.Join(ce.Cycle, " -> "))}}}
+		}
+		return nil, fmt.Errorf("replay: merged ops do not apply: %w", err)
+	}
+	kept := ops[:0]
+	for i, ch := range changes {
+		if !ch.Noop {
+			kept = append(kept, ops[i])
+		}
+	}
+	p := &MergePlan{Ops: kept, Resolved: m.resolved, Unused: []string{}, ContextHash: st.Hash(), State: st}
+	sort.Slice(p.Resolved, func(i, j int) bool { return p.Resolved[i].Key < p.Resolved[j].Key })
+	if p.Resolved == nil {
+		p.Resolved = []Conflict{}
+	}
+	for k := range m.res {
+		if !m.used[k] {
+			p.Unused = append(p.Unused, k)
+		}
+	}
+	sort.Strings(p.Unused)
+	return p, nil
+}
+
+// MergeOutcome is the result of MergeCommits.
+type MergeOutcome struct {
+	MergeSetup
+	// Plan is set for a three-way merge.
+	Plan *MergePlan
+}
+
+// MergeCommits merges commit theirs into commit ours of one chain, with no
+// store: it finds the merge base, and for a three-way merge folds the
+// base, ours and theirs (verifying them as Fold does, with opts) and calls
+// Merge. Errors: MergeBase's, Fold's and Merge's.
+func MergeCommits(ctx context.Context, src Source, ours, theirs hashing.Digest, resolutions map[string]Resolution, opts Options) (*MergeOutcome, error) {
+	ms, err := PrepareMerge(ctx, src, ours, theirs)
+	if err != nil {
+		return nil, err
+	}
+	out := &MergeOutcome{MergeSetup: *ms}
+	if ms.Kind != MergeThreeWay {
+		return out, nil
+	}
+	var states [3]*graph.State
+	for i, id := range []hashing.Digest{ms.Base.ID, ms.Ours.ID, ms.Theirs.ID} {
+		res, err := Fold(ctx, src, id, opts)
+		if err != nil {
+			return nil, err
+		}
+		states[i] = res.State
+	}
+	out.Plan, err = Merge(states[0], states[1], states[2], resolutions)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,235 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+)
+
+// ImportResult describes an imported context.
+type ImportResult struct {
+	Context  string   `json:"context"`
+	Commits  int      `json:"commits"`
+	Blobs    int      `json:"blobs"`
+	Branches []Branch `json:"branches"`
+}
+
+// Import restores a bundle as a new context, named asID or, when asID is
+// empty, as the bundle names it. Every commit keeps its id: it is written
+// with its recorded parents, author, message, time and ops (explicit
+// versions), so the imported chain and context hashes are the bundle's
+// byte for byte. The bundle is verified in full first, and nothing is
+// written unless it verifies and every commit can be reproduced.
+//
+// Commits are replayed in Seq order on the main branch (moved to each
+// commit's first parent when needed) in observe mode, as history is not
+// re-judged; the context keeps the bundle's quarantine setting. Then the
+// bundle's branches are set. Errors: ErrExists (the context exists),
+// ErrInvalid (a bundle this store cannot reproduce), the bundle's
+// verification error (*replay.ChainError, replay.ErrBundle), and I/O
+// errors; after a failure part-way the context is left partially imported
+// and the error says so.
+func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*ImportResult, error) {
+	ctxID := asID
+	if ctxID == "" {
+		ctxID = b.Header.Context
+	}
+	if err := ValidateContextID(ctxID); err != nil {
+		return nil, err
+	}
+	if _, err := s.GetContext(ctx, ctxID); err == nil {
+		return nil, fmt.Errorf("context %q: %w (import under another id)", ctxID, ErrExists)
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if _, err := b.Verify(ctx, "", replay.Options{}); err != nil {
+		return nil, fmt.Errorf("the bundle does not verify: %w", err)
+	}
+	plan, err := planImport(b)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range b.Blobs() {
+		data, _ := b.Blob(d)
+		if _, err := s.PutBlob(ctx, data); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.importRoot(ctxID, plan.mode, plan.created, plan.root); err != nil {
+		return nil, err
+	}
+	partial := func(err error) error {
+		return fmt.Errorf("import into context %q stopped part-way (import again under another id): %w", ctxID, err)
+	}
+	head := plan.root.ID
+	for i, c := range plan.commits {
+		if err := ctx.Err(); err != nil {
+			return nil, partial(err)
+		}
+		if c.Parents[0] != head {
+			if err := s.ResetBranch(ctx, ctxID, DefaultBranch, c.Parents[0]); err != nil {
+				return nil, partial(err)
+			}
+		}
+		ops, err := b.Ops(ctx, c)
+		if err != nil {
+			return nil, partial(err)
+		}
+		withData := make([]graph.Op, len(ops))
+		for j, op := range ops {
+			if op.Op == graph.OpPut {
+				if op.Data, err = b.Object(ctx, op.ContentHash); err != nil {
+					return nil, partial(err)
+				}
+			}
+			withData[j] = op
+		}
+		parent := c.Parents[0]
+		res, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: DefaultBranch, Parent: &parent,
+			ExtraParents: c.Parents[1:], Author: c.Author, Message: c.Message, Ops: withData,
+			Time: plan.times[i], Mode: ModeObserve})
+		if err != nil {
+			return nil, partial(fmt.Errorf("commit %s: %w", c.ID.Short(), err))
+		}
+		if res.Noop || res.Commit.ID != c.ID {
+			return nil, partial(fmt.Errorf("%w: commit %s was written as %s", ErrCorrupt, c.ID.Short(), res.Commit.ID.Short()))
+		}
+		head = c.ID
+	}
+	out := &ImportResult{Context: ctxID, Commits: len(plan.commits) + 1, Blobs: len(b.Blobs())}
+	for _, br := range b.Header.Branches {
+		var err error
+		switch {
+		case br.Name == DefaultBranch && br.Head != head:
+			err = s.ResetBranch(ctx, ctxID, DefaultBranch, br.Head)
+		case br.Name != DefaultBranch:
+			err = s.CreateBranch(ctx, ctxID, br.Name, br.Head)
+		}
+		if err != nil {
+			return nil, partial(fmt.Errorf("branch %q: %w", br.Name, err))
+		}
+	}
+	if out.Branches, err = s.Branches(ctx, ctxID); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// importPlan is a bundle checked for what Import can reproduce.
+type importPlan struct {
+	mode, created string
+	root          *replay.Commit
+	commits       []*replay.Commit // after the root, Seq order
+	times         []time.Time
+}
+
+// planImport checks, before anything is written, that the store can
+// reproduce every commit of b: one root commit with no ops (what
+// CreateContext writes), every other commit with a parent and a time that
+// formats back to the recorded string, a known quarantine setting and a
+// main branch.
+func planImport(b *replay.Bundle) (*importPlan, error) {
+	p := &importPlan{mode: b.Header.Settings.Quarantine, created: b.Header.Settings.Created}
+	switch p.mode {
+	case "":
+		p.mode = ModeEnforce
+	case ModeEnforce, ModeObserve:
+	default:
+		return nil, fmt.Errorf("%w: the bundle's quarantine setting %q is neither %q nor %q", ErrInvalid, p.mode, ModeEnforce, ModeObserve)
+	}
+	if _, ok := b.Header.Branch(DefaultBranch); !ok {
+		return nil, fmt.Errorf("%w: the bundle has no %q branch", ErrInvalid, DefaultBranch)
+	}
+	for _, br := range b.Header.Branches {
+		if err := ValidateBranch(br.Name); err != nil {
+			return nil, err
+		}
+	}
+	commits := b.Commits()
+	if len(commits) == 0 {
+		return nil, fmt.Errorf("%w: the bundle has no commits", ErrInvalid)
+	}
+	p.root = commits[0]
+	if len(p.root.Parents) != 0 || p.root.NumOps != 0 || p.root.ContextHash != hashing.EmptyContextHash() {
+		return nil, fmt.Errorf("%w: the bundle's first commit %s is not an empty root commit, so it cannot be recreated", ErrInvalid, p.root.ID.Short())
+	}
+	if p.created == "" {
+		p.created = p.root.Time
+	}
+	for _, c := range commits[1:] {
+		if len(c.Parents) == 0 {
+			return nil, fmt.Errorf("%w: commit %s is a second root commit; a context has one", ErrInvalid, c.ID.Short())
+		}
+		t, err := time.Parse(time.RFC3339Nano, c.Time)
+		if err != nil || hashing.FormatTime(t) != c.Time {
+			return nil, fmt.Errorf("%w: commit %s has time %q, which is not in the form this store writes (RFC 3339, UTC, nanoseconds without trailing zeros), so its id cannot be reproduced", ErrInvalid, c.ID.Short(), c.Time)
+		}
+		p.commits = append(p.commits, c)
+		p.times = append(p.times, t)
+	}
+	return p, nil
+}
+
+// importRoot creates context ctxID with root as its first commit and main
+// branch. CreateContext stamps the root with the store clock, which would
+// change its id (and every id after it), so the root is written here in
+// one transaction with the recorded time. The context is registered in
+// memory first, so that a concurrent CreateContext of the same id fails
+// with ErrExists; commits to it before the transaction lands fail with
+// ErrNotFound (its main branch does not exist yet).
+func (s *Store) importRoot(ctxID, mode, created string, root *replay.Commit) error {
+	onDisk := s.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(keyCtx(ctxID))
+		return err
+	})
+	s.mu.Lock()
+	if s.ctxs[ctxID] != nil || !errors.Is(onDisk, badger.ErrKeyNotFound) {
+		s.mu.Unlock()
+		if onDisk != nil && !errors.Is(onDisk, badger.ErrKeyNotFound) {
+			return fmt.Errorf("create context %q: %w", ctxID, onDisk)
+		}
+		return fmt.Errorf("context %q: %w", ctxID, ErrExists)
+	}
+	cs := &ctxState{info: ContextInfo{ID: ctxID, Quarantine: mode, Created: created}, lastSeq: 1}
+	s.ctxs[ctxID] = cs
+	s.mu.Unlock()
+
+	rec := &replay.Commit{ID: root.ID, Parents: []hashing.Digest{}, ContextHash: root.ContextHash, OpsHash: root.OpsHash,
+		Author: root.Author, Message: root.Message, Time: root.Time, Seq: 1}
+	info, err := json.Marshal(cs.info)
+	if err == nil {
+		var raw []byte
+		if raw, err = json.Marshal(rec); err == nil {
+			err = s.db.Update(func(txn *badger.Txn) error {
+				if _, err := txn.Get(keyCtx(ctxID)); err == nil {
+					return fmt.Errorf("context %q: %w", ctxID, ErrExists)
+				}
+				sets := [][2][]byte{{keyCtx(ctxID), info}, {keyCommit(ctxID, rec.ID), raw}, {keySeq(ctxID, 1), rec.ID[:]}, {keyRef(ctxID, DefaultBranch), rec.ID[:]}}
+				for _, e := range sets {
+					if err := txn.Set(e[0], e[1]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+	}
+	if err == nil && !s.noSync {
+		err = s.db.Sync()
+	}
+	if err != nil {
+		s.mu.Lock()
+		delete(s.ctxs, ctxID)
+		s.mu.Unlock()
+		return fmt.Errorf("create context %q: %w", ctxID, err)
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/artifactd/artifactd/replay"
+)
+
+// errHeadMoved tells Diff that a branch head moved between reading its
+// commit and reading its state.
+var errHeadMoved = errors.New("branch head moved")
+
+// Diff reports what differs between the states at commits from and to of
+// a context, with trust changes. It reads only the parts of the commits'
+// state maps that differ (DiffCommits) and computes trust for the
+// artifacts whose trust may have changed only (replay.DiffTrust), against
+// a state the store holds in memory:
+//
+//   - when from or to is a branch head, that head;
+//   - otherwise main's head, through the diff from to (or from) to it
+//     (replay.DiffTrustVia), unless both are larger than a quarter of the
+//     state, in which case the state at to is materialized (once; it is
+//     cached for the next diffs).
+//
+// Errors: ErrNotFound (context), ErrCorrupt, I/O errors.
+func (s *Store) Diff(ctx context.Context, ctxID string, from, to *replay.Commit) (*replay.DiffResult, error) {
+	if _, err := s.GetContext(ctx, ctxID); err != nil {
+		return nil, err
+	}
+	d, err := s.rawDiff(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	d.From, d.To, d.FromHash, d.ToHash = from.ID, to.ID, from.ContextHash, to.ContextHash
+	if d.Empty() {
+		return d, nil
+	}
+	branches, err := s.Branches(ctx, ctxID)
+	if err != nil {
+		return nil, err
+	}
+	for _, side := range []replay.Side{replay.SideTo, replay.SideFrom} {
+		want := to
+		if side == replay.SideFrom {
+			want = from
+		}
+		for _, b := range branches {
+			if b.Head != want.ID {
+				continue
+			}
+			err := s.Read(ctx, ctxID, b.Name, func(v *View) error {
+				if v.Commit.ID != want.ID {
+					return errHeadMoved
+				}
+				replay.DiffTrust(d, v.State, v.Trust.Status, side, v.Base())
+				return nil
+			})
+			if !errors.Is(err, errHeadMoved) {
+				return d, err
+			}
+		}
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		done, err := s.diffTrustViaMain(ctx, ctxID, d, from, to)
+		if errors.Is(err, errHeadMoved) {
+			continue
+		}
+		if err != nil || done {
+			return d, err
+		}
+		break // the diffs to main are too large
+	}
+	err = s.ReadCommit(ctx, ctxID, to, func(v *View) error {
+		replay.DiffTrust(d, v.State, v.Trust.Status, replay.SideTo, v.Base())
+		return nil
+	})
+	return d, err
+}
+
+// diffTrustViaMain fills d.Trust from main's in-memory head, through
+// the diff from to (or, when that is large, from from) to the head. It
+// reports false when both diffs are too large to be worth it, and
+// errHeadMoved when main moved meanwhile.
+func (s *Store) diffTrustViaMain(ctx context.Context, ctxID string, d *replay.DiffResult, from, to *replay.Commit) (bool, error) {
+	h, err := s.branchHead(ctx, ctxID, DefaultBranch)
+	if err != nil {
+		return false, err
+	}
+	limit := (h.Artifacts + h.Edges) / 4
+	side, via := replay.SideTo, (*replay.DiffResult)(nil)
+	for _, c := range []*replay.Commit{to, from} {
+		dh, err := s.rawDiff(ctx, c, h)
+		if err != nil {
+			return false, err
+		}
+		if diffSize(dh) <= limit {
+			via = dh
+			break
+		}
+		side = replay.SideFrom
+	}
+	if via == nil {
+		return false, nil
+	}
+	err = s.Read(ctx, ctxID, DefaultBranch, func(v *View) error {
+		if v.Commit.ID != h.ID {
+			return errHeadMoved
+		}
+		replay.DiffTrustVia(d, v.State, v.Trust.Status, side, via, v.Base())
+		return nil
+	})
+	return err == nil, err
+}
+
+func diffSize(d *replay.DiffResult) int {
+	return len(d.Added) + len(d.Removed) + len(d.Changed) + len(d.EdgesAdded) + len(d.EdgesRemoved) + len(d.EdgesChanged)
+}
+
+// rawDiff is DiffCommits as a replay.DiffResult without trust.
+func (s *Store) rawDiff(ctx context.Context, from, to *replay.Commit) (*replay.DiffResult, error) {
+	changes, err := s.DiffCommits(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	var arts []replay.ArtifactDelta
+	var edges []replay.EdgeDelta
+	for _, ch := range changes {
+		switch ch.Kind {
+		case "artifact":
+			arts = append(arts, replay.ArtifactDelta{ID: ch.ID, Old: ch.Old, New: ch.New})
+		case "edge":
+			edges = append(edges, replay.EdgeDelta{Key: ch.Edge, OldPresent: !ch.Added, NewPresent: !ch.Removed,
+				OldAttrs: nilIfEmpty(ch.OldAttrs), NewAttrs: nilIfEmpty(ch.NewAttrs)})
+		}
+	}
+	return replay.NewDiff(arts, edges), nil
+}
+
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,66 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/store"
+)
+
+// auditView is the audit report of one answer.
+type auditView struct {
+	Report   *graph.AuditReport
+	Markdown string
+	Mermaid  string
+}
+
+// handleAudit shows what an answer rests on over dependency edges, with
+// trust and sources, and the same report as Markdown and the dependency
+// graph as Mermaid in text areas to copy. Both texts come from the graph
+// package, which escapes every client string for its format; here they are
+// only ever text content.
+func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id string) {
+	at := r.URL.Query().Get("at")
+	var view auditView
+	var shown *commitInfo
+	_, ok := s.read(w, r, ctxID, func(v *store.View) error {
+		shown = newCommitInfo(v.Commit, v.Branch)
+		if v.State.Artifact(id) == nil {
+			return &problem{Code: codeNotFound, Detail: "no artifact with this id at commit " + v.Commit.ID.Short()}
+		}
+		trust := func(x string) graph.Trust { return v.Trust.Explain(v.State, x) }
+		var dataErr error
+		dataOf := func(a *graph.Artifact) json.RawMessage {
+			d, err := v.Data(a)
+			if err != nil && dataErr == nil {
+				dataErr = err
+			}
+			return d
+		}
+		rep, err := graph.Audit(v.State, id, trust, dataOf, graph.AuditMeta{
+			Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String(),
+		})
+		if err != nil {
+			return err
+		}
+		if dataErr != nil {
+			return dataErr
+		}
+		view.Report = rep
+		view.Markdown = rep.Markdown()
+		sg := &graph.Subgraph{Edges: rep.Edges}
+		for _, a := range rep.Artifacts {
+			if art := v.State.Artifact(a.ID); art != nil {
+				sg.Nodes = append(sg.Nodes, art)
+			}
+		}
+		view.Mermaid = graph.Mermaid(sg, trust)
+		return nil
+	})
+	if !ok {
+		return
+	}
+	p := &page{Title: "Audit · " + id, Ctx: ctxID, Nav: "audit", At: at, Commit: shown}
+	s.render(w, r, http.StatusOK, "audit", p, view)
+}

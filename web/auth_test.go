@@ -1,0 +1,91 @@
+package web
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestTokenLogin(t *testing.T) {
+	s := openStore(t)
+	loadPoisonPlan(t, s, "poison-plan")
+	h := New(Options{Store: s, Logger: quietLogger(), Tokens: func(tok string) bool { return tok == "reader-token" }})
+
+	// Without a token a page sends the browser to the form, keeping the path.
+	res, _ := get(t, h, "/ui/contexts/poison-plan?at=main")
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/ui/login?next="+url.QueryEscape("/ui/contexts/poison-plan?at=main") {
+		t.Fatalf("no token: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	checkSecurityHeaders(t, res, "redirect")
+	res, _ = get(t, h, "/", "Accept", "application/json")
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("JSON client without token: %d", res.StatusCode)
+	}
+	res, body := get(t, h, "/ui/login?next=/ui/contexts/poison-plan")
+	if res.StatusCode != 200 || !strings.Contains(body, `type="password"`) || !strings.Contains(body, `value="/ui/contexts/poison-plan"`) {
+		t.Fatalf("login form: %d", res.StatusCode)
+	}
+	// Assets need no token.
+	if res, _ := get(t, h, "/ui/assets/style.css"); res.StatusCode != 200 {
+		t.Errorf("asset without token: %d", res.StatusCode)
+	}
+
+	post := func(form url.Values, header ...string) *http.Response {
+		req := httptest.NewRequest(http.MethodPost, "/ui/login", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Result()
+	}
+	if res := post(url.Values{"token": {"wrong"}, "next": {"/"}}); res.StatusCode != http.StatusUnauthorized || len(res.Cookies()) != 0 {
+		t.Errorf("wrong token: %d cookies %v", res.StatusCode, res.Cookies())
+	}
+	if res := post(url.Values{"token": {"reader-token"}}, "Origin", "https://evil.example"); res.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-site post: %d", res.StatusCode)
+	}
+	res = post(url.Values{"token": {"reader-token"}, "next": {"//evil.example/x"}}, "Origin", "http://example.com")
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/" {
+		t.Errorf("open redirect: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	res = post(url.Values{"token": {"reader-token"}, "next": {"/ui/contexts/poison-plan"}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/ui/contexts/poison-plan" {
+		t.Fatalf("login: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	cookies := res.Cookies()
+	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Value != "reader-token" {
+		t.Fatalf("cookie: %+v", cookies)
+	}
+	res, body = get(t, h, "/ui/contexts/poison-plan", "Cookie", cookies[0].Name+"="+cookies[0].Value)
+	if res.StatusCode != 200 || !strings.Contains(body, "Sign out") {
+		t.Errorf("with cookie: %d", res.StatusCode)
+	}
+	if res, _ := get(t, h, "/ui/contexts/poison-plan", "Authorization", "Bearer reader-token"); res.StatusCode != 200 {
+		t.Errorf("with bearer: %d", res.StatusCode)
+	}
+	if res, _ := get(t, h, "/ui/contexts/poison-plan", "Cookie", cookieName+"=stale"); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("with a bad cookie: %d", res.StatusCode)
+	}
+	// Logout clears the cookie.
+	req := httptest.NewRequest(http.MethodPost, "/ui/logout", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusSeeOther || len(rec.Result().Cookies()) != 1 || rec.Result().Cookies()[0].MaxAge >= 0 {
+		t.Errorf("logout: %d %v", rec.Code, rec.Result().Cookies())
+	}
+}
+
+func TestSafeNext(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "/", "/": "/", "/ui/contexts/a?at=main": "/ui/contexts/a?at=main",
+		"//evil.example": "/", "/\\evil.example": "/", "https://evil.example/": "/", "javascript:alert(1)": "/", "ui/x": "/",
+	} {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

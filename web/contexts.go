@@ -1,0 +1,284 @@
+package web
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/store"
+)
+
+// Page sizes.
+const (
+	artifactsPerPage = 100
+	logPerPage       = 30
+)
+
+// contextsView is the contexts list.
+type contextsView struct {
+	Rows []contextRow
+}
+
+type contextRow struct {
+	ID      string
+	Mode    string
+	Head    *commitInfo
+	Summary graph.TrustSummary
+	// Missing is set when ?at= names nothing in this context.
+	Missing bool
+}
+
+// handleContexts lists every context with its head (or the commit ?at=
+// names in it), counts and trust summary.
+func (s *server) handleContexts(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	infos, err := s.store.ListContexts(ctx)
+	if err != nil {
+		s.problem(w, r, storeProblem(err, "context"))
+		return
+	}
+	at := r.URL.Query().Get("at")
+	view := contextsView{Rows: make([]contextRow, 0, len(infos))}
+	for _, info := range infos {
+		row := contextRow{ID: info.ID, Mode: info.Quarantine}
+		err := s.store.Read(ctx, info.ID, at, func(v *store.View) error {
+			row.Head = newCommitInfo(v.Commit, v.Branch)
+			row.Summary = v.Trust.Summary()
+			return nil
+		})
+		if err != nil {
+			if p := storeProblem(err, ""); p.Code == codeInternal {
+				s.problem(w, r, p)
+				return
+			}
+			row.Missing = true
+		}
+		view.Rows = append(view.Rows, row)
+	}
+	p := &page{Title: "Contexts", At: at, Nav: "contexts"}
+	s.render(w, r, http.StatusOK, "contexts", p, view)
+}
+
+// contextView is one context's overview.
+type contextView struct {
+	Info     store.ContextInfo
+	Summary  graph.TrustSummary
+	Branches []branchRow
+	Log      []logRow
+	// LogMore continues the log after its last row ("" at the root).
+	LogMore string
+
+	Search     searchQuery
+	Types      []typeCount
+	Statuses   []statusOption
+	Rows       []artifactRow
+	Total      int // artifacts in the state
+	Matched    int // artifacts matching the search
+	First      int // 1-based index of the first row shown
+	Last       int
+	PageNo     int
+	Pages      int
+	PrevURL    string
+	NextURL    string
+	ExactMatch string // id equal to the search text, if it exists
+}
+
+type branchRow struct {
+	Name    string
+	Head    hashing.Digest
+	Current bool
+}
+
+type logRow struct {
+	ID      hashing.Digest
+	Parent  string // first parent id ("" for the root commit)
+	Author  string
+	Message string
+	Time    string
+	Ops     int
+	Arts    int
+}
+
+type searchQuery struct {
+	Q      string
+	Type   string
+	Status string
+}
+
+type typeCount struct {
+	Name     string
+	N        int
+	Selected bool
+}
+
+type statusOption struct {
+	Value, Label string
+	Selected     bool
+}
+
+type artifactRow struct {
+	ID         string
+	Type       string
+	Version    int64
+	ProducedBy string
+	Status     graph.Status
+}
+
+// handleContext shows a context at a commit: branches, the commit log from
+// that commit, the trust summary and a paginated, searchable artifact list.
+// Query: at, q (id contains, case-insensitive), type, status
+// (poison_root, quarantined, confirmed, unconfirmed), page, log (a commit
+// to start the log from).
+func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID string) {
+	q := r.URL.Query()
+	at := q.Get("at")
+	search := searchQuery{Q: strings.TrimSpace(q.Get("q")), Type: q.Get("type"), Status: q.Get("status")}
+	pageNo, _ := strconv.Atoi(q.Get("page"))
+	pageNo = max(pageNo, 1)
+
+	view := contextView{Search: search}
+	var shown *commitInfo
+	var head hashing.Digest
+	info, ok := s.read(w, r, ctxID, func(v *store.View) error {
+		shown = newCommitInfo(v.Commit, v.Branch)
+		head = v.Commit.ID
+		view.Summary = v.Trust.Summary()
+		collectArtifacts(v, &view, pageNo)
+		return nil
+	})
+	if !ok {
+		return
+	}
+	view.Info = info
+	ctx := r.Context()
+	branches, err := s.store.Branches(ctx, ctxID)
+	if err != nil {
+		s.problem(w, r, storeProblem(err, "context"))
+		return
+	}
+	for _, b := range branches {
+		view.Branches = append(view.Branches, branchRow{Name: b.Name, Head: b.Head, Current: b.Name == shown.Branch})
+	}
+
+	// The log starts at the shown commit, or at ?log= when paging on.
+	start, err := s.store.GetCommit(ctx, ctxID, head)
+	if err == nil && q.Get("log") != "" {
+		start, err = s.store.Resolve(ctx, ctxID, q.Get("log"))
+	}
+	if err != nil {
+		s.problem(w, r, storeProblem(err, "commit "+quoteRef(q.Get("log"))))
+		return
+	}
+	commits, err := s.store.Log(ctx, ctxID, start, logPerPage+1)
+	if err != nil {
+		s.problem(w, r, storeProblem(err, "commit"))
+		return
+	}
+	if len(commits) > logPerPage {
+		view.LogMore = ctxURL(ctxID, "") + query("at", at, "log", commits[logPerPage].ID.Hex())
+		commits = commits[:logPerPage]
+	}
+	for _, c := range commits {
+		row := logRow{ID: c.ID, Author: c.Author, Message: c.Message, Time: c.Time, Ops: c.NumOps, Arts: c.Artifacts}
+		if len(c.Parents) > 0 {
+			row.Parent = c.Parents[0].Hex()
+		}
+		view.Log = append(view.Log, row)
+	}
+
+	pageURL := func(n int) string {
+		return ctxURL(ctxID, "") + query("at", at, "q", search.Q, "type", search.Type, "status", search.Status, "page", strconv.Itoa(n))
+	}
+	if view.PageNo > 1 {
+		view.PrevURL = pageURL(view.PageNo - 1)
+	}
+	if view.PageNo < view.Pages {
+		view.NextURL = pageURL(view.PageNo + 1)
+	}
+	p := &page{Title: ctxID, Ctx: ctxID, Nav: "overview", At: at, Commit: shown,
+		Keep: keep(q, "q", "type", "status")}
+	s.render(w, r, http.StatusOK, "context", p, view)
+}
+
+// collectArtifacts fills the search options and the requested page of
+// matching artifacts. It is one pass over the state's sorted ids plus the
+// rows of one page, so a 10k-artifact context costs a few milliseconds.
+func collectArtifacts(v *store.View, view *contextView, pageNo int) {
+	st, tr := v.State, v.Trust
+	search := view.Search
+	needle := strings.ToLower(search.Q)
+	types := map[string]int{}
+	ids := st.ArtifactIDs()
+	view.Total = len(ids)
+	from := (pageNo - 1) * artifactsPerPage
+	for _, id := range ids {
+		a := st.Artifact(id)
+		types[a.Type]++
+		if search.Type != "" && a.Type != search.Type {
+			continue
+		}
+		if needle != "" && !strings.Contains(strings.ToLower(id), needle) {
+			continue
+		}
+		status := tr.Status(id)
+		if !statusMatches(search.Status, status) {
+			continue
+		}
+		if view.Matched >= from && view.Matched < from+artifactsPerPage {
+			view.Rows = append(view.Rows, artifactRow{ID: id, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy, Status: status})
+		}
+		view.Matched++
+	}
+	if search.Q != "" && st.Artifact(search.Q) != nil {
+		view.ExactMatch = search.Q
+	}
+	view.Pages = max(1, (view.Matched+artifactsPerPage-1)/artifactsPerPage)
+	view.PageNo = min(pageNo, view.Pages)
+	if len(view.Rows) > 0 {
+		view.First = from + 1
+		view.Last = from + len(view.Rows)
+	}
+	names := make([]string, 0, len(types))
+	for t := range types {
+		names = append(names, t)
+	}
+	slices.Sort(names)
+	for _, t := range names {
+		view.Types = append(view.Types, typeCount{Name: t, N: types[t], Selected: t == search.Type})
+	}
+	for _, o := range []statusOption{
+		{Value: "", Label: "any trust"},
+		{Value: "unconfirmed", Label: "unconfirmed"},
+		{Value: string(graph.StatusPoisonRoot), Label: "poison root"},
+		{Value: string(graph.StatusQuarantined), Label: "quarantined"},
+		{Value: string(graph.StatusConfirmed), Label: "confirmed"},
+	} {
+		o.Selected = o.Value == search.Status
+		view.Statuses = append(view.Statuses, o)
+	}
+}
+
+func statusMatches(filter string, st graph.Status) bool {
+	switch filter {
+	case "":
+		return true
+	case "unconfirmed":
+		return st != graph.StatusConfirmed
+	}
+	return string(st) == filter
+}
+
+// keep returns the named, non-empty query parameters of q, for forms that
+// must carry them over.
+func keep(q map[string][]string, names ...string) []param {
+	var out []param
+	for _, n := range names {
+		if vs := q[n]; len(vs) > 0 && vs[0] != "" {
+			out = append(out, param{Name: n, Value: vs[0]})
+		}
+	}
+	return out
+}

@@ -1,0 +1,120 @@
+package web
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/goccy/go-graphviz"
+)
+
+// gv is the one Graphviz instance of the process. go-graphviz runs
+// Graphviz compiled to WebAssembly in a single module instance shared by
+// the whole process, which is not safe for concurrent use, so every call
+// into it holds gv.mu — across all handlers New returns.
+var gv struct {
+	mu sync.Mutex // guards g and every go-graphviz call
+	g  *graphviz.Graphviz
+}
+
+// layoutSVG lays out a DOT graph with the dot engine and returns
+// Graphviz's SVG. A panic inside go-graphviz (it panics on WebAssembly
+// errors) is turned into an error.
+func layoutSVG(ctx context.Context, dot string) (svg []byte, err error) {
+	gv.mu.Lock()
+	defer gv.mu.Unlock()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("web: graphviz panicked: %v", p)
+		}
+	}()
+	if gv.g == nil {
+		g, err := graphviz.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("web: start graphviz: %w", err)
+		}
+		gv.g = g
+	}
+	gr, err := graphviz.ParseBytes([]byte(dot))
+	if err != nil {
+		return nil, fmt.Errorf("web: graphviz parse: %w", err)
+	}
+	defer gr.Close()
+	var buf bytes.Buffer
+	if err := gv.g.Render(ctx, gr, graphviz.SVG, &buf); err != nil {
+		return nil, fmt.Errorf("web: graphviz render: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// pictureCache keeps sanitized SVG by the drawing it was made from (DOT,
+// links and tooltips). A picture is a pure function of its drawing, and
+// the drawing of a page is a function of the commit (immutable), so
+// entries never go stale; the least recently used are dropped beyond
+// maxBytes.
+type pictureCache struct {
+	mu       sync.Mutex // guards everything below
+	maxBytes int
+	size     int
+	ll       *list.List // of *picEntry, most recent first
+	byKey    map[uint64]*list.Element
+}
+
+type picEntry struct {
+	key uint64
+	dot string
+	svg string
+}
+
+func newPictureCache(maxBytes int) *pictureCache {
+	return &pictureCache{maxBytes: maxBytes, ll: list.New(), byKey: map[uint64]*list.Element{}}
+}
+
+// svg returns the sanitized SVG of d, laying it out when not cached.
+// class and label go on the root element (they are part of the key).
+func (c *pictureCache) svg(ctx context.Context, d *drawing, class, label string) (string, error) {
+	full := class + "\x00" + label + "\x00" + d.key()
+	key := xxhash.Sum64String(full)
+	c.mu.Lock()
+	if el, ok := c.byKey[key]; ok && el.Value.(*picEntry).dot == full {
+		c.ll.MoveToFront(el)
+		out := el.Value.(*picEntry).svg
+		c.mu.Unlock()
+		return out, nil
+	}
+	c.mu.Unlock()
+
+	raw, err := layoutSVG(ctx, d.dot)
+	if err != nil {
+		return "", err
+	}
+	var links *svgLinks
+	if d.links.nodes != nil {
+		links = &d.links
+	}
+	out, err := sanitizeSVG(raw, class, label, links)
+	if err != nil {
+		return "", err
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[key]; ok {
+		c.size -= len(el.Value.(*picEntry).svg) + len(el.Value.(*picEntry).dot)
+		c.ll.Remove(el)
+	}
+	e := &picEntry{key: key, dot: full, svg: out}
+	c.byKey[key] = c.ll.PushFront(e)
+	c.size += len(out) + len(full)
+	for c.size > c.maxBytes && c.ll.Len() > 1 {
+		old := c.ll.Back()
+		oe := old.Value.(*picEntry)
+		c.size -= len(oe.svg) + len(oe.dot)
+		delete(c.byKey, oe.key)
+		c.ll.Remove(old)
+	}
+	return out, nil
+}

@@ -1,0 +1,294 @@
+package web
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// page is what the layout template needs on every page; Body holds the
+// page's own view model.
+type page struct {
+	Title string
+	// Ctx is the context the page belongs to ("" for the contexts list).
+	Ctx string
+	// Nav names the active navigation tab.
+	Nav string
+	// At is the ?at= value as the user gave it; links keep it so that
+	// following them stays at the same commit.
+	At string
+	// Commit is the commit the page shows (nil on pages without one).
+	Commit *commitInfo
+	// Keep are the query parameters the time-travel form carries over.
+	Keep []param
+	// Auth is set when authentication is on (the logout button shows).
+	Auth bool
+	// CSS and JS are the asset URLs.
+	CSS, JS string
+	Body    any
+}
+
+// param is one query parameter.
+type param struct{ Name, Value string }
+
+// commitInfo describes the commit a page shows.
+type commitInfo struct {
+	ID          string
+	Short       string
+	Branch      string // set when the page shows a branch head
+	Time        string
+	Author      string
+	Message     string
+	Artifacts   int
+	Edges       int
+	ContextHash string
+}
+
+func newCommitInfo(c *replay.Commit, branch string) *commitInfo {
+	return &commitInfo{
+		ID: c.ID.String(), Short: c.ID.Short(), Branch: branch, Time: c.Time,
+		Author: c.Author, Message: c.Message, Artifacts: c.Artifacts, Edges: c.Edges,
+		ContextHash: c.ContextHash.String(),
+	}
+}
+
+// pageSet holds one parsed template set per page, each the layout plus
+// the page's "content".
+type pageSet struct {
+	byName map[string]*template.Template
+}
+
+// funcs are the helpers templates may call. Every one returns plain
+// strings; html/template escapes them for the context they land in.
+var funcs = template.FuncMap{
+	"ctxURL":        func(ctx, at string) string { return ctxURL(ctx, at) },
+	"artURL":        func(ctx, id, at string) string { return artifactURL(ctx, id, at) },
+	"auditURL":      func(ctx, id, at string) string { return auditURL(ctx, id, at) },
+	"graphURL":      func(ctx, root, at string) string { return graphURL(ctx, root, at, "") },
+	"blastURL":      func(ctx, root, at string) string { return graphURL(ctx, root, at, "in") },
+	"quarantineURL": func(ctx, at string) string { return ctxURL(ctx, "") + "/quarantine" + query("at", at) },
+	"diffURL": func(ctx, from, to string) string {
+		return ctxURL(ctx, "") + "/diff" + query("from", from, "to", to)
+	},
+	"filterURL": func(ctx, at, status string) string {
+		return ctxURL(ctx, "") + query("at", at, "status", status)
+	},
+	"short":      func(d hashing.Digest) string { return d.Short() },
+	"num":        func(n int) string { return thousands(int64(n)) },
+	"num64":      func(n int64) string { return thousands(n) },
+	"statusName": statusName,
+	// verdictClass styles the three verdicts the gate writes; any other
+	// value (it comes from artifact data) gets no class.
+	"verdictClass": func(v string) string {
+		switch v {
+		case "RETRIEVED", "FAILED", "UNKNOWN":
+			return "v-" + v
+		}
+		return ""
+	},
+	"add": func(a, b int) int { return a + b },
+}
+
+func mustParsePages() *pageSet {
+	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	ps := &pageSet{byName: map[string]*template.Template{}}
+	for _, n := range names {
+		file := path.Base(n)
+		if file == "layout.html" {
+			continue
+		}
+		t := template.Must(template.Must(base.Clone()).ParseFS(templateFS, n))
+		ps.byName[strings.TrimSuffix(file, ".html")] = t
+	}
+	return ps
+}
+
+// render executes page name into a buffer and writes it with status. A
+// template failure becomes a 500 before anything is sent.
+func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name string, p *page, body any) {
+	t := s.pages.byName[name]
+	p.Body = body
+	p.Auth = s.tokens != nil
+	p.CSS = s.assets.url("style.css")
+	p.JS = s.assets.url("app.js")
+	var buf bytes.Buffer
+	if t == nil {
+		s.log.Error("web: no template", "name", name)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	if err := t.ExecuteTemplate(&buf, "layout.html", p); err != nil {
+		s.log.Error("web: template", "name", name, "path", r.URL.Path, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// assetSet is the embedded CSS and JS, each with a content hash used as a
+// cache-busting version in its URL.
+type assetSet struct {
+	files map[string]asset
+}
+
+type asset struct {
+	data    []byte
+	ctype   string
+	version string
+}
+
+func mustLoadAssets() *assetSet {
+	as := &assetSet{files: map[string]asset{}}
+	ents, err := fs.ReadDir(assetFS, "assets")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range ents {
+		data, err := fs.ReadFile(assetFS, "assets/"+e.Name())
+		if err != nil {
+			panic(err)
+		}
+		ctype := "application/octet-stream"
+		switch path.Ext(e.Name()) {
+		case ".css":
+			ctype = "text/css; charset=utf-8"
+		case ".js":
+			ctype = "text/javascript; charset=utf-8"
+		}
+		as.files[e.Name()] = asset{data: data, ctype: ctype, version: strconv.FormatUint(xxhash.Sum64(data), 36)}
+	}
+	return as
+}
+
+func (as *assetSet) url(name string) string {
+	return prefixAsst + name + "?v=" + as.files[name].version
+}
+
+// handleAsset serves an embedded asset. Assets need no token: they hold
+// nothing from the store.
+func (s *server) handleAsset(w http.ResponseWriter, r *http.Request, name string) {
+	a, ok := s.assets.files[name]
+	if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		s.problem(w, r, &problem{Code: codeNotFound, Detail: "no such asset"})
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", a.ctype)
+	h.Set("Cache-Control", "public, max-age=86400")
+	h.Set("ETag", `"`+a.version+`"`)
+	if r.Header.Get("If-None-Match") == `"`+a.version+`"` {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(len(a.data)))
+	_, _ = w.Write(a.data)
+}
+
+// URL builders. Artifact ids and context ids are path-escaped, so any id
+// (with "/", "?", "#", "%" or spaces) stays one path segment; the route
+// reads it back from the escaped path.
+
+func ctxURL(ctx, at string) string {
+	return prefixCtx + url.PathEscape(ctx) + query("at", at)
+}
+
+func artifactURL(ctx, id, at string) string {
+	return idURL(ctx, "artifacts", id, at)
+}
+
+func auditURL(ctx, id, at string) string {
+	return idURL(ctx, "audit", id, at)
+}
+
+// idURL is the address of a page about one artifact. The ids "." and ".."
+// cannot be path segments (browsers resolve them, escaped or not), so they
+// go in the query: /ui/contexts/{ctx}/artifacts/?id=..
+func idURL(ctx, page, id, at string) string {
+	base := prefixCtx + url.PathEscape(ctx) + "/" + page + "/"
+	if id == "." || id == ".." {
+		return base + query("id", id, "at", at)
+	}
+	return base + url.PathEscape(id) + query("at", at)
+}
+
+func graphURL(ctx, root, at, dir string) string {
+	return prefixCtx + url.PathEscape(ctx) + "/graph" + query("root", root, "dir", dir, "at", at)
+}
+
+// query builds "?k=v&…" from name/value pairs, leaving out empty values,
+// in the order given.
+func query(kv ...string) string {
+	var b strings.Builder
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteByte('?')
+		} else {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(kv[i]) + "=" + url.QueryEscape(kv[i+1]))
+	}
+	return b.String()
+}
+
+// thousands formats n with thin separators: 10000 → "10,000".
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// statusName is the human name of a trust status.
+func statusName(st graph.Status) string {
+	switch st {
+	case graph.StatusPoisonRoot:
+		return "poison root"
+	case graph.StatusQuarantined:
+		return "quarantined"
+	case graph.StatusConfirmed:
+		return "confirmed"
+	}
+	return "unknown"
+}

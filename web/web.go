@@ -1,0 +1,196 @@
+package web
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/artifactd/artifactd/store"
+)
+
+// Options configure New.
+type Options struct {
+	// Store is the repository the pages read. Required.
+	Store *store.Store
+	// Logger receives internal errors; slog.Default() when nil.
+	Logger *slog.Logger
+	// Tokens, when set, turns authentication on: every page then needs a
+	// token for which Tokens returns true (read access suffices). The UI
+	// asks for it with a small form and keeps it in an HttpOnly,
+	// SameSite=Strict cookie; an "Authorization: Bearer" header is
+	// accepted too. Tokens must be safe for concurrent use.
+	Tokens func(token string) bool
+}
+
+// server is the UI handler. It holds no mutable state of its own besides
+// the picture cache, which guards itself.
+type server struct {
+	store  *store.Store
+	log    *slog.Logger
+	tokens func(string) bool
+	pages  *pageSet
+	assets *assetSet
+	pics   *pictureCache
+}
+
+// New returns the read-only browser UI as an http.Handler meant to be
+// mounted at "/". It serves the routes listed in ServeHTTP; every response
+// carries the security headers of securityHeaders. New panics when
+// opts.Store is nil or an embedded template does not parse (a build
+// defect).
+func New(opts Options) http.Handler {
+	if opts.Store == nil {
+		panic("web: Options.Store is nil")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &server{
+		store:  opts.Store,
+		log:    log,
+		tokens: opts.Tokens,
+		pages:  mustParsePages(),
+		assets: mustLoadAssets(),
+		pics:   newPictureCache(48 << 20),
+	}
+}
+
+// Paths of the pages that do not belong to a context.
+const (
+	pathLogin  = "/ui/login"
+	pathLogout = "/ui/logout"
+	prefixUI   = "/ui/"
+	prefixCtx  = "/ui/contexts/"
+	prefixAsst = "/ui/assets/"
+)
+
+// ServeHTTP routes a request. The routes, all read-only GETs except the
+// two auth forms:
+//
+//	/                                     contexts list (also /ui/)
+//	/ui/contexts/{ctx}                    one context: branches, log, artifact search
+//	/ui/contexts/{ctx}/artifacts/{id}     one artifact: data, history, edges, trust, receipt
+//	                                      (also …/artifacts/?id=, used for the ids "." and "..")
+//	/ui/contexts/{ctx}/graph              provenance picture (?root=&depth=&dir=)
+//	/ui/contexts/{ctx}/quarantine         poison roots and what they quarantine
+//	/ui/contexts/{ctx}/diff               what changed between two commits (?from=&to=)
+//	/ui/contexts/{ctx}/audit/{id}         audit report with Markdown and Mermaid
+//	/ui/assets/{file}                     embedded CSS and JS
+//	/ui/login, /ui/logout                 token form (only when Options.Tokens is set)
+//
+// Every page takes ?at= (a branch, a commit id or a prefix of at least 8
+// hex digits). Paths are split on their escaped form, so an artifact id
+// may hold any character, "/" included, written %2F.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w.Header())
+	path := r.URL.EscapedPath()
+	switch {
+	case strings.HasPrefix(path, prefixAsst):
+		s.handleAsset(w, r, strings.TrimPrefix(path, prefixAsst))
+		return
+	case path == pathLogin:
+		s.handleLogin(w, r)
+		return
+	case path == pathLogout:
+		s.handleLogout(w, r)
+		return
+	}
+	if !s.authorized(r) {
+		s.requireLogin(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		s.problem(w, r, &problem{Code: codeMethodNotAllowed, Detail: "the UI is read-only"})
+		return
+	}
+	switch {
+	case path == "/" || path == "/ui" || path == prefixUI || path == "/ui/contexts" || path == prefixCtx:
+		s.handleContexts(w, r)
+		return
+	case strings.HasPrefix(path, prefixCtx):
+		s.routeContext(w, r, strings.TrimPrefix(path, prefixCtx))
+		return
+	}
+	s.problem(w, r, &problem{Code: codeNotFound, Detail: "no page at this address"})
+}
+
+// routeContext dispatches /ui/contexts/{ctx}/… ; rest is the escaped path
+// after the prefix.
+func (s *server) routeContext(w http.ResponseWriter, r *http.Request, rest string) {
+	seg, sub, _ := strings.Cut(rest, "/")
+	ctxID, err := url.PathUnescape(seg)
+	if err != nil || store.ValidateContextID(ctxID) != nil {
+		s.problem(w, r, &problem{Code: codeNotFound, Detail: "no such context"})
+		return
+	}
+	page, arg, _ := strings.Cut(sub, "/")
+	switch page {
+	case "":
+		s.handleContext(w, r, ctxID)
+		return
+	case "graph":
+		if arg == "" {
+			s.handleGraph(w, r, ctxID)
+			return
+		}
+	case "quarantine":
+		if arg == "" {
+			s.handleQuarantine(w, r, ctxID)
+			return
+		}
+	case "diff":
+		if arg == "" {
+			s.handleDiff(w, r, ctxID)
+			return
+		}
+	case "artifacts", "audit":
+		id, err := url.PathUnescape(arg)
+		if arg == "" {
+			id = r.URL.Query().Get("id") // the form used for "." and ".."
+		}
+		if err != nil || id == "" {
+			break
+		}
+		if page == "artifacts" {
+			s.handleArtifact(w, r, ctxID, id)
+		} else {
+			s.handleAudit(w, r, ctxID, id)
+		}
+		return
+	}
+	s.problem(w, r, &problem{Code: codeNotFound, Detail: "no page at this address"})
+}
+
+// contentSecurityPolicy allows only this UI's own stylesheet and script;
+// nothing inline, nothing from elsewhere, no framing, no <base>, forms only
+// to this origin.
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; " +
+	"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+// securityHeaders sets the headers every UI response carries.
+func securityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+}
+
+// storeProblem maps a store or graph error to the problem shown to the
+// user. what names the thing looked up ("context", "commit or branch"…).
+func storeProblem(err error, what string) *problem {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return &problem{Code: codeNotFound, Detail: "no such " + what, Err: err}
+	case errors.Is(err, store.ErrAmbiguous):
+		return &problem{Code: codeAmbiguousRef, Detail: "the commit prefix matches more than one commit; give more digits", Err: err}
+	case errors.Is(err, store.ErrInvalid):
+		return &problem{Code: codeInvalidQuery, Detail: "invalid " + what, Err: err}
+	}
+	return &problem{Code: codeInternal, Err: err}
+}
