@@ -105,19 +105,26 @@ func (o *Op) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// OpsHash returns the ops_hash of a commit's recorded ops (HASHING.md §5).
+// OpsHash returns the ops_hash of a commit's recorded ops (HASHING.md §5)
+// and their canonical JSON.
 func OpsHash(ops []Op) (hashing.Digest, []byte, error) {
-	if ops == nil {
-		ops = []Op{}
+	size := 2
+	for i := range ops {
+		o := &ops[i]
+		size += 120 + len(o.ID) + len(o.Type) + len(o.ProducedBy) + len(o.From) + len(o.Rel) + len(o.To) + len(o.Attrs)
 	}
-	raw, err := json.Marshal(ops)
-	if err != nil {
-		return hashing.Digest{}, nil, err
+	canon := make([]byte, 0, size)
+	canon = append(canon, '[')
+	for i := range ops {
+		if i > 0 {
+			canon = append(canon, ',')
+		}
+		var err error
+		if canon, err = AppendCanonicalOp(canon, &ops[i]); err != nil {
+			return hashing.Digest{}, nil, fmt.Errorf("graph: op %d: %w", i, err)
+		}
 	}
-	canon, err := hashing.Canonicalize(raw)
-	if err != nil {
-		return hashing.Digest{}, nil, fmt.Errorf("graph: canonicalize ops: %w", err)
-	}
+	canon = append(canon, ']')
 	return hashing.OpsHash(canon), canon, nil
 }
 

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,7 +24,7 @@ const adminToken = "admin-token-0123456789"
 
 // knownPair are two commit messages whose commits in setupBad share the
 // first 8 hex digits of their ids.
-var knownPair = [2]string{"m82928", "m141366"}
+var knownPair = [2]string{"m32301", "m117822"}
 
 // setupBad makes context "bad" (enforce) holding a question, a RETRIEVED
 // and a FAILED fetch verdict, a document and a claim, plus two branches
@@ -34,9 +33,14 @@ var knownPair = [2]string{"m82928", "m141366"}
 func setupBad(t *testing.T, e *env, now time.Time) string {
 	e.createContext("bad", "enforce")
 	ctx := context.Background()
-	for _, v := range []struct{ id, verdict, reason string }{{"f1", "RETRIEVED", "ok"}, {"f2", "FAILED", "transport.status_503"}} {
-		data := fmt.Sprintf(`{"url":"https://example.test/%s","status":200,"verdict":%q,"reason":%q}`, v.id, v.verdict, v.reason)
-		if _, err := e.srv.GatePutArtifact(ctx, "bad", ArtifactInput{ID: v.id, Type: TypeFetchVerdict, ProducedBy: "gate", Data: json.RawMessage(data)}); err != nil {
+	for _, v := range []struct {
+		id     string
+		status int
+		body   string
+	}{{"f1", 200, `{"price": 3}`}, {"f2", 503, "unavailable"}} {
+		body := v.body
+		in := FetchInput{ID: v.id, URL: "https://example.test/" + v.id, Status: v.status, Headers: map[string]string{"content-type": "application/json"}, Body: &body}
+		if _, err := e.srv.RecordFetch(ctx, "bad", in); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -19,7 +19,14 @@
 //     a problem is about (/data/price, /ops/3/to, /edges/0/rel).
 //   - Grant: a token's scope (read, write, admin) on context id patterns.
 //   - Gate path: GatePutArtifact, the only way to write the reserved
-//     fetch_verdict type; the gate's HTTP endpoints (a later issue) call it.
+//     fetch_verdict type; it refuses a verdict that its receipt and stored
+//     body blob do not bear out. POST .../fetches reaches it through
+//     RecordFetch (gate.go), which classifies the evidence itself.
+//   - Tool results: RecordToolResult (toolresults.go) stores gate's
+//     sanitised model view of a tool error or output, the full masked text
+//     as a blob.
+//   - Outbox: effects (effects.go) are artifacts whose status changes are
+//     commits guarded by a compare-and-set (CommitRequest.Check).
 //
 // Every request body is read once, within the size limit, canonicalized
 // with hashing.Canonicalize (which refuses duplicate keys, unsafe integers,

@@ -197,12 +197,8 @@ type planStep struct {
 	ProducedBy string          `json:"produced_by"`
 	Data       json.RawMessage `json:"data"`
 	Edges      []EdgeInput     `json:"edges"`
-	Evidence   struct {
-		URL      string `json:"url"`
-		FinalURL string `json:"final_url"`
-		Status   int    `json:"status"`
-		Body     string `json:"body"`
-	} `json:"evidence"`
+	// Evidence is a fetch step's evidence exactly as the plan gives it.
+	Evidence json.RawMessage `json:"evidence"`
 }
 
 func loadPlan(t *testing.T) []planStep {
@@ -220,25 +216,36 @@ func loadPlan(t *testing.T) []planStep {
 	return p.Steps
 }
 
-// writeVerdict writes a fetch step's verdict through the gate path: the
-// empty body (s1) is FAILED (transport.empty_body), the others RETRIEVED.
-// The gate issue replaces this with real classification.
+// fetchBody is a fetch step's evidence as a POST .../fetches body: the
+// plan's evidence with the step id.
+func (s planStep) fetchBody(t *testing.T) map[string]any {
+	t.Helper()
+	var body map[string]any
+	if err := json.Unmarshal(s.Evidence, &body); err != nil {
+		t.Fatal(err)
+	}
+	body["id"] = s.ID
+	return body
+}
+
+// writeVerdict posts a fetch step's evidence to the gate, which decides
+// the verdict: the empty body (s1) is FAILED (transport.empty_body), the
+// others RETRIEVED.
 func (e *env) writeVerdict(ctxID string, s planStep) {
 	e.t.Helper()
-	verdict, reason := "RETRIEVED", "ok"
-	if s.Evidence.Body == "" {
-		verdict, reason = "FAILED", "transport.empty_body"
+	out := e.must(e.post("/v1/contexts/"+ctxID+"/fetches", s.fetchBody(e.t)), 201)
+	want := map[bool]string{true: "FAILED", false: "RETRIEVED"}[s.ID == "s1"]
+	if out["verdict"] != want {
+		e.t.Fatalf("%s: verdict %v, want %s: %v", s.ID, out["verdict"], want, out)
 	}
-	data, _ := json.Marshal(map[string]any{"url": s.Evidence.URL, "final_url": s.Evidence.FinalURL,
-		"status": s.Evidence.Status, "verdict": verdict, "reason": reason})
-	w, err := e.srv.GatePutArtifact(context.Background(), ctxID, ArtifactInput{ID: s.ID, Type: TypeFetchVerdict, ProducedBy: "gate", Data: data})
-	if err != nil {
-		e.t.Fatalf("gate write %s: %v", s.ID, err)
+	if s.ID == "s1" && out["reason"] != "transport.empty_body" {
+		e.t.Fatalf("s1: reason %v", out["reason"])
 	}
 	// Oracle: the trust the write reports is what a read explains.
+	w := out["artifact"].(map[string]any)["trust"].(map[string]any)
 	got := e.must(e.get("/v1/contexts/"+ctxID+"/artifacts/"+s.ID), 200)["trust"].(map[string]any)
-	if string(w.Artifact.Trust.Status) != got["status"] || w.Artifact.Trust.Reason != fmt.Sprint(got["reason"]) && got["reason"] != nil {
-		e.t.Errorf("%s: write says %+v, read says %v", s.ID, *w.Artifact.Trust, got)
+	if w["status"] != got["status"] || fmt.Sprint(w["reason"]) != fmt.Sprint(got["reason"]) {
+		e.t.Errorf("%s: write says %v, read says %v", s.ID, w, got)
 	}
 }
 

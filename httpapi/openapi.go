@@ -39,6 +39,7 @@ var queryParams = map[string]map[string]any{
 	"format":    {"description": "Response format.", "schema": map[string]any{"type": "string"}},
 	"from":      {"description": "Diff: the old commit or branch (required). Edges: only edges leaving this artifact.", "schema": map[string]any{"type": "string"}},
 	"to":        {"description": "Diff: the new commit or branch (default main). Edges: only edges arriving at this artifact.", "schema": map[string]any{"type": "string"}},
+	"status":    {"description": "Only effects with this status.", "schema": map[string]any{"enum": []string{"pending", "claimed", "sent", "failed"}}},
 }
 
 var (
@@ -71,6 +72,13 @@ var (
 	docListTypes       = opDoc{id: "listTypes", summary: "Artifact types and relations", tag: "types", status: 200}
 	docGetType         = opDoc{id: "getType", summary: "One artifact type", tag: "types", status: 200, result: "Type"}
 	docPutType         = opDoc{id: "putType", summary: "Register or update a user type (admin on \"*\")", tag: "types", body: "type", status: 201, result: "Type"}
+	docFetch           = opDoc{id: "recordFetch", summary: "Classify fetch evidence (or, with perform, fetch the URL) and commit the fetch_verdict with its receipt; the body is stored as a blob", tag: "gate", body: "fetch", status: 201, result: "FetchWrite"}
+	docToolResult      = opDoc{id: "recordToolResult", summary: "Sanitise a tool error or output for the model and commit it as tool_error / tool_output; the full masked text is stored as a blob", tag: "gate", body: "tool-result", status: 201, result: "ArtifactWrite"}
+	docCreateEffect    = opDoc{id: "createEffect", summary: "Record an intended side effect as pending (200 with the recorded effect when the idempotency key is known)", tag: "outbox", body: "effect", status: 201, result: "EffectWrite"}
+	docListEffects     = opDoc{id: "listEffects", summary: "Effects sorted by id with their status (a claimed effect whose lease expired counts as pending)", tag: "outbox", query: []string{"at", "status", "limit", "cursor"}, status: 200}
+	docClaimEffects    = opDoc{id: "claimEffects", summary: "Lease up to limit pending (or lease-expired) effects to a worker, atomically", tag: "outbox", body: "claim", status: 200, result: "ClaimWrite"}
+	docCompleteEffect  = opDoc{id: "completeEffect", summary: "The lease holder records the effect as sent, with its result (409 otherwise)", tag: "outbox", body: "complete", status: 200, result: "EffectWrite"}
+	docFailEffect      = opDoc{id: "failEffect", summary: "The lease holder records a failed attempt: back to pending with retry, else failed (409 otherwise)", tag: "outbox", body: "fail", status: 200, result: "EffectWrite"}
 	docPutBlob         = opDoc{id: "putBlob", summary: "Store raw bytes by SHA-256", tag: "blobs", body: "bytes", status: 201}
 	docGetBlob         = opDoc{id: "getBlob", summary: "Read a blob", tag: "blobs", status: 200, text: []string{"application/octet-stream"}}
 )
@@ -93,6 +101,15 @@ var resultSchemas = map[string]string{
 	  "poison_roots":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"reason":{"type":"string"},"blast_radius":{"type":"integer"}}}},
 	  "quarantined":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"roots":{"type":"array","items":{"type":"string"}},"path":{"type":"array","items":{"type":"string"}}}}},
 	  "blast_radius":{"type":"integer"}}}`,
+	"FetchWrite": `{"type":"object","required":["verdict","body_blob","commit","context_hash","artifact"],"properties":{"verdict":{"enum":["RETRIEVED","FAILED","UNKNOWN"]},
+	  "layer":{"enum":["transport","extraction","fingerprint"]},"reason":{"type":"string"},"body_blob":{"type":"string"},"rendered":{"type":"boolean"},"ignored":{"type":"array","items":{"type":"string"}},
+	  "commit":{"type":"string"},"context_hash":{"type":"string"},"noop":{"type":"boolean"},"artifact":{"$ref":"#/components/schemas/Artifact"},"trust_at":{"type":"string"},
+	  "tainted":{"type":"array","items":{"$ref":"#/components/schemas/TaintedBy"}}}}`,
+	"Effect": `{"type":"object","required":["id","version","content_hash","idempotency_key","kind","status","attempts"],"properties":{"id":{"type":"string"},"version":{"type":"integer"},"content_hash":{"type":"string"},
+	  "idempotency_key":{"type":"string"},"kind":{"type":"string"},"target":{"type":"string"},"payload":{},"status":{"enum":["pending","claimed","sent","failed"]},"attempts":{"type":"integer"},
+	  "worker":{"type":"string"},"lease_until":{"type":"string"},"lease_expired":{"type":"boolean"},"result":{},"last_error":{"type":"string"},"created_at":{"type":"string"},"updated_at":{"type":"string"}}}`,
+	"EffectWrite": `{"type":"object","required":["effect","commit"],"properties":{"effect":{"$ref":"#/components/schemas/Effect"},"commit":{"type":"string"},"created":{"type":"boolean"}}}`,
+	"ClaimWrite":  `{"type":"object","required":["effects"],"properties":{"effects":{"type":"array","items":{"$ref":"#/components/schemas/Effect"}},"commit":{"type":"string"}}}`,
 	"Type": `{"type":"object","required":["name","version","role","schema","schema_hash","builtin"],"properties":{"name":{"type":"string"},"version":{"type":"integer"},"role":{"enum":["source","derived","fetch_verdict","never"]},
 	  "description":{"type":"string"},"schema":{},"schema_hash":{"type":"string"},"builtin":{"type":"boolean"},"reserved":{"type":"boolean"}}}`,
 	"Problem": `{"type":"object","required":["type","title","status","detail"],"properties":{"type":{"type":"string"},"title":{"type":"string"},"status":{"type":"integer"},"detail":{"type":"string"},"instance":{"type":"string"},
@@ -104,11 +121,15 @@ var resultSchemas = map[string]string{
 var requestComponent = map[string]string{
 	"artifact": "ArtifactRequest", "commit": "CommitRequest", "context": "ContextRequest",
 	"branch": "BranchRequest", "reset": "ResetRequest", "type": "TypeRequest", "merge": "MergeRequest",
+	"fetch": "FetchRequest", "tool-result": "ToolResultRequest", "effect": "EffectRequest",
+	"claim": "ClaimRequest", "complete": "CompleteRequest", "fail": "FailRequest",
 }
 
 var requestSources = map[string]string{
 	"artifact": schemaArtifactRequest, "commit": schemaCommitRequest, "context": schemaContextRequest,
 	"branch": schemaBranchRequest, "reset": schemaResetRequest, "type": schemaTypeRequest, "merge": schemaMergeRequest,
+	"fetch": schemaFetchRequest, "tool-result": schemaToolResultRequest, "effect": schemaEffectRequest,
+	"claim": schemaClaimRequest, "complete": schemaCompleteRequest, "fail": schemaFailRequest,
 }
 
 var pathParamRE = regexp.MustCompile(`\{([a-z]+)\}`)

@@ -64,13 +64,15 @@ func TestPlanObserve(t *testing.T) {
 		}
 	}
 
-	// After a RETRIEVED re-fetch of s1 nothing stays quarantined, and the
-	// diff names every trust change.
+	// After a RETRIEVED re-fetch of s1 (the plan's after_refetch body,
+	// posted as evidence) nothing stays quarantined, and the diff names
+	// every trust change.
 	before := q["commit"].(string)
-	w, err := e.srv.GatePutArtifact(t.Context(), "poison-plan", ArtifactInput{ID: "s1", Type: TypeFetchVerdict, ProducedBy: "gate",
-		Data: []byte(`{"url":"https://shop.example/api/price/42","status":200,"verdict":"RETRIEVED","reason":"ok"}`)})
-	if err != nil || w.Artifact.Version != 2 || w.Artifact.Trust.Status != "confirmed" {
-		t.Fatalf("re-fetch: %v %+v", err, w)
+	refetch := loadPlan(t)[0].fetchBody(t)
+	refetch["body"] = `{"price": 19.99}`
+	w := e.must(e.post("/v1/contexts/poison-plan/fetches", refetch), 201)
+	if art := w["artifact"].(map[string]any); w["verdict"] != "RETRIEVED" || art["version"] != 2.0 || art["trust"].(map[string]any)["status"] != "confirmed" {
+		t.Fatalf("re-fetch: %v", w)
 	}
 	q = e.must(e.get("/v1/contexts/poison-plan/quarantine"), 200)
 	if q["blast_radius"] != 0.0 || len(q["quarantined"].([]any)) != 0 || len(q["poison_roots"].([]any)) != 0 {

@@ -391,8 +391,9 @@ func TestParseTokens(t *testing.T) {
 func TestSchemasCompile(t *testing.T) {
 	reg := NewRegistry()
 	samples := map[string]string{
-		"fetch_verdict": `{"url":"https://x","status":200,"verdict":"RETRIEVED","reason":"ok"}`,
-		"document":      `{"text":"t"}`, "tool_error": `{"text":"[TOOL_ERROR] boom"}`, "tool_output": `{"text":"ok"}`,
+		"fetch_verdict": `{"url":"https://x","status":200,"verdict":"RETRIEVED","body_blob":"sha256:` + strings.Repeat("ab", 32) + `",
+		  "receipt":{"ruleset":"gate/v1","verdict":"RETRIEVED","url":"https://x","status":200,"raw_bytes":3,"body_sha256":"sha256:` + strings.Repeat("ab", 32) + `","layers":[]}}`,
+		"document": `{"text":"t"}`, "tool_error": `{"text":"[TOOL_ERROR] boom"}`, "tool_output": `{"text":"ok"}`,
 		"effect": `{"kind":"email","idempotency_key":"k1","status":"pending"}`, "model_call": `{"model":"m"}`,
 		"question": `{"text":"q"}`, "user_input": `{"text":"u"}`, "evidence": `{"text":"e"}`, "claim": `{"text":"c","value":1.5}`,
 		"answer": `{"text":"a"}`, "note": `{"text":"n"}`,

@@ -142,13 +142,12 @@ func (s *Server) handleResetBranch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(CodeNotFound, "no branch %q in context %q", branch, ctxID))
 		return
 	}
-	// The store has no compare-and-set reset: this check narrows, but does
-	// not close, the window for a commit landing in between.
 	if parent != nil && *parent != *prev {
 		s.writeError(w, r, &Error{Code: CodeStaleParent, Detail: fmt.Sprintf("parent %s is not the head of %q", parent.Short(), branch), Extra: map[string]any{"head": *prev}})
 		return
 	}
-	if err := s.st.ResetBranch(r.Context(), ctxID, branch, to.ID); err != nil {
+	// The store re-checks the head atomically when it moves the ref.
+	if err := s.st.ResetBranchIf(r.Context(), ctxID, branch, to.ID, parent); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

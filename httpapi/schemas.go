@@ -12,21 +12,31 @@ const digestPattern = `^sha256:[0-9a-f]{64}$`
 // builtinSchemas holds each built-in type's description and schema.
 var builtinSchemas = map[string]struct{ description, schema string }{
 	"fetch_verdict": {
-		"The gate's verdict on one fetch (RETRIEVED, FAILED or UNKNOWN) with its receipt. Reserved: only the gate writes it, so a client cannot forge a RETRIEVED.",
-		`{"$schema":"` + draft2020 + `","type":"object","required":["url","verdict"],
+		"The gate's verdict on one fetch (RETRIEVED, FAILED or UNKNOWN) with its receipt and the blob of the body it judged. Reserved: only the gate writes it (POST .../fetches), so a client cannot forge a RETRIEVED.",
+		`{"$schema":"` + draft2020 + `","type":"object","required":["url","verdict","receipt","body_blob"],
 		  "properties":{
-		    "url":{"type":"string","minLength":1},
-		    "final_url":{"type":"string"},
-		    "status":{"type":"integer","minimum":0,"maximum":999},
 		    "verdict":{"enum":["RETRIEVED","FAILED","UNKNOWN"]},
 		    "reason":{"type":"string"},
-		    "ruleset":{"type":"string"},
-		    "content_type":{"type":"string"},
-		    "redirects":{"type":"array","items":{"type":"string"}},
-		    "raw_bytes":{"type":"integer","minimum":0},
-		    "extracted_bytes":{"type":"integer","minimum":0},
-		    "body_sha256":{"type":"string","pattern":"` + digestPattern + `"},
-		    "body_blob":{"type":"string","pattern":"` + digestPattern + `"}}}`,
+		    "layer":{"enum":["transport","extraction","fingerprint"]},
+		    "url":{"type":"string"},
+		    "final_url":{"type":"string"},
+		    "status":{"type":"integer","minimum":0,"maximum":999},
+		    "receipt":{"$ref":"#/$defs/receipt"},
+		    "body_blob":{"type":"string","pattern":"` + digestPattern + `"},
+		    "fetched_by":{"enum":["agent","artifactd"]},
+		    "rendered_from":{"type":"object","required":["receipt","body_blob"],
+		      "properties":{"receipt":{"$ref":"#/$defs/receipt"},"body_blob":{"type":"string","pattern":"` + digestPattern + `"}}},
+		    "render_error":{"type":"string"}},
+		  "$defs":{"receipt":{"type":"object","required":["ruleset","verdict","url","status","body_sha256","raw_bytes","layers"],
+		    "properties":{
+		      "ruleset":{"type":"string"},
+		      "verdict":{"enum":["RETRIEVED","FAILED","UNKNOWN"]},
+		      "url":{"type":"string"},
+		      "redirects":{"type":"array","items":{"type":"object","required":["url","status"]}},
+		      "status":{"type":"integer"},
+		      "raw_bytes":{"type":"integer","minimum":0},
+		      "body_sha256":{"type":"string","pattern":"` + digestPattern + `"},
+		      "layers":{"type":"array","items":{"type":"object","required":["layer","verdict"]}}}}}}`,
 	},
 	"document": {
 		"A document read from a source: its text, or the blob holding its bytes.",
@@ -40,25 +50,36 @@ var builtinSchemas = map[string]struct{ description, schema string }{
 		    "blob":{"type":"string","pattern":"` + digestPattern + `"}}}`,
 	},
 	"tool_error": {
-		"A tool's error, sanitised for the model. Never confirmed: anything resting on it is quarantined.",
-		`{"$schema":"` + draft2020 + `","type":"object","required":["text"],
+		"A tool's error, sanitised for the model (POST .../tool-results: model_view, the full masked text in full_blob). Never confirmed: anything resting on it is quarantined.",
+		`{"$schema":"` + draft2020 + `","type":"object",
+		  "anyOf":[{"required":["model_view"]},{"required":["text"]}],
 		  "properties":{
 		    "tool":{"type":"string"},
+		    "model_view":{"type":"string"},
+		    "total_chars":{"type":"integer","minimum":0},
+		    "truncated":{"type":"boolean"},
+		    "spilled":{"type":"boolean"},
+		    "full_blob":{"type":"string","pattern":"` + digestPattern + `"},
 		    "text":{"type":"string"},
 		    "blob":{"type":"string","pattern":"` + digestPattern + `"}}}`,
 	},
 	"tool_output": {
-		"A tool's output, bounded for the model; the full output may live in a blob.",
-		`{"$schema":"` + draft2020 + `","type":"object","required":["text"],
+		"A tool's output, bounded for the model (POST .../tool-results: model_view with head, omission notice and tail; the full masked output in full_blob).",
+		`{"$schema":"` + draft2020 + `","type":"object",
+		  "anyOf":[{"required":["model_view"]},{"required":["text"]}],
 		  "properties":{
 		    "tool":{"type":"string"},
-		    "text":{"type":"string"},
+		    "model_view":{"type":"string"},
+		    "total_chars":{"type":"integer","minimum":0},
+		    "omitted_chars":{"type":"integer","minimum":0},
 		    "truncated":{"type":"boolean"},
+		    "full_blob":{"type":"string","pattern":"` + digestPattern + `"},
+		    "text":{"type":"string"},
 		    "total_bytes":{"type":"integer","minimum":0},
 		    "blob":{"type":"string","pattern":"` + digestPattern + `"}}}`,
 	},
 	"effect": {
-		"An intended side effect recorded in the outbox, with its status.",
+		"An intended side effect recorded in the outbox (POST .../effects), with its status; every status change is a commit, and replay never sends.",
 		`{"$schema":"` + draft2020 + `","type":"object","required":["kind","idempotency_key"],
 		  "properties":{
 		    "kind":{"type":"string","minLength":1},
@@ -67,7 +88,12 @@ var builtinSchemas = map[string]struct{ description, schema string }{
 		    "idempotency_key":{"type":"string","minLength":1},
 		    "status":{"enum":["pending","claimed","sent","failed"]},
 		    "attempts":{"type":"integer","minimum":0},
-		    "result":true}}`,
+		    "worker":{"type":"string"},
+		    "lease_until":{"type":"string"},
+		    "result":true,
+		    "last_error":{"type":"string"},
+		    "created_at":{"type":"string"},
+		    "updated_at":{"type":"string"}}}`,
 	},
 	"model_call": {
 		"One call to a model: which model, and the blobs or text of its input and output.",
@@ -187,6 +213,78 @@ const (
 	    "message":{"type":"string"},
 	    "resolutions":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,
 	      "properties":{"take":{"enum":["ours","theirs"]},"value":{"type":"object"},"type":{"type":"string"},"produced_by":{"type":"string"}}}}}}`
+
+	// schemaFetchRequest is POST /v1/contexts/{ctx}/fetches: evidence, or
+	// a URL to fetch with "perform": true (then no evidence field). The
+	// verdict claims are accepted and ignored.
+	schemaFetchRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
+	  "required":["url"],
+	  "properties":{
+	    "id":{"type":"string","minLength":1},
+	    "url":{"type":"string","minLength":1},
+	    "final_url":{"type":"string"},
+	    "redirects":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["url","status"],
+	      "properties":{"url":{"type":"string"},"status":{"type":"integer","minimum":0,"maximum":999}}}},
+	    "status":{"type":"integer","minimum":0,"maximum":999},
+	    "headers":{"type":"object","additionalProperties":{"type":"string"}},
+	    "body":{"type":"string"},
+	    "body_base64":{"type":"string"},
+	    "error":{"type":["string","null"]},
+	    "perform":{"type":"boolean"},
+	    "edges":{"type":"array","items":` + edgeInputSchema + `},
+	    "branch":{"type":"string","minLength":1},
+	    "quarantine":{"enum":["enforce","observe"]},
+	    "verdict":true,"reason":true,"layer":true,"receipt":true,"body_sha256":true,"body_blob":true},
+	  "if":{"required":["perform"],"properties":{"perform":{"const":true}}},
+	  "then":{"properties":{"final_url":false,"redirects":false,"status":false,"headers":false,"body":false,"body_base64":false,"error":false}}}`
+
+	// schemaToolResultRequest is POST /v1/contexts/{ctx}/tool-results.
+	schemaToolResultRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
+	  "required":["ok"],
+	  "properties":{
+	    "id":{"type":"string","minLength":1},
+	    "tool":{"type":"string"},
+	    "ok":{"type":"boolean"},
+	    "error":{"type":"string"},
+	    "output":{"type":"string"},
+	    "produced_by":{"type":"string"},
+	    "edges":{"type":"array","items":` + edgeInputSchema + `},
+	    "branch":{"type":"string","minLength":1},
+	    "quarantine":{"enum":["enforce","observe"]}},
+	  "if":{"properties":{"ok":{"const":true}}},
+	  "then":{"required":["output"],"properties":{"error":false}},
+	  "else":{"required":["error"],"properties":{"output":false}}}`
+
+	workerSchema = `{"type":"string","minLength":1,"maxLength":256}`
+
+	// schemaEffectRequest is POST /v1/contexts/{ctx}/effects.
+	schemaEffectRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
+	  "required":["idempotency_key","kind"],
+	  "properties":{
+	    "idempotency_key":{"type":"string","minLength":1,"maxLength":1024},
+	    "kind":{"type":"string","minLength":1,"maxLength":256},
+	    "target":{"type":"string"},
+	    "payload":true,
+	    "produced_by":{"type":"string"},
+	    "edges":{"type":"array","items":` + edgeInputSchema + `}}}`
+
+	// schemaClaimRequest is POST /v1/contexts/{ctx}/effects/claim.
+	schemaClaimRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
+	  "required":["worker"],
+	  "properties":{
+	    "worker":` + workerSchema + `,
+	    "lease_seconds":{"type":"integer","minimum":1,"maximum":86400},
+	    "limit":{"type":"integer","minimum":1,"maximum":100}}}`
+
+	// schemaCompleteRequest is POST /v1/contexts/{ctx}/effects/{id}/complete.
+	schemaCompleteRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
+	  "required":["worker"],
+	  "properties":{"worker":` + workerSchema + `,"result":true}}`
+
+	// schemaFailRequest is POST /v1/contexts/{ctx}/effects/{id}/fail.
+	schemaFailRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
+	  "required":["worker"],
+	  "properties":{"worker":` + workerSchema + `,"error":{"type":"string"},"retry":{"type":"boolean"}}}`
 
 	// schemaTypeRequest is PUT /v1/types/{name}.
 	schemaTypeRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,

@@ -371,6 +371,8 @@ var requestSchemas = func() map[string]*jsonschema.Schema {
 	srcs := map[string]string{
 		"artifact": schemaArtifactRequest, "commit": schemaCommitRequest, "context": schemaContextRequest,
 		"branch": schemaBranchRequest, "reset": schemaResetRequest, "type": schemaTypeRequest, "merge": schemaMergeRequest,
+		"fetch": schemaFetchRequest, "tool-result": schemaToolResultRequest, "effect": schemaEffectRequest,
+		"claim": schemaClaimRequest, "complete": schemaCompleteRequest, "fail": schemaFailRequest,
 	}
 	out := make(map[string]*jsonschema.Schema, len(srcs))
 	for name, src := range srcs {

@@ -2,12 +2,9 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -63,7 +60,7 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 			return nil, err
 		}
 	}
-	if err := s.importRoot(ctxID, plan.mode, plan.created, plan.root); err != nil {
+	if err := s.importRoot(ctx, ctxID, plan.mode, plan.created, plan.root); err != nil {
 		return nil, err
 	}
 	partial := func(err error) error {
@@ -178,58 +175,27 @@ func planImport(b *replay.Bundle) (*importPlan, error) {
 	return p, nil
 }
 
-// importRoot creates context ctxID with root as its first commit and main
-// branch. CreateContext stamps the root with the store clock, which would
-// change its id (and every id after it), so the root is written here in
-// one transaction with the recorded time. The context is registered in
-// memory first, so that a concurrent CreateContext of the same id fails
-// with ErrExists; commits to it before the transaction lands fail with
-// ErrNotFound (its main branch does not exist yet).
-func (s *Store) importRoot(ctxID, mode, created string, root *replay.Commit) error {
-	onDisk := s.db.View(func(txn *badger.Txn) error {
-		_, err := txn.Get(keyCtx(ctxID))
+// importRoot creates the context with the bundle's root commit. A root
+// commit is always the empty "create context" commit written by
+// CreateContext, so recreating it at the bundle's time reproduces its id;
+// anything else is refused.
+func (s *Store) importRoot(ctx context.Context, ctxID, mode, created string, root *replay.Commit) error {
+	at, err := time.Parse(time.RFC3339Nano, root.Time)
+	if err != nil || hashing.FormatTime(at) != root.Time || created != root.Time {
+		return fmt.Errorf("%w: root commit %s has time %q (context created %q); want one RFC 3339 UTC time", ErrInvalid, root.ID.Short(), root.Time, created)
+	}
+	if len(root.Parents) != 0 || root.NumOps != 0 || root.Author != "artifactd" || root.Message != "create context" {
+		return fmt.Errorf("%w: root commit %s is not a context's creation commit", ErrInvalid, root.ID.Short())
+	}
+	if _, err := s.CreateContextAt(ctx, ctxID, mode, at); err != nil {
 		return err
-	})
-	s.mu.Lock()
-	if s.ctxs[ctxID] != nil || !errors.Is(onDisk, badger.ErrKeyNotFound) {
-		s.mu.Unlock()
-		if onDisk != nil && !errors.Is(onDisk, badger.ErrKeyNotFound) {
-			return fmt.Errorf("create context %q: %w", ctxID, onDisk)
-		}
-		return fmt.Errorf("context %q: %w", ctxID, ErrExists)
 	}
-	cs := &ctxState{info: ContextInfo{ID: ctxID, Quarantine: mode, Created: created}, lastSeq: 1}
-	s.ctxs[ctxID] = cs
-	s.mu.Unlock()
-
-	rec := &replay.Commit{ID: root.ID, Parents: []hashing.Digest{}, ContextHash: root.ContextHash, OpsHash: root.OpsHash,
-		Author: root.Author, Message: root.Message, Time: root.Time, Seq: 1}
-	info, err := json.Marshal(cs.info)
-	if err == nil {
-		var raw []byte
-		if raw, err = json.Marshal(rec); err == nil {
-			err = s.db.Update(func(txn *badger.Txn) error {
-				if _, err := txn.Get(keyCtx(ctxID)); err == nil {
-					return fmt.Errorf("context %q: %w", ctxID, ErrExists)
-				}
-				sets := [][2][]byte{{keyCtx(ctxID), info}, {keyCommit(ctxID, rec.ID), raw}, {keySeq(ctxID, 1), rec.ID[:]}, {keyRef(ctxID, DefaultBranch), rec.ID[:]}}
-				for _, e := range sets {
-					if err := txn.Set(e[0], e[1]); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		}
-	}
-	if err == nil && !s.noSync {
-		err = s.db.Sync()
-	}
+	got, err := s.Resolve(ctx, ctxID, DefaultBranch)
 	if err != nil {
-		s.mu.Lock()
-		delete(s.ctxs, ctxID)
-		s.mu.Unlock()
-		return fmt.Errorf("create context %q: %w", ctxID, err)
+		return err
+	}
+	if got.ID != root.ID {
+		return fmt.Errorf("%w: recreated root commit %s, the bundle has %s", ErrCorrupt, got.ID.Short(), root.ID.Short())
 	}
 	return nil
 }

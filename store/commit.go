@@ -68,7 +68,9 @@ type writeReq struct {
 	ctxID  string
 	mode   string
 	branch string
-	target hashing.Digest // create/reset branch
+	target hashing.Digest  // create/reset branch
+	expect *hashing.Digest // reset: the head the branch must still have
+	at     time.Time       // create context: creation time (zero = clock)
 	commit CommitRequest
 	resp   chan writeResp
 }
@@ -122,7 +124,15 @@ func (s *Store) CreateBranch(ctx context.Context, ctxID, name string, at hashing
 // ResetBranch moves branch name to commit to (checkout / rollback). The
 // commits it leaves stay stored and reachable by id.
 func (s *Store) ResetBranch(ctx context.Context, ctxID, name string, to hashing.Digest) error {
-	_, err := s.submit(ctx, &writeReq{kind: reqResetBranch, ctxID: ctxID, branch: name, target: to})
+	return s.ResetBranchIf(ctx, ctxID, name, to, nil)
+}
+
+// ResetBranchIf is ResetBranch as a compare-and-set: when expect is set,
+// the branch moves only if its head is still *expect, else ErrStale. The
+// check and the move happen in the committer, so no commit can land in
+// between.
+func (s *Store) ResetBranchIf(ctx context.Context, ctxID, name string, to hashing.Digest, expect *hashing.Digest) error {
+	_, err := s.submit(ctx, &writeReq{kind: reqResetBranch, ctxID: ctxID, branch: name, target: to, expect: expect})
 	return err
 }
 
@@ -212,9 +222,6 @@ func (s *Store) processBatch(batch []*writeReq) {
 		}
 	}
 	err := g.flush()
-	for h := range g.locked {
-		h.mu.Unlock()
-	}
 	s.mu.Lock()
 	if len(g.moved) > 0 || err != nil {
 		s.headGen++
@@ -225,11 +232,19 @@ func (s *Store) processBatch(batch []*writeReq) {
 		}
 	}
 	if err != nil {
+		// The heads hold what was not written: drop them before a reader
+		// can see them (Read reloads a dropped head).
 		for h := range g.locked {
-			delete(s.heads, headKey(h.ctx, h.branch))
+			h.dropped = true
+			if s.heads[headKey(h.ctx, h.branch)] == h {
+				delete(s.heads, headKey(h.ctx, h.branch))
+			}
 		}
 	}
 	s.mu.Unlock()
+	for h := range g.locked {
+		h.mu.Unlock()
+	}
 	if err != nil {
 		s.log.Error("commit group failed; in-memory heads dropped", "err", err)
 		for cs, seq := range g.touched {
@@ -426,7 +441,11 @@ func (g *group) createContext(r *writeReq) error {
 		s.mu.Unlock()
 		return fmt.Errorf("context %q: %w", r.ctxID, ErrExists)
 	}
-	now := hashing.FormatTime(s.clock())
+	when := r.at
+	if when.IsZero() {
+		when = s.clock()
+	}
+	now := hashing.FormatTime(when)
 	cs := &ctxState{info: ContextInfo{ID: r.ctxID, Quarantine: r.mode, Created: now}}
 	s.ctxs[r.ctxID] = cs
 	s.mu.Unlock()
@@ -479,6 +498,18 @@ func (g *group) moveBranch(r *writeReq) error {
 	}
 	if r.kind == reqResetBranch && !exists {
 		return fmt.Errorf("branch %q: %w", r.branch, ErrNotFound)
+	}
+	if r.expect != nil {
+		cur, pending := g.refs[key]
+		if !pending {
+			var err error
+			if cur, err = s.ref(r.ctxID, r.branch); err != nil {
+				return err
+			}
+		}
+		if cur != *r.expect {
+			return fmt.Errorf("%w: branch %q is at %s, not at %s", ErrStale, r.branch, cur.Short(), r.expect.Short())
+		}
 	}
 	// Drop the in-memory head; it is rebuilt at the new target on use.
 	// Readers may not cache a head of this branch until the group is

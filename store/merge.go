@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/artifactd/artifactd/graph"
@@ -39,9 +40,8 @@ type MergeResult struct {
 // every unresolved conflict, with nothing written; replay.ErrResolution;
 // ErrStale when ours moved while the merge was computed (merge again);
 // ErrNotFound; the errors of Commit (a *graph.TaintError in enforce mode).
-// A fast-forward moves the branch with ResetBranch, which does not check
-// the head it replaces: a commit on ours racing with it is left off the
-// branch (still stored and reachable by id).
+// A fast-forward moves the branch with ResetBranchIf, so a commit on ours
+// racing with it makes the merge fail with ErrStale instead of being lost.
 func (s *Store) Merge(ctx context.Context, ctxID, ours, theirs string, resolutions map[string]replay.Resolution, author, message string) (*MergeResult, error) {
 	if err := ValidateBranch(ours); err != nil {
 		return nil, err
@@ -64,13 +64,10 @@ func (s *Store) Merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 	case replay.MergeUpToDate:
 		return res, nil
 	case replay.MergeFastForward:
-		// Narrow the window in which a racing commit could be dropped.
-		if cur, err := s.branchHead(ctx, ctxID, ours); err != nil {
-			return nil, err
-		} else if cur.ID != oursHead.ID {
-			return nil, fmt.Errorf("%w: branch %q moved from %s to %s during the merge; merge again", ErrStale, ours, oursHead.ID.Short(), cur.ID.Short())
-		}
-		if err := s.ResetBranch(ctx, ctxID, ours, tc.ID); err != nil {
+		if err := s.ResetBranchIf(ctx, ctxID, ours, tc.ID, &oursHead.ID); err != nil {
+			if errors.Is(err, ErrStale) {
+				return nil, fmt.Errorf("%w: branch %q moved during the merge; merge again", err, ours)
+			}
 			return nil, err
 		}
 		res.Commit = tc

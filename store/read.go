@@ -216,7 +216,9 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 // through src; metadata only: artifact Data is nil) and checks it against
 // the commit's context hash.
 func (s *Store) loadState(src nodeSource, c *replay.Commit) (*graph.State, error) {
-	st := graph.NewState(nil)
+	arts := make([]*graph.Artifact, 0, c.Artifacts)
+	edges := make([]*graph.Edge, 0, c.Edges)
+	var tombs []graph.Tombstone
 	err := trieWalk(src, trieChild{id: c.Root, count: c.RootCount}, func(k, v []byte) error {
 		if len(k) == 0 {
 			return fmt.Errorf("%w: empty state key", ErrCorrupt)
@@ -227,20 +229,20 @@ func (s *Store) loadState(src nodeSource, c *replay.Commit) (*graph.State, error
 			if err != nil {
 				return err
 			}
-			st.RestoreArtifact(av.artifact(string(k[1:])))
+			arts = append(arts, av.artifact(string(k[1:])))
 		case 't':
 			ver, err := decodeTombVal(v)
 			if err != nil {
 				return err
 			}
-			st.RestoreTombstone(string(k[1:]), ver)
+			tombs = append(tombs, graph.Tombstone{ID: string(k[1:]), Version: ver})
 		case 'e':
 			ek, err := splitEdgeKey(k)
 			if err != nil {
 				return err
 			}
 			attrs := decodeEdgeVal(v)
-			st.RestoreEdge(&graph.Edge{From: ek.From, Rel: ek.Rel, To: ek.To, Attrs: append([]byte(nil), attrs...)})
+			edges = append(edges, &graph.Edge{From: ek.From, Rel: ek.Rel, To: ek.To, Attrs: append([]byte(nil), attrs...)})
 		default:
 			return fmt.Errorf("%w: unknown state key kind %q", ErrCorrupt, k[0])
 		}
@@ -249,6 +251,7 @@ func (s *Store) loadState(src nodeSource, c *replay.Commit) (*graph.State, error
 	if err != nil {
 		return nil, fmt.Errorf("load state of commit %s: %w", c.ID.Short(), err)
 	}
+	st := graph.Load(nil, arts, tombs, edges)
 	if got := st.Hash(); got != c.ContextHash {
 		return nil, fmt.Errorf("%w: state map of commit %s hashes to %s, the commit records %s", ErrCorrupt, c.ID.Short(), got, c.ContextHash)
 	}
@@ -296,13 +299,19 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 	}
 	if ValidateBranch(branch) == nil {
 		if _, err := s.ref(ctxID, branch); err == nil {
-			h, err := s.head(ctxID, branch)
-			if err != nil {
-				return err
+			for {
+				h, err := s.head(ctxID, branch)
+				if err != nil {
+					return err
+				}
+				h.mu.RLock()
+				if h.dropped { // a failed group changed it: load it again
+					h.mu.RUnlock()
+					continue
+				}
+				defer h.mu.RUnlock()
+				return fn(&View{Commit: h.commit, State: h.state, Trust: h.trust, Branch: branch, store: s})
 			}
-			h.mu.RLock()
-			defer h.mu.RUnlock()
-			return fn(&View{Commit: h.commit, State: h.state, Trust: h.trust, Branch: branch, store: s})
 		}
 	}
 	c, err := s.Resolve(ctx, ctxID, ref)

@@ -127,12 +127,15 @@ type ctxState struct {
 // head is the in-memory state of one branch head. The committer goroutine
 // mutates it under mu; readers hold mu.RLock.
 type head struct {
-	mu     sync.RWMutex // guards commit, state, trust
+	mu     sync.RWMutex // guards commit, state, trust, dropped
 	ctx    string
 	branch string
 	commit *replay.Commit
 	state  *graph.State
 	trust  *graph.TrustIndex
+	// dropped is set when a commit group that changed the head failed:
+	// the head is no longer in Store.heads and its state is not on disk.
+	dropped bool
 }
 
 var (
@@ -275,6 +278,13 @@ func (s *Store) base() graph.BaseFunc {
 // CreateContext creates a context with its main branch and an empty root
 // commit.
 func (s *Store) CreateContext(ctx context.Context, id, quarantine string) (ContextInfo, error) {
+	return s.CreateContextAt(ctx, id, quarantine, time.Time{})
+}
+
+// CreateContextAt is CreateContext with the creation time (and so the
+// root commit's time and id) given instead of read from the clock; the
+// zero time means now. Import uses it to reproduce a bundle's root commit.
+func (s *Store) CreateContextAt(ctx context.Context, id, quarantine string, at time.Time) (ContextInfo, error) {
 	if err := ValidateContextID(id); err != nil {
 		return ContextInfo{}, err
 	}
@@ -285,7 +295,7 @@ func (s *Store) CreateContext(ctx context.Context, id, quarantine string) (Conte
 	default:
 		return ContextInfo{}, fmt.Errorf("%w: quarantine must be %q or %q, got %q", ErrInvalid, ModeEnforce, ModeObserve, quarantine)
 	}
-	res, err := s.submit(ctx, &writeReq{kind: reqCreateContext, ctxID: id, mode: quarantine})
+	res, err := s.submit(ctx, &writeReq{kind: reqCreateContext, ctxID: id, mode: quarantine, at: at})
 	if err != nil {
 		return ContextInfo{}, err
 	}

@@ -378,3 +378,27 @@ func TestGroupSeesItsOwnWrites(t *testing.T) {
 	}
 	mustCheck(t, s)
 }
+
+func TestResetBranchIfIsCompareAndSet(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c1 := mustCommit(t, s, "c", put("a", "note", map[string]any{"v": 1}))
+	c2 := mustCommit(t, s, "c", put("a", "note", map[string]any{"v": 2}))
+	if err := s.ResetBranchIf(ctx, "c", "main", c1.ID, &c1.ID); !errors.Is(err, ErrStale) {
+		t.Fatalf("reset with a stale expectation: %v, want ErrStale", err)
+	}
+	if got := mustResolve(t, s, "c", "main"); got.ID != c2.ID {
+		t.Fatalf("a refused reset moved the branch to %s", got.ID.Short())
+	}
+	if err := s.ResetBranchIf(ctx, "c", "main", c1.ID, &c2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustResolve(t, s, "c", "main"); got.ID != c1.ID {
+		t.Fatalf("reset did not move the branch")
+	}
+	mustCheck(t, s)
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/httpapi"
 	"github.com/artifactd/artifactd/store"
 )
@@ -31,11 +32,20 @@ type planStep struct {
 }
 
 type planEvidence struct {
-	URL      string            `json:"url"`
-	FinalURL string            `json:"final_url"`
-	Status   int               `json:"status"`
-	Headers  map[string]string `json:"headers"`
-	Body     string            `json:"body"`
+	URL       string            `json:"url"`
+	FinalURL  string            `json:"final_url"`
+	Redirects []gate.Redirect   `json:"redirects"`
+	Status    int               `json:"status"`
+	Headers   map[string]string `json:"headers"`
+	Body      string            `json:"body"`
+	Error     *string           `json:"error"`
+}
+
+// fetchInput is the evidence as a POST .../fetches body for step id.
+func (ev *planEvidence) fetchInput(id string) httpapi.FetchInput {
+	body := ev.Body
+	return httpapi.FetchInput{ID: id, URL: ev.URL, FinalURL: ev.FinalURL, Redirects: ev.Redirects,
+		Status: ev.Status, Headers: ev.Headers, Body: &body, Error: ev.Error}
 }
 
 func parsePlan(raw []byte) ([]planStep, error) {
@@ -48,38 +58,16 @@ func parsePlan(raw []byte) ([]planStep, error) {
 	return p.Steps, nil
 }
 
-// demoVerdict stands in for the gate until it lands: an empty body is
-// FAILED (transport.empty_body), anything else RETRIEVED. The evidence body
-// is kept as a blob named by the verdict.
-func demoVerdict(ctx context.Context, st *store.Store, ev *planEvidence) (json.RawMessage, error) {
-	v := map[string]any{
-		"url": ev.URL, "final_url": ev.FinalURL, "status": ev.Status, "content_type": ev.Headers["content-type"],
-		"verdict": "RETRIEVED", "reason": "demo.nonempty_body", "ruleset": "demo/v0", "raw_bytes": len(ev.Body),
-	}
-	if ev.Body == "" {
-		v["verdict"], v["reason"] = "FAILED", "transport.empty_body"
-	} else {
-		d, err := st.PutBlob(ctx, []byte(ev.Body))
-		if err != nil {
-			return nil, err
-		}
-		v["body_sha256"], v["body_blob"] = d.String(), d.String()
-	}
-	return json.Marshal(v)
-}
-
 // loadPlan writes the ten-step plan into context ctxID through the Go API:
-// fetch steps as fetch_verdict artifacts through the gate path, derive
-// steps as artifacts with their edges.
-func loadPlan(ctx context.Context, srv *httpapi.Server, st *store.Store, ctxID string, steps []planStep) error {
+// fetch steps as their evidence through the gate, which classifies it
+// (s1, an empty HTTP 200, is FAILED transport.empty_body), derive steps as
+// artifacts with their edges.
+func loadPlan(ctx context.Context, srv *httpapi.Server, ctxID string, steps []planStep) error {
 	for _, s := range steps {
 		var err error
 		switch s.Kind {
 		case "fetch":
-			var data json.RawMessage
-			if data, err = demoVerdict(ctx, st, s.Evidence); err == nil {
-				_, err = srv.GatePutArtifact(ctx, ctxID, httpapi.ArtifactInput{ID: s.ID, Type: httpapi.TypeFetchVerdict, ProducedBy: "gate", Data: data})
-			}
+			_, err = srv.RecordFetch(ctx, ctxID, s.Evidence.fetchInput(s.ID))
 		default:
 			_, err = srv.PutArtifact(ctx, ctxID, httpapi.ArtifactInput{ID: s.ID, Type: s.Type, ProducedBy: s.ProducedBy, Data: s.Data, Edges: s.Edges})
 		}
@@ -90,22 +78,34 @@ func loadPlan(ctx context.Context, srv *httpapi.Server, st *store.Store, ctxID s
 	return nil
 }
 
+// reportPage is the HTML an agent fetched for one annual report.
+func reportPage(year, revenue string) string {
+	return `<!DOCTYPE html><html><head><meta charset="utf-8"><title>Example Corp annual report ` + year + `</title></head><body>` +
+		`<nav><a href="/">Example Corp</a></nav><article><h1>Annual report ` + year + `</h1>` +
+		`<p>Revenue for the year was EUR ` + revenue + ` million. The board thanks every employee, customer and partner for a year of steady work.</p>` +
+		`<p>Operating costs were held flat while the company opened two new regional offices and retired its oldest data centre.</p>` +
+		`</article><footer>© Example Corp</footer></body></html>`
+}
+
 // loadAudit writes a small, clean research run: a question, two documents
 // read from two fetches, a figure computed from both, and the answer.
 func loadAudit(ctx context.Context, srv *httpapi.Server, ctxID string) error {
 	edge := func(rel, to string) httpapi.EdgeInput { return httpapi.EdgeInput{Rel: rel, To: to} }
 	type item struct {
-		gate bool
-		in   httpapi.ArtifactInput
+		fetch *httpapi.FetchInput
+		in    httpapi.ArtifactInput
 	}
 	raw := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+	fetched := func(id, year, revenue string) *httpapi.FetchInput {
+		body := reportPage(year, revenue)
+		return &httpapi.FetchInput{ID: id, URL: "https://example.com/reports/annual-" + year, Status: 200,
+			Headers: map[string]string{"content-type": "text/html; charset=utf-8"}, Body: &body}
+	}
 	items := []item{
 		{in: httpapi.ArtifactInput{ID: "question", Type: "question", ProducedBy: "user",
 			Data: raw(map[string]any{"text": "By how much did Example Corp's revenue grow from 2024 to 2025?"})}},
-		{gate: true, in: httpapi.ArtifactInput{ID: "fetch-2024", Type: httpapi.TypeFetchVerdict, ProducedBy: "gate",
-			Data: raw(map[string]any{"url": "https://example.com/reports/annual-2024", "status": 200, "content_type": "text/html", "verdict": "RETRIEVED", "reason": "demo.nonempty_body", "ruleset": "demo/v0"})}},
-		{gate: true, in: httpapi.ArtifactInput{ID: "fetch-2025", Type: httpapi.TypeFetchVerdict, ProducedBy: "gate",
-			Data: raw(map[string]any{"url": "https://example.com/reports/annual-2025", "status": 200, "content_type": "text/html", "verdict": "RETRIEVED", "reason": "demo.nonempty_body", "ruleset": "demo/v0"})}},
+		{fetch: fetched("fetch-2024", "2024", "120.0")},
+		{fetch: fetched("fetch-2025", "2025", "135.0")},
 		{in: httpapi.ArtifactInput{ID: "report-2024", Type: "document", ProducedBy: "reader",
 			Data:  raw(map[string]any{"url": "https://example.com/reports/annual-2024", "title": "Example Corp annual report 2024", "text": "Revenue for the year was EUR 120.0 million."}),
 			Edges: []httpapi.EdgeInput{edge("extracted_from", "fetch-2024")}}},
@@ -121,13 +121,18 @@ func loadAudit(ctx context.Context, srv *httpapi.Server, ctxID string) error {
 	}
 	for _, it := range items {
 		var err error
-		if it.gate {
-			_, err = srv.GatePutArtifact(ctx, ctxID, it.in)
+		id := it.in.ID
+		if it.fetch != nil {
+			id = it.fetch.ID
+			var w *httpapi.FetchWrite
+			if w, err = srv.RecordFetch(ctx, ctxID, *it.fetch); err == nil && w.Verdict != gate.Retrieved {
+				err = fmt.Errorf("the gate says %s (%s)", w.Verdict, w.Reason)
+			}
 		} else {
 			_, err = srv.PutArtifact(ctx, ctxID, it.in)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", it.in.ID, err)
+			return fmt.Errorf("%s: %w", id, err)
 		}
 	}
 	return nil
@@ -136,23 +141,21 @@ func loadAudit(ctx context.Context, srv *httpapi.Server, ctxID string) error {
 // demoContext is one example context of `artifactd demo`.
 type demoContext struct {
 	id, mode, about string
-	load            func(ctx context.Context, srv *httpapi.Server, st *store.Store, id string) error
+	load            func(ctx context.Context, srv *httpapi.Server, id string) error
 }
 
 func demoContexts() []demoContext {
 	return []demoContext{
 		{"poison-plan", store.ModeObserve, "ten-step plan; s1 is an empty HTTP 200 that poisons five later steps",
-			func(ctx context.Context, srv *httpapi.Server, st *store.Store, id string) error {
+			func(ctx context.Context, srv *httpapi.Server, id string) error {
 				steps, err := parsePlan(poisonPlan)
 				if err != nil {
 					return err
 				}
-				return loadPlan(ctx, srv, st, id, steps)
+				return loadPlan(ctx, srv, id, steps)
 			}},
 		{"audit-demo", store.ModeEnforce, "a question, two documents from two fetches, a computed figure and the answer",
-			func(ctx context.Context, srv *httpapi.Server, _ *store.Store, id string) error {
-				return loadAudit(ctx, srv, id)
-			}},
+			loadAudit},
 	}
 }
 
@@ -165,7 +168,7 @@ func loadDemo(ctx context.Context, st *store.Store, srv *httpapi.Server, stdout 
 		} else if err != nil {
 			return err
 		}
-		if err := d.load(ctx, srv, st, d.id); err != nil {
+		if err := d.load(ctx, srv, d.id); err != nil {
 			return fmt.Errorf("context %s: %w", d.id, err)
 		}
 		c, err := st.Resolve(ctx, d.id, "")

@@ -40,6 +40,8 @@ func runFsck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(rep.Defects) > 0 {
 		return fail(stderr, exitUsage, "fsck: %d defect(s) found", len(rep.Defects))
 	}
-	fmt.Fprintln(stdout, "ok")
+	if !*asJSON {
+		fmt.Fprintln(stdout, "ok")
+	}
 	return exitOK
 }

@@ -38,6 +38,7 @@ func commands() map[string]command {
 		"serve":  {"serve the HTTP API (and the UI) over a data directory", runServe},
 		"demo":   {"load example contexts (the ten-step poison plan, an audit run)", runDemo},
 		"bench":  {"load-test single-artifact commits over HTTP", runBench},
+		"fetch":  {"fetch a URL under the gate's address policy and record its verdict", runFetch},
 	}
 }
 

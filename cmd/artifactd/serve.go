@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifactd/artifactd/gate/fetch"
+	"github.com/artifactd/artifactd/gate/render"
 	"github.com/artifactd/artifactd/httpapi"
 	"github.com/artifactd/artifactd/store"
 	"github.com/artifactd/artifactd/web"
@@ -30,6 +32,12 @@ type serveConfig struct {
 	Logger  *slog.Logger
 	// UI is the browser UI, mounted at "/" when set (the web package).
 	UI http.Handler
+	// Fetcher, when set, lets POST .../fetches with "perform": true fetch
+	// (serve --allow-fetch); Render renders script shells (serve --render).
+	Fetcher httpapi.Fetcher
+	Render  httpapi.Renderer
+	// FetchMode and RenderMode describe them for the start-up line.
+	FetchMode, RenderMode string
 }
 
 // openAPIStore opens the store with the type registry wired in: the
@@ -54,7 +62,44 @@ func newServer(st *store.Store, types *httpapi.Registry, cfg serveConfig) *httpa
 	return httpapi.New(httpapi.Options{
 		Store: st, Types: types, Logger: cfg.Logger, Tokens: cfg.Tokens,
 		MaxBodyBytes: cfg.MaxBody, UI: cfg.UI,
+		AllowFetch: cfg.Fetcher != nil, Fetcher: cfg.Fetcher, Render: cfg.Render,
 	})
+}
+
+// gateTiers builds the optional gate tiers of serve and fetch: a fetcher
+// when allowFetch (public addresses only, unless allowPrivate also admits
+// loopback and private ranges for development), and a renderer when
+// renderOn (its subresources go through the fetcher, so the same address
+// policy applies; without one the page renders from its inline scripts).
+func gateTiers(cfg *serveConfig, allowFetch, allowPrivate, renderOn bool) error {
+	if allowPrivate && !allowFetch {
+		return errors.New("--allow-private-fetch needs --allow-fetch")
+	}
+	cfg.FetchMode, cfg.RenderMode = "off", "off"
+	var fetcher *fetch.Fetcher
+	if allowFetch {
+		policy := fetch.Policy{}
+		cfg.FetchMode = "public addresses only"
+		if allowPrivate {
+			policy = fetch.Policy{AllowLoopback: true, AllowPrivate: true}
+			cfg.FetchMode = "PRIVATE AND LOOPBACK ADDRESSES ALLOWED (development only)"
+		}
+		fetcher = fetch.New(fetch.Options{Policy: policy})
+		cfg.Fetcher = fetcher
+	}
+	if renderOn {
+		ropts := render.Options{}
+		if fetcher != nil {
+			ropts.Loader = fetcher
+		}
+		r, err := render.New(ropts)
+		if err != nil {
+			return fmt.Errorf("--render: %w", err)
+		}
+		cfg.Render = r
+		cfg.RenderMode = "headless chromium"
+	}
+	return nil
 }
 
 // loadTokens reads tokens from a file, or from ARTIFACTD_TOKENS when no
@@ -115,12 +160,15 @@ func checkBind(addr string, haveTokens, insecure bool) error {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES]", stderr)
+	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render]", stderr)
 	dataDir := fs.String("data", defaultDataDir, "data directory of the store (created if missing)")
 	addr := fs.String("addr", defaultAddr, "address to listen on")
 	tokensFile := fs.String("tokens", "", "bearer tokens file: JSON or lines \"TOKEN SCOPE PATTERN[,PATTERN]\" (default: $ARTIFACTD_TOKENS)")
 	insecure := fs.Bool("insecure", false, "allow a non-loopback address without tokens")
 	maxBody := fs.Int64("max-body", httpapi.DefaultMaxBodyBytes, "largest JSON request body in bytes")
+	allowFetch := fs.Bool("allow-fetch", false, `let POST .../fetches with "perform": true fetch URLs (public addresses only)`)
+	allowPrivate := fs.Bool("allow-private-fetch", false, "with --allow-fetch, also fetch loopback and private addresses (tests and development only)")
+	renderOn := fs.Bool("render", false, "render UNKNOWN script shells in headless chromium and classify them again")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -140,6 +188,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := serveConfig{Tokens: tokens, Insecure: *insecure, MaxBody: *maxBody, Logger: logger}
+	if err := gateTiers(&cfg, *allowFetch, *allowPrivate, *renderOn); err != nil {
+		return fail(stderr, exitUsage, "serve: %v", err)
+	}
 	if err := serve(ctx, *dataDir, *addr, cfg, stdout); err != nil {
 		return fail(stderr, exitUsage, "serve: %v", err)
 	}
@@ -178,8 +229,11 @@ func serve(ctx context.Context, dataDir, addr string, cfg serveConfig, stdout io
 	case cfg.Insecure:
 		auth = "OPEN, --insecure"
 	}
-	fmt.Fprintf(stdout, "artifactd: serving http://%s (data %s, auth %s)\n", ln.Addr(), dataDir, auth)
-	cfg.Logger.Info("serving", "addr", ln.Addr().String(), "data", dataDir, "auth", auth)
+	if cfg.FetchMode == "" {
+		cfg.FetchMode, cfg.RenderMode = "off", "off"
+	}
+	fmt.Fprintf(stdout, "artifactd: serving http://%s (data %s, auth %s, server-side fetch %s, render %s)\n", ln.Addr(), dataDir, auth, cfg.FetchMode, cfg.RenderMode)
+	cfg.Logger.Info("serving", "addr", ln.Addr().String(), "data", dataDir, "auth", auth, "fetch", cfg.FetchMode, "render", cfg.RenderMode)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

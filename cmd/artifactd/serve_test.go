@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf16"
-
-	"github.com/artifactd/artifactd/httpapi"
 )
 
 // ---- an independent implementation of HASHING.md, for the test only ----
@@ -216,12 +214,8 @@ func TestStateHashAndReplay(t *testing.T) {
 	}
 	for _, s := range steps {
 		if s.Kind == "fetch" {
-			data, err := demoVerdict(ctx, st, s.Evidence)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := srv.GatePutArtifact(ctx, "plan", httpapi.ArtifactInput{ID: s.ID, Type: httpapi.TypeFetchVerdict, ProducedBy: "gate", Data: data}); err != nil {
-				t.Fatal(err)
+			if code, b := httpDo(t, "POST", ts.URL+"/v1/contexts/plan/fetches", s.Evidence.fetchInput(s.ID)); code != 201 {
+				t.Fatalf("%s: %d %s", s.ID, code, b)
 			}
 			continue
 		}

@@ -323,7 +323,9 @@ func TestFetchLoopbackAllowed(t *testing.T) {
 		fmt.Sscanf(r.URL.Path, "/hop/%d", &i)
 		http.Redirect(w, r, fmt.Sprintf("/hop/%d", i+1), http.StatusFound)
 	})
-	mux.HandleFunc("/ftp", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "ftp://example.com/", http.StatusFound) })
+	mux.HandleFunc("/ftp", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "ftp://example.com/", http.StatusFound)
+	})
 	ts := httptest.NewServer(mux)
 	defer ts.Close()
 

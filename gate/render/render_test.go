@@ -1,0 +1,233 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/gate/fetch"
+)
+
+// The browser tests drive a real headless Chromium. Without one they skip,
+// except under CI (env CI set), where they fail. Every page they render
+// comes from a loopback test server, and the browser itself reaches no
+// server at all: a counter on each handler shows who asked for what.
+
+func newRenderer(t *testing.T, opts Options) *Renderer {
+	t.Helper()
+	r, err := New(opts)
+	if errors.Is(err, ErrNoBrowser) {
+		msg := "no Chromium found (install Debian's chromium: apt-get install -y chromium, or set ARTIFACTD_CHROMIUM)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg + "; CI is set, so the render tests must run")
+		}
+		t.Skip(msg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+const articleText = "Item 42 costs 19.99 USD in every store this week, and shipping to the EU takes four to six business days. "
+
+// site is a loopback test server that records the requests it gets.
+type site struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits []string // "path user-agent"
+}
+
+func newSite(t *testing.T, pages map[string]string) *site {
+	s := &site{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits = append(s.hits, r.URL.Path+" "+r.UserAgent())
+		s.mu.Unlock()
+		body, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		ct := "text/html; charset=utf-8"
+		if strings.HasSuffix(r.URL.Path, ".js") {
+			ct = "text/javascript"
+		}
+		w.Header().Set("Content-Type", ct)
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *site) requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.hits...)
+}
+
+// shell is a page whose inline script writes its text.
+func shell(script string) string {
+	return `<!doctype html><html><head><title>Shop</title>` + script + `</head><body><div id="root"></div></body></html>`
+}
+
+const writeArticle = `<script>document.addEventListener("DOMContentLoaded", function () {
+  var a = document.createElement("article");
+  for (var i = 0; i < 6; i++) { var p = document.createElement("p"); p.textContent = ` + "`" + articleText + "`" + `; a.appendChild(p); }
+  document.getElementById("root").appendChild(a);
+});</script>`
+
+// fetchShell fetches a page of the test site the way the gate does
+// (loopback allowed for the test) and checks that it is a script shell.
+func fetchShell(t *testing.T, s *site, path string) gate.Evidence {
+	t.Helper()
+	ev, err := fetch.New(fetch.Options{Policy: fetch.Policy{AllowLoopback: true}}).Fetch(t.Context(), s.URL+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := gate.Classify(ev); r.Verdict != gate.Unknown || r.Reason != gate.ReasonScriptShell {
+		t.Fatalf("%s is not a script shell: %s %s", path, r.Verdict, r.Reason)
+	}
+	return ev
+}
+
+func render(t *testing.T, r *Renderer, ev gate.Evidence) gate.Result {
+	t.Helper()
+	start := time.Now()
+	out, err := r.Render(t.Context(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rendered in %v: %d bytes", time.Since(start).Round(time.Millisecond), len(out.Body))
+	if out.Header("content-type") != "text/html; charset=utf-8" || out.URL != ev.URL || out.Status != ev.Status {
+		t.Fatalf("rendered evidence %+v", out)
+	}
+	return gate.Classify(out)
+}
+
+func TestRender(t *testing.T) {
+	r := newRenderer(t, Options{})
+	forbidden := newSite(t, map[string]string{"/secret": "secret", "/x.js": `document.title = "pwned"`})
+	s := newSite(t, map[string]string{
+		"/inline":   shell(writeArticle),
+		"/external": shell(`<script src="/app.js"></script>`),
+		"/app.js": `document.addEventListener("DOMContentLoaded", function () {
+  document.getElementById("root").innerHTML = "<article><p>" + ` + "`" + strings.Repeat(articleText, 6) + "`" + ` + "</p></article>";
+});`,
+		// A page that tries to reach another loopback server every way it
+		// can: script, image, fetch, iframe, navigation.
+		"/escape": shell(writeArticle + `<script src="` + forbidden.URL + `/x.js"></script><script>
+  fetch("` + forbidden.URL + `/secret").catch(function () {});
+  var i = new Image(); i.src = "` + forbidden.URL + `/secret?img";
+  var f = document.createElement("iframe"); f.src = "` + forbidden.URL + `/secret?frame"; document.documentElement.appendChild(f);
+  setTimeout(function () { location.href = "` + forbidden.URL + `/secret?nav"; }, 50);
+</script>`),
+		// An honest render of a challenge page is still a wall.
+		"/wall": shell(`<script>document.addEventListener("DOMContentLoaded", function () {
+  document.title = "Just a moment...";
+  document.getElementById("root").innerHTML = '<div id="cf-please-wait">Checking your browser before accessing the site.</div>';
+});</script>`),
+	})
+
+	t.Run("inline script writes the article", func(t *testing.T) {
+		ev := fetchShell(t, s, "/inline")
+		if res := render(t, r, ev); res.Verdict != gate.Retrieved {
+			t.Fatalf("%s %s %+v", res.Verdict, res.Reason, res.Layers)
+		}
+	})
+	t.Run("external script without a loader stays a shell", func(t *testing.T) {
+		ev := fetchShell(t, s, "/external")
+		before := len(s.requests())
+		if res := render(t, r, ev); res.Verdict != gate.Unknown || res.Reason != gate.ReasonScriptShell {
+			t.Fatalf("%s %s", res.Verdict, res.Reason)
+		}
+		if got := s.requests()[before:]; len(got) != 0 {
+			t.Fatalf("the browser reached the site: %v", got)
+		}
+	})
+	t.Run("external script through the loader", func(t *testing.T) {
+		ev := fetchShell(t, s, "/external")
+		loader := newRenderer(t, Options{Loader: fetch.New(fetch.Options{Policy: fetch.Policy{AllowLoopback: true}})})
+		before := len(s.requests())
+		if res := render(t, loader, ev); res.Verdict != gate.Retrieved {
+			t.Fatalf("%s %s", res.Verdict, res.Reason)
+		}
+		got := s.requests()[before:]
+		if len(got) != 1 || got[0] != "/app.js "+fetch.DefaultUserAgent {
+			t.Fatalf("requests %v, want only /app.js by the gate's fetcher", got)
+		}
+	})
+	t.Run("the fetch policy applies to the page", func(t *testing.T) {
+		ev := fetchShell(t, s, "/escape")
+		// A loader with the default policy: loopback is refused.
+		strict := newRenderer(t, Options{Loader: fetch.New(fetch.Options{})})
+		for _, rr := range []*Renderer{r, strict} {
+			if res := render(t, rr, ev); res.Verdict != gate.Retrieved {
+				out, _ := rr.Render(t.Context(), ev)
+				t.Fatalf("%s %s\n%s", res.Verdict, res.Reason, out.Body)
+			}
+		}
+		if got := forbidden.requests(); len(got) != 0 {
+			t.Fatalf("the page reached a forbidden server: %v", got)
+		}
+	})
+	t.Run("a rendered wall stays UNKNOWN", func(t *testing.T) {
+		ev := fetchShell(t, s, "/wall")
+		if res := render(t, r, ev); res.Verdict != gate.Unknown || res.Reason != gate.ReasonChallenge {
+			t.Fatalf("%s %s", res.Verdict, res.Reason)
+		}
+	})
+}
+
+func TestRenderRefusesBadInput(t *testing.T) {
+	r, err := New(Options{ExecPath: "/nonexistent/chromium", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Render(t.Context(), gate.Evidence{URL: "file:///etc/passwd", Body: []byte("<html>")}); err == nil {
+		t.Fatal("a file URL was rendered")
+	}
+	if _, err := r.Render(t.Context(), gate.Evidence{URL: "https://x.example/", Headers: map[string]string{"content-encoding": "zstd"}, Body: []byte("x")}); err == nil {
+		t.Fatal("an unknown encoding was rendered")
+	}
+	if _, err := r.Render(t.Context(), gate.Evidence{URL: "https://x.example/", Body: []byte("<html>")}); err == nil {
+		t.Fatal("a missing browser rendered")
+	}
+}
+
+// TestBrowserHasNoNetwork checks the second wall alone: a browser started
+// with the render flags but without interception cannot load a loopback
+// page, by address or by name.
+func TestBrowserHasNoNetwork(t *testing.T) {
+	r := newRenderer(t, Options{})
+	s := newSite(t, map[string]string{"/": shell(writeArticle)})
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browserOptions(r.opts.ExecPath, t.TempDir())...)
+	defer cancelAlloc()
+	tab, cancelTab := chromedp.NewContext(alloc)
+	defer cancelTab()
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatal(err)
+	}
+	port := strings.TrimPrefix(s.URL, "http://127.0.0.1:")
+	for _, u := range []string{s.URL + "/", "http://localhost:" + port + "/", "http://[::1]:" + port + "/"} {
+		ctx, cancel := context.WithTimeout(tab, 20*time.Second)
+		err := chromedp.Do(ctx, chromedp.Navigate(u))
+		cancel()
+		if err == nil {
+			t.Errorf("%s loaded", u)
+		}
+	}
+	if got := s.requests(); len(got) != 0 {
+		t.Fatalf("the browser reached the site: %v", got)
+	}
+}

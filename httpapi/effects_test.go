@@ -1,0 +1,335 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+)
+
+// testClock is a clock the test moves by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func withTestClock(c *testClock) envOption {
+	return withOptions(func(o *Options) { o.Clock = c.Now })
+}
+
+func newClock() *testClock { return &testClock{now: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)} }
+
+func effect(out map[string]any) map[string]any { return out["effect"].(map[string]any) }
+
+// TestEffectIdempotentConcurrent: the same idempotency key sent 100 times
+// at once makes exactly one effect: one 201, 99 × 200 with the same
+// effect, one commit.
+func TestEffectIdempotentConcurrent(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("o", "")
+	head := e.must(e.get("/v1/contexts/o/hash"), 200)["commit"]
+	body := map[string]any{"idempotency_key": "order-42/confirmation", "kind": "email", "target": "mailto:buyer@example.com",
+		"payload": map[string]any{"subject": "Your order", "lines": []any{1, 2}}}
+	const n = 100
+	statuses := make([]int, n)
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := e.post("/v1/contexts/o/effects", body)
+			statuses[i] = r.status
+			if r.status/100 == 2 {
+				ids[i] = effect(r.obj(t))["id"].(string)
+			}
+		}()
+	}
+	wg.Wait()
+	count := map[int]int{}
+	for i, s := range statuses {
+		count[s]++
+		if ids[i] != EffectID("order-42/confirmation") {
+			t.Fatalf("request %d: id %q", i, ids[i])
+		}
+	}
+	if count[201] != 1 || count[200] != n-1 {
+		t.Fatalf("statuses %v", count)
+	}
+	list := e.must(e.get("/v1/contexts/o/effects"), 200)["items"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["status"] != "pending" {
+		t.Fatalf("effects %v", list)
+	}
+	log := e.must(e.get("/v1/contexts/o/commits"), 200)["items"].([]any)
+	if len(log) != 2 || log[1].(map[string]any)["id"] != head {
+		t.Fatalf("%d commits", len(log))
+	}
+	// The same key with another payload is a conflict; the recorded effect
+	// comes with it.
+	body["payload"] = map[string]any{"subject": "Other"}
+	r := e.post("/v1/contexts/o/effects", body)
+	if r.status != 409 || r.obj(t)["effect"] == nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+}
+
+// TestEffectLeaseExpiry: a worker claims and dies; after its lease
+// another worker claims and completes the effect exactly once, and the
+// first worker's late complete is refused.
+func TestEffectLeaseExpiry(t *testing.T) {
+	clock := newClock()
+	e := newEnv(t, withTestClock(clock))
+	e.createContext("o", "")
+	created := e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": "k1", "kind": "webhook", "target": "https://hooks.example/x", "payload": map[string]any{"n": 1}}), 201)
+	id := effect(created)["id"].(string)
+
+	a := e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "A", "lease_seconds": 30, "limit": 5}), 200)
+	claimed := a["effects"].([]any)
+	if len(claimed) != 1 || claimed[0].(map[string]any)["worker"] != "A" || claimed[0].(map[string]any)["lease_until"] != "2026-11-30T08:00:30Z" {
+		t.Fatalf("claim A: %v", a)
+	}
+	if b := e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "B"}), 200); len(b["effects"].([]any)) != 0 {
+		t.Fatalf("B claimed a leased effect: %v", b)
+	}
+	// A dies. Its lease runs out.
+	clock.Advance(31 * time.Second)
+	if l := e.must(e.get("/v1/contexts/o/effects?status=pending"), 200)["items"].([]any); len(l) != 1 || l[0].(map[string]any)["lease_expired"] != true {
+		t.Fatalf("expired claim not pending: %v", l)
+	}
+	b := e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "B", "lease_seconds": 60}), 200)
+	if got := b["effects"].([]any); len(got) != 1 || got[0].(map[string]any)["id"] != id {
+		t.Fatalf("claim B: %v", b)
+	}
+	done := e.must(e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "B", "result": map[string]any{"status": 204}}), 200)
+	if effect(done)["status"] != "sent" || effect(done)["worker"] != "B" {
+		t.Fatalf("%v", done)
+	}
+	// A comes back: too late.
+	r := e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "A", "result": map[string]any{"status": 200}})
+	if r.status != 409 {
+		t.Fatalf("late complete: %d %s", r.status, r.body)
+	}
+	// B repeats its complete (a retry after a lost answer): the recorded
+	// effect, no new commit.
+	again := e.must(e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "B", "result": map[string]any{"status": 204}}), 200)
+	if again["commit"] != done["commit"] {
+		t.Fatalf("repeat made a commit: %v", again)
+	}
+	// Asking for the effect again returns it with its result.
+	rec := e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": "k1", "kind": "webhook", "target": "https://hooks.example/x", "payload": map[string]any{"n": 1}}), 200)
+	if effect(rec)["status"] != "sent" || effect(rec)["result"].(map[string]any)["status"] != 204.0 {
+		t.Fatalf("%v", rec)
+	}
+	// Every status change was a commit: create, claim A, claim B, complete.
+	hist := e.must(e.get("/v1/contexts/o/artifacts/"+id+"/history"), 200)["versions"].([]any)
+	if len(hist) != 4 {
+		t.Fatalf("%d versions", len(hist))
+	}
+	if l := e.must(e.get("/v1/contexts/o/effects?status=sent"), 200)["items"].([]any); len(l) != 1 {
+		t.Fatalf("sent: %v", l)
+	}
+	if r := e.get("/v1/contexts/o/effects?status=done"); r.status != 400 {
+		t.Fatalf("bad status: %d", r.status)
+	}
+}
+
+// TestEffectFail: a failed attempt with retry returns the effect to
+// pending; without retry it is failed for good.
+func TestEffectFail(t *testing.T) {
+	clock := newClock()
+	e := newEnv(t, withTestClock(clock))
+	e.createContext("o", "")
+	id := effect(e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": "k", "kind": "sms"}), 201))["id"].(string)
+	e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "W"}), 200)
+	if r := e.post("/v1/contexts/o/effects/"+id+"/fail", map[string]any{"worker": "other", "error": "x"}); r.status != 409 {
+		t.Fatalf("a non-holder failed it: %d", r.status)
+	}
+	f := effect(e.must(e.post("/v1/contexts/o/effects/"+id+"/fail", map[string]any{"worker": "W", "error": "gateway said token=abcdefghijklmnopqrstuvwxyz", "retry": true}), 200))
+	if f["status"] != "pending" || f["attempts"] != 1.0 || f["worker"] != nil || f["last_error"] != "gateway said token=abcdef...wxyz" {
+		t.Fatalf("%v", f)
+	}
+	e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "W"}), 200)
+	f = effect(e.must(e.post("/v1/contexts/o/effects/"+id+"/fail", map[string]any{"worker": "W", "error": "permanent"}), 200))
+	if f["status"] != "failed" || f["attempts"] != 2.0 {
+		t.Fatalf("%v", f)
+	}
+	if c := e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "W"}), 200); len(c["effects"].([]any)) != 0 {
+		t.Fatal("a failed effect was claimed")
+	}
+	for _, path := range []string{"complete", "fail"} {
+		if r := e.post("/v1/contexts/o/effects/"+id+"/"+path, map[string]any{"worker": "W"}); r.status != 409 {
+			t.Fatalf("%s on a failed effect: %d", path, r.status)
+		}
+	}
+	if r := e.post("/v1/contexts/o/effects/effect:none/complete", map[string]any{"worker": "W"}); r.status != 404 {
+		t.Fatalf("unknown effect: %d", r.status)
+	}
+	for _, bad := range []map[string]any{{"kind": "x"}, {"idempotency_key": "k"}, {"idempotency_key": "", "kind": "x"}, {"idempotency_key": "k", "kind": "x", "status": "sent"}} {
+		if r := e.post("/v1/contexts/o/effects", bad); r.status != 422 {
+			t.Errorf("%v: %d", bad, r.status)
+		}
+	}
+	if r := e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "W", "limit": 1000}); r.status != 422 {
+		t.Errorf("limit: %d", r.status)
+	}
+}
+
+// TestEffectClaimsDisjoint: workers claiming at the same time never get
+// the same effect, and together they get every effect once.
+func TestEffectClaimsDisjoint(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("o", "")
+	const effects, workers = 40, 8
+	for i := range effects {
+		e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": fmt.Sprint("k", i), "kind": "job"}), 201)
+	}
+	var mu sync.Mutex
+	got := map[string]string{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprint("w", w)
+			for {
+				r := e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": name, "limit": 3})
+				if r.status != 200 {
+					t.Errorf("%s: %d %s", name, r.status, r.body)
+					return
+				}
+				list := r.obj(t)["effects"].([]any)
+				if len(list) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, x := range list {
+					id := x.(map[string]any)["id"].(string)
+					if prev, dup := got[id]; dup {
+						t.Errorf("%s claimed by %s and %s", id, prev, name)
+					}
+					got[id] = name
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(got) != effects {
+		t.Fatalf("%d effects claimed, want %d", len(got), effects)
+	}
+}
+
+// failingTransport fails the test if anything sends a request.
+type failingTransport struct{ t *testing.T }
+
+func (f failingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	f.t.Errorf("network call during replay: %s %s", r.Method, r.URL)
+	return nil, fmt.Errorf("no network in replay")
+}
+
+// failingFetcher fails the test if the server fetches.
+type failingFetcher struct{ t *testing.T }
+
+func (f failingFetcher) Fetch(_ context.Context, u string) (gate.Evidence, error) {
+	f.t.Errorf("fetch during replay: %s", u)
+	return gate.Evidence{}, fmt.Errorf("no network in replay")
+}
+
+// TestReplaySendsNothing: a context whose effects were claimed and sent
+// replays from its commit chain to the same hash with no network call.
+func TestReplaySendsNothing(t *testing.T) {
+	e := newEnv(t, withOptions(func(o *Options) { o.AllowFetch, o.Fetcher = true, failingFetcher{t} }))
+	e.createContext("o", "")
+	var ids []string
+	for i := range 3 {
+		out := e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": fmt.Sprint("mail-", i), "kind": "email", "target": "mailto:x@example.com"}), 201)
+		ids = append(ids, effect(out)["id"].(string))
+	}
+	e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "W", "limit": 3}), 200)
+	for _, id := range ids[:2] {
+		e.must(e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "W", "result": map[string]any{"message_id": id}}), 200)
+	}
+	hash := e.must(e.get("/v1/contexts/o/hash"), 200)
+	head, _ := hashing.ParseDigest(hash["commit"].(string))
+
+	saved := http.DefaultTransport
+	http.DefaultTransport = failingTransport{t}
+	defer func() { http.DefaultTransport = saved }()
+	res, err := replay.Fold(t.Context(), e.st.Source("o"), head, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.State.Hash().String(); got != hash["context_hash"] {
+		t.Fatalf("replayed hash %s, want %s", got, hash["context_hash"])
+	}
+	var statuses []string
+	for _, id := range ids {
+		raw, err := e.st.Object(t.Context(), res.State.Artifact(id).ContentHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d EffectData
+		if err := json.Unmarshal(raw, &d); err != nil {
+			t.Fatal(err)
+		}
+		statuses = append(statuses, d.Status)
+	}
+	sort.Strings(statuses)
+	if fmt.Sprint(statuses) != "[claimed sent sent]" {
+		t.Fatalf("replayed statuses %v", statuses)
+	}
+}
+
+// TestEffectCompareAndSet: a status change computed from a state that
+// another commit has since changed is refused inside the committer, and
+// changes nothing.
+func TestEffectCompareAndSet(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("o", "")
+	id := effect(e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": "k", "kind": "job"}), 201))["id"].(string)
+	stale, err := e.srv.readEffect(t.Context(), "o", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "A"}), 200)
+	before := e.hash("o")
+	d := stale.EffectData
+	d.Status, d.Worker = EffectClaimed, "B"
+	raw, _ := canonicalData(d)
+	ops := []graph.Op{{Op: graph.OpPut, ID: id, Type: TypeEffect, ProducedBy: "outbox", Data: raw}}
+	if _, err := e.srv.commitEffects(t.Context(), "o", "B", "stale claim", ops, map[string]hashing.Digest{id: stale.ContentHash}); !errors.Is(err, errCASConflict) {
+		t.Fatalf("stale claim: %v", err)
+	}
+	// Expecting absence where something exists is refused too.
+	if _, err := e.srv.commitEffects(t.Context(), "o", "B", "stale create", ops, map[string]hashing.Digest{id: {}}); !errors.Is(err, errCASConflict) {
+		t.Fatalf("stale create: %v", err)
+	}
+	if e.hash("o") != before {
+		t.Fatal("a refused compare-and-set changed the state")
+	}
+	if got, _ := e.srv.readEffect(t.Context(), "o", id); got.Worker != "A" {
+		t.Fatalf("worker %q", got.Worker)
+	}
+}
