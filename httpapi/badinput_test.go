@@ -110,6 +110,7 @@ func TestBadInput(t *testing.T) {
 	e := newEnv(t, withTokens(testTokens), withMaxBody(64<<10), withClock(now))
 	e.token = adminToken
 	ambiguous := setupBad(t, e, now)
+	e.must(e.send(req{method: "PUT", path: "/v1/types/switch_state", body: `{"schema":{"type":"object","properties":{"status":{"enum":["on","off"]}}}}`}), 201)
 	root := e.must(e.get("/v1/contexts/bad/commits?limit=1000"), 200)["items"].([]any)
 	oldest := root[len(root)-1].(map[string]any)["id"].(string)
 
@@ -145,7 +146,7 @@ func TestBadInput(t *testing.T) {
 		{name: "attrs not an object", path: A, body: art(`,"edges":[{"rel":"mentions","to":"q1","attrs":[]}]`), status: 422, code: CodeValidation, pointer: "/edges/0/attrs"},
 		{name: "schema: wrong type", path: A, body: `{"type":"claim","data":{"text":5}}`, status: 422, code: CodeValidation, pointer: "/data/text"},
 		{name: "schema: missing member", path: A, body: `{"type":"claim","data":{"value":1}}`, status: 422, code: CodeValidation, pointer: "/data/text"},
-		{name: "schema: enum", path: C, body: `{"ops":[{"op":"put","artifact":{"type":"effect","data":{"kind":"email","idempotency_key":"k","status":"done"}}}]}`, status: 422, code: CodeValidation, pointer: "/ops/0/artifact/data/status"},
+		{name: "schema: enum", path: C, body: `{"ops":[{"op":"put","artifact":{"type":"switch_state","data":{"status":"done"}}}]}`, status: 422, code: CodeValidation, pointer: "/ops/0/artifact/data/status"},
 		{name: "missing edge target", path: A, body: art(`,"edges":[{"rel":"derived_from","to":"nope"}]`), status: 422, code: CodeDanglingEdge, pointer: "/edges/0/to"},
 		{name: "unknown relation", path: A, body: art(`,"edges":[{"rel":"frobnicates","to":"q1"}]`), status: 422, code: CodeValidation, pointer: "/edges/0/rel"},
 		{name: "cycle", path: A, body: `{"id":"d1","type":"document","data":{"text":"It costs 3."},"edges":[{"rel":"derived_from","to":"c1"}]}`, status: 422, code: CodeDependencyCycle, pointer: "/edges/0"},
@@ -156,6 +157,8 @@ func TestBadInput(t *testing.T) {
 		{name: "unknown type", path: A, body: `{"type":"gizmo","data":{}}`, status: 422, code: CodeUnknownType, pointer: "/type"},
 		{name: "client fetch_verdict", path: A, body: `{"id":"f3","type":"fetch_verdict","data":{"url":"https://x","verdict":"RETRIEVED"}}`, status: 422, code: CodeReservedType, pointer: "/type"},
 		{name: "client fetch_verdict in commit", path: C, body: `{"ops":[{"op":"put","artifact":{"type":"fetch_verdict","data":{"url":"https://x","verdict":"RETRIEVED"}}}]}`, status: 422, code: CodeReservedType, pointer: "/ops/0/artifact/type"},
+		{name: "client effect", path: A, body: `{"id":"e1","type":"effect","data":{"idempotency_key":"k","kind":"email","target":"x","payload":{},"status":"sent","attempts":1}}`, status: 422, code: CodeReservedType, pointer: "/type"},
+		{name: "client effect in commit", path: C, body: `{"ops":[{"op":"put","artifact":{"id":"e2","type":"effect","data":{"idempotency_key":"k","kind":"email","target":"x","payload":{},"status":"sent","attempts":1}}}]}`, status: 422, code: CodeReservedType, pointer: "/ops/0/artifact/type"},
 		{name: "client overwrites a verdict", path: A, body: `{"id":"f2","type":"note","data":{"text":"fine"}}`, status: 422, code: CodeReservedType, pointer: "/id"},
 		{name: "client deletes a verdict", path: C, body: `{"ops":[{"op":"delete","id":"f2"}]}`, status: 422, code: CodeReservedType, pointer: "/ops/0/id"},
 		{name: "delete missing", path: C, body: `{"ops":[{"op":"delete","id":"ghost"}]}`, status: 422, code: CodeValidation, pointer: "/ops/0/id"},

@@ -227,7 +227,7 @@ func leaseExpired(d EffectData, now time.Time) bool {
 func (s *Server) commitEffects(ctx context.Context, ctxID, author, msg string, ops []graph.Op, expected map[string]hashing.Digest) (store.CommitResult, error) {
 	return s.st.Commit(ctx, store.CommitRequest{Context: ctxID, Author: author, Message: msg, Ops: ops,
 		Check: func(st *graph.State, changes []graph.Change) error {
-			if err := clientCheck(st, changes); err != nil {
+			if err := effectCheck(st, changes); err != nil {
 				return err
 			}
 			return casCheck(expected)(st, changes)
@@ -286,7 +286,7 @@ func (s *Server) CreateEffect(ctx context.Context, ctxID string, in EffectInput)
 			if ch := changes[0]; ch.Noop || ch.Prev != nil {
 				return errEffectExists
 			}
-			return clientCheck(st, changes)
+			return effectCheck(st, changes)
 		}})
 	switch {
 	case errors.Is(err, errEffectExists):
@@ -678,3 +678,7 @@ func (s *Server) handleListEffects(w http.ResponseWriter, r *http.Request) {
 		return out, nil
 	})
 }
+
+// effectCheck is the commit check of outbox writes: effects yes, any other
+// reserved type no.
+var effectCheck = reservedCheck(TypeEffect)

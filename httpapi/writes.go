@@ -166,30 +166,54 @@ func locate(err error, ptr func(index int, field string) string) error {
 
 var opPrefix = regexp.MustCompile(`^op \d+: `)
 
-// clientCheck runs inside the commit pipeline on the state after a
-// client's ops: it refuses any op that would write, overwrite or delete a
-// fetch_verdict, which only the gate may do.
-func clientCheck(_ *graph.State, changes []graph.Change) error {
-	for i, ch := range changes {
-		if ch.Noop {
-			continue
-		}
-		var what, field string
-		switch {
-		case ch.Next != nil && ch.Next.Type == TypeFetchVerdict:
-			what, field = "write", "/type"
-		case ch.Prev != nil && ch.Prev.Type == TypeFetchVerdict && ch.Op.Op == graph.OpPut:
-			what, field = "overwrite", "/id"
-		case ch.Prev != nil && ch.Prev.Type == TypeFetchVerdict && ch.Op.Op == graph.OpDelete:
-			what, field = "delete", "/id"
-		default:
-			continue
-		}
-		detail := fmt.Sprintf("clients cannot %s a fetch_verdict (%q): only the gate writes verdicts", what, ch.Op.ID)
-		return &indexedError{index: i, field: field, err: &Error{Code: CodeReservedType, Detail: detail, Errors: []FieldError{{Rule: "reserved"}}}}
-	}
-	return nil
+// reservedWriters names, for each reserved type, the only path that may
+// write it: a client could otherwise forge a RETRIEVED verdict or an
+// effect already "sent".
+var reservedWriters = map[string]string{
+	TypeFetchVerdict: "the gate (POST .../fetches)",
+	TypeEffect:       "the outbox (POST .../effects)",
 }
+
+// reservedType returns a refusal when a client names a reserved type.
+func reservedType(typ, pointer string) error {
+	writer, ok := reservedWriters[typ]
+	if !ok {
+		return nil
+	}
+	return &Error{Code: CodeReservedType, Detail: fmt.Sprintf("%s is reserved: only %s writes it", typ, writer),
+		Errors: []FieldError{{Pointer: pointer, Rule: "reserved", Detail: "reserved type"}}}
+}
+
+// reservedCheck returns a commit check that refuses any op writing,
+// overwriting or deleting an artifact of a reserved type other than
+// allowed ("" allows none). It runs inside the commit pipeline on the state
+// after the ops, so it also sees artifacts written by earlier commits.
+func reservedCheck(allowed string) func(*graph.State, []graph.Change) error {
+	return func(_ *graph.State, changes []graph.Change) error {
+		for i, ch := range changes {
+			if ch.Noop {
+				continue
+			}
+			var what, field, typ string
+			switch {
+			case ch.Next != nil && reservedWriters[ch.Next.Type] != "" && ch.Next.Type != allowed:
+				what, field, typ = "write", "/type", ch.Next.Type
+			case ch.Prev != nil && reservedWriters[ch.Prev.Type] != "" && ch.Prev.Type != allowed && ch.Op.Op == graph.OpPut:
+				what, field, typ = "overwrite", "/id", ch.Prev.Type
+			case ch.Prev != nil && reservedWriters[ch.Prev.Type] != "" && ch.Prev.Type != allowed && ch.Op.Op == graph.OpDelete:
+				what, field, typ = "delete", "/id", ch.Prev.Type
+			default:
+				continue
+			}
+			detail := fmt.Sprintf("clients cannot %s a %s (%q): only %s writes it", what, typ, ch.Op.ID, reservedWriters[typ])
+			return &indexedError{index: i, field: field, err: &Error{Code: CodeReservedType, Detail: detail, Errors: []FieldError{{Rule: "reserved"}}}}
+		}
+		return nil
+	}
+}
+
+// clientCheck is the commit check of every client write: no reserved type.
+var clientCheck = reservedCheck("")
 
 // commitMode resolves the quarantine mode of a write: the context's, or
 // enforce when the request asks for it. A request cannot loosen enforce.
@@ -292,9 +316,10 @@ func classifyAt(err error, prefix string) error {
 // writeArtifact commits one artifact and its edges. in.Data is canonical
 // and data is the same value decoded for schema validation.
 func (s *Server) writeArtifact(ctx context.Context, ctxID string, in *ArtifactInput, data any, parent *hashing.Digest, gate bool) (*ArtifactWrite, error) {
-	if in.Type == TypeFetchVerdict && !gate {
-		return nil, &Error{Code: CodeReservedType, Detail: "fetch_verdict is reserved: only the gate writes fetch verdicts (POST the fetch evidence to the gate instead)",
-			Errors: []FieldError{{Pointer: "/type", Rule: "reserved", Detail: "reserved type"}}}
+	if !gate || in.Type != TypeFetchVerdict {
+		if err := reservedType(in.Type, "/type"); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.types.validate(in.Type, data, "/data"); err != nil {
 		return nil, err
@@ -485,9 +510,8 @@ func (s *Server) commit(ctx context.Context, ctxID string, in *CommitInput, docs
 			if a == nil {
 				return nil, &Error{Code: CodeValidation, Detail: "a put needs an artifact", Errors: []FieldError{{Pointer: at + "/artifact", Rule: "required", Detail: "missing artifact"}}}
 			}
-			if a.Type == TypeFetchVerdict {
-				return nil, &Error{Code: CodeReservedType, Detail: "fetch_verdict is reserved: only the gate writes fetch verdicts",
-					Errors: []FieldError{{Pointer: at + "/artifact/type", Rule: "reserved", Detail: "reserved type"}}}
+			if err := reservedType(a.Type, at+"/artifact/type"); err != nil {
+				return nil, err
 			}
 			if err := s.types.validate(a.Type, docs[i], at+"/artifact/data"); err != nil {
 				return nil, err

@@ -59,6 +59,7 @@ const (
 	DefaultSettle          = 3 * time.Second
 	DefaultMaxSubresources = 64
 	DefaultMaxOutputBytes  = 8 << 20
+	DefaultMaxConcurrent   = 2
 	settlePoll             = 100 * time.Millisecond
 	stablePolls            = 3
 )
@@ -89,12 +90,17 @@ type Options struct {
 	MaxSubresources int
 	// MaxOutputBytes bounds the rendered document (DefaultMaxOutputBytes).
 	MaxOutputBytes int
+	// MaxConcurrent bounds the browsers running at once
+	// (DefaultMaxConcurrent); further renders wait their turn within their
+	// own timeout.
+	MaxConcurrent int
 }
 
 // Renderer renders shells. It is safe for concurrent use; each Render runs
-// its own browser.
+// its own browser, at most MaxConcurrent at once.
 type Renderer struct {
-	opts Options
+	opts  Options
+	slots chan struct{} // one token per running browser
 }
 
 // FindBrowser returns the path of a Chromium: $ARTIFACTD_CHROMIUM, else
@@ -134,7 +140,10 @@ func New(opts Options) (*Renderer, error) {
 	if opts.MaxOutputBytes <= 0 {
 		opts.MaxOutputBytes = DefaultMaxOutputBytes
 	}
-	return &Renderer{opts: opts}, nil
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = DefaultMaxConcurrent
+	}
+	return &Renderer{opts: opts, slots: make(chan struct{}, opts.MaxConcurrent)}, nil
 }
 
 // Render loads ev's body as the page at ev's final URL in a fresh headless
@@ -167,6 +176,12 @@ func (r *Renderer) Render(ctx context.Context, ev gate.Evidence) (gate.Evidence,
 
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
+	select {
+	case r.slots <- struct{}{}:
+		defer func() { <-r.slots }()
+	case <-ctx.Done():
+		return gate.Evidence{}, fmt.Errorf("render: waiting for a free browser: %w", ctx.Err())
+	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, browserOptions(r.opts.ExecPath, profile)...)
 	tab, cancelTab := chromedp.NewContext(alloc)
 	// The request handlers end when the tab does; the browser exits (and
