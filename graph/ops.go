@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -468,6 +469,14 @@ func (s *State) checkCommit(changes []Change) error {
 // dst (both included), or nil when dst is not reachable. It visits only what
 // src reaches.
 func (s *State) dependencyPath(src, dst string) []string {
+	return ShortestPath(src, dst, s.DependsOn)
+}
+
+// ShortestPath returns the ids of a shortest path from src to dst (both
+// included) following next, breadth first and in the order next lists
+// neighbours (so the result is deterministic when next is), or nil when
+// dst is not reachable. It visits only what src reaches.
+func ShortestPath(src, dst string, next func(id string) []string) []string {
 	if src == dst {
 		return []string{src}
 	}
@@ -476,22 +485,20 @@ func (s *State) dependencyPath(src, dst string) []string {
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
-		for _, next := range s.DependsOn(cur) {
-			if _, seen := parent[next]; seen {
+		for _, n := range next(cur) {
+			if _, seen := parent[n]; seen {
 				continue
 			}
-			parent[next] = cur
-			if next == dst {
+			parent[n] = cur
+			if n == dst {
 				var path []string
-				for n := dst; n != ""; n = parent[n] {
-					path = append(path, n)
+				for x := dst; x != ""; x = parent[x] {
+					path = append(path, x)
 				}
-				for l, r := 0, len(path)-1; l < r; l, r = l+1, r-1 {
-					path[l], path[r] = path[r], path[l]
-				}
+				slices.Reverse(path)
 				return path
 			}
-			queue = append(queue, next)
+			queue = append(queue, n)
 		}
 	}
 	return nil

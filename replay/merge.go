@@ -790,33 +790,7 @@ func dedupStrings(s []string) []string {
 // depPath returns a shortest merged dependency path from src to dst (both
 // included; the lexically smallest among the shortest), or nil.
 func (m *merger) depPath(src, dst string) []string {
-	if src == dst {
-		return []string{src}
-	}
-	parent := map[string]string{src: ""}
-	queue := []string{src}
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		for _, next := range m.depTargets(cur) {
-			if _, seen := parent[next]; seen {
-				continue
-			}
-			parent[next] = cur
-			if next == dst {
-				var path []string
-				for n := dst; n != ""; n = parent[n] {
-					path = append(path, n)
-				}
-				for l, r := 0, len(path)-1; l < r; l, r = l+1, r-1 {
-					path[l], path[r] = path[r], path[l]
-				}
-				return path
-			}
-			queue = append(queue, next)
-		}
-	}
-	return nil
+	return graph.ShortestPath(src, dst, m.depTargets)
 }
 
 func sortedConflicts(m map[string]*Conflict) []Conflict {

@@ -27,9 +27,6 @@ type encodedOps struct {
 	hash   hashing.Digest
 }
 
-// maxSafeInt is 2^53: larger integers are not canonical JSON numbers.
-const maxSafeInt = 1 << 53
-
 // encodeOps returns the canonical JSON of ops in chunks of chunkOps ops
 // and the ops hash of the whole array (the chunks joined). The bytes equal
 // what graph.OpsHash canonicalizes: members in key order, strings with the

@@ -161,17 +161,6 @@ func (c *ctxSource) readAhead(want hashing.Digest) error {
 
 // rawObject reads an object without checking its hash or caching it.
 func (s *Store) rawObject(d hashing.Digest) ([]byte, error) {
-	var out []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(keyObj(d))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("object %s: %w", d.Short(), ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		out, err = item.ValueCopy(nil)
-		return err
-	})
+	out, err := s.getCopy(keyObj(d), func() error { return fmt.Errorf("object %s: %w", d.Short(), ErrNotFound) })
 	return out, err
 }

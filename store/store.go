@@ -406,18 +406,7 @@ func (s *Store) PutBlob(ctx context.Context, data []byte) (hashing.Digest, error
 
 // GetBlob returns the bytes of a blob, checking them against the digest.
 func (s *Store) GetBlob(ctx context.Context, d hashing.Digest) ([]byte, error) {
-	var out []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(keyBlob(d))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("blob %s: %w", d, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		out, err = item.ValueCopy(nil)
-		return err
-	})
+	out, err := s.getCopy(keyBlob(d), func() error { return fmt.Errorf("blob %s: %w", d, ErrNotFound) })
 	if err != nil {
 		return nil, err
 	}
@@ -447,18 +436,7 @@ func (s *Store) object(d hashing.Digest) ([]byte, error) {
 	if b, ok := s.objects.get(d); ok {
 		return b, nil
 	}
-	var out []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(keyObj(d))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("%w: object %s is missing", ErrCorrupt, d)
-		}
-		if err != nil {
-			return err
-		}
-		out, err = item.ValueCopy(nil)
-		return err
-	})
+	out, err := s.getCopy(keyObj(d), func() error { return fmt.Errorf("%w: object %s is missing", ErrCorrupt, d) })
 	if err != nil {
 		return nil, err
 	}
@@ -486,18 +464,7 @@ func (s *Store) PutType(ctx context.Context, name string, record []byte) error {
 
 // GetType returns a type record.
 func (s *Store) GetType(ctx context.Context, name string) ([]byte, error) {
-	var out []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(keyType(name))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("type %q: %w", name, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		out, err = item.ValueCopy(nil)
-		return err
-	})
+	out, err := s.getCopy(keyType(name), func() error { return fmt.Errorf("type %q: %w", name, ErrNotFound) })
 	return out, err
 }
 
@@ -526,18 +493,7 @@ func (s *Store) node(id hashing.Digest) (*trieNode, error) {
 	if n, ok := s.nodes.get(id); ok {
 		return n, nil
 	}
-	var raw []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(keyNode(id))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("%w: %w %s", ErrCorrupt, errNodeMissing, id)
-		}
-		if err != nil {
-			return err
-		}
-		raw, err = item.ValueCopy(nil)
-		return err
-	})
+	raw, err := s.getCopy(keyNode(id), func() error { return fmt.Errorf("%w: %w %s", ErrCorrupt, errNodeMissing, id) })
 	if err != nil {
 		return nil, err
 	}
@@ -603,4 +559,22 @@ func (c *lru[K, V]) clear() {
 	defer c.mu.Unlock()
 	c.ll.Init()
 	clear(c.items)
+}
+
+// getCopy returns a copy of the value stored under key, or missing() when
+// there is none.
+func (s *Store) getCopy(key []byte, missing func() error) ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return missing()
+		}
+		if err != nil {
+			return err
+		}
+		out, err = item.ValueCopy(nil)
+		return err
+	})
+	return out, err
 }

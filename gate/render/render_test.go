@@ -25,6 +25,12 @@ import (
 
 func newRenderer(t *testing.T, opts Options) *Renderer {
 	t.Helper()
+	if opts.Settle == 0 {
+		// The settle wait ends as soon as the page is stable; the long
+		// bound only matters on a loaded machine (CI under -race), where a
+		// page can take seconds to reach readyState "complete".
+		opts.Settle = 30 * time.Second
+	}
 	r, err := New(opts)
 	if errors.Is(err, ErrNoBrowser) {
 		msg := "no Chromium found (install Debian's chromium: apt-get install -y chromium, or set ARTIFACTD_CHROMIUM)"
