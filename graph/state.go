@@ -256,17 +256,17 @@ func dedupSorted(ids []string) []string {
 // control characters.
 func ValidateID(id string) error {
 	if id == "" {
-		return &OpError{Field: "id", Rule: "required", Detail: "artifact id must not be empty"}
+		return &OpError{Index: -1, Field: "/id", Rule: "required", Detail: "artifact id must not be empty"}
 	}
 	if len(id) > MaxIDBytes {
-		return &OpError{Field: "id", Rule: "max_length", Detail: fmt.Sprintf("artifact id is %d bytes; the limit is %d", len(id), MaxIDBytes)}
+		return &OpError{Index: -1, Field: "/id", Rule: "max_length", Detail: fmt.Sprintf("artifact id is %d bytes; the limit is %d", len(id), MaxIDBytes)}
 	}
 	if !utf8.ValidString(id) {
-		return &OpError{Field: "id", Rule: "utf8", Detail: "artifact id must be valid UTF-8"}
+		return &OpError{Index: -1, Field: "/id", Rule: "utf8", Detail: "artifact id must be valid UTF-8"}
 	}
 	for _, r := range id {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
-			return &OpError{Field: "id", Rule: "printable", Detail: fmt.Sprintf("artifact id %q contains a control character", id)}
+			return &OpError{Index: -1, Field: "/id", Rule: "printable", Detail: fmt.Sprintf("artifact id %q contains a control character", id)}
 		}
 	}
 	return nil
@@ -276,15 +276,15 @@ func ValidateID(id string) error {
 // starting with a letter.
 func ValidateName(field, name string) error {
 	if name == "" {
-		return &OpError{Field: field, Rule: "required", Detail: field + " must not be empty"}
+		return &OpError{Index: -1, Field: "/" + field, Rule: "required", Detail: field + " must not be empty"}
 	}
 	if len(name) > 64 {
-		return &OpError{Field: field, Rule: "max_length", Detail: fmt.Sprintf("%s is %d bytes; the limit is 64", field, len(name))}
+		return &OpError{Index: -1, Field: "/" + field, Rule: "max_length", Detail: fmt.Sprintf("%s is %d bytes; the limit is 64", field, len(name))}
 	}
 	for i, r := range name {
 		ok := (r >= 'a' && r <= 'z') || (i > 0 && ((r >= '0' && r <= '9') || r == '_' || r == '.' || r == '-'))
 		if !ok {
-			return &OpError{Field: field, Rule: "pattern", Detail: fmt.Sprintf("%s %q must match ^[a-z][a-z0-9_.-]{0,63}$", field, name)}
+			return &OpError{Index: -1, Field: "/" + field, Rule: "pattern", Detail: fmt.Sprintf("%s %q must match ^[a-z][a-z0-9_.-]{0,63}$", field, name)}
 		}
 	}
 	return nil

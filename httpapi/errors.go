@@ -288,6 +288,8 @@ func classify(err error) *Error {
 		return &Error{Code: CodeAmbiguousRef, Detail: stripSentinel(err)}
 	case errors.Is(err, store.ErrInvalid):
 		return &Error{Code: CodeValidation, Detail: stripSentinel(err)}
+	case errors.Is(err, store.ErrWriteFailed):
+		return &Error{Code: CodeUnavailable, Detail: "the store stopped taking writes after a write failure; restart artifactd and run fsck", Err: err}
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: CodeUnavailable, Detail: "the server is shutting down or the request was cancelled", Err: err}
 	}

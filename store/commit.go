@@ -154,8 +154,21 @@ func (s *Store) run() {
 				break drain
 			}
 		}
+		if err := s.writeFailure(); err != nil {
+			for _, r := range batch {
+				r.resp <- writeResp{err: err}
+			}
+			continue
+		}
 		s.processBatch(batch)
 	}
+}
+
+// writeFailure returns the error that stopped writes, or nil.
+func (s *Store) writeFailure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
 }
 
 // group is the work of one commit group. Only the committer goroutine
@@ -185,7 +198,7 @@ type group struct {
 	// moved lists the head keys dropped because their ref moves.
 	moved   []string
 	locked  map[*head]bool
-	touched map[*ctxState]uint64 // seq before the group, to restore on failure
+	touched map[*ctxState]uint64 // contexts the group writes to (value: seq before it)
 	answers []func(error)
 }
 
@@ -246,10 +259,19 @@ func (s *Store) processBatch(batch []*writeReq) {
 		h.mu.Unlock()
 	}
 	if err != nil {
-		s.log.Error("commit group failed; in-memory heads dropped", "err", err)
-		for cs, seq := range g.touched {
-			cs.lastSeq = seq
+		// Part of the group may be on disk (a transaction can commit and
+		// the sync after it fail), so its outcome is unknown: stop taking
+		// writes rather than build on records of unknown state, and let
+		// reads reload contexts from disk. A restart recovers (Badger
+		// replays its log; fsck checks the result).
+		s.log.Error("commit group failed; the store refuses writes until restarted", "err", err)
+		s.mu.Lock()
+		s.failed = fmt.Errorf("%w: %w", ErrWriteFailed, err)
+		for cs := range g.touched {
+			delete(s.ctxs, cs.info.ID)
 		}
+		s.mu.Unlock()
+		err = s.failed
 	}
 	for _, answer := range g.answers {
 		answer(err)

@@ -35,6 +35,10 @@ var (
 	ErrCorrupt = errors.New("store corruption")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
+	// ErrWriteFailed: a commit group could not be written or synced. Its
+	// outcome is unknown, so the store refuses every later write until it
+	// is reopened; restart the server and run fsck.
+	ErrWriteFailed = errors.New("write failed; restart artifactd and run fsck")
 )
 
 // Quarantine modes of a context.
@@ -108,6 +112,8 @@ type Store struct {
 	// moving counts, per head key, the unwritten ref moves of the current
 	// commit group; readers do not cache heads of those branches.
 	moving map[string]int
+	// failed, once set, is the write error that stopped the committer.
+	failed error
 	// ctxs caches context records and sequence counters.
 	ctxs map[string]*ctxState
 }

@@ -402,3 +402,31 @@ func TestResetBranchIfIsCompareAndSet(t *testing.T) {
 	}
 	mustCheck(t, s)
 }
+
+// TestWriteFailureStopsWrites makes a group fail to write (the database
+// underneath is closed) and checks that the store then refuses every
+// write with ErrWriteFailed instead of building on records whose outcome
+// is unknown.
+func TestWriteFailureStopsWrites(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, s, "c", put("a", "note", map[string]any{"v": 1}))
+	if err := s.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{put("b", "note", map[string]any{})}})
+	if !errors.Is(err, ErrWriteFailed) {
+		t.Fatalf("commit on a failing database: %v, want ErrWriteFailed", err)
+	}
+	_, err = s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{put("c", "note", map[string]any{})}})
+	if !errors.Is(err, ErrWriteFailed) {
+		t.Fatalf("commit after a write failure: %v, want ErrWriteFailed", err)
+	}
+	if _, err := s.CreateContext(ctx, "d", ModeObserve); !errors.Is(err, ErrWriteFailed) {
+		t.Fatalf("create context after a write failure: %v, want ErrWriteFailed", err)
+	}
+	_ = s.Close() // the database is already closed
+}
