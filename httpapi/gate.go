@@ -129,27 +129,7 @@ const (
 
 // handleFetch is POST /v1/contexts/{ctx}/fetches.
 func (s *Server) handleFetch(w http.ResponseWriter, r *http.Request) {
-	ctxID, err := ctxParam(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var in FetchInput
-	if _, err := s.decodeJSON(w, r, "fetch", &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	out, err := s.RecordFetch(r.Context(), ctxID, in)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	status := http.StatusCreated
-	if out.Noop {
-		status = http.StatusOK
-	}
-	w.Header().Set("Location", "/v1/contexts/"+ctxID+"/artifacts/"+pathEscape(out.Artifact.ID))
-	s.writeJSON(w, r, status, out)
+	serveRecord(s, w, r, "fetch", s.RecordFetch)
 }
 
 // RecordFetch is POST .../fetches as a Go call: it gets the evidence (from

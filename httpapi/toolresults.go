@@ -62,27 +62,7 @@ type ToolOutputData struct {
 
 // handleToolResult is POST /v1/contexts/{ctx}/tool-results.
 func (s *Server) handleToolResult(w http.ResponseWriter, r *http.Request) {
-	ctxID, err := ctxParam(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var in ToolResultInput
-	if _, err := s.decodeJSON(w, r, "tool-result", &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	out, err := s.RecordToolResult(r.Context(), ctxID, in)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	status := http.StatusCreated
-	if out.Noop {
-		status = http.StatusOK
-	}
-	w.Header().Set("Location", "/v1/contexts/"+ctxID+"/artifacts/"+pathEscape(out.Artifact.ID))
-	s.writeJSON(w, r, status, out)
+	serveRecord(s, w, r, "tool-result", s.RecordToolResult)
 }
 
 // RecordToolResult is POST .../tool-results as a Go call. The error or

@@ -591,3 +591,37 @@ func (s *Server) handleCommit(w http.ResponseWriter, r *http.Request) {
 	}
 	s.writeJSON(w, r, status, out)
 }
+
+// written is what a one-artifact write answers: ArtifactWrite and the
+// types that embed it.
+type written interface{ written() *ArtifactWrite }
+
+func (a *ArtifactWrite) written() *ArtifactWrite { return a }
+
+// serveRecord decodes a request body of type In (checked against the
+// request schema named schema), passes it to record and answers 201 with
+// the artifact's Location, or 200 when the write was a no-op.
+func serveRecord[In any, Out written](s *Server, w http.ResponseWriter, r *http.Request, schema string, record func(context.Context, string, In) (Out, error)) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in In
+	if _, err := s.decodeJSON(w, r, schema, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := record(r.Context(), ctxID, in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	aw := out.written()
+	status := http.StatusCreated
+	if aw.Noop {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/v1/contexts/"+ctxID+"/artifacts/"+pathEscape(aw.Artifact.ID))
+	s.writeJSON(w, r, status, out)
+}
