@@ -199,7 +199,18 @@ type group struct {
 	moved   []string
 	locked  map[*head]bool
 	touched map[*ctxState]uint64 // contexts the group writes to (value: seq before it)
+	// created holds the contexts created by this group; they are published
+	// to Store.ctxs only once the group is durable.
+	created map[string]*ctxState
 	answers []func(error)
+}
+
+// ctxState returns a context created earlier in the group or a stored one.
+func (g *group) ctxState(id string) (*ctxState, error) {
+	if cs := g.created[id]; cs != nil {
+		return cs, nil
+	}
+	return g.s.ctxState(id)
 }
 
 type kv struct{ k, v []byte }
@@ -219,6 +230,7 @@ func (s *Store) processBatch(batch []*writeReq) {
 		commits: make(map[string]*replay.Commit),
 		locked:  make(map[*head]bool),
 		touched: make(map[*ctxState]uint64),
+		created: make(map[string]*ctxState),
 	}
 	for _, r := range batch {
 		var err error
@@ -236,6 +248,14 @@ func (s *Store) processBatch(batch []*writeReq) {
 	}
 	err := g.flush()
 	s.mu.Lock()
+	if err == nil {
+		// The group is durable: its new contexts may now be seen. A reader
+		// may have cached one from disk meanwhile; the group's record, which
+		// carries the sequence counter, replaces it.
+		for id, cs := range g.created {
+			s.ctxs[id] = cs
+		}
+	}
 	if len(g.moved) > 0 || err != nil {
 		s.headGen++
 	}
@@ -453,15 +473,10 @@ func (g *group) head(ctxID, branch string) (*head, error) {
 
 func (g *group) createContext(r *writeReq) error {
 	s := g.s
-	if _, err := s.ctxState(r.ctxID); err == nil {
+	if _, err := g.ctxState(r.ctxID); err == nil {
 		return fmt.Errorf("context %q: %w", r.ctxID, ErrExists)
 	} else if !errors.Is(err, ErrNotFound) {
 		return err
-	}
-	s.mu.Lock()
-	if s.ctxs[r.ctxID] != nil {
-		s.mu.Unlock()
-		return fmt.Errorf("context %q: %w", r.ctxID, ErrExists)
 	}
 	when := r.at
 	if when.IsZero() {
@@ -469,8 +484,7 @@ func (g *group) createContext(r *writeReq) error {
 	}
 	now := hashing.FormatTime(when)
 	cs := &ctxState{info: ContextInfo{ID: r.ctxID, Quarantine: r.mode, Created: now}}
-	s.ctxs[r.ctxID] = cs
-	s.mu.Unlock()
+	g.created[r.ctxID] = cs
 	g.touched[cs] = 0
 
 	root, err := replay.NewCommit(nil, nil, graph.NewState(nil).Hash(), "artifactd", "create context", now)
@@ -488,20 +502,13 @@ func (g *group) createContext(r *writeReq) error {
 		kv{keyRef(r.ctxID, DefaultBranch), root.ID[:]})
 	g.refs[headKey(r.ctxID, DefaultBranch)] = root.ID
 	g.commits[r.ctxID+"\x00"+string(root.ID[:])] = root
-	g.answers = append(g.answers, func(err error) {
-		if err != nil {
-			s.mu.Lock()
-			delete(s.ctxs, r.ctxID)
-			s.mu.Unlock()
-		}
-		r.resp <- writeResp{info: cs.info, err: err}
-	})
+	g.answers = append(g.answers, func(err error) { r.resp <- writeResp{info: cs.info, err: err} })
 	return nil
 }
 
 func (g *group) moveBranch(r *writeReq) error {
 	s := g.s
-	if _, err := s.ctxState(r.ctxID); err != nil {
+	if _, err := g.ctxState(r.ctxID); err != nil {
 		return err
 	}
 	if _, err := g.commitRecord(r.ctxID, r.target); err != nil {
@@ -579,7 +586,7 @@ const objCheckMin = 1024
 func (g *group) commit(r *writeReq) error {
 	s := g.s
 	req := r.commit
-	cs, err := s.ctxState(req.Context)
+	cs, err := g.ctxState(req.Context)
 	if err != nil {
 		return err
 	}
