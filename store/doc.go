@@ -72,9 +72,9 @@
 //
 // Two reads do not wait for the group in flight: reads that go to Badger
 // directly (Resolve of a commit id, the commit list, Branches) can see a
-// commit between its transaction and the sync that follows it (a context
-// created by a group, though, is published only once the group is
-// durable). If
+// commit between its transaction and the sync that follows it, and
+// ListContexts may list a context in that window (GetContext and writes see
+// a new context only once its group is durable). If
 // that sync then fails, the store stops taking writes (ErrWriteFailed)
 // and the outcome of the group is whatever Badger recovers on restart;
 // fsck checks it. No writer is ever told "committed" before the sync.
