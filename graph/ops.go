@@ -576,38 +576,10 @@ func (r Relations) Names() []string {
 	return out
 }
 
-// RestoreArtifact inserts an artifact as-is (used when loading a state
-// from storage). It replaces any artifact with the same id.
-func (s *State) RestoreArtifact(a *Artifact) {
-	s.removeArtifact(a.ID)
-	delete(s.tombstones, a.ID)
-	s.insertArtifact(a)
-}
-
-// RestoreTombstone records the last version of a deleted artifact.
-func (s *State) RestoreTombstone(id string, version int64) { s.tombstones[id] = version }
-
-// Tombstones returns the deleted ids with their last versions, sorted by id.
-func (s *State) Tombstones() []Tombstone {
-	out := make([]Tombstone, 0, len(s.tombstones))
-	for id, v := range s.tombstones {
-		out = append(out, Tombstone{ID: id, Version: v})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
-
 // Tombstone is a deleted artifact's id and last version.
 type Tombstone struct {
 	ID      string `json:"id"`
 	Version int64  `json:"version"`
-}
-
-// RestoreEdge inserts an edge as-is (used when loading a state from
-// storage). It does not check ends or cycles.
-func (s *State) RestoreEdge(e *Edge) {
-	s.removeEdge(e.Key())
-	s.insertEdge(e)
 }
 
 // hasDependents reports whether any dependency edge arrives at id.

@@ -138,6 +138,9 @@ func (s *State) Leaves() []hashing.Digest { return s.acc.Leaves() }
 // NumArtifacts returns the number of artifacts.
 func (s *State) NumArtifacts() int { return len(s.artifacts) }
 
+// NumTombstones returns the number of deleted ids the state remembers.
+func (s *State) NumTombstones() int { return len(s.tombstones) }
+
 // NumEdges returns the number of edges.
 func (s *State) NumEdges() int { return len(s.edges) }
 
@@ -205,9 +208,6 @@ func (s *State) Out(id string) []*Edge { return sortedEdges(s.out[id]) }
 
 // In returns the edges arriving at id, sorted.
 func (s *State) In(id string) []*Edge { return sortedEdges(s.in[id]) }
-
-// Degree returns the number of edges leaving and arriving at id.
-func (s *State) Degree(id string) (out, in int) { return len(s.out[id]), len(s.in[id]) }
 
 func sortedEdges(m map[EdgeKey]*Edge) []*Edge {
 	out := make([]*Edge, 0, len(m))

@@ -51,7 +51,7 @@ func tqApply(t testing.TB, s *State, ops ...Op) []Change {
 
 // tqBigState builds a random dependency DAG of n artifacts with about
 // perNode dependency edges each, for benchmarks. It fills the state's maps
-// directly: going through RestoreEdge would also maintain the context-hash
+// directly: going through ApplyOps or Load would also maintain the context-hash
 // accumulator, whose sorted-insert cost makes a million-artifact build take
 // minutes, and benchmarks here measure trust, not hashing. The hash of the
 // returned state is therefore wrong; nothing here reads it.

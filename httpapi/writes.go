@@ -554,7 +554,7 @@ func (s *Server) commit(ctx context.Context, ctxID string, in *CommitInput, docs
 	s.countWrite(res.Noop)
 	return &CommitWrite{
 		Commit: res.Commit.ID, Parents: nonNil(res.Commit.Parents), ContextHash: res.Commit.ContextHash,
-		Noop: res.Noop, Ops: len(graph.RecordedOps(res.Changes)), Tainted: taintViews(res.Tainted),
+		Noop: res.Noop, Ops: recordedOps(res), Tainted: taintViews(res.Tainted),
 	}, nil
 }
 
@@ -624,4 +624,13 @@ func serveRecord[In any, Out written](s *Server, w http.ResponseWriter, r *http.
 	}
 	w.Header().Set("Location", "/v1/contexts/"+ctxID+"/artifacts/"+pathEscape(aw.Artifact.ID))
 	s.writeJSON(w, r, status, out)
+}
+
+// recordedOps is how many ops a commit recorded: none for a no-op (whose
+// Commit is the unchanged head).
+func recordedOps(res store.CommitResult) int {
+	if res.Noop {
+		return 0
+	}
+	return res.Commit.NumOps
 }

@@ -260,7 +260,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		res, err := replay.FoldCommits(ctx, src, commits, replay.Options{Objects: replay.ObjectsNone},
 			func(c *replay.Commit, st *graph.State) error {
 				replayed[c.ID] = true
-				entries := st.NumArtifacts() + st.NumEdges() + len(st.Tombstones())
+				entries := st.NumArtifacts() + st.NumEdges() + st.NumTombstones()
 				switch {
 				case c.Artifacts != st.NumArtifacts() || c.Edges != st.NumEdges():
 					k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(),
