@@ -136,7 +136,13 @@ func TestRender(t *testing.T) {
   fetch("` + forbidden.URL + `/secret").catch(function () {});
   var i = new Image(); i.src = "` + forbidden.URL + `/secret?img";
   var f = document.createElement("iframe"); f.src = "` + forbidden.URL + `/secret?frame"; document.documentElement.appendChild(f);
-  setTimeout(function () { location.href = "` + forbidden.URL + `/secret?nav"; }, 50);
+  // Navigate away only after the article is written: a navigation that
+  // starts while the parser is still blocked aborts the parse (before
+  // DOMContentLoaded), which would make the expected verdict depend on
+  // timing rather than on the policy under test.
+  document.addEventListener("DOMContentLoaded", function () {
+    setTimeout(function () { location.href = "` + forbidden.URL + `/secret?nav"; }, 50);
+  });
 </script>`),
 		// An honest render of a challenge page is still a wall.
 		"/wall": shell(`<script>document.addEventListener("DOMContentLoaded", function () {
