@@ -84,8 +84,8 @@ type writeReq struct {
 	at     time.Time       // create context: creation time (zero = clock)
 	// message is the root commit's message of a created context.
 	message string
-	commit CommitRequest
-	resp   chan writeResp
+	commit  CommitRequest
+	resp    chan writeResp
 }
 
 type writeResp struct {
