@@ -448,8 +448,9 @@ type unrelatedWriter struct {
 	ok    int64 // writes acknowledged
 }
 
-// during runs fn while writing, and returns the latencies of the writes
-// made while fn ran (the last one may end just after it) and fn's error.
+// during runs fn while writing (at least one write, the first starting as
+// fn starts), and returns the latencies of the writes made while fn ran
+// (the last one may end just after it) and fn's error.
 func (w *unrelatedWriter) during(ctx context.Context, fn func() error) ([]time.Duration, error) {
 	stop := make(chan struct{})
 	var (
@@ -460,12 +461,7 @@ func (w *unrelatedWriter) during(ctx context.Context, fn func() error) ([]time.D
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for { // at least one write, then until stopped
 			w.n++
 			t0 := time.Now()
 			if err := w.r.c.putArtifact(ctx, w.ctxID, fmt.Sprintf("n%d", w.n), "note", ""); err != nil {
@@ -474,6 +470,11 @@ func (w *unrelatedWriter) during(ctx context.Context, fn func() error) ([]time.D
 			}
 			lat = append(lat, time.Since(t0))
 			w.r.count(0, 1, 1, 0)
+			select {
+			case <-stop:
+				return
+			default:
+			}
 		}
 	}()
 	err := fn()
