@@ -104,9 +104,14 @@ type scenarioResult struct {
 	Params   scenarioParams `json:"params"`
 	// Cut says the --timeout (or an interrupt) ended the run early; CutIn
 	// names the phase that was running.
-	Cut       bool          `json:"cut"`
-	CutIn     string        `json:"cut_in,omitempty"`
-	Elapsed   time.Duration `json:"elapsed_ns"`
+	Cut     bool          `json:"cut"`
+	CutIn   string        `json:"cut_in,omitempty"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// CPU is the server process's CPU time over the run (user + system,
+	// in steps of 10 ms; with the in-process server it includes the
+	// client), absent when it cannot be read. On a loaded machine it is
+	// steadier than wall time.
+	CPU       time.Duration `json:"cpu_ns"`
 	Contexts  int64         `json:"contexts"`
 	Commits   int64         `json:"commits"`
 	Artifacts int64         `json:"artifacts"`
@@ -304,12 +309,48 @@ func (r rssReader) read() int64 {
 	return 0
 }
 
+// cpuReader reads the server's CPU time (user + system, all threads).
+type cpuReader struct {
+	path string // /proc/self/stat or /proc/PID/stat; empty: not available
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/PID/stat's times.
+const clockTicks = 100
+
+// read returns the process's CPU time so far, or 0 when not available.
+func (c cpuReader) read() time.Duration {
+	if c.path == "" {
+		return 0
+	}
+	b, err := os.ReadFile(c.path)
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is in parentheses and may hold spaces;
+	// utime and stime are fields 14 and 15, the 12th and 13th after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(u+s) * time.Second / clockTicks
+}
+
 // scenarioRun is the state one scenario works with.
 type scenarioRun struct {
 	cfg    scenarioConfig
 	c      *benchClient
 	server *benchServer // nil with --addr
 	rss    rssReader
+	cpu    cpuReader
 	res    *scenarioResult
 	// prefix makes context ids unique per run, so --addr can be reused.
 	prefix string
@@ -423,6 +464,7 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 		run.c = newBenchClient(func() string { return base }, cfg.token, cfg.clients)
 		if cfg.pid != 0 {
 			run.rss.path = "/proc/" + strconv.Itoa(cfg.pid) + "/status"
+			run.cpu.path = "/proc/" + strconv.Itoa(cfg.pid) + "/stat"
 		} else {
 			run.res.RSSNote = "no --pid: the server's resident size is not measured"
 		}
@@ -439,12 +481,14 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 		run.server = srv
 		run.c = newBenchClient(func() string { return srv.base }, "", cfg.clients)
 		run.rss.path = "/proc/self/status"
+		run.cpu.path = "/proc/self/stat"
 	}
 	defer run.c.tr.CloseIdleConnections()
 	if run.rss.path != "" && run.rss.read() == 0 {
 		run.res.RSSNote = "cannot read VmRSS from " + run.rss.path
-		run.rss.path = ""
+		run.rss.path, run.cpu.path = "", ""
 	}
+	cpu0 := run.cpu.read()
 	run.res.Target = run.c.base()
 
 	sctx, cancel := context.WithTimeout(ctx, cfg.timeout)
@@ -452,6 +496,9 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 	start := time.Now()
 	err := body(sctx, run)
 	run.res.Elapsed = time.Since(start)
+	if run.cpu.path != "" {
+		run.res.CPU = run.cpu.read() - cpu0
+	}
 	code := exitOK
 	switch {
 	case err == nil:

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // scenario runs `artifactd bench --scenario ...` in-process and decodes
@@ -52,7 +53,7 @@ func keysOf(t *testing.T, m map[string]any, name string) []string {
 	return ks
 }
 
-var commonKeys = []string{"artifacts", "commits", "contexts", "cut", "edges", "elapsed_ns", "errors", "params", "scenario", "target"}
+var commonKeys = []string{"artifacts", "commits", "contexts", "cpu_ns", "cut", "edges", "elapsed_ns", "errors", "params", "scenario", "target"}
 
 // TestScenarios runs every scenario at a tiny size against the in-process
 // server and checks the shape of the result (the keys the benchmark docs
@@ -79,7 +80,7 @@ func TestScenarios(t *testing.T) {
 				}
 			}},
 		{"cold", []string{"--artifacts", "250", "--batch", "100"},
-			[]string{"artifacts", "first_commit_ns", "first_read_ns", "load_ns", "restart_ns", "rss_after_first_commit_bytes", "rss_after_first_read_bytes", "rss_loaded_bytes", "second_commit_ns", "second_read_ns"},
+			[]string{"artifacts", "first_commit_cpu_ns", "first_commit_ns", "first_read_cpu_ns", "first_read_ns", "load_ns", "restart_ns", "rss_after_first_commit_bytes", "rss_after_first_read_bytes", "rss_loaded_bytes", "second_commit_ns", "second_read_ns"},
 			func(t *testing.T, r *scenarioResult) {
 				f := r.Cold
 				// 3 bulk commits (100+100+50) and 2 one-artifact commits.
@@ -91,11 +92,11 @@ func TestScenarios(t *testing.T) {
 				}
 			}},
 		{"big", []string{"--artifacts", "550", "--batch", "100"},
-			[]string{"artifacts", "commit_ns", "fifth_commits", "first_fifth_artifacts_per_s", "last_fifth_artifacts_per_s", "one_artifact_commits", "rate_ratio_last_to_first", "rss_end_bytes"},
+			[]string{"artifacts", "commit_cpu_ns", "commit_ns", "fifth_commits", "first_fifth_artifacts_per_cpu_s", "first_fifth_artifacts_per_s", "last_fifth_artifacts_per_cpu_s", "last_fifth_artifacts_per_s", "one_artifact_commits", "rate_ratio_last_to_first", "rss_end_bytes"},
 			func(t *testing.T, r *scenarioResult) {
 				f := r.Big
 				// 6 bulk commits (5×100 + 50), a fifth of them rounded is 1.
-				if f.Artifacts != 550 || len(f.CommitNS) != 6 || f.FifthCommits != 1 || r.Commits != 6+200 || r.Artifacts != 750 || r.Edges != 549+200 {
+				if f.Artifacts != 550 || len(f.CommitNS) != 6 || len(f.CommitCPU) != 6 || f.FifthCommits != 1 || r.Commits != 6+200 || r.Artifacts != 750 || r.Edges != 549+200 {
 					t.Fatalf("counts: %+v %+v", r, f)
 				}
 				if f.TipCommits.N != 200 || f.FirstFifthRate <= 0 || f.LastFifthRate <= 0 || f.RateRatio <= 0 || f.RSSEnd <= 0 {
@@ -103,7 +104,7 @@ func TestScenarios(t *testing.T) {
 				}
 			}},
 		{"chain", []string{"--depth", "250", "--batch", "100"},
-			[]string{"commit_ns", "depth", "first_commit_ns", "last_commit_ns", "ratio_last_to_first", "tip_commits"},
+			[]string{"commit_cpu_ns", "commit_ns", "depth", "first_commit_ns", "last_commit_ns", "ratio_last_to_first", "tip_commits"},
 			func(t *testing.T, r *scenarioResult) {
 				f := r.Chain
 				if f.Depth != 250+100 || len(f.CommitNS) != 3 || r.Commits != 3+100 || r.Artifacts != 350 || r.Edges != 349 {
@@ -114,7 +115,7 @@ func TestScenarios(t *testing.T) {
 				}
 			}},
 		{"hub", []string{"--depth", "120", "--batch", "50"},
-			[]string{"audit_bytes", "audit_ns", "chain_build_ns", "chain_depth", "dependents", "hub_commits", "unrelated_during_audit", "unrelated_during_last_commit", "unrelated_writes"},
+			[]string{"audit_bytes", "audit_cpu_ns", "audit_ns", "chain_build_ns", "chain_depth", "dependents", "hub_commits", "unrelated_during_audit", "unrelated_during_last_commit", "unrelated_writes"},
 			func(t *testing.T, r *scenarioResult) {
 				f := r.Hub
 				if f.Dependents != 5*50 || len(f.Commits) != 5 || f.Commits[4].Dependents != 250 || f.ChainDepth != 120 || r.Contexts != 3 {
@@ -195,7 +196,7 @@ func TestScenarioAddr(t *testing.T) {
 			args = append(args, "--pid", strconv.Itoa(os.Getpid()))
 		}
 		rc, res, _, stderr := scenario(t, args...)
-		if rc != exitOK || res.Target != srv.base || res.Chain.Depth != 130 {
+		if rc != exitOK || res.Target != srv.base || res.Chain.Depth != 130 || withPid != (len(res.Chain.CommitCPU) == 3) {
 			t.Fatalf("exit %d: %+v %s", rc, res, stderr)
 		}
 		if withPid != (res.RSSNote == "") {
@@ -252,5 +253,35 @@ func TestRSSReader(t *testing.T) {
 	}
 	if got := (rssReader{}).read(); got != 0 {
 		t.Errorf("no path: %d", got)
+	}
+}
+
+// TestCPUReader reads utime + stime from stat files of the /proc shape,
+// whose command name may hold spaces and parentheses.
+func TestCPUReader(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		stat string
+		want time.Duration
+	}{
+		{"42 (artifactd) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0 100 1000 200\n", 3250 * time.Millisecond},
+		{"42 (a (b) c) R 1 42 42 0 -1 0 0 0 0 0 1 2 0 0\n", 30 * time.Millisecond},
+		{"42 (short) S 1 2\n", 0},
+		{"no parenthesis\n", 0},
+		{"42 (x) S 1 42 42 0 -1 0 0 0 0 0 u s\n", 0},
+	} {
+		p := filepath.Join(dir, "stat")
+		if err := os.WriteFile(p, []byte(tc.stat), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := (cpuReader{path: p}).read(); got != tc.want {
+			t.Errorf("%q: %v, want %v", tc.stat, got, tc.want)
+		}
+	}
+	if got := (cpuReader{path: "/proc/self/stat"}).read(); got <= 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI: cannot read /proc/self/stat (%v)", got)
+		}
+		t.Skipf("no /proc/self/stat here (%v)", got)
 	}
 }

@@ -129,6 +129,18 @@ func scenarioRuns(ctx context.Context, r *scenarioRun) error {
 	return firstErr
 }
 
+// timed runs fn and returns its wall time and the server's CPU time
+// over it (0 when not available).
+func (r *scenarioRun) timed(fn func() error) (wall, cpu time.Duration, err error) {
+	c0, t0 := r.cpu.read(), time.Now()
+	err = fn()
+	wall = time.Since(t0)
+	if r.cpu.path != "" {
+		cpu = r.cpu.read() - c0
+	}
+	return wall, cpu, err
+}
+
 // treeItems returns artifacts [from, to) of a random recursive tree:
 // artifact 0 is a question, artifact i > 0 a claim derived_from one
 // earlier artifact chosen by a seeded generator (so n artifacts carry
@@ -146,22 +158,22 @@ func treeItems(rng *rand.Rand, from, to int) []bulkItem {
 }
 
 // ingestTree writes n tree artifacts into ctxID in commits of batch,
-// calling each after every commit with its artifact count and latency.
-func ingestTree(ctx context.Context, r *scenarioRun, ctxID string, rng *rand.Rand, n, batch int, each func(artifacts int, d time.Duration)) error {
+// calling each after every commit with its artifact count, latency and
+// CPU time.
+func ingestTree(ctx context.Context, r *scenarioRun, ctxID string, rng *rand.Rand, n, batch int, each func(artifacts int, d, cpu time.Duration)) error {
 	for from := 0; from < n; from += batch {
 		to := min(n, from+batch)
 		items := treeItems(rng, from, to)
-		t0 := time.Now()
-		if err := r.c.bulkCommit(ctx, ctxID, items); err != nil {
+		d, cpu, err := r.timed(func() error { return r.c.bulkCommit(ctx, ctxID, items) })
+		if err != nil {
 			return err
 		}
-		d := time.Since(t0)
 		edges := int64(to - from)
 		if from == 0 {
 			edges--
 		}
 		r.count(0, 1, int64(to-from), edges)
-		each(to, d)
+		each(to, d, cpu)
 	}
 	return nil
 }
@@ -174,9 +186,11 @@ type coldFigures struct {
 	RSSLoaded      int64         `json:"rss_loaded_bytes"`
 	RestartNS      time.Duration `json:"restart_ns"`
 	FirstCommitNS  time.Duration `json:"first_commit_ns"`
+	FirstCommitCPU time.Duration `json:"first_commit_cpu_ns"`
 	NextCommitNS   time.Duration `json:"second_commit_ns"`
 	RSSAfterCommit int64         `json:"rss_after_first_commit_bytes"`
 	FirstReadNS    time.Duration `json:"first_read_ns"`
+	FirstReadCPU   time.Duration `json:"first_read_cpu_ns"`
 	NextReadNS     time.Duration `json:"second_read_ns"`
 	RSSAfterRead   int64         `json:"rss_after_first_read_bytes"`
 }
@@ -198,7 +212,7 @@ func scenarioCold(ctx context.Context, r *scenarioRun) error {
 	r.count(1, 0, 0, 0)
 	rng := rand.New(rand.NewPCG(10, 1))
 	t0 := time.Now()
-	if err := ingestTree(ctx, r, id, rng, cfg.artifacts, cfg.batch, func(n int, _ time.Duration) { f.Artifacts = int64(n) }); err != nil {
+	if err := ingestTree(ctx, r, id, rng, cfg.artifacts, cfg.batch, func(n int, _, _ time.Duration) { f.Artifacts = int64(n) }); err != nil {
 		return err
 	}
 	f.LoadNS = time.Since(t0)
@@ -213,18 +227,20 @@ func scenarioCold(ctx context.Context, r *scenarioRun) error {
 		f.RestartNS = time.Since(t0)
 		return nil
 	}
-	timedPut := func(aid string) (time.Duration, error) {
-		t0 := time.Now()
-		if err := r.c.putArtifact(ctx, id, aid, "claim", fmt.Sprintf("a%d", rng.IntN(cfg.artifacts))); err != nil {
-			return 0, err
+	timedPut := func(aid string) (time.Duration, time.Duration, error) {
+		d, cpu, err := r.timed(func() error {
+			return r.c.putArtifact(ctx, id, aid, "claim", fmt.Sprintf("a%d", rng.IntN(cfg.artifacts)))
+		})
+		if err == nil {
+			r.count(0, 1, 1, 1)
 		}
-		r.count(0, 1, 1, 1)
-		return time.Since(t0), nil
+		return d, cpu, err
 	}
-	timedGet := func() (time.Duration, error) {
-		t0 := time.Now()
-		_, err := r.c.expect(ctx, http.StatusOK, "GET", fmt.Sprintf("/v1/contexts/%s/artifacts/a%d", id, rng.IntN(cfg.artifacts)), nil)
-		return time.Since(t0), err
+	timedGet := func() (time.Duration, time.Duration, error) {
+		return r.timed(func() error {
+			_, err := r.c.expect(ctx, http.StatusOK, "GET", fmt.Sprintf("/v1/contexts/%s/artifacts/a%d", id, rng.IntN(cfg.artifacts)), nil)
+			return err
+		})
 	}
 	r.phase("restart")
 	if err := restart(); err != nil {
@@ -232,11 +248,11 @@ func scenarioCold(ctx context.Context, r *scenarioRun) error {
 	}
 	r.phase("first commit")
 	var err error
-	if f.FirstCommitNS, err = timedPut("cold-1"); err != nil {
+	if f.FirstCommitNS, f.FirstCommitCPU, err = timedPut("cold-1"); err != nil {
 		return err
 	}
 	f.RSSAfterCommit = r.sample(f.Artifacts + 1)
-	if f.NextCommitNS, err = timedPut("cold-2"); err != nil {
+	if f.NextCommitNS, _, err = timedPut("cold-2"); err != nil {
 		return err
 	}
 	r.phase("restart")
@@ -244,11 +260,11 @@ func scenarioCold(ctx context.Context, r *scenarioRun) error {
 		return err
 	}
 	r.phase("first read")
-	if f.FirstReadNS, err = timedGet(); err != nil {
+	if f.FirstReadNS, f.FirstReadCPU, err = timedGet(); err != nil {
 		return err
 	}
 	f.RSSAfterRead = r.sample(f.Artifacts + 2)
-	f.NextReadNS, err = timedGet()
+	f.NextReadNS, _, err = timedGet()
 	return err
 }
 
@@ -256,15 +272,20 @@ func scenarioCold(ctx context.Context, r *scenarioRun) error {
 // over the summed latency of the first and the last fifth of the bulk
 // commits.
 type bigFigures struct {
-	Artifacts       int64           `json:"artifacts"`
-	CommitNS        []time.Duration `json:"commit_ns"`
-	FifthCommits    int             `json:"fifth_commits"`
-	FirstFifthRate  float64         `json:"first_fifth_artifacts_per_s"`
-	LastFifthRate   float64         `json:"last_fifth_artifacts_per_s"`
-	RateRatio       float64         `json:"rate_ratio_last_to_first"`
-	RSSEnd          int64           `json:"rss_end_bytes"`
-	TipCommits      latency         `json:"one_artifact_commits"`
-	artifactsCommit []int
+	Artifacts      int64           `json:"artifacts"`
+	CommitNS       []time.Duration `json:"commit_ns"`
+	CommitCPU      []time.Duration `json:"commit_cpu_ns"`
+	FifthCommits   int             `json:"fifth_commits"`
+	FirstFifthRate float64         `json:"first_fifth_artifacts_per_s"`
+	LastFifthRate  float64         `json:"last_fifth_artifacts_per_s"`
+	RateRatio      float64         `json:"rate_ratio_last_to_first"`
+	// The same rates per CPU-second of the server (absent without CPU
+	// times): steadier than wall time on a loaded machine.
+	FirstFifthCPURate float64 `json:"first_fifth_artifacts_per_cpu_s"`
+	LastFifthCPURate  float64 `json:"last_fifth_artifacts_per_cpu_s"`
+	RSSEnd            int64   `json:"rss_end_bytes"`
+	TipCommits        latency `json:"one_artifact_commits"`
+	artifactsCommit   []int
 }
 
 // scenarioBig: one context growing to N artifacts and N-1 edges in bulk
@@ -284,8 +305,11 @@ func scenarioBig(ctx context.Context, r *scenarioRun) error {
 	rng := rand.New(rand.NewPCG(20, 2))
 	tenth := max(1, cfg.artifacts/10)
 	last := 0
-	err := ingestTree(ctx, r, id, rng, cfg.artifacts, cfg.batch, func(n int, d time.Duration) {
+	err := ingestTree(ctx, r, id, rng, cfg.artifacts, cfg.batch, func(n int, d, cpu time.Duration) {
 		f.CommitNS = append(f.CommitNS, d)
+		if r.cpu.path != "" {
+			f.CommitCPU = append(f.CommitCPU, cpu)
+		}
 		f.artifactsCommit = append(f.artifactsCommit, n-last)
 		if n/tenth != last/tenth {
 			r.sample(int64(n))
@@ -295,22 +319,26 @@ func scenarioBig(ctx context.Context, r *scenarioRun) error {
 	})
 	total := (cfg.artifacts + cfg.batch - 1) / cfg.batch
 	f.FifthCommits = max(1, (total+2)/5)
-	rate := func(lo, hi int) float64 {
+	rate := func(times []time.Duration, lo, hi int) float64 {
+		if len(times) < hi {
+			return 0
+		}
 		var a int
 		var d time.Duration
 		for i := lo; i < hi; i++ {
 			a += f.artifactsCommit[i]
-			d += f.CommitNS[i]
+			d += times[i]
 		}
 		return ratio(float64(a), d.Seconds())
 	}
-	if len(f.CommitNS) >= f.FifthCommits {
-		f.FirstFifthRate = rate(0, f.FifthCommits)
-	}
+	f.FirstFifthRate = rate(f.CommitNS, 0, f.FifthCommits)
+	f.FirstFifthCPURate = rate(f.CommitCPU, 0, f.FifthCommits)
 	if err != nil {
 		return err
 	}
-	f.LastFifthRate = rate(len(f.CommitNS)-f.FifthCommits, len(f.CommitNS))
+	n := len(f.CommitNS)
+	f.LastFifthRate = rate(f.CommitNS, n-f.FifthCommits, n)
+	f.LastFifthCPURate = rate(f.CommitCPU, n-f.FifthCommits, n)
 	f.RateRatio = ratio(f.LastFifthRate, f.FirstFifthRate)
 	f.RSSEnd = r.sample(f.Artifacts)
 	r.phase("one-artifact commits")
@@ -352,21 +380,21 @@ func chainItems(from, to int) []bulkItem {
 }
 
 // buildChain writes a chain of depth artifacts into ctxID in commits of
-// batch, calling each with the depth reached and the commit's latency.
-func buildChain(ctx context.Context, r *scenarioRun, ctxID string, depth, batch int, each func(depth int, d time.Duration)) error {
+// batch, calling each with the depth reached and the commit's latency and
+// CPU time.
+func buildChain(ctx context.Context, r *scenarioRun, ctxID string, depth, batch int, each func(depth int, d, cpu time.Duration)) error {
 	for from := 0; from < depth; from += batch {
 		to := min(depth, from+batch)
-		t0 := time.Now()
-		if err := r.c.bulkCommit(ctx, ctxID, chainItems(from, to)); err != nil {
+		d, cpu, err := r.timed(func() error { return r.c.bulkCommit(ctx, ctxID, chainItems(from, to)) })
+		if err != nil {
 			return err
 		}
-		d := time.Since(t0)
 		edges := int64(to - from)
 		if from == 0 {
 			edges--
 		}
 		r.count(0, 1, int64(to-from), edges)
-		each(to, d)
+		each(to, d, cpu)
 	}
 	return nil
 }
@@ -375,6 +403,7 @@ func buildChain(ctx context.Context, r *scenarioRun, ctxID string, depth, batch 
 type chainFigures struct {
 	Depth      int64           `json:"depth"`
 	CommitNS   []time.Duration `json:"commit_ns"`
+	CommitCPU  []time.Duration `json:"commit_cpu_ns"`
 	FirstNS    time.Duration   `json:"first_commit_ns"`
 	LastNS     time.Duration   `json:"last_commit_ns"`
 	Ratio      float64         `json:"ratio_last_to_first"`
@@ -394,8 +423,11 @@ func scenarioChain(ctx context.Context, r *scenarioRun) error {
 		return err
 	}
 	r.count(1, 0, 0, 0)
-	err := buildChain(ctx, r, id, cfg.depth, cfg.batch, func(depth int, d time.Duration) {
+	err := buildChain(ctx, r, id, cfg.depth, cfg.batch, func(depth int, d, cpu time.Duration) {
 		f.CommitNS = append(f.CommitNS, d)
+		if r.cpu.path != "" {
+			f.CommitCPU = append(f.CommitCPU, cpu)
+		}
 		f.Depth = int64(depth)
 		f.LastNS = d
 	})
@@ -421,6 +453,7 @@ func scenarioChain(ctx context.Context, r *scenarioRun) error {
 type hubCommit struct {
 	Dependents int64         `json:"dependents_after"`
 	NS         time.Duration `json:"ns"`
+	CPU        time.Duration `json:"cpu_ns"`
 	Cut        bool          `json:"cut,omitempty"`
 }
 
@@ -434,6 +467,7 @@ type hubFigures struct {
 	ChainDepth     int64         `json:"chain_depth"`
 	ChainBuildNS   time.Duration `json:"chain_build_ns"`
 	AuditNS        time.Duration `json:"audit_ns"`
+	AuditCPU       time.Duration `json:"audit_cpu_ns"`
 	AuditBytes     int           `json:"audit_bytes"`
 	DuringAudit    latency       `json:"unrelated_during_audit"`
 	UnrelatedTotal int64         `json:"unrelated_writes"`
@@ -527,11 +561,10 @@ func scenarioHub(ctx context.Context, r *scenarioRun) error {
 		for i := range items {
 			items[i] = bulkItem{id: fmt.Sprintf("h%d-%d", k, i), typ: "claim", deps: []string{"hub"}}
 		}
-		var d time.Duration
+		var d, cpu time.Duration
 		commit := func() error {
-			t0 := time.Now()
-			err := r.c.bulkCommit(ctx, hubCtx, items)
-			d = time.Since(t0)
+			var err error
+			d, cpu, err = r.timed(func() error { return r.c.bulkCommit(ctx, hubCtx, items) })
 			return err
 		}
 		var err error
@@ -544,25 +577,28 @@ func scenarioHub(ctx context.Context, r *scenarioRun) error {
 		}
 		if err != nil {
 			if errors.Is(err, errCut) {
-				f.Commits = append(f.Commits, hubCommit{Dependents: f.Dependents, NS: d, Cut: true})
+				f.Commits = append(f.Commits, hubCommit{Dependents: f.Dependents, NS: d, CPU: cpu, Cut: true})
 			}
 			return err
 		}
 		r.count(0, 1, int64(cfg.batch), int64(cfg.batch))
 		f.Dependents += int64(cfg.batch)
-		f.Commits = append(f.Commits, hubCommit{Dependents: f.Dependents, NS: d})
+		f.Commits = append(f.Commits, hubCommit{Dependents: f.Dependents, NS: d, CPU: cpu})
 	}
 	r.phase("deep chain")
 	t0 := time.Now()
-	if err := buildChain(ctx, r, chainCtx, cfg.depth, min(cfg.depth, chainBatchForAudit), func(depth int, _ time.Duration) { f.ChainDepth = int64(depth) }); err != nil {
+	if err := buildChain(ctx, r, chainCtx, cfg.depth, min(cfg.depth, chainBatchForAudit), func(depth int, _, _ time.Duration) { f.ChainDepth = int64(depth) }); err != nil {
 		return err
 	}
 	f.ChainBuildNS = time.Since(t0)
 	r.phase("audit")
 	lat, err := w.during(ctx, func() error {
-		t0 := time.Now()
-		b, err := r.c.expect(ctx, http.StatusOK, "GET", fmt.Sprintf("/v1/contexts/%s/audit/s%d?format=json", chainCtx, f.ChainDepth-1), nil)
-		f.AuditNS, f.AuditBytes = time.Since(t0), len(b)
+		var err error
+		f.AuditNS, f.AuditCPU, err = r.timed(func() error {
+			b, err := r.c.expect(ctx, http.StatusOK, "GET", fmt.Sprintf("/v1/contexts/%s/audit/s%d?format=json", chainCtx, f.ChainDepth-1), nil)
+			f.AuditBytes = len(b)
+			return err
+		})
 		return err
 	})
 	f.DuringAudit = summarise(lat)
