@@ -121,12 +121,12 @@ func TestScenarios(t *testing.T) {
 				if f.Dependents != 5*50 || len(f.Commits) != 5 || f.Commits[4].Dependents != 250 || f.ChainDepth != 120 || r.Contexts != 3 {
 					t.Fatalf("counts: %+v %+v", r, f)
 				}
-				// The verdict, 5 hub commits, one chain commit (120 ≤ 2000) and
+				// The verdict and the hub, 5 hub commits, one chain commit (120 ≤ 2000) and
 				// every unrelated write; at least one write per measured window.
 				if f.DuringCommit.N < 1 || f.DuringAudit.N < 1 || f.UnrelatedTotal < int64(1+f.DuringCommit.N+f.DuringAudit.N) {
 					t.Fatalf("writer: %+v", f)
 				}
-				if r.Commits != 1+5+1+f.UnrelatedTotal || r.Artifacts != 1+250+120+f.UnrelatedTotal || r.Edges != 250+119 {
+				if r.Commits != 2+5+1+f.UnrelatedTotal || r.Artifacts != 2+250+120+f.UnrelatedTotal || r.Edges != 1+250+119 {
 					t.Fatalf("counts: %+v", r)
 				}
 				if f.AuditNS <= 0 || f.AuditBytes == 0 || !slices.IsSortedFunc(f.Commits, func(a, b hubCommit) int { return int(a.Dependents - b.Dependents) }) {

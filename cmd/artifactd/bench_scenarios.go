@@ -525,8 +525,9 @@ func (w *unrelatedWriter) during(ctx context.Context, fn func() error) ([]time.D
 	return lat, err
 }
 
-// scenarioHub: a poison root as hub in an observe context, then bulk
-// commits of claims each derived_from it, with an unrelated context's
+// scenarioHub: in an observe context, a quarantined hub (a claim derived
+// from a FAILED fetch verdict), then bulk commits of claims each
+// derived_from the hub, with an unrelated context's
 // writer running during the last one; then a chain of depth D in another
 // context and the same writer running during an audit read of its tip.
 func scenarioHub(ctx context.Context, r *scenarioRun) error {
@@ -542,14 +543,18 @@ func scenarioHub(ctx context.Context, r *scenarioRun) error {
 		}
 		r.count(1, 0, 0, 0)
 	}
-	// An empty 200 is FAILED (transport.empty_body): the hub is a poison
-	// root, so every edge onto it is tainted (stored and flagged in
-	// observe mode).
+	// An empty 200 is FAILED (transport.empty_body): a poison root. The
+	// hub is a claim derived_from it, so the hub is quarantined and every
+	// edge onto it is tainted (stored and flagged in observe mode).
 	if _, err := r.c.expect(ctx, http.StatusCreated, "POST", "/v1/contexts/"+hubCtx+"/fetches",
-		[]byte(`{"id":"hub","url":"https://hub.example/","status":200,"headers":{"content-type":"text/html"},"body":""}`)); err != nil {
+		[]byte(`{"id":"poison","url":"https://hub.example/","status":200,"headers":{"content-type":"text/html"},"body":""}`)); err != nil {
 		return err
 	}
 	r.count(0, 1, 1, 0)
+	if err := r.c.putArtifact(ctx, hubCtx, "hub", "claim", "poison"); err != nil {
+		return err
+	}
+	r.count(0, 1, 1, 1)
 	w := &unrelatedWriter{r: r, ctxID: otherCtx}
 	defer func() { f.UnrelatedTotal = w.ok }()
 	if _, err := w.during(ctx, func() error { return nil }); err != nil { // a first write: connections warm
