@@ -48,7 +48,7 @@ func (c *scenarioConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "scenarios: stop after this long and report what was measured, marked cut")
 }
 
-// scenarioDefaults fills in the sizes the issue names for each scenario.
+// defaults fills in the sizes the issue names for each scenario.
 func (c *scenarioConfig) defaults() {
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -390,10 +390,12 @@ func (r *scenarioRun) fail(err error) {
 	}
 }
 
-// scenarios maps a name to its body. A body returns errCut when the
-// deadline ended it, another error when a request failed.
-var scenarioNames = []string{"runs", "cold", "big", "chain", "hub"}
+// scenarioNames lists the scenarios for usage messages.
+const scenarioNames = "runs, cold, big, chain, hub"
 
+// scenarioBody returns the body of a scenario (nil for an unknown name).
+// A body returns errCut when the deadline ended it, another error when a
+// request failed.
 func scenarioBody(name string) func(context.Context, *scenarioRun) error {
 	switch name {
 	case "runs":
@@ -433,7 +435,7 @@ func loopbackAddr(addr string) error {
 func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writer) int {
 	body := scenarioBody(cfg.name)
 	if body == nil {
-		return fail(stderr, exitUsage, "bench: unknown --scenario %q (one of %s)", cfg.name, strings.Join(scenarioNames, ", "))
+		return fail(stderr, exitUsage, "bench: unknown --scenario %q (one of %s)", cfg.name, scenarioNames)
 	}
 	cfg.defaults()
 	switch {
