@@ -340,7 +340,11 @@ func scenarioBig(ctx context.Context, r *scenarioRun) error {
 	f.LastFifthRate = rate(f.CommitNS, n-f.FifthCommits, n)
 	f.LastFifthCPURate = rate(f.CommitCPU, n-f.FifthCommits, n)
 	f.RateRatio = ratio(f.LastFifthRate, f.FirstFifthRate)
-	f.RSSEnd = r.sample(f.Artifacts)
+	if k := len(r.res.RSS); k > 0 && r.res.RSS[k-1].At == f.Artifacts {
+		f.RSSEnd = r.res.RSS[k-1].Bytes // sampled after the last commit
+	} else {
+		f.RSSEnd = r.sample(f.Artifacts)
+	}
 	r.phase("one-artifact commits")
 	lat, err := tipCommits(ctx, r, 200, func(k int) (string, string) {
 		return fmt.Sprintf("tip-%d", k), fmt.Sprintf("a%d", rng.IntN(cfg.artifacts))
