@@ -87,8 +87,8 @@ type writeReq struct {
 	// deferredAt is when the committer first deferred the request
 	// because a reader held its branch head.
 	deferredAt time.Time
-	commit  CommitRequest
-	resp    chan writeResp
+	commit     CommitRequest
+	resp       chan writeResp
 }
 
 type writeResp struct {
@@ -246,8 +246,8 @@ type group struct {
 	refs    map[string]hashing.Digest
 	commits map[string]*replay.Commit
 	// moved lists the head keys dropped because their ref moves.
-	moved   []string
-	locked  map[*head]bool
+	moved  []string
+	locked map[*head]bool
 	// heads are the heads this group holds, by key: later requests of the
 	// group build on them even if a reader evicted one from Store.heads.
 	heads   map[string]*head
