@@ -25,32 +25,39 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"replay": {"rebuild the state at a commit from the commit chain and verify it", runReplay},
-		"fsck":   {"check every hash, commit id and state map in a data directory", runFsck},
-		"log":    {"list the commits of a branch", runLog},
-		"export": {"write a context as a self-contained JSON Lines bundle", runExport},
-		"import": {"restore a bundle as a new context (same commit ids and hashes)", runImport},
-		"diff":   {"what changed between two commits: artifacts, edges, trust", runDiff},
-		"branch": {"list a context's branches, or create one at a commit", runBranch},
-		"merge":  {"three-way merge a branch or commit into a branch", runMerge},
-		"audit":  {"why did it say that: an answer's provenance and trust report", runAudit},
-		"eval":   {"structural evaluation: supported answers, quarantine share", runEval},
-		"serve":  {"serve the HTTP API (and the UI) over a data directory", runServe},
-		"demo":   {"load example contexts (the ten-step poison plan, an audit run)", runDemo},
-		"bench":  {"load-test single-artifact commits over HTTP", runBench},
-		"fetch":  {"fetch a URL under the gate's address policy and record its verdict", runFetch},
+		"replay":  {"rebuild the state at a commit from the commit chain and verify it", runReplay},
+		"fsck":    {"check every hash, commit id and state map in a data directory", runFsck},
+		"log":     {"list the commits of a branch", runLog},
+		"export":  {"write a context as a self-contained JSON Lines bundle", runExport},
+		"import":  {"restore a bundle as a new context (same commit ids and hashes)", runImport},
+		"diff":    {"what changed between two commits: artifacts, edges, trust", runDiff},
+		"branch":  {"list a context's branches, or create one at a commit", runBranch},
+		"merge":   {"three-way merge a branch or commit into a branch", runMerge},
+		"audit":   {"why did it say that: an answer's provenance and trust report", runAudit},
+		"eval":    {"structural evaluation: supported answers, quarantine share", runEval},
+		"serve":   {"serve the HTTP API (and the UI) over a data directory", runServe},
+		"demo":    {"load example contexts (the ten-step poison plan, an audit run)", runDemo},
+		"bench":   {"load-test single-artifact commits over HTTP", runBench},
+		"fetch":   {"fetch a URL under the gate's address policy and record its verdict", runFetch},
+		"compare": {"compare two runs: the same context hash, or where they diverge", runCompare},
+		"version": {"print the version, commit and Go version of this binary", runVersion},
 	}
 }
 
 // Run executes the command line args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr, cmds)
-		if len(args) == 0 {
-			return exitUsage
-		}
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
+		// Asked-for help is output, not an error: stdout, exit 0.
+		usage(stdout, cmds)
 		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return runVersion(ctx, nil, stdout, stderr)
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
@@ -58,7 +65,24 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr, cmds)
 		return exitUsage
 	}
+	if wantsHelp(args[1:]) {
+		// A command's flag usage goes to stdout too when asked for.
+		return c.run(ctx, args[1:], stdout, stdout)
+	}
 	return c.run(ctx, args[1:], stdout, stderr)
+}
+
+// wantsHelp reports whether args ask for help before any "--".
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func usage(w io.Writer, cmds map[string]command) {
