@@ -102,17 +102,11 @@ export interface FetchWrite extends ArtifactWrite {
   reason?: string;
   body_blob: string;
 }
-export interface CommitOp {
-  op: "put" | "delete" | "link" | "unlink";
-  id?: string;
-  type?: string;
-  data?: JsonObject;
-  produced_by?: string;
-  from?: string;
-  rel?: string;
-  to?: string;
-  attrs?: JsonObject;
-}
+export type CommitOp =
+  | { op: "put"; artifact: { id?: string; type: string; data: JsonObject; produced_by?: string } }
+  | { op: "delete"; id: string }
+  | { op: "link"; from: string; rel: string; to: string; attrs?: JsonObject }
+  | { op: "unlink"; from: string; rel: string; to: string };
 export interface CommitRequest {
   ops: CommitOp[];
   parent?: string;

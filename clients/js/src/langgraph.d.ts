@@ -30,6 +30,7 @@ export declare class ArtifactdSaver extends BaseCheckpointSaver<number> {
   client: ArtifactdClient;
   setup(): Promise<void>;
   contextFor(threadId: string): Promise<string>;
+  threadContext(threadId: string): Promise<string>;
   getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined>;
   list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple>;
   put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig>;

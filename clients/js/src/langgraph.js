@@ -69,6 +69,15 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     this.attempts = attempts;
     this._setup = undefined;
     this._contexts = new Map();
+    // LangGraph stores a task's writes while the put of their checkpoint
+    // may still be on its way, or not even started (puts are chained, nodes
+    // run meanwhile). Writes link to their checkpoint, so: putWrites waits
+    // for a put already in flight; writes stored before their checkpoint
+    // exists are linked by that checkpoint's put, which first waits for the
+    // writes in flight. Keys are thread, namespace and checkpoint id.
+    this._puts = new Map(); // key → promise of the put
+    this._writes = new Map(); // key → Set of promises of putWrites
+    this._orphans = new Map(); // key → ids of writes stored before the checkpoint
   }
 
   /** Registers the three artifact types the saver writes (admin scope on "*"). Called once, lazily. */
@@ -90,6 +99,11 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const name = this.prefix + threadId;
     if (CONTEXT_ID.test(name) && name !== "." && name !== "..") return name;
     return this.prefix + (await sha256Digest(String(threadId))).slice(7, 39);
+  }
+
+  /** The context of a thread, created (with the saver's types) if absent: tools use it to record what they fetch. */
+  threadContext(threadId) {
+    return this.#context(String(threadId), true);
   }
 
   async #context(threadId, create) {
@@ -216,7 +230,19 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     }
   }
 
-  async put(config, checkpoint, metadata) {
+  put(config, checkpoint, metadata) {
+    const key = `${config.configurable?.thread_id}\u0000${nsOf(config)}\u0000${checkpoint.id}`;
+    const p = this.#put(config, checkpoint, metadata, key, [...(this._writes.get(key) ?? [])]);
+    this._puts.set(key, p);
+    p.then(
+      () => this._puts.delete(key),
+      () => this._puts.delete(key),
+    );
+    return p;
+  }
+
+  async #put(config, checkpoint, metadata, key, writesInFlight) {
+    await Promise.allSettled(writesInFlight);
     const threadId = threadOf(config, "put");
     const ns = nsOf(config);
     const ctx = await this.#context(threadId, true);
@@ -231,6 +257,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
       const ops = [
         {
           op: "put",
+          artifact: {
           id: checkpointID(ns, checkpoint.id),
           type: CHECKPOINT_TYPE,
           produced_by: "langgraph",
@@ -246,12 +273,16 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
             checkpoint: cp,
             metadata: md,
           },
+          },
         },
-        { op: "put", id: headID(ns), type: HEAD_TYPE, produced_by: "langgraph", data: { checkpoint_ns: ns, checkpoint_id: checkpoint.id } },
+        { op: "put", artifact: { id: headID(ns), type: HEAD_TYPE, produced_by: "langgraph", data: { checkpoint_ns: ns, checkpoint_id: checkpoint.id } } },
       ];
       if (parentId) ops.push({ op: "link", from: checkpointID(ns, checkpoint.id), rel: "derived_from", to: checkpointID(ns, parentId) });
+      const orphans = [...(this._orphans.get(key) ?? [])];
+      for (const w of orphans) ops.push({ op: "link", from: w, rel: "responds_to", to: checkpointID(ns, checkpoint.id) });
       try {
         await this.client.commit(ctx, { ops, parent: head, author: "langgraph", message: `checkpoint ${checkpoint.id} (step ${metadata?.step})` });
+        this._orphans.delete(key);
         return out;
       } catch (e) {
         // The head moved: maybe only pending writes of this thread, maybe
@@ -262,14 +293,30 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     throw new Error(`ArtifactdSaver.put: the head of thread "${threadId}" kept moving; gave up after ${this.attempts} attempts`);
   }
 
-  async putWrites(config, writes, taskId, taskPath) {
+  putWrites(config, writes, taskId, taskPath) {
+    const key = `${config.configurable?.thread_id}\u0000${nsOf(config)}\u0000${config.configurable?.checkpoint_id}`;
+    const put = this._puts.get(key);
+    const p = this.#putWrites(config, writes, taskId, taskPath, key, put);
+    let set = this._writes.get(key);
+    if (!set) this._writes.set(key, (set = new Set()));
+    set.add(p);
+    const done = () => {
+      set.delete(p);
+      if (set.size === 0 && this._writes.get(key) === set) this._writes.delete(key);
+    };
+    p.then(done, done);
+    return p;
+  }
+
+  async #putWrites(config, writes, taskId, taskPath, key, put) {
     const threadId = threadOf(config, "putWrites");
     const ns = nsOf(config);
     const checkpointId = config.configurable?.checkpoint_id;
     if (!checkpointId) throw new Error("ArtifactdSaver.putWrites: the config has no configurable.checkpoint_id");
     const ctx = await this.#context(threadId, true);
+    if (put) await put.catch(() => {});
     const id = writesID(ns, checkpointId, taskId);
-    const existing = await this.#get(ctx, id);
+    const [existing, checkpointArt] = await Promise.all([this.#get(ctx, id), this.#get(ctx, checkpointID(ns, checkpointId))]);
     const byIdx = new Map((existing?.data.writes ?? []).map((w) => [w.idx, w]));
     for (const [i, [channel, value]] of writes.entries()) {
       const idx = WRITES_IDX_MAP[channel] ?? i;
@@ -277,13 +324,20 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
       byIdx.set(idx, { idx, channel, value: await this.#encode(value) });
     }
     const all = [...byIdx.values()].sort((a, b) => a.idx - b.idx);
+    const linked = Boolean(checkpointArt);
     await this.client.putArtifact(ctx, {
       id,
       type: WRITES_TYPE,
       produced_by: "langgraph",
       data: { checkpoint_ns: ns, checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath ?? "", writes: all },
-      edges: [{ rel: "responds_to", to: checkpointID(ns, checkpointId) }],
+      edges: linked ? [{ rel: "responds_to", to: checkpointID(ns, checkpointId) }] : undefined,
     });
+    if (!linked) {
+      // The checkpoint's put links it (see the constructor).
+      let ids = this._orphans.get(key);
+      if (!ids) this._orphans.set(key, (ids = new Set()));
+      ids.add(id);
+    }
   }
 
   /**
