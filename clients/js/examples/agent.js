@@ -97,15 +97,16 @@ export async function run(client, ctx, recorder, model = standInModel, log = con
 
 async function main() {
   const args = process.argv.slice(2);
+  /** @param {string} name @param {string} def @returns {string} */
   const flag = (name, def) => {
     const i = args.indexOf(name);
-    return i >= 0 ? args[i + 1] : def;
+    return i >= 0 && i + 1 < args.length ? args[i + 1] : def;
   };
   const server = flag("--server", process.env.ARTIFACTD_URL ?? "http://127.0.0.1:7070");
   const ctx = flag("--context", "example-agent");
   const replay = args.includes("--replay");
   const client = new ArtifactdClient(server, { token: process.env.ARTIFACTD_TOKEN });
-  const recorder = new ModelRecorder(client, { context: ctx, mode: replay ? "replay" : "record", source: flag("--source", undefined) });
+  const recorder = new ModelRecorder(client, { context: ctx, mode: replay ? "replay" : "record", source: flag("--source", ctx) });
   const result = await run(client, ctx, recorder);
   process.exitCode = result.verified ? 0 : 1;
 }

@@ -75,13 +75,21 @@ export interface Artifact {
   trust?: Trust;
   written_in?: string;
 }
+/** Why a write rests on an unconfirmed artifact: the edge, the poison roots, one path. */
+export interface TaintedBy {
+  edge: { from: string; rel: string; to: string };
+  roots: string[];
+  reasons: string[];
+  path: string[];
+}
 export interface ArtifactWrite {
   commit: string;
   context_hash: string;
   noop?: boolean;
   artifact: Artifact;
   trust_at?: string;
-  tainted?: unknown[];
+  /** In observe mode: what the write rests on that is not confirmed. */
+  tainted?: TaintedBy[];
 }
 export interface FetchEvidence {
   id?: string;
