@@ -74,6 +74,11 @@ var (
 	docListTypes       = opDoc{id: "listTypes", summary: "Artifact types and relations", tag: "types", status: 200, result: "TypeList"}
 	docGetType         = opDoc{id: "getType", summary: "One artifact type", tag: "types", status: 200, result: "Type"}
 	docPutType         = opDoc{id: "putType", summary: "Register or update a user type (admin on \"*\")", tag: "types", body: "type", status: 201, result: "Type"}
+	docListRelations   = opDoc{id: "listRelations", summary: "Relations, built-in and user", tag: "types", status: 200, result: "RelationList"}
+	docGetRelation     = opDoc{id: "getRelation", summary: "One relation", tag: "types", status: 200, result: "Relation"}
+	docPutRelation     = opDoc{id: "putRelation", summary: "Register or update a user relation (admin on \"*\")", tag: "types", body: "relation", status: 201, result: "Relation"}
+	docEval            = opDoc{id: "eval", summary: "Structural evaluation: supported answers, quarantine share", tag: "contexts", status: 200, result: "Eval"}
+	docVerify          = opDoc{id: "verify", summary: "Replay the stored chain and compare its context hash", tag: "contexts", body: "verify", status: 200, result: "Verify"}
 	docFetch           = opDoc{id: "recordFetch", summary: "Classify fetch evidence (or, with perform, fetch the URL) and commit the fetch_verdict with its receipt; the body is stored as a blob", tag: "gate", body: "fetch", status: 201, result: "FetchWrite"}
 	docToolResult      = opDoc{id: "recordToolResult", summary: "Sanitise a tool error or output for the model and commit it as tool_error / tool_output; the full masked text is stored as a blob", tag: "gate", body: "tool-result", status: 201, result: "ArtifactWrite"}
 	docCreateEffect    = opDoc{id: "createEffect", summary: "Record an intended side effect as pending (200 with the recorded effect when the idempotency key is known)", tag: "outbox", body: "effect", status: 201, result: "EffectWrite"}
@@ -98,7 +103,7 @@ var resultSchemas = map[string]string{
 	"FreeObject":      `{"type":"object","additionalProperties":true,"description":"Any JSON object."}`,
 	"Status":          `{"type":"object","required":["status"],"properties":{"status":{"type":"string"},"error":{"type":"string"}}}`,
 	"OpenAPIDocument": `{"type":"object","additionalProperties":true,"required":["openapi","info","paths"],"properties":{"openapi":{"type":"string"},"info":{"type":"object","additionalProperties":true},"paths":{"type":"object","additionalProperties":true}}}`,
-	"ContextInfo":     `{"type":"object","required":["id","quarantine","created"],"properties":{"id":{"type":"string"},"quarantine":{"enum":["enforce","observe"]},"created":{"type":"string"}}}`,
+	"ContextInfo":     `{"type":"object","required":["id","quarantine","created"],"properties":{"id":{"type":"string"},"quarantine":{"enum":["enforce","observe"]},"created":{"type":"string"},"ruleset":{"type":"string"}}}`,
 	"ContextPage":     `{"type":"object","required":["items"],"properties":{"items":{"type":"array","items":{"$ref":"#/components/schemas/ContextInfo"}},"next_cursor":{"type":"string"}}}`,
 	"Branch":          `{"type":"object","required":["name","head"],"properties":{"name":{"type":"string"},"head":{"$ref":"#/components/schemas/Digest"}}}`,
 	"BranchList":      `{"type":"object","required":["branches"],"properties":{"branches":{"type":"array","items":{"$ref":"#/components/schemas/Branch"}}}}`,
@@ -140,7 +145,6 @@ var resultSchemas = map[string]string{
 	  "summary":{"$ref":"#/components/schemas/TrustSummary"}}}`,
 	"Merge": `{"type":"object","required":["kind","ours","theirs","commit","context_hash"],"properties":{"kind":{"enum":["up_to_date","fast_forward","merge"]},"base":{"$ref":"#/components/schemas/Digest"},"ours":{"$ref":"#/components/schemas/Digest"},
 	  "theirs":{"$ref":"#/components/schemas/Digest"},"commit":{"$ref":"#/components/schemas/Commit"},"context_hash":{"$ref":"#/components/schemas/Digest"},"ops":{"type":"integer"},"resolved":{"type":"array","items":{"type":"string"}}}}`,
-	"Relation":  `{"type":"object","required":["name","depends"],"properties":{"name":{"type":"string"},"depends":{"type":"boolean"}}}`,
 	"TypeList":  `{"type":"object","required":["types","relations"],"properties":{"types":{"type":"array","items":{"$ref":"#/components/schemas/Type"}},"relations":{"type":"array","items":{"$ref":"#/components/schemas/Relation"}}}}`,
 	"BlobWrite": `{"type":"object","required":["digest","size"],"properties":{"digest":{"$ref":"#/components/schemas/Digest"},"size":{"type":"integer"}}}`,
 	"TaintedBy": `{"type":"object","required":["edge","roots","reasons","path"],"properties":{"edge":{"$ref":"#/components/schemas/EdgeKey"},"roots":{"type":"array","items":{"type":"string"}},"reasons":{"type":"array","items":{"type":"string"}},"path":{"type":"array","items":{"type":"string"}}}}`,
@@ -179,6 +183,15 @@ var resultSchemas = map[string]string{
 	  "divergences":{"type":"array","items":{"$ref":"#/components/schemas/ProducerDivergence"}}}}`,
 	"ModelCall": `{"type":"object","required":["request_hash","artifact","model","request","response","written_in","commit"],"properties":{"request_hash":{"$ref":"#/components/schemas/Digest"},"artifact":{"type":"string"},"model":{"type":"string"},
 	  "request":{"$ref":"#/components/schemas/FreeObject"},"response":{"description":"The recorded response, any JSON value."},"written_in":{"$ref":"#/components/schemas/Digest"},"commit":{"$ref":"#/components/schemas/Digest"}}}`,
+	"Relation": `{"type":"object","required":["name","version","depends","builtin"],"properties":{"name":{"type":"string"},"version":{"type":"integer"},"depends":{"type":"boolean"},
+	  "description":{"type":"string"},"builtin":{"type":"boolean"}}}`,
+	"RelationList": `{"type":"object","required":["relations"],"properties":{"relations":{"type":"array","items":{"$ref":"#/components/schemas/Relation"}}}}`,
+	"Eval": `{"type":"object","required":["artifacts","quarantined","quarantined_share","poison_roots","answers","supported_answers","supported_share","mean_sources_per_answer","unsupported_answers","dangling_claims"],"properties":{
+	  "context":{"type":"string"},"commit":{"$ref":"#/components/schemas/Digest"},"context_hash":{"$ref":"#/components/schemas/Digest"},"artifacts":{"type":"integer"},"quarantined":{"type":"integer"},"quarantined_share":{"type":"number"},"poison_roots":{"type":"integer"},
+	  "answers":{"type":"array","items":{"type":"object","required":["id","status","sources","confirmed_sources","supported"],"properties":{"id":{"type":"string"},"status":{"enum":["confirmed","quarantined","poison_root"]},"sources":{"type":"integer"},"confirmed_sources":{"type":"integer"},"supported":{"type":"boolean"}}}},
+	  "supported_answers":{"type":"integer"},"supported_share":{"type":"number"},"mean_sources_per_answer":{"type":"number"},"unsupported_answers":{"type":"array","items":{"type":"string"}},"dangling_claims":{"type":"array","items":{"type":"string"}}}}`,
+	"Verify": `{"type":"object","required":["match","context_hash","commit","commits","ops"],"properties":{"match":{"type":"boolean"},"context_hash":{"$ref":"#/components/schemas/Digest"},
+	  "commit":{"$ref":"#/components/schemas/Digest"},"commits":{"type":"integer"},"ops":{"type":"integer"},"expected":{"type":"string"},"matches_commit":{"$ref":"#/components/schemas/Digest"}}}`,
 	"Problem": `{"type":"object","required":["type","title","status","detail"],"properties":{"type":{"type":"string"},"title":{"type":"string"},"status":{"type":"integer"},"detail":{"type":"string"},"instance":{"type":"string"},
 	  "errors":{"type":"array","items":{"type":"object","required":["rule","detail"],"properties":{"pointer":{"type":"string"},"parameter":{"type":"string"},"rule":{"type":"string"},"detail":{"type":"string"}}}},
 	  "tainted_by":{"$ref":"#/components/schemas/TaintedBy"},"head":{"type":"string"},"cycle":{"type":"array","items":{"type":"string"}},"conflicts":{"type":"array","items":{"$ref":"#/components/schemas/FreeObject"}}}}`,
@@ -196,6 +209,7 @@ var requestComponent = map[string]string{
 	"branch": "BranchRequest", "reset": "ResetRequest", "type": "TypeRequest", "merge": "MergeRequest",
 	"fetch": "FetchRequest", "tool-result": "ToolResultRequest", "effect": "EffectRequest",
 	"claim": "ClaimRequest", "complete": "CompleteRequest", "fail": "FailRequest",
+	"relation": "RelationRequest", "verify": "VerifyRequest",
 	"context-put": "ContextPutRequest",
 }
 
@@ -204,6 +218,7 @@ var requestSources = map[string]string{
 	"branch": schemaBranchRequest, "reset": schemaResetRequest, "type": schemaTypeRequest, "merge": schemaMergeRequest,
 	"fetch": schemaFetchRequest, "tool-result": schemaToolResultRequest, "effect": schemaEffectRequest,
 	"claim": schemaClaimRequest, "complete": schemaCompleteRequest, "fail": schemaFailRequest,
+	"relation": schemaRelationRequest, "verify": schemaVerifyRequest,
 	"context-put": schemaContextPutRequest,
 }
 

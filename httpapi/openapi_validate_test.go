@@ -176,7 +176,7 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 	do("POST", "/v1/contexts/run/artifacts", map[string]any{"type": "claim", "data": map[string]any{}})                                                                      // 422
 	do("POST", "/v1/contexts/run/artifacts", map[string]any{"id": "x", "type": "claim", "data": map[string]any{"text": "x"}, "parent": "sha256:" + strings.Repeat("0", 64)}) // 409 stale
 	do("POST", "/v1/contexts/run/tool-results", map[string]any{"id": "t", "tool": "calc", "output": "42"})
-	do("POST", "/v1/contexts/run/commits", map[string]any{"ops": []any{map[string]any{"op": "put", "id": "n", "type": "note", "data": map[string]any{"text": "n"}}}})
+	do("POST", "/v1/contexts/run/commits", map[string]any{"ops": []any{map[string]any{"op": "put", "artifact": map[string]any{"id": "n", "type": "note", "data": map[string]any{"text": "n"}}}}})
 	do("GET", "/v1/contexts/run/commits", nil)
 	do("GET", "/v1/contexts/run/commits/main", nil)
 	do("GET", "/v1/contexts/run/artifacts", nil)
@@ -204,6 +204,13 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 	do("POST", "/v1/contexts/run/effects", map[string]any{"kind": "email", "target": "ops", "idempotency_key": "k1", "payload": map[string]any{"x": 1}})
 	do("GET", "/v1/contexts/run/effects", nil)
 	do("POST", "/v1/contexts/run/effects/claim", map[string]any{"worker": "w"})
+	do("GET", "/v1/contexts/run/eval", nil)
+	hashNow := do("GET", "/v1/contexts/run/hash", nil)
+	do("POST", "/v1/contexts/run/verify", map[string]any{"hash": hashNow["context_hash"]})
+	do("POST", "/v1/contexts/run/verify", map[string]any{"hash": "sha256:" + strings.Repeat("0", 64)})
+	do("GET", "/v1/relations", nil)
+	do("PUT", "/v1/relations/pending_for", map[string]any{"depends": false})
+	do("GET", "/v1/relations/pending_for", nil)
 	do("GET", "/v1/types", nil)
 	do("GET", "/v1/types/claim", nil)
 	do("PUT", "/v1/types/recipe", map[string]any{"role": "derived", "schema": map[string]any{"type": "object", "required": []any{"name"}}})
