@@ -96,3 +96,22 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Errorf("no info: %q", got)
 	}
 }
+
+// TestDemoNextSteps: the demo's next steps name the real address and the
+// real context hash of the plan, so they can be pasted as they are.
+func TestDemoNextSteps(t *testing.T) {
+	var out bytes.Buffer
+	if rc := Run(context.Background(), []string{"demo", "--data", t.TempDir()}, &out, &bytes.Buffer{}); rc != exitOK {
+		t.Fatalf("demo: exit %d", rc)
+	}
+	m := regexp.MustCompile(`poison-plan .*\n.*\n\s+context hash (sha256:[0-9a-f]{64})`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no plan hash in:\n%s", out.String())
+	}
+	next := out.String()[strings.Index(out.String(), "Next:"):]
+	for _, want := range []string{"http://" + defaultAddr + "/v1/contexts/poison-plan/verify", `{"hash":"` + m[1] + `"}`, "--verify " + m[1]} {
+		if !strings.Contains(next, want) {
+			t.Errorf("next steps lack %q:\n%s", want, next)
+		}
+	}
+}

@@ -218,7 +218,7 @@ Next:
   artifactd serve --data %[1]s          # serves http://%[2]s/ (the UI) and the API
   curl -s http://%[2]s/v1/contexts/poison-plan/quarantine
   curl -s 'http://%[2]s/v1/contexts/audit-demo/audit/answer?format=markdown'
-  curl -s http://%[2]s/v1/contexts/poison-plan/hash     # context_hash %[3]s
+  curl -s -X POST http://%[2]s/v1/contexts/poison-plan/verify -H 'Content-Type: application/json' -d '{"hash":"%[3]s"}'
   # with serve stopped, from the commit chain alone:
   artifactd replay --data %[1]s --context poison-plan --verify %[3]s
 `, *dataDir, defaultAddr, head.ContextHash)
