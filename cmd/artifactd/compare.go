@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
+	"github.com/artifactd/artifactd/client"
 	"github.com/artifactd/artifactd/httpapi"
 )
 
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("compare", "--context CTX[@REF] --against CTX[@REF] [--data DIR] [--json]", stderr)
+	fs := newFlagSet("compare", "--context CTX[@REF] --against CTX[@REF] [--data DIR | --server URL] [--json]", stderr)
 	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	server := fs.String("server", "", "ask a running server (GET /v1/compare) instead of opening --data; the token is $ARTIFACTD_TOKEN")
 	a := fs.String("context", "", "the first run: a context, optionally @ a commit or branch (required)")
 	b := fs.String("against", "", "the second run, in the same form (required)")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON (the body of GET /v1/compare)")
@@ -31,14 +34,20 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return fail(stderr, exitUsage, "compare: --against %q: want CTX or CTX@REF", *b)
 	}
-	st, err := openExisting(ctx, *dataDir)
-	if err != nil {
-		return fail(stderr, exitUsage, "compare: %v", err)
-	}
-	defer st.Close()
-	cmp, err := httpapi.CompareRuns(ctx, st, ctxA, refA, ctxB, refB)
-	if err != nil {
-		return fail(stderr, exitUsage, "compare: %v", err)
+	var cmp httpapi.Comparison
+	if *server != "" {
+		if cmp, err = compareRemote(ctx, *server, *a, *b); err != nil {
+			return fail(stderr, exitUsage, "compare: %v", err)
+		}
+	} else {
+		st, err := openExisting(ctx, *dataDir)
+		if err != nil {
+			return fail(stderr, exitUsage, "compare: %v", err)
+		}
+		defer st.Close()
+		if cmp, err = httpapi.CompareRuns(ctx, st, ctxA, refA, ctxB, refB); err != nil {
+			return fail(stderr, exitUsage, "compare: %v", err)
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -51,6 +60,24 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitMismatch
 	}
 	return exitOK
+}
+
+// compareRemote asks a running server through the Go client.
+func compareRemote(ctx context.Context, server, a, b string) (httpapi.Comparison, error) {
+	c := client.New(server, client.WithToken(os.Getenv("ARTIFACTD_TOKEN")))
+	res, err := c.Compare(ctx, a, b)
+	if err != nil {
+		return httpapi.Comparison{}, err
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return httpapi.Comparison{}, err
+	}
+	var out httpapi.Comparison
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return httpapi.Comparison{}, fmt.Errorf("decode comparison: %w", err)
+	}
+	return out, nil
 }
 
 func sideLabel(s httpapi.CompareSide) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -67,6 +68,23 @@ func TestCompareCommand(t *testing.T) {
 		if rc, _, _ := run(args...); rc != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, rc, exitUsage)
 		}
+	}
+	// The same through a running server (--server uses the Go client).
+	st, reg, err = openAPIStore(ctx, dir, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ts := httptest.NewServer(newServer(st, reg, serveConfig{Logger: discardLogger()}))
+	defer ts.Close()
+	if rc, out, errs := run("--server", ts.URL, "--context", "one", "--against", "two"); rc != exitOK || !strings.Contains(out, "equal") {
+		t.Fatalf("--server one vs two: %d %s %s", rc, out, errs)
+	}
+	if rc, out, _ := run("--server", ts.URL, "--context", "one", "--against", "three"); rc != exitMismatch || !strings.Contains(out, "changed    a  (content_hash)") {
+		t.Fatalf("--server one vs three: %d %s", rc, out)
+	}
+	if rc, _, errs := run("--server", ts.URL, "--context", "one", "--against", "missing"); rc != exitUsage || !strings.Contains(errs, "404") {
+		t.Fatalf("--server missing: %d %s", rc, errs)
 	}
 }
 
