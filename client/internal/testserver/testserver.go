@@ -77,7 +77,12 @@ func Build(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "artifactd")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/artifactd")
+	// go test puts the toolchain's bin directory first on PATH.
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the client tests build cmd/artifactd and need the go command: %v (or set ARTIFACTD_BIN)", err)
+	}
+	cmd := exec.Command(goBin, "build", "-o", bin, "./cmd/artifactd")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/artifactd: %v\n%s", err, out)
