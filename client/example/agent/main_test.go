@@ -27,6 +27,9 @@ func TestAgentLoop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("record run: %v\n%s", err, out.String())
 	}
+	if first.ByHash {
+		t.Error("verify fell back to comparing GET .../hash; the server has POST .../verify")
+	}
 	if !first.Verified || !strings.Contains(out.String(), "fetch-report: RETRIEVED") || !strings.Contains(out.String(), "answer is confirmed") {
 		t.Fatalf("record run output:\n%s", out.String())
 	}

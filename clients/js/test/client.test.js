@@ -131,6 +131,7 @@ test("agent loop: record, re-run, replay with no model call, same hash", async (
   };
   const first = await run(c, "js-run-1", new ModelRecorder(c, { context: "js-run-1" }), model, (l) => lines.push(l));
   assert.ok(first.verified, lines.join("\n"));
+  assert.equal(first.byHash, false, "verify fell back to GET .../hash; the server has POST .../verify");
   assert.ok(lines.some((l) => l.startsWith("fetch-report: RETRIEVED")), lines.join("\n"));
   assert.ok(lines.some((l) => l.includes("answer is confirmed")));
   const again = await run(c, "js-run-1", new ModelRecorder(c, { context: "js-run-1" }), model, () => {});

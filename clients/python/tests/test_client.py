@@ -142,6 +142,7 @@ class ServerTest(unittest.TestCase):
         out = io.StringIO()
         first = agent.run(c, "py-run-1", ModelRecorder(c, "py-run-1", RECORD), model, out)
         self.assertTrue(first["verified"], out.getvalue())
+        self.assertFalse(first["by_hash"], "verify fell back to GET .../hash; the server has POST .../verify")
         self.assertIn("fetch-report: RETRIEVED", out.getvalue())
         self.assertIn("answer is confirmed", out.getvalue())
         again = agent.run(c, "py-run-1", ModelRecorder(c, "py-run-1", RECORD), model, out)
