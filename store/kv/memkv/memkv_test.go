@@ -1,0 +1,13 @@
+package memkv_test
+
+import (
+	"testing"
+
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/kvtest"
+	"github.com/artifactd/artifactd/store/kv/memkv"
+)
+
+func TestConformance(t *testing.T) {
+	kvtest.Run(t, func(t *testing.T) kv.Driver { return memkv.New() })
+}
