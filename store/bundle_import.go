@@ -184,10 +184,12 @@ func (s *Store) importRoot(ctx context.Context, ctxID, mode, created string, roo
 	if err != nil || hashing.FormatTime(at) != root.Time || created != root.Time {
 		return fmt.Errorf("%w: root commit %s has time %q (context created %q); want one RFC 3339 UTC time", ErrInvalid, root.ID.Short(), root.Time, created)
 	}
-	if len(root.Parents) != 0 || root.NumOps != 0 || root.Author != "artifactd" || root.Message != "create context" {
+	rs := graph.RulesetOf(root.Message)
+	if len(root.Parents) != 0 || root.NumOps != 0 || root.Author != "artifactd" ||
+		(root.Message != "create context" && root.Message != graph.RootMessage(rs)) {
 		return fmt.Errorf("%w: root commit %s is not a context's creation commit", ErrInvalid, root.ID.Short())
 	}
-	if _, err := s.CreateContextAt(ctx, ctxID, mode, at); err != nil {
+	if _, err := s.createContext(ctx, ctxID, mode, at, root.Message); err != nil {
 		return err
 	}
 	got, err := s.Resolve(ctx, ctxID, DefaultBranch)

@@ -307,7 +307,11 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		if failed[c.ID] {
 			continue
 		}
-		if _, err := s.loadState(s, c); err != nil {
+		cs, err := s.ctxState(ctxID)
+		if err != nil {
+			return err
+		}
+		if _, err := s.loadState(s, cs.info, c); err != nil {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 		}
 	}
