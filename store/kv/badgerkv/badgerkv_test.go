@@ -60,3 +60,15 @@ func TestOpenAfterCrashLeftEmptyLogs(t *testing.T) {
 		t.Fatalf("after reopening: %q, %v", v, err)
 	}
 }
+
+// BenchmarkSeam runs with Badger's default memtable, as the store does,
+// and a sync per Commit.
+func BenchmarkSeam(b *testing.B) {
+	kvtest.Bench(b, func(b *testing.B) kv.Driver {
+		d, err := badgerkv.Open(context.Background(), badgerkv.Options{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	})
+}

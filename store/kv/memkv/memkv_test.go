@@ -11,3 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	kvtest.Run(t, func(t *testing.T) kv.Driver { return memkv.New() })
 }
+
+func BenchmarkSeam(b *testing.B) {
+	kvtest.Bench(b, func(b *testing.B) kv.Driver { return memkv.New() })
+}

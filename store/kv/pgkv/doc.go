@@ -29,10 +29,12 @@
 //     — and holds when it affected exactly one row. The row lock the
 //     statement takes keeps the expectation true until COMMIT; a
 //     concurrent writer of the same ref waits and then re-checks against
-//     the committed value, so it fails. When any swap fails, the current
-//     values are read and the transaction is rolled back. Then the sets
-//     (INSERT ... ON CONFLICT DO UPDATE) and deletes. COMMIT is durable
-//     under the server's synchronous_commit (on by default).
+//     the committed value, so it fails. The sets (INSERT ... ON CONFLICT
+//     DO UPDATE) and deletes follow in the same pipelined round trip; when
+//     any swap failed, the current values are read and the transaction is
+//     rolled back, so nothing of it is written. A commit costs three round
+//     trips (BEGIN, the batch, COMMIT); COMMIT is durable under the
+//     server's synchronous_commit (on by default).
 //   - Serialization failures (40001, what CockroachDB reports under
 //     contention) and deadlocks (40P01) roll back and are retried.
 //   - Scan is one query, hence one snapshot, whose rows stream to fn.

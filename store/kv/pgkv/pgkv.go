@@ -404,7 +404,7 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	err := d.retry(ctx, func() error {
 		conflict = nil
 		return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-			failed, err := d.swaps(ctx, tx, b.Swaps, order)
+			failed, err := d.write(ctx, tx, &b, order, sets)
 			if err != nil {
 				return err
 			}
@@ -414,24 +414,6 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 					return err
 				}
 				return conflict // rolls back
-			}
-			if err := parts(sets, func(p []kv.Record) error {
-				keys, vals := columns(p)
-				_, err := tx.Exec(ctx, "INSERT INTO "+d.kvT+" (k, v) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS t(k, v) ON CONFLICT (k) DO UPDATE SET v = excluded.v", keys, vals)
-				return err
-			}); err != nil {
-				return err
-			}
-			deletes := b.Deletes
-			for _, s := range b.Swaps {
-				if s.Absent && s.Delete {
-					deletes = append(slices.Clip(deletes), s.Key) // the placeholder
-				}
-			}
-			if len(deletes) > 0 {
-				if _, err := tx.Exec(ctx, "DELETE FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", deletes); err != nil {
-					return err
-				}
 			}
 			return nil
 		})
@@ -445,21 +427,21 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	return nil
 }
 
-// swaps runs every swap in one pipelined batch and returns the indexes of
-// those whose expectation failed.
-func (d *Driver) swaps(ctx context.Context, tx pgx.Tx, swaps []kv.Swap, order []int) ([]int, error) {
-	if len(swaps) == 0 {
-		return nil, nil
-	}
+// write sends the whole batch in one pipelined round trip — the swaps
+// in key order, then the sets and the deletes — and returns the indexes of
+// the swaps whose expectation failed (the caller then rolls back).
+func (d *Driver) write(ctx context.Context, tx pgx.Tx, b *kv.Batch, order []int, sets []kv.Record) ([]int, error) {
 	var batch pgx.Batch
+	deletes := b.Deletes
 	for _, i := range order {
-		s := &swaps[i]
+		s := &b.Swaps[i]
 		switch {
 		case s.Absent && s.Delete:
 			// "Absent, and stays absent": a placeholder insert takes the
-			// key's lock and fails when the key exists; Commit removes the
-			// placeholder afterwards.
+			// key's lock and fails when the key exists; the deletes below
+			// remove it.
 			batch.Queue("INSERT INTO "+d.kvT+" (k, v) VALUES ($1, ''::bytea) ON CONFLICT (k) DO NOTHING", s.Key)
+			deletes = append(slices.Clip(deletes), s.Key)
 		case s.Absent:
 			batch.Queue("INSERT INTO "+d.kvT+" (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING", s.Key, nonNil(s.New))
 		case s.Delete:
@@ -468,16 +450,24 @@ func (d *Driver) swaps(ctx context.Context, tx pgx.Tx, swaps []kv.Swap, order []
 			batch.Queue("UPDATE "+d.kvT+" SET v = $3 WHERE k = $1 AND v = $2", s.Key, nonNil(s.Old), nonNil(s.New))
 		}
 	}
+	_ = parts(sets, func(p []kv.Record) error {
+		keys, vals := columns(p)
+		batch.Queue("INSERT INTO "+d.kvT+" (k, v) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS t(k, v) ON CONFLICT (k) DO UPDATE SET v = excluded.v", keys, vals)
+		return nil
+	})
+	if len(deletes) > 0 {
+		batch.Queue("DELETE FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", deletes)
+	}
 	res := tx.SendBatch(ctx, &batch)
 	var failed []int
-	for _, i := range order {
+	for j := 0; j < batch.Len(); j++ {
 		tag, err := res.Exec()
 		if err != nil {
 			res.Close()
 			return nil, err
 		}
-		if tag.RowsAffected() != 1 {
-			failed = append(failed, i)
+		if j < len(order) && tag.RowsAffected() != 1 {
+			failed = append(failed, order[j])
 		}
 	}
 	if err := res.Close(); err != nil {

@@ -118,3 +118,20 @@ func TestCrash(t *testing.T) {
 		},
 	})
 }
+
+func BenchmarkSeam(b *testing.B) {
+	for _, bulk := range []struct {
+		name string
+		m    pgkv.BulkMethod
+	}{{"unnest", pgkv.BulkUnnest}, {"copy", pgkv.BulkCopy}} {
+		b.Run(bulk.name, func(b *testing.B) {
+			kvtest.Bench(b, func(b *testing.B) kv.Driver {
+				d, err := open(context.Background(), b, freshSchema(b), bulk.m)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return d
+			})
+		})
+	}
+}
