@@ -69,7 +69,10 @@
 // ErrClosed or the context's error before it started writing, nothing was
 // written; after any other error (I/O, a context that ended while the
 // write was in flight) the batch is either wholly applied or not at all,
-// and the caller must read the refs to learn which.
+// and the caller must read the refs to learn which. Readers may see a
+// Commit's records before it returns (Badger makes them visible before its
+// sync); nothing is acknowledged to the Commit's caller before it is
+// durable.
 //
 // Close(): waits for the calls in flight and releases the engine; every
 // later call returns ErrClosed. A second Close returns nil.
