@@ -301,7 +301,7 @@ func testScanSnapshot(t *testing.T, d kv.Driver) {
 				return err
 			}
 			if v, err := d.Get(ctx, []byte("p/050")); err != nil || string(v) != "new" {
-				return fmt.Errorf("Get inside Scan = %q, %v", v, err)
+				return fmt.Errorf("get inside Scan = %q, %v", v, err)
 			}
 		}
 		return nil
