@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ var (
 	ErrCorrupt = errors.New("store corruption")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
+	// ErrLocked: the data directory is held by another process (a running
+	// artifactd serve); Badger allows one process per directory.
+	ErrLocked = errors.New("data directory locked by another process")
 	// ErrWriteFailed: a commit group could not be written or synced. Its
 	// outcome is unknown, so the store refuses every later write until it
 	// is reopened; restart the server and run fsck.
@@ -195,6 +199,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		WithDetectConflicts(false)
 	db, err := badger.Open(bo)
 	if err != nil {
+		// Badger reports the directory lock only in its message.
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("open %s: %w", opts.Dir, ErrLocked)
+		}
 		return nil, fmt.Errorf("open badger at %s: %w", opts.Dir, err)
 	}
 	s := &Store{
