@@ -57,6 +57,10 @@
 // no record is seen twice. It checks ctx before each call of fn. An error
 // from fn stops the scan and is returned as is.
 //
+// ScanReverse(ctx, prefix, end, limit, fn): the same, for the keys with
+// prefix that are less than end (a nil end: no bound), in decreasing key
+// order — the newest seq entry of a context, a log newest first.
+//
 // Commit(ctx, b): applies b atomically and durably. Every swap's
 // expectation is checked first; when any fails, nothing is written and the
 // error is a *ConflictError naming every failed swap's key with its

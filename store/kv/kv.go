@@ -190,6 +190,19 @@ func ScanStart(prefix, start []byte) []byte {
 	return prefix
 }
 
+// ScanEnd returns the exclusive upper bound of a reverse scan of prefix
+// below end: the smaller of end and PrefixEnd(prefix), nil for none.
+func ScanEnd(prefix, end []byte) []byte {
+	pe := PrefixEnd(prefix)
+	switch {
+	case end == nil:
+		return pe
+	case pe == nil || bytes.Compare(end, pe) < 0:
+		return end
+	}
+	return pe
+}
+
 // Driver is the storage seam. See the package documentation for the
 // contract each method keeps.
 type Driver interface {
@@ -203,6 +216,10 @@ type Driver interface {
 	// Scan calls fn for the keys with prefix from start, in key order, at
 	// most limit times (limit <= 0: all).
 	Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error
+	// ScanReverse calls fn for the keys with prefix below end (nil: no
+	// bound), in decreasing key order, at most limit times (limit <= 0:
+	// all).
+	ScanReverse(ctx context.Context, prefix, end []byte, limit int, fn func(k, v []byte) error) error
 	// Commit applies b atomically and durably, or returns a
 	// *ConflictError and writes nothing.
 	Commit(ctx context.Context, b Batch) error

@@ -25,6 +25,22 @@ func TestPrefixEnd(t *testing.T) {
 	}
 }
 
+func TestScanEnd(t *testing.T) {
+	for _, tc := range []struct{ prefix, end, want []byte }{
+		{nil, nil, nil},
+		{[]byte("a"), nil, []byte("b")},
+		{[]byte("a"), []byte("a5"), []byte("a5")},
+		{[]byte("a"), []byte("c"), []byte("b")},
+		{[]byte{0xff}, nil, nil},
+		{[]byte{0xff}, []byte{0xff, 0x10}, []byte{0xff, 0x10}},
+		{nil, []byte("m"), []byte("m")},
+	} {
+		if got := kv.ScanEnd(tc.prefix, tc.end); !bytes.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+			t.Errorf("ScanEnd(%x, %x) = %x, want %x", tc.prefix, tc.end, got, tc.want)
+		}
+	}
+}
+
 // FuzzPrefixEnd checks the property drivers rely on for range scans: k has
 // prefix p exactly when p <= k and (PrefixEnd(p) is nil or k < it).
 func FuzzPrefixEnd(f *testing.F) {

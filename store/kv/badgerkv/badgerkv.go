@@ -282,6 +282,64 @@ func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn f
 	return nil
 }
 
+// ScanReverse implements kv.Driver. It iterates without Badger's prefix
+// option, which would end the scan at a seek landing just past the
+// prefix, and checks the prefix itself.
+func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int, fn func(k, v []byte) error) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
+	defer d.g.Leave()
+	upper := kv.ScanEnd(prefix, end)
+	err := d.db.View(func(txn *badger.Txn) error {
+		opts := badger.IteratorOptions{Reverse: true, PrefetchValues: true, PrefetchSize: 100}
+		if limit > 0 && limit < opts.PrefetchSize {
+			opts.PrefetchSize = limit
+		}
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		if upper == nil {
+			it.Rewind()
+		} else {
+			it.Seek(upper) // the largest key <= upper
+		}
+		calls := 0
+		for ; it.Valid(); it.Next() {
+			item := it.Item()
+			if upper != nil && bytes.Compare(item.Key(), upper) >= 0 {
+				continue
+			}
+			if !bytes.HasPrefix(item.Key(), prefix) {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return errStop{err}
+			}
+			err := item.Value(func(v []byte) error {
+				if v == nil {
+					v = []byte{}
+				}
+				return fn(item.Key(), v)
+			})
+			if err != nil {
+				return errStop{err}
+			}
+			if calls++; limit > 0 && calls == limit {
+				break
+			}
+		}
+		return nil
+	})
+	var stop errStop
+	if errors.As(err, &stop) {
+		return stop.err
+	}
+	if err != nil {
+		return fmt.Errorf("badgerkv: scan reverse: %w", err)
+	}
+	return nil
+}
+
 // Commit implements kv.Driver.
 func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if err := d.enter(ctx); err != nil {

@@ -195,6 +195,40 @@ func binaryKey(rng *rand.Rand, maxLen int) []byte {
 	return k
 }
 
+// scanAllReverse returns every record with prefix below end, in the
+// driver's order.
+func scanAllReverse(t *testing.T, d kv.Driver, prefix, end []byte, limit int) []kv.Record {
+	t.Helper()
+	var out []kv.Record
+	err := d.ScanReverse(context.Background(), prefix, end, limit, func(k, v []byte) error {
+		out = append(out, kv.Record{Key: bytes.Clone(k), Value: bytes.Clone(v)})
+		return nil
+	})
+	must(t, "ScanReverse", err)
+	return out
+}
+
+// modelScanReverse is the reverse oracle.
+func modelScanReverse(model map[string][]byte, prefix, end []byte, limit int) []kv.Record {
+	keys := make([]string, 0, len(model))
+	for k := range model {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	slices.Reverse(keys)
+	var out []kv.Record
+	for _, k := range keys {
+		if !bytes.HasPrefix([]byte(k), prefix) || end != nil && bytes.Compare([]byte(k), end) >= 0 {
+			continue
+		}
+		out = append(out, kv.Record{Key: []byte(k), Value: model[k]})
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
 // modelScan is the oracle: a linear pass over a sorted model.
 func modelScan(model map[string][]byte, prefix, start []byte, limit int) []kv.Record {
 	keys := make([]string, 0, len(model))
@@ -246,25 +280,36 @@ func testScanModel(t *testing.T, d kv.Driver) {
 		}
 	}
 	commit(t, d, b)
-	check := func(prefix, start []byte, limit int) {
+	compare := func(what string, prefix, bound []byte, limit int, got, want []kv.Record) {
 		t.Helper()
-		got := scanAll(t, d, prefix, start, limit)
-		want := modelScan(model, prefix, start, limit)
 		if len(got) != len(want) {
-			t.Fatalf("Scan(prefix %x, start %x, limit %d): %d records, want %d", prefix, start, limit, len(got), len(want))
+			t.Fatalf("%s(prefix %x, %x, limit %d): %d records, want %d", what, prefix, bound, limit, len(got), len(want))
 		}
 		for i := range want {
 			if !bytes.Equal(got[i].Key, want[i].Key) || !bytes.Equal(got[i].Value, want[i].Value) {
-				t.Fatalf("Scan(prefix %x, start %x, limit %d)[%d] = %x=%q, want %x=%q", prefix, start, limit, i, got[i].Key, got[i].Value, want[i].Key, want[i].Value)
+				t.Fatalf("%s(prefix %x, %x, limit %d)[%d] = %x=%q, want %x=%q", what, prefix, bound, limit, i, got[i].Key, got[i].Value, want[i].Key, want[i].Value)
 			}
 		}
+	}
+	check := func(prefix, start []byte, limit int) {
+		t.Helper()
+		compare("Scan", prefix, start, limit, scanAll(t, d, prefix, start, limit), modelScan(model, prefix, start, limit))
+		// start doubles as the reverse scan's exclusive end.
+		compare("ScanReverse", prefix, start, limit, scanAllReverse(t, d, prefix, start, limit), modelScanReverse(model, prefix, start, limit))
 	}
 	check(nil, nil, 0)
 	check([]byte{}, nil, 0)
 	check([]byte{0xff}, nil, 0)
 	check([]byte{0xff, 0xff}, nil, 3)
 	check([]byte{0x00}, []byte{0x00, 0xff}, 0)
-	check([]byte("a"), []byte("b"), 0) // start past the prefix: nothing
+	check([]byte("a"), []byte("b"), 0) // start past the prefix: nothing (reverse: all of it)
+	check([]byte("a"), []byte("a"), 0) // reverse: end at the prefix itself, nothing
+	check([]byte{'a', 0xff}, []byte{'b'}, 2)
+	for k := range model { // an end that is a stored key is excluded
+		check(nil, []byte(k), 3)
+		check([]byte(k[:1]), []byte(k), 0)
+		break
+	}
 	for i := 0; i < 300; i++ {
 		prefix := binaryKey(rng, 2)
 		var start []byte
@@ -328,6 +373,16 @@ func testScanCallbackError(t *testing.T, d kv.Driver) {
 	})
 	if !errors.Is(err, stop) || calls != 2 {
 		t.Errorf("Scan with failing fn: err %v after %d calls, want the fn's error after 2", err, calls)
+	}
+	calls = 0
+	err = d.ScanReverse(context.Background(), []byte("a"), nil, 0, func(k, v []byte) error {
+		if calls++; calls == 2 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || calls != 2 {
+		t.Errorf("ScanReverse with failing fn: err %v after %d calls, want the fn's error after 2", err, calls)
 	}
 }
 
@@ -647,6 +702,7 @@ func testCanceled(t *testing.T, d kv.Driver) {
 	_, err = d.GetMany(ctx, [][]byte{[]byte("a")})
 	isCanceled("GetMany", err)
 	isCanceled("Scan", d.Scan(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
+	isCanceled("ScanReverse", d.ScanReverse(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
 	isCanceled("Commit", d.Commit(ctx, kv.Batch{Sets: []kv.Record{rec("d", "4")}, Swaps: []kv.Swap{{Key: []byte("r"), Absent: true, New: []byte("x")}}}))
 	wantValue(t, d, "c", nil)
 	wantValue(t, d, "d", nil)
@@ -663,6 +719,17 @@ func testCanceled(t *testing.T, d kv.Driver) {
 	})
 	if !errors.Is(err, context.Canceled) || calls != 1 {
 		t.Errorf("Scan canceled in fn: err %v after %d calls, want context.Canceled after 1", err, calls)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	calls = 0
+	err = d.ScanReverse(ctx, nil, nil, 0, func(k, v []byte) error {
+		calls++
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || calls != 1 {
+		t.Errorf("ScanReverse canceled in fn: err %v after %d calls, want context.Canceled after 1", err, calls)
 	}
 }
 
@@ -682,6 +749,7 @@ func testClosed(t *testing.T, d kv.Driver) {
 	_, err = d.GetMany(ctx, [][]byte{[]byte("a")})
 	closed("GetMany", err)
 	closed("Scan", d.Scan(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
+	closed("ScanReverse", d.ScanReverse(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
 	closed("Commit", d.Commit(ctx, kv.Batch{Sets: []kv.Record{rec("c", "3")}}))
 	if err := d.Close(); err != nil {
 		t.Errorf("second Close: %v, want nil", err)

@@ -168,6 +168,49 @@ func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn f
 	return nil
 }
 
+// ScanReverse implements kv.Driver.
+func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int, fn func(k, v []byte) error) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
+	defer d.g.Leave()
+	type rec struct {
+		k string
+		v []byte
+	}
+	var snap []rec
+	d.mu.Lock()
+	d.merge()
+	i := len(d.sorted)
+	if upper := kv.ScanEnd(prefix, end); upper != nil {
+		i = sort.SearchStrings(d.sorted, string(upper))
+	}
+	for i--; i >= 0; i-- {
+		k := d.sorted[i]
+		if len(k) < len(prefix) || k[:len(prefix)] != string(prefix) {
+			break
+		}
+		v, ok := d.vals[k]
+		if !ok {
+			continue
+		}
+		snap = append(snap, rec{k, v})
+		if limit > 0 && len(snap) == limit {
+			break
+		}
+	}
+	d.mu.Unlock()
+	for _, r := range snap {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn([]byte(r.k), append([]byte{}, r.v...)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Commit implements kv.Driver.
 func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if err := d.enter(ctx); err != nil {

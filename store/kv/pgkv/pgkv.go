@@ -341,17 +341,30 @@ func (d *Driver) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 // Scan implements kv.Driver with one query, a snapshot, whose rows stream
 // to fn; it holds a pool connection until it returns.
 func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
+	return d.scan(ctx, kv.ScanStart(prefix, start), kv.PrefixEnd(prefix), false, limit, fn)
+}
+
+// ScanReverse implements kv.Driver like Scan, in decreasing key order.
+func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int, fn func(k, v []byte) error) error {
+	return d.scan(ctx, prefix, kv.ScanEnd(prefix, end), true, limit, fn)
+}
+
+// scan streams the rows with from <= k < to (a nil to: no bound).
+func (d *Driver) scan(ctx context.Context, from, to []byte, reverse bool, limit int, fn func(k, v []byte) error) error {
 	if err := d.enter(ctx); err != nil {
 		return err
 	}
 	defer d.g.Leave()
 	q := "SELECT k, v FROM " + d.kvT + " WHERE k >= $1"
-	args := []any{nonNil(kv.ScanStart(prefix, start))}
-	if end := kv.PrefixEnd(prefix); end != nil {
+	args := []any{nonNil(from)}
+	if to != nil {
 		q += " AND k < $2"
-		args = append(args, end)
+		args = append(args, to)
 	}
 	q += " ORDER BY k"
+	if reverse {
+		q += " DESC"
+	}
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}
