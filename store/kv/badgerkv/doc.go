@@ -22,7 +22,8 @@
 //     with kv.ErrTooLarge, having written nothing.
 //   - A Commit's records are visible to readers once its transaction is
 //     in, which is before the sync; Commit returns after the sync.
-//   - Scan reads one Badger read transaction, a snapshot.
+//   - Scan and ScanReverse each read one Badger read transaction, a
+//     snapshot.
 //   - Open deletes empty .mem and .vlog files, which a crash can leave and
 //     which Badger v4 refuses to open (see removeEmptyLogs).
 package badgerkv

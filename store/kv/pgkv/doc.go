@@ -37,7 +37,8 @@
 //     server's synchronous_commit (on by default).
 //   - Serialization failures (40001, what CockroachDB reports under
 //     contention) and deadlocks (40P01) roll back and are retried.
-//   - Scan is one query, hence one snapshot, whose rows stream to fn.
+//   - Scan and ScanReverse are one query each (ORDER BY k, or k DESC),
+//     hence one snapshot, whose rows stream to fn.
 //
 // Nothing here needs what PostgreSQL-compatible distributed SQL engines
 // (CockroachDB, YugabyteDB) lack: no advisory locks, no extensions, no
