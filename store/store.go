@@ -19,6 +19,7 @@ import (
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv/badgerkv"
 )
 
 // Errors returned by the store. They are wrapped with detail; match them
@@ -246,6 +247,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		WithMemTableSize(memTableSize).
 		// One goroutine writes; conflict tracking would only cost.
 		WithDetectConflicts(false)
+	// A crash between creating a log file and sizing it leaves an empty
+	// one that Badger refuses to open (see badgerkv.RemoveEmptyLogs).
+	lg := opts.Logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	if err := badgerkv.RemoveEmptyLogs(opts.Dir, lg); err != nil {
+		return nil, err
+	}
 	db, err := badger.Open(bo)
 	if err != nil {
 		// Badger reports the directory lock only in its message.
