@@ -186,7 +186,16 @@ func (s *Store) run() {
 				break drain
 			}
 		}
-		if err := s.writeFailure(); err != nil {
+		err := s.writeFailure()
+		if err == nil {
+			err = s.checkSpace()
+		}
+		if err == nil {
+			if p := s.corrupt.Load(); p != nil {
+				err = fmt.Errorf("%w: writes are refused since a read found %v; stop artifactd and run artifactd fsck", ErrCorrupt, *p)
+			}
+		}
+		if err != nil {
 			for _, r := range batch {
 				r.resp <- writeResp{err: err}
 			}
@@ -567,6 +576,9 @@ func (g *group) head(ctxID, branch string, block bool) (*head, error) {
 		}
 	}
 	c, err := g.commitRecord(ctxID, id)
+	if errors.Is(err, ErrNotFound) {
+		err = fmt.Errorf("%w: branch %s names commit %s of context %q, which is missing (run artifactd fsck)", ErrCorrupt, branch, id.Short(), ctxID)
+	}
 	if err != nil {
 		return nil, err
 	}
