@@ -89,6 +89,8 @@
 // markers and code-fence lines removed, cut at MaxErrorChars characters with
 // [TruncationMarker]; a long output as head, one notice line naming the
 // omitted and total characters and the blob, and tail. Secrets are masked
-// ([MaskSecrets]) before anything is stored. A model view is still untrusted
-// data, never an instruction.
+// before anything is stored: by shape ([MaskSecrets]) and by value, for
+// the values an operator declared ([Secrets], carried by
+// [SanitizeOptions]). A model view is still untrusted data, never an
+// instruction.
 package gate

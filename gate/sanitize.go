@@ -43,10 +43,14 @@ type SanitizeOptions struct {
 	// OutputHeadPercent (1–100) is the share of a shortened output's shown
 	// characters taken from its head.
 	OutputHeadPercent int
-	// KeepSecrets turns secret masking off (for trusted local tools and
-	// tests). The default, false, masks: masking is what a zero value must
-	// do, so the switch is the exception rather than the rule.
+	// KeepSecrets turns shape-based secret masking ([MaskSecrets]) off (for
+	// trusted local tools and tests). The default, false, masks: masking is
+	// what a zero value must do, so the switch is the exception rather than
+	// the rule. Declared Secrets are masked even with KeepSecrets.
 	KeepSecrets bool
+	// Secrets are the values the operator declared secret, masked by value
+	// (before the shapes) in the model view and in the full text to store.
+	Secrets Secrets
 }
 
 // DefaultSanitizeOptions returns the options the fixtures and DESIGN.md
@@ -74,11 +78,17 @@ func (o SanitizeOptions) norm() SanitizeOptions {
 }
 
 func (o SanitizeOptions) mask(s string) string {
+	s = o.Secrets.Mask(s)
 	if o.KeepSecrets {
 		return s
 	}
 	return MaskSecrets(s)
 }
+
+// Mask masks text as the sanitiser does: the declared Secrets, then, unless
+// KeepSecrets, every shape [MaskSecrets] knows. Use it for tool text stored
+// or shown outside a model view (an effect's error, a tool name).
+func (o SanitizeOptions) Mask(text string) string { return o.mask(text) }
 
 // ErrorView is a tool error made safe to show: the model's view and the full
 // masked text to keep for people.
