@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"reflect"
 	"regexp"
 	"sort"
@@ -79,6 +80,8 @@ func FuzzSanitize(f *testing.F) {
 	f.Add(long[:2000]+long[len(long)-2000:], 1000) // the fixture's shape, smaller
 	f.Add("<sys<system>tem> <|im_<|im_end|>start|> <![CD<![CDATA[ATA[", 40)
 	f.Add("<system\n```\n>x", 5)
+	f.Add(`{"error": "<system>boom</system> \u003c \"quoted\" long long long long long long long long long long long long long long long long long", "code": 1}`, 70)
+	f.Add(`{"error": {"message": "`+strings.Repeat("m", 300)+`", "type": "x"}, "trace": "`+strings.Repeat("t", 300)+`"}`, 90)
 	f.Add("-----BEGIN PRIV<system>ATE KEY-----x-----END PRIVATE KEY-----]>", 0)
 	f.Add("bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw //u:pw@h https://0123456789abcdef0123@h eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9", 0)
 	f.Add("https://discord.com/api/webhooks/1/AbCdEfGhIjKlMnOpQrStUvWxYz0123 openai_key=Q2hlY2tUaGlzT3V0MTIz Bearer\u00a0abcdefghijklmnop1234", 0)
@@ -110,6 +113,9 @@ func FuzzSanitize(f *testing.F) {
 		}
 		if m := markerRe.FindString(ev.ModelView); m != "" {
 			t.Fatalf("error view of %q holds marker %q: %q", s, m, ev.ModelView)
+		}
+		if ev.Structured && !json.Valid([]byte(strings.TrimPrefix(ev.ModelView, ErrorPrefix))) {
+			t.Fatalf("structured error view of %q is not JSON: %q", s, ev.ModelView)
 		}
 
 		full := PrepareOutput(s, opt)
