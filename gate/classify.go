@@ -47,8 +47,13 @@ type Result struct {
 // URLs and the error text are secret-masked ([MaskSecrets]) before they are
 // put here; the title, content type and error are cut to bounded lengths.
 type Receipt struct {
-	// Ruleset is RulesetVersion.
+	// Ruleset is the name of the ruleset applied ([RulesetVersion] for
+	// [Classify]).
 	Ruleset string `json:"ruleset"`
+	// RulesetHash is its [Rules.Hash], "sha256:<hex>". Receipts of the
+	// first release have none: an empty hash with ruleset gate/v1 means the
+	// built-in gate/v1 ([Rulesets.Lookup]).
+	RulesetHash string `json:"ruleset_hash,omitempty"`
 	// Verdict, Layer and Reason repeat the [Result]'s.
 	Verdict Verdict `json:"verdict"`
 	Layer   Layer   `json:"layer,omitempty"`  // see Result.Layer
@@ -116,30 +121,47 @@ type Receipt struct {
 //     recognised by structure only → Unknown.
 //
 // The strictest layer verdict wins (Failed > Unknown > Retrieved).
-func Classify(ev Evidence) Result {
+func Classify(ev Evidence) Result { return ClassifyWith(ev, BuiltinRules()) }
+
+// ClassifyWith is [Classify] under the given ruleset (nil means
+// [BuiltinRules]); the receipt names it and its hash. A verifier passes the
+// ruleset the receipt names ([Rulesets.Lookup]) to re-derive a verdict.
+func ClassifyWith(ev Evidence, rules *Rules) Result {
+	if rules == nil {
+		rules = BuiltinRules()
+	}
+	th := rules.doc.Thresholds
 	contentType := ev.Header("Content-Type")
 	contentEncoding := ev.Header("Content-Encoding")
-	dec := decodeContent(ev.Body, contentEncoding)
+	dec := decodeContent(ev.Body, contentEncoding, th.MaxDecodedBytes)
 	empty := len(bytes.TrimSpace(ev.Body)) == 0 ||
 		(dec.status == decodeOK && len(bytes.TrimSpace(dec.body)) == 0)
 
 	chain := redirectChain(ev)
-	transport := transportLayer(ev, chain, empty)
-	extractRes, ex := extractionLayer(dec, contentType)
+	transport := transportLayer(ev, chain, empty, th.MaxRedirects)
+	extractRes, ex := extractionLayer(dec, contentType, rules)
 	final := finalURLOf(ev)
+	main := ex.readable
+	if ex.doc != nil {
+		main = ex.doc.main
+	}
 	fpRes, signals := fingerprintLayer(fingerprintInput{
 		ev:       ev,
 		redirect: final != "" && ev.URL != "" && normURL(final) != normURL(ev.URL),
 		final:    final,
 		doc:      ex.doc,
-	})
+		kind:     ex.kind,
+		text:     ex.text,
+		readable: main,
+	}, rules)
 
 	layers := []LayerResult{transport, extractRes, fpRes}
 	verdict, layer, reason := decide(layers)
 
 	sum := sha256.Sum256(ev.Body)
 	rc := Receipt{
-		Ruleset:         RulesetVersion,
+		Ruleset:         rules.Name(),
+		RulesetHash:     rules.Hash(),
 		Verdict:         verdict,
 		Layer:           layer,
 		Reason:          reason,

@@ -58,6 +58,7 @@ type htmlDoc struct {
 	scriptBytes int // bytes of inline script
 
 	hasPassword bool     // an <input type=password> in main content (not skipped, not chrome)
+	rules       *Rules   // the ruleset whose ids, classes and consent markers are looked for
 	challenge   []string // structural challenge signals, in document order
 
 	// scan state
@@ -71,8 +72,8 @@ type htmlDoc struct {
 // scanHTML tokenizes a UTF-8 HTML document once with golang.org/x/net/html's
 // tokenizer (no tree is built), dropping script, style, noscript, template,
 // svg, math, iframe, object and select content and all markup.
-func scanHTML(b []byte) *htmlDoc {
-	d := &htmlDoc{text: make([]byte, 0, len(b)/8)}
+func scanHTML(b []byte, r *Rules) *htmlDoc {
+	d := &htmlDoc{text: make([]byte, 0, len(b)/8), rules: r}
 	z := html.NewTokenizer(bytes.NewReader(b))
 	for {
 		tt := z.Next()
@@ -163,18 +164,18 @@ func (d *htmlDoc) attrs(z *html.Tokenizer, a atom.Atom) uint8 {
 		key, val, more := z.TagAttr()
 		switch string(key) {
 		case "id":
-			if !skipped && matchConsentToken(val) {
+			if !skipped && d.rules.matchConsentToken(val) {
 				flags |= flagConsent
 			}
-			if sig := challengeID(val); sig != "" {
+			if sig := d.rules.challengeID(val); sig != "" {
 				d.signal("id:" + sig)
 			}
 		case "class":
 			for _, tok := range bytes.Fields(val) {
-				if !skipped && matchConsentToken(tok) {
+				if !skipped && d.rules.matchConsentToken(tok) {
 					flags |= flagConsent
 				}
-				if sig := challengeClass(tok); sig != "" {
+				if sig := d.rules.challengeClass(tok); sig != "" {
 					d.signal("class:" + sig)
 				}
 			}

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// MaxRedirects is the most redirect hops a fetch may take; more is
-// [ReasonTooManyRedirects]. Ten is the common client default (browsers use
+// MaxRedirects is the most redirect hops a fetch may take under the
+// built-in rulesets; more is [ReasonTooManyRedirects]. Ten is the common client default (browsers use
 // about 20, curl 50 with -L, Go's net/http 10).
 const MaxRedirects = 10
 
@@ -47,7 +47,7 @@ func finalURLOf(ev Evidence) string {
 
 // transportLayer judges the exchange. emptyBody reports whether the entity is
 // empty or whitespace only.
-func transportLayer(ev Evidence, chain []string, emptyBody bool) LayerResult {
+func transportLayer(ev Evidence, chain []string, emptyBody bool, maxRedirects int) LayerResult {
 	res := LayerResult{Layer: LayerTransport, Verdict: Failed}
 	if ev.Error != "" {
 		res.Reason = ReasonTransportError
@@ -62,9 +62,9 @@ func transportLayer(ev Evidence, chain []string, emptyBody bool) LayerResult {
 		res.Detail = "redirect chain visits " + receiptText(u) + " twice"
 		return res
 	}
-	if n := len(ev.Redirects); n > MaxRedirects {
+	if n := len(ev.Redirects); n > maxRedirects {
 		res.Reason = ReasonTooManyRedirects
-		res.Detail = strconv.Itoa(n) + " redirects, more than " + strconv.Itoa(MaxRedirects)
+		res.Detail = strconv.Itoa(n) + " redirects, more than " + strconv.Itoa(maxRedirects)
 		return res
 	}
 	if from, to, ok := downgrade(chain); ok {
