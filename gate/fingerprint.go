@@ -25,16 +25,6 @@ const (
 	LoginWallMaxOtherText = 100
 )
 
-
-
-
-
-
-
-
-
-
-
 // challengeID returns the matched id, or "".
 func (r *Rules) challengeID(v []byte) string {
 	v = bytes.TrimSpace(v)
