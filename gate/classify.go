@@ -141,9 +141,9 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 	transport := transportLayer(ev, chain, empty, th.MaxRedirects)
 	extractRes, ex := extractionLayer(dec, contentType, rules)
 	final := finalURLOf(ev)
-	main := ex.readable
+	main := weighted(ex.readable, countWide(ex.text), th.WideCharWeight)
 	if ex.doc != nil {
-		main = ex.doc.main
+		main = weighted(ex.doc.main, ex.doc.mainWide, th.WideCharWeight)
 	}
 	fpRes, signals := fingerprintLayer(fingerprintInput{
 		ev:       ev,

@@ -176,6 +176,17 @@ func countReadable(b []byte) int {
 	return n
 }
 
+// countWide counts the wide characters (isWide) of b.
+func countWide(b []byte) int {
+	n := 0
+	for _, r := range string(b) {
+		if r >= 0x1100 && isWide(r) {
+			n++
+		}
+	}
+	return n
+}
+
 // controlCount reports whether b holds a NUL byte and how many other
 // control bytes (see isControl) it holds.
 func controlCount(b []byte) (nul bool, n int) {

@@ -120,7 +120,7 @@ type fingerprintInput struct {
 	doc      *htmlDoc // nil unless the body is HTML
 	kind     Kind     // the kind of document ("" when nothing decoded)
 	text     []byte   // extracted text (HTML: title and body)
-	readable int      // readable characters of the main text (HTML: outside chrome)
+	readable int      // readable characters of the main text (HTML: outside chrome), wide ones weighted
 }
 
 // fingerprintLayer recognises walls: by structure (response headers, the
@@ -161,7 +161,7 @@ func fingerprintLayer(in fingerprintInput, r *Rules) (LayerResult, []string) {
 		for _, s := range doc.challenge {
 			hit(ReasonChallenge, s)
 		}
-		if doc.consentText >= th.ConsentWallMinText && doc.mainOutsideConsnt <= th.ConsentWallMaxOtherText {
+		if doc.consentText >= th.ConsentWallMinText && weighted(doc.mainOutsideConsnt, doc.consentWide, th.WideCharWeight) <= th.ConsentWallMaxOtherText {
 			hit(ReasonConsentWall, "consent-container")
 		}
 	}
@@ -175,7 +175,7 @@ func fingerprintLayer(in fingerprintInput, r *Rules) (LayerResult, []string) {
 			}
 		}
 	}
-	if doc != nil && doc.hasPassword && doc.mainOutsideForms <= th.LoginWallMaxOtherText {
+	if doc != nil && doc.hasPassword && weighted(doc.mainOutsideForms, doc.formsWide, th.WideCharWeight) <= th.LoginWallMaxOtherText {
 		hit(ReasonLoginWall, "password-form")
 	}
 	if in.redirect && fu != nil {

@@ -54,6 +54,10 @@ type htmlDoc struct {
 	mainOutsideConsnt int // ... outside chrome and outside every consent container
 	consentText       int // ... inside consent containers
 
+	// Wide characters (Han, kana, Hangul: see isWide) among main,
+	// mainOutsideForms and mainOutsideConsnt, for Thresholds.WideCharWeight.
+	mainWide, formsWide, consentWide int
+
 	scripts     int // <script> elements (inline or src)
 	scriptBytes int // bytes of inline script
 
@@ -270,7 +274,7 @@ func (d *htmlDoc) addText(t []byte) {
 			d.sep()
 			d.text = append(d.text, c)
 			if asciiAlnum[c] {
-				d.countReadable()
+				d.countReadable(false)
 			}
 			continue
 		}
@@ -287,7 +291,7 @@ func (d *htmlDoc) addText(t []byte) {
 		}
 		d.text = utf8.AppendRune(d.text, r)
 		if unicode.IsLetter(r) || unicode.IsNumber(r) {
-			d.countReadable()
+			d.countReadable(isWide(r))
 		}
 	}
 }
@@ -303,21 +307,38 @@ func (d *htmlDoc) sep() {
 	d.brk, d.space = false, false
 }
 
-func (d *htmlDoc) countReadable() {
+func (d *htmlDoc) countReadable(wide bool) {
 	d.readable++
 	if d.counts[idxChrome] > 0 {
 		return
 	}
+	w := 0
+	if wide {
+		w = 1
+	}
 	d.main++
+	d.mainWide += w
 	if d.counts[idxForm] == 0 {
 		d.mainOutsideForms++
+		d.formsWide += w
 	}
 	if d.counts[idxConsent] == 0 {
 		d.mainOutsideConsnt++
+		d.consentWide += w
 	} else {
 		d.consentText++
 	}
 }
+
+// isWide reports a Han ideograph, a kana or a Hangul syllable.
+func isWide(r rune) bool {
+	return r >= 0x1100 && (unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r))
+}
+
+// weighted counts n readable characters of which wide are wide, each wide
+// one as weight.
+func weighted(n, wide, weight int) int { return n + (weight-1)*wide }
 
 var asciiSpace, asciiAlnum [utf8.RuneSelf]bool
 

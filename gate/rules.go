@@ -95,6 +95,14 @@ type Thresholds struct {
 	ConsentWallMinText      int `json:"consent_wall_min_text,omitempty"`
 	ConsentWallMaxOtherText int `json:"consent_wall_max_other_text,omitempty"`
 	LoginWallMaxOtherText   int `json:"login_wall_max_other_text,omitempty"`
+	// WideCharWeight is how many readable characters one Han ideograph,
+	// kana or Hangul syllable counts as when the fingerprint layer compares
+	// a page's text with a wall threshold (the consent and login
+	// thresholds above and each phrase rule's max_text): one such
+	// character carries about as much as two or three Latin letters, so
+	// with 1 a short Chinese or Japanese article looks like a wall's few
+	// words. The extraction thresholds always count 1.
+	WideCharWeight int `json:"wide_char_weight,omitempty"`
 }
 
 // HeaderRule is a response header whose value (one of Values, compared
@@ -251,6 +259,7 @@ func merge(base, d rulesDoc) rulesDoc {
 		{&t.MaxHTMLTextRequired, &bt.MaxHTMLTextRequired}, {&t.MinPlainText, &bt.MinPlainText},
 		{&t.MaxControlPermille, &bt.MaxControlPermille}, {&t.ConsentWallMinText, &bt.ConsentWallMinText},
 		{&t.ConsentWallMaxOtherText, &bt.ConsentWallMaxOtherText}, {&t.LoginWallMaxOtherText, &bt.LoginWallMaxOtherText},
+		{&t.WideCharWeight, &bt.WideCharWeight},
 	} {
 		if *f.src != 0 {
 			*f.dst = *f.src
@@ -288,6 +297,7 @@ var thresholdRange = []struct {
 	{"consent_wall_min_text", func(t *Thresholds) int { return t.ConsentWallMinText }, 1, 100000},
 	{"consent_wall_max_other_text", func(t *Thresholds) int { return t.ConsentWallMaxOtherText }, 1, 100000},
 	{"login_wall_max_other_text", func(t *Thresholds) int { return t.LoginWallMaxOtherText }, 1, 100000},
+	{"wide_char_weight", func(t *Thresholds) int { return t.WideCharWeight }, 1, 10},
 }
 
 // newRules validates a resolved document and builds its lookup tables.

@@ -23,8 +23,10 @@ func TestBuiltinRulesets(t *testing.T) {
 		th.MinHTMLText != MinHTMLText || th.LoginWallMaxOtherText != LoginWallMaxOtherText {
 		t.Fatalf("v1 thresholds %+v differ from the constants", th)
 	}
-	if def.Thresholds() != v1.Thresholds() {
-		t.Fatal("gate/v2 inherits gate/v1's thresholds")
+	want := v1.Thresholds()
+	want.WideCharWeight = 3
+	if def.Thresholds() != want {
+		t.Fatal("gate/v2 inherits gate/v1's thresholds but the wide-character weight")
 	}
 	for _, c := range []struct{ name, hash string }{
 		{RulesetVersion, ""},        // only v1 may omit its hash
