@@ -54,6 +54,9 @@ type Receipt struct {
 	// first release have none: an empty hash with ruleset gate/v1 means the
 	// built-in gate/v1 ([Rulesets.Lookup]).
 	RulesetHash string `json:"ruleset_hash,omitempty"`
+	// Source is the evidence's read kind: empty for HTTP (the default),
+	// "file" or "tool".
+	Source string `json:"source,omitempty"`
 	// Verdict, Layer and Reason repeat the [Result]'s.
 	Verdict Verdict `json:"verdict"`
 	Layer   Layer   `json:"layer,omitempty"`  // see Result.Layer
@@ -67,6 +70,10 @@ type Receipt struct {
 	Redirects []Redirect `json:"redirects"`
 	// Status is the final HTTP status (0 if none).
 	Status int `json:"status"`
+	// Path, Size and Tool repeat a file or tool read's evidence.
+	Path string `json:"path,omitempty"`
+	Size *int64 `json:"size,omitempty"`
+	Tool string `json:"tool,omitempty"`
 	// Error is the transport error text, if any.
 	Error string `json:"error,omitempty"`
 	// ContentType is the Content-Type header as received.
@@ -131,7 +138,7 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 		rules = BuiltinRules()
 	}
 	th := rules.doc.Thresholds
-	contentType := ev.Header("Content-Type")
+	contentType := ev.contentType()
 	contentEncoding := ev.Header("Content-Encoding")
 	dec := decodeContent(ev.Body, contentEncoding, th.MaxDecodedBytes)
 	empty := len(bytes.TrimSpace(ev.Body)) == 0 ||
@@ -160,6 +167,7 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 
 	sum := sha256.Sum256(ev.Body)
 	rc := Receipt{
+		Source:          receiptSource(ev),
 		Ruleset:         rules.Name(),
 		RulesetHash:     rules.Hash(),
 		Verdict:         verdict,
@@ -169,6 +177,9 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 		FinalURL:        receiptText(final),
 		Redirects:       make([]Redirect, 0, len(ev.Redirects)),
 		Status:          ev.Status,
+		Path:            truncateRunes(receiptText(ev.Path), maxReceiptError),
+		Tool:            truncateRunes(receiptText(ev.Tool), maxReceiptField),
+		Size:            ev.Size,
 		Error:           truncateRunes(receiptText(ev.Error), maxReceiptError),
 		ContentType:     truncateRunes(validUTF8(contentType), maxReceiptField),
 		ContentEncoding: truncateRunes(validUTF8(contentEncoding), maxReceiptField),
@@ -200,6 +211,14 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 		Receipt: rc,
 		Text:    string(ex.text),
 	}
+}
+
+// receiptSource is the receipt's Source: "" for HTTP.
+func receiptSource(ev Evidence) string {
+	if ev.readKind() == ReadHTTP {
+		return ""
+	}
+	return truncateRunes(validUTF8(ev.Kind), maxReceiptField)
 }
 
 // receiptText makes untrusted text fit for a receipt: valid UTF-8, secrets

@@ -59,6 +59,8 @@
 //	transport.invalid_status        status 0 without error, or outside 100–599 (Failed)
 //	transport.http_<code>           final status outside 2xx, e.g. http_403 (Failed)
 //	transport.empty_body            empty or whitespace-only body (Failed)
+//	transport.size_mismatch         a file read of fewer or more bytes than the file's size (Failed)
+//	transport.invalid_kind          evidence kind other than http, file, tool (Failed)
 //	extraction.decode_error         corrupt or truncated gzip/deflate/br stream (Failed)
 //	extraction.unsupported_encoding a Content-Encoding other than gzip, deflate, br (Unknown)
 //	extraction.too_large            more than MaxDecodedBytes after decoding (Unknown)
@@ -69,13 +71,25 @@
 //	fingerprint.challenge           bot challenge or block page (Unknown)
 //	fingerprint.consent_wall        consent container is the main content (Unknown)
 //	fingerprint.login_wall          password form is the main content, or redirect to a login path (Unknown)
-//	fingerprint.soft_404            2xx page titled "not found", or redirect to a 404 path (Unknown)
+//	fingerprint.soft_404            2xx page titled "not found", redirect to a 404 path, or (v2) a short page saying so (Unknown)
+//	fingerprint.paywall             (v2) a short page that is a paywall or metering notice (Unknown)
+//	fingerprint.rate_limited        (v2) a 2xx page titled or (short) saying "too many requests" (Unknown)
+//	fingerprint.parked_domain       (v2) a short page of a parked or for-sale domain, or a parking host (Unknown)
 //
-// Thresholds: the named constants [MaxRedirects], [MaxDecodedBytes],
-// [MinHTMLText], [HTMLBytesPerText], [MaxHTMLTextRequired], [MinPlainText],
-// [MaxControlPermille], [ConsentWallMinText], [ConsentWallMaxOtherText] and
-// [LoginWallMaxOtherText]. They belong to the ruleset: changing one means a
-// new [RulesetVersion].
+// Ruleset: the data the layers apply ([Rules]): thresholds ([Thresholds];
+// the named constants [MaxRedirects], [MaxDecodedBytes], [MinHTMLText], …
+// are the built-in values), fingerprint titles, ids, classes, paths, phrases
+// by language and per-domain rules. The built-in rulesets are embedded JSON
+// files (rules/gate-v1.json, rules/gate-v2.json); an operator's file is
+// parsed by [ParseRules] and may extend one. A receipt names its ruleset
+// and hash; [Rulesets.Lookup] finds the ruleset to re-derive a verdict with
+// and refuses an unknown one. [Classify] applies gate/v2, [ClassifyWith]
+// any. Changing any rule means a new ruleset name.
+//
+// Read kind: evidence is an HTTP exchange by default; kind "file" (a local
+// file: path, size, bytes) and "tool" (a tool's read of a resource) are
+// judged by their bytes without a status: a zero status is not a failure
+// for them.
 //
 // Receipt: the self-contained, deterministic record of a verdict ([Receipt]):
 // ruleset version, requested and final URL, redirect chain, status, content

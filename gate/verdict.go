@@ -94,6 +94,11 @@ const (
 	// ReasonEmptyBody: the body is empty or only whitespace (after content
 	// decoding, when that succeeds).
 	ReasonEmptyBody Reason = "transport.empty_body"
+	// ReasonSizeMismatch: a file read returned fewer or more bytes than the
+	// file's size (a short or torn read).
+	ReasonSizeMismatch Reason = "transport.size_mismatch"
+	// ReasonInvalidKind: the evidence's kind is not http, file or tool.
+	ReasonInvalidKind Reason = "transport.invalid_kind"
 )
 
 // Extraction reasons.
