@@ -10,7 +10,8 @@
 //	POST /contexts/{ctx}/fetches
 //	  1. decode the request into an [Evidence]; set Evidence.Body from the
 //	     request (it has no JSON form);
-//	  2. res := gate.Classify(ev);
+//	  2. res := gate.ClassifyWith(ev, rules) (gate.Classify for the
+//	     built-in ruleset);
 //	  3. store ev.Body as a blob: its address is res.Receipt.BodySHA256;
 //	  4. store res.Receipt as the fetch_verdict artifact (only the gate writes
 //	     that type); res.Text may be stored as a document extracted_from it.
@@ -38,11 +39,12 @@
 //     content and all markup dropped, whitespace collapsed; JSON, CSV, XML
 //     and plain text count as they are. Gives Unknown when there is too little
 //     readable text for the kind of document, Failed for a corrupt stream.
-//   - fingerprint ([LayerFingerprint]): known walls, by structure only
-//     (signal headers, the title element, element ids and classes, password
-//     forms, consent containers, challenge script and iframe sources, the
-//     redirect target) and never by words in the body, so an article about
-//     challenge pages is Retrieved. Gives Unknown or passes, never Failed.
+//   - fingerprint ([LayerFingerprint]): known walls, by structure (signal
+//     headers, the title element, element ids and classes, password forms,
+//     consent containers, challenge script and iframe sources, the redirect
+//     target, the final host) and, from gate/v2, by phrases in the text of
+//     short pages only (see [PhraseRule]), so an article about challenge
+//     pages is Retrieved. Gives Unknown or passes, never Failed.
 //
 // Deciding layer: the layer whose verdict is the result's; among layers with
 // the same strictest verdict the most specific wins (transport, then

@@ -63,7 +63,11 @@ func TestClassifyReadKinds(t *testing.T) {
 					t.Fatalf("error not masked: %q", res.Receipt.Error)
 				}
 			}},
-		{name: "tool json", ev: func() Evidence { e := tool("db.query", "sql:select 1", `[{"n":1}]`); e.ContentType = "application/json"; return e }(), verdict: Retrieved},
+		{name: "tool json", ev: func() Evidence {
+			e := tool("db.query", "sql:select 1", `[{"n":1}]`)
+			e.ContentType = "application/json"
+			return e
+		}(), verdict: Retrieved},
 		{name: "http default needs a status", ev: Evidence{URL: "https://a.example/", Body: []byte(doc), Headers: map[string]string{"content-type": "text/html"}},
 			verdict: Failed, layer: LayerTransport, reason: ReasonInvalidStatus},
 		{name: "explicit http", ev: Evidence{Kind: ReadHTTP, URL: "https://a.example/", Status: 200, Body: []byte(doc), Headers: map[string]string{"content-type": "text/html"}},
