@@ -66,7 +66,13 @@ var markerRe = func() *regexp.Regexp {
 		names = append(names, regexp.QuoteMeta(n))
 	}
 	sort.Strings(names)
-	return regexp.MustCompile(`(?i)<(?:/?(?:` + strings.Join(names, "|") + `)(?:[\s/][^<>]*)?|(?:\||｜)[^\s<>]+(?:\||｜))>|<!\[CDATA\[|\]\]>`)
+	brackets := make([]string, 0, len(bracketTokens))
+	for n := range bracketTokens {
+		brackets = append(brackets, regexp.QuoteMeta(n))
+	}
+	sort.Strings(brackets)
+	return regexp.MustCompile(`(?i)<(?:/?(?:` + strings.Join(names, "|") + `)(?:[\s/][^<>]*)?|(?:\||｜)[^\s<>]+(?:\||｜))>|<!\[CDATA\[|\]\]>` +
+		`|\[/?(?:` + strings.Join(brackets, "|") + `)\]|<</?sys>>`)
 }()
 
 // FuzzSanitize checks the model views: no panic, no marker, valid UTF-8,
@@ -79,6 +85,7 @@ func FuzzSanitize(f *testing.F) {
 	long := makeLongOutput()
 	f.Add(long[:2000]+long[len(long)-2000:], 1000) // the fixture's shape, smaller
 	f.Add("<sys<system>tem> <|im_<|im_end|>start|> <![CD<![CDATA[ATA[", 40)
+	f.Add("[IN[INST]ST] <<SY<<SYS>>S>> <s>x</s> [/SYSTEM_PROMPT] <bos><eos>", 30)
 	f.Add("<system\n```\n>x", 5)
 	f.Add(`{"error": "<system>boom</system> \u003c \"quoted\" long long long long long long long long long long long long long long long long long", "code": 1}`, 70)
 	f.Add(`{"error": {"message": "`+strings.Repeat("m", 300)+`", "type": "x"}, "trace": "`+strings.Repeat("t", 300)+`"}`, 90)
