@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // VerdictData is the data of a fetch_verdict artifact as the gate writes
@@ -95,7 +94,7 @@ func CheckVerdict(data json.RawMessage, blob BlobFunc) error {
 
 // CheckVerdictWith is [CheckVerdict] with the rulesets a verifier knows
 // (nil means the built-in ones): a receipt naming any other is refused
-// ("/receipt/ruleset", rule "known_ruleset").
+// ("/receipt/ruleset", rule "ruleset").
 func CheckVerdictWith(data json.RawMessage, blob BlobFunc, rulesets *Rulesets) error {
 	if rulesets == nil {
 		rulesets = builtinSet
@@ -133,7 +132,7 @@ func CheckVerdictWith(data json.RawMessage, blob BlobFunc, rulesets *Rulesets) e
 func checkReceipt(at string, rc Receipt, blobRef string, blob BlobFunc, rulesets *Rulesets) error {
 	rules, err := rulesets.Lookup(rc.Ruleset, rc.RulesetHash)
 	if err != nil {
-		return verdictError(at+"/receipt/ruleset", "known_ruleset", "%v: a verdict is derived again with the ruleset it names, and this one is not known here (known: %s)", err, strings.Join(rulesets.Names(), ", "))
+		return verdictError(at+"/receipt/ruleset", "ruleset", "%v: a verdict is derived again with the ruleset its receipt names", err)
 	}
 	if !rc.Verdict.Valid() {
 		return verdictError(at+"/receipt/verdict", "enum", "want RETRIEVED, UNKNOWN or FAILED")

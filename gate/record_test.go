@@ -48,7 +48,7 @@ func TestCheckVerdictRulesets(t *testing.T) {
 	for _, c := range []struct{ name, hash string }{{"site/v1", "sha256:" + sixtyFourZeros}, {RulesetVersion, ""}, {RulesetV1, BuiltinRules().Hash()}} {
 		bad := now
 		bad.Receipt.Ruleset, bad.Receipt.RulesetHash = c.name, c.hash
-		if err := CheckVerdict(record(bad), blob); !errors.As(err, &ve) || ve.Pointer != "/receipt/ruleset" || ve.Rule != "known_ruleset" {
+		if err := CheckVerdict(record(bad), blob); !errors.As(err, &ve) || ve.Pointer != "/receipt/ruleset" || ve.Rule != "ruleset" {
 			t.Errorf("ruleset %q %q: %v", c.name, c.hash, err)
 		}
 	}
