@@ -22,6 +22,10 @@ type VerdictData struct {
 	// FetchedBy is "agent" for posted evidence, "artifactd" for a fetch
 	// the server performed.
 	FetchedBy string `json:"fetched_by"`
+	// ProducedBy names who made the read, as the request says (an agent,
+	// a tool, a worker); the artifact itself is always produced by the
+	// gate. Empty when the request named no one.
+	ProducedBy string `json:"produced_by,omitempty"`
 	// RenderedFrom, when set, holds the receipt and body blob of the
 	// script shell that was rendered; Receipt and BodyBlob are then the
 	// rendered document's.

@@ -22,9 +22,24 @@ const MaxSecrets = 4096
 // any declared value, so masking never lengthens a text.
 const SecretMarker = "***"
 
-// ErrBadSecret marks a value [NewSecrets] refuses; the error names its
-// index in the list, never the value.
+// ErrBadSecret marks a value [NewSecrets] refuses; the error (a
+// *SecretError) names its index in the list, never the value.
 var ErrBadSecret = errors.New("invalid secret")
+
+// SecretError is a value [NewSecrets] or [Secrets.Add] refuses: Index is
+// its position in the list given, Reason the rule it breaks. It wraps
+// [ErrBadSecret] and never holds the value.
+type SecretError struct {
+	Index  int
+	Reason string
+}
+
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("secret %d: invalid secret: %s", e.Index, e.Reason)
+}
+
+// Unwrap returns ErrBadSecret.
+func (e *SecretError) Unwrap() error { return ErrBadSecret }
 
 // Secrets is a set of literal values an operator declared secret (a loaded
 // credential, a database password): values with no recognisable shape that
@@ -42,7 +57,7 @@ type Secrets struct {
 
 // NewSecrets builds a set from literal values. Surrounding whitespace of a
 // value is not part of it (a value read from a file line). It returns an
-// error wrapping [ErrBadSecret], naming the value's index, when a value is
+// *SecretError (wrapping [ErrBadSecret]) naming the value's index, when a value is
 // shorter than [MinSecretChars] characters, not valid UTF-8, holds a line
 // break, or when there are more than [MaxSecrets] values; duplicates are
 // merged.
@@ -63,18 +78,18 @@ func (s Secrets) Add(values ...string) (Secrets, error) {
 		v = strings.TrimSpace(v)
 		switch {
 		case !utf8.ValidString(v):
-			return Secrets{}, fmt.Errorf("secret %d: %w: not valid UTF-8", i, ErrBadSecret)
+			return Secrets{}, &SecretError{i, "not valid UTF-8"}
 		case strings.ContainsAny(v, "\r\n"):
-			return Secrets{}, fmt.Errorf("secret %d: %w: holds a line break", i, ErrBadSecret)
+			return Secrets{}, &SecretError{i, "holds a line break"}
 		case utf8.RuneCountInString(v) < MinSecretChars:
-			return Secrets{}, fmt.Errorf("secret %d: %w: shorter than %d characters", i, ErrBadSecret, MinSecretChars)
+			return Secrets{}, &SecretError{i, fmt.Sprintf("shorter than %d characters", MinSecretChars)}
 		}
 		if seen[v] {
 			continue
 		}
 		n++
 		if n > MaxSecrets {
-			return Secrets{}, fmt.Errorf("secret %d: %w: more than %d secrets", i, ErrBadSecret, MaxSecrets)
+			return Secrets{}, &SecretError{i, fmt.Sprintf("more than %d secrets", MaxSecrets)}
 		}
 		for _, f := range secretForms(v) {
 			if !seen[f] {
