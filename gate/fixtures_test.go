@@ -130,7 +130,8 @@ func checkResultShape(t *testing.T, res Result) {
 	if !utf8.ValidString(res.Text) {
 		t.Fatal("text is not valid UTF-8")
 	}
-	texts := []string{rc.URL, rc.FinalURL, rc.Error, rc.ContentType, rc.ContentEncoding, rc.Title, rc.Charset, rc.BodySHA256}
+	texts := []string{rc.URL, rc.FinalURL, rc.Error, rc.ContentType, rc.ContentEncoding, rc.Title, rc.Charset, rc.BodySHA256,
+		rc.Source, rc.Path, rc.Tool, rc.Ruleset}
 	for _, r := range rc.Redirects {
 		texts = append(texts, r.URL)
 	}

@@ -142,3 +142,27 @@ func FuzzSanitize(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadKinds checks file and tool reads like FuzzClassify: no panic, a
+// consistent result, determinism, and (for file reads) the size rule.
+func FuzzReadKinds(f *testing.F) {
+	f.Add("file", "/a/b.md", int64(5), []byte("hello"), "")
+	f.Add("file", "x.json", int64(-1), []byte(`{"a":1}`), "")
+	f.Add("tool", "browser", int64(0), []byte(page("T", "<p>"+prose+"</p>")), "https://a.example/")
+	f.Add("", "", int64(0), []byte("<p>x</p>"), "")
+	f.Add("ftp", "", int64(0), []byte("x"), "ftp://a/")
+	f.Fuzz(func(t *testing.T, kind, name string, size int64, body []byte, url string) {
+		ev := Evidence{Kind: kind, Path: name, Tool: name, URL: url, Body: body}
+		if size >= 0 {
+			ev.Size = &size
+		}
+		a, b := Classify(ev), Classify(ev)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatal("not deterministic")
+		}
+		checkResultShape(t, a)
+		if kind == ReadFile && size >= 0 && size != int64(len(body)) && a.Reason != ReasonSizeMismatch {
+			t.Fatalf("size %d for %d bytes gave %s", size, len(body), a.Reason)
+		}
+	})
+}
