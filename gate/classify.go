@@ -148,9 +148,14 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 	transport := transportLayer(ev, chain, empty, th.MaxRedirects)
 	extractRes, ex := extractionLayer(dec, contentType, rules)
 	final := finalURLOf(ev)
-	main := weighted(ex.readable, countWide(ex.text), th.WideCharWeight)
-	if ex.doc != nil {
+	var main int
+	switch {
+	case ex.doc != nil:
 		main = weighted(ex.doc.main, ex.doc.mainWide, th.WideCharWeight)
+	case th.WideCharWeight > 1 && ex.readable <= rules.maxPhraseText:
+		main = weighted(ex.readable, countWide(ex.text), th.WideCharWeight)
+	default:
+		main = ex.readable // wide characters can only add: no phrase rule applies anyway
 	}
 	fpRes, signals := fingerprintLayer(fingerprintInput{
 		ev:       ev,

@@ -254,9 +254,13 @@ func (r *Rules) matchPhrases(in fingerprintInput) (string, Reason) {
 // (any Unicode space) as one space, trimmed.
 func normPhrase(s string) string {
 	s = strings.ToLower(s)
-	s = strings.NewReplacer("’", "'", "‘", "'", "…", "...", "ʼ", "'").Replace(s)
+	s = phraseReplacer.Replace(s)
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// phraseReplacer maps typographic apostrophes and the ellipsis to ASCII.
+// A strings.Replacer is safe for concurrent use and never changes.
+var phraseReplacer = strings.NewReplacer("’", "'", "‘", "'", "…", "...", "ʼ", "'")
 
 func (r *Rules) isChallengeTitle(t string) bool {
 	if t == "" {

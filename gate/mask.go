@@ -606,20 +606,27 @@ func knownTokenEdits(s string) []edit {
 // the ptb and canary hosts).
 func discordEdits(s string) []edit {
 	var edits []edit
-	lower := asciiLower(s)
 	for off := 0; ; {
-		i := strings.Index(lower[off:], "/webhooks/")
+		// "/webhooks/" in any case: find "ebhooks/" or "EBHOOKS/" without
+		// lower-casing the whole text.
+		i := strings.Index(s[off:], "ebhooks/")
+		if j := strings.Index(s[off:], "EBHOOKS/"); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
 		if i < 0 {
 			return edits
 		}
-		i += off
-		off = i + 1
+		i += off - 2 // the '/' before "webhooks/"
+		off = i + 10
+		if i < 0 || s[i] != '/' || (s[i+1] != 'w' && s[i+1] != 'W') {
+			continue
+		}
 		// Back to the scheme: at most "https://canary.discordapp.com/api/v10".
 		from := i - 48
 		if from < 0 {
 			from = 0
 		}
-		j := strings.LastIndex(lower[from:i], "http")
+		j := strings.LastIndex(asciiLower(s[from:i]), "http")
 		if j < 0 {
 			continue
 		}
