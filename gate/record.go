@@ -93,7 +93,7 @@ type BlobFunc func(name string) (body []byte, ok bool, err error)
 // no I/O of its own. It knows the built-in rulesets; [CheckVerdictWith]
 // takes a set that holds an operator's too.
 func CheckVerdict(data json.RawMessage, blob BlobFunc) error {
-	return CheckVerdictWith(data, blob, builtinSet)
+	return CheckVerdictWith(data, blob, nil)
 }
 
 // CheckVerdictWith is [CheckVerdict] with the rulesets a verifier knows
@@ -101,7 +101,7 @@ func CheckVerdict(data json.RawMessage, blob BlobFunc) error {
 // ("/receipt/ruleset", rule "ruleset").
 func CheckVerdictWith(data json.RawMessage, blob BlobFunc, rulesets *Rulesets) error {
 	if rulesets == nil {
-		rulesets = builtinSet
+		rulesets = BuiltinRulesets()
 	}
 	var v VerdictData
 	if err := json.Unmarshal(data, &v); err != nil {

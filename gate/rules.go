@@ -497,7 +497,7 @@ func (s *Rulesets) Lookup(name, hash string) (*Rules, error) {
 
 // Lookup finds a ruleset by the name and hash a receipt carries in the
 // built-in set (see [Rulesets.Lookup]).
-func Lookup(name, hash string) (*Rules, error) { return builtinSet.Lookup(name, hash) }
+func Lookup(name, hash string) (*Rules, error) { return BuiltinRulesets().Lookup(name, hash) }
 
 // BuiltinRules returns the default built-in ruleset, gate/v2.
 func BuiltinRules() *Rules { return builtin().latest }
@@ -530,7 +530,3 @@ var builtinRules = func() *builtinTable {
 }()
 
 func builtin() *builtinTable { return builtinRules }
-
-// builtinSet is the built-in Rulesets for the package-level Lookup; it is
-// never added to.
-var builtinSet = BuiltinRulesets()
