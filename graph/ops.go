@@ -708,7 +708,3 @@ type Tombstone struct {
 	ID      string `json:"id"`
 	Version int64  `json:"version"`
 }
-
-	}
-	return false
-}
