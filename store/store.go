@@ -305,13 +305,6 @@ func stateCost(st *graph.State) int64 {
 	return 16<<10 + 700*int64(st.NumArtifacts()+st.NumEdges()+st.NumTombstones())
 }
 
-func orDefault(v, d int) int {
-	if v <= 0 {
-		return d
-	}
-	return v
-}
-
 func (s *Store) checkFormat() error {
 	return s.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(keyMetaFormat())
