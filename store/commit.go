@@ -863,6 +863,9 @@ func (g *group) commit(r *writeReq) error {
 		kv{keyCommit(req.Context, c.ID), rec},
 		kv{keySeq(req.Context, c.Seq), c.ID[:]},
 		kv{keyRef(req.Context, req.Branch), c.ID[:]})
+	// Later requests of the group (a branch reset or a fast-forward merge
+	// checking the head it expects) must see this ref move, not the disk's.
+	g.refs[headKey(req.Context, req.Branch)] = c.ID
 	g.commits[req.Context+"\x00"+string(c.ID[:])] = c
 	// The payloads now live in the object store; the head keeps metadata.
 	for _, ch := range changes {
