@@ -39,6 +39,7 @@ var queryParams = map[string]map[string]any{
 	"format":    {"description": "Response format.", "schema": map[string]any{"type": "string"}},
 	"from":      {"description": "Diff: the old commit or branch (required). Edges: only edges leaving this artifact.", "schema": map[string]any{"type": "string"}},
 	"to":        {"description": "Diff: the new commit or branch (default main). Edges: only edges arriving at this artifact.", "schema": map[string]any{"type": "string"}},
+	"data":      {"description": "Diff: true adds, per changed artifact, the JSON pointers whose data differ with old and new values.", "schema": map[string]any{"enum": []string{"false", "true"}}},
 	"status":    {"description": "Only effects with this status.", "schema": map[string]any{"enum": []string{"pending", "claimed", "sent", "failed"}}},
 }
 
@@ -63,7 +64,7 @@ var (
 	docState           = opDoc{id: "state", summary: "The whole state (streamed): enough to recompute the context hash", tag: "state", query: []string{"at"}, status: 200, result: "State"}
 	docHash            = opDoc{id: "hash", summary: "Context hash at a commit", tag: "state", query: []string{"at"}, status: 200}
 	docQuarantine      = opDoc{id: "quarantine", summary: "Poison roots, quarantined artifacts, blast radius", tag: "state", query: []string{"at"}, status: 200, result: "Quarantine"}
-	docDiff            = opDoc{id: "diff", summary: "Artifacts, edges and trust that changed between two commits", tag: "state", query: []string{"from", "to"}, status: 200}
+	docDiff            = opDoc{id: "diff", summary: "Artifacts, edges and trust that changed between two commits", tag: "state", query: []string{"from", "to", "data"}, status: 200}
 	docAudit           = opDoc{id: "audit", summary: "What an answer rests on, with trust and sources (json or markdown)", tag: "state", query: []string{"at", "format"}, status: 200, text: []string{"text/markdown"}}
 	docListBranches    = opDoc{id: "listBranches", summary: "Branches and their heads", tag: "branches", status: 200}
 	docCreateBranch    = opDoc{id: "createBranch", summary: "Create a branch at any commit", tag: "branches", body: "branch", status: 201}
