@@ -111,6 +111,7 @@ var funcs = template.FuncMap{
 	},
 	"short":      func(d hashing.Digest) string { return d.Short() },
 	"plural":     plural,
+	"mark":       func(st string) string { return statusMark(graph.Status(st)) },
 	"human":      humanTime,
 	"num":        func(n int) string { return thousands(int64(n)) },
 	"num64":      func(n int64) string { return thousands(n) },
@@ -124,7 +125,8 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"add": func(a, b int) int { return a + b },
+	"add":   func(a, b int) int { return a + b },
+	"sides": func(a, b compareSide) []compareSide { return []compareSide{a, b} },
 }
 
 func mustParsePages() *pageSet {

@@ -124,7 +124,7 @@ func TestAtShowsOlderCommit(t *testing.T) {
 	}
 	// The graph at step 3 draws three nodes; links inside keep ?at=.
 	_, body := get(t, h, ctx+"/graph?at="+old.ID.Hex())
-	if !strings.Contains(body, "3 artifacts and 1 edges drawn") || !strings.Contains(body, "at="+old.ID.Hex()) {
+	if !strings.Contains(body, "3 artifacts and 1 edge drawn") || !strings.Contains(body, "at="+old.ID.Hex()) {
 		t.Errorf("graph at step 3 wrong:\n%s", excerpt(body, "drawn"))
 	}
 	// A branch: s1 on "refetch" is RETRIEVED, version 2, and nothing is quarantined.
