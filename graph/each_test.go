@@ -31,6 +31,14 @@ func TestRange(t *testing.T) {
 	if !slices.Equal(edges, s.Edges()) {
 		t.Errorf("RangeEdges visited %v", edges)
 	}
+	var out []*Edge
+	for _, id := range s.ArtifactIDs() {
+		s.RangeOut(id, func(e *Edge) bool { out = append(out, e); return true })
+	}
+	SortEdges(out)
+	if !slices.Equal(out, s.Edges()) {
+		t.Errorf("RangeOut over every artifact visited %v", out)
+	}
 	n := 0
 	s.RangeArtifacts(func(*Artifact) bool { n++; return false })
 	m := 0

@@ -43,6 +43,7 @@ type clusterEdge struct {
 	dep      bool
 	n        int
 	rels     map[string]int
+	counts   []int // by relation number, while counting
 }
 
 // clusterSet is the overview of one state: clusters sorted by count, then
@@ -82,23 +83,31 @@ func buildClusters(st *graph.State, status func(id string) graph.Status, group s
 		}
 		return k
 	}
-	byKey := map[clusterKey]*cluster{}
+	// One pass over artifacts: each gets a provisional cluster number,
+	// kept per id so the edge pass needs one lookup per end.
+	byKey := map[clusterKey]int32{}
+	var all []*cluster
+	of := make(map[string]int32, st.NumArtifacts())
 	st.RangeArtifacts(func(a *graph.Artifact) bool {
 		k := keyOf(a)
-		c := byKey[k]
-		if c == nil {
-			c = &cluster{key: k}
-			byKey[k] = c
+		i, ok := byKey[k]
+		if !ok {
+			i = int32(len(all))
+			byKey[k] = i
+			all = append(all, &cluster{key: k})
 		}
+		c := all[i]
 		c.n++
 		c.samples = keepSmallest(c.samples, a.ID)
+		of[a.ID] = i
 		return true
 	})
-	all := make([]*cluster, 0, len(byKey))
-	for _, c := range byKey {
-		all = append(all, c)
+	order := make([]int32, len(all))
+	for i := range order {
+		order[i] = int32(i)
 	}
-	slices.SortFunc(all, func(a, b *cluster) int {
+	slices.SortFunc(order, func(x, y int32) int {
+		a, b := all[x], all[y]
 		if a.n != b.n {
 			return b.n - a.n
 		}
@@ -107,13 +116,15 @@ func buildClusters(st *graph.State, status func(id string) graph.Status, group s
 		}
 		return strings.Compare(string(a.key.status), string(b.key.status))
 	})
-	// Past maxClusters, merge the smallest into one per status.
-	index := map[clusterKey]int{}
+	// Final numbers: by count; past maxClusters the smallest merge into
+	// one per status.
+	final := make([]int, len(all))
 	cs := &clusterSet{}
 	others := map[graph.Status]int{}
-	for i, c := range all {
-		if i < maxClusters-3 || len(all) <= maxClusters {
-			index[c.key] = len(cs.clusters)
+	for rank, i := range order {
+		c := all[i]
+		if rank < maxClusters-3 || len(all) <= maxClusters {
+			final[i] = len(cs.clusters)
 			cs.clusters = append(cs.clusters, *c)
 			continue
 		}
@@ -128,31 +139,13 @@ func buildClusters(st *graph.State, status func(id string) graph.Status, group s
 		for _, id := range c.samples {
 			oc.samples = keepSmallest(oc.samples, id)
 		}
-		index[c.key] = o
+		final[i] = o
 	}
-	type ek struct {
-		from, to int
-		dep      bool
-	}
-	depends := st.Relations().Depends
-	edges := map[ek]*clusterEdge{}
-	st.RangeEdges(func(e *graph.Edge) bool {
-		fa, ta := st.Artifact(e.From), st.Artifact(e.To)
-		if fa == nil || ta == nil {
-			return true
-		}
-		k := ek{index[keyOf(fa)], index[keyOf(ta)], depends(e.Rel)}
-		ce := edges[k]
-		if ce == nil {
-			ce = &clusterEdge{from: k.from, to: k.to, dep: k.dep, rels: map[string]int{}}
-			edges[k] = ce
-		}
-		ce.n++
-		ce.rels[e.Rel]++
-		return true
-	})
+	edges := countEdges(st, of, final, len(cs.clusters))
 	for _, ce := range edges {
-		cs.edges = append(cs.edges, ce)
+		if ce != nil {
+			cs.edges = append(cs.edges, ce)
+		}
 	}
 	slices.SortFunc(cs.edges, func(a, b *clusterEdge) int {
 		if a.from != b.from {
@@ -170,6 +163,71 @@ func buildClusters(st *graph.State, status func(id string) graph.Status, group s
 		return 1
 	})
 	return cs
+}
+
+// countEdges counts every edge of the state by (cluster of its source,
+// cluster of its target, depends): of gives each artifact's provisional
+// cluster, final its final number among n. The counts live in a dense
+// table (n is at most maxClusters) and relations in short lists, so the
+// pass costs two id lookups per edge and nothing else of note.
+func countEdges(st *graph.State, of map[string]int32, final []int, n int) []*clusterEdge {
+	rels := st.Relations()
+	type relInfo struct {
+		name string
+		dep  bool
+	}
+	var known []relInfo
+	table := make([]*clusterEdge, n*n*2)
+	st.RangeEdges(func(e *graph.Edge) bool {
+		fi, ok1 := of[e.From]
+		ti, ok2 := of[e.To]
+		if !ok1 || !ok2 {
+			return true
+		}
+		ri := -1
+		for i := range known {
+			if known[i].name == e.Rel {
+				ri = i
+				break
+			}
+		}
+		if ri < 0 {
+			ri = len(known)
+			known = append(known, relInfo{e.Rel, rels.Depends(e.Rel)})
+		}
+		from, to, dep := final[fi], final[ti], known[ri].dep
+		slot := (from*n+to)*2 + b2i(dep)
+		ce := table[slot]
+		if ce == nil {
+			ce = &clusterEdge{from: from, to: to, dep: dep, rels: map[string]int{}, counts: make([]int, 0, 4)}
+			table[slot] = ce
+		}
+		ce.n++
+		for len(ce.counts) <= ri {
+			ce.counts = append(ce.counts, 0)
+		}
+		ce.counts[ri]++
+		return true
+	})
+	for _, ce := range table {
+		if ce == nil {
+			continue
+		}
+		for i, c := range ce.counts {
+			if c > 0 {
+				ce.rels[known[i].name] = c
+			}
+		}
+		ce.counts = nil
+	}
+	return table
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // keepSmallest keeps the clusterSamples first ids in natural order.

@@ -173,6 +173,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	serverTiming(h, r)
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }

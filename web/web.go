@@ -1,11 +1,14 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/artifactd/artifactd/store"
 )
@@ -97,6 +100,7 @@ const (
 // may hold any character, "/" included, written %2F.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
+	r = r.WithContext(context.WithValue(r.Context(), startKey{}, time.Now()))
 	path := r.URL.EscapedPath()
 	switch {
 	case strings.HasPrefix(path, prefixAsst):
@@ -177,6 +181,18 @@ func (s *server) routeContext(w http.ResponseWriter, r *http.Request, rest strin
 		return
 	}
 	s.problem(w, r, &problem{Code: codeNotFound, Detail: "no page at this address"})
+}
+
+// startKey keys the time a request arrived in its context; render reports
+// the time since as a Server-Timing header ("app;dur=<ms>").
+type startKey struct{}
+
+// serverTiming sets the Server-Timing header of a page: the milliseconds
+// from the request's arrival to its rendered body.
+func serverTiming(h http.Header, r *http.Request) {
+	if t, ok := r.Context().Value(startKey{}).(time.Time); ok {
+		h.Set("Server-Timing", "app;dur="+strconv.FormatFloat(float64(time.Since(t).Microseconds())/1000, 'f', 1, 64))
+	}
 }
 
 // contentSecurityPolicy allows only this UI's own stylesheet and script;
