@@ -66,9 +66,9 @@ func TestPluralAndTime(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"2026-03-14T09:26:01.5Z":               "14 Mar 2026 09:26:01 UTC",
+		"2026-03-14T09:26:01.5Z":              "14 Mar 2026 09:26:01 UTC",
 		"2026-03-14T09:26:01.123456789+01:00": "14 Mar 2026 08:26:01 UTC",
-		"not a time":                           "not a time",
+		"not a time":                          "not a time",
 	} {
 		if got := humanTime(in); got != want {
 			t.Errorf("humanTime(%q) = %q, want %q", in, got, want)

@@ -262,7 +262,11 @@ func loadHostile(t testing.TB, s *store.Store, ctxID string) (first, head *repla
 	m := linkOp(hostileIDs[0], "mentions", hostileIDs[1])
 	m.Attrs = canon(t, map[string]any{"why": xssMermaid})
 	ops = append(ops, m)
-	head = commit(t, s, ctxID, "", xssImg, xssSVG, ops...)
+	commit(t, s, ctxID, "", xssImg, xssSVG, ops...)
+	// A new version of the question with hostile values, so field-level
+	// diffs show them too.
+	head = commit(t, s, ctxID, "", xssDetails, xssDOT,
+		putOp(t, "xss-question", "question", xssImg, map[string]any{"text": xssImg, "html": xssScript, xssSVG: xssDetails}))
 	return first, head
 }
 

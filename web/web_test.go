@@ -238,6 +238,13 @@ func hostilePages(first, head string) []string {
 		base + "/audit/xss-answer", base + "/artifacts/xss-answer", base + "/artifacts/xss-fetch",
 		base + "/artifacts/xss-question",
 		base + "?at=" + url.QueryEscape(xssScript), // a 404 that echoes the ref
+		base + "/artifacts/xss-question?at=" + head + "&vs=" + first, // a version diff
+		base + "/graph?root=xss-answer&path=1&up=all&down=all",
+		base + "/graph?root=xss-question&expand=" + url.QueryEscape(xssScript) + "&expand=" + url.QueryEscape(xssDOT),
+		base + "/graph?find=" + url.QueryEscape("pwned"),
+		base + "?q=" + url.QueryEscape("pwned"),
+		"/ui/compare?a=xss&b=xss&a_at=" + first,
+		"/?q=xss",
 	}
 	for _, id := range hostileIDs {
 		pages = append(pages, artifactURL("xss", id, ""), auditURL("xss", id, ""),
