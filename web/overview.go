@@ -347,7 +347,7 @@ func (cs *clusterSet) drawing(ctx, at, group string) *drawing {
 				class, attrs = "dep tainted", `, color="#b00020"`
 			}
 		}
-		pen := 1 + math.Log10(float64(e.n))
+		pen := min(1+math.Log10(float64(e.n)), 4)
 		tip := plural(e.n, "edge", "edges") + ": " + strings.Join(rels, ", ")
 		key := from + "->" + to
 		if prev, ok := d.links.edges[key]; ok {
