@@ -42,6 +42,7 @@ const (
 	CodeInvalidSchema    = "invalid-schema"
 	CodeInternal         = "internal"
 	CodeUnavailable      = "unavailable"
+	CodeStoreCorrupt     = "store-corrupt"
 )
 
 // ProblemTypePrefix starts every problem type URI. The URIs are names,
@@ -78,6 +79,7 @@ var problemTable = map[string]struct {
 	CodeInvalidSchema:    {http.StatusUnprocessableEntity, "Invalid JSON Schema"},
 	CodeInternal:         {http.StatusInternalServerError, "Internal server error"},
 	CodeUnavailable:      {http.StatusServiceUnavailable, "Service unavailable"},
+	CodeStoreCorrupt:     {http.StatusInternalServerError, "The stored history does not verify"},
 }
 
 // FieldError is one entry of a problem's errors list: where in the request
@@ -288,6 +290,8 @@ func classify(err error) *Error {
 		return &Error{Code: CodeAmbiguousRef, Detail: stripSentinel(err)}
 	case errors.Is(err, store.ErrInvalid):
 		return &Error{Code: CodeValidation, Detail: stripSentinel(err)}
+	case errors.Is(err, replay.ErrBroken), errors.Is(err, store.ErrCorrupt):
+		return &Error{Code: CodeStoreCorrupt, Detail: "the stored records do not verify: " + err.Error() + "; stop the server and run `artifactd fsck` on its data directory", Err: err}
 	case errors.Is(err, store.ErrWriteFailed):
 		return &Error{Code: CodeUnavailable, Detail: "the store stopped taking writes after a write failure; restart artifactd and run fsck", Err: err}
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

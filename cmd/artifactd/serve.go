@@ -45,7 +45,7 @@ type serveConfig struct {
 // before the store and be loaded before the first request.
 func openAPIStore(ctx context.Context, dir string, logger *slog.Logger) (*store.Store, *httpapi.Registry, error) {
 	reg := httpapi.NewRegistry()
-	st, err := store.Open(ctx, store.Options{Dir: dir, Logger: logger, Roles: reg.RoleOf})
+	st, err := store.Open(ctx, store.Options{Dir: dir, Logger: logger})
 	if err != nil {
 		return nil, nil, err
 	}
