@@ -278,6 +278,11 @@ func loadBig(t testing.TB, s *store.Store, ctxID string, n int) *replay.Commit {
 	if _, err := s.CreateContext(context.Background(), ctxID, store.ModeObserve); err != nil {
 		t.Fatal(err)
 	}
+	return commit(t, s, ctxID, "", "bench", "load", bigOps(t, n)...)
+}
+
+// bigOps are the ops loadBig commits.
+func bigOps(t testing.TB, n int) []graph.Op {
 	ops := make([]graph.Op, 0, 3*n)
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("a%05d", i)
@@ -295,5 +300,5 @@ func loadBig(t testing.TB, s *store.Store, ctxID string, n int) *replay.Commit {
 			ops = append(ops, linkOp(id, "supported_by", fmt.Sprintf("a%05d", i-1)))
 		}
 	}
-	return commit(t, s, ctxID, "", "bench", "load", ops...)
+	return ops
 }

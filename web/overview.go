@@ -83,11 +83,12 @@ func buildClusters(st *graph.State, status func(id string) graph.Status, group s
 		}
 		return k
 	}
-	// One pass over artifacts: each gets a provisional cluster number,
-	// kept per id so the edge pass needs one lookup per end.
+	// One pass over artifacts gives each key a provisional cluster
+	// number. Nothing is kept per artifact: the edge pass recomputes an
+	// end's key (a state lookup and a trust lookup), which costs less
+	// than building a 100k-entry map and collecting it.
 	byKey := map[clusterKey]int32{}
 	var all []*cluster
-	of := make(map[string]int32, st.NumArtifacts())
 	st.RangeArtifacts(func(a *graph.Artifact) bool {
 		k := keyOf(a)
 		i, ok := byKey[k]
@@ -99,7 +100,6 @@ func buildClusters(st *graph.State, status func(id string) graph.Status, group s
 		c := all[i]
 		c.n++
 		c.samples = keepSmallest(c.samples, a.ID)
-		of[a.ID] = i
 		return true
 	})
 	order := make([]int32, len(all))
@@ -141,7 +141,14 @@ func buildClusters(st *graph.State, status func(id string) graph.Status, group s
 		}
 		final[i] = o
 	}
-	edges := countEdges(st, of, final, len(cs.clusters))
+	clusterOf := func(a *graph.Artifact) (int, bool) {
+		if a == nil {
+			return 0, false
+		}
+		i, ok := byKey[keyOf(a)]
+		return final[i], ok
+	}
+	edges := countEdges(st, clusterOf, len(cs.clusters))
 	for _, ce := range edges {
 		if ce != nil {
 			cs.edges = append(cs.edges, ce)
@@ -166,11 +173,12 @@ func buildClusters(st *graph.State, status func(id string) graph.Status, group s
 }
 
 // countEdges counts every edge of the state by (cluster of its source,
-// cluster of its target, depends): of gives each artifact's provisional
-// cluster, final its final number among n. The counts live in a dense
-// table (n is at most maxClusters) and relations in short lists, so the
-// pass costs two id lookups per edge and nothing else of note.
-func countEdges(st *graph.State, of map[string]int32, final []int, n int) []*clusterEdge {
+// cluster of its target, depends): clusterOf gives an artifact's cluster
+// among n. It walks each artifact's out-edges, so a source's cluster is
+// found once per artifact and a target's once per edge; the counts live
+// in a dense table (n is at most maxClusters) and relations in a short
+// list, so the pass allocates next to nothing.
+func countEdges(st *graph.State, clusterOf func(a *graph.Artifact) (int, bool), n int) []*clusterEdge {
 	rels := st.Relations()
 	type relInfo struct {
 		name string
@@ -178,11 +186,10 @@ func countEdges(st *graph.State, of map[string]int32, final []int, n int) []*clu
 	}
 	var known []relInfo
 	table := make([]*clusterEdge, n*n*2)
-	st.RangeEdges(func(e *graph.Edge) bool {
-		fi, ok1 := of[e.From]
-		ti, ok2 := of[e.To]
-		if !ok1 || !ok2 {
-			return true
+	count := func(from int, e *graph.Edge) {
+		to, ok := clusterOf(st.Artifact(e.To))
+		if !ok {
+			return
 		}
 		ri := -1
 		for i := range known {
@@ -195,7 +202,7 @@ func countEdges(st *graph.State, of map[string]int32, final []int, n int) []*clu
 			ri = len(known)
 			known = append(known, relInfo{e.Rel, rels.Depends(e.Rel)})
 		}
-		from, to, dep := final[fi], final[ti], known[ri].dep
+		dep := known[ri].dep
 		slot := (from*n+to)*2 + b2i(dep)
 		ce := table[slot]
 		if ce == nil {
@@ -207,6 +214,16 @@ func countEdges(st *graph.State, of map[string]int32, final []int, n int) []*clu
 			ce.counts = append(ce.counts, 0)
 		}
 		ce.counts[ri]++
+	}
+	st.RangeArtifacts(func(a *graph.Artifact) bool {
+		from, ok := clusterOf(a)
+		if !ok {
+			return true
+		}
+		st.RangeOut(a.ID, func(e *graph.Edge) bool {
+			count(from, e)
+			return true
+		})
 		return true
 	})
 	for _, ce := range table {
