@@ -139,7 +139,7 @@ func TestBrowserAuditor(t *testing.T) {
 		t.Logf("100k context %s: %.1f ms server time (first visit)", p.name, took)
 		if took < 0 {
 			t.Errorf("%s: no Server-Timing", p.path)
-		} else if !raceEnabled && took > float64(hugeBudget.Milliseconds()) {
+		} else if budgetApplies(t) && took > float64(hugeBudget.Milliseconds()) {
 			t.Errorf("%s: %.1f ms of server time, want < %d", p.path, took, hugeBudget.Milliseconds())
 		}
 		if p.name == "overview" {

@@ -3,6 +3,8 @@ package web
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,7 +88,7 @@ func TestHugeContextGraphs(t *testing.T) {
 		slices.Sort(first)
 		slices.Sort(again)
 		t.Logf("%-22s first visit %7.1f ms, revisit %6.1f ms (medians)", p.name, ms(first[1]), ms(again[2]))
-		if !raceEnabled && (first[1] > hugeBudget || again[2] > hugeBudget) {
+		if budgetApplies(t) && (first[1] > hugeBudget || again[2] > hugeBudget) {
 			t.Errorf("%s: first visit %v, revisit %v; want both < %v", p.path, first[1], again[2], hugeBudget)
 		}
 		switch {
@@ -100,6 +102,31 @@ func TestHugeContextGraphs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// budgetApplies reports whether time budgets are checked: not under the
+// race detector (several-fold slower), and not while the machine's
+// one-minute load average exceeds twice its CPUs (a shared machine then
+// measures its neighbours, not this code; the figures are still logged).
+func budgetApplies(tb testing.TB) bool {
+	tb.Helper()
+	if raceEnabled {
+		return false
+	}
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return true
+	}
+	load, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || load <= 2*float64(runtime.NumCPU()) {
+		return true
+	}
+	tb.Logf("load average %.1f on %d CPUs: time budgets not checked", load, runtime.NumCPU())
+	return false
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -237,7 +237,7 @@ func hostilePages(first, head string) []string {
 		base + "/diff", base + "/diff?from=" + first + "&to=" + head,
 		base + "/audit/xss-answer", base + "/artifacts/xss-answer", base + "/artifacts/xss-fetch",
 		base + "/artifacts/xss-question",
-		base + "?at=" + url.QueryEscape(xssScript), // a 404 that echoes the ref
+		base + "?at=" + url.QueryEscape(xssScript),                   // a 404 that echoes the ref
 		base + "/artifacts/xss-question?at=" + head + "&vs=" + first, // a version diff
 		base + "/graph?root=xss-answer&path=1&up=all&down=all",
 		base + "/graph?root=xss-question&expand=" + url.QueryEscape(xssScript) + "&expand=" + url.QueryEscape(xssDOT),
