@@ -70,6 +70,9 @@ func TestHugeContextGraphs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 100k-artifact context")
 	}
+	if raceEnabled {
+		t.Skip("a 100k-artifact context takes minutes under the race detector; TestOverviewClusters covers the code")
+	}
 	h := newHugeServer(t)
 	srv := h.(*server)
 	serveTimed(t, h, "/ui/contexts/huge") // loads the head
