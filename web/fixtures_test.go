@@ -267,6 +267,22 @@ func loadHostile(t testing.TB, s *store.Store, ctxID string) (first, head *repla
 	// diffs show them too.
 	head = commit(t, s, ctxID, "", xssDetails, xssDOT,
 		putOp(t, "xss-question", "question", xssImg, map[string]any{"text": xssImg, "html": xssScript, xssSVG: xssDetails}))
+
+	// A context large enough for the clustered overview, its producers
+	// hostile: ctxID + "-big".
+	if _, err := s.CreateContext(context.Background(), ctxID+"-big", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	producers := []string{xssScript, xssImg, xssSVG, xssDOT}
+	var big []graph.Op
+	for i := range wholeNodes + 10 {
+		id := fmt.Sprintf("%s-%03d", xssAttrText, i)
+		big = append(big, putOp(t, id, "claim", producers[i%len(producers)], map[string]any{"text": xssDetails}))
+		if i > 0 {
+			big = append(big, linkOp(id, "derived_from", fmt.Sprintf("%s-%03d", xssAttrText, i-1)))
+		}
+	}
+	commit(t, s, ctxID+"-big", "", xssScript, xssImg, big...)
 	return first, head
 }
 

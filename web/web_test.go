@@ -245,6 +245,8 @@ func hostilePages(first, head string) []string {
 		base + "?q=" + url.QueryEscape("pwned"),
 		"/ui/compare?a=xss&b=xss&a_at=" + first,
 		"/?q=xss",
+		"/ui/contexts/xss-big/graph?group=producer", // the overview's clusters
+		"/ui/contexts/xss-big/graph?root=" + url.QueryEscape(xssAttrText+"-005"),
 	}
 	for _, id := range hostileIDs {
 		pages = append(pages, artifactURL("xss", id, ""), auditURL("xss", id, ""),
