@@ -600,7 +600,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		var dataErr error
 		rep, err := graph.Audit(v.State, id,
-			func(id string) graph.Trust { return v.Trust.Explain(v.State, id) },
+			v.Trust.Explainer(v.State),
 			func(a *graph.Artifact) json.RawMessage {
 				d, err := v.Data(a)
 				if err != nil && dataErr == nil {

@@ -175,6 +175,8 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/contexts", s.handleCreateContext, ScopeWrite, "", docCreateContext},
 		// Contexts.
 		{"GET", "/v1/contexts/{ctx}", s.handleDescribeContext, ScopeRead, "ctx", docDescribeContext}, // branches, head, hash, counts, trust summary
+		{"PUT", "/v1/contexts/{ctx}", s.handleEnsureContext, ScopeWrite, "ctx", docEnsureContext},    // create if absent; 200 when the same, 409 when different
+		{"GET", "/v1/compare", s.handleCompare, ScopeRead, "", docCompare},                           // ?a=CTX[@REF]&b=CTX[@REF]: same run, or where it diverges
 		// Commits: history and the general write.
 		{"POST", "/v1/contexts/{ctx}/commits", s.handleCommit, ScopeWrite, "ctx", docCommit},         // one atomic commit of ops
 		{"GET", "/v1/contexts/{ctx}/commits", s.handleListCommits, ScopeRead, "ctx", docListCommits}, // first-parent log, newest first
@@ -192,9 +194,10 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/contexts/{ctx}/hash", s.handleHash, ScopeRead, "ctx", docHash},
 		{"GET", "/v1/contexts/{ctx}/quarantine", s.handleQuarantine, ScopeRead, "ctx", docQuarantine},
 		{"GET", "/v1/contexts/{ctx}/diff", s.handleDiff, ScopeRead, "ctx", docDiff},
-		{"GET", "/v1/contexts/{ctx}/audit/{id}", s.handleAudit, ScopeRead, "ctx", docAudit}, // json or markdown
-		{"POST", "/v1/contexts/{ctx}/verify", s.handleVerify, ScopeRead, "ctx", docVerify},  // replay the stored chain while serving
-		{"GET", "/v1/contexts/{ctx}/eval", s.handleEval, ScopeRead, "ctx", docEval},         // supported answers, quarantine share
+		{"GET", "/v1/contexts/{ctx}/audit/{id}", s.handleAudit, ScopeRead, "ctx", docAudit},                       // json or markdown
+		{"POST", "/v1/contexts/{ctx}/verify", s.handleVerify, ScopeRead, "ctx", docVerify},                        // replay the stored chain while serving
+		{"GET", "/v1/contexts/{ctx}/eval", s.handleEval, ScopeRead, "ctx", docEval},                               // supported answers, quarantine share
+		{"GET", "/v1/contexts/{ctx}/model-calls/{hash}", s.handleGetModelCall, ScopeRead, "ctx", docGetModelCall}, // a recorded model response by request hash
 		// Branches.
 		{"GET", "/v1/contexts/{ctx}/branches", s.handleListBranches, ScopeRead, "ctx", docListBranches},
 		{"POST", "/v1/contexts/{ctx}/branches", s.handleCreateBranch, ScopeWrite, "ctx", docCreateBranch},              // from any commit

@@ -186,6 +186,7 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	gen := s.headGen
 	s.mu.Unlock()
 	if h != nil {
+		s.touch(h)
 		return h, nil
 	}
 	id, err := s.ref(ctxID, branch)
@@ -205,13 +206,19 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 		return nil, err
 	}
 	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndex(st, s.baseFor(st))}
+	h.cost.Store(stateCost(st))
+	s.touch(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if existing := s.heads[key]; existing != nil {
 		return existing, nil
 	}
-	if s.headGen == gen && s.moving[key] == 0 {
+	// Cache the head only if it is still the branch's durable head: a
+	// commit group may have moved the ref since it was read (and its own
+	// head may since have been evicted from the cache).
+	if cur, err := s.ref(ctxID, branch); err == nil && cur == c.ID && s.headGen == gen && s.moving[key] == 0 {
 		s.heads[key] = h
+		s.evictHeadsLocked()
 	}
 	return h, nil
 }

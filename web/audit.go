@@ -36,7 +36,7 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 		if v.State.Artifact(id) == nil {
 			return &problem{Code: codeNotFound, Detail: "no artifact with this id at commit " + v.Commit.ID.Short()}
 		}
-		trust := func(x string) graph.Trust { return v.Trust.Explain(v.State, x) }
+		trust := v.Trust.Explainer(v.State)
 		var dataErr error
 		dataOf := func(a *graph.Artifact) json.RawMessage {
 			d, err := v.Data(a)
