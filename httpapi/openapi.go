@@ -80,6 +80,7 @@ var (
 	docPutRelation     = opDoc{id: "putRelation", summary: "Register or update a user relation (admin on \"*\")", tag: "types", body: "relation", status: 201, result: "Relation"}
 	docEval            = opDoc{id: "eval", summary: "Structural evaluation: supported answers, quarantine share", tag: "contexts", status: 200, result: "Eval"}
 	docVerify          = opDoc{id: "verify", summary: "Replay the stored chain and compare its context hash", tag: "contexts", body: "verify", status: 200, result: "Verify"}
+	docAddSecrets      = opDoc{id: "addSecrets", summary: "Declare secret values to mask by value in tool results and effect errors (admin on \"*\"); never echoed back", tag: "gate", body: "secrets", status: 200, result: "SecretsWrite"}
 	docFetch           = opDoc{id: "recordFetch", summary: "Classify fetch evidence (or, with perform, fetch the URL) and commit the fetch_verdict with its receipt; the body is stored as a blob", tag: "gate", body: "fetch", status: 201, result: "FetchWrite"}
 	docToolResult      = opDoc{id: "recordToolResult", summary: "Sanitise a tool error or output for the model and commit it as tool_error / tool_output; the full masked text is stored as a blob", tag: "gate", body: "tool-result", status: 201, result: "ArtifactWrite"}
 	docCreateEffect    = opDoc{id: "createEffect", summary: "Record an intended side effect as pending (200 with the recorded effect when the idempotency key is known)", tag: "outbox", body: "effect", status: 201, result: "EffectWrite"}
@@ -162,7 +163,9 @@ var resultSchemas = map[string]string{
 	  "poison_roots":{"type":"array","items":{"type":"object","required":["id","reason","blast_radius"],"properties":{"id":{"type":"string"},"reason":{"type":"string"},"blast_radius":{"type":"integer"}}}},
 	  "quarantined":{"type":"array","items":{"type":"object","required":["id","roots","path"],"properties":{"id":{"type":"string"},"roots":{"type":"array","items":{"type":"string"}},"path":{"type":"array","items":{"type":"string"}}}}},
 	  "blast_radius":{"type":"integer"},"summary":{"$ref":"#/components/schemas/TrustSummary"}}}`,
+	"SecretsWrite": `{"type":"object","required":["added","declared"],"properties":{"added":{"type":"integer"},"declared":{"type":"integer"}}}`,
 	"FetchWrite": `{"type":"object","required":["verdict","body_blob","commit","context_hash","artifact"],"properties":{"verdict":{"enum":["RETRIEVED","FAILED","UNKNOWN"]},
+	  "text":{"type":"string"},"text_chars":{"type":"integer"},"text_truncated":{"type":"boolean"},"text_blob":{"$ref":"#/components/schemas/Digest"},
 	  "layer":{"enum":["transport","extraction","fingerprint"]},"reason":{"type":"string"},"body_blob":{"$ref":"#/components/schemas/Digest"},"rendered":{"type":"boolean"},"ignored":{"type":"array","items":{"type":"string"}},
 	  "commit":{"$ref":"#/components/schemas/Digest"},"context_hash":{"$ref":"#/components/schemas/Digest"},"noop":{"type":"boolean"},"artifact":{"$ref":"#/components/schemas/Artifact"},"trust_at":{"$ref":"#/components/schemas/Digest"},
 	  "tainted":{"type":"array","items":{"$ref":"#/components/schemas/TaintedBy"}}}}`,
@@ -212,7 +215,7 @@ var requestComponent = map[string]string{
 	"branch": "BranchRequest", "reset": "ResetRequest", "type": "TypeRequest", "merge": "MergeRequest",
 	"fetch": "FetchRequest", "tool-result": "ToolResultRequest", "effect": "EffectRequest",
 	"claim": "ClaimRequest", "complete": "CompleteRequest", "fail": "FailRequest",
-	"relation": "RelationRequest", "verify": "VerifyRequest",
+	"relation": "RelationRequest", "verify": "VerifyRequest", "secrets": "SecretsRequest",
 	"context-put": "ContextPutRequest",
 }
 
@@ -221,7 +224,7 @@ var requestSources = map[string]string{
 	"branch": schemaBranchRequest, "reset": schemaResetRequest, "type": schemaTypeRequest, "merge": schemaMergeRequest,
 	"fetch": schemaFetchRequest, "tool-result": schemaToolResultRequest, "effect": schemaEffectRequest,
 	"claim": schemaClaimRequest, "complete": schemaCompleteRequest, "fail": schemaFailRequest,
-	"relation": schemaRelationRequest, "verify": schemaVerifyRequest,
+	"relation": schemaRelationRequest, "verify": schemaVerifyRequest, "secrets": schemaSecretsRequest,
 	"context-put": schemaContextPutRequest,
 }
 

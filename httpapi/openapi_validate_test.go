@@ -176,6 +176,9 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 	do("POST", "/v1/contexts/run/artifacts", map[string]any{"type": "claim", "data": map[string]any{}})                                                                      // 422
 	do("POST", "/v1/contexts/run/artifacts", map[string]any{"id": "x", "type": "claim", "data": map[string]any{"text": "x"}, "parent": "sha256:" + strings.Repeat("0", 64)}) // 409 stale
 	do("POST", "/v1/contexts/run/tool-results", map[string]any{"id": "t", "tool": "calc", "output": "42"})
+	do("POST", "/v1/contexts/run/fetches", map[string]any{"kind": "file", "path": "/notes/a.md", "size": 11, "body": "hello world", "produced_by": "agent"})
+	do("POST", "/v1/admin/secrets", map[string]any{"secrets": []any{"a-long-secret-1"}})
+	do("POST", "/v1/admin/secrets", map[string]any{"secrets": []any{"tiny"}}) // 422
 	do("POST", "/v1/contexts/run/commits", map[string]any{"ops": []any{map[string]any{"op": "put", "artifact": map[string]any{"id": "n", "type": "note", "data": map[string]any{"text": "n"}}}}})
 	do("GET", "/v1/contexts/run/commits", nil)
 	do("GET", "/v1/contexts/run/commits/main", nil)

@@ -58,7 +58,7 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := removeEmptyLogs(opts.Dir, log); err != nil {
+	if err := RemoveEmptyLogs(opts.Dir, log); err != nil {
 		return nil, err
 	}
 	bo := badger.DefaultOptions(opts.Dir).
@@ -75,13 +75,13 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	return &Driver{db: db, noSync: opts.NoSync}, nil
 }
 
-// removeEmptyLogs deletes the empty write-ahead (.mem) and value log
+// RemoveEmptyLogs deletes the empty write-ahead (.mem) and value log
 // (.vlog) files a crash can leave between creating such a file and sizing
 // it. Badger creates both at full size, so an empty one holds nothing;
 // Badger v4 refuses to open a directory that has one (upstream issue
 // dgraph-io/badger#2207). Without the file the directory is what it would
 // be had the crash come a moment earlier.
-func removeEmptyLogs(dir string, log *slog.Logger) error {
+func RemoveEmptyLogs(dir string, log *slog.Logger) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
