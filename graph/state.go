@@ -158,6 +158,11 @@ func cloneEdgeMap(m map[EdgeKey]*Edge) map[EdgeKey]*Edge {
 	return c
 }
 
+// Share prepares the state to be cloned by several goroutines at once (a
+// state in a cache of read-only states): afterwards Clone only reads s.
+// Call it before s is shared; later changes to s stay correct.
+func (s *State) Share() { s.acc.MarkShared() }
+
 // Hash returns the context hash of the state. It re-hashes only the
 // buckets touched since the last call.
 func (s *State) Hash() hashing.Digest { return s.acc.Root() }
