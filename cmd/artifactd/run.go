@@ -40,6 +40,7 @@ func commands() map[string]command {
 		"demo":       {"load example contexts (the ten-step poison plan, an audit run)", runDemo},
 		"bench":      {"load-test single-artifact commits over HTTP", runBench},
 		"fetch":      {"fetch a URL under the gate's address policy and record its verdict", runFetch},
+		"mcp":        {"the MCP server over stdio (--server URL or --data DIR); serve also has it at /mcp", runMCP},
 	}
 }
 
