@@ -43,6 +43,7 @@ const (
 	CodeInternal         = "internal"
 	CodeUnavailable      = "unavailable"
 	CodeStoreCorrupt     = "store-corrupt"
+	CodeNoSpace          = "insufficient-storage"
 )
 
 // ProblemTypePrefix starts every problem type URI. The URIs are names,
@@ -80,6 +81,7 @@ var problemTable = map[string]struct {
 	CodeInternal:         {http.StatusInternalServerError, "Internal server error"},
 	CodeUnavailable:      {http.StatusServiceUnavailable, "Service unavailable"},
 	CodeStoreCorrupt:     {http.StatusInternalServerError, "The stored history does not verify"},
+	CodeNoSpace:          {http.StatusInsufficientStorage, "Not enough free disk space for writes"},
 }
 
 // FieldError is one entry of a problem's errors list: where in the request
@@ -173,6 +175,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	h.Del("ETag")
 	if e.Code == CodeUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="artifactd"`)
+	}
+	switch e.Code {
+	case CodeStoreCorrupt:
+		// Stop claiming readiness and stop writing on top of it.
+		s.st.NoteCorruption(err)
+	case CodeNoSpace:
+		h.Set("Retry-After", "30")
 	}
 	s.metrics.problem(e.Code)
 	w.WriteHeader(p.status)
@@ -290,6 +299,8 @@ func classify(err error) *Error {
 		return &Error{Code: CodeAmbiguousRef, Detail: stripSentinel(err)}
 	case errors.Is(err, store.ErrInvalid):
 		return &Error{Code: CodeValidation, Detail: stripSentinel(err)}
+	case errors.Is(err, store.ErrNoSpace):
+		return &Error{Code: CodeNoSpace, Detail: err.Error() + "; reads go on", Err: err}
 	case errors.Is(err, replay.ErrBroken), errors.Is(err, store.ErrCorrupt):
 		return &Error{Code: CodeStoreCorrupt, Detail: "the stored records do not verify: " + err.Error() + "; stop the server and run `artifactd fsck` on its data directory", Err: err}
 	case errors.Is(err, store.ErrWriteFailed):

@@ -186,7 +186,16 @@ func (s *Store) run() {
 				break drain
 			}
 		}
-		if err := s.writeFailure(); err != nil {
+		err := s.writeFailure()
+		if err == nil {
+			err = s.checkSpace()
+		}
+		if err == nil {
+			if p := s.corrupt.Load(); p != nil {
+				err = fmt.Errorf("%w: writes are refused since a read found %v; stop artifactd and run artifactd fsck", ErrCorrupt, *p)
+			}
+		}
+		if err != nil {
 			for _, r := range batch {
 				r.resp <- writeResp{err: err}
 			}
@@ -567,6 +576,9 @@ func (g *group) head(ctxID, branch string, block bool) (*head, error) {
 		}
 	}
 	c, err := g.commitRecord(ctxID, id)
+	if errors.Is(err, ErrNotFound) {
+		err = fmt.Errorf("%w: branch %s names commit %s of context %q, which is missing (run artifactd fsck)", ErrCorrupt, branch, id.Short(), ctxID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -851,6 +863,9 @@ func (g *group) commit(r *writeReq) error {
 		kv{keyCommit(req.Context, c.ID), rec},
 		kv{keySeq(req.Context, c.Seq), c.ID[:]},
 		kv{keyRef(req.Context, req.Branch), c.ID[:]})
+	// Later requests of the group (a branch reset or a fast-forward merge
+	// checking the head it expects) must see this ref move, not the disk's.
+	g.refs[headKey(req.Context, req.Branch)] = c.ID
 	g.commits[req.Context+"\x00"+string(c.ID[:])] = c
 	// The payloads now live in the object store; the head keeps metadata.
 	for _, ch := range changes {

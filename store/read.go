@@ -115,6 +115,16 @@ func (s *Store) commitRecord(ctxID string, id hashing.Digest) (*replay.Commit, e
 	return &c, nil
 }
 
+// linkedCommit reads a commit that another record names (a ref, a parent
+// link, the commit index): its absence is corruption, not a miss.
+func (s *Store) linkedCommit(ctxID string, id hashing.Digest, from string) (*replay.Commit, error) {
+	c, err := s.commitRecord(ctxID, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s names commit %s of context %q, which is missing (run artifactd fsck)", ErrCorrupt, from, id.Short(), ctxID)
+	}
+	return c, err
+}
+
 // Resolve turns a reference into a commit: "" (the main head), a branch
 // name, a full "sha256:<hex>" id, bare hex, or a unique prefix of at least
 // 8 hex digits. A branch name wins over a hash prefix. A prefix that
@@ -129,7 +139,7 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	if ValidateBranch(ref) == nil {
 		d, err := s.ref(ctxID, ref)
 		if err == nil {
-			return s.commitRecord(ctxID, d)
+			return s.linkedCommit(ctxID, d, "branch "+ref)
 		}
 		if !errors.Is(err, ErrNotFound) {
 			return nil, err
@@ -166,7 +176,7 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	case 0:
 		return nil, fmt.Errorf("%w: no commit of context %q starts with %s", ErrNotFound, ctxID, prefix)
 	case 1:
-		return s.commitRecord(ctxID, matches[0])
+		return s.linkedCommit(ctxID, matches[0], "the commit index")
 	}
 	return nil, fmt.Errorf("%w: %s matches more than one commit of context %q; give more digits", ErrAmbiguous, prefix, ctxID)
 }
@@ -193,7 +203,7 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.commitRecord(ctxID, id)
+	c, err := s.linkedCommit(ctxID, id, "branch "+branch)
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +425,7 @@ func (s *Store) History(ctx context.Context, ctxID string, c *replay.Commit, id 
 		if err != nil {
 			return nil, err
 		}
-		wrote, err := s.commitRecord(ctxID, av.commit)
+		wrote, err := s.linkedCommit(ctxID, av.commit, "artifact "+id)
 		if err != nil {
 			return nil, err
 		}
@@ -423,7 +433,7 @@ func (s *Store) History(ctx context.Context, ctxID string, c *replay.Commit, id 
 		if len(wrote.Parents) == 0 {
 			break
 		}
-		if cur, err = s.commitRecord(ctxID, wrote.Parents[0]); err != nil {
+		if cur, err = s.linkedCommit(ctxID, wrote.Parents[0], "commit "+wrote.ID.Short()); err != nil {
 			return nil, err
 		}
 	}
@@ -443,7 +453,7 @@ func (s *Store) Log(ctx context.Context, ctxID string, c *replay.Commit, limit i
 		if len(cur.Parents) == 0 {
 			break
 		}
-		next, err := s.commitRecord(ctxID, cur.Parents[0])
+		next, err := s.linkedCommit(ctxID, cur.Parents[0], "commit "+cur.ID.Short())
 		if err != nil {
 			return out, err
 		}
@@ -487,7 +497,7 @@ func (s *Store) Commits(ctx context.Context, ctxID string, after uint64, fn func
 			return err
 		}
 		for i, id := range ids {
-			c, err := s.commitRecord(ctxID, id)
+			c, err := s.linkedCommit(ctxID, id, "the commit index")
 			if err != nil {
 				return err
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv/badgerkv"
 )
 
 // Errors returned by the store. They are wrapped with detail; match them
@@ -77,6 +78,10 @@ type Options struct {
 	// MaxBatch bounds how many commit requests one group commit takes
 	// (default 256).
 	MaxBatch int
+	// ReserveBytes is the free space writes leave on the data directory's
+	// file system (default DefaultReserveBytes; negative: no check). Below
+	// it writes fail with ErrNoSpace and reads go on.
+	ReserveBytes int64
 }
 
 // Store is the artifactd repository: contexts, branches, commits, ops,
@@ -101,6 +106,11 @@ type Store struct {
 	// orders their use for eviction.
 	headBudget int64
 	tick       atomic.Uint64
+
+	dir     string
+	reserve atomic.Int64
+	// corrupt is the first corruption a read reported (NoteCorruption).
+	corrupt atomic.Pointer[error]
 
 	nodes   *lru[hashing.Digest, *trieNode]
 	objects *lru[hashing.Digest, []byte]
@@ -246,6 +256,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		WithMemTableSize(memTableSize).
 		// One goroutine writes; conflict tracking would only cost.
 		WithDetectConflicts(false)
+	// A crash between creating a log file and sizing it leaves an empty
+	// one that Badger refuses to open (see badgerkv.RemoveEmptyLogs).
+	lg := opts.Logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	if err := badgerkv.RemoveEmptyLogs(opts.Dir, lg); err != nil {
+		return nil, err
+	}
 	db, err := badger.Open(bo)
 	if err != nil {
 		// Badger reports the directory lock only in its message.
@@ -266,11 +285,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		objects:    newLRU[hashing.Digest](cacheBytes(opts)*10/100, func(b []byte) int64 { return int64(len(b)) + 64 }),
 		states:     newLRU[string](cacheBytes(opts)*15/100, func(m *materialized) int64 { return stateCost(m.state) }),
 		headBudget: cacheBytes(opts) * 60 / 100,
+		dir:        opts.Dir,
 		heads:      make(map[string]*head),
 		moving:     make(map[string]int),
 		ctxs:       make(map[string]*ctxState),
 	}
 	s.txnBytes, s.txnCount = db.MaxBatchSize()/2, db.MaxBatchCount()/2
+	s.reserve.Store(reserveBytes(opts))
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -288,6 +309,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
+func reserveBytes(o Options) int64 {
+	if o.ReserveBytes == 0 {
+		return DefaultReserveBytes
+	}
+	return o.ReserveBytes
+}
+
 // DefaultCacheBytes is the default memory budget of a store's caches.
 const DefaultCacheBytes = 256 << 20
 
@@ -303,13 +331,6 @@ func cacheBytes(o Options) int64 {
 // measured on 101-artifact heads, and a fixed part for the hash buckets.
 func stateCost(st *graph.State) int64 {
 	return 16<<10 + 700*int64(st.NumArtifacts()+st.NumEdges()+st.NumTombstones())
-}
-
-func orDefault(v, d int) int {
-	if v <= 0 {
-		return d
-	}
-	return v
 }
 
 func (s *Store) checkFormat() error {

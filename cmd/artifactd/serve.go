@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/gate/fetch"
 	"github.com/artifactd/artifactd/gate/render"
 	"github.com/artifactd/artifactd/httpapi"
@@ -38,6 +39,53 @@ type serveConfig struct {
 	Render  httpapi.Renderer
 	// FetchMode and RenderMode describe them for the start-up line.
 	FetchMode, RenderMode string
+	// GateRules is the ruleset new verdicts use (serve --gate-rules; the
+	// built-in gate/v2 when nil); Secrets are the declared secrets (serve
+	// --secrets).
+	GateRules *gate.Rules
+	Secrets   gate.Secrets
+}
+
+// loadGateRules reads a ruleset file (serve --gate-rules); "" means none.
+func loadGateRules(path string) (*gate.Rules, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := gate.ParseRules(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := gate.BuiltinRulesets().Add(r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// loadSecrets reads a secrets file (serve --secrets): one value per line,
+// blank lines ignored, surrounding whitespace not part of a value.
+func loadSecrets(path string) (gate.Secrets, error) {
+	if path == "" {
+		return gate.Secrets{}, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return gate.Secrets{}, err
+	}
+	var vals []string
+	for _, ln := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(ln) != "" {
+			vals = append(vals, ln)
+		}
+	}
+	sec, err := gate.NewSecrets(vals)
+	if err != nil {
+		return gate.Secrets{}, fmt.Errorf("%s: %w (values are counted from 0, blank lines skipped)", path, err)
+	}
+	return sec, nil
 }
 
 // openAPIStore opens the store with the type registry wired in: the
@@ -63,6 +111,7 @@ func newServer(st *store.Store, types *httpapi.Registry, cfg serveConfig) *httpa
 		Store: st, Types: types, Logger: cfg.Logger, Tokens: cfg.Tokens,
 		MaxBodyBytes: cfg.MaxBody, UI: cfg.UI,
 		AllowFetch: cfg.Fetcher != nil, Fetcher: cfg.Fetcher, Render: cfg.Render,
+		GateRules: cfg.GateRules, Sanitize: gate.SanitizeOptions{Secrets: cfg.Secrets},
 	})
 }
 
@@ -160,7 +209,7 @@ func checkBind(addr string, haveTokens, insecure bool) error {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render]", stderr)
+	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE]", stderr)
 	dataDir := fs.String("data", defaultDataDir, "data directory of the store (created if missing)")
 	addr := fs.String("addr", defaultAddr, "address to listen on")
 	tokensFile := fs.String("tokens", "", "bearer tokens file: JSON or lines \"TOKEN SCOPE PATTERN[,PATTERN]\" (default: $ARTIFACTD_TOKENS)")
@@ -169,6 +218,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	allowFetch := fs.Bool("allow-fetch", false, `let POST .../fetches with "perform": true fetch URLs (public addresses only)`)
 	allowPrivate := fs.Bool("allow-private-fetch", false, "with --allow-fetch, also fetch loopback and private addresses (tests and development only)")
 	renderOn := fs.Bool("render", false, "render UNKNOWN script shells in headless chromium and classify them again")
+	gateRules := fs.String("gate-rules", "", "gate ruleset file (JSON, format 1, usually extending gate/v2) for new fetch verdicts")
+	secretsFile := fs.String("secrets", "", "file of secret values, one per line, masked by value in tool results and effect errors")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -188,6 +239,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := serveConfig{Tokens: tokens, Insecure: *insecure, MaxBody: *maxBody, Logger: logger}
+	if cfg.GateRules, err = loadGateRules(*gateRules); err != nil {
+		return fail(stderr, exitUsage, "serve: --gate-rules: %v", err)
+	}
+	if cfg.Secrets, err = loadSecrets(*secretsFile); err != nil {
+		return fail(stderr, exitUsage, "serve: --secrets: %v", err)
+	}
 	if err := gateTiers(&cfg, *allowFetch, *allowPrivate, *renderOn); err != nil {
 		return fail(stderr, exitUsage, "serve: %v", err)
 	}
