@@ -253,7 +253,7 @@ func coreFlow(t *testing.T, cs *sdk.ClientSession, ctxID string) {
 	got := ok[mcp.FetchWrite](t, cs, "submit_fetch", map[string]any{
 		"context": ctxID, "id": "fetch:price", "url": "https://shop.example/p", "status": 200,
 		"headers": map[string]any{"content-type": "application/json"}, "body": `{"price": 19.99}`})
-	if got.Verdict != "RETRIEVED" || got.Artifact.Version != 2 {
+	if got.Verdict != "RETRIEVED" || got.Artifact.Version != 2 || !strings.Contains(got.Text, "19.99") {
 		t.Fatalf("re-fetch: %+v", got)
 	}
 	tr = ok[mcp.TrustAnswer](t, cs, "check_trust", map[string]any{"context": ctxID, "id": "fetch:price"})

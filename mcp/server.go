@@ -49,18 +49,24 @@ type CheckTrustInput struct {
 
 // EvidenceBody is what an agent saw when it fetched a URL.
 type EvidenceBody struct {
-	ID         string            `json:"id,omitempty" jsonschema:"id of the fetch_verdict; a new version when it exists (re-submit under the same id to lift a quarantine)"`
-	URL        string            `json:"url" jsonschema:"the requested URL"`
-	FinalURL   string            `json:"final_url,omitempty" jsonschema:"the URL after redirects"`
-	Redirects  []Redirect        `json:"redirects,omitempty" jsonschema:"the redirect chain, in order"`
-	Status     int               `json:"status,omitempty" jsonschema:"HTTP status of the final response"`
-	Headers    map[string]string `json:"headers,omitempty" jsonschema:"response headers (content-type matters)"`
-	Body       *string           `json:"body,omitempty" jsonschema:"the response body as text"`
-	BodyBase64 *string           `json:"body_base64,omitempty" jsonschema:"the response body as base64 (instead of body)"`
-	Error      *string           `json:"error,omitempty" jsonschema:"the transport error, when the fetch failed before a response"`
-	Edges      []EdgeBody        `json:"edges,omitempty" jsonschema:"outgoing edges of the verdict"`
-	Branch     string            `json:"branch,omitempty" jsonschema:"branch to write to (default main)"`
-	Quarantine string            `json:"quarantine,omitempty" jsonschema:"enforce or observe, for this write"`
+	ID          string            `json:"id,omitempty" jsonschema:"id of the fetch_verdict; a new version when it exists (re-submit under the same id to lift a quarantine)"`
+	Kind        string            `json:"kind,omitempty" jsonschema:"the read kind: http (default), file (path, size and the body) or tool (tool and the body; url names the resource)"`
+	Path        string            `json:"path,omitempty" jsonschema:"the file read (kind file)"`
+	Size        *int64            `json:"size,omitempty" jsonschema:"the file's size in bytes (kind file)"`
+	Tool        string            `json:"tool,omitempty" jsonschema:"the tool that read (kind tool)"`
+	ContentType string            `json:"content_type,omitempty" jsonschema:"content type of a file or tool read"`
+	ProducedBy  string            `json:"produced_by,omitempty" jsonschema:"who made the read (recorded in the verdict)"`
+	URL         string            `json:"url,omitempty" jsonschema:"the requested URL (the resource, for a tool read)"`
+	FinalURL    string            `json:"final_url,omitempty" jsonschema:"the URL after redirects"`
+	Redirects   []Redirect        `json:"redirects,omitempty" jsonschema:"the redirect chain, in order"`
+	Status      int               `json:"status,omitempty" jsonschema:"HTTP status of the final response"`
+	Headers     map[string]string `json:"headers,omitempty" jsonschema:"response headers (content-type matters)"`
+	Body        *string           `json:"body,omitempty" jsonschema:"the response body as text"`
+	BodyBase64  *string           `json:"body_base64,omitempty" jsonschema:"the response body as base64 (instead of body)"`
+	Error       *string           `json:"error,omitempty" jsonschema:"the transport error, when the fetch failed before a response"`
+	Edges       []EdgeBody        `json:"edges,omitempty" jsonschema:"outgoing edges of the verdict"`
+	Branch      string            `json:"branch,omitempty" jsonschema:"branch to write to (default main)"`
+	Quarantine  string            `json:"quarantine,omitempty" jsonschema:"enforce or observe, for this write"`
 }
 
 // SubmitFetchInput is submit_fetch's arguments.
@@ -221,7 +227,7 @@ func tool[In, Out any](call func(context.Context, In) (*Out, error)) sdk.ToolHan
 
 // fetchBody is the fetch request of submitted evidence.
 func fetchBody(e EvidenceBody) FetchBody {
-	return FetchBody{ID: e.ID, URL: e.URL, FinalURL: e.FinalURL, Redirects: e.Redirects, Status: e.Status, Headers: e.Headers,
+	return FetchBody{ID: e.ID, Kind: e.Kind, Path: e.Path, Size: e.Size, Tool: e.Tool, ContentType: e.ContentType, ProducedBy: e.ProducedBy, URL: e.URL, FinalURL: e.FinalURL, Redirects: e.Redirects, Status: e.Status, Headers: e.Headers,
 		Body: e.Body, BodyBase64: e.BodyBase64, Error: e.Error, Edges: e.Edges, Branch: e.Branch, Quarantine: e.Quarantine}
 }
 

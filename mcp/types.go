@@ -55,19 +55,25 @@ type Redirect struct {
 // FetchBody is POST /v1/contexts/{ctx}/fetches: the evidence of one fetch,
 // or (fetch_url) a URL the server fetches itself.
 type FetchBody struct {
-	ID         string            `json:"id,omitempty" jsonschema:"id of the fetch_verdict; a new version when it exists (re-fetch under the same id to lift a quarantine)"`
-	URL        string            `json:"url" jsonschema:"the requested URL"`
-	FinalURL   string            `json:"final_url,omitempty" jsonschema:"the URL after redirects"`
-	Redirects  []Redirect        `json:"redirects,omitempty" jsonschema:"the redirect chain, in order"`
-	Status     int               `json:"status,omitempty" jsonschema:"HTTP status of the final response"`
-	Headers    map[string]string `json:"headers,omitempty" jsonschema:"response headers (content-type matters)"`
-	Body       *string           `json:"body,omitempty" jsonschema:"the response body as text"`
-	BodyBase64 *string           `json:"body_base64,omitempty" jsonschema:"the response body as base64 (instead of body)"`
-	Error      *string           `json:"error,omitempty" jsonschema:"the transport error, when the fetch failed before a response"`
-	Perform    bool              `json:"perform,omitempty" jsonschema:"make the server fetch url itself"`
-	Edges      []EdgeBody        `json:"edges,omitempty" jsonschema:"outgoing edges of the verdict"`
-	Branch     string            `json:"branch,omitempty" jsonschema:"branch to write to (default main)"`
-	Quarantine string            `json:"quarantine,omitempty" jsonschema:"enforce or observe, for this write"`
+	ID          string            `json:"id,omitempty" jsonschema:"id of the fetch_verdict; a new version when it exists (re-fetch under the same id to lift a quarantine)"`
+	Kind        string            `json:"kind,omitempty"`
+	Path        string            `json:"path,omitempty"`
+	Size        *int64            `json:"size,omitempty"`
+	Tool        string            `json:"tool,omitempty"`
+	ContentType string            `json:"content_type,omitempty"`
+	ProducedBy  string            `json:"produced_by,omitempty"`
+	URL         string            `json:"url,omitempty" jsonschema:"the requested URL"`
+	FinalURL    string            `json:"final_url,omitempty" jsonschema:"the URL after redirects"`
+	Redirects   []Redirect        `json:"redirects,omitempty" jsonschema:"the redirect chain, in order"`
+	Status      int               `json:"status,omitempty" jsonschema:"HTTP status of the final response"`
+	Headers     map[string]string `json:"headers,omitempty" jsonschema:"response headers (content-type matters)"`
+	Body        *string           `json:"body,omitempty" jsonschema:"the response body as text"`
+	BodyBase64  *string           `json:"body_base64,omitempty" jsonschema:"the response body as base64 (instead of body)"`
+	Error       *string           `json:"error,omitempty" jsonschema:"the transport error, when the fetch failed before a response"`
+	Perform     bool              `json:"perform,omitempty" jsonschema:"make the server fetch url itself"`
+	Edges       []EdgeBody        `json:"edges,omitempty" jsonschema:"outgoing edges of the verdict"`
+	Branch      string            `json:"branch,omitempty" jsonschema:"branch to write to (default main)"`
+	Quarantine  string            `json:"quarantine,omitempty" jsonschema:"enforce or observe, for this write"`
 }
 
 // ToolResultBody is POST /v1/contexts/{ctx}/tool-results.
