@@ -274,7 +274,7 @@ func serve(ctx context.Context, dataDir, addr string, cfg serveConfig, stdout io
 		cfg.UI = web.New(uiOpts)
 	}
 	srv := &http.Server{
-		Handler:           newServer(st, reg, cfg),
+		Handler:           withMCP(newServer(st, reg, cfg), cfg),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
