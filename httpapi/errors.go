@@ -42,6 +42,12 @@ const (
 	CodeInvalidSchema    = "invalid-schema"
 	CodeInternal         = "internal"
 	CodeUnavailable      = "unavailable"
+	CodeRequestTimeout   = "request-timeout"
+	CodeHeadersTooLarge  = "headers-too-large"
+	CodeHostNotAllowed   = "host-not-allowed"
+	CodeCrossOrigin      = "cross-origin"
+	CodeOverloaded       = "overloaded"
+	CodeLeaseToken       = "lease-token"
 )
 
 // ProblemTypePrefix starts every problem type URI. The URIs are names,
@@ -78,6 +84,12 @@ var problemTable = map[string]struct {
 	CodeInvalidSchema:    {http.StatusUnprocessableEntity, "Invalid JSON Schema"},
 	CodeInternal:         {http.StatusInternalServerError, "Internal server error"},
 	CodeUnavailable:      {http.StatusServiceUnavailable, "Service unavailable"},
+	CodeRequestTimeout:   {http.StatusRequestTimeout, "Request body not received in time"},
+	CodeHeadersTooLarge:  {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
+	CodeHostNotAllowed:   {http.StatusMisdirectedRequest, "Host not served"},
+	CodeCrossOrigin:      {http.StatusForbidden, "Cross-origin write refused"},
+	CodeOverloaded:       {http.StatusServiceUnavailable, "Server busy"},
+	CodeLeaseToken:       {http.StatusForbidden, "Missing or wrong lease token"},
 }
 
 // FieldError is one entry of a problem's errors list: where in the request
@@ -171,6 +183,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	h.Del("ETag")
 	if e.Code == CodeUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="artifactd"`)
+	}
+	if bodyPending(r) || e.Code == CodeRequestTimeout || e.Code == CodeOverloaded || e.Code == CodeTooLarge {
+		// Close rather than drain what the client is still sending: a
+		// refused request must not hold the connection.
+		h.Set("Connection", "close")
 	}
 	s.metrics.problem(e.Code)
 	w.WriteHeader(p.status)
@@ -274,6 +291,8 @@ func classify(err error) *Error {
 	}
 	var mbe *http.MaxBytesError
 	switch {
+	case isTimeout(err):
+		return &Error{Code: CodeRequestTimeout, Detail: "the request body did not arrive in time; send it at once, or store large payloads with POST /v1/blobs", Err: err}
 	case errors.Is(err, replay.ErrResolution), errors.Is(err, replay.ErrNoMergeBase):
 		return &Error{Code: CodeValidation, Detail: err.Error()}
 	case errors.As(err, &mbe):
