@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -184,7 +185,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Code == CodeUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="artifactd"`)
 	}
-	if bodyPending(r) || e.Code == CodeRequestTimeout || e.Code == CodeOverloaded || e.Code == CodeTooLarge {
+	closing := bodyPending(r) || e.Code == CodeRequestTimeout || e.Code == CodeOverloaded || e.Code == CodeTooLarge
+	if closing {
 		// Close rather than drain what the client is still sending: a
 		// refused request must not hold the connection.
 		h.Set("Connection", "close")
@@ -192,6 +194,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	s.metrics.problem(e.Code)
 	w.WriteHeader(p.status)
 	_, _ = w.Write(raw)
+	if closing {
+		// net/http reads up to 256 KiB of an unread body when the
+		// handler returns, even on a closing connection; a past read
+		// deadline makes that read fail at once. (Unsupported on
+		// recorders, where it does not matter.)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
 }
 
 // problemJSON writes the RFC 9457 members in their usual order, then the
