@@ -549,3 +549,40 @@ func TestLargeBodySlots(t *testing.T) {
 		t.Fatalf("large body after the slot freed: %d", res.StatusCode)
 	}
 }
+
+// TestInvisibleIDsRefused: over HTTP, an artifact id or edge end with a
+// bidi control, a zero-width character or a non-NFC form is a 422 naming
+// the pointer, the rule and the code point, and nothing is written.
+func TestInvisibleIDsRefused(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("i", "")
+	e.must(e.post("/v1/contexts/i/artifacts", map[string]any{"id": "b", "type": "note", "data": map[string]any{"text": "b"}}), 201)
+	before := e.hash("i")
+	for _, c := range []struct {
+		path    string
+		body    map[string]any
+		pointer string
+		rule    string
+		names   string
+	}{
+		{"/v1/contexts/i/artifacts", map[string]any{"id": "report\u202Etxt.exe", "type": "note", "data": map[string]any{"text": "x"}}, "/id", "visible", "U+202E RIGHT-TO-LEFT OVERRIDE"},
+		{"/v1/contexts/i/artifacts", map[string]any{"id": "caf\u0065\u0301", "type": "note", "data": map[string]any{"text": "x"}}, "/id", "nfc", "café"},
+		{"/v1/contexts/i/artifacts", map[string]any{"id": "a", "type": "note", "data": map[string]any{"text": "x"}, "edges": []map[string]any{{"rel": "cites", "to": "b\u200B"}}}, "/edges/0/to", "visible", "U+200B ZERO WIDTH SPACE"},
+		{"/v1/contexts/i/commits", map[string]any{"ops": []map[string]any{{"op": "link", "from": "b\u2066", "rel": "cites", "to": "b"}}}, "/ops/0/from", "visible", "U+2066"},
+	} {
+		r := e.post(c.path, c.body)
+		m := r.obj(t)
+		errs, _ := m["errors"].([]any)
+		if r.status != 422 || len(errs) == 0 {
+			t.Errorf("%v: %d %s", c.body, r.status, r.body)
+			continue
+		}
+		fe := errs[0].(map[string]any)
+		if fe["pointer"] != c.pointer || fe["rule"] != c.rule || !strings.Contains(fmt.Sprint(fe["detail"]), c.names) {
+			t.Errorf("%v: %v; want pointer %s rule %s naming %s", c.body, fe, c.pointer, c.rule, c.names)
+		}
+	}
+	if e.hash("i") != before {
+		t.Error("a refused id changed the state")
+	}
+}
