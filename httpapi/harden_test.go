@@ -15,13 +15,7 @@ import (
 	"time"
 
 	"github.com/artifactd/artifactd/hashing"
-	"github.com/artifactd/artifactd/store"
 )
-
-// withOpts edits the server options of an env.
-func withOpts(f func(o *Options)) envOption {
-	return func(o *Options, _ *store.Options) { f(o) }
-}
 
 const hardenToken = "tok-harden-0123456789"
 
@@ -40,7 +34,7 @@ func (e *env) seedAudit(ctxID string) {
 // X-Content-Type-Options: nosniff.
 func TestNosniffOnEveryResponse(t *testing.T) {
 	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "<p>ui</p>") })
-	e := newEnv(t, withOpts(func(o *Options) { o.UI = ui }))
+	e := newEnv(t, withOptions(func(o *Options) { o.UI = ui }))
 	e.seedAudit("n")
 	for _, c := range []struct {
 		method, path string
@@ -73,7 +67,7 @@ func TestNosniffOnEveryResponse(t *testing.T) {
 // answered 404 before); an unknown path stays 404.
 func TestMethodNotAllowed(t *testing.T) {
 	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
-	for name, opt := range map[string]envOption{"api": withOpts(func(*Options) {}), "with-ui": withOpts(func(o *Options) { o.UI = ui })} {
+	for name, opt := range map[string]envOption{"api": withOptions(func(*Options) {}), "with-ui": withOptions(func(o *Options) { o.UI = ui })} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, opt)
 			e.createContext("m", "")
@@ -150,7 +144,7 @@ func rawHTTP(t *testing.T, addr string, hr *http.Request) *resp {
 // (DNS rebinding) gets 421; a token server answers any Host; AllowHosts
 // extends the list.
 func TestOpenModeHostCheck(t *testing.T) {
-	e := newEnv(t, withOpts(func(o *Options) { o.AllowHosts = []string{"proxy.internal"} }))
+	e := newEnv(t, withOptions(func(o *Options) { o.AllowHosts = []string{"proxy.internal"} }))
 	addr := e.ts.Listener.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
 	for _, c := range []struct {
@@ -210,7 +204,7 @@ func TestOpenModeHostCheck(t *testing.T) {
 // is any write a browser marks cross-site; same-origin and configured
 // origins pass, and only configured origins get CORS headers.
 func TestCrossSiteWritesRefused(t *testing.T) {
-	e := newEnv(t, withOpts(func(o *Options) { o.AllowOrigins = []string{"https://app.example"} }))
+	e := newEnv(t, withOptions(func(o *Options) { o.AllowOrigins = []string{"https://app.example"} }))
 	e.createContext("x", "")
 	self := "http://" + e.ts.Listener.Addr().String()
 	blob := "hello from a web page"
@@ -340,7 +334,7 @@ func closedWithin(c net.Conn, d time.Duration) (bool, string) {
 // body never finishes gets its 401 and the connection is closed at once,
 // not drained (net/http would wait for up to 256 KiB more).
 func TestRefusedRequestClosesConnection(t *testing.T) {
-	e := newEnv(t, withTokens(hardenToken+" admin *"), withOpts(func(o *Options) { o.BodyTimeout = time.Minute }))
+	e := newEnv(t, withTokens(hardenToken+" admin *"), withOptions(func(o *Options) { o.BodyTimeout = time.Minute }))
 	addr := startServer(t, e.srv, 64, 4, time.Minute)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -362,7 +356,7 @@ func TestRefusedRequestClosesConnection(t *testing.T) {
 // a 408 problem and the connection closes; a handler that runs longer
 // than the body timeout after reading its body is not cut.
 func TestSlowBodyTimesOut(t *testing.T) {
-	e := newEnv(t, withOpts(func(o *Options) { o.BodyTimeout = 300 * time.Millisecond }))
+	e := newEnv(t, withOptions(func(o *Options) { o.BodyTimeout = 300 * time.Millisecond }))
 	e.createContext("s", "")
 	addr := startServer(t, e.srv, 64, 4, time.Minute)
 	c, err := net.Dial("tcp", addr)
@@ -403,7 +397,7 @@ func TestSlowSocketFlood(t *testing.T) {
 	}
 	const maxConns, reserve, slow = 16, 4, 120
 	timeout := 700 * time.Millisecond
-	e := newEnv(t, withOpts(func(o *Options) { o.BodyTimeout = timeout }))
+	e := newEnv(t, withOptions(func(o *Options) { o.BodyTimeout = timeout }))
 	addr := startServer(t, e.srv, maxConns, reserve, timeout)
 	var socks []net.Conn
 	var mu sync.Mutex
@@ -504,7 +498,7 @@ func TestReserveConnectionAnswersHealthOnly(t *testing.T) {
 // TestLargeBodySlots: beyond MaxLargeBodies concurrent large bodies, a
 // request gets 503 with Retry-After; small bodies are not limited.
 func TestLargeBodySlots(t *testing.T) {
-	e := newEnv(t, withOpts(func(o *Options) { o.MaxLargeBodies = 1; o.LargeBodyBytes = 1000; o.BodyTimeout = 10 * time.Second }))
+	e := newEnv(t, withOptions(func(o *Options) { o.MaxLargeBodies = 1; o.LargeBodyBytes = 1000; o.BodyTimeout = 10 * time.Second }))
 	e.createContext("l", "")
 	addr := startServer(t, e.srv, 64, 4, time.Minute)
 	hold, err := net.Dial("tcp", addr)
