@@ -345,4 +345,3 @@ func hostileBodies() []hostileCategory {
 			`{"url":"","status":200,"body":"x"}`, `{"perform":true,"url":"http://127.0.0.1/"}`, `{"status":-1}`, `{"tool":"","error":1}`}},
 	}
 }
-
