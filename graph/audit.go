@@ -62,8 +62,8 @@ var sourceFields = []string{"url", "final_url", "locator", "source_url"}
 // (the string values of their top-level "url", "final_url", "locator" and
 // "source_url" members).
 // trust gives an artifact's trust (TrustReport.Trust, or a closure over
-// TrustIndex.Explain); when nil the trust is computed with
-// RoleBase(nil, nil). dataOf gives an artifact's data (a.Data when nil);
+// TrustIndex.Explain); when nil the trust is computed with s.Base(nil):
+// the definitions in force at the state. dataOf gives an artifact's data (a.Data when nil);
 // it may return nil. The error wraps ErrNotFound when answerID does not
 // exist.
 func Audit(s *State, answerID string, trust func(id string) Trust, dataOf func(*Artifact) json.RawMessage, meta AuditMeta) (*AuditReport, error) {
@@ -71,7 +71,7 @@ func Audit(s *State, answerID string, trust func(id string) Trust, dataOf func(*
 		return nil, fmt.Errorf("graph: audit %q: %w", answerID, ErrNotFound)
 	}
 	if trust == nil {
-		trust = ComputeTrust(s, RoleBase(nil, nil)).Trust
+		trust = ComputeTrust(s, s.Base(nil)).Trust
 	}
 	if dataOf == nil {
 		dataOf = func(a *Artifact) json.RawMessage { return a.Data }

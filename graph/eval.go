@@ -6,7 +6,9 @@ import "slices"
 // the distinct source artifacts among its dependency ancestors (role
 // source or fetch_verdict, whatever their status), ConfirmedSources the
 // confirmed ones (a confirmed fetch_verdict is a RETRIEVED one). An
-// answer is Supported when ConfirmedSources > 0.
+// answer is Supported when it is itself confirmed and ConfirmedSources >
+// 0: a quarantined answer is never supported, however many confirmed
+// sources it also rests on.
 type AnswerEval struct {
 	ID               string `json:"id"`
 	Status           Status `json:"status"`
@@ -36,18 +38,18 @@ type Evaluation struct {
 	DanglingClaims []string `json:"dangling_claims"`
 }
 
-// Evaluate is EvaluateWith using BuiltinRoles.
+// Evaluate is EvaluateWith using the definitions in force at s.
 func Evaluate(s *State, trust *TrustReport) Evaluation {
 	return EvaluateWith(s, trust, nil)
 }
 
 // EvaluateWith evaluates the artifacts of type answer and claim of s.
 // trust must be the report of s (when nil it is computed with
-// RoleBase(roleOf, nil)); roleOf (BuiltinRoles when nil) tells which types
+// RoleBase(roleOf, nil)); roleOf (s.RoleOf when nil) tells which types
 // are sources. It walks the ancestors of each answer.
 func EvaluateWith(s *State, trust *TrustReport, roleOf func(typ string) (Role, bool)) Evaluation {
 	if roleOf == nil {
-		roleOf = BuiltinRoles
+		roleOf = s.RoleOf
 	}
 	if trust == nil {
 		trust = ComputeTrust(s, RoleBase(roleOf, nil))
@@ -86,7 +88,7 @@ func EvaluateWith(s *State, trust *TrustReport, roleOf func(typ string) (Role, b
 					ae.ConfirmedSources++
 				}
 			}
-			ae.Supported = ae.ConfirmedSources > 0
+			ae.Supported = ae.Status == StatusConfirmed && ae.ConfirmedSources > 0
 			total += ae.Sources
 			if ae.Supported {
 				ev.SupportedAnswers++

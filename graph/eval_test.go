@@ -8,7 +8,9 @@ import (
 
 func TestEvaluatePoisonPlan(t *testing.T) {
 	s, _ := tqPlanObserve(t, tqLoadPlan(t))
-	// A claim resting on nothing, and an answer resting only on the
+	// s10 rests on two confirmed sources and on the failed fetch: it is
+	// quarantined, so it is not supported, however many confirmed sources
+	// it also has. A claim resting on nothing, and an answer resting only on the
 	// placeholder claim s3 (so only on the failed fetch).
 	tqApply(t, s, tqPut("c0", "claim"), tqPut("a2", "answer"), tqLink("a2", "supported_by", "s3"),
 		tqPut("q", "question"), tqPut("a3", "answer"), tqLink("a3", "responds_to", "q"),
@@ -23,9 +25,9 @@ func TestEvaluatePoisonPlan(t *testing.T) {
 		`{"id":"a2","status":"quarantined","sources":1,"confirmed_sources":0,"supported":false},` +
 		`{"id":"a3","status":"confirmed","sources":0,"confirmed_sources":0,"supported":false},` +
 		`{"id":"a4","status":"confirmed","sources":1,"confirmed_sources":1,"supported":true},` +
-		`{"id":"s10","status":"quarantined","sources":3,"confirmed_sources":2,"supported":true}],` +
-		`"supported_answers":2,"supported_share":0.5,"mean_sources_per_answer":1.25,` +
-		`"unsupported_answers":["a2","a3"],"dangling_claims":["c0"]}`
+		`{"id":"s10","status":"quarantined","sources":3,"confirmed_sources":2,"supported":false}],` +
+		`"supported_answers":1,"supported_share":0.25,"mean_sources_per_answer":1.25,` +
+		`"unsupported_answers":["a2","a3","s10"],"dangling_claims":["c0"]}`
 	if string(got) != want {
 		t.Errorf("evaluation\n got %s\nwant %s", got, want)
 	}

@@ -208,6 +208,8 @@ type Change struct {
 	PrevEdge *Edge
 	// NextEdge is the edge written by a link.
 	NextEdge *Edge
+	// def is what a put of a definition changed.
+	def *defChange
 }
 
 // ApplyOps applies the ops of one commit atomically: either every op
@@ -264,6 +266,7 @@ func (s *State) Undo(changes []Change) {
 		switch c.Op.Op {
 		case OpPut:
 			s.removeArtifact(c.Next.ID)
+			s.undoDefinition(c.def)
 			if c.Prev != nil {
 				s.insertArtifact(c.Prev)
 			}
@@ -296,6 +299,9 @@ func (s *State) apply(op Op) (Change, error) {
 		if prev == nil {
 			return Change{}, &OpError{Index: -1, Field: "/id", Rule: "exists", Err: ErrNotFound,
 				Detail: fmt.Sprintf("cannot delete %q: no such artifact", op.ID)}
+		}
+		if IsDefinitionType(prev.Type) {
+			return Change{}, defError("/id", "permanent", "cannot delete %q: definitions stay for the life of the context (artifacts of earlier commits are judged by them)", op.ID)
 		}
 		s.removeArtifact(op.ID)
 		s.tombstones[op.ID] = prev.Version
@@ -342,6 +348,9 @@ func (s *State) applyPut(op Op) (Change, error) {
 	if err := ValidateName("type", op.Type); err != nil {
 		return Change{}, prefixField(err, "/type")
 	}
+	if err := checkReservedID(op.ID, op.Type); err != nil {
+		return Change{}, err
+	}
 	ch := op.ContentHash
 	if ch.IsZero() {
 		if op.Data == nil {
@@ -355,6 +364,18 @@ func (s *State) applyPut(op Op) (Change, error) {
 	prev := s.artifacts[op.ID]
 	if prev != nil && prev.Type == op.Type && prev.ContentHash == ch && prev.ProducedBy == op.ProducedBy {
 		return Change{Op: Op{Op: OpPut, ID: op.ID, Type: op.Type, Version: prev.Version, ContentHash: ch, ProducedBy: op.ProducedBy}, Noop: true}, nil
+	}
+	var def any
+	if IsDefinitionType(op.Type) {
+		if op.Data == nil {
+			return Change{}, &OpError{Index: -1, Field: "/data", Rule: "definition_data", Err: ErrCorrupt,
+				Detail: fmt.Sprintf("put %q: a definition must carry its data", op.ID)}
+		}
+		d, err := s.parseDefinition(op.ID, op.Type, op.Data)
+		if err != nil {
+			return Change{}, err
+		}
+		def = d
 	}
 	last := s.LastVersion(op.ID)
 	version := op.Version
@@ -371,9 +392,13 @@ func (s *State) applyPut(op Op) (Change, error) {
 	if prev != nil {
 		s.removeArtifact(op.ID)
 	}
+	var dc *defChange
+	if def != nil {
+		dc = s.applyDefinition(a, def)
+	}
 	s.insertArtifact(a)
 	resolved := Op{Op: OpPut, ID: a.ID, Type: a.Type, Version: version, ContentHash: ch, ProducedBy: a.ProducedBy, Data: op.Data}
-	return Change{Op: resolved, Prev: prev, Next: a, PrevTombstone: tomb}, nil
+	return Change{Op: resolved, Prev: prev, Next: a, PrevTombstone: tomb, def: dc}, nil
 }
 
 func prefixField(err error, field string) error {
@@ -391,6 +416,11 @@ func (s *State) checkEdgeOp(op Op) error {
 	}
 	if err := ValidateID(op.To); err != nil {
 		return prefixField(err, "/to")
+	}
+	for _, end := range []struct{ field, id string }{{"/from", op.From}, {"/to", op.To}} {
+		if strings.HasPrefix(end.id, ReservedIDPrefix) {
+			return defError(end.field, "reserved", "edge %s: definitions take no edges (%q is reserved)", op.EdgeKey(), end.id)
+		}
 	}
 	if !s.rels.Known(op.Rel) {
 		return &OpError{Index: -1, Field: "/rel", Rule: "enum",
@@ -506,6 +536,7 @@ func ShortestPath(src, dst string, next func(id string) []string) []string {
 
 func (s *State) insertArtifact(a *Artifact) {
 	s.artifacts[a.ID] = a
+	s.typeCount[a.Type]++
 	s.acc.Add(a.Leaf())
 }
 
@@ -513,6 +544,9 @@ func (s *State) removeArtifact(id string) {
 	if a := s.artifacts[id]; a != nil {
 		s.acc.Remove(a.Leaf())
 		delete(s.artifacts, id)
+		if s.typeCount[a.Type]--; s.typeCount[a.Type] <= 0 {
+			delete(s.typeCount, a.Type)
+		}
 	}
 }
 

@@ -67,14 +67,33 @@ type State struct {
 	out        map[string]map[EdgeKey]*Edge
 	in         map[string]map[EdgeKey]*Edge
 	acc        *hashing.Accumulator
-	rels       Relations
+	// rels are the relations in force: the ruleset's and the defined
+	// ones. It and the definition maps below are copied on write, so
+	// Clone shares them.
+	rels    Relations
+	ruleset *Ruleset
+	// types and relDefs hold the user definitions recorded in the state.
+	types   map[string]*TypeDef
+	relDefs map[string]RelationDef
+	// typeCount counts live artifacts per type.
+	typeCount map[string]int
 }
 
-// NewState returns an empty state that classifies relations with rels
-// (DefaultRelations when nil).
+// NewState returns an empty state of ruleset builtin/v1 that classifies
+// relations with rels (the ruleset's when nil).
 func NewState(rels Relations) *State {
-	if rels == nil {
-		rels = DefaultRelations()
+	s := NewStateFor(rulesetV1())
+	if rels != nil {
+		s.rels = rels
+	}
+	return s
+}
+
+// NewStateFor returns an empty state of a context of ruleset rs (builtin/v1
+// when nil): its built-in types and relations are rs's.
+func NewStateFor(rs *Ruleset) *State {
+	if rs == nil {
+		rs = rulesetV1()
 	}
 	return &State{
 		artifacts:  make(map[string]*Artifact),
@@ -83,7 +102,11 @@ func NewState(rels Relations) *State {
 		out:        make(map[string]map[EdgeKey]*Edge),
 		in:         make(map[string]map[EdgeKey]*Edge),
 		acc:        hashing.NewAccumulator(),
-		rels:       rels,
+		rels:       rs.Relations(),
+		ruleset:    rs,
+		types:      map[string]*TypeDef{},
+		relDefs:    map[string]RelationDef{},
+		typeCount:  map[string]int{},
 	}
 }
 
@@ -101,6 +124,13 @@ func (s *State) Clone() *State {
 		in:         make(map[string]map[EdgeKey]*Edge, len(s.in)),
 		acc:        s.acc.Clone(),
 		rels:       s.rels,
+		ruleset:    s.ruleset,
+		types:      s.types,
+		relDefs:    s.relDefs,
+		typeCount:  make(map[string]int, len(s.typeCount)),
+	}
+	for k, v := range s.typeCount {
+		c.typeCount[k] = v
 	}
 	for k, v := range s.artifacts {
 		c.artifacts[k] = v
@@ -301,16 +331,33 @@ func ValidateName(field, name string) error {
 // MaxIDBytes is the longest artifact id accepted.
 const MaxIDBytes = 256
 
-// Load builds a state from stored parts in one pass (used when loading a
-// commit's state from storage). It computes the context hash with one
-// sorted merge per bucket instead of one insertion per leaf. It does not
-// check ends or cycles: the parts must come from a valid state.
-func Load(rels Relations, artifacts []*Artifact, tombstones []Tombstone, edges []*Edge) *State {
-	s := NewState(rels)
+// Load builds a state of ruleset rs (builtin/v1 when nil) from stored
+// parts in one pass (used when loading a commit's state from storage). It
+// computes the context hash with one sorted merge per bucket instead of one
+// insertion per leaf. It does not check ends or cycles: the parts must come
+// from a valid state. Definition artifacts must carry their Data; an error
+// says which one does not parse.
+func Load(rs *Ruleset, artifacts []*Artifact, tombstones []Tombstone, edges []*Edge) (*State, error) {
+	s := NewStateFor(rs)
 	leaves := make([]hashing.Digest, 0, len(artifacts)+len(edges))
 	for _, a := range artifacts {
 		s.artifacts[a.ID] = a
+		s.typeCount[a.Type]++
 		leaves = append(leaves, a.Leaf())
+	}
+	// Type definitions first, in id order, so that their checks see the
+	// same state whatever order the parts came in.
+	var defs []*Artifact
+	for _, a := range artifacts {
+		if IsDefinitionType(a.Type) {
+			defs = append(defs, a)
+		}
+	}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].ID < defs[j].ID })
+	for _, a := range defs {
+		if err := s.loadDefinition(a); err != nil {
+			return nil, err
+		}
 	}
 	for _, t := range tombstones {
 		s.tombstones[t.ID] = t.Version
@@ -329,5 +376,5 @@ func Load(rels Relations, artifacts []*Artifact, tombstones []Tombstone, edges [
 		leaves = append(leaves, e.Leaf())
 	}
 	s.acc.AddBatch(leaves)
-	return s
+	return s, nil
 }

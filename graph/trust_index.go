@@ -326,6 +326,19 @@ func netChanges(s *State, changes []Change, revert bool) (ids []string, edges []
 			if c.Noop {
 				continue
 			}
+			if d := c.def; d != nil && d.typ != "" && d.prevType == nil && s.typeCount[d.typ] > 0 {
+				// A type defined after artifacts of it were written (a
+				// context older than recorded definitions): their base
+				// changes with the definition. Rare, once per type.
+				for _, id := range s.idsOfType(d.typ) {
+					if _, ok := seenN[id]; !ok && (!small || !slices.Contains(ids, id)) {
+						if !small {
+							seenN[id] = struct{}{}
+						}
+						ids = append(ids, id)
+					}
+				}
+			}
 			if small {
 				if !slices.Contains(ids, c.Op.ID) {
 					ids = append(ids, c.Op.ID)

@@ -49,6 +49,7 @@ const (
 	CodeCrossOrigin      = "cross-origin"
 	CodeOverloaded       = "overloaded"
 	CodeLeaseToken       = "lease-token"
+	CodeStoreCorrupt     = "store-corrupt"
 )
 
 // ProblemTypePrefix starts every problem type URI. The URIs are names,
@@ -91,6 +92,7 @@ var problemTable = map[string]struct {
 	CodeCrossOrigin:      {http.StatusForbidden, "Cross-origin write refused"},
 	CodeOverloaded:       {http.StatusServiceUnavailable, "Server busy"},
 	CodeLeaseToken:       {http.StatusForbidden, "Missing or wrong lease token"},
+	CodeStoreCorrupt:     {http.StatusInternalServerError, "The stored history does not verify"},
 }
 
 // FieldError is one entry of a problem's errors list: where in the request
@@ -316,6 +318,8 @@ func classify(err error) *Error {
 		return &Error{Code: CodeAmbiguousRef, Detail: stripSentinel(err)}
 	case errors.Is(err, store.ErrInvalid):
 		return &Error{Code: CodeValidation, Detail: stripSentinel(err)}
+	case errors.Is(err, replay.ErrBroken), errors.Is(err, store.ErrCorrupt):
+		return &Error{Code: CodeStoreCorrupt, Detail: "the stored records do not verify: " + err.Error() + "; stop the server and run `artifactd fsck` on its data directory", Err: err}
 	case errors.Is(err, store.ErrWriteFailed):
 		return &Error{Code: CodeUnavailable, Detail: "the store stopped taking writes after a write failure; restart artifactd and run fsck", Err: err}
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

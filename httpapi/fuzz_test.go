@@ -204,7 +204,7 @@ func FuzzHandlers(f *testing.F) {
 		f.Add(uint8(i), uint8(1), s)
 	}
 	reg := NewRegistry()
-	st, err := store.Open(f.Context(), store.Options{Dir: f.TempDir(), Logger: discardLogger(), Roles: reg.RoleOf, NoSync: true})
+	st, err := store.Open(f.Context(), store.Options{Dir: f.TempDir(), Logger: discardLogger(), NoSync: true})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -90,41 +90,16 @@ type FetchWrite struct {
 	ArtifactWrite
 }
 
-// VerdictData is the data of a fetch_verdict artifact as the gate writes
-// it. Verdict, Reason, Layer, URL, FinalURL and Status repeat the
-// receipt's; BodyBlob is the blob holding the raw body, equal to
-// Receipt.BodySHA256.
-type VerdictData struct {
-	Verdict  gate.Verdict `json:"verdict"`
-	Reason   gate.Reason  `json:"reason,omitempty"`
-	Layer    gate.Layer   `json:"layer,omitempty"`
-	URL      string       `json:"url"`
-	FinalURL string       `json:"final_url,omitempty"`
-	Status   int          `json:"status"`
-	Receipt  gate.Receipt `json:"receipt"`
-	BodyBlob string       `json:"body_blob"`
-	// FetchedBy is "agent" for posted evidence, "artifactd" for a fetch
-	// the server performed.
-	FetchedBy string `json:"fetched_by"`
-	// RenderedFrom, when set, holds the receipt and body blob of the
-	// script shell that was rendered; Receipt and BodyBlob are then the
-	// rendered document's.
-	RenderedFrom *RenderedFrom `json:"rendered_from,omitempty"`
-	// RenderError says why a script shell could not be rendered (the
-	// verdict is then the shell's own).
-	RenderError string `json:"render_error,omitempty"`
-}
+// VerdictData is the data of a fetch_verdict artifact (gate.VerdictData).
+type VerdictData = gate.VerdictData
 
 // RenderedFrom is the fetched script shell behind a rendered verdict.
-type RenderedFrom struct {
-	Receipt  gate.Receipt `json:"receipt"`
-	BodyBlob string       `json:"body_blob"`
-}
+type RenderedFrom = gate.RenderedFrom
 
 // Values of VerdictData.FetchedBy.
 const (
-	FetchedByAgent     = "agent"
-	FetchedByArtifactd = "artifactd"
+	FetchedByAgent     = gate.FetchedByAgent
+	FetchedByArtifactd = gate.FetchedByArtifactd
 )
 
 // handleFetch is POST /v1/contexts/{ctx}/fetches.
@@ -270,100 +245,32 @@ func canonicalData(v any) (json.RawMessage, error) {
 }
 
 // verifyVerdict checks a fetch_verdict's data before the gate path
-// commits it, so that no verdict can be stored that its receipt and blob
-// do not bear:
-//   - the receipt is of the current ruleset, and the verdict, reason,
-//     layer, URLs and status repeat it;
-//   - body_blob equals the receipt's body_sha256;
-//   - with checkBlobs, that blob is stored, its size is the receipt's
-//     raw_bytes, and a RETRIEVED verdict is derived again by gate.Classify
-//     from the blob and the receipt (URL, redirects, status, content type
-//     and encoding): evidence that gives anything else is refused;
-//   - the same for a rendered verdict's script shell, which must have been
-//     UNKNOWN extraction.script_shell.
-//
-// RecordFetch skips checkBlobs for the blobs it has just stored from the
-// evidence it has just classified; GatePutArtifact checks everything.
+// commits it (gate.CheckVerdict), so that no verdict can be stored that
+// its receipt and blob do not bear. With checkBlobs the body blobs are read
+// from the store and the verdict derived again; RecordFetch skips that for
+// the blobs it has just stored from the evidence it has just classified,
+// GatePutArtifact checks everything.
 func (s *Server) verifyVerdict(ctx context.Context, data json.RawMessage, checkBlobs bool) error {
-	var v VerdictData
-	if err := json.Unmarshal(data, &v); err != nil {
-		return verdictError("", "shape", "the data is not a fetch verdict: "+err.Error())
-	}
-	if err := s.verifyReceipt(ctx, "", v.Receipt, v.BodyBlob, checkBlobs); err != nil {
-		return err
-	}
-	rc := v.Receipt
-	switch {
-	case v.Verdict != rc.Verdict:
-		return verdictError("/verdict", "matches_receipt", fmt.Sprintf("verdict %q but the receipt says %q", v.Verdict, rc.Verdict))
-	case v.Reason != rc.Reason || v.Layer != rc.Layer:
-		return verdictError("/reason", "matches_receipt", fmt.Sprintf("reason %q (layer %q) but the receipt says %q (layer %q)", v.Reason, v.Layer, rc.Reason, rc.Layer))
-	case v.URL != rc.URL || v.FinalURL != rc.FinalURL || v.Status != rc.Status:
-		return verdictError("/url", "matches_receipt", "url, final_url and status must repeat the receipt's")
-	}
-	if v.RenderedFrom != nil {
-		shell := v.RenderedFrom.Receipt
-		if shell.Verdict != gate.Unknown || shell.Reason != gate.ReasonScriptShell {
-			return verdictError("/rendered_from/receipt/reason", "script_shell", "only an UNKNOWN extraction.script_shell is rendered")
-		}
-		if err := s.verifyReceipt(ctx, "/rendered_from", shell, v.RenderedFrom.BodyBlob, checkBlobs); err != nil {
-			return err
+	var blob gate.BlobFunc
+	if checkBlobs {
+		blob = func(name string) ([]byte, bool, error) {
+			d, err := hashing.ParseDigest(name)
+			if err != nil {
+				return nil, false, nil
+			}
+			b, err := s.st.GetBlob(ctx, d)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, false, nil
+			}
+			return b, err == nil, err
 		}
 	}
-	return nil
-}
-
-// verifyReceipt checks one receipt against its body blob (see
-// verifyVerdict); at is the pointer of the object holding both.
-func (s *Server) verifyReceipt(ctx context.Context, at string, rc gate.Receipt, blobRef string, checkBlobs bool) error {
-	if rc.Ruleset != gate.RulesetVersion {
-		return verdictError(at+"/receipt/ruleset", "ruleset", fmt.Sprintf("ruleset %q; this server writes %s receipts", rc.Ruleset, gate.RulesetVersion))
+	err := gate.CheckVerdict(data, blob)
+	var ve *gate.VerdictError
+	if errors.As(err, &ve) {
+		return verdictError(ve.Pointer, ve.Rule, ve.Detail)
 	}
-	if !rc.Verdict.Valid() {
-		return verdictError(at+"/receipt/verdict", "enum", "want RETRIEVED, UNKNOWN or FAILED")
-	}
-	if blobRef != rc.BodySHA256 {
-		return verdictError(at+"/body_blob", "matches_receipt", fmt.Sprintf("body_blob %q is not the receipt's body_sha256 %q", blobRef, rc.BodySHA256))
-	}
-	d, err := hashing.ParseDigest(blobRef)
-	if err != nil {
-		return verdictError(at+"/body_blob", "digest", "want sha256:<64 hex digits>")
-	}
-	if !checkBlobs {
-		return nil
-	}
-	body, err := s.st.GetBlob(ctx, d)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return verdictError(at+"/body_blob", "stored_blob", "no blob "+blobRef+" is stored: store the body first; a receipt must name the bytes it judged")
-	case err != nil:
-		return err
-	case len(body) != rc.RawBytes:
-		return verdictError(at+"/receipt/raw_bytes", "matches_blob", fmt.Sprintf("raw_bytes %d but the blob holds %d bytes", rc.RawBytes, len(body)))
-	}
-	if rc.Verdict != gate.Retrieved {
-		return nil
-	}
-	again := gate.Classify(receiptEvidence(rc, body))
-	if again.Verdict != gate.Retrieved {
-		return verdictError(at+"/receipt/verdict", "rederived", fmt.Sprintf("the receipt and its blob give %s (%s), not RETRIEVED", again.Verdict, again.Reason))
-	}
-	return nil
-}
-
-// receiptEvidence rebuilds, as far as a receipt records it, the evidence
-// it was made from. The receipt keeps only the content type and encoding
-// of the headers, so header-only fingerprints (which can only lower a
-// verdict) are not seen again.
-func receiptEvidence(rc gate.Receipt, body []byte) gate.Evidence {
-	h := map[string]string{}
-	if rc.ContentType != "" {
-		h["content-type"] = rc.ContentType
-	}
-	if rc.ContentEncoding != "" {
-		h["content-encoding"] = rc.ContentEncoding
-	}
-	return gate.Evidence{URL: rc.URL, FinalURL: rc.FinalURL, Redirects: rc.Redirects, Status: rc.Status, Headers: h, Body: body, Error: rc.Error}
+	return err
 }
 
 func verdictError(ptr, rule, detail string) *Error {

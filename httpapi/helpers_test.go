@@ -54,7 +54,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	ctx := context.Background()
 	reg := NewRegistry()
-	so := store.Options{Dir: t.TempDir(), Logger: discardLogger(), Roles: reg.RoleOf}
+	so := store.Options{Dir: t.TempDir(), Logger: discardLogger()}
 	o := Options{Types: reg, Logger: discardLogger()}
 	for _, f := range opts {
 		f(&o, &so)

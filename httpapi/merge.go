@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -113,9 +114,9 @@ func (s *Server) checkResolutions(ctx context.Context, ctxID string, in *mergeRe
 				break
 			}
 		}
-		if typ == TypeFetchVerdict {
-			return &Error{Code: CodeReservedType, Detail: "a merge resolution cannot write a fetch_verdict value: take ours or theirs",
-				Errors: []FieldError{{Pointer: ptr + "/value", Rule: "reserved", Detail: "reserved type"}}}
+		if typ == TypeFetchVerdict || gateOwned[typ] != "" {
+			return &Error{Code: CodeReservedType, Detail: fmt.Sprintf("a merge resolution cannot write a %s value (only the gate writes one): take ours or theirs", typ),
+				Errors: []FieldError{{Pointer: ptr + "/value", Rule: "reserved", Detail: "gate output"}}}
 		}
 		if typ != "" {
 			if err := s.types.validate(typ, member(doc, "resolutions", key, "value"), ptr+"/value"); err != nil {

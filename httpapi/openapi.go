@@ -72,6 +72,11 @@ var (
 	docListTypes       = opDoc{id: "listTypes", summary: "Artifact types and relations", tag: "types", status: 200}
 	docGetType         = opDoc{id: "getType", summary: "One artifact type", tag: "types", status: 200, result: "Type"}
 	docPutType         = opDoc{id: "putType", summary: "Register or update a user type (admin on \"*\")", tag: "types", body: "type", status: 201, result: "Type"}
+	docListRelations   = opDoc{id: "listRelations", summary: "Relations, built-in and user", tag: "types", status: 200}
+	docGetRelation     = opDoc{id: "getRelation", summary: "One relation", tag: "types", status: 200, result: "Relation"}
+	docPutRelation     = opDoc{id: "putRelation", summary: "Register or update a user relation (admin on \"*\")", tag: "types", body: "relation", status: 201, result: "Relation"}
+	docEval            = opDoc{id: "eval", summary: "Structural evaluation: supported answers, quarantine share", tag: "contexts", status: 200}
+	docVerify          = opDoc{id: "verify", summary: "Replay the stored chain and compare its context hash", tag: "contexts", body: "verify", status: 200, result: "Verify"}
 	docFetch           = opDoc{id: "recordFetch", summary: "Classify fetch evidence (or, with perform, fetch the URL) and commit the fetch_verdict with its receipt; the body is stored as a blob", tag: "gate", body: "fetch", status: 201, result: "FetchWrite"}
 	docToolResult      = opDoc{id: "recordToolResult", summary: "Sanitise a tool error or output for the model and commit it as tool_error / tool_output; the full masked text is stored as a blob", tag: "gate", body: "tool-result", status: 201, result: "ArtifactWrite"}
 	docCreateEffect    = opDoc{id: "createEffect", summary: "Record an intended side effect as pending (200 with the recorded effect when the idempotency key is known)", tag: "outbox", body: "effect", status: 201, result: "EffectWrite"}
@@ -112,6 +117,10 @@ var resultSchemas = map[string]string{
 	"ClaimWrite":  `{"type":"object","required":["effects"],"properties":{"effects":{"type":"array","items":{"$ref":"#/components/schemas/Effect"}},"commit":{"type":"string"}}}`,
 	"Type": `{"type":"object","required":["name","version","role","schema","schema_hash","builtin"],"properties":{"name":{"type":"string"},"version":{"type":"integer"},"role":{"enum":["source","derived","fetch_verdict","never"]},
 	  "description":{"type":"string"},"schema":{},"schema_hash":{"type":"string"},"builtin":{"type":"boolean"},"reserved":{"type":"boolean"}}}`,
+	"Relation": `{"type":"object","required":["name","version","depends","builtin"],"properties":{"name":{"type":"string"},"version":{"type":"integer"},"depends":{"type":"boolean"},
+	  "description":{"type":"string"},"builtin":{"type":"boolean"}}}`,
+	"Verify": `{"type":"object","required":["match","context_hash","commit","commits","ops"],"properties":{"match":{"type":"boolean"},"context_hash":{"type":"string"},
+	  "commit":{"type":"string"},"commits":{"type":"integer"},"ops":{"type":"integer"},"expected":{"type":"string"},"matches_commit":{"type":"string"}}}`,
 	"Problem": `{"type":"object","required":["type","title","status","detail"],"properties":{"type":{"type":"string"},"title":{"type":"string"},"status":{"type":"integer"},"detail":{"type":"string"},"instance":{"type":"string"},
 	  "errors":{"type":"array","items":{"type":"object","required":["pointer","rule","detail"],"properties":{"pointer":{"type":"string"},"parameter":{"type":"string"},"rule":{"type":"string"},"detail":{"type":"string"}}}},
 	  "tainted_by":{"$ref":"#/components/schemas/TaintedBy"},"head":{"type":"string"},"cycle":{"type":"array","items":{"type":"string"}}}}`,
@@ -123,6 +132,7 @@ var requestComponent = map[string]string{
 	"branch": "BranchRequest", "reset": "ResetRequest", "type": "TypeRequest", "merge": "MergeRequest",
 	"fetch": "FetchRequest", "tool-result": "ToolResultRequest", "effect": "EffectRequest",
 	"claim": "ClaimRequest", "complete": "CompleteRequest", "fail": "FailRequest",
+	"relation": "RelationRequest", "verify": "VerifyRequest",
 }
 
 var requestSources = map[string]string{
@@ -130,6 +140,7 @@ var requestSources = map[string]string{
 	"branch": schemaBranchRequest, "reset": schemaResetRequest, "type": schemaTypeRequest, "merge": schemaMergeRequest,
 	"fetch": schemaFetchRequest, "tool-result": schemaToolResultRequest, "effect": schemaEffectRequest,
 	"claim": schemaClaimRequest, "complete": schemaCompleteRequest, "fail": schemaFailRequest,
+	"relation": schemaRelationRequest, "verify": schemaVerifyRequest,
 }
 
 var pathParamRE = regexp.MustCompile(`\{([a-z]+)\}`)

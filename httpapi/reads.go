@@ -429,17 +429,42 @@ type QuarantinedView struct {
 // handleQuarantine is GET /v1/contexts/{ctx}/quarantine: poison roots,
 // quarantined artifacts with their roots and a path, and the blast radius.
 func (s *Server) handleQuarantine(w http.ResponseWriter, r *http.Request) {
-	s.readView(w, r, func(v *store.View) (any, error) {
-		rep := v.Trust.Report(v.State)
-		out := QuarantineReport{
-			Commit: v.Commit.ID, ContextHash: v.Commit.ContextHash, PoisonRoots: nonNil(rep.PoisonRoots),
-			Quarantined: make([]QuarantinedView, len(rep.Quarantined)), BlastRadius: rep.BlastRadius, Summary: v.Trust.Summary(),
-		}
-		for i, t := range rep.Quarantined {
-			out.Quarantined[i] = QuarantinedView{ID: t.ID, Roots: nonNil(t.Roots), Path: nonNil(t.Path), PathTruncated: t.PathTruncated}
-		}
-		return out, nil
-	})
+	s.readView(w, r, func(v *store.View) (any, error) { return QuarantineOf(v), nil })
+}
+
+// QuarantineOf is the trust report of a view as GET .../quarantine and
+// `artifactd quarantine --json` show it.
+func QuarantineOf(v *store.View) QuarantineReport {
+	rep := v.Trust.Report(v.State)
+	out := QuarantineReport{
+		Commit: v.Commit.ID, ContextHash: v.Commit.ContextHash, PoisonRoots: nonNil(rep.PoisonRoots),
+		Quarantined: make([]QuarantinedView, len(rep.Quarantined)), BlastRadius: rep.BlastRadius, Summary: v.Trust.Summary(),
+	}
+	for i, t := range rep.Quarantined {
+		out.Quarantined[i] = QuarantinedView{ID: t.ID, Roots: nonNil(t.Roots), Path: nonNil(t.Path), PathTruncated: t.PathTruncated}
+	}
+	return out
+}
+
+// EvalReport is GET .../eval and `artifactd eval --json`: the structural
+// evaluation of the state at one commit (graph.Evaluate).
+type EvalReport struct {
+	Context     string `json:"context"`
+	Commit      string `json:"commit"`
+	ContextHash string `json:"context_hash"`
+	graph.Evaluation
+}
+
+// EvalOf evaluates a view with the definitions in force at its commit.
+func EvalOf(ctxID string, v *store.View) EvalReport {
+	return EvalReport{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String(),
+		Evaluation: graph.Evaluate(v.State, v.Trust.Report(v.State))}
+}
+
+// handleEval is GET /v1/contexts/{ctx}/eval?at=.
+func (s *Server) handleEval(w http.ResponseWriter, r *http.Request) {
+	ctxID, _ := ctxParam(r)
+	s.readView(w, r, func(v *store.View) (any, error) { return EvalOf(ctxID, v), nil })
 }
 
 // handleDiff is GET /v1/contexts/{ctx}/diff?from=&to=: what changed from

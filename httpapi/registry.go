@@ -176,16 +176,7 @@ func (s *Server) writeTagged(w http.ResponseWriter, r *http.Request, v any) {
 // handleListTypes is GET /v1/types: built-in and user types with their
 // schemas and roles.
 func (s *Server) handleListTypes(w http.ResponseWriter, r *http.Request) {
-	s.writeTagged(w, r, map[string]any{"types": s.types.List(), "relations": relationsView()})
-}
-
-func relationsView() []map[string]any {
-	rels := graph.DefaultRelations()
-	out := make([]map[string]any, 0, len(rels))
-	for _, n := range rels.Names() {
-		out = append(out, map[string]any{"name": n, "depends": rels.Depends(n)})
-	}
-	return out
+	s.writeTagged(w, r, map[string]any{"types": s.types.List(), "relations": s.types.Relations()})
 }
 
 // handleGetType is GET /v1/types/{name}.

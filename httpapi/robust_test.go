@@ -55,7 +55,7 @@ func FuzzWrite(f *testing.F) {
 		f.Add(s, false)
 	}
 	reg := NewRegistry()
-	st, err := store.Open(f.Context(), store.Options{Dir: f.TempDir(), Logger: discardLogger(), Roles: reg.RoleOf, NoSync: true})
+	st, err := store.Open(f.Context(), store.Options{Dir: f.TempDir(), Logger: discardLogger(), NoSync: true})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -293,4 +293,14 @@ const (
 	    "role":{"enum":["source","derived","never"]},
 	    "description":{"type":"string"},
 	    "schema":{"type":["object","boolean"]}}}`
+	schemaRelationRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
+	  "required":["depends"],
+	  "properties":{
+	    "depends":{"type":"boolean"},
+	    "description":{"type":"string"}}}`
+	schemaVerifyRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
+	  "required":["hash"],
+	  "properties":{
+	    "hash":{"type":"string","minLength":1},
+	    "at":{"type":"string"}}}`
 )

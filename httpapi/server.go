@@ -248,6 +248,8 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/contexts/{ctx}/quarantine", s.handleQuarantine, ScopeRead, "ctx", docQuarantine},
 		{"GET", "/v1/contexts/{ctx}/diff", s.handleDiff, ScopeRead, "ctx", docDiff},
 		{"GET", "/v1/contexts/{ctx}/audit/{id}", s.handleAudit, ScopeRead, "ctx", docAudit}, // json or markdown
+		{"POST", "/v1/contexts/{ctx}/verify", s.handleVerify, ScopeRead, "ctx", docVerify},  // replay the stored chain while serving
+		{"GET", "/v1/contexts/{ctx}/eval", s.handleEval, ScopeRead, "ctx", docEval},         // supported answers, quarantine share
 		// Branches.
 		{"GET", "/v1/contexts/{ctx}/branches", s.handleListBranches, ScopeRead, "ctx", docListBranches},
 		{"POST", "/v1/contexts/{ctx}/branches", s.handleCreateBranch, ScopeWrite, "ctx", docCreateBranch},              // from any commit
@@ -267,6 +269,10 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/types", s.handleListTypes, ScopeRead, "", docListTypes},
 		{"GET", "/v1/types/{name}", s.handleGetType, ScopeRead, "", docGetType},
 		{"PUT", "/v1/types/{name}", s.handlePutType, ScopeAdmin, "*", docPutType}, // global: admin on "*"
+		// Relation registry: built-in and user relations; depends carries trust.
+		{"GET", "/v1/relations", s.handleListRelations, ScopeRead, "", docListRelations},
+		{"GET", "/v1/relations/{name}", s.handleGetRelation, ScopeRead, "", docGetRelation},
+		{"PUT", "/v1/relations/{name}", s.handlePutRelation, ScopeAdmin, "*", docPutRelation}, // global: admin on "*"
 		// Blobs: raw bytes by sha256.
 		{"POST", "/v1/blobs", s.handlePutBlob, ScopeWrite, "", docPutBlob},
 		{"GET", "/v1/blobs/{digest}", s.handleGetBlob, ScopeRead, "", docGetBlob},

@@ -108,10 +108,10 @@ func (s *Server) RecordToolResult(ctx context.Context, ctxID string, in ToolResu
 	if err != nil {
 		return nil, err
 	}
-	return s.PutArtifact(ctx, ctxID, ArtifactInput{
+	return s.putArtifactGo(ctx, ctxID, ArtifactInput{
 		ID: in.ID, Type: typ, ProducedBy: in.ProducedBy, Data: raw,
 		Edges: in.Edges, Branch: in.Branch, Quarantine: in.Quarantine,
-	})
+	}, true)
 }
 
 // truncateChars cuts s to at most n characters.

@@ -53,15 +53,19 @@ type typeEntry struct {
 type Registry struct {
 	builtin map[string]*typeEntry // immutable after NewRegistry
 
-	mu     sync.RWMutex // guards user and serializes Put
-	user   map[string]*typeEntry
-	loaded atomic.Bool
+	builtinRels map[string]RelationRecord // immutable after NewRegistry
+
+	mu       sync.RWMutex // guards user and userRels and serializes Put and PutRelation
+	user     map[string]*typeEntry
+	userRels map[string]RelationRecord
+	loaded   atomic.Bool
 }
 
 // NewRegistry returns a registry holding the built-in types. It panics if a
 // built-in schema does not compile, which TestSchemasCompile rules out.
 func NewRegistry() *Registry {
-	r := &Registry{builtin: map[string]*typeEntry{}, user: map[string]*typeEntry{}}
+	r := &Registry{builtin: map[string]*typeEntry{}, user: map[string]*typeEntry{},
+		builtinRels: builtinRelations(), userRels: map[string]RelationRecord{}}
 	for _, name := range graph.BuiltinTypes() {
 		def, ok := builtinSchemas[name]
 		if !ok {
@@ -113,8 +117,21 @@ func (r *Registry) Load(ctx context.Context, st *store.Store) error {
 		e.rec.Version = rec.Version
 		user[name] = e
 	}
+	rawRels, err := st.ListRelations(ctx)
+	if err != nil {
+		return fmt.Errorf("load relations: %w", err)
+	}
+	rels := make(map[string]RelationRecord, len(rawRels))
+	for name, raw := range rawRels {
+		var rec RelationRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return fmt.Errorf("load relation %q: %w", name, err)
+		}
+		rels[name] = rec
+	}
 	r.mu.Lock()
 	r.user = user
+	r.userRels = rels
 	r.mu.Unlock()
 	r.loaded.Store(true)
 	return nil
@@ -368,12 +385,7 @@ func quoteJSON(s string) string {
 
 // requestSchemas are the compiled request body schemas, by name.
 var requestSchemas = func() map[string]*jsonschema.Schema {
-	srcs := map[string]string{
-		"artifact": schemaArtifactRequest, "commit": schemaCommitRequest, "context": schemaContextRequest,
-		"branch": schemaBranchRequest, "reset": schemaResetRequest, "type": schemaTypeRequest, "merge": schemaMergeRequest,
-		"fetch": schemaFetchRequest, "tool-result": schemaToolResultRequest, "effect": schemaEffectRequest,
-		"claim": schemaClaimRequest, "complete": schemaCompleteRequest, "fail": schemaFailRequest,
-	}
+	srcs := requestSources
 	out := make(map[string]*jsonschema.Schema, len(srcs))
 	for name, src := range srcs {
 		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(src))

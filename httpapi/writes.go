@@ -174,6 +174,16 @@ var reservedWriters = map[string]string{
 	TypeEffect:       "the outbox (POST .../effects)",
 }
 
+// gateOwned are the types of the gate's outputs other than fetch_verdict
+// (which is reserved outright): a client may record one, but once it
+// exists only a gate path (POST .../tool-results) supersedes it. Without
+// this a tool_error poison root would become a confirmed claim with one
+// plain put of the same id.
+var gateOwned = map[string]string{
+	"tool_error":  "the tool-results path (POST .../tool-results)",
+	"tool_output": "the tool-results path (POST .../tool-results)",
+}
+
 // reservedType returns a refusal when a client names a reserved type.
 func reservedType(typ, pointer string) error {
 	writer, ok := reservedWriters[typ]
@@ -202,6 +212,15 @@ func reservedCheck(allowed string) func(*graph.State, []graph.Change) error {
 				what, field, typ = "overwrite", "/id", ch.Prev.Type
 			case ch.Prev != nil && reservedWriters[ch.Prev.Type] != "" && ch.Prev.Type != allowed && ch.Op.Op == graph.OpDelete:
 				what, field, typ = "delete", "/id", ch.Prev.Type
+			case ch.Prev != nil && gateOwned[ch.Prev.Type] != "" && (ch.Op.Op == graph.OpPut || ch.Op.Op == graph.OpDelete):
+				what = "overwrite"
+				if ch.Op.Op == graph.OpDelete {
+					what = "delete"
+				} else if ch.Next.Type != ch.Prev.Type {
+					what = "retype"
+				}
+				detail := fmt.Sprintf("clients cannot %s the %s %q: a gate output is superseded only by a new gate result from %s", what, ch.Prev.Type, ch.Op.ID, gateOwned[ch.Prev.Type])
+				return &indexedError{index: i, field: "/id", err: &Error{Code: CodeReservedType, Detail: detail, Errors: []FieldError{{Rule: "gate_owned"}}}}
 			default:
 				continue
 			}
@@ -345,6 +364,7 @@ func (s *Server) writeArtifact(ctx context.Context, ctxID string, in *ArtifactIn
 		Context: ctxID, Branch: in.Branch, Parent: parent, Author: author,
 		Message: "put " + id, Ops: ops, Mode: mode,
 	}
+	req.Types, req.Relations = s.types.definitions(ops)
 	req.Check = clientCheck
 	if gate {
 		req.Check = gateCheck
@@ -537,9 +557,10 @@ func (s *Server) commit(ctx context.Context, ctxID string, in *CommitInput, docs
 	if author == "" {
 		author = "api"
 	}
+	types, rels := s.types.definitions(ops)
 	res, err := s.st.Commit(ctx, store.CommitRequest{
 		Context: ctxID, Branch: in.Branch, Parent: parent, Author: author, Message: in.Message,
-		Ops: ops, Mode: mode, Check: clientCheck,
+		Ops: ops, Mode: mode, Check: clientCheck, Types: types, Relations: rels,
 	})
 	if err != nil {
 		err = s.staleError(ctx, ctxID, in.Branch, err)

@@ -69,7 +69,9 @@ const (
 // Options tune a fold.
 type Options struct {
 	Objects ObjectCheck
-	// Relations classifies relations (DefaultRelations when nil).
+	// Relations, when set, replaces the relations of the root commit's
+	// ruleset (tests of other relation sets); definitions recorded in the
+	// chain are added to them as usual.
 	Relations graph.Relations
 }
 
@@ -131,7 +133,14 @@ func FoldCommits(ctx context.Context, src Source, commits []*Commit, opts Option
 		}
 		var st *graph.State
 		if len(c.Parents) == 0 {
-			st = graph.NewState(opts.Relations)
+			rs, err := graph.LookupRuleset(graph.RulesetOf(c.Message))
+			if err != nil {
+				return fail("its ruleset cannot be replayed: "+err.Error(), err)
+			}
+			st = graph.NewStateFor(rs)
+			if opts.Relations != nil {
+				st = graph.NewState(opts.Relations)
+			}
 		} else {
 			p := c.Parents[0]
 			parent := states[p]
@@ -156,6 +165,9 @@ func FoldCommits(ctx context.Context, src Source, commits []*Commit, opts Option
 		}
 		if opsHash != c.OpsHash {
 			return fail(fmt.Sprintf("its ops hash to %s, the commit records %s", opsHash, c.OpsHash), nil)
+		}
+		if ops, err = withDefinitionData(ctx, src, ops); err != nil {
+			return fail(err.Error(), err)
 		}
 		changes, err := st.ApplyOps(ops)
 		if err != nil {
@@ -262,4 +274,30 @@ func MatchHash(got hashing.Digest, want string) (bool, error) {
 		return false, err
 	}
 	return len(got.Hex()) >= len(prefix) && got.Hex()[:len(prefix)] == prefix, nil
+}
+
+// withDefinitionData returns ops with the data of each definition put read
+// from src: the state needs it to know what a definition defines, and
+// ApplyOps checks it against the recorded content hash. ops is not
+// modified; it is returned as is when it holds no definition.
+func withDefinitionData(ctx context.Context, src Source, ops []graph.Op) ([]graph.Op, error) {
+	var out []graph.Op
+	for i := range ops {
+		op := &ops[i]
+		if op.Op != graph.OpPut || op.Data != nil || !graph.IsDefinitionType(op.Type) {
+			continue
+		}
+		if out == nil {
+			out = append([]graph.Op(nil), ops...)
+		}
+		data, err := src.Object(ctx, op.ContentHash)
+		if err != nil {
+			return nil, fmt.Errorf("definition %q: its data %s cannot be read: %w", op.ID, op.ContentHash, err)
+		}
+		out[i].Data = data
+	}
+	if out == nil {
+		return ops, nil
+	}
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
@@ -49,6 +50,9 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 	}
 	if _, err := b.Verify(ctx, "", replay.Options{}); err != nil {
 		return nil, fmt.Errorf("the bundle does not verify: %w", err)
+	}
+	if err := checkGateOutputs(ctx, b); err != nil {
+		return nil, err
 	}
 	plan, err := planImport(b)
 	if err != nil {
@@ -120,6 +124,57 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 	return out, nil
 }
 
+// checkGateOutputs re-derives, before anything is written, every gate
+// output a bundle holds: each fetch_verdict put in its chain is checked by
+// gate.CheckVerdict against its receipt and the body blob in the bundle
+// (so a FAILED verdict edited into RETRIEVED is refused however its hashes
+// were recomputed), and every blob a gate output names must be in the
+// bundle. The error (ErrInvalid) names the artifact and the commit.
+func checkGateOutputs(ctx context.Context, b *replay.Bundle) error {
+	blob := func(name string) ([]byte, bool, error) {
+		d, err := hashing.ParseDigest(name)
+		if err != nil {
+			return nil, false, nil
+		}
+		data, ok := b.Blob(d)
+		return data, ok, nil
+	}
+	checked := map[hashing.Digest]bool{}
+	for _, c := range b.Commits() {
+		ops, err := b.Ops(ctx, c)
+		if err != nil {
+			return err
+		}
+		for _, op := range ops {
+			if op.Op != graph.OpPut || checked[op.ContentHash] || !gateOutput(op.Type) {
+				continue
+			}
+			checked[op.ContentHash] = true
+			data, err := b.Object(ctx, op.ContentHash)
+			if err != nil {
+				return err
+			}
+			for _, ref := range gate.BlobRefs(op.Type, data) {
+				if _, ok, _ := blob(ref); !ok {
+					return fmt.Errorf("%w: %s %q (commit %s) names blob %s, which is not in the bundle: a bundle must carry the bytes its gate outputs were judged from",
+						ErrInvalid, op.Type, op.ID, c.ID.Short(), ref)
+				}
+			}
+			if op.Type == "fetch_verdict" {
+				if err := gate.CheckVerdict(data, blob); err != nil {
+					return fmt.Errorf("%w: fetch_verdict %q (commit %s) is not borne out by its evidence: %w", ErrInvalid, op.ID, c.ID.Short(), err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// gateOutput reports whether typ is written by the gate.
+func gateOutput(typ string) bool {
+	return typ == "fetch_verdict" || typ == "tool_error" || typ == "tool_output"
+}
+
 // importPlan is a bundle checked for what Import can reproduce.
 type importPlan struct {
 	mode, created string
@@ -184,10 +239,12 @@ func (s *Store) importRoot(ctx context.Context, ctxID, mode, created string, roo
 	if err != nil || hashing.FormatTime(at) != root.Time || created != root.Time {
 		return fmt.Errorf("%w: root commit %s has time %q (context created %q); want one RFC 3339 UTC time", ErrInvalid, root.ID.Short(), root.Time, created)
 	}
-	if len(root.Parents) != 0 || root.NumOps != 0 || root.Author != "artifactd" || root.Message != "create context" {
+	rs := graph.RulesetOf(root.Message)
+	if len(root.Parents) != 0 || root.NumOps != 0 || root.Author != "artifactd" ||
+		(root.Message != "create context" && root.Message != graph.RootMessage(rs)) {
 		return fmt.Errorf("%w: root commit %s is not a context's creation commit", ErrInvalid, root.ID.Short())
 	}
-	if _, err := s.CreateContextAt(ctx, ctxID, mode, at); err != nil {
+	if _, err := s.createContext(ctx, ctxID, mode, at, root.Message); err != nil {
 		return err
 	}
 	got, err := s.Resolve(ctx, ctxID, DefaultBranch)

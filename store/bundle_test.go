@@ -3,10 +3,12 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
@@ -21,13 +23,13 @@ func mBundleFixture(t *testing.T, s *store.Store) {
 	if _, err := s.CreateContext(ctx, "run-1", store.ModeEnforce); err != nil {
 		t.Fatal(err)
 	}
-	body, err := s.PutBlob(ctx, []byte("<html><p>The price is 3 EUR.</p></html>"))
-	if err != nil {
+	page := []byte(`{"price":3,"currency":"EUR"}`)
+	if _, err := s.PutBlob(ctx, page); err != nil {
 		t.Fatal(err)
 	}
 	mCommit(t, s, "run-1", "main", mPut("q", "question", map[string]any{"text": "price?"}))
 	c2 := mCommit(t, s, "run-1", "main",
-		mPut("f", "fetch_verdict", map[string]any{"verdict": "RETRIEVED", "url": "https://example.org/p", "body": body.String()}),
+		mPut("f", "fetch_verdict", mVerdict(t, "https://example.org/p", page)),
 		mLink("f", "derived_from", "q"))
 	if err := s.CreateBranch(ctx, "run-1", "exp", c2.ID); err != nil {
 		t.Fatal(err)
@@ -48,6 +50,22 @@ func mBundleFixture(t *testing.T, s *store.Store) {
 	if err := s.ResetBranch(ctx, "run-1", "scratch", c2.ID); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// mVerdict is the data the gate records for a 200 JSON fetch of body: a
+// verdict that import can derive again from its receipt and blob.
+func mVerdict(t *testing.T, url string, body []byte) map[string]any {
+	t.Helper()
+	res := gate.Classify(gate.Evidence{URL: url, Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: body})
+	raw, err := json.Marshal(gate.NewVerdictData(res, gate.FetchedByAgent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func mCommitIDs(t *testing.T, s *store.Store, ctxID string) []hashing.Digest {

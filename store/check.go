@@ -7,6 +7,7 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
@@ -307,9 +308,16 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		if failed[c.ID] {
 			continue
 		}
-		if _, err := s.loadState(s, c); err != nil {
-			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
+		cs, err := s.ctxState(ctxID)
+		if err != nil {
+			return err
 		}
+		st, err := s.loadState(s, cs.info, c)
+		if err != nil {
+			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
+			continue
+		}
+		k.gateBlobs(ctxID, b.Name, st)
 	}
 	return nil
 }
@@ -408,4 +416,31 @@ func (k *checker) stateMap(ctxID string, c *replay.Commit) bool {
 		stack = append(stack, n.children...)
 	}
 	return ok
+}
+
+// gateBlobs reports every gate output of a branch head (fetch_verdict,
+// tool_error, tool_output) that names a blob the store does not hold: its
+// verdict or cut could no longer be checked against the bytes.
+func (k *checker) gateBlobs(ctxID, branch string, st *graph.State) {
+	s := k.s
+	for _, a := range st.Artifacts() {
+		if !gateOutput(a.Type) {
+			continue
+		}
+		data, err := s.object(a.ContentHash)
+		if err != nil {
+			continue // reported with the objects
+		}
+		for _, ref := range gate.BlobRefs(a.Type, data) {
+			d, err := hashing.ParseDigest(ref)
+			if err == nil {
+				var ok bool
+				if ok, err = s.HasBlob(context.Background(), d); err == nil && ok {
+					continue
+				}
+			}
+			k.add(Defect{Kind: "blob", Context: ctxID, ID: a.ID,
+				Detail: fmt.Sprintf("%s %q at the head of branch %q names blob %s, which is not stored", a.Type, a.ID, branch, ref)})
+		}
+	}
 }

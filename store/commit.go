@@ -33,8 +33,16 @@ type CommitRequest struct {
 	// Mode overrides the context's quarantine mode when set.
 	Mode string
 	// Check, when set, runs on the state after the ops applied and before
-	// anything is written; an error refuses the commit.
+	// anything is written; an error refuses the commit. It sees the
+	// changes of Ops, not those of recorded definitions.
 	Check func(st *graph.State, changes []graph.Change) error
+	// Types and Relations are the user definitions Ops use, as the writer
+	// validated them: each one the head does not hold exactly so is
+	// recorded by a put of its definition artifact before Ops, in the same
+	// commit (graph.DefinitionOps), so the chain says what its types and
+	// relations meant.
+	Types     []graph.TypeDef
+	Relations []graph.RelationDef
 }
 
 // CommitResult is the outcome of a commit.
@@ -48,6 +56,9 @@ type CommitResult struct {
 	// Tainted lists, in observe mode, the new dependency edges that rest on
 	// unconfirmed artifacts (they were stored and are flagged).
 	Tainted []*graph.TaintError
+	// Definitions is the number of definition puts recorded before the
+	// request's ops.
+	Definitions int
 }
 
 // ChunkOps is how many recorded ops are stored per key.
@@ -71,8 +82,10 @@ type writeReq struct {
 	target hashing.Digest  // create/reset branch
 	expect *hashing.Digest // reset: the head the branch must still have
 	at     time.Time       // create context: creation time (zero = clock)
-	commit CommitRequest
-	resp   chan writeResp
+	// message is the root commit's message of a created context.
+	message string
+	commit  CommitRequest
+	resp    chan writeResp
 }
 
 type writeResp struct {
@@ -459,11 +472,15 @@ func (g *group) head(ctxID, branch string) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.loadState(g.tw, c)
+	cs, err := g.ctxState(ctxID)
 	if err != nil {
 		return nil, err
 	}
-	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndex(st, s.base())}
+	st, err := s.loadState(g.tw, cs.info, c)
+	if err != nil {
+		return nil, err
+	}
+	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndex(st, s.baseFor(st))}
 	g.lock(h)
 	s.mu.Lock()
 	s.heads[key] = h
@@ -483,11 +500,11 @@ func (g *group) createContext(r *writeReq) error {
 		when = s.clock()
 	}
 	now := hashing.FormatTime(when)
-	cs := &ctxState{info: ContextInfo{ID: r.ctxID, Quarantine: r.mode, Created: now}}
+	cs := &ctxState{info: ContextInfo{ID: r.ctxID, Quarantine: r.mode, Created: now, Ruleset: graph.RulesetOf(r.message)}}
 	g.created[r.ctxID] = cs
 	g.touched[cs] = 0
 
-	root, err := replay.NewCommit(nil, nil, graph.NewState(nil).Hash(), "artifactd", "create context", now)
+	root, err := replay.NewCommit(nil, nil, hashing.EmptyContextHash(), "artifactd", r.message, now)
 	if err != nil {
 		return err
 	}
@@ -600,16 +617,33 @@ func (g *group) commit(r *writeReq) error {
 	if req.Parent != nil && *req.Parent != h.commit.ID {
 		return fmt.Errorf("%w: parent %s is not the head of %q (head is %s)", ErrStale, req.Parent.Short(), req.Branch, h.commit.ID.Short())
 	}
-	changes, err := h.state.ApplyOps(req.Ops)
+	// Definitions the request's ops use, recorded first where the head
+	// does not hold them as they are (graph.DefinitionOps).
+	defOps, err := graph.DefinitionOps(h.state, req.Types, req.Relations)
 	if err != nil {
 		return err
 	}
+	defChanges, err := h.state.ApplyOps(defOps)
+	if err != nil {
+		return fmt.Errorf("record definitions: %w", err)
+	}
+	ops, err := s.withDefinitionData(req.Ops)
+	if err != nil {
+		h.state.Undo(defChanges)
+		return err
+	}
+	reqChanges, err := h.state.ApplyOps(ops)
+	if err != nil {
+		h.state.Undo(defChanges)
+		return err
+	}
+	changes := append(defChanges, reqChanges...)
 	undo := func(e error) error {
 		h.state.Undo(changes)
 		return e
 	}
 	if req.Check != nil {
-		if err := req.Check(h.state, changes); err != nil {
+		if err := req.Check(h.state, reqChanges); err != nil {
 			return undo(err)
 		}
 	}
@@ -623,7 +657,7 @@ func (g *group) commit(r *writeReq) error {
 	}
 	recorded := graph.RecordedOps(changes)
 	if len(recorded) == 0 && len(req.ExtraParents) == 0 {
-		res := CommitResult{Commit: h.commit, Noop: true, Changes: changes}
+		res := CommitResult{Commit: h.commit, Noop: true, Changes: reqChanges}
 		g.answers = append(g.answers, func(err error) { r.resp <- writeResp{res: res, err: err} })
 		return nil
 	}
@@ -723,7 +757,7 @@ func (g *group) commit(r *writeReq) error {
 	}
 	h.trust.Apply(h.state, changes)
 	h.commit = c
-	res := CommitResult{Commit: c, Changes: changes}
+	res := CommitResult{Commit: c, Changes: reqChanges, Definitions: len(defOps)}
 	if mode != ModeEnforce {
 		res.Tainted = tainted
 	}
@@ -737,4 +771,30 @@ func (s *Store) hasKey(k []byte) bool {
 		return err
 	})
 	return err == nil
+}
+
+// withDefinitionData returns ops with the data of every definition put
+// that lacks it read from the object store (a merge or a reset replays
+// definitions by content hash; the state needs their data to know what
+// they define). ops is not modified.
+func (s *Store) withDefinitionData(ops []graph.Op) ([]graph.Op, error) {
+	var out []graph.Op
+	for i := range ops {
+		op := &ops[i]
+		if op.Op != graph.OpPut || op.Data != nil || !graph.IsDefinitionType(op.Type) || op.ContentHash.IsZero() {
+			continue
+		}
+		if out == nil {
+			out = append([]graph.Op(nil), ops...)
+		}
+		data, err := s.object(op.ContentHash)
+		if err != nil {
+			return nil, fmt.Errorf("definition %q: %w", op.ID, err)
+		}
+		out[i].Data = data
+	}
+	if out == nil {
+		return ops, nil
+	}
+	return out, nil
 }

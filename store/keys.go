@@ -25,6 +25,7 @@ const (
 	pBlob   = "blob\x00"
 	pNode   = "node\x00"
 	pType   = "type\x00"
+	pRelDef = "reldef\x00"
 )
 
 func keyMetaFormat() []byte { return []byte(pMeta + "format") }

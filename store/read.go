@@ -196,11 +196,15 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.loadState(s, c)
+	cs, err := s.ctxState(ctxID)
 	if err != nil {
 		return nil, err
 	}
-	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndex(st, s.base())}
+	st, err := s.loadState(s, cs.info, c)
+	if err != nil {
+		return nil, err
+	}
+	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndex(st, s.baseFor(st))}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if existing := s.heads[key]; existing != nil {
@@ -212,14 +216,18 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	return h, nil
 }
 
-// loadState materializes the state of a commit from its state map (read
-// through src; metadata only: artifact Data is nil) and checks it against
-// the commit's context hash.
-func (s *Store) loadState(src nodeSource, c *replay.Commit) (*graph.State, error) {
+// loadState materializes the state of a commit of context info from its
+// state map (read through src; metadata only: artifact Data is nil but for
+// definitions) and checks it against the commit's context hash.
+func (s *Store) loadState(src nodeSource, info ContextInfo, c *replay.Commit) (*graph.State, error) {
+	rs, err := info.ruleset()
+	if err != nil {
+		return nil, err
+	}
 	arts := make([]*graph.Artifact, 0, c.Artifacts)
 	edges := make([]*graph.Edge, 0, c.Edges)
 	var tombs []graph.Tombstone
-	err := trieWalk(src, trieChild{id: c.Root, count: c.RootCount}, func(k, v []byte) error {
+	err = trieWalk(src, trieChild{id: c.Root, count: c.RootCount}, func(k, v []byte) error {
 		if len(k) == 0 {
 			return fmt.Errorf("%w: empty state key", ErrCorrupt)
 		}
@@ -229,7 +237,13 @@ func (s *Store) loadState(src nodeSource, c *replay.Commit) (*graph.State, error
 			if err != nil {
 				return err
 			}
-			arts = append(arts, av.artifact(string(k[1:])))
+			a := av.artifact(string(k[1:]))
+			if graph.IsDefinitionType(a.Type) {
+				if a.Data, err = s.object(a.ContentHash); err != nil {
+					return fmt.Errorf("definition %q: %w", a.ID, err)
+				}
+			}
+			arts = append(arts, a)
 		case 't':
 			ver, err := decodeTombVal(v)
 			if err != nil {
@@ -251,7 +265,10 @@ func (s *Store) loadState(src nodeSource, c *replay.Commit) (*graph.State, error
 	if err != nil {
 		return nil, fmt.Errorf("load state of commit %s: %w", c.ID.Short(), err)
 	}
-	st := graph.Load(nil, arts, tombs, edges)
+	st, err := graph.Load(rs, arts, tombs, edges)
+	if err != nil {
+		return nil, fmt.Errorf("%w: load state of commit %s: %w", ErrCorrupt, c.ID.Short(), err)
+	}
 	if got := st.Hash(); got != c.ContextHash {
 		return nil, fmt.Errorf("%w: state map of commit %s hashes to %s, the commit records %s", ErrCorrupt, c.ID.Short(), got, c.ContextHash)
 	}
@@ -278,7 +295,7 @@ func (v *View) Data(a *graph.Artifact) (json.RawMessage, error) {
 }
 
 // Base returns the trust base function used for this view.
-func (v *View) Base() graph.BaseFunc { return v.store.base() }
+func (v *View) Base() graph.BaseFunc { return v.store.baseFor(v.State) }
 
 type materialized struct {
 	state *graph.State
@@ -326,11 +343,15 @@ func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, 
 	key := ctxID + "\x00" + string(c.ID[:])
 	m, ok := s.states.get(key)
 	if !ok {
-		st, err := s.loadState(s, c)
+		cs, err := s.ctxState(ctxID)
 		if err != nil {
 			return err
 		}
-		m = &materialized{state: st, trust: graph.NewTrustIndex(st, s.base())}
+		st, err := s.loadState(s, cs.info, c)
+		if err != nil {
+			return err
+		}
+		m = &materialized{state: st, trust: graph.NewTrustIndex(st, s.baseFor(st))}
 		s.states.put(key, m)
 	}
 	return fn(&View{Commit: c, State: m.state, Trust: m.trust, store: s})

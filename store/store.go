@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ var (
 	ErrCorrupt = errors.New("store corruption")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
+	// ErrLocked: the data directory is held by another process (a running
+	// artifactd serve); Badger allows one process per directory.
+	ErrLocked = errors.New("data directory locked by another process")
 	// ErrWriteFailed: a commit group could not be written or synced. Its
 	// outcome is unknown, so the store refuses every later write until it
 	// is reopened; restart the server and run fsck.
@@ -58,9 +62,6 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock gives commit times; time.Now when nil.
 	Clock func() time.Time
-	// Roles maps an artifact type to its trust role; graph.BuiltinRoles
-	// when nil. Types without a role are treated as derived.
-	Roles func(typ string) (graph.Role, bool)
 	// NoSync skips the fsync after each commit group. Only for benchmarks
 	// and tests that measure something else: an acknowledged commit may then
 	// be lost by an OS crash (not by a process crash).
@@ -86,7 +87,6 @@ type Store struct {
 	db     *badger.DB
 	log    *slog.Logger
 	clock  func() time.Time
-	roleOf func(string) (graph.Role, bool)
 	noSync bool
 	batch  int
 
@@ -118,11 +118,23 @@ type Store struct {
 	ctxs map[string]*ctxState
 }
 
-// ContextInfo describes a context.
+// ContextInfo describes a context. Ruleset names the built-in
+// definitions the context is judged by, as its root commit records it
+// (graph.RulesetOf); a record without it is graph.RulesetV1.
 type ContextInfo struct {
 	ID         string `json:"id"`
 	Quarantine string `json:"quarantine"`
 	Created    string `json:"created"`
+	Ruleset    string `json:"ruleset,omitempty"`
+}
+
+// ruleset returns the context's ruleset.
+func (i ContextInfo) ruleset() (*graph.Ruleset, error) {
+	rs, err := graph.LookupRuleset(i.Ruleset)
+	if err != nil {
+		return nil, fmt.Errorf("%w: context %q: %w", ErrCorrupt, i.ID, err)
+	}
+	return rs, nil
 }
 
 type ctxState struct {
@@ -187,13 +199,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		WithDetectConflicts(false)
 	db, err := badger.Open(bo)
 	if err != nil {
+		// Badger reports the directory lock only in its message.
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("open %s: %w", opts.Dir, ErrLocked)
+		}
 		return nil, fmt.Errorf("open badger at %s: %w", opts.Dir, err)
 	}
 	s := &Store{
 		db:      db,
 		log:     opts.Logger,
 		clock:   opts.Clock,
-		roleOf:  opts.Roles,
 		noSync:  opts.NoSync,
 		batch:   opts.MaxBatch,
 		reqs:    make(chan *writeReq, 1024),
@@ -211,9 +226,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if s.clock == nil {
 		s.clock = time.Now
-	}
-	if s.roleOf == nil {
-		s.roleOf = graph.BuiltinRoles
 	}
 	if s.batch <= 0 {
 		s.batch = 256
@@ -264,9 +276,12 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// base returns the trust base function of the store.
-func (s *Store) base() graph.BaseFunc {
-	return graph.RoleBase(s.roleOf, func(a *graph.Artifact) (string, string) {
+// baseFor returns the trust base function of a state: roles are the
+// definitions in force at the state (graph.State.RoleOf), and a
+// fetch_verdict's payload is read from the object store when the state
+// does not hold it.
+func (s *Store) baseFor(st *graph.State) graph.BaseFunc {
+	return st.Base(func(a *graph.Artifact) (string, string) {
 		data := a.Data
 		if data == nil {
 			var err error
@@ -289,10 +304,20 @@ func (s *Store) CreateContext(ctx context.Context, id, quarantine string) (Conte
 
 // CreateContextAt is CreateContext with the creation time (and so the
 // root commit's time and id) given instead of read from the clock; the
-// zero time means now. Import uses it to reproduce a bundle's root commit.
+// zero time means now.
 func (s *Store) CreateContextAt(ctx context.Context, id, quarantine string, at time.Time) (ContextInfo, error) {
+	return s.createContext(ctx, id, quarantine, at, graph.RootMessage(graph.RulesetV1))
+}
+
+// createContext creates a context whose root commit has the given time
+// and message (which names its ruleset, graph.RulesetOf). Import uses it
+// to reproduce a bundle's root commit.
+func (s *Store) createContext(ctx context.Context, id, quarantine string, at time.Time, rootMessage string) (ContextInfo, error) {
 	if err := ValidateContextID(id); err != nil {
 		return ContextInfo{}, err
+	}
+	if _, err := graph.LookupRuleset(graph.RulesetOf(rootMessage)); err != nil {
+		return ContextInfo{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	switch quarantine {
 	case "":
@@ -301,7 +326,7 @@ func (s *Store) CreateContextAt(ctx context.Context, id, quarantine string, at t
 	default:
 		return ContextInfo{}, fmt.Errorf("%w: quarantine must be %q or %q, got %q", ErrInvalid, ModeEnforce, ModeObserve, quarantine)
 	}
-	res, err := s.submit(ctx, &writeReq{kind: reqCreateContext, ctxID: id, mode: quarantine, at: at})
+	res, err := s.submit(ctx, &writeReq{kind: reqCreateContext, ctxID: id, mode: quarantine, at: at, message: rootMessage})
 	if err != nil {
 		return ContextInfo{}, err
 	}
@@ -486,6 +511,36 @@ func (s *Store) ListTypes(ctx context.Context) (map[string][]byte, error) {
 				return err
 			}
 			out[string(it.Item().Key()[len(pType):])] = v
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PutRelation stores a relation record (opaque JSON owned by the caller),
+// durably.
+func (s *Store) PutRelation(ctx context.Context, name string, record []byte) error {
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(pRelDef+name), record) }); err != nil {
+		return fmt.Errorf("put relation %q: %w", name, err)
+	}
+	if s.noSync {
+		return nil
+	}
+	return s.db.Sync()
+}
+
+// ListRelations returns every stored relation record keyed by name.
+func (s *Store) ListRelations(ctx context.Context) (map[string][]byte, error) {
+	out := make(map[string][]byte)
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pRelDef), PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out[string(it.Item().Key()[len(pRelDef):])] = v
 		}
 		return nil
 	})

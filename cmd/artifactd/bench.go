@@ -119,7 +119,7 @@ func startBenchServer(ctx context.Context, dir string, noSync bool) (string, fun
 		}
 	}
 	reg := httpapi.NewRegistry()
-	st, err := store.Open(ctx, store.Options{Dir: dir, Logger: discardLogger(), Roles: reg.RoleOf, NoSync: noSync})
+	st, err := store.Open(ctx, store.Options{Dir: dir, Logger: discardLogger(), NoSync: noSync})
 	if err != nil {
 		return "", nil, err
 	}

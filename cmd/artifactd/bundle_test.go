@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
@@ -33,7 +34,12 @@ func cliFixture(t *testing.T) (string, *replay.Commit) {
 	if _, err := s.CreateContext(ctx, "run-1", store.ModeObserve); err != nil {
 		t.Fatal(err)
 	}
-	body, err := s.PutBlob(ctx, []byte("<p>3 EUR</p>"))
+	page := []byte(`{"price":3,"currency":"EUR"}`)
+	if _, err := s.PutBlob(ctx, page); err != nil {
+		t.Fatal(err)
+	}
+	res := gate.Classify(gate.Evidence{URL: "https://shop.example/p", Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: page})
+	verdict, err := json.Marshal(gate.NewVerdictData(res, gate.FetchedByAgent))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +52,7 @@ func cliFixture(t *testing.T) (string, *replay.Commit) {
 		return res.Commit
 	}
 	c1 := commit("main", cliPut("q", "question", `{"text":"price?"}`),
-		cliPut("f", "fetch_verdict", `{"verdict":"RETRIEVED","url":"https://shop.example/p","body":"`+body.String()+`"}`),
+		cliPut("f", "fetch_verdict", string(verdict)),
 		cliLink("f", "derived_from", "q"))
 	if err := s.CreateBranch(ctx, "run-1", "exp", c1.ID); err != nil {
 		t.Fatal(err)

@@ -6,17 +6,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/httpapi"
 	"github.com/artifactd/artifactd/store"
 )
-
-// evalReport is what `artifactd eval --json` prints.
-type evalReport struct {
-	Context     string `json:"context"`
-	Commit      string `json:"commit"`
-	ContextHash string `json:"context_hash"`
-	graph.Evaluation
-}
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("eval", "--context ID [--data DIR] [--at REF] [--json]", stderr)
@@ -36,10 +28,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, exitUsage, "eval: %v", err)
 	}
 	defer st.Close()
-	var rep evalReport
+	var rep httpapi.EvalReport
 	err = st.Read(ctx, *ctxID, *at, func(v *store.View) error {
-		rep = evalReport{Context: *ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String(),
-			Evaluation: graph.Evaluate(v.State, v.Trust.Report(v.State))}
+		rep = httpapi.EvalOf(*ctxID, v)
 		return nil
 	})
 	if err != nil {

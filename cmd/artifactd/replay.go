@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -28,24 +29,44 @@ type replayReport struct {
 	Types       map[string]int `json:"types"`
 	Verify      string         `json:"verify,omitempty"`
 	Verified    *bool          `json:"verified,omitempty"`
+	// MatchesCommit names, on a mismatch, the newest older commit of the
+	// same first-parent line whose state has the expected hash.
+	MatchesCommit *hashing.Digest `json:"matches_commit,omitempty"`
+	// Server is the server that replayed the chain (--server).
+	Server string `json:"server,omitempty"`
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("replay", "[BUNDLE] [--data DIR] --context ID [--at COMMIT|BRANCH] [--verify HASH] [--json]", stderr)
+	fs := newFlagSet("replay", "[BUNDLE] [--data DIR | --server URL] --context ID [--at COMMIT|BRANCH] [--verify HASH] [--json]", stderr)
 	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context to replay (required with a data directory)")
 	at := fs.String("at", "", "commit id, unique prefix (8+ hex digits) or branch; default: main")
 	verify := fs.String("verify", "", "expected context hash: sha256:<hex>, bare hex or a prefix of 8+ hex digits")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	all := fs.Bool("all-objects", false, "re-hash the payload of every put in the chain, not only the final state's")
+	server := fs.String("server", "", "replay through a running artifactd at this URL (POST /v1/contexts/{ctx}/verify) instead of opening the data directory")
+	token := fs.String("token", "", "bearer token for --server (default: $ARTIFACTD_TOKEN)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
-	if *verify != "" {
+	verifySet := false
+	fs.Visit(func(f *flag.Flag) { verifySet = verifySet || f.Name == "verify" })
+	if verifySet {
+		// An empty value is a usage error, never a pass: a script whose
+		// variable came out empty must not be told "verified".
 		if _, err := hashing.HexPrefix(*verify); err != nil {
-			return fail(stderr, exitUsage, "--verify: %v", err)
+			return fail(stderr, exitUsage, "--verify %q: %v (want sha256:<64 hex digits>, bare hex or a prefix of at least 8 hex digits)", *verify, err)
 		}
+	}
+	if *server != "" {
+		if len(pos) > 0 {
+			return fail(stderr, exitUsage, "replay: --server replays the server's stored chain; a bundle file is replayed locally without it")
+		}
+		if *ctxID == "" || !verifySet {
+			return fail(stderr, exitUsage, "replay --server: --context and --verify are required")
+		}
+		return replayServer(ctx, *server, tokenOr(*token), *ctxID, *at, *verify, *asJSON, stdout, stderr)
 	}
 	opts := replay.Options{Objects: replay.ObjectsFinal}
 	if *all {
@@ -76,11 +97,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		rep.Types[a.Type]++
 	}
 	code := exitOK
-	if *verify != "" {
+	if verifySet {
 		ok, _ := replay.MatchHash(rep.ContextHash, *verify)
 		rep.Verify, rep.Verified = *verify, &ok
 		if !ok {
 			code = exitMismatch
+			rep.MatchesCommit = olderMatch(ctx, *dataDir, ctxName, pos, res, *verify)
 		}
 	}
 	if *asJSON {
@@ -91,9 +113,51 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		printReplay(stdout, rep)
 	}
 	if code == exitMismatch {
-		fmt.Fprintf(stderr, "artifactd: replay: context hash mismatch\n  expected: %s\n  actual:   %s\n", *verify, rep.ContextHash)
+		printMismatch(stderr, rep)
 	}
 	return code
+}
+
+// printMismatch explains a failed --verify on stderr.
+func printMismatch(stderr io.Writer, rep replayReport) {
+	fmt.Fprintf(stderr, "artifactd: replay: context hash mismatch\n  expected: %s\n  actual:   %s (at %s)\n", rep.Verify, rep.ContextHash, rep.Commit)
+	if rep.MatchesCommit != nil {
+		fmt.Fprintf(stderr, "  the expected hash is the state of the older commit %s of the same history: the branch moved on since (pass --at %s to verify that commit)\n", *rep.MatchesCommit, rep.MatchesCommit.Hex()[:12])
+	}
+}
+
+// olderMatch finds, after a mismatch, the newest older commit on the
+// replayed commit's first-parent line whose context hash matches want.
+func olderMatch(ctx context.Context, dir, ctxID string, bundle []string, res *replay.Result, want string) *hashing.Digest {
+	if len(bundle) > 0 {
+		if bundle[0] == "-" {
+			return nil // standard input cannot be read twice
+		}
+		b, err := readBundleFile(bundle[0])
+		if err != nil {
+			return nil
+		}
+		v, err := replay.VerifyHash(ctx, b, res.Commit.ID, want, replay.Options{Objects: replay.ObjectsNone})
+		if err != nil || v.MatchesCommit == nil {
+			return nil
+		}
+		return &v.MatchesCommit.ID
+	}
+	st, err := openStore(ctx, dir)
+	if err != nil {
+		return nil
+	}
+	defer st.Close()
+	log, err := st.Log(ctx, ctxID, res.Commit, 0)
+	if err != nil {
+		return nil
+	}
+	for _, c := range log[1:] {
+		if ok, _ := replay.MatchHash(c.ContextHash, want); ok {
+			return &c.ID
+		}
+	}
+	return nil
 }
 
 func printReplay(w io.Writer, r replayReport) {
@@ -121,7 +185,11 @@ func printReplay(w io.Writer, r replayReport) {
 }
 
 func openStore(ctx context.Context, dir string) (*store.Store, error) {
-	return store.Open(ctx, store.Options{Dir: dir, Logger: discardLogger()})
+	st, err := store.Open(ctx, store.Options{Dir: dir, Logger: discardLogger()})
+	if errors.Is(err, store.ErrLocked) {
+		return nil, fmt.Errorf("%s is in use by a running artifactd (the data directory is locked): stop it, or ask it instead with --server URL (replay --server, or the HTTP API): %w", dir, err)
+	}
+	return st, err
 }
 
 func replayStore(ctx context.Context, dir, ctxID, at string, opts replay.Options) (*replay.Result, error) {

@@ -25,20 +25,21 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"replay": {"rebuild the state at a commit from the commit chain and verify it", runReplay},
-		"fsck":   {"check every hash, commit id and state map in a data directory", runFsck},
-		"log":    {"list the commits of a branch", runLog},
-		"export": {"write a context as a self-contained JSON Lines bundle", runExport},
-		"import": {"restore a bundle as a new context (same commit ids and hashes)", runImport},
-		"diff":   {"what changed between two commits: artifacts, edges, trust", runDiff},
-		"branch": {"list a context's branches, or create one at a commit", runBranch},
-		"merge":  {"three-way merge a branch or commit into a branch", runMerge},
-		"audit":  {"why did it say that: an answer's provenance and trust report", runAudit},
-		"eval":   {"structural evaluation: supported answers, quarantine share", runEval},
-		"serve":  {"serve the HTTP API (and the UI) over a data directory", runServe},
-		"demo":   {"load example contexts (the ten-step poison plan, an audit run)", runDemo},
-		"bench":  {"load-test single-artifact commits over HTTP", runBench},
-		"fetch":  {"fetch a URL under the gate's address policy and record its verdict", runFetch},
+		"replay":     {"rebuild the state at a commit from the commit chain and verify it", runReplay},
+		"fsck":       {"check every hash, commit id and state map in a data directory", runFsck},
+		"log":        {"list the commits of a branch", runLog},
+		"export":     {"write a context as a self-contained JSON Lines bundle", runExport},
+		"import":     {"restore a bundle as a new context (same commit ids and hashes)", runImport},
+		"diff":       {"what changed between two commits: artifacts, edges, trust", runDiff},
+		"branch":     {"list a context's branches, or create one at a commit", runBranch},
+		"merge":      {"three-way merge a branch or commit into a branch", runMerge},
+		"audit":      {"why did it say that: an answer's provenance and trust report", runAudit},
+		"eval":       {"structural evaluation: supported answers, quarantine share", runEval},
+		"quarantine": {"the trust report: poison roots, blast radius, quarantined artifacts", runQuarantine},
+		"serve":      {"serve the HTTP API (and the UI) over a data directory", runServe},
+		"demo":       {"load example contexts (the ten-step poison plan, an audit run)", runDemo},
+		"bench":      {"load-test single-artifact commits over HTTP", runBench},
+		"fetch":      {"fetch a URL under the gate's address policy and record its verdict", runFetch},
 	}
 }
 

@@ -118,7 +118,7 @@ func leaseKey(dir string) ([]byte, error) {
 // before the store and be loaded before the first request.
 func openAPIStore(ctx context.Context, dir string, logger *slog.Logger) (*store.Store, *httpapi.Registry, error) {
 	reg := httpapi.NewRegistry()
-	st, err := store.Open(ctx, store.Options{Dir: dir, Logger: logger, Roles: reg.RoleOf})
+	st, err := store.Open(ctx, store.Options{Dir: dir, Logger: logger})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/store"
+)
+
+// forgedStore writes, straight through the store (as an attacker editing
+// a bundle and recomputing every hash and id would end up), a context
+// whose fetch_verdict says what its evidence does not, and exports it.
+func forgedBundle(t *testing.T, edit func(d *gate.VerdictData), storeBody bool) (bundle, srcDir string) {
+	t.Helper()
+	ctx := context.Background()
+	srcDir = t.TempDir()
+	st, err := store.Open(ctx, store.Options{Dir: srcDir, NoSync: true, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateContext(ctx, "run", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte{} // an empty 200: FAILED transport.empty_body
+	res := gate.Classify(gate.Evidence{URL: "https://shop.example/p", Status: 200, Body: body})
+	if res.Verdict != gate.Failed {
+		t.Fatalf("fixture: %s", res.Verdict)
+	}
+	if storeBody {
+		if _, err := st.PutBlob(ctx, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := gate.NewVerdictData(res, gate.FetchedByAgent)
+	edit(&d)
+	raw, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := []graph.Op{cliPut("f", "fetch_verdict", string(raw)), cliPut("c", "claim", `{"text":"19.99"}`), cliLink("c", "extracted_from", "f")}
+	if _, err := st.Commit(ctx, store.CommitRequest{Context: "run", Author: "agent", Message: "forged", Ops: ops}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bundle = filepath.Join(t.TempDir(), "run.jsonl")
+	if code, _, stderr := runArtifactd(t, "export", "--data", srcDir, "--context", "run", "-o", bundle); code != 0 {
+		t.Fatalf("export: %d %s", code, stderr)
+	}
+	// The bundle is internally consistent: it replays and verifies.
+	if code, _, stderr := runArtifactd(t, "replay", bundle); code != 0 {
+		t.Fatalf("the forged bundle should replay: %d %s", code, stderr)
+	}
+	return bundle, srcDir
+}
+
+func TestImportRefusesForgedVerdict(t *testing.T) {
+	bundle, _ := forgedBundle(t, func(d *gate.VerdictData) {
+		// FAILED edited into RETRIEVED, receipt included.
+		d.Verdict, d.Reason, d.Layer = gate.Retrieved, "", ""
+		d.Receipt.Verdict, d.Receipt.Reason, d.Receipt.Layer = gate.Retrieved, "", ""
+	}, true)
+	fresh := t.TempDir()
+	code, _, stderr := runArtifactd(t, "import", "--data", fresh, bundle)
+	if code != 2 || !strings.Contains(stderr, `fetch_verdict "f"`) || !strings.Contains(stderr, "rederived") && !strings.Contains(stderr, "not RETRIEVED") {
+		t.Fatalf("import of a forged verdict: exit %d: %s", code, stderr)
+	}
+	// Nothing was written: the context does not exist.
+	if code, _, _ := runArtifactd(t, "log", "--data", fresh, "--context", "run"); code == 0 {
+		t.Fatal("a refused import left a context behind")
+	}
+}
+
+func TestImportRefusesMissingBlob(t *testing.T) {
+	bundle, src := forgedBundle(t, func(*gate.VerdictData) {}, false)
+	code, _, stderr := runArtifactd(t, "import", "--data", t.TempDir(), bundle)
+	if code != 2 || !strings.Contains(stderr, "not in the bundle") {
+		t.Fatalf("import of a verdict without its body: exit %d: %s", code, stderr)
+	}
+	// fsck of the store that lacks the blob says so.
+	code, out, stderr := runArtifactd(t, "fsck", "--data", src, "--json")
+	if code == 0 || !strings.Contains(out+stderr, `"blob"`) {
+		t.Fatalf("fsck with a missing body blob: exit %d: %s %s", code, out, stderr)
+	}
+}
