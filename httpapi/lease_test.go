@@ -43,6 +43,9 @@ func TestLeaseTokens(t *testing.T) {
 	if other == id {
 		other = ids[1]
 	}
+	if got := c2["effects"].([]any)[0].(map[string]any)["id"]; got != other {
+		t.Fatalf("the second claim took %v, want the other effect %s", got, other)
+	}
 	before := e.hash("o")
 	for name, body := range map[string]map[string]any{
 		"no token":            {"worker": "W"},
