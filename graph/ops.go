@@ -474,25 +474,125 @@ func (s *State) checkCommit(changes []Change) error {
 			}
 		}
 	}
+	return s.checkCycles(changes)
+}
+
+// checkCycles refuses a commit whose new dependency edges close a cycle.
+// Any such cycle runs through the source of a new edge, and every artifact
+// on it can reach that source, so the search is confined to R: the
+// artifacts from which some new edge's source is reachable (found walking
+// dependents backwards from the sources). For the common writes — new
+// leaves, a chain extended by a commit of its next steps, many artifacts
+// resting on one hub — R is the commit's own new artifacts, so the cost is
+// bounded by what the commit touches, never by the depth of the chain below
+// or the degree of a hub. One colouring pass over R says whether any cycle
+// exists; only then is the first offending op located and its cycle named.
+func (s *State) checkCycles(changes []Change) error {
+	var sources []string
+	for _, c := range changes {
+		if c.Noop || c.Op.Op != OpLink || !s.rels.Depends(c.Op.Rel) {
+			continue
+		}
+		if k := c.NextEdge.Key(); s.edges[k] == c.NextEdge {
+			sources = append(sources, k.From)
+		}
+	}
+	if len(sources) == 0 {
+		return nil
+	}
+	inR := map[string]bool{}
+	queue := make([]string, 0, len(sources))
+	for _, id := range sources {
+		if !inR[id] {
+			inR[id] = true
+			queue = append(queue, id)
+		}
+	}
+	for i := 0; i < len(queue); i++ {
+		for k := range s.in[queue[i]] {
+			if s.rels.Depends(k.Rel) && !inR[k.From] {
+				inR[k.From] = true
+				queue = append(queue, k.From)
+			}
+		}
+	}
+	if !s.hasCycleWithin(queue, inR) {
+		return nil
+	}
+	within := func(id string) []string {
+		var out []string
+		for _, d := range s.DependsOn(id) {
+			if inR[d] {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
 	for i, c := range changes {
 		if c.Noop || c.Op.Op != OpLink || !s.rels.Depends(c.Op.Rel) {
 			continue
 		}
 		k := c.NextEdge.Key()
-		if s.edges[k] != c.NextEdge {
-			continue
+		if s.edges[k] != c.NextEdge || !inR[k.To] {
+			continue // replaced later in the commit, or its target cannot reach back
 		}
-		// A cycle through from -> to needs a dependency path back into
-		// from; an artifact nothing depends on (a new leaf, the common
-		// write) cannot close one, so the search is skipped.
-		if !s.hasDependents(k.From) {
-			continue
-		}
-		if path := s.dependencyPath(k.To, k.From); path != nil {
+		if path := ShortestPath(k.To, k.From, within); path != nil {
 			return &CycleError{Index: i, Edge: k, Cycle: append([]string{k.From}, path...)}
 		}
 	}
 	return nil
+}
+
+// hasCycleWithin reports whether the dependency edges among the artifacts
+// of nodes (inR marks them) form a cycle: an iterative three-colour
+// depth-first search, linear in the nodes and their edges.
+func (s *State) hasCycleWithin(nodes []string, inR map[string]bool) bool {
+	const (
+		white = iota
+		grey
+		black
+	)
+	colour := make(map[string]uint8, len(nodes))
+	type frame struct {
+		id    string
+		edges []string
+	}
+	for _, root := range nodes {
+		if colour[root] != white {
+			continue
+		}
+		colour[root] = grey
+		stack := []frame{{id: root, edges: s.depsWithin(root, inR)}}
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			if len(f.edges) == 0 {
+				colour[f.id] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			next := f.edges[len(f.edges)-1]
+			f.edges = f.edges[:len(f.edges)-1]
+			switch colour[next] {
+			case grey:
+				return true
+			case white:
+				colour[next] = grey
+				stack = append(stack, frame{id: next, edges: s.depsWithin(next, inR)})
+			}
+		}
+	}
+	return false
+}
+
+// depsWithin returns the dependencies of id that inR marks (any order).
+func (s *State) depsWithin(id string, inR map[string]bool) []string {
+	var out []string
+	for k := range s.out[id] {
+		if inR[k.To] && s.rels.Depends(k.Rel) {
+			out = append(out, k.To)
+		}
+	}
+	return out
 }
 
 // dependencyPath returns the ids of a shortest dependency path from src to

@@ -646,6 +646,9 @@ func TaintedLinks(s *State, t *TrustIndex, changes []Change) []*TaintError {
 		return nil
 	}
 	tx.update(s, changes, false)
+	// One explainer for the commit: each target's trust is computed once,
+	// however many new edges point at it (a 10k-op commit onto one hub).
+	ex := newExplainer(tx, s)
 	var out []*TaintError
 	for i := len(changes) - 1; i >= 0; i-- {
 		c := &changes[i]
@@ -657,7 +660,7 @@ func TaintedLinks(s *State, t *TrustIndex, changes []Change) []*TaintError {
 		if to, _ := tx.get(k.To); to.conf {
 			continue
 		}
-		tr := tx.explain(s, k.To)
+		tr := ex.explain(k.To)
 		e := &TaintError{Index: i, Edge: k, Roots: tr.Roots, Path: append([]string{k.From}, tr.Path...)}
 		if tr.Status == StatusPoisonRoot {
 			e.Roots = []string{k.To}

@@ -1,0 +1,62 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/store"
+)
+
+// TestDefinitionsThroughCommitMergeAndReopen: a commit records the
+// definitions its request names, a merge carries a definition recorded on
+// the other branch (its data read back from the object store), and a
+// reopened store judges with the definitions of the chain alone.
+func TestDefinitionsThroughCommitMergeAndReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := mOpen(t, dir)
+	if _, err := s.CreateContext(ctx, "c", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	mCommit(t, s, "c", "main", mPut("q", "question", map[string]any{"text": "?"}))
+	base := mHead(t, s, "c", "main")
+	if err := s.CreateBranch(ctx, "c", "exp", base.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Commit(ctx, store.CommitRequest{Context: "c", Branch: "exp", Author: "t", Message: "m",
+		Types:     []graph.TypeDef{{Name: "ledger", Role: graph.RoleSource}},
+		Relations: []graph.RelationDef{{Name: "feeds", Depends: true}},
+		Ops:       []graph.Op{mPut("l", "ledger", map[string]any{"usd": 1}), mPut("a", "answer", map[string]any{}), mLink("a", "feeds", "l")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Definitions != 2 || res.Commit.NumOps != 5 || len(res.Changes) != 3 {
+		t.Fatalf("definitions %d, ops %d, changes %d", res.Definitions, res.Commit.NumOps, len(res.Changes))
+	}
+	if _, err := s.Merge(ctx, "c", "main", "exp", nil, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	judge := func(s *store.Store) {
+		t.Helper()
+		if err := s.Read(ctx, "c", "main", func(v *store.View) error {
+			if r, ok := v.State.RoleOf("ledger"); !ok || r != graph.RoleSource {
+				t.Errorf("ledger role %q %v", r, ok)
+			}
+			if !v.State.Relations().Depends("feeds") {
+				t.Error("feeds is not a dependency relation after the merge")
+			}
+			if st := v.Trust.Status("a"); st != graph.StatusConfirmed {
+				t.Errorf("a = %s", st)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	judge(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	judge(mOpen(t, dir))
+}
