@@ -47,8 +47,16 @@ type Result struct {
 // URLs and the error text are secret-masked ([MaskSecrets]) before they are
 // put here; the title, content type and error are cut to bounded lengths.
 type Receipt struct {
-	// Ruleset is RulesetVersion.
+	// Ruleset is the name of the ruleset applied ([RulesetVersion] for
+	// [Classify]).
 	Ruleset string `json:"ruleset"`
+	// RulesetHash is its [Rules.Hash], "sha256:<hex>". Receipts of the
+	// first release have none: an empty hash with ruleset gate/v1 means the
+	// built-in gate/v1 ([Rulesets.Lookup]).
+	RulesetHash string `json:"ruleset_hash,omitempty"`
+	// Source is the evidence's read kind: empty for HTTP (the default),
+	// "file" or "tool".
+	Source string `json:"source,omitempty"`
 	// Verdict, Layer and Reason repeat the [Result]'s.
 	Verdict Verdict `json:"verdict"`
 	Layer   Layer   `json:"layer,omitempty"`  // see Result.Layer
@@ -62,6 +70,10 @@ type Receipt struct {
 	Redirects []Redirect `json:"redirects"`
 	// Status is the final HTTP status (0 if none).
 	Status int `json:"status"`
+	// Path, Size and Tool repeat a file or tool read's evidence.
+	Path string `json:"path,omitempty"`
+	Size *int64 `json:"size,omitempty"`
+	Tool string `json:"tool,omitempty"`
 	// Error is the transport error text, if any.
 	Error string `json:"error,omitempty"`
 	// ContentType is the Content-Type header as received.
@@ -116,30 +128,53 @@ type Receipt struct {
 //     recognised by structure only → Unknown.
 //
 // The strictest layer verdict wins (Failed > Unknown > Retrieved).
-func Classify(ev Evidence) Result {
-	contentType := ev.Header("Content-Type")
+func Classify(ev Evidence) Result { return ClassifyWith(ev, BuiltinRules()) }
+
+// ClassifyWith is [Classify] under the given ruleset (nil means
+// [BuiltinRules]); the receipt names it and its hash. A verifier passes the
+// ruleset the receipt names ([Rulesets.Lookup]) to re-derive a verdict.
+func ClassifyWith(ev Evidence, rules *Rules) Result {
+	if rules == nil {
+		rules = BuiltinRules()
+	}
+	th := rules.doc.Thresholds
+	contentType := ev.contentType()
 	contentEncoding := ev.Header("Content-Encoding")
-	dec := decodeContent(ev.Body, contentEncoding)
+	dec := decodeContent(ev.Body, contentEncoding, th.MaxDecodedBytes)
 	empty := len(bytes.TrimSpace(ev.Body)) == 0 ||
 		(dec.status == decodeOK && len(bytes.TrimSpace(dec.body)) == 0)
 
 	chain := redirectChain(ev)
-	transport := transportLayer(ev, chain, empty)
-	extractRes, ex := extractionLayer(dec, contentType)
+	transport := transportLayer(ev, chain, empty, th.MaxRedirects)
+	extractRes, ex := extractionLayer(dec, contentType, rules)
 	final := finalURLOf(ev)
+	var main int
+	switch {
+	case ex.doc != nil:
+		main = weighted(ex.doc.main, ex.doc.mainWide, th.WideCharWeight)
+	case th.WideCharWeight > 1 && ex.readable <= rules.maxPhraseText:
+		main = weighted(ex.readable, countWide(ex.text), th.WideCharWeight)
+	default:
+		main = ex.readable // wide characters can only add: no phrase rule applies anyway
+	}
 	fpRes, signals := fingerprintLayer(fingerprintInput{
 		ev:       ev,
 		redirect: final != "" && ev.URL != "" && normURL(final) != normURL(ev.URL),
 		final:    final,
 		doc:      ex.doc,
-	})
+		kind:     ex.kind,
+		text:     ex.text,
+		readable: main,
+	}, rules)
 
 	layers := []LayerResult{transport, extractRes, fpRes}
 	verdict, layer, reason := decide(layers)
 
 	sum := sha256.Sum256(ev.Body)
 	rc := Receipt{
-		Ruleset:         RulesetVersion,
+		Source:          receiptSource(ev),
+		Ruleset:         rules.Name(),
+		RulesetHash:     rules.Hash(),
 		Verdict:         verdict,
 		Layer:           layer,
 		Reason:          reason,
@@ -147,6 +182,9 @@ func Classify(ev Evidence) Result {
 		FinalURL:        receiptText(final),
 		Redirects:       make([]Redirect, 0, len(ev.Redirects)),
 		Status:          ev.Status,
+		Path:            truncateRunes(receiptText(ev.Path), maxReceiptError),
+		Tool:            truncateRunes(receiptText(ev.Tool), maxReceiptField),
+		Size:            ev.Size,
 		Error:           truncateRunes(receiptText(ev.Error), maxReceiptError),
 		ContentType:     truncateRunes(validUTF8(contentType), maxReceiptField),
 		ContentEncoding: truncateRunes(validUTF8(contentEncoding), maxReceiptField),
@@ -178,6 +216,14 @@ func Classify(ev Evidence) Result {
 		Receipt: rc,
 		Text:    string(ex.text),
 	}
+}
+
+// receiptSource is the receipt's Source: "" for HTTP.
+func receiptSource(ev Evidence) string {
+	if ev.readKind() == ReadHTTP {
+		return ""
+	}
+	return truncateRunes(validUTF8(ev.Kind), maxReceiptField)
 }
 
 // receiptText makes untrusted text fit for a receipt: valid UTF-8, secrets

@@ -376,7 +376,10 @@ func TestClassifyFingerprint(t *testing.T) {
 		{name: "redirect to 404 page", ev: to404, verdict: Unknown, layer: LayerFingerprint, reason: ReasonSoft404},
 		{name: "next.js 404 title", ev: htmlEvidence(page("404: This page could not be found", "<p>"+prose+"</p>")), verdict: Unknown, layer: LayerFingerprint, reason: ReasonSoft404},
 		{name: "real 404 is transport", ev: notFound404, verdict: Failed, layer: LayerTransport, reason: "transport.http_404"},
-		{name: "not-found words in text only", ev: htmlEvidence(page("Shop", "<h1>Page not found?</h1><p>"+prose+"</p>")), verdict: Retrieved},
+		{name: "not-found words in an article", ev: htmlEvidence(page("Shop", "<h1>Page not found?</h1><p>"+prose+"</p><p>"+prose+"</p>")), verdict: Retrieved},
+		// gate/v2: on a short page (at most 200 letters and digits) the
+		// words decide; gate/v1 only read the title.
+		{name: "short page saying not found", ev: htmlEvidence(page("Shop", "<h1>Page not found?</h1><p>"+prose+"</p>")), verdict: Unknown, layer: LayerFingerprint, reason: ReasonSoft404},
 	})
 }
 

@@ -19,7 +19,7 @@ import (
 )
 
 // MaxDecodedBytes bounds the body after content decoding (and an identity
-// body). A larger one is [ReasonTooLarge]: either a decompression bomb or a
+// body) under the built-in rulesets. A larger one is [ReasonTooLarge]: either a decompression bomb or a
 // document too big to judge. The HTTP layer should refuse bodies over this
 // size before they reach [Classify].
 const MaxDecodedBytes = 32 << 20
@@ -59,7 +59,7 @@ type contentDecoding struct {
 // decodeTooLarge. When the outermost coding is unknown or fails and the body
 // reads as plain text, the header is taken to be stale: the client decoded
 // the body and kept the header (NoteEncodingNotApplied).
-func decodeContent(raw []byte, header string) contentDecoding {
+func decodeContent(raw []byte, header string, maxBytes int) contentDecoding {
 	var codings []string
 	for _, c := range strings.Split(header, ",") {
 		c = strings.ToLower(strings.TrimSpace(c))
@@ -69,7 +69,7 @@ func decodeContent(raw []byte, header string) contentDecoding {
 	}
 	d := contentDecoding{body: raw}
 	for i := len(codings) - 1; i >= 0; i-- {
-		out, err := decodeOne(d.body, codings[i])
+		out, err := decodeOne(d.body, codings[i], maxBytes)
 		if err != nil && err != errTooLarge && i == len(codings)-1 && looksTextual(d.body) {
 			d.notes = append(d.notes, NoteEncodingNotApplied)
 			return d
@@ -79,7 +79,7 @@ func decodeContent(raw []byte, header string) contentDecoding {
 			d.status, d.detail = decodeUnsupported, "content-encoding "+quoteShort(codings[i])+" is not supported"
 			return d
 		case err == errTooLarge:
-			d.status, d.detail = decodeTooLarge, fmt.Sprintf("decoded body exceeds %d bytes", MaxDecodedBytes)
+			d.status, d.detail = decodeTooLarge, fmt.Sprintf("decoded body exceeds %d bytes", maxBytes)
 			return d
 		case err != nil:
 			d.status, d.detail = decodeCorrupt, codings[i]+" stream does not decode: "+err.Error()
@@ -87,8 +87,8 @@ func decodeContent(raw []byte, header string) contentDecoding {
 		}
 		d.body = out
 	}
-	if len(d.body) > MaxDecodedBytes {
-		d.status, d.detail = decodeTooLarge, fmt.Sprintf("body exceeds %d bytes", MaxDecodedBytes)
+	if len(d.body) > maxBytes {
+		d.status, d.detail = decodeTooLarge, fmt.Sprintf("body exceeds %d bytes", maxBytes)
 	}
 	return d
 }
@@ -102,7 +102,7 @@ var (
 // decodeOne undoes one content coding. Third-party decoders run on untrusted
 // bytes, so a panic inside one is turned into a decode error rather than
 // taking the caller down.
-func decodeOne(b []byte, coding string) (out []byte, err error) {
+func decodeOne(b []byte, coding string, maxBytes int) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, fmt.Errorf("decoder panicked: %v", r)
@@ -135,11 +135,11 @@ func decodeOne(b []byte, coding string) (out []byte, err error) {
 	default:
 		return nil, errUnsupportedCoding
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, decodedSizeHint(b, coding)+bytes.MinRead))
-	if _, err := buf.ReadFrom(io.LimitReader(r, MaxDecodedBytes+1)); err != nil {
+	buf := bytes.NewBuffer(make([]byte, 0, decodedSizeHint(b, coding, maxBytes)+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(r, int64(maxBytes)+1)); err != nil {
 		return nil, err
 	}
-	if buf.Len() > MaxDecodedBytes {
+	if buf.Len() > maxBytes {
 		return nil, errTooLarge
 	}
 	return buf.Bytes(), nil
@@ -154,7 +154,7 @@ const maxDeflateRatio = 1032
 // four times the input. The hint never exceeds what the input could
 // possibly expand to, nor MaxDecodedBytes, so a forged size cannot make a
 // small body allocate much.
-func decodedSizeHint(b []byte, coding string) int {
+func decodedSizeHint(b []byte, coding string, maxBytes int) int {
 	hint := 4 * len(b)
 	if (coding == "gzip" || coding == "x-gzip") && len(b) >= 18 {
 		hint = int(binary.LittleEndian.Uint32(b[len(b)-4:]))
@@ -162,8 +162,8 @@ func decodedSizeHint(b []byte, coding string) int {
 	if limit := maxDeflateRatio*len(b) + 1024; hint > limit {
 		hint = limit
 	}
-	if hint > MaxDecodedBytes {
-		hint = MaxDecodedBytes
+	if hint > maxBytes {
+		hint = maxBytes
 	}
 	return hint
 }

@@ -10,7 +10,8 @@
 //	POST /contexts/{ctx}/fetches
 //	  1. decode the request into an [Evidence]; set Evidence.Body from the
 //	     request (it has no JSON form);
-//	  2. res := gate.Classify(ev);
+//	  2. res := gate.ClassifyWith(ev, rules) (gate.Classify for the
+//	     built-in ruleset);
 //	  3. store ev.Body as a blob: its address is res.Receipt.BodySHA256;
 //	  4. store res.Receipt as the fetch_verdict artifact (only the gate writes
 //	     that type); res.Text may be stored as a document extracted_from it.
@@ -38,11 +39,12 @@
 //     content and all markup dropped, whitespace collapsed; JSON, CSV, XML
 //     and plain text count as they are. Gives Unknown when there is too little
 //     readable text for the kind of document, Failed for a corrupt stream.
-//   - fingerprint ([LayerFingerprint]): known walls, by structure only
-//     (signal headers, the title element, element ids and classes, password
-//     forms, consent containers, challenge script and iframe sources, the
-//     redirect target) and never by words in the body, so an article about
-//     challenge pages is Retrieved. Gives Unknown or passes, never Failed.
+//   - fingerprint ([LayerFingerprint]): known walls, by structure (signal
+//     headers, the title element, element ids and classes, password forms,
+//     consent containers, challenge script and iframe sources, the redirect
+//     target, the final host) and, from gate/v2, by phrases in the text of
+//     short pages only (see [PhraseRule]), so an article about challenge
+//     pages is Retrieved. Gives Unknown or passes, never Failed.
 //
 // Deciding layer: the layer whose verdict is the result's; among layers with
 // the same strictest verdict the most specific wins (transport, then
@@ -59,6 +61,8 @@
 //	transport.invalid_status        status 0 without error, or outside 100–599 (Failed)
 //	transport.http_<code>           final status outside 2xx, e.g. http_403 (Failed)
 //	transport.empty_body            empty or whitespace-only body (Failed)
+//	transport.size_mismatch         a file read of fewer or more bytes than the file's size (Failed)
+//	transport.invalid_kind          evidence kind other than http, file, tool (Failed)
 //	extraction.decode_error         corrupt or truncated gzip/deflate/br stream (Failed)
 //	extraction.unsupported_encoding a Content-Encoding other than gzip, deflate, br (Unknown)
 //	extraction.too_large            more than MaxDecodedBytes after decoding (Unknown)
@@ -69,13 +73,25 @@
 //	fingerprint.challenge           bot challenge or block page (Unknown)
 //	fingerprint.consent_wall        consent container is the main content (Unknown)
 //	fingerprint.login_wall          password form is the main content, or redirect to a login path (Unknown)
-//	fingerprint.soft_404            2xx page titled "not found", or redirect to a 404 path (Unknown)
+//	fingerprint.soft_404            2xx page titled "not found", redirect to a 404 path, or (v2) a short page saying so (Unknown)
+//	fingerprint.paywall             (v2) a short page that is a paywall or metering notice (Unknown)
+//	fingerprint.rate_limited        (v2) a 2xx page titled or (short) saying "too many requests" (Unknown)
+//	fingerprint.parked_domain       (v2) a short page of a parked or for-sale domain, or a parking host (Unknown)
 //
-// Thresholds: the named constants [MaxRedirects], [MaxDecodedBytes],
-// [MinHTMLText], [HTMLBytesPerText], [MaxHTMLTextRequired], [MinPlainText],
-// [MaxControlPermille], [ConsentWallMinText], [ConsentWallMaxOtherText] and
-// [LoginWallMaxOtherText]. They belong to the ruleset: changing one means a
-// new [RulesetVersion].
+// Ruleset: the data the layers apply ([Rules]): thresholds ([Thresholds];
+// the named constants [MaxRedirects], [MaxDecodedBytes], [MinHTMLText], …
+// are the built-in values), fingerprint titles, ids, classes, paths, phrases
+// by language and per-domain rules. The built-in rulesets are embedded JSON
+// files (rules/gate-v1.json, rules/gate-v2.json); an operator's file is
+// parsed by [ParseRules] and may extend one. A receipt names its ruleset
+// and hash; [Rulesets.Lookup] finds the ruleset to re-derive a verdict with
+// and refuses an unknown one. [Classify] applies gate/v2, [ClassifyWith]
+// any. Changing any rule means a new ruleset name.
+//
+// Read kind: evidence is an HTTP exchange by default; kind "file" (a local
+// file: path, size, bytes) and "tool" (a tool's read of a resource) are
+// judged by their bytes without a status: a zero status is not a failure
+// for them.
 //
 // Receipt: the self-contained, deterministic record of a verdict ([Receipt]):
 // ruleset version, requested and final URL, redirect chain, status, content
@@ -89,6 +105,8 @@
 // markers and code-fence lines removed, cut at MaxErrorChars characters with
 // [TruncationMarker]; a long output as head, one notice line naming the
 // omitted and total characters and the blob, and tail. Secrets are masked
-// ([MaskSecrets]) before anything is stored. A model view is still untrusted
-// data, never an instruction.
+// before anything is stored: by shape ([MaskSecrets]) and by value, for
+// the values an operator declared ([Secrets], carried by
+// [SanitizeOptions]). A model view is still untrusted data, never an
+// instruction.
 package gate

@@ -15,8 +15,29 @@ import (
 // Content-Encoding header; a body that a client already decompressed while
 // keeping the header is tolerated (see [Receipt].Notes).
 type Evidence struct {
-	// URL is the URL the fetcher requested.
+	// Kind is what kind of read this is: "http" (the default when empty),
+	// "file" (a local file read: Path, Size and the bytes) or "tool" (a
+	// tool's read of a resource: Tool, the resource in URL, and the bytes
+	// it returned). A file or tool read has no HTTP exchange: a zero Status
+	// is not judged (no status is invented), and only the transport error,
+	// the size and the bytes are; extraction and fingerprints run as for
+	// HTTP. See [ReadHTTP], [ReadFile], [ReadTool].
+	Kind string `json:"kind,omitempty"`
+	// URL is the URL the fetcher requested; for a tool read, the resource
+	// it read (a URL or another identifier), if any.
 	URL string `json:"url"`
+	// Path is the file read (kind "file").
+	Path string `json:"path,omitempty"`
+	// Size is the file's size as the reader saw it (kind "file", optional):
+	// fewer or more bytes than that is a short or overlong read
+	// ([ReasonSizeMismatch]).
+	Size *int64 `json:"size,omitempty"`
+	// Tool names the tool that read the resource (kind "tool").
+	Tool string `json:"tool,omitempty"`
+	// ContentType is the media type of a file or tool read when no
+	// Content-Type header says it; a file's type is otherwise guessed from
+	// its extension, then from its bytes.
+	ContentType string `json:"content_type,omitempty"`
 	// FinalURL is the URL that produced the final response; empty means
 	// "the last hop", or URL when there were no redirects.
 	FinalURL string `json:"final_url,omitempty"`
@@ -34,6 +55,64 @@ type Evidence struct {
 	// Error is the transport error text (timeout, connection refused, a body
 	// read that broke off), empty when the exchange completed.
 	Error string `json:"error,omitempty"`
+}
+
+// Read kinds of [Evidence].Kind.
+const (
+	ReadHTTP = "http" // an HTTP exchange (the default)
+	ReadFile = "file" // a local file read
+	ReadTool = "tool" // a tool's read of a resource
+)
+
+// readKind returns the evidence's kind with the default applied.
+func (ev Evidence) readKind() string {
+	if ev.Kind == "" {
+		return ReadHTTP
+	}
+	return ev.Kind
+}
+
+// contentType returns the media type to judge the body by: the
+// Content-Type header, else (file and tool reads) ContentType, else (file
+// reads) a type guessed from the path's extension.
+func (ev Evidence) contentType() string {
+	if ct := ev.Header("Content-Type"); ct != "" || ev.readKind() == ReadHTTP {
+		return ct
+	}
+	if ev.ContentType != "" {
+		return ev.ContentType
+	}
+	if ev.readKind() == ReadFile {
+		return extensionTypes[strings.ToLower(pathExt(ev.Path))]
+	}
+	return ""
+}
+
+// pathExt returns the extension of the last element of a slash or
+// backslash separated path, with its dot.
+func pathExt(p string) string {
+	if i := strings.LastIndexAny(p, "/\\"); i >= 0 {
+		p = p[i+1:]
+	}
+	if i := strings.LastIndexByte(p, '.'); i > 0 {
+		return p[i:]
+	}
+	return ""
+}
+
+// extensionTypes maps common file extensions to media types. It is a fixed
+// table (not the system's MIME database), so a verdict never depends on the
+// machine.
+var extensionTypes = map[string]string{
+	".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
+	".json": "application/json", ".geojson": "application/json", ".jsonl": "application/x-ndjson", ".ndjson": "application/x-ndjson",
+	".csv": "text/csv", ".tsv": "text/tab-separated-values", ".xml": "application/xml", ".rss": "application/rss+xml", ".atom": "application/atom+xml",
+	".txt": "text/plain", ".md": "text/markdown", ".rst": "text/x-rst", ".log": "text/plain",
+	".yaml": "application/yaml", ".yml": "application/yaml", ".toml": "application/toml", ".ini": "text/plain", ".sql": "application/sql",
+	".go": "text/plain", ".py": "text/plain", ".js": "application/javascript", ".ts": "text/plain", ".rs": "text/plain",
+	".java": "text/plain", ".c": "text/plain", ".h": "text/plain", ".sh": "text/plain",
+	".pdf": "application/pdf", ".zip": "application/zip", ".gz": "application/gzip", ".tar": "application/x-tar",
+	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
 }
 
 // Redirect is one hop of a redirect chain: URL answered with Status (a 3xx).

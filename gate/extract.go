@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Extraction thresholds. "Readable characters" are letters and digits of the
+// Extraction thresholds of the built-in rulesets (a ruleset may set others:
+// [Thresholds]). "Readable characters" are letters and digits of the
 // extracted text (Unicode categories L and N): whitespace, punctuation and
 // markup never count.
 //
@@ -32,13 +33,13 @@ const (
 
 // requiredHTMLText is the readable text an HTML document of n decoded bytes
 // must have.
-func requiredHTMLText(n int) int {
-	req := n / HTMLBytesPerText
-	if req > MaxHTMLTextRequired {
-		req = MaxHTMLTextRequired
+func requiredHTMLText(n int, th Thresholds) int {
+	req := n / th.HTMLBytesPerText
+	if req > th.MaxHTMLTextRequired {
+		req = th.MaxHTMLTextRequired
 	}
-	if req < MinHTMLText {
-		req = MinHTMLText
+	if req < th.MinHTMLText {
+		req = th.MinHTMLText
 	}
 	return req
 }
@@ -55,7 +56,8 @@ type extraction struct {
 
 // extractionLayer separates readable text from a content-decoded body and
 // judges whether it is enough for the kind of document.
-func extractionLayer(dec contentDecoding, contentType string) (LayerResult, extraction) {
+func extractionLayer(dec contentDecoding, contentType string, r *Rules) (LayerResult, extraction) {
+	th := r.doc.Thresholds
 	var ex extraction
 	res := LayerResult{Layer: LayerExtraction, Verdict: Unknown}
 	switch dec.status {
@@ -93,10 +95,10 @@ func extractionLayer(dec contentDecoding, contentType string) (LayerResult, extr
 	ex.charset, ex.notes = cs, notes
 
 	if kind == KindHTML {
-		doc := scanHTML(text)
+		doc := scanHTML(text, r)
 		ex.doc, ex.readable = doc, doc.readable
 		ex.text = htmlText(doc)
-		need := requiredHTMLText(len(body))
+		need := requiredHTMLText(len(body), th)
 		if doc.readable < need {
 			res.Reason = ReasonTooLittleText
 			if doc.scripts > 0 {
@@ -125,11 +127,11 @@ func extractionLayer(dec contentDecoding, contentType string) (LayerResult, extr
 		res.Verdict, res.Detail = Retrieved, "json: "+strconv.Itoa(len(text))+" bytes"
 		return res, ex
 	}
-	if nul, ctl := controlCount(text); nul || ctl*1000 > len(text)*MaxControlPermille {
+	if nul, ctl := controlCount(text); nul || ctl*1000 > len(text)*th.MaxControlPermille {
 		res.Reason, res.Detail = ReasonBinary, string(kind)+": body holds binary control characters"
 		return res, ex
 	}
-	if ex.readable < MinPlainText {
+	if ex.readable < th.MinPlainText {
 		res.Reason, res.Detail = ReasonTooLittleText, string(kind)+": no letters or digits"
 		return res, ex
 	}
@@ -170,6 +172,17 @@ func countReadable(b []byte) int {
 			n++
 		}
 		i += size
+	}
+	return n
+}
+
+// countWide counts the wide characters (isWide) of b.
+func countWide(b []byte) int {
+	n := 0
+	for _, r := range string(b) {
+		if r >= 0x1100 && isWide(r) {
+			n++
+		}
 	}
 	return n
 }

@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// Fingerprint thresholds. A wall is a page whose main content is the wall:
+// Fingerprint thresholds of the built-in rulesets (a ruleset may set others:
+// [Thresholds]). A wall is a page whose main content is the wall:
 // the wall's container must hold some text, and the page's other main text
 // (outside nav/header/footer/aside, outside the container) must be short.
 // A real article with a consent banner or a sidebar login box has far more.
@@ -24,127 +25,10 @@ const (
 	LoginWallMaxOtherText = 100
 )
 
-// Header signals: name and the values (case-insensitive) that mean a
-// challenge was served instead of the resource.
-var challengeHeaders = []struct {
-	name   string
-	values []string
-}{
-	{"cf-mitigated", []string{"challenge"}},                 // Cloudflare
-	{"x-vercel-mitigated", []string{"challenge"}},           // Vercel firewall
-	{"x-amzn-waf-action", []string{"challenge", "captcha"}}, // AWS WAF
-}
-
-// challengeTitles are whole page titles (normalised: lower case, spaces
-// collapsed, "…" as "...") of challenge and block pages.
-var challengeTitles = map[string]bool{
-	"just a moment...":                          true,
-	"just a moment":                             true,
-	"attention required! | cloudflare":          true,
-	"please wait...":                            true,
-	"one more step":                             true,
-	"ddos-guard":                                true,
-	"access denied":                             true,
-	"robot or human?":                           true,
-	"are you a robot?":                          true,
-	"human verification":                        true,
-	"verify you are human":                      true,
-	"pardon our interruption":                   true,
-	"security checkpoint":                       true,
-	"vercel security checkpoint":                true,
-	"checking your browser":                     true,
-	"checking your browser...":                  true,
-	"bot verification":                          true,
-	"captcha":                                   true,
-	"you have been blocked":                     true,
-	"sorry, you have been blocked":              true,
-	"request rejected":                          true,
-	"checking if the site connection is secure": true,
-}
-
-// challengeTitlePrefixes are long, specific title openings of challenge
-// pages that go on with the site name.
-var challengeTitlePrefixes = []string{
-	"checking your browser before accessing",
-	"attention required! |",
-	"ddos-guard |",
-}
-
-// notFoundSegments are title segments (the title split at | · • – — : and
-// " - ") that mark a "not found" page.
-var notFoundSegments = map[string]bool{
-	"404":                          true,
-	"404 not found":                true,
-	"not found":                    true,
-	"page not found":               true,
-	"404 page not found":           true,
-	"page not found (404)":         true,
-	"error 404":                    true,
-	"404 error":                    true,
-	"file not found":               true,
-	"this page could not be found": true,
-	"page does not exist":          true,
-	"page cannot be found":         true,
-	"the page cannot be found":     true,
-	"seite nicht gefunden":         true,
-	"página no encontrada":         true,
-	"page introuvable":             true,
-	"pagina non trovata":           true,
-	"pagina niet gevonden":         true,
-	"ページが見つかりません":                  true,
-	"页面不存在":                        true,
-}
-
-// challengeIDs are element ids used by challenge pages.
-var challengeIDs = []string{
-	"challenge-form", "challenge-running", "challenge-stage", "challenge-body-text",
-	"challenge-error-title", "challenge-error-text", "cf-challenge-running", "cf-challenge",
-	"cf-please-wait", "cf-spinner-please-wait", "cf-chl-widget", "px-captcha",
-	"sec-if-cpt-container", "ddg-captcha",
-}
-
-// challengeClasses are class tokens used by challenge pages.
-var challengeClasses = []string{
-	"cf-challenge", "challenge-form", "cf-browser-verification", "cf-im-under-attack",
-	"px-captcha", "ddg-captcha",
-}
-
-// consentMarkers are substrings of ids and class tokens (lower-cased) of
-// consent containers: generic names and the common consent platforms.
-var consentMarkers = []string{
-	"consent", "cookiewall", "cookie-wall", "cookie_wall", "cookiebot", "onetrust",
-	"qc-cmp", "didomi", "usercentrics", "sp_message_container", "cmpbox", "gdpr",
-}
-
-// consentHosts are hosts that only serve consent interstitials.
-var consentHosts = map[string]bool{
-	"consent.google.com":  true,
-	"consent.youtube.com": true,
-	"consent.yahoo.com":   true,
-	"guce.yahoo.com":      true,
-	"consent.aol.com":     true,
-}
-
-// loginPaths are last path segments (lower case, without extension) of login
-// pages: a redirect chain that ends on one when the requested URL was
-// elsewhere is a login wall. Only the last segment counts, so a redirect to
-// documentation such as /docs/login/overview is not one.
-var loginPaths = map[string]bool{
-	"login": true, "log-in": true, "log_in": true, "signin": true, "sign-in": true,
-	"sign_in": true, "logon": true, "signon": true, "servicelogin": true, "authorize": true,
-}
-
-// notFoundPaths are last path segments (without extension) of "not
-// found" pages that sites redirect to.
-var notFoundPaths = map[string]bool{
-	"404": true, "not-found": true, "notfound": true, "page-not-found": true,
-	"error404": true, "error-404": true, "404-error": true,
-}
-
 // challengeID returns the matched id, or "".
-func challengeID(v []byte) string {
+func (r *Rules) challengeID(v []byte) string {
 	v = bytes.TrimSpace(v)
-	for _, id := range challengeIDs {
+	for _, id := range r.doc.ChallengeIDs {
 		if bytes.EqualFold(v, []byte(id)) {
 			return id
 		}
@@ -153,8 +37,8 @@ func challengeID(v []byte) string {
 }
 
 // challengeClass returns the matched class token, or "".
-func challengeClass(tok []byte) string {
-	for _, c := range challengeClasses {
+func (r *Rules) challengeClass(tok []byte) string {
+	for _, c := range r.doc.ChallengeClasses {
 		if bytes.EqualFold(tok, []byte(c)) {
 			return c
 		}
@@ -180,7 +64,7 @@ func challengeSrc(iframe bool, v []byte) string {
 
 // matchConsentToken reports whether an id or class token names a consent
 // container.
-func matchConsentToken(v []byte) bool {
+func (r *Rules) matchConsentToken(v []byte) bool {
 	if len(v) < 4 || len(v) > 128 {
 		return false
 	}
@@ -192,7 +76,7 @@ func matchConsentToken(v []byte) bool {
 		}
 		low[i] = c
 	}
-	for _, m := range consentMarkers {
+	for _, m := range r.doc.ConsentMarkers {
 		if bytes.Contains(low, []byte(m)) {
 			return true
 		}
@@ -234,30 +118,36 @@ type fingerprintInput struct {
 	redirect bool     // the final URL differs from the requested one
 	final    string   // final URL ("" if unknown)
 	doc      *htmlDoc // nil unless the body is HTML
+	kind     Kind     // the kind of document ("" when nothing decoded)
+	text     []byte   // extracted text (HTML: title and body)
+	readable int      // readable characters of the main text (HTML: outside chrome), wide ones weighted
 }
 
-// fingerprintLayer recognises walls by structure only: response headers, the
-// title element, element ids and classes, forms and password inputs, script
-// and iframe sources, and the redirect target. It never looks for words in
-// the body text, so a page that talks about challenges is not one. It gives
-// Unknown or Retrieved, never Failed. When several walls match, the first of
-// challenge, consent, login, soft 404 decides.
-func fingerprintLayer(in fingerprintInput) (LayerResult, []string) {
+// fingerprintLayer recognises walls: by structure (response headers, the
+// title element, element ids and classes, forms and password inputs,
+// script and iframe sources, the redirect target and the final host), and,
+// on short pages only, by the ruleset's phrases (see [PhraseRule]), so an
+// article that talks about challenges is not one. It gives Unknown or
+// Retrieved, never Failed. When several walls match, the first of
+// challenge, consent, domain rule, login, paywall, rate limit, parked
+// domain, soft 404 decides.
+func fingerprintLayer(in fingerprintInput, r *Rules) (LayerResult, []string) {
 	var signals []string
 	var reason Reason
-	hit := func(r Reason, s string) {
+	hit := func(rs Reason, s string) {
 		if reason == "" {
-			reason = r
+			reason = rs
 		}
 		if len(signals) < maxSignals {
 			signals = append(signals, s)
 		}
 	}
-	for _, h := range challengeHeaders {
-		v := strings.TrimSpace(in.ev.Header(h.name))
-		for _, want := range h.values {
+	th := r.doc.Thresholds
+	for _, h := range r.doc.ChallengeHeaders {
+		v := strings.TrimSpace(in.ev.Header(h.Name))
+		for _, want := range h.Values {
 			if strings.EqualFold(v, want) {
-				hit(ReasonChallenge, "header:"+h.name+"="+want)
+				hit(ReasonChallenge, "header:"+strings.ToLower(h.Name)+"="+strings.ToLower(want))
 			}
 		}
 	}
@@ -265,39 +155,54 @@ func fingerprintLayer(in fingerprintInput) (LayerResult, []string) {
 	title := ""
 	if doc != nil {
 		title = normTitle(doc.title)
-		if isChallengeTitle(title) {
+		if r.isChallengeTitle(title) {
 			hit(ReasonChallenge, "title:"+quoteShort(title))
 		}
 		for _, s := range doc.challenge {
 			hit(ReasonChallenge, s)
 		}
-		if doc.consentText >= ConsentWallMinText && doc.mainOutsideConsnt <= ConsentWallMaxOtherText {
+		if doc.consentText >= th.ConsentWallMinText && weighted(doc.mainOutsideConsnt, doc.consentWide, th.WideCharWeight) <= th.ConsentWallMaxOtherText {
 			hit(ReasonConsentWall, "consent-container")
 		}
 	}
 	fu := parseURL(in.final)
-	if fu != nil && consentHosts[strings.ToLower(fu.Hostname())] {
-		hit(ReasonConsentWall, "final-host:"+strings.ToLower(fu.Hostname()))
+	if fu != nil {
+		host := strings.ToLower(fu.Hostname())
+		for _, d := range r.doc.Domains {
+			if host == d.Host || (d.Subdomains && strings.HasSuffix(host, "."+d.Host)) {
+				hit(d.Reason, "final-host:"+host)
+				break
+			}
+		}
 	}
-	if doc != nil && doc.hasPassword && doc.mainOutsideForms <= LoginWallMaxOtherText {
+	if doc != nil && doc.hasPassword && weighted(doc.mainOutsideForms, doc.formsWide, th.WideCharWeight) <= th.LoginWallMaxOtherText {
 		hit(ReasonLoginWall, "password-form")
 	}
 	if in.redirect && fu != nil {
-		if last := lastSegment(fu.Path); loginPaths[last] {
+		if last := lastSegment(fu.Path); r.loginPaths[last] {
 			hit(ReasonLoginWall, "redirect-to:/"+last)
 		}
+	}
+	if s, rs := r.matchPhrases(in); rs != "" {
+		hit(rs, s)
 	}
 	if in.ev.Status >= 200 && in.ev.Status <= 299 {
 		if doc != nil {
 			for _, seg := range titleSegments(title) {
-				if notFoundSegments[seg] {
+				if r.rateLimitSegs[seg] {
+					hit(ReasonRateLimited, "title:"+quoteShort(title))
+					break
+				}
+			}
+			for _, seg := range titleSegments(title) {
+				if r.notFoundSegments[seg] {
 					hit(ReasonSoft404, "title:"+quoteShort(title))
 					break
 				}
 			}
 		}
 		if in.redirect && fu != nil {
-			if last := lastSegment(fu.Path); notFoundPaths[last] {
+			if last := lastSegment(fu.Path); r.notFoundPaths[last] {
 				hit(ReasonSoft404, "redirect-to:/"+last)
 			}
 		}
@@ -313,15 +218,59 @@ func fingerprintLayer(in fingerprintInput) (LayerResult, []string) {
 	}, signals
 }
 
-func isChallengeTitle(t string) bool {
+// phraseOrder is the order in which phrase reasons are tried: the first
+// that matches decides.
+var phraseOrder = [...]Reason{ReasonChallenge, ReasonConsentWall, ReasonLoginWall, ReasonPaywall,
+	ReasonRateLimited, ReasonParkedDomain, ReasonSoft404}
+
+// matchPhrases looks for the ruleset's phrases in a short HTML or text
+// page and returns the signal ("phrase:<reason>:\"<phrase>\"") and reason
+// of the first match, by phraseOrder then by rule order.
+func (r *Rules) matchPhrases(in fingerprintInput) (string, Reason) {
+	if len(r.phrases) == 0 || in.readable > r.maxPhraseText || (in.kind != KindHTML && in.kind != KindText) {
+		return "", ""
+	}
+	text := normPhrase(string(in.text))
+	if text == "" {
+		return "", ""
+	}
+	for _, want := range phraseOrder {
+		for _, ps := range r.phrases {
+			if ps.reason != want || in.readable > ps.maxText {
+				continue
+			}
+			for _, ph := range ps.phrases {
+				if strings.Contains(text, ph) {
+					return "phrase:" + strings.TrimPrefix(string(ps.reason), "fingerprint.") + ":" + quoteShort(ph), ps.reason
+				}
+			}
+		}
+	}
+	return "", ""
+}
+
+// normPhrase puts text in the form phrases are matched in: lower case,
+// typographic apostrophes and ellipses as ASCII, every run of whitespace
+// (any Unicode space) as one space, trimmed.
+func normPhrase(s string) string {
+	s = strings.ToLower(s)
+	s = phraseReplacer.Replace(s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// phraseReplacer maps typographic apostrophes and the ellipsis to ASCII.
+// A strings.Replacer is safe for concurrent use and never changes.
+var phraseReplacer = strings.NewReplacer("’", "'", "‘", "'", "…", "...", "ʼ", "'")
+
+func (r *Rules) isChallengeTitle(t string) bool {
 	if t == "" {
 		return false
 	}
-	if challengeTitles[t] {
+	if r.challengeTitles[t] {
 		return true
 	}
-	for _, p := range challengeTitlePrefixes {
-		if strings.HasPrefix(t, p) {
+	for _, p := range r.doc.ChallengeTitlePrefixes {
+		if strings.HasPrefix(t, normTitle(p)) {
 			return true
 		}
 	}

@@ -114,7 +114,8 @@ func checkResultShape(t *testing.T, res Result) {
 		t.Fatalf("verdict %s layer %q reason %q", res.Verdict, res.Layer, res.Reason)
 	}
 	rc := res.Receipt
-	if rc.Ruleset != RulesetVersion || rc.Verdict != res.Verdict || rc.Layer != res.Layer || rc.Reason != res.Reason {
+	if rc.Ruleset == "" || !strings.HasPrefix(rc.RulesetHash, "sha256:") || len(rc.RulesetHash) != 7+64 ||
+		rc.Verdict != res.Verdict || rc.Layer != res.Layer || rc.Reason != res.Reason {
 		t.Fatalf("receipt header %+v disagrees with result", rc)
 	}
 	if !strings.HasPrefix(rc.BodySHA256, "sha256:") || len(rc.BodySHA256) != 7+64 {
@@ -129,7 +130,8 @@ func checkResultShape(t *testing.T, res Result) {
 	if !utf8.ValidString(res.Text) {
 		t.Fatal("text is not valid UTF-8")
 	}
-	texts := []string{rc.URL, rc.FinalURL, rc.Error, rc.ContentType, rc.ContentEncoding, rc.Title, rc.Charset, rc.BodySHA256}
+	texts := []string{rc.URL, rc.FinalURL, rc.Error, rc.ContentType, rc.ContentEncoding, rc.Title, rc.Charset, rc.BodySHA256,
+		rc.Source, rc.Path, rc.Tool, rc.Ruleset}
 	for _, r := range rc.Redirects {
 		texts = append(texts, r.URL)
 	}

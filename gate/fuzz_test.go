@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"reflect"
 	"regexp"
 	"sort"
@@ -65,7 +66,13 @@ var markerRe = func() *regexp.Regexp {
 		names = append(names, regexp.QuoteMeta(n))
 	}
 	sort.Strings(names)
-	return regexp.MustCompile(`(?i)<(?:/?(?:` + strings.Join(names, "|") + `)(?:[\s/][^<>]*)?|(?:\||｜)[^\s<>]+(?:\||｜))>|<!\[CDATA\[|\]\]>`)
+	brackets := make([]string, 0, len(bracketTokens))
+	for n := range bracketTokens {
+		brackets = append(brackets, regexp.QuoteMeta(n))
+	}
+	sort.Strings(brackets)
+	return regexp.MustCompile(`(?i)<(?:/?(?:` + strings.Join(names, "|") + `)(?:[\s/][^<>]*)?|(?:\||｜)[^\s<>]+(?:\||｜))>|<!\[CDATA\[|\]\]>` +
+		`|\[/?(?:` + strings.Join(brackets, "|") + `)\]|<</?sys>>`)
 }()
 
 // FuzzSanitize checks the model views: no panic, no marker, valid UTF-8,
@@ -78,8 +85,13 @@ func FuzzSanitize(f *testing.F) {
 	long := makeLongOutput()
 	f.Add(long[:2000]+long[len(long)-2000:], 1000) // the fixture's shape, smaller
 	f.Add("<sys<system>tem> <|im_<|im_end|>start|> <![CD<![CDATA[ATA[", 40)
+	f.Add("[IN[INST]ST] <<SY<<SYS>>S>> <s>x</s> [/SYSTEM_PROMPT] <bos><eos>", 30)
 	f.Add("<system\n```\n>x", 5)
+	f.Add(`{"error": "<system>boom</system> \u003c \"quoted\" long long long long long long long long long long long long long long long long long", "code": 1}`, 70)
+	f.Add(`{"error": {"message": "`+strings.Repeat("m", 300)+`", "type": "x"}, "trace": "`+strings.Repeat("t", 300)+`"}`, 90)
 	f.Add("-----BEGIN PRIV<system>ATE KEY-----x-----END PRIVATE KEY-----]>", 0)
+	f.Add("bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw //u:pw@h https://0123456789abcdef0123@h eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9", 0)
+	f.Add("https://discord.com/api/webhooks/1/AbCdEfGhIjKlMnOpQrStUvWxYz0123 openai_key=Q2hlY2tUaGlzT3V0MTIz Bearer\u00a0abcdefghijklmnop1234", 0)
 	f.Fuzz(func(t *testing.T, s string, limit int) {
 		if limit < 0 {
 			limit = -limit
@@ -109,6 +121,9 @@ func FuzzSanitize(f *testing.F) {
 		if m := markerRe.FindString(ev.ModelView); m != "" {
 			t.Fatalf("error view of %q holds marker %q: %q", s, m, ev.ModelView)
 		}
+		if ev.Structured && !json.Valid([]byte(strings.TrimPrefix(ev.ModelView, ErrorPrefix))) {
+			t.Fatalf("structured error view of %q is not JSON: %q", s, ev.ModelView)
+		}
 
 		full := PrepareOutput(s, opt)
 		ov := SanitizeOutput(full, "sha256:feed", opt)
@@ -124,6 +139,30 @@ func FuzzSanitize(f *testing.F) {
 		}
 		if !utf8.ValidString(ov.ModelView) {
 			t.Fatalf("output view not valid UTF-8")
+		}
+	})
+}
+
+// FuzzReadKinds checks file and tool reads like FuzzClassify: no panic, a
+// consistent result, determinism, and (for file reads) the size rule.
+func FuzzReadKinds(f *testing.F) {
+	f.Add("file", "/a/b.md", int64(5), []byte("hello"), "")
+	f.Add("file", "x.json", int64(-1), []byte(`{"a":1}`), "")
+	f.Add("tool", "browser", int64(0), []byte(page("T", "<p>"+prose+"</p>")), "https://a.example/")
+	f.Add("", "", int64(0), []byte("<p>x</p>"), "")
+	f.Add("ftp", "", int64(0), []byte("x"), "ftp://a/")
+	f.Fuzz(func(t *testing.T, kind, name string, size int64, body []byte, url string) {
+		ev := Evidence{Kind: kind, Path: name, Tool: name, URL: url, Body: body}
+		if size >= 0 {
+			ev.Size = &size
+		}
+		a, b := Classify(ev), Classify(ev)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatal("not deterministic")
+		}
+		checkResultShape(t, a)
+		if kind == ReadFile && size >= 0 && size != int64(len(body)) && a.Reason != ReasonSizeMismatch {
+			t.Fatalf("size %d for %d bytes gave %s", size, len(body), a.Reason)
 		}
 	})
 }

@@ -54,10 +54,15 @@ type htmlDoc struct {
 	mainOutsideConsnt int // ... outside chrome and outside every consent container
 	consentText       int // ... inside consent containers
 
+	// Wide characters (Han, kana, Hangul: see isWide) among main,
+	// mainOutsideForms and mainOutsideConsnt, for Thresholds.WideCharWeight.
+	mainWide, formsWide, consentWide int
+
 	scripts     int // <script> elements (inline or src)
 	scriptBytes int // bytes of inline script
 
 	hasPassword bool     // an <input type=password> in main content (not skipped, not chrome)
+	rules       *Rules   // the ruleset whose ids, classes and consent markers are looked for
 	challenge   []string // structural challenge signals, in document order
 
 	// scan state
@@ -71,8 +76,8 @@ type htmlDoc struct {
 // scanHTML tokenizes a UTF-8 HTML document once with golang.org/x/net/html's
 // tokenizer (no tree is built), dropping script, style, noscript, template,
 // svg, math, iframe, object and select content and all markup.
-func scanHTML(b []byte) *htmlDoc {
-	d := &htmlDoc{text: make([]byte, 0, len(b)/8)}
+func scanHTML(b []byte, r *Rules) *htmlDoc {
+	d := &htmlDoc{text: make([]byte, 0, len(b)/8), rules: r}
 	z := html.NewTokenizer(bytes.NewReader(b))
 	for {
 		tt := z.Next()
@@ -163,18 +168,18 @@ func (d *htmlDoc) attrs(z *html.Tokenizer, a atom.Atom) uint8 {
 		key, val, more := z.TagAttr()
 		switch string(key) {
 		case "id":
-			if !skipped && matchConsentToken(val) {
+			if !skipped && d.rules.matchConsentToken(val) {
 				flags |= flagConsent
 			}
-			if sig := challengeID(val); sig != "" {
+			if sig := d.rules.challengeID(val); sig != "" {
 				d.signal("id:" + sig)
 			}
 		case "class":
 			for _, tok := range bytes.Fields(val) {
-				if !skipped && matchConsentToken(tok) {
+				if !skipped && d.rules.matchConsentToken(tok) {
 					flags |= flagConsent
 				}
-				if sig := challengeClass(tok); sig != "" {
+				if sig := d.rules.challengeClass(tok); sig != "" {
 					d.signal("class:" + sig)
 				}
 			}
@@ -269,7 +274,7 @@ func (d *htmlDoc) addText(t []byte) {
 			d.sep()
 			d.text = append(d.text, c)
 			if asciiAlnum[c] {
-				d.countReadable()
+				d.countReadable(false)
 			}
 			continue
 		}
@@ -286,7 +291,7 @@ func (d *htmlDoc) addText(t []byte) {
 		}
 		d.text = utf8.AppendRune(d.text, r)
 		if unicode.IsLetter(r) || unicode.IsNumber(r) {
-			d.countReadable()
+			d.countReadable(isWide(r))
 		}
 	}
 }
@@ -302,21 +307,38 @@ func (d *htmlDoc) sep() {
 	d.brk, d.space = false, false
 }
 
-func (d *htmlDoc) countReadable() {
+func (d *htmlDoc) countReadable(wide bool) {
 	d.readable++
 	if d.counts[idxChrome] > 0 {
 		return
 	}
+	w := 0
+	if wide {
+		w = 1
+	}
 	d.main++
+	d.mainWide += w
 	if d.counts[idxForm] == 0 {
 		d.mainOutsideForms++
+		d.formsWide += w
 	}
 	if d.counts[idxConsent] == 0 {
 		d.mainOutsideConsnt++
+		d.consentWide += w
 	} else {
 		d.consentText++
 	}
 }
+
+// isWide reports a Han ideograph, a kana or a Hangul syllable.
+func isWide(r rune) bool {
+	return r >= 0x1100 && (unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r))
+}
+
+// weighted counts n readable characters of which wide are wide, each wide
+// one as weight.
+func weighted(n, wide, weight int) int { return n + (weight-1)*wide }
 
 var asciiSpace, asciiAlnum [utf8.RuneSelf]bool
 

@@ -3,6 +3,7 @@ package gate
 import (
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -13,8 +14,10 @@ import (
 //   - private key blocks (-----BEGIN … PRIVATE KEY----- to its END line, or to
 //     the end of the text when the END line is missing) become
 //     RedactedPrivateKey;
-//   - the password in a URL's user info (scheme://user:password@host) becomes
-//     "***";
+//   - the password in a URL's user info (scheme://user:password@host, and
+//     scheme-less //user:password@host) becomes "***"; a user info without a
+//     password that looks like a token (scheme://<token>@host: 16 or more
+//     characters with a digit, or 32 or more) is masked as a token;
 //   - the credential after "Authorization:" (keeping its scheme word such as
 //     "Bearer"), after a free-standing "Bearer", and the value of a secret-named
 //     field (api_key=…, "client_secret": "…", X-Api-Key: …, GITHUB_TOKEN=…,
@@ -23,7 +26,15 @@ import (
 //     OpenAI/Anthropic sk-…, GitHub ghp_/gho_/ghu_/ghs_/ghr_ and github_pat_,
 //     GitLab glpat-, Slack xox?-, Stripe sk_/rk_live_/test_, Hugging Face hf_,
 //     npm npm_, Google AIza…, AWS access key ids (AKIA…, ASIA…), SendGrid
-//     SG.…, and JSON Web Tokens (eyJ….eyJ….…).
+//     SG.…, and JSON Web Tokens and other base64 JSON (eyJ… of 16 or more
+//     characters, with or without dots);
+//   - Telegram bot tokens (<6–12 digits>:<30 or more token characters>, also
+//     after "bot" as in /bot<digits>:<token>/) and the token part of Discord
+//     webhook URLs (discord.com/api/webhooks/<id>/<token>).
+//
+// Whitespace between a keyword and its credential may be any Unicode space
+// (NBSP, VT, NEL, EN/EM space, line and paragraph separators, zero-width
+// space): "Bearer\u00a0<token>" is masked like "Bearer <token>".
 //
 // A masked token of MaskKeepMinChars or more characters keeps its first
 // MaskKeepHead and last MaskKeepTail characters around "..." (enough to tell
@@ -49,8 +60,9 @@ var (
 	// The remaining patterns are anchored: they are tried only at candidate
 	// positions found by a cheap scan, so masking stays linear and fast on
 	// megabytes of output.
-	reAuthorization = regexp.MustCompile(`^(?i)(authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|bot|digest|apikey|sso-key)\s+)?)([^\s<>"'\[\],;]+)`)
-	reBearer        = regexp.MustCompile(`^(?i)(bearer\s+)([A-Za-z0-9\-._~+/]{16,}=*)`)
+	reAuthorization = regexp.MustCompile(`^(?i)(authorization["']?` + anySpace + `*[:=]` + anySpace + "*[\"'`]?(?:(?:bearer|basic|token|bot|digest|apikey|sso-key)" + anySpace + "+)?)([^\\s\\v\\p{Z}\\x{85}\\x{200B}\\x{FEFF}<>\"'`\\[\\],;]+)")
+	reBearer        = regexp.MustCompile(`^(?i)(bearer` + anySpace + `+)([A-Za-z0-9\-._~+/]{16,}=*)`)
+	reDiscordHook   = regexp.MustCompile(`^(?i)https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api(?:/v[0-9]+)?/webhooks/[0-9]+/([A-Za-z0-9_\-]+)`)
 	reKnownToken    = regexp.MustCompile(`^(?:` +
 		`sk-[A-Za-z0-9_\-]{20,}` +
 		`|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}` +
@@ -64,8 +76,14 @@ var (
 		`|(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b` +
 		`|SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}` +
 		`|eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*` +
+		`|eyJ[A-Za-z0-9_\-+/]{13,}={0,2}(?:\.[A-Za-z0-9_\-+/=]+)*` +
 		`)`)
 )
+
+// anySpace is a regexp class of every space a credential may follow: ASCII
+// whitespace with VT, the Unicode separators (NBSP, EN/EM space, line and
+// paragraph separators, …), NEL, zero-width space and the BOM.
+const anySpace = `[\s\v\p{Z}\x{85}\x{200B}\x{FEFF}]`
 
 // knownTokenPrefixes are the literal openings of reKnownToken's
 // alternatives; the regexp is only tried where one of them starts a word.
@@ -87,11 +105,12 @@ var (
 	// secretAssignSuffixes: generic names, secret only in an assignment
 	// ("token=…"), so prose such as "token: CPU" stays.
 	secretAssignSuffixes = []string{"secret", "token", "credential", "credentials"}
-	// secretQuotedWords: a quoted key ({"…": "…"}) containing one of these is
-	// secret.
+	// secretQuotedWords: a quoted key ({"…": "…"}) ending in one of these
+	// is secret ("api_token", "client_secret"; not "token_ttl" or
+	// "secrets_file").
 	secretQuotedWords = []string{
 		"apikey", "token", "secret", "password", "passwd", "passphrase", "credential",
-		"privatekey", "accesskey",
+		"privatekey", "accesskey", "tokens", "secrets", "passwords", "credentials", "apikeys",
 	}
 )
 
@@ -108,7 +127,9 @@ func MaskSecrets(s string) string {
 	}
 	s = rePrivateKey.ReplaceAllLiteralString(s, RedactedPrivateKey)
 	s = applyEdits(s, urlPasswordEdits(s))
+	s = applyEdits(s, discordEdits(s))
 	s = applyEdits(s, credentialEdits(s))
+	s = applyEdits(s, telegramEdits(s))
 	s = applyEdits(s, fieldEdits(s))
 	s = applyEdits(s, knownTokenEdits(s))
 	return s
@@ -137,44 +158,76 @@ func applyEdits(s string, edits []edit) string {
 	return b.String()
 }
 
-// urlPasswordEdits masks the password of scheme://user:password@host.
+// urlPasswordEdits masks the password of scheme://user:password@host and of
+// a scheme-less //user:password@host, and a token-like user info without a
+// password (scheme://<token>@host).
 func urlPasswordEdits(s string) []edit {
 	var edits []edit
 	for off := 0; ; {
-		i := strings.Index(s[off:], "://")
+		i := strings.Index(s[off:], "//")
 		if i < 0 {
 			return edits
 		}
 		i += off
-		off = i + 3
-		// A scheme: a letter, then letters, digits, '+', '.', '-'.
-		j := i
+		off = i + 2
+		if !urlAuthorityStart(s, i) {
+			continue
+		}
+		// The user info: up to '@' without a stop byte; a ':' in it starts
+		// the password.
+		k := off
+		colon := -1
+		for k < len(s) && !isURLStop(s[k]) {
+			if s[k] == ':' && colon < 0 {
+				colon = k
+			}
+			k++
+		}
+		if k == len(s) || s[k] != '@' || k == off {
+			continue
+		}
+		switch {
+		case colon >= 0 && colon+1 < k:
+			edits = append(edits, edit{colon + 1, k, maskPassword(s[colon+1 : k])})
+		case colon < 0 && tokenLikeUser(s[off:k]):
+			edits = append(edits, edit{off, k, maskToken(s[off:k])})
+		}
+		off = k + 1
+	}
+}
+
+// urlAuthorityStart reports whether the "//" at s[i:] starts a URL
+// authority: after "scheme:" (a letter, then letters, digits, '+', '.',
+// '-'), or scheme-less after the start of the text, whitespace, a quote, a
+// bracket or '='.
+func urlAuthorityStart(s string, i int) bool {
+	if i == 0 {
+		return true
+	}
+	switch c := s[i-1]; c {
+	case ':':
+		j := i - 1
 		for j > 0 && isSchemeByte(s[j-1]) {
 			j--
 		}
-		for j < i && !isASCIILetter(s[j]) {
+		for j < i-1 && !isASCIILetter(s[j]) {
 			j++
 		}
-		if j == i {
-			continue
-		}
-		k := off
-		for k < len(s) && !isURLStop(s[k]) && s[k] != ':' {
-			k++
-		}
-		if k == len(s) || s[k] != ':' {
-			continue
-		}
-		p := k + 1
-		for p < len(s) && !isURLStop(s[p]) {
-			p++
-		}
-		if p == k+1 || p == len(s) || s[p] != '@' {
-			continue
-		}
-		edits = append(edits, edit{k + 1, p, maskPassword(s[k+1 : p])})
-		off = p + 1
+		return j < i-1
+	case ' ', '\t', '\n', '\r', '\f', '\v', '"', '\'', '(', '[', '{', '<', '=', ',':
+		return true
 	}
+	return false
+}
+
+// tokenLikeUser reports whether a password-less URL user info looks like a
+// credential rather than a user name: 16 or more characters with a digit,
+// or 32 or more.
+func tokenLikeUser(u string) bool {
+	if len(u) >= 32 {
+		return true
+	}
+	return len(u) >= 16 && strings.ContainsAny(u, "0123456789")
 }
 
 func isSchemeByte(c byte) bool {
@@ -215,7 +268,7 @@ func credentialEdits(s string) []edit {
 		if i > 0 && isWordByte(s[i-1]) {
 			continue
 		}
-		if m := reAuthorization.FindStringSubmatchIndex(s[i:]); m != nil {
+		if m := reAuthorization.FindStringSubmatchIndex(s[i:]); m != nil && !placeholder(s[i+m[4]:i+m[5]]) {
 			edits = append(edits, edit{i + m[4], i + m[5], maskToken(s[i+m[4] : i+m[5]])})
 			covered = append(covered, [2]int{i, i + m[1]})
 			off = i + m[1]
@@ -289,7 +342,7 @@ func asciiLower(s string) string {
 // '_' and '-', and forward over spaces, an optional quote and the value:
 //   - a name ending in a secretFieldSuffixes entry, either separator;
 //   - a name ending in a secretAssignSuffixes entry, '=' only;
-//   - a quoted name containing a secretQuotedWords entry, ':' and a quoted
+//   - a quoted name ending in a secretQuotedWords entry, ':' and a quoted
 //     value (JSON, Python dicts).
 //
 // Password-named fields get maskPassword, the others maskToken.
@@ -320,15 +373,23 @@ func fieldEdits(s string) []edit {
 		var nb [maxFieldName]byte
 		name := normFieldName(nb[:0], s[k:j])
 		quoted := quote != 0 && c == ':' && k > 0 && s[k-1] == quote
+		if c == '=' && ((i+1 < len(s) && s[i+1] == '=') || (i > 0 && strings.IndexByte("=!<>", s[i-1]) >= 0)) {
+			continue // a comparison (==, !=, <=, >=), not an assignment
+		}
 		secret := hasAnySuffix(name, secretFieldSuffixes) ||
 			(c == '=' && hasAnySuffix(name, secretAssignSuffixes)) ||
-			(quoted && containsAny(name, secretQuotedWords))
-		if !secret {
+			(quoted && hasAnySuffix(name, secretQuotedWords))
+		keyName := !secret && c == '=' && compoundKeyName(s[k:j])
+		if !secret && !keyName {
 			continue
 		}
 		v := i + 1
-		for v < len(s) && isSpaceByte(s[v]) {
-			v++
+		for v < len(s) {
+			w := spaceWidth(s, v)
+			if w == 0 {
+				break
+			}
+			v += w
 		}
 		stop := isValueStop
 		if quoted {
@@ -341,11 +402,14 @@ func fieldEdits(s string) []edit {
 			v++
 		}
 		e := v
-		for e < len(s) && !stop(s[e]) {
+		for e < len(s) && !stop(s[e]) && (s[e] < utf8.RuneSelf || spaceWidth(s, e) == 0) {
 			e++
 		}
-		if e == v {
+		if e == v || !strings.ContainsFunc(s[v:e], isAlnumRune) || (keyName && !tokenLike(s[v:e])) {
 			continue
+		}
+		if !quoted && (s[v-1] != '"' && s[v-1] != '\'') && codeValue(s, v, e) {
+			continue // code or a literal (password = getpass(...), token: null), not a value
 		}
 		mask := maskToken
 		if containsAny(name, []string{"pass"}) {
@@ -355,6 +419,99 @@ func fieldEdits(s string) []edit {
 		next = e
 	}
 	return edits
+}
+
+func isAlnumRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// placeholder reports a credential that is a template reference or too
+// short to be one: ${TOKEN}, {token}, %s, or one or two characters (the f of
+// a Python f"Bearer {token}").
+func placeholder(v string) bool {
+	return len(v) <= 2 || strings.IndexByte("${%<", v[0]) >= 0
+}
+
+// codeLiterals are unquoted values that are code or configuration words, not
+// secrets: password = None, token: null, (using password: YES).
+var codeLiterals = map[string]bool{
+	"null": true, "nil": true, "none": true, "true": true, "false": true, "undefined": true,
+	"yes": true, "no": true, "await": true, "new": true, "self": true, "this": true,
+	"required": true, "optional": true, "string": true, "str": true,
+}
+
+// codeValue reports whether the unquoted value s[v:e] is code rather than a
+// secret: a literal of codeLiterals, a template reference, or an expression
+// (followed by '(' or '[', or a dotted name followed by them, as in
+// os.environ["KEY"]).
+func codeValue(s string, v, e int) bool {
+	val := s[v:e]
+	if codeLiterals[strings.ToLower(strings.TrimRight(val, ");,"))] || strings.IndexByte("${%", val[0]) >= 0 {
+		return true
+	}
+	if i := strings.IndexAny(val, "(["); i > 0 {
+		return true
+	}
+	return e < len(s) && (s[e] == '[' || s[e] == '(')
+}
+
+// compoundKeyName reports a field name of two or more parts whose last part
+// is "key": openai_key, STRIPE-KEY, appKey (but not key, monkey or turkey).
+// Such a name in an assignment is secret when its value looks like a token
+// (tokenLike), so sort_key=created_at stays.
+func compoundKeyName(name string) bool {
+	n := len(name)
+	if n < 4 {
+		return false
+	}
+	last := name[n-3:]
+	switch {
+	case last == "key" || last == "KEY":
+		c := name[n-4]
+		return c == '_' || c == '-' || (last == "KEY" && 'a' <= c && c <= 'z')
+	case last == "Key":
+		c := name[n-4]
+		return c == '_' || c == '-' || ('a' <= c && c <= 'z') || ('0' <= c && c <= '9')
+	}
+	return false
+}
+
+// tokenLike reports whether a value looks like a generated credential
+// rather than a word: 12 or more characters mixing at least two of lower
+// case, upper case and digits.
+func tokenLike(v string) bool {
+	if len(v) < 12 {
+		return false
+	}
+	var lower, upper, digit int
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case 'a' <= c && c <= 'z':
+			lower = 1
+		case 'A' <= c && c <= 'Z':
+			upper = 1
+		case '0' <= c && c <= '9':
+			digit = 1
+		}
+	}
+	return lower+upper+digit >= 2
+}
+
+// spaceWidth returns the byte length of the space character at s[i:], or 0:
+// ASCII whitespace with VT, every Unicode space (unicode.IsSpace: NBSP, NEL,
+// EN/EM space, line and paragraph separators, …), zero-width space and the
+// BOM.
+func spaceWidth(s string, i int) int {
+	c := s[i]
+	if c < utf8.RuneSelf {
+		if c == ' ' || ('\t' <= c && c <= '\r') {
+			return 1
+		}
+		return 0
+	}
+	r, n := utf8.DecodeRuneInString(s[i:])
+	if unicode.IsSpace(r) || r == '\u200b' || r == '\ufeff' {
+		return n
+	}
+	return 0
 }
 
 // normFieldName lower-cases name and drops '-' and '_'.
@@ -440,6 +597,81 @@ func knownTokenEdits(s string) []edit {
 		}
 		edits = append(edits, edit{i, i + m[1], maskToken(s[i : i+m[1]])})
 		i += m[1] - 1
+	}
+	return edits
+}
+
+// discordEdits masks the token of Discord webhook URLs
+// (https://discord.com/api/webhooks/<id>/<token>, also discordapp.com and
+// the ptb and canary hosts).
+func discordEdits(s string) []edit {
+	var edits []edit
+	for off := 0; ; {
+		// "/webhooks/" in any case: find "ebhooks/" or "EBHOOKS/" without
+		// lower-casing the whole text.
+		i := strings.Index(s[off:], "ebhooks/")
+		if j := strings.Index(s[off:], "EBHOOKS/"); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+		if i < 0 {
+			return edits
+		}
+		i += off - 2 // the '/' before "webhooks/"
+		off = i + 10
+		if i < 0 || s[i] != '/' || (s[i+1] != 'w' && s[i+1] != 'W') {
+			continue
+		}
+		// Back to the scheme: at most "https://canary.discordapp.com/api/v10".
+		from := i - 48
+		if from < 0 {
+			from = 0
+		}
+		j := strings.LastIndex(asciiLower(s[from:i]), "http")
+		if j < 0 {
+			continue
+		}
+		j += from
+		m := reDiscordHook.FindStringSubmatchIndex(s[j:])
+		if m == nil || j+m[2] < i || strings.HasPrefix(s[j+m[3]:], "...") {
+			continue // not a webhook URL, or its token is masked already
+		}
+		edits = append(edits, edit{j + m[2], j + m[3], maskToken(s[j+m[2] : j+m[3]])})
+		off = j + m[1]
+	}
+}
+
+// telegramEdits masks Telegram bot tokens: 6 to 12 digits, ':', and 30 or
+// more of [A-Za-z0-9_-], starting a word or right after "bot" (as in the
+// Bot API's /bot<token>/ paths). The whole token is masked; "bot" stays.
+func telegramEdits(s string) []edit {
+	var edits []edit
+	for i := 0; i < len(s); i++ {
+		if s[i] != ':' {
+			continue
+		}
+		d := i
+		for d > 0 && i-d <= 12 && '0' <= s[d-1] && s[d-1] <= '9' {
+			d--
+		}
+		if n := i - d; n < 6 || n > 12 {
+			continue
+		}
+		start := d
+		if d >= 3 && strings.EqualFold(s[d-3:d], "bot") {
+			start = d - 3
+		}
+		if start > 0 && isWordByte(s[start-1]) {
+			continue
+		}
+		e := i + 1
+		for e < len(s) && (isWordByte(s[e]) || s[e] == '-') {
+			e++
+		}
+		if e-(i+1) < 30 {
+			continue
+		}
+		edits = append(edits, edit{d, e, maskToken(s[d:e])})
+		i = e - 1
 	}
 	return edits
 }

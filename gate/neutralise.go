@@ -13,6 +13,10 @@ import (
 //     <tool_call/> … (the names are in roleTags);
 //   - chat-template tokens: <|im_start|>, <|eot_id|>, <｜User｜> (a '<', a
 //     bar, up to 60 bytes without whitespace, a bar, a '>');
+//   - bracketed template tokens, any case: [INST], [/INST], [SYSTEM_PROMPT],
+//     [TOOL_CALLS], [AVAILABLE_TOOLS], [TOOL_RESULTS] … (bracketTokens), and
+//     Llama's <<SYS>> and <</SYS>>; the sequence tokens <s>, </s>, <bos>,
+//     <eos> are role tags here;
 //   - CDATA markers "<![CDATA[" and "]]>", each on its own, so an unclosed
 //     CDATA section loses its opener too.
 //
@@ -33,7 +37,22 @@ var roleTags = map[string]bool{
 	"output": true, "input": true, "instruction": true, "instructions": true, "prompt": true,
 	"im_start": true, "im_end": true, "start_of_turn": true, "end_of_turn": true,
 	"tool_error": true, "tool_output": true,
+	"s": true, "bos": true, "eos": true, "eot": true, "start_of_text": true, "end_of_text": true,
 }
+
+// seqTags are the role tags that are sequence tokens: removed when complete
+// (<s>, </s>), but an unclosed "<s" keeps its '<' (i<s in code is no token).
+var seqTags = map[string]bool{"s": true, "bos": true, "eos": true, "eot": true}
+
+// bracketTokens are the names (lower case) of bracketed template tokens,
+// removed with or without a leading '/': [INST], [/INST], ….
+var bracketTokens = map[string]bool{
+	"inst": true, "system_prompt": true, "tool_calls": true, "available_tools": true,
+	"tool_results": true, "tool_content": true, "sys": true, "system": true, "think": true,
+}
+
+// maxBracketToken is the longest name in bracketTokens.
+const maxBracketToken = 16
 
 // maxRoleTagName is the longest name in roleTags, rounded up.
 const maxRoleTagName = 32
@@ -54,11 +73,11 @@ func neutralise(s string) string {
 // stripMarkers removes complete role tags, chat tokens and CDATA markers in
 // one pass, re-checking whatever a removal brings together.
 func stripMarkers(s string) string {
-	if !strings.ContainsAny(s, "<>") {
+	if !strings.ContainsAny(s, "<>]") {
 		return s
 	}
 	buf := make([]byte, 0, len(s))
-	var lts, gts []int // positions in buf of '<' and of kept '>'
+	var lts, gts, lbs []int // positions in buf of '<', of kept '>' and of '['
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		buf = append(buf, c)
@@ -66,12 +85,28 @@ func stripMarkers(s string) string {
 		case '<':
 			lts = append(lts, len(buf)-1)
 		case '[':
+			lbs = append(lbs, len(buf)-1)
 			if n := len(buf); n >= len(cdataOpen) && bytes.EqualFold(buf[n-len(cdataOpen):], cdataOpen) {
 				buf = buf[:n-len(cdataOpen)]
-				lts = dropFrom(lts, len(buf))
+				lts, lbs = dropFrom(lts, len(buf)), dropFrom(lbs, len(buf))
+			}
+		case ']':
+			if k := len(lbs); k > 0 && isBracketToken(buf[lbs[k-1]:]) {
+				buf = buf[:lbs[k-1]]
+				lbs = lbs[:k-1]
+				lts, gts = dropFrom(lts, len(buf)), dropFrom(gts, len(buf))
 			}
 		case '>':
 			n := len(buf)
+			if n >= 7 && buf[n-2] == '>' && (hasSuffixFold(buf, "<<sys>>") || hasSuffixFold(buf, "<</sys>>")) {
+				cut := n - 7
+				if hasSuffixFold(buf, "<</sys>>") {
+					cut = n - 8
+				}
+				buf = buf[:cut]
+				lts, gts, lbs = dropFrom(lts, cut), dropFrom(gts, cut), dropFrom(lbs, cut)
+				continue
+			}
 			if k := len(lts); k > 0 && (len(gts) == 0 || lts[k-1] > gts[len(gts)-1]) && isMarkerTag(buf[lts[k-1]:]) {
 				buf = buf[:lts[k-1]]
 				lts = lts[:k-1]
@@ -88,6 +123,29 @@ func stripMarkers(s string) string {
 		return s
 	}
 	return string(buf)
+}
+
+// isBracketToken reports whether t ("[…]") is a bracketed template token.
+func isBracketToken(t []byte) bool {
+	inner := t[1 : len(t)-1]
+	if len(inner) > 0 && inner[0] == '/' {
+		inner = inner[1:]
+	}
+	if len(inner) == 0 || len(inner) > maxBracketToken {
+		return false
+	}
+	var low [maxBracketToken]byte
+	for i, c := range inner {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		low[i] = c
+	}
+	return bracketTokens[string(low[:len(inner)])]
+}
+
+func hasSuffixFold(b []byte, suffix string) bool {
+	return len(b) >= len(suffix) && bytes.EqualFold(b[len(b)-len(suffix):], []byte(suffix))
 }
 
 // dropFrom removes the trailing positions >= n.
@@ -217,7 +275,7 @@ func opensRoleTag(rev []byte) (drop int, ok bool) {
 		name[n] = rev[j]
 		n++
 	}
-	if n == 0 || !isRoleName(name[:n]) {
+	if n == 0 || !isRoleName(name[:n]) || seqTags[strings.ToLower(string(name[:n]))] {
 		return 0, false
 	}
 	return drop, true

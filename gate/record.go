@@ -22,6 +22,10 @@ type VerdictData struct {
 	// FetchedBy is "agent" for posted evidence, "artifactd" for a fetch
 	// the server performed.
 	FetchedBy string `json:"fetched_by"`
+	// ProducedBy names who made the read, as the request says (an agent,
+	// a tool, a worker); the artifact itself is always produced by the
+	// gate. Empty when the request named no one.
+	ProducedBy string `json:"produced_by,omitempty"`
 	// RenderedFrom, when set, holds the receipt and body blob of the
 	// script shell that was rendered; Receipt and BodyBlob are then the
 	// rendered document's.
@@ -70,12 +74,14 @@ type BlobFunc func(name string) (body []byte, ok bool, err error)
 // CheckVerdict checks a fetch_verdict's data, so that no verdict can be
 // recorded — by the gate path, a merge or a bundle import — that its
 // receipt and body do not bear:
-//   - the receipt is of a ruleset this build knows, and the verdict,
-//     reason, layer, URLs and status repeat it;
+//   - the receipt names a ruleset this build knows (by name and hash, see
+//     [Rulesets.Lookup]; a gate/v1 receipt without a hash is gate/v1), and
+//     the verdict, reason, layer, URLs and status repeat it;
 //   - body_blob equals the receipt's body_sha256;
 //   - with blob set, that blob exists and holds the receipt's raw_bytes,
-//     and the verdict is derived again with Classify from the blob and
-//     the receipt (URL, redirects, status, content type and encoding): the
+//     and the verdict is derived again with [ClassifyWith] under the
+//     ruleset the receipt names, from the blob and the receipt (URL,
+//     redirects, status, content type and encoding, read kind): the
 //     recorded verdict may be stricter than the one derived again (the
 //     receipt keeps no other headers, and header fingerprints can only
 //     lower a verdict) but never laxer, so a FAILED turned into RETRIEVED
@@ -84,13 +90,24 @@ type BlobFunc func(name string) (body []byte, ok bool, err error)
 //     UNKNOWN extraction.script_shell.
 //
 // The error is a *VerdictError or one of blob's errors. CheckVerdict does
-// no I/O of its own.
+// no I/O of its own. It knows the built-in rulesets; [CheckVerdictWith]
+// takes a set that holds an operator's too.
 func CheckVerdict(data json.RawMessage, blob BlobFunc) error {
+	return CheckVerdictWith(data, blob, nil)
+}
+
+// CheckVerdictWith is [CheckVerdict] with the rulesets a verifier knows
+// (nil means the built-in ones): a receipt naming any other is refused
+// ("/receipt/ruleset", rule "ruleset").
+func CheckVerdictWith(data json.RawMessage, blob BlobFunc, rulesets *Rulesets) error {
+	if rulesets == nil {
+		rulesets = BuiltinRulesets()
+	}
 	var v VerdictData
 	if err := json.Unmarshal(data, &v); err != nil {
 		return verdictError("", "shape", "the data is not a fetch verdict: %v", err)
 	}
-	if err := checkReceipt("", v.Receipt, v.BodyBlob, blob); err != nil {
+	if err := checkReceipt("", v.Receipt, v.BodyBlob, blob, rulesets); err != nil {
 		return err
 	}
 	rc := v.Receipt
@@ -107,7 +124,7 @@ func CheckVerdict(data json.RawMessage, blob BlobFunc) error {
 		if shell.Verdict != Unknown || shell.Reason != ReasonScriptShell {
 			return verdictError("/rendered_from/receipt/reason", "script_shell", "only an UNKNOWN extraction.script_shell is rendered")
 		}
-		if err := checkReceipt("/rendered_from", shell, v.RenderedFrom.BodyBlob, blob); err != nil {
+		if err := checkReceipt("/rendered_from", shell, v.RenderedFrom.BodyBlob, blob, rulesets); err != nil {
 			return err
 		}
 	}
@@ -116,9 +133,10 @@ func CheckVerdict(data json.RawMessage, blob BlobFunc) error {
 
 // checkReceipt checks one receipt against its body blob (see
 // CheckVerdict); at is the pointer of the object holding both.
-func checkReceipt(at string, rc Receipt, blobRef string, blob BlobFunc) error {
-	if rc.Ruleset != RulesetVersion {
-		return verdictError(at+"/receipt/ruleset", "ruleset", "ruleset %q; this build knows %s receipts", rc.Ruleset, RulesetVersion)
+func checkReceipt(at string, rc Receipt, blobRef string, blob BlobFunc, rulesets *Rulesets) error {
+	rules, err := rulesets.Lookup(rc.Ruleset, rc.RulesetHash)
+	if err != nil {
+		return verdictError(at+"/receipt/ruleset", "ruleset", "%v: a verdict is derived again with the ruleset its receipt names", err)
 	}
 	if !rc.Verdict.Valid() {
 		return verdictError(at+"/receipt/verdict", "enum", "want RETRIEVED, UNKNOWN or FAILED")
@@ -141,7 +159,7 @@ func checkReceipt(at string, rc Receipt, blobRef string, blob BlobFunc) error {
 	case len(body) != rc.RawBytes:
 		return verdictError(at+"/receipt/raw_bytes", "matches_blob", "raw_bytes %d but the blob holds %d bytes", rc.RawBytes, len(body))
 	}
-	again := Classify(ReceiptEvidence(rc, body))
+	again := ClassifyWith(ReceiptEvidence(rc, body), rules)
 	if rc.Verdict.Severity() < again.Verdict.Severity() {
 		return verdictError(at+"/receipt/verdict", "rederived", "the receipt and its blob give %s (%s), not %s", again.Verdict, again.Reason, rc.Verdict)
 	}
@@ -160,7 +178,8 @@ func ReceiptEvidence(rc Receipt, body []byte) Evidence {
 	if rc.ContentEncoding != "" {
 		h["content-encoding"] = rc.ContentEncoding
 	}
-	return Evidence{URL: rc.URL, FinalURL: rc.FinalURL, Redirects: rc.Redirects, Status: rc.Status, Headers: h, Body: body, Error: rc.Error}
+	return Evidence{Kind: rc.Source, URL: rc.URL, FinalURL: rc.FinalURL, Redirects: rc.Redirects, Status: rc.Status, Headers: h, Body: body, Error: rc.Error,
+		Path: rc.Path, Size: rc.Size, Tool: rc.Tool}
 }
 
 // isDigestName reports whether s is "sha256:" and 64 lower-case hex digits.

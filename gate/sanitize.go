@@ -43,10 +43,14 @@ type SanitizeOptions struct {
 	// OutputHeadPercent (1–100) is the share of a shortened output's shown
 	// characters taken from its head.
 	OutputHeadPercent int
-	// KeepSecrets turns secret masking off (for trusted local tools and
-	// tests). The default, false, masks: masking is what a zero value must
-	// do, so the switch is the exception rather than the rule.
+	// KeepSecrets turns shape-based secret masking ([MaskSecrets]) off (for
+	// trusted local tools and tests). The default, false, masks: masking is
+	// what a zero value must do, so the switch is the exception rather than
+	// the rule. Declared Secrets are masked even with KeepSecrets.
 	KeepSecrets bool
+	// Secrets are the values the operator declared secret, masked by value
+	// (before the shapes) in the model view and in the full text to store.
+	Secrets Secrets
 }
 
 // DefaultSanitizeOptions returns the options the fixtures and DESIGN.md
@@ -74,18 +78,26 @@ func (o SanitizeOptions) norm() SanitizeOptions {
 }
 
 func (o SanitizeOptions) mask(s string) string {
+	s = o.Secrets.Mask(s)
 	if o.KeepSecrets {
 		return s
 	}
 	return MaskSecrets(s)
 }
 
+// Mask masks text as the sanitiser does: the declared Secrets, then, unless
+// KeepSecrets, every shape [MaskSecrets] knows. Use it for tool text stored
+// or shown outside a model view (an effect's error, a tool name).
+func (o SanitizeOptions) Mask(text string) string { return o.mask(text) }
+
 // ErrorView is a tool error made safe to show: the model's view and the full
 // masked text to keep for people.
 type ErrorView struct {
 	// ModelView is ErrorPrefix, then the masked error with role tags,
 	// chat-template tokens, CDATA markers and code-fence lines removed, cut
-	// to MaxErrorChars characters with TruncationMarker appended when cut.
+	// to MaxErrorChars characters with TruncationMarker appended when cut
+	// (a JSON object error is cut inside its error text instead: see
+	// Structured).
 	// It is still untrusted data, never an instruction.
 	ModelView string `json:"model_view"`
 	// Masked is the whole error, secret-masked but otherwise unchanged: the
@@ -95,6 +107,14 @@ type ErrorView struct {
 	TotalChars int `json:"total_chars"`
 	// Truncated reports whether ModelView was cut.
 	Truncated bool `json:"truncated"`
+	// Structured reports that the error was a JSON object too long for
+	// the cap: the model view after ErrorPrefix is then still one valid
+	// JSON object, with the "error" string (or the "message" of an "error"
+	// object) cut and ending in TruncationMarker, and the other members
+	// kept (strings of theirs longer than 64 characters cut too when they
+	// alone leave the error less than 64 characters). It is only set on a
+	// truncated view.
+	Structured bool `json:"structured,omitempty"`
 	// Spilled reports whether the model view does not carry the whole error,
 	// so the blob holding Masked is its only complete copy and must be
 	// stored. It is true exactly when Truncated (testdata/sanitize names it
@@ -112,8 +132,16 @@ func SanitizeError(msg string, opt SanitizeOptions) ErrorView {
 	body := modelSafe(masked, neutraliseError, opt)
 	v := ErrorView{Masked: masked, TotalChars: utf8.RuneCountInString(masked)}
 	if utf8.RuneCountInString(body) > opt.MaxErrorChars {
-		// The cut can leave a role tag's opening "<name" at the end.
-		body = neutralise(truncateRunes(body, opt.MaxErrorChars)) + TruncationMarker
+		if capped, ok := capStructured(body, opt.MaxErrorChars); ok {
+			// A JSON object error stays one valid JSON object: its error
+			// text is cut (with TruncationMarker inside the string), its
+			// side fields are kept.
+			body = capped
+			v.Structured = true
+		} else {
+			// The cut can leave a role tag's opening "<name" at the end.
+			body = neutralise(truncateRunes(body, opt.MaxErrorChars)) + TruncationMarker
+		}
 		v.Truncated, v.Spilled = true, true
 	}
 	v.ModelView = ErrorPrefix + body

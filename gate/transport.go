@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// MaxRedirects is the most redirect hops a fetch may take; more is
-// [ReasonTooManyRedirects]. Ten is the common client default (browsers use
+// MaxRedirects is the most redirect hops a fetch may take under the
+// built-in rulesets; more is [ReasonTooManyRedirects]. Ten is the common client default (browsers use
 // about 20, curl 50 with -L, Go's net/http 10).
 const MaxRedirects = 10
 
@@ -47,8 +47,14 @@ func finalURLOf(ev Evidence) string {
 
 // transportLayer judges the exchange. emptyBody reports whether the entity is
 // empty or whitespace only.
-func transportLayer(ev Evidence, chain []string, emptyBody bool) LayerResult {
+func transportLayer(ev Evidence, chain []string, emptyBody bool, maxRedirects int) LayerResult {
 	res := LayerResult{Layer: LayerTransport, Verdict: Failed}
+	kind := ev.readKind()
+	if kind != ReadHTTP && kind != ReadFile && kind != ReadTool {
+		res.Reason = ReasonInvalidKind
+		res.Detail = "read kind " + quoteShort(ev.Kind) + " is not http, file or tool"
+		return res
+	}
 	if ev.Error != "" {
 		res.Reason = ReasonTransportError
 		if isTimeout(ev.Error) {
@@ -62,15 +68,18 @@ func transportLayer(ev Evidence, chain []string, emptyBody bool) LayerResult {
 		res.Detail = "redirect chain visits " + receiptText(u) + " twice"
 		return res
 	}
-	if n := len(ev.Redirects); n > MaxRedirects {
+	if n := len(ev.Redirects); n > maxRedirects {
 		res.Reason = ReasonTooManyRedirects
-		res.Detail = strconv.Itoa(n) + " redirects, more than " + strconv.Itoa(MaxRedirects)
+		res.Detail = strconv.Itoa(n) + " redirects, more than " + strconv.Itoa(maxRedirects)
 		return res
 	}
 	if from, to, ok := downgrade(chain); ok {
 		res.Reason = ReasonHTTPSDowngrade
 		res.Detail = receiptText(from) + " is followed by " + receiptText(to)
 		return res
+	}
+	if kind != ReadHTTP && ev.Status == 0 {
+		return localRead(ev, kind, emptyBody)
 	}
 	switch st := ev.Status; {
 	case st < 100 || st > 599:
@@ -92,6 +101,23 @@ func transportLayer(ev Evidence, chain []string, emptyBody bool) LayerResult {
 		Verdict: Retrieved,
 		Detail:  "status " + strconv.Itoa(ev.Status) + ", redirects: " + strconv.Itoa(len(ev.Redirects)),
 	}
+}
+
+// localRead judges a file or tool read without a status: the size the
+// reader saw, and the body.
+func localRead(ev Evidence, kind string, emptyBody bool) LayerResult {
+	res := LayerResult{Layer: LayerTransport, Verdict: Failed}
+	if kind == ReadFile && ev.Size != nil && *ev.Size != int64(len(ev.Body)) {
+		res.Reason = ReasonSizeMismatch
+		res.Detail = "file of " + strconv.FormatInt(*ev.Size, 10) + " bytes, " + strconv.Itoa(len(ev.Body)) + " read"
+		return res
+	}
+	if emptyBody {
+		res.Reason = ReasonEmptyBody
+		res.Detail = kind + " read with an empty or whitespace-only body"
+		return res
+	}
+	return LayerResult{Layer: LayerTransport, Verdict: Retrieved, Detail: kind + " read of " + strconv.Itoa(len(ev.Body)) + " bytes"}
 }
 
 // isTimeout reports whether a transport error text describes a timeout, in

@@ -5,11 +5,12 @@ import (
 	"strings"
 )
 
-// RulesetVersion names the rules, thresholds and reason codes this package
-// applies. Every [Receipt] carries it, so a verdict can always be traced to
-// the rules that produced it; any change that can alter a verdict for some
-// evidence must bump it.
-const RulesetVersion = "gate/v1"
+// RulesetVersion names the default built-in ruleset ([BuiltinRules]): the
+// rules, thresholds and reason codes [Classify] applies. Every [Receipt]
+// carries its ruleset's name and hash, so a verdict can always be traced
+// to the rules that produced it; any change that can alter a verdict for
+// some evidence must be a new ruleset with a new name.
+const RulesetVersion = "gate/v2"
 
 // Verdict is the outcome of classifying a fetch: [Retrieved], [Failed] or
 // [Unknown]. Its JSON form is the bare string.
@@ -93,6 +94,11 @@ const (
 	// ReasonEmptyBody: the body is empty or only whitespace (after content
 	// decoding, when that succeeds).
 	ReasonEmptyBody Reason = "transport.empty_body"
+	// ReasonSizeMismatch: a file read returned fewer or more bytes than the
+	// file's size (a short or torn read).
+	ReasonSizeMismatch Reason = "transport.size_mismatch"
+	// ReasonInvalidKind: the evidence's kind is not http, file or tool.
+	ReasonInvalidKind Reason = "transport.invalid_kind"
 )
 
 // Extraction reasons.
@@ -132,8 +138,17 @@ const (
 	// chain redirected to a login path.
 	ReasonLoginWall Reason = "fingerprint.login_wall"
 	// ReasonSoft404: a 2xx page whose title says "not found", or a redirect
-	// to a 404 path.
+	// to a 404 path, or (gate/v2) a short page saying so.
 	ReasonSoft404 Reason = "fingerprint.soft_404"
+	// ReasonPaywall (gate/v2): a short page that is a paywall or a metering
+	// notice ("subscribe to continue reading").
+	ReasonPaywall Reason = "fingerprint.paywall"
+	// ReasonParkedDomain (gate/v2): a short page of a parked or for-sale
+	// domain.
+	ReasonParkedDomain Reason = "fingerprint.parked_domain"
+	// ReasonRateLimited (gate/v2): a 2xx page whose title or short text
+	// says the client is rate limited ("429 Too Many Requests").
+	ReasonRateLimited Reason = "fingerprint.rate_limited"
 )
 
 // httpStatusPrefix starts every status reason.

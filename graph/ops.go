@@ -595,13 +595,6 @@ func (s *State) depsWithin(id string, inR map[string]bool) []string {
 	return out
 }
 
-// dependencyPath returns the ids of a shortest dependency path from src to
-// dst (both included), or nil when dst is not reachable. It visits only what
-// src reaches.
-func (s *State) dependencyPath(src, dst string) []string {
-	return ShortestPath(src, dst, s.DependsOn)
-}
-
 // ShortestPath returns the ids of a shortest path from src to dst (both
 // included) following next, breadth first and in the order next lists
 // neighbours (so the result is deterministic when next is), or nil when
@@ -714,14 +707,4 @@ func (r Relations) Names() []string {
 type Tombstone struct {
 	ID      string `json:"id"`
 	Version int64  `json:"version"`
-}
-
-// hasDependents reports whether any dependency edge arrives at id.
-func (s *State) hasDependents(id string) bool {
-	for k := range s.in[id] {
-		if s.rels.Depends(k.Rel) {
-			return true
-		}
-	}
-	return false
 }

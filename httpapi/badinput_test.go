@@ -191,7 +191,7 @@ func TestBadInput(t *testing.T) {
 		{name: "unknown relation query", method: "GET", path: "/v1/contexts/bad/artifacts/c1/related?rel=frobnicates", status: 400, code: CodeInvalidQuery, param: "rel"},
 		{name: "redefine fetch_verdict", method: "PUT", path: "/v1/types/fetch_verdict", body: `{"schema":{"type":"object"}}`, status: 422, code: CodeReservedType},
 		{name: "schema does not compile", method: "PUT", path: "/v1/types/gadget", body: `{"schema":{"type":5}}`, status: 422, code: CodeInvalidSchema, pointer: "/schema/type"},
-		{name: "schema reads a file", method: "PUT", path: "/v1/types/gadget", body: `{"schema":{"$ref":"file:///etc/passwd"}}`, status: 422, code: CodeInvalidSchema, pointer: "/schema"},
+		{name: "schema reads a file", method: "PUT", path: "/v1/types/gadget", body: `{"schema":{"$ref":"file:///etc/passwd"}}`, status: 422, code: CodeInvalidSchema, pointer: "/schema/$ref"},
 		{name: "method not allowed", method: "DELETE", path: "/v1/contexts", status: 405, code: CodeMethodNotAllowed},
 		{name: "unknown route", method: "GET", path: "/v1/nothing", status: 404, code: CodeNotFound},
 	}

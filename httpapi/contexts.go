@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"sort"
 
@@ -90,6 +93,73 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/contexts/"+info.ID)
 	s.writeJSON(w, r, http.StatusCreated, info)
+}
+
+// handleEnsureContext is PUT /v1/contexts/{ctx}: create the context if it
+// does not exist (201), answer 200 with the record when it exists with the
+// same settings, 409 when its settings differ. The body is optional:
+// {"quarantine"?: "enforce"|"observe", "id"?: the path id}. Re-running an
+// agent that starts with this call never fails on "exists".
+func (s *Server) handleEnsureContext(w http.ResponseWriter, r *http.Request) {
+	ctxID, err := ctxParam(r)
+	if err != nil {
+		s.writeError(w, r, &Error{Code: CodeValidation, Detail: "the context id in the path is not valid",
+			Errors: []FieldError{{Parameter: "ctx", Rule: "context_id", Detail: "1-128 characters of [A-Za-z0-9._-], not . or .."}}})
+		return
+	}
+	body, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in := contextRequest{ID: ctxID}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := requireJSON(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		// The body may omit the id: take it from the path, then check the
+		// body against the same schema as POST /v1/contexts.
+		var m map[string]json.RawMessage
+		if json.Unmarshal(body, &m) == nil && m != nil && m["id"] == nil {
+			m["id"], _ = json.Marshal(ctxID)
+			body, _ = json.Marshal(m)
+		}
+		if _, err := decodeCanonical(body, "context", &in); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if in.ID != ctxID {
+			s.writeError(w, r, &Error{Code: CodeValidation, Detail: "the body's id differs from the path's",
+				Errors: []FieldError{{Pointer: "/id", Rule: "matches_path", Detail: "omit id or repeat the id in the path"}}})
+			return
+		}
+	}
+	if in.Quarantine == "" {
+		in.Quarantine = store.ModeEnforce
+	}
+	info, err := s.st.GetContext(r.Context(), ctxID)
+	status := http.StatusOK
+	if errors.Is(err, store.ErrNotFound) {
+		status = http.StatusCreated
+		info, err = s.st.CreateContext(r.Context(), ctxID, in.Quarantine)
+		if errors.Is(err, store.ErrExists) { // created meanwhile by another request
+			status = http.StatusOK
+			info, err = s.st.GetContext(r.Context(), ctxID)
+		}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if info.Quarantine != in.Quarantine {
+		s.writeError(w, r, &Error{Code: CodeExists,
+			Detail: "context " + quoteJSON(ctxID) + " exists with quarantine " + quoteJSON(info.Quarantine) + "; nothing was changed",
+			Errors: []FieldError{{Pointer: "/quarantine", Rule: "matches_existing", Detail: "the existing context has quarantine " + info.Quarantine}}})
+		return
+	}
+	w.Header().Set("Location", "/v1/contexts/"+info.ID)
+	s.writeJSON(w, r, status, info)
 }
 
 // handleDescribeContext is GET /v1/contexts/{ctx}.

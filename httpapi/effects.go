@@ -459,7 +459,7 @@ func (s *Server) CompleteEffect(ctx context.Context, ctxID, id string, in Comple
 // effect returns to pending for another claim, else it is failed. Either
 // way attempts grows by one and the error (secret-masked) is kept.
 func (s *Server) FailEffect(ctx context.Context, ctxID, id string, in FailInput) (*EffectWrite, error) {
-	msg := truncateChars(gate.MaskSecrets(in.Error), gate.DefaultMaxErrorChars)
+	msg := truncateChars(s.sanitizeOptions().Mask(in.Error), gate.DefaultMaxErrorChars)
 	return s.finishEffect(ctx, ctxID, id, in.Worker, in.LeaseToken, func(d *EffectData) (bool, error) {
 		d.Attempts++
 		d.LastError, d.LeaseUntil = msg, ""

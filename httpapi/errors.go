@@ -50,6 +50,7 @@ const (
 	CodeOverloaded       = "overloaded"
 	CodeLeaseToken       = "lease-token"
 	CodeStoreCorrupt     = "store-corrupt"
+	CodeNoSpace          = "insufficient-storage"
 )
 
 // ProblemTypePrefix starts every problem type URI. The URIs are names,
@@ -93,6 +94,7 @@ var problemTable = map[string]struct {
 	CodeOverloaded:       {http.StatusServiceUnavailable, "Server busy"},
 	CodeLeaseToken:       {http.StatusForbidden, "Missing or wrong lease token"},
 	CodeStoreCorrupt:     {http.StatusInternalServerError, "The stored history does not verify"},
+	CodeNoSpace:          {http.StatusInsufficientStorage, "Not enough free disk space for writes"},
 }
 
 // FieldError is one entry of a problem's errors list: where in the request
@@ -186,6 +188,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	h.Del("ETag")
 	if e.Code == CodeUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="artifactd"`)
+	}
+	switch e.Code {
+	case CodeStoreCorrupt:
+		// Stop claiming readiness and stop writing on top of it.
+		s.st.NoteCorruption(err)
+	case CodeNoSpace:
+		h.Set("Retry-After", "30")
 	}
 	closing := bodyPending(r) || e.Code == CodeRequestTimeout || e.Code == CodeOverloaded || e.Code == CodeTooLarge
 	if closing {
@@ -318,6 +327,8 @@ func classify(err error) *Error {
 		return &Error{Code: CodeAmbiguousRef, Detail: stripSentinel(err)}
 	case errors.Is(err, store.ErrInvalid):
 		return &Error{Code: CodeValidation, Detail: stripSentinel(err)}
+	case errors.Is(err, store.ErrNoSpace):
+		return &Error{Code: CodeNoSpace, Detail: err.Error() + "; reads go on", Err: err}
 	case errors.Is(err, replay.ErrBroken), errors.Is(err, store.ErrCorrupt):
 		return &Error{Code: CodeStoreCorrupt, Detail: "the stored records do not verify: " + err.Error() + "; stop the server and run `artifactd fsck` on its data directory", Err: err}
 	case errors.Is(err, store.ErrWriteFailed):

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/gate/fetch"
@@ -44,12 +45,23 @@ type Renderer interface {
 type FetchInput struct {
 	// ID is the fetch_verdict's id; a new version when it exists. Default
 	// "fetch_verdict:<first 16 hex of the content hash>".
-	ID        string            `json:"id,omitempty"`
-	URL       string            `json:"url"`
-	FinalURL  string            `json:"final_url,omitempty"`
-	Redirects []gate.Redirect   `json:"redirects,omitempty"`
-	Status    int               `json:"status,omitempty"`
-	Headers   map[string]string `json:"headers,omitempty"`
+	ID string `json:"id,omitempty"`
+	// Kind is the read kind: "http" (default), "file" (Path, Size and the
+	// body) or "tool" (Tool and the body; URL names the resource). A file
+	// or tool read needs no status (gate.Evidence).
+	Kind        string `json:"kind,omitempty"`
+	Path        string `json:"path,omitempty"`
+	Size        *int64 `json:"size,omitempty"`
+	Tool        string `json:"tool,omitempty"`
+	ContentType string `json:"content_type,omitempty"`
+	// ProducedBy names who made the read (recorded in the verdict's data;
+	// the artifact is produced by the gate).
+	ProducedBy string            `json:"produced_by,omitempty"`
+	URL        string            `json:"url,omitempty"`
+	FinalURL   string            `json:"final_url,omitempty"`
+	Redirects  []gate.Redirect   `json:"redirects,omitempty"`
+	Status     int               `json:"status,omitempty"`
+	Headers    map[string]string `json:"headers,omitempty"`
 	// Body is the body as text; BodyBase64 the raw bytes (one at most;
 	// neither means an empty body).
 	Body       *string `json:"body,omitempty"`
@@ -87,8 +99,21 @@ type FetchWrite struct {
 	// Ignored names the verdict claims the request carried (verdict,
 	// receipt…): the server never reads them.
 	Ignored []string `json:"ignored,omitempty"`
+	// Text is the extracted text the verdict judged (for HTML the title
+	// and body text), cut to MaxFetchTextChars characters, with the
+	// declared secrets masked: what an agent may answer from. TextChars is
+	// its whole length, TextTruncated says whether Text was cut, and
+	// TextBlob is the blob holding the whole (masked) text ("" when there
+	// is none).
+	Text          string `json:"text"`
+	TextChars     int    `json:"text_chars"`
+	TextTruncated bool   `json:"text_truncated,omitempty"`
+	TextBlob      string `json:"text_blob,omitempty"`
 	ArtifactWrite
 }
+
+// MaxFetchTextChars bounds FetchWrite.Text.
+const MaxFetchTextChars = 16000
 
 // VerdictData is the data of a fetch_verdict artifact (gate.VerdictData).
 type VerdictData = gate.VerdictData
@@ -121,15 +146,15 @@ func (s *Server) RecordFetch(ctx context.Context, ctxID string, in FetchInput) (
 	if err != nil {
 		return nil, err
 	}
-	res := gate.Classify(ev)
-	data := VerdictData{FetchedBy: by}
+	res := gate.ClassifyWith(ev, s.rules)
+	data := VerdictData{FetchedBy: by, ProducedBy: truncateChars(s.sanitizeOptions().Mask(in.ProducedBy), maxToolNameChars)}
 	if s.render != nil && res.Verdict == gate.Unknown && res.Reason == gate.ReasonScriptShell {
 		rendered, rerr := s.render.Render(ctx, ev)
 		if rerr != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			data.RenderError = gate.MaskSecrets(rerr.Error())
+			data.RenderError = s.sanitizeOptions().Mask(rerr.Error())
 			s.log.Warn("render failed", "context", ctxID, "url", res.Receipt.URL, "err", data.RenderError)
 		} else {
 			shell, err := s.putBody(ctx, ev.Body, res.Receipt)
@@ -137,7 +162,7 @@ func (s *Server) RecordFetch(ctx context.Context, ctxID string, in FetchInput) (
 				return nil, err
 			}
 			data.RenderedFrom = &RenderedFrom{Receipt: res.Receipt, BodyBlob: shell}
-			ev, res = rendered, gate.Classify(rendered)
+			ev, res = rendered, gate.ClassifyWith(rendered, s.rules)
 		}
 	}
 	blob, err := s.putBody(ctx, ev.Body, res.Receipt)
@@ -161,8 +186,30 @@ func (s *Server) RecordFetch(ctx context.Context, ctxID string, in FetchInput) (
 	if err != nil {
 		return nil, err
 	}
-	return &FetchWrite{Verdict: res.Verdict, Layer: res.Layer, Reason: res.Reason, BodyBlob: blob,
-		Rendered: data.RenderedFrom != nil, Ignored: ignoredClaims(in), ArtifactWrite: *aw}, nil
+	fw := &FetchWrite{Verdict: res.Verdict, Layer: res.Layer, Reason: res.Reason, BodyBlob: blob,
+		Rendered: data.RenderedFrom != nil, Ignored: ignoredClaims(in), ArtifactWrite: *aw}
+	if err := s.fetchText(ctx, fw, res.Text); err != nil {
+		return nil, err
+	}
+	return fw, nil
+}
+
+// fetchText puts the extracted text in the answer: masked with the
+// declared secrets, cut to MaxFetchTextChars, the whole stored as a blob.
+func (s *Server) fetchText(ctx context.Context, fw *FetchWrite, text string) error {
+	if text == "" {
+		return nil
+	}
+	text = s.sanitizeOptions().Secrets.Mask(text)
+	d, err := s.st.PutBlob(ctx, []byte(text))
+	if err != nil {
+		return err
+	}
+	fw.TextBlob = d.String()
+	fw.TextChars = utf8.RuneCountInString(text)
+	fw.Text = truncateChars(text, MaxFetchTextChars)
+	fw.TextTruncated = fw.TextChars > MaxFetchTextChars
+	return nil
 }
 
 // putBody stores a fetched body and checks that its address is the one
@@ -200,7 +247,8 @@ func (s *Server) evidence(ctx context.Context, in FetchInput) (gate.Evidence, st
 		}
 		return ev, FetchedByArtifactd, nil
 	}
-	ev := gate.Evidence{URL: in.URL, FinalURL: in.FinalURL, Redirects: in.Redirects, Status: in.Status, Headers: in.Headers}
+	ev := gate.Evidence{Kind: in.Kind, URL: in.URL, FinalURL: in.FinalURL, Redirects: in.Redirects, Status: in.Status, Headers: in.Headers,
+		Path: in.Path, Size: in.Size, Tool: in.Tool, ContentType: in.ContentType}
 	if in.Error != nil {
 		ev.Error = *in.Error
 	}
@@ -265,7 +313,7 @@ func (s *Server) verifyVerdict(ctx context.Context, data json.RawMessage, checkB
 			return b, err == nil, err
 		}
 	}
-	err := gate.CheckVerdict(data, blob)
+	err := gate.CheckVerdictWith(data, blob, s.rulesets)
 	var ve *gate.VerdictError
 	if errors.As(err, &ve) {
 		return verdictError(ve.Pointer, ve.Rule, ve.Detail)

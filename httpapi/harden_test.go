@@ -74,7 +74,7 @@ func TestMethodNotAllowed(t *testing.T) {
 			for _, c := range []struct {
 				method, path, allow string
 			}{
-				{"POST", "/v1/contexts/m", "GET"},
+				{"POST", "/v1/contexts/m", "GET, PUT"},
 				{"PUT", "/v1/contexts/m/commits", "GET, POST"},
 				{"GET", "/v1/contexts/m/effects/claim", "POST"},
 				{"DELETE", "/v1/blobs", "POST"},

@@ -54,6 +54,10 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &Error{Code: CodeUnavailable, Detail: "the store does not answer", Err: err})
 		return
 	}
+	if err := s.st.Health(); err != nil {
+		s.writeError(w, r, &Error{Code: CodeUnavailable, Detail: "not ready: " + err.Error(), Err: err})
+		return
+	}
 	if s.ready != nil {
 		if err := s.ready(r.Context()); err != nil {
 			s.writeError(w, r, &Error{Code: CodeUnavailable, Detail: "not ready", Err: err})

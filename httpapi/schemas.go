@@ -218,10 +218,15 @@ const (
 	// a URL to fetch with "perform": true (then no evidence field). The
 	// verdict claims are accepted and ignored.
 	schemaFetchRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
-	  "required":["url"],
 	  "properties":{
 	    "id":{"type":"string","minLength":1},
+	    "kind":{"enum":["http","file","tool"]},
 	    "url":{"type":"string","minLength":1},
+	    "path":{"type":"string","minLength":1},
+	    "size":{"type":"integer","minimum":0},
+	    "tool":{"type":"string"},
+	    "content_type":{"type":"string"},
+	    "produced_by":{"type":"string","maxLength":256},
 	    "final_url":{"type":"string"},
 	    "redirects":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["url","status"],
 	      "properties":{"url":{"type":"string"},"status":{"type":"integer","minimum":0,"maximum":999}}}},
@@ -235,8 +240,15 @@ const (
 	    "branch":{"type":"string","minLength":1},
 	    "quarantine":{"enum":["enforce","observe"]},
 	    "verdict":true,"reason":true,"layer":true,"receipt":true,"body_sha256":true,"body_blob":true},
-	  "if":{"required":["perform"],"properties":{"perform":{"const":true}}},
-	  "then":{"properties":{"final_url":false,"redirects":false,"status":false,"headers":false,"body":false,"body_base64":false,"error":false}}}`
+	  "allOf":[
+	    {"if":{"required":["perform"],"properties":{"perform":{"const":true}}},
+	     "then":{"properties":{"final_url":false,"redirects":false,"status":false,"headers":false,"body":false,"body_base64":false,"error":false,"kind":{"const":"http"}}}},
+	    {"if":{"required":["kind"],"properties":{"kind":{"const":"file"}}},"then":{"required":["path"]},"else":{"required":["url"]}}]}`
+
+	// schemaSecretsRequest is POST /v1/admin/secrets.
+	schemaSecretsRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
+	  "required":["secrets"],
+	  "properties":{"secrets":{"type":"array","minItems":1,"maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":4096}}}}`
 
 	// schemaToolResultRequest is POST /v1/contexts/{ctx}/tool-results.
 	schemaToolResultRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,8 +68,15 @@ type Options struct {
 	// a browser and classifies the rendered page (serve --render).
 	Render Renderer
 	// Sanitize tunes tool-result sanitising (POST .../tool-results); the
-	// zero value is gate.DefaultSanitizeOptions.
+	// zero value is gate.DefaultSanitizeOptions. Its Secrets (serve
+	// --secrets) are masked by value in model views, full-output blobs and
+	// effect errors; POST /v1/admin/secrets adds more while serving.
 	Sanitize gate.SanitizeOptions
+	// GateRules is the ruleset new fetch verdicts are classified with
+	// (serve --gate-rules); gate.BuiltinRules when nil. Verdicts are
+	// checked against the ruleset their receipt names: the built-in ones
+	// and GateRules.
+	GateRules *gate.Rules
 	// Clock gives the outbox its time (leases, created_at); time.Now when
 	// nil. It never reaches a fetch verdict.
 	Clock func() time.Time
@@ -132,8 +141,13 @@ type Server struct {
 	allowFetch bool
 	fetcher    Fetcher
 	render     Renderer
-	sanitize   gate.SanitizeOptions
 	clock      func() time.Time
+	rules      *gate.Rules    // the ruleset new verdicts use
+	rulesets   *gate.Rulesets // the rulesets a verdict may name; read-only after New
+
+	// secretsMu guards sanitize (its Secrets grow by POST /v1/admin/secrets).
+	secretsMu sync.RWMutex
+	sanitize  gate.SanitizeOptions
 
 	// The network guards (netguard.go).
 	allowOrigins map[string]bool
@@ -166,6 +180,17 @@ func New(opts Options) *Server {
 		render:     opts.Render,
 		sanitize:   opts.Sanitize,
 		clock:      opts.Clock,
+		rules:      opts.GateRules,
+		rulesets:   gate.BuiltinRulesets(),
+	}
+	if s.rules == nil {
+		s.rules = gate.BuiltinRules()
+	}
+	if err := s.rulesets.Add(s.rules); err != nil {
+		// A ruleset named like a built-in one but different: serve refuses
+		// such a file before New; keep the built-in default.
+		s.log.Error("gate ruleset refused", "err", err)
+		s.rules = gate.BuiltinRules()
 	}
 	if s.allowFetch && s.fetcher == nil {
 		s.fetcher = fetch.New(fetch.Options{})
@@ -202,6 +227,35 @@ func (s *Server) Router() chi.Routes { return s.router }
 // Types returns the type registry.
 func (s *Server) Types() *Registry { return s.types }
 
+// sanitizeOptions returns the current sanitising options (with every
+// declared secret).
+func (s *Server) sanitizeOptions() gate.SanitizeOptions {
+	s.secretsMu.RLock()
+	defer s.secretsMu.RUnlock()
+	return s.sanitize
+}
+
+// AddSecrets declares more secret values (see gate.NewSecrets for the
+// rules) and returns how many distinct values are declared now. Values
+// live in memory: list them in the serve --secrets file to keep them over
+// a restart. The error is a 422 *Error naming the index of a refused
+// value, never the value.
+func (s *Server) AddSecrets(values []string) (int, error) {
+	s.secretsMu.Lock()
+	defer s.secretsMu.Unlock()
+	next, err := s.sanitize.Secrets.Add(values...)
+	var se *gate.SecretError
+	switch {
+	case errors.As(err, &se):
+		return 0, &Error{Code: CodeValidation, Detail: "refused secret: " + se.Reason,
+			Errors: []FieldError{{Pointer: "/secrets/" + strconv.Itoa(se.Index), Rule: "secret", Detail: se.Reason}}}
+	case err != nil:
+		return 0, err
+	}
+	s.sanitize.Secrets = next
+	return next.Len(), nil
+}
+
 // Panics returns how many handler panics the recover middleware caught.
 func (s *Server) Panics() int64 { return s.panics.Load() }
 
@@ -230,6 +284,8 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/contexts", s.handleCreateContext, ScopeWrite, "", docCreateContext},
 		// Contexts.
 		{"GET", "/v1/contexts/{ctx}", s.handleDescribeContext, ScopeRead, "ctx", docDescribeContext}, // branches, head, hash, counts, trust summary
+		{"PUT", "/v1/contexts/{ctx}", s.handleEnsureContext, ScopeWrite, "ctx", docEnsureContext},    // create if absent; 200 when the same, 409 when different
+		{"GET", "/v1/compare", s.handleCompare, ScopeRead, "", docCompare},                           // ?a=CTX[@REF]&b=CTX[@REF]: same run, or where it diverges
 		// Commits: history and the general write.
 		{"POST", "/v1/contexts/{ctx}/commits", s.handleCommit, ScopeWrite, "ctx", docCommit},         // one atomic commit of ops
 		{"GET", "/v1/contexts/{ctx}/commits", s.handleListCommits, ScopeRead, "ctx", docListCommits}, // first-parent log, newest first
@@ -247,9 +303,10 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/contexts/{ctx}/hash", s.handleHash, ScopeRead, "ctx", docHash},
 		{"GET", "/v1/contexts/{ctx}/quarantine", s.handleQuarantine, ScopeRead, "ctx", docQuarantine},
 		{"GET", "/v1/contexts/{ctx}/diff", s.handleDiff, ScopeRead, "ctx", docDiff},
-		{"GET", "/v1/contexts/{ctx}/audit/{id}", s.handleAudit, ScopeRead, "ctx", docAudit}, // json or markdown
-		{"POST", "/v1/contexts/{ctx}/verify", s.handleVerify, ScopeRead, "ctx", docVerify},  // replay the stored chain while serving
-		{"GET", "/v1/contexts/{ctx}/eval", s.handleEval, ScopeRead, "ctx", docEval},         // supported answers, quarantine share
+		{"GET", "/v1/contexts/{ctx}/audit/{id}", s.handleAudit, ScopeRead, "ctx", docAudit},                       // json or markdown
+		{"POST", "/v1/contexts/{ctx}/verify", s.handleVerify, ScopeRead, "ctx", docVerify},                        // replay the stored chain while serving
+		{"GET", "/v1/contexts/{ctx}/eval", s.handleEval, ScopeRead, "ctx", docEval},                               // supported answers, quarantine share
+		{"GET", "/v1/contexts/{ctx}/model-calls/{hash}", s.handleGetModelCall, ScopeRead, "ctx", docGetModelCall}, // a recorded model response by request hash
 		// Branches.
 		{"GET", "/v1/contexts/{ctx}/branches", s.handleListBranches, ScopeRead, "ctx", docListBranches},
 		{"POST", "/v1/contexts/{ctx}/branches", s.handleCreateBranch, ScopeWrite, "ctx", docCreateBranch},              // from any commit
@@ -259,6 +316,7 @@ func (s *Server) routes() []route {
 		// sanitises tool results.
 		{"POST", "/v1/contexts/{ctx}/fetches", s.handleFetch, ScopeWrite, "ctx", docFetch},                // evidence → fetch_verdict with receipt
 		{"POST", "/v1/contexts/{ctx}/tool-results", s.handleToolResult, ScopeWrite, "ctx", docToolResult}, // → tool_error / tool_output
+		{"POST", "/v1/admin/secrets", s.handleAddSecrets, ScopeAdmin, "*", docAddSecrets},                 // operator secrets, masked by value; never echoed
 		// The outbox: effects as state, claimed with leases.
 		{"POST", "/v1/contexts/{ctx}/effects", s.handleCreateEffect, ScopeWrite, "ctx", docCreateEffect}, // idempotent by key
 		{"GET", "/v1/contexts/{ctx}/effects", s.handleListEffects, ScopeRead, "ctx", docListEffects},     // ?status=

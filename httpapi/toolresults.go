@@ -75,7 +75,8 @@ func (s *Server) RecordToolResult(ctx context.Context, ctxID string, in ToolResu
 	if _, err := s.st.GetContext(ctx, ctxID); err != nil {
 		return nil, err
 	}
-	tool := truncateChars(gate.MaskSecrets(in.Tool), maxToolNameChars)
+	opt := s.sanitizeOptions()
+	tool := truncateChars(opt.Mask(in.Tool), maxToolNameChars)
 	var typ string
 	var data any
 	if !in.OK {
@@ -83,7 +84,7 @@ func (s *Server) RecordToolResult(ctx context.Context, ctxID string, in ToolResu
 		if in.Error != nil {
 			msg = *in.Error
 		}
-		v := gate.SanitizeError(msg, s.sanitize)
+		v := gate.SanitizeError(msg, opt)
 		d, err := s.st.PutBlob(ctx, []byte(v.Masked))
 		if err != nil {
 			return nil, err
@@ -95,12 +96,12 @@ func (s *Server) RecordToolResult(ctx context.Context, ctxID string, in ToolResu
 		if in.Output != nil {
 			out = *in.Output
 		}
-		full := gate.PrepareOutput(out, s.sanitize)
+		full := gate.PrepareOutput(out, opt)
 		d, err := s.st.PutBlob(ctx, []byte(full))
 		if err != nil {
 			return nil, err
 		}
-		v := gate.SanitizeOutput(full, d.String(), s.sanitize)
+		v := gate.SanitizeOutput(full, d.String(), opt)
 		typ = TypeToolOutput
 		data = ToolOutputData{Tool: tool, ModelView: v.ModelView, TotalChars: v.TotalChars, OmittedChars: v.OmittedChars, Truncated: v.Truncated, FullBlob: d.String()}
 	}

@@ -241,6 +241,10 @@ func newTypeEntry(name string, role graph.Role, description string, schema []byt
 	if err != nil {
 		return nil, err
 	}
+	if ce := checkSchemaCost(doc); ce != nil {
+		return nil, &Error{Code: CodeInvalidSchema, Detail: ce.detail,
+			Errors: []FieldError{{Pointer: "/schema" + ce.pointer, Rule: ce.rule, Detail: ce.detail}}}
+	}
 	sch, err := compileSchema(name, doc)
 	if err != nil {
 		return nil, err

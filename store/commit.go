@@ -84,8 +84,11 @@ type writeReq struct {
 	at     time.Time       // create context: creation time (zero = clock)
 	// message is the root commit's message of a created context.
 	message string
-	commit  CommitRequest
-	resp    chan writeResp
+	// deferredAt is when the committer first deferred the request
+	// because a reader held its branch head.
+	deferredAt time.Time
+	commit     CommitRequest
+	resp       chan writeResp
 }
 
 type writeResp struct {
@@ -151,15 +154,31 @@ func (s *Store) ResetBranchIf(ctx context.Context, ctxID, name string, to hashin
 
 // run is the committer: it takes every queued request, applies them in
 // order, writes the group with one sync and then answers each.
+//
+// A request whose branch head a long read holds is not waited for: it is
+// deferred to a later group (with every later request on that branch, to
+// keep their order), so a read of one context never stalls the commits of
+// others.
 func (s *Store) run() {
 	defer close(s.done)
-	for first := range s.reqs {
-		batch := []*writeReq{first}
+	var pending []*writeReq
+	open := true
+	for open || len(pending) > 0 {
+		batch := pending
+		pending = nil
+		if len(batch) == 0 {
+			first, ok := <-s.reqs
+			if !ok {
+				break
+			}
+			batch = append(batch, first)
+		}
 	drain:
-		for len(batch) < s.batch {
+		for open && len(batch) < s.batch {
 			select {
 			case r, ok := <-s.reqs:
 				if !ok {
+					open = false
 					break drain
 				}
 				batch = append(batch, r)
@@ -167,15 +186,42 @@ func (s *Store) run() {
 				break drain
 			}
 		}
-		if err := s.writeFailure(); err != nil {
+		err := s.writeFailure()
+		if err == nil {
+			err = s.checkSpace()
+		}
+		if err == nil {
+			if p := s.corrupt.Load(); p != nil {
+				err = fmt.Errorf("%w: writes are refused since a read found %v; stop artifactd and run artifactd fsck", ErrCorrupt, *p)
+			}
+		}
+		if err != nil {
 			for _, r := range batch {
 				r.resp <- writeResp{err: err}
 			}
 			continue
 		}
-		s.processBatch(batch)
+		deferred := s.processBatch(batch)
+		if len(deferred) == len(batch) {
+			// Every request waits for a reader: let the readers run.
+			time.Sleep(deferPause)
+		}
+		pending = deferred
 	}
 }
+
+// maxDefer bounds how long a request waits for readers of its branch head
+// to let go; after it the committer waits for them (readers that overlap
+// without pause could otherwise starve the branch's writers).
+const maxDefer = 2 * time.Second
+
+// deferPause is how long the committer pauses when every queued request
+// waits for a long read of its branch head.
+const deferPause = 200 * time.Microsecond
+
+// errHeadBusy marks a request whose branch head a reader holds; the
+// committer retries it in a later group.
+var errHeadBusy = errors.New("branch head held by a reader")
 
 // writeFailure returns the error that stopped writes, or nil.
 func (s *Store) writeFailure() error {
@@ -209,8 +255,11 @@ type group struct {
 	refs    map[string]hashing.Digest
 	commits map[string]*replay.Commit
 	// moved lists the head keys dropped because their ref moves.
-	moved   []string
-	locked  map[*head]bool
+	moved  []string
+	locked map[*head]bool
+	// heads are the heads this group holds, by key: later requests of the
+	// group build on them even if a reader evicted one from Store.heads.
+	heads   map[string]*head
 	touched map[*ctxState]uint64 // contexts the group writes to (value: seq before it)
 	// created holds the contexts created by this group; they are published
 	// to Store.ctxs only once the group is durable.
@@ -234,7 +283,7 @@ func recordSize(k, v []byte) int64 { return int64(len(k)+len(v)) + 12 }
 
 func headKey(ctxID, branch string) string { return ctxID + "\x00" + branch }
 
-func (s *Store) processBatch(batch []*writeReq) {
+func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
 	g := &group{
 		s:       s,
 		tw:      newTrieWriter(s),
@@ -242,10 +291,17 @@ func (s *Store) processBatch(batch []*writeReq) {
 		refs:    make(map[string]hashing.Digest),
 		commits: make(map[string]*replay.Commit),
 		locked:  make(map[*head]bool),
+		heads:   make(map[string]*head),
 		touched: make(map[*ctxState]uint64),
 		created: make(map[string]*ctxState),
 	}
+	busy := map[string]bool{}
 	for _, r := range batch {
+		key := headKey(r.ctxID, r.branch)
+		if r.kind != reqCreateContext && busy[key] {
+			deferred = append(deferred, r)
+			continue
+		}
 		var err error
 		switch r.kind {
 		case reqCommit:
@@ -254,6 +310,14 @@ func (s *Store) processBatch(batch []*writeReq) {
 			err = g.createContext(r)
 		case reqCreateBranch, reqResetBranch:
 			err = g.moveBranch(r)
+		}
+		if errors.Is(err, errHeadBusy) {
+			busy[key] = true
+			if r.deferredAt.IsZero() {
+				r.deferredAt = time.Now()
+			}
+			deferred = append(deferred, r)
+			continue
 		}
 		if err != nil {
 			r.resp <- writeResp{err: err}
@@ -289,8 +353,13 @@ func (s *Store) processBatch(batch []*writeReq) {
 	}
 	s.mu.Unlock()
 	for h := range g.locked {
+		h.cost.Store(stateCost(h.state))
 		h.mu.Unlock()
+		h.inGroup.Store(false)
 	}
+	s.mu.Lock()
+	s.evictHeadsLocked()
+	s.mu.Unlock()
 	if err != nil {
 		// Part of the group may be on disk (a transaction can commit and
 		// the sync after it fail), so its outcome is unknown: stop taking
@@ -309,10 +378,31 @@ func (s *Store) processBatch(batch []*writeReq) {
 	for _, answer := range g.answers {
 		answer(err)
 	}
+	return deferred
+}
+
+// tryLock locks h for the group unless a reader holds it; with block it
+// waits for the reader (a request deferred for too long).
+func (g *group) tryLock(h *head, block bool) bool {
+	if g.locked[h] {
+		return true
+	}
+	if block {
+		g.lock(h)
+		return true
+	}
+	h.inGroup.Store(true)
+	if !h.mu.TryLock() {
+		h.inGroup.Store(false)
+		return false
+	}
+	g.locked[h] = true
+	return true
 }
 
 func (g *group) lock(h *head) {
 	if !g.locked[h] {
+		h.inGroup.Store(true)
 		h.mu.Lock()
 		g.locked[h] = true
 	}
@@ -451,15 +541,32 @@ func (g *group) commitRecord(ctxID string, id hashing.Digest) (*replay.Commit, e
 
 // head returns the branch head locked for this group, loading it (at the
 // ref this group moved it to, if any) when it is not in memory.
-func (g *group) head(ctxID, branch string) (*head, error) {
+func (g *group) head(ctxID, branch string, block bool) (*head, error) {
 	s := g.s
 	key := headKey(ctxID, branch)
+	if h := g.heads[key]; h != nil {
+		return h, nil
+	}
 	s.mu.Lock()
 	h := s.heads[key]
 	s.mu.Unlock()
 	if h != nil {
-		g.lock(h)
-		return h, nil
+		if !g.tryLock(h, block) {
+			return nil, errHeadBusy
+		}
+		// A reader may have evicted h between the lookup and the lock;
+		// if so h may be stale, so load the head afresh.
+		s.mu.Lock()
+		cached := s.heads[key] == h
+		s.mu.Unlock()
+		if cached {
+			g.heads[key] = h
+			s.touch(h)
+			return h, nil
+		}
+		h.inGroup.Store(false)
+		delete(g.locked, h)
+		h.mu.Unlock()
 	}
 	id, ok := g.refs[key]
 	if !ok {
@@ -469,6 +576,9 @@ func (g *group) head(ctxID, branch string) (*head, error) {
 		}
 	}
 	c, err := g.commitRecord(ctxID, id)
+	if errors.Is(err, ErrNotFound) {
+		err = fmt.Errorf("%w: branch %s names commit %s of context %q, which is missing (run artifactd fsck)", ErrCorrupt, branch, id.Short(), ctxID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -481,9 +591,13 @@ func (g *group) head(ctxID, branch string) (*head, error) {
 		return nil, err
 	}
 	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndex(st, s.baseFor(st))}
+	h.cost.Store(stateCost(st))
+	s.touch(h)
 	g.lock(h)
+	g.heads[key] = h
 	s.mu.Lock()
 	s.heads[key] = h
+	s.evictHeadsLocked()
 	s.mu.Unlock()
 	return h, nil
 }
@@ -564,6 +678,7 @@ func (g *group) moveBranch(r *writeReq) error {
 	delete(s.heads, key)
 	s.moving[key]++
 	s.mu.Unlock()
+	delete(g.heads, key)
 	g.moved = append(g.moved, key)
 	target := r.target
 	g.refs[key] = target
@@ -610,7 +725,7 @@ func (g *group) commit(r *writeReq) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	h, err := g.head(req.Context, req.Branch)
+	h, err := g.head(req.Context, req.Branch, !r.deferredAt.IsZero() && time.Since(r.deferredAt) > maxDefer)
 	if err != nil {
 		return err
 	}
@@ -748,6 +863,9 @@ func (g *group) commit(r *writeReq) error {
 		kv{keyCommit(req.Context, c.ID), rec},
 		kv{keySeq(req.Context, c.Seq), c.ID[:]},
 		kv{keyRef(req.Context, req.Branch), c.ID[:]})
+	// Later requests of the group (a branch reset or a fast-forward merge
+	// checking the head it expects) must see this ref move, not the disk's.
+	g.refs[headKey(req.Context, req.Branch)] = c.ID
 	g.commits[req.Context+"\x00"+string(c.ID[:])] = c
 	// The payloads now live in the object store; the head keeps metadata.
 	for _, ch := range changes {

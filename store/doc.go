@@ -15,7 +15,18 @@
 //     only the nodes on the paths it changed. See trie.go.
 //   - head: the in-memory state of a branch head (graph.State with its
 //     incremental context hash and trust index), rebuilt from the state map
-//     on first use.
+//     on first use. Heads are a cache: they are evicted least recently
+//     used when their estimated size passes 60 % of Options.CacheBytes
+//     (default 256 MB; the node, payload and old-state caches share the
+//     rest), never while a commit group holds one, and a reader caches a
+//     head it loaded only while it is still the branch's durable head.
+//   - definitions: the types and relations a context uses, recorded in
+//     its own history as artifactd.type/… and artifactd.relation/…
+//     artifacts (graph.DefinitionOps decides which a commit must record;
+//     CommitRequest.Types and Relations carry what the writer validated
+//     against). Their payloads are loaded with every state, so trust is a
+//     function of the chain alone. The root commit's message names the
+//     context's ruleset of built-ins.
 //
 // # Key layout (format version 1)
 //
@@ -30,7 +41,8 @@
 //	obj NUL <content hash>             -> canonical data
 //	blob NUL <sha256>                  -> raw bytes
 //	node NUL <node id>                 -> state-map node (id = SHA-256 of the bytes)
-//	type NUL <name>                    -> type record JSON (owned by httpapi)
+//	type NUL <name>                    -> type record JSON (owned by httpapi; the registry, not the chain)
+//	reldef NUL <name>                  -> relation record JSON (owned by httpapi; likewise)
 //
 // The ops chunks of a commit, joined, are the canonical JSON its ops hash
 // covers (HASHING.md §5); the committer writes them in one pass (opsenc.go)
@@ -69,6 +81,16 @@
 // so a read of a branch head never sees a commit that is not. Readers that
 // load a head themselves cache it only when no ref move or failed group
 // intervened (Store.head).
+//
+// A request whose branch head a reader holds is not waited for: the
+// committer defers it, and every later request on that branch, to the
+// next group, so a long read of one context (an audit, a state export)
+// delays only that context's writes, and only up to two seconds, after
+// which the committer waits for the reader. Before each group the
+// committer checks that the data directory's file system keeps
+// Options.ReserveBytes free (ErrNoSpace otherwise: reads go on, writes
+// resume when there is room) and that no read has reported corruption
+// (NoteCorruption; Health says what to run).
 //
 // Two reads do not wait for the group in flight: reads that go to Badger
 // directly (Resolve of a commit id, the commit list, Branches) can see a

@@ -115,6 +115,16 @@ func (s *Store) commitRecord(ctxID string, id hashing.Digest) (*replay.Commit, e
 	return &c, nil
 }
 
+// linkedCommit reads a commit that another record names (a ref, a parent
+// link, the commit index): its absence is corruption, not a miss.
+func (s *Store) linkedCommit(ctxID string, id hashing.Digest, from string) (*replay.Commit, error) {
+	c, err := s.commitRecord(ctxID, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s names commit %s of context %q, which is missing (run artifactd fsck)", ErrCorrupt, from, id.Short(), ctxID)
+	}
+	return c, err
+}
+
 // Resolve turns a reference into a commit: "" (the main head), a branch
 // name, a full "sha256:<hex>" id, bare hex, or a unique prefix of at least
 // 8 hex digits. A branch name wins over a hash prefix. A prefix that
@@ -129,7 +139,7 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	if ValidateBranch(ref) == nil {
 		d, err := s.ref(ctxID, ref)
 		if err == nil {
-			return s.commitRecord(ctxID, d)
+			return s.linkedCommit(ctxID, d, "branch "+ref)
 		}
 		if !errors.Is(err, ErrNotFound) {
 			return nil, err
@@ -166,7 +176,7 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	case 0:
 		return nil, fmt.Errorf("%w: no commit of context %q starts with %s", ErrNotFound, ctxID, prefix)
 	case 1:
-		return s.commitRecord(ctxID, matches[0])
+		return s.linkedCommit(ctxID, matches[0], "the commit index")
 	}
 	return nil, fmt.Errorf("%w: %s matches more than one commit of context %q; give more digits", ErrAmbiguous, prefix, ctxID)
 }
@@ -186,13 +196,14 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	gen := s.headGen
 	s.mu.Unlock()
 	if h != nil {
+		s.touch(h)
 		return h, nil
 	}
 	id, err := s.ref(ctxID, branch)
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.commitRecord(ctxID, id)
+	c, err := s.linkedCommit(ctxID, id, "branch "+branch)
 	if err != nil {
 		return nil, err
 	}
@@ -205,13 +216,19 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 		return nil, err
 	}
 	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndex(st, s.baseFor(st))}
+	h.cost.Store(stateCost(st))
+	s.touch(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if existing := s.heads[key]; existing != nil {
 		return existing, nil
 	}
-	if s.headGen == gen && s.moving[key] == 0 {
+	// Cache the head only if it is still the branch's durable head: a
+	// commit group may have moved the ref since it was read (and its own
+	// head may since have been evicted from the cache).
+	if cur, err := s.ref(ctxID, branch); err == nil && cur == c.ID && s.headGen == gen && s.moving[key] == 0 {
 		s.heads[key] = h
+		s.evictHeadsLocked()
 	}
 	return h, nil
 }
@@ -408,7 +425,7 @@ func (s *Store) History(ctx context.Context, ctxID string, c *replay.Commit, id 
 		if err != nil {
 			return nil, err
 		}
-		wrote, err := s.commitRecord(ctxID, av.commit)
+		wrote, err := s.linkedCommit(ctxID, av.commit, "artifact "+id)
 		if err != nil {
 			return nil, err
 		}
@@ -416,7 +433,7 @@ func (s *Store) History(ctx context.Context, ctxID string, c *replay.Commit, id 
 		if len(wrote.Parents) == 0 {
 			break
 		}
-		if cur, err = s.commitRecord(ctxID, wrote.Parents[0]); err != nil {
+		if cur, err = s.linkedCommit(ctxID, wrote.Parents[0], "commit "+wrote.ID.Short()); err != nil {
 			return nil, err
 		}
 	}
@@ -436,7 +453,7 @@ func (s *Store) Log(ctx context.Context, ctxID string, c *replay.Commit, limit i
 		if len(cur.Parents) == 0 {
 			break
 		}
-		next, err := s.commitRecord(ctxID, cur.Parents[0])
+		next, err := s.linkedCommit(ctxID, cur.Parents[0], "commit "+cur.ID.Short())
 		if err != nil {
 			return out, err
 		}
@@ -480,7 +497,7 @@ func (s *Store) Commits(ctx context.Context, ctxID string, after uint64, fn func
 			return err
 		}
 		for i, id := range ids {
-			c, err := s.commitRecord(ctxID, id)
+			c, err := s.linkedCommit(ctxID, id, "the commit index")
 			if err != nil {
 				return err
 			}

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -17,6 +19,7 @@ import (
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv/badgerkv"
 )
 
 // Errors returned by the store. They are wrapped with detail; match them
@@ -66,15 +69,19 @@ type Options struct {
 	// and tests that measure something else: an acknowledged commit may then
 	// be lost by an OS crash (not by a process crash).
 	NoSync bool
-	// NodeCacheSize is the number of decoded trie nodes kept in memory
-	// (default 65536).
-	NodeCacheSize int
-	// ObjectCacheSize is the number of fetch_verdict payloads kept in memory
-	// for trust decisions (default 65536).
-	ObjectCacheSize int
+	// CacheBytes bounds the memory of the store's caches, whatever the
+	// number of contexts (default DefaultCacheBytes): branch heads get 60 %,
+	// materialized old states 15 %, decoded state-map nodes 15 % and
+	// payloads 10 %. Sizes are estimates of the Go heap they hold. An
+	// evicted head is rebuilt from the state map on its next use.
+	CacheBytes int64
 	// MaxBatch bounds how many commit requests one group commit takes
 	// (default 256).
 	MaxBatch int
+	// ReserveBytes is the free space writes leave on the data directory's
+	// file system (default DefaultReserveBytes; negative: no check). Below
+	// it writes fail with ErrNoSpace and reads go on.
+	ReserveBytes int64
 }
 
 // Store is the artifactd repository: contexts, branches, commits, ops,
@@ -94,6 +101,16 @@ type Store struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+
+	// headBudget bounds the estimated bytes of the cached heads; tick
+	// orders their use for eviction.
+	headBudget int64
+	tick       atomic.Uint64
+
+	dir     string
+	reserve atomic.Int64
+	// corrupt is the first corruption a read reported (NoteCorruption).
+	corrupt atomic.Pointer[error]
 
 	nodes   *lru[hashing.Digest, *trieNode]
 	objects *lru[hashing.Digest, []byte]
@@ -154,6 +171,48 @@ type head struct {
 	// dropped is set when a commit group that changed the head failed:
 	// the head is no longer in Store.heads and its state is not on disk.
 	dropped bool
+	// cost is the estimated heap the head holds (stateCost), used the
+	// tick of its last use, and inGroup is set while a commit group holds
+	// it: such a head is never evicted.
+	cost    atomic.Int64
+	used    atomic.Uint64
+	inGroup atomic.Bool
+}
+
+// touch marks h as just used.
+func (s *Store) touch(h *head) { h.used.Store(s.tick.Add(1)) }
+
+// evictHeadsLocked drops the least recently used heads, never one a commit
+// group holds, until the cached heads fit in nine tenths of the budget.
+// The caller holds s.mu. A dropped head is a cache entry only: its state is
+// on disk, and the next use loads it again.
+func (s *Store) evictHeadsLocked() {
+	var total int64
+	for _, h := range s.heads {
+		total += h.cost.Load()
+	}
+	if total <= s.headBudget {
+		return
+	}
+	type cand struct {
+		key  string
+		used uint64
+		cost int64
+	}
+	cands := make([]cand, 0, len(s.heads))
+	for k, h := range s.heads {
+		if !h.inGroup.Load() {
+			cands = append(cands, cand{k, h.used.Load(), h.cost.Load()})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].used < cands[j].used })
+	for _, c := range cands {
+		if total <= s.headBudget*9/10 {
+			break
+		}
+		delete(s.heads, c.key)
+		total -= c.cost
+	}
 }
 
 var (
@@ -197,6 +256,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		WithMemTableSize(memTableSize).
 		// One goroutine writes; conflict tracking would only cost.
 		WithDetectConflicts(false)
+	// A crash between creating a log file and sizing it leaves an empty
+	// one that Badger refuses to open (see badgerkv.RemoveEmptyLogs).
+	lg := opts.Logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	if err := badgerkv.RemoveEmptyLogs(opts.Dir, lg); err != nil {
+		return nil, err
+	}
 	db, err := badger.Open(bo)
 	if err != nil {
 		// Badger reports the directory lock only in its message.
@@ -206,21 +274,24 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open badger at %s: %w", opts.Dir, err)
 	}
 	s := &Store{
-		db:      db,
-		log:     opts.Logger,
-		clock:   opts.Clock,
-		noSync:  opts.NoSync,
-		batch:   opts.MaxBatch,
-		reqs:    make(chan *writeReq, 1024),
-		done:    make(chan struct{}),
-		nodes:   newLRU[hashing.Digest, *trieNode](orDefault(opts.NodeCacheSize, 1<<16)),
-		objects: newLRU[hashing.Digest, []byte](orDefault(opts.ObjectCacheSize, 1<<16)),
-		states:  newLRU[string, *materialized](4),
-		heads:   make(map[string]*head),
-		moving:  make(map[string]int),
-		ctxs:    make(map[string]*ctxState),
+		db:         db,
+		log:        opts.Logger,
+		clock:      opts.Clock,
+		noSync:     opts.NoSync,
+		batch:      opts.MaxBatch,
+		reqs:       make(chan *writeReq, 1024),
+		done:       make(chan struct{}),
+		nodes:      newLRU[hashing.Digest](cacheBytes(opts)*15/100, (*trieNode).cost),
+		objects:    newLRU[hashing.Digest](cacheBytes(opts)*10/100, func(b []byte) int64 { return int64(len(b)) + 64 }),
+		states:     newLRU[string](cacheBytes(opts)*15/100, func(m *materialized) int64 { return stateCost(m.state) }),
+		headBudget: cacheBytes(opts) * 60 / 100,
+		dir:        opts.Dir,
+		heads:      make(map[string]*head),
+		moving:     make(map[string]int),
+		ctxs:       make(map[string]*ctxState),
 	}
 	s.txnBytes, s.txnCount = db.MaxBatchSize()/2, db.MaxBatchCount()/2
+	s.reserve.Store(reserveBytes(opts))
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -238,11 +309,28 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-func orDefault(v, d int) int {
-	if v <= 0 {
-		return d
+func reserveBytes(o Options) int64 {
+	if o.ReserveBytes == 0 {
+		return DefaultReserveBytes
 	}
-	return v
+	return o.ReserveBytes
+}
+
+// DefaultCacheBytes is the default memory budget of a store's caches.
+const DefaultCacheBytes = 256 << 20
+
+func cacheBytes(o Options) int64 {
+	if o.CacheBytes > 0 {
+		return o.CacheBytes
+	}
+	return DefaultCacheBytes
+}
+
+// stateCost estimates the heap a materialized state with its trust index
+// holds: about 700 bytes an artifact or edge (maps, leaves, index entry),
+// measured on 101-artifact heads, and a fixed part for the hash buckets.
+func stateCost(st *graph.State) int64 {
+	return 16<<10 + 700*int64(st.NumArtifacts()+st.NumEdges()+st.NumTombstones())
 }
 
 func (s *Store) checkFormat() error {
@@ -571,20 +659,27 @@ func (s *Store) node(id hashing.Digest) (*trieNode, error) {
 
 // ---- a small LRU ----
 
+// lru is a least-recently-used cache bounded by the sum of its entries'
+// costs (bytes, estimated by cost).
 type lru[K comparable, V any] struct {
-	mu    sync.Mutex // guards ll and items
-	max   int
+	mu    sync.Mutex // guards ll, items and used
+	max   int64
+	used  int64
+	cost  func(V) int64
 	ll    *list.List
 	items map[K]*list.Element
 }
 
 type lruEntry[K comparable, V any] struct {
-	k K
-	v V
+	k    K
+	v    V
+	cost int64
 }
 
-func newLRU[K comparable, V any](max int) *lru[K, V] {
-	return &lru[K, V]{max: max, ll: list.New(), items: make(map[K]*list.Element)}
+// newLRU returns a cache holding entries whose costs sum to at most max;
+// an entry costing more than max is not kept.
+func newLRU[K comparable, V any](max int64, cost func(V) int64) *lru[K, V] {
+	return &lru[K, V]{max: max, cost: cost, ll: list.New(), items: make(map[K]*list.Element)}
 }
 
 func (c *lru[K, V]) get(k K) (V, bool) {
@@ -601,16 +696,22 @@ func (c *lru[K, V]) get(k K) (V, bool) {
 func (c *lru[K, V]) put(k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	cost := c.cost(v)
 	if e, ok := c.items[k]; ok {
-		e.Value.(*lruEntry[K, V]).v = v
+		en := e.Value.(*lruEntry[K, V])
+		c.used += cost - en.cost
+		en.v, en.cost = v, cost
 		c.ll.MoveToFront(e)
-		return
+	} else {
+		c.items[k] = c.ll.PushFront(&lruEntry[K, V]{k, v, cost})
+		c.used += cost
 	}
-	c.items[k] = c.ll.PushFront(&lruEntry[K, V]{k, v})
-	for c.ll.Len() > c.max {
+	for c.used > c.max && c.ll.Len() > 0 {
 		last := c.ll.Back()
+		en := last.Value.(*lruEntry[K, V])
 		c.ll.Remove(last)
-		delete(c.items, last.Value.(*lruEntry[K, V]).k)
+		delete(c.items, en.k)
+		c.used -= en.cost
 	}
 }
 
@@ -620,6 +721,7 @@ func (c *lru[K, V]) clear() {
 	defer c.mu.Unlock()
 	c.ll.Init()
 	clear(c.items)
+	c.used = 0
 }
 
 // getCopy returns a copy of the value stored under key, or missing() when

@@ -501,3 +501,13 @@ func trieDiff(src nodeSource, a, b trieChild, fn func(key, old, new []byte) erro
 	}
 	return nil
 }
+
+// cost estimates the heap a decoded node holds, for the node cache.
+func (n *trieNode) cost() int64 {
+	c := int64(16*(32+8) + 64)
+	for i := range n.entries {
+		e := &n.entries[i]
+		c += 32 + 48 + int64(len(e.key)+len(e.val))
+	}
+	return c
+}

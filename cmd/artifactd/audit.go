@@ -34,7 +34,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer st.Close()
 	var rep *graph.AuditReport
 	err = st.Read(ctx, *ctxID, *at, func(v *store.View) error {
-		trust := func(id string) graph.Trust { return v.Trust.Explain(v.State, id) }
+		trust := v.Trust.Explainer(v.State)
 		dataOf := func(a *graph.Artifact) json.RawMessage {
 			d, err := v.Data(a)
 			if err != nil {

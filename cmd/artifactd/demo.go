@@ -209,12 +209,18 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := loadDemo(ctx, st, srv, stdout); err != nil {
 		return fail(stderr, exitUsage, "demo: %v", err)
 	}
+	head, err := st.Resolve(ctx, "poison-plan", "")
+	if err != nil {
+		return fail(stderr, exitUsage, "demo: %v", err)
+	}
 	fmt.Fprintf(stdout, `
 Next:
-  artifactd serve --data %[1]s
-  curl -s localhost:7070/v1/contexts/poison-plan/quarantine
-  curl -s localhost:7070/v1/contexts/audit-demo/audit/answer?format=markdown
-  artifactd replay --data %[1]s --context poison-plan --verify <context hash>
-`, *dataDir)
+  artifactd serve --data %[1]s          # serves http://%[2]s/ (the UI) and the API
+  curl -s http://%[2]s/v1/contexts/poison-plan/quarantine
+  curl -s 'http://%[2]s/v1/contexts/audit-demo/audit/answer?format=markdown'
+  curl -s -X POST http://%[2]s/v1/contexts/poison-plan/verify -H 'Content-Type: application/json' -d '{"hash":"%[3]s"}'
+  # with serve stopped, from the commit chain alone:
+  artifactd replay --data %[1]s --context poison-plan --verify %[3]s
+`, *dataDir, defaultAddr, head.ContextHash)
 	return exitOK
 }

@@ -146,7 +146,7 @@ func TestFetchCommandUsage(t *testing.T) {
 		t.Errorf("serve --allow-private-fetch alone: %d %s", rc, stderr)
 	}
 	var out bytes.Buffer
-	Run(context.Background(), []string{"help"}, io.Discard, &out)
+	Run(context.Background(), []string{"help"}, &out, io.Discard)
 	if !strings.Contains(out.String(), "fetch ") {
 		t.Errorf("usage does not list fetch:\n%s", out.String())
 	}

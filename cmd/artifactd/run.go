@@ -40,18 +40,25 @@ func commands() map[string]command {
 		"demo":       {"load example contexts (the ten-step poison plan, an audit run)", runDemo},
 		"bench":      {"load-test single-artifact commits over HTTP", runBench},
 		"fetch":      {"fetch a URL under the gate's address policy and record its verdict", runFetch},
+		"compare":    {"compare two runs: the same context hash, or where they diverge", runCompare},
+		"version":    {"print the version, commit and Go version of this binary", runVersion},
 	}
 }
 
 // Run executes the command line args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr, cmds)
-		if len(args) == 0 {
-			return exitUsage
-		}
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
+		// Asked-for help is output, not an error: stdout, exit 0.
+		usage(stdout, cmds)
 		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return runVersion(ctx, nil, stdout, stderr)
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
@@ -59,7 +66,24 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr, cmds)
 		return exitUsage
 	}
+	if wantsHelp(args[1:]) {
+		// A command's flag usage goes to stdout too when asked for.
+		return c.run(ctx, args[1:], stdout, stdout)
+	}
 	return c.run(ctx, args[1:], stdout, stderr)
+}
+
+// wantsHelp reports whether args ask for help before any "--".
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func usage(w io.Writer, cmds map[string]command) {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/gate/fetch"
 	"github.com/artifactd/artifactd/gate/render"
 	"github.com/artifactd/artifactd/httpapi"
@@ -46,6 +47,11 @@ type serveConfig struct {
 	AllowOrigins, AllowHosts []string
 	// Net holds the connection limits and timeouts (zero: the defaults).
 	Net netLimits
+	// GateRules is the ruleset new verdicts use (serve --gate-rules; the
+	// built-in gate/v2 when nil); Secrets are the declared secrets (serve
+	// --secrets).
+	GateRules *gate.Rules
+	Secrets   gate.Secrets
 }
 
 // netLimits are serve's connection limits and timeouts.
@@ -113,6 +119,48 @@ func leaseKey(dir string) ([]byte, error) {
 	return b, nil
 }
 
+// loadGateRules reads a ruleset file (serve --gate-rules); "" means none.
+func loadGateRules(path string) (*gate.Rules, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := gate.ParseRules(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := gate.BuiltinRulesets().Add(r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// loadSecrets reads a secrets file (serve --secrets): one value per line,
+// blank lines ignored, surrounding whitespace not part of a value.
+func loadSecrets(path string) (gate.Secrets, error) {
+	if path == "" {
+		return gate.Secrets{}, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return gate.Secrets{}, err
+	}
+	var vals []string
+	for _, ln := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(ln) != "" {
+			vals = append(vals, ln)
+		}
+	}
+	sec, err := gate.NewSecrets(vals)
+	if err != nil {
+		return gate.Secrets{}, fmt.Errorf("%s: %w (values are counted from 0, blank lines skipped)", path, err)
+	}
+	return sec, nil
+}
+
 // openAPIStore opens the store with the type registry wired in: the
 // registry's RoleOf gives user types their trust role, so it must exist
 // before the store and be loaded before the first request.
@@ -143,7 +191,8 @@ func newServerKey(st *store.Store, types *httpapi.Registry, cfg serveConfig, key
 		AllowFetch: cfg.Fetcher != nil, Fetcher: cfg.Fetcher, Render: cfg.Render,
 		AllowOrigins: cfg.AllowOrigins, AllowHosts: cfg.AllowHosts,
 		BodyTimeout: cfg.Net.BodyTimeout, MaxLargeBodies: cfg.Net.MaxLargeBodies,
-		LeaseKey: key,
+		LeaseKey:  key,
+		GateRules: cfg.GateRules, Sanitize: gate.SanitizeOptions{Secrets: cfg.Secrets},
 	})
 }
 
@@ -241,7 +290,7 @@ func checkBind(addr string, haveTokens, insecure bool) error {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--allow-origin ORIGIN]... [--allow-host HOST]... [--max-conns N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-large-bodies N]", stderr)
+	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE] [--allow-origin ORIGIN]... [--allow-host HOST]... [--max-conns N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-large-bodies N]", stderr)
 	dataDir := fs.String("data", defaultDataDir, "data directory of the store (created if missing)")
 	addr := fs.String("addr", defaultAddr, "address to listen on")
 	tokensFile := fs.String("tokens", "", "bearer tokens file: JSON or lines \"TOKEN SCOPE PATTERN[,PATTERN]\" (default: $ARTIFACTD_TOKENS)")
@@ -259,6 +308,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&nl.BodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "time to read a request body (408 after)")
 	fs.DurationVar(&nl.IdleTimeout, "idle-timeout", defaultIdleTimeout, "time an idle keep-alive connection stays open")
 	fs.IntVar(&nl.MaxLargeBodies, "max-large-bodies", httpapi.DefaultMaxLargeBodies, "request bodies over 1 MiB (or of unknown length) read at once (503 beyond)")
+	gateRules := fs.String("gate-rules", "", "gate ruleset file (JSON, format 1, usually extending gate/v2) for new fetch verdicts")
+	secretsFile := fs.String("secrets", "", "file of secret values, one per line, masked by value in tool results and effect errors")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -287,6 +338,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg := serveConfig{Tokens: tokens, Insecure: *insecure, MaxBody: *maxBody, Logger: logger,
 		AllowOrigins: origins, AllowHosts: hosts, Net: nl}
+	if cfg.GateRules, err = loadGateRules(*gateRules); err != nil {
+		return fail(stderr, exitUsage, "serve: --gate-rules: %v", err)
+	}
+	if cfg.Secrets, err = loadSecrets(*secretsFile); err != nil {
+		return fail(stderr, exitUsage, "serve: --secrets: %v", err)
+	}
 	if err := gateTiers(&cfg, *allowFetch, *allowPrivate, *renderOn); err != nil {
 		return fail(stderr, exitUsage, "serve: %v", err)
 	}

@@ -1,0 +1,242 @@
+export { canonicalize, sha256Digest, CanonicalError } from "./canonical.js";
+
+export declare const PROBLEM_TYPE_PREFIX: "urn:artifactd:problem:";
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+/** A JSON object: artifact data, edge attrs. */
+export type JsonObject = { [key: string]: unknown };
+
+/** One entry of a problem's errors list. */
+export interface FieldError {
+  pointer?: string;
+  parameter?: string;
+  rule: string;
+  detail: string;
+}
+
+/** An RFC 9457 problem answered by the server (any non-2xx answer). */
+export declare class ProblemError extends Error {
+  method: string;
+  path: string;
+  type: string;
+  /** The type without "urn:artifactd:problem:" (stale-parent, quarantined, validation…). */
+  code: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance?: string;
+  errors: FieldError[];
+  /** Other members: tainted_by, cycle, conflicts, head… */
+  extensions: Record<string, unknown>;
+}
+export declare class StaleParentError extends ProblemError {}
+export declare class QuarantinedError extends ProblemError {}
+export declare class NotFoundError extends ProblemError {}
+export declare class ReplayMissError extends Error {
+  requestHash: string;
+  context: string;
+}
+
+export interface ContextInfo {
+  id: string;
+  quarantine: "enforce" | "observe";
+  created: string;
+}
+export interface Edge {
+  rel: string;
+  to: string;
+  attrs?: JsonObject;
+}
+export interface ArtifactInput {
+  id?: string;
+  type: string;
+  data: JsonObject;
+  produced_by?: string;
+  edges?: Edge[];
+  parent?: string;
+  branch?: string;
+  quarantine?: "enforce" | "observe";
+}
+export interface Trust {
+  id: string;
+  status: "confirmed" | "quarantined" | "poison_root";
+  reason?: string;
+  roots?: string[];
+  path?: string[];
+}
+export interface Artifact {
+  id: string;
+  type: string;
+  version: number;
+  content_hash: string;
+  produced_by: string;
+  data?: JsonObject;
+  trust?: Trust;
+  written_in?: string;
+}
+/** Why a write rests on an unconfirmed artifact: the edge, the poison roots, one path. */
+export interface TaintedBy {
+  edge: { from: string; rel: string; to: string };
+  roots: string[];
+  reasons: string[];
+  path: string[];
+}
+export interface ArtifactWrite {
+  commit: string;
+  context_hash: string;
+  noop?: boolean;
+  artifact: Artifact;
+  trust_at?: string;
+  /** In observe mode: what the write rests on that is not confirmed. */
+  tainted?: TaintedBy[];
+}
+export interface FetchEvidence {
+  id?: string;
+  url: string;
+  final_url?: string;
+  status?: number;
+  headers?: Record<string, string>;
+  body?: string;
+  body_base64?: string;
+  error?: string | null;
+  perform?: boolean;
+  edges?: Edge[];
+  branch?: string;
+}
+export interface FetchWrite extends ArtifactWrite {
+  verdict: "RETRIEVED" | "FAILED" | "UNKNOWN";
+  layer?: "transport" | "extraction" | "fingerprint";
+  reason?: string;
+  body_blob: string;
+}
+export type CommitOp =
+  | { op: "put"; artifact: { id?: string; type: string; data: JsonObject; produced_by?: string } }
+  | { op: "delete"; id: string }
+  | { op: "link"; from: string; rel: string; to: string; attrs?: JsonObject }
+  | { op: "unlink"; from: string; rel: string; to: string };
+export interface CommitRequest {
+  ops: CommitOp[];
+  parent?: string;
+  branch?: string;
+  author?: string;
+  message?: string;
+  quarantine?: "enforce" | "observe";
+}
+export interface CommitWrite {
+  commit: string;
+  parents: string[];
+  context_hash: string;
+  noop?: boolean;
+  ops?: number;
+}
+export interface Hash {
+  commit: string;
+  context_hash: string;
+  artifacts: number;
+  edges: number;
+}
+export interface Audit {
+  context: string;
+  commit: string;
+  context_hash: string;
+  answer: string;
+  trust: Trust;
+  artifacts: Artifact[];
+  edges: { from: string; rel: string; to: string }[];
+  sources: { locator: string; artifacts: string[] }[];
+  summary: { confirmed: number; quarantined: number; poison_roots: number };
+}
+export interface Verification {
+  match: boolean;
+  context_hash: string;
+  commit: string;
+  commits?: number;
+  ops?: number;
+  /** Set when the server had no verify route and GET .../hash was compared. */
+  byHash?: boolean;
+}
+export interface CompareSide {
+  context: string;
+  ref?: string;
+  commit: string;
+  context_hash: string;
+}
+export interface Comparison {
+  equal: boolean;
+  a: CompareSide;
+  b: CompareSide;
+  divergences: {
+    producer: string;
+    only_in_a: Artifact[];
+    only_in_b: Artifact[];
+    changed: { id: string; fields: string[]; a: Omit<Artifact, "id">; b: Omit<Artifact, "id"> }[];
+    edges_only_in_a: { from: string; rel: string; to: string }[];
+    edges_only_in_b: { from: string; rel: string; to: string }[];
+    edges_changed: { from: string; rel: string; to: string; a_attrs: JsonObject | null; b_attrs: JsonObject | null }[];
+  }[];
+}
+export interface ModelCall {
+  request_hash: string;
+  artifact: string;
+  model: string;
+  request: ModelRequest;
+  response: unknown;
+  written_in: string;
+  commit: string;
+}
+export interface ModelRequest {
+  model: string;
+  parameters?: unknown;
+  messages?: unknown;
+  tools?: unknown;
+}
+export interface ClientOptions {
+  token?: string;
+  fetch?: typeof globalThis.fetch;
+  /** Retries of safe requests after a network error or a 503 (default 2). */
+  retries?: number;
+  backoffMs?: number;
+}
+export interface At {
+  at?: string;
+}
+
+/** One artifactd server. */
+export declare class ArtifactdClient {
+  constructor(baseUrl?: string, options?: ClientOptions);
+  baseUrl: string;
+  request<T = unknown>(method: string, path: string, body?: unknown, options?: { contentType?: string; raw?: boolean }): Promise<T>;
+  ensureContext(ctx: string, options?: { quarantine?: "enforce" | "observe" }): Promise<ContextInfo>;
+  context(ctx: string, options?: At): Promise<Record<string, unknown>>;
+  putArtifact(ctx: string, artifact: ArtifactInput): Promise<ArtifactWrite>;
+  putArtifactCAS(ctx: string, build: (head: string) => ArtifactInput | Promise<ArtifactInput>, options?: { attempts?: number; branch?: string }): Promise<ArtifactWrite>;
+  commit(ctx: string, body: CommitRequest): Promise<CommitWrite>;
+  recordFetch(ctx: string, evidence: FetchEvidence): Promise<FetchWrite>;
+  recordToolResult(ctx: string, result: Record<string, unknown>): Promise<ArtifactWrite>;
+  putBlob(bytes: Uint8Array | string, contentType?: string): Promise<{ digest: string; size: number }>;
+  getBlob(digest: string): Promise<Uint8Array>;
+  putType(name: string, type: { role?: "source" | "derived" | "never"; description?: string; schema: JsonObject | boolean }): Promise<unknown>;
+  artifact(ctx: string, id: string, options?: At): Promise<Artifact>;
+  listArtifacts(ctx: string, options?: At & { type?: string; limit?: number; cursor?: string }): Promise<{ commit: string; items: Artifact[]; next_cursor?: string }>;
+  related(ctx: string, id: string, options?: At & { rel?: string; dir?: "out" | "in" | "both" }): Promise<{ commit: string; id: string; dir: string; edges: { from: string; rel: string; to: string; attrs?: JsonObject }[] }>;
+  hash(ctx: string, options?: At): Promise<Hash>;
+  audit(ctx: string, id: string, options?: At): Promise<Audit>;
+  quarantine(ctx: string, options?: At): Promise<Record<string, unknown>>;
+  state(ctx: string, options?: At): Promise<Record<string, unknown>>;
+  compare(a: string, b: string): Promise<Comparison>;
+  verify(ctx: string, hash: string, options?: At): Promise<Verification>;
+  modelCall(ctx: string, requestHash: string, options?: At): Promise<ModelCall>;
+}
+
+export declare function modelRequest(request: ModelRequest): ModelRequest;
+export declare function requestHash(request: ModelRequest): Promise<string>;
+
+export declare class ModelRecorder {
+  constructor(client: ArtifactdClient, options: { context: string; mode?: "record" | "replay"; source?: string; producedBy?: string });
+  client: ArtifactdClient;
+  context: string;
+  mode: "record" | "replay";
+  source: string;
+  call<R = unknown>(request: ModelRequest, model: (request: ModelRequest) => R | Promise<R>): Promise<R>;
+}

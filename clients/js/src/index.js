@@ -1,0 +1,332 @@
+// A small, dependency-free client of the artifactd HTTP API for Node 20+
+// and browsers (it uses only fetch, TextEncoder and crypto.subtle).
+
+import { canonicalize, sha256Digest, CanonicalError } from "./canonical.js";
+
+export { canonicalize, sha256Digest, CanonicalError };
+
+export const PROBLEM_TYPE_PREFIX = "urn:artifactd:problem:";
+
+/** An RFC 9457 problem answered by the server (any non-2xx answer). */
+export class ProblemError extends Error {
+  constructor(method, path, status, body) {
+    const b = body && typeof body === "object" ? body : { type: "about:blank", status, detail: String(body ?? "") };
+    const type = String(b.type ?? "about:blank");
+    const code = type.startsWith(PROBLEM_TYPE_PREFIX) ? type.slice(PROBLEM_TYPE_PREFIX.length) : type;
+    const errors = Array.isArray(b.errors) ? b.errors : [];
+    const fields = errors.map((e) => `${e.parameter !== undefined ? "?" + e.parameter : e.pointer} [${e.rule}] ${e.detail}`);
+    super([`${method} ${path}: ${b.status ?? status} ${code}: ${b.detail ?? ""}`, ...fields].join("; "));
+    this.name = "ProblemError";
+    this.method = method;
+    this.path = path;
+    this.type = type;
+    this.code = code;
+    this.title = String(b.title ?? "");
+    this.status = Number(b.status ?? status);
+    this.detail = String(b.detail ?? "");
+    this.instance = b.instance;
+    this.errors = errors;
+    this.extensions = {};
+    for (const [k, v] of Object.entries(b)) {
+      if (!["type", "title", "status", "detail", "instance", "errors"].includes(k)) this.extensions[k] = v;
+    }
+  }
+}
+
+/** A write whose parent was not the branch head (code stale-parent). */
+export class StaleParentError extends ProblemError {
+  constructor(...a) {
+    super(...a);
+    this.name = "StaleParentError";
+  }
+}
+
+/** A write resting on an unconfirmed artifact (code quarantined). */
+export class QuarantinedError extends ProblemError {
+  constructor(...a) {
+    super(...a);
+    this.name = "QuarantinedError";
+  }
+}
+
+/** A 404 problem. */
+export class NotFoundError extends ProblemError {
+  constructor(...a) {
+    super(...a);
+    this.name = "NotFoundError";
+  }
+}
+
+function problem(method, path, status, text) {
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = { type: "about:blank", status, detail: text.trim() };
+  }
+  const code = String(body?.type ?? "").slice(PROBLEM_TYPE_PREFIX.length);
+  if (code === "stale-parent") return new StaleParentError(method, path, status, body);
+  if (code === "quarantined") return new QuarantinedError(method, path, status, body);
+  if (status === 404) return new NotFoundError(method, path, status, body);
+  return new ProblemError(method, path, status, body);
+}
+
+const seg = encodeURIComponent;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * One artifactd server. Safe requests (GET, and the idempotent PUT of a
+ * context) are retried after a network error or a 503; other writes never
+ * are. A stale parent is retried only through putArtifactCAS.
+ */
+export class ArtifactdClient {
+  constructor(baseUrl = "http://127.0.0.1:7070", options = {}) {
+    this.baseUrl = String(baseUrl).replace(/\/+$/, "");
+    this.token = options.token;
+    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.retries = options.retries ?? 2;
+    this.backoffMs = options.backoffMs ?? 100;
+  }
+
+  async request(method, path, body, { contentType, raw } = {}) {
+    const safe = method === "GET" || (method === "PUT" && path.startsWith("/v1/contexts/"));
+    const attempts = 1 + (safe ? this.retries : 0);
+    let pause = this.backoffMs;
+    let last;
+    for (let i = 0; i < attempts; i++) {
+      if (i) {
+        await sleep(pause);
+        pause *= 2;
+      }
+      const headers = { Accept: "application/json, application/problem+json" };
+      let payload;
+      if (body !== undefined) {
+        if (contentType) {
+          headers["Content-Type"] = contentType;
+          payload = body;
+        } else {
+          headers["Content-Type"] = "application/json";
+          payload = JSON.stringify(body);
+        }
+      }
+      if (this.token) headers.Authorization = `Bearer ${this.token}`;
+      let res;
+      try {
+        res = await this.fetch(this.baseUrl + path, { method, headers, body: payload });
+      } catch (err) {
+        last = new Error(`${method} ${path}: ${err.message}`, { cause: err });
+        continue;
+      }
+      if (res.ok) {
+        if (raw) return new Uint8Array(await res.arrayBuffer());
+        const text = await res.text();
+        if (!text) return undefined;
+        return (res.headers.get("content-type") ?? "").startsWith("application/json") ? JSON.parse(text) : text;
+      }
+      last = problem(method, path, res.status, await res.text());
+      if (res.status !== 503) throw last;
+    }
+    throw last;
+  }
+
+  #at(path, at) {
+    return at ? `${path}?at=${seg(at)}` : path;
+  }
+
+  // ---- contexts ----
+
+  /** Create the context if absent; fine when it exists with the same settings. */
+  ensureContext(ctx, { quarantine } = {}) {
+    return this.request("PUT", `/v1/contexts/${seg(ctx)}`, quarantine ? { quarantine } : {});
+  }
+
+  context(ctx, { at } = {}) {
+    return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}`, at));
+  }
+
+  // ---- writes ----
+
+  /** One artifact with its outgoing edges in one commit. */
+  putArtifact(ctx, artifact) {
+    return this.request("POST", `/v1/contexts/${seg(ctx)}/artifacts`, artifact);
+  }
+
+  /**
+   * A write conditional on the head: build(head) returns the artifact; on
+   * stale-parent the head is re-read and build called again, at most
+   * attempts times.
+   */
+  async putArtifactCAS(ctx, build, { attempts = 5, branch } = {}) {
+    let err;
+    for (let i = 0; i < Math.max(1, attempts); i++) {
+      const head = (await this.hash(ctx, { at: branch })).commit;
+      const artifact = { ...(await build(head)), parent: head };
+      if (branch) artifact.branch = branch;
+      try {
+        return await this.putArtifact(ctx, artifact);
+      } catch (e) {
+        if (!(e instanceof StaleParentError)) throw e;
+        err = e;
+      }
+    }
+    throw err;
+  }
+
+  /** One atomic commit of ops. */
+  commit(ctx, body) {
+    return this.request("POST", `/v1/contexts/${seg(ctx)}/commits`, body);
+  }
+
+  /** Fetch evidence through the gate: the server judges it. */
+  recordFetch(ctx, evidence) {
+    return this.request("POST", `/v1/contexts/${seg(ctx)}/fetches`, evidence);
+  }
+
+  recordToolResult(ctx, result) {
+    return this.request("POST", `/v1/contexts/${seg(ctx)}/tool-results`, result);
+  }
+
+  putBlob(bytes, contentType = "application/octet-stream") {
+    return this.request("POST", "/v1/blobs", bytes, { contentType });
+  }
+
+  getBlob(digest) {
+    return this.request("GET", `/v1/blobs/${seg(digest)}`, undefined, { raw: true });
+  }
+
+  putType(name, type) {
+    return this.request("PUT", `/v1/types/${seg(name)}`, type);
+  }
+
+  // ---- reads ----
+
+  artifact(ctx, id, { at } = {}) {
+    return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}/artifacts/${seg(id)}`, at));
+  }
+
+  async listArtifacts(ctx, { at, type, limit, cursor } = {}) {
+    const q = new URLSearchParams();
+    if (at) q.set("at", at);
+    if (type) q.set("type", type);
+    if (limit) q.set("limit", String(limit));
+    if (cursor) q.set("cursor", cursor);
+    const qs = q.toString();
+    return this.request("GET", `/v1/contexts/${seg(ctx)}/artifacts${qs ? "?" + qs : ""}`);
+  }
+
+  related(ctx, id, { at, rel, dir } = {}) {
+    const q = new URLSearchParams();
+    if (at) q.set("at", at);
+    if (rel) q.set("rel", rel);
+    if (dir) q.set("dir", dir);
+    const qs = q.toString();
+    return this.request("GET", `/v1/contexts/${seg(ctx)}/artifacts/${seg(id)}/related${qs ? "?" + qs : ""}`);
+  }
+
+  hash(ctx, { at } = {}) {
+    return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}/hash`, at));
+  }
+
+  audit(ctx, id, { at } = {}) {
+    return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}/audit/${seg(id)}`, at));
+  }
+
+  quarantine(ctx, { at } = {}) {
+    return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}/quarantine`, at));
+  }
+
+  state(ctx, { at } = {}) {
+    return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}/state`, at));
+  }
+
+  /** Compare two runs, each "CTX" or "CTX@REF". */
+  compare(a, b) {
+    return this.request("GET", `/v1/compare?a=${seg(a)}&b=${seg(b)}`);
+  }
+
+  /**
+   * Ask the server to rebuild the state from the commit chain and compare
+   * its hash (POST .../verify). A server without that route answers 404
+   * "no route": the hash of GET .../hash is compared instead and the
+   * result has byHash: true.
+   */
+  async verify(ctx, hash, { at } = {}) {
+    try {
+      return await this.request("POST", `/v1/contexts/${seg(ctx)}/verify`, at ? { hash, at } : { hash });
+    } catch (e) {
+      if (!(e instanceof NotFoundError) || !e.detail.startsWith("no route for ")) throw e;
+    }
+    const h = await this.hash(ctx, { at });
+    return { match: h.context_hash === hash, context_hash: h.context_hash, commit: h.commit, byHash: true };
+  }
+
+  modelCall(ctx, requestHash, { at } = {}) {
+    return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}/model-calls/${seg(requestHash)}`, at));
+  }
+}
+
+// ---- recorded model calls ----
+
+/** A replayed call that was never recorded; the model was not called. */
+export class ReplayMissError extends Error {
+  constructor(requestHash, context) {
+    super(`replay: no recorded model call ${requestHash} in context "${context}"; record it first (the model was not called)`);
+    this.name = "ReplayMissError";
+    this.requestHash = requestHash;
+    this.context = context;
+  }
+}
+
+/** The request object that is recorded and hashed (undefined members are left out). */
+export function modelRequest({ model, parameters, messages, tools }) {
+  const req = { model };
+  if (parameters !== undefined) req.parameters = parameters;
+  if (messages !== undefined) req.messages = messages;
+  if (tools !== undefined) req.tools = tools;
+  return req;
+}
+
+/** "sha256:<hex>" of the canonical JSON of a model request. */
+export function requestHash(request) {
+  return sha256Digest(request);
+}
+
+/**
+ * Answers model calls in "record" mode (call the model, record the call)
+ * or "replay" mode (answer from the record in source, never call the
+ * model; a miss throws ReplayMissError). Both modes write the model_call
+ * artifact into context, so a replayed run reaches the same context hash.
+ */
+export class ModelRecorder {
+  constructor(client, { context, mode = "record", source, producedBy = "model" }) {
+    if (mode !== "record" && mode !== "replay") throw new TypeError('mode must be "record" or "replay"');
+    this.client = client;
+    this.context = context;
+    this.mode = mode;
+    this.source = source ?? context;
+    this.producedBy = producedBy;
+  }
+
+  async call(request, model) {
+    if (typeof request?.model !== "string" || !request.model) throw new TypeError("request needs a model name");
+    const h = await requestHash(request);
+    let response;
+    if (this.mode === "replay") {
+      try {
+        response = (await this.client.modelCall(this.source, h)).response;
+      } catch (e) {
+        if (e instanceof NotFoundError) throw new ReplayMissError(h, this.source);
+        throw e;
+      }
+    } else {
+      response = await model(request);
+    }
+    await this.client.putArtifact(this.context, {
+      id: "model_call:" + h.slice("sha256:".length),
+      type: "model_call",
+      produced_by: this.producedBy,
+      data: { model: request.model, request_hash: h, request, response },
+    });
+    return response;
+  }
+}

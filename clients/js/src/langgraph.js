@@ -1,0 +1,395 @@
+// ArtifactdSaver: a LangGraph.js checkpointer that keeps every thread in
+// an artifactd context. Each checkpoint is one commit made with a parent
+// (compare-and-set on the branch head), so two writers that extend the
+// same checkpoint never both succeed: the loser gets a
+// CheckpointConflictError instead of a silently unreachable history.
+
+import {
+  BaseCheckpointSaver,
+  WRITES_IDX_MAP,
+  compareWritesSortKeys,
+  getCheckpointId,
+  writesSortKey,
+} from "@langchain/langgraph-checkpoint";
+
+import { ArtifactdClient, NotFoundError, StaleParentError, canonicalize, sha256Digest } from "./index.js";
+
+export const CHECKPOINT_TYPE = "langgraph_checkpoint";
+export const WRITES_TYPE = "langgraph_writes";
+export const HEAD_TYPE = "langgraph_head";
+
+const CONTEXT_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const decoder = new TextDecoder();
+
+/** Another writer moved the thread past the checkpoint this write extends. */
+export class CheckpointConflictError extends Error {
+  constructor(threadId, ns, expected, found) {
+    super(
+      `checkpoint conflict on thread "${threadId}"${ns ? ` (namespace "${ns}")` : ""}: this write extends checkpoint ` +
+        `${expected ?? "(none: a new thread)"} but the thread's latest checkpoint is ${found}; another writer got there first ` +
+        `and nothing was written. Reload the thread (getTuple) and run again, or use a new thread_id to fork.`,
+    );
+    this.name = "CheckpointConflictError";
+    this.threadId = threadId;
+    this.checkpointNs = ns;
+    this.expected = expected ?? null;
+    this.found = found;
+  }
+}
+
+function nsOf(config) {
+  return config.configurable?.checkpoint_ns ?? "";
+}
+
+function threadOf(config, what) {
+  const t = config.configurable?.thread_id;
+  if (t === undefined || t === null || t === "") {
+    throw new Error(`ArtifactdSaver.${what}: the config has no configurable.thread_id; pass { configurable: { thread_id: "…" } }`);
+  }
+  return String(t);
+}
+
+const checkpointID = (ns, id) => `checkpoint:${ns}:${id}`;
+const writesID = (ns, id, task) => `writes:${ns}:${id}:${task}`;
+const headID = (ns) => `head:${ns}`;
+
+export class ArtifactdSaver extends BaseCheckpointSaver {
+  /**
+   * @param {object} options
+   * @param {ArtifactdClient} [options.client] the server (default http://127.0.0.1:7070)
+   * @param {string} [options.prefix] prepended to a thread id to name its context (default "lg-")
+   * @param {string} [options.quarantine] mode of the contexts created (default "enforce")
+   * @param {number} [options.attempts] re-reads after a stale parent caused by this thread's own pending writes (default 5)
+   */
+  constructor({ client, prefix = "lg-", quarantine = "enforce", attempts = 5, serde } = {}) {
+    super(serde);
+    this.client = client ?? new ArtifactdClient();
+    this.prefix = prefix;
+    this.quarantine = quarantine;
+    this.attempts = attempts;
+    this._setup = undefined;
+    this._contexts = new Map();
+    // LangGraph stores a task's writes while the put of their checkpoint
+    // may still be on its way, or not even started (puts are chained, nodes
+    // run meanwhile). Writes link to their checkpoint, so: putWrites waits
+    // for a put already in flight; writes stored before their checkpoint
+    // exists are linked by that checkpoint's put, which first waits for the
+    // writes in flight. Keys are thread, namespace and checkpoint id.
+    this._puts = new Map(); // key → promise of the put
+    this._writes = new Map(); // key → Set of promises of putWrites
+    this._orphans = new Map(); // key → ids of writes stored before the checkpoint
+  }
+
+  /** Registers the three artifact types the saver writes (admin scope on "*"). Called once, lazily. */
+  setup() {
+    this._setup ??= (async () => {
+      const open = { type: "object", additionalProperties: true };
+      await this.client.putType(CHECKPOINT_TYPE, { role: "derived", description: "A LangGraph checkpoint (ArtifactdSaver).", schema: { ...open, required: ["checkpoint_id", "serde"] } });
+      await this.client.putType(WRITES_TYPE, { role: "derived", description: "A LangGraph task's pending writes (ArtifactdSaver).", schema: { ...open, required: ["task_id", "writes"] } });
+      await this.client.putType(HEAD_TYPE, { role: "derived", description: "A LangGraph thread's latest checkpoint (ArtifactdSaver).", schema: { ...open, required: ["checkpoint_id"] } });
+    })().catch((e) => {
+      this._setup = undefined;
+      throw e;
+    });
+    return this._setup;
+  }
+
+  /** The context that holds a thread. */
+  async contextFor(threadId) {
+    const name = this.prefix + threadId;
+    if (CONTEXT_ID.test(name) && name !== "." && name !== "..") return name;
+    return this.prefix + (await sha256Digest(String(threadId))).slice(7, 39);
+  }
+
+  /** The context of a thread, created (with the saver's types) if absent: tools use it to record what they fetch. */
+  threadContext(threadId) {
+    return this.#context(String(threadId), true);
+  }
+
+  async #context(threadId, create) {
+    let ctx = this._contexts.get(threadId);
+    if (ctx) return ctx;
+    ctx = await this.contextFor(threadId);
+    if (create) {
+      await this.setup();
+      await this.client.ensureContext(ctx, { quarantine: this.quarantine });
+      this._contexts.set(threadId, ctx);
+    }
+    return ctx;
+  }
+
+  async #encode(value) {
+    const [type, bytes] = await this.serde.dumpsTyped(value);
+    if (type === "json") {
+      try {
+        const parsed = JSON.parse(typeof bytes === "string" ? bytes : decoder.decode(bytes));
+        canonicalize(parsed); // refuses what the server would refuse
+        return { serde: type, value: parsed };
+      } catch {
+        // fall through to a blob
+      }
+    }
+    const blob = await this.client.putBlob(typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes);
+    return { serde: type, blob: blob.digest };
+  }
+
+  async #decode(enc) {
+    if (enc.blob) return this.serde.loadsTyped(enc.serde, await this.client.getBlob(enc.blob));
+    return this.serde.loadsTyped(enc.serde, JSON.stringify(enc.value));
+  }
+
+  async #get(ctx, id, at) {
+    try {
+      return await this.client.artifact(ctx, id, { at });
+    } catch (e) {
+      if (e instanceof NotFoundError) return undefined;
+      throw e;
+    }
+  }
+
+  async #tuple(ctx, threadId, ns, art, at) {
+    const d = art.data;
+    const checkpoint = await this.#decode(d.checkpoint);
+    const metadata = await this.#decode(d.metadata);
+    const rel = await this.client.related(ctx, art.id, { at, rel: "responds_to", dir: "in" });
+    const keyed = [];
+    for (const e of rel.edges) {
+      const w = await this.#get(ctx, e.from, at);
+      if (!w || w.type !== WRITES_TYPE) continue;
+      for (const x of w.data.writes) {
+        keyed.push({ key: writesSortKey(w.data.task_path ?? "", w.data.task_id, x.idx), write: [w.data.task_id, x.channel, await this.#decode(x.value)] });
+      }
+    }
+    keyed.sort((a, b) => compareWritesSortKeys(a.key, b.key));
+    const tuple = {
+      config: { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: d.checkpoint_id } },
+      checkpoint,
+      metadata,
+      pendingWrites: keyed.map((k) => k.write),
+    };
+    if (d.parent_checkpoint_id) {
+      tuple.parentConfig = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: d.parent_checkpoint_id } };
+    }
+    return tuple;
+  }
+
+  async getTuple(config) {
+    const threadId = threadOf(config, "getTuple");
+    const ns = nsOf(config);
+    const ctx = await this.#context(threadId, false);
+    let commit;
+    try {
+      commit = (await this.client.hash(ctx)).commit;
+    } catch (e) {
+      if (e instanceof NotFoundError) return undefined;
+      throw e;
+    }
+    let id = getCheckpointId(config);
+    if (!id) {
+      const head = await this.#get(ctx, headID(ns), commit);
+      if (!head) return undefined;
+      id = head.data.checkpoint_id;
+    }
+    const art = await this.#get(ctx, checkpointID(ns, id), commit);
+    if (!art) return undefined;
+    return this.#tuple(ctx, threadId, ns, art, commit);
+  }
+
+  async *list(config, options = {}) {
+    const threadId = threadOf(config, "list (this saver lists one thread at a time)");
+    let { limit } = options;
+    const { before, filter } = options;
+    const ns = nsOf(config);
+    const ctx = await this.#context(threadId, false);
+    let commit;
+    try {
+      commit = (await this.client.hash(ctx)).commit;
+    } catch (e) {
+      if (e instanceof NotFoundError) return;
+      throw e;
+    }
+    let id = getCheckpointId(config);
+    if (!id) id = (await this.#get(ctx, headID(ns), commit))?.data.checkpoint_id;
+    const beforeId = before?.configurable?.checkpoint_id;
+    while (id) {
+      const art = await this.#get(ctx, checkpointID(ns, id), commit);
+      if (!art) return;
+      const parent = art.data.parent_checkpoint_id;
+      if (!beforeId || id < beforeId) {
+        const tuple = await this.#tuple(ctx, threadId, ns, art, commit);
+        if (!filter || Object.entries(filter).every(([k, v]) => tuple.metadata?.[k] === v)) {
+          if (limit !== undefined) {
+            if (limit <= 0) return;
+            limit -= 1;
+          }
+          yield tuple;
+        }
+      }
+      if (getCheckpointId(config)) return; // a given checkpoint lists only itself
+      id = parent;
+    }
+  }
+
+  put(config, checkpoint, metadata) {
+    const key = `${config.configurable?.thread_id}\u0000${nsOf(config)}\u0000${checkpoint.id}`;
+    const p = this.#put(config, checkpoint, metadata, key, [...(this._writes.get(key) ?? [])]);
+    this._puts.set(key, p);
+    p.then(
+      () => this._puts.delete(key),
+      () => this._puts.delete(key),
+    );
+    return p;
+  }
+
+  async #put(config, checkpoint, metadata, key, writesInFlight) {
+    await Promise.allSettled(writesInFlight);
+    const threadId = threadOf(config, "put");
+    const ns = nsOf(config);
+    const ctx = await this.#context(threadId, true);
+    const parentId = config.configurable?.checkpoint_id;
+    const [cp, md] = await Promise.all([this.#encode(checkpoint), this.#encode(metadata)]);
+    const out = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+    for (let i = 0; i < Math.max(1, this.attempts); i++) {
+      const head = (await this.client.hash(ctx)).commit;
+      const latest = (await this.#get(ctx, headID(ns), head))?.data.checkpoint_id ?? null;
+      if (latest === checkpoint.id) return out; // already written (a retried request)
+      if (latest !== (parentId ?? null)) throw new CheckpointConflictError(threadId, ns, parentId, latest);
+      const ops = [
+        {
+          op: "put",
+          artifact: {
+          id: checkpointID(ns, checkpoint.id),
+          type: CHECKPOINT_TYPE,
+          produced_by: "langgraph",
+          data: {
+            thread_id: threadId,
+            checkpoint_ns: ns,
+            checkpoint_id: checkpoint.id,
+            parent_checkpoint_id: parentId ?? null,
+            ts: checkpoint.ts,
+            step: metadata?.step ?? null,
+            source: metadata?.source ?? null,
+            serde: cp.serde,
+            checkpoint: cp,
+            metadata: md,
+          },
+          },
+        },
+        { op: "put", artifact: { id: headID(ns), type: HEAD_TYPE, produced_by: "langgraph", data: { checkpoint_ns: ns, checkpoint_id: checkpoint.id } } },
+      ];
+      if (parentId) ops.push({ op: "link", from: checkpointID(ns, checkpoint.id), rel: "derived_from", to: checkpointID(ns, parentId) });
+      const orphans = [...(this._orphans.get(key) ?? [])];
+      for (const w of orphans) ops.push({ op: "link", from: w, rel: "responds_to", to: checkpointID(ns, checkpoint.id) });
+      try {
+        await this.client.commit(ctx, { ops, parent: head, author: "langgraph", message: `checkpoint ${checkpoint.id} (step ${metadata?.step})` });
+        this._orphans.delete(key);
+        return out;
+      } catch (e) {
+        // The head moved: maybe only pending writes of this thread, maybe
+        // another writer's checkpoint. Re-read and check again.
+        if (!(e instanceof StaleParentError)) throw e;
+      }
+    }
+    throw new Error(`ArtifactdSaver.put: the head of thread "${threadId}" kept moving; gave up after ${this.attempts} attempts`);
+  }
+
+  putWrites(config, writes, taskId, taskPath) {
+    const key = `${config.configurable?.thread_id}\u0000${nsOf(config)}\u0000${config.configurable?.checkpoint_id}`;
+    const put = this._puts.get(key);
+    const p = this.#putWrites(config, writes, taskId, taskPath, key, put);
+    let set = this._writes.get(key);
+    if (!set) this._writes.set(key, (set = new Set()));
+    set.add(p);
+    const done = () => {
+      set.delete(p);
+      if (set.size === 0 && this._writes.get(key) === set) this._writes.delete(key);
+    };
+    p.then(done, done);
+    return p;
+  }
+
+  async #putWrites(config, writes, taskId, taskPath, key, put) {
+    const threadId = threadOf(config, "putWrites");
+    const ns = nsOf(config);
+    const checkpointId = config.configurable?.checkpoint_id;
+    if (!checkpointId) throw new Error("ArtifactdSaver.putWrites: the config has no configurable.checkpoint_id");
+    const ctx = await this.#context(threadId, true);
+    if (put) await put.catch(() => {});
+    const id = writesID(ns, checkpointId, taskId);
+    const [existing, checkpointArt] = await Promise.all([this.#get(ctx, id), this.#get(ctx, checkpointID(ns, checkpointId))]);
+    const byIdx = new Map((existing?.data.writes ?? []).map((w) => [w.idx, w]));
+    for (const [i, [channel, value]] of writes.entries()) {
+      const idx = WRITES_IDX_MAP[channel] ?? i;
+      if (idx >= 0 && byIdx.has(idx)) continue; // regular writes are kept, special ones replaced
+      byIdx.set(idx, { idx, channel, value: await this.#encode(value) });
+    }
+    const all = [...byIdx.values()].sort((a, b) => a.idx - b.idx);
+    const linked = Boolean(checkpointArt);
+    await this.client.putArtifact(ctx, {
+      id,
+      type: WRITES_TYPE,
+      produced_by: "langgraph",
+      data: { checkpoint_ns: ns, checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath ?? "", writes: all },
+      edges: linked ? [{ rel: "responds_to", to: checkpointID(ns, checkpointId) }] : undefined,
+    });
+    if (!linked) {
+      // The checkpoint's put links it (see the constructor).
+      let ids = this._orphans.get(key);
+      if (!ids) this._orphans.set(key, (ids = new Set()));
+      ids.add(id);
+    }
+  }
+
+  /**
+   * Removes the thread's checkpoints and writes in one commit. artifactd
+   * keeps history: earlier commits still hold them and still verify.
+   */
+  async deleteThread(threadId) {
+    const ctx = await this.#context(String(threadId), false);
+    let commit;
+    try {
+      commit = (await this.client.hash(ctx)).commit;
+    } catch (e) {
+      if (e instanceof NotFoundError) return;
+      throw e;
+    }
+    const ids = new Set();
+    for (const type of [CHECKPOINT_TYPE, WRITES_TYPE, HEAD_TYPE]) {
+      let cursor;
+      do {
+        const page = await this.client.listArtifacts(ctx, { at: commit, type, limit: 1000, cursor });
+        for (const a of page.items) ids.add(a.id);
+        cursor = page.next_cursor;
+      } while (cursor);
+    }
+    if (ids.size === 0) return;
+    const edges = new Map();
+    for (const id of ids) {
+      for (const e of (await this.client.related(ctx, id, { at: commit, dir: "both" })).edges) edges.set(`${e.from}\u0000${e.rel}\u0000${e.to}`, e);
+    }
+    const ops = [...edges.values()].map((e) => ({ op: "unlink", from: e.from, rel: e.rel, to: e.to }));
+    for (const id of [...ids].sort()) ops.push({ op: "delete", id });
+    await this.client.commit(ctx, { ops, parent: commit, author: "langgraph", message: `delete thread ${threadId}` });
+    this._contexts.delete(String(threadId));
+  }
+
+  /** The commit that wrote a checkpoint (the state right after it). */
+  async commitOf(config) {
+    const threadId = threadOf(config, "commitOf");
+    const ctx = await this.#context(threadId, false);
+    const id = getCheckpointId(config);
+    const art = await this.client.artifact(ctx, checkpointID(nsOf(config), id));
+    return { context: ctx, commit: art.written_in };
+  }
+
+  /**
+   * Verifies the state at the commit that wrote a checkpoint: the server
+   * rebuilds it from the commit chain and compares its context hash (or,
+   * on a server without the verify route, the hash is compared as read).
+   */
+  async verify(config) {
+    const { context, commit } = await this.commitOf(config);
+    const h = await this.client.hash(context, { at: commit });
+    return { context, ...(await this.client.verify(context, h.context_hash, { at: commit })) };
+  }
+}

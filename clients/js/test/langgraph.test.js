@@ -1,0 +1,201 @@
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+
+import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
+import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
+
+import { ArtifactdClient } from "../src/index.js";
+import { ArtifactdSaver, CheckpointConflictError } from "../src/langgraph.js";
+import { startServer } from "./server.js";
+
+let server;
+let page;
+before(async () => {
+  server = await startServer();
+  // The page the tool node fetches: a real HTTP fetch over loopback.
+  page = createServer((req, res) => {
+    if (req.url === "/empty") {
+      res.writeHead(200, { "content-type": "text/html" });
+      return res.end("");
+    }
+    res.writeHead(200, { "content-type": "text/plain; charset=utf-8" });
+    res.end("The 2025 annual report states revenue of 12.4 million euros, up from 10.1 million euros in 2024.");
+  });
+  await new Promise((r) => page.listen(0, "127.0.0.1", r));
+});
+after(async () => {
+  await server?.close?.();
+  await new Promise((r) => page?.close(r) ?? r());
+});
+
+function setup(t) {
+  if (server.skip) {
+    t.skip(server.skip);
+    return undefined;
+  }
+  return new ArtifactdClient(server.url);
+}
+
+const State = Annotation.Root({
+  url: Annotation(),
+  verdict: Annotation(),
+  text: Annotation(),
+  answer: Annotation(),
+  log: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
+});
+
+/** A two-node graph: a tool node that fetches a URL and records the fetch
+ * through the gate, then an answer node. */
+function buildGraph(client, saver) {
+  const fetchNode = async (state, config) => {
+    const res = await fetch(state.url);
+    const body = await res.text();
+    const ctx = await saver.threadContext(config.configurable.thread_id);
+    const v = await client.recordFetch(ctx, {
+      id: "fetch:" + new URL(state.url).pathname,
+      url: state.url,
+      status: res.status,
+      headers: { "content-type": res.headers.get("content-type") ?? "" },
+      body,
+    });
+    return { verdict: v.verdict, text: v.verdict === "RETRIEVED" ? body : "", log: [`fetch ${v.verdict}`] };
+  };
+  const answerNode = async (state) => ({
+    answer: state.verdict === "RETRIEVED" ? "Revenue grew 22.8 %." : "I could not read the report.",
+    log: ["answer"],
+  });
+  return new StateGraph(State)
+    .addNode("fetch", fetchNode)
+    .addNode("respond", answerNode)
+    .addEdge(START, "fetch")
+    .addEdge("fetch", "respond")
+    .addEdge("respond", END)
+    .compile({ checkpointer: saver });
+}
+
+test("a graph runs on the saver; every checkpoint is a verifiable commit", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  const saver = new ArtifactdSaver({ client });
+  const graph = buildGraph(client, saver);
+  const config = { configurable: { thread_id: "report-run" } };
+  const url = `http://127.0.0.1:${page.address().port}/report`;
+  const out = await graph.invoke({ url }, config);
+  assert.equal(out.verdict, "RETRIEVED");
+  assert.equal(out.answer, "Revenue grew 22.8 %.");
+  assert.deepEqual(out.log, ["fetch RETRIEVED", "answer"]);
+
+  // A fresh saver (another process, say) sees the same state.
+  const reader = new ArtifactdSaver({ client });
+  const state = await buildGraph(client, reader).getState(config);
+  assert.equal(state.values.answer, "Revenue grew 22.8 %.");
+  const history = [];
+  for await (const s of buildGraph(client, reader).getStateHistory(config)) history.push(s);
+  assert.equal(history.length, 4, "input, fetch, answer and the end state");
+
+  // The fetch verdict lives in the thread's context next to the checkpoints.
+  const ctx = await saver.contextFor("report-run");
+  const verdict = await client.artifact(ctx, "fetch:/report");
+  assert.equal(verdict.type, "fetch_verdict");
+  assert.equal(verdict.trust.status, "confirmed");
+
+  // State at every checkpoint is verifiable.
+  for (const s of history) {
+    const v = await reader.verify(s.config);
+    assert.equal(v.match, true, JSON.stringify(v));
+  }
+  // Running again on the thread continues it.
+  const again = await graph.invoke({ url }, config);
+  assert.deepEqual(again.log, ["fetch RETRIEVED", "answer", "fetch RETRIEVED", "answer"]);
+  let n = 0;
+  for await (const _ of reader.list(config)) n++;
+  assert.equal(n, 8);
+  let limited = 0;
+  for await (const _ of reader.list(config, { limit: 3, filter: { source: "loop" } })) limited++;
+  assert.equal(limited, 3);
+});
+
+test("two writers on one thread: the second gets a conflict, nothing forks", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  const a = new ArtifactdSaver({ client });
+  const b = new ArtifactdSaver({ client });
+  const config = { configurable: { thread_id: "race", checkpoint_ns: "" } };
+  const first = { ...emptyCheckpoint(), id: uuid6(-1) };
+  const root = await a.put(config, first, { source: "input", step: -1, parents: {} }, {});
+  // Both writers read the same latest checkpoint, then both extend it.
+  const [ta, tb] = await Promise.all([a.getTuple(config), b.getTuple(config)]);
+  assert.equal(ta.config.configurable.checkpoint_id, first.id);
+  assert.equal(tb.config.configurable.checkpoint_id, first.id);
+  const ca = { ...emptyCheckpoint(), id: uuid6(-1) };
+  const cb = { ...emptyCheckpoint(), id: uuid6(-1) };
+  const results = await Promise.allSettled([
+    a.put(root, ca, { source: "loop", step: 0, parents: {} }, {}),
+    b.put(root, cb, { source: "loop", step: 0, parents: {} }, {}),
+  ]);
+  const won = results.filter((r) => r.status === "fulfilled");
+  const lost = results.filter((r) => r.status === "rejected");
+  assert.equal(won.length, 1, JSON.stringify(results));
+  assert.ok(lost[0].reason instanceof CheckpointConflictError, String(lost[0].reason));
+  assert.match(lost[0].reason.message, /another writer got there first/);
+  // The history is one chain: the winner's checkpoint, then the root.
+  const ids = [];
+  for await (const tup of a.list({ configurable: { thread_id: "race" } })) ids.push(tup.checkpoint.id);
+  assert.equal(ids.length, 2);
+  assert.equal(ids[1], first.id);
+  assert.ok([ca.id, cb.id].includes(ids[0]));
+});
+
+test("two graphs on one thread: the writer that read a stale head fails clearly", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  const url = `http://127.0.0.1:${page.address().port}/report`;
+  const config = { configurable: { thread_id: "two-graphs" } };
+  const a = new ArtifactdSaver({ client });
+  await buildGraph(client, a).invoke({ url }, config);
+  // B reads the thread, then waits until A has run once more.
+  let release;
+  const gate = new Promise((r) => (release = r));
+  class Paused extends ArtifactdSaver {
+    async getTuple(cfg) {
+      const tuple = await super.getTuple(cfg);
+      await gate;
+      return tuple;
+    }
+  }
+  const b = new Paused({ client });
+  const pb = buildGraph(client, b).invoke({ url }, config);
+  await new Promise((r) => setTimeout(r, 200));
+  await buildGraph(client, a).invoke({ url }, config);
+  release();
+  await assert.rejects(pb, CheckpointConflictError);
+  let n = 0;
+  for await (const _ of a.list(config)) n++;
+  assert.equal(n, 8, "two runs of four checkpoints, no fork");
+});
+
+test("pending writes come back in writesSortKey order; deleteThread keeps history verifiable", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  const saver = new ArtifactdSaver({ client });
+  const config = { configurable: { thread_id: "writes", checkpoint_ns: "" } };
+  const cp = { ...emptyCheckpoint(), id: uuid6(-1) };
+  const c1 = await saver.put(config, cp, { source: "input", step: -1, parents: {} }, {});
+  await saver.putWrites(c1, [["b", { x: 2 }], ["a", "y"]], "task-2", "~path-2");
+  await saver.putWrites(c1, [["c", [1, 2, 3]]], "task-1", "~path-1");
+  await saver.putWrites(c1, [["c", "ignored: idx 0 of task-1 is already written"]], "task-1", "~path-1");
+  const tuple = await saver.getTuple(c1);
+  assert.deepEqual(tuple.pendingWrites, [
+    ["task-1", "c", [1, 2, 3]],
+    ["task-2", "b", { x: 2 }],
+    ["task-2", "a", "y"],
+  ]);
+  const { context, commit } = await saver.commitOf(c1);
+  const h = await client.hash(context);
+  await saver.deleteThread("writes");
+  assert.equal(await saver.getTuple(config), undefined);
+  const old = await client.hash(context, { at: h.commit });
+  assert.equal((await client.verify(context, old.context_hash, { at: h.commit })).match, true);
+  assert.ok(commit);
+});

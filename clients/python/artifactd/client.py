@@ -1,0 +1,268 @@
+"""A small client of the artifactd HTTP API (standard library only)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+PROBLEM_TYPE_PREFIX = "urn:artifactd:problem:"
+
+
+@dataclass
+class FieldError:
+    """One entry of a problem's errors list: where (a JSON pointer into the
+    body, or a query parameter), which rule, and what is wrong."""
+
+    rule: str
+    detail: str
+    pointer: Optional[str] = None
+    parameter: Optional[str] = None
+
+
+class ArtifactdError(Exception):
+    """Base class of the client's errors."""
+
+
+class Problem(ArtifactdError):
+    """An RFC 9457 problem answered by the server (every non-2xx answer).
+
+    ``extensions`` holds the other members (tainted_by, cycle, conflicts…).
+    """
+
+    def __init__(self, method: str, url: str, status: int, body: Mapping[str, Any]):
+        self.method, self.url = method, url
+        self.type: str = str(body.get("type", "about:blank"))
+        self.title: str = str(body.get("title", ""))
+        self.status: int = int(body.get("status", status) or status)
+        self.detail: str = str(body.get("detail", ""))
+        self.instance: Optional[str] = body.get("instance")
+        self.errors: List[FieldError] = [
+            FieldError(rule=e.get("rule", ""), detail=e.get("detail", ""), pointer=e.get("pointer"), parameter=e.get("parameter"))
+            for e in body.get("errors") or []
+        ]
+        self.extensions: Dict[str, Any] = {
+            k: v for k, v in body.items() if k not in ("type", "title", "status", "detail", "instance", "errors")
+        }
+        super().__init__(str(self))
+
+    @property
+    def code(self) -> str:
+        """The problem code: the type without the urn prefix."""
+        return self.type[len(PROBLEM_TYPE_PREFIX):] if self.type.startswith(PROBLEM_TYPE_PREFIX) else self.type
+
+    def __str__(self) -> str:
+        parts = [f"{self.method} {self.url}: {self.status} {self.code}: {self.detail}"]
+        for e in self.errors:
+            where = e.pointer if e.parameter is None else "?" + e.parameter
+            parts.append(f"{where} [{e.rule}] {e.detail}")
+        return "; ".join(parts)
+
+
+class StaleParent(Problem):
+    """A write whose parent was not the branch head (code stale-parent)."""
+
+
+class Quarantined(Problem):
+    """A write that rests on an unconfirmed artifact (code quarantined)."""
+
+
+class NotFound(Problem):
+    """A 404 problem."""
+
+
+class TransportError(ArtifactdError):
+    """The server could not be reached or answered garbage."""
+
+
+def _problem(method: str, url: str, status: int, raw: bytes) -> Problem:
+    try:
+        body = json.loads(raw.decode("utf-8"))
+        if not isinstance(body, dict):
+            raise ValueError
+    except ValueError:
+        body = {"type": "about:blank", "status": status, "detail": raw.decode("utf-8", "replace").strip()}
+    code = str(body.get("type", ""))[len(PROBLEM_TYPE_PREFIX):]
+    cls = {"stale-parent": StaleParent, "quarantined": Quarantined}.get(code)
+    if cls is None and status == 404:
+        cls = NotFound
+    return (cls or Problem)(method, url, status, body)
+
+
+def q(s: str) -> str:
+    """Percent-encode one path segment (an id "doc/1" becomes "doc%2F1")."""
+    return urllib.parse.quote(s, safe="")
+
+
+class Client:
+    """One artifactd server.
+
+    Safe requests (GET, and PUT of a context, which is idempotent) are
+    retried after a transport error or a 503; other writes never are. A
+    write with a stale ``parent`` is retried only through
+    :meth:`put_artifact_cas`, which re-reads the head first.
+    """
+
+    def __init__(self, base_url: str = "http://127.0.0.1:7070", token: Optional[str] = None,
+                 timeout: float = 30.0, retries: int = 2, backoff: float = 0.1):
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+
+    # ---- transport ----
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        """Send one request; return the decoded JSON body (or text for
+        non-JSON answers); raise :class:`Problem` for a non-2xx answer."""
+        data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        safe = method == "GET" or (method == "PUT" and path.startswith("/v1/contexts/"))
+        attempts = 1 + (self.retries if safe else 0)
+        pause = self.backoff
+        last: Optional[Exception] = None
+        for i in range(attempts):
+            if i:
+                time.sleep(pause)
+                pause *= 2
+            req = urllib.request.Request(self.base_url + path, data=data, method=method)
+            req.add_header("Accept", "application/json, application/problem+json")
+            if data is not None:
+                req.add_header("Content-Type", "application/json")
+            if self.token:
+                req.add_header("Authorization", "Bearer " + self.token)
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as res:
+                    raw = res.read()
+                    ctype = res.headers.get("Content-Type", "")
+            except urllib.error.HTTPError as e:
+                p = _problem(method, path, e.code, e.read())
+                if e.code != 503:
+                    raise p from None
+                last = p
+                continue
+            except (urllib.error.URLError, OSError) as e:
+                last = TransportError(f"{method} {path}: {e}")
+                continue
+            if not raw:
+                return None
+            if ctype.startswith("application/json"):
+                return json.loads(raw.decode("utf-8"))
+            return raw.decode("utf-8", "replace")
+        assert last is not None
+        raise last
+
+    @staticmethod
+    def _at(path: str, at: Optional[str]) -> str:
+        return path if not at else path + "?at=" + urllib.parse.quote(at, safe="")
+
+    # ---- contexts ----
+
+    def ensure_context(self, ctx: str, quarantine: Optional[str] = None) -> Dict[str, Any]:
+        """Create the context if absent (PUT); fine when it exists with the
+        same settings; :class:`Problem` with code "exists" otherwise."""
+        return self.request("PUT", f"/v1/contexts/{q(ctx)}", {} if quarantine is None else {"quarantine": quarantine})
+
+    def context(self, ctx: str, at: Optional[str] = None) -> Dict[str, Any]:
+        """Describe a context: branches, head, hash, counts, trust."""
+        return self.request("GET", self._at(f"/v1/contexts/{q(ctx)}", at))
+
+    # ---- writes ----
+
+    def put_artifact(self, ctx: str, type: str, data: Mapping[str, Any], id: Optional[str] = None,
+                     edges: Optional[List[Mapping[str, Any]]] = None, produced_by: Optional[str] = None,
+                     parent: Optional[str] = None, branch: Optional[str] = None,
+                     quarantine: Optional[str] = None) -> Dict[str, Any]:
+        """Write one artifact with its outgoing edges ({"rel", "to",
+        "attrs"?}) in one commit."""
+        body: Dict[str, Any] = {"type": type, "data": dict(data)}
+        for k, v in (("id", id), ("edges", edges), ("produced_by", produced_by), ("parent", parent),
+                     ("branch", branch), ("quarantine", quarantine)):
+            if v is not None:
+                body[k] = v
+        return self.request("POST", f"/v1/contexts/{q(ctx)}/artifacts", body)
+
+    def put_artifact_cas(self, ctx: str, build: Callable[[str], Mapping[str, Any]], attempts: int = 5,
+                         branch: Optional[str] = None) -> Dict[str, Any]:
+        """Write conditionally on the head: ``build(head)`` returns the
+        keyword arguments of :meth:`put_artifact`; on stale-parent the head
+        is re-read and ``build`` called again, at most ``attempts`` times."""
+        err: Optional[StaleParent] = None
+        for _ in range(max(1, attempts)):
+            head = self.hash(ctx, at=branch)["commit"]
+            kwargs = dict(build(head))
+            try:
+                return self.put_artifact(ctx, parent=head, branch=branch, **kwargs)
+            except StaleParent as e:
+                err = e
+        assert err is not None
+        raise err
+
+    def commit(self, ctx: str, ops: List[Mapping[str, Any]], **fields: Any) -> Dict[str, Any]:
+        """One atomic commit of ops (put, delete, link, unlink)."""
+        return self.request("POST", f"/v1/contexts/{q(ctx)}/commits", {"ops": ops, **fields})
+
+    def record_fetch(self, ctx: str, url: str, status: int, body: str = "", headers: Optional[Mapping[str, str]] = None,
+                     id: Optional[str] = None, **fields: Any) -> Dict[str, Any]:
+        """Send fetch evidence through the gate: the server judges it
+        (RETRIEVED, FAILED, UNKNOWN) and commits the fetch_verdict."""
+        payload: Dict[str, Any] = {"url": url, "status": status, "body": body, **fields}
+        if headers:
+            payload["headers"] = dict(headers)
+        if id is not None:
+            payload["id"] = id
+        return self.request("POST", f"/v1/contexts/{q(ctx)}/fetches", payload)
+
+    def record_tool_result(self, ctx: str, **fields: Any) -> Dict[str, Any]:
+        """A tool's error or output, sanitised by the server."""
+        return self.request("POST", f"/v1/contexts/{q(ctx)}/tool-results", fields)
+
+    # ---- reads ----
+
+    def artifact(self, ctx: str, id: str, at: Optional[str] = None) -> Dict[str, Any]:
+        """One artifact with data and trust."""
+        return self.request("GET", self._at(f"/v1/contexts/{q(ctx)}/artifacts/{q(id)}", at))
+
+    def hash(self, ctx: str, at: Optional[str] = None) -> Dict[str, Any]:
+        """{"commit", "context_hash", "artifacts", "edges"} at a commit or branch."""
+        return self.request("GET", self._at(f"/v1/contexts/{q(ctx)}/hash", at))
+
+    def audit(self, ctx: str, id: str, at: Optional[str] = None) -> Dict[str, Any]:
+        """What the answer ``id`` rests on, with trust and sources."""
+        return self.request("GET", self._at(f"/v1/contexts/{q(ctx)}/audit/{q(id)}", at))
+
+    def quarantine(self, ctx: str, at: Optional[str] = None) -> Dict[str, Any]:
+        """Poison roots, quarantined artifacts and blast radius."""
+        return self.request("GET", self._at(f"/v1/contexts/{q(ctx)}/quarantine", at))
+
+    def state(self, ctx: str, at: Optional[str] = None) -> Dict[str, Any]:
+        """The whole state: enough to recompute the context hash."""
+        return self.request("GET", self._at(f"/v1/contexts/{q(ctx)}/state", at))
+
+    def compare(self, a: str, b: str) -> Dict[str, Any]:
+        """Compare two runs, each "CTX" or "CTX@REF"."""
+        return self.request("GET", "/v1/compare?a=" + urllib.parse.quote(a, safe="") + "&b=" + urllib.parse.quote(b, safe=""))
+
+    def verify(self, ctx: str, hash: str, at: Optional[str] = None) -> Dict[str, Any]:
+        """Ask the server to rebuild the state from the commit chain and
+        compare its hash (POST .../verify). A server without that route
+        answers 404 "no route": the hash of GET .../hash is compared
+        instead and the result has "by_hash": True."""
+        body: Dict[str, Any] = {"hash": hash}
+        if at:
+            body["at"] = at
+        try:
+            return self.request("POST", f"/v1/contexts/{q(ctx)}/verify", body)
+        except NotFound as e:
+            if not e.detail.startswith("no route for "):
+                raise
+        h = self.hash(ctx, at=at)
+        return {"match": h["context_hash"] == hash, "context_hash": h["context_hash"], "commit": h["commit"], "by_hash": True}
+
+    def model_call(self, ctx: str, request_hash: str, at: Optional[str] = None) -> Dict[str, Any]:
+        """The recorded model call with that request hash (NotFound if none)."""
+        return self.request("GET", self._at(f"/v1/contexts/{q(ctx)}/model-calls/{q(request_hash)}", at))

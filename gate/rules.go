@@ -1,0 +1,532 @@
+package gate
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/artifactd/artifactd/hashing"
+)
+
+// Rulesets.
+//
+// A ruleset is the data the classifier applies: thresholds, fingerprint
+// titles, ids, classes, paths and phrases, and per-domain rules. It is a
+// JSON document (format 1, below) with a name; its hash is the SHA-256 of
+// the RFC 8785 canonical form of the resolved document (after "extends"),
+// so formatting does not change it and any change of content does. Every
+// receipt names the ruleset and its hash, and a verifier re-derives a
+// verdict with exactly that ruleset ([Rulesets.Lookup]).
+//
+// The built-in rulesets are embedded from gate/rules: gate/v1 (the rules
+// of the first release, kept so its receipts re-derive identically) and
+// gate/v2 ([RulesetVersion], the default). docs/GATE.md describes the
+// format.
+
+//go:embed rules/*.json
+var builtinFiles embed.FS
+
+// RulesFormat is the ruleset file format this package reads.
+const RulesFormat = 1
+
+// RulesetV1 is the name of the first built-in ruleset. A receipt that names
+// it without a hash was made by it (receipts of the first release carry no
+// hash).
+const RulesetV1 = "gate/v1"
+
+// Limits on a ruleset file, so an operator's file cannot make
+// classification slow.
+const (
+	maxRulesBytes    = 1 << 20
+	maxRuleEntries   = 4096 // entries of any one list
+	maxPhraseChars   = 200
+	maxRulesetName   = 64
+	maxPhraseMaxText = 100000
+)
+
+// ErrRules marks an invalid ruleset document; the *RulesError says where.
+var ErrRules = errors.New("invalid ruleset")
+
+// ErrUnknownRuleset is returned by [Rulesets.Lookup] for a name or hash it
+// does not hold: a verdict made by an unknown ruleset cannot be re-derived
+// and must be refused.
+var ErrUnknownRuleset = errors.New("unknown ruleset")
+
+// RulesError is a ruleset defect: Pointer is the JSON pointer of the field
+// ("/thresholds/min_html_text"), Rule the rule it breaks ("minimum",
+// "enum", "required", …). It wraps [ErrRules].
+type RulesError struct {
+	Pointer string
+	Rule    string
+	Detail  string
+}
+
+func (e *RulesError) Error() string {
+	return fmt.Sprintf("ruleset %s: %s (%s)", e.Pointer, e.Detail, e.Rule)
+}
+
+// Unwrap returns ErrRules.
+func (e *RulesError) Unwrap() error { return ErrRules }
+
+// Thresholds are a ruleset's numbers. In a file that extends another
+// ruleset, a zero (absent) field inherits the base's value.
+type Thresholds struct {
+	// MaxRedirects: more hops is transport.too_many_redirects.
+	MaxRedirects int `json:"max_redirects,omitempty"`
+	// MaxDecodedBytes: a larger decoded body is extraction.too_large.
+	MaxDecodedBytes int `json:"max_decoded_bytes,omitempty"`
+	// MinHTMLText, HTMLBytesPerText, MaxHTMLTextRequired: the readable
+	// characters an HTML body needs (see [MinHTMLText]).
+	MinHTMLText         int `json:"min_html_text,omitempty"`
+	HTMLBytesPerText    int `json:"html_bytes_per_text,omitempty"`
+	MaxHTMLTextRequired int `json:"max_html_text_required,omitempty"`
+	// MinPlainText: readable characters CSV, XML or text needs.
+	MinPlainText int `json:"min_plain_text,omitempty"`
+	// MaxControlPermille: control bytes per 1000 tolerated in text.
+	MaxControlPermille int `json:"max_control_permille,omitempty"`
+	// ConsentWallMinText, ConsentWallMaxOtherText, LoginWallMaxOtherText:
+	// the structural wall thresholds (see [ConsentWallMinText]).
+	ConsentWallMinText      int `json:"consent_wall_min_text,omitempty"`
+	ConsentWallMaxOtherText int `json:"consent_wall_max_other_text,omitempty"`
+	LoginWallMaxOtherText   int `json:"login_wall_max_other_text,omitempty"`
+	// WideCharWeight is how many readable characters one Han ideograph,
+	// kana or Hangul syllable counts as when the fingerprint layer compares
+	// a page's text with a wall threshold (the consent and login
+	// thresholds above and each phrase rule's max_text): one such
+	// character carries about as much as two or three Latin letters, so
+	// with 1 a short Chinese or Japanese article looks like a wall's few
+	// words. The extraction thresholds always count 1.
+	WideCharWeight int `json:"wide_char_weight,omitempty"`
+}
+
+// HeaderRule is a response header whose value (one of Values, compared
+// case-insensitively) means a challenge was served.
+type HeaderRule struct {
+	Name   string   `json:"name"`
+	Values []string `json:"values"`
+}
+
+// PhraseRule lowers a short page to UNKNOWN with Reason when its title or
+// text holds one of the phrases: only pages whose main readable text (HTML:
+// outside nav, header, footer and aside; text: all of it) has at most
+// MaxText letters and digits, so an article that mentions the phrase is
+// never a wall. Phrases are grouped by language tag ("en", "de", "ja", …);
+// matching ignores case and runs of whitespace.
+type PhraseRule struct {
+	Reason  Reason              `json:"reason"`
+	MaxText int                 `json:"max_text"`
+	Phrases map[string][]string `json:"phrases"`
+}
+
+// DomainRule lowers every page whose final URL's host is Host (or, with
+// Subdomains, ends in "."+Host) to UNKNOWN with Reason.
+type DomainRule struct {
+	Host       string `json:"host"`
+	Subdomains bool   `json:"subdomains,omitempty"`
+	Reason     Reason `json:"reason"`
+}
+
+// rulesDoc is the ruleset file (format 1). In a resolved ruleset Extends is
+// empty and every list holds the base's entries followed by the file's.
+type rulesDoc struct {
+	Format                 int          `json:"format"`
+	Name                   string       `json:"name"`
+	Extends                string       `json:"extends,omitempty"`
+	About                  string       `json:"about,omitempty"`
+	Thresholds             Thresholds   `json:"thresholds"`
+	ChallengeHeaders       []HeaderRule `json:"challenge_headers,omitempty"`
+	ChallengeTitles        []string     `json:"challenge_titles,omitempty"`
+	ChallengeTitlePrefixes []string     `json:"challenge_title_prefixes,omitempty"`
+	ChallengeIDs           []string     `json:"challenge_ids,omitempty"`
+	ChallengeClasses       []string     `json:"challenge_classes,omitempty"`
+	ConsentMarkers         []string     `json:"consent_markers,omitempty"`
+	LoginPaths             []string     `json:"login_paths,omitempty"`
+	NotFoundPaths          []string     `json:"not_found_paths,omitempty"`
+	NotFoundTitles         []string     `json:"not_found_titles,omitempty"`
+	RateLimitTitles        []string     `json:"rate_limit_titles,omitempty"`
+	Phrases                []PhraseRule `json:"phrases,omitempty"`
+	Domains                []DomainRule `json:"domains,omitempty"`
+}
+
+// Rules is a parsed, validated, resolved ruleset, ready for [ClassifyWith].
+// It is immutable and safe for concurrent use.
+type Rules struct {
+	doc  rulesDoc
+	hash string
+	raw  []byte // canonical JSON of doc
+
+	challengeTitles  map[string]bool
+	notFoundSegments map[string]bool
+	rateLimitSegs    map[string]bool
+	loginPaths       map[string]bool
+	notFoundPaths    map[string]bool
+	phrases          []phraseSet
+	maxPhraseText    int // the largest MaxText of phrases
+}
+
+// phraseSet is one PhraseRule, normalised.
+type phraseSet struct {
+	reason  Reason
+	maxText int
+	phrases []string
+}
+
+// Name returns the ruleset's name, e.g. "gate/v2".
+func (r *Rules) Name() string { return r.doc.Name }
+
+// Hash returns "sha256:<64 hex>" of the canonical JSON of the resolved
+// ruleset ([Rules.JSON]).
+func (r *Rules) Hash() string { return r.hash }
+
+// JSON returns the resolved ruleset as canonical JSON (RFC 8785): the
+// bytes [Rules.Hash] is computed over, and a valid ruleset file itself.
+func (r *Rules) JSON() []byte { return append([]byte(nil), r.raw...) }
+
+// Thresholds returns the ruleset's numbers.
+func (r *Rules) Thresholds() Thresholds { return r.doc.Thresholds }
+
+// fingerprintReasons are the reasons a phrase or domain rule may give.
+var fingerprintReasons = map[Reason]bool{
+	ReasonChallenge: true, ReasonConsentWall: true, ReasonLoginWall: true, ReasonSoft404: true,
+	ReasonPaywall: true, ReasonParkedDomain: true, ReasonRateLimited: true,
+}
+
+// ParseRules reads a ruleset file (format 1), resolves "extends" against
+// the built-in rulesets, and validates it. Errors are *RulesError values
+// (wrapping [ErrRules]) naming the field by JSON pointer; unknown fields
+// are refused.
+func ParseRules(b []byte) (*Rules, error) {
+	return parseRules(b, func(name string) *Rules { return builtin().byName(name) })
+}
+
+func parseRules(b []byte, base func(string) *Rules) (*Rules, error) {
+	if len(b) > maxRulesBytes {
+		return nil, &RulesError{Pointer: "", Rule: "maxBytes", Detail: fmt.Sprintf("more than %d bytes", maxRulesBytes)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var d rulesDoc
+	if err := dec.Decode(&d); err != nil {
+		return nil, &RulesError{Pointer: "", Rule: "json", Detail: err.Error()}
+	}
+	if dec.More() {
+		return nil, &RulesError{Pointer: "", Rule: "json", Detail: "data after the ruleset object"}
+	}
+	switch {
+	case d.Format != RulesFormat:
+		return nil, &RulesError{Pointer: "/format", Rule: "enum", Detail: fmt.Sprintf("format %d; this version reads format %d", d.Format, RulesFormat)}
+	case d.Name == "" || len(d.Name) > maxRulesetName || strings.TrimSpace(d.Name) != d.Name || strings.ContainsAny(d.Name, " \t\r\n\"\\"):
+		return nil, &RulesError{Pointer: "/name", Rule: "pattern", Detail: fmt.Sprintf("want a name of 1 to %d characters without spaces, e.g. \"site/v1\"", maxRulesetName)}
+	}
+	if d.Extends != "" {
+		if d.Extends == d.Name {
+			return nil, &RulesError{Pointer: "/extends", Rule: "not_self", Detail: "a ruleset cannot extend itself"}
+		}
+		b := base(d.Extends)
+		if b == nil {
+			return nil, &RulesError{Pointer: "/extends", Rule: "known_ruleset", Detail: fmt.Sprintf("%q is not a built-in ruleset", d.Extends)}
+		}
+		// Check the file's own entries first, so errors point into the
+		// file rather than into the merged lists.
+		own := d
+		own.Thresholds = merge(b.doc, d).Thresholds
+		if _, err := newRules(own); err != nil {
+			return nil, err
+		}
+		d = merge(b.doc, d)
+	}
+	return newRules(d)
+}
+
+// merge resolves a file that extends base: lists are appended, zero
+// thresholds inherited.
+func merge(base, d rulesDoc) rulesDoc {
+	out := base
+	out.Name, out.About, out.Extends = d.Name, d.About, ""
+	if out.About == "" {
+		out.About = "extends " + base.Name
+	}
+	t, bt := &out.Thresholds, d.Thresholds
+	for _, f := range []struct{ dst, src *int }{
+		{&t.MaxRedirects, &bt.MaxRedirects}, {&t.MaxDecodedBytes, &bt.MaxDecodedBytes},
+		{&t.MinHTMLText, &bt.MinHTMLText}, {&t.HTMLBytesPerText, &bt.HTMLBytesPerText},
+		{&t.MaxHTMLTextRequired, &bt.MaxHTMLTextRequired}, {&t.MinPlainText, &bt.MinPlainText},
+		{&t.MaxControlPermille, &bt.MaxControlPermille}, {&t.ConsentWallMinText, &bt.ConsentWallMinText},
+		{&t.ConsentWallMaxOtherText, &bt.ConsentWallMaxOtherText}, {&t.LoginWallMaxOtherText, &bt.LoginWallMaxOtherText},
+		{&t.WideCharWeight, &bt.WideCharWeight},
+	} {
+		if *f.src != 0 {
+			*f.dst = *f.src
+		}
+	}
+	cat := func(a, b []string) []string { return append(append([]string(nil), a...), b...) }
+	out.ChallengeHeaders = append(append([]HeaderRule(nil), base.ChallengeHeaders...), d.ChallengeHeaders...)
+	out.ChallengeTitles = cat(base.ChallengeTitles, d.ChallengeTitles)
+	out.ChallengeTitlePrefixes = cat(base.ChallengeTitlePrefixes, d.ChallengeTitlePrefixes)
+	out.ChallengeIDs = cat(base.ChallengeIDs, d.ChallengeIDs)
+	out.ChallengeClasses = cat(base.ChallengeClasses, d.ChallengeClasses)
+	out.ConsentMarkers = cat(base.ConsentMarkers, d.ConsentMarkers)
+	out.LoginPaths = cat(base.LoginPaths, d.LoginPaths)
+	out.NotFoundPaths = cat(base.NotFoundPaths, d.NotFoundPaths)
+	out.NotFoundTitles = cat(base.NotFoundTitles, d.NotFoundTitles)
+	out.RateLimitTitles = cat(base.RateLimitTitles, d.RateLimitTitles)
+	out.Phrases = append(append([]PhraseRule(nil), base.Phrases...), d.Phrases...)
+	out.Domains = append(append([]DomainRule(nil), base.Domains...), d.Domains...)
+	return out
+}
+
+// thresholdRange is the accepted range of each threshold.
+var thresholdRange = []struct {
+	name     string
+	get      func(*Thresholds) int
+	min, max int
+}{
+	{"max_redirects", func(t *Thresholds) int { return t.MaxRedirects }, 1, 100},
+	{"max_decoded_bytes", func(t *Thresholds) int { return t.MaxDecodedBytes }, 1 << 10, 1 << 30},
+	{"min_html_text", func(t *Thresholds) int { return t.MinHTMLText }, 1, 100000},
+	{"html_bytes_per_text", func(t *Thresholds) int { return t.HTMLBytesPerText }, 1, 1 << 20},
+	{"max_html_text_required", func(t *Thresholds) int { return t.MaxHTMLTextRequired }, 1, 1 << 20},
+	{"min_plain_text", func(t *Thresholds) int { return t.MinPlainText }, 1, 100000},
+	{"max_control_permille", func(t *Thresholds) int { return t.MaxControlPermille }, 1, 1000},
+	{"consent_wall_min_text", func(t *Thresholds) int { return t.ConsentWallMinText }, 1, 100000},
+	{"consent_wall_max_other_text", func(t *Thresholds) int { return t.ConsentWallMaxOtherText }, 1, 100000},
+	{"login_wall_max_other_text", func(t *Thresholds) int { return t.LoginWallMaxOtherText }, 1, 100000},
+	{"wide_char_weight", func(t *Thresholds) int { return t.WideCharWeight }, 1, 10},
+}
+
+// newRules validates a resolved document and builds its lookup tables.
+func newRules(d rulesDoc) (*Rules, error) {
+	for _, f := range thresholdRange {
+		if v := f.get(&d.Thresholds); v < f.min || v > f.max {
+			return nil, &RulesError{Pointer: "/thresholds/" + f.name, Rule: "range",
+				Detail: fmt.Sprintf("%d is outside %d–%d (required: a file without extends must set every threshold)", v, f.min, f.max)}
+		}
+	}
+	if d.Thresholds.MaxHTMLTextRequired < d.Thresholds.MinHTMLText {
+		return nil, &RulesError{Pointer: "/thresholds/max_html_text_required", Rule: "minimum", Detail: "must not be below min_html_text"}
+	}
+	lists := []struct {
+		ptr  string
+		vals []string
+	}{
+		{"/challenge_titles", d.ChallengeTitles}, {"/challenge_title_prefixes", d.ChallengeTitlePrefixes},
+		{"/challenge_ids", d.ChallengeIDs}, {"/challenge_classes", d.ChallengeClasses},
+		{"/consent_markers", d.ConsentMarkers}, {"/login_paths", d.LoginPaths},
+		{"/not_found_paths", d.NotFoundPaths}, {"/not_found_titles", d.NotFoundTitles},
+		{"/rate_limit_titles", d.RateLimitTitles},
+	}
+	for _, l := range lists {
+		if len(l.vals) > maxRuleEntries {
+			return nil, &RulesError{Pointer: l.ptr, Rule: "maxItems", Detail: fmt.Sprintf("more than %d entries", maxRuleEntries)}
+		}
+		for i, v := range l.vals {
+			if strings.TrimSpace(v) == "" || len(v) > maxPhraseChars {
+				return nil, &RulesError{Pointer: fmt.Sprintf("%s/%d", l.ptr, i), Rule: "length", Detail: fmt.Sprintf("want 1 to %d characters", maxPhraseChars)}
+			}
+		}
+	}
+	for i, m := range d.ConsentMarkers {
+		if m != strings.ToLower(m) || len(m) < 4 {
+			return nil, &RulesError{Pointer: fmt.Sprintf("/consent_markers/%d", i), Rule: "lowercase", Detail: "want lower case, at least 4 characters"}
+		}
+	}
+	for i, h := range d.ChallengeHeaders {
+		if h.Name == "" || len(h.Values) == 0 {
+			return nil, &RulesError{Pointer: fmt.Sprintf("/challenge_headers/%d", i), Rule: "required", Detail: "want a name and at least one value"}
+		}
+	}
+	r := &Rules{
+		challengeTitles:  set(d.ChallengeTitles, normTitle),
+		notFoundSegments: set(d.NotFoundTitles, normTitle),
+		rateLimitSegs:    set(d.RateLimitTitles, normTitle),
+		loginPaths:       set(d.LoginPaths, strings.ToLower),
+		notFoundPaths:    set(d.NotFoundPaths, strings.ToLower),
+	}
+	// Phrases are stored normalised, so the hash covers what is matched.
+	normalised := make([]PhraseRule, 0, len(d.Phrases))
+	for i, p := range d.Phrases {
+		at := fmt.Sprintf("/phrases/%d", i)
+		switch {
+		case !fingerprintReasons[p.Reason]:
+			return nil, &RulesError{Pointer: at + "/reason", Rule: "enum", Detail: fmt.Sprintf("%q is not a fingerprint reason", p.Reason)}
+		case p.MaxText < 1 || p.MaxText > maxPhraseMaxText:
+			return nil, &RulesError{Pointer: at + "/max_text", Rule: "range", Detail: fmt.Sprintf("want 1–%d", maxPhraseMaxText)}
+		case len(p.Phrases) == 0:
+			return nil, &RulesError{Pointer: at + "/phrases", Rule: "required", Detail: "want at least one language with phrases"}
+		}
+		ps := phraseSet{reason: p.Reason, maxText: p.MaxText}
+		np := PhraseRule{Reason: p.Reason, MaxText: p.MaxText, Phrases: make(map[string][]string, len(p.Phrases))}
+		langs := make([]string, 0, len(p.Phrases))
+		for lang := range p.Phrases {
+			langs = append(langs, lang)
+		}
+		sort.Strings(langs)
+		for _, lang := range langs {
+			if len(lang) < 2 || len(lang) > 8 || strings.ToLower(lang) != lang {
+				return nil, &RulesError{Pointer: at + "/phrases/" + lang, Rule: "language_tag", Detail: "want a lower-case language tag such as \"en\" or \"pt-br\""}
+			}
+			for j, ph := range p.Phrases[lang] {
+				n := normPhrase(ph)
+				if n == "" || len(ph) > maxPhraseChars {
+					return nil, &RulesError{Pointer: fmt.Sprintf("%s/phrases/%s/%d", at, lang, j), Rule: "length", Detail: fmt.Sprintf("want 1 to %d characters", maxPhraseChars)}
+				}
+				ps.phrases = append(ps.phrases, n)
+				np.Phrases[lang] = append(np.Phrases[lang], n)
+			}
+		}
+		normalised = append(normalised, np)
+		if len(ps.phrases) > maxRuleEntries {
+			return nil, &RulesError{Pointer: at + "/phrases", Rule: "maxItems", Detail: fmt.Sprintf("more than %d phrases", maxRuleEntries)}
+		}
+		r.phrases = append(r.phrases, ps)
+		if p.MaxText > r.maxPhraseText {
+			r.maxPhraseText = p.MaxText
+		}
+	}
+	if len(normalised) > 0 {
+		d.Phrases = normalised
+	}
+	for i, dr := range d.Domains {
+		at := fmt.Sprintf("/domains/%d", i)
+		if dr.Host == "" || dr.Host != strings.ToLower(dr.Host) || strings.ContainsAny(dr.Host, "/:@ ") || strings.HasPrefix(dr.Host, ".") {
+			return nil, &RulesError{Pointer: at + "/host", Rule: "hostname", Detail: "want a lower-case host name such as \"consent.example.com\""}
+		}
+		if !fingerprintReasons[dr.Reason] {
+			return nil, &RulesError{Pointer: at + "/reason", Rule: "enum", Detail: fmt.Sprintf("%q is not a fingerprint reason", dr.Reason)}
+		}
+	}
+	raw, err := hashing.Marshal(d)
+	if err != nil {
+		return nil, &RulesError{Pointer: "", Rule: "canonical", Detail: err.Error()}
+	}
+	sum := sha256.Sum256(raw)
+	r.doc, r.raw, r.hash = d, raw, "sha256:"+hex.EncodeToString(sum[:])
+	return r, nil
+}
+
+func set(vals []string, norm func(string) string) map[string]bool {
+	m := make(map[string]bool, len(vals))
+	for _, v := range vals {
+		m[norm(v)] = true
+	}
+	return m
+}
+
+// Rulesets is a set of rulesets a verifier knows, by name and hash: the
+// built-in ones and any the operator added. The zero value is empty; use
+// [BuiltinRulesets]. Methods are not safe for concurrent use with Add.
+type Rulesets struct {
+	byKey  map[string]*Rules // name + " " + hash
+	byNm   map[string]*Rules // name → the ruleset of that name
+	latest *Rules
+}
+
+// BuiltinRulesets returns a new set holding the embedded rulesets (gate/v1
+// and gate/v2); its [Rulesets.Default] is gate/v2.
+func BuiltinRulesets() *Rulesets {
+	b := builtin()
+	out := &Rulesets{latest: b.latest}
+	for _, r := range b.byNm {
+		if err := out.Add(r); err != nil {
+			panic(err) // unreachable: the built-in set has no duplicates
+		}
+	}
+	return out
+}
+
+// Add puts r in the set. A ruleset with the same name and another hash is
+// refused: one name must mean one ruleset, or receipts would be ambiguous.
+func (s *Rulesets) Add(r *Rules) error {
+	if r == nil {
+		return errors.New("gate: nil ruleset")
+	}
+	if s.byKey == nil {
+		s.byKey, s.byNm = map[string]*Rules{}, map[string]*Rules{}
+	}
+	if have, ok := s.byNm[r.Name()]; ok {
+		if have.Hash() != r.Hash() {
+			return fmt.Errorf("gate: ruleset %q is already defined with hash %s (this one has %s): give the new one another name: %w", r.Name(), have.Hash(), r.Hash(), ErrRules)
+		}
+		return nil
+	}
+	s.byNm[r.Name()] = r
+	s.byKey[r.Name()+" "+r.Hash()] = r
+	return nil
+}
+
+// Default returns the ruleset new verdicts use: gate/v2 for the built-in
+// set.
+func (s *Rulesets) Default() *Rules { return s.latest }
+
+// Names returns the names held, sorted.
+func (s *Rulesets) Names() []string {
+	out := make([]string, 0, len(s.byNm))
+	for n := range s.byNm {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns the ruleset a receipt names. An empty hash is accepted
+// only for [RulesetV1], whose receipts carry none. Any other name or hash
+// the set does not hold gives an error wrapping [ErrUnknownRuleset].
+func (s *Rulesets) Lookup(name, hash string) (*Rules, error) {
+	if hash == "" {
+		if name == RulesetV1 {
+			if r := s.byNm[name]; r != nil {
+				return r, nil
+			}
+		}
+		return nil, fmt.Errorf("gate: ruleset %q without a hash: %w", name, ErrUnknownRuleset)
+	}
+	if r := s.byKey[name+" "+hash]; r != nil {
+		return r, nil
+	}
+	if r := s.byNm[name]; r != nil {
+		return nil, fmt.Errorf("gate: ruleset %q has hash %s here, not %s: %w", name, r.Hash(), hash, ErrUnknownRuleset)
+	}
+	return nil, fmt.Errorf("gate: ruleset %q is not known (known: %s): %w", name, strings.Join(s.Names(), ", "), ErrUnknownRuleset)
+}
+
+// Lookup finds a ruleset by the name and hash a receipt carries in the
+// built-in set (see [Rulesets.Lookup]).
+func Lookup(name, hash string) (*Rules, error) { return BuiltinRulesets().Lookup(name, hash) }
+
+// BuiltinRules returns the default built-in ruleset, gate/v2.
+func BuiltinRules() *Rules { return builtin().latest }
+
+// builtinTable is the parsed embedded rulesets.
+type builtinTable struct {
+	byNm   map[string]*Rules
+	latest *Rules
+}
+
+func (b *builtinTable) byName(n string) *Rules { return b.byNm[n] }
+
+// builtinRules is parsed once: the embedded files are constants of the
+// program, so this is not mutable state.
+var builtinRules = func() *builtinTable {
+	t := &builtinTable{byNm: map[string]*Rules{}}
+	for _, f := range []string{"rules/gate-v1.json", "rules/gate-v2.json"} {
+		b, err := builtinFiles.ReadFile(f)
+		if err != nil {
+			panic(err)
+		}
+		r, err := parseRules(b, t.byName)
+		if err != nil {
+			panic(fmt.Sprintf("built-in ruleset %s: %v", f, err))
+		}
+		t.byNm[r.Name()] = r
+		t.latest = r
+	}
+	return t
+}()
+
+func builtin() *builtinTable { return builtinRules }

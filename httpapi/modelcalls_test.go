@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestEnsureContext: PUT creates once (201), repeats with the same
+// settings (200, no change), refuses other settings (409 naming
+// /quarantine) and a body id that differs from the path (422).
+func TestEnsureContext(t *testing.T) {
+	e := newEnv(t)
+	put := func(body any) *resp { return e.send(req{method: "PUT", path: "/v1/contexts/run", body: body}) }
+	if r := put(map[string]any{"quarantine": "observe"}); r.status != 201 {
+		t.Fatalf("first PUT: %d %s", r.status, r.body)
+	}
+	before := e.hash("run")
+	if r := put(map[string]any{"quarantine": "observe", "id": "run"}); r.status != 200 || r.obj(t)["quarantine"] != "observe" {
+		t.Fatalf("same PUT: %d %s", r.status, r.body)
+	}
+	r := put(map[string]any{})
+	if r.status != 409 || !strings.Contains(r.String(), `"pointer":"/quarantine"`) {
+		t.Fatalf("PUT with the default (enforce) over observe: %d %s", r.status, r.body)
+	}
+	if r := put(map[string]any{"id": "other"}); r.status != 422 || !strings.Contains(r.String(), `"rule":"matches_path"`) {
+		t.Fatalf("PUT with another id: %d %s", r.status, r.body)
+	}
+	if r := put(`{"quarantine":"sometimes"}`); r.status != 422 {
+		t.Fatalf("PUT with a bad mode: %d %s", r.status, r.body)
+	}
+	if e.hash("run") != before {
+		t.Fatal("a refused PUT changed the context")
+	}
+	if r := e.send(req{method: "PUT", path: "/v1/contexts/fresh"}); r.status != 201 || r.obj(t)["quarantine"] != "enforce" {
+		t.Fatalf("PUT without a body: %d %s", r.status, r.body)
+	}
+}
+
+// TestModelCallRecord: a recorded call is found by the hash of its
+// canonical request however the request's members are ordered; a record
+// whose request does not hash to its key is refused, never answered.
+func TestModelCallRecord(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("run", "")
+	request := `{"model":"m","parameters":{"temperature":0},"messages":[{"role":"user","content":"6 x 7?"}]}`
+	reordered := `{"messages":[{"content":"6 x 7?","role":"user"}],"parameters":{"temperature":0},"model":"m"}`
+	h, err := ModelCallRequestHash(json.RawMessage(request))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, _ := ModelCallRequestHash(json.RawMessage(reordered))
+	if h != h2 {
+		t.Fatal("member order changed the request hash")
+	}
+	path := "/v1/contexts/run/model-calls/" + h.String()
+	if r := e.get(path); r.status != 404 {
+		t.Fatalf("before recording: %d", r.status)
+	}
+	var req0 any
+	_ = json.Unmarshal([]byte(request), &req0)
+	e.must(e.post("/v1/contexts/run/artifacts", map[string]any{"id": ModelCallID(h), "type": "model_call",
+		"data": map[string]any{"model": "m", "request_hash": h.String(), "request": req0, "response": map[string]any{"text": "42"}}}), 201)
+	got := e.must(e.get(path), 200)
+	if got["response"].(map[string]any)["text"] != "42" || got["artifact"] != ModelCallID(h) {
+		t.Fatalf("record %v", got)
+	}
+	if r := e.get("/v1/contexts/run/model-calls/" + h.Hex()); r.status != 200 {
+		t.Fatalf("bare hex: %d", r.status)
+	}
+	// A forged record: the key does not match the request.
+	other, _ := ModelCallRequestHash(json.RawMessage(`{"model":"other"}`))
+	e.must(e.post("/v1/contexts/run/artifacts", map[string]any{"id": ModelCallID(other), "type": "model_call",
+		"data": map[string]any{"model": "m", "request_hash": other.String(), "request": req0, "response": "x"}}), 201)
+	if r := e.get("/v1/contexts/run/model-calls/" + other.String()); r.status != 409 {
+		t.Fatalf("forged record: %d %s", r.status, r.body)
+	}
+}

@@ -1,0 +1,218 @@
+package httpapi
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// maxSchemaExpansion bounds how many subschemas one validation of a value
+// may evaluate at one place of the data: the size of the schema with every
+// $ref expanded. A schema of nested anyOf/$ref can otherwise cost 4× per
+// two levels (1.4 KB cost 3.2 s and 700 MB per put at depth 20).
+const maxSchemaExpansion = 5000
+
+// sameLocation are the keywords whose subschemas apply to the same value;
+// descending are those that apply to a part of it (a member, an item).
+var (
+	sameLocationObject = []string{"not", "if", "then", "else"}
+	sameLocationArray  = []string{"allOf", "anyOf", "oneOf"}
+	sameLocationMap    = []string{"dependentSchemas"}
+	descendingObject   = []string{"additionalProperties", "items", "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems"}
+	descendingArray    = []string{"prefixItems"}
+	descendingMap      = []string{"properties", "patternProperties"}
+)
+
+// schemaCostError says why a schema is refused at registration.
+type schemaCostError struct {
+	pointer, rule, detail string
+}
+
+// checkSchemaCost refuses, before a schema is registered, one whose
+// validation cost could explode or never end: a $ref cycle that does not
+// descend into the data (`{"$ref":"#"}` fails every put), a $ref that does
+// not resolve inside the schema, and an expansion of more than
+// maxSchemaExpansion subschemas for one value. Recursion through a
+// descending keyword (a tree of items) is allowed: each level of the data
+// pays once. doc is the schema decoded into maps and slices.
+func checkSchemaCost(doc any) *schemaCostError {
+	c := &costWalk{root: doc, memo: map[string]int{}, onStack: map[string]bool{}}
+	n, err := c.cost(doc, "")
+	if err != nil {
+		return err
+	}
+	if n > maxSchemaExpansion {
+		return &schemaCostError{"", "cost", fmt.Sprintf("validating one value would evaluate more than %d subschemas (the schema's $refs expand to %d); flatten the anyOf/oneOf/$ref nesting", maxSchemaExpansion, n)}
+	}
+	return nil
+}
+
+type costWalk struct {
+	root any
+	// memo is the expansion of each subschema, by pointer; onStack marks the
+	// pointers being expanded; stack counts, per frame, the descending
+	// keywords passed since it was entered.
+	memo    map[string]int
+	onStack map[string]bool
+	stack   []frameInfo
+}
+
+type frameInfo struct {
+	ptr      string
+	descends int // descending keywords on the way from this frame down
+}
+
+func (c *costWalk) add(a, b int) int {
+	if a+b > maxSchemaExpansion+1 {
+		return maxSchemaExpansion + 1
+	}
+	return a + b
+}
+
+// cost returns the expansion of the subschema s at ptr.
+func (c *costWalk) cost(s any, ptr string) (int, *schemaCostError) {
+	if n, ok := c.memo[ptr]; ok {
+		return n, nil
+	}
+	obj, ok := s.(map[string]any)
+	if !ok {
+		return 1, nil // true, false
+	}
+	if c.onStack[ptr] {
+		// A cycle: allowed only if a descending keyword lies between.
+		for i := len(c.stack) - 1; i >= 0; i-- {
+			if c.stack[i].ptr == ptr {
+				if c.stack[i].descends == 0 {
+					return 0, &schemaCostError{ptr, "cyclic_ref", fmt.Sprintf("$ref cycle at %q applies the schema to the same value forever; a recursive schema must go through properties or items", orRoot(ptr))}
+				}
+				return 1, nil
+			}
+		}
+	}
+	c.onStack[ptr] = true
+	c.stack = append(c.stack, frameInfo{ptr: ptr})
+	defer func() {
+		delete(c.onStack, ptr)
+		c.stack = c.stack[:len(c.stack)-1]
+	}()
+	total := 1
+	visit := func(child any, cptr string, descends bool) *schemaCostError {
+		if descends {
+			for i := range c.stack {
+				c.stack[i].descends++
+			}
+			defer func() {
+				for i := range c.stack {
+					c.stack[i].descends--
+				}
+			}()
+		}
+		n, err := c.cost(child, cptr)
+		if err != nil {
+			return err
+		}
+		total = c.add(total, n)
+		return nil
+	}
+	if ref, ok := obj["$ref"].(string); ok {
+		target, tptr, err := c.resolve(ref, ptr)
+		if err != nil {
+			return 0, err
+		}
+		if err := visit(target, tptr, false); err != nil {
+			return 0, err
+		}
+	}
+	for _, k := range sameLocationObject {
+		if v, ok := obj[k]; ok {
+			if err := visit(v, ptr+"/"+k, false); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for _, k := range descendingObject {
+		if v, ok := obj[k]; ok {
+			if err := visit(v, ptr+"/"+k, true); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for _, group := range []struct {
+		keys     []string
+		descends bool
+	}{{sameLocationArray, false}, {descendingArray, true}} {
+		for _, k := range group.keys {
+			arr, _ := obj[k].([]any)
+			for i, v := range arr {
+				if err := visit(v, ptr+"/"+k+"/"+strconv.Itoa(i), group.descends); err != nil {
+					return 0, err
+				}
+			}
+		}
+	}
+	for _, group := range []struct {
+		keys     []string
+		descends bool
+	}{{sameLocationMap, false}, {descendingMap, true}} {
+		for _, k := range group.keys {
+			m, _ := obj[k].(map[string]any)
+			for name, v := range m {
+				if err := visit(v, ptr+"/"+k+"/"+escapePointer(name), group.descends); err != nil {
+					return 0, err
+				}
+			}
+		}
+	}
+	// $defs are reached through $refs only; an unreferenced one costs
+	// nothing, but it must itself be sound.
+	if defs, ok := obj["$defs"].(map[string]any); ok {
+		for name, v := range defs {
+			if _, err := c.cost(v, ptr+"/$defs/"+escapePointer(name)); err != nil {
+				return 0, err
+			}
+		}
+	}
+	c.memo[ptr] = total
+	return total, nil
+}
+
+// resolve finds the subschema a local $ref names.
+func (c *costWalk) resolve(ref, at string) (any, string, *schemaCostError) {
+	if !strings.HasPrefix(ref, "#") {
+		return nil, "", &schemaCostError{at + "/$ref", "local_ref", fmt.Sprintf("$ref %q: only references inside the schema (#/...) are allowed", ref)}
+	}
+	frag := ref[1:]
+	cur := c.root
+	if frag != "" {
+		if !strings.HasPrefix(frag, "/") {
+			return nil, "", &schemaCostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q: anchors are not supported; use a JSON pointer (#/$defs/name)", ref)}
+		}
+		for _, tok := range strings.Split(frag[1:], "/") {
+			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+			switch v := cur.(type) {
+			case map[string]any:
+				next, ok := v[tok]
+				if !ok {
+					return nil, "", &schemaCostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q does not resolve inside the schema", ref)}
+				}
+				cur = next
+			case []any:
+				i, err := strconv.Atoi(tok)
+				if err != nil || i < 0 || i >= len(v) {
+					return nil, "", &schemaCostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q does not resolve inside the schema", ref)}
+				}
+				cur = v[i]
+			default:
+				return nil, "", &schemaCostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q does not resolve inside the schema", ref)}
+			}
+		}
+	}
+	return cur, frag, nil
+}
+
+func orRoot(ptr string) string {
+	if ptr == "" {
+		return "#"
+	}
+	return "#" + ptr
+}

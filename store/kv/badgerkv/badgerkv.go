@@ -1,0 +1,448 @@
+package badgerkv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/internal/guard"
+)
+
+// Options configure Open.
+type Options struct {
+	// Dir is the data directory (created if missing).
+	Dir string
+	// NoSync skips the sync after each Commit: commits are then not
+	// durable across a machine crash. Only for benchmarks and tests.
+	NoSync bool
+	// MemTableSize is Badger's memtable size in bytes (0: 64 MiB). It also
+	// sets the transaction limits: about 15 % of it per Commit.
+	MemTableSize int64
+	// Logger receives the driver's rare notices (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Driver is the Badger driver. Create it with Open.
+type Driver struct {
+	db     *badger.DB
+	noSync bool
+	g      guard.Guard
+	// commitMu serialises the check-and-write step of Commit.
+	commitMu sync.Mutex
+}
+
+var _ kv.Driver = (*Driver)(nil)
+
+// Open opens (or creates) a Badger database in opts.Dir.
+func Open(ctx context.Context, opts Options) (*Driver, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("%w: badgerkv: data directory is required", kv.ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	mt := opts.MemTableSize
+	if mt <= 0 {
+		mt = 64 << 20
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := RemoveEmptyLogs(opts.Dir, log); err != nil {
+		return nil, err
+	}
+	bo := badger.DefaultOptions(opts.Dir).
+		WithLogger(nil).
+		WithSyncWrites(false).
+		WithNumVersionsToKeep(1).
+		WithMetricsEnabled(false).
+		WithMemTableSize(mt).
+		WithDetectConflicts(false)
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("badgerkv: open %s: %w", opts.Dir, err)
+	}
+	return &Driver{db: db, noSync: opts.NoSync}, nil
+}
+
+// RemoveEmptyLogs deletes the empty write-ahead (.mem) and value log
+// (.vlog) files a crash can leave between creating such a file and sizing
+// it. Badger creates both at full size, so an empty one holds nothing;
+// Badger v4 refuses to open a directory that has one (upstream issue
+// dgraph-io/badger#2207). Without the file the directory is what it would
+// be had the crash come a moment earlier.
+func RemoveEmptyLogs(dir string, log *slog.Logger) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("badgerkv: read %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !(strings.HasSuffix(e.Name(), ".mem") || strings.HasSuffix(e.Name(), ".vlog")) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || info.Size() != 0 {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("badgerkv: remove empty log %s: %w", p, err)
+		}
+		log.Warn("badgerkv: removed an empty log file left by a crash", "file", p)
+	}
+	return nil
+}
+
+func (d *Driver) enter(ctx context.Context) error {
+	if !d.g.Enter() {
+		return kv.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		d.g.Leave()
+		return err
+	}
+	return nil
+}
+
+// ctxEvery is how many records a long loop handles between checks of its
+// context.
+const ctxEvery = 1024
+
+// PutImmutable implements kv.Driver.
+func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
+	defer d.g.Leave()
+	if err := kv.ValidateRecords(recs); err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	wb := d.db.NewWriteBatch()
+	n := 0
+	err := d.db.View(func(txn *badger.Txn) error {
+		for i, r := range recs {
+			if i%ctxEvery == ctxEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			_, err := txn.Get(r.Key)
+			if err == nil {
+				continue // immutable: the stored value stays
+			}
+			if !errors.Is(err, badger.ErrKeyNotFound) {
+				return err
+			}
+			if err := wb.Set(r.Key, r.Value); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		wb.Cancel()
+		return fmt.Errorf("badgerkv: put immutable: %w", err)
+	}
+	if n == 0 {
+		wb.Cancel()
+		return nil
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("badgerkv: put immutable: %w", err)
+	}
+	return nil
+}
+
+// Get implements kv.Driver.
+func (d *Driver) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer d.g.Leave()
+	var v []byte
+	err := d.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if err != nil {
+			return err
+		}
+		v, err = item.ValueCopy(nil)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) || errors.Is(err, badger.ErrEmptyKey) {
+		return nil, kv.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("badgerkv: get: %w", err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+// GetMany implements kv.Driver.
+func (d *Driver) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer d.g.Leave()
+	out := make([][]byte, len(keys))
+	err := d.db.View(func(txn *badger.Txn) error {
+		for i, k := range keys {
+			if i%ctxEvery == ctxEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			item, err := txn.Get(k)
+			if errors.Is(err, badger.ErrKeyNotFound) || errors.Is(err, badger.ErrEmptyKey) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if out[i], err = item.ValueCopy(nil); err != nil {
+				return err
+			}
+			if out[i] == nil {
+				out[i] = []byte{}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("badgerkv: get many: %w", err)
+	}
+	return out, nil
+}
+
+// errStop carries fn's error out of the read transaction unwrapped.
+type errStop struct{ err error }
+
+func (e errStop) Error() string { return e.err.Error() }
+
+// Scan implements kv.Driver.
+func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
+	defer d.g.Leave()
+	err := d.db.View(func(txn *badger.Txn) error {
+		opts := badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 100}
+		if limit > 0 && limit < opts.PrefetchSize {
+			opts.PrefetchSize = limit
+		}
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		calls := 0
+		for it.Seek(kv.ScanStart(prefix, start)); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return errStop{err}
+			}
+			item := it.Item()
+			err := item.Value(func(v []byte) error {
+				if v == nil {
+					v = []byte{}
+				}
+				return fn(item.Key(), v)
+			})
+			if err != nil {
+				return errStop{err}
+			}
+			if calls++; limit > 0 && calls == limit {
+				break
+			}
+		}
+		return nil
+	})
+	var stop errStop
+	if errors.As(err, &stop) {
+		return stop.err
+	}
+	if err != nil {
+		return fmt.Errorf("badgerkv: scan: %w", err)
+	}
+	return nil
+}
+
+// ScanReverse implements kv.Driver. It iterates without Badger's prefix
+// option, which would end the scan at a seek landing just past the
+// prefix, and checks the prefix itself.
+func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int, fn func(k, v []byte) error) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
+	defer d.g.Leave()
+	upper := kv.ScanEnd(prefix, end)
+	err := d.db.View(func(txn *badger.Txn) error {
+		opts := badger.IteratorOptions{Reverse: true, PrefetchValues: true, PrefetchSize: 100}
+		if limit > 0 && limit < opts.PrefetchSize {
+			opts.PrefetchSize = limit
+		}
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		if upper == nil {
+			it.Rewind()
+		} else {
+			it.Seek(upper) // the largest key <= upper
+		}
+		calls := 0
+		for ; it.Valid(); it.Next() {
+			item := it.Item()
+			if upper != nil && bytes.Compare(item.Key(), upper) >= 0 {
+				continue
+			}
+			if !bytes.HasPrefix(item.Key(), prefix) {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return errStop{err}
+			}
+			err := item.Value(func(v []byte) error {
+				if v == nil {
+					v = []byte{}
+				}
+				return fn(item.Key(), v)
+			})
+			if err != nil {
+				return errStop{err}
+			}
+			if calls++; limit > 0 && calls == limit {
+				break
+			}
+		}
+		return nil
+	})
+	var stop errStop
+	if errors.As(err, &stop) {
+		return stop.err
+	}
+	if err != nil {
+		return fmt.Errorf("badgerkv: scan reverse: %w", err)
+	}
+	return nil
+}
+
+// Commit implements kv.Driver.
+func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
+	defer d.g.Leave()
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := d.apply(ctx, &b); err != nil {
+		return err
+	}
+	if !d.noSync {
+		if err := d.db.Sync(); err != nil {
+			return fmt.Errorf("badgerkv: sync: %w", err)
+		}
+	}
+	return nil
+}
+
+// apply checks b's swaps and writes b in one transaction.
+func (d *Driver) apply(ctx context.Context, b *kv.Batch) error {
+	d.commitMu.Lock()
+	defer d.commitMu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	txn := d.db.NewTransaction(true)
+	defer txn.Discard()
+	var conflicts []kv.Conflict
+	for i := range b.Swaps {
+		s := &b.Swaps[i]
+		var cur []byte
+		exists := true
+		item, err := txn.Get(s.Key)
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			exists = false
+		case err != nil:
+			return fmt.Errorf("badgerkv: commit: read %q: %w", s.Key, err)
+		default:
+			if cur, err = item.ValueCopy(nil); err != nil {
+				return fmt.Errorf("badgerkv: commit: read %q: %w", s.Key, err)
+			}
+		}
+		if !s.Holds(exists, cur) {
+			conflicts = append(conflicts, kv.Conflict{Key: bytes.Clone(s.Key), Exists: exists, Current: nonNil(cur, exists)})
+		}
+	}
+	if conflicts != nil {
+		return &kv.ConflictError{Conflicts: conflicts}
+	}
+	write := func(err error) error {
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			return fmt.Errorf("%w: %d sets, %d deletes, %d swaps", kv.ErrTooLarge, len(b.Sets), len(b.Deletes), len(b.Swaps))
+		}
+		return err
+	}
+	for _, r := range b.Sets {
+		if err := txn.Set(r.Key, r.Value); err != nil {
+			return write(err)
+		}
+	}
+	for _, k := range b.Deletes {
+		if err := txn.Delete(k); err != nil {
+			return write(err)
+		}
+	}
+	for _, s := range b.Swaps {
+		var err error
+		if s.Delete {
+			err = txn.Delete(s.Key)
+		} else {
+			err = txn.Set(s.Key, s.New)
+		}
+		if err != nil {
+			return write(err)
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("badgerkv: commit: %w", write(err))
+	}
+	return nil
+}
+
+func nonNil(b []byte, exists bool) []byte {
+	if exists && b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// Close implements kv.Driver: it waits for calls in flight and closes the
+// database.
+func (d *Driver) Close() error {
+	if !d.g.Close() {
+		return nil
+	}
+	if err := d.db.Close(); err != nil {
+		return fmt.Errorf("badgerkv: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// MaxKeySize is the largest key, in bytes, every driver accepts. It keeps
+// keys within what a B-tree index entry may hold in SQL engines.
+const MaxKeySize = 1024
+
+// The error vocabulary of the seam. Drivers wrap these with %w; callers
+// test them with errors.Is.
+var (
+	// ErrNotFound: the key has no value.
+	ErrNotFound = errors.New("kv: not found")
+	// ErrConflict: a swap's expectation failed; the error is a
+	// *ConflictError.
+	ErrConflict = errors.New("kv: conflict")
+	// ErrInvalid: the call breaks the contract (empty or oversized key, a
+	// key twice in one batch); nothing was written.
+	ErrInvalid = errors.New("kv: invalid request")
+	// ErrTooLarge: the batch exceeds what the engine writes atomically;
+	// nothing was written.
+	ErrTooLarge = errors.New("kv: batch too large for one atomic write")
+	// ErrCorrupt: stored data does not have the shape the driver wrote.
+	ErrCorrupt = errors.New("kv: corrupt")
+	// ErrClosed: the driver was closed.
+	ErrClosed = errors.New("kv: closed")
+)
+
+// Record is one key and its value.
+type Record struct {
+	Key   []byte
+	Value []byte
+}
+
+// Swap is a compare-and-swap of one key, typically a ref.
+type Swap struct {
+	// Key is the key to move.
+	Key []byte
+	// Absent requires Key to have no value; Old is then ignored.
+	Absent bool
+	// Old is the value Key must have when Absent is false (an empty Old
+	// expects a present, empty value).
+	Old []byte
+	// Delete removes Key instead of setting New.
+	Delete bool
+	// New is the value Key gets when Delete is false.
+	New []byte
+}
+
+// Batch is the content of one atomic Commit. A key appears at most once
+// across Sets, Deletes and Swaps.
+type Batch struct {
+	// Sets are written unconditionally, replacing any value.
+	Sets []Record
+	// Deletes are removed unconditionally (a missing key is fine).
+	Deletes [][]byte
+	// Swaps apply only if every expectation holds.
+	Swaps []Swap
+}
+
+// Empty reports whether b writes nothing.
+func (b *Batch) Empty() bool {
+	return len(b.Sets) == 0 && len(b.Deletes) == 0 && len(b.Swaps) == 0
+}
+
+// Validate checks b against the contract: valid keys, none twice. The
+// error wraps ErrInvalid.
+func (b *Batch) Validate() error {
+	seen := make(map[string]struct{}, len(b.Sets)+len(b.Deletes)+len(b.Swaps))
+	check := func(what string, i int, k []byte) error {
+		if err := ValidateKey(k); err != nil {
+			return fmt.Errorf("%s[%d]: %w", what, i, err)
+		}
+		if _, dup := seen[string(k)]; dup {
+			return fmt.Errorf("%w: %s[%d]: key %q appears twice in one batch", ErrInvalid, what, i, k)
+		}
+		seen[string(k)] = struct{}{}
+		return nil
+	}
+	for i, r := range b.Sets {
+		if err := check("sets", i, r.Key); err != nil {
+			return err
+		}
+	}
+	for i, k := range b.Deletes {
+		if err := check("deletes", i, k); err != nil {
+			return err
+		}
+	}
+	for i, s := range b.Swaps {
+		if err := check("swaps", i, s.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateKey checks one key: non-empty and at most MaxKeySize bytes. The
+// error wraps ErrInvalid.
+func ValidateKey(k []byte) error {
+	if len(k) == 0 {
+		return fmt.Errorf("%w: empty key", ErrInvalid)
+	}
+	if len(k) > MaxKeySize {
+		return fmt.Errorf("%w: key of %d bytes exceeds %d", ErrInvalid, len(k), MaxKeySize)
+	}
+	return nil
+}
+
+// ValidateRecords checks the keys of records for PutImmutable. The error
+// wraps ErrInvalid.
+func ValidateRecords(recs []Record) error {
+	for i, r := range recs {
+		if err := ValidateKey(r.Key); err != nil {
+			return fmt.Errorf("records[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Conflict is one failed swap: its key and the value it has now.
+type Conflict struct {
+	Key []byte
+	// Exists reports whether Key has a value; Current is that value.
+	Exists  bool
+	Current []byte
+}
+
+// ConflictError is the error of a Commit whose swap expectations failed:
+// it names every failed key, in the order of the batch's swaps. Nothing
+// was written. errors.Is(err, ErrConflict) holds.
+type ConflictError struct {
+	Conflicts []Conflict
+}
+
+// Error lists the conflicting keys.
+func (e *ConflictError) Error() string {
+	var sb strings.Builder
+	sb.WriteString("kv: conflict on ")
+	for i, c := range e.Conflicts {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		if c.Exists {
+			fmt.Fprintf(&sb, "%q (now %x)", c.Key, c.Current)
+		} else {
+			fmt.Fprintf(&sb, "%q (now absent)", c.Key)
+		}
+	}
+	return sb.String()
+}
+
+// Is makes errors.Is(err, ErrConflict) hold.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Holds reports whether a key whose state is (exists, current) meets s's
+// expectation.
+func (s *Swap) Holds(exists bool, current []byte) bool {
+	if s.Absent {
+		return !exists
+	}
+	return exists && bytes.Equal(current, s.Old)
+}
+
+// PrefixEnd returns the smallest key greater than every key with prefix,
+// or nil when there is none (an empty prefix, or one of only 0xff bytes).
+func PrefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// ScanStart returns where a scan of prefix from start begins: the larger
+// of the two.
+func ScanStart(prefix, start []byte) []byte {
+	if bytes.Compare(start, prefix) > 0 {
+		return start
+	}
+	return prefix
+}
+
+// ScanEnd returns the exclusive upper bound of a reverse scan of prefix
+// below end: the smaller of end and PrefixEnd(prefix), nil for none.
+func ScanEnd(prefix, end []byte) []byte {
+	pe := PrefixEnd(prefix)
+	switch {
+	case end == nil:
+		return pe
+	case pe == nil || bytes.Compare(end, pe) < 0:
+		return end
+	}
+	return pe
+}
+
+// Driver is the storage seam. See the package documentation for the
+// contract each method keeps.
+type Driver interface {
+	// PutImmutable writes immutable records; an existing key keeps its
+	// value.
+	PutImmutable(ctx context.Context, recs []Record) error
+	// Get returns key's value or ErrNotFound.
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	// GetMany returns the values of keys in order, nil for a missing key.
+	GetMany(ctx context.Context, keys [][]byte) ([][]byte, error)
+	// Scan calls fn for the keys with prefix from start, in key order, at
+	// most limit times (limit <= 0: all).
+	Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error
+	// ScanReverse calls fn for the keys with prefix below end (nil: no
+	// bound), in decreasing key order, at most limit times (limit <= 0:
+	// all).
+	ScanReverse(ctx context.Context, prefix, end []byte, limit int, fn func(k, v []byte) error) error
+	// Commit applies b atomically and durably, or returns a
+	// *ConflictError and writes nothing.
+	Commit(ctx context.Context, b Batch) error
+	// Close releases the driver.
+	Close() error
+}

@@ -1,0 +1,49 @@
+// Package pgkv is the PostgreSQL kv.Driver: the storage seam on one table
+// of a PostgreSQL database, through github.com/jackc/pgx/v5. It is the
+// only package that imports pgx.
+//
+// # Schema
+//
+// Open creates and migrates the schema itself and records each migration
+// it ran in artifactd_schema_version (version, applied_at); a database
+// whose version is newer than the driver's is refused. Version 1:
+//
+//	artifactd_kv (k bytea PRIMARY KEY, v bytea NOT NULL)
+//
+// bytea compares bytewise, so the primary key's order is the seam's key
+// order and a prefix scan is a range scan of the index (k >= start AND k <
+// PrefixEnd(prefix)). Options.Schema puts both tables in a schema of their
+// own (tests use one per test).
+//
+// # How the contract maps onto SQL
+//
+//   - PutImmutable: one transaction of INSERT ... SELECT FROM
+//     unnest($keys, $values) ON CONFLICT (k) DO NOTHING, in parts of at
+//     most 5,000 records or 4 MiB, records sorted by key so that
+//     concurrent writers take row locks in one order (BulkCopy streams
+//     them with COPY through a temporary table instead).
+//   - Commit: one transaction at the server's default isolation (READ
+//     COMMITTED on PostgreSQL). Each swap is a conditional statement —
+//     UPDATE ... WHERE k = $key AND v = $old, DELETE ... WHERE k = $key AND
+//     v = $old, or INSERT ... ON CONFLICT DO NOTHING for "must be absent"
+//     — and holds when it affected exactly one row. The row lock the
+//     statement takes keeps the expectation true until COMMIT; a
+//     concurrent writer of the same ref waits and then re-checks against
+//     the committed value, so it fails. The sets (INSERT ... ON CONFLICT
+//     DO UPDATE) and deletes follow in the same pipelined round trip; when
+//     any swap failed, the current values are read and the transaction is
+//     rolled back, so nothing of it is written. A commit costs three round
+//     trips (BEGIN, the batch, COMMIT); COMMIT is durable under the
+//     server's synchronous_commit (on by default).
+//   - Serialization failures (40001, what CockroachDB reports under
+//     contention) and deadlocks (40P01) roll back and are retried.
+//   - Scan and ScanReverse are one query each (ORDER BY k, or k DESC),
+//     hence one snapshot, whose rows stream to fn.
+//
+// Nothing here needs what PostgreSQL-compatible distributed SQL engines
+// (CockroachDB, YugabyteDB) lack: no advisory locks, no extensions, no
+// LISTEN/NOTIFY, no SELECT ... FOR UPDATE SKIP LOCKED. Only PostgreSQL
+// itself is tested (see docs/BENCHMARKS.md for the version); BulkCopy's
+// temporary table needs a setting on CockroachDB, which is one reason it
+// is not the default.
+package pgkv

@@ -1,0 +1,530 @@
+package pgkv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/internal/guard"
+)
+
+// BulkMethod is how PutImmutable sends its records.
+type BulkMethod int
+
+const (
+	// BulkUnnest inserts each part with one INSERT ... SELECT FROM
+	// unnest($keys, $values) ON CONFLICT DO NOTHING. The default: as fast
+	// as BulkCopy for the store's records (docs/BENCHMARKS.md) and plain
+	// SQL that PostgreSQL-compatible engines share.
+	BulkUnnest BulkMethod = iota
+	// BulkCopy streams the records with COPY into a temporary table and
+	// inserts from it with ON CONFLICT DO NOTHING.
+	BulkCopy
+)
+
+// Options configure Open.
+type Options struct {
+	// DSN is the connection string (postgres://... or key=value).
+	DSN string
+	// Schema, when set, is the PostgreSQL schema (namespace) holding the
+	// driver's tables; it is created if missing. Empty: the connection's
+	// default schema.
+	Schema string
+	// MaxConns bounds the connection pool (0: pgxpool's default). Scan
+	// holds one connection while it runs; a fn that calls the driver needs
+	// another.
+	MaxConns int32
+	// Bulk selects how PutImmutable sends records.
+	Bulk BulkMethod
+}
+
+// Driver is the PostgreSQL driver. Create it with Open.
+type Driver struct {
+	pool *pgxpool.Pool
+	g    guard.Guard
+	bulk BulkMethod
+	// kvT and verT are the quoted, schema-qualified table names.
+	kvT, verT string
+}
+
+var _ kv.Driver = (*Driver)(nil)
+
+// Open connects, creates or migrates the schema, and returns the driver.
+func Open(ctx context.Context, opts Options) (*Driver, error) {
+	cfg, err := pgxpool.ParseConfig(opts.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("%w: pgkv: DSN: %w", kv.ErrInvalid, err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgkv: connect: %w", err)
+	}
+	d := &Driver{pool: pool, bulk: opts.Bulk}
+	qual := func(name string) string {
+		if opts.Schema == "" {
+			return pgx.Identifier{name}.Sanitize()
+		}
+		return pgx.Identifier{opts.Schema, name}.Sanitize()
+	}
+	d.kvT, d.verT = qual(tableKV), qual(tableVersion)
+	if err := d.retry(ctx, func() error { return d.migrate(ctx, opts.Schema) }); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Table names. The key-value table is the whole store; the version table
+// records which migrations ran.
+const (
+	tableKV      = "artifactd_kv"
+	tableVersion = "artifactd_schema_version"
+)
+
+// migrations are the schema steps, in order; migration i+1 is
+// migrations[i]. %[1]s is the key-value table. Append, never edit.
+var migrations = []string{
+	// 1: the store. bytea compares bytewise, so the primary key's order is
+	// the seam's key order.
+	`CREATE TABLE IF NOT EXISTS %[1]s (k bytea PRIMARY KEY, v bytea NOT NULL)`,
+}
+
+// SchemaVersion is the schema version this driver creates and expects.
+func SchemaVersion() int { return len(migrations) }
+
+// migrate brings the schema to SchemaVersion. Processes that start
+// together may race here; the loser's statement fails with a uniqueness
+// error and retry runs it again, when it finds the work done.
+func (d *Driver) migrate(ctx context.Context, schema string) error {
+	if schema != "" {
+		if _, err := d.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+			return fmt.Errorf("pgkv: create schema: %w", err)
+		}
+	}
+	_, err := d.pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+d.verT+
+		" (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+	if err != nil {
+		return fmt.Errorf("pgkv: create version table: %w", err)
+	}
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		var cur int
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+d.verT).Scan(&cur); err != nil {
+			return fmt.Errorf("pgkv: read schema version: %w", err)
+		}
+		if cur > len(migrations) {
+			return fmt.Errorf("pgkv: the database has schema version %d, newer than this artifactd knows (%d): run a newer artifactd", cur, len(migrations))
+		}
+		for v := cur + 1; v <= len(migrations); v++ {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(migrations[v-1], d.kvT)); err != nil {
+				return fmt.Errorf("pgkv: migration %d: %w", v, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO "+d.verT+" (version) VALUES ($1)", v); err != nil {
+				return fmt.Errorf("pgkv: record migration %d: %w", v, err)
+			}
+		}
+		return nil
+	})
+}
+
+// retryable reports errors after which the transaction was rolled back
+// and may simply run again: serialization failures (what CockroachDB
+// returns for contention), deadlocks, and the uniqueness races of
+// concurrent DDL.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "40001", "40P01", "23505", "42P07", "42P06":
+		return true
+	}
+	return false
+}
+
+// retry runs fn until it succeeds, fails for good, or ctx ends.
+func (d *Driver) retry(ctx context.Context, fn func() error) error {
+	backoff := time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil || attempt == 20 || !retryable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+}
+
+func (d *Driver) enter(ctx context.Context) error {
+	if !d.g.Enter() {
+		return kv.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		d.g.Leave()
+		return err
+	}
+	return nil
+}
+
+// ctxErr returns ctx's error when it ended, else err: a query cut short by
+// a canceled context reports the cancellation.
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && err != nil {
+		return cerr
+	}
+	return err
+}
+
+// Parts of a bulk write: at most partRows records or about partBytes.
+const (
+	partRows  = 5000
+	partBytes = 4 << 20
+)
+
+// parts splits sorted records into parts of bounded size.
+func parts(recs []kv.Record, fn func([]kv.Record) error) error {
+	for start := 0; start < len(recs); {
+		end, size := start, 0
+		for end < len(recs) && end-start < partRows && (size < partBytes || end == start) {
+			size += len(recs[end].Key) + len(recs[end].Value)
+			end++
+		}
+		if err := fn(recs[start:end]); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+func columns(recs []kv.Record) (keys, vals [][]byte) {
+	keys, vals = make([][]byte, len(recs)), make([][]byte, len(recs))
+	for i, r := range recs {
+		keys[i], vals[i] = r.Key, nonNil(r.Value)
+	}
+	return keys, vals
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// sortedRecords returns recs ordered by key, so that concurrent writers
+// lock rows in one order (no deadlocks between them).
+func sortedRecords(recs []kv.Record) []kv.Record {
+	s := slices.Clone(recs)
+	slices.SortStableFunc(s, func(a, b kv.Record) int { return bytes.Compare(a.Key, b.Key) })
+	return s
+}
+
+// PutImmutable implements kv.Driver: one transaction, the records in
+// parts, existing keys left as they are.
+func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
+	defer d.g.Leave()
+	if err := kv.ValidateRecords(recs); err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	sorted := sortedRecords(recs)
+	err := d.retry(ctx, func() error {
+		return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+			if d.bulk == BulkCopy {
+				return d.putCopy(ctx, tx, sorted)
+			}
+			return parts(sorted, func(p []kv.Record) error {
+				keys, vals := columns(p)
+				_, err := tx.Exec(ctx, "INSERT INTO "+d.kvT+" (k, v) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS t(k, v) ON CONFLICT (k) DO NOTHING", keys, vals)
+				return err
+			})
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("pgkv: put immutable: %w", ctxErr(ctx, err))
+	}
+	return nil
+}
+
+// putCopy streams sorted records into a temporary table with COPY and
+// inserts them from there.
+func (d *Driver) putCopy(ctx context.Context, tx pgx.Tx, sorted []kv.Record) error {
+	if _, err := tx.Exec(ctx, "CREATE TEMPORARY TABLE artifactd_kv_in (k bytea NOT NULL, v bytea NOT NULL) ON COMMIT DROP"); err != nil {
+		return err
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"artifactd_kv_in"}, []string{"k", "v"},
+		pgx.CopyFromSlice(len(sorted), func(i int) ([]any, error) {
+			return []any{sorted[i].Key, nonNil(sorted[i].Value)}, nil
+		}))
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, "INSERT INTO "+d.kvT+" (k, v) SELECT k, v FROM artifactd_kv_in ORDER BY k ON CONFLICT (k) DO NOTHING")
+	return err
+}
+
+// Get implements kv.Driver.
+func (d *Driver) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer d.g.Leave()
+	var v []byte
+	err := d.pool.QueryRow(ctx, "SELECT v FROM "+d.kvT+" WHERE k = $1", key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, kv.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgkv: get: %w", ctxErr(ctx, err))
+	}
+	return nonNil(v), nil
+}
+
+// getManyPart is how many keys one GetMany query asks for.
+const getManyPart = 2000
+
+// GetMany implements kv.Driver.
+func (d *Driver) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer d.g.Leave()
+	out := make([][]byte, len(keys))
+	for start := 0; start < len(keys); start += getManyPart {
+		part := keys[start:min(start+getManyPart, len(keys))]
+		at := make(map[string][]int, len(part))
+		for i, k := range part {
+			at[string(k)] = append(at[string(k)], start+i)
+		}
+		rows, err := d.pool.Query(ctx, "SELECT k, v FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", part)
+		if err != nil {
+			return nil, fmt.Errorf("pgkv: get many: %w", ctxErr(ctx, err))
+		}
+		for rows.Next() {
+			var k, v []byte
+			if err := rows.Scan(&k, &v); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("pgkv: get many: %w", err)
+			}
+			for _, i := range at[string(k)] {
+				out[i] = nonNil(v)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("pgkv: get many: %w", ctxErr(ctx, err))
+		}
+	}
+	return out, nil
+}
+
+// Scan implements kv.Driver with one query, a snapshot, whose rows stream
+// to fn; it holds a pool connection until it returns.
+func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
+	return d.scan(ctx, kv.ScanStart(prefix, start), kv.PrefixEnd(prefix), false, limit, fn)
+}
+
+// ScanReverse implements kv.Driver like Scan, in decreasing key order.
+func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int, fn func(k, v []byte) error) error {
+	return d.scan(ctx, prefix, kv.ScanEnd(prefix, end), true, limit, fn)
+}
+
+// scan streams the rows with from <= k < to (a nil to: no bound).
+func (d *Driver) scan(ctx context.Context, from, to []byte, reverse bool, limit int, fn func(k, v []byte) error) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
+	defer d.g.Leave()
+	q := "SELECT k, v FROM " + d.kvT + " WHERE k >= $1"
+	args := []any{nonNil(from)}
+	if to != nil {
+		q += " AND k < $2"
+		args = append(args, to)
+	}
+	q += " ORDER BY k"
+	if reverse {
+		q += " DESC"
+	}
+	if limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	rows, err := d.pool.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("pgkv: scan: %w", ctxErr(ctx, err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return fmt.Errorf("pgkv: scan: %w", err)
+		}
+		if err := fn(k, nonNil(v)); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("pgkv: scan: %w", ctxErr(ctx, err))
+	}
+	return nil
+}
+
+// Commit implements kv.Driver in one transaction: the swaps as
+// conditional statements whose row counts are checked, then the sets and
+// deletes. A transaction that loses a serialization race or a deadlock is
+// retried; one whose swaps fail is rolled back.
+func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
+	defer d.g.Leave()
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	if b.Empty() {
+		return nil
+	}
+	// Lock rows in key order within each step.
+	order := make([]int, len(b.Swaps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return bytes.Compare(b.Swaps[x].Key, b.Swaps[y].Key) })
+	sets := sortedRecords(b.Sets)
+	var conflict *kv.ConflictError
+	err := d.retry(ctx, func() error {
+		conflict = nil
+		return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+			failed, err := d.write(ctx, tx, &b, order, sets)
+			if err != nil {
+				return err
+			}
+			if len(failed) > 0 {
+				conflict, err = d.conflicts(ctx, tx, b.Swaps, failed)
+				if err != nil {
+					return err
+				}
+				return conflict // rolls back
+			}
+			return nil
+		})
+	})
+	if conflict != nil && errors.Is(err, kv.ErrConflict) {
+		return conflict
+	}
+	if err != nil {
+		return fmt.Errorf("pgkv: commit: %w", ctxErr(ctx, err))
+	}
+	return nil
+}
+
+// write sends the whole batch in one pipelined round trip — the swaps
+// in key order, then the sets and the deletes — and returns the indexes of
+// the swaps whose expectation failed (the caller then rolls back).
+func (d *Driver) write(ctx context.Context, tx pgx.Tx, b *kv.Batch, order []int, sets []kv.Record) ([]int, error) {
+	var batch pgx.Batch
+	deletes := b.Deletes
+	for _, i := range order {
+		s := &b.Swaps[i]
+		switch {
+		case s.Absent && s.Delete:
+			// "Absent, and stays absent": a placeholder insert takes the
+			// key's lock and fails when the key exists; the deletes below
+			// remove it.
+			batch.Queue("INSERT INTO "+d.kvT+" (k, v) VALUES ($1, ''::bytea) ON CONFLICT (k) DO NOTHING", s.Key)
+			deletes = append(slices.Clip(deletes), s.Key)
+		case s.Absent:
+			batch.Queue("INSERT INTO "+d.kvT+" (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING", s.Key, nonNil(s.New))
+		case s.Delete:
+			batch.Queue("DELETE FROM "+d.kvT+" WHERE k = $1 AND v = $2", s.Key, nonNil(s.Old))
+		default:
+			batch.Queue("UPDATE "+d.kvT+" SET v = $3 WHERE k = $1 AND v = $2", s.Key, nonNil(s.Old), nonNil(s.New))
+		}
+	}
+	_ = parts(sets, func(p []kv.Record) error {
+		keys, vals := columns(p)
+		batch.Queue("INSERT INTO "+d.kvT+" (k, v) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS t(k, v) ON CONFLICT (k) DO UPDATE SET v = excluded.v", keys, vals)
+		return nil
+	})
+	if len(deletes) > 0 {
+		batch.Queue("DELETE FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", deletes)
+	}
+	res := tx.SendBatch(ctx, &batch)
+	var failed []int
+	for j := 0; j < batch.Len(); j++ {
+		tag, err := res.Exec()
+		if err != nil {
+			res.Close()
+			return nil, err
+		}
+		if j < len(order) && tag.RowsAffected() != 1 {
+			failed = append(failed, order[j])
+		}
+	}
+	if err := res.Close(); err != nil {
+		return nil, err
+	}
+	slices.Sort(failed)
+	return failed, nil
+}
+
+// conflicts reads the current values of the failed swaps' keys.
+func (d *Driver) conflicts(ctx context.Context, tx pgx.Tx, swaps []kv.Swap, failed []int) (*kv.ConflictError, error) {
+	keys := make([][]byte, len(failed))
+	for j, i := range failed {
+		keys[j] = swaps[i].Key
+	}
+	cur := make(map[string][]byte, len(keys))
+	rows, err := tx.Query(ctx, "SELECT k, v FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", keys)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		cur[string(k)] = nonNil(v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	ce := &kv.ConflictError{}
+	for _, k := range keys {
+		v, ok := cur[string(k)]
+		ce.Conflicts = append(ce.Conflicts, kv.Conflict{Key: bytes.Clone(k), Exists: ok, Current: v})
+	}
+	return ce, nil
+}
+
+// Close implements kv.Driver: it waits for calls in flight and closes the
+// pool.
+func (d *Driver) Close() error {
+	if d.g.Close() {
+		d.pool.Close()
+	}
+	return nil
+}

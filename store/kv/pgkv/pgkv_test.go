@@ -1,0 +1,137 @@
+package pgkv_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/kvtest"
+	"github.com/artifactd/artifactd/store/kv/pgkv"
+)
+
+// envDSN names the database the tests use. .ci/run starts a throwaway
+// cluster and sets it.
+const envDSN = "ARTIFACTD_TEST_POSTGRES"
+
+// testDSN returns the test database's DSN, skipping (failing under CI)
+// without one.
+func testDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(envDSN)
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set: CI must provide a PostgreSQL database (.ci/run starts one)", envDSN)
+		}
+		t.Skipf("%s is not set: skipping the PostgreSQL tests (e.g. %s=postgres://user@127.0.0.1:5432/db?sslmode=disable)", envDSN, envDSN)
+	}
+	return dsn
+}
+
+// freshSchema returns the name of a schema no test used, dropped at the
+// end of the test.
+func freshSchema(t testing.TB) string {
+	t.Helper()
+	dsn := testDSN(t)
+	name := fmt.Sprintf("kvtest_%d_%d", time.Now().UnixNano(), rand.Uint32())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+func open(ctx context.Context, t testing.TB, schema string, bulk pgkv.BulkMethod) (*pgkv.Driver, error) {
+	return pgkv.Open(ctx, pgkv.Options{DSN: testDSN(t), Schema: schema, Bulk: bulk})
+}
+
+func TestConformance(t *testing.T) {
+	for _, bulk := range []struct {
+		name string
+		m    pgkv.BulkMethod
+	}{{"unnest", pgkv.BulkUnnest}, {"copy", pgkv.BulkCopy}} {
+		t.Run(bulk.name, func(t *testing.T) {
+			kvtest.Run(t, func(t *testing.T) kv.Driver {
+				d, err := open(context.Background(), t, freshSchema(t), bulk.m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			})
+		})
+	}
+}
+
+// TestCrash kills the client mid-commit; the server then finishes or
+// aborts what the dead client had in flight. The writer's sessions are
+// named after its schema so that the test can wait for them to end.
+func TestCrash(t *testing.T) {
+	dsn := testDSN(t)
+	withApp := func(schema string) string {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		if !strings.Contains(dsn, "://") {
+			return dsn + " application_name=" + schema
+		}
+		return dsn + sep + "application_name=" + schema
+	}
+	kvtest.RunCrash(t, kvtest.CrashTarget{
+		Fresh: func(t *testing.T) string { return freshSchema(t) },
+		Open: func(ctx context.Context, schema string) (kv.Driver, error) {
+			return pgkv.Open(ctx, pgkv.Options{DSN: withApp(schema), Schema: schema})
+		},
+		Settle: func(ctx context.Context, schema string) error {
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				var n int
+				err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", schema).Scan(&n)
+				if err != nil || n == 0 {
+					return err
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("%d sessions of the killed writer still open after 30s", n)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		},
+	})
+}
+
+func BenchmarkSeam(b *testing.B) {
+	for _, bulk := range []struct {
+		name string
+		m    pgkv.BulkMethod
+	}{{"unnest", pgkv.BulkUnnest}, {"copy", pgkv.BulkCopy}} {
+		b.Run(bulk.name, func(b *testing.B) {
+			kvtest.Bench(b, func(b *testing.B) kv.Driver {
+				d, err := open(context.Background(), b, freshSchema(b), bulk.m)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return d
+			})
+		})
+	}
+}
