@@ -171,7 +171,7 @@ var resultSchemas = map[string]string{
 	  "tainted":{"type":"array","items":{"$ref":"#/components/schemas/TaintedBy"}}}}`,
 	"Effect": `{"type":"object","required":["id","version","content_hash","idempotency_key","kind","status","attempts"],"properties":{"id":{"type":"string"},"version":{"type":"integer"},"content_hash":{"$ref":"#/components/schemas/Digest"},
 	  "idempotency_key":{"type":"string"},"kind":{"type":"string"},"target":{"type":"string"},"payload":{},"status":{"enum":["pending","claimed","sent","failed"]},"attempts":{"type":"integer"},
-	  "worker":{"type":"string"},"lease_until":{"type":"string"},"lease_expired":{"type":"boolean"},"result":{},"last_error":{"type":"string"},"created_at":{"type":"string"},"updated_at":{"type":"string"}}}`,
+	  "worker":{"type":"string"},"lease_until":{"type":"string"},"lease_expired":{"type":"boolean"},"lease_token":{"type":"string","description":"only in a claim answer: what complete and fail must send"},"result":{},"last_error":{"type":"string"},"created_at":{"type":"string"},"updated_at":{"type":"string"}}}`,
 	"EffectPage":  `{"type":"object","required":["commit","items"],"properties":{"commit":{"$ref":"#/components/schemas/Digest"},"items":{"type":"array","items":{"$ref":"#/components/schemas/Effect"}},"next_cursor":{"type":"string"}}}`,
 	"EffectWrite": `{"type":"object","required":["effect","commit"],"properties":{"effect":{"$ref":"#/components/schemas/Effect"},"commit":{"$ref":"#/components/schemas/Digest"},"created":{"type":"boolean"}}}`,
 	"ClaimWrite":  `{"type":"object","required":["effects"],"properties":{"effects":{"type":"array","items":{"$ref":"#/components/schemas/Effect"}},"commit":{"$ref":"#/components/schemas/Digest"}}}`,
