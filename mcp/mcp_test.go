@@ -64,6 +64,7 @@ func newAPI(t *testing.T, tokens string) *api {
 func (a *api) createContext(t *testing.T, id, token string) {
 	t.Helper()
 	req := httptest.NewRequest("POST", "/v1/contexts", strings.NewReader(`{"id":"`+id+`"}`))
+	req.Host = "127.0.0.1" // an open server answers loopback Host values only
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)

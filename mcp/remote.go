@@ -40,7 +40,7 @@ func NewRemote(base, token string, client *http.Client) *Remote {
 // them (see Handler), so a tool needs exactly the scope its API route
 // needs.
 func NewHandlerBackend(h http.Handler) *Remote {
-	return NewRemote("http://artifactd.invalid", "", &http.Client{Transport: handlerTransport{h}})
+	return NewRemote("http://127.0.0.1", "", &http.Client{Transport: handlerTransport{h}})
 }
 
 // handlerTransport is an http.RoundTripper that answers with a handler.
