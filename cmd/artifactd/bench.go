@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"runtime/pprof"
@@ -16,9 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/artifactd/artifactd/httpapi"
-	"github.com/artifactd/artifactd/store"
 )
 
 // benchResult is what `artifactd bench` measured.
@@ -37,7 +34,7 @@ type benchResult struct {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("bench", "[--addr URL | --data DIR] [--clients N] [--duration D] [--requests N] [--token T] [--json]", stderr)
+	fs := newFlagSet("bench", "[--addr URL | --data DIR] [--clients N] [--duration D] [--requests N] [--token T] [--json]\n       artifactd bench --scenario runs|cold|big|chain|hub [--addr URL [--pid PID] | --data DIR] [--runs N] [--artifacts N] [--depth N] [--batch N] [--timeout D]", stderr)
 	addr := fs.String("addr", "", "base URL of a running server (default: start one in-process on a loopback port)")
 	dataDir := fs.String("data", "", "data directory for the in-process server (default: a temporary directory, removed afterwards)")
 	clients := fs.Int("clients", 1, "concurrent keep-alive clients")
@@ -47,6 +44,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	noSync := fs.Bool("nosync", false, "in-process server only: skip fsync (measures the API without durability; acknowledged commits may be lost by an OS crash)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (client and in-process server) to this file")
+	var sc scenarioConfig
+	sc.flags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -59,6 +58,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *addr != "" && (*dataDir != "" || *noSync) {
 		return fail(stderr, exitUsage, "bench: --data and --nosync are for the in-process server; not with --addr")
+	}
+	if sc.name != "" {
+		sc.addr, sc.dataDir, sc.token, sc.noSync = *addr, *dataDir, *token, *noSync
+		sc.clients = 0
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "clients" {
+				sc.clients = *clients
+			}
+		})
+		return runScenario(ctx, sc, stdout, stderr)
 	}
 	base := strings.TrimSuffix(*addr, "/")
 	if base == "" {
@@ -109,46 +118,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func round(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
 
 // startBenchServer serves a store in dir (a new temporary directory when
-// empty) on a loopback port, returning its base URL and a stop function.
+// empty) on a loopback port, returning its base URL and a stop function
+// that also removes a temporary directory.
 func startBenchServer(ctx context.Context, dir string, noSync bool) (string, func() error, error) {
-	tmp := dir == ""
-	if tmp {
-		var err error
-		if dir, err = os.MkdirTemp("", "artifactd-bench-"); err != nil {
-			return "", nil, err
-		}
-	}
-	reg := httpapi.NewRegistry()
-	st, err := store.Open(ctx, store.Options{Dir: dir, Logger: discardLogger(), NoSync: noSync})
+	srv, err := newBenchServer(ctx, dir, noSync)
 	if err != nil {
 		return "", nil, err
 	}
-	if err := reg.Load(ctx, st); err != nil {
-		st.Close()
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		st.Close()
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: newServer(st, reg, serveConfig{Logger: discardLogger()}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	stop := func() error {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err := srv.Shutdown(sctx)
-		if cerr := st.Close(); err == nil {
-			err = cerr
-		}
-		if tmp {
-			if rerr := os.RemoveAll(dir); err == nil {
-				err = rerr
-			}
-		}
-		return err
-	}
-	return "http://" + ln.Addr().String(), stop, nil
+	return srv.base, srv.close, nil
 }
 
 // bench creates a fresh context and has n keep-alive clients POST one new

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scenario runs `artifactd bench --scenario ...` in-process and decodes
+// its JSON twice: typed, and as a map to check the key set.
+func scenario(t *testing.T, args ...string) (int, *scenarioResult, map[string]any, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	rc := Run(context.Background(), append([]string{"bench"}, args...), &out, &errb)
+	if rc == exitUsage {
+		return rc, nil, nil, errb.String()
+	}
+	var res scenarioResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v: %s (stderr %s)", err, out.String(), errb.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	return rc, &res, m, errb.String()
+}
+
+// keysOf returns the sorted keys of the JSON object at m[name] (m itself
+// when name is empty).
+func keysOf(t *testing.T, m map[string]any, name string) []string {
+	t.Helper()
+	obj := m
+	if name != "" {
+		o, ok := m[name].(map[string]any)
+		if !ok {
+			t.Fatalf("%q is not an object: %v", name, m[name])
+		}
+		obj = o
+	}
+	var ks []string
+	for k := range obj {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+var commonKeys = []string{"artifacts", "commits", "contexts", "cpu_ns", "cut", "edges", "elapsed_ns", "errors", "params", "scenario", "target"}
+
+// TestScenarios runs every scenario at a tiny size against the in-process
+// server and checks the shape of the result (the keys the benchmark docs
+// quote) and that its counts add up. Timings are not asserted.
+func TestScenarios(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		figures []string
+		check   func(t *testing.T, r *scenarioResult)
+	}{
+		{"runs", []string{"--runs", "4", "--artifacts", "5", "--clients", "2"},
+			[]string{"half", "one_artifact_commits", "rss_at_full_bytes", "rss_at_half_bytes", "rss_ratio_full_to_half", "runs_done"},
+			func(t *testing.T, r *scenarioResult) {
+				f := r.Runs
+				if f.RunsDone != 4 || f.Half != 2 || r.Contexts != 4 || r.Commits != 4*5 || r.Artifacts != 4*5 || r.Edges != 4*4 {
+					t.Fatalf("counts: %+v %+v", r, f)
+				}
+				if f.Commits1.N != 20 || f.RSSHalf <= 0 || f.RSSFull <= 0 || f.Ratio <= 0 {
+					t.Fatalf("figures: %+v", f)
+				}
+				if len(r.RSS) != 2 || r.RSS[0].At != 2 || r.RSS[1].At != 4 {
+					t.Fatalf("samples: %+v", r.RSS)
+				}
+			}},
+		{"cold", []string{"--artifacts", "250", "--batch", "100"},
+			[]string{"artifacts", "first_commit_cpu_ns", "first_commit_ns", "first_read_cpu_ns", "first_read_ns", "load_ns", "restart_ns", "rss_after_first_commit_bytes", "rss_after_first_read_bytes", "rss_loaded_bytes", "second_commit_ns", "second_read_ns"},
+			func(t *testing.T, r *scenarioResult) {
+				f := r.Cold
+				// 3 bulk commits (100+100+50) and 2 one-artifact commits.
+				if f.Artifacts != 250 || r.Commits != 3+2 || r.Artifacts != 252 || r.Edges != 249+2 {
+					t.Fatalf("counts: %+v %+v", r, f)
+				}
+				if f.FirstCommitNS <= 0 || f.FirstReadNS <= 0 || f.RSSAfterCommit <= 0 || f.RSSAfterRead <= 0 || f.RestartNS <= 0 {
+					t.Fatalf("figures: %+v", f)
+				}
+			}},
+		{"big", []string{"--artifacts", "550", "--batch", "100"},
+			[]string{"artifacts", "commit_cpu_ns", "commit_ns", "fifth_commits", "first_fifth_artifacts_per_cpu_s", "first_fifth_artifacts_per_s", "last_fifth_artifacts_per_cpu_s", "last_fifth_artifacts_per_s", "one_artifact_commits", "rate_ratio_last_to_first", "rss_end_bytes"},
+			func(t *testing.T, r *scenarioResult) {
+				f := r.Big
+				// 6 bulk commits (5×100 + 50), a fifth of them rounded is 1.
+				if f.Artifacts != 550 || len(f.CommitNS) != 6 || len(f.CommitCPU) != 6 || f.FifthCommits != 1 || r.Commits != 6+200 || r.Artifacts != 750 || r.Edges != 549+200 {
+					t.Fatalf("counts: %+v %+v", r, f)
+				}
+				if f.TipCommits.N != 200 || f.FirstFifthRate <= 0 || f.LastFifthRate <= 0 || f.RateRatio <= 0 || f.RSSEnd <= 0 {
+					t.Fatalf("figures: %+v", f)
+				}
+			}},
+		{"chain", []string{"--depth", "250", "--batch", "100"},
+			[]string{"commit_cpu_ns", "commit_ns", "depth", "first_commit_ns", "last_commit_ns", "ratio_last_to_first", "tip_commits"},
+			func(t *testing.T, r *scenarioResult) {
+				f := r.Chain
+				if f.Depth != 250+100 || len(f.CommitNS) != 3 || r.Commits != 3+100 || r.Artifacts != 350 || r.Edges != 349 {
+					t.Fatalf("counts: %+v %+v", r, f)
+				}
+				if f.FirstNS != f.CommitNS[0] || f.LastNS != f.CommitNS[2] || f.TipCommits.N != 100 || f.Ratio <= 0 {
+					t.Fatalf("figures: %+v", f)
+				}
+			}},
+		{"hub", []string{"--depth", "120", "--batch", "50"},
+			[]string{"audit_bytes", "audit_cpu_ns", "audit_ns", "chain_build_ns", "chain_depth", "dependents", "hub_commits", "unrelated_during_audit", "unrelated_during_last_commit", "unrelated_writes"},
+			func(t *testing.T, r *scenarioResult) {
+				f := r.Hub
+				if f.Dependents != 5*50 || len(f.Commits) != 5 || f.Commits[4].Dependents != 250 || f.ChainDepth != 120 || r.Contexts != 3 {
+					t.Fatalf("counts: %+v %+v", r, f)
+				}
+				// The verdict and the hub, 5 hub commits, one chain commit (120 ≤ 2000) and
+				// every unrelated write; at least one write per measured window.
+				if f.DuringCommit.N < 1 || f.DuringAudit.N < 1 || f.UnrelatedTotal < int64(1+f.DuringCommit.N+f.DuringAudit.N) {
+					t.Fatalf("writer: %+v", f)
+				}
+				if r.Commits != 2+5+1+f.UnrelatedTotal || r.Artifacts != 2+250+120+f.UnrelatedTotal || r.Edges != 1+250+119 {
+					t.Fatalf("counts: %+v", r)
+				}
+				if f.AuditNS <= 0 || f.AuditBytes == 0 || !slices.IsSortedFunc(f.Commits, func(a, b hubCommit) int { return int(a.Dependents - b.Dependents) }) {
+					t.Fatalf("figures: %+v", f)
+				}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rc, res, m, stderr := scenario(t, append([]string{"--scenario", tc.name, "--data", t.TempDir()}, tc.args...)...)
+			if rc != exitOK {
+				t.Fatalf("exit %d: %+v %s", rc, res, stderr)
+			}
+			if res.Scenario != tc.name || res.Cut || res.CutIn != "" || res.Errors != 0 || !strings.HasPrefix(res.Target, "http://127.0.0.1:") {
+				t.Fatalf("result %+v", res)
+			}
+			want := slices.Clone(commonKeys)
+			if _, ok := m["rss"]; ok {
+				want = append(want, "rss")
+			}
+			want = append(want, tc.name)
+			slices.Sort(want)
+			if got := keysOf(t, m, ""); !slices.Equal(got, want) {
+				t.Fatalf("keys %v, want %v", got, want)
+			}
+			if got := keysOf(t, m, tc.name); !slices.Equal(got, tc.figures) {
+				t.Fatalf("%s keys %v, want %v", tc.name, got, tc.figures)
+			}
+			for i := 1; i < len(res.RSS); i++ {
+				if res.RSS[i].At < res.RSS[i-1].At || res.RSS[i].Bytes <= 0 {
+					t.Fatalf("samples not in order: %+v", res.RSS)
+				}
+			}
+			tc.check(t, res)
+		})
+	}
+}
+
+// TestScenarioCut: a deadline ends a chain that cannot finish; the result
+// says where, and counts only what was acknowledged.
+func TestScenarioCut(t *testing.T) {
+	rc, res, _, stderr := scenario(t, "--scenario", "chain", "--data", t.TempDir(), "--depth", "1000000", "--batch", "500", "--timeout", "1500ms")
+	if rc != exitOK || !res.Cut || res.CutIn != "chain" || !strings.Contains(stderr, "cut by --timeout") {
+		t.Fatalf("exit %d: %+v %s", rc, res, stderr)
+	}
+	f := res.Chain
+	if int(f.Depth) != 500*len(f.CommitNS) || res.Commits != int64(len(f.CommitNS)) || res.Artifacts != f.Depth || f.TipCommits.N != 0 {
+		t.Fatalf("counts: %+v %+v", res, f)
+	}
+}
+
+// TestScenarioAddr runs a scenario against a server it did not start, with
+// and without the server's pid.
+func TestScenarioAddr(t *testing.T) {
+	srv, err := newBenchServer(context.Background(), t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, withPid := range []bool{false, true} {
+		args := []string{"--scenario", "chain", "--addr", srv.base + "/", "--depth", "30", "--batch", "10"}
+		if withPid {
+			args = append(args, "--pid", strconv.Itoa(os.Getpid()))
+		}
+		rc, res, _, stderr := scenario(t, args...)
+		if rc != exitOK || res.Target != srv.base || res.Chain.Depth != 130 || withPid != (len(res.Chain.CommitCPU) == 3) {
+			t.Fatalf("exit %d: %+v %s", rc, res, stderr)
+		}
+		if withPid != (res.RSSNote == "") {
+			t.Fatalf("pid %v: note %q", withPid, res.RSSNote)
+		}
+	}
+}
+
+// TestScenarioUsage: refused command lines exit 2 and say why.
+func TestScenarioUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scenario", "nope"}, "unknown --scenario"},
+		{[]string{"--scenario", "cold", "--addr", "http://127.0.0.1:1"}, "cannot restart"},
+		{[]string{"--scenario", "runs", "--addr", "http://10.1.2.3:7070"}, "loopback"},
+		{[]string{"--scenario", "runs", "--addr", "ftp://127.0.0.1:1"}, "not an http"},
+		{[]string{"--scenario", "runs", "--pid", "1"}, "--pid names the server"},
+		{[]string{"--scenario", "runs", "--artifacts", "1"}, "--artifacts ≥ 2"},
+		{[]string{"--scenario", "big", "--batch", "-1"}, "negative"},
+		{[]string{"--scenario", "chain", "--timeout", "0s"}, "--timeout"},
+		{[]string{"--scenario", "hub", "--clients", "1000"}, "--clients"},
+	} {
+		rc, _, _, stderr := scenario(t, tc.args...)
+		if rc != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q (want %q)", tc.args, rc, stderr, tc.want)
+		}
+	}
+}
+
+// TestRSSReader reads VmRSS from status files of the /proc shape.
+func TestRSSReader(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		status string
+		want   int64
+	}{
+		{"Name:\tx\nVmPeak:\t  9 kB\nVmRSS:\t  123456 kB\nThreads: 3\n", 123456 * 1024},
+		{"Name:\tx\nVmRSS:\n", 0},
+		{"Name:\tx\nVmRSS:\tlots kB\n", 0},
+		{"Name:\tx\n", 0},
+	} {
+		p := filepath.Join(dir, "status")
+		if err := os.WriteFile(p, []byte(tc.status), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := (rssReader{path: p}).read(); got != tc.want {
+			t.Errorf("%q: %d, want %d", tc.status, got, tc.want)
+		}
+	}
+	if got := (rssReader{path: filepath.Join(dir, "absent")}).read(); got != 0 {
+		t.Errorf("absent file: %d", got)
+	}
+	if got := (rssReader{}).read(); got != 0 {
+		t.Errorf("no path: %d", got)
+	}
+}
+
+// TestCPUReader reads utime + stime from stat files of the /proc shape,
+// whose command name may hold spaces and parentheses.
+func TestCPUReader(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		stat string
+		want time.Duration
+	}{
+		{"42 (artifactd) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0 100 1000 200\n", 3250 * time.Millisecond},
+		{"42 (a (b) c) R 1 42 42 0 -1 0 0 0 0 0 1 2 0 0\n", 30 * time.Millisecond},
+		{"42 (short) S 1 2\n", 0},
+		{"no parenthesis\n", 0},
+		{"42 (x) S 1 42 42 0 -1 0 0 0 0 0 u s\n", 0},
+	} {
+		p := filepath.Join(dir, "stat")
+		if err := os.WriteFile(p, []byte(tc.stat), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := (cpuReader{path: p}).read(); got != tc.want {
+			t.Errorf("%q: %v, want %v", tc.stat, got, tc.want)
+		}
+	}
+	if got := (cpuReader{path: "/proc/self/stat"}).read(); got <= 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI: cannot read /proc/self/stat (%v)", got)
+		}
+		t.Skipf("no /proc/self/stat here (%v)", got)
+	}
+}

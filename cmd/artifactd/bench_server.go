@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/store"
+)
+
+// benchServer is an in-process server over a data directory on a loopback
+// port, which a scenario can restart (close the store, reopen the same
+// directory) to measure cold heads. It is used by one goroutine at a time.
+type benchServer struct {
+	dir    string
+	tmp    bool // dir was created here and is removed by close
+	noSync bool
+	st     *store.Store
+	srv    *http.Server
+	base   string // "http://127.0.0.1:port" of the running server
+}
+
+// newBenchServer opens dir (a new temporary directory when empty) and
+// serves it.
+func newBenchServer(ctx context.Context, dir string, noSync bool) (*benchServer, error) {
+	s := &benchServer{dir: dir, noSync: noSync}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "artifactd-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("temporary data directory: %w", err)
+		}
+		s.dir, s.tmp = d, true
+	}
+	if err := s.start(ctx); err != nil {
+		if s.tmp {
+			_ = os.RemoveAll(s.dir)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *benchServer) start(ctx context.Context) error {
+	reg := httpapi.NewRegistry()
+	st, err := store.Open(ctx, store.Options{Dir: s.dir, Logger: discardLogger(), NoSync: s.noSync})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	if err := reg.Load(ctx, st); err != nil {
+		st.Close()
+		return fmt.Errorf("load types: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		st.Close()
+		return fmt.Errorf("listen: %w", err)
+	}
+	s.st = st
+	s.srv = &http.Server{Handler: newServer(st, reg, serveConfig{Logger: discardLogger()}), ReadHeaderTimeout: 10 * time.Second}
+	s.base = "http://" + ln.Addr().String()
+	go func() { _ = s.srv.Serve(ln) }()
+	return nil
+}
+
+// stop shuts the HTTP server down and closes the store, keeping the
+// directory.
+func (s *benchServer) stop() error {
+	if s.st == nil {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(sctx)
+	if cerr := s.st.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	s.st, s.srv = nil, nil
+	return err
+}
+
+// restart closes the store and reopens the same directory on a new port,
+// returning the memory the closed store held to the OS first, so that the
+// resident size after it is what the reopened store needs.
+func (s *benchServer) restart(ctx context.Context) error {
+	if err := s.stop(); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	return s.start(ctx)
+}
+
+// close stops the server and removes a temporary directory.
+func (s *benchServer) close() error {
+	err := s.stop()
+	if s.tmp {
+		if rerr := os.RemoveAll(s.dir); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}
