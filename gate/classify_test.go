@@ -446,3 +446,24 @@ func TestVerdictAndReason(t *testing.T) {
 		t.Fatal("reason helpers")
 	}
 }
+
+// TestNonWebURLsAreNotReads: an HTTP read of a javascript:, data: or file:
+// URL, or a redirect to one, is FAILED transport.invalid_url, whatever its
+// status and body say.
+func TestNonWebURLsAreNotReads(t *testing.T) {
+	body := []byte(`{"price": 19.99, "currency": "EUR", "in_stock": true}`)
+	h := map[string]string{"Content-Type": "application/json"}
+	for _, ev := range []Evidence{
+		{URL: "javascript:alert(1)", Status: 200, Headers: h, Body: body},
+		{URL: "data:application/json,{}", Status: 200, Headers: h, Body: body},
+		{URL: "file:///etc/passwd", Status: 200, Headers: h, Body: body},
+		{URL: "https://shop.example/p", FinalURL: "javascript:void(0)", Redirects: []Redirect{{URL: "https://shop.example/p", Status: 302}}, Status: 200, Headers: h, Body: body},
+	} {
+		if r := Classify(ev); r.Verdict != Failed || r.Reason != ReasonInvalidURL {
+			t.Errorf("%s: %s %s", ev.URL, r.Verdict, r.Reason)
+		}
+	}
+	if r := Classify(Evidence{URL: "https://shop.example/p", Status: 200, Headers: h, Body: body}); r.Verdict != Retrieved {
+		t.Fatalf("a plain https read: %s %s", r.Verdict, r.Reason)
+	}
+}

@@ -78,6 +78,15 @@ func transportLayer(ev Evidence, chain []string, emptyBody bool, maxRedirects in
 		res.Detail = receiptText(from) + " is followed by " + receiptText(to)
 		return res
 	}
+	if kind == ReadHTTP {
+		for _, u := range chain {
+			if s := schemeOf(u); s != "http" && s != "https" {
+				res.Reason = ReasonInvalidURL
+				res.Detail = "URL " + quoteShort(receiptText(u)) + " is not an http or https URL"
+				return res
+			}
+		}
+	}
 	if kind != ReadHTTP && ev.Status == 0 {
 		return localRead(ev, kind, emptyBody)
 	}

@@ -99,6 +99,10 @@ const (
 	ReasonSizeMismatch Reason = "transport.size_mismatch"
 	// ReasonInvalidKind: the evidence's kind is not http, file or tool.
 	ReasonInvalidKind Reason = "transport.invalid_kind"
+	// ReasonInvalidURL: an HTTP read whose URL (or a URL of its redirect
+	// chain) is not http or https — a javascript:, data: or file: URL is
+	// not a fetch of the web.
+	ReasonInvalidURL Reason = "transport.invalid_url"
 )
 
 // Extraction reasons.

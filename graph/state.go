@@ -158,6 +158,11 @@ func cloneEdgeMap(m map[EdgeKey]*Edge) map[EdgeKey]*Edge {
 	return c
 }
 
+// Share prepares the state to be cloned by several goroutines at once (a
+// state in a cache of read-only states): afterwards Clone only reads s.
+// Call it before s is shared; later changes to s stay correct.
+func (s *State) Share() { s.acc.MarkShared() }
+
 // Hash returns the context hash of the state. It re-hashes only the
 // buckets touched since the last call.
 func (s *State) Hash() hashing.Digest { return s.acc.Root() }
@@ -282,8 +287,13 @@ func dedupSorted(ids []string) []string {
 	return out
 }
 
-// ValidateID checks an artifact id: 1–256 bytes of printable UTF-8 with no
-// control characters.
+// ValidateID checks an artifact id (or an edge end): 1–256 bytes of
+// printable UTF-8 in Unicode NFC, with no control, format (bidi,
+// zero-width: category Cf), separator, private-use, noncharacter,
+// variation-selector, filler or non-ASCII space code points (see
+// invisibleRune). A non-NFC id is refused, not normalised: the id a client
+// sends is the id stored and hashed, byte for byte, and the refusal names
+// the NFC form to send instead.
 func ValidateID(id string) error {
 	if id == "" {
 		return &OpError{Index: -1, Field: "/id", Rule: "required", Detail: "artifact id must not be empty"}
@@ -294,12 +304,15 @@ func ValidateID(id string) error {
 	if !utf8.ValidString(id) {
 		return &OpError{Index: -1, Field: "/id", Rule: "utf8", Detail: "artifact id must be valid UTF-8"}
 	}
-	for _, r := range id {
+	for i, r := range id {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
-			return &OpError{Index: -1, Field: "/id", Rule: "printable", Detail: fmt.Sprintf("artifact id %q contains a control character", id)}
+			return &OpError{Index: -1, Field: "/id", Rule: "printable", Detail: fmt.Sprintf("artifact id %q contains a control character (%s at byte %d)", id, runeName(r), i)}
+		}
+		if kind := invisibleRune(r); kind != "" {
+			return &OpError{Index: -1, Field: "/id", Rule: "visible", Detail: fmt.Sprintf("artifact id %q contains %s, a %s, at byte %d: ids must read the same as they render", id, runeName(r), kind, i)}
 		}
 	}
-	return nil
+	return checkNFC(id)
 }
 
 // ValidateName checks a type or relation name: 1–64 chars of [a-z0-9_.-],

@@ -211,10 +211,20 @@ func (a *Accumulator) Root() Digest {
 // bookkeeping, so like every other method it must not run concurrently with
 // a use of a.
 func (a *Accumulator) Clone() *Accumulator {
-	a.shared.fill()
+	var all bitset
+	all.fill()
+	if a.shared != all {
+		a.shared.fill()
+	}
 	c := *a
 	return &c
 }
+
+// MarkShared marks every bucket as shared with a clone, as Clone does.
+// Call it before a goroutine publishes a for others to Clone concurrently
+// (a cache of read-only states): Clone then only reads a's bookkeeping.
+// Later changes to a copy a bucket once before writing it.
+func (a *Accumulator) MarkShared() { a.shared.fill() }
 
 // Leaves returns all leaves in bytewise order, as a new slice.
 func (a *Accumulator) Leaves() []Digest {

@@ -192,10 +192,10 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	if s.tokens.Len() == 0 {
 		return &principal{open: true}, nil
 	}
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
+	// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is Bearer.
+	scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	tok = strings.TrimSpace(tok)
-	if !ok || tok == "" {
+	if !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return nil, errorf(CodeUnauthorized, "send Authorization: Bearer <token>")
 	}
 	grants := s.tokens.byHash[sha256.Sum256([]byte(tok))]

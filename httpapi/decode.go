@@ -29,7 +29,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if errors.As(err, &mbe) || isTimeout(err) {
 			return nil, err
 		}
 		return nil, errorf(CodeMalformedJSON, "could not read the request body: %v", err)

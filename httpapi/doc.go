@@ -26,7 +26,13 @@
 //     sanitised model view of a tool error or output, the full masked text
 //     as a blob.
 //   - Outbox: effects (effects.go) are artifacts whose status changes are
-//     commits guarded by a compare-and-set (CommitRequest.Check).
+//     commits guarded by a compare-and-set (CommitRequest.Check). A claim
+//     answers a lease token (an HMAC of the claimed version under
+//     Options.LeaseKey, never stored) that complete and fail must send.
+//   - Network guards (netguard.go): the checks every request passes before
+//     routing — nosniff, the reserve connections of LimitListener
+//     (listener.go), header size, the open-mode Host check, cross-site
+//     writes, query encoding, body deadlines and large-body slots.
 //
 // Every request body is read once, within the size limit, canonicalized
 // with hashing.Canonicalize (which refuses duplicate keys, unsafe integers,

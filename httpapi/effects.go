@@ -3,7 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,6 +20,7 @@ import (
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -43,6 +46,20 @@ import (
 // An expired lease is not a commit of its own: a claimed effect whose
 // lease_until has passed counts as pending (lease_expired in reads) and the
 // next claim takes it.
+//
+// Lease tokens. A claim answers each effect with a lease_token that
+// complete and fail must present (403 lease-token when it is missing or
+// wrong), so a writer cannot complete a claim it does not hold by naming
+// its worker. The token is not random and not stored: it is
+// HMAC-SHA256(Options.LeaseKey, ctx, effect id, content hash of the
+// claimed version). The claimed version's data (worker, lease_until,
+// updated_at, attempts) differs from claim to claim, so every claim has its
+// own token, and a token ends with its claim; the key is secret, so a
+// token cannot be guessed from what a reader sees. Nothing of it reaches
+// the effect's data, an id, a commit or a hash: the outbox's commits are
+// what they were, two replays of a chain are identical, and an exported
+// bundle carries no lease secret. serve keeps the key in the data
+// directory (lease.key), so leases survive a restart.
 
 // TypeEffect is the type of outbox effects.
 const TypeEffect = "effect"
@@ -95,6 +112,8 @@ type ClaimInput struct {
 type CompleteInput struct {
 	Worker string          `json:"worker"`
 	Result json.RawMessage `json:"result,omitempty"`
+	// LeaseToken is the token the claim returned for this effect.
+	LeaseToken string `json:"lease_token,omitempty"`
 }
 
 // FailInput is POST .../effects/{id}/fail.
@@ -102,6 +121,8 @@ type FailInput struct {
 	Worker string `json:"worker"`
 	Error  string `json:"error,omitempty"`
 	Retry  bool   `json:"retry,omitempty"`
+	// LeaseToken is the token the claim returned for this effect.
+	LeaseToken string `json:"lease_token,omitempty"`
 }
 
 // EffectData is the data of an effect artifact. Times are RFC 3339 in UTC
@@ -134,6 +155,9 @@ type EffectView struct {
 	// LeaseExpired is set on a claimed effect whose lease has passed: it
 	// counts as pending.
 	LeaseExpired bool `json:"lease_expired,omitempty"`
+	// LeaseToken is set only in a claim's answer: what complete and fail
+	// must present. It is never stored.
+	LeaseToken string `json:"lease_token,omitempty"`
 }
 
 // EffectWrite is the answer to a create, complete or fail: the effect and
@@ -381,7 +405,9 @@ func (s *Server) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput) 
 		s.countWrite(res.Noop)
 		out := &ClaimWrite{Effects: make([]EffectView, len(ids)), Commit: &res.Commit.ID}
 		for i, id := range ids {
-			out.Effects[i] = s.viewOf(id, datas[i], res, now)
+			ev := s.viewOf(id, datas[i], res, now)
+			ev.LeaseToken = s.leaseToken(ctxID, id, ev.ContentHash)
+			out.Effects[i] = ev
 		}
 		return out, nil
 	}
@@ -420,7 +446,7 @@ func (s *Server) CompleteEffect(ctx context.Context, ctxID, id string, in Comple
 	if err != nil {
 		return nil, err
 	}
-	return s.finishEffect(ctx, ctxID, id, in.Worker, func(d *EffectData) (bool, error) {
+	return s.finishEffect(ctx, ctxID, id, in.Worker, in.LeaseToken, func(d *EffectData) (bool, error) {
 		if d.Status == EffectSent && d.Worker == in.Worker && sameJSON(d.Result, result) {
 			return false, nil
 		}
@@ -434,7 +460,7 @@ func (s *Server) CompleteEffect(ctx context.Context, ctxID, id string, in Comple
 // way attempts grows by one and the error (secret-masked) is kept.
 func (s *Server) FailEffect(ctx context.Context, ctxID, id string, in FailInput) (*EffectWrite, error) {
 	msg := truncateChars(s.sanitizeOptions().Mask(in.Error), gate.DefaultMaxErrorChars)
-	return s.finishEffect(ctx, ctxID, id, in.Worker, func(d *EffectData) (bool, error) {
+	return s.finishEffect(ctx, ctxID, id, in.Worker, in.LeaseToken, func(d *EffectData) (bool, error) {
 		d.Attempts++
 		d.LastError, d.LeaseUntil = msg, ""
 		if in.Retry {
@@ -446,10 +472,11 @@ func (s *Server) FailEffect(ctx context.Context, ctxID, id string, in FailInput)
 	})
 }
 
-// finishEffect applies change to an effect that worker holds, under the
-// compare-and-set. change reports false when the effect is already in the
-// state asked for (an idempotent repeat).
-func (s *Server) finishEffect(ctx context.Context, ctxID, id, worker string, change func(d *EffectData) (bool, error)) (*EffectWrite, error) {
+// finishEffect applies change to an effect that worker holds with token,
+// under the compare-and-set. change reports false when the effect is
+// already in the state asked for (an idempotent repeat, which must present
+// the token of the claim that led to it).
+func (s *Server) finishEffect(ctx context.Context, ctxID, id, worker, token string, change func(d *EffectData) (bool, error)) (*EffectWrite, error) {
 	for range casAttempts {
 		e, err := s.readEffect(ctx, ctxID, id)
 		if err != nil {
@@ -466,9 +493,12 @@ func (s *Server) finishEffect(ctx context.Context, ctxID, id, worker string, cha
 			if err != nil {
 				return nil, err
 			}
+			if err := s.heldBefore(ctx, ctxID, c, e, token); err != nil {
+				return nil, err
+			}
 			return &EffectWrite{Effect: e, Commit: c.ID}, nil
 		}
-		if err := holds(e, worker, now); err != nil {
+		if err := s.holds(ctxID, e, worker, token, now); err != nil {
 			return nil, err
 		}
 		d.UpdatedAt = hashing.FormatTime(now)
@@ -490,14 +520,56 @@ func (s *Server) finishEffect(ctx context.Context, ctxID, id, worker string, cha
 	return nil, errorf(CodeConflict, "effect %q kept changing; try again", id)
 }
 
-// holds checks that worker holds the lease of e at now.
-func holds(e EffectView, worker string, now time.Time) error {
+// leaseToken is the lease token of the claim that wrote the version of
+// effect id with content hash claimed (see "Lease tokens" above).
+func (s *Server) leaseToken(ctxID, id string, claimed hashing.Digest) string {
+	m := hmac.New(sha256.New, s.leaseKey)
+	_, _ = m.Write([]byte("artifactd/lease/v1\x00" + ctxID + "\x00" + id + "\x00"))
+	_, _ = m.Write(claimed[:])
+	return "lease_" + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// checkToken compares a presented lease token with the claim's, in
+// constant time.
+func (s *Server) checkToken(ctxID string, e EffectView, claimed hashing.Digest, token string) error {
+	if token == "" {
+		return &Error{Code: CodeLeaseToken, Detail: fmt.Sprintf("send the lease_token that the claim of effect %s returned", e.ID),
+			Errors: []FieldError{{Pointer: "/lease_token", Rule: "required", Detail: "the claim's lease token"}}}
+	}
+	if !hmac.Equal([]byte(token), []byte(s.leaseToken(ctxID, e.ID, claimed))) {
+		return &Error{Code: CodeLeaseToken, Detail: fmt.Sprintf("the lease_token is not the one of the current claim of effect %s", e.ID),
+			Errors: []FieldError{{Pointer: "/lease_token", Rule: "lease", Detail: "not the current claim's token"}}}
+	}
+	return nil
+}
+
+// heldBefore checks, for an idempotent repeat of a finished effect, that
+// token is the one of the claim the effect was finished under: the version
+// before the current one.
+func (s *Server) heldBefore(ctx context.Context, ctxID string, at *replay.Commit, e EffectView, token string) error {
+	vs, err := s.st.History(ctx, ctxID, at, e.ID)
+	if err != nil {
+		return err
+	}
+	var claimed hashing.Digest
+	if len(vs) > 1 {
+		claimed = vs[1].ContentHash
+	}
+	return s.checkToken(ctxID, e, claimed, token)
+}
+
+// holds checks that worker holds the lease of e at now, with token.
+func (s *Server) holds(ctxID string, e EffectView, worker, token string, now time.Time) error {
 	conflict := func(detail string) error {
 		return &Error{Code: CodeConflict, Detail: detail, Extra: map[string]any{"effect": e}}
 	}
-	switch {
-	case e.Status != EffectClaimed:
+	if e.Status != EffectClaimed {
 		return conflict(fmt.Sprintf("effect %s is %s, not claimed: only a claimed effect can be completed or failed", e.ID, e.Status))
+	}
+	if err := s.checkToken(ctxID, e, e.ContentHash, token); err != nil {
+		return err
+	}
+	switch {
 	case e.Worker != worker:
 		return conflict(fmt.Sprintf("effect %s is claimed by another worker", e.ID))
 	case leaseExpired(e.EffectData, now):

@@ -122,18 +122,19 @@ func TestEffectLeaseExpiry(t *testing.T) {
 	if got := b["effects"].([]any); len(got) != 1 || got[0].(map[string]any)["id"] != id {
 		t.Fatalf("claim B: %v", b)
 	}
-	done := e.must(e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "B", "result": map[string]any{"status": 204}}), 200)
+	tokA, tokB := claimed[0].(map[string]any)["lease_token"], b["effects"].([]any)[0].(map[string]any)["lease_token"]
+	done := e.must(e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "B", "lease_token": tokB, "result": map[string]any{"status": 204}}), 200)
 	if effect(done)["status"] != "sent" || effect(done)["worker"] != "B" {
 		t.Fatalf("%v", done)
 	}
 	// A comes back: too late.
-	r := e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "A", "result": map[string]any{"status": 200}})
+	r := e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "A", "lease_token": tokA, "result": map[string]any{"status": 200}})
 	if r.status != 409 {
 		t.Fatalf("late complete: %d %s", r.status, r.body)
 	}
 	// B repeats its complete (a retry after a lost answer): the recorded
 	// effect, no new commit.
-	again := e.must(e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "B", "result": map[string]any{"status": 204}}), 200)
+	again := e.must(e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "B", "lease_token": tokB, "result": map[string]any{"status": 204}}), 200)
 	if again["commit"] != done["commit"] {
 		t.Fatalf("repeat made a commit: %v", again)
 	}
@@ -162,16 +163,19 @@ func TestEffectFail(t *testing.T) {
 	e := newEnv(t, withTestClock(clock))
 	e.createContext("o", "")
 	id := effect(e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": "k", "kind": "sms"}), 201))["id"].(string)
-	e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "W"}), 200)
-	if r := e.post("/v1/contexts/o/effects/"+id+"/fail", map[string]any{"worker": "other", "error": "x"}); r.status != 409 {
+	tok := leaseTokenOf(e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "W"}), 200))
+	if r := e.post("/v1/contexts/o/effects/"+id+"/fail", map[string]any{"worker": "other", "error": "x"}); r.status != 403 {
 		t.Fatalf("a non-holder failed it: %d", r.status)
 	}
-	f := effect(e.must(e.post("/v1/contexts/o/effects/"+id+"/fail", map[string]any{"worker": "W", "error": "gateway said token=abcdefghijklmnopqrstuvwxyz", "retry": true}), 200))
+	if r := e.post("/v1/contexts/o/effects/"+id+"/fail", map[string]any{"worker": "other", "lease_token": tok, "error": "x"}); r.status != 409 {
+		t.Fatalf("another worker with the token failed it: %d", r.status)
+	}
+	f := effect(e.must(e.post("/v1/contexts/o/effects/"+id+"/fail", map[string]any{"worker": "W", "lease_token": tok, "error": "gateway said token=abcdefghijklmnopqrstuvwxyz", "retry": true}), 200))
 	if f["status"] != "pending" || f["attempts"] != 1.0 || f["worker"] != nil || f["last_error"] != "gateway said token=abcdef...wxyz" {
 		t.Fatalf("%v", f)
 	}
-	e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "W"}), 200)
-	f = effect(e.must(e.post("/v1/contexts/o/effects/"+id+"/fail", map[string]any{"worker": "W", "error": "permanent"}), 200))
+	tok = leaseTokenOf(e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "W"}), 200))
+	f = effect(e.must(e.post("/v1/contexts/o/effects/"+id+"/fail", map[string]any{"worker": "W", "lease_token": tok, "error": "permanent"}), 200))
 	if f["status"] != "failed" || f["attempts"] != 2.0 {
 		t.Fatalf("%v", f)
 	}
@@ -267,9 +271,12 @@ func TestReplaySendsNothing(t *testing.T) {
 		out := e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": fmt.Sprint("mail-", i), "kind": "email", "target": "mailto:x@example.com"}), 201)
 		ids = append(ids, effect(out)["id"].(string))
 	}
-	e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "W", "limit": 3}), 200)
+	toks := map[string]any{}
+	for _, c := range e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "W", "limit": 3}), 200)["effects"].([]any) {
+		toks[c.(map[string]any)["id"].(string)] = c.(map[string]any)["lease_token"]
+	}
 	for _, id := range ids[:2] {
-		e.must(e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "W", "result": map[string]any{"message_id": id}}), 200)
+		e.must(e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "W", "lease_token": toks[id], "result": map[string]any{"message_id": id}}), 200)
 	}
 	hash := e.must(e.get("/v1/contexts/o/hash"), 200)
 	head, _ := hashing.ParseDigest(hash["commit"].(string))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -42,6 +43,12 @@ const (
 	CodeInvalidSchema    = "invalid-schema"
 	CodeInternal         = "internal"
 	CodeUnavailable      = "unavailable"
+	CodeRequestTimeout   = "request-timeout"
+	CodeHeadersTooLarge  = "headers-too-large"
+	CodeHostNotAllowed   = "host-not-allowed"
+	CodeCrossOrigin      = "cross-origin"
+	CodeOverloaded       = "overloaded"
+	CodeLeaseToken       = "lease-token"
 	CodeStoreCorrupt     = "store-corrupt"
 	CodeNoSpace          = "insufficient-storage"
 )
@@ -80,6 +87,12 @@ var problemTable = map[string]struct {
 	CodeInvalidSchema:    {http.StatusUnprocessableEntity, "Invalid JSON Schema"},
 	CodeInternal:         {http.StatusInternalServerError, "Internal server error"},
 	CodeUnavailable:      {http.StatusServiceUnavailable, "Service unavailable"},
+	CodeRequestTimeout:   {http.StatusRequestTimeout, "Request body not received in time"},
+	CodeHeadersTooLarge:  {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
+	CodeHostNotAllowed:   {http.StatusMisdirectedRequest, "Host not served"},
+	CodeCrossOrigin:      {http.StatusForbidden, "Cross-origin write refused"},
+	CodeOverloaded:       {http.StatusServiceUnavailable, "Server busy"},
+	CodeLeaseToken:       {http.StatusForbidden, "Missing or wrong lease token"},
 	CodeStoreCorrupt:     {http.StatusInternalServerError, "The stored history does not verify"},
 	CodeNoSpace:          {http.StatusInsufficientStorage, "Not enough free disk space for writes"},
 }
@@ -183,9 +196,22 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case CodeNoSpace:
 		h.Set("Retry-After", "30")
 	}
+	closing := bodyPending(r) || e.Code == CodeRequestTimeout || e.Code == CodeOverloaded || e.Code == CodeTooLarge
+	if closing {
+		// Close rather than drain what the client is still sending: a
+		// refused request must not hold the connection.
+		h.Set("Connection", "close")
+	}
 	s.metrics.problem(e.Code)
 	w.WriteHeader(p.status)
 	_, _ = w.Write(raw)
+	if closing {
+		// net/http reads up to 256 KiB of an unread body when the
+		// handler returns, even on a closing connection; a past read
+		// deadline makes that read fail at once. (Unsupported on
+		// recorders, where it does not matter.)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
 }
 
 // problemJSON writes the RFC 9457 members in their usual order, then the
@@ -285,6 +311,8 @@ func classify(err error) *Error {
 	}
 	var mbe *http.MaxBytesError
 	switch {
+	case isTimeout(err):
+		return &Error{Code: CodeRequestTimeout, Detail: "the request body did not arrive in time; send it at once, or store large payloads with POST /v1/blobs", Err: err}
 	case errors.Is(err, replay.ErrResolution), errors.Is(err, replay.ErrNoMergeBase):
 		return &Error{Code: CodeValidation, Detail: err.Error()}
 	case errors.As(err, &mbe):

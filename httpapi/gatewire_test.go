@@ -97,8 +97,8 @@ func TestDeclaredSecrets(t *testing.T) {
 	}
 	eff := e.must(e.post("/v1/contexts/s/effects", map[string]any{"kind": "email", "idempotency_key": "k1"}), 201)
 	id := eff["effect"].(map[string]any)["id"].(string)
-	e.must(e.post("/v1/contexts/s/effects/claim", map[string]any{"worker": "w1"}), 200)
-	failed := e.post("/v1/contexts/s/effects/"+id+"/fail", map[string]any{"worker": "w1", "error": "smtp auth Xq9-runtime-secret refused"})
+	tok := leaseTokenOf(e.must(e.post("/v1/contexts/s/effects/claim", map[string]any{"worker": "w1"}), 200))
+	failed := e.post("/v1/contexts/s/effects/"+id+"/fail", map[string]any{"worker": "w1", "lease_token": tok, "error": "smtp auth Xq9-runtime-secret refused"})
 	if failed.status != 200 || strings.Contains(failed.String(), "runtime-secret") {
 		t.Fatalf("effect error: %d %s", failed.status, failed)
 	}

@@ -39,6 +39,7 @@ var queryParams = map[string]map[string]any{
 	"format":    {"description": "Response format.", "schema": map[string]any{"type": "string"}},
 	"from":      {"description": "Diff: the old commit or branch (required). Edges: only edges leaving this artifact.", "schema": map[string]any{"type": "string"}},
 	"to":        {"description": "Diff: the new commit or branch (default main). Edges: only edges arriving at this artifact.", "schema": map[string]any{"type": "string"}},
+	"data":      {"description": "Diff: true adds, per changed artifact, the JSON pointers whose data differ with old and new values.", "schema": map[string]any{"enum": []string{"false", "true"}}},
 	"status":    {"description": "Only effects with this status.", "schema": map[string]any{"enum": []string{"pending", "claimed", "sent", "failed"}}},
 	"a":         {"description": "The first run: CTX or CTX@REF (a commit or branch; default main).", "required": true, "schema": map[string]any{"type": "string"}},
 	"b":         {"description": "The second run: CTX or CTX@REF.", "required": true, "schema": map[string]any{"type": "string"}},
@@ -65,7 +66,7 @@ var (
 	docState           = opDoc{id: "state", summary: "The whole state (streamed): enough to recompute the context hash", tag: "state", query: []string{"at"}, status: 200, result: "State"}
 	docHash            = opDoc{id: "hash", summary: "Context hash at a commit", tag: "state", query: []string{"at"}, status: 200, result: "Hash"}
 	docQuarantine      = opDoc{id: "quarantine", summary: "Poison roots, quarantined artifacts, blast radius", tag: "state", query: []string{"at"}, status: 200, result: "Quarantine"}
-	docDiff            = opDoc{id: "diff", summary: "Artifacts, edges and trust that changed between two commits", tag: "state", query: []string{"from", "to"}, status: 200, result: "Diff"}
+	docDiff            = opDoc{id: "diff", summary: "Artifacts, edges and trust that changed between two commits", tag: "state", query: []string{"from", "to", "data"}, status: 200, result: "Diff"}
 	docAudit           = opDoc{id: "audit", summary: "What an answer rests on, with trust and sources (json or markdown)", tag: "state", query: []string{"at", "format"}, status: 200, result: "Audit", text: []string{"text/markdown"}}
 	docListBranches    = opDoc{id: "listBranches", summary: "Branches and their heads", tag: "branches", status: 200, result: "BranchList"}
 	docCreateBranch    = opDoc{id: "createBranch", summary: "Create a branch at any commit", tag: "branches", body: "branch", status: 201, result: "Branch"}
@@ -127,14 +128,16 @@ var resultSchemas = map[string]string{
 	"History": `{"type":"object","required":["commit","id","versions"],"properties":{"commit":{"$ref":"#/components/schemas/Digest"},"id":{"type":"string"},
 	  "versions":{"type":"array","items":{"type":"object","required":["version","type","content_hash","produced_by","commit","time"],"properties":{"version":{"type":"integer"},"type":{"type":"string"},
 	  "content_hash":{"$ref":"#/components/schemas/Digest"},"produced_by":{"type":"string"},"commit":{"$ref":"#/components/schemas/Digest"},"time":{"type":"string"}}}}}}`,
-	"EdgeKey":        `{"type":"object","required":["from","rel","to"],"properties":{"from":{"type":"string"},"rel":{"type":"string"},"to":{"type":"string"}}}`,
-	"Edge":           `{"type":"object","required":["from","rel","to"],"properties":{"from":{"type":"string"},"rel":{"type":"string"},"to":{"type":"string"},"attrs":{"$ref":"#/components/schemas/FreeObject"}}}`,
-	"EdgePage":       `{"type":"object","required":["commit","items"],"properties":{"commit":{"$ref":"#/components/schemas/Digest"},"items":{"type":"array","items":{"$ref":"#/components/schemas/Edge"}},"next_cursor":{"type":"string"}}}`,
-	"Related":        `{"type":"object","required":["commit","id","dir","edges"],"properties":{"commit":{"$ref":"#/components/schemas/Digest"},"id":{"type":"string"},"dir":{"enum":["out","in","both"]},"edges":{"type":"array","items":{"$ref":"#/components/schemas/Edge"}}}}`,
-	"Provenance":     `{"type":"object","required":["commit","id","nodes","edges","truncated"],"properties":{"commit":{"$ref":"#/components/schemas/Digest"},"id":{"type":"string"},"nodes":{"type":"array","items":{"$ref":"#/components/schemas/Artifact"}},"edges":{"type":"array","items":{"$ref":"#/components/schemas/Edge"}},"truncated":{"type":"boolean"}}}`,
-	"Hash":           `{"type":"object","required":["commit","context_hash","artifacts","edges"],"properties":{"commit":{"$ref":"#/components/schemas/Digest"},"context_hash":{"$ref":"#/components/schemas/Digest"},"artifacts":{"type":"integer"},"edges":{"type":"integer"}}}`,
-	"ArtifactChange": `{"type":"object","required":["id"],"properties":{"id":{"type":"string"},"old":{"$ref":"#/components/schemas/ArtifactVersion"},"new":{"$ref":"#/components/schemas/ArtifactVersion"}}}`,
-	"EdgeChange":     `{"type":"object","required":["from","rel","to"],"properties":{"from":{"type":"string"},"rel":{"type":"string"},"to":{"type":"string"},"old_attrs":{"$ref":"#/components/schemas/FreeObject"},"new_attrs":{"$ref":"#/components/schemas/FreeObject"}}}`,
+	"EdgeKey":    `{"type":"object","required":["from","rel","to"],"properties":{"from":{"type":"string"},"rel":{"type":"string"},"to":{"type":"string"}}}`,
+	"Edge":       `{"type":"object","required":["from","rel","to"],"properties":{"from":{"type":"string"},"rel":{"type":"string"},"to":{"type":"string"},"attrs":{"$ref":"#/components/schemas/FreeObject"}}}`,
+	"EdgePage":   `{"type":"object","required":["commit","items"],"properties":{"commit":{"$ref":"#/components/schemas/Digest"},"items":{"type":"array","items":{"$ref":"#/components/schemas/Edge"}},"next_cursor":{"type":"string"}}}`,
+	"Related":    `{"type":"object","required":["commit","id","dir","edges"],"properties":{"commit":{"$ref":"#/components/schemas/Digest"},"id":{"type":"string"},"dir":{"enum":["out","in","both"]},"edges":{"type":"array","items":{"$ref":"#/components/schemas/Edge"}}}}`,
+	"Provenance": `{"type":"object","required":["commit","id","nodes","edges","truncated"],"properties":{"commit":{"$ref":"#/components/schemas/Digest"},"id":{"type":"string"},"nodes":{"type":"array","items":{"$ref":"#/components/schemas/Artifact"}},"edges":{"type":"array","items":{"$ref":"#/components/schemas/Edge"}},"truncated":{"type":"boolean"}}}`,
+	"Hash":       `{"type":"object","required":["commit","context_hash","artifacts","edges"],"properties":{"commit":{"$ref":"#/components/schemas/Digest"},"context_hash":{"$ref":"#/components/schemas/Digest"},"artifacts":{"type":"integer"},"edges":{"type":"integer"}}}`,
+	"ArtifactChange": `{"type":"object","required":["id"],"properties":{"id":{"type":"string"},"old":{"$ref":"#/components/schemas/ArtifactVersion"},"new":{"$ref":"#/components/schemas/ArtifactVersion"},
+	  "data":{"type":"array","description":"With ?data=true, on changed artifacts: the JSON pointers whose values differ.","items":{"$ref":"#/components/schemas/DataChange"}},"data_truncated":{"type":"boolean"},"data_omitted":{"type":"boolean"}}}`,
+	"DataChange": `{"type":"object","required":["pointer","kind"],"properties":{"pointer":{"type":"string","description":"RFC 6901 JSON pointer; empty for the whole document"},"kind":{"enum":["added","removed","changed"]},"old":{},"new":{}}}`,
+	"EdgeChange": `{"type":"object","required":["from","rel","to"],"properties":{"from":{"type":"string"},"rel":{"type":"string"},"to":{"type":"string"},"old_attrs":{"$ref":"#/components/schemas/FreeObject"},"new_attrs":{"$ref":"#/components/schemas/FreeObject"}}}`,
 	"Diff": `{"type":"object","required":["added","removed","changed","edges_added","edges_removed","edges_changed","trust"],"properties":{"from":{"$ref":"#/components/schemas/Digest"},"to":{"$ref":"#/components/schemas/Digest"},
 	  "from_context_hash":{"$ref":"#/components/schemas/Digest"},"to_context_hash":{"$ref":"#/components/schemas/Digest"},
 	  "added":{"type":"array","items":{"$ref":"#/components/schemas/ArtifactChange"}},"removed":{"type":"array","items":{"$ref":"#/components/schemas/ArtifactChange"}},"changed":{"type":"array","items":{"$ref":"#/components/schemas/ArtifactChange"}},
@@ -168,7 +171,7 @@ var resultSchemas = map[string]string{
 	  "tainted":{"type":"array","items":{"$ref":"#/components/schemas/TaintedBy"}}}}`,
 	"Effect": `{"type":"object","required":["id","version","content_hash","idempotency_key","kind","status","attempts"],"properties":{"id":{"type":"string"},"version":{"type":"integer"},"content_hash":{"$ref":"#/components/schemas/Digest"},
 	  "idempotency_key":{"type":"string"},"kind":{"type":"string"},"target":{"type":"string"},"payload":{},"status":{"enum":["pending","claimed","sent","failed"]},"attempts":{"type":"integer"},
-	  "worker":{"type":"string"},"lease_until":{"type":"string"},"lease_expired":{"type":"boolean"},"result":{},"last_error":{"type":"string"},"created_at":{"type":"string"},"updated_at":{"type":"string"}}}`,
+	  "worker":{"type":"string"},"lease_until":{"type":"string"},"lease_expired":{"type":"boolean"},"lease_token":{"type":"string","description":"only in a claim answer: what complete and fail must send"},"result":{},"last_error":{"type":"string"},"created_at":{"type":"string"},"updated_at":{"type":"string"}}}`,
 	"EffectPage":  `{"type":"object","required":["commit","items"],"properties":{"commit":{"$ref":"#/components/schemas/Digest"},"items":{"type":"array","items":{"$ref":"#/components/schemas/Effect"}},"next_cursor":{"type":"string"}}}`,
 	"EffectWrite": `{"type":"object","required":["effect","commit"],"properties":{"effect":{"$ref":"#/components/schemas/Effect"},"commit":{"$ref":"#/components/schemas/Digest"},"created":{"type":"boolean"}}}`,
 	"ClaimWrite":  `{"type":"object","required":["effects"],"properties":{"effects":{"type":"array","items":{"$ref":"#/components/schemas/Effect"}},"commit":{"$ref":"#/components/schemas/Digest"}}}`,

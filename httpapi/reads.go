@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -470,7 +471,9 @@ func (s *Server) handleEval(w http.ResponseWriter, r *http.Request) {
 // handleDiff is GET /v1/contexts/{ctx}/diff?from=&to=: what changed from
 // one commit to another (to defaults to main): artifacts added, removed and
 // changed, edges, and the artifacts whose trust status changed
-// (store.Diff, the same result as `artifactd diff --json`).
+// (store.Diff, the same result as `artifactd diff --json`). With
+// ?data=true every changed artifact also carries "data": the JSON
+// pointers whose values differ, with old and new values (DiffWithData).
 func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	ctxID, err := ctxParam(r)
 	if err != nil {
@@ -479,6 +482,12 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	fromRef, toRef := q.Get("from"), q.Get("to")
+	data, err := enumQuery(r, "data", "false", "true")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	withData := data == "true"
 	if fromRef == "" {
 		s.writeError(w, r, &Error{Code: CodeInvalidQuery, Detail: "from is required", Errors: []FieldError{{Parameter: "from", Rule: "required", Detail: "missing"}}})
 		return
@@ -500,7 +509,75 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := s.st.Diff(r.Context(), ctxID, sides[0], sides[1])
+	if err == nil && withData {
+		var out *DiffWithData
+		out, err = s.diffData(r.Context(), ctxID, sides, d)
+		s.respondRead(w, r, etag, out, err)
+		return
+	}
 	s.respondRead(w, r, etag, d, err)
+}
+
+// maxDataDiffs bounds how many changed artifacts of one diff get their
+// field-level changes (?data=true); the rest are marked data_omitted.
+const maxDataDiffs = 1000
+
+// maxDataChanges bounds the field-level changes listed per artifact.
+const maxDataChanges = 200
+
+// DiffWithData is the diff document of ?data=true: every changed
+// artifact also lists the JSON pointers whose values differ.
+type DiffWithData struct {
+	*replay.DiffResult
+	// Changed shadows DiffResult.Changed with the field-level changes.
+	Changed []ChangedWithData `json:"changed"`
+}
+
+// ChangedWithData is a changed artifact with its field-level changes
+// (replay.DataDiff of the old and new data).
+type ChangedWithData struct {
+	replay.ArtifactChange
+	Data []replay.DataChange `json:"data"`
+	// DataTruncated says more than maxDataChanges changes were found.
+	DataTruncated bool `json:"data_truncated,omitempty"`
+	// DataOmitted says the diff had more than maxDataDiffs changed
+	// artifacts and this one's data was not compared.
+	DataOmitted bool `json:"data_omitted,omitempty"`
+}
+
+// diffData adds the field-level changes to d's changed artifacts, reading
+// both versions' data by point lookups at the two commits.
+func (s *Server) diffData(ctx context.Context, ctxID string, sides [2]*replay.Commit, d *replay.DiffResult) (*DiffWithData, error) {
+	out := &DiffWithData{DiffResult: d, Changed: make([]ChangedWithData, len(d.Changed))}
+	for i, c := range d.Changed {
+		out.Changed[i] = ChangedWithData{ArtifactChange: c, Data: []replay.DataChange{}}
+		if i >= maxDataDiffs {
+			out.Changed[i].DataOmitted = true
+			continue
+		}
+		if c.Old == nil || c.New == nil || c.Old.ContentHash == c.New.ContentHash {
+			continue
+		}
+		var docs [2][]byte
+		for j, side := range sides {
+			a, _, err := s.st.ArtifactAt(ctx, ctxID, side, c.ID)
+			if err != nil {
+				return nil, fmt.Errorf("httpapi: diff data of %q: %w", c.ID, err)
+			}
+			docs[j] = a.Data
+		}
+		dc, err := replay.DataDiff(docs[0], docs[1])
+		if err != nil {
+			return nil, fmt.Errorf("httpapi: diff data of %q: %w", c.ID, err)
+		}
+		if len(dc) > maxDataChanges {
+			dc, out.Changed[i].DataTruncated = dc[:maxDataChanges], true
+		}
+		if dc != nil {
+			out.Changed[i].Data = dc
+		}
+	}
+	return out, nil
 }
 
 // handleAudit is GET /v1/contexts/{ctx}/audit/{id}?format=json|markdown:

@@ -291,12 +291,12 @@ const (
 	// schemaCompleteRequest is POST /v1/contexts/{ctx}/effects/{id}/complete.
 	schemaCompleteRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
 	  "required":["worker"],
-	  "properties":{"worker":` + workerSchema + `,"result":true}}`
+	  "properties":{"worker":` + workerSchema + `,"result":true,"lease_token":{"type":"string","maxLength":128}}}`
 
 	// schemaFailRequest is POST /v1/contexts/{ctx}/effects/{id}/fail.
 	schemaFailRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
 	  "required":["worker"],
-	  "properties":{"worker":` + workerSchema + `,"error":{"type":"string"},"retry":{"type":"boolean"}}}`
+	  "properties":{"worker":` + workerSchema + `,"error":{"type":"string"},"retry":{"type":"boolean"},"lease_token":{"type":"string","maxLength":128}}}`
 
 	// schemaTypeRequest is PUT /v1/types/{name}.
 	schemaTypeRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,

@@ -80,7 +80,48 @@ type Options struct {
 	// Clock gives the outbox its time (leases, created_at); time.Now when
 	// nil. It never reaches a fetch verdict.
 	Clock func() time.Time
+
+	// AllowOrigins lists browser origins ("https://app.example") that may
+	// write and that get CORS headers (serve --allow-origin). Without it,
+	// every write that a browser marks cross-site or same-site (Origin or
+	// Sec-Fetch-Site) is refused with 403 and no CORS header is sent:
+	// CORS is opt-in.
+	AllowOrigins []string
+	// AllowHosts lists extra Host names accepted when the API is open (no
+	// Tokens); loopback addresses and "localhost" are always accepted. An
+	// open server answers any other Host with 421, so a DNS-rebinding page
+	// cannot reach it.
+	AllowHosts []string
+	// BodyTimeout bounds the time to read a request body
+	// (DefaultBodyTimeout when 0); a slower body gets 408 and the
+	// connection is closed.
+	BodyTimeout time.Duration
+	// MaxLargeBodies bounds how many requests with a body over
+	// LargeBodyBytes (or of unknown length) are handled at once
+	// (DefaultMaxLargeBodies when 0); more get 503 with Retry-After.
+	MaxLargeBodies int
+	// LargeBodyBytes is the size from which a body counts as large
+	// (DefaultLargeBodyBytes when 0).
+	LargeBodyBytes int64
+	// MaxHeaderBytes bounds the request line and headers a handler
+	// accepts (DefaultMaxHeaderBytes when 0); more get 431 problem+json.
+	// Set http.Server.MaxHeaderBytes above it, so that the server, not
+	// net/http's plain-text answer, refuses.
+	MaxHeaderBytes int
+	// LeaseKey is the secret from which effect lease tokens are derived
+	// (an HMAC key of at least 32 bytes). Keep it across restarts so that
+	// leases survive them; when nil, New draws a random one and leases
+	// end with the process.
+	LeaseKey []byte
 }
+
+// Defaults of the network limits.
+const (
+	DefaultBodyTimeout    = 30 * time.Second
+	DefaultMaxLargeBodies = 4
+	DefaultLargeBodyBytes = 1 << 20
+	DefaultMaxHeaderBytes = 64 << 10
+)
 
 // Server is the artifactd HTTP API. It implements http.Handler. Its
 // exported methods are the Go API the HTTP handlers use (and the demo and
@@ -107,6 +148,19 @@ type Server struct {
 	// secretsMu guards sanitize (its Secrets grow by POST /v1/admin/secrets).
 	secretsMu sync.RWMutex
 	sanitize  gate.SanitizeOptions
+
+	// The network guards (netguard.go).
+	allowOrigins map[string]bool
+	allowHosts   map[string]bool
+	bodyTimeout  time.Duration
+	largeBody    int64
+	// largeBodies holds one token per large body being handled.
+	largeBodies chan struct{}
+	maxHeader   int
+	leaseKey    []byte
+	// api routes the API alone (no UI, no catch-all): it answers which
+	// methods a path allows.
+	api chi.Router
 }
 
 // New returns the API handler for opts.Store.
@@ -153,6 +207,7 @@ func New(opts Options) *Server {
 	if s.maxBlob <= 0 {
 		s.maxBlob = DefaultMaxBlobBytes
 	}
+	s.initGuards(opts)
 	if s.types == nil {
 		s.types = NewRegistry()
 		if err := s.types.Load(context.Background(), s.st); err != nil {
@@ -283,31 +338,45 @@ func (s *Server) routes() []route {
 }
 
 func (s *Server) newRouter(ui http.Handler) chi.Router {
+	s.api = chi.NewRouter()
 	r := chi.NewRouter()
-	r.Use(s.recoverer, s.logRequests)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, errorf(CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		var allowed []string
-		for _, m := range []string{"GET", "POST", "PUT"} {
-			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
-				allowed = append(allowed, m)
-			}
-		}
-		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		s.writeError(w, req, errorf(CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", req.Method, req.URL.Path, strings.Join(allowed, ", ")))
-	})
+	r.Use(s.recoverer, s.logRequests, s.netGuard)
+	r.NotFound(s.noRoute)
+	r.MethodNotAllowed(s.noRoute)
 	for _, rt := range s.routes() {
 		r.Method(rt.method, rt.pattern, s.guard(rt))
+		s.api.Method(rt.method, rt.pattern, http.NotFoundHandler())
 	}
 	if ui != nil {
-		r.Handle("/v1/*", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.writeError(w, r, errorf(CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
-		}))
+		r.Handle("/v1/*", http.HandlerFunc(s.noRoute))
 		r.Mount("/", ui)
 	}
 	return r
+}
+
+// routeMethods are the methods the API routes use, in Allow order.
+var routeMethods = []string{"GET", "POST", "PUT"}
+
+// noRoute answers a request that no API route takes: 405 with Allow when
+// the path is an API route for other methods, else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	if r.URL.RawPath != "" {
+		path = r.URL.RawPath // chi routes on the escaped path then
+	}
+	var allowed []string
+	for _, m := range routeMethods {
+		if s.api.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) == 0 {
+		s.writeError(w, r, errorf(CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+		return
+	}
+	list := strings.Join(allowed, ", ")
+	w.Header().Set("Allow", list)
+	s.writeError(w, r, errorf(CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, list))
 }
 
 // guard wraps a handler with its authorization check.

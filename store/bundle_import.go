@@ -10,6 +10,7 @@ import (
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/schema"
 )
 
 // ImportResult describes an imported context.
@@ -52,6 +53,9 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 		return nil, fmt.Errorf("the bundle does not verify: %w", err)
 	}
 	if err := checkGateOutputs(ctx, b); err != nil {
+		return nil, err
+	}
+	if err := checkSchemas(ctx, b); err != nil {
 		return nil, err
 	}
 	plan, err := planImport(b)
@@ -168,6 +172,47 @@ func checkGateOutputs(ctx context.Context, b *replay.Bundle) error {
 		}
 	}
 	return nil
+}
+
+// checkSchemas validates, before anything is written, the data of every
+// put in the bundle's chain against the schema of its type as the chain
+// defines it at that commit (the definition recorded before or with the
+// put), so an imported copy holds only data its own history allows. The
+// error (ErrInvalid) names the artifact, the commit and the failure.
+func checkSchemas(ctx context.Context, b *replay.Bundle) error {
+	compiled := map[string]*schema.Schema{}
+	_, err := replay.FoldCommits(ctx, b, b.Commits(), replay.Options{Objects: replay.ObjectsNone}, func(c *replay.Commit, st *graph.State) error {
+		ops, err := b.Ops(ctx, c)
+		if err != nil {
+			return err
+		}
+		for _, op := range ops {
+			if op.Op != graph.OpPut {
+				continue
+			}
+			def := st.TypeDef(op.Type)
+			if def == nil || len(def.Schema) == 0 {
+				continue
+			}
+			key := op.Type + "\x00" + string(def.Schema)
+			sch := compiled[key]
+			if sch == nil {
+				if sch, err = schema.Compile(op.Type, def.Schema); err != nil {
+					return fmt.Errorf("%w: type %q as commit %s defines it: %w", ErrInvalid, op.Type, c.ID.Short(), err)
+				}
+				compiled[key] = sch
+			}
+			data, err := b.Object(ctx, op.ContentHash)
+			if err != nil {
+				return err
+			}
+			if err := sch.Validate(data); err != nil {
+				return fmt.Errorf("%w: %s %q (commit %s) does not match the schema its type had there: %w", ErrInvalid, op.Type, op.ID, c.ID.Short(), err)
+			}
+		}
+		return nil
+	})
+	return err
 }
 
 // gateOutput reports whether typ is written by the gate.

@@ -369,6 +369,7 @@ func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, 
 			return err
 		}
 		m = &materialized{state: st, trust: graph.NewTrustIndex(st, s.baseFor(st))}
+		st.Share() // readers clone it concurrently (a merge's plan)
 		s.states.put(key, m)
 	}
 	return fn(&View{Commit: c, State: m.state, Trust: m.trust, store: s})

@@ -41,9 +41,26 @@ type artifactView struct {
 	History          []store.Version
 	HistoryTruncated bool
 
+	// Said is the short text of what it said.
+	Said string
+	// VersionDiff compares this version with the one ?vs= names.
+	VersionDiff *versionDiff
+	// PrevOf maps a version's commit (hex) to a link comparing it with
+	// the version before it.
+	PrevOf map[string]string
+
 	// Verdict and Reason are a fetch_verdict's; Receipt its data.receipt.
 	Verdict, VerdictReason string
 	Receipt                *receiptView
+}
+
+// versionDiff is the field-level difference between two versions.
+type versionDiff struct {
+	OldVersion, NewVersion int64
+	OldCommit, NewCommit   string
+	Fields                 []fieldChange
+	More                   int
+	Same                   bool
 }
 
 type rootRow struct {
@@ -84,6 +101,7 @@ func (s *server) handleArtifact(w http.ResponseWriter, r *http.Request, ctxID, i
 			return err
 		}
 		view.DataBytes = len(data)
+		view.Said = said(a.Type, data)
 		view.Data, view.DataTruncated = prettyJSON(data, maxDataBytes)
 		if a.Type == "fetch_verdict" {
 			view.Verdict, view.VerdictReason = graph.VerdictFromData(data)
@@ -119,7 +137,35 @@ func (s *server) handleArtifact(w http.ResponseWriter, r *http.Request, ctxID, i
 		hist, view.HistoryTruncated = hist[:200], true
 	}
 	view.History = hist
-	p := &page{Title: id, Ctx: ctxID, Nav: "artifact", At: at, Commit: shown}
+	view.PrevOf = map[string]string{}
+	for i := 0; i+1 < len(hist); i++ {
+		view.PrevOf[hist[i].Commit.Hex()] = artifactURL(ctxID, id, hist[i].Commit.Hex()) + "&vs=" + hist[i+1].Commit.Hex()
+	}
+	if vs := r.URL.Query().Get("vs"); vs != "" {
+		other, err := s.store.Resolve(r.Context(), ctxID, vs)
+		if err != nil {
+			s.problem(w, r, storeProblem(err, "commit "+quoteRef(vs)+" (parameter vs)"))
+			return
+		}
+		old, _, err := s.store.ArtifactAt(r.Context(), ctxID, other, id)
+		if err != nil {
+			s.problem(w, r, storeProblem(err, "artifact "+quoteRef(id)+" at commit "+other.ID.Short()+" (parameter vs)"))
+			return
+		}
+		cur, _, err := s.store.ArtifactAt(r.Context(), ctxID, &commit, id)
+		if err != nil {
+			s.problem(w, r, storeProblem(err, "artifact"))
+			return
+		}
+		vd := &versionDiff{OldVersion: old.Version, NewVersion: cur.Version, OldCommit: other.ID.Hex(), NewCommit: commit.ID.Hex(),
+			Same: old.ContentHash == cur.ContentHash}
+		if vd.Fields, vd.More, err = dataChanges(old.Data, cur.Data); err != nil {
+			s.problem(w, r, storeProblem(err, "artifact"))
+			return
+		}
+		view.VersionDiff = vd
+	}
+	p := &page{Title: id, Ctx: ctxID, Nav: "artifact", At: at, Commit: shown, Keep: keep(r.URL.Query(), "vs")}
 	s.render(w, r, http.StatusOK, "artifact", p, view)
 }
 

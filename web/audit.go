@@ -8,9 +8,16 @@ import (
 	"github.com/artifactd/artifactd/store"
 )
 
+// maxAuditSaid bounds the rows of an audit that get their short text.
+const maxAuditSaid = 1000
+
 // auditView is the audit report of one answer.
 type auditView struct {
-	Report   *graph.AuditReport
+	Report *graph.AuditReport
+	// Said holds the short text of each artifact of the report (the
+	// first maxAuditSaid).
+	Said     map[string]string
+	Answer   string
 	Markdown string
 	Mermaid  string
 }
@@ -48,6 +55,19 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 			return dataErr
 		}
 		view.Report = rep
+		view.Said = map[string]string{}
+		data := func(a *graph.Artifact) (json.RawMessage, error) { return v.Data(a) }
+		for i, aa := range rep.Artifacts {
+			if i >= maxAuditSaid {
+				break
+			}
+			if art := v.State.Artifact(aa.ID); art != nil {
+				view.Said[aa.ID] = cut(s.said.get(art, data), saidRow)
+			}
+		}
+		if art := v.State.Artifact(id); art != nil {
+			view.Answer = s.said.get(art, data)
+		}
 		view.Markdown = rep.Markdown()
 		sg := &graph.Subgraph{Edges: rep.Edges}
 		for _, a := range rep.Artifacts {

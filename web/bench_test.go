@@ -94,7 +94,7 @@ func TestLayout500(t *testing.T) {
 	}
 	sg := graph.ContextSubgraph(st, maxPictureNodes)
 	trust := map[string]graph.Trust{}
-	d := buildDOT("c", "", "", picture{nodes: sg.Nodes, edges: sg.Edges}, trust, st.Relations().Depends)
+	d := buildDOT("c", "", graphQuery{}, picture{nodes: sg.Nodes, edges: sg.Edges}, trust, nil, st.Relations().Depends)
 	start := time.Now()
 	raw, err := layoutSVG(context.Background(), d.dot)
 	if err != nil {

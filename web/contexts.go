@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,9 +18,21 @@ const (
 	logPerPage       = 30
 )
 
+// contextsPerPage is the page size of the contexts list.
+const contextsPerPage = 50
+
 // contextsView is the contexts list.
 type contextsView struct {
-	Rows []contextRow
+	Q       string
+	Rows    []contextRow
+	Total   int // contexts in the store
+	Matched int // contexts whose id contains Q
+	First   int
+	Last    int
+	PageNo  int
+	Pages   int
+	PrevURL string
+	NextURL string
 }
 
 type contextRow struct {
@@ -31,8 +44,10 @@ type contextRow struct {
 	Missing bool
 }
 
-// handleContexts lists every context with its head (or the commit ?at=
-// names in it), counts and trust summary.
+// handleContexts lists the contexts, contextsPerPage at a time (?page=),
+// those whose id contains ?q= (case-insensitive), each with its head (or
+// the commit ?at= names in it), counts and trust summary. Only the rows
+// of the page shown are read.
 func (s *server) handleContexts(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	infos, err := s.store.ListContexts(ctx)
@@ -40,9 +55,25 @@ func (s *server) handleContexts(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, storeProblem(err, "context"))
 		return
 	}
-	at := r.URL.Query().Get("at")
-	view := contextsView{Rows: make([]contextRow, 0, len(infos))}
+	q := r.URL.Query()
+	at := q.Get("at")
+	view := contextsView{Q: strings.TrimSpace(q.Get("q")), Total: len(infos)}
+	needle := strings.ToLower(view.Q)
+	var matched []store.ContextInfo
 	for _, info := range infos {
+		if needle == "" || strings.Contains(strings.ToLower(info.ID), needle) {
+			matched = append(matched, info)
+		}
+	}
+	slices.SortFunc(matched, func(a, b store.ContextInfo) int { return compareIDs(a.ID, b.ID) })
+	view.Matched = len(matched)
+	pageNo, _ := strconv.Atoi(q.Get("page"))
+	view.Pages = max(1, (len(matched)+contextsPerPage-1)/contextsPerPage)
+	view.PageNo = min(max(pageNo, 1), view.Pages)
+	from := (view.PageNo - 1) * contextsPerPage
+	shown := matched[from:min(from+contextsPerPage, len(matched))]
+	view.Rows = make([]contextRow, 0, len(shown))
+	for _, info := range shown {
 		row := contextRow{ID: info.ID, Mode: info.Quarantine}
 		err := s.store.Read(ctx, info.ID, at, func(v *store.View) error {
 			row.Head = newCommitInfo(v.Commit, v.Branch)
@@ -57,6 +88,16 @@ func (s *server) handleContexts(w http.ResponseWriter, r *http.Request) {
 			row.Missing = true
 		}
 		view.Rows = append(view.Rows, row)
+	}
+	if len(shown) > 0 {
+		view.First, view.Last = from+1, from+len(shown)
+	}
+	pageURL := func(n int) string { return "/" + query("q", view.Q, "at", at, "page", strconv.Itoa(n)) }
+	if view.PageNo > 1 {
+		view.PrevURL = pageURL(view.PageNo - 1)
+	}
+	if view.PageNo < view.Pages {
+		view.NextURL = pageURL(view.PageNo + 1)
 	}
 	p := &page{Title: "Contexts", At: at, Nav: "contexts"}
 	s.render(w, r, http.StatusOK, "contexts", p, view)
@@ -84,6 +125,8 @@ type contextView struct {
 	PrevURL    string
 	NextURL    string
 	ExactMatch string // id equal to the search text, if it exists
+	// TextCapped says the text search stopped reading data at maxTextScan.
+	TextCapped bool
 }
 
 type branchRow struct {
@@ -100,12 +143,14 @@ type logRow struct {
 	Time    string
 	Ops     int
 	Arts    int
+	Current bool
 }
 
 type searchQuery struct {
-	Q      string
-	Type   string
-	Status string
+	Q        string
+	Type     string
+	Status   string
+	Producer string
 }
 
 type typeCount struct {
@@ -121,6 +166,7 @@ type statusOption struct {
 
 type artifactRow struct {
 	ID         string
+	Said       string
 	Type       string
 	Version    int64
 	ProducedBy string
@@ -135,7 +181,7 @@ type artifactRow struct {
 func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID string) {
 	q := r.URL.Query()
 	at := q.Get("at")
-	search := searchQuery{Q: strings.TrimSpace(q.Get("q")), Type: q.Get("type"), Status: q.Get("status")}
+	search := searchQuery{Q: strings.TrimSpace(q.Get("q")), Type: q.Get("type"), Status: q.Get("status"), Producer: q.Get("producer")}
 	pageNo, _ := strconv.Atoi(q.Get("page"))
 	pageNo = max(pageNo, 1)
 
@@ -146,7 +192,7 @@ func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID str
 		shown = newCommitInfo(v.Commit, v.Branch)
 		head = v.Commit.ID
 		view.Summary = v.Trust.Summary()
-		collectArtifacts(v, &view, pageNo)
+		s.collectArtifacts(v, &view, pageNo)
 		return nil
 	})
 	if !ok {
@@ -183,6 +229,9 @@ func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID str
 	}
 	for _, c := range commits {
 		row := logRow{ID: c.ID, Author: c.Author, Message: c.Message, Time: c.Time, Ops: c.NumOps, Arts: c.Artifacts}
+		if c.ID == head {
+			row.Current = true
+		}
 		if len(c.Parents) > 0 {
 			row.Parent = c.Parents[0].Hex()
 		}
@@ -190,7 +239,7 @@ func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID str
 	}
 
 	pageURL := func(n int) string {
-		return ctxURL(ctxID, "") + query("at", at, "q", search.Q, "type", search.Type, "status", search.Status, "page", strconv.Itoa(n))
+		return ctxURL(ctxID, "") + query("at", at, "q", search.Q, "type", search.Type, "status", search.Status, "producer", search.Producer, "page", strconv.Itoa(n))
 	}
 	if view.PageNo > 1 {
 		view.PrevURL = pageURL(view.PageNo - 1)
@@ -199,36 +248,53 @@ func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID str
 		view.NextURL = pageURL(view.PageNo + 1)
 	}
 	p := &page{Title: ctxID, Ctx: ctxID, Nav: "overview", At: at, Commit: shown,
-		Keep: keep(q, "q", "type", "status")}
+		Keep: keep(q, "q", "type", "status", "producer")}
 	s.render(w, r, http.StatusOK, "context", p, view)
 }
 
 // collectArtifacts fills the search options and the requested page of
-// matching artifacts. It is one pass over the state's sorted ids plus the
-// rows of one page, so a 10k-artifact context costs a few milliseconds.
-func collectArtifacts(v *store.View, view *contextView, pageNo int) {
+// matching artifacts, in natural id order (s2 before s10). The search
+// text matches ids (all of them) and, when it is not an id fragment of
+// too many, the short texts of what the artifacts said (up to
+// maxTextScan data reads). It is one pass over the state's ids plus the
+// rows of one page.
+func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) {
 	st, tr := v.State, v.Trust
 	search := view.Search
 	needle := strings.ToLower(search.Q)
 	types := map[string]int{}
 	ids := st.ArtifactIDs()
+	naturalSort(ids)
 	view.Total = len(ids)
 	from := (pageNo - 1) * artifactsPerPage
+	data := func(a *graph.Artifact) (json.RawMessage, error) { return v.Data(a) }
+	scanned := 0
 	for _, id := range ids {
 		a := st.Artifact(id)
 		types[a.Type]++
 		if search.Type != "" && a.Type != search.Type {
 			continue
 		}
-		if needle != "" && !strings.Contains(strings.ToLower(id), needle) {
+		if search.Producer != "" && a.ProducedBy != search.Producer {
 			continue
+		}
+		if needle != "" && !strings.Contains(strings.ToLower(id), needle) {
+			if scanned >= maxTextScan {
+				view.TextCapped = true
+				continue
+			}
+			scanned++
+			if !strings.Contains(strings.ToLower(s.said.get(a, data)), needle) {
+				continue
+			}
 		}
 		status := tr.Status(id)
 		if !statusMatches(search.Status, status) {
 			continue
 		}
 		if view.Matched >= from && view.Matched < from+artifactsPerPage {
-			view.Rows = append(view.Rows, artifactRow{ID: id, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy, Status: status})
+			view.Rows = append(view.Rows, artifactRow{ID: id, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy, Status: status,
+				Said: cut(s.said.get(a, data), saidRow)})
 		}
 		view.Matched++
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/artifactd/artifactd/graph"
@@ -10,8 +11,18 @@ import (
 	"github.com/artifactd/artifactd/store"
 )
 
-// maxDiffRows bounds each list of the diff page.
-const maxDiffRows = 500
+// Diff page limits.
+const (
+	// maxDiffRows bounds each list of the diff page.
+	maxDiffRows = 500
+	// maxFieldDiffs bounds the changed artifacts whose data is compared
+	// field by field on one page.
+	maxFieldDiffs = 100
+	// maxFieldRows bounds the field changes shown per artifact.
+	maxFieldRows = 50
+	// maxFieldValue bounds each old or new value shown, in runes.
+	maxFieldValue = 300
+)
 
 // diffView is what changed from one commit to another.
 type diffView struct {
@@ -34,6 +45,19 @@ type artifactChange struct {
 	NewVersion         int64
 	OldHash, NewHash   hashing.Digest
 	OldProducer, NewBy string
+	// Fields are the field-level changes of a changed artifact's data.
+	Fields        []fieldChange
+	FieldsMore    int
+	FieldsOmitted bool
+	// TrustOld and TrustNew are its trust change, when it has one.
+	TrustOld, TrustNew graph.Status
+	TrustChanged       bool
+}
+
+// fieldChange is one changed JSON pointer of an artifact's data.
+type fieldChange struct {
+	Pointer, Kind string
+	Old, New      string
 }
 
 type edgeChange struct {
@@ -49,9 +73,11 @@ type trustChange struct {
 	Added bool
 }
 
-// handleDiff compares two commits or branches: artifacts added, removed
-// and changed (old and new version and hash), edges added and removed, and
-// every artifact whose trust changed. Query: from, to (default: to = ?at=
+// handleDiff compares two commits or branches with the store's diff:
+// artifacts added, removed and changed (old and new version and hash, the
+// changed JSON pointers of their data with old and new values, and their
+// trust change beside them), edges, and every artifact whose trust
+// changed. Query: from, to (default: to = ?at=
 // or main, from = the first parent of to).
 func (s *server) handleDiff(w http.ResponseWriter, r *http.Request, ctxID string) {
 	ctx := r.Context()
@@ -87,42 +113,59 @@ func (s *server) handleDiff(w http.ResponseWriter, r *http.Request, ctxID string
 	view.From, view.To = newCommitInfo(from, ""), newCommitInfo(to, "")
 	view.Same = from.ID == to.ID
 
-	changes, err := s.store.DiffCommits(ctx, from, to)
+	// The store's diff: what differs, read from the differing parts of
+	// the two state maps, with trust changes.
+	d, err := s.store.Diff(ctx, ctxID, from, to)
 	if err != nil {
 		s.problem(w, r, storeProblem(err, "commit"))
 		return
 	}
-	for _, c := range changes {
-		switch c.Kind {
-		case "artifact":
-			if len(view.Artifacts) >= maxDiffRows {
-				view.MoreArtifacts++
-				continue
-			}
-			ac := artifactChange{ID: c.ID, Kind: "changed"}
+	trustOf := map[string]replay.TrustChange{}
+	for _, t := range d.Trust {
+		trustOf[t.ID] = t
+	}
+	var arts []artifactChange
+	for kind, list := range map[string][]replay.ArtifactChange{"added": d.Added, "removed": d.Removed, "changed": d.Changed} {
+		for _, c := range list {
+			ac := artifactChange{ID: c.ID, Kind: kind}
 			if c.Old != nil {
 				ac.OldType, ac.OldVersion, ac.OldHash, ac.OldProducer = c.Old.Type, c.Old.Version, c.Old.ContentHash, c.Old.ProducedBy
-			} else {
-				ac.Kind = "added"
 			}
 			if c.New != nil {
 				ac.NewType, ac.NewVersion, ac.NewHash, ac.NewBy = c.New.Type, c.New.Version, c.New.ContentHash, c.New.ProducedBy
-			} else {
-				ac.Kind = "removed"
 			}
-			view.Artifacts = append(view.Artifacts, ac)
-		case "edge":
-			if len(view.Edges) >= maxDiffRows {
-				view.MoreEdges++
-				continue
+			if t, ok := trustOf[c.ID]; ok {
+				ac.TrustOld, ac.TrustNew, ac.TrustChanged = t.Old, t.New, true
 			}
-			ec := edgeChange{From: c.Edge.From, Rel: c.Edge.Rel, To: c.Edge.To, Kind: "attrs changed"}
-			switch {
-			case c.Added:
-				ec.Kind = "added"
-			case c.Removed:
-				ec.Kind = "removed"
-			}
+			arts = append(arts, ac)
+		}
+	}
+	slices.SortFunc(arts, func(a, b artifactChange) int { return compareIDs(a.ID, b.ID) })
+	if len(arts) > maxDiffRows {
+		view.MoreArtifacts = len(arts) - maxDiffRows
+		arts = arts[:maxDiffRows]
+	}
+	fields := 0
+	for i := range arts {
+		ac := &arts[i]
+		if ac.Kind != "changed" || ac.OldHash == ac.NewHash {
+			continue
+		}
+		if fields >= maxFieldDiffs {
+			ac.FieldsOmitted = true
+			continue
+		}
+		fields++
+		ac.Fields, ac.FieldsMore, err = s.fieldDiff(r, ctxID, from, to, ac.ID)
+		if err != nil {
+			s.problem(w, r, storeProblem(err, "artifact"))
+			return
+		}
+	}
+	view.Artifacts = arts
+	for kind, list := range map[string][]replay.EdgeChange{"added": d.EdgesAdded, "removed": d.EdgesRemoved, "attrs changed": d.EdgesChanged} {
+		for _, c := range list {
+			ec := edgeChange{From: c.From, Rel: c.Rel, To: c.To, Kind: kind}
 			if len(c.OldAttrs) > 0 {
 				ec.OldAttrs, _ = prettyJSON(c.OldAttrs, 4<<10)
 			}
@@ -132,33 +175,26 @@ func (s *server) handleDiff(w http.ResponseWriter, r *http.Request, ctxID string
 			view.Edges = append(view.Edges, ec)
 		}
 	}
-
-	// Trust changes: the status of every artifact at both commits. Each
-	// state is read on its own (never one Read inside another).
-	if !view.Same {
-		before, err := s.statuses(r, ctxID, from)
-		if err != nil {
-			s.problem(w, r, storeProblem(err, "commit"))
-			return
+	slices.SortFunc(view.Edges, func(a, b edgeChange) int {
+		if c := compareIDs(a.From, b.From); c != 0 {
+			return c
 		}
-		err = s.store.ReadCommit(ctx, ctxID, to, func(v *store.View) error {
-			for _, id := range v.State.ArtifactIDs() {
-				now := v.Trust.Status(id)
-				old, existed := before[id]
-				if (existed && old != now) || (!existed && now != graph.StatusConfirmed) {
-					if len(view.Trust) >= maxDiffRows {
-						view.MoreTrust++
-						continue
-					}
-					view.Trust = append(view.Trust, trustChange{ID: id, Old: old, New: now, Added: !existed})
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			s.problem(w, r, storeProblem(err, "commit"))
-			return
+		if c := strings.Compare(a.Rel, b.Rel); c != 0 {
+			return c
 		}
+		return compareIDs(a.To, b.To)
+	})
+	if len(view.Edges) > maxDiffRows {
+		view.MoreEdges = len(view.Edges) - maxDiffRows
+		view.Edges = view.Edges[:maxDiffRows]
+	}
+	for _, t := range d.Trust {
+		view.Trust = append(view.Trust, trustChange{ID: t.ID, Old: t.Old, New: t.New, Added: t.Old == ""})
+	}
+	slices.SortFunc(view.Trust, func(a, b trustChange) int { return compareIDs(a.ID, b.ID) })
+	if len(view.Trust) > maxDiffRows {
+		view.MoreTrust = len(view.Trust) - maxDiffRows
+		view.Trust = view.Trust[:maxDiffRows]
 	}
 	shown := newCommitInfo(to, "")
 	if bs, err := s.store.Branches(ctx, ctxID); err == nil {
@@ -178,16 +214,54 @@ func (s *server) handleDiff(w http.ResponseWriter, r *http.Request, ctxID string
 	s.render(w, r, http.StatusOK, "diff", p, view)
 }
 
-// statuses returns every artifact's trust status at commit c.
-func (s *server) statuses(r *http.Request, ctxID string, c *replay.Commit) (map[string]graph.Status, error) {
-	var out map[string]graph.Status
-	err := s.store.ReadCommit(r.Context(), ctxID, c, func(v *store.View) error {
-		ids := v.State.ArtifactIDs()
-		out = make(map[string]graph.Status, len(ids))
-		for _, id := range ids {
-			out[id] = v.Trust.Status(id)
+// fieldDiff compares the data of artifact id at two commits (point
+// lookups in their state maps) field by field.
+func (s *server) fieldDiff(r *http.Request, ctxID string, from, to *replay.Commit, id string) ([]fieldChange, int, error) {
+	var docs [2][]byte
+	for i, c := range []*replay.Commit{from, to} {
+		a, _, err := s.store.ArtifactAt(r.Context(), ctxID, c, id)
+		if err != nil {
+			return nil, 0, err
 		}
-		return nil
-	})
-	return out, err
+		docs[i] = a.Data
+	}
+	return dataChanges(docs[0], docs[1])
+}
+
+// dataChanges is replay.DataDiff laid out for display: at most
+// maxFieldRows rows (the count of the others is returned), values as
+// compact JSON cut for reading.
+func dataChanges(old, new []byte) ([]fieldChange, int, error) {
+	dc, err := replay.DataDiff(old, new)
+	if err != nil {
+		return nil, 0, err
+	}
+	more := 0
+	if len(dc) > maxFieldRows {
+		more = len(dc) - maxFieldRows
+		dc = dc[:maxFieldRows]
+	}
+	out := make([]fieldChange, 0, len(dc))
+	for _, c := range dc {
+		fc := fieldChange{Pointer: c.Pointer, Kind: c.Kind}
+		if c.Old != nil {
+			fc.Old = cut(string(c.Old), maxFieldValue)
+		}
+		if c.New != nil {
+			fc.New = cut(string(c.New), maxFieldValue)
+		}
+		if fc.Pointer == "" {
+			fc.Pointer = "(whole document)"
+		}
+		out = append(out, fc)
+	}
+	return out, more, nil
+}
+
+// compareIDs orders ids naturally (s2 before s10).
+func compareIDs(a, b string) int {
+	if c := naturalCompare(a, b); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
 }

@@ -12,9 +12,23 @@
 //   - page: one route of ServeHTTP; every page takes ?at= (a branch, a
 //     commit id or a unique prefix of at least 8 hex digits, as
 //     store.Resolve reads it) and names the commit it shows in a banner.
-//   - picture: the part of a state the graph page draws (at most 500
-//     artifacts and 1,500 edges; a visible "truncated" note says when more
-//     exist).
+//   - picture: the part of a state the graph page draws: a small context
+//     whole (at most 150 artifacts), else the overview; or, with ?root=,
+//     a neighbourhood. At most 500 artifacts and 1,500 edges; a visible
+//     "truncated" note says when more exist.
+//   - overview: a large context drawn as clusters of artifacts sharing a
+//     type (or producer) and a trust status, with the edges between
+//     clusters counted; one pass over the state, cached by commit.
+//   - neighbourhood: the artifacts ?up= hops along outgoing edges (what
+//     the root rests on) and ?down= hops along incoming ones (what rests
+//     on it) from a root, one each by default, plus one hop around each
+//     ?expand= artifact (a click on a node adds it) and, with ?path=1,
+//     the path to the root's poison root.
+//   - said: the short text of what an artifact said (its "text", a
+//     verdict and reason, a claim's value, or its first string member),
+//     cut and cached by content hash; shown in nodes, rows and tooltips.
+//   - timeline: the list of commits on every context page, each linking
+//     to the same view at that commit and to what it changed.
 //   - DOT: the Graphviz text the picture is described in; nodes are named
 //     n0, n1… and every artifact string is a quoted graph.DOTString.
 //   - sanitized SVG: Graphviz's SVG rewritten by sanitizeSVG from an
@@ -70,4 +84,9 @@
 // collect what it shows, then renders outside it. The context page walks
 // the sorted ids once and shows 100 artifacts per page, so a 10k-artifact
 // context renders in 5–25 ms (TestBigContextTimes, BenchmarkContextPage10k).
+// The overview of a 100k-artifact context is one pass over its artifacts
+// and their out-edges (TestHugeContextGraphs, BenchmarkBuildClusters100k),
+// cached by commit, and its picture by its DOT; a neighbourhood touches
+// only the artifacts it draws. Every page reports its server time in a
+// Server-Timing header (app;dur=<ms>), which the browser tests read.
 package web

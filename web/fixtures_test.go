@@ -262,7 +262,27 @@ func loadHostile(t testing.TB, s *store.Store, ctxID string) (first, head *repla
 	m := linkOp(hostileIDs[0], "mentions", hostileIDs[1])
 	m.Attrs = canon(t, map[string]any{"why": xssMermaid})
 	ops = append(ops, m)
-	head = commit(t, s, ctxID, "", xssImg, xssSVG, ops...)
+	commit(t, s, ctxID, "", xssImg, xssSVG, ops...)
+	// A new version of the question with hostile values, so field-level
+	// diffs show them too.
+	head = commit(t, s, ctxID, "", xssDetails, xssDOT,
+		putOp(t, "xss-question", "question", xssImg, map[string]any{"text": xssImg, "html": xssScript, xssSVG: xssDetails}))
+
+	// A context large enough for the clustered overview, its producers
+	// hostile: ctxID + "-big".
+	if _, err := s.CreateContext(context.Background(), ctxID+"-big", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	producers := []string{xssScript, xssImg, xssSVG, xssDOT}
+	var big []graph.Op
+	for i := range wholeNodes + 10 {
+		id := fmt.Sprintf("%s-%03d", xssAttrText, i)
+		big = append(big, putOp(t, id, "claim", producers[i%len(producers)], map[string]any{"text": xssDetails}))
+		if i > 0 {
+			big = append(big, linkOp(id, "derived_from", fmt.Sprintf("%s-%03d", xssAttrText, i-1)))
+		}
+	}
+	commit(t, s, ctxID+"-big", "", xssScript, xssImg, big...)
 	return first, head
 }
 
@@ -274,6 +294,11 @@ func loadBig(t testing.TB, s *store.Store, ctxID string, n int) *replay.Commit {
 	if _, err := s.CreateContext(context.Background(), ctxID, store.ModeObserve); err != nil {
 		t.Fatal(err)
 	}
+	return commit(t, s, ctxID, "", "bench", "load", bigOps(t, n)...)
+}
+
+// bigOps are the ops loadBig commits.
+func bigOps(t testing.TB, n int) []graph.Op {
 	ops := make([]graph.Op, 0, 3*n)
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("a%05d", i)
@@ -291,5 +316,5 @@ func loadBig(t testing.TB, s *store.Store, ctxID string, n int) *replay.Commit {
 			ops = append(ops, linkOp(id, "supported_by", fmt.Sprintf("a%05d", i-1)))
 		}
 	}
-	return commit(t, s, ctxID, "", "bench", "load", ops...)
+	return ops
 }

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"encoding/json"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,31 +81,71 @@ func styleOf(st graph.Status) nodeStyle {
 	return unknownStyle
 }
 
+// Graph page limits besides the picture's.
+const (
+	// wholeNodes: a context with at most this many artifacts is drawn
+	// whole; a larger one gets the clustered overview.
+	wholeNodes = 150
+	// saidNodes: pictures with at most this many nodes show the short
+	// text of each artifact in its label (larger ones in the tooltip).
+	saidNodes = 120
+	// naturalSizeNodes: pictures with more nodes are drawn at their
+	// natural size in a scrolling box instead of shrunk to its width, so
+	// labels stay readable.
+	naturalSizeNodes = 15
+	// maxMatches is the most search matches listed.
+	maxMatches = 25
+	// maxTextScan bounds how many artifacts' data a text search reads.
+	maxTextScan = 20_000
+	// maxExpand bounds the expanded nodes a neighbourhood URL may name.
+	maxExpand = 50
+)
+
 // picture is the part of a state one graph page draws.
 type picture struct {
 	nodes     []*graph.Artifact
 	edges     []*graph.Edge
 	truncated bool
+	// onPath marks the artifacts of the path to the poison root.
+	onPath map[string]bool
 }
 
 // graphView is the graph page's model.
 type graphView struct {
-	Root         string
-	Dir          string
-	Depth        int // -1: no limit
-	DepthOptions []depthOption
-	Total        int // artifacts in the state
-	Nodes        []nodeRow
-	NumEdges     int
-	Truncated    bool
-	MaxNodes     int
-	SVG          template.HTML // sanitized by sanitizeSVG
-	LegendSVG    template.HTML // sanitized by sanitizeSVG
-	RenderError  string
-	Legend       []legendRow
-	DOT          string
-	Mermaid      string
-	Large        bool
+	// Mode is "whole" (every artifact of a small context), "overview"
+	// (clusters of a large one) or "neighbourhood" (around Root).
+	Mode        string
+	Root        string
+	RootSaid    string
+	Find        string
+	Up, Down    int // -1: no limit
+	UpOptions   []depthOption
+	DownOptions []depthOption
+	Expand      []string
+	Path        bool
+	// PathIDs is the root's path to its poison root (when quarantined).
+	PathIDs     []string
+	RootStatus  graph.Status
+	GroupBy     string
+	Groups      []depthOption
+	Matches     []matchRow
+	MatchesMore bool
+	TextScanned int
+	Total       int
+	Nodes       []nodeRow
+	Clusters    []clusterRow
+	NumEdges    int
+	Truncated   bool
+	MaxNodes    int
+	SVG         template.HTML // sanitized by sanitizeSVG
+	LegendSVG   template.HTML // sanitized by sanitizeSVG
+	RenderError string
+	Legend      []legendRow
+	DOT         string
+	Mermaid     string
+	Large       bool
+	// URLs of the neighbourhood controls.
+	PathURL, NoPathURL, ResetURL string
 }
 
 type depthOption struct {
@@ -112,11 +154,22 @@ type depthOption struct {
 }
 
 type nodeRow struct {
-	ID     string
-	Type   string
-	Shape  string
-	Status graph.Status
-	Reason string
+	ID        string
+	Type      string
+	Shape     string
+	Said      string
+	Status    graph.Status
+	Reason    string
+	CentreURL string
+	ExpandURL string
+	Expanded  bool
+	OnPath    bool
+}
+
+type matchRow struct {
+	ID, Type, Said string
+	Status         graph.Status
+	URL            string
 }
 
 // legendRow names one trust status; its swatch is drawn by style.css in
@@ -128,55 +181,212 @@ type legendRow struct {
 	Definition string
 }
 
-// handleGraph draws the provenance graph: of ?root= (what it rests on, or
-// with dir=in what rests on it) down to ?depth= edges, or of the whole
-// context; at most maxPictureNodes artifacts. The picture is laid out by
-// Graphviz (dot) into SVG on the server, sanitized and inlined, so nodes
-// are links and the DOM can be inspected.
+// graphQuery is what the graph page's URL asks for.
+type graphQuery struct {
+	root, find, group string
+	up, down          int
+	expand            []string
+	path              bool
+}
+
+// parseGraphQuery reads ?root=&up=&down=&expand=&path=&find=&group= and
+// the older ?dir=&depth= (dir=in: depth hops down, else up).
+func parseGraphQuery(q map[string][]string) (graphQuery, *problem) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	gq := graphQuery{root: get("root"), find: strings.TrimSpace(get("find")), group: get("group"), up: 1, down: 1, path: get("path") == "1"}
+	depth := func(name string) (int, *problem) {
+		d := get(name)
+		if d == "all" {
+			return -1, nil
+		}
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || n > 1000 {
+			return 0, &problem{Code: codeInvalidQuery, Detail: name + " must be a number from 0 to 1000, or all"}
+		}
+		return n, nil
+	}
+	dir := get("dir")
+	if dir != "" && dir != "out" && dir != "in" {
+		return gq, &problem{Code: codeInvalidQuery, Detail: "dir must be out or in"}
+	}
+	if dir != "" || get("depth") != "" {
+		d := -1
+		if get("depth") != "" {
+			var p *problem
+			if d, p = depth("depth"); p != nil {
+				return gq, p
+			}
+		}
+		gq.up, gq.down = d, 0
+		if dir == "in" {
+			gq.up, gq.down = 0, d
+		}
+	}
+	for _, name := range []string{"up", "down"} {
+		if get(name) == "" {
+			continue
+		}
+		d, p := depth(name)
+		if p != nil {
+			return gq, p
+		}
+		if name == "up" {
+			gq.up = d
+		} else {
+			gq.down = d
+		}
+	}
+	switch gq.group {
+	case "", "type", "producer", "trust":
+	default:
+		return gq, &problem{Code: codeInvalidQuery, Detail: "group must be type, producer or trust"}
+	}
+	if gq.group == "" {
+		gq.group = "type"
+	}
+	for _, e := range q["expand"] {
+		if e != "" && !slices.Contains(gq.expand, e) && len(gq.expand) < maxExpand {
+			gq.expand = append(gq.expand, e)
+		}
+	}
+	return gq, nil
+}
+
+// url writes the graph page address of gq (defaults left out).
+func (gq graphQuery) url(ctx, at string) string {
+	kv := []string{"root", gq.root}
+	if gq.root != "" {
+		if gq.up != 1 {
+			kv = append(kv, "up", depthValue(gq.up))
+		}
+		if gq.down != 1 {
+			kv = append(kv, "down", depthValue(gq.down))
+		}
+		for _, e := range gq.expand {
+			kv = append(kv, "expand", e)
+		}
+		if gq.path {
+			kv = append(kv, "path", "1")
+		}
+	} else if gq.group != "type" {
+		kv = append(kv, "group", gq.group)
+	}
+	kv = append(kv, "at", at)
+	return prefixCtx + url.PathEscape(ctx) + "/graph" + query(kv...)
+}
+
+func depthValue(d int) string {
+	if d < 0 {
+		return "all"
+	}
+	return strconv.Itoa(d)
+}
+
+// handleGraph draws the provenance graph. With ?root= it is the
+// neighbourhood of that artifact: ?up= hops of what it rests on and
+// ?down= hops of what rests on it (one each by default), plus one hop
+// around every ?expand= artifact (a click on a node expands it), plus with
+// ?path=1 the path to its poison root. Without a root a small context is
+// drawn whole and a large one as clusters of artifacts by type, producer
+// or trust (?group=), with the edges between clusters counted. ?find=
+// searches ids and short texts. Pictures are laid out by Graphviz (dot)
+// into SVG on the server, sanitized, inlined and cached by their drawing.
 func (s *server) handleGraph(w http.ResponseWriter, r *http.Request, ctxID string) {
 	q := r.URL.Query()
 	at := q.Get("at")
-	view := graphView{Root: q.Get("root"), Dir: q.Get("dir"), Depth: -1, MaxNodes: maxPictureNodes}
-	if view.Dir != "" && view.Dir != "out" && view.Dir != "in" {
-		s.problem(w, r, &problem{Code: codeInvalidQuery, Detail: "dir must be out or in"})
+	gq, bad := parseGraphQuery(q)
+	if bad != nil {
+		s.problem(w, r, bad)
 		return
 	}
-	if d := q.Get("depth"); d != "" && d != "all" {
-		n, err := strconv.Atoi(d)
-		if err != nil || n < 0 || n > 1000 {
-			s.problem(w, r, &problem{Code: codeInvalidQuery, Detail: "depth must be a number from 0 to 1000, or all"})
-			return
-		}
-		view.Depth = n
+	view := graphView{Root: gq.root, Find: gq.find, Up: gq.up, Down: gq.down, Expand: gq.expand, Path: gq.path,
+		GroupBy: gq.group, MaxNodes: maxPictureNodes}
+	view.UpOptions, view.DownOptions = depthOptions(gq.up), depthOptions(gq.down)
+	for _, g := range []string{"type", "producer", "trust"} {
+		view.Groups = append(view.Groups, depthOption{Value: g, Label: g, Selected: g == gq.group})
 	}
-	view.DepthOptions = depthOptions(view.Depth)
 
 	var shown *commitInfo
 	var pic, legend *drawing
 	_, ok := s.read(w, r, ctxID, func(v *store.View) error {
 		shown = newCommitInfo(v.Commit, v.Branch)
 		view.Total = v.State.NumArtifacts()
-		if view.Root != "" && v.State.Artifact(view.Root) == nil {
+		data := func(a *graph.Artifact) (json.RawMessage, error) { return v.Data(a) }
+		if gq.find != "" {
+			view.Matches, view.MatchesMore, view.TextScanned = s.findArtifacts(v, gq.find, func(id string) string {
+				g := gq
+				g.root, g.expand, g.path = id, nil, false
+				return g.url(ctxID, at)
+			})
+		}
+		if gq.root != "" && v.State.Artifact(gq.root) == nil {
 			return &problem{Code: codeNotFound, Detail: "no artifact with the root id at commit " + v.Commit.ID.Short()}
 		}
-		sel := selectPicture(v.State, view.Root, view.Dir, view.Depth)
+		if gq.root == "" && view.Total > wholeNodes {
+			view.Mode = "overview"
+			cl := s.clusters(v, gq.group)
+			view.Clusters, view.NumEdges = cl.rows(ctxID, at, gq.group), len(cl.edges)
+			pic = cl.drawing(ctxID, at, gq.group)
+			view.DOT = pic.dot
+			return nil
+		}
 		trust := func(id string) graph.Trust {
 			if v.Trust.Status(id) == graph.StatusConfirmed {
 				return graph.Trust{ID: id, Status: graph.StatusConfirmed}
 			}
 			return v.Trust.Explain(v.State, id)
 		}
+		var sel picture
+		if gq.root == "" {
+			view.Mode = "whole"
+			sg := graph.ContextSubgraph(v.State, maxPictureNodes)
+			sel = picture{nodes: sg.Nodes, edges: sg.Edges, truncated: sg.Truncated}
+		} else {
+			view.Mode = "neighbourhood"
+			rt := trust(gq.root)
+			view.RootStatus = rt.Status
+			if rt.Status == graph.StatusQuarantined {
+				view.PathIDs = rt.Path
+			}
+			var path []string
+			if gq.path {
+				path = rt.Path
+			}
+			sel = neighbourhood(v.State, gq.root, gq.up, gq.down, gq.expand, path)
+			view.RootSaid = s.said.get(v.State.Artifact(gq.root), data)
+		}
+		if len(sel.edges) > maxPictureEdges {
+			sel.edges, sel.truncated = sel.edges[:maxPictureEdges], true
+		}
 		rels := v.State.Relations()
 		statuses := map[string]graph.Trust{}
+		saids := map[string]string{}
 		for _, a := range sel.nodes {
 			t := trust(a.ID)
 			statuses[a.ID] = t
+			saids[a.ID] = s.said.get(a, data)
 			shape, _ := shapeOf(a.Type)
-			view.Nodes = append(view.Nodes, nodeRow{ID: a.ID, Type: a.Type, Shape: shape, Status: t.Status, Reason: t.Reason})
+			row := nodeRow{ID: a.ID, Type: a.Type, Shape: shape, Said: cut(saids[a.ID], saidRow), Status: t.Status, Reason: t.Reason,
+				Expanded: slices.Contains(gq.expand, a.ID) || a.ID == gq.root, OnPath: sel.onPath[a.ID]}
+			c := gq
+			c.root, c.expand, c.path = a.ID, nil, false
+			row.CentreURL = c.url(ctxID, at)
+			if gq.root != "" && !row.Expanded {
+				e := gq
+				e.expand = append(slices.Clone(gq.expand), a.ID)
+				row.ExpandURL = e.url(ctxID, at)
+			}
+			view.Nodes = append(view.Nodes, row)
 		}
 		view.NumEdges = len(sel.edges)
 		view.Truncated = sel.truncated
-		pic, legend = buildDOT(ctxID, at, view.Root, sel, statuses, rels.Depends), buildLegendDOT(sel)
+		pic = buildDOT(ctxID, at, gq, sel, statuses, saids, rels.Depends)
+		legend = buildLegendDOT(sel)
 		view.DOT = pic.dot
 		view.Mermaid = graph.Mermaid(&graph.Subgraph{Nodes: sel.nodes, Edges: sel.edges},
 			func(id string) graph.Trust { return statuses[id] })
@@ -185,38 +395,49 @@ func (s *server) handleGraph(w http.ResponseWriter, r *http.Request, ctxID strin
 	if !ok {
 		return
 	}
-	view.Large = len(view.Nodes) > edgeLabelNodes
+	if gq.root != "" {
+		p := gq
+		p.path = true
+		view.PathURL = p.url(ctxID, at)
+		p.path = false
+		view.NoPathURL = p.url(ctxID, at)
+		view.ResetURL = graphQuery{root: gq.root, group: "type", up: 1, down: 1}.url(ctxID, at)
+	}
+	view.Large = len(view.Nodes) > naturalSizeNodes
 	view.Legend = legendRows()
-	if len(view.Nodes) > 0 {
+	if pic != nil && (len(view.Nodes) > 0 || len(view.Clusters) > 0) {
 		label := "Provenance graph of " + ctxID
-		if view.Root != "" {
-			label += " from " + view.Root
+		switch {
+		case gq.root != "":
+			label += " around " + gq.root
+		case view.Mode == "overview":
+			label += ": artifacts clustered by " + gq.group
 		}
 		svg, err := s.pics.svg(r.Context(), pic, "provenance", label)
 		if err != nil {
 			s.log.Error("web: draw graph", "context", ctxID, "err", err)
-			view.RenderError = "The picture could not be drawn; the table below lists its nodes."
+			view.RenderError = "The picture could not be drawn; the table below lists what it shows."
 		}
 		view.SVG = template.HTML(svg) // sanitizeSVG's output: allowlisted and re-escaped
-		if svg, err := s.pics.svg(r.Context(), legend, "legend-shapes", "Node shapes by artifact type"); err == nil {
-			view.LegendSVG = template.HTML(svg) // sanitizeSVG's output
+		if legend != nil {
+			if svg, err := s.pics.svg(r.Context(), legend, "legend-shapes", "Node shapes by artifact type"); err == nil {
+				view.LegendSVG = template.HTML(svg) // sanitizeSVG's output
+			}
 		}
 	}
 	title := "Graph · " + ctxID
-	if view.Root != "" {
-		title = "Graph · " + view.Root
+	if gq.root != "" {
+		title = "Graph · " + gq.root
 	}
-	p := &page{Title: title, Ctx: ctxID, Nav: "graph", At: at, Commit: shown, Keep: keep(q, "root", "dir", "depth")}
+	p := &page{Title: title, Ctx: ctxID, Nav: "graph", At: at, Commit: shown,
+		Keep: keep(q, "root", "up", "down", "dir", "depth", "expand", "path", "group", "find")}
 	s.render(w, r, http.StatusOK, "graph", p, view)
 }
 
 func depthOptions(cur int) []depthOption {
 	var out []depthOption
-	for _, d := range []int{1, 2, 3, 5, 10, -1} {
-		o := depthOption{Value: strconv.Itoa(d), Label: strconv.Itoa(d), Selected: d == cur}
-		if d < 0 {
-			o.Value, o.Label = "all", "all"
-		}
+	for _, d := range []int{0, 1, 2, 3, 5, 10, -1} {
+		o := depthOption{Value: depthValue(d), Label: depthValue(d), Selected: d == cur}
 		out = append(out, o)
 	}
 	if !slices.ContainsFunc(out, func(o depthOption) bool { return o.Selected }) {
@@ -227,61 +448,97 @@ func depthOptions(cur int) []depthOption {
 
 func legendRows() []legendRow {
 	return []legendRow{
-		{graph.StatusPoisonRoot, "poison root", "bold border",
+		{graph.StatusPoisonRoot, "poison root", "bold border, ✖ mark",
 			"its own base is false: a failed or unknown fetch, a tool error, an unknown type"},
-		{graph.StatusQuarantined, "quarantined", "dashed border",
+		{graph.StatusQuarantined, "quarantined", "dashed border, ⚠ mark",
 			"rests, directly or not, on a poison root"},
-		{graph.StatusConfirmed, "confirmed", "plain border",
+		{graph.StatusConfirmed, "confirmed", "plain border, ✓ mark",
 			"rests only on confirmed facts"},
 	}
 }
 
-// selectPicture picks the artifacts and edges to draw. Without a root it
-// is the whole state (the first maxPictureNodes ids); with one it is a
-// breadth-first walk from the root along outgoing edges (what the root
-// rests on and refers to) or, with dir "in", along incoming edges (what
-// rests on the root: its blast radius), depth edges deep (depth < 0: no
-// limit). Edges are those among the chosen artifacts.
-func selectPicture(st *graph.State, root, dir string, depth int) picture {
-	var pic picture
-	switch {
-	case root == "":
-		sg := graph.ContextSubgraph(st, maxPictureNodes)
-		pic = picture{nodes: sg.Nodes, edges: sg.Edges, truncated: sg.Truncated}
-	case dir == "in":
-		pic = dependents(st, root, depth)
-	default:
-		sg := graph.ProvenanceLimit(st, root, depth, maxPictureNodes)
-		pic = picture{nodes: sg.Nodes, edges: sg.Edges, truncated: sg.Truncated}
+// statusMark is the text mark of a trust status in pictures, so trust is
+// never told by colour alone.
+func statusMark(st graph.Status) string {
+	switch st {
+	case graph.StatusPoisonRoot:
+		return "✖"
+	case graph.StatusQuarantined:
+		return "⚠"
+	case graph.StatusConfirmed:
+		return "✓"
 	}
-	if len(pic.edges) > maxPictureEdges {
-		pic.edges, pic.truncated = pic.edges[:maxPictureEdges], true
-	}
-	return pic
+	return "?"
 }
 
-// dependents walks incoming edges breadth-first from root.
-func dependents(st *graph.State, root string, depth int) picture {
-	pic := picture{nodes: []*graph.Artifact{st.Artifact(root)}}
-	seen := map[string]bool{root: true}
-	level := []string{root}
-	for d := 0; len(level) > 0; d++ {
-		var next []string
-		for _, cur := range level {
-			for _, e := range st.In(cur) {
-				if seen[e.From] {
-					continue
-				}
-				if (depth >= 0 && d >= depth) || len(pic.nodes) >= maxPictureNodes {
-					pic.truncated = true
-					continue
-				}
-				seen[e.From] = true
-				pic.nodes = append(pic.nodes, st.Artifact(e.From))
-				next = append(next, e.From)
-			}
+// neighbourhood picks the artifacts around root: up hops along outgoing
+// edges (what it rests on and refers to), down hops along incoming edges
+// (what rests on it), one hop both ways around each expanded artifact,
+// and the artifacts of path. At most maxPictureNodes; edges are those
+// among the chosen artifacts.
+func neighbourhood(st *graph.State, root string, up, down int, expand, path []string) picture {
+	pic := picture{onPath: map[string]bool{}}
+	seen := map[string]bool{}
+	add := func(id string) bool {
+		if seen[id] {
+			return true
 		}
-		level = next
+		a := st.Artifact(id)
+		if a == nil {
+			return true
+		}
+		if len(pic.nodes) >= maxPictureNodes {
+			pic.truncated = true
+			return false
+		}
+		seen[id] = true
+		pic.nodes = append(pic.nodes, a)
+		return true
+	}
+	walk := func(from string, depth int, out bool) {
+		level := []string{from}
+		for d := 0; len(level) > 0; d++ {
+			var next []string
+			for _, cur := range level {
+				edges := st.In(cur)
+				if out {
+					edges = st.Out(cur)
+				}
+				for _, e := range edges {
+					other := e.From
+					if out {
+						other = e.To
+					}
+					if seen[other] {
+						continue
+					}
+					if depth >= 0 && d >= depth {
+						pic.truncated = true
+						continue
+					}
+					if !add(other) {
+						return
+					}
+					next = append(next, other)
+				}
+			}
+			level = next
+		}
+	}
+	add(root)
+	walk(root, up, true)
+	walk(root, down, false)
+	for _, id := range path {
+		add(id)
+		pic.onPath[id] = true
+	}
+	for _, x := range expand {
+		if st.Artifact(x) == nil {
+			continue
+		}
+		add(x)
+		walk(x, 1, true)
+		walk(x, 1, false)
 	}
 	for _, a := range pic.nodes {
 		for _, e := range st.Out(a.ID) {
@@ -292,6 +549,57 @@ func dependents(st *graph.State, root string, depth int) picture {
 	}
 	graph.SortEdges(pic.edges)
 	return pic
+}
+
+// findArtifacts searches ids (all of them) and short texts (of the first
+// maxTextScan artifacts in natural id order) for needle, case-insensitive.
+func (s *server) findArtifacts(v *store.View, needle string, urlOf func(id string) string) ([]matchRow, bool, int) {
+	low := strings.ToLower(needle)
+	ids := v.State.ArtifactIDs()
+	naturalSort(ids)
+	var out []matchRow
+	more := false
+	scanned := 0
+	data := func(a *graph.Artifact) (json.RawMessage, error) { return v.Data(a) }
+	// The exact id first, then id matches, then text matches.
+	if a := v.State.Artifact(needle); a != nil {
+		out = append(out, matchRow{ID: a.ID, Type: a.Type, Status: v.Trust.Status(a.ID), Said: cut(s.said.get(a, data), saidRow), URL: urlOf(a.ID)})
+	}
+	for pass := 0; pass < 2 && !more; pass++ {
+		for _, id := range ids {
+			if id == needle {
+				continue
+			}
+			a := v.State.Artifact(id)
+			var hit bool
+			var text string
+			if pass == 0 {
+				hit = strings.Contains(strings.ToLower(id), low)
+			} else {
+				if strings.Contains(strings.ToLower(id), low) {
+					continue // listed in the first pass
+				}
+				if scanned >= maxTextScan {
+					break
+				}
+				scanned++
+				text = s.said.get(a, data)
+				hit = strings.Contains(strings.ToLower(text), low)
+			}
+			if !hit {
+				continue
+			}
+			if len(out) >= maxMatches {
+				more = true
+				break
+			}
+			if text == "" {
+				text = s.said.get(a, data)
+			}
+			out = append(out, matchRow{ID: id, Type: a.Type, Status: v.Trust.Status(id), Said: cut(text, saidRow), URL: urlOf(id)})
+		}
+	}
+	return out, more, scanned
 }
 
 // fontname is the font every label is measured and drawn in.
@@ -329,16 +637,19 @@ func (d *drawing) key() string {
 
 // buildDOT writes the picture as a Graphviz digraph. Nodes are named n0,
 // n1… — no artifact string is ever a DOT id — and the only artifact
-// strings in the DOT are the node labels (clipped id and type), as quoted
-// graph.DOTString values: `"` and `\` backslash-escaped, control
-// characters removed, `&`, `<`, `>` as entities; there are no HTML labels.
-// Links and tooltips stay out of the DOT: they go to sanitizeSVG, which
-// also re-checks everything Graphviz writes.
-func buildDOT(ctxID, at, root string, pic picture, trust map[string]graph.Trust, depends func(rel string) bool) *drawing {
+// strings in the DOT are the node labels (clipped id, type, trust mark and
+// short text), as quoted graph.DOTString values: `"` and `\` backslash-
+// escaped, control characters removed, `&`, `<`, `>` as entities; there
+// are no HTML labels. Links and tooltips stay out of the DOT: they go to
+// sanitizeSVG, which also re-checks everything Graphviz writes. In a
+// neighbourhood a node links to the same view with that node expanded
+// (the root to its artifact page); in the whole picture to its page.
+func buildDOT(ctxID, at string, gq graphQuery, pic picture, trust map[string]graph.Trust, saids map[string]string, depends func(rel string) bool) *drawing {
 	n := len(pic.nodes)
+	root := gq.root
 	d := &drawing{links: svgLinks{nodes: make(map[string]nodeLink, n), edges: make(map[string]string, len(pic.edges))}}
 	var b strings.Builder
-	b.Grow(200 * (n + len(pic.edges)))
+	b.Grow(240 * (n + len(pic.edges)))
 	b.WriteString("digraph provenance {\n")
 	b.WriteString(`  graph [rankdir=TB, bgcolor="transparent", pad=0.1, fontname=` + fontname)
 	if n <= edgeLabelNodes {
@@ -373,7 +684,17 @@ func buildDOT(ctxID, at, root string, pic picture, trust map[string]graph.Trust,
 		case len(t.Roots) > 1:
 			tip += ": rests on " + t.Roots[0] + " and " + strconv.Itoa(len(t.Roots)-1) + " more"
 		}
-		d.links.nodes[names[a.ID]] = nodeLink{href: artifactURL(ctxID, a.ID, at), title: tip}
+		if said := saids[a.ID]; said != "" {
+			tip += "\n“" + said + "”"
+		}
+		href := artifactURL(ctxID, a.ID, at)
+		if root != "" && a.ID != root && !slices.Contains(gq.expand, a.ID) {
+			e := gq
+			e.expand = append(slices.Clone(gq.expand), a.ID)
+			href = e.url(ctxID, at)
+			tip += "\n(click to expand its neighbours)"
+		}
+		d.links.nodes[names[a.ID]] = nodeLink{href: href, title: tip}
 		class := string(t.Status)
 		if class == "" {
 			class = "unknown"
@@ -381,7 +702,14 @@ func buildDOT(ctxID, at, root string, pic picture, trust map[string]graph.Trust,
 		if graph.ValidateName("type", a.Type) == nil {
 			class += " type-" + a.Type
 		}
-		b.WriteString("  " + names[a.ID] + " [label=" + graph.DOTString(clip(a.ID, labelRunes)+"\n"+clip(a.Type, labelRunes)) +
+		if pic.onPath[a.ID] {
+			class += " on-path"
+		}
+		label := clip(a.ID, labelRunes) + "\n" + statusMark(t.Status) + " " + clip(a.Type, labelRunes)
+		if said := saids[a.ID]; said != "" && n <= saidNodes {
+			label += "\n" + wrapLabel(cut(said, saidNode), 30)
+		}
+		b.WriteString("  " + names[a.ID] + " [label=" + graph.DOTString(label) +
 			", shape=" + shape + ", style=\"" + style + "\", fillcolor=\"" + sty.Fill + "\", color=\"" + sty.Stroke +
 			"\", penwidth=" + sty.Pen + ", class=\"" + class + "\"")
 		if a.ID == root {
@@ -402,6 +730,10 @@ func buildDOT(ctxID, at, root string, pic picture, trust map[string]graph.Trust,
 				class, attrs = "dep tainted", `, color="#b00020", penwidth=1.4`
 			}
 		}
+		if pic.onPath[e.From] && pic.onPath[e.To] && depends(e.Rel) {
+			class += " on-path"
+			attrs = `, color="#b00020", penwidth=3`
+		}
 		tip := e.From + " —" + e.Rel + "→ " + e.To
 		if prev, ok := d.links.edges[from+"->"+to]; ok {
 			tip = prev + "; " + tip
@@ -416,6 +748,32 @@ func buildDOT(ctxID, at, root string, pic picture, trust map[string]graph.Trust,
 	b.WriteString("}\n")
 	d.dot = b.String()
 	return d
+}
+
+// wrapLabel breaks s into lines of about width runes at spaces (at most
+// two lines; the text is already cut).
+func wrapLabel(s string, width int) string {
+	words := strings.Fields(s)
+	var lines []string
+	cur := ""
+	for _, w := range words {
+		switch {
+		case cur == "":
+			cur = w
+		case len([]rune(cur))+1+len([]rune(w)) <= width:
+			cur += " " + w
+		default:
+			lines = append(lines, cur)
+			cur = w
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	if len(lines) > 2 {
+		lines = append(lines[:1], cut(strings.Join(lines[1:], " "), width))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // buildLegendDOT draws one node per artifact type in the picture, in its

@@ -41,10 +41,28 @@ type page struct {
 	Keep []param
 	// Auth is set when authentication is on (the logout button shows).
 	Auth bool
+	// Timeline is the time-travel list: the shown commit and the ones
+	// before it, each a link to this same view at that commit.
+	Timeline []timelineRow
+	// Latest links to this view at the branch head when the page shows
+	// an older commit.
+	Latest string
 	// CSS and JS are the asset URLs.
 	CSS, JS string
 	Body    any
 }
+
+// timelineRow is one commit of the time-travel list.
+type timelineRow struct {
+	Short, ID, Message, Time string
+	Ops                      int
+	URL                      string
+	DiffURL                  string
+	Current                  bool
+}
+
+// timelineLen is how many commits the time-travel list shows.
+const timelineLen = 12
 
 // param is one query parameter.
 type param struct{ Name, Value string }
@@ -92,6 +110,9 @@ var funcs = template.FuncMap{
 		return ctxURL(ctx, "") + query("at", at, "status", status)
 	},
 	"short":      func(d hashing.Digest) string { return d.Short() },
+	"plural":     plural,
+	"mark":       func(st string) string { return statusMark(graph.Status(st)) },
+	"human":      humanTime,
 	"num":        func(n int) string { return thousands(int64(n)) },
 	"num64":      func(n int64) string { return thousands(n) },
 	"statusName": statusName,
@@ -104,7 +125,8 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"add": func(a, b int) int { return a + b },
+	"add":   func(a, b int) int { return a + b },
+	"sides": func(a, b compareSide) []compareSide { return []compareSide{a, b} },
 }
 
 func mustParsePages() *pageSet {
@@ -133,6 +155,9 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	p.Auth = s.tokens != nil
 	p.CSS = s.assets.url("style.css")
 	p.JS = s.assets.url("app.js")
+	if p.Ctx != "" && p.Commit != nil && status == http.StatusOK {
+		s.timeline(r, p)
+	}
 	var buf bytes.Buffer
 	if t == nil {
 		s.log.Error("web: no template", "name", name)
@@ -148,8 +173,56 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	serverTiming(h, r)
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// timeline fills p.Timeline with the shown commit and those before it
+// (first parents), each linking to the same page and query at that
+// commit, with a link to what it changed.
+func (s *server) timeline(r *http.Request, p *page) {
+	ctx := r.Context()
+	c, err := s.store.Resolve(ctx, p.Ctx, p.Commit.ID)
+	if err != nil {
+		return
+	}
+	commits, err := s.store.Log(ctx, p.Ctx, c, timelineLen)
+	if err != nil {
+		return
+	}
+	at := func(ref string) string {
+		q := r.URL.Query()
+		q.Del("at")
+		q.Del("log")
+		q.Del("page")
+		if p.Nav == "diff" {
+			q.Del("from")
+			q.Del("to")
+		}
+		if ref != "" {
+			q.Set("at", ref)
+		}
+		return r.URL.EscapedPath() + queryPrefix(q.Encode())
+	}
+	for _, cm := range commits {
+		row := timelineRow{Short: cm.ID.Short(), ID: cm.ID.String(), Message: cut(cm.Message, 80), Time: cm.Time, Ops: cm.NumOps,
+			URL: at(cm.ID.Hex()), Current: cm.ID.String() == p.Commit.ID}
+		if len(cm.Parents) > 0 {
+			row.DiffURL = ctxURL(p.Ctx, "") + "/diff" + query("from", cm.Parents[0].Hex(), "to", cm.ID.Hex())
+		}
+		p.Timeline = append(p.Timeline, row)
+	}
+	if p.Commit.Branch == "" {
+		p.Latest = at("")
+	}
+}
+
+func queryPrefix(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	return "?" + raw
 }
 
 // assetSet is the embedded CSS and JS, each with a content hash used as a

@@ -88,10 +88,12 @@ func TestDOTInjection(t *testing.T) {
 	}
 	sg := graph.ContextSubgraph(st, 0)
 	trust := map[string]graph.Trust{}
+	saids := map[string]string{}
 	for _, a := range sg.Nodes {
 		trust[a.ID] = graph.Trust{ID: a.ID, Status: graph.StatusConfirmed}
+		saids[a.ID] = "said " + a.ID // hostile text in the label and tooltip too
 	}
-	d := buildDOT("c", "main", "", picture{nodes: sg.Nodes, edges: sg.Edges}, trust, st.Relations().Depends)
+	d := buildDOT("c", "main", graphQuery{}, picture{nodes: sg.Nodes, edges: sg.Edges}, trust, saids, st.Relations().Depends)
 	raw, err := layoutSVG(context.Background(), d.dot)
 	if err != nil {
 		t.Fatalf("layout: %v\n%s", err, d.dot)
@@ -113,7 +115,7 @@ func TestDOTInjection(t *testing.T) {
 			t.Errorf("no link for %q", id)
 		}
 		var tip strings.Builder
-		escapeXML(&tip, id+" (claim) — confirmed")
+		escapeXML(&tip, id+" (claim) — confirmed\n“said "+id+"”")
 		if !strings.Contains(out, "<title>"+tip.String()+"</title>") {
 			t.Errorf("tooltip of %q not literal", id)
 		}

@@ -1,11 +1,14 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/artifactd/artifactd/store"
 )
@@ -25,7 +28,8 @@ type Options struct {
 }
 
 // server is the UI handler. It holds no mutable state of its own besides
-// the picture cache, which guards itself.
+// its caches (pictures, short texts, overviews), each keyed by immutable
+// content and guarding itself.
 type server struct {
 	store  *store.Store
 	log    *slog.Logger
@@ -33,6 +37,10 @@ type server struct {
 	pages  *pageSet
 	assets *assetSet
 	pics   *pictureCache
+	// said caches the short texts of artifacts by content hash.
+	said *saidCache
+	// overviews caches clustered overviews by commit.
+	overviews *overviewCache
 }
 
 // New returns the read-only browser UI as an http.Handler meant to be
@@ -55,26 +63,32 @@ func New(opts Options) http.Handler {
 		pages:  mustParsePages(),
 		assets: mustLoadAssets(),
 		pics:   newPictureCache(48 << 20),
+		said:   newSaidCache(200_000),
+
+		overviews: newOverviewCache(32),
 	}
 }
 
 // Paths of the pages that do not belong to a context.
 const (
-	pathLogin  = "/ui/login"
-	pathLogout = "/ui/logout"
-	prefixUI   = "/ui/"
-	prefixCtx  = "/ui/contexts/"
-	prefixAsst = "/ui/assets/"
+	pathLogin   = "/ui/login"
+	pathLogout  = "/ui/logout"
+	pathCompare = "/ui/compare"
+	prefixUI    = "/ui/"
+	prefixCtx   = "/ui/contexts/"
+	prefixAsst  = "/ui/assets/"
 )
 
 // ServeHTTP routes a request. The routes, all read-only GETs except the
 // two auth forms:
 //
-//	/                                     contexts list (also /ui/)
+//	/                                     contexts list (also /ui/; ?q=&page=)
+//	/ui/compare                           two runs side by side (?a=&b=&a_at=&b_at=)
 //	/ui/contexts/{ctx}                    one context: branches, log, artifact search
 //	/ui/contexts/{ctx}/artifacts/{id}     one artifact: data, history, edges, trust, receipt
 //	                                      (also …/artifacts/?id=, used for the ids "." and "..")
-//	/ui/contexts/{ctx}/graph              provenance picture (?root=&depth=&dir=)
+//	/ui/contexts/{ctx}/graph              provenance picture: overview, or ?root= neighbourhood
+//	                                      (?up=&down=&expand=&path=&group=&find=; older ?dir=&depth=)
 //	/ui/contexts/{ctx}/quarantine         poison roots and what they quarantine
 //	/ui/contexts/{ctx}/diff               what changed between two commits (?from=&to=)
 //	/ui/contexts/{ctx}/audit/{id}         audit report with Markdown and Mermaid
@@ -86,6 +100,7 @@ const (
 // may hold any character, "/" included, written %2F.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
+	r = r.WithContext(context.WithValue(r.Context(), startKey{}, time.Now()))
 	path := r.URL.EscapedPath()
 	switch {
 	case strings.HasPrefix(path, prefixAsst):
@@ -110,6 +125,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == "/" || path == "/ui" || path == prefixUI || path == "/ui/contexts" || path == prefixCtx:
 		s.handleContexts(w, r)
+		return
+	case path == pathCompare:
+		s.handleCompare(w, r)
 		return
 	case strings.HasPrefix(path, prefixCtx):
 		s.routeContext(w, r, strings.TrimPrefix(path, prefixCtx))
@@ -163,6 +181,18 @@ func (s *server) routeContext(w http.ResponseWriter, r *http.Request, rest strin
 		return
 	}
 	s.problem(w, r, &problem{Code: codeNotFound, Detail: "no page at this address"})
+}
+
+// startKey keys the time a request arrived in its context; render reports
+// the time since as a Server-Timing header ("app;dur=<ms>").
+type startKey struct{}
+
+// serverTiming sets the Server-Timing header of a page: the milliseconds
+// from the request's arrival to its rendered body.
+func serverTiming(h http.Header, r *http.Request) {
+	if t, ok := r.Context().Value(startKey{}).(time.Time); ok {
+		h.Set("Server-Timing", "app;dur="+strconv.FormatFloat(float64(time.Since(t).Microseconds())/1000, 'f', 1, 64))
+	}
 }
 
 // contentSecurityPolicy allows only this UI's own stylesheet and script;

@@ -124,7 +124,7 @@ func TestAtShowsOlderCommit(t *testing.T) {
 	}
 	// The graph at step 3 draws three nodes; links inside keep ?at=.
 	_, body := get(t, h, ctx+"/graph?at="+old.ID.Hex())
-	if !strings.Contains(body, "3 artifacts and 1 edges drawn") || !strings.Contains(body, "at="+old.ID.Hex()) {
+	if !strings.Contains(body, "3 artifacts and 1 edge drawn") || !strings.Contains(body, "at="+old.ID.Hex()) {
 		t.Errorf("graph at step 3 wrong:\n%s", excerpt(body, "drawn"))
 	}
 	// A branch: s1 on "refetch" is RETRIEVED, version 2, and nothing is quarantined.
@@ -237,7 +237,16 @@ func hostilePages(first, head string) []string {
 		base + "/diff", base + "/diff?from=" + first + "&to=" + head,
 		base + "/audit/xss-answer", base + "/artifacts/xss-answer", base + "/artifacts/xss-fetch",
 		base + "/artifacts/xss-question",
-		base + "?at=" + url.QueryEscape(xssScript), // a 404 that echoes the ref
+		base + "?at=" + url.QueryEscape(xssScript),                   // a 404 that echoes the ref
+		base + "/artifacts/xss-question?at=" + head + "&vs=" + first, // a version diff
+		base + "/graph?root=xss-answer&path=1&up=all&down=all",
+		base + "/graph?root=xss-question&expand=" + url.QueryEscape(xssScript) + "&expand=" + url.QueryEscape(xssDOT),
+		base + "/graph?find=" + url.QueryEscape("pwned"),
+		base + "?q=" + url.QueryEscape("pwned"),
+		"/ui/compare?a=xss&b=xss&a_at=" + first,
+		"/?q=xss",
+		"/ui/contexts/xss-big/graph?group=producer", // the overview's clusters
+		"/ui/contexts/xss-big/graph?root=" + url.QueryEscape(xssAttrText+"-005"),
 	}
 	for _, id := range hostileIDs {
 		pages = append(pages, artifactURL("xss", id, ""), auditURL("xss", id, ""),

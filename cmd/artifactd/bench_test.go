@@ -13,7 +13,9 @@ import (
 
 func newRecorder(h http.Handler, method, path string) []byte {
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	req := httptest.NewRequest(method, path, nil)
+	req.Host = "127.0.0.1" // an open server answers loopback Host values only
+	h.ServeHTTP(rec, req)
 	return rec.Body.Bytes()
 }
 

@@ -89,3 +89,40 @@ func TestImportRefusesMissingBlob(t *testing.T) {
 		t.Fatalf("fsck with a missing body blob: exit %d: %s %s", code, out, stderr)
 	}
 }
+
+// TestImportValidatesAgainstTheChainsSchemas: data that its type's schema,
+// as the chain defines it at that commit, does not allow is refused by
+// import, though every hash of the bundle is right.
+func TestImportValidatesAgainstTheChainsSchemas(t *testing.T) {
+	ctx := context.Background()
+	src := t.TempDir()
+	st, err := store.Open(ctx, store.Options{Dir: src, NoSync: true, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateContext(ctx, "run", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	def := graph.TypeDef{Name: "spend", Role: graph.RoleSource, Schema: json.RawMessage(`{"required":["usd"],"type":"object"}`)}
+	if _, err := st.Commit(ctx, store.CommitRequest{Context: "run", Author: "agent", Message: "ok", Types: []graph.TypeDef{def},
+		Ops: []graph.Op{cliPut("s1", "spend", `{"usd":3}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	// Written straight through the store, which does not validate: the
+	// server's door would have refused it.
+	if _, err := st.Commit(ctx, store.CommitRequest{Context: "run", Author: "agent", Message: "bad", Types: []graph.TypeDef{def},
+		Ops: []graph.Op{cliPut("s2", "spend", `{"eur":3}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(t.TempDir(), "run.jsonl")
+	if code, _, stderr := runArtifactd(t, "export", "--data", src, "--context", "run", "-o", bundle); code != 0 {
+		t.Fatalf("export: %d %s", code, stderr)
+	}
+	code, _, stderr := runArtifactd(t, "import", "--data", t.TempDir(), bundle)
+	if code != 2 || !strings.Contains(stderr, `spend "s2"`) || !strings.Contains(stderr, "schema") {
+		t.Fatalf("import of data its schema refuses: exit %d: %s", code, stderr)
+	}
+}

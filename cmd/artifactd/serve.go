@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/artifactd/artifactd/gate"
@@ -39,11 +42,81 @@ type serveConfig struct {
 	Render  httpapi.Renderer
 	// FetchMode and RenderMode describe them for the start-up line.
 	FetchMode, RenderMode string
+	// AllowOrigins and AllowHosts are serve --allow-origin and
+	// --allow-host (httpapi.Options).
+	AllowOrigins, AllowHosts []string
+	// Net holds the connection limits and timeouts (zero: the defaults).
+	Net netLimits
 	// GateRules is the ruleset new verdicts use (serve --gate-rules; the
 	// built-in gate/v2 when nil); Secrets are the declared secrets (serve
 	// --secrets).
 	GateRules *gate.Rules
 	Secrets   gate.Secrets
+}
+
+// netLimits are serve's connection limits and timeouts.
+type netLimits struct {
+	// MaxConns caps open connections (defaultMaxConns when 0); a few more
+	// are kept for /healthz and /readyz (httpapi.LimitListener).
+	MaxConns int
+	// HeaderTimeout, BodyTimeout and IdleTimeout bound the time to read
+	// headers, to read a body, and to keep an idle connection.
+	HeaderTimeout, BodyTimeout, IdleTimeout time.Duration
+	// MaxLargeBodies bounds concurrent large bodies (httpapi.Options).
+	MaxLargeBodies int
+}
+
+// Network defaults of serve.
+const (
+	defaultHeaderTimeout = 10 * time.Second
+	defaultIdleTimeout   = 60 * time.Second
+	// reserveConns are the connections kept, beyond --max-conns, for
+	// health checks; each lives at most reserveLife.
+	reserveConns = 8
+	reserveLife  = 2 * time.Second
+	// serverMaxHeaderBytes is net/http's own header limit, kept above
+	// httpapi.DefaultMaxHeaderBytes so that the API answers oversized
+	// headers with problem+json (net/http's answer is text/plain).
+	serverMaxHeaderBytes = 1 << 20
+)
+
+// defaultMaxConns is the connection cap when --max-conns is not given:
+// 512, or less when the open-file limit leaves fewer descriptors beside
+// the 128 kept for the store (Badger's tables and value logs).
+func defaultMaxConns() int {
+	n := 512
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur < uint64(n+128+reserveConns) {
+		n = int(rl.Cur) - 128 - reserveConns
+	}
+	return max(n, 16)
+}
+
+// leaseKey returns the secret that effect lease tokens are derived from,
+// kept in DIR/lease.key (created, 32 random bytes, mode 0600, on first
+// use) so that leases survive a restart. It is not part of any bundle or
+// hash.
+func leaseKey(dir string) ([]byte, error) {
+	p := filepath.Join(dir, "lease.key")
+	b, err := os.ReadFile(p)
+	if err == nil && len(b) >= 32 {
+		return b, nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("lease key: %w", err)
+	}
+	b = make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("lease key: %w", err)
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return nil, fmt.Errorf("lease key: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return nil, fmt.Errorf("lease key: %w", err)
+	}
+	return b, nil
 }
 
 // loadGateRules reads a ruleset file (serve --gate-rules); "" means none.
@@ -107,10 +180,18 @@ func openAPIStore(ctx context.Context, dir string, logger *slog.Logger) (*store.
 // newServer returns the HTTP handler serving st: the API under /v1 and the
 // operations routes, plus cfg.UI at "/" when set.
 func newServer(st *store.Store, types *httpapi.Registry, cfg serveConfig) *httpapi.Server {
+	return newServerKey(st, types, cfg, nil)
+}
+
+// newServerKey is newServer with the effect lease key.
+func newServerKey(st *store.Store, types *httpapi.Registry, cfg serveConfig, key []byte) *httpapi.Server {
 	return httpapi.New(httpapi.Options{
 		Store: st, Types: types, Logger: cfg.Logger, Tokens: cfg.Tokens,
 		MaxBodyBytes: cfg.MaxBody, UI: cfg.UI,
 		AllowFetch: cfg.Fetcher != nil, Fetcher: cfg.Fetcher, Render: cfg.Render,
+		AllowOrigins: cfg.AllowOrigins, AllowHosts: cfg.AllowHosts,
+		BodyTimeout: cfg.Net.BodyTimeout, MaxLargeBodies: cfg.Net.MaxLargeBodies,
+		LeaseKey:  key,
 		GateRules: cfg.GateRules, Sanitize: gate.SanitizeOptions{Secrets: cfg.Secrets},
 	})
 }
@@ -209,7 +290,7 @@ func checkBind(addr string, haveTokens, insecure bool) error {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE]", stderr)
+	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE] [--allow-origin ORIGIN]... [--allow-host HOST]... [--max-conns N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-large-bodies N]", stderr)
 	dataDir := fs.String("data", defaultDataDir, "data directory of the store (created if missing)")
 	addr := fs.String("addr", defaultAddr, "address to listen on")
 	tokensFile := fs.String("tokens", "", "bearer tokens file: JSON or lines \"TOKEN SCOPE PATTERN[,PATTERN]\" (default: $ARTIFACTD_TOKENS)")
@@ -218,6 +299,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	allowFetch := fs.Bool("allow-fetch", false, `let POST .../fetches with "perform": true fetch URLs (public addresses only)`)
 	allowPrivate := fs.Bool("allow-private-fetch", false, "with --allow-fetch, also fetch loopback and private addresses (tests and development only)")
 	renderOn := fs.Bool("render", false, "render UNKNOWN script shells in headless chromium and classify them again")
+	var origins, hosts stringList
+	fs.Var(&origins, "allow-origin", "a browser origin (https://app.example) allowed to write, with CORS headers (repeatable; default: none, cross-site writes get 403)")
+	fs.Var(&hosts, "allow-host", "a Host name an open (token-less) server answers besides loopback and localhost (repeatable)")
+	var nl netLimits
+	fs.IntVar(&nl.MaxConns, "max-conns", defaultMaxConns(), "most open connections (8 more are kept for /healthz and /readyz)")
+	fs.DurationVar(&nl.HeaderTimeout, "header-timeout", defaultHeaderTimeout, "time to read a request's headers")
+	fs.DurationVar(&nl.BodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "time to read a request body (408 after)")
+	fs.DurationVar(&nl.IdleTimeout, "idle-timeout", defaultIdleTimeout, "time an idle keep-alive connection stays open")
+	fs.IntVar(&nl.MaxLargeBodies, "max-large-bodies", httpapi.DefaultMaxLargeBodies, "request bodies over 1 MiB (or of unknown length) read at once (503 beyond)")
 	gateRules := fs.String("gate-rules", "", "gate ruleset file (JSON, format 1, usually extending gate/v2) for new fetch verdicts")
 	secretsFile := fs.String("secrets", "", "file of secret values, one per line, masked by value in tool results and effect errors")
 	pos, err := parseInterspersed(fs, args)
@@ -238,7 +328,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, exitUsage, "serve: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cfg := serveConfig{Tokens: tokens, Insecure: *insecure, MaxBody: *maxBody, Logger: logger}
+	if nl.MaxConns <= 0 || nl.HeaderTimeout <= 0 || nl.BodyTimeout <= 0 || nl.IdleTimeout <= 0 || nl.MaxLargeBodies <= 0 {
+		return fail(stderr, exitUsage, "serve: --max-conns, --max-large-bodies and the timeouts must be positive")
+	}
+	for i, o := range origins {
+		if origins[i], err = httpapi.ParseOrigin(o); err != nil {
+			return fail(stderr, exitUsage, "serve: --allow-origin: %v", err)
+		}
+	}
+	cfg := serveConfig{Tokens: tokens, Insecure: *insecure, MaxBody: *maxBody, Logger: logger,
+		AllowOrigins: origins, AllowHosts: hosts, Net: nl}
 	if cfg.GateRules, err = loadGateRules(*gateRules); err != nil {
 		return fail(stderr, exitUsage, "serve: --gate-rules: %v", err)
 	}
@@ -261,11 +360,27 @@ func serve(ctx context.Context, dataDir, addr string, cfg serveConfig, stdout io
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
+	key, err := leaseKey(dataDir)
 	if err != nil {
 		st.Close()
 		return err
 	}
+	nl := cfg.Net
+	if nl.MaxConns <= 0 {
+		nl.MaxConns = defaultMaxConns()
+	}
+	if nl.HeaderTimeout <= 0 {
+		nl.HeaderTimeout = defaultHeaderTimeout
+	}
+	if nl.IdleTimeout <= 0 {
+		nl.IdleTimeout = defaultIdleTimeout
+	}
+	tcp, err := net.Listen("tcp", addr)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	ln := httpapi.LimitListener(tcp, nl.MaxConns, reserveConns, reserveLife)
 	if cfg.UI == nil {
 		uiOpts := web.Options{Store: st, Logger: cfg.Logger}
 		if cfg.Tokens != nil {
@@ -273,10 +388,15 @@ func serve(ctx context.Context, dataDir, addr string, cfg serveConfig, stdout io
 		}
 		cfg.UI = web.New(uiOpts)
 	}
+	// Body read deadlines are set per request by the API (so that a long
+	// handler is never cut by them); ReadTimeout stays unset for that
+	// reason.
 	srv := &http.Server{
-		Handler:           newServer(st, reg, cfg),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler:           withMCP(newServerKey(st, reg, cfg, key), cfg),
+		ReadHeaderTimeout: nl.HeaderTimeout,
+		IdleTimeout:       nl.IdleTimeout,
+		MaxHeaderBytes:    serverMaxHeaderBytes,
+		ConnContext:       httpapi.ConnContext,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	auth := "open (loopback)"

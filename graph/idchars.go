@@ -1,0 +1,52 @@
+package graph
+
+import (
+	"fmt"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+	"golang.org/x/text/unicode/runenames"
+)
+
+// invisibleRune returns what kind of code point r is when an id must not
+// hold it, or "": code points that render as nothing, as a space, or
+// differently from their bytes, so that two ids which look the same in
+// the UI, a log or a terminal could differ (U+202E reverses the text after
+// it, U+200B is invisible, U+00A0 looks like a space).
+func invisibleRune(r rune) string {
+	switch {
+	case unicode.Is(unicode.Cf, r):
+		return "format character (Cf: bidi control, zero-width or tag)"
+	case unicode.Is(unicode.Co, r):
+		return "private-use character"
+	case r >= 0xfdd0 && r <= 0xfdef, r&0xfffe == 0xfffe:
+		return "noncharacter"
+	case unicode.Is(unicode.Variation_Selector, r):
+		return "variation selector"
+	case r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0, r == 0x2800:
+		return "blank filler character"
+	case r != ' ' && unicode.Is(unicode.Zs, r):
+		return "non-ASCII space"
+	case r == 0x034f:
+		return "combining grapheme joiner"
+	}
+	return ""
+}
+
+// runeName names a code point as U+XXXX and its Unicode name.
+func runeName(r rune) string {
+	if n := runenames.Name(r); n != "" && n[0] != '<' {
+		return fmt.Sprintf("U+%04X %s", r, n)
+	}
+	return fmt.Sprintf("U+%04X", r)
+}
+
+// checkNFC refuses an id that is not in Unicode Normalization Form C,
+// naming its NFC form.
+func checkNFC(id string) error {
+	if norm.NFC.IsNormalString(id) {
+		return nil
+	}
+	return &OpError{Index: -1, Field: "/id", Rule: "nfc",
+		Detail: fmt.Sprintf("artifact id %q is not in Unicode NFC; send %q: ids are stored and hashed byte for byte, so the server does not normalise them", id, norm.NFC.String(id))}
+}

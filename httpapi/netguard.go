@@ -1,0 +1,248 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// The network guards: the checks every request passes before it is
+// routed, in this order.
+//
+//  1. X-Content-Type-Options: nosniff is set, so every answer carries it
+//     (JSON, problems, text exports, the UI).
+//  2. A request on a reserve connection (LimitListener, when the
+//     connection cap is reached) may only ask /healthz or /readyz; anything
+//     else gets 503 overloaded with Retry-After, and the connection closes.
+//  3. A request line and headers over MaxHeaderBytes → 431.
+//  4. An open server (no tokens) answers only loopback Host values → 421.
+//  5. A write marked cross-site or same-site by the browser (Origin,
+//     Sec-Fetch-Site) from an origin not in AllowOrigins → 403.
+//  6. A query that does not decode (bad percent-encoding) → 400.
+//  7. A body over LargeBodyBytes (or of unknown length) takes one of
+//     MaxLargeBodies slots, or gets 503 with Retry-After; every body must
+//     arrive within BodyTimeout (408 otherwise).
+//
+// Every refusal of a request whose body was not read to its end closes the
+// connection (Connection: close) instead of draining the body, so a client
+// that never finishes its body holds nothing once it is answered.
+
+// initGuards sets the guard settings from opts, with their defaults.
+func (s *Server) initGuards(opts Options) {
+	s.allowOrigins = map[string]bool{}
+	for _, o := range opts.AllowOrigins {
+		s.allowOrigins[strings.TrimSuffix(o, "/")] = true
+	}
+	s.allowHosts = map[string]bool{}
+	for _, h := range opts.AllowHosts {
+		s.allowHosts[strings.ToLower(h)] = true
+	}
+	s.bodyTimeout = opts.BodyTimeout
+	if s.bodyTimeout <= 0 {
+		s.bodyTimeout = DefaultBodyTimeout
+	}
+	s.largeBody = opts.LargeBodyBytes
+	if s.largeBody <= 0 {
+		s.largeBody = DefaultLargeBodyBytes
+	}
+	n := opts.MaxLargeBodies
+	if n <= 0 {
+		n = DefaultMaxLargeBodies
+	}
+	s.largeBodies = make(chan struct{}, n)
+	s.maxHeader = opts.MaxHeaderBytes
+	if s.maxHeader <= 0 {
+		s.maxHeader = DefaultMaxHeaderBytes
+	}
+	s.leaseKey = opts.LeaseKey
+	if len(s.leaseKey) == 0 {
+		s.leaseKey = make([]byte, 32)
+		_, _ = rand.Read(s.leaseKey) // crypto/rand.Read never fails
+	}
+}
+
+// ParseOrigin checks a browser origin given to serve --allow-origin:
+// scheme http or https, a host, an optional port, nothing else. It returns
+// the origin as browsers send it (no trailing slash).
+func ParseOrigin(o string) (string, error) {
+	u, err := url.Parse(strings.TrimSuffix(o, "/"))
+	if err != nil {
+		return "", fmt.Errorf("origin %q: %w", o, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("origin %q: want scheme://host[:port], such as https://app.example", o)
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Host), nil
+}
+
+// healthPaths are the only paths a reserve connection may ask.
+var healthPaths = map[string]bool{"/healthz": true, "/readyz": true}
+
+// netGuard runs the checks listed at the top of this file.
+func (s *Server) netGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		if reservedConn(r.Context()) && !healthPaths[r.URL.Path] {
+			h.Set("Retry-After", "1")
+			s.writeError(w, r, errorf(CodeOverloaded, "the server has reached its connection limit; only /healthz and /readyz are answered on this connection: retry"))
+			return
+		}
+		if n := headerBytes(r); n > s.maxHeader {
+			s.writeError(w, r, &Error{Code: CodeHeadersTooLarge,
+				Detail: fmt.Sprintf("the request line and headers are %d bytes; the limit is %d", n, s.maxHeader)})
+			return
+		}
+		if s.tokens.Len() == 0 && !s.hostAllowed(r.Host) {
+			s.writeError(w, r, &Error{Code: CodeHostNotAllowed,
+				Detail: fmt.Sprintf("this server has no tokens and answers only loopback Host values (127.0.0.1, [::1], localhost), not %q: a web page reaching it through DNS rebinding is refused. Use a loopback address, or configure tokens or serve --allow-host", r.Host),
+				Errors: []FieldError{{Parameter: "Host", Rule: "loopback_host", Detail: "not a loopback address or localhost"}}})
+			return
+		}
+		origin := r.Header.Get("Origin")
+		allowed := origin != "" && s.allowOrigins[origin]
+		if allowed {
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Expose-Headers", "ETag, Location, Retry-After")
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				h.Set("Access-Control-Allow-Methods", strings.Join(routeMethods, ", "))
+				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match, If-None-Match")
+				h.Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		if isWrite(r.Method) && !allowed && crossSite(r) {
+			what := "Sec-Fetch-Site: " + r.Header.Get("Sec-Fetch-Site")
+			param := "Sec-Fetch-Site"
+			if origin != "" {
+				what, param = "Origin "+quoteJSON(origin), "Origin"
+			}
+			s.writeError(w, r, &Error{Code: CodeCrossOrigin,
+				Detail: fmt.Sprintf("a write from another site (%s) is refused: a web page must not write through a user's browser. Allow the origin with serve --allow-origin", what),
+				Errors: []FieldError{{Parameter: param, Rule: "same_origin", Detail: "not this server's origin and not allowed"}}})
+			return
+		}
+		if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+			s.writeError(w, r, &Error{Code: CodeInvalidQuery, Detail: "the query string does not decode: " + err.Error(),
+				Errors: []FieldError{{Parameter: "query", Rule: "percent_encoding", Detail: err.Error()}}})
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+			if r.ContentLength < 0 || r.ContentLength > s.largeBody {
+				select {
+				case s.largeBodies <- struct{}{}:
+					defer func() { <-s.largeBodies }()
+				default:
+					h.Set("Retry-After", "1")
+					s.writeError(w, r, errorf(CodeOverloaded, "%d large request bodies (over %d bytes, or of unknown length) are being read already: retry", cap(s.largeBodies), s.largeBody))
+					return
+				}
+			}
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) // unsupported on recorders
+			r.Body = &trackedBody{ReadCloser: r.Body, atEOF: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// headerBytes is the size of the request line and headers as sent.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n + len(r.Host) + 8
+}
+
+// hostAllowed reports whether an open server answers Host host: a
+// loopback IP literal, "localhost", a name given in AllowHosts, or no Host
+// at all (an in-process request).
+func (s *Server) hostAllowed(host string) bool {
+	if host == "" {
+		return true
+	}
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(name, "["), "]"))
+	if name == "localhost" || s.allowHosts[name] || s.allowHosts[strings.ToLower(host)] {
+		return true
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && ip.IsLoopback()
+}
+
+// isWrite reports whether method may change state.
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+// crossSite reports whether a browser marked the request as coming from
+// another origin: an Origin that is not this server's (compared with the
+// Host the request names), or Sec-Fetch-Site cross-site or same-site.
+// Clients that are not browsers send neither and pass.
+func crossSite(r *http.Request) bool {
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		return err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, r.Host)
+	}
+	switch strings.ToLower(r.Header.Get("Sec-Fetch-Site")) {
+	case "cross-site", "same-site":
+		return true
+	}
+	return false
+}
+
+// trackedBody is a request body that knows whether it was read to its
+// end; at its end the body read deadline is lifted, so that a long
+// handler is not cancelled by it.
+type trackedBody struct {
+	io.ReadCloser
+	atEOF func()
+	eof   atomic.Bool
+}
+
+// Read implements io.Reader.
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && b.eof.CompareAndSwap(false, true) {
+		b.atEOF()
+	}
+	return n, err
+}
+
+// bodyPending reports whether r has a body that was not read to its end
+// (an answer to it then closes the connection rather than drain it).
+func bodyPending(r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return false
+	}
+	if tb, ok := r.Body.(*trackedBody); ok {
+		return !tb.eof.Load()
+	}
+	return true
+}
+
+// isTimeout reports whether err is a read deadline that passed.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}

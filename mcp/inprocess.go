@@ -1,0 +1,269 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/store"
+)
+
+// InProcess is the Backend over an API server and its store in this
+// process: writes go through the server's exported Go methods (the same
+// rules as the HTTP handlers), reads through store views and the graph
+// queries the read handlers use. It does no authorization: use it where
+// the caller owns the data directory (`artifactd mcp --data DIR`) or in
+// tests. It is safe for concurrent use.
+type InProcess struct {
+	srv *httpapi.Server
+	st  *store.Store
+	log *slog.Logger
+}
+
+// NewInProcess returns the Backend over srv, which serves st. A nil logger
+// discards the internal errors it logs.
+func NewInProcess(srv *httpapi.Server, st *store.Store, log *slog.Logger) *InProcess {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &InProcess{srv: srv, st: st, log: log}
+}
+
+// PutArtifact implements Backend.
+func (b *InProcess) PutArtifact(ctx context.Context, ctxID string, in ArtifactBody) (*ArtifactWrite, error) {
+	hin, err := convert[httpapi.ArtifactInput](in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.srv.PutArtifact(ctx, ctxID, *hin)
+	return answer[ArtifactWrite](b, out, err)
+}
+
+// Commit implements Backend.
+func (b *InProcess) Commit(ctx context.Context, ctxID string, in CommitBody) (*CommitWrite, error) {
+	hin, err := convert[httpapi.CommitInput](in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.srv.Commit(ctx, ctxID, *hin)
+	return answer[CommitWrite](b, out, err)
+}
+
+// RecordFetch implements Backend.
+func (b *InProcess) RecordFetch(ctx context.Context, ctxID string, in FetchBody) (*FetchWrite, error) {
+	hin, err := convert[httpapi.FetchInput](in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.srv.RecordFetch(ctx, ctxID, *hin)
+	return answer[FetchWrite](b, out, err)
+}
+
+// RecordToolResult implements Backend.
+func (b *InProcess) RecordToolResult(ctx context.Context, ctxID string, in ToolResultBody) (*ArtifactWrite, error) {
+	hin, err := convert[httpapi.ToolResultInput](in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.srv.RecordToolResult(ctx, ctxID, *hin)
+	return answer[ArtifactWrite](b, out, err)
+}
+
+// Verify implements Backend.
+func (b *InProcess) Verify(ctx context.Context, ctxID string, in VerifyBody) (*VerifyResult, error) {
+	out, err := b.srv.Verify(ctx, ctxID, httpapi.VerifyInput{Hash: in.Hash, At: in.At})
+	return answer[VerifyResult](b, out, err)
+}
+
+// Artifact implements Backend: the artifact at at with its data, its
+// explained trust and the commit that wrote its version.
+func (b *InProcess) Artifact(ctx context.Context, ctxID, id, at string) (*ArtifactView, error) {
+	var out any
+	err := b.st.Read(ctx, ctxID, at, func(v *store.View) error {
+		if v.State.Artifact(id) == nil {
+			return missing(id, v)
+		}
+		a, wrote, err := b.st.ArtifactAt(ctx, ctxID, v.Commit, id)
+		if err != nil {
+			return err
+		}
+		t := v.Trust.Explain(v.State, id)
+		out = httpapi.ArtifactView{ID: a.ID, Type: a.Type, Version: a.Version, ContentHash: a.ContentHash,
+			ProducedBy: a.ProducedBy, Data: a.Data, Trust: &t, WrittenIn: &wrote}
+		return nil
+	})
+	return answer[ArtifactView](b, out, err)
+}
+
+// Provenance implements Backend.
+func (b *InProcess) Provenance(ctx context.Context, ctxID string, q ProvenanceQuery) (*Provenance, error) {
+	depth, maxNodes := -1, graph.DefaultMaxNodes
+	if q.Depth != nil {
+		depth = *q.Depth
+	}
+	if q.MaxNodes > 0 {
+		maxNodes = q.MaxNodes
+	}
+	format := q.Format
+	if format == "" {
+		format = "json"
+	}
+	if format != "json" && format != "mermaid" && format != "dot" {
+		return nil, &Problem{Status: 400, Code: "invalid-query", Detail: "format must be json, mermaid or dot",
+			Errors: []FieldError{{Parameter: "format", Rule: "enum", Detail: "want json, mermaid or dot"}}}
+	}
+	var out *Provenance
+	err := b.st.Read(ctx, ctxID, q.At, func(v *store.View) error {
+		sg := graph.ProvenanceLimit(v.State, q.ID, depth, maxNodes)
+		if sg == nil {
+			return missing(q.ID, v)
+		}
+		trust := func(id string) graph.Trust { return v.Trust.Explain(v.State, id) }
+		out = &Provenance{ID: q.ID, Commit: v.Commit.ID.String(), Format: format, Truncated: sg.Truncated}
+		switch format {
+		case "mermaid":
+			out.Text = graph.Mermaid(sg, trust)
+			return nil
+		case "dot":
+			out.Text = graph.DOT(sg, trust)
+			return nil
+		}
+		nodes := make([]httpapi.ArtifactView, len(sg.Nodes))
+		for i, a := range sg.Nodes {
+			t := trust(a.ID)
+			nodes[i] = httpapi.ArtifactView{ID: a.ID, Type: a.Type, Version: a.Version, ContentHash: a.ContentHash, ProducedBy: a.ProducedBy, Trust: &t}
+		}
+		conv, err := convert[struct {
+			Nodes []ArtifactView `json:"nodes"`
+			Edges []Edge         `json:"edges"`
+		}](map[string]any{"nodes": nodes, "edges": sg.Edges})
+		if err != nil {
+			return err
+		}
+		out.Nodes, out.Edges = conv.Nodes, conv.Edges
+		return nil
+	})
+	if err != nil {
+		return nil, b.problem(err)
+	}
+	return out, nil
+}
+
+// Audit implements Backend.
+func (b *InProcess) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Audit, error) {
+	if q.Format != "" && q.Format != "json" && q.Format != "markdown" {
+		return nil, &Problem{Status: 400, Code: "invalid-query", Detail: "format must be json or markdown",
+			Errors: []FieldError{{Parameter: "format", Rule: "enum", Detail: "want json or markdown"}}}
+	}
+	var (
+		rep *graph.AuditReport
+		md  string
+	)
+	err := b.st.Read(ctx, ctxID, q.At, func(v *store.View) error {
+		if v.State.Artifact(q.ID) == nil {
+			return missing(q.ID, v)
+		}
+		var dataErr error
+		var err error
+		rep, err = graph.Audit(v.State, q.ID, v.Trust.Explainer(v.State),
+			func(a *graph.Artifact) json.RawMessage {
+				d, err := v.Data(a)
+				if err != nil && dataErr == nil {
+					dataErr = err
+				}
+				return d
+			},
+			graph.AuditMeta{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()})
+		if err == nil {
+			err = dataErr
+		}
+		if err == nil && q.Format == "markdown" {
+			md = rep.Markdown()
+		}
+		return err
+	})
+	out, err := answer[Audit](b, rep, err)
+	if err != nil {
+		return nil, err
+	}
+	out.Markdown = md
+	return out, nil
+}
+
+// Diff implements Backend.
+func (b *InProcess) Diff(ctx context.Context, ctxID, from, to string) (*Diff, error) {
+	if from == "" {
+		return nil, &Problem{Status: 400, Code: "invalid-query", Detail: "from is required",
+			Errors: []FieldError{{Parameter: "from", Rule: "required", Detail: "missing"}}}
+	}
+	fc, err := b.st.Resolve(ctx, ctxID, from)
+	if err != nil {
+		return nil, b.problem(err)
+	}
+	tc, err := b.st.Resolve(ctx, ctxID, to)
+	if err != nil {
+		return nil, b.problem(err)
+	}
+	d, err := b.st.Diff(ctx, ctxID, fc, tc)
+	return answer[Diff](b, d, err)
+}
+
+// answer converts a result of the server or the store into the tools'
+// type, or its error into a *Problem.
+func answer[T any](b *InProcess, v any, err error) (*T, error) {
+	if err != nil {
+		return nil, b.problem(err)
+	}
+	return convert[T](v)
+}
+
+// missing is the 404 of an artifact absent at a view's commit.
+func missing(id string, v *store.View) error {
+	return &Problem{Status: 404, Code: "not-found", Detail: fmt.Sprintf("no artifact %q at commit %s", id, v.Commit.ID.Short())}
+}
+
+// problem maps an error to a *Problem: the server's *httpapi.Error as its
+// HTTP handler would answer it, the store's refusals of a read by their
+// sentinel, and anything else to a logged internal error whose text is not
+// shown.
+func (b *InProcess) problem(err error) error {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	var he *httpapi.Error
+	if errors.As(err, &he) {
+		if he.Code == httpapi.CodeInternal {
+			b.log.Error("mcp: internal error", "err", err)
+			return &Problem{Status: he.Status(), Code: he.Code, Detail: "the server could not complete the request; the error was logged"}
+		}
+		p := &Problem{Status: he.Status(), Code: he.Code, Detail: he.Detail}
+		for _, f := range he.Errors {
+			p.Errors = append(p.Errors, FieldError{Pointer: f.Pointer, Parameter: f.Parameter, Rule: f.Rule, Detail: f.Detail})
+		}
+		if tv, ok := he.Extra["tainted_by"]; ok {
+			if t, err := convert[Taint](tv); err == nil {
+				p.TaintedBy = t
+			}
+		}
+		return p
+	}
+	detail := func(sentinel error) string { return strings.TrimPrefix(err.Error(), sentinel.Error()+": ") }
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, graph.ErrNotFound):
+		return &Problem{Status: 404, Code: "not-found", Detail: detail(store.ErrNotFound)}
+	case errors.Is(err, store.ErrAmbiguous):
+		return &Problem{Status: 400, Code: "ambiguous-ref", Detail: detail(store.ErrAmbiguous)}
+	case errors.Is(err, store.ErrInvalid):
+		return &Problem{Status: 422, Code: "validation", Detail: detail(store.ErrInvalid)}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("mcp: %w", err)
+	}
+	b.log.Error("mcp: internal error", "err", err)
+	return &Problem{Status: 500, Code: "internal", Detail: "the server could not complete the request; the error was logged"}
+}

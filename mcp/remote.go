@@ -1,0 +1,275 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// maxAnswerBytes bounds an answer read from the server.
+const maxAnswerBytes = 64 << 20
+
+// Remote is the Backend over the /v1 HTTP API of an artifactd server. Each
+// call is one request; the server's problem+json refusals come back as
+// *Problem values. It is safe for concurrent use.
+type Remote struct {
+	base   string
+	token  string
+	client *http.Client
+}
+
+// NewRemote returns the Backend for the server at base (e.g.
+// "http://127.0.0.1:7070"), authenticating with the bearer token (none
+// when empty). A nil client is http.DefaultClient.
+func NewRemote(base, token string, client *http.Client) *Remote {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return &Remote{base: strings.TrimSuffix(base, "/"), token: token, client: client}
+}
+
+// NewHandlerBackend returns the Backend that serves each call with h in
+// this process (no socket): the calls pass through h's authentication and
+// authorization with the Authorization header of the MCP request that made
+// them (see Handler), so a tool needs exactly the scope its API route
+// needs.
+func NewHandlerBackend(h http.Handler) *Remote {
+	return NewRemote("http://127.0.0.1", "", &http.Client{Transport: handlerTransport{h}})
+}
+
+// handlerTransport is an http.RoundTripper that answers with a handler.
+type handlerTransport struct{ h http.Handler }
+
+// RoundTrip implements http.RoundTripper.
+func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body == nil {
+		req = req.Clone(req.Context())
+		req.Body = http.NoBody
+	}
+	rec := &recorder{header: http.Header{}}
+	t.h.ServeHTTP(rec, req)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return &http.Response{
+		Status: strconv.Itoa(rec.status) + " " + http.StatusText(rec.status), StatusCode: rec.status,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: rec.header, Body: io.NopCloser(&rec.body), ContentLength: int64(rec.body.Len()), Request: req,
+	}, nil
+}
+
+// recorder is the http.ResponseWriter of handlerTransport.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(p)
+}
+
+// authKey carries the Authorization header of the MCP request a tool call
+// came in on.
+type authKey struct{}
+
+// withAuthorization returns ctx carrying an Authorization header value.
+func withAuthorization(ctx context.Context, header string) context.Context {
+	if header == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, authKey{}, header)
+}
+
+// do sends one request and decodes a JSON answer into out, or returns the
+// answer's text when out is nil.
+func (b *Remote) do(ctx context.Context, method, path string, q url.Values, body, out any) (string, error) {
+	u := b.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return "", fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if h, ok := ctx.Value(authKey{}).(string); ok {
+		req.Header.Set("Authorization", h)
+	} else if b.token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return "", fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		if p, ok := problemFromJSON(resp.StatusCode, raw); ok {
+			return "", p
+		}
+		return "", fmt.Errorf("%s %s: the server answered %s", method, path, resp.Status)
+	}
+	if out == nil {
+		return string(raw), nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return "", fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
+	}
+	return "", nil
+}
+
+// ctxPath is /v1/contexts/{ctx} followed by the escaped segments.
+func ctxPath(ctxID string, segs ...string) string {
+	p := "/v1/contexts/" + url.PathEscape(ctxID)
+	for _, s := range segs {
+		p += "/" + url.PathEscape(s)
+	}
+	return p
+}
+
+// query builds a query from name, value pairs, leaving out empty values.
+func query(kv ...string) url.Values {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q
+}
+
+// PutArtifact implements Backend.
+func (b *Remote) PutArtifact(ctx context.Context, ctxID string, in ArtifactBody) (*ArtifactWrite, error) {
+	out := new(ArtifactWrite)
+	_, err := b.do(ctx, http.MethodPost, ctxPath(ctxID, "artifacts"), nil, in, out)
+	return result(out, err)
+}
+
+// Commit implements Backend.
+func (b *Remote) Commit(ctx context.Context, ctxID string, in CommitBody) (*CommitWrite, error) {
+	out := new(CommitWrite)
+	_, err := b.do(ctx, http.MethodPost, ctxPath(ctxID, "commits"), nil, in, out)
+	return result(out, err)
+}
+
+// Artifact implements Backend.
+func (b *Remote) Artifact(ctx context.Context, ctxID, id, at string) (*ArtifactView, error) {
+	out := new(ArtifactView)
+	_, err := b.do(ctx, http.MethodGet, ctxPath(ctxID, "artifacts", id), query("at", at), nil, out)
+	return result(out, err)
+}
+
+// RecordFetch implements Backend.
+func (b *Remote) RecordFetch(ctx context.Context, ctxID string, in FetchBody) (*FetchWrite, error) {
+	out := new(FetchWrite)
+	_, err := b.do(ctx, http.MethodPost, ctxPath(ctxID, "fetches"), nil, in, out)
+	return result(out, err)
+}
+
+// RecordToolResult implements Backend.
+func (b *Remote) RecordToolResult(ctx context.Context, ctxID string, in ToolResultBody) (*ArtifactWrite, error) {
+	out := new(ArtifactWrite)
+	_, err := b.do(ctx, http.MethodPost, ctxPath(ctxID, "tool-results"), nil, in, out)
+	return result(out, err)
+}
+
+// Verify implements Backend.
+func (b *Remote) Verify(ctx context.Context, ctxID string, in VerifyBody) (*VerifyResult, error) {
+	out := new(VerifyResult)
+	_, err := b.do(ctx, http.MethodPost, ctxPath(ctxID, "verify"), nil, in, out)
+	return result(out, err)
+}
+
+// Provenance implements Backend.
+func (b *Remote) Provenance(ctx context.Context, ctxID string, q ProvenanceQuery) (*Provenance, error) {
+	depth := ""
+	if q.Depth != nil {
+		depth = strconv.Itoa(*q.Depth)
+	}
+	maxNodes := ""
+	if q.MaxNodes > 0 {
+		maxNodes = strconv.Itoa(q.MaxNodes)
+	}
+	v := query("at", q.At, "depth", depth, "max_nodes", maxNodes, "format", q.Format)
+	path := ctxPath(ctxID, "artifacts", q.ID, "provenance")
+	if q.Format == "mermaid" || q.Format == "dot" {
+		text, err := b.do(ctx, http.MethodGet, path, v, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &Provenance{ID: q.ID, Format: q.Format, Text: text}, nil
+	}
+	out := &Provenance{}
+	_, err := b.do(ctx, http.MethodGet, path, v, nil, out)
+	out.Format = "json"
+	return result(out, err)
+}
+
+// Audit implements Backend: the JSON report, and its Markdown when asked.
+func (b *Remote) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Audit, error) {
+	path := ctxPath(ctxID, "audit", q.ID)
+	if q.Format != "" && q.Format != "json" && q.Format != "markdown" {
+		// Let the server name the rule.
+		_, err := b.do(ctx, http.MethodGet, path, query("at", q.At, "format", q.Format), nil, nil)
+		if err == nil {
+			err = fmt.Errorf("audit: the server accepted format %q", q.Format)
+		}
+		return nil, err
+	}
+	out := new(Audit)
+	if _, err := b.do(ctx, http.MethodGet, path, query("at", q.At), nil, out); err != nil {
+		return nil, err
+	}
+	if q.Format == "markdown" {
+		// The same commit as the JSON report, even if a writer was faster.
+		md, err := b.do(ctx, http.MethodGet, path, query("at", out.Commit, "format", "markdown"), nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		out.Markdown = md
+	}
+	return out, nil
+}
+
+// Diff implements Backend.
+func (b *Remote) Diff(ctx context.Context, ctxID, from, to string) (*Diff, error) {
+	out := new(Diff)
+	_, err := b.do(ctx, http.MethodGet, ctxPath(ctxID, "diff"), query("from", from, "to", to), nil, out)
+	return result(out, err)
+}
+
+func result[T any](v *T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}

@@ -1,0 +1,10 @@
+// Package schema compiles the JSON Schemas (draft 2020-12) of artifact
+// types and validates artifact data against them, refusing any schema that
+// would make the process read a file or a URL.
+//
+// It is pure: no I/O of its own (external references are refused, not
+// loaded). The HTTP door validates writes with the registry's schemas; a
+// bundle import validates every put against the type definition recorded
+// in the chain at that commit (graph.TypeDef), so that an imported copy
+// holds only data its own history allows.
+package schema

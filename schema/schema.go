@@ -1,0 +1,59 @@
+package schema
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// ErrInvalid marks data that does not match its schema, or a schema that
+// does not compile.
+var ErrInvalid = errors.New("schema validation failed")
+
+// Schema is a compiled schema. It is safe for concurrent use.
+type Schema struct {
+	s *jsonschema.Schema
+}
+
+type refuseLoader struct{}
+
+func (refuseLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external reference %q is not allowed; a type schema must be self-contained", url)
+}
+
+// Compile compiles the schema doc (JSON bytes) of type name as draft
+// 2020-12. External references are refused.
+func Compile(name string, doc []byte) (*Schema, error) {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("%w: schema of %q: %w", ErrInvalid, name, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refuseLoader{})
+	c.AssertFormat()
+	loc := "urn:artifactd:schema:" + name
+	if err := c.AddResource(loc, v); err != nil {
+		return nil, fmt.Errorf("%w: schema of %q: %w", ErrInvalid, name, err)
+	}
+	s, err := c.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schema of %q: %w", ErrInvalid, name, err)
+	}
+	return &Schema{s: s}, nil
+}
+
+// Validate checks data (JSON bytes) against the schema. The error wraps
+// ErrInvalid and says where the data fails.
+func (s *Schema) Validate(data []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := s.s.Validate(v); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}

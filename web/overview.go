@@ -1,0 +1,450 @@
+package web
+
+import (
+	"container/list"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/store"
+)
+
+// Overview limits.
+const (
+	// maxClusters is the most clusters drawn; smaller ones are merged
+	// into one "other" cluster per trust status.
+	maxClusters = 40
+	// clusterSamples is how many ids (the first in natural order) each
+	// cluster offers as starting points for a neighbourhood.
+	clusterSamples = 3
+	// otherGroup names the merged cluster.
+	otherGroup = "(other)"
+)
+
+// clusterKey is what an artifact is grouped by.
+type clusterKey struct {
+	value  string // its type or producer ("" when grouped by trust)
+	status graph.Status
+}
+
+// cluster is one box of the overview: the artifacts sharing a key.
+type cluster struct {
+	key     clusterKey
+	n       int
+	samples []string
+}
+
+// clusterEdge counts the edges from one cluster to another, by relation.
+type clusterEdge struct {
+	from, to int
+	dep      bool
+	n        int
+	rels     map[string]int
+	counts   []int // by relation number, while counting
+}
+
+// clusterSet is the overview of one state: clusters sorted by count, then
+// key, and the edges between them.
+type clusterSet struct {
+	clusters []cluster
+	edges    []*clusterEdge
+}
+
+// clusters returns the overview of v's state grouped by group (type,
+// producer or trust), from the cache when this commit was seen before
+// (a commit's state and trust never change).
+func (s *server) clusters(v *store.View, group string) *clusterSet {
+	key := v.Commit.ID.String() + "\x00" + group
+	if cs, ok := s.overviews.get(key); ok {
+		return cs
+	}
+	cs := buildClusters(v.State, v.Trust.Status, group)
+	s.overviews.put(key, cs)
+	return cs
+}
+
+// buildClusters groups every artifact by (group value, trust status) and
+// counts the edges between groups. One pass over artifacts and one over
+// edges, no sorting of the whole state: linear in its size.
+func buildClusters(st *graph.State, status func(id string) graph.Status, group string) *clusterSet {
+	keyOf := func(a *graph.Artifact) clusterKey {
+		k := clusterKey{status: status(a.ID)}
+		switch group {
+		case "type":
+			k.value = a.Type
+		case "producer":
+			k.value = a.ProducedBy
+			if k.value == "" {
+				k.value = "(none)"
+			}
+		}
+		return k
+	}
+	// One pass over artifacts gives each key a provisional cluster
+	// number, kept per id so that the edge pass costs one lookup per end
+	// (measured: cheaper than looking up each end's artifact and trust,
+	// and far cheaper than walking 100k small out-edge maps).
+	byKey := map[clusterKey]int32{}
+	var all []*cluster
+	of := make(map[string]int32, st.NumArtifacts())
+	st.RangeArtifacts(func(a *graph.Artifact) bool {
+		k := keyOf(a)
+		i, ok := byKey[k]
+		if !ok {
+			i = int32(len(all))
+			byKey[k] = i
+			all = append(all, &cluster{key: k})
+		}
+		c := all[i]
+		c.n++
+		c.samples = keepSmallest(c.samples, a.ID)
+		of[a.ID] = i
+		return true
+	})
+	order := make([]int32, len(all))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int {
+		a, b := all[x], all[y]
+		if a.n != b.n {
+			return b.n - a.n
+		}
+		if c := strings.Compare(a.key.value, b.key.value); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.key.status), string(b.key.status))
+	})
+	// Final numbers: by count; past maxClusters the smallest merge into
+	// one per status.
+	final := make([]int, len(all))
+	cs := &clusterSet{}
+	others := map[graph.Status]int{}
+	for rank, i := range order {
+		c := all[i]
+		if rank < maxClusters-3 || len(all) <= maxClusters {
+			final[i] = len(cs.clusters)
+			cs.clusters = append(cs.clusters, *c)
+			continue
+		}
+		o, ok := others[c.key.status]
+		if !ok {
+			o = len(cs.clusters)
+			others[c.key.status] = o
+			cs.clusters = append(cs.clusters, cluster{key: clusterKey{value: otherGroup, status: c.key.status}})
+		}
+		oc := &cs.clusters[o]
+		oc.n += c.n
+		for _, id := range c.samples {
+			oc.samples = keepSmallest(oc.samples, id)
+		}
+		final[i] = o
+	}
+	clusterOf := func(id string) (int, bool) {
+		i, ok := of[id]
+		if !ok {
+			return 0, false
+		}
+		return final[i], true
+	}
+	edges := countEdges(st, clusterOf, len(cs.clusters))
+	for _, ce := range edges {
+		if ce != nil {
+			cs.edges = append(cs.edges, ce)
+		}
+	}
+	slices.SortFunc(cs.edges, func(a, b *clusterEdge) int {
+		if a.from != b.from {
+			return a.from - b.from
+		}
+		if a.to != b.to {
+			return a.to - b.to
+		}
+		if a.dep == b.dep {
+			return 0
+		}
+		if a.dep {
+			return -1
+		}
+		return 1
+	})
+	return cs
+}
+
+// countEdges counts every edge of the state by (cluster of its source,
+// cluster of its target, depends): clusterOf gives an artifact's cluster
+// among n. The counts live in a dense table (n is at most maxClusters)
+// and relations in a short list, so the pass allocates next to nothing.
+func countEdges(st *graph.State, clusterOf func(id string) (int, bool), n int) []*clusterEdge {
+	// Two workers share the pass (the state is only read): each takes the
+	// edges whose source id ends in a byte of its parity.
+	var parts [2][]*clusterEdge
+	var wg sync.WaitGroup
+	for w := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[w] = countEdgesOf(st, clusterOf, n, func(id string) bool { return len(id) > 0 && int(id[len(id)-1]&1) == w })
+		}()
+	}
+	wg.Wait()
+	for i, ce := range parts[1] {
+		switch have := parts[0][i]; {
+		case ce == nil:
+		case have == nil:
+			parts[0][i] = ce
+		default:
+			have.n += ce.n
+			for r, c := range ce.rels {
+				have.rels[r] += c
+			}
+		}
+	}
+	return parts[0]
+}
+
+// countEdgesOf is countEdges over the artifacts mine accepts.
+func countEdgesOf(st *graph.State, clusterOf func(id string) (int, bool), n int, mine func(id string) bool) []*clusterEdge {
+	rels := st.Relations()
+	type relInfo struct {
+		name string
+		dep  bool
+	}
+	var known []relInfo
+	table := make([]*clusterEdge, n*n*2)
+	count := func(from int, e *graph.Edge) {
+		to, ok := clusterOf(e.To)
+		if !ok {
+			return
+		}
+		ri := -1
+		for i := range known {
+			if known[i].name == e.Rel {
+				ri = i
+				break
+			}
+		}
+		if ri < 0 {
+			ri = len(known)
+			known = append(known, relInfo{e.Rel, rels.Depends(e.Rel)})
+		}
+		dep := known[ri].dep
+		slot := (from*n+to)*2 + b2i(dep)
+		ce := table[slot]
+		if ce == nil {
+			ce = &clusterEdge{from: from, to: to, dep: dep, rels: map[string]int{}, counts: make([]int, 0, 4)}
+			table[slot] = ce
+		}
+		ce.n++
+		for len(ce.counts) <= ri {
+			ce.counts = append(ce.counts, 0)
+		}
+		ce.counts[ri]++
+	}
+	st.RangeEdges(func(e *graph.Edge) bool {
+		if !mine(e.From) {
+			return true
+		}
+		if from, ok := clusterOf(e.From); ok {
+			count(from, e)
+		}
+		return true
+	})
+	for _, ce := range table {
+		if ce == nil {
+			continue
+		}
+		for i, c := range ce.counts {
+			if c > 0 {
+				ce.rels[known[i].name] = c
+			}
+		}
+		ce.counts = nil
+	}
+	return table
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// keepSmallest keeps the clusterSamples first ids in natural order.
+func keepSmallest(ids []string, id string) []string {
+	if len(ids) == clusterSamples && !naturalLess(id, ids[len(ids)-1]) {
+		return ids
+	}
+	i, _ := slices.BinarySearchFunc(ids, id, func(a, b string) int {
+		if naturalLess(a, b) {
+			return -1
+		}
+		if naturalLess(b, a) {
+			return 1
+		}
+		return 0
+	})
+	ids = slices.Insert(ids, i, id)
+	if len(ids) > clusterSamples {
+		ids = ids[:clusterSamples]
+	}
+	return ids
+}
+
+// clusterRow is one cluster in the overview's table.
+type clusterRow struct {
+	Value   string
+	Status  graph.Status
+	N       int
+	ListURL string
+	Samples []sampleLink
+}
+
+type sampleLink struct{ ID, URL string }
+
+// listURL is the context page listing a cluster's artifacts.
+func listURL(ctx, at, group string, k clusterKey) string {
+	kv := []string{"at", at, "status", string(k.status)}
+	if k.value != otherGroup {
+		switch group {
+		case "type":
+			kv = append(kv, "type", k.value)
+		case "producer":
+			kv = append(kv, "producer", k.value)
+		}
+	}
+	return ctxURL(ctx, "") + query(kv...)
+}
+
+func (cs *clusterSet) rows(ctx, at, group string) []clusterRow {
+	out := make([]clusterRow, 0, len(cs.clusters))
+	for _, c := range cs.clusters {
+		row := clusterRow{Value: c.key.value, Status: c.key.status, N: c.n, ListURL: listURL(ctx, at, group, c.key)}
+		if group == "trust" {
+			row.Value = statusName(c.key.status)
+		}
+		for _, id := range c.samples {
+			row.Samples = append(row.Samples, sampleLink{ID: id, URL: graphQuery{root: id, group: "type", up: 1, down: 1}.url(ctx, at)})
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// drawing writes the overview as DOT: one node per cluster (its shape by
+// type when grouped by type, its style by trust, its label the group, a
+// trust mark and the count) linking to the list of its artifacts, and one
+// edge per (cluster, cluster, depends) with the count and main relation.
+func (cs *clusterSet) drawing(ctx, at, group string) *drawing {
+	d := &drawing{links: svgLinks{nodes: map[string]nodeLink{}, edges: map[string]string{}}}
+	var b strings.Builder
+	b.WriteString("digraph overview {\n")
+	b.WriteString(`  graph [rankdir=TB, bgcolor="transparent", pad=0.1, nodesep=0.4, ranksep=0.6, fontname=` + fontname + "];\n")
+	b.WriteString(`  node [fontname=` + fontname + `, fontsize=11, margin="0.15,0.06"];` + "\n")
+	b.WriteString(`  edge [fontname=` + fontname + `, fontsize=9, arrowsize=0.7, color="#6b7280", fontcolor="#374151"];` + "\n")
+	for i, c := range cs.clusters {
+		name := "n" + strconv.Itoa(i)
+		sty := styleOf(c.key.status)
+		shape, rounded := "box", true
+		if group == "type" && c.key.value != otherGroup {
+			shape, rounded = shapeOf(c.key.value)
+		}
+		style := sty.Style
+		if rounded {
+			style = "rounded," + style
+		}
+		value := c.key.value
+		if group == "trust" {
+			value = "all types"
+		}
+		label := clip(value, labelRunes) + "\n" + statusMark(c.key.status) + " " + statusName(c.key.status) + "\n" + plural(c.n, "artifact", "artifacts")
+		tip := plural(c.n, "artifact", "artifacts") + " · " + value + " · " + statusName(c.key.status) + " — click to list them"
+		d.links.nodes[name] = nodeLink{href: listURL(ctx, at, group, c.key), title: tip}
+		class := "cluster " + string(c.key.status)
+		b.WriteString("  " + name + " [label=" + graph.DOTString(label) + ", shape=" + shape + `, style="` + style + `", fillcolor="` + sty.Fill +
+			`", color="` + sty.Stroke + `", penwidth=` + sty.Pen + `, class="` + class + `"];` + "\n")
+	}
+	for _, e := range cs.edges {
+		from, to := "n"+strconv.Itoa(e.from), "n"+strconv.Itoa(e.to)
+		rels := make([]string, 0, len(e.rels))
+		for r := range e.rels {
+			rels = append(rels, r)
+		}
+		slices.SortFunc(rels, func(a, b string) int {
+			if e.rels[a] != e.rels[b] {
+				return e.rels[b] - e.rels[a]
+			}
+			return strings.Compare(a, b)
+		})
+		label := thousands(int64(e.n)) + " " + clip(rels[0], labelRunes)
+		if len(rels) > 1 {
+			label += " +" + strconv.Itoa(len(rels)-1)
+		}
+		class, attrs := "ref", ", style=dashed"
+		if e.dep {
+			class, attrs = "dep", ""
+			if cs.clusters[e.to].key.status != graph.StatusConfirmed {
+				class, attrs = "dep tainted", `, color="#b00020"`
+			}
+		}
+		pen := min(1+math.Log10(float64(e.n)), 4)
+		tip := plural(e.n, "edge", "edges") + ": " + strings.Join(rels, ", ")
+		key := from + "->" + to
+		if prev, ok := d.links.edges[key]; ok {
+			tip = prev + "; " + tip
+		}
+		d.links.edges[key] = tip
+		b.WriteString("  " + from + " -> " + to + ` [class="` + class + `"` + attrs + ", penwidth=" + strconv.FormatFloat(pen, 'f', 2, 64) +
+			", label=" + graph.DOTString(label) + "];\n")
+	}
+	b.WriteString("}\n")
+	d.dot = b.String()
+	return d
+}
+
+// overviewCache keeps cluster sets by commit and grouping; entries never
+// go stale (a commit is immutable) and the least recently used beyond max
+// are dropped.
+type overviewCache struct {
+	mu    sync.Mutex // guards ll and byKey
+	max   int
+	ll    *list.List // of *overviewEntry, most recent first
+	byKey map[string]*list.Element
+}
+
+type overviewEntry struct {
+	key string
+	cs  *clusterSet
+}
+
+func newOverviewCache(max int) *overviewCache {
+	return &overviewCache{max: max, ll: list.New(), byKey: map[string]*list.Element{}}
+}
+
+func (c *overviewCache) get(key string) (*clusterSet, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[key]; ok {
+		c.ll.MoveToFront(el)
+		return el.Value.(*overviewEntry).cs, true
+	}
+	return nil, false
+}
+
+func (c *overviewCache) put(key string, cs *clusterSet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[key]; ok {
+		return
+	}
+	c.byKey[key] = c.ll.PushFront(&overviewEntry{key: key, cs: cs})
+	for c.ll.Len() > c.max {
+		old := c.ll.Back()
+		delete(c.byKey, old.Value.(*overviewEntry).key)
+		c.ll.Remove(old)
+	}
+}
