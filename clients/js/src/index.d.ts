@@ -93,7 +93,15 @@ export interface ArtifactWrite {
 }
 export interface FetchEvidence {
   id?: string;
-  url: string;
+  /** What was read: "http" (the default: url, status, headers), "file" (path, size) or "tool". */
+  kind?: "http" | "file" | "tool";
+  /** Required for an http read. */
+  url?: string;
+  path?: string;
+  size?: number;
+  tool?: string;
+  content_type?: string;
+  produced_by?: string;
   final_url?: string;
   status?: number;
   headers?: Record<string, string>;
@@ -109,6 +117,9 @@ export interface FetchWrite extends ArtifactWrite {
   layer?: "transport" | "extraction" | "fingerprint";
   reason?: string;
   body_blob: string;
+  /** The extracted text the gate judged (bounded; text_blob holds all of it). */
+  text?: string;
+  text_blob?: string;
 }
 export type CommitOp =
   | { op: "put"; artifact: { id?: string; type: string; data: JsonObject; produced_by?: string } }
