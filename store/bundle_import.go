@@ -52,7 +52,7 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 	if _, err := b.Verify(ctx, "", replay.Options{}); err != nil {
 		return nil, fmt.Errorf("the bundle does not verify: %w", err)
 	}
-	if err := checkGateOutputs(ctx, b); err != nil {
+	if err := checkGateOutputs(ctx, b, s.rulesets); err != nil {
 		return nil, err
 	}
 	if err := checkSchemas(ctx, b); err != nil {
@@ -134,7 +134,7 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 // (so a FAILED verdict edited into RETRIEVED is refused however its hashes
 // were recomputed), and every blob a gate output names must be in the
 // bundle. The error (ErrInvalid) names the artifact and the commit.
-func checkGateOutputs(ctx context.Context, b *replay.Bundle) error {
+func checkGateOutputs(ctx context.Context, b *replay.Bundle, rulesets *gate.Rulesets) error {
 	blob := func(name string) ([]byte, bool, error) {
 		d, err := hashing.ParseDigest(name)
 		if err != nil {
@@ -165,7 +165,7 @@ func checkGateOutputs(ctx context.Context, b *replay.Bundle) error {
 				}
 			}
 			if op.Type == "fetch_verdict" {
-				if err := gate.CheckVerdict(data, blob); err != nil {
+				if err := gate.CheckVerdictWith(data, blob, rulesets); err != nil {
 					return fmt.Errorf("%w: fetch_verdict %q (commit %s) is not borne out by its evidence: %w", ErrInvalid, op.ID, c.ID.Short(), err)
 				}
 			}

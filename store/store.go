@@ -16,6 +16,7 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
@@ -78,6 +79,10 @@ type Options struct {
 	// MaxBatch bounds how many commit requests one group commit takes
 	// (default 256).
 	MaxBatch int
+	// Rulesets are the gate rulesets import re-derives fetch verdicts
+	// with (the receipt names one); gate.BuiltinRulesets when nil. Add the
+	// ones a server ran with (serve --gate-rules) to import its bundles.
+	Rulesets *gate.Rulesets
 	// ReserveBytes is the free space writes leave on the data directory's
 	// file system (default DefaultReserveBytes; negative: no check). Below
 	// it writes fail with ErrNoSpace and reads go on.
@@ -107,8 +112,9 @@ type Store struct {
 	headBudget int64
 	tick       atomic.Uint64
 
-	dir     string
-	reserve atomic.Int64
+	dir      string
+	reserve  atomic.Int64
+	rulesets *gate.Rulesets
 	// corrupt is the first corruption a read reported (NoteCorruption).
 	corrupt atomic.Pointer[error]
 
@@ -292,6 +298,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s.txnBytes, s.txnCount = db.MaxBatchSize()/2, db.MaxBatchCount()/2
 	s.reserve.Store(reserveBytes(opts))
+	s.rulesets = opts.Rulesets
+	if s.rulesets == nil {
+		s.rulesets = gate.BuiltinRulesets()
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

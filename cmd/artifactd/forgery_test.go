@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,5 +125,57 @@ func TestImportValidatesAgainstTheChainsSchemas(t *testing.T) {
 	code, _, stderr := runArtifactd(t, "import", "--data", t.TempDir(), bundle)
 	if code != 2 || !strings.Contains(stderr, `spend "s2"`) || !strings.Contains(stderr, "schema") {
 		t.Fatalf("import of data its schema refuses: exit %d: %s", code, stderr)
+	}
+}
+
+// TestImportWithOperatorRuleset: a verdict whose receipt names a ruleset
+// the importer does not know is refused; given the ruleset file the
+// server ran with (import --gate-rules), it is re-derived and accepted.
+func TestImportWithOperatorRuleset(t *testing.T) {
+	rulesFile := filepath.Join(t.TempDir(), "acme.json")
+	if err := os.WriteFile(rulesFile, []byte(`{"format":1,"name":"acme/v1","extends":"gate/v2","about":"an operator's ruleset"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := gate.ParseRules(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	src := t.TempDir()
+	st, err := store.Open(ctx, store.Options{Dir: src, NoSync: true, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateContext(ctx, "run", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"price":3,"currency":"EUR"}`)
+	if _, err := st.PutBlob(ctx, body); err != nil {
+		t.Fatal(err)
+	}
+	res := gate.ClassifyWith(gate.Evidence{URL: "https://shop.example/p", Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: body}, rules)
+	data, err := json.Marshal(gate.NewVerdictData(res, gate.FetchedByAgent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Commit(ctx, store.CommitRequest{Context: "run", Author: "gate", Message: "fetch", Ops: []graph.Op{cliPut("f", "fetch_verdict", string(data))}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(t.TempDir(), "run.jsonl")
+	if code, _, stderr := runArtifactd(t, "export", "--data", src, "--context", "run", "-o", bundle); code != 0 {
+		t.Fatalf("export: %d %s", code, stderr)
+	}
+	if code, _, stderr := runArtifactd(t, "import", "--data", t.TempDir(), bundle); code != 2 || !strings.Contains(stderr, "acme/v1") {
+		t.Fatalf("import without the ruleset: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runArtifactd(t, "import", "--data", t.TempDir(), "--gate-rules", rulesFile, bundle); code != 0 {
+		t.Fatalf("import with the ruleset: exit %d: %s", code, stderr)
 	}
 }

@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/store"
 )
 
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("import", "[--data DIR] [--as NEWID] BUNDLE", stderr)
+	fs := newFlagSet("import", "[--data DIR] [--as NEWID] [--gate-rules FILE] BUNDLE", stderr)
 	dataDir := fs.String("data", defaultDataDir, "data directory of the store (created if missing)")
 	as := fs.String("as", "", "import under this context id instead of the bundle's")
+	gateRules := fs.String("gate-rules", "", "a gate ruleset file the bundle's server ran with (serve --gate-rules): verdicts whose receipts name it are re-derived with it")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -24,7 +26,18 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, exitUsage, "import: %v", err)
 	}
-	st, err := openStore(ctx, *dataDir)
+	rulesets := gate.BuiltinRulesets()
+	if r, err := loadGateRules(*gateRules); err != nil {
+		return fail(stderr, exitUsage, "import: --gate-rules: %v", err)
+	} else if r != nil {
+		if err := rulesets.Add(r); err != nil {
+			return fail(stderr, exitUsage, "import: --gate-rules: %v", err)
+		}
+	}
+	st, err := store.Open(ctx, store.Options{Dir: *dataDir, Logger: discardLogger(), Rulesets: rulesets})
+	if errors.Is(err, store.ErrLocked) {
+		err = fmt.Errorf("%s is in use by a running artifactd (the data directory is locked): stop it first: %w", *dataDir, err)
+	}
 	if err != nil {
 		return fail(stderr, exitUsage, "import: %v", err)
 	}
