@@ -51,6 +51,7 @@ const (
 	CodeLeaseToken       = "lease-token"
 	CodeStoreCorrupt     = "store-corrupt"
 	CodeNoSpace          = "insufficient-storage"
+	CodeGone             = "blob-pruned"
 )
 
 // ProblemTypePrefix starts every problem type URI. The URIs are names,
@@ -95,6 +96,7 @@ var problemTable = map[string]struct {
 	CodeLeaseToken:       {http.StatusForbidden, "Missing or wrong lease token"},
 	CodeStoreCorrupt:     {http.StatusInternalServerError, "The stored history does not verify"},
 	CodeNoSpace:          {http.StatusInsufficientStorage, "Not enough free disk space for writes"},
+	CodeGone:             {http.StatusGone, "Blob pruned after its retention window"},
 }
 
 // FieldError is one entry of a problem's errors list: where in the request
@@ -310,6 +312,7 @@ func classify(err error) *Error {
 			Extra: map[string]any{"conflicts": mc.Conflicts}}
 	}
 	var mbe *http.MaxBytesError
+	var pruned *store.PrunedError
 	switch {
 	case isTimeout(err):
 		return &Error{Code: CodeRequestTimeout, Detail: "the request body did not arrive in time; send it at once, or store large payloads with POST /v1/blobs", Err: err}
@@ -327,6 +330,8 @@ func classify(err error) *Error {
 		return &Error{Code: CodeAmbiguousRef, Detail: stripSentinel(err)}
 	case errors.Is(err, store.ErrInvalid):
 		return &Error{Code: CodeValidation, Detail: stripSentinel(err)}
+	case errors.As(err, &pruned):
+		return &Error{Code: CodeGone, Detail: pruned.Error() + "; the artifact that names it keeps its digest", Extra: map[string]any{"pruned_at": pruned.PrunedAt}}
 	case errors.Is(err, store.ErrNoSpace):
 		return &Error{Code: CodeNoSpace, Detail: err.Error() + "; reads go on", Err: err}
 	case errors.Is(err, replay.ErrBroken), errors.Is(err, store.ErrCorrupt):

@@ -89,6 +89,11 @@ func (s *Server) RecordToolResult(ctx context.Context, ctxID string, in ToolResu
 		if err != nil {
 			return nil, err
 		}
+		if v.Spilled || v.Truncated {
+			if err := s.st.NoteSpill(ctx, d, s.clock()); err != nil {
+				return nil, err
+			}
+		}
 		typ = TypeToolError
 		data = ToolErrorData{Tool: tool, ModelView: v.ModelView, TotalChars: v.TotalChars, Truncated: v.Truncated, Spilled: v.Spilled, FullBlob: d.String()}
 	} else {
@@ -102,6 +107,11 @@ func (s *Server) RecordToolResult(ctx context.Context, ctxID string, in ToolResu
 			return nil, err
 		}
 		v := gate.SanitizeOutput(full, d.String(), opt)
+		if v.OmittedChars > 0 || v.Truncated {
+			if err := s.st.NoteSpill(ctx, d, s.clock()); err != nil {
+				return nil, err
+			}
+		}
 		typ = TypeToolOutput
 		data = ToolOutputData{Tool: tool, ModelView: v.ModelView, TotalChars: v.TotalChars, OmittedChars: v.OmittedChars, Truncated: v.Truncated, FullBlob: d.String()}
 	}

@@ -33,6 +33,12 @@ import (
 //	 "author":…,"message":…,"time":…,"artifacts":N,"edges":N,"ops":[…]}
 //	{"type":"object","hash":"sha256:…","data":{…}}
 //	{"type":"blob","hash":"sha256:…","base64":"…"}
+//	{"type":"pruned","hash":"sha256:…","pruned_at":TIME}
+//
+// A pruned line stands for a named blob whose bytes the store pruned after
+// its retention window (a spilled tool output): the bundle carries the
+// fact, not the bytes; the header counts them as "pruned" (omitted when
+// there are none, so bundles without pruned blobs are unchanged).
 //
 // Nothing in a bundle depends on when or where it was written: exporting
 // the same commits twice gives the same bytes.
@@ -64,6 +70,7 @@ type BundleHeader struct {
 	Commits  int            `json:"commits"`
 	Objects  int            `json:"objects"`
 	Blobs    int            `json:"blobs"`
+	Pruned   int            `json:"pruned,omitempty"`
 }
 
 // Branch returns the head of the named branch.
@@ -102,6 +109,12 @@ type objectLine struct {
 	Data json.RawMessage `json:"data"`
 }
 
+type prunedLine struct {
+	Type     string         `json:"type"`
+	Hash     hashing.Digest `json:"hash"`
+	PrunedAt string         `json:"pruned_at"`
+}
+
 type blobLine struct {
 	Type   string         `json:"type"`
 	Hash   hashing.Digest `json:"hash"`
@@ -116,8 +129,8 @@ type blobLine struct {
 type BundleWriter struct {
 	w      *bufio.Writer
 	h      BundleHeader
-	stage  int // 0 commits, 1 objects, 2 blobs
-	counts [3]int
+	stage  int // 0 commits, 1 objects, 2 blobs, 3 pruned blobs
+	counts [4]int
 	err    error
 }
 
@@ -165,7 +178,7 @@ func (bw *BundleWriter) enter(stage int, what string) error {
 		return bw.err
 	}
 	if stage < bw.stage {
-		return fmt.Errorf("replay: bundle: %s written after the %s section", what, [...]string{"commit", "object", "blob"}[bw.stage])
+		return fmt.Errorf("replay: bundle: %s written after the %s section", what, [...]string{"commit", "object", "blob", "pruned blob"}[bw.stage])
 	}
 	bw.stage = stage
 	bw.counts[stage]++
@@ -212,6 +225,16 @@ func (bw *BundleWriter) Blob(d hashing.Digest, data []byte) error {
 	return bw.err
 }
 
+// Pruned writes a pruned line: blob d was named but its bytes were pruned
+// at prunedAt.
+func (bw *BundleWriter) Pruned(d hashing.Digest, prunedAt string) error {
+	if err := bw.enter(3, "a pruned blob"); err != nil {
+		return err
+	}
+	bw.line(prunedLine{Type: "pruned", Hash: d, PrunedAt: prunedAt})
+	return bw.err
+}
+
 // Close flushes the bundle and checks the header's counts.
 func (bw *BundleWriter) Close() error {
 	if bw.err != nil {
@@ -220,11 +243,17 @@ func (bw *BundleWriter) Close() error {
 	if err := bw.w.Flush(); err != nil {
 		return err
 	}
-	if got, want := bw.counts, [3]int{bw.h.Commits, bw.h.Objects, bw.h.Blobs}; got != want {
-		return fmt.Errorf("replay: bundle: wrote %d commits, %d objects, %d blobs; the header says %d, %d, %d",
-			got[0], got[1], got[2], want[0], want[1], want[2])
+	if got, want := bw.counts, [4]int{bw.h.Commits, bw.h.Objects, bw.h.Blobs, bw.h.Pruned}; got != want {
+		return fmt.Errorf("replay: bundle: wrote %d commits, %d objects, %d blobs, %d pruned; the header says %d, %d, %d, %d",
+			got[0], got[1], got[2], got[3], want[0], want[1], want[2], want[3])
 	}
 	return nil
+}
+
+// PrunedBlobStore is a BlobStore that can say a named blob's bytes were
+// pruned (and when); an exporter then writes a pruned line for it.
+type PrunedBlobStore interface {
+	BlobPruned(ctx context.Context, d hashing.Digest) (prunedAt string, ok bool)
 }
 
 // BlobStore gives an exporter the blobs that objects may name. The store
@@ -261,6 +290,12 @@ func ExportBundle(ctx context.Context, w io.Writer, h BundleHeader, src Source, 
 		}
 	}
 	var blobIDs []hashing.Digest
+	type prunedBlob struct {
+		d  hashing.Digest
+		at string
+	}
+	var pruned []prunedBlob
+	pstore, _ := blobs.(PrunedBlobStore)
 	if blobs != nil {
 		seenBlob := map[hashing.Digest]bool{}
 		for _, d := range objects {
@@ -279,11 +314,15 @@ func ExportBundle(ctx context.Context, w io.Writer, h BundleHeader, src Source, 
 				}
 				if ok {
 					blobIDs = append(blobIDs, ref)
+				} else if pstore != nil {
+					if at, was := pstore.BlobPruned(ctx, ref); was {
+						pruned = append(pruned, prunedBlob{ref, at})
+					}
 				}
 			}
 		}
 	}
-	h.Commits, h.Objects, h.Blobs = len(commits), len(objects), len(blobIDs)
+	h.Commits, h.Objects, h.Blobs, h.Pruned = len(commits), len(objects), len(blobIDs), len(pruned)
 	bw, err := NewBundleWriter(w, h)
 	if err != nil {
 		return nil, err
@@ -311,6 +350,11 @@ func ExportBundle(ctx context.Context, w io.Writer, h BundleHeader, src Source, 
 			return nil, fmt.Errorf("export blob %s: %w: its bytes do not match its hash", d.Short(), ErrBroken)
 		}
 		if err := bw.Blob(d, data); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range pruned {
+		if err := bw.Pruned(p.d, p.at); err != nil {
 			return nil, err
 		}
 	}
@@ -377,7 +421,8 @@ type Bundle struct {
 	objects   map[hashing.Digest][]byte
 	blobs     map[hashing.Digest][]byte
 	blobOrder []hashing.Digest
-	counts    [3]int
+	pruned    map[hashing.Digest]string
+	counts    [4]int
 }
 
 // ReadBundle reads a bundle. It fails (ErrBundle) only when there is no
@@ -386,7 +431,7 @@ type Bundle struct {
 func ReadBundle(r io.Reader) (*Bundle, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	b := &Bundle{commits: map[hashing.Digest]*Commit{}, ops: map[hashing.Digest][]graph.Op{},
-		objects: map[hashing.Digest][]byte{}, blobs: map[hashing.Digest][]byte{}}
+		objects: map[hashing.Digest][]byte{}, blobs: map[hashing.Digest][]byte{}, pruned: map[hashing.Digest]string{}}
 	n := 0
 	sawHeader := false
 	for {
@@ -495,6 +540,16 @@ func (b *Bundle) readLine(line []byte) error {
 		b.counts[2]++
 		b.blobs[bl.Hash] = data
 		b.blobOrder = append(b.blobOrder, bl.Hash)
+	case "pruned":
+		var pl prunedLine
+		if err := json.Unmarshal(line, &pl); err != nil {
+			return fmt.Errorf("pruned: %v", err)
+		}
+		if _, dup := b.pruned[pl.Hash]; dup {
+			return fmt.Errorf("pruned blob %s appears twice", pl.Hash.Short())
+		}
+		b.counts[3]++
+		b.pruned[pl.Hash] = pl.PrunedAt
 	case "header":
 		return errors.New("a second header")
 	default:
@@ -536,6 +591,21 @@ func (b *Bundle) Object(ctx context.Context, d hashing.Digest) ([]byte, error) {
 func (b *Bundle) Blob(d hashing.Digest) ([]byte, bool) {
 	data, ok := b.blobs[d]
 	return data, ok
+}
+
+// Pruned reports whether the bundle says blob d was pruned, and when.
+func (b *Bundle) Pruned(d hashing.Digest) (string, bool) {
+	at, ok := b.pruned[d]
+	return at, ok
+}
+
+// PrunedBlobs returns the pruned blobs of the bundle with their times.
+func (b *Bundle) PrunedBlobs() map[hashing.Digest]string {
+	out := make(map[hashing.Digest]string, len(b.pruned))
+	for d, at := range b.pruned {
+		out[d] = at
+	}
+	return out
 }
 
 // Blobs returns the bundle's blob digests in file order.
@@ -659,9 +729,9 @@ func (b *Bundle) checkRest() error {
 	if len(b.Defects) > 0 {
 		return fmt.Errorf("%w: %d unreadable line(s): %s", ErrBundle, len(b.Defects), strings.Join(b.Defects, "; "))
 	}
-	if got, want := b.counts, [3]int{b.Header.Commits, b.Header.Objects, b.Header.Blobs}; got != want {
-		return fmt.Errorf("%w: it holds %d commits, %d objects, %d blobs; its header says %d, %d, %d (lines were removed or added)",
-			ErrBundle, got[0], got[1], got[2], want[0], want[1], want[2])
+	if got, want := b.counts, [4]int{b.Header.Commits, b.Header.Objects, b.Header.Blobs, b.Header.Pruned}; got != want {
+		return fmt.Errorf("%w: it holds %d commits, %d objects, %d blobs, %d pruned; its header says %d, %d, %d, %d (lines were removed or added)",
+			ErrBundle, got[0], got[1], got[2], got[3], want[0], want[1], want[2], want[3])
 	}
 	return nil
 }

@@ -68,6 +68,11 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 			return nil, err
 		}
 	}
+	for d, at := range b.PrunedBlobs() {
+		if err := s.markPruned(d, at); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.importRoot(ctx, ctxID, plan.mode, plan.created, plan.root); err != nil {
 		return nil, err
 	}
@@ -159,6 +164,11 @@ func checkGateOutputs(ctx context.Context, b *replay.Bundle, rulesets *gate.Rule
 				return err
 			}
 			for _, ref := range gate.BlobRefs(op.Type, data) {
+				if d, err := hashing.ParseDigest(ref); err == nil && op.Type != "fetch_verdict" {
+					if _, pruned := b.Pruned(d); pruned {
+						continue // a spilled output pruned after its window
+					}
+				}
 				if _, ok, _ := blob(ref); !ok {
 					return fmt.Errorf("%w: %s %q (commit %s) names blob %s, which is not in the bundle: a bundle must carry the bytes its gate outputs were judged from",
 						ErrInvalid, op.Type, op.ID, c.ID.Short(), ref)

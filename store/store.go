@@ -535,7 +535,12 @@ func (s *Store) PutBlob(ctx context.Context, data []byte) (hashing.Digest, error
 
 // GetBlob returns the bytes of a blob, checking them against the digest.
 func (s *Store) GetBlob(ctx context.Context, d hashing.Digest) ([]byte, error) {
-	out, err := s.getCopy(keyBlob(d), func() error { return fmt.Errorf("blob %s: %w", d, ErrNotFound) })
+	out, err := s.getCopy(keyBlob(d), func() error {
+		if pe := s.pruned(d); pe != nil {
+			return pe
+		}
+		return fmt.Errorf("blob %s: %w", d, ErrNotFound)
+	})
 	if err != nil {
 		return nil, err
 	}

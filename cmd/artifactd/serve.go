@@ -52,6 +52,9 @@ type serveConfig struct {
 	// --secrets).
 	GateRules *gate.Rules
 	Secrets   gate.Secrets
+	// SpillRetention, when positive, prunes the bytes of spilled full tool
+	// outputs that are older (serve --spill-retention).
+	SpillRetention time.Duration
 }
 
 // netLimits are serve's connection limits and timeouts.
@@ -290,7 +293,7 @@ func checkBind(addr string, haveTokens, insecure bool) error {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE] [--allow-origin ORIGIN]... [--allow-host HOST]... [--max-conns N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-large-bodies N]", stderr)
+	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE] [--spill-retention D] [--allow-origin ORIGIN]... [--allow-host HOST]... [--max-conns N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-large-bodies N]", stderr)
 	dataDir := fs.String("data", defaultDataDir, "data directory of the store (created if missing)")
 	addr := fs.String("addr", defaultAddr, "address to listen on")
 	tokensFile := fs.String("tokens", "", "bearer tokens file: JSON or lines \"TOKEN SCOPE PATTERN[,PATTERN]\" (default: $ARTIFACTD_TOKENS)")
@@ -308,6 +311,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&nl.BodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "time to read a request body (408 after)")
 	fs.DurationVar(&nl.IdleTimeout, "idle-timeout", defaultIdleTimeout, "time an idle keep-alive connection stays open")
 	fs.IntVar(&nl.MaxLargeBodies, "max-large-bodies", httpapi.DefaultMaxLargeBodies, "request bodies over 1 MiB (or of unknown length) read at once (503 beyond)")
+	spillRetention := fs.Duration("spill-retention", 0, "prune the bytes of spilled full tool outputs older than this (e.g. 720h); the artifacts keep their digests and the blobs answer 410 Gone; 0 keeps them")
 	gateRules := fs.String("gate-rules", "", "gate ruleset file (JSON, format 1, usually extending gate/v2) for new fetch verdicts")
 	secretsFile := fs.String("secrets", "", "file of secret values, one per line, masked by value in tool results and effect errors")
 	pos, err := parseInterspersed(fs, args)
@@ -344,6 +348,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if cfg.Secrets, err = loadSecrets(*secretsFile); err != nil {
 		return fail(stderr, exitUsage, "serve: --secrets: %v", err)
 	}
+	if *spillRetention < 0 {
+		return fail(stderr, exitUsage, "serve: --spill-retention must not be negative")
+	}
+	cfg.SpillRetention = *spillRetention
 	if err := gateTiers(&cfg, *allowFetch, *allowPrivate, *renderOn); err != nil {
 		return fail(stderr, exitUsage, "serve: %v", err)
 	}
@@ -413,6 +421,11 @@ func serve(ctx context.Context, dataDir, addr string, cfg serveConfig, stdout io
 	cfg.Logger.Info("serving", "addr", ln.Addr().String(), "data", dataDir, "auth", auth, "fetch", cfg.FetchMode, "render", cfg.RenderMode)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if cfg.SpillRetention > 0 {
+		pctx, stopPruning := context.WithCancel(ctx)
+		defer stopPruning()
+		go pruneSpills(pctx, st, cfg.SpillRetention, cfg.Logger)
+	}
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
@@ -432,4 +445,27 @@ func serve(ctx context.Context, dataDir, addr string, cfg serveConfig, stdout io
 	}
 	cfg.Logger.Info("stopped", "err", err)
 	return err
+}
+
+// pruneSpills prunes, every tenth of the retention window (at least every
+// second, at most every minute), the spilled outputs older than it.
+func pruneSpills(ctx context.Context, st *store.Store, retention time.Duration, log *slog.Logger) {
+	every := min(max(retention/10, time.Second), time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		n, err := st.PruneSpills(ctx, now.Add(-retention), now, 10000)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("prune spilled outputs", "err", err)
+		case n > 0:
+			log.Info("pruned spilled outputs", "blobs", n, "retention", retention.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

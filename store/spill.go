@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/artifactd/artifactd/hashing"
+)
+
+// Spilled outputs: the full text of a tool output or error that its model
+// view cut is kept as a blob for people; an operator may keep those bytes
+// for a window only (serve --spill-retention). Pruning deletes the bytes
+// and leaves a marker: the artifact keeps its digest (its content hash,
+// and so every context hash, stays verifiable), reads of the blob say
+// when it was pruned, and fsck and import accept a gate output whose blob
+// was pruned.
+//
+//	spill NUL <unix nanoseconds BE> NUL <digest> -> ""  (the spill index)
+//	pruned NUL <digest>                          -> {"pruned_at": RFC 3339}
+
+const (
+	pSpill  = "spill\x00"
+	pPruned = "pruned\x00"
+)
+
+// ErrPruned: the blob's bytes were pruned after its retention window.
+// The error is a *PrunedError.
+var ErrPruned = errors.New("blob pruned")
+
+// PrunedError says when a blob's bytes were pruned.
+type PrunedError struct {
+	Digest   hashing.Digest
+	PrunedAt string
+}
+
+func (e *PrunedError) Error() string {
+	return fmt.Sprintf("blob %s was pruned at %s after its retention window", e.Digest, e.PrunedAt)
+}
+
+// Unwrap returns ErrPruned.
+func (e *PrunedError) Unwrap() error { return ErrPruned }
+
+func keySpill(at time.Time, d hashing.Digest) []byte {
+	k := append([]byte(pSpill), make([]byte, 8)...)
+	binary.BigEndian.PutUint64(k[len(pSpill):], uint64(at.UnixNano()))
+	k = append(k, 0)
+	return append(k, d[:]...)
+}
+
+func keyPruned(d hashing.Digest) []byte { return append([]byte(pPruned), d[:]...) }
+
+// NoteSpill records that blob d holds a spilled full output stored at at,
+// so that PruneSpills may prune it once the retention window has passed.
+func (s *Store) NoteSpill(ctx context.Context, d hashing.Digest, at time.Time) error {
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(keySpill(at, d), nil) }); err != nil {
+		return fmt.Errorf("note spill: %w", err)
+	}
+	return nil
+}
+
+// PruneSpills prunes the bytes of every spilled output noted before
+// cutoff (oldest first, at most limit; limit ≤ 0 means all) and returns how
+// many it pruned. A blob that is also stored for another reason is pruned
+// all the same: a spill's digest names only its own bytes. at is the time
+// recorded as pruned_at.
+func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int) (int, error) {
+	var due [][]byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pSpill)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().KeyCopy(nil)
+			if len(k) != len(pSpill)+8+1+32 {
+				continue
+			}
+			if int64(binary.BigEndian.Uint64(k[len(pSpill):])) >= cutoff.UnixNano() || (limit > 0 && len(due) >= limit) {
+				break
+			}
+			due = append(due, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune spills: %w", err)
+	}
+	marker, _ := json.Marshal(map[string]string{"pruned_at": hashing.FormatTime(at)})
+	n := 0
+	for _, k := range due {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		var d hashing.Digest
+		copy(d[:], k[len(k)-32:])
+		if err := s.db.Update(func(txn *badger.Txn) error {
+			if err := txn.Delete(keyBlob(d)); err != nil {
+				return err
+			}
+			if err := txn.Set(keyPruned(d), marker); err != nil {
+				return err
+			}
+			return txn.Delete(k)
+		}); err != nil {
+			return n, fmt.Errorf("prune blob %s: %w", d, err)
+		}
+		n++
+	}
+	if n > 0 && !s.noSync {
+		if err := s.db.Sync(); err != nil {
+			return n, fmt.Errorf("sync prune: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// markPruned records that blob d's bytes were pruned at at (an import of a
+// bundle that says so); bytes stored under d, if any, stay.
+func (s *Store) markPruned(d hashing.Digest, at string) error {
+	marker, _ := json.Marshal(map[string]string{"pruned_at": at})
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(keyPruned(d), marker) }); err != nil {
+		return fmt.Errorf("mark blob %s pruned: %w", d, err)
+	}
+	return nil
+}
+
+// pruned returns the PrunedError of a pruned blob, or nil.
+func (s *Store) pruned(d hashing.Digest) error {
+	v, err := s.getCopy(keyPruned(d), func() error { return ErrNotFound })
+	if err != nil {
+		return nil
+	}
+	var m struct {
+		PrunedAt string `json:"pruned_at"`
+	}
+	_ = json.Unmarshal(v, &m)
+	return &PrunedError{Digest: d, PrunedAt: m.PrunedAt}
+}
+
+// BlobPruned reports whether blob d was pruned (and when).
+func (s *Store) BlobPruned(ctx context.Context, d hashing.Digest) (string, bool) {
+	var pe *PrunedError
+	if errors.As(s.pruned(d), &pe) {
+		return pe.PrunedAt, true
+	}
+	return "", false
+}
