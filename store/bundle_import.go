@@ -133,6 +133,23 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 	return out, nil
 }
 
+// CheckBundle runs, on a bundle that already verified, the checks Import
+// makes before writing anything: every fetch_verdict re-derived from its
+// receipt and body with the ruleset its receipt names (rulesets; the
+// built-in ones when nil), every blob a gate output names present (or
+// pruned, for a spilled tool output), every put valid against its type's
+// schema as the chain defines it. `artifactd replay BUNDLE` uses it, so a
+// bundle with a forged verdict does not replay as sound.
+func CheckBundle(ctx context.Context, b *replay.Bundle, rulesets *gate.Rulesets) error {
+	if rulesets == nil {
+		rulesets = gate.BuiltinRulesets()
+	}
+	if err := checkGateOutputs(ctx, b, rulesets); err != nil {
+		return err
+	}
+	return checkSchemas(ctx, b)
+}
+
 // checkGateOutputs re-derives, before anything is written, every gate
 // output a bundle holds: each fetch_verdict put in its chain is checked by
 // gate.CheckVerdict against its receipt and the body blob in the bundle

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
 )
 
 // replayBundle verifies a bundle file with no store: it reads the whole
@@ -23,6 +24,13 @@ func replayBundle(ctx context.Context, path, ctxID, at string, opts replay.Optio
 		return nil, "", fmt.Errorf("%s holds context %q, not %q", path, b.Header.Context, ctxID)
 	}
 	res, err := b.Verify(ctx, at, opts)
+	if err == nil {
+		// Hashes that verify are not enough: a forged verdict with every
+		// hash recomputed must not replay as sound.
+		if cerr := store.CheckBundle(ctx, b, nil); cerr != nil {
+			return nil, "", fmt.Errorf("the bundle's hashes verify, but its content does not: %w", cerr)
+		}
+	}
 	if err != nil {
 		var ce *replay.ChainError
 		if errors.As(err, &ce) || errors.Is(err, replay.ErrBundle) {

@@ -54,9 +54,11 @@ func forgedBundle(t *testing.T, edit func(d *gate.VerdictData), storeBody bool) 
 	if code, _, stderr := runArtifactd(t, "export", "--data", srcDir, "--context", "run", "-o", bundle); code != 0 {
 		t.Fatalf("export: %d %s", code, stderr)
 	}
-	// The bundle is internally consistent: it replays and verifies.
-	if code, _, stderr := runArtifactd(t, "replay", bundle); code != 0 {
-		t.Fatalf("the forged bundle should replay: %d %s", code, stderr)
+	// Its hashes are all right (the store computed them) — and yet
+	// replay refuses it, because its content does not bear out its gate
+	// outputs.
+	if code, _, stderr := runArtifactd(t, "replay", bundle); code != 2 || !strings.Contains(stderr, "hashes verify, but its content does not") {
+		t.Fatalf("replay of a forged bundle: exit %d: %s", code, stderr)
 	}
 	return bundle, srcDir
 }
