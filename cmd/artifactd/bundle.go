@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 )
@@ -15,7 +16,7 @@ import (
 // commit in it (re-hashing every payload, whatever opts says), returning
 // the state at ref. A broken bundle is an error naming the first commit
 // that fails.
-func replayBundle(ctx context.Context, path, ctxID, at string, opts replay.Options) (*replay.Result, string, error) {
+func replayBundle(ctx context.Context, path, ctxID, at string, opts replay.Options, rulesets *gate.Rulesets) (*replay.Result, string, error) {
 	b, err := readBundleFile(path)
 	if err != nil {
 		return nil, "", err
@@ -27,7 +28,7 @@ func replayBundle(ctx context.Context, path, ctxID, at string, opts replay.Optio
 	if err == nil {
 		// Hashes that verify are not enough: a forged verdict with every
 		// hash recomputed must not replay as sound.
-		if cerr := store.CheckBundle(ctx, b, nil); cerr != nil {
+		if cerr := store.CheckBundle(ctx, b, rulesets); cerr != nil {
 			return nil, "", fmt.Errorf("the bundle's hashes verify, but its content does not: %w", cerr)
 		}
 	}

@@ -180,4 +180,10 @@ func TestImportWithOperatorRuleset(t *testing.T) {
 	if code, _, stderr := runArtifactd(t, "import", "--data", t.TempDir(), "--gate-rules", rulesFile, bundle); code != 0 {
 		t.Fatalf("import with the ruleset: exit %d: %s", code, stderr)
 	}
+	if code, _, stderr := runArtifactd(t, "replay", bundle); code != 2 || !strings.Contains(stderr, "acme/v1") {
+		t.Fatalf("replay without the ruleset: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runArtifactd(t, "replay", "--gate-rules", rulesFile, bundle); code != 0 {
+		t.Fatalf("replay with the ruleset: exit %d: %s", code, stderr)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
@@ -46,6 +47,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	all := fs.Bool("all-objects", false, "re-hash the payload of every put in the chain, not only the final state's")
 	server := fs.String("server", "", "replay through a running artifactd at this URL (POST /v1/contexts/{ctx}/verify) instead of opening the data directory")
 	token := fs.String("token", "", "bearer token for --server (default: $ARTIFACTD_TOKEN)")
+	gateRules := fs.String("gate-rules", "", "with a bundle: a gate ruleset file its server ran with (serve --gate-rules), to re-derive verdicts whose receipts name it")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -81,7 +83,15 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		res, err = replayStore(ctx, *dataDir, *ctxID, *at, opts)
 	case 1:
-		res, ctxName, err = replayBundle(ctx, pos[0], *ctxID, *at, opts)
+		rulesets := gate.BuiltinRulesets()
+		if r, rerr := loadGateRules(*gateRules); rerr != nil {
+			return fail(stderr, exitUsage, "replay: --gate-rules: %v", rerr)
+		} else if r != nil {
+			if rerr := rulesets.Add(r); rerr != nil {
+				return fail(stderr, exitUsage, "replay: --gate-rules: %v", rerr)
+			}
+		}
+		res, ctxName, err = replayBundle(ctx, pos[0], *ctxID, *at, opts, rulesets)
 	default:
 		return fail(stderr, exitUsage, "replay: at most one bundle file, got %d arguments", len(pos))
 	}
