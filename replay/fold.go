@@ -166,7 +166,7 @@ func FoldCommits(ctx context.Context, src Source, commits []*Commit, opts Option
 		if opsHash != c.OpsHash {
 			return fail(fmt.Sprintf("its ops hash to %s, the commit records %s", opsHash, c.OpsHash), nil)
 		}
-		if ops, err = withDefinitionData(ctx, src, ops); err != nil {
+		if ops, err = WithDefinitionData(ctx, src, ops); err != nil {
 			return fail(err.Error(), err)
 		}
 		changes, err := st.ApplyOps(ops)
@@ -276,15 +276,17 @@ func MatchHash(got hashing.Digest, want string) (bool, error) {
 	return len(got.Hex()) >= len(prefix) && got.Hex()[:len(prefix)] == prefix, nil
 }
 
-// withDefinitionData returns ops with the data of each definition put read
-// from src: the state needs it to know what a definition defines, and
-// ApplyOps checks it against the recorded content hash. ops is not
-// modified; it is returned as is when it holds no definition.
-func withDefinitionData(ctx context.Context, src Source, ops []graph.Op) ([]graph.Op, error) {
+// WithDefinitionData returns ops with the data of each definition put that
+// lacks it read from src: the state needs it to know what a definition
+// defines, and ApplyOps checks it against the recorded content hash. A
+// fold reads recorded ops (which never carry data); the store's commit
+// path reads a merge's or an import's. ops is not modified; it is returned
+// as is when no definition needs data.
+func WithDefinitionData(ctx context.Context, src Source, ops []graph.Op) ([]graph.Op, error) {
 	var out []graph.Op
 	for i := range ops {
 		op := &ops[i]
-		if op.Op != graph.OpPut || op.Data != nil || !graph.IsDefinitionType(op.Type) {
+		if op.Op != graph.OpPut || op.Data != nil || !graph.IsDefinitionType(op.Type) || op.ContentHash.IsZero() {
 			continue
 		}
 		if out == nil {

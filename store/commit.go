@@ -742,7 +742,7 @@ func (g *group) commit(r *writeReq) error {
 	if err != nil {
 		return fmt.Errorf("record definitions: %w", err)
 	}
-	ops, err := s.withDefinitionData(req.Ops)
+	ops, err := replay.WithDefinitionData(context.Background(), s.Source(req.Context), req.Ops)
 	if err != nil {
 		h.state.Undo(defChanges)
 		return err
@@ -889,30 +889,4 @@ func (s *Store) hasKey(k []byte) bool {
 		return err
 	})
 	return err == nil
-}
-
-// withDefinitionData returns ops with the data of every definition put
-// that lacks it read from the object store (a merge or a reset replays
-// definitions by content hash; the state needs their data to know what
-// they define). ops is not modified.
-func (s *Store) withDefinitionData(ops []graph.Op) ([]graph.Op, error) {
-	var out []graph.Op
-	for i := range ops {
-		op := &ops[i]
-		if op.Op != graph.OpPut || op.Data != nil || !graph.IsDefinitionType(op.Type) || op.ContentHash.IsZero() {
-			continue
-		}
-		if out == nil {
-			out = append([]graph.Op(nil), ops...)
-		}
-		data, err := s.object(op.ContentHash)
-		if err != nil {
-			return nil, fmt.Errorf("definition %q: %w", op.ID, err)
-		}
-		out[i].Data = data
-	}
-	if out == nil {
-		return ops, nil
-	}
-	return out, nil
 }
