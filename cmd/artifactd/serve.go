@@ -364,6 +364,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // serve runs the server until ctx ends, then shuts down gracefully:
 // in-flight requests (and their commits) finish, then the store closes.
 func serve(ctx context.Context, dataDir, addr string, cfg serveConfig, stdout io.Writer) error {
+	applyMemoryLimit()
 	st, reg, err := openAPIStore(ctx, dataDir, cfg.Logger)
 	if err != nil {
 		return err

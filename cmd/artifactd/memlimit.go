@@ -1,0 +1,21 @@
+package main
+
+import (
+	"os"
+	"runtime/debug"
+
+	"github.com/artifactd/artifactd/store"
+)
+
+// applyMemoryLimit gives the Go runtime a soft memory limit derived from
+// the store's cache budget — three times the budget, which leaves room
+// for Badger's memtables and its own allocations, requests in flight and
+// garbage — unless the operator set GOMEMLIMIT. Without it the runtime
+// keeps heap it no longer needs, and a long-running server's resident
+// size climbs although its live data stays within the budget.
+func applyMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(3 * store.DefaultCacheBytes)
+}
