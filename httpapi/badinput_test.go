@@ -165,7 +165,7 @@ func TestBadInput(t *testing.T) {
 		{name: "unknown op", path: C, body: `{"ops":[{"op":"merge"}]}`, status: 422, code: CodeValidation, pointer: "/ops/0/op"},
 		{name: "link without to", path: C, body: `{"ops":[{"op":"link","from":"c1","rel":"mentions"}]}`, status: 422, code: CodeValidation, pointer: "/ops/0/to"},
 		{name: "control character in id", path: A, body: `{"id":"a\u0001b","type":"note","data":{"text":"a"}}`, status: 422, code: CodeValidation, pointer: "/id"},
-		{name: "oversize body", path: A, body: big, status: 413, code: CodeTooLarge},
+		{name: "oversize body", path: A, body: big, hdr: map[string]string{"Expect": "100-continue"}, status: 413, code: CodeTooLarge},
 		{name: "wrong content type", path: A, body: art(``), hdr: map[string]string{"Content-Type": "text/plain"}, status: 415, code: CodeUnsupportedMedia},
 		{name: "no content type", path: A, body: art(``), hdr: map[string]string{"Content-Type": ""}, status: 415, code: CodeUnsupportedMedia},
 		{name: "no token", path: A, body: art(``), hdr: map[string]string{"Authorization": ""}, status: 401, code: CodeUnauthorized},

@@ -142,7 +142,15 @@ func (e *env) send(q req) *resp {
 			hr.Header.Set(k, v)
 		}
 	}
-	res, err := e.ts.Client().Do(hr)
+	client := e.ts.Client()
+	if hr.Header.Get("Expect") == "100-continue" {
+		// A request the server refuses before reading its body (413) and
+		// then closes: the client must wait for the server's word before
+		// sending the body, or its write may meet a reset before it reads
+		// the refusal.
+		client = &http.Client{Transport: &http.Transport{ExpectContinueTimeout: 10 * time.Second}}
+	}
+	res, err := client.Do(hr)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", q.method, q.path, err)
 	}
