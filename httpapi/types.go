@@ -18,6 +18,7 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/schema"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -255,14 +256,6 @@ func newTypeEntry(name string, role graph.Role, description string, schema []byt
 	}, nil
 }
 
-// refuseLoader refuses every external schema: a user schema may not make
-// the server read files or URLs.
-type refuseLoader struct{}
-
-func (refuseLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external reference %q is not allowed; a type schema must be self-contained", url)
-}
-
 // compileSchema compiles a JSON Schema document as draft 2020-12.
 func compileSchema(name string, doc any) (*jsonschema.Schema, error) {
 	if m, ok := doc.(map[string]any); ok {
@@ -271,10 +264,7 @@ func compileSchema(name string, doc any) (*jsonschema.Schema, error) {
 				Errors: []FieldError{{Pointer: "/schema/$schema", Rule: "draft", Detail: "only draft 2020-12 is supported"}}}
 		}
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(refuseLoader{})
-	c.AssertFormat()
+	c := schema.NewCompiler()
 	loc := "urn:artifactd:schema:" + name
 	if err := c.AddResource(loc, doc); err != nil {
 		return nil, &Error{Code: CodeInvalidSchema, Detail: err.Error(), Errors: []FieldError{{Pointer: "/schema", Rule: "schema", Detail: err.Error()}}}

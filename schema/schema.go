@@ -23,6 +23,18 @@ func (refuseLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external reference %q is not allowed; a type schema must be self-contained", url)
 }
 
+// NewCompiler returns a compiler for type schemas: draft 2020-12 by
+// default, formats asserted, and every external reference (file or URL)
+// refused instead of loaded. The HTTP door compiles with it too, so both
+// judge a schema alike.
+func NewCompiler() *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refuseLoader{})
+	c.AssertFormat()
+	return c
+}
+
 // Compile compiles the schema doc (JSON bytes) of type name as draft
 // 2020-12. External references are refused.
 func Compile(name string, doc []byte) (*Schema, error) {
@@ -30,10 +42,7 @@ func Compile(name string, doc []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema of %q: %w", ErrInvalid, name, err)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(refuseLoader{})
-	c.AssertFormat()
+	c := NewCompiler()
 	loc := "urn:artifactd:schema:" + name
 	if err := c.AddResource(loc, v); err != nil {
 		return nil, fmt.Errorf("%w: schema of %q: %w", ErrInvalid, name, err)

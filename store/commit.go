@@ -576,10 +576,7 @@ func (g *group) head(ctxID, branch string, block bool) (*head, error) {
 		}
 	}
 	c, err := g.commitRecord(ctxID, id)
-	if errors.Is(err, ErrNotFound) {
-		err = fmt.Errorf("%w: branch %s names commit %s of context %q, which is missing (run artifactd fsck)", ErrCorrupt, branch, id.Short(), ctxID)
-	}
-	if err != nil {
+	if err = missingIsCorrupt(err, ctxID, id, "branch "+branch); err != nil {
 		return nil, err
 	}
 	cs, err := g.ctxState(ctxID)

@@ -119,10 +119,17 @@ func (s *Store) commitRecord(ctxID string, id hashing.Digest) (*replay.Commit, e
 // link, the commit index): its absence is corruption, not a miss.
 func (s *Store) linkedCommit(ctxID string, id hashing.Digest, from string) (*replay.Commit, error) {
 	c, err := s.commitRecord(ctxID, id)
+	return c, missingIsCorrupt(err, ctxID, id, from)
+}
+
+// missingIsCorrupt turns a commit lookup's ErrNotFound into ErrCorrupt:
+// the commit was named by another record (from), so its absence is
+// damage, not a miss.
+func missingIsCorrupt(err error, ctxID string, id hashing.Digest, from string) error {
 	if errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s names commit %s of context %q, which is missing (run artifactd fsck)", ErrCorrupt, from, id.Short(), ctxID)
+		return fmt.Errorf("%w: %s names commit %s of context %q, which is missing (run artifactd fsck)", ErrCorrupt, from, id.Short(), ctxID)
 	}
-	return c, err
+	return err
 }
 
 // Resolve turns a reference into a commit: "" (the main head), a branch

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -26,18 +25,11 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, exitUsage, "import: %v", err)
 	}
-	rulesets := gate.BuiltinRulesets()
-	if r, err := loadGateRules(*gateRules); err != nil {
+	rulesets, err := knownRulesets(*gateRules)
+	if err != nil {
 		return fail(stderr, exitUsage, "import: --gate-rules: %v", err)
-	} else if r != nil {
-		if err := rulesets.Add(r); err != nil {
-			return fail(stderr, exitUsage, "import: --gate-rules: %v", err)
-		}
 	}
-	st, err := store.Open(ctx, store.Options{Dir: *dataDir, Logger: discardLogger(), Rulesets: rulesets})
-	if errors.Is(err, store.ErrLocked) {
-		err = fmt.Errorf("%s is in use by a running artifactd (the data directory is locked): stop it first: %w", *dataDir, err)
-	}
+	st, err := openStoreWith(ctx, store.Options{Dir: *dataDir, Logger: discardLogger(), Rulesets: rulesets})
 	if err != nil {
 		return fail(stderr, exitUsage, "import: %v", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"sort"
 
-	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
@@ -83,13 +82,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		res, err = replayStore(ctx, *dataDir, *ctxID, *at, opts)
 	case 1:
-		rulesets := gate.BuiltinRulesets()
-		if r, rerr := loadGateRules(*gateRules); rerr != nil {
+		rulesets, rerr := knownRulesets(*gateRules)
+		if rerr != nil {
 			return fail(stderr, exitUsage, "replay: --gate-rules: %v", rerr)
-		} else if r != nil {
-			if rerr := rulesets.Add(r); rerr != nil {
-				return fail(stderr, exitUsage, "replay: --gate-rules: %v", rerr)
-			}
 		}
 		res, ctxName, err = replayBundle(ctx, pos[0], *ctxID, *at, opts, rulesets)
 	default:
@@ -195,9 +190,15 @@ func printReplay(w io.Writer, r replayReport) {
 }
 
 func openStore(ctx context.Context, dir string) (*store.Store, error) {
-	st, err := store.Open(ctx, store.Options{Dir: dir, Logger: discardLogger()})
+	return openStoreWith(ctx, store.Options{Dir: dir, Logger: discardLogger()})
+}
+
+// openStoreWith opens a data directory for an offline command; a
+// directory a running server holds is refused with what to do instead.
+func openStoreWith(ctx context.Context, opts store.Options) (*store.Store, error) {
+	st, err := store.Open(ctx, opts)
 	if errors.Is(err, store.ErrLocked) {
-		return nil, fmt.Errorf("%s is in use by a running artifactd (the data directory is locked): stop it, or ask it instead with --server URL (replay --server, or the HTTP API): %w", dir, err)
+		return nil, fmt.Errorf("%s is in use by a running artifactd (the data directory is locked): stop it, or ask it instead with --server URL (replay --server, or the HTTP API): %w", opts.Dir, err)
 	}
 	return st, err
 }

@@ -122,6 +122,18 @@ func leaseKey(dir string) ([]byte, error) {
 	return b, nil
 }
 
+// knownRulesets returns the built-in rulesets plus the one in the file at
+// path ("" adds none): what import and replay of a bundle re-derive its
+// verdicts with (--gate-rules).
+func knownRulesets(path string) (*gate.Rulesets, error) {
+	rs := gate.BuiltinRulesets()
+	r, err := loadGateRules(path)
+	if err != nil || r == nil {
+		return rs, err
+	}
+	return rs, rs.Add(r)
+}
+
 // loadGateRules reads a ruleset file (serve --gate-rules); "" means none.
 func loadGateRules(path string) (*gate.Rules, error) {
 	if path == "" {
