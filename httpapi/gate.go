@@ -157,7 +157,7 @@ func (s *Server) RecordFetch(ctx context.Context, ctxID string, in FetchInput) (
 			data.RenderError = s.sanitizeOptions().Mask(rerr.Error())
 			s.log.Warn("render failed", "context", ctxID, "url", res.Receipt.URL, "err", data.RenderError)
 		} else {
-			shell, err := s.putBody(ctx, ev.Body, res.Receipt)
+			shell, err := s.putBody(ctx, ctxID, ev.Body, res.Receipt)
 			if err != nil {
 				return nil, err
 			}
@@ -165,7 +165,7 @@ func (s *Server) RecordFetch(ctx context.Context, ctxID string, in FetchInput) (
 			ev, res = rendered, gate.ClassifyWith(rendered, s.rules)
 		}
 	}
-	blob, err := s.putBody(ctx, ev.Body, res.Receipt)
+	blob, err := s.putBody(ctx, ctxID, ev.Body, res.Receipt)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (s *Server) RecordFetch(ctx context.Context, ctxID string, in FetchInput) (
 	if err != nil {
 		return nil, err
 	}
-	if err := s.verifyVerdict(ctx, raw, false); err != nil {
+	if err := s.verifyVerdict(ctx, ctxID, raw, false); err != nil {
 		return nil, &Error{Code: CodeInternal, Err: fmt.Errorf("the gate wrote a verdict it refuses: %w", err)}
 	}
 	aw, err := s.putArtifactGo(ctx, ctxID, ArtifactInput{
@@ -188,20 +188,21 @@ func (s *Server) RecordFetch(ctx context.Context, ctxID string, in FetchInput) (
 	}
 	fw := &FetchWrite{Verdict: res.Verdict, Layer: res.Layer, Reason: res.Reason, BodyBlob: blob,
 		Rendered: data.RenderedFrom != nil, Ignored: ignoredClaims(in), ArtifactWrite: *aw}
-	if err := s.fetchText(ctx, fw, res.Text); err != nil {
+	if err := s.fetchText(ctx, ctxID, fw, res.Text); err != nil {
 		return nil, err
 	}
 	return fw, nil
 }
 
 // fetchText puts the extracted text in the answer: masked with the
-// declared secrets, cut to MaxFetchTextChars, the whole stored as a blob.
-func (s *Server) fetchText(ctx context.Context, fw *FetchWrite, text string) error {
+// declared secrets, cut to MaxFetchTextChars, the whole stored as a blob
+// that context ctxID holds.
+func (s *Server) fetchText(ctx context.Context, ctxID string, fw *FetchWrite, text string) error {
 	if text == "" {
 		return nil
 	}
 	text = s.sanitizeOptions().Secrets.Mask(text)
-	d, err := s.st.PutBlob(ctx, []byte(text))
+	d, err := s.putContextBlob(ctx, ctxID, []byte(text))
 	if err != nil {
 		return err
 	}
@@ -212,10 +213,10 @@ func (s *Server) fetchText(ctx context.Context, fw *FetchWrite, text string) err
 	return nil
 }
 
-// putBody stores a fetched body and checks that its address is the one
-// the receipt names.
-func (s *Server) putBody(ctx context.Context, body []byte, rc gate.Receipt) (string, error) {
-	d, err := s.st.PutBlob(ctx, body)
+// putBody stores a fetched body, held by context ctxID, and checks that
+// its address is the one the receipt names.
+func (s *Server) putBody(ctx context.Context, ctxID string, body []byte, rc gate.Receipt) (string, error) {
+	d, err := s.putContextBlob(ctx, ctxID, body)
 	if err != nil {
 		return "", err
 	}
@@ -295,10 +296,11 @@ func canonicalData(v any) (json.RawMessage, error) {
 // verifyVerdict checks a fetch_verdict's data before the gate path
 // commits it (gate.CheckVerdict), so that no verdict can be stored that
 // its receipt and blob do not bear. With checkBlobs the body blobs are read
-// from the store and the verdict derived again; RecordFetch skips that for
+// from the store through context ctxID (a blob it does not hold counts as
+// missing) and the verdict derived again; RecordFetch skips that for
 // the blobs it has just stored from the evidence it has just classified,
 // GatePutArtifact checks everything.
-func (s *Server) verifyVerdict(ctx context.Context, data json.RawMessage, checkBlobs bool) error {
+func (s *Server) verifyVerdict(ctx context.Context, ctxID string, data json.RawMessage, checkBlobs bool) error {
 	var blob gate.BlobFunc
 	if checkBlobs {
 		blob = func(name string) ([]byte, bool, error) {
@@ -306,7 +308,7 @@ func (s *Server) verifyVerdict(ctx context.Context, data json.RawMessage, checkB
 			if err != nil {
 				return nil, false, nil
 			}
-			b, err := s.st.GetBlob(ctx, d)
+			b, err := s.st.GetContextBlob(ctx, ctxID, d)
 			if errors.Is(err, store.ErrNotFound) {
 				return nil, false, nil
 			}

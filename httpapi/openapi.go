@@ -91,8 +91,10 @@ var (
 	docEnsureContext   = opDoc{id: "ensureContext", summary: "Create a context if it does not exist (201); 200 when it exists with the same settings, 409 when they differ", tag: "contexts", body: "context-put", status: 201, result: "ContextInfo"}
 	docCompare         = opDoc{id: "compare", summary: "Compare two runs: equal context hashes, or the divergences grouped by producer", tag: "state", query: []string{"a", "b"}, status: 200, result: "Comparison"}
 	docGetModelCall    = opDoc{id: "getModelCall", summary: "The recorded response of a model call by the SHA-256 of its canonical request (404 when not recorded)", tag: "state", query: []string{"at"}, status: 200, result: "ModelCall"}
-	docPutBlob         = opDoc{id: "putBlob", summary: "Store raw bytes by SHA-256", tag: "blobs", body: "bytes", status: 201, result: "BlobWrite"}
-	docGetBlob         = opDoc{id: "getBlob", summary: "Read a blob", tag: "blobs", status: 200, text: []string{"application/octet-stream"}}
+	docPutContextBlob  = opDoc{id: "putContextBlob", summary: "Store raw bytes by SHA-256, streamed, and hold them in the context (201 new to the context, 200 when it holds them already, whatever other contexts hold)", tag: "blobs", body: "bytes", status: 201, result: "BlobWrite"}
+	docGetContextBlob  = opDoc{id: "getContextBlob", summary: "Read a blob the context holds (uploaded, recorded by its gate outputs, or imported with a bundle); 404 otherwise, whether or not another context holds it", tag: "blobs", status: 200, text: []string{"application/octet-stream"}}
+	docPutBlob         = opDoc{id: "putBlob", summary: "Store raw bytes by SHA-256 held by no context (admin on \"*\")", tag: "blobs", body: "bytes", status: 201, result: "BlobWrite"}
+	docGetBlob         = opDoc{id: "getBlob", summary: "Read any stored blob (admin on \"*\")", tag: "blobs", status: 200, text: []string{"application/octet-stream"}}
 )
 
 // resultSchemas are the response components named by opDoc.result. They

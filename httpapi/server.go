@@ -331,9 +331,11 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/relations", s.handleListRelations, ScopeRead, "", docListRelations},
 		{"GET", "/v1/relations/{name}", s.handleGetRelation, ScopeRead, "", docGetRelation},
 		{"PUT", "/v1/relations/{name}", s.handlePutRelation, ScopeAdmin, "*", docPutRelation}, // global: admin on "*"
-		// Blobs: raw bytes by sha256.
-		{"POST", "/v1/blobs", s.handlePutBlob, ScopeWrite, "", docPutBlob},
-		{"GET", "/v1/blobs/{digest}", s.handleGetBlob, ScopeRead, "", docGetBlob},
+		// Blobs: raw bytes by sha256, read through a context that holds them.
+		{"POST", "/v1/contexts/{ctx}/blobs", s.handlePutContextBlob, ScopeWrite, "ctx", docPutContextBlob},        // streamed; 201 new to the context, 200 held
+		{"GET", "/v1/contexts/{ctx}/blobs/{digest}", s.handleGetContextBlob, ScopeRead, "ctx", docGetContextBlob}, // 404 unless the context holds it
+		{"POST", "/v1/blobs", s.handlePutBlob, ScopeAdmin, "*", docPutBlob},                                       // global: admin on "*"
+		{"GET", "/v1/blobs/{digest}", s.handleGetBlob, ScopeAdmin, "*", docGetBlob},                               // global: admin on "*"
 	}
 }
 

@@ -85,7 +85,7 @@ func (s *Server) RecordToolResult(ctx context.Context, ctxID string, in ToolResu
 			msg = *in.Error
 		}
 		v := gate.SanitizeError(msg, opt)
-		d, err := s.st.PutBlob(ctx, []byte(v.Masked))
+		d, err := s.putContextBlob(ctx, ctxID, []byte(v.Masked))
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +102,7 @@ func (s *Server) RecordToolResult(ctx context.Context, ctxID string, in ToolResu
 			out = *in.Output
 		}
 		full := gate.PrepareOutput(out, opt)
-		d, err := s.st.PutBlob(ctx, []byte(full))
+		d, err := s.putContextBlob(ctx, ctxID, []byte(full))
 		if err != nil {
 			return nil, err
 		}

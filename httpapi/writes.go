@@ -286,7 +286,7 @@ func (s *Server) PutArtifact(ctx context.Context, ctxID string, in ArtifactInput
 // replaces an artifact of another type (409).
 func (s *Server) GatePutArtifact(ctx context.Context, ctxID string, in ArtifactInput) (*ArtifactWrite, error) {
 	if in.Type == TypeFetchVerdict {
-		if err := s.verifyVerdict(ctx, in.Data, true); err != nil {
+		if err := s.verifyVerdict(ctx, ctxID, in.Data, true); err != nil {
 			return nil, err
 		}
 	}

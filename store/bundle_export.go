@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 )
 
@@ -13,7 +14,8 @@ import (
 // commit and its ancestors, and one branch, main, at that commit. Every
 // object is checked against its content hash on the way out, so a corrupt
 // store fails the export (ErrCorrupt or replay.ErrBroken) instead of
-// producing a bundle that does not verify. Errors: ErrNotFound,
+// producing a bundle that does not verify. The bundle carries the blobs
+// its objects name that the context holds, never another context's. Errors: ErrNotFound,
 // ErrAmbiguous, ErrCorrupt, replay.ErrBroken, write errors of w.
 func (s *Store) Export(ctx context.Context, ctxID, at string, w io.Writer) (*replay.BundleHeader, error) {
 	info, err := s.GetContext(ctx, ctxID)
@@ -47,5 +49,12 @@ func (s *Store) Export(ctx context.Context, ctxID, at string, w io.Writer) (*rep
 		}
 		h.Branches = []replay.BundleBranch{{Name: DefaultBranch, Head: c.ID}}
 	}
-	return replay.ExportBundle(ctx, w, h, s.Source(ctxID), commits, s)
+	blobs := contextBlobs{s: s, ctxID: ctxID, named: map[hashing.Digest]bool{}}
+	if err := s.gateBlobRefs(ctx, ctxID, commits, func(d hashing.Digest) error {
+		blobs.named[d] = true
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return replay.ExportBundle(ctx, w, h, s.Source(ctxID), commits, blobs)
 }

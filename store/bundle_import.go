@@ -31,7 +31,8 @@ type ImportResult struct {
 // Commits are replayed in Seq order on the main branch (moved to each
 // commit's first parent when needed) in observe mode, as history is not
 // re-judged; the context keeps the bundle's quarantine setting. Then the
-// bundle's branches are set. Errors: ErrExists (the context exists),
+// bundle's branches are set. The context holds every blob the bundle
+// carries or lists as pruned (AddBlobMember). Errors: ErrExists (the context exists),
 // ErrInvalid (a bundle this store cannot reproduce), the bundle's
 // verification error (*replay.ChainError, replay.ErrBundle), and I/O
 // errors; after a failure part-way the context is left partially imported
@@ -64,12 +65,15 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 	}
 	for _, d := range b.Blobs() {
 		data, _ := b.Blob(d)
-		if _, err := s.PutBlob(ctx, data); err != nil {
+		if _, err := s.PutContextBlob(ctx, ctxID, data); err != nil {
 			return nil, err
 		}
 	}
 	for d, at := range b.PrunedBlobs() {
 		if err := s.markPruned(d, at); err != nil {
+			return nil, err
+		}
+		if _, err := s.AddBlobMember(ctx, ctxID, d); err != nil {
 			return nil, err
 		}
 	}

@@ -112,6 +112,9 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	}, &rep.Blobs); err != nil {
 		return rep, err
 	}
+	if err := k.checkBlobs(ctx); err != nil {
+		return rep, err
+	}
 	if err := k.scan(ctx, pNode, "node", func(d hashing.Digest, v []byte) error {
 		if hashing.Sum(v) != d {
 			return errors.New("bytes do not match the node id")

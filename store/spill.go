@@ -97,9 +97,15 @@ func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int
 		}
 		var d hashing.Digest
 		copy(d[:], k[len(k)-32:])
+		keys, err := s.blobRecordKeys(ctx, d)
+		if err != nil {
+			return n, fmt.Errorf("prune blob %s: %w", d, err)
+		}
 		if err := s.db.Update(func(txn *badger.Txn) error {
-			if err := txn.Delete(keyBlob(d)); err != nil {
-				return err
+			for _, key := range keys {
+				if err := txn.Delete(key); err != nil {
+					return err
+				}
 			}
 			if err := txn.Set(keyPruned(d), marker); err != nil {
 				return err

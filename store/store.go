@@ -512,56 +512,6 @@ func beUint64(b []byte) uint64 {
 
 // ---- blobs and objects ----
 
-// PutBlob stores raw bytes durably and returns their digest. Storing the
-// same bytes again is free.
-func (s *Store) PutBlob(ctx context.Context, data []byte) (hashing.Digest, error) {
-	d := hashing.Sum(data)
-	err := s.db.Update(func(txn *badger.Txn) error {
-		if _, err := txn.Get(keyBlob(d)); err == nil {
-			return nil
-		}
-		return txn.Set(keyBlob(d), data)
-	})
-	if err != nil {
-		return d, fmt.Errorf("put blob: %w", err)
-	}
-	if !s.noSync {
-		if err := s.db.Sync(); err != nil {
-			return d, fmt.Errorf("sync blob: %w", err)
-		}
-	}
-	return d, nil
-}
-
-// GetBlob returns the bytes of a blob, checking them against the digest.
-func (s *Store) GetBlob(ctx context.Context, d hashing.Digest) ([]byte, error) {
-	out, err := s.getCopy(keyBlob(d), func() error {
-		if pe := s.pruned(d); pe != nil {
-			return pe
-		}
-		return fmt.Errorf("blob %s: %w", d, ErrNotFound)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if hashing.Sum(out) != d {
-		return nil, fmt.Errorf("%w: blob %s does not match its hash", ErrCorrupt, d)
-	}
-	return out, nil
-}
-
-// HasBlob reports whether a blob is stored.
-func (s *Store) HasBlob(ctx context.Context, d hashing.Digest) (bool, error) {
-	err := s.db.View(func(txn *badger.Txn) error {
-		_, err := txn.Get(keyBlob(d))
-		return err
-	})
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 // Object returns the canonical data of an artifact by content hash,
 // checking it against the hash.
 func (s *Store) Object(ctx context.Context, d hashing.Digest) ([]byte, error) { return s.object(d) }

@@ -1,0 +1,649 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+
+	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+	kvseam "github.com/artifactd/artifactd/store/kv"
+)
+
+// Blobs: raw bytes named by their SHA-256, stored once whoever sends them.
+//
+// A blob of at most BlobChunkSize bytes is one record (blob NUL sha). A
+// larger one is a manifest (blobm NUL sha: its size, its chunk size and
+// each chunk's SHA-256) and its chunks (blobc NUL sha <u32 BE index>),
+// so that neither writing nor reading it holds it whole in memory. Stores
+// written before chunking hold only single records, which read as before.
+//
+// Blobs are shared, their reading is not: a context reads a blob only
+// when it holds it (cblob NUL ctx NUL sha), which it does once it uploads
+// the bytes, once one of its gate outputs records them (fetched bodies and
+// texts, full tool outputs and errors) or once an imported bundle carries
+// them.
+
+// BlobChunkSize is the size of a chunk of a large blob, and the largest
+// blob stored as a single record.
+const BlobChunkSize = 1 << 20
+
+const (
+	pBlobManifest = "blobm\x00"
+	pBlobChunk    = "blobc\x00"
+	pBlobMember   = "cblob\x00"
+	// manifestVersion is the first byte of a manifest.
+	manifestVersion = 1
+)
+
+func keyBlobManifest(d hashing.Digest) []byte { return append([]byte(pBlobManifest), d[:]...) }
+
+func keyBlobChunk(d hashing.Digest, i uint32) []byte {
+	return binary.BigEndian.AppendUint32(append([]byte(pBlobChunk), d[:]...), i)
+}
+
+func keyBlobMember(ctxID string, d hashing.Digest) []byte {
+	return append([]byte(pBlobMember+ctxID+"\x00"), d[:]...)
+}
+
+func prefixBlobMembers(ctxID string) []byte { return []byte(pBlobMember + ctxID + "\x00") }
+
+// BlobInfo describes a stored blob.
+type BlobInfo struct {
+	Digest hashing.Digest
+	Size   int64
+	// Existed reports whether the bytes were stored before the call.
+	Existed bool
+}
+
+// manifest is the record of a chunked blob.
+type manifest struct {
+	size      int64
+	chunkSize int64
+	chunks    []hashing.Digest
+}
+
+func (m *manifest) encode() []byte {
+	b := []byte{manifestVersion}
+	b = binary.AppendUvarint(b, uint64(m.size))
+	b = binary.AppendUvarint(b, uint64(m.chunkSize))
+	for _, c := range m.chunks {
+		b = append(b, c[:]...)
+	}
+	return b
+}
+
+func decodeManifest(b []byte) (*manifest, error) {
+	bad := func(what string) (*manifest, error) {
+		return nil, fmt.Errorf("%w: blob manifest: %s", ErrCorrupt, what)
+	}
+	if len(b) < 1 || b[0] != manifestVersion {
+		return bad("unknown version")
+	}
+	b = b[1:]
+	size, n := binary.Uvarint(b)
+	if n <= 0 {
+		return bad("size")
+	}
+	b = b[n:]
+	cs, n := binary.Uvarint(b)
+	if n <= 0 || cs == 0 || cs > 64<<20 {
+		return bad("chunk size")
+	}
+	b = b[n:]
+	want := (size + cs - 1) / cs
+	if len(b)%32 != 0 || uint64(len(b)/32) != want {
+		return bad("chunk count")
+	}
+	m := &manifest{size: int64(size), chunkSize: int64(cs), chunks: make([]hashing.Digest, want)}
+	for i := range m.chunks {
+		copy(m.chunks[i][:], b[32*i:])
+	}
+	return m, nil
+}
+
+// chunkLen returns the length of chunk i.
+func (m *manifest) chunkLen(i int) int64 {
+	if i == len(m.chunks)-1 {
+		return m.size - int64(i)*m.chunkSize
+	}
+	return m.chunkSize
+}
+
+// ---- writing ----
+
+// PutBlob stores raw bytes durably and returns their digest. Storing the
+// same bytes again is free. The blob is held by no context (see
+// PutContextBlob).
+func (s *Store) PutBlob(ctx context.Context, data []byte) (hashing.Digest, error) {
+	info, err := s.putBlobBytes(ctx, data)
+	return info.Digest, err
+}
+
+// putBlobBytes stores data held in memory: a single record, or chunks cut
+// from data.
+func (s *Store) putBlobBytes(ctx context.Context, data []byte) (BlobInfo, error) {
+	info := BlobInfo{Digest: hashing.Sum(data), Size: int64(len(data))}
+	if err := s.checkSpace(); err != nil {
+		return info, err
+	}
+	had, err := s.HasBlob(ctx, info.Digest)
+	if err != nil || had {
+		info.Existed = had
+		return info, err
+	}
+	if len(data) <= BlobChunkSize {
+		return info, s.putSingle(ctx, info.Digest, data)
+	}
+	off := 0
+	return info, s.putChunked(ctx, info.Digest, info.Size, func(buf []byte) (int, error) {
+		n := copy(buf, data[off:])
+		off += n
+		return n, nil
+	})
+}
+
+// putSingle writes a blob of at most BlobChunkSize bytes as one record.
+func (s *Store) putSingle(ctx context.Context, d hashing.Digest, data []byte) error {
+	if err := s.kvPutImmutable(ctx, []kvseam.Record{{Key: keyBlob(d), Value: data}}); err != nil {
+		return fmt.Errorf("put blob: %w", err)
+	}
+	if err := s.kvCommit(ctx, kvseam.Batch{}); err != nil {
+		return fmt.Errorf("sync blob: %w", err)
+	}
+	return nil
+}
+
+// putChunked writes a blob of size bytes as chunks and, last, its
+// manifest: a manifest is never visible before its chunks. next fills a
+// buffer of BlobChunkSize bytes with the next chunk (the last may be
+// shorter) and returns its length.
+func (s *Store) putChunked(ctx context.Context, d hashing.Digest, size int64, next func([]byte) (int, error)) error {
+	m := &manifest{size: size, chunkSize: BlobChunkSize}
+	buf := make([]byte, BlobChunkSize)
+	for done, i := int64(0), uint32(0); done < size; i++ {
+		n, err := next(buf[:min(int64(BlobChunkSize), size-done)])
+		if err != nil {
+			return fmt.Errorf("put blob %s chunk %d: %w", d.Short(), i, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("put blob %s: %w: chunk %d is empty", d.Short(), ErrCorrupt, i)
+		}
+		chunk := buf[:n]
+		m.chunks = append(m.chunks, hashing.Sum(chunk))
+		if err := s.kvPutImmutable(ctx, []kvseam.Record{{Key: keyBlobChunk(d, i), Value: chunk}}); err != nil {
+			return fmt.Errorf("put blob %s chunk %d: %w", d.Short(), i, err)
+		}
+		done += int64(n)
+	}
+	if err := s.kvCommit(ctx, kvseam.Batch{Sets: []kvseam.Record{{Key: keyBlobManifest(d), Value: m.encode()}}}); err != nil {
+		return fmt.Errorf("put blob %s manifest: %w", d.Short(), err)
+	}
+	return nil
+}
+
+// WriteBlob stores the bytes r yields, never holding more than about two
+// chunks of them in memory: a body of at most BlobChunkSize bytes is
+// stored as one record; a longer one goes to a temporary file in the data
+// directory (the system's temporary directory for a store without one)
+// while its SHA-256 is computed, and from there into chunks. Storing bytes
+// already stored is free (Existed). An error of r is returned wrapped, and
+// then nothing is stored.
+func (s *Store) WriteBlob(ctx context.Context, r io.Reader) (BlobInfo, error) {
+	if err := s.checkSpace(); err != nil {
+		return BlobInfo{}, err
+	}
+	buf := make([]byte, BlobChunkSize+1)
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return s.putBlobBytes(ctx, buf[:n])
+	case err != nil:
+		return BlobInfo{}, fmt.Errorf("read blob: %w", err)
+	}
+	f, err := os.CreateTemp(s.dir, ".blob-upload-*")
+	if err != nil {
+		return BlobInfo{}, fmt.Errorf("blob upload: %w", err)
+	}
+	defer func() {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+	}()
+	h := sha256.New()
+	w := io.MultiWriter(f, h)
+	if _, err := w.Write(buf[:n]); err != nil {
+		return BlobInfo{}, fmt.Errorf("blob upload: %w", err)
+	}
+	size := int64(n)
+	for {
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return BlobInfo{}, fmt.Errorf("blob upload: %w", err)
+			}
+			size += int64(n)
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			return BlobInfo{}, fmt.Errorf("read blob: %w", rerr)
+		}
+	}
+	info := BlobInfo{Size: size}
+	copy(info.Digest[:], h.Sum(nil))
+	had, err := s.HasBlob(ctx, info.Digest)
+	if err != nil || had {
+		info.Existed = had
+		return info, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return info, fmt.Errorf("blob upload: %w", err)
+	}
+	return info, s.putChunked(ctx, info.Digest, size, func(b []byte) (int, error) { return io.ReadFull(f, b) })
+}
+
+// ---- reading ----
+
+// HasBlob reports whether a blob's bytes are stored.
+func (s *Store) HasBlob(ctx context.Context, d hashing.Digest) (bool, error) {
+	for _, k := range [][]byte{keyBlob(d), keyBlobManifest(d)} {
+		_, err := s.kvGet(ctx, k)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, kvseam.ErrNotFound) {
+			return false, fmt.Errorf("blob %s: %w", d.Short(), err)
+		}
+	}
+	return false, nil
+}
+
+// GetBlob returns the bytes of a blob, checked against the digest. Large
+// blobs are better read with OpenBlob.
+func (s *Store) GetBlob(ctx context.Context, d hashing.Digest) ([]byte, error) {
+	br, err := s.OpenBlob(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	defer br.Close()
+	out := make([]byte, 0, br.Size())
+	buf := bytes.NewBuffer(out)
+	if _, err := io.Copy(buf, br); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// BlobReader reads one blob, a chunk at a time, checking every chunk
+// against the manifest and the whole against the digest before the last
+// byte is returned. A read that fails a check returns an error wrapping
+// ErrCorrupt.
+type BlobReader struct {
+	ctx  context.Context
+	s    *Store
+	d    hashing.Digest
+	m    *manifest // nil for a single record
+	next int       // next chunk to load
+	cur  []byte    // unread bytes of the loaded chunk
+	sum  hash.Hash // of the chunks loaded so far
+}
+
+// OpenBlob opens a blob for reading. Errors: ErrNotFound (never stored),
+// a *PrunedError (ErrPruned: its retention window passed), ErrCorrupt (a
+// single record or manifest that does not verify).
+func (s *Store) OpenBlob(ctx context.Context, d hashing.Digest) (*BlobReader, error) {
+	v, err := s.kvGet(ctx, keyBlob(d))
+	if err == nil {
+		if hashing.Sum(v) != d {
+			return nil, fmt.Errorf("%w: blob %s does not match its hash", ErrCorrupt, d)
+		}
+		return &BlobReader{ctx: ctx, s: s, d: d, cur: v}, nil
+	}
+	if !errors.Is(err, kvseam.ErrNotFound) {
+		return nil, fmt.Errorf("blob %s: %w", d, err)
+	}
+	v, err = s.kvGet(ctx, keyBlobManifest(d))
+	if errors.Is(err, kvseam.ErrNotFound) {
+		if pe := s.pruned(d); pe != nil {
+			return nil, pe
+		}
+		return nil, fmt.Errorf("blob %s: %w", d, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", d, err)
+	}
+	m, err := decodeManifest(v)
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", d, err)
+	}
+	return &BlobReader{ctx: ctx, s: s, d: d, m: m, sum: sha256.New()}, nil
+}
+
+// Size returns the blob's length in bytes.
+func (b *BlobReader) Size() int64 {
+	if b.m == nil {
+		return int64(len(b.cur)) // a single record is read whole at open
+	}
+	return b.m.size
+}
+
+// Read reads the next bytes of the blob.
+func (b *BlobReader) Read(p []byte) (int, error) {
+	for len(b.cur) == 0 {
+		if b.m == nil || b.next >= len(b.m.chunks) {
+			return 0, io.EOF
+		}
+		if err := b.load(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, b.cur)
+	b.cur = b.cur[n:]
+	return n, nil
+}
+
+// load reads and checks the next chunk.
+func (b *BlobReader) load() error {
+	i := b.next
+	v, err := b.s.kvGet(b.ctx, keyBlobChunk(b.d, uint32(i)))
+	if errors.Is(err, kvseam.ErrNotFound) {
+		return fmt.Errorf("%w: blob %s: chunk %d is missing", ErrCorrupt, b.d, i)
+	}
+	if err != nil {
+		return fmt.Errorf("blob %s chunk %d: %w", b.d, i, err)
+	}
+	if int64(len(v)) != b.m.chunkLen(i) || hashing.Sum(v) != b.m.chunks[i] {
+		return fmt.Errorf("%w: blob %s: chunk %d does not match its manifest", ErrCorrupt, b.d, i)
+	}
+	_, _ = b.sum.Write(v)
+	if i == len(b.m.chunks)-1 && !bytes.Equal(b.sum.Sum(nil), b.d[:]) {
+		return fmt.Errorf("%w: blob %s does not match its hash", ErrCorrupt, b.d)
+	}
+	b.cur, b.next = v, i+1
+	return nil
+}
+
+// Close releases the reader.
+func (b *BlobReader) Close() error {
+	b.cur, b.m = nil, nil
+	return nil
+}
+
+// blobRecordKeys returns the keys of a blob's bytes: its single record,
+// or its manifest and chunks.
+func (s *Store) blobRecordKeys(ctx context.Context, d hashing.Digest) ([][]byte, error) {
+	keys := [][]byte{keyBlob(d)}
+	v, err := s.kvGet(ctx, keyBlobManifest(d))
+	if errors.Is(err, kvseam.ErrNotFound) {
+		return keys, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", d, err)
+	}
+	keys = append(keys, keyBlobManifest(d))
+	if m, err := decodeManifest(v); err == nil {
+		for i := range m.chunks {
+			keys = append(keys, keyBlobChunk(d, uint32(i)))
+		}
+	}
+	return keys, nil
+}
+
+// ---- what a context holds ----
+
+// AddBlobMember records, durably, that context ctxID holds blob d, and
+// reports whether it did not before. The bytes need not be stored (an
+// imported bundle may name a pruned blob).
+func (s *Store) AddBlobMember(ctx context.Context, ctxID string, d hashing.Digest) (bool, error) {
+	if err := ValidateContextID(ctxID); err != nil {
+		return false, err
+	}
+	held, err := s.BlobMember(ctx, ctxID, d)
+	if err != nil || held {
+		return false, err
+	}
+	err = s.kvCommit(ctx, kvseam.Batch{Swaps: []kvseam.Swap{{Key: keyBlobMember(ctxID, d), Absent: true, New: []byte{}}}})
+	if errors.Is(err, kvseam.ErrConflict) {
+		return false, nil // a concurrent call recorded it
+	}
+	if err != nil {
+		return false, fmt.Errorf("context %q holds blob %s: %w", ctxID, d.Short(), err)
+	}
+	return true, nil
+}
+
+// BlobMember reports whether context ctxID holds blob d.
+func (s *Store) BlobMember(ctx context.Context, ctxID string, d hashing.Digest) (bool, error) {
+	if ValidateContextID(ctxID) != nil {
+		return false, nil
+	}
+	_, err := s.kvGet(ctx, keyBlobMember(ctxID, d))
+	if errors.Is(err, kvseam.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("blob %s of context %q: %w", d.Short(), ctxID, err)
+	}
+	return true, nil
+}
+
+// PutContextBlob stores bytes (PutBlob) and records that context ctxID
+// holds them (AddBlobMember).
+func (s *Store) PutContextBlob(ctx context.Context, ctxID string, data []byte) (hashing.Digest, error) {
+	d, err := s.PutBlob(ctx, data)
+	if err != nil {
+		return d, err
+	}
+	_, err = s.AddBlobMember(ctx, ctxID, d)
+	return d, err
+}
+
+// GetContextBlob returns the bytes of a blob that context ctxID holds
+// (GetBlob); a blob it does not hold is ErrNotFound, whether or not it is
+// stored.
+func (s *Store) GetContextBlob(ctx context.Context, ctxID string, d hashing.Digest) ([]byte, error) {
+	held, err := s.BlobMember(ctx, ctxID, d)
+	if err != nil {
+		return nil, err
+	}
+	if !held {
+		return nil, fmt.Errorf("blob %s in context %q: %w", d, ctxID, ErrNotFound)
+	}
+	return s.GetBlob(ctx, d)
+}
+
+// contextBlobs is the BlobStore an export of one context reads: the
+// blobs the context holds and those the gate outputs of the exported
+// commits name (they were recorded by the context's gate path, also in a
+// store written before contexts held blobs), never another context's.
+type contextBlobs struct {
+	s     *Store
+	ctxID string
+	named map[hashing.Digest]bool
+}
+
+func (c contextBlobs) holds(ctx context.Context, d hashing.Digest) (bool, error) {
+	if c.named[d] {
+		return true, nil
+	}
+	return c.s.BlobMember(ctx, c.ctxID, d)
+}
+
+func (c contextBlobs) HasBlob(ctx context.Context, d hashing.Digest) (bool, error) {
+	held, err := c.holds(ctx, d)
+	if err != nil || !held {
+		return false, err
+	}
+	return c.s.HasBlob(ctx, d)
+}
+
+func (c contextBlobs) GetBlob(ctx context.Context, d hashing.Digest) ([]byte, error) {
+	held, err := c.holds(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	if !held {
+		return nil, fmt.Errorf("blob %s in context %q: %w", d, c.ctxID, ErrNotFound)
+	}
+	return c.s.GetBlob(ctx, d)
+}
+
+func (c contextBlobs) BlobPruned(ctx context.Context, d hashing.Digest) (string, bool) {
+	if held, err := c.holds(ctx, d); err != nil || !held {
+		return "", false
+	}
+	return c.s.BlobPruned(ctx, d)
+}
+
+// gateBlobRefs calls fn for each blob a gate output put by one of commits
+// names (a blob may come more than once).
+func (s *Store) gateBlobRefs(ctx context.Context, ctxID string, commits []*replay.Commit, fn func(hashing.Digest) error) error {
+	src := s.Source(ctxID)
+	seen := map[hashing.Digest]bool{}
+	for _, c := range commits {
+		ops, err := src.Ops(ctx, c)
+		if err != nil {
+			return err
+		}
+		for _, op := range ops {
+			if op.Op != graph.OpPut || !gateOutput(op.Type) || seen[op.ContentHash] {
+				continue
+			}
+			seen[op.ContentHash] = true
+			data, err := s.object(op.ContentHash)
+			if err != nil {
+				return err
+			}
+			for _, ref := range gate.BlobRefs(op.Type, data) {
+				if d, err := hashing.ParseDigest(ref); err == nil {
+					if err := fn(d); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// keyMetaBlobMembers marks a store whose gate outputs' blobs have been
+// recorded as held by their contexts (BackfillBlobMembers).
+func keyMetaBlobMembers() []byte { return []byte(pMeta + "blob-members") }
+
+// BackfillBlobMembers records, once per store, that each context holds
+// the blobs its gate outputs name (in every commit, not only at the
+// heads): what a store written before blobs were read through contexts
+// needs for those reads. It returns how many records it wrote; a store
+// already backfilled costs one read.
+func (s *Store) BackfillBlobMembers(ctx context.Context) (int, error) {
+	if _, err := s.kvGet(ctx, keyMetaBlobMembers()); err == nil {
+		return 0, nil
+	} else if !errors.Is(err, kvseam.ErrNotFound) {
+		return 0, fmt.Errorf("backfill blob members: %w", err)
+	}
+	ctxs, err := s.ListContexts(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, info := range ctxs {
+		var commits []*replay.Commit
+		if err := s.Commits(ctx, info.ID, 0, func(c *replay.Commit) error {
+			commits = append(commits, c)
+			return nil
+		}); err != nil {
+			return n, fmt.Errorf("backfill blob members of context %q: %w", info.ID, err)
+		}
+		err := s.gateBlobRefs(ctx, info.ID, commits, func(d hashing.Digest) error {
+			added, err := s.AddBlobMember(ctx, info.ID, d)
+			if added {
+				n++
+			}
+			return err
+		})
+		if err != nil {
+			return n, fmt.Errorf("backfill blob members of context %q: %w", info.ID, err)
+		}
+	}
+	if err := s.kvCommit(ctx, kvseam.Batch{Sets: []kvseam.Record{{Key: keyMetaBlobMembers(), Value: []byte("1")}}}); err != nil {
+		return n, fmt.Errorf("backfill blob members: %w", err)
+	}
+	return n, nil
+}
+
+// ---- fsck ----
+
+// checkBlobs checks what the single-record scan of Check does not see:
+// every manifest with its chunks (read in full and re-hashed), and every
+// membership record, which must name a stored blob or a pruned one.
+func (k *checker) checkBlobs(ctx context.Context) error {
+	s := k.s
+	var manifests []hashing.Digest
+	if err := s.kvScan(ctx, []byte(pBlobManifest), func(key, _ []byte) error {
+		if len(key) != len(pBlobManifest)+32 {
+			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key), Detail: "malformed manifest key"})
+			return nil
+		}
+		var d hashing.Digest
+		copy(d[:], key[len(pBlobManifest):])
+		manifests = append(manifests, d)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, d := range manifests {
+		k.rep.Blobs++
+		br, err := s.OpenBlob(ctx, d)
+		if err == nil {
+			_, err = io.Copy(io.Discard, br)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			k.add(Defect{Kind: "blob", ID: d.String(), Detail: err.Error()})
+		}
+	}
+	type member struct {
+		ctxID string
+		d     hashing.Digest
+	}
+	var members []member
+	if err := s.kvScan(ctx, []byte(pBlobMember), func(key, _ []byte) error {
+		rest := key[len(pBlobMember):]
+		if len(rest) < 34 || rest[len(rest)-33] != 0 {
+			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key), Detail: "malformed membership key"})
+			return nil
+		}
+		m := member{ctxID: string(rest[:len(rest)-33])}
+		copy(m.d[:], rest[len(rest)-32:])
+		members = append(members, m)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, m := range members {
+		ok, err := s.HasBlob(ctx, m.d)
+		if err != nil {
+			return err
+		}
+		if ok {
+			continue
+		}
+		if _, pruned := s.BlobPruned(ctx, m.d); pruned {
+			continue
+		}
+		k.add(Defect{Kind: "blob", Context: m.ctxID, ID: m.d.String(),
+			Detail: fmt.Sprintf("context %q holds blob %s, which is not stored", m.ctxID, m.d)})
+	}
+	return nil
+}
