@@ -134,6 +134,7 @@ var fuzzRoutes = []struct{ method, path string }{
 	{"PUT", "/v1/types/fuzz"},
 	{"POST", "/v1/contexts/fz/branches/side/reset"},
 	{"POST", "/v1/contexts/fe/artifacts"},
+	{"POST", "/v1/contexts/fz/blobs"},
 }
 
 var fuzzContentTypes = []string{"application/json", "text/plain", "", "application/json; charset=latin1", "application/octet-stream", "application/json; charset=UTF-8"}

@@ -97,7 +97,7 @@ func TestFetchFixtures(t *testing.T) {
 		if data["body_blob"] != want || rc["body_sha256"] != want || out["body_blob"] != want {
 			t.Errorf("%s: body_blob %v, receipt %v, want %s", name, data["body_blob"], rc["body_sha256"], want)
 		}
-		blob := e.get("/v1/blobs/" + want)
+		blob := e.get("/v1/contexts/g/blobs/" + want)
 		if blob.status != 200 || string(blob.body) != c["body"].(string) {
 			t.Errorf("%s: blob %d (%d bytes)", name, blob.status, len(blob.body))
 		}
@@ -143,7 +143,7 @@ func TestFetchBodyBase64(t *testing.T) {
 	if out["verdict"] != "RETRIEVED" || out["body_blob"] != digestOf(gz.Bytes()) {
 		t.Fatalf("%v", out)
 	}
-	if b := e.get("/v1/blobs/" + digestOf(gz.Bytes())); !bytes.Equal(b.body, gz.Bytes()) {
+	if b := e.get("/v1/contexts/b/blobs/" + digestOf(gz.Bytes())); !bytes.Equal(b.body, gz.Bytes()) {
 		t.Fatal("blob differs from the bytes sent")
 	}
 	for _, bad := range []map[string]any{
@@ -396,7 +396,7 @@ func TestPerformLoopbackAllowed(t *testing.T) {
 	if out["verdict"] != "RETRIEVED" || data["fetched_by"] != "artifactd" || data["final_url"] != ts.URL+"/article" || len(rc["redirects"].([]any)) != 1 {
 		t.Fatalf("%v", out)
 	}
-	blob := e.get("/v1/blobs/" + out["body_blob"].(string))
+	blob := e.get("/v1/contexts/p/blobs/" + out["body_blob"].(string))
 	if !strings.Contains(blob.String(), "Item 42 costs") {
 		t.Fatalf("blob %q", blob.body)
 	}

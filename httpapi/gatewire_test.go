@@ -20,7 +20,7 @@ func TestFetchReadKindsAndText(t *testing.T) {
 	if out["verdict"] != "RETRIEVED" || out["text"] != note || out["text_chars"] != float64(len(note)) || out["text_truncated"] != nil {
 		t.Fatalf("%v", out)
 	}
-	if blob := e.get("/v1/blobs/" + out["text_blob"].(string)); blob.status != 200 || string(blob.body) != note {
+	if blob := e.get("/v1/contexts/k/blobs/" + out["text_blob"].(string)); blob.status != 200 || string(blob.body) != note {
 		t.Fatalf("text blob %d %q", blob.status, blob.body)
 	}
 	data := e.must(e.get("/v1/contexts/k/artifacts/f1"), 200)["data"].(map[string]any)
@@ -85,7 +85,7 @@ func TestDeclaredSecrets(t *testing.T) {
 	msg := "login failed with Xq9-runtime-secret and boot-secret-value-1 at db"
 	te := e.must(e.post("/v1/contexts/s/tool-results", map[string]any{"id": "te", "tool": "db", "ok": false, "error": msg}), 201)
 	data := te["artifact"].(map[string]any)["data"].(map[string]any)
-	blob := e.get("/v1/blobs/" + data["full_blob"].(string))
+	blob := e.get("/v1/contexts/s/blobs/" + data["full_blob"].(string))
 	for _, s := range []string{data["model_view"].(string), string(blob.body)} {
 		if strings.Contains(s, "runtime-secret") || strings.Contains(s, "boot-secret") || !strings.Contains(s, "with *** and *** at db") {
 			t.Fatalf("not masked: %q", s)

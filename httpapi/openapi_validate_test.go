@@ -220,6 +220,10 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 	r := e.send(req{method: "POST", path: "/v1/blobs", body: []byte("hello")})
 	v.check("POST", "/v1/blobs", r)
 	do("GET", "/v1/blobs/"+fetch["body_blob"].(string), nil)
+	r = e.send(req{method: "POST", path: "/v1/contexts/run/blobs", body: []byte("hello")})
+	v.check("POST", "/v1/contexts/run/blobs", r)
+	do("GET", "/v1/contexts/run/blobs/"+fetch["body_blob"].(string), nil)
+	do("GET", "/v1/contexts/run/blobs/sha256:"+strings.Repeat("0", 64), nil) // 404
 	// Recorded model calls.
 	request := map[string]any{"model": "m", "messages": []any{map[string]any{"role": "user", "content": "6 x 7?"}}}
 	canon, _ := json.Marshal(request)

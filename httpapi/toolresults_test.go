@@ -73,7 +73,7 @@ func TestToolErrorFixtures(t *testing.T) {
 			t.Errorf("%s: spilled %v, want %v", c.Name, data["spilled"], *c.Spilled)
 		}
 		want := gate.SanitizeError(c.Error, gate.DefaultSanitizeOptions()).Masked
-		if blob := e.get("/v1/blobs/" + data["full_blob"].(string)); blob.status != 200 || string(blob.body) != want {
+		if blob := e.get("/v1/contexts/t/blobs/" + data["full_blob"].(string)); blob.status != 200 || string(blob.body) != want {
 			t.Errorf("%s: blob %q, want %q", c.Name, blob.body, want)
 		}
 		if st := out["artifact"].(map[string]any)["trust"].(map[string]any)["status"]; st != "poison_root" {
@@ -112,7 +112,7 @@ func TestToolOutputLong(t *testing.T) {
 	if !strings.Contains(view, ref) || data["truncated"] != true || data["total_chars"] != float64(utf8.RuneCountInString(longOutput())) {
 		t.Errorf("notice/fields: %v", data)
 	}
-	blob := e.get("/v1/blobs/" + ref).String()
+	blob := e.get("/v1/contexts/t/blobs/" + ref).String()
 	for _, s := range f.LongOutput.Expect.BlobContains {
 		if !strings.Contains(blob, s) {
 			t.Errorf("blob lacks %q", s)
@@ -196,7 +196,7 @@ func TestSecretsNeverStored(t *testing.T) {
 		if ref == "" {
 			t.Fatalf("%s has no full_blob", a.ID)
 		}
-		b := e.get("/v1/blobs/" + ref)
+		b := e.get("/v1/contexts/s/blobs/" + ref)
 		if b.status != 200 || len(b.body) == 0 {
 			t.Fatalf("blob of %s: %d", a.ID, b.status)
 		}

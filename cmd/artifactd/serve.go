@@ -189,6 +189,14 @@ func openAPIStore(ctx context.Context, dir string, logger *slog.Logger) (*store.
 		st.Close()
 		return nil, nil, err
 	}
+	// Blobs are read through the contexts that hold them; a store written
+	// before that learns, once, which blobs its gate outputs recorded.
+	if n, err := st.BackfillBlobMembers(ctx); err != nil {
+		st.Close()
+		return nil, nil, err
+	} else if n > 0 {
+		logger.Info("recorded the blobs each context's gate outputs name", "records", n)
+	}
 	return st, reg, nil
 }
 

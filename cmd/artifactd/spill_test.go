@@ -40,7 +40,7 @@ func TestSpillRetention(t *testing.T) {
 	if err := json.Unmarshal(b, &w); err != nil || w.Artifact.Data.FullBlob == "" {
 		t.Fatalf("no full blob: %v %s", err, b)
 	}
-	blobURL := ts.URL + "/v1/blobs/" + w.Artifact.Data.FullBlob
+	blobURL := ts.URL + "/v1/contexts/c/blobs/" + w.Artifact.Data.FullBlob
 	now := time.Now()
 	if n, err := st.PruneSpills(ctx, now.Add(-time.Hour), now, 0); err != nil || n != 0 {
 		t.Fatalf("a spill younger than the window was pruned: %d %v", n, err)

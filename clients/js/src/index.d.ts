@@ -225,8 +225,10 @@ export declare class ArtifactdClient {
   commit(ctx: string, body: CommitRequest): Promise<CommitWrite>;
   recordFetch(ctx: string, evidence: FetchEvidence): Promise<FetchWrite>;
   recordToolResult(ctx: string, result: Record<string, unknown>): Promise<ArtifactWrite>;
-  putBlob(bytes: Uint8Array | string, contentType?: string): Promise<{ digest: string; size: number }>;
-  getBlob(digest: string): Promise<Uint8Array>;
+  /** Store raw bytes held by context ctx (201 new to it, 200 held already). */
+  putBlob(ctx: string, bytes: Uint8Array | string, contentType?: string): Promise<{ digest: string; size: number }>;
+  /** Read a blob context ctx holds; NotFoundError otherwise, whether or not another context holds it. */
+  getBlob(ctx: string, digest: string): Promise<Uint8Array>;
   putType(name: string, type: { role?: "source" | "derived" | "never"; description?: string; schema: JsonObject | boolean }): Promise<unknown>;
   artifact(ctx: string, id: string, options?: At): Promise<Artifact>;
   listArtifacts(ctx: string, options?: At & { type?: string; limit?: number; cursor?: string }): Promise<{ commit: string; items: Artifact[]; next_cursor?: string }>;

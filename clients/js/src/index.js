@@ -186,12 +186,14 @@ export class ArtifactdClient {
     return this.request("POST", `/v1/contexts/${seg(ctx)}/tool-results`, result);
   }
 
-  putBlob(bytes, contentType = "application/octet-stream") {
-    return this.request("POST", "/v1/blobs", bytes, { contentType });
+  /** Store raw bytes held by context ctx (201 new to it, 200 held already). */
+  putBlob(ctx, bytes, contentType = "application/octet-stream") {
+    return this.request("POST", `/v1/contexts/${seg(ctx)}/blobs`, bytes, { contentType });
   }
 
-  getBlob(digest) {
-    return this.request("GET", `/v1/blobs/${seg(digest)}`, undefined, { raw: true });
+  /** Read a blob context ctx holds (uploaded, recorded by its gate outputs, or imported); NotFoundError otherwise. */
+  getBlob(ctx, digest) {
+    return this.request("GET", `/v1/contexts/${seg(ctx)}/blobs/${seg(digest)}`, undefined, { raw: true });
   }
 
   putType(name, type) {

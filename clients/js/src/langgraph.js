@@ -118,7 +118,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     return ctx;
   }
 
-  async #encode(value) {
+  async #encode(ctx, value) {
     const [type, bytes] = await this.serde.dumpsTyped(value);
     if (type === "json") {
       try {
@@ -129,12 +129,12 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
         // fall through to a blob
       }
     }
-    const blob = await this.client.putBlob(typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes);
+    const blob = await this.client.putBlob(ctx, typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes);
     return { serde: type, blob: blob.digest };
   }
 
-  async #decode(enc) {
-    if (enc.blob) return this.serde.loadsTyped(enc.serde, await this.client.getBlob(enc.blob));
+  async #decode(ctx, enc) {
+    if (enc.blob) return this.serde.loadsTyped(enc.serde, await this.client.getBlob(ctx, enc.blob));
     return this.serde.loadsTyped(enc.serde, JSON.stringify(enc.value));
   }
 
@@ -149,15 +149,15 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
 
   async #tuple(ctx, threadId, ns, art, at) {
     const d = art.data;
-    const checkpoint = await this.#decode(d.checkpoint);
-    const metadata = await this.#decode(d.metadata);
+    const checkpoint = await this.#decode(ctx, d.checkpoint);
+    const metadata = await this.#decode(ctx, d.metadata);
     const rel = await this.client.related(ctx, art.id, { at, rel: "responds_to", dir: "in" });
     const keyed = [];
     for (const e of rel.edges) {
       const w = await this.#get(ctx, e.from, at);
       if (!w || w.type !== WRITES_TYPE) continue;
       for (const x of w.data.writes) {
-        keyed.push({ key: writesSortKey(w.data.task_path ?? "", w.data.task_id, x.idx), write: [w.data.task_id, x.channel, await this.#decode(x.value)] });
+        keyed.push({ key: writesSortKey(w.data.task_path ?? "", w.data.task_id, x.idx), write: [w.data.task_id, x.channel, await this.#decode(ctx, x.value)] });
       }
     }
     keyed.sort((a, b) => compareWritesSortKeys(a.key, b.key));
@@ -247,7 +247,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const ns = nsOf(config);
     const ctx = await this.#context(threadId, true);
     const parentId = config.configurable?.checkpoint_id;
-    const [cp, md] = await Promise.all([this.#encode(checkpoint), this.#encode(metadata)]);
+    const [cp, md] = await Promise.all([this.#encode(ctx, checkpoint), this.#encode(ctx, metadata)]);
     const out = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
     for (let i = 0; i < Math.max(1, this.attempts); i++) {
       const head = (await this.client.hash(ctx)).commit;
@@ -321,7 +321,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     for (const [i, [channel, value]] of writes.entries()) {
       const idx = WRITES_IDX_MAP[channel] ?? i;
       if (idx >= 0 && byIdx.has(idx)) continue; // regular writes are kept, special ones replaced
-      byIdx.set(idx, { idx, channel, value: await this.#encode(value) });
+      byIdx.set(idx, { idx, channel, value: await this.#encode(ctx, value) });
     }
     const all = [...byIdx.values()].sort((a, b) => a.idx - b.idx);
     const linked = Boolean(checkpointArt);

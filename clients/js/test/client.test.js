@@ -88,6 +88,21 @@ test("problems carry their fields; refused writes change nothing", async (t) => 
   assert.equal((await c.ensureContext("problems")).quarantine, "enforce");
 });
 
+test("blobs are read through the context that holds them", async (t) => {
+  const c = client(t);
+  if (!c) return;
+  await c.ensureContext("blobs-a");
+  await c.ensureContext("blobs-b");
+  const bytes = new TextEncoder().encode("only context a sent these bytes");
+  const put = await c.putBlob("blobs-a", bytes);
+  assert.equal(put.size, bytes.length);
+  assert.deepEqual(new Uint8Array(await c.getBlob("blobs-a", put.digest)), bytes);
+  await assert.rejects(c.getBlob("blobs-b", put.digest), NotFoundError);
+  const f = await c.recordFetch("blobs-b", { id: "f", url: "https://example.com/", status: 200, body: "a fetched page of context b" });
+  assert.equal(new TextDecoder().decode(await c.getBlob("blobs-b", f.body_blob)), "a fetched page of context b");
+  await assert.rejects(c.getBlob("blobs-a", f.body_blob), NotFoundError);
+});
+
 test("parent compare-and-set: one winner; CAS retries land every write", async (t) => {
   const c = client(t);
   if (!c) return;

@@ -1,0 +1,301 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+	kvseam "github.com/artifactd/artifactd/store/kv"
+)
+
+// blobBytes returns n deterministic bytes.
+func blobBytes(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*31+i>>9) ^ seed
+	}
+	return b
+}
+
+// TestBlobSizesRoundTrip: blobs around the chunk size, written from memory
+// (PutBlob) and streamed (WriteBlob), read back whole and streamed, with
+// their sizes; a second write of the same bytes is free.
+func TestBlobSizesRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	for i, n := range []int{0, 1, BlobChunkSize - 1, BlobChunkSize, BlobChunkSize + 1, 3*BlobChunkSize + BlobChunkSize/2} {
+		data := blobBytes(n, byte(i))
+		var info BlobInfo
+		var err error
+		if i%2 == 0 {
+			info, err = s.WriteBlob(ctx, bytes.NewReader(data))
+		} else {
+			info.Digest, err = s.PutBlob(ctx, data)
+			info.Size = int64(n)
+		}
+		if err != nil || info.Digest != hashing.Sum(data) || info.Size != int64(n) {
+			t.Fatalf("%d bytes: %v %+v", n, err, info)
+		}
+		again, err := s.WriteBlob(ctx, bytes.NewReader(data))
+		if err != nil || !again.Existed || again.Digest != info.Digest {
+			t.Fatalf("%d bytes again: %v %+v", n, err, again)
+		}
+		got, err := s.GetBlob(ctx, info.Digest)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes: read back %d bytes, %v", n, len(got), err)
+		}
+		br, err := s.OpenBlob(ctx, info.Digest)
+		if err != nil || br.Size() != int64(n) {
+			t.Fatalf("%d bytes: open %v", n, err)
+		}
+		var out bytes.Buffer
+		if _, err := io.CopyBuffer(&out, br, make([]byte, 4096)); err != nil || !bytes.Equal(out.Bytes(), data) {
+			t.Fatalf("%d bytes: streamed %d bytes, %v", n, out.Len(), err)
+		}
+		_, chunked := s.kvGet(ctx, keyBlobManifest(info.Digest))
+		if (chunked == nil) != (n > BlobChunkSize) {
+			t.Fatalf("%d bytes: chunked %v", n, chunked == nil)
+		}
+	}
+	mustCheck(t, s)
+}
+
+// TestLegacySingleRecordBlob: a blob larger than a chunk stored as one
+// record (as every store before chunking did) reads as before.
+func TestLegacySingleRecordBlob(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	data := blobBytes(3*BlobChunkSize, 7)
+	d := hashing.Sum(data)
+	if err := s.putSingle(ctx, d, data); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetBlob(ctx, d)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes: %v", len(got), err)
+	}
+	if ok, err := s.HasBlob(ctx, d); !ok || err != nil {
+		t.Fatalf("HasBlob %v %v", ok, err)
+	}
+	mustCheck(t, s)
+}
+
+// TestBlobChunkCorruption: a changed or missing chunk fails the read with
+// ErrCorrupt (never wrong bytes) and fsck reports it.
+func TestBlobChunkCorruption(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(s *Store, d hashing.Digest) error
+	}{
+		{"changed", func(s *Store, d hashing.Digest) error {
+			return s.kvCommit(context.Background(), kvBatchSet(keyBlobChunk(d, 1), blobBytes(BlobChunkSize, 99)))
+		}},
+		{"missing", func(s *Store, d hashing.Digest) error {
+			return s.kvCommit(context.Background(), kvBatchDelete(keyBlobChunk(d, 2)))
+		}},
+		{"short", func(s *Store, d hashing.Digest) error {
+			return s.kvCommit(context.Background(), kvBatchSet(keyBlobChunk(d, 0), []byte("x")))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTest(t, t.TempDir())
+			defer s.Close()
+			d, err := s.PutBlob(ctx, blobBytes(3*BlobChunkSize+5, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.damage(s, d); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.GetBlob(ctx, d); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("read: %v", err)
+			}
+			rep, err := s.Check(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Defects) != 1 || rep.Defects[0].Kind != "blob" || rep.Defects[0].ID != d.String() {
+				t.Fatalf("defects %v", rep.Defects)
+			}
+		})
+	}
+}
+
+// TestBlobMembers: a context holds what it was given, and fsck reports a
+// membership naming bytes that are neither stored nor pruned.
+func TestBlobMembers(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	for _, id := range []string{"a", "b"} {
+		if _, err := s.CreateContext(ctx, id, ModeEnforce); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := s.PutContextBlob(ctx, "a", []byte("a's bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := s.BlobMember(ctx, "a", d); !held {
+		t.Fatal("a does not hold its blob")
+	}
+	if held, _ := s.BlobMember(ctx, "b", d); held {
+		t.Fatal("b holds a's blob")
+	}
+	if _, err := s.GetContextBlob(ctx, "b", d); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("b reads a's blob: %v", err)
+	}
+	if added, err := s.AddBlobMember(ctx, "a", d); added || err != nil {
+		t.Fatalf("second add: %v %v", added, err)
+	}
+	if added, err := s.AddBlobMember(ctx, "b", d); !added || err != nil {
+		t.Fatalf("b's add: %v %v", added, err)
+	}
+	if got, err := s.GetContextBlob(ctx, "b", d); err != nil || string(got) != "a's bytes" {
+		t.Fatalf("b reads: %q %v", got, err)
+	}
+	mustCheck(t, s)
+	// A membership whose bytes are gone (and were not pruned) is a defect;
+	// one whose bytes were pruned is not.
+	ghost := hashing.Sum([]byte("never stored"))
+	if _, err := s.AddBlobMember(ctx, "b", ghost); err != nil {
+		t.Fatal(err)
+	}
+	pruned := hashing.Sum([]byte("pruned bytes"))
+	if err := s.markPruned(pruned, "2026-01-01T00:00:00Z"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddBlobMember(ctx, "a", pruned); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Defects) != 1 || rep.Defects[0].Kind != "blob" || rep.Defects[0].Context != "b" || rep.Defects[0].ID != ghost.String() ||
+		!strings.Contains(rep.Defects[0].Detail, "not stored") {
+		t.Fatalf("defects %v", rep.Defects)
+	}
+}
+
+// TestPruneChunkedSpill: pruning a spilled output that was chunked
+// removes its manifest and every chunk, and reads say it was pruned.
+func TestPruneChunkedSpill(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	d, err := s.PutBlob(ctx, blobBytes(2*BlobChunkSize+3, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := s.NoteSpill(ctx, d, at); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneSpills(ctx, at.Add(time.Hour), at.Add(2*time.Hour), 0); n != 1 || err != nil {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	if _, err := s.GetBlob(ctx, d); !errors.Is(err, ErrPruned) {
+		t.Fatalf("read after prune: %v", err)
+	}
+	left := 0
+	for _, p := range []string{pBlobChunk, pBlobManifest, pBlob} {
+		if err := s.kvScan(ctx, []byte(p), func(_, _ []byte) error { left++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left != 0 {
+		t.Fatalf("%d blob records left after the prune", left)
+	}
+	mustCheck(t, s)
+}
+
+// TestBlobMembersFromBundlesAndBackfill: an export carries the blobs the
+// context's gate outputs name and no other context's blob that its plain
+// data happens to name; the import holds what it carries; a store whose
+// gate outputs predate membership gets it from BackfillBlobMembers, once.
+func TestBlobMembersFromBundlesAndBackfill(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	for _, id := range []string{"run", "other"} {
+		if _, err := s.CreateContext(ctx, id, ModeEnforce); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := []byte(`{"price":3,"currency":"EUR"}`)
+	pd, err := s.PutBlob(ctx, page) // as a store before membership did
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := gate.Classify(gate.Evidence{URL: "https://example.org/p", Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: page})
+	raw, err := json.Marshal(gate.NewVerdictData(res, gate.FetchedByAgent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var verdict map[string]any
+	if err := json.Unmarshal(raw, &verdict); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := s.PutContextBlob(ctx, "other", []byte("other's private bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, s, "run", put("f", "fetch_verdict", verdict), put("n", "note", map[string]any{"names": secret.String()}))
+
+	var buf bytes.Buffer
+	h, err := s.Export(ctx, "run", "", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Blobs != 1 {
+		t.Fatalf("the bundle carries %d blobs, want the verdict's only", h.Blobs)
+	}
+	b, err := replay.ReadBundle(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Import(ctx, b, "copy"); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := s.BlobMember(ctx, "copy", pd); !held {
+		t.Fatal("the import does not hold the blob it carried")
+	}
+	if held, _ := s.BlobMember(ctx, "copy", secret); held {
+		t.Fatal("the import holds another context's blob")
+	}
+	if held, _ := s.BlobMember(ctx, "run", pd); held {
+		t.Fatal("run holds its verdict's blob before the backfill")
+	}
+	n, err := s.BackfillBlobMembers(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("backfill: %d %v", n, err)
+	}
+	if held, _ := s.BlobMember(ctx, "run", pd); !held {
+		t.Fatal("the backfill did not record the verdict's blob")
+	}
+	if held, _ := s.BlobMember(ctx, "run", secret); held {
+		t.Fatal("the backfill recorded a blob that plain data names")
+	}
+	if n, err := s.BackfillBlobMembers(ctx); n != 0 || err != nil {
+		t.Fatalf("second backfill: %d %v", n, err)
+	}
+	mustCheck(t, s)
+}
+
+func kvBatchSet(k, v []byte) kvseam.Batch {
+	return kvseam.Batch{Sets: []kvseam.Record{{Key: k, Value: v}}}
+}
+
+func kvBatchDelete(k []byte) kvseam.Batch { return kvseam.Batch{Deletes: [][]byte{k}} }
