@@ -34,7 +34,7 @@ type benchResult struct {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("bench", "[--addr URL | --data DIR] [--clients N] [--duration D] [--requests N] [--token T] [--json]\n       artifactd bench --scenario runs|cold|big|chain|hub [--addr URL [--pid PID] | --data DIR] [--runs N] [--artifacts N] [--depth N] [--batch N] [--timeout D]", stderr)
+	fs := newFlagSet("bench", "[--addr URL | --data DIR] [--clients N] [--duration D] [--requests N] [--token T] [--json]\n       artifactd bench --scenario runs|cold|big|chain|hub|soak [--addr URL [--pid PID] | --data DIR] [--runs N] [--artifacts N] [--depth N] [--batch N] [--duration D (soak)] [--timeout D]", stderr)
 	addr := fs.String("addr", "", "base URL of a running server (default: start one in-process on a loopback port)")
 	dataDir := fs.String("data", "", "data directory for the in-process server (default: a temporary directory, removed afterwards)")
 	clients := fs.Int("clients", 1, "concurrent keep-alive clients")
@@ -63,8 +63,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		sc.addr, sc.dataDir, sc.token, sc.noSync = *addr, *dataDir, *token, *noSync
 		sc.clients = 0
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "clients" {
+			switch f.Name {
+			case "clients":
 				sc.clients = *clients
+			case "duration":
+				sc.duration = *duration
 			}
 		})
 		return runScenario(ctx, sc, stdout, stderr)

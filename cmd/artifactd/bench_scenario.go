@@ -36,10 +36,11 @@ type scenarioConfig struct {
 	depth     int
 	batch     int
 	timeout   time.Duration
+	duration  time.Duration // soak: how long the load runs (0: 10m)
 }
 
 func (c *scenarioConfig) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.name, "scenario", "", "run one of the core scenarios instead of the commit load: runs, cold, big, chain, hub (prints JSON)")
+	fs.StringVar(&c.name, "scenario", "", "run one of the core scenarios instead of the commit load: runs, cold, big, chain, hub, soak (prints JSON)")
 	fs.IntVar(&c.pid, "pid", 0, "scenarios with --addr: the server's process id, to read its resident size from /proc/PID/status")
 	fs.IntVar(&c.runs, "runs", 0, "runs scenario: agent runs (default 6000)")
 	fs.IntVar(&c.artifacts, "artifacts", 0, "runs: artifacts per run (default 101); cold: artifacts in the context (default 100000); big: artifacts (default 1000000)")
@@ -72,6 +73,11 @@ func (c *scenarioConfig) defaults() {
 	case "hub":
 		def(&c.depth, 100_000)
 		def(&c.batch, 10_000)
+	case "soak":
+		def(&c.clients, 16)
+		if c.duration == 0 {
+			c.duration = 10 * time.Minute
+		}
 	}
 	def(&c.clients, 1)
 }
@@ -128,6 +134,7 @@ type scenarioResult struct {
 	Big   *bigFigures   `json:"big,omitempty"`
 	Chain *chainFigures `json:"chain,omitempty"`
 	Hub   *hubFigures   `json:"hub,omitempty"`
+	Soak  *soakFigures  `json:"soak,omitempty"`
 
 	mu sync.Mutex // guards Errors and FirstErr from concurrent clients
 }
@@ -391,7 +398,7 @@ func (r *scenarioRun) fail(err error) {
 }
 
 // scenarioNames lists the scenarios for usage messages.
-const scenarioNames = "runs, cold, big, chain, hub"
+const scenarioNames = "runs, cold, big, chain, hub, soak"
 
 // scenarioBody returns the body of a scenario (nil for an unknown name).
 // A body returns errCut when the deadline ended it, another error when a
@@ -408,6 +415,8 @@ func scenarioBody(name string) func(context.Context, *scenarioRun) error {
 		return scenarioChain
 	case "hub":
 		return scenarioHub
+	case "soak":
+		return scenarioSoak
 	}
 	return nil
 }
@@ -445,6 +454,8 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 		return fail(stderr, exitUsage, "bench: --clients must be 1..256 for a scenario")
 	case cfg.timeout <= 0:
 		return fail(stderr, exitUsage, "bench: --timeout must be positive")
+	case cfg.duration < 0:
+		return fail(stderr, exitUsage, "bench: --duration must not be negative")
 	case cfg.name == "runs" && cfg.artifacts < 2:
 		return fail(stderr, exitUsage, "bench: runs needs --artifacts ≥ 2 (a question and an answer)")
 	case cfg.name == "runs" && cfg.runs > 1_000_000, cfg.artifacts > 10_000_000, cfg.depth > 10_000_000, cfg.batch > 50_000:
