@@ -92,7 +92,7 @@ type writeReq struct {
 	// another process with this request in them.
 	attempts int
 	commit   CommitRequest
-	resp       chan writeResp
+	resp     chan writeResp
 }
 
 type writeResp struct {

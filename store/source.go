@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 
-
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
