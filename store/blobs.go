@@ -15,7 +15,7 @@ import (
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
-	kvseam "github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv"
 )
 
 // Blobs: raw bytes named by their SHA-256, stored once whoever sends them.
@@ -153,10 +153,10 @@ func (s *Store) putBlobBytes(ctx context.Context, data []byte) (BlobInfo, error)
 
 // putSingle writes a blob of at most BlobChunkSize bytes as one record.
 func (s *Store) putSingle(ctx context.Context, d hashing.Digest, data []byte) error {
-	if err := s.kvPutImmutable(ctx, []kvseam.Record{{Key: keyBlob(d), Value: data}}); err != nil {
+	if err := s.kv.PutImmutable(ctx, []kv.Record{{Key: keyBlob(d), Value: data}}); err != nil {
 		return fmt.Errorf("put blob: %w", err)
 	}
-	if err := s.kvCommit(ctx, kvseam.Batch{}); err != nil {
+	if err := s.kv.Commit(ctx, kv.Batch{}); err != nil {
 		return fmt.Errorf("sync blob: %w", err)
 	}
 	return nil
@@ -179,12 +179,12 @@ func (s *Store) putChunked(ctx context.Context, d hashing.Digest, size int64, ne
 		}
 		chunk := buf[:n]
 		m.chunks = append(m.chunks, hashing.Sum(chunk))
-		if err := s.kvPutImmutable(ctx, []kvseam.Record{{Key: keyBlobChunk(d, i), Value: chunk}}); err != nil {
+		if err := s.kv.PutImmutable(ctx, []kv.Record{{Key: keyBlobChunk(d, i), Value: chunk}}); err != nil {
 			return fmt.Errorf("put blob %s chunk %d: %w", d.Short(), i, err)
 		}
 		done += int64(n)
 	}
-	if err := s.kvCommit(ctx, kvseam.Batch{Sets: []kvseam.Record{{Key: keyBlobManifest(d), Value: m.encode()}}}); err != nil {
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyBlobManifest(d), Value: m.encode()}}}); err != nil {
 		return fmt.Errorf("put blob %s manifest: %w", d.Short(), err)
 	}
 	return nil
@@ -256,11 +256,11 @@ func (s *Store) WriteBlob(ctx context.Context, r io.Reader) (BlobInfo, error) {
 // HasBlob reports whether a blob's bytes are stored.
 func (s *Store) HasBlob(ctx context.Context, d hashing.Digest) (bool, error) {
 	for _, k := range [][]byte{keyBlob(d), keyBlobManifest(d)} {
-		_, err := s.kvGet(ctx, k)
+		_, err := s.kv.Get(ctx, k)
 		if err == nil {
 			return true, nil
 		}
-		if !errors.Is(err, kvseam.ErrNotFound) {
+		if !errors.Is(err, kv.ErrNotFound) {
 			return false, fmt.Errorf("blob %s: %w", d.Short(), err)
 		}
 	}
@@ -301,18 +301,18 @@ type BlobReader struct {
 // a *PrunedError (ErrPruned: its retention window passed), ErrCorrupt (a
 // single record or manifest that does not verify).
 func (s *Store) OpenBlob(ctx context.Context, d hashing.Digest) (*BlobReader, error) {
-	v, err := s.kvGet(ctx, keyBlob(d))
+	v, err := s.kv.Get(ctx, keyBlob(d))
 	if err == nil {
 		if hashing.Sum(v) != d {
 			return nil, fmt.Errorf("%w: blob %s does not match its hash", ErrCorrupt, d)
 		}
 		return &BlobReader{ctx: ctx, s: s, d: d, cur: v}, nil
 	}
-	if !errors.Is(err, kvseam.ErrNotFound) {
+	if !errors.Is(err, kv.ErrNotFound) {
 		return nil, fmt.Errorf("blob %s: %w", d, err)
 	}
-	v, err = s.kvGet(ctx, keyBlobManifest(d))
-	if errors.Is(err, kvseam.ErrNotFound) {
+	v, err = s.kv.Get(ctx, keyBlobManifest(d))
+	if errors.Is(err, kv.ErrNotFound) {
 		if pe := s.pruned(d); pe != nil {
 			return nil, pe
 		}
@@ -354,8 +354,8 @@ func (b *BlobReader) Read(p []byte) (int, error) {
 // load reads and checks the next chunk.
 func (b *BlobReader) load() error {
 	i := b.next
-	v, err := b.s.kvGet(b.ctx, keyBlobChunk(b.d, uint32(i)))
-	if errors.Is(err, kvseam.ErrNotFound) {
+	v, err := b.s.kv.Get(b.ctx, keyBlobChunk(b.d, uint32(i)))
+	if errors.Is(err, kv.ErrNotFound) {
 		return fmt.Errorf("%w: blob %s: chunk %d is missing", ErrCorrupt, b.d, i)
 	}
 	if err != nil {
@@ -382,8 +382,8 @@ func (b *BlobReader) Close() error {
 // or its manifest and chunks.
 func (s *Store) blobRecordKeys(ctx context.Context, d hashing.Digest) ([][]byte, error) {
 	keys := [][]byte{keyBlob(d)}
-	v, err := s.kvGet(ctx, keyBlobManifest(d))
-	if errors.Is(err, kvseam.ErrNotFound) {
+	v, err := s.kv.Get(ctx, keyBlobManifest(d))
+	if errors.Is(err, kv.ErrNotFound) {
 		return keys, nil
 	}
 	if err != nil {
@@ -411,8 +411,8 @@ func (s *Store) AddBlobMember(ctx context.Context, ctxID string, d hashing.Diges
 	if err != nil || held {
 		return false, err
 	}
-	err = s.kvCommit(ctx, kvseam.Batch{Swaps: []kvseam.Swap{{Key: keyBlobMember(ctxID, d), Absent: true, New: []byte{}}}})
-	if errors.Is(err, kvseam.ErrConflict) {
+	err = s.kv.Commit(ctx, kv.Batch{Swaps: []kv.Swap{{Key: keyBlobMember(ctxID, d), Absent: true, New: []byte{}}}})
+	if errors.Is(err, kv.ErrConflict) {
 		return false, nil // a concurrent call recorded it
 	}
 	if err != nil {
@@ -426,8 +426,8 @@ func (s *Store) BlobMember(ctx context.Context, ctxID string, d hashing.Digest) 
 	if ValidateContextID(ctxID) != nil {
 		return false, nil
 	}
-	_, err := s.kvGet(ctx, keyBlobMember(ctxID, d))
-	if errors.Is(err, kvseam.ErrNotFound) {
+	_, err := s.kv.Get(ctx, keyBlobMember(ctxID, d))
+	if errors.Is(err, kv.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -545,9 +545,9 @@ func keyMetaBlobMembers() []byte { return []byte(pMeta + "blob-members") }
 // needs for those reads. It returns how many records it wrote; a store
 // already backfilled costs one read.
 func (s *Store) BackfillBlobMembers(ctx context.Context) (int, error) {
-	if _, err := s.kvGet(ctx, keyMetaBlobMembers()); err == nil {
+	if _, err := s.kv.Get(ctx, keyMetaBlobMembers()); err == nil {
 		return 0, nil
-	} else if !errors.Is(err, kvseam.ErrNotFound) {
+	} else if !errors.Is(err, kv.ErrNotFound) {
 		return 0, fmt.Errorf("backfill blob members: %w", err)
 	}
 	ctxs, err := s.ListContexts(ctx)
@@ -574,7 +574,7 @@ func (s *Store) BackfillBlobMembers(ctx context.Context) (int, error) {
 			return n, fmt.Errorf("backfill blob members of context %q: %w", info.ID, err)
 		}
 	}
-	if err := s.kvCommit(ctx, kvseam.Batch{Sets: []kvseam.Record{{Key: keyMetaBlobMembers(), Value: []byte("1")}}}); err != nil {
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyMetaBlobMembers(), Value: []byte("1")}}}); err != nil {
 		return n, fmt.Errorf("backfill blob members: %w", err)
 	}
 	return n, nil
@@ -588,7 +588,7 @@ func (s *Store) BackfillBlobMembers(ctx context.Context) (int, error) {
 func (k *checker) checkBlobs(ctx context.Context) error {
 	s := k.s
 	var manifests []hashing.Digest
-	if err := s.kvScan(ctx, []byte(pBlobManifest), func(key, _ []byte) error {
+	if err := s.kv.Scan(ctx, []byte(pBlobManifest), nil, 0, func(key, _ []byte) error {
 		if len(key) != len(pBlobManifest)+32 {
 			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key), Detail: "malformed manifest key"})
 			return nil
@@ -618,7 +618,7 @@ func (k *checker) checkBlobs(ctx context.Context) error {
 		d     hashing.Digest
 	}
 	var members []member
-	if err := s.kvScan(ctx, []byte(pBlobMember), func(key, _ []byte) error {
+	if err := s.kv.Scan(ctx, []byte(pBlobMember), nil, 0, func(key, _ []byte) error {
 		rest := key[len(pBlobMember):]
 		if len(rest) < 34 || rest[len(rest)-33] != 0 {
 			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key), Detail: "malformed membership key"})

@@ -13,7 +13,8 @@ import (
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
-	kvseam "github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
 // blobBytes returns n deterministic bytes.
@@ -29,8 +30,18 @@ func blobBytes(n int, seed byte) []byte {
 // (PutBlob) and streamed (WriteBlob), read back whole and streamed, with
 // their sizes; a second write of the same bytes is free.
 func TestBlobSizesRoundTrip(t *testing.T) {
+	t.Run("badger", func(t *testing.T) { blobSizesRoundTrip(t, openTest(t, t.TempDir())) })
+	t.Run("memory", func(t *testing.T) {
+		s, err := Open(context.Background(), Options{Driver: memkv.New(), Clock: testClock(), ReserveBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobSizesRoundTrip(t, s)
+	})
+}
+
+func blobSizesRoundTrip(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s := openTest(t, t.TempDir())
 	defer s.Close()
 	for i, n := range []int{0, 1, BlobChunkSize - 1, BlobChunkSize, BlobChunkSize + 1, 3*BlobChunkSize + BlobChunkSize/2} {
 		data := blobBytes(n, byte(i))
@@ -61,7 +72,7 @@ func TestBlobSizesRoundTrip(t *testing.T) {
 		if _, err := io.CopyBuffer(&out, br, make([]byte, 4096)); err != nil || !bytes.Equal(out.Bytes(), data) {
 			t.Fatalf("%d bytes: streamed %d bytes, %v", n, out.Len(), err)
 		}
-		_, chunked := s.kvGet(ctx, keyBlobManifest(info.Digest))
+		_, chunked := s.kv.Get(ctx, keyBlobManifest(info.Digest))
 		if (chunked == nil) != (n > BlobChunkSize) {
 			t.Fatalf("%d bytes: chunked %v", n, chunked == nil)
 		}
@@ -98,13 +109,13 @@ func TestBlobChunkCorruption(t *testing.T) {
 		damage func(s *Store, d hashing.Digest) error
 	}{
 		{"changed", func(s *Store, d hashing.Digest) error {
-			return s.kvCommit(context.Background(), kvBatchSet(keyBlobChunk(d, 1), blobBytes(BlobChunkSize, 99)))
+			return s.kv.Commit(context.Background(), kvBatchSet(keyBlobChunk(d, 1), blobBytes(BlobChunkSize, 99)))
 		}},
 		{"missing", func(s *Store, d hashing.Digest) error {
-			return s.kvCommit(context.Background(), kvBatchDelete(keyBlobChunk(d, 2)))
+			return s.kv.Commit(context.Background(), kvBatchDelete(keyBlobChunk(d, 2)))
 		}},
 		{"short", func(s *Store, d hashing.Digest) error {
-			return s.kvCommit(context.Background(), kvBatchSet(keyBlobChunk(d, 0), []byte("x")))
+			return s.kv.Commit(context.Background(), kvBatchSet(keyBlobChunk(d, 0), []byte("x")))
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -211,7 +222,7 @@ func TestPruneChunkedSpill(t *testing.T) {
 	}
 	left := 0
 	for _, p := range []string{pBlobChunk, pBlobManifest, pBlob} {
-		if err := s.kvScan(ctx, []byte(p), func(_, _ []byte) error { left++; return nil }); err != nil {
+		if err := s.kv.Scan(ctx, []byte(p), nil, 0, func(_, _ []byte) error { left++; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -294,8 +305,8 @@ func TestBlobMembersFromBundlesAndBackfill(t *testing.T) {
 	mustCheck(t, s)
 }
 
-func kvBatchSet(k, v []byte) kvseam.Batch {
-	return kvseam.Batch{Sets: []kvseam.Record{{Key: k, Value: v}}}
+func kvBatchSet(k, v []byte) kv.Batch {
+	return kv.Batch{Sets: []kv.Record{{Key: k, Value: v}}}
 }
 
-func kvBatchDelete(k []byte) kvseam.Batch { return kvseam.Batch{Deletes: [][]byte{k}} }
+func kvBatchDelete(k []byte) kv.Batch { return kv.Batch{Deletes: [][]byte{k}} }
