@@ -315,11 +315,11 @@ func classify(err error) *Error {
 	var pruned *store.PrunedError
 	switch {
 	case isTimeout(err):
-		return &Error{Code: CodeRequestTimeout, Detail: "the request body did not arrive in time; send it at once, or store large payloads with POST /v1/blobs", Err: err}
+		return &Error{Code: CodeRequestTimeout, Detail: "the request body did not arrive in time; send it at once, or store large payloads with POST /v1/contexts/{ctx}/blobs", Err: err}
 	case errors.Is(err, replay.ErrResolution), errors.Is(err, replay.ErrNoMergeBase):
 		return &Error{Code: CodeValidation, Detail: err.Error()}
 	case errors.As(err, &mbe):
-		return errorf(CodeTooLarge, "the request body exceeds %d bytes; store large payloads with POST /v1/blobs and name them by digest", mbe.Limit)
+		return errorf(CodeTooLarge, "the request body exceeds %d bytes; store large payloads with POST /v1/contexts/{ctx}/blobs and name them by digest", mbe.Limit)
 	case errors.Is(err, store.ErrStale):
 		return &Error{Code: CodeStaleParent, Detail: stripSentinel(err)}
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, graph.ErrNotFound):

@@ -39,7 +39,11 @@
 //	seq NUL <ctx> NUL <uint64 BE>      -> commit id (insertion order)
 //	ops NUL <ctx> NUL <commit><u32 BE> -> canonical JSON array of up to ChunkOps recorded ops
 //	obj NUL <content hash>             -> canonical data
-//	blob NUL <sha256>                  -> raw bytes
+//	blob NUL <sha256>                  -> raw bytes (a blob of at most BlobChunkSize bytes, or any blob written before chunking)
+//	blobm NUL <sha256>                 -> manifest of a larger blob: 0x01, uvarint size, uvarint chunk size, SHA-256 of each chunk
+//	blobc NUL <sha256><u32 BE>         -> chunk i of a larger blob (written before its manifest)
+//	cblob NUL <ctx> NUL <sha256>       -> "" (the context holds the blob: it may read it)
+//	meta NUL blob-members              -> "1" (BackfillBlobMembers ran)
 //	node NUL <node id>                 -> state-map node (id = SHA-256 of the bytes)
 //	type NUL <name>                    -> type record JSON (owned by httpapi; the registry, not the chain)
 //	reldef NUL <name>                  -> relation record JSON (owned by httpapi; likewise)
