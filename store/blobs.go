@@ -144,7 +144,7 @@ func (s *Store) putBlobBytes(ctx context.Context, data []byte) (BlobInfo, error)
 		return info, s.putSingle(ctx, info.Digest, data)
 	}
 	off := 0
-	return info, s.putChunked(ctx, info.Digest, info.Size, func(buf []byte) (int, error) {
+	return info, s.putChunked(ctx, info.Digest, info.Size, nil, func(buf []byte) (int, error) {
 		n := copy(buf, data[off:])
 		off += n
 		return n, nil
@@ -165,10 +165,13 @@ func (s *Store) putSingle(ctx context.Context, d hashing.Digest, data []byte) er
 // putChunked writes a blob of size bytes as chunks and, last, its
 // manifest: a manifest is never visible before its chunks. next fills a
 // buffer of BlobChunkSize bytes with the next chunk (the last may be
-// shorter) and returns its length.
-func (s *Store) putChunked(ctx context.Context, d hashing.Digest, size int64, next func([]byte) (int, error)) error {
+// shorter) and returns its length; buf, when at least BlobChunkSize long,
+// is the buffer to fill.
+func (s *Store) putChunked(ctx context.Context, d hashing.Digest, size int64, buf []byte, next func([]byte) (int, error)) error {
 	m := &manifest{size: size, chunkSize: BlobChunkSize}
-	buf := make([]byte, BlobChunkSize)
+	if len(buf) < BlobChunkSize {
+		buf = make([]byte, BlobChunkSize)
+	}
 	for done, i := int64(0), uint32(0); done < size; i++ {
 		n, err := next(buf[:min(int64(BlobChunkSize), size-done)])
 		if err != nil {
@@ -248,7 +251,7 @@ func (s *Store) WriteBlob(ctx context.Context, r io.Reader) (BlobInfo, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return info, fmt.Errorf("blob upload: %w", err)
 	}
-	return info, s.putChunked(ctx, info.Digest, size, func(b []byte) (int, error) { return io.ReadFull(f, b) })
+	return info, s.putChunked(ctx, info.Digest, size, buf, func(b []byte) (int, error) { return io.ReadFull(f, b) })
 }
 
 // ---- reading ----
