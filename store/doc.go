@@ -97,7 +97,10 @@
 //
 // # Group commit
 //
-// All writes go through one goroutine. It takes every queued request,
+// Writes go through a few committer goroutines, the lanes
+// (Options.Committers, default 4): every request of a context goes to the
+// same lane, so a long commit of one context holds up only the contexts
+// that share its lane, never all of them. A lane takes every queued request,
 // applies them in order to the in-memory heads (same-branch requests see
 // each other, and a request sees the refs, contexts and commits made by
 // earlier requests of its group), writes the group and syncs once, then
