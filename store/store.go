@@ -348,6 +348,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// Shared reports whether other processes may write to the store's
+// database too (kv.Sharer): records a process caches outside the chain —
+// the type and relation registry — must then be read again before use.
+func (s *Store) Shared() bool { return s.shared }
+
 // DefaultCommitters is the default of Options.Committers.
 const DefaultCommitters = 4
 
