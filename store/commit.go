@@ -104,14 +104,18 @@ type writeResp struct {
 func (s *Store) submit(ctx context.Context, r *writeReq) (writeResp, error) {
 	r.ctx = ctx
 	r.resp = make(chan writeResp, 1)
-	select {
-	case <-s.done:
+	// The read lock keeps Close from closing the lane while the request
+	// is handed over (the committer goes on draining its lane meanwhile).
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
 		return writeResp{}, ErrClosed
-	default:
 	}
 	select {
-	case s.reqs <- r:
+	case s.laneOf(r.ctxID) <- r:
+		s.closeMu.RUnlock()
 	case <-ctx.Done():
+		s.closeMu.RUnlock()
 		return writeResp{}, ctx.Err()
 	}
 	// Once queued, the request is carried out even if ctx ends: the caller
@@ -163,15 +167,14 @@ func (s *Store) ResetBranchIf(ctx context.Context, ctxID, name string, to hashin
 // deferred to a later group (with every later request on that branch, to
 // keep their order), so a read of one context never stalls the commits of
 // others.
-func (s *Store) run() {
-	defer close(s.done)
+func (s *Store) run(lane chan *writeReq) {
 	var pending []*writeReq
 	open := true
 	for open || len(pending) > 0 {
 		batch := pending
 		pending = nil
 		if len(batch) == 0 {
-			first, ok := <-s.reqs
+			first, ok := <-lane
 			if !ok {
 				break
 			}
@@ -180,7 +183,7 @@ func (s *Store) run() {
 	drain:
 		for open && len(batch) < s.batch {
 			select {
-			case r, ok := <-s.reqs:
+			case r, ok := <-lane:
 				if !ok {
 					open = false
 					break drain
