@@ -54,8 +54,6 @@ func keyBlobMember(ctxID string, d hashing.Digest) []byte {
 	return append([]byte(pBlobMember+ctxID+"\x00"), d[:]...)
 }
 
-func prefixBlobMembers(ctxID string) []byte { return []byte(pBlobMember + ctxID + "\x00") }
-
 // BlobInfo describes a stored blob.
 type BlobInfo struct {
 	Digest hashing.Digest
