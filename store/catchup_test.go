@@ -14,7 +14,7 @@ import (
 // itself shared as a database server's driver does.
 type sharedMem struct{ kv.Driver }
 
-func (sharedMem) Shared() bool  { return true }
+func (sharedMem) Shared() bool { return true }
 func (sharedMem) Close() error { return nil }
 
 // TestCatchUpFollowsAnotherProcess caches a head in one store, lets a
