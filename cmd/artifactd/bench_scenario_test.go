@@ -220,11 +220,48 @@ func TestScenarioUsage(t *testing.T) {
 		{[]string{"--scenario", "big", "--batch", "-1"}, "negative"},
 		{[]string{"--scenario", "chain", "--timeout", "0s"}, "--timeout"},
 		{[]string{"--scenario", "hub", "--clients", "1000"}, "--clients"},
+		{[]string{"--scenario", "soak", "--duration", "-1s"}, "--duration must not be negative"},
 	} {
 		rc, _, _, stderr := scenario(t, tc.args...)
 		if rc != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q (want %q)", tc.args, rc, stderr, tc.want)
 		}
+	}
+}
+
+// TestScenarioSoak runs the soak for a few seconds: every kind of the mix
+// ran and answered as expected (no error but the intended 409s), each kind
+// has its latencies, and the RSS curve has its first and last samples.
+func TestScenarioSoak(t *testing.T) {
+	rc, r, m, stderr := scenario(t, "--scenario", "soak", "--duration", "4s", "--clients", "4")
+	if rc != exitOK || r.Errors != 0 || r.Cut {
+		t.Fatalf("exit %d, %d errors (%s), cut %v: %s", rc, r.Errors, r.FirstErr, r.Cut, stderr)
+	}
+	f := r.Soak
+	if f == nil || f.Contexts != soakContexts || r.Params.Clients != 4 {
+		t.Fatalf("figures %+v", f)
+	}
+	if got := keysOf(t, m, "soak"); !slices.Equal(got, []string{"contexts", "duration_ns", "intended_409", "kinds", "requests", "rss_end", "rss_max", "rss_start"}) {
+		t.Fatalf("soak keys %v", got)
+	}
+	var n int64
+	for _, k := range soakKinds {
+		sk, ok := f.Kinds[k.name]
+		if !ok || sk.Errors != 0 {
+			t.Fatalf("kind %s: %+v", k.name, sk)
+		}
+		if k.name != "stale_write" && k.name != "merge" && k.name != "effect" && sk.Intended != 0 {
+			t.Fatalf("kind %s has intended 409s: %+v", k.name, sk)
+		}
+		n += int64(sk.N)
+	}
+	for _, k := range []string{"artifact", "commit", "fetch", "tool_result", "log", "artifact_read"} {
+		if sk := f.Kinds[k]; sk.N == 0 || sk.P50 <= 0 || sk.P99 < sk.P50 {
+			t.Fatalf("kind %s: %+v", k, sk)
+		}
+	}
+	if n != f.Requests || r.Commits < int64(f.Kinds["commit"].N) || len(r.RSS) < 2 || r.RSS[0].At != 0 || f.RSSMax < f.RSSStart {
+		t.Fatalf("requests %d of %d, commits %d, rss %+v", n, f.Requests, r.Commits, r.RSS)
 	}
 }
 
