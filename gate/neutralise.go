@@ -66,8 +66,20 @@ var (
 )
 
 // neutralise removes structural markers (see above). It never lengthens s.
+// Defanging an unclosed tag can close an earlier one ("</s 0</output!>"
+// loses the second "</" and becomes the sequence tag "</s 0output!>"), so
+// the two steps alternate until neither changes the text, and the last
+// step is always a marker removal: the result never holds a complete
+// marker.
 func neutralise(s string) string {
-	return defangUnclosed(stripMarkers(s))
+	for range maxNeutralisePasses {
+		t := defangUnclosed(stripMarkers(s))
+		if t == s {
+			return s
+		}
+		s = t
+	}
+	return stripMarkers(s)
 }
 
 // stripMarkers removes complete role tags, chat tokens and CDATA markers in
@@ -230,7 +242,8 @@ func isRoleName(name []byte) bool {
 // defangUnclosed removes the '<' (and a following '/') of every role tag
 // that has no closing '>'. It scans right to left so a removal that makes an
 // earlier '<' start a role name ("<tool_<result") is handled in the same
-// pass. It cannot create a complete marker: it only removes '<' and '/'.
+// pass. Removing a '<' can join an earlier '<' to a later '>' into a
+// complete marker; neutralise removes those.
 func defangUnclosed(s string) string {
 	if strings.IndexByte(s, '<') < 0 {
 		return s

@@ -40,6 +40,8 @@ func TestMaskSecrets(t *testing.T) {
 		{"not secrets", "HTTP 403 during collect stage; token: CPU; request=session-safe-id", "HTTP 403 during collect stage; token: CPU; request=session-safe-id"},
 		{"long plain run", strings.Repeat("x", 100), strings.Repeat("x", 100)},
 		{"task id", "task-abcdefghijklmnopqrstuvwxyz", "task-abcdefghijklmnopqrstuvwxyz"},
+		{"defang closes a sequence tag", "a</s 0</output!>b", "ab"},
+		{"defang closes a chat token", "<|ab</output|>x", "x"},
 		{"empty", "", ""},
 	}
 	for _, c := range cases {
@@ -89,6 +91,8 @@ func TestNeutralise(t *testing.T) {
 		{"bracket words kept", "[info] [1] [x] arr[i] [INSTANCE] [/path]", "[info] [1] [x] arr[i] [INSTANCE] [/path]"},
 		{"code comparison with s kept", "for (i=0; i<s; i++)", "for (i=0; i<s; i++)"},
 		{"strikethrough tag removed", "a <s>b</s> c", "a b c"},
+		{"defang closes a sequence tag", "a</s 0</output!>b", "ab"},
+		{"defang closes a chat token", "<|ab</output|>x", "x"},
 		{"empty", "", ""},
 	}
 	for _, c := range cases {
