@@ -40,8 +40,6 @@ func TestMaskSecrets(t *testing.T) {
 		{"not secrets", "HTTP 403 during collect stage; token: CPU; request=session-safe-id", "HTTP 403 during collect stage; token: CPU; request=session-safe-id"},
 		{"long plain run", strings.Repeat("x", 100), strings.Repeat("x", 100)},
 		{"task id", "task-abcdefghijklmnopqrstuvwxyz", "task-abcdefghijklmnopqrstuvwxyz"},
-		{"defang closes a sequence tag", "a</s 0</output!>b", "ab"},
-		{"defang closes a chat token", "<|ab</output|>x", "x"},
 		{"empty", "", ""},
 	}
 	for _, c := range cases {
