@@ -18,8 +18,11 @@ const serverTimingJS = `(() => {
   return st ? st.duration : -1;
 })()`
 
-// overflowJS is how far the page is wider than the window.
-const overflowJS = `document.documentElement.scrollWidth - window.innerWidth`
+// overflowJS is how far the page is wider than the screen. The layout
+// viewport (clientWidth) is the device width; window.innerWidth is not: a
+// mobile browser zooms out to fit a page that overflows, and innerWidth
+// then grows with it, hiding the overflow.
+const overflowJS = `document.documentElement.scrollWidth - document.documentElement.clientWidth`
 
 // TestBrowserAuditor walks the auditor's questions in Chromium at desktop
 // (1400×900) and phone (390×844) widths, asserting on the DOM: what was
@@ -197,7 +200,7 @@ func TestBrowserAuditor(t *testing.T) {
 	for _, p := range pages {
 		step(t, ctx, "phone "+p.name, chromedp.Navigate(base+p.path), chromedp.WaitReady(chromedp.CSS("footer")))
 		if over := eval[float64](t, ctx, overflowJS); over > 1 {
-			wide := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("main *")).filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest(".graph-viewport, .table-wrap, pre, textarea, .legend-shapes")).slice(0, 5).map(e => e.tagName + "." + e.className)`)
+			wide := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("main *")).filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1 && !e.closest(".graph-viewport, .table-wrap, pre, textarea, .legend-shapes")).slice(0, 5).map(e => e.tagName + "." + e.className)`)
 			t.Errorf("phone: %s overflows by %vpx (%q)", p.path, over, wide)
 		}
 		if phoneShots[p.name] {
