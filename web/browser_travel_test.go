@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/chromedp/kb"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // TestBrowserTimeTravel drives the time-travel control in Chromium: on
