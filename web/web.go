@@ -102,7 +102,9 @@ const (
 //	/ui/login, /ui/logout                 token form (only when Options.Tokens is set)
 //
 // Every page takes ?at= (a branch, a commit id or a prefix of at least 8
-// hex digits). Paths are split on their escaped form, so an artifact id
+// hex digits); every context page also takes ?step=N (&on=branch), the
+// time-travel form, answered with a redirect to the same page at the Nth
+// commit of the branch (handleStep). Paths are split on their escaped form, so an artifact id
 // may hold any character, "/" included, written %2F.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
