@@ -84,14 +84,17 @@
 // decided on (the head it built on; no value for a new branch), every
 // seq entry and new context record a swap expecting no value. When a
 // swap fails — another process committed first — nothing was written:
-// the group's heads and sequence counters are dropped and its requests
-// are decided again in the next group, on the stored heads (a request
-// whose own Parent is no longer the head then gets ErrStale; one that
-// lost 16 times gets ErrStale saying so). A driver that says other
-// processes write through it (kv.Sharer: PostgreSQL) also makes the
-// committer read each branch's ref before it trusts a cached head, and a
-// context's sequence counter once per group, and makes a read of a
-// branch head whose ref moved read that ref's commit. A group that fails
+// the group's heads and sequence counters are dropped and, after a pause
+// of a few random milliseconds (longer after each loss, so that racing
+// processes take turns), its requests are decided again on the stored
+// heads. A request whose own Parent is no longer the head then gets
+// ErrStale; one that keeps losing for 30 seconds gets ErrStale saying so.
+// A driver that says other processes write through it (kv.Sharer:
+// PostgreSQL) also makes the committer read each branch's ref before it
+// trusts a cached head — a head a few commits behind catches up by
+// applying their recorded ops, as a replay does, checking each context
+// hash — and a context's sequence counter once per group; a read of a
+// branch head whose ref moved reads that ref's commit. A group that fails
 // otherwise answers every request with the error and stops the store's
 // writes (ErrWriteFailed): its outcome is unknown until a restart.
 //
