@@ -438,14 +438,50 @@ func (s *Store) BlobMember(ctx context.Context, ctxID string, d hashing.Digest) 
 }
 
 // PutContextBlob stores bytes (PutBlob) and records that context ctxID
-// holds them (AddBlobMember).
+// holds them (AddBlobMember); bytes of at most BlobChunkSize take one
+// durable write for both.
 func (s *Store) PutContextBlob(ctx context.Context, ctxID string, data []byte) (hashing.Digest, error) {
-	d, err := s.PutBlob(ctx, data)
+	d := hashing.Sum(data)
+	if err := ValidateContextID(ctxID); err != nil {
+		return d, err
+	}
+	if len(data) > BlobChunkSize {
+		if _, err := s.PutBlob(ctx, data); err != nil {
+			return d, err
+		}
+		_, err := s.AddBlobMember(ctx, ctxID, d)
+		return d, err
+	}
+	if err := s.checkSpace(); err != nil {
+		return d, err
+	}
+	had, err := s.HasBlob(ctx, d)
 	if err != nil {
 		return d, err
 	}
-	_, err = s.AddBlobMember(ctx, ctxID, d)
-	return d, err
+	held, err := s.BlobMember(ctx, ctxID, d)
+	if err != nil || (had && held) {
+		return d, err
+	}
+	var b kv.Batch
+	if !had {
+		b.Sets = []kv.Record{{Key: keyBlob(d), Value: data}}
+	}
+	if !held {
+		b.Swaps = []kv.Swap{{Key: keyBlobMember(ctxID, d), Absent: true, New: []byte{}}}
+	}
+	err = s.kv.Commit(ctx, b)
+	if errors.Is(err, kv.ErrConflict) && !had {
+		// Another call recorded the membership first and nothing of
+		// this batch was written: store the bytes alone.
+		_, err = s.PutBlob(ctx, data)
+	} else if errors.Is(err, kv.ErrConflict) {
+		err = nil
+	}
+	if err != nil {
+		return d, fmt.Errorf("put blob %s of context %q: %w", d.Short(), ctxID, err)
+	}
+	return d, nil
 }
 
 // GetContextBlob returns the bytes of a blob that context ctxID holds

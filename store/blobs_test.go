@@ -200,6 +200,34 @@ func TestBlobMembers(t *testing.T) {
 	}
 }
 
+// TestPutContextBlobConcurrent: concurrent puts of the same bytes into
+// two contexts all succeed, and both contexts hold them.
+func TestPutContextBlobConcurrent(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	data := []byte("raced bytes")
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			_, err := s.PutContextBlob(ctx, []string{"x", "y"}[i%2], data)
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := hashing.Sum(data)
+	for _, id := range []string{"x", "y"} {
+		if got, err := s.GetContextBlob(ctx, id, d); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s: %q %v", id, got, err)
+		}
+	}
+	mustCheck(t, s)
+}
+
 // TestPruneChunkedSpill: pruning a spilled output that was chunked
 // removes its manifest and every chunk, and reads say it was pruned.
 func TestPruneChunkedSpill(t *testing.T) {
