@@ -154,13 +154,13 @@ func (e *Error) Unwrap() error { return e.Err }
 // Pointer returns the first field's JSON pointer (or parameter), "" when
 // the error names no field.
 func (e *Error) Pointer() string {
-	for _, f := range e.Errors {
-		if f.Parameter != "" {
-			return f.Parameter
-		}
-		return f.Pointer
+	if len(e.Errors) == 0 {
+		return ""
 	}
-	return ""
+	if f := e.Errors[0]; f.Parameter != "" {
+		return f.Parameter
+	}
+	return e.Errors[0].Pointer
 }
 
 // Errorf returns an *Error of code with a formatted detail.
