@@ -31,6 +31,11 @@ const DefaultMaxBlobBytes = 64 << 20
 type Options struct {
 	// Store is the repository served. Required.
 	Store *store.Store
+	// Service is the service layer the handlers call. When nil, New makes
+	// one over Store from the fields below that configure it (Types,
+	// AllowFetch, Fetcher, Render, Sanitize, GateRules, Clock, LeaseKey);
+	// when set, those fields are ignored and Service must work on Store.
+	Service *service.Service
 	// Types is the type registry. Pass the registry whose RoleOf the store
 	// was opened with (store.Options.Roles), already loaded, so that user
 	// types count in trust. When nil, New makes one and loads it from Store;
@@ -166,15 +171,18 @@ func New(opts Options) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	fetcher := opts.Fetcher
-	if opts.AllowFetch && fetcher == nil {
-		fetcher = fetch.New(fetch.Options{})
+	s.svc = opts.Service
+	if s.svc == nil {
+		fetcher := opts.Fetcher
+		if opts.AllowFetch && fetcher == nil {
+			fetcher = fetch.New(fetch.Options{})
+		}
+		s.svc = service.New(service.Options{
+			Store: opts.Store, Types: opts.Types, Logger: s.log,
+			AllowFetch: opts.AllowFetch, Fetcher: fetcher, Render: opts.Render,
+			Sanitize: opts.Sanitize, GateRules: opts.GateRules, Clock: opts.Clock, LeaseKey: opts.LeaseKey,
+		})
 	}
-	s.svc = service.New(service.Options{
-		Store: opts.Store, Types: opts.Types, Logger: s.log,
-		AllowFetch: opts.AllowFetch, Fetcher: fetcher, Render: opts.Render,
-		Sanitize: opts.Sanitize, GateRules: opts.GateRules, Clock: opts.Clock, LeaseKey: opts.LeaseKey,
-	})
 	s.types = s.svc.Types()
 	s.metrics.writes = s.svc.Writes
 	if s.maxBody <= 0 {

@@ -205,8 +205,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, exitUsage, "demo: %v", err)
 	}
 	defer st.Close()
-	srv := newServer(st, reg, serveConfig{Logger: discardLogger()})
-	if err := loadDemo(ctx, st, srv.Service(), stdout); err != nil {
+	svc := newService(st, reg, serveConfig{Logger: discardLogger()}, nil)
+	if err := loadDemo(ctx, st, svc, stdout); err != nil {
 		return fail(stderr, exitUsage, "demo: %v", err)
 	}
 	head, err := st.Resolve(ctx, "poison-plan", "")

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
-	"github.com/artifactd/artifactd/httpapi"
 	"github.com/artifactd/artifactd/service"
 )
 
@@ -130,9 +130,8 @@ func fetchIntoStore(ctx context.Context, dir, ctxID string, in service.FetchInpu
 		return nil, err
 	}
 	defer st.Close()
-	out, err := newServer(st, reg, cfg).Service().RecordFetch(ctx, ctxID, in)
-	var e *httpapi.Error
-	if errors.As(err, &e) && e.Code != httpapi.CodeInternal && e.Detail != "" {
+	out, err := newService(st, reg, cfg, nil).RecordFetch(ctx, ctxID, in)
+	if e, ok := fault.As(err); ok && e.Code != fault.Internal && e.Detail != "" {
 		return nil, errors.New(e.Detail)
 	}
 	return out, err
