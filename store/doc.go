@@ -32,8 +32,10 @@
 //     on first use. Heads are a cache: they are evicted least recently
 //     used when their estimated size passes 60 % of Options.CacheBytes
 //     (default 256 MB; the node, payload and old-state caches share the
-//     rest), never while a commit group holds one, and a reader caches a
-//     head it loaded only while it is still the branch's durable head.
+//     rest), never while a commit group holds one nor the most recently
+//     used one (a context bigger than the budget stays cached alone rather
+//     than be loaded again on every read), and a reader caches a head it
+//     loaded only while it is still the branch's durable head.
 //   - definitions: the types and relations a context uses, recorded in
 //     its own history as artifactd.type/… and artifactd.relation/…
 //     artifacts (graph.DefinitionOps decides which a commit must record;
@@ -84,20 +86,26 @@
 // decided on (the head it built on; no value for a new branch), every
 // seq entry and new context record a swap expecting no value. When a
 // swap fails — another process committed first — nothing was written:
-// the group's heads and sequence counters are dropped and its requests
-// are decided again in the next group, on the stored heads (a request
-// whose own Parent is no longer the head then gets ErrStale; one that
-// lost 16 times gets ErrStale saying so). A driver that says other
-// processes write through it (kv.Sharer: PostgreSQL) also makes the
-// committer read each branch's ref before it trusts a cached head, and a
-// context's sequence counter once per group, and makes a read of a
-// branch head whose ref moved read that ref's commit. A group that fails
+// the group's heads and sequence counters are dropped and, after a pause
+// of a few random milliseconds (longer after each loss, so that racing
+// processes take turns), its requests are decided again on the stored
+// heads. A request whose own Parent is no longer the head then gets
+// ErrStale; one that keeps losing for 30 seconds gets ErrStale saying so.
+// A driver that says other processes write through it (kv.Sharer:
+// PostgreSQL) also makes the committer read each branch's ref before it
+// trusts a cached head — a head a few commits behind catches up by
+// applying their recorded ops, as a replay does, checking each context
+// hash — and a context's sequence counter once per group; a read of a
+// branch head whose ref moved reads that ref's commit. A group that fails
 // otherwise answers every request with the error and stops the store's
 // writes (ErrWriteFailed): its outcome is unknown until a restart.
 //
 // # Group commit
 //
-// All writes go through one goroutine. It takes every queued request,
+// Writes go through a few committer goroutines, the lanes
+// (Options.Committers, default 4): every request of a context goes to the
+// same lane, so a long commit of one context holds up only the contexts
+// that share its lane, never all of them. A lane takes every queued request,
 // applies them in order to the in-memory heads (same-branch requests see
 // each other, and a request sees the refs, contexts and commits made by
 // earlier requests of its group), writes the group and syncs once, then

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"regexp"
 	"sort"
@@ -86,6 +87,11 @@ type Options struct {
 	// MaxBatch bounds how many commit requests one group commit takes
 	// (default 256).
 	MaxBatch int
+	// Committers is the number of commit lanes (default DefaultCommitters):
+	// each context's writes go through one of them, so a long commit of
+	// one context holds up only the contexts that share its lane; each
+	// lane groups its requests and syncs once per group.
+	Committers int
 	// Rulesets are the gate rulesets import re-derives fetch verdicts
 	// with (the receipt names one); gate.BuiltinRulesets when nil. Add the
 	// ones a server ran with (serve --gate-rules) to import its bundles.
@@ -113,7 +119,12 @@ type Store struct {
 	noSync bool
 	batch  int
 
-	reqs      chan *writeReq
+	// lanes are the committers' queues: a context's requests all go to
+	// one lane (laneOf), so one context's slow commit delays only the
+	// contexts of its lane. closeMu guards closed against submit.
+	lanes     []chan *writeReq
+	closeMu   sync.RWMutex
+	closed    bool
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
@@ -201,7 +212,8 @@ type head struct {
 func (s *Store) touch(h *head) { h.used.Store(s.tick.Add(1)) }
 
 // evictHeadsLocked drops the least recently used heads, never one a commit
-// group holds, until the cached heads fit in nine tenths of the budget.
+// group holds nor the most recently used one, until the cached heads fit
+// in nine tenths of the budget.
 // The caller holds s.mu. A dropped head is a cache entry only: its state is
 // on disk, and the next use loads it again.
 func (s *Store) evictHeadsLocked() {
@@ -224,6 +236,12 @@ func (s *Store) evictHeadsLocked() {
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].used < cands[j].used })
+	// The most recently used head stays even when it alone passes the
+	// budget (a context bigger than the cache): dropping it would make
+	// every read of that context load it again.
+	if len(cands) > 0 {
+		cands = cands[:len(cands)-1]
+	}
 	for _, c := range cands {
 		if total <= s.headBudget*9/10 {
 			break
@@ -287,7 +305,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		clock:      opts.Clock,
 		noSync:     opts.NoSync,
 		batch:      opts.MaxBatch,
-		reqs:       make(chan *writeReq, 1024),
 		done:       make(chan struct{}),
 		nodes:      newLRU[hashing.Digest](cacheBytes(opts)*15/100, (*trieNode).cost),
 		objects:    newLRU[hashing.Digest](cacheBytes(opts)*10/100, func(b []byte) int64 { return int64(len(b)) + 64 }),
@@ -318,8 +335,40 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		drv.Close()
 		return nil, err
 	}
-	go s.run()
+	n := opts.Committers
+	if n <= 0 {
+		n = DefaultCommitters
+	}
+	var wg sync.WaitGroup
+	for range n {
+		lane := make(chan *writeReq, 1024)
+		s.lanes = append(s.lanes, lane)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.run(lane)
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(s.done)
+	}()
 	return s, nil
+}
+
+// Shared reports whether other processes may write to the store's
+// database too (kv.Sharer): records a process caches outside the chain —
+// the type and relation registry — must then be read again before use.
+func (s *Store) Shared() bool { return s.shared }
+
+// DefaultCommitters is the default of Options.Committers.
+const DefaultCommitters = 4
+
+// laneOf returns the commit lane of a context.
+func (s *Store) laneOf(ctxID string) chan *writeReq {
+	h := fnv.New32a()
+	h.Write([]byte(ctxID))
+	return s.lanes[h.Sum32()%uint32(len(s.lanes))]
 }
 
 func reserveBytes(o Options) int64 {
@@ -369,7 +418,12 @@ func (s *Store) checkFormat(ctx context.Context) error {
 // the database. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		close(s.reqs)
+		s.closeMu.Lock()
+		s.closed = true
+		for _, lane := range s.lanes {
+			close(lane)
+		}
+		s.closeMu.Unlock()
 		<-s.done
 		s.closeErr = s.kv.Close()
 	})
