@@ -1,12 +1,10 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 
 	"github.com/artifactd/artifactd/hashing"
-	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -29,36 +27,7 @@ func (s *Server) handleGetModelCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctxID, _ := ctxParam(r)
-	id := service.ModelCallID(want)
 	s.readView(w, r, func(v *store.View) (any, error) {
-		meta := v.State.Artifact(id)
-		if meta == nil {
-			return nil, errorf(CodeNotFound, "no model call with request hash %s at commit %s", want, v.Commit.ID.Short())
-		}
-		if meta.Type != "model_call" {
-			return nil, errorf(CodeConflict, "artifact %q has type %q, not model_call", id, meta.Type)
-		}
-		a, wrote, err := s.st.ArtifactAt(r.Context(), ctxID, v.Commit, id)
-		if err != nil {
-			return nil, err
-		}
-		var rec struct {
-			Model       string          `json:"model"`
-			RequestHash string          `json:"request_hash"`
-			Request     json.RawMessage `json:"request"`
-			Response    json.RawMessage `json:"response"`
-		}
-		if err := json.Unmarshal(a.Data, &rec); err != nil {
-			return nil, errorf(CodeConflict, "model call %q is not a record: %v", id, err)
-		}
-		got, err := service.ModelCallRequestHash(rec.Request)
-		if err != nil || got != want || rec.RequestHash != want.String() {
-			return nil, errorf(CodeConflict, "model call %q does not record a request hashing to %s; it cannot be replayed", id, want)
-		}
-		if rec.Response == nil {
-			return nil, errorf(CodeConflict, "model call %q records no response", id)
-		}
-		return ModelCallView{RequestHash: want, Artifact: id, Model: rec.Model, Request: rec.Request, Response: rec.Response,
-			WrittenIn: wrote, Commit: v.Commit.ID}, nil
+		return s.svc.ModelCallAt(r.Context(), ctxID, v, want)
 	})
 }

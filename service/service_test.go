@@ -233,3 +233,35 @@ func TestClassify(t *testing.T) {
 		t.Errorf("a refused verdict points at %q, want /data/verdict", e.Pointer())
 	}
 }
+
+// TestEnsureContext: absent → created; the same mode again → the record;
+// another mode → an exists refusal naming /quarantine, nothing changed.
+func TestEnsureContext(t *testing.T) {
+	s, _ := newService(t)
+	ctx := t.Context()
+	for i, c := range []struct {
+		id, mode      string
+		created       bool
+		code, pointer string
+	}{
+		{"e", "", true, "", ""},
+		{"e", store.ModeEnforce, false, "", ""},
+		{"e", store.ModeObserve, false, string(fault.Exists), "/quarantine"},
+		{"o", store.ModeObserve, false, "", ""},
+	} {
+		info, created, err := s.EnsureContext(ctx, c.id, c.mode)
+		if c.code != "" {
+			e := Classify(err)
+			if string(e.Code) != c.code || e.Pointer() != c.pointer {
+				t.Fatalf("%d: got %v (pointer %q), want %s at %s", i, err, e.Pointer(), c.code, c.pointer)
+			}
+			continue
+		}
+		if err != nil || created != c.created || info.ID != c.id {
+			t.Fatalf("%d: info %+v created %v err %v", i, info, created, err)
+		}
+	}
+	if info, err := s.st.GetContext(ctx, "e"); err != nil || info.Quarantine != store.ModeEnforce {
+		t.Fatalf("a refused ensure changed the context: %+v %v", info, err)
+	}
+}
