@@ -9,7 +9,8 @@
 // sentinels of store, graph, replay, gate and store/kv into a Code lives
 // one layer up, in service.Classify, because it must import them; the
 // mapping of a Code to an HTTP status and an RFC 9457 problem lives once
-// in the HTTP door (httpapi.ProblemOf), which the browser UI uses too.
+// in the HTTP door (httpapi.StatusOf and its problem+json writer), whose
+// statuses the browser UI and the MCP server use too.
 //
 // # Glossary
 //
