@@ -9,6 +9,7 @@ import (
 	"github.com/artifactd/artifactd/fault"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/store"
 )
 
 // RelationRecord is a relation as GET /v1/relations/{name} shows it and as
@@ -73,6 +74,12 @@ func (r *Registry) PutRelation(ctx context.Context, st interface {
 	}
 	if _, ok := r.builtinRels[name]; ok {
 		return RelationRecord{}, false, fault.Errorf(fault.Conflict, "%q is a built-in relation and cannot be redefined", name)
+	}
+	if ss, ok := st.(*store.Store); ok {
+		// Another process may have defined the relation.
+		if err := r.Refresh(ctx, ss); err != nil {
+			return RelationRecord{}, false, err
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

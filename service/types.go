@@ -58,10 +58,12 @@ type Registry struct {
 
 	builtinRels map[string]RelationRecord // immutable after NewRegistry
 
-	mu       sync.RWMutex // guards user and userRels and serializes Put and PutRelation
+	mu       sync.RWMutex // guards user, userRels and stamp and serializes Put and PutRelation
 	user     map[string]*typeEntry
 	userRels map[string]RelationRecord
-	loaded   atomic.Bool
+	// stamp is the store's registry stamp Load read (Refresh).
+	stamp  []byte
+	loaded atomic.Bool
 }
 
 // NewRegistry returns a registry holding the built-in types. It panics if a
@@ -103,6 +105,10 @@ func (r *Registry) RoleOf(typ string) (graph.Role, bool) {
 // Load reads the user types stored in st. Call it after store.Open and
 // before serving, so that trust sees every user type's role.
 func (r *Registry) Load(ctx context.Context, st *store.Store) error {
+	stamp, err := st.RegistryStamp(ctx)
+	if err != nil {
+		return fmt.Errorf("load types: %w", err)
+	}
 	recs, err := st.ListTypes(ctx)
 	if err != nil {
 		return fmt.Errorf("load types: %w", err)
@@ -135,9 +141,31 @@ func (r *Registry) Load(ctx context.Context, st *store.Store) error {
 	r.mu.Lock()
 	r.user = user
 	r.userRels = rels
+	r.stamp = stamp
 	r.mu.Unlock()
 	r.loaded.Store(true)
 	return nil
+}
+
+// Refresh reads the registry again when another process changed it since
+// the last Load (the store's registry stamp moved). Only a store other
+// processes write to (store.Store.Shared) can change under a loaded
+// registry; for any other it does nothing.
+func (r *Registry) Refresh(ctx context.Context, st *store.Store) error {
+	if !st.Shared() {
+		return nil
+	}
+	stamp, err := st.RegistryStamp(ctx)
+	if err != nil {
+		return fmt.Errorf("refresh types: %w", err)
+	}
+	r.mu.RLock()
+	same := bytes.Equal(stamp, r.stamp)
+	r.mu.RUnlock()
+	if same {
+		return nil
+	}
+	return r.Load(ctx, st)
 }
 
 // Loaded reports whether Load has succeeded.
@@ -191,6 +219,10 @@ func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role g
 	}
 	if role == "" {
 		role = graph.RoleDerived
+	}
+	// Another process may have changed the type: version from the store's.
+	if err := r.Refresh(ctx, st); err != nil {
+		return TypeRecord{}, false, err
 	}
 	e, err := newTypeEntry(name, role, description, schema)
 	if err != nil {

@@ -349,6 +349,9 @@ func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactI
 			return nil, err
 		}
 	}
+	if err := s.types.Refresh(ctx, s.st); err != nil {
+		return nil, err
+	}
 	if err := s.types.Validate(in.Type, data, "/data"); err != nil {
 		return nil, err
 	}
@@ -507,6 +510,9 @@ func (s *Service) CommitDecoded(ctx context.Context, ctxID string, in *CommitInp
 // commit applies in; docs[i] is op i's artifact data decoded for schema
 // validation.
 func (s *Service) commit(ctx context.Context, ctxID string, in *CommitInput, docs []any, parent *hashing.Digest) (*CommitWrite, error) {
+	if err := s.types.Refresh(ctx, s.st); err != nil {
+		return nil, err
+	}
 	ops := make([]graph.Op, len(in.Ops))
 	for i, op := range in.Ops {
 		at := "/ops/" + strconv.Itoa(i)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"crypto/rand"
 	"container/list"
 	"context"
 	"encoding/json"
@@ -634,7 +635,7 @@ func (s *Store) object(d hashing.Digest) ([]byte, error) {
 
 // PutType stores a type record (opaque JSON owned by the caller).
 func (s *Store) PutType(ctx context.Context, name string, record []byte) error {
-	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyType(name), Value: record}}}); err != nil {
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyType(name), Value: record}, registryStamp()}}); err != nil {
 		return fmt.Errorf("put type %q: %w", name, err)
 	}
 	return nil
@@ -644,6 +645,26 @@ func (s *Store) PutType(ctx context.Context, name string, record []byte) error {
 func (s *Store) GetType(ctx context.Context, name string) ([]byte, error) {
 	out, err := s.getCopy(keyType(name), func() error { return fmt.Errorf("type %q: %w", name, ErrNotFound) })
 	return out, err
+}
+
+// registryStamp is a new value of the registry stamp, written with every
+// type or relation record: another process that read an older stamp
+// knows to read the registry again.
+func registryStamp() kv.Record {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return kv.Record{Key: keyMetaRegistry(), Value: b[:]}
+}
+
+// RegistryStamp returns the stamp the last PutType or PutRelation wrote
+// (nil before the first): a reader of the registry that kept an older one
+// reads it again (several processes on one database).
+func (s *Store) RegistryStamp(ctx context.Context) ([]byte, error) {
+	v, err := s.kv.Get(ctx, keyMetaRegistry())
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, nil
+	}
+	return v, err
 }
 
 // ListTypes returns every stored type record keyed by name.
@@ -659,7 +680,7 @@ func (s *Store) ListTypes(ctx context.Context) (map[string][]byte, error) {
 // PutRelation stores a relation record (opaque JSON owned by the caller),
 // durably.
 func (s *Store) PutRelation(ctx context.Context, name string, record []byte) error {
-	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: []byte(pRelDef + name), Value: record}}}); err != nil {
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: []byte(pRelDef + name), Value: record}, registryStamp()}}); err != nil {
 		return fmt.Errorf("put relation %q: %w", name, err)
 	}
 	return nil
