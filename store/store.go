@@ -2,9 +2,9 @@ package store
 
 import (
 	"bytes"
-	"crypto/rand"
 	"container/list"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
