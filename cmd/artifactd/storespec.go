@@ -148,7 +148,10 @@ func openDriver(ctx context.Context, sp storeSpec, noSync bool) (kv.Driver, erro
 	}
 	d, err := badgerkv.Open(ctx, badgerkv.Options{Dir: sp.Dir, NoSync: noSync, Logger: discardLogger()})
 	if err != nil {
-		return nil, fmt.Errorf("Badger store %s: %w", sp.Dir, err)
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("%s is in use by a running artifactd (the data directory is locked): stop it first", sp.Dir)
+		}
+		return nil, fmt.Errorf("data directory %s: %w", sp.Dir, err)
 	}
 	return d, nil
 }
