@@ -78,6 +78,15 @@ func TestMigrateBadgerToBadger(t *testing.T) {
 		t.Fatalf("fsck on the copy: %d\n%s%s", code, out, errs)
 	}
 
+	held, err := openStore(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = runCmd(t, "migrate", "--from", a, "--to", filepath.Join(root, "d"))
+	held.Close()
+	if code != exitUsage || !strings.Contains(errs, "in use by a running artifactd") {
+		t.Fatalf("migrate from a served directory: %d %s", code, errs)
+	}
 	code, _, errs = runCmd(t, "migrate", "--from", a, "--to", b)
 	if code != exitUsage || !strings.Contains(errs, "--to: ") || !strings.Contains(errs, "--into-nonempty") {
 		t.Fatalf("migrate into a non-empty store: %d %s", code, errs)
