@@ -15,6 +15,8 @@ import (
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/badgerkv"
 )
 
 // Benchmarks of the commit and read paths (issue 2). Commits are durable
@@ -142,7 +144,7 @@ func BenchmarkCommitSingle(b *testing.B) {
 		// load the head.
 		s.Close()
 		s = benchOpen(b, dir, false)
-		if err := s.db.Flatten(2); err != nil {
+		if err := s.kv.(*badgerkv.Driver).Flatten(2); err != nil {
 			b.Fatal(err)
 		}
 		benchCommit(b, s, "c", notePut("doc:000000", -1, "warm-up"))
@@ -289,7 +291,7 @@ func BenchmarkSync(b *testing.B) {
 			if err := s.PutType(context.Background(), "t", []byte(strconv.Itoa(i))); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.db.Sync(); err != nil {
+			if err := s.kv.Commit(context.Background(), kv.Batch{}); err != nil {
 				b.Fatal(err)
 			}
 			i++

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	badger "github.com/dgraph-io/badger/v4"
-
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -152,35 +150,19 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 // scan reads every record under prefix, keyed by a digest, and verifies
 // it, reading a failing value once more before calling it a defect.
 func (k *checker) scan(ctx context.Context, prefix, kind string, verify func(d hashing.Digest, v []byte) error, count *int) error {
-	return k.s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix), PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
+	return k.s.kv.Scan(ctx, []byte(prefix), nil, 0, func(key, v []byte) error {
+		*count++
+		if len(key) != len(prefix)+32 {
+			k.add(Defect{Kind: kind, ID: fmt.Sprintf("%q", key), Detail: "malformed key"})
+			return nil
+		}
+		d := hashing.Digest(key[len(prefix):])
+		if err := verify(d, v); err != nil {
+			// Read once more before calling it corruption.
+			if v2, gerr := k.s.kv.Get(ctx, key); gerr == nil && verify(d, v2) == nil {
+				return nil
 			}
-			key := it.Item().Key()
-			*count++
-			if len(key) != len(prefix)+32 {
-				k.add(Defect{Kind: kind, ID: fmt.Sprintf("%q", key), Detail: "malformed key"})
-				continue
-			}
-			var d hashing.Digest
-			copy(d[:], key[len(prefix):])
-			v, err := it.Item().ValueCopy(nil)
-			if err == nil {
-				err = verify(d, v)
-			}
-			if err != nil {
-				// Read once more before calling it corruption.
-				item, gerr := txn.Get(it.Item().KeyCopy(nil))
-				if gerr == nil {
-					if v2, verr := item.ValueCopy(nil); verr == nil && verify(d, v2) == nil {
-						continue
-					}
-				}
-				k.add(Defect{Kind: kind, ID: d.String(), Detail: err.Error()})
-			}
+			k.add(Defect{Kind: kind, ID: d.String(), Detail: err.Error()})
 		}
 		return nil
 	})
@@ -347,32 +329,18 @@ type seqEntry struct {
 
 func (k *checker) seqIndex(ctx context.Context, ctxID string) ([]seqEntry, error) {
 	var out []seqEntry
-	err := k.s.db.View(func(txn *badger.Txn) error {
-		p := prefixSeq(ctxID)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: p, PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			key := it.Item().Key()
-			if len(key) != len(p)+8 {
-				k.add(Defect{Kind: "commit", Context: ctxID, ID: fmt.Sprintf("%q", key), Detail: "malformed seq key"})
-				continue
-			}
-			seq := beUint64(key[len(p):])
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			if len(v) != 32 {
-				k.add(Defect{Kind: "commit", Context: ctxID, ID: fmt.Sprintf("seq %d", seq), Detail: fmt.Sprintf("seq entry holds %d bytes, not a commit id", len(v))})
-				continue
-			}
-			var d hashing.Digest
-			copy(d[:], v)
-			out = append(out, seqEntry{seq: seq, id: d})
+	p := prefixSeq(ctxID)
+	err := k.s.kv.Scan(ctx, p, nil, 0, func(key, v []byte) error {
+		if len(key) != len(p)+8 {
+			k.add(Defect{Kind: "commit", Context: ctxID, ID: fmt.Sprintf("%q", key), Detail: "malformed seq key"})
+			return nil
 		}
+		seq := beUint64(key[len(p):])
+		if len(v) != 32 {
+			k.add(Defect{Kind: "commit", Context: ctxID, ID: fmt.Sprintf("seq %d", seq), Detail: fmt.Sprintf("seq entry holds %d bytes, not a commit id", len(v))})
+			return nil
+		}
+		out = append(out, seqEntry{seq: seq, id: hashing.Digest(v)})
 		return nil
 	})
 	return out, err

@@ -1,17 +1,18 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
-
-	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
 )
 
 // CommitRequest asks for one atomic commit of ops on a branch.
@@ -87,8 +88,11 @@ type writeReq struct {
 	// deferredAt is when the committer first deferred the request
 	// because a reader held its branch head.
 	deferredAt time.Time
-	commit     CommitRequest
-	resp       chan writeResp
+	// attempts counts the groups that lost a ref's compare-and-swap to
+	// another process with this request in them.
+	attempts int
+	commit   CommitRequest
+	resp     chan writeResp
 }
 
 type writeResp struct {
@@ -236,23 +240,31 @@ type group struct {
 	s  *Store
 	tw *trieWriter
 	// imm holds the immutable records (objects, op chunks) until flush.
-	// Once they and the new trie nodes outgrow what one transaction may
-	// hold, they stream through wb instead.
-	imm     []kv
-	immSize int64
-	wb      *badger.WriteBatch
-	// async are the writes of immutable records running in other
+	// Once they and the new trie nodes outgrow what one Commit may hold,
+	// the group is spilling: they are put (PutImmutable, from other
+	// goroutines) in parts as they come, before the visible records.
+	imm      []kvRec
+	immSize  int64
+	spilling bool
+	// async are the puts of immutable records running in other
 	// goroutines (see writeAsync).
 	async []chan error
 	// sets are the small records that make the group visible: commit
-	// records, seq entries, refs and context records.
-	sets []kv
+	// records, keyed to write each once.
+	sets    []kvRec
+	setKeys map[string]bool
+	// absent are records that must not exist yet (seq entries, new
+	// context records): written by swaps that expect no value, so that a
+	// second process writing the same key loses.
+	absent []kvRec
 	// objs are the objects this group already wrote.
 	objs map[hashing.Digest]bool
 	// refs are the ref moves of this group (key ctx NUL branch) and commits
 	// the commits it made (key ctx NUL id): later requests of the group
-	// see them before they are on disk.
+	// see them before they are on disk. refWas is what each moved ref held
+	// before the group (nil: no ref), the expectation of its swap.
 	refs    map[string]hashing.Digest
+	refWas  map[string]*hashing.Digest
 	commits map[string]*replay.Commit
 	// moved lists the head keys dropped because their ref moves.
 	moved  []string
@@ -261,10 +273,44 @@ type group struct {
 	// group build on them even if a reader evicted one from Store.heads.
 	heads   map[string]*head
 	touched map[*ctxState]uint64 // contexts the group writes to (value: seq before it)
+	// fresh are the contexts whose record and sequence counter this group
+	// read from the driver (a shared store reads them once per group).
+	fresh map[string]bool
 	// created holds the contexts created by this group; they are published
 	// to Store.ctxs only once the group is durable.
 	created map[string]*ctxState
-	answers []func(error)
+	answers []answer
+}
+
+// answer is how a request of the group learns the group's outcome.
+type answer struct {
+	r  *writeReq
+	fn func(error)
+}
+
+// answer queues r's reply for when the group is durable (or failed).
+func (g *group) answer(r *writeReq, fn func(error)) {
+	g.answers = append(g.answers, answer{r, fn})
+}
+
+// moveRef records a move of ref key (context ctxID, branch) to id,
+// remembering what the ref held before the group as its swap's
+// expectation.
+func (g *group) moveRef(ctxID, branch string, was *hashing.Digest, id hashing.Digest) {
+	key := headKey(ctxID, branch)
+	if _, ok := g.refWas[key]; !ok {
+		g.refWas[key] = was
+	}
+	g.refs[key] = id
+}
+
+// set queues a visible record, once per key.
+func (g *group) set(k, v []byte) {
+	if g.setKeys[string(k)] {
+		return
+	}
+	g.setKeys[string(k)] = true
+	g.sets = append(g.sets, kvRec{k, v})
 }
 
 // ctxState returns a context created earlier in the group or a stored one.
@@ -272,27 +318,55 @@ func (g *group) ctxState(id string) (*ctxState, error) {
 	if cs := g.created[id]; cs != nil {
 		return cs, nil
 	}
+	if g.s.shared && !g.fresh[id] {
+		// Another process may have committed to the context since its
+		// sequence counter was cached: read it once per group.
+		if ValidateContextID(id) != nil {
+			return nil, fmt.Errorf("context %q: %w", id, ErrNotFound)
+		}
+		cs, err := g.s.loadCtxState(context.Background(), id)
+		if err != nil {
+			return nil, err
+		}
+		g.fresh[id] = true
+		g.s.mu.Lock()
+		g.s.ctxs[id] = cs
+		g.s.mu.Unlock()
+		return cs, nil
+	}
 	return g.s.ctxState(id)
 }
 
-type kv struct{ k, v []byte }
+// kvRec is a record the group writes.
+type kvRec struct{ k, v []byte }
 
-// recordSize is what a record counts against Badger's transaction limits
-// (key, value, two meta bytes and a version).
+// recordSize is what a record counts against a Commit's limits (key,
+// value and, for Badger, two meta bytes and a version).
 func recordSize(k, v []byte) int64 { return int64(len(k)+len(v)) + 12 }
 
 func headKey(ctxID, branch string) string { return ctxID + "\x00" + branch }
 
+// maxAttempts bounds how many groups a request may be in that lost a
+// ref's compare-and-swap to another process before it is refused.
+const maxAttempts = 16
+
+// processBatch decides and writes one group. It returns the requests to
+// carry to the next group: those deferred for a reader, and those of a
+// group that lost a compare-and-swap to another process (they are
+// decided again on the new heads).
 func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
 	g := &group{
 		s:       s,
 		tw:      newTrieWriter(s),
+		setKeys: make(map[string]bool),
 		objs:    make(map[hashing.Digest]bool),
 		refs:    make(map[string]hashing.Digest),
+		refWas:  make(map[string]*hashing.Digest),
 		commits: make(map[string]*replay.Commit),
 		locked:  make(map[*head]bool),
 		heads:   make(map[string]*head),
 		touched: make(map[*ctxState]uint64),
+		fresh:   make(map[string]bool),
 		created: make(map[string]*ctxState),
 	}
 	busy := map[string]bool{}
@@ -324,6 +398,8 @@ func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
 		}
 	}
 	err := g.flush()
+	var conflict *kv.ConflictError
+	lost := errors.As(err, &conflict)
 	s.mu.Lock()
 	if err == nil {
 		// The group is durable: its new contexts may now be seen. A reader
@@ -350,6 +426,10 @@ func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
 				delete(s.heads, headKey(h.ctx, h.branch))
 			}
 		}
+		// Their sequence counters may be behind too.
+		for cs := range g.touched {
+			delete(s.ctxs, cs.info.ID)
+		}
 	}
 	s.mu.Unlock()
 	for h := range g.locked {
@@ -360,6 +440,22 @@ func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
 	s.mu.Lock()
 	s.evictHeadsLocked()
 	s.mu.Unlock()
+	if lost {
+		// Another process moved a ref (or took a sequence number) this
+		// group expected: nothing was written. Decide its requests again
+		// on what is stored now; a request whose own parent is stale then
+		// gets ErrStale.
+		s.log.Debug("commit group lost a compare-and-swap; deciding again", "err", err)
+		var retry []*writeReq
+		for _, a := range g.answers {
+			if a.r.attempts++; a.r.attempts >= maxAttempts {
+				a.fn(fmt.Errorf("%w: gave up after %d attempts: other processes kept moving the branch (%v)", ErrStale, a.r.attempts, err))
+				continue
+			}
+			retry = append(retry, a.r)
+		}
+		return append(retry, deferred...)
+	}
 	if err != nil {
 		// Part of the group may be on disk (a transaction can commit and
 		// the sync after it fail), so its outcome is unknown: stop taking
@@ -369,14 +465,11 @@ func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
 		s.log.Error("commit group failed; the store refuses writes until restarted", "err", err)
 		s.mu.Lock()
 		s.failed = fmt.Errorf("%w: %w", ErrWriteFailed, err)
-		for cs := range g.touched {
-			delete(s.ctxs, cs.info.ID)
-		}
 		s.mu.Unlock()
 		err = s.failed
 	}
-	for _, answer := range g.answers {
-		answer(err)
+	for _, a := range g.answers {
+		a.fn(err)
 	}
 	return deferred
 }
@@ -408,127 +501,140 @@ func (g *group) lock(h *head) {
 	}
 }
 
+// spillParts is the size of the parts in which a spilling group puts its
+// immutable records.
+const spillParts = 8 << 20
+
 // addImm queues an immutable record.
 func (g *group) addImm(k, v []byte) error {
-	if g.wb != nil {
-		return g.wb.Set(k, v)
-	}
-	g.imm = append(g.imm, kv{k, v})
+	g.imm = append(g.imm, kvRec{k, v})
 	g.immSize += recordSize(k, v)
+	if g.spilling && g.immSize >= spillParts {
+		g.putImm()
+	}
 	return nil
 }
 
-// spill moves the queued immutable records and trie nodes into a
-// WriteBatch once they outgrow one transaction, and keeps streaming them
-// there afterwards.
+// putImm hands the queued immutable records and trie nodes to another
+// goroutine to put.
+func (g *group) putImm() {
+	recs := g.imm
+	for id, enc := range g.tw.written {
+		recs = append(recs, kvRec{keyNode(id), enc})
+	}
+	g.tw.clearWritten()
+	g.imm, g.immSize = nil, 0
+	if len(recs) > 0 {
+		g.writeAsync(recs)
+	}
+}
+
+// spill switches the group to putting its immutable records ahead of the
+// visible ones once they outgrow one Commit, and keeps putting them in
+// parts afterwards.
 func (g *group) spill() error {
-	if g.wb == nil {
+	if !g.spilling {
 		if g.immSize+g.tw.size <= g.s.txnBytes && int64(len(g.imm)+len(g.tw.written)) <= g.s.txnCount {
 			return nil
 		}
-		g.wb = g.s.db.NewWriteBatch()
-		for _, e := range g.imm {
-			if err := g.wb.Set(e.k, e.v); err != nil {
-				return err
-			}
-		}
-		g.imm, g.immSize = nil, 0
+		g.spilling = true
 	}
-	for id, enc := range g.tw.written {
-		if err := g.wb.Set(keyNode(id), enc); err != nil {
-			return err
-		}
+	if g.immSize+g.tw.size >= spillParts {
+		g.putImm()
 	}
-	g.tw.clearWritten()
 	return nil
 }
 
-// flush writes the group and syncs. A group that fits in one Badger
-// transaction is written in one (a single round trip through Badger's
-// writer). A larger one writes its immutable records through a
-// WriteBatch first — content-addressed or keyed by commit ids that nothing
-// references yet, so a crash in between leaves only unreachable records —
-// and then the visible records in one small transaction. Either way each
-// commit becomes visible atomically.
+// flush writes the group. A group that fits in one Commit is written in
+// one (a single round trip, atomic as a whole). A larger one puts its
+// immutable records first — content-addressed or keyed by commit ids that
+// nothing references yet, so a crash in between leaves only unreachable
+// records — and then the visible records in one small Commit. Either way
+// each commit becomes visible atomically, with its refs moved by a
+// compare-and-swap against what the group decided on: a *kv.ConflictError
+// means another process moved one first and nothing was written.
 func (g *group) flush() error {
-	var asyncErr error
-	for _, done := range g.async {
-		if err := <-done; err != nil && asyncErr == nil {
-			asyncErr = err
-		}
+	if g.spilling {
+		g.putImm()
 	}
-	if asyncErr != nil {
-		if g.wb != nil {
-			g.wb.Cancel()
-		}
-		return fmt.Errorf("write objects: %w", asyncErr)
+	wrote := len(g.async) > 0
+	if err := g.wait(); err != nil {
+		return err
 	}
-	if len(g.sets) == 0 && g.wb == nil {
+	b := kv.Batch{Sets: make([]kv.Record, 0, len(g.sets)), Swaps: make([]kv.Swap, 0, len(g.refs)+len(g.absent))}
+	for _, e := range g.sets {
+		b.Sets = append(b.Sets, kv.Record{Key: e.k, Value: e.v})
+	}
+	for _, e := range g.absent {
+		b.Swaps = append(b.Swaps, kv.Swap{Key: e.k, Absent: true, New: e.v})
+	}
+	for key, id := range g.refs {
+		ctxID, branch, _ := strings.Cut(key, "\x00")
+		sw := kv.Swap{Key: keyRef(ctxID, branch), New: bytes.Clone(id[:])}
+		if was := g.refWas[key]; was == nil {
+			sw.Absent = true
+		} else {
+			sw.Old = bytes.Clone(was[:])
+		}
+		b.Swaps = append(b.Swaps, sw)
+	}
+	if b.Empty() && !wrote {
 		return nil // only no-ops and refusals: nothing to write
 	}
-	if g.wb == nil {
-		err := g.writeOneTxn()
-		if errors.Is(err, badger.ErrTxnTooBig) {
-			// The estimate was too low: fall back to two steps.
-			g.immSize = g.s.txnBytes + 1
-			err = g.spill()
+	if !g.spilling {
+		one := b
+		one.Sets = make([]kv.Record, 0, len(g.imm)+len(g.tw.written)+len(b.Sets))
+		for _, e := range g.imm {
+			one.Sets = append(one.Sets, kv.Record{Key: e.k, Value: e.v})
 		}
-		if err != nil {
-			return fmt.Errorf("write commits: %w", err)
+		for id, enc := range g.tw.written {
+			one.Sets = append(one.Sets, kv.Record{Key: keyNode(id), Value: enc})
 		}
-	}
-	if g.wb != nil {
-		if err := g.spill(); err != nil {
-			g.wb.Cancel()
-			return fmt.Errorf("write objects: %w", err)
-		}
-		if err := g.wb.Flush(); err != nil {
-			return fmt.Errorf("write objects: %w", err)
-		}
-		err := g.s.db.Update(func(txn *badger.Txn) error {
-			for _, e := range g.sets {
-				if err := txn.Set(e.k, e.v); err != nil {
-					return err
-				}
+		one.Sets = append(one.Sets, b.Sets...)
+		err := g.s.kv.Commit(context.Background(), one)
+		if !errors.Is(err, kv.ErrTooLarge) && !errors.Is(err, kv.ErrInvalid) {
+			if err != nil {
+				return fmt.Errorf("write commits: %w", err)
 			}
+			g.cacheNodes()
 			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("write commits: %w", err)
+		}
+		// The estimate was too low (or an immutable record repeats a
+		// key): fall back to two steps.
+		g.spilling = true
+		g.putImm()
+		if err := g.wait(); err != nil {
+			return err
 		}
 	}
-	if !g.s.noSync {
-		if err := g.s.db.Sync(); err != nil {
-			return fmt.Errorf("sync: %w", err)
+	if err := g.s.kv.Commit(context.Background(), b); err != nil {
+		return fmt.Errorf("write commits: %w", err)
+	}
+	g.cacheNodes()
+	return nil
+}
+
+// wait waits for the group's puts in flight.
+func (g *group) wait() error {
+	var first error
+	for _, done := range g.async {
+		if err := <-done; err != nil && first == nil {
+			first = err
 		}
 	}
+	g.async = nil
+	if first != nil {
+		return fmt.Errorf("write objects: %w", first)
+	}
+	return nil
+}
+
+// cacheNodes puts the group's new trie nodes in the node cache once they
+// are durable.
+func (g *group) cacheNodes() {
 	for id, n := range g.tw.nodes {
 		g.s.nodes.put(id, n)
 	}
-	return nil
-}
-
-// writeOneTxn writes the whole group in one transaction. It returns
-// badger.ErrTxnTooBig, having written nothing, when the group does not fit.
-func (g *group) writeOneTxn() error {
-	txn := g.s.db.NewTransaction(true)
-	defer txn.Discard()
-	for _, e := range g.imm {
-		if err := txn.Set(e.k, e.v); err != nil {
-			return err
-		}
-	}
-	for id, enc := range g.tw.written {
-		if err := txn.Set(keyNode(id), enc); err != nil {
-			return err
-		}
-	}
-	for _, e := range g.sets {
-		if err := txn.Set(e.k, e.v); err != nil {
-			return err
-		}
-	}
-	return txn.Commit()
 }
 
 // commitRecord returns a commit made earlier in this group or a stored one.
@@ -559,6 +665,25 @@ func (g *group) head(ctxID, branch string, block bool) (*head, error) {
 		s.mu.Lock()
 		cached := s.heads[key] == h
 		s.mu.Unlock()
+		if cached && s.shared {
+			// Another process may have moved the ref: decide on the
+			// stored head (the ref's swap would refuse a stale one).
+			cur, err := s.ref(ctxID, branch)
+			if err != nil {
+				h.inGroup.Store(false)
+				delete(g.locked, h)
+				h.mu.Unlock()
+				return nil, err
+			}
+			if cur != h.commit.ID {
+				cached = false
+				s.mu.Lock()
+				if s.heads[key] == h {
+					delete(s.heads, key)
+				}
+				s.mu.Unlock()
+			}
+		}
 		if cached {
 			g.heads[key] = h
 			s.touch(h)
@@ -623,14 +748,11 @@ func (g *group) createContext(r *writeReq) error {
 	root.Seq = 1
 	info, _ := json.Marshal(cs.info)
 	rec, _ := json.Marshal(root)
-	g.sets = append(g.sets,
-		kv{keyCtx(r.ctxID), info},
-		kv{keyCommit(r.ctxID, root.ID), rec},
-		kv{keySeq(r.ctxID, 1), root.ID[:]},
-		kv{keyRef(r.ctxID, DefaultBranch), root.ID[:]})
-	g.refs[headKey(r.ctxID, DefaultBranch)] = root.ID
+	g.set(keyCommit(r.ctxID, root.ID), rec)
+	g.absent = append(g.absent, kvRec{keyCtx(r.ctxID), info}, kvRec{keySeq(r.ctxID, 1), root.ID[:]})
+	g.moveRef(r.ctxID, DefaultBranch, nil, root.ID)
 	g.commits[r.ctxID+"\x00"+string(root.ID[:])] = root
-	g.answers = append(g.answers, func(err error) { r.resp <- writeResp{info: cs.info, err: err} })
+	g.answer(r, func(err error) { r.resp <- writeResp{info: cs.info, err: err} })
 	return nil
 }
 
@@ -643,10 +765,14 @@ func (g *group) moveBranch(r *writeReq) error {
 		return err
 	}
 	key := headKey(r.ctxID, r.branch)
-	_, exists := g.refs[key]
+	cur, exists := g.refs[key]
 	if !exists {
 		var err error
-		if exists, err = s.refExists(r.ctxID, r.branch); err != nil {
+		cur, err = s.ref(r.ctxID, r.branch)
+		switch {
+		case err == nil:
+			exists = true
+		case !errors.Is(err, ErrNotFound):
 			return err
 		}
 	}
@@ -656,17 +782,8 @@ func (g *group) moveBranch(r *writeReq) error {
 	if r.kind == reqResetBranch && !exists {
 		return fmt.Errorf("branch %q: %w", r.branch, ErrNotFound)
 	}
-	if r.expect != nil {
-		cur, pending := g.refs[key]
-		if !pending {
-			var err error
-			if cur, err = s.ref(r.ctxID, r.branch); err != nil {
-				return err
-			}
-		}
-		if cur != *r.expect {
-			return fmt.Errorf("%w: branch %q is at %s, not at %s", ErrStale, r.branch, cur.Short(), r.expect.Short())
-		}
+	if r.expect != nil && cur != *r.expect {
+		return fmt.Errorf("%w: branch %q is at %s, not at %s", ErrStale, r.branch, cur.Short(), r.expect.Short())
 	}
 	// Drop the in-memory head; it is rebuilt at the new target on use.
 	// Readers may not cache a head of this branch until the group is
@@ -677,10 +794,12 @@ func (g *group) moveBranch(r *writeReq) error {
 	s.mu.Unlock()
 	delete(g.heads, key)
 	g.moved = append(g.moved, key)
-	target := r.target
-	g.refs[key] = target
-	g.sets = append(g.sets, kv{keyRef(r.ctxID, r.branch), target[:]})
-	g.answers = append(g.answers, func(err error) { r.resp <- writeResp{err: err} })
+	var was *hashing.Digest
+	if exists {
+		was = &cur
+	}
+	g.moveRef(r.ctxID, r.branch, was, r.target)
+	g.answer(r, func(err error) { r.resp <- writeResp{err: err} })
 	return nil
 }
 
@@ -688,22 +807,17 @@ func (g *group) moveBranch(r *writeReq) error {
 // them from another goroutine, in parallel with building its state map.
 const asyncObjects = 256
 
-// writeAsync writes immutable records through a WriteBatch of their own,
-// from another goroutine; flush waits for it before anything refers to
-// them.
-func (g *group) writeAsync(recs []kv) {
+// writeAsync puts immutable records from another goroutine; flush waits
+// for it before anything refers to them.
+func (g *group) writeAsync(recs []kvRec) {
 	done := make(chan error, 1)
 	g.async = append(g.async, done)
 	go func() {
-		wb := g.s.db.NewWriteBatch()
-		for _, e := range recs {
-			if err := wb.Set(e.k, e.v); err != nil {
-				wb.Cancel()
-				done <- err
-				return
-			}
+		out := make([]kv.Record, len(recs))
+		for i, e := range recs {
+			out[i] = kv.Record{Key: e.k, Value: e.v}
 		}
-		done <- wb.Flush()
+		done <- g.s.kv.PutImmutable(context.Background(), out)
 	}()
 }
 
@@ -770,7 +884,7 @@ func (g *group) commit(r *writeReq) error {
 	recorded := graph.RecordedOps(changes)
 	if len(recorded) == 0 && len(req.ExtraParents) == 0 {
 		res := CommitResult{Commit: h.commit, Noop: true, Changes: reqChanges}
-		g.answers = append(g.answers, func(err error) { r.resp <- writeResp{res: res, err: err} })
+		g.answer(r, func(err error) { r.resp <- writeResp{res: res, err: err} })
 		return nil
 	}
 	enc, err := encodeOps(recorded, ChunkOps)
@@ -780,7 +894,7 @@ func (g *group) commit(r *writeReq) error {
 	// Payloads, content-addressed: nothing can refuse the commit from
 	// here on but I/O. Many of them are written by another goroutine while
 	// this one builds the state map.
-	var objs []kv
+	var objs []kvRec
 	for _, ch := range changes {
 		if ch.Noop || ch.Op.Op != graph.OpPut || ch.Op.Data == nil {
 			continue
@@ -793,7 +907,7 @@ func (g *group) commit(r *writeReq) error {
 		if len(ch.Op.Data) >= objCheckMin && s.hasKey(keyObj(d)) {
 			continue
 		}
-		objs = append(objs, kv{keyObj(d), ch.Op.Data})
+		objs = append(objs, kvRec{keyObj(d), ch.Op.Data})
 	}
 	if len(objs) >= asyncObjects {
 		g.writeAsync(objs)
@@ -856,13 +970,12 @@ func (g *group) commit(r *writeReq) error {
 		cs.lastSeq--
 		return undo(err)
 	}
-	g.sets = append(g.sets,
-		kv{keyCommit(req.Context, c.ID), rec},
-		kv{keySeq(req.Context, c.Seq), c.ID[:]},
-		kv{keyRef(req.Context, req.Branch), c.ID[:]})
+	g.set(keyCommit(req.Context, c.ID), rec)
+	g.absent = append(g.absent, kvRec{keySeq(req.Context, c.Seq), c.ID[:]})
 	// Later requests of the group (a branch reset or a fast-forward merge
 	// checking the head it expects) must see this ref move, not the disk's.
-	g.refs[headKey(req.Context, req.Branch)] = c.ID
+	parent := h.commit.ID
+	g.moveRef(req.Context, req.Branch, &parent, c.ID)
 	g.commits[req.Context+"\x00"+string(c.ID[:])] = c
 	// The payloads now live in the object store; the head keeps metadata.
 	for _, ch := range changes {
@@ -876,14 +989,11 @@ func (g *group) commit(r *writeReq) error {
 	if mode != ModeEnforce {
 		res.Tainted = tainted
 	}
-	g.answers = append(g.answers, func(err error) { r.resp <- writeResp{res: res, err: err} })
+	g.answer(r, func(err error) { r.resp <- writeResp{res: res, err: err} })
 	return nil
 }
 
 func (s *Store) hasKey(k []byte) bool {
-	err := s.db.View(func(txn *badger.Txn) error {
-		_, err := txn.Get(k)
-		return err
-	})
+	_, err := s.kv.Get(context.Background(), k)
 	return err == nil
 }

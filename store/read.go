@@ -10,12 +10,14 @@ import (
 	"sort"
 	"strings"
 
-	badger "github.com/dgraph-io/badger/v4"
-
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
 )
+
+// errEnough stops a scan that found what it needs.
+var errEnough = errors.New("enough")
 
 // Branch is a named ref.
 type Branch struct {
@@ -29,24 +31,14 @@ func (s *Store) Branches(ctx context.Context, ctxID string) ([]Branch, error) {
 		return nil, err
 	}
 	var out []Branch
-	err := s.db.View(func(txn *badger.Txn) error {
-		p := prefixRefs(ctxID)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: p, PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var b Branch
-			b.Name = string(it.Item().Key()[len(p):])
-			if err := it.Item().Value(func(v []byte) error {
-				if len(v) != 32 {
-					return fmt.Errorf("%w: ref %q has %d bytes", ErrCorrupt, b.Name, len(v))
-				}
-				copy(b.Head[:], v)
-				return nil
-			}); err != nil {
-				return err
-			}
-			out = append(out, b)
+	p := prefixRefs(ctxID)
+	err := s.kv.Scan(ctx, p, nil, 0, func(k, v []byte) error {
+		b := Branch{Name: string(k[len(p):])}
+		if len(v) != 32 {
+			return fmt.Errorf("%w: ref %q has %d bytes", ErrCorrupt, b.Name, len(v))
 		}
+		copy(b.Head[:], v)
+		out = append(out, b)
 		return nil
 	})
 	return out, err
@@ -62,22 +54,17 @@ func (s *Store) refExists(ctxID, branch string) (bool, error) {
 
 func (s *Store) ref(ctxID, branch string) (hashing.Digest, error) {
 	var d hashing.Digest
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(keyRef(ctxID, branch))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("branch %q of context %q: %w", branch, ctxID, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error {
-			if len(v) != 32 {
-				return fmt.Errorf("%w: ref %q", ErrCorrupt, branch)
-			}
-			copy(d[:], v)
-			return nil
-		})
-	})
+	v, err := s.kv.Get(context.Background(), keyRef(ctxID, branch))
+	if errors.Is(err, kv.ErrNotFound) {
+		return d, fmt.Errorf("branch %q of context %q: %w", branch, ctxID, ErrNotFound)
+	}
+	if err != nil {
+		return d, err
+	}
+	if len(v) != 32 {
+		return d, fmt.Errorf("%w: ref %q", ErrCorrupt, branch)
+	}
+	copy(d[:], v)
 	return d, err
 }
 
@@ -91,23 +78,15 @@ func (s *Store) GetCommit(ctx context.Context, ctxID string, id hashing.Digest) 
 
 func (s *Store) commitRecord(ctxID string, id hashing.Digest) (*replay.Commit, error) {
 	var c replay.Commit
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(keyCommit(ctxID, id))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("commit %s in context %q: %w", id.Short(), ctxID, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error {
-			if err := json.Unmarshal(v, &c); err != nil {
-				return fmt.Errorf("%w: commit record %s: %v", ErrCorrupt, id.Short(), err)
-			}
-			return nil
-		})
-	})
+	v, err := s.kv.Get(context.Background(), keyCommit(ctxID, id))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, fmt.Errorf("commit %s in context %q: %w", id.Short(), ctxID, ErrNotFound)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal(v, &c); err != nil {
+		return nil, fmt.Errorf("%w: commit record %s: %v", ErrCorrupt, id.Short(), err)
 	}
 	if c.ID != id {
 		return nil, fmt.Errorf("%w: commit record under %s claims id %s", ErrCorrupt, id.Short(), c.ID.Short())
@@ -162,20 +141,20 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	}
 	raw, _ := hex.DecodeString(prefix[:len(prefix)/2*2])
 	var matches []hashing.Digest
-	err = s.db.View(func(txn *badger.Txn) error {
-		p := append(prefixCommits(ctxID), raw...)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
-		defer it.Close()
-		for it.Rewind(); it.Valid() && len(matches) < 2; it.Next() {
-			k := it.Item().Key()
-			var d hashing.Digest
-			copy(d[:], k[len(k)-32:])
-			if strings.HasPrefix(d.Hex(), prefix) {
-				matches = append(matches, d)
+	err = s.kv.Scan(ctx, append(prefixCommits(ctxID), raw...), nil, 0, func(k, _ []byte) error {
+		var d hashing.Digest
+		copy(d[:], k[len(k)-32:])
+		if strings.HasPrefix(d.Hex(), prefix) {
+			matches = append(matches, d)
+			if len(matches) == 2 {
+				return errEnough
 			}
 		}
 		return nil
 	})
+	if errors.Is(err, errEnough) {
+		err = nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +217,16 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 		s.evictHeadsLocked()
 	}
 	return h, nil
+}
+
+// dropHead removes h from the head cache unless a commit group holds it.
+func (s *Store) dropHead(h *head) {
+	key := headKey(h.ctx, h.branch)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.heads[key] == h && !h.inGroup.Load() {
+		delete(s.heads, key)
+	}
 }
 
 // loadState materializes the state of a commit of context info from its
@@ -339,7 +328,7 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 		branch = DefaultBranch
 	}
 	if ValidateBranch(branch) == nil {
-		if _, err := s.ref(ctxID, branch); err == nil {
+		if cur, err := s.ref(ctxID, branch); err == nil {
 			for {
 				h, err := s.head(ctxID, branch)
 				if err != nil {
@@ -349,6 +338,18 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 				if h.dropped { // a failed group changed it: load it again
 					h.mu.RUnlock()
 					continue
+				}
+				if s.shared && h.commit.ID != cur {
+					// Another process moved the ref: the cached head is
+					// not the one read. Read the ref's commit instead,
+					// and let the next use reload the head.
+					h.mu.RUnlock()
+					s.dropHead(h)
+					c, err := s.linkedCommit(ctxID, cur, "branch "+branch)
+					if err != nil {
+						return err
+					}
+					return s.ReadCommit(ctx, ctxID, c, fn)
 				}
 				defer h.mu.RUnlock()
 				return fn(&View{Commit: h.commit, State: h.state, Trust: h.trust, Branch: branch, store: s})
@@ -481,24 +482,12 @@ func (s *Store) Commits(ctx context.Context, ctxID string, after uint64, fn func
 	const page = 1024
 	for {
 		ids, seqs = ids[:0], seqs[:0]
-		err := s.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixSeq(ctxID), PrefetchValues: true})
-			defer it.Close()
-			for it.Seek(keySeq(ctxID, after+1)); it.Valid() && len(ids) < page; it.Next() {
-				k := it.Item().Key()
-				var d hashing.Digest
-				if err := it.Item().Value(func(v []byte) error {
-					if len(v) != 32 {
-						return fmt.Errorf("%w: seq record", ErrCorrupt)
-					}
-					copy(d[:], v)
-					return nil
-				}); err != nil {
-					return err
-				}
-				ids = append(ids, d)
-				seqs = append(seqs, beUint64(k[len(k)-8:]))
+		err := s.kv.Scan(ctx, prefixSeq(ctxID), keySeq(ctxID, after+1), page, func(k, v []byte) error {
+			if len(v) != 32 || len(k) < 8 {
+				return fmt.Errorf("%w: seq record %q", ErrCorrupt, k)
 			}
+			ids = append(ids, hashing.Digest(v))
+			seqs = append(seqs, beUint64(k[len(k)-8:]))
 			return nil
 		})
 		if err != nil {
@@ -527,26 +516,16 @@ func (s *Store) Commits(ctx context.Context, ctxID string, after uint64, fn func
 func (s *Store) Ops(ctx context.Context, ctxID string, c *replay.Commit) ([]graph.Op, error) {
 	ops := make([]graph.Op, 0, c.NumOps)
 	for chunk := uint32(0); len(ops) < c.NumOps; chunk++ {
-		var part []graph.Op
-		err := s.db.View(func(txn *badger.Txn) error {
-			item, err := txn.Get(keyOps(ctxID, c.ID, chunk))
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				return fmt.Errorf("%w: ops chunk %d of commit %s is missing", ErrCorrupt, chunk, c.ID.Short())
-			}
-			if err != nil {
-				return err
-			}
-			return item.Value(func(v []byte) error {
-				var err error
-				part, err = decodeOps(v)
-				if err != nil {
-					return fmt.Errorf("%w: ops chunk %d of commit %s: %v", ErrCorrupt, chunk, c.ID.Short(), err)
-				}
-				return nil
-			})
-		})
+		v, err := s.kv.Get(ctx, keyOps(ctxID, c.ID, chunk))
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil, fmt.Errorf("%w: ops chunk %d of commit %s is missing", ErrCorrupt, chunk, c.ID.Short())
+		}
 		if err != nil {
 			return nil, err
+		}
+		part, err := decodeOps(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: ops chunk %d of commit %s: %v", ErrCorrupt, chunk, c.ID.Short(), err)
 		}
 		if len(part) == 0 {
 			return nil, fmt.Errorf("%w: ops chunk %d of commit %s is empty", ErrCorrupt, chunk, c.ID.Short())

@@ -3,12 +3,9 @@ package store
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
-
-	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -96,11 +93,9 @@ func (c *ctxSource) Object(ctx context.Context, d hashing.Digest) ([]byte, error
 }
 
 // readAhead reads the pending payloads in key order, first among them
-// want, until prefetchBytes are held. It walks one iterator forward,
-// stepping over a few keys it does not want rather than seeking, so that
-// payloads that are dense in the key space cost a scan, not a lookup each;
-// sparse ones are looked up in key order. Missing ones are left for the
-// single read that reports them.
+// want, until prefetchBytes are held, asking the driver for many at once
+// (GetMany). Missing ones are left for the single read that reports
+// them.
 func (c *ctxSource) readAhead(want hashing.Digest) error {
 	ids := make([]hashing.Digest, 0, len(c.pending))
 	for d := range c.pending {
@@ -109,55 +104,35 @@ func (c *ctxSource) readAhead(want hashing.Digest) error {
 	slices.SortFunc(ids, func(a, b hashing.Digest) int { return bytes.Compare(a[:], b[:]) })
 	// Start at want, wrap around to the smaller ones.
 	at, _ := slices.BinarySearchFunc(ids, want, func(a, b hashing.Digest) int { return bytes.Compare(a[:], b[:]) })
-	return c.s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pObj)})
-		defer it.Close()
-		// Payloads sparse among all objects would need a seek each, which
-		// costs more than a lookup: after a trial, switch to lookups.
-		const trial, maxSteps = 32, 16
-		seeks, lookups := 0, false
-		for n, i := 0, at; n < len(ids); n, i = n+1, i+1 {
-			if c.readyBytes >= prefetchBytes {
-				return nil
-			}
-			if i == len(ids) {
-				i = 0
-				it.Rewind()
-			}
-			d := ids[i]
+	// Read them in key order, from want on, in parts of readAheadPart
+	// lookups, until prefetchBytes are ready.
+	order := append(ids[at:len(ids):len(ids)], ids[:at]...)
+	for len(order) > 0 && c.readyBytes < prefetchBytes {
+		n := min(len(order), readAheadPart)
+		keys := make([][]byte, n)
+		for i, d := range order[:n] {
+			keys[i] = keyObj(d)
 			delete(c.pending, d)
-			key := keyObj(d)
-			var item *badger.Item
-			if lookups = lookups || n == trial && seeks > trial/2; lookups {
-				var err error
-				if item, err = txn.Get(key); errors.Is(err, badger.ErrKeyNotFound) {
-					continue
-				} else if err != nil {
-					return err
-				}
-			} else {
-				for steps := 0; steps < maxSteps && it.Valid() && bytes.Compare(it.Item().Key(), key) < 0; steps++ {
-					it.Next()
-				}
-				if n == 0 || !it.Valid() || bytes.Compare(it.Item().Key(), key) < 0 {
-					it.Seek(key)
-					seeks++
-				}
-				if !it.Valid() || !bytes.Equal(it.Item().Key(), key) {
-					continue
-				}
-				item = it.Item()
+		}
+		vals, err := c.s.kv.GetMany(context.Background(), keys)
+		if err != nil {
+			return err
+		}
+		for i, v := range vals {
+			if v == nil {
+				continue // left for the single read that reports it
 			}
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			c.ready[d] = v
+			c.ready[order[i]] = v
 			c.readyBytes += len(v)
 		}
-		return nil
-	})
+		order = order[n:]
+	}
+	return nil
 }
+
+// readAheadPart is how many payloads one read ahead asks the driver for
+// at once.
+const readAheadPart = 256
 
 // rawObject reads an object without checking its hash or caching it.
 func (s *Store) rawObject(d hashing.Digest) ([]byte, error) {

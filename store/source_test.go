@@ -7,11 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	badger "github.com/dgraph-io/badger/v4"
-
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
 )
 
 // TestSourceReadAhead folds a chain whose payloads the Source reads ahead
@@ -49,12 +48,7 @@ func TestSourceReadAhead(t *testing.T) {
 
 	damaged := hashing.ContentHash(notePut("a017", 2017, "payload").Data)
 	missing := hashing.ContentHash(notePut("a250", 2250, "payload").Data)
-	err := s.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Set(keyObj(damaged), []byte(`{"n":0}`)); err != nil {
-			return err
-		}
-		return txn.Delete(keyObj(missing))
-	})
+	err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyObj(damaged), Value: []byte(`{"n":0}`)}}, Deletes: [][]byte{keyObj(missing)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +60,7 @@ func TestSourceReadAhead(t *testing.T) {
 		}
 		// Repair the first so that the second is the first problem.
 		if tc.id == "a017" {
-			if err := s.db.Update(func(txn *badger.Txn) error {
-				return txn.Set(keyObj(damaged), notePut("a017", 2017, "payload").Data)
-			}); err != nil {
+			if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyObj(damaged), Value: notePut("a017", 2017, "payload").Data}}}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -8,9 +9,8 @@ import (
 	"fmt"
 	"time"
 
-	badger "github.com/dgraph-io/badger/v4"
-
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/store/kv"
 )
 
 // Spilled outputs: the full text of a tool output or error that its model
@@ -58,7 +58,7 @@ func keyPruned(d hashing.Digest) []byte { return append([]byte(pPruned), d[:]...
 // NoteSpill records that blob d holds a spilled full output stored at at,
 // so that PruneSpills may prune it once the retention window has passed.
 func (s *Store) NoteSpill(ctx context.Context, d hashing.Digest, at time.Time) error {
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(keySpill(at, d), nil) }); err != nil {
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keySpill(at, d), Value: []byte{}}}}); err != nil {
 		return fmt.Errorf("note spill: %w", err)
 	}
 	return nil
@@ -71,21 +71,19 @@ func (s *Store) NoteSpill(ctx context.Context, d hashing.Digest, at time.Time) e
 // recorded as pruned_at.
 func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int) (int, error) {
 	var due [][]byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pSpill)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			k := it.Item().KeyCopy(nil)
-			if len(k) != len(pSpill)+8+1+32 {
-				continue
-			}
-			if int64(binary.BigEndian.Uint64(k[len(pSpill):])) >= cutoff.UnixNano() || (limit > 0 && len(due) >= limit) {
-				break
-			}
-			due = append(due, k)
+	err := s.kv.Scan(ctx, []byte(pSpill), nil, 0, func(k, _ []byte) error {
+		if len(k) != len(pSpill)+8+1+32 {
+			return nil
 		}
+		if int64(binary.BigEndian.Uint64(k[len(pSpill):])) >= cutoff.UnixNano() || (limit > 0 && len(due) >= limit) {
+			return errEnough
+		}
+		due = append(due, bytes.Clone(k))
 		return nil
 	})
+	if errors.Is(err, errEnough) {
+		err = nil
+	}
 	if err != nil {
 		return 0, fmt.Errorf("prune spills: %w", err)
 	}
@@ -97,23 +95,11 @@ func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int
 		}
 		var d hashing.Digest
 		copy(d[:], k[len(k)-32:])
-		if err := s.db.Update(func(txn *badger.Txn) error {
-			if err := txn.Delete(keyBlob(d)); err != nil {
-				return err
-			}
-			if err := txn.Set(keyPruned(d), marker); err != nil {
-				return err
-			}
-			return txn.Delete(k)
-		}); err != nil {
+		b := kv.Batch{Deletes: [][]byte{keyBlob(d), k}, Sets: []kv.Record{{Key: keyPruned(d), Value: marker}}}
+		if err := s.kv.Commit(ctx, b); err != nil {
 			return n, fmt.Errorf("prune blob %s: %w", d, err)
 		}
 		n++
-	}
-	if n > 0 && !s.noSync {
-		if err := s.db.Sync(); err != nil {
-			return n, fmt.Errorf("sync prune: %w", err)
-		}
 	}
 	return n, nil
 }
@@ -122,7 +108,7 @@ func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int
 // bundle that says so); bytes stored under d, if any, stay.
 func (s *Store) markPruned(d hashing.Digest, at string) error {
 	marker, _ := json.Marshal(map[string]string{"pruned_at": at})
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(keyPruned(d), marker) }); err != nil {
+	if err := s.kv.Commit(context.Background(), kv.Batch{Sets: []kv.Record{{Key: keyPruned(d), Value: marker}}}); err != nil {
 		return fmt.Errorf("mark blob %s pruned: %w", d, err)
 	}
 	return nil

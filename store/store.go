@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"encoding/json"
@@ -14,12 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	badger "github.com/dgraph-io/badger/v4"
-
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/badgerkv"
 )
 
@@ -60,8 +60,14 @@ const DefaultBranch = "main"
 
 // Options configure Open.
 type Options struct {
-	// Dir is the data directory (created if missing).
+	// Dir is the data directory of the embedded Badger database (created
+	// if missing). It is ignored when Driver is set.
 	Dir string
+	// Driver is the storage driver to keep the store in (PostgreSQL, in
+	// memory…); nil means Badger in Dir. The store closes it on Close.
+	// A driver another process may write too (kv.Shared) makes the store
+	// check a branch's ref before it trusts a cached head.
+	Driver kv.Driver
 	// Logger receives operational logs; slog.Default() when nil.
 	Logger *slog.Logger
 	// Clock gives commit times; time.Now when nil.
@@ -90,13 +96,17 @@ type Options struct {
 }
 
 // Store is the artifactd repository: contexts, branches, commits, ops,
-// content-addressed objects, blobs and trie nodes in one Badger database.
+// content-addressed objects, blobs and trie nodes, kept through one
+// storage driver (package kv: Badger by default).
 // All writes go through one committer goroutine that applies requests in
 // order, writes a whole group with one fsync and only then acknowledges
 // them. Reads may run concurrently with writes. Methods are safe for
 // concurrent use.
 type Store struct {
-	db     *badger.DB
+	kv kv.Driver
+	// shared is set when other processes may write through the driver
+	// (kv.Shared): cached heads are then checked against the ref.
+	shared bool
 	log    *slog.Logger
 	clock  func() time.Time
 	noSync bool
@@ -123,7 +133,8 @@ type Store struct {
 	states  *lru[string, *materialized]
 
 	// txnBytes and txnCount bound what the committer writes in a single
-	// transaction (half of Badger's limits, which it estimates itself).
+	// Commit (half of the driver's kv.Limits); a larger group puts its
+	// immutable records first.
 	txnBytes, txnCount int64
 
 	mu sync.Mutex // guards heads, headGen, moving and ctxs
@@ -251,36 +262,26 @@ var memTableSize int64 = 64 << 20
 // Open opens (or creates) the store in opts.Dir. It checks the key layout
 // version and starts the committer.
 func Open(ctx context.Context, opts Options) (*Store, error) {
-	if opts.Dir == "" {
-		return nil, fmt.Errorf("%w: data directory is required", ErrInvalid)
-	}
-	bo := badger.DefaultOptions(opts.Dir).
-		WithLogger(nil).
-		WithSyncWrites(false).
-		WithNumVersionsToKeep(1).
-		WithMetricsEnabled(false).
-		WithMemTableSize(memTableSize).
-		// One goroutine writes; conflict tracking would only cost.
-		WithDetectConflicts(false)
-	// A crash between creating a log file and sizing it leaves an empty
-	// one that Badger refuses to open (see badgerkv.RemoveEmptyLogs).
-	lg := opts.Logger
-	if lg == nil {
-		lg = slog.Default()
-	}
-	if err := badgerkv.RemoveEmptyLogs(opts.Dir, lg); err != nil {
-		return nil, err
-	}
-	db, err := badger.Open(bo)
-	if err != nil {
-		// Badger reports the directory lock only in its message.
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("open %s: %w", opts.Dir, ErrLocked)
+	drv := opts.Driver
+	if drv == nil {
+		if opts.Dir == "" {
+			return nil, fmt.Errorf("%w: data directory is required", ErrInvalid)
 		}
-		return nil, fmt.Errorf("open badger at %s: %w", opts.Dir, err)
+		bd, err := badgerkv.Open(ctx, badgerkv.Options{Dir: opts.Dir, NoSync: opts.NoSync, MemTableSize: memTableSize, Logger: opts.Logger})
+		if err != nil {
+			// Badger reports the directory lock only in its message.
+			if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+				return nil, fmt.Errorf("open %s: %w", opts.Dir, ErrLocked)
+			}
+			return nil, err
+		}
+		drv = bd
+	} else {
+		opts.Dir = ""
 	}
 	s := &Store{
-		db:         db,
+		kv:         drv,
+		shared:     kv.IsShared(drv),
 		log:        opts.Logger,
 		clock:      opts.Clock,
 		noSync:     opts.NoSync,
@@ -296,7 +297,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		moving:     make(map[string]int),
 		ctxs:       make(map[string]*ctxState),
 	}
-	s.txnBytes, s.txnCount = db.MaxBatchSize()/2, db.MaxBatchCount()/2
+	s.txnBytes, s.txnCount = kv.LimitsOf(drv)
+	s.txnBytes, s.txnCount = s.txnBytes/2, s.txnCount/2
 	s.reserve.Store(reserveBytes(opts))
 	s.rulesets = opts.Rulesets
 	if s.rulesets == nil {
@@ -311,8 +313,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.batch <= 0 {
 		s.batch = 256
 	}
-	if err := s.checkFormat(); err != nil {
-		db.Close()
+	if err := s.checkFormat(ctx); err != nil {
+		drv.Close()
 		return nil, err
 	}
 	go s.run()
@@ -343,24 +345,23 @@ func stateCost(st *graph.State) int64 {
 	return 16<<10 + 700*int64(st.NumArtifacts()+st.NumEdges()+st.NumTombstones())
 }
 
-func (s *Store) checkFormat() error {
-	return s.db.Update(func(txn *badger.Txn) error {
-		item, err := txn.Get(keyMetaFormat())
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return txn.Set(keyMetaFormat(), []byte(FormatVersion))
+func (s *Store) checkFormat(ctx context.Context) error {
+	v, err := s.kv.Get(ctx, keyMetaFormat())
+	if errors.Is(err, kv.ErrNotFound) {
+		// Several processes may create a new store at once: one wins.
+		err = s.kv.Commit(ctx, kv.Batch{Swaps: []kv.Swap{{Key: keyMetaFormat(), Absent: true, New: []byte(FormatVersion)}}})
+		if errors.Is(err, kv.ErrConflict) {
+			return s.checkFormat(ctx)
 		}
-		if err != nil {
-			return err
-		}
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		if string(v) != FormatVersion {
-			return fmt.Errorf("%w: data directory has layout version %q, this binary reads %q", ErrInvalid, v, FormatVersion)
-		}
-		return nil
-	})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if string(v) != FormatVersion {
+		return fmt.Errorf("%w: data directory has layout version %q, this binary reads %q", ErrInvalid, v, FormatVersion)
+	}
+	return nil
 }
 
 // Close stops the committer after the requests already queued and closes
@@ -369,7 +370,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.reqs)
 		<-s.done
-		s.closeErr = s.db.Close()
+		s.closeErr = s.kv.Close()
 	})
 	return s.closeErr
 }
@@ -443,16 +444,12 @@ func (s *Store) GetContext(ctx context.Context, id string) (ContextInfo, error) 
 // ListContexts returns all contexts sorted by id.
 func (s *Store) ListContexts(ctx context.Context) ([]ContextInfo, error) {
 	var out []ContextInfo
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pCtx), PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var info ContextInfo
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &info) }); err != nil {
-				return fmt.Errorf("%w: context record %q: %v", ErrCorrupt, it.Item().Key(), err)
-			}
-			out = append(out, info)
+	err := s.kv.Scan(ctx, []byte(pCtx), nil, 0, func(k, v []byte) error {
+		var info ContextInfo
+		if err := json.Unmarshal(v, &info); err != nil {
+			return fmt.Errorf("%w: context record %q: %v", ErrCorrupt, k, err)
 		}
+		out = append(out, info)
 		return nil
 	})
 	return out, err
@@ -468,28 +465,7 @@ func (s *Store) ctxState(id string) (*ctxState, error) {
 	if err := ValidateContextID(id); err != nil {
 		return nil, fmt.Errorf("context %q: %w", id, ErrNotFound)
 	}
-	cs = &ctxState{}
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(keyCtx(id))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("context %q: %w", id, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &cs.info) }); err != nil {
-			return fmt.Errorf("%w: context record %q: %v", ErrCorrupt, id, err)
-		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixSeq(id), Reverse: true})
-		defer it.Close()
-		seek := append(prefixSeq(id), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
-		it.Seek(seek)
-		if it.Valid() {
-			k := it.Item().Key()
-			cs.lastSeq = beUint64(k[len(k)-8:])
-		}
-		return nil
-	})
+	cs, err := s.loadCtxState(context.Background(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -499,6 +475,33 @@ func (s *Store) ctxState(id string) (*ctxState, error) {
 		return existing, nil
 	}
 	s.ctxs[id] = cs
+	return cs, nil
+}
+
+// loadCtxState reads a context's record and its last sequence number
+// from the driver.
+func (s *Store) loadCtxState(ctx context.Context, id string) (*ctxState, error) {
+	cs := &ctxState{}
+	v, err := s.kv.Get(ctx, keyCtx(id))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, fmt.Errorf("context %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(v, &cs.info); err != nil {
+		return nil, fmt.Errorf("%w: context record %q: %v", ErrCorrupt, id, err)
+	}
+	err = s.kv.ScanReverse(ctx, prefixSeq(id), nil, 1, func(k, _ []byte) error {
+		if len(k) < 8 {
+			return fmt.Errorf("%w: seq key %q", ErrCorrupt, k)
+		}
+		cs.lastSeq = beUint64(k[len(k)-8:])
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	return cs, nil
 }
 
@@ -516,19 +519,11 @@ func beUint64(b []byte) uint64 {
 // same bytes again is free.
 func (s *Store) PutBlob(ctx context.Context, data []byte) (hashing.Digest, error) {
 	d := hashing.Sum(data)
-	err := s.db.Update(func(txn *badger.Txn) error {
-		if _, err := txn.Get(keyBlob(d)); err == nil {
-			return nil
-		}
-		return txn.Set(keyBlob(d), data)
-	})
-	if err != nil {
+	if err := s.kv.PutImmutable(ctx, []kv.Record{{Key: keyBlob(d), Value: data}}); err != nil {
 		return d, fmt.Errorf("put blob: %w", err)
 	}
-	if !s.noSync {
-		if err := s.db.Sync(); err != nil {
-			return d, fmt.Errorf("sync blob: %w", err)
-		}
+	if err := s.kv.Commit(ctx, kv.Batch{}); err != nil {
+		return d, fmt.Errorf("sync blob: %w", err)
 	}
 	return d, nil
 }
@@ -552,11 +547,8 @@ func (s *Store) GetBlob(ctx context.Context, d hashing.Digest) ([]byte, error) {
 
 // HasBlob reports whether a blob is stored.
 func (s *Store) HasBlob(ctx context.Context, d hashing.Digest) (bool, error) {
-	err := s.db.View(func(txn *badger.Txn) error {
-		_, err := txn.Get(keyBlob(d))
-		return err
-	})
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	_, err := s.kv.Get(ctx, keyBlob(d))
+	if errors.Is(err, kv.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil, err
@@ -587,13 +579,10 @@ func (s *Store) object(d hashing.Digest) ([]byte, error) {
 
 // PutType stores a type record (opaque JSON owned by the caller).
 func (s *Store) PutType(ctx context.Context, name string, record []byte) error {
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(keyType(name), record) }); err != nil {
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyType(name), Value: record}}}); err != nil {
 		return fmt.Errorf("put type %q: %w", name, err)
 	}
-	if s.noSync {
-		return nil
-	}
-	return s.db.Sync()
+	return nil
 }
 
 // GetType returns a type record.
@@ -605,16 +594,8 @@ func (s *Store) GetType(ctx context.Context, name string) ([]byte, error) {
 // ListTypes returns every stored type record keyed by name.
 func (s *Store) ListTypes(ctx context.Context) (map[string][]byte, error) {
 	out := make(map[string][]byte)
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pType), PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			out[string(it.Item().Key()[len(pType):])] = v
-		}
+	err := s.kv.Scan(ctx, []byte(pType), nil, 0, func(k, v []byte) error {
+		out[string(k[len(pType):])] = bytes.Clone(v)
 		return nil
 	})
 	return out, err
@@ -623,28 +604,17 @@ func (s *Store) ListTypes(ctx context.Context) (map[string][]byte, error) {
 // PutRelation stores a relation record (opaque JSON owned by the caller),
 // durably.
 func (s *Store) PutRelation(ctx context.Context, name string, record []byte) error {
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(pRelDef+name), record) }); err != nil {
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: []byte(pRelDef + name), Value: record}}}); err != nil {
 		return fmt.Errorf("put relation %q: %w", name, err)
 	}
-	if s.noSync {
-		return nil
-	}
-	return s.db.Sync()
+	return nil
 }
 
 // ListRelations returns every stored relation record keyed by name.
 func (s *Store) ListRelations(ctx context.Context) (map[string][]byte, error) {
 	out := make(map[string][]byte)
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pRelDef), PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			out[string(it.Item().Key()[len(pRelDef):])] = v
-		}
+	err := s.kv.Scan(ctx, []byte(pRelDef), nil, 0, func(k, v []byte) error {
+		out[string(k[len(pRelDef):])] = bytes.Clone(v)
 		return nil
 	})
 	return out, err
@@ -742,17 +712,9 @@ func (c *lru[K, V]) clear() {
 // getCopy returns a copy of the value stored under key, or missing() when
 // there is none.
 func (s *Store) getCopy(key []byte, missing func() error) ([]byte, error) {
-	var out []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(key)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return missing()
-		}
-		if err != nil {
-			return err
-		}
-		out, err = item.ValueCopy(nil)
-		return err
-	})
+	out, err := s.kv.Get(context.Background(), key)
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, missing()
+	}
 	return out, err
 }

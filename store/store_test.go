@@ -414,7 +414,7 @@ func TestWriteFailureStopsWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCommit(t, s, "c", put("a", "note", map[string]any{"v": 1}))
-	if err := s.db.Close(); err != nil {
+	if err := s.kv.Close(); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{put("b", "note", map[string]any{})}})

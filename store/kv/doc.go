@@ -69,7 +69,8 @@
 // A key may appear at most once in a batch (ErrInvalid otherwise). A batch
 // larger than the engine can write atomically fails with ErrTooLarge,
 // having written nothing; drivers take at least a few thousand small
-// records. When Commit returns *ConflictError, ErrInvalid, ErrTooLarge,
+// records. An empty batch writes nothing and still makes earlier
+// PutImmutable calls durable. When Commit returns *ConflictError, ErrInvalid, ErrTooLarge,
 // ErrClosed or the context's error before it started writing, nothing was
 // written; after any other error (I/O, a context that ended while the
 // write was in flight) the batch is either wholly applied or not at all,

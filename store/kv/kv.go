@@ -226,3 +226,40 @@ type Driver interface {
 	// Close releases the driver.
 	Close() error
 }
+
+// Sharer is implemented by drivers whose records other processes may
+// change while this one runs (a database server). A store over such a
+// driver reads a branch's ref before it trusts a cached head; the
+// compare-and-swap of Commit keeps it correct either way.
+type Sharer interface {
+	// Shared reports whether other processes may write.
+	Shared() bool
+}
+
+// IsShared reports whether d says other processes may write through it.
+func IsShared(d Driver) bool {
+	s, ok := d.(Sharer)
+	return ok && s.Shared()
+}
+
+// Limiter is implemented by drivers that bound what one Commit holds.
+type Limiter interface {
+	// Limits returns the largest batch one Commit takes: its total size
+	// in bytes (keys and values) and its number of records.
+	Limits() (bytes, count int64)
+}
+
+// Default limits of LimitsOf for a driver without a Limiter: what one
+// transaction of a database server takes without trouble.
+const (
+	DefaultLimitBytes = 64 << 20
+	DefaultLimitCount = 20000
+)
+
+// LimitsOf returns d's batch limits (Limiter), or the defaults.
+func LimitsOf(d Driver) (bytes, count int64) {
+	if l, ok := d.(Limiter); ok {
+		return l.Limits()
+	}
+	return DefaultLimitBytes, DefaultLimitCount
+}

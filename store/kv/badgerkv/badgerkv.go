@@ -75,6 +75,21 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	return &Driver{db: db, noSync: opts.NoSync}, nil
 }
 
+// Limits implements kv.Limiter: Badger's transaction limits.
+func (d *Driver) Limits() (bytes, count int64) {
+	return d.db.MaxBatchSize(), d.db.MaxBatchCount()
+}
+
+// Flatten compacts every level of the tree into the last one (benchmarks
+// use it to start from settled tables).
+func (d *Driver) Flatten(workers int) error {
+	if !d.g.Enter() {
+		return kv.ErrClosed
+	}
+	defer d.g.Leave()
+	return d.db.Flatten(workers)
+}
+
 // RemoveEmptyLogs deletes the empty write-ahead (.mem) and value log
 // (.vlog) files a crash can leave between creating such a file and sizing
 // it. Badger creates both at full size, so an empty one holds nothing;
@@ -349,12 +364,12 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
-	if b.Empty() {
-		return nil
+	if !b.Empty() {
+		if err := d.apply(ctx, &b); err != nil {
+			return err
+		}
 	}
-	if err := d.apply(ctx, &b); err != nil {
-		return err
-	}
+	// An empty batch still syncs: it makes earlier puts durable.
 	if !d.noSync {
 		if err := d.db.Sync(); err != nil {
 			return fmt.Errorf("badgerkv: sync: %w", err)

@@ -520,6 +520,10 @@ func (d *Driver) conflicts(ctx context.Context, tx pgx.Tx, swaps []kv.Swap, fail
 	return ce, nil
 }
 
+// Shared implements kv.Sharer: other artifactd processes may write to
+// the same database.
+func (d *Driver) Shared() bool { return true }
+
 // Close implements kv.Driver: it waits for calls in flight and closes the
 // pool.
 func (d *Driver) Close() error {
