@@ -188,7 +188,7 @@ func openSpec(ctx context.Context, sp storeSpec, opts store.Options, existing bo
 	}
 	st, err := openOnDriver(ctx, drv, opts)
 	if err != nil {
-		drv.Close()
+		drv.Close() // a second Close is harmless
 		return nil, fmt.Errorf("PostgreSQL store %s: %w", sp, err)
 	}
 	return st, nil
@@ -227,11 +227,8 @@ func leaseKeyFor(ctx context.Context, sp storeSpec) ([]byte, error) {
 	return got, nil
 }
 
-// openOnDriver opens a store on drv.
-//
-// TODO(pg): store.Options.Driver arrives with the store's move onto the
-// kv seam; until then a PostgreSQL store cannot be opened by the store.
+// openOnDriver opens a store on drv, which the store closes on Close.
 func openOnDriver(ctx context.Context, drv kv.Driver, opts store.Options) (*store.Store, error) {
-	_, _ = ctx, opts
-	return nil, fmt.Errorf("%T: this build's store does not open a storage driver yet", drv)
+	opts.Driver = drv
+	return store.Open(ctx, opts)
 }
