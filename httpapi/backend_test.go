@@ -41,6 +41,7 @@ func testBackend(t testing.TB, so *store.Options) {
 		t.Fatalf("open PostgreSQL: %v", err)
 	}
 	so.Driver = drv
+	so.ReserveBytes = -1 // no data directory whose free space to watch
 	// Registered before the store's own cleanup, so it runs after the
 	// store is closed: the records go, the empty tables stay.
 	t.Cleanup(func() {

@@ -141,7 +141,8 @@ func (c *mpClient) head(base string) (mpHead, int) {
 type mpAnswer struct {
 	Commit      string `json:"commit"`
 	ContextHash string `json:"context_hash"`
-	Code        string `json:"code"`
+	Type        string `json:"type"`
+	Detail      string `json:"detail"`
 	Head        string `json:"head"`
 }
 
@@ -189,12 +190,19 @@ func (l *mpLedger) fail(format string, args ...any) {
 // 503), for the caller to retry with a new id; an answer no correct
 // server gives is recorded on led.
 func writeOne(c *mpClient, base, id string, withParent bool, led *mpLedger) bool {
+	ok, _ := writeOneStatus(c, base, id, withParent, led)
+	return ok
+}
+
+// writeOneStatus is writeOne, also returning the last answer's status and
+// detail.
+func writeOneStatus(c *mpClient, base, id string, withParent bool, led *mpLedger) (bool, string) {
 	for attempt := 0; attempt < 500; attempt++ {
 		parent := ""
 		if withParent {
 			h, st := c.head(base)
 			if st != 200 {
-				return false
+				return false, fmt.Sprintf("GET hash: %d", st)
 			}
 			parent = h.Commit
 		}
@@ -202,18 +210,18 @@ func writeOne(c *mpClient, base, id string, withParent bool, led *mpLedger) bool
 		switch {
 		case st == http.StatusCreated && a.Commit != "":
 			led.ack(a.Commit, id)
-			return true
+			return true, ""
 		case st == 0 || st == http.StatusServiceUnavailable:
-			return false
-		case st == http.StatusConflict && withParent && a.Code == "stale-parent":
+			return false, fmt.Sprintf("%d %s", st, a.Detail)
+		case st == http.StatusConflict && withParent && strings.HasSuffix(a.Type, "stale-parent"):
 			continue
 		default:
 			led.fail("write %s (parent %q) through %s: %d %+v", id, parent, base, st, a)
-			return false
+			return false, fmt.Sprintf("%d %s", st, a.Detail)
 		}
 	}
 	led.fail("write %s: 500 stale parents in a row", id)
-	return false
+	return false, "500 stale parents in a row"
 }
 
 // mpCommit is an item of GET /commits.
@@ -492,9 +500,9 @@ func testMPKill(t *testing.T, bin, spec string) {
 				continue
 			}
 			id := fmt.Sprintf("probe-%d-%d", k, j)
-			if !writeOne(c, other.base(), id, false, led) {
+			if ok, why := writeOneStatus(c, other.base(), id, false, led); !ok {
 				sl.mu.Unlock()
-				t.Fatalf("kill %d (seed %d): process %d did not acknowledge a write while process %d was down", k, seed, j, victim)
+				t.Fatalf("kill %d (seed %d): process %d did not acknowledge a write while process %d was down: %s\n%s", k, seed, j, victim, why, tail(other.s.stderr.String(), 3000))
 			}
 		}
 		sl.s = startServeArgs(t, bin, "--store", spec)

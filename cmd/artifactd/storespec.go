@@ -186,6 +186,9 @@ func openSpec(ctx context.Context, sp storeSpec, opts store.Options, existing bo
 			return nil, fmt.Errorf("PostgreSQL store %s: %w", sp, err)
 		}
 	}
+	// The free-space reserve is about a local data directory; the
+	// database's room is the database's to manage.
+	opts.ReserveBytes = -1
 	st, err := openOnDriver(ctx, drv, opts)
 	if err != nil {
 		drv.Close() // a second Close is harmless
