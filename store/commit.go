@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -89,10 +90,11 @@ type writeReq struct {
 	// because a reader held its branch head.
 	deferredAt time.Time
 	// attempts counts the groups that lost a ref's compare-and-swap to
-	// another process with this request in them.
-	attempts int
-	commit   CommitRequest
-	resp     chan writeResp
+	// another process with this request in them, since firstLost.
+	attempts  int
+	firstLost time.Time
+	commit    CommitRequest
+	resp      chan writeResp
 }
 
 type writeResp struct {
@@ -104,14 +106,18 @@ type writeResp struct {
 func (s *Store) submit(ctx context.Context, r *writeReq) (writeResp, error) {
 	r.ctx = ctx
 	r.resp = make(chan writeResp, 1)
-	select {
-	case <-s.done:
+	// The read lock keeps Close from closing the lane while the request
+	// is handed over (the committer goes on draining its lane meanwhile).
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
 		return writeResp{}, ErrClosed
-	default:
 	}
 	select {
-	case s.reqs <- r:
+	case s.laneOf(r.ctxID) <- r:
+		s.closeMu.RUnlock()
 	case <-ctx.Done():
+		s.closeMu.RUnlock()
 		return writeResp{}, ctx.Err()
 	}
 	// Once queued, the request is carried out even if ctx ends: the caller
@@ -163,15 +169,14 @@ func (s *Store) ResetBranchIf(ctx context.Context, ctxID, name string, to hashin
 // deferred to a later group (with every later request on that branch, to
 // keep their order), so a read of one context never stalls the commits of
 // others.
-func (s *Store) run() {
-	defer close(s.done)
+func (s *Store) run(lane chan *writeReq) {
 	var pending []*writeReq
 	open := true
 	for open || len(pending) > 0 {
 		batch := pending
 		pending = nil
 		if len(batch) == 0 {
-			first, ok := <-s.reqs
+			first, ok := <-lane
 			if !ok {
 				break
 			}
@@ -180,7 +185,7 @@ func (s *Store) run() {
 	drain:
 		for open && len(batch) < s.batch {
 			select {
-			case r, ok := <-s.reqs:
+			case r, ok := <-lane:
 				if !ok {
 					open = false
 					break drain
@@ -346,9 +351,15 @@ func recordSize(k, v []byte) int64 { return int64(len(k)+len(v)) + 12 }
 
 func headKey(ctxID, branch string) string { return ctxID + "\x00" + branch }
 
-// maxAttempts bounds how many groups a request may be in that lost a
-// ref's compare-and-swap to another process before it is refused.
-const maxAttempts = 16
+// maxContention bounds how long a request may keep losing its ref's
+// compare-and-swap to other processes before it is refused.
+const maxContention = 30 * time.Second
+
+// backoff is the pause after a group's n-th lost swap: up to n
+// milliseconds (at most 20), at random.
+func backoff(n int) time.Duration {
+	return time.Duration(rand.Int64N(int64(min(n, 20))*int64(time.Millisecond) + 1))
+}
 
 // processBatch decides and writes one group. It returns the requests to
 // carry to the next group: those deferred for a reader, and those of a
@@ -448,11 +459,20 @@ func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
 		s.log.Debug("commit group lost a compare-and-swap; deciding again", "err", err)
 		var retry []*writeReq
 		for _, a := range g.answers {
-			if a.r.attempts++; a.r.attempts >= maxAttempts {
-				a.fn(fmt.Errorf("%w: gave up after %d attempts: other processes kept moving the branch (%v)", ErrStale, a.r.attempts, err))
+			a.r.attempts++
+			if a.r.firstLost.IsZero() {
+				a.r.firstLost = time.Now()
+			}
+			if time.Since(a.r.firstLost) > maxContention {
+				a.fn(fmt.Errorf("%w: gave up after %d attempts in %s: other processes kept moving the branch (%v)", ErrStale, a.r.attempts, maxContention, err))
 				continue
 			}
 			retry = append(retry, a.r)
+		}
+		// Back off a little, more after each loss, so that the processes
+		// racing on one branch take turns instead of all losing again.
+		if len(retry) > 0 {
+			time.Sleep(backoff(retry[0].attempts))
 		}
 		return append(retry, deferred...)
 	}
@@ -675,7 +695,7 @@ func (g *group) head(ctxID, branch string, block bool) (*head, error) {
 				h.mu.Unlock()
 				return nil, err
 			}
-			if cur != h.commit.ID {
+			if cur != h.commit.ID && !s.catchUp(context.Background(), h, cur) {
 				cached = false
 				s.mu.Lock()
 				if s.heads[key] == h {
@@ -722,6 +742,55 @@ func (g *group) head(ctxID, branch string, block bool) (*head, error) {
 	s.evictHeadsLocked()
 	s.mu.Unlock()
 	return h, nil
+}
+
+// maxCatchUp bounds how many commits of other processes catchUp applies
+// to a cached head; further behind, the head is loaded again.
+const maxCatchUp = 64
+
+// catchUp advances h, locked by the caller, to commit target when target
+// descends from h's commit along first parents by at most maxCatchUp
+// commits (another process committed them): it applies each one's
+// recorded ops as a replay does and checks its context hash, so a head
+// that other processes keep moving costs what their commits touched, not
+// a reload. It reports false when h must be loaded again instead; h may
+// then be partly advanced and must not be used.
+func (s *Store) catchUp(ctx context.Context, h *head, target hashing.Digest) bool {
+	var chain []*replay.Commit
+	for id := target; id != h.commit.ID; {
+		if len(chain) == maxCatchUp {
+			return false
+		}
+		c, err := s.commitRecord(h.ctx, id)
+		if err != nil || len(c.Parents) == 0 {
+			return false
+		}
+		chain = append(chain, c)
+		id = c.Parents[0]
+	}
+	src := s.Source(h.ctx)
+	for i := len(chain) - 1; i >= 0; i-- {
+		c := chain[i]
+		ops, err := s.Ops(ctx, h.ctx, c)
+		if err != nil {
+			return false
+		}
+		if ops, err = replay.WithDefinitionData(ctx, src, ops); err != nil {
+			return false
+		}
+		changes, err := h.state.ApplyOps(ops)
+		if err != nil || h.state.Hash() != c.ContextHash {
+			return false
+		}
+		for _, ch := range changes {
+			if ch.Next != nil {
+				ch.Next.Data = nil
+			}
+		}
+		h.trust.Apply(h.state, changes)
+		h.commit = c
+	}
+	return true
 }
 
 func (g *group) createContext(r *writeReq) error {

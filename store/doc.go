@@ -1,5 +1,19 @@
-// Package store persists artifactd's repositories in an embedded Badger
-// database; it is the only package that imports Badger.
+// Package store keeps artifactd's repositories — contexts, branches,
+// commits, state maps, objects and blobs — through one storage driver of
+// package kv (embedded Badger by default, PostgreSQL or memory by
+// Options.Driver).
+//
+// # Layers
+//
+// The store decides commits with the pure core (package graph applies
+// ops, checks cycles, trust and taint; package hashing fingerprints) and
+// keeps them through the seam (package kv): content-addressed records are
+// put idempotently, and a commit group's visible records land in one
+// atomic Commit whose compare-and-swaps move its refs. Only the Badger
+// driver imports Badger and only the PostgreSQL driver imports pgx
+// (store/kv's import test keeps it so). Several stores — several
+// artifactd processes — may share one database: a group that loses a
+// swap to another process is decided again on what is stored now.
 //
 // # Glossary
 //
@@ -41,8 +55,8 @@
 //	obj NUL <content hash>             -> canonical data
 //	blob NUL <sha256>                  -> raw bytes
 //	node NUL <node id>                 -> state-map node (id = SHA-256 of the bytes)
-//	type NUL <name>                    -> type record JSON (owned by httpapi; the registry, not the chain)
-//	reldef NUL <name>                  -> relation record JSON (owned by httpapi; likewise)
+//	type NUL <name>                    -> type record JSON (owned by the registry, not the chain)
+//	reldef NUL <name>                  -> relation record JSON (likewise)
 //
 // The ops chunks of a commit, joined, are the canonical JSON its ops hash
 // covers (HASHING.md §5); the committer writes them in one pass (opsenc.go)
@@ -50,28 +64,46 @@
 //
 // # Atomicity and durability
 //
-// Badger's WriteBatch is not atomic and a transaction is size-limited
-// (about 15 % of the memtable), so a commit group is written in one of two
-// ways. A group whose records fit in half of Badger's transaction limits —
-// every group of small commits — is written in one transaction: one round
-// trip through Badger's writer, atomic as a whole. A larger group first
-// writes its immutable records (objects, state-map nodes, op chunks)
-// through a WriteBatch: they are content-addressed or keyed by a commit id
-// nothing references yet, so a crash leaves only unreachable records. Then
-// one small transaction writes the commit records, their seq entries and
-// the moved refs, so a commit of any size is wholly visible or not at all.
-// A commit with many new payloads hands them to another goroutine (their
-// own WriteBatch) while it builds its state map; the group waits for it
-// before writing anything that refers to them. The database is opened
-// without per-write sync; the committer calls DB.Sync once per group, and
-// no request of the group is acknowledged before that returns (unless
-// Options.NoSync). A group that fails to write or sync answers every
-// request with the error and drops the heads it touched from memory, to be
-// rebuilt from disk.
+// A commit group is written in one of two ways. A group whose records fit
+// in half of the driver's limits (kv.LimitsOf: Badger's transaction
+// limits; a generous default for a database server) — every group of
+// small commits — is written in one kv Commit: one round trip, atomic as
+// a whole. A larger group first puts its immutable records (objects,
+// state-map nodes, op chunks) with kv PutImmutable, in parts of 8 MiB from
+// other goroutines while the committer goes on building: they are
+// content-addressed or keyed by a commit id nothing references yet, so a
+// crash leaves only unreachable records. Then one small Commit writes the
+// commit records, their seq entries and the moved refs, so a commit of any
+// size is wholly visible or not at all. A kv Commit is durable when it
+// returns (the Badger driver opens the database without per-write sync
+// and syncs once per Commit, unless Options.NoSync), and makes the puts
+// before it durable too; no request of the group is acknowledged before
+// that.
+//
+// Every ref the group moves is a swap expecting the value the group
+// decided on (the head it built on; no value for a new branch), every
+// seq entry and new context record a swap expecting no value. When a
+// swap fails — another process committed first — nothing was written:
+// the group's heads and sequence counters are dropped and, after a pause
+// of a few random milliseconds (longer after each loss, so that racing
+// processes take turns), its requests are decided again on the stored
+// heads. A request whose own Parent is no longer the head then gets
+// ErrStale; one that keeps losing for 30 seconds gets ErrStale saying so.
+// A driver that says other processes write through it (kv.Sharer:
+// PostgreSQL) also makes the committer read each branch's ref before it
+// trusts a cached head — a head a few commits behind catches up by
+// applying their recorded ops, as a replay does, checking each context
+// hash — and a context's sequence counter once per group; a read of a
+// branch head whose ref moved reads that ref's commit. A group that fails
+// otherwise answers every request with the error and stops the store's
+// writes (ErrWriteFailed): its outcome is unknown until a restart.
 //
 // # Group commit
 //
-// All writes go through one goroutine. It takes every queued request,
+// Writes go through a few committer goroutines, the lanes
+// (Options.Committers, default 4): every request of a context goes to the
+// same lane, so a long commit of one context holds up only the contexts
+// that share its lane, never all of them. A lane takes every queued request,
 // applies them in order to the in-memory heads (same-branch requests see
 // each other, and a request sees the refs, contexts and commits made by
 // earlier requests of its group), writes the group and syncs once, then
@@ -87,14 +119,15 @@
 // next group, so a long read of one context (an audit, a state export)
 // delays only that context's writes, and only up to two seconds, after
 // which the committer waits for the reader. Before each group the
-// committer checks that the data directory's file system keeps
+// committer checks that the data directory's file system (Badger only) keeps
 // Options.ReserveBytes free (ErrNoSpace otherwise: reads go on, writes
 // resume when there is room) and that no read has reported corruption
 // (NoteCorruption; Health says what to run).
 //
-// Two reads do not wait for the group in flight: reads that go to Badger
-// directly (Resolve of a commit id, the commit list, Branches) can see a
-// commit between its transaction and the sync that follows it, and
+// Two reads do not wait for the group in flight: reads that go to the
+// driver directly (Resolve of a commit id, the commit list, Branches) can
+// see a commit between its Badger transaction and the sync that follows
+// it, and
 // ListContexts may list a context in that window (GetContext and writes see
 // a new context only once its group is durable). If
 // that sync then fails, the store stops taking writes (ErrWriteFailed)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"regexp"
 	"sort"
@@ -85,6 +86,11 @@ type Options struct {
 	// MaxBatch bounds how many commit requests one group commit takes
 	// (default 256).
 	MaxBatch int
+	// Committers is the number of commit lanes (default DefaultCommitters):
+	// each context's writes go through one of them, so a long commit of
+	// one context holds up only the contexts that share its lane; each
+	// lane groups its requests and syncs once per group.
+	Committers int
 	// Rulesets are the gate rulesets import re-derives fetch verdicts
 	// with (the receipt names one); gate.BuiltinRulesets when nil. Add the
 	// ones a server ran with (serve --gate-rules) to import its bundles.
@@ -112,7 +118,12 @@ type Store struct {
 	noSync bool
 	batch  int
 
-	reqs      chan *writeReq
+	// lanes are the committers' queues: a context's requests all go to
+	// one lane (laneOf), so one context's slow commit delays only the
+	// contexts of its lane. closeMu guards closed against submit.
+	lanes     []chan *writeReq
+	closeMu   sync.RWMutex
+	closed    bool
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
@@ -286,7 +297,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		clock:      opts.Clock,
 		noSync:     opts.NoSync,
 		batch:      opts.MaxBatch,
-		reqs:       make(chan *writeReq, 1024),
 		done:       make(chan struct{}),
 		nodes:      newLRU[hashing.Digest](cacheBytes(opts)*15/100, (*trieNode).cost),
 		objects:    newLRU[hashing.Digest](cacheBytes(opts)*10/100, func(b []byte) int64 { return int64(len(b)) + 64 }),
@@ -317,8 +327,40 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		drv.Close()
 		return nil, err
 	}
-	go s.run()
+	n := opts.Committers
+	if n <= 0 {
+		n = DefaultCommitters
+	}
+	var wg sync.WaitGroup
+	for range n {
+		lane := make(chan *writeReq, 1024)
+		s.lanes = append(s.lanes, lane)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.run(lane)
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(s.done)
+	}()
 	return s, nil
+}
+
+// Shared reports whether other processes may write to the store's
+// database too (kv.Sharer): records a process caches outside the chain —
+// the type and relation registry — must then be read again before use.
+func (s *Store) Shared() bool { return s.shared }
+
+// DefaultCommitters is the default of Options.Committers.
+const DefaultCommitters = 4
+
+// laneOf returns the commit lane of a context.
+func (s *Store) laneOf(ctxID string) chan *writeReq {
+	h := fnv.New32a()
+	h.Write([]byte(ctxID))
+	return s.lanes[h.Sum32()%uint32(len(s.lanes))]
 }
 
 func reserveBytes(o Options) int64 {
@@ -368,7 +410,12 @@ func (s *Store) checkFormat(ctx context.Context) error {
 // the database. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		close(s.reqs)
+		s.closeMu.Lock()
+		s.closed = true
+		for _, lane := range s.lanes {
+			close(lane)
+		}
+		s.closeMu.Unlock()
 		<-s.done
 		s.closeErr = s.kv.Close()
 	})

@@ -27,9 +27,22 @@ type Options struct {
 	// MemTableSize is Badger's memtable size in bytes (0: 64 MiB). It also
 	// sets the transaction limits: about 15 % of it per Commit.
 	MemTableSize int64
+	// BlockCacheBytes is the size of Badger's cache of decompressed table
+	// blocks (0: DefaultBlockCacheBytes; negative: none). Badger's own
+	// default, 256 MiB, was most of a long-running server's resident
+	// memory; the store keeps its own caches of decoded records above it.
+	BlockCacheBytes int64
 	// Logger receives the driver's rare notices (nil: slog.Default()).
 	Logger *slog.Logger
 }
+
+// DefaultBlockCacheBytes is the default of Options.BlockCacheBytes.
+const DefaultBlockCacheBytes = 32 << 20
+
+// numMemtables is how many memtables Badger keeps (its default is 5):
+// with two, one takes writes while the other is flushed, and a server's
+// memory holds at most two of Options.MemTableSize.
+const numMemtables = 2
 
 // Driver is the Badger driver. Create it with Open.
 type Driver struct {
@@ -67,12 +80,24 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 		WithNumVersionsToKeep(1).
 		WithMetricsEnabled(false).
 		WithMemTableSize(mt).
+		WithNumMemtables(numMemtables).
+		WithBlockCacheSize(blockCache(opts.BlockCacheBytes)).
 		WithDetectConflicts(false)
 	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("badgerkv: open %s: %w", opts.Dir, err)
 	}
 	return &Driver{db: db, noSync: opts.NoSync}, nil
+}
+
+func blockCache(n int64) int64 {
+	switch {
+	case n == 0:
+		return DefaultBlockCacheBytes
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // Limits implements kv.Limiter: Badger's transaction limits.

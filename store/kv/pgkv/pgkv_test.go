@@ -14,6 +14,7 @@ import (
 	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/kvtest"
 	"github.com/artifactd/artifactd/store/kv/pgkv"
+	"github.com/artifactd/artifactd/store/storetest"
 )
 
 // envDSN names the database the tests use. .ci/run starts a throwaway
@@ -134,4 +135,18 @@ func BenchmarkSeam(b *testing.B) {
 			})
 		})
 	}
+}
+
+// TestSharedStores runs three stores, each with its own connection pool,
+// on one PostgreSQL schema — three artifactd processes, as far as the
+// store can tell — with twelve writers racing on one branch.
+func TestSharedStores(t *testing.T) {
+	schema := freshSchema(t)
+	storetest.RunShared(t, func(t *testing.T) kv.Driver {
+		d, err := open(context.Background(), t, schema, pgkv.BulkUnnest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}, 3, 12, 20)
 }

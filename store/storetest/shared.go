@@ -1,0 +1,165 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
+	"github.com/artifactd/artifactd/store/kv"
+)
+
+// Shared wraps a driver to report that other processes write through it
+// (kv.Sharer), so that stores over an in-memory driver behave as
+// processes on one database do.
+type Shared struct{ kv.Driver }
+
+// Shared implements kv.Sharer.
+func (Shared) Shared() bool { return true }
+
+// RunShared opens `stores` stores, each over its own driver from open
+// (all on one database), and has `writers` goroutines spread over them
+// write `each` one-artifact commits to one branch, half of them naming
+// their parent (retrying on ErrStale with the head they read again).
+// Then, through a fresh store, it checks that the branch's history is one
+// linear chain holding every acknowledged commit exactly once, that the
+// head's state holds every artifact, and that a replay of the head
+// re-derives its context hash.
+func RunShared(t *testing.T, open func(t *testing.T) kv.Driver, stores, writers, each int) {
+	ctx := context.Background()
+	var ss []*store.Store
+	for range stores {
+		s, err := store.Open(ctx, store.Options{Driver: open(t), ReserveBytes: -1})
+		if err != nil {
+			t.Fatalf("open store: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		ss = append(ss, s)
+	}
+	if _, err := ss[0].CreateContext(ctx, "shared", store.ModeObserve); err != nil {
+		t.Fatalf("create context: %v", err)
+	}
+	// The others learn of it through the driver; a second creation loses.
+	if _, err := ss[len(ss)-1].CreateContext(ctx, "shared", store.ModeObserve); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("second create of one context from another store: %v, want ErrExists", err)
+	}
+
+	var mu sync.Mutex
+	acked := map[hashing.Digest]string{}
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := ss[w%len(ss)]
+			for i := range each {
+				id := fmt.Sprintf("w%02d-%03d", w, i)
+				c, err := commitOne(ctx, s, id, w%2 == 0)
+				if err != nil {
+					errs <- fmt.Errorf("writer %d commit %d: %w", w, i, err)
+					return
+				}
+				mu.Lock()
+				if prev, dup := acked[c.ID]; dup {
+					mu.Unlock()
+					errs <- fmt.Errorf("commit %s acknowledged twice (%s and %s)", c.ID.Short(), prev, id)
+					return
+				}
+				acked[c.ID] = id
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+
+	check, err := store.Open(ctx, store.Options{Driver: open(t), ReserveBytes: -1})
+	if err != nil {
+		t.Fatalf("open checking store: %v", err)
+	}
+	defer check.Close()
+	head, err := check.Resolve(ctx, "shared", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[hashing.Digest]bool{}
+	for c := head; len(c.Parents) > 0; {
+		if len(c.Parents) != 1 {
+			t.Fatalf("commit %s has %d parents in a history of plain commits", c.ID.Short(), len(c.Parents))
+		}
+		if seen[c.ID] {
+			t.Fatalf("commit %s twice in the history", c.ID.Short())
+		}
+		seen[c.ID] = true
+		if _, ok := acked[c.ID]; !ok {
+			t.Errorf("commit %s in the history was never acknowledged", c.ID.Short())
+		}
+		if c, err = check.GetCommit(ctx, "shared", c.Parents[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, what := range acked {
+		if !seen[id] {
+			t.Errorf("acknowledged commit %s (%s) is not in the branch's history", id.Short(), what)
+		}
+	}
+	if want := writers * each; len(seen) != want || head.Artifacts != want {
+		t.Errorf("history has %d commits and the head %d artifacts, want %d of each", len(seen), head.Artifacts, want)
+	}
+	res, err := replay.Fold(ctx, check.Source("shared"), head.ID, replay.Options{})
+	if err != nil {
+		t.Fatalf("replay of the head: %v", err)
+	}
+	if got := res.State.Hash(); got != head.ContextHash || res.Commits != len(seen)+1 {
+		t.Fatalf("replay of %d commits gives %s; the head records %s over %d", res.Commits, got.Short(), head.ContextHash.Short(), len(seen)+1)
+	}
+}
+
+// commitOne commits one artifact, naming the head as parent when
+// withParent (and retrying with the new head when another writer got
+// there first).
+func commitOne(ctx context.Context, s *store.Store, id string, withParent bool) (*replay.Commit, error) {
+	raw, _ := json.Marshal(map[string]string{"text": "from " + id})
+	data, err := hashing.CanonicalizeObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	req := store.CommitRequest{Context: "shared", Author: id, Message: "m",
+		Ops: []graph.Op{{Op: graph.OpPut, ID: id, Type: "note", Data: data}}}
+	for attempt := 0; attempt < 1000; attempt++ {
+		if withParent {
+			h, err := s.Resolve(ctx, "shared", "main")
+			if err != nil {
+				return nil, err
+			}
+			req.Parent = &h.ID
+		}
+		res, err := s.Commit(ctx, req)
+		if errors.Is(err, store.ErrStale) && withParent {
+			time.Sleep(time.Duration(attempt%5) * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if res.Noop {
+			return nil, fmt.Errorf("commit of %s was a no-op", id)
+		}
+		return res.Commit, nil
+	}
+	return nil, fmt.Errorf("commit of %s: stale after 1000 attempts", id)
+}
