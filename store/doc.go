@@ -32,8 +32,10 @@
 //     on first use. Heads are a cache: they are evicted least recently
 //     used when their estimated size passes 60 % of Options.CacheBytes
 //     (default 256 MB; the node, payload and old-state caches share the
-//     rest), never while a commit group holds one, and a reader caches a
-//     head it loaded only while it is still the branch's durable head.
+//     rest), never while a commit group holds one nor the most recently
+//     used one (a context bigger than the budget stays cached alone rather
+//     than be loaded again on every read), and a reader caches a head it
+//     loaded only while it is still the branch's durable head.
 //   - definitions: the types and relations a context uses, recorded in
 //     its own history as artifactd.type/… and artifactd.relation/…
 //     artifacts (graph.DefinitionOps decides which a commit must record;

@@ -97,3 +97,55 @@ func TestHeadCacheBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadOverBudgetStaysCached checks that a head bigger than the whole
+// head budget (a context bigger than the cache) stays cached while it is
+// the most recently used one, instead of being loaded and dropped on
+// every read, and gives way once another head is used.
+func TestHeadOverBudgetStaysCached(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true, CacheBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"big", "small"} {
+		if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ops []graph.Op
+	for i := range 200 {
+		ops = append(ops, hcPut(fmt.Sprintf("s%d", i), "claim"))
+	}
+	if _, err := s.Commit(ctx, CommitRequest{Context: "big", Author: "t", Message: "m", Ops: ops}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, CommitRequest{Context: "small", Author: "t", Message: "m", Ops: ops[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	cached := func(id string) *head {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.heads[headKey(id, DefaultBranch)]
+	}
+	read := func(id string) {
+		t.Helper()
+		if err := s.Read(ctx, id, "", func(*View) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read("big")
+	h := cached("big")
+	if h == nil || h.cost.Load() <= s.headBudget {
+		t.Fatalf("big head cached %v (budget %d B): want it cached, over the budget", h != nil, s.headBudget)
+	}
+	read("big")
+	if cached("big") != h {
+		t.Fatal("a second read of the over-budget head loaded it again")
+	}
+	read("small")
+	if cached("big") != nil || cached("small") == nil {
+		t.Fatal("after another context's read the over-budget head should give way to it")
+	}
+}

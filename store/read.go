@@ -44,14 +44,6 @@ func (s *Store) Branches(ctx context.Context, ctxID string) ([]Branch, error) {
 	return out, err
 }
 
-func (s *Store) refExists(ctxID, branch string) (bool, error) {
-	_, err := s.ref(ctxID, branch)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 func (s *Store) ref(ctxID, branch string) (hashing.Digest, error) {
 	var d hashing.Digest
 	v, err := s.kv.Get(context.Background(), keyRef(ctxID, branch))

@@ -211,7 +211,8 @@ type head struct {
 func (s *Store) touch(h *head) { h.used.Store(s.tick.Add(1)) }
 
 // evictHeadsLocked drops the least recently used heads, never one a commit
-// group holds, until the cached heads fit in nine tenths of the budget.
+// group holds nor the most recently used one, until the cached heads fit
+// in nine tenths of the budget.
 // The caller holds s.mu. A dropped head is a cache entry only: its state is
 // on disk, and the next use loads it again.
 func (s *Store) evictHeadsLocked() {
@@ -234,6 +235,12 @@ func (s *Store) evictHeadsLocked() {
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].used < cands[j].used })
+	// The most recently used head stays even when it alone passes the
+	// budget (a context bigger than the cache): dropping it would make
+	// every read of that context load it again.
+	if len(cands) > 0 {
+		cands = cands[:len(cands)-1]
+	}
 	for _, c := range cands {
 		if total <= s.headBudget*9/10 {
 			break

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -18,16 +17,19 @@ const serverTimingJS = `(() => {
   return st ? st.duration : -1;
 })()`
 
-// overflowJS is how far the page is wider than the window.
-const overflowJS = `document.documentElement.scrollWidth - window.innerWidth`
+// overflowJS is how far the page is wider than the screen. The layout
+// viewport (clientWidth) is the device width; window.innerWidth is not: a
+// mobile browser zooms out to fit a page that overflows, and innerWidth
+// then grows with it, hiding the overflow.
+const overflowJS = `document.documentElement.scrollWidth - document.documentElement.clientWidth`
 
 // TestBrowserAuditor walks the auditor's questions in Chromium at desktop
 // (1400×900) and phone (390×844) widths, asserting on the DOM: what was
 // said shows in graph nodes and audit rows, a changed artifact has its
 // field-level diff, a click expands a neighbourhood, the path to a poison
-// root is drawn, a 100k-artifact context's overview and neighbourhood
-// render within 300 ms of server time, and no page overflows sideways at
-// 390 px. It takes the README screenshots of every page at both widths.
+// root is drawn, and no page overflows sideways at 390 px. It takes the
+// README screenshots of every page at both widths but the 100k overview's
+// (TestBrowserHugeServe checks that context and takes them).
 func TestBrowserAuditor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test")
@@ -38,12 +40,6 @@ func TestBrowserAuditor(t *testing.T) {
 	pc := loadPoisonPlan(t, s, "poison-plan")
 	loadPoisonPlan(t, s, "poison-plan-rerun")
 	loadBig(t, s, "crawl-2026-03", 240)
-	huge := hugeN
-	if raceEnabled {
-		huge = 10_000 // 100k takes minutes under the race detector
-	}
-	loadBig(t, s, "huge", huge)
-	hugeRoot := fmt.Sprintf("a%05d", huge/2+5) // a claim in the middle
 	if _, err := s.CreateContext(context.Background(), "empty-run", "enforce"); err != nil {
 		t.Fatal(err)
 	}
@@ -129,34 +125,6 @@ func TestBrowserAuditor(t *testing.T) {
 	}
 	screenshot(t, ctx, out, "poison-path.png")
 
-	// A 100k-artifact context: the clustered overview and a
-	// neighbourhood, each within the budget of server time on its first
-	// visit. The context page is opened first: it loads the branch head
-	// from the store (seconds at this size, the store's cost, not the
-	// page's), as any visit to the context would.
-	check := budgetApplies(t)
-	step(t, ctx, "huge context", chromedp.Navigate(base+"/ui/contexts/huge"), chromedp.WaitVisible(chromedp.CSS("table.artifacts")))
-	t.Logf("100k context page: %.1f ms server time (loads the head)", eval[float64](t, ctx, serverTimingJS))
-	for _, p := range []struct{ name, path, ready string }{
-		{"overview", "/ui/contexts/huge/graph", "#clusters"},
-		{"neighbourhood", "/ui/contexts/huge/graph?root=" + hugeRoot, "#graph svg.provenance g.node"},
-	} {
-		step(t, ctx, "huge "+p.name, chromedp.Navigate(base+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
-		took := eval[float64](t, ctx, serverTimingJS)
-		t.Logf("100k context %s: %.1f ms server time (first visit)", p.name, took)
-		if took < 0 {
-			t.Errorf("%s: no Server-Timing", p.path)
-		} else if check && took > float64(hugeBudget.Milliseconds()) {
-			t.Errorf("%s: %.1f ms of server time, want < %d", p.path, took, hugeBudget.Milliseconds())
-		}
-		if p.name == "overview" {
-			if got := eval[string](t, ctx, `document.getElementById("graph-count").textContent`); !strings.HasPrefix(got, thousands(int64(huge))+" artifacts in") {
-				t.Errorf("overview says %q", got)
-			}
-			screenshot(t, ctx, out, "overview.png")
-		}
-	}
-
 	// Compare two runs.
 	step(t, ctx, "compare", chromedp.Navigate(base+"/ui/compare?a=poison-plan&b=poison-plan&b_at=refetch"), chromedp.WaitVisible(chromedp.CSS("#compare-rows")))
 	if v := eval[string](t, ctx, `document.getElementById("compare-verdict").textContent`); !strings.HasPrefix(v, "≠ Different states") {
@@ -182,9 +150,8 @@ func TestBrowserAuditor(t *testing.T) {
 	pages := []struct{ name, path string }{
 		{"contexts", "/"}, {"contexts-search", "/?q=plan"}, {"context", plan}, {"context-search", plan + "?q=price"},
 		{"graph", plan + "/graph"}, {"neighbourhood", plan + "/graph?root=s5&expand=s8"},
+		{"graph-earlier", plan + "/graph?at=" + pc.Steps["s6"].ID.Hex()}, {"artifact-refetch", plan + "/artifacts/s1?at=refetch"},
 		{"poison-path", plan + "/graph?root=s10&up=0&down=0&path=1"}, {"find", plan + "/graph?find=shipping"},
-		{"overview", "/ui/contexts/huge/graph"}, {"overview-producer", "/ui/contexts/huge/graph?group=producer"},
-		{"huge-neighbourhood", "/ui/contexts/huge/graph?root=" + hugeRoot}, {"huge-context", "/ui/contexts/huge"},
 		{"artifact", plan + "/artifacts/s1"}, {"version-diff", shots[3].path},
 		{"quarantine", plan + "/quarantine"}, {"diff", plan + "/diff?from=main&to=refetch"}, {"diff-all", plan + "/diff"},
 		{"audit", plan + "/audit/s10"}, {"compare", "/ui/compare?a=poison-plan&b=poison-plan&b_at=refetch"},
@@ -192,12 +159,12 @@ func TestBrowserAuditor(t *testing.T) {
 		{"crawl-overview", "/ui/contexts/crawl-2026-03/graph"}, {"empty", "/ui/contexts/empty-run/graph"},
 	}
 	step(t, ctx, "phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
-	phoneShots := map[string]bool{"contexts": true, "context": true, "graph": true, "neighbourhood": true, "overview": true, "artifact": true,
+	phoneShots := map[string]bool{"contexts": true, "context": true, "graph": true, "neighbourhood": true, "artifact": true,
 		"quarantine": true, "diff": true, "audit": true, "compare": true}
 	for _, p := range pages {
 		step(t, ctx, "phone "+p.name, chromedp.Navigate(base+p.path), chromedp.WaitReady(chromedp.CSS("footer")))
 		if over := eval[float64](t, ctx, overflowJS); over > 1 {
-			wide := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("main *")).filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest(".graph-viewport, .table-wrap, pre, textarea, .legend-shapes")).slice(0, 5).map(e => e.tagName + "." + e.className)`)
+			wide := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("main *")).filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1 && !e.closest(".graph-viewport, .table-wrap, pre, textarea, .legend-shapes")).slice(0, 5).map(e => e.tagName + "." + e.className)`)
 			t.Errorf("phone: %s overflows by %vpx (%q)", p.path, over, wide)
 		}
 		if phoneShots[p.name] {

@@ -369,7 +369,7 @@ func TestBrowserPoisonPlan(t *testing.T) {
 	for _, p := range []string{"/", "/ui/contexts/poison-plan", "/ui/contexts/poison-plan/graph", "/ui/contexts/poison-plan/artifacts/s1",
 		"/ui/contexts/poison-plan/quarantine", "/ui/contexts/poison-plan/diff?from=main&to=refetch", "/ui/contexts/poison-plan/audit/s10"} {
 		step(t, ctx, "phone "+p, chromedp.Navigate(base+p), chromedp.WaitReady(chromedp.CSS("main")))
-		overflow := eval[float64](t, ctx, `document.documentElement.scrollWidth - window.innerWidth`)
+		overflow := eval[float64](t, ctx, overflowJS)
 		if overflow > 1 {
 			t.Errorf("phone width: %s overflows by %vpx", p, overflow)
 		}

@@ -27,8 +27,15 @@
 //   - said: the short text of what an artifact said (its "text", a
 //     verdict and reason, a claim's value, or its first string member),
 //     cut and cached by content hash; shown in nodes, rows and tooltips.
-//   - timeline: the list of commits on every context page, each linking
-//     to the same view at that commit and to what it changed.
+//   - time travel: the control on every context page: a slider over the
+//     commits of a branch (its first-parent chain, oldest first; ?on=
+//     names the branch when the shown commit is not its head) whose form
+//     asks for ?step=N and is redirected to the same page and query at
+//     that commit's ?at=; first, previous, next and last links; what
+//     changed at the shown step (the store's diff against the first
+//     parent: the artifacts added, changed and removed, edges and trust
+//     changes, cached by commit; a bulk step of more than 2,000 ops by its
+//     counts); and the commits around it, each linking to the same view.
 //   - DOT: the Graphviz text the picture is described in; nodes are named
 //     n0, n1… and every artifact string is a quoted graph.DOTString.
 //   - sanitized SVG: Graphviz's SVG rewritten by sanitizeSVG from an

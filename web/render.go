@@ -41,8 +41,10 @@ type page struct {
 	Keep []param
 	// Auth is set when authentication is on (the logout button shows).
 	Auth bool
-	// Timeline is the time-travel list: the shown commit and the ones
-	// before it, each a link to this same view at that commit.
+	// Travel is the time-travel control (nil on pages without a commit).
+	Travel *travel
+	// Timeline lists the commits around the shown one on the control's
+	// chain, each a link to this same view at that commit.
 	Timeline []timelineRow
 	// Latest links to this view at the branch head when the page shows
 	// an older commit.
@@ -56,13 +58,12 @@ type page struct {
 type timelineRow struct {
 	Short, ID, Message, Time string
 	Ops                      int
-	URL                      string
-	DiffURL                  string
-	Current                  bool
+	// Step is the commit's position on the control's chain (1-based).
+	Step    int
+	URL     string
+	DiffURL string
+	Current bool
 }
-
-// timelineLen is how many commits the time-travel list shows.
-const timelineLen = 12
 
 // param is one query parameter.
 type param struct{ Name, Value string }
@@ -125,8 +126,9 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"add":   func(a, b int) int { return a + b },
-	"sides": func(a, b compareSide) []compareSide { return []compareSide{a, b} },
+	"add":      func(a, b int) int { return a + b },
+	"stepLine": stepLine,
+	"sides":    func(a, b compareSide) []compareSide { return []compareSide{a, b} },
 }
 
 func mustParsePages() *pageSet {
@@ -156,7 +158,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	p.CSS = s.assets.url("style.css")
 	p.JS = s.assets.url("app.js")
 	if p.Ctx != "" && p.Commit != nil && status == http.StatusOK {
-		s.timeline(r, p)
+		s.travelControl(r, p)
 	}
 	var buf bytes.Buffer
 	if t == nil {
@@ -176,46 +178,6 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	serverTiming(h, r)
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
-}
-
-// timeline fills p.Timeline with the shown commit and those before it
-// (first parents), each linking to the same page and query at that
-// commit, with a link to what it changed.
-func (s *server) timeline(r *http.Request, p *page) {
-	ctx := r.Context()
-	c, err := s.store.Resolve(ctx, p.Ctx, p.Commit.ID)
-	if err != nil {
-		return
-	}
-	commits, err := s.store.Log(ctx, p.Ctx, c, timelineLen)
-	if err != nil {
-		return
-	}
-	at := func(ref string) string {
-		q := r.URL.Query()
-		q.Del("at")
-		q.Del("log")
-		q.Del("page")
-		if p.Nav == "diff" {
-			q.Del("from")
-			q.Del("to")
-		}
-		if ref != "" {
-			q.Set("at", ref)
-		}
-		return r.URL.EscapedPath() + queryPrefix(q.Encode())
-	}
-	for _, cm := range commits {
-		row := timelineRow{Short: cm.ID.Short(), ID: cm.ID.String(), Message: cut(cm.Message, 80), Time: cm.Time, Ops: cm.NumOps,
-			URL: at(cm.ID.Hex()), Current: cm.ID.String() == p.Commit.ID}
-		if len(cm.Parents) > 0 {
-			row.DiffURL = ctxURL(p.Ctx, "") + "/diff" + query("from", cm.Parents[0].Hex(), "to", cm.ID.Hex())
-		}
-		p.Timeline = append(p.Timeline, row)
-	}
-	if p.Commit.Branch == "" {
-		p.Latest = at("")
-	}
 }
 
 func queryPrefix(raw string) string {

@@ -41,6 +41,10 @@ type server struct {
 	said *saidCache
 	// overviews caches clustered overviews by commit.
 	overviews *overviewCache
+	// chains caches first-parent commit chains by their head commit, and
+	// steps what each commit changed; both are immutable per commit.
+	chains *lru[*chain]
+	steps  *lru[*stepSummary]
 }
 
 // New returns the read-only browser UI as an http.Handler meant to be
@@ -66,6 +70,8 @@ func New(opts Options) http.Handler {
 		said:   newSaidCache(200_000),
 
 		overviews: newOverviewCache(32),
+		chains:    newLRU[*chain](16),
+		steps:     newLRU[*stepSummary](4096),
 	}
 }
 
@@ -96,7 +102,9 @@ const (
 //	/ui/login, /ui/logout                 token form (only when Options.Tokens is set)
 //
 // Every page takes ?at= (a branch, a commit id or a prefix of at least 8
-// hex digits). Paths are split on their escaped form, so an artifact id
+// hex digits); every context page also takes ?step=N (&on=branch), the
+// time-travel form, answered with a redirect to the same page at the Nth
+// commit of the branch (handleStep). Paths are split on their escaped form, so an artifact id
 // may hold any character, "/" included, written %2F.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
@@ -146,6 +154,9 @@ func (s *server) routeContext(w http.ResponseWriter, r *http.Request, rest strin
 		return
 	}
 	page, arg, _ := strings.Cut(sub, "/")
+	if s.handleStep(w, r, ctxID, page) {
+		return
+	}
 	switch page {
 	case "":
 		s.handleContext(w, r, ctxID)

@@ -247,6 +247,9 @@ func hostilePages(first, head string) []string {
 		"/?q=xss",
 		"/ui/contexts/xss-big/graph?group=producer", // the overview's clusters
 		"/ui/contexts/xss-big/graph?root=" + url.QueryEscape(xssAttrText+"-005"),
+		// The time-travel control at a commit that is no head, carrying
+		// hostile parameters in its form (on= is not a branch: ignored).
+		base + "/graph?root=xss-answer&at=" + head + "&on=" + url.QueryEscape(xssScript) + "&find=" + url.QueryEscape(xssDOT),
 	}
 	for _, id := range hostileIDs {
 		pages = append(pages, artifactURL("xss", id, ""), auditURL("xss", id, ""),

@@ -93,6 +93,11 @@ type scenarioParams struct {
 type rssSample struct {
 	At    int64 `json:"at"`
 	Bytes int64 `json:"bytes"`
+	// Anon and File split Bytes into anonymous memory (heaps) and mapped
+	// file pages (Badger maps its tables; the kernel may drop those pages
+	// under pressure).
+	Anon int64 `json:"anon_bytes,omitempty"`
+	File int64 `json:"file_bytes,omitempty"`
 }
 
 // scenarioResult is what a scenario measured. Counts are of acknowledged
@@ -281,7 +286,11 @@ type rssReader struct {
 }
 
 // read returns VmRSS in bytes, or 0 when resident sizes are not available.
-func (r rssReader) read() int64 {
+func (r rssReader) read() int64 { return r.field("VmRSS:") }
+
+// field returns one kB field of /proc/PID/status (VmRSS:, RssAnon:,
+// RssFile:) in bytes, or 0 when it cannot be read.
+func (r rssReader) field(name string) int64 {
 	if r.path == "" {
 		return 0
 	}
@@ -292,7 +301,7 @@ func (r rssReader) read() int64 {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		rest, ok := strings.CutPrefix(sc.Text(), name)
 		if !ok {
 			continue
 		}
@@ -363,8 +372,9 @@ type scenarioRun struct {
 func (r *scenarioRun) sample(at int64) int64 {
 	b := r.rss.read()
 	if b > 0 {
+		anon, file := r.rss.field("RssAnon:"), r.rss.field("RssFile:")
 		r.res.mu.Lock()
-		r.res.RSS = append(r.res.RSS, rssSample{At: at, Bytes: b})
+		r.res.RSS = append(r.res.RSS, rssSample{At: at, Bytes: b, Anon: anon, File: file})
 		r.res.mu.Unlock()
 	}
 	return b

@@ -1,5 +1,7 @@
 // artifactd UI: progressive enhancement only (every page works without it).
-// Zoom buttons for the graph picture and copy buttons for text areas.
+// Zoom buttons for the graph picture, copy buttons for text areas, and the
+// time-travel slider: its step number follows the thumb, and releasing it
+// (or a key) shows that step, as its "Show step" button does.
 // It never reads or inserts page text as HTML.
 "use strict";
 (function () {
@@ -45,8 +47,22 @@
       });
     });
   }
+  function setupTravel() {
+    var range = document.getElementById("step");
+    var out = document.getElementById("step-out");
+    if (!range || !out || !range.form) return;
+    range.addEventListener("input", function () {
+      out.textContent = range.value;
+      range.setAttribute("aria-valuetext", "step " + range.value + " of " + range.max);
+    });
+    range.addEventListener("change", function () {
+      if (range.form.requestSubmit) range.form.requestSubmit();
+      else range.form.submit();
+    });
+  }
   document.addEventListener("DOMContentLoaded", function () {
     setupZoom();
     setupCopy();
+    setupTravel();
   });
 })();

@@ -1,0 +1,113 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// travelPart is the time-travel control of a page.
+func travelPart(body string) string {
+	i := strings.Index(body, `id="travel"`)
+	j := strings.Index(body, `id="timeline"`)
+	if i < 0 || j < i {
+		return ""
+	}
+	return body[i:j]
+}
+
+// TestTravelControl: every context page has a slider over its branch's
+// commits that keeps the view, step links, and what changed at the shown
+// step; the slider's form redirects to the same view at the chosen step.
+func TestTravelControl(t *testing.T) {
+	h, pc, s := newPlanServer(t)
+	loadBig(t, s, "bulk", 1000)
+	hex := func(step string) string { return pc.Steps[step].ID.Hex() }
+	amp := func(u string) string { return strings.ReplaceAll(u, "&", "&amp;") }
+
+	// At main's head: step 11 of 11 (the context's first commit, then
+	// s1…s10), the previous step is the same view at s9.
+	_, body := get(t, h, "/ui/contexts/poison-plan/graph?root=s5&up=2")
+	tv := travelPart(body)
+	for _, want := range []string{
+		`<input type="range" id="step" name="step" min="1" max="11" value="11"`,
+		`<input type="hidden" name="root" value="s5"><input type="hidden" name="up" value="2">`,
+		`id="step-prev" rel="prev"`,
+		amp(`href="/ui/contexts/poison-plan/graph?at=` + hex("s9") + `&root=s5&up=2" id="step-prev"`),
+		`4 ops: 1 artifact added, 3 edges added`,
+		amp(`href="/ui/contexts/poison-plan/diff?from=` + hex("s9") + `&to=` + hex("s10") + `" id="step-diff"`),
+	} {
+		if !strings.Contains(tv, want) {
+			t.Errorf("main head: control lacks %s:\n%s", want, tv)
+		}
+	}
+	if strings.Contains(tv, `id="step-next"`) {
+		t.Error("the head has a next step")
+	}
+
+	// The form: step 6 is s5's commit; every parameter of the view stays,
+	// repeated ones too.
+	res, _ := get(t, h, "/ui/contexts/poison-plan/graph?expand=s8&expand=s6&root=s5&up=2&step=6")
+	if want := "/ui/contexts/poison-plan/graph?at=" + hex("s5") + "&expand=s8&expand=s6&root=s5&up=2"; res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want {
+		t.Errorf("step=6: %d %q, want 303 %q", res.StatusCode, res.Header.Get("Location"), want)
+	}
+	// A step past the end is the head; on the diff page from= and to= go
+	// (the diff then shows what changed at the step).
+	res, _ = get(t, h, "/ui/contexts/poison-plan/diff?from=main&to=refetch&step=99&on=refetch")
+	if want := "/ui/contexts/poison-plan/diff?at=" + pc.Refetch.ID.Hex() + "&on=refetch"; res.Header.Get("Location") != want {
+		t.Errorf("diff step=99: %q, want %q", res.Header.Get("Location"), want)
+	}
+	for _, bad := range []string{"step=0", "step=x", "step=2&on=%3Cscript%3E"} {
+		res, body := get(t, h, "/ui/contexts/poison-plan?"+bad)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "invalid-query") {
+			t.Errorf("%s: %d", bad, res.StatusCode)
+		}
+	}
+
+	// At s5's commit: step 6, and what s5 added, with its trust.
+	_, body = get(t, h, "/ui/contexts/poison-plan/artifacts/s3?at="+hex("s5"))
+	tv = travelPart(body)
+	for _, want := range []string{
+		`value="6"`, `2 ops: 1 artifact added, 1 edge added, trust of 1 artifact changed`,
+		`<span class="kind added">added</span> <a href="/ui/contexts/poison-plan/artifacts/s5?at=` + hex("s5") + `">s5</a>`,
+		`<li>s5: new, <span class="badge quarantined">`,
+		amp(`href="/ui/contexts/poison-plan/artifacts/s3?at=` + hex("s6") + `" id="step-next"`),
+	} {
+		if !strings.Contains(tv, want) {
+			t.Errorf("at s5: control lacks %s:\n%s", want, tv)
+		}
+	}
+
+	// The refetch branch: 12 steps; its last changed s1 and lifted the
+	// quarantine.
+	_, body = get(t, h, "/ui/contexts/poison-plan/artifacts/s1?at=refetch")
+	tv = travelPart(body)
+	for _, want := range []string{`max="12" value="12"`, `<input type="hidden" name="on" value="refetch">`, ` on refetch</label>`,
+		`<span class="kind changed">changed</span>`, `<li>s1: <span class="badge poison_root">poison root</span> → <span class="badge confirmed">confirmed</span></li>`} {
+		if !strings.Contains(tv, want) {
+			t.Errorf("refetch head: control lacks %s:\n%s", want, tv)
+		}
+	}
+	// A commit below both heads is stepped on the branch the URL names,
+	// else on main.
+	_, body = get(t, h, "/ui/contexts/poison-plan?at="+hex("s10")+"&on=refetch")
+	if tv := travelPart(body); !strings.Contains(tv, `max="12" value="11"`) || !strings.Contains(tv, `id="step-next"`) {
+		t.Errorf("s10 on refetch:\n%s", tv)
+	}
+	_, body = get(t, h, "/ui/contexts/poison-plan?at="+hex("s10"))
+	if tv := travelPart(body); !strings.Contains(tv, `max="11" value="11"`) || strings.Contains(tv, `id="step-next"`) {
+		t.Errorf("s10 on main:\n%s", tv)
+	}
+	// The first commit created the context.
+	res, _ = get(t, h, "/ui/contexts/poison-plan?step=1")
+	_, body = get(t, h, res.Header.Get("Location"))
+	if tv := travelPart(body); !strings.Contains(tv, `value="1"`) || !strings.Contains(tv, "the context was created") || strings.Contains(tv, `id="step-prev"`) {
+		t.Errorf("step 1:\n%s", tv)
+	}
+
+	// A bulk step is summarized by its counts.
+	_, body = get(t, h, "/ui/contexts/bulk")
+	if tv := travelPart(body); !strings.Contains(tv, "2,700 ops: 1,000 artifacts more, 1,700 edges more") {
+		t.Errorf("bulk step:\n%s", tv)
+	}
+}
