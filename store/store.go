@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -38,7 +39,7 @@ var (
 	// ErrAmbiguous: a hash prefix matches more than one commit.
 	ErrAmbiguous = errors.New("ambiguous reference")
 	// ErrCorrupt: stored data does not match its hash or cannot be decoded.
-	ErrCorrupt = errors.New("store corruption")
+	ErrCorrupt = fault.Corruption("store corruption")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
 	// ErrLocked: the data directory is held by another process (a running

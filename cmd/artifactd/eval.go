@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -28,9 +28,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, exitUsage, "eval: %v", err)
 	}
 	defer st.Close()
-	var rep httpapi.EvalReport
+	var rep service.EvalReport
 	err = st.Read(ctx, *ctxID, *at, func(v *store.View) error {
-		rep = httpapi.EvalOf(*ctxID, v)
+		rep = service.EvalOf(*ctxID, v)
 		return nil
 	})
 	if err != nil {

@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
-	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 )
 
 // runFetch is `artifactd fetch URL --context ID`: fetch a URL under the
@@ -41,8 +42,8 @@ func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *ctxID == "" || len(pos) != 1 {
 		return fail(stderr, exitUsage, "fetch: want one URL and --context ID")
 	}
-	in := httpapi.FetchInput{ID: *id, URL: pos[0], Perform: true}
-	var out *httpapi.FetchWrite
+	in := service.FetchInput{ID: *id, URL: pos[0], Perform: true}
+	var out *service.FetchWrite
 	if *server != "" {
 		if *allowPrivate || *renderOn {
 			return fail(stderr, exitUsage, "fetch: --allow-private-fetch and --render are the server's flags with --server")
@@ -74,7 +75,7 @@ func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // fetchThroughServer asks a running server to fetch.
-func fetchThroughServer(ctx context.Context, base, token, ctxID string, in httpapi.FetchInput) (*httpapi.FetchWrite, error) {
+func fetchThroughServer(ctx context.Context, base, token, ctxID string, in service.FetchInput) (*service.FetchWrite, error) {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
@@ -110,7 +111,7 @@ func fetchThroughServer(ctx context.Context, base, token, ctxID string, in httpa
 		}
 		return nil, fmt.Errorf("%s: %s", res.Status, bytes.TrimSpace(raw))
 	}
-	var out httpapi.FetchWrite
+	var out service.FetchWrite
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, fmt.Errorf("unexpected answer: %v", err)
 	}
@@ -119,7 +120,7 @@ func fetchThroughServer(ctx context.Context, base, token, ctxID string, in httpa
 
 // fetchIntoStore fetches in this process and records the verdict in the
 // data directory, through the same Go path as the server.
-func fetchIntoStore(ctx context.Context, sp storeSpec, ctxID string, in httpapi.FetchInput, allowPrivate, renderOn bool) (*httpapi.FetchWrite, error) {
+func fetchIntoStore(ctx context.Context, sp storeSpec, ctxID string, in service.FetchInput, allowPrivate, renderOn bool) (*service.FetchWrite, error) {
 	cfg := serveConfig{Logger: discardLogger()}
 	if err := gateTiers(&cfg, true, allowPrivate, renderOn); err != nil {
 		return nil, err
@@ -129,9 +130,8 @@ func fetchIntoStore(ctx context.Context, sp storeSpec, ctxID string, in httpapi.
 		return nil, err
 	}
 	defer st.Close()
-	out, err := newServer(st, reg, cfg).RecordFetch(ctx, ctxID, in)
-	var e *httpapi.Error
-	if errors.As(err, &e) && e.Code != httpapi.CodeInternal && e.Detail != "" {
+	out, err := newService(st, reg, cfg, nil).RecordFetch(ctx, ctxID, in)
+	if e, ok := fault.As(err); ok && e.Code != fault.Internal && e.Detail != "" {
 		return nil, errors.New(e.Detail)
 	}
 	return out, err

@@ -55,7 +55,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err := gateTiers(&cfg, *allowFetch, false, false); err != nil {
 			return fail(stderr, exitUsage, "mcp: %v", err)
 		}
-		backend = mcp.NewInProcess(newServer(st, reg, cfg), st, logger)
+		backend = mcp.NewInProcess(newService(st, reg, cfg, nil), logger)
 	}
 	t := &sdk.IOTransport{Reader: io.NopCloser(os.Stdin), Writer: nopWriteCloser{stdout}}
 	if err := mcp.NewServer(backend, opts).Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -31,9 +31,9 @@ func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fail(stderr, exitUsage, "quarantine: %v", err)
 	}
 	defer st.Close()
-	var rep httpapi.QuarantineReport
+	var rep service.QuarantineReport
 	if err := st.Read(ctx, *ctxID, *at, func(v *store.View) error {
-		rep = httpapi.QuarantineOf(v)
+		rep = service.QuarantineOf(v)
 		return nil
 	}); err != nil {
 		return fail(stderr, exitUsage, "quarantine: %v", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/artifactd/artifactd/gate/fetch"
 	"github.com/artifactd/artifactd/gate/render"
 	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 	"github.com/artifactd/artifactd/web"
 )
@@ -207,11 +208,21 @@ func newServer(st *store.Store, types *httpapi.Registry, cfg serveConfig) *httpa
 // newServerKey is newServer with the effect lease key.
 func newServerKey(st *store.Store, types *httpapi.Registry, cfg serveConfig, key []byte) *httpapi.Server {
 	return httpapi.New(httpapi.Options{
-		Store: st, Types: types, Logger: cfg.Logger, Tokens: cfg.Tokens,
+		Store: st, Service: newService(st, types, cfg, key), Logger: cfg.Logger, Tokens: cfg.Tokens,
 		MaxBodyBytes: cfg.MaxBody, UI: cfg.UI,
-		AllowFetch: cfg.Fetcher != nil, Fetcher: cfg.Fetcher, Render: cfg.Render,
 		AllowOrigins: cfg.AllowOrigins, AllowHosts: cfg.AllowHosts,
 		BodyTimeout: cfg.Net.BodyTimeout, MaxLargeBodies: cfg.Net.MaxLargeBodies,
+	})
+}
+
+// newService returns the service layer over st with cfg's gate tiers,
+// ruleset and secrets and the effect lease key (random when nil): what
+// serve's handlers call, and what the offline commands (fetch, demo, mcp
+// --data) call directly.
+func newService(st *store.Store, types *service.Registry, cfg serveConfig, key []byte) *service.Service {
+	return service.New(service.Options{
+		Store: st, Types: types, Logger: cfg.Logger,
+		AllowFetch: cfg.Fetcher != nil, Fetcher: cfg.Fetcher, Render: cfg.Render,
 		LeaseKey:  key,
 		GateRules: cfg.GateRules, Sanitize: gate.SanitizeOptions{Secrets: cfg.Secrets},
 	})
