@@ -13,8 +13,8 @@ import (
 )
 
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("compare", "--context CTX[@REF] --against CTX[@REF] [--data DIR | --server URL] [--json]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("compare", "--context CTX[@REF] --against CTX[@REF] [--data DIR | --store SPEC | --server URL] [--json]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	server := fs.String("server", "", "ask a running server (GET /v1/compare) instead of opening --data; the token is $ARTIFACTD_TOKEN")
 	a := fs.String("context", "", "the first run: a context, optionally @ a commit or branch (required)")
 	b := fs.String("against", "", "the second run, in the same form (required)")
@@ -40,7 +40,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return fail(stderr, exitUsage, "compare: %v", err)
 		}
 	} else {
-		st, err := openExisting(ctx, *dataDir)
+		st, err := openExisting(ctx, stf)
 		if err != nil {
 			return fail(stderr, exitUsage, "compare: %v", err)
 		}

@@ -191,8 +191,8 @@ func loadDemo(ctx context.Context, st *store.Store, svc *service.Service, stdout
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", "[--data DIR]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store (created if missing)")
+	fs := newFlagSet("demo", "[--data DIR | --store SPEC]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store (created if missing)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -200,7 +200,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return fail(stderr, exitUsage, "demo: unexpected argument %q", pos[0])
 	}
-	st, reg, err := openAPIStore(ctx, *dataDir, discardLogger())
+	sp, err := stf.resolve()
+	if err != nil {
+		return fail(stderr, exitUsage, "demo: %v", err)
+	}
+	st, reg, err := openAPISpec(ctx, sp, discardLogger(), false)
 	if err != nil {
 		return fail(stderr, exitUsage, "demo: %v", err)
 	}
@@ -215,12 +219,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, `
 Next:
-  artifactd serve --data %[1]s          # serves http://%[2]s/ (the UI) and the API
+  artifactd serve %[1]s          # serves http://%[2]s/ (the UI) and the API
   curl -s http://%[2]s/v1/contexts/poison-plan/quarantine
   curl -s 'http://%[2]s/v1/contexts/audit-demo/audit/answer?format=markdown'
   curl -s -X POST http://%[2]s/v1/contexts/poison-plan/verify -H 'Content-Type: application/json' -d '{"hash":"%[3]s"}'
   # with serve stopped, from the commit chain alone:
-  artifactd replay --data %[1]s --context poison-plan --verify %[3]s
-`, *dataDir, defaultAddr, head.ContextHash)
+  artifactd replay %[1]s --context poison-plan --verify %[3]s
+`, sp.flag(), defaultAddr, head.ContextHash)
 	return exitOK
 }

@@ -14,8 +14,8 @@ import (
 // at a commit (poison roots with their blast radius, every quarantined
 // artifact with its roots and one path), the same as GET .../quarantine.
 func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("quarantine", "--context ID [--data DIR] [--at REF] [--json]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("quarantine", "--context ID [--data DIR | --store SPEC] [--at REF] [--json]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context (required)")
 	at := fs.String("at", "", "commit or branch; default: main")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -26,7 +26,7 @@ func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *ctxID == "" || len(pos) > 0 {
 		return fail(stderr, exitUsage, "quarantine: want --context ID and no other arguments")
 	}
-	st, err := openExisting(ctx, *dataDir)
+	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return fail(stderr, exitUsage, "quarantine: %v", err)
 	}
