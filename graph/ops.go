@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/hashing"
 )
 
@@ -146,7 +147,7 @@ var (
 	ErrCycle = errors.New("dependency cycle")
 	// ErrCorrupt marks a recorded op that could never have been written,
 	// found while replaying.
-	ErrCorrupt = errors.New("corrupt op")
+	ErrCorrupt = fault.Corruption("corrupt op")
 )
 
 // OpError describes why an op was refused. Index is the op's position in

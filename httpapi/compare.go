@@ -1,201 +1,10 @@
 package httpapi
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
-	"sort"
-	"strings"
 
-	"github.com/artifactd/artifactd/graph"
-	"github.com/artifactd/artifactd/hashing"
-	"github.com/artifactd/artifactd/replay"
-	"github.com/artifactd/artifactd/store"
+	"github.com/artifactd/artifactd/service"
 )
-
-// CompareSide names one side of a comparison: a context and the commit
-// its ref resolved to.
-type CompareSide struct {
-	Context     string         `json:"context"`
-	Ref         string         `json:"ref,omitempty"`
-	Commit      hashing.Digest `json:"commit"`
-	ContextHash hashing.Digest `json:"context_hash"`
-}
-
-// Comparison is the body of GET /v1/compare and of `artifactd compare
-// --json`: whether two runs reached the same state (their context hashes
-// are equal) and, when not, where they diverge, grouped by producer.
-type Comparison struct {
-	Equal       bool                 `json:"equal"`
-	A           CompareSide          `json:"a"`
-	B           CompareSide          `json:"b"`
-	Divergences []ProducerDivergence `json:"divergences"`
-}
-
-// ProducerDivergence is what differs among the artifacts of one producer
-// (produced_by; "" when unset) and the edges leaving them. Every list is
-// sorted and never nil.
-type ProducerDivergence struct {
-	Producer string `json:"producer"`
-	// OnlyInA and OnlyInB are artifacts present on one side only.
-	OnlyInA []ComparedArtifact `json:"only_in_a"`
-	OnlyInB []ComparedArtifact `json:"only_in_b"`
-	// Changed are artifacts with the same id whose content, type, version
-	// or producer differ.
-	Changed      []ChangedArtifact `json:"changed"`
-	EdgesOnlyInA []graph.EdgeKey   `json:"edges_only_in_a"`
-	EdgesOnlyInB []graph.EdgeKey   `json:"edges_only_in_b"`
-	// EdgesChanged are edges on both sides whose attrs differ.
-	EdgesChanged []ChangedEdge `json:"edges_changed"`
-}
-
-// ComparedArtifact is an artifact on one side of a comparison.
-type ComparedArtifact struct {
-	ID string `json:"id"`
-	replay.ArtifactVersion
-}
-
-// ChangedArtifact is an artifact present on both sides that differs;
-// Fields names what differs (content_hash, type, version, produced_by).
-type ChangedArtifact struct {
-	ID     string                 `json:"id"`
-	Fields []string               `json:"fields"`
-	A      replay.ArtifactVersion `json:"a"`
-	B      replay.ArtifactVersion `json:"b"`
-}
-
-// ChangedEdge is an edge on both sides with different attrs (absent attrs
-// are null).
-type ChangedEdge struct {
-	graph.EdgeKey
-	AAttrs json.RawMessage `json:"a_attrs"`
-	BAttrs json.RawMessage `json:"b_attrs"`
-}
-
-// Compare compares the states sa and sb of two runs. It is pure: a and b
-// only label the sides. Artifacts are grouped by the producer on side a
-// (on side b for artifacts only there); an edge by the producer of its
-// from artifact.
-func Compare(a, b CompareSide, sa, sb *graph.State) Comparison {
-	out := Comparison{Equal: a.ContextHash == b.ContextHash, A: a, B: b, Divergences: []ProducerDivergence{}}
-	if out.Equal {
-		return out
-	}
-	d := replay.Diff(sa, sb, nil, nil)
-	groups := map[string]*ProducerDivergence{}
-	group := func(p string) *ProducerDivergence {
-		g := groups[p]
-		if g == nil {
-			g = &ProducerDivergence{Producer: p, OnlyInA: []ComparedArtifact{}, OnlyInB: []ComparedArtifact{}, Changed: []ChangedArtifact{},
-				EdgesOnlyInA: []graph.EdgeKey{}, EdgesOnlyInB: []graph.EdgeKey{}, EdgesChanged: []ChangedEdge{}}
-			groups[p] = g
-		}
-		return g
-	}
-	producerOf := func(id string) string {
-		if x := sa.Artifact(id); x != nil {
-			return x.ProducedBy
-		}
-		if x := sb.Artifact(id); x != nil {
-			return x.ProducedBy
-		}
-		return ""
-	}
-	for _, c := range d.Removed { // in a, not in b
-		g := group(c.Old.ProducedBy)
-		g.OnlyInA = append(g.OnlyInA, ComparedArtifact{ID: c.ID, ArtifactVersion: *c.Old})
-	}
-	for _, c := range d.Added { // in b, not in a
-		g := group(c.New.ProducedBy)
-		g.OnlyInB = append(g.OnlyInB, ComparedArtifact{ID: c.ID, ArtifactVersion: *c.New})
-	}
-	for _, c := range d.Changed {
-		var fields []string
-		if c.Old.ContentHash != c.New.ContentHash {
-			fields = append(fields, "content_hash")
-		}
-		if c.Old.ProducedBy != c.New.ProducedBy {
-			fields = append(fields, "produced_by")
-		}
-		if c.Old.Type != c.New.Type {
-			fields = append(fields, "type")
-		}
-		if c.Old.Version != c.New.Version {
-			fields = append(fields, "version")
-		}
-		g := group(c.Old.ProducedBy)
-		g.Changed = append(g.Changed, ChangedArtifact{ID: c.ID, Fields: fields, A: *c.Old, B: *c.New})
-	}
-	for _, e := range d.EdgesRemoved {
-		g := group(producerOf(e.From))
-		g.EdgesOnlyInA = append(g.EdgesOnlyInA, e.Key())
-	}
-	for _, e := range d.EdgesAdded {
-		g := group(producerOf(e.From))
-		g.EdgesOnlyInB = append(g.EdgesOnlyInB, e.Key())
-	}
-	for _, e := range d.EdgesChanged {
-		g := group(producerOf(e.From))
-		g.EdgesChanged = append(g.EdgesChanged, ChangedEdge{EdgeKey: e.Key(), AAttrs: nullIfEmpty(e.OldAttrs), BAttrs: nullIfEmpty(e.NewAttrs)})
-	}
-	names := make([]string, 0, len(groups))
-	for p := range groups {
-		names = append(names, p)
-	}
-	sort.Strings(names)
-	for _, p := range names {
-		out.Divergences = append(out.Divergences, *groups[p])
-	}
-	return out
-}
-
-func nullIfEmpty(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return json.RawMessage("null")
-	}
-	return raw
-}
-
-// ParseCompareSide splits "CTX[@REF]" into a context id and a ref ("" for
-// main). param names the query parameter in errors.
-func ParseCompareSide(param, v string) (ctxID, ref string, err error) {
-	ctxID, ref, _ = strings.Cut(v, "@")
-	if store.ValidateContextID(ctxID) != nil {
-		return "", "", &Error{Code: CodeInvalidQuery, Detail: param + " must be CTX or CTX@REF",
-			Errors: []FieldError{{Parameter: param, Rule: "context_ref", Detail: "want a context id, optionally followed by @ and a commit or branch"}}}
-	}
-	if err := refParam(param, ref); err != nil {
-		return "", "", err
-	}
-	return ctxID, ref, nil
-}
-
-// CompareRuns resolves both sides in st and compares their states. It
-// reads materialized states (not the live heads), so it holds no lock a
-// committer needs while it works.
-func CompareRuns(ctx context.Context, st *store.Store, ctxA, refA, ctxB, refB string) (Comparison, error) {
-	ca, err := st.Resolve(ctx, ctxA, refA)
-	if err != nil {
-		return Comparison{}, err
-	}
-	cb, err := st.Resolve(ctx, ctxB, refB)
-	if err != nil {
-		return Comparison{}, err
-	}
-	a := CompareSide{Context: ctxA, Ref: refA, Commit: ca.ID, ContextHash: ca.ContextHash}
-	b := CompareSide{Context: ctxB, Ref: refB, Commit: cb.ID, ContextHash: cb.ContextHash}
-	if a.ContextHash == b.ContextHash {
-		return Compare(a, b, nil, nil), nil
-	}
-	var out Comparison
-	err = st.ReadCommit(ctx, ctxA, ca, func(va *store.View) error {
-		return st.ReadCommit(ctx, ctxB, cb, func(vb *store.View) error {
-			out = Compare(a, b, va.State, vb.State)
-			return nil
-		})
-	})
-	return out, err
-}
 
 // handleCompare is GET /v1/compare?a=CTX[@REF]&b=CTX[@REF]: are two runs
 // the same, and where do they diverge. It needs read on both contexts.
@@ -209,7 +18,7 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var err error
-		if ids[i], refs[i], err = ParseCompareSide(p, q.Get(p)); err != nil {
+		if ids[i], refs[i], err = service.ParseCompareSide(p, q.Get(p)); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -218,7 +27,7 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out, err := CompareRuns(r.Context(), s.st, ids[0], refs[0], ids[1], refs[1])
+	out, err := service.CompareRuns(r.Context(), s.st, ids[0], refs[0], ids[1], refs[1])
 	if err != nil {
 		s.writeError(w, r, err)
 		return

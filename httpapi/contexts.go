@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"sort"
 
@@ -135,28 +134,14 @@ func (s *Server) handleEnsureContext(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if in.Quarantine == "" {
-		in.Quarantine = store.ModeEnforce
-	}
-	info, err := s.st.GetContext(r.Context(), ctxID)
-	status := http.StatusOK
-	if errors.Is(err, store.ErrNotFound) {
-		status = http.StatusCreated
-		info, err = s.st.CreateContext(r.Context(), ctxID, in.Quarantine)
-		if errors.Is(err, store.ErrExists) { // created meanwhile by another request
-			status = http.StatusOK
-			info, err = s.st.GetContext(r.Context(), ctxID)
-		}
-	}
+	info, created, err := s.svc.EnsureContext(r.Context(), ctxID, in.Quarantine)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if info.Quarantine != in.Quarantine {
-		s.writeError(w, r, &Error{Code: CodeExists,
-			Detail: "context " + quoteJSON(ctxID) + " exists with quarantine " + quoteJSON(info.Quarantine) + "; nothing was changed",
-			Errors: []FieldError{{Pointer: "/quarantine", Rule: "matches_existing", Detail: "the existing context has quarantine " + info.Quarantine}}})
-		return
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
 	}
 	w.Header().Set("Location", "/v1/contexts/"+info.ID)
 	s.writeJSON(w, r, status, info)

@@ -9,23 +9,27 @@
 //
 // # Glossary
 //
-//   - Server: the http.Handler; its exported methods (PutArtifact, Commit,
-//     GatePutArtifact) are the same writes as Go calls.
-//   - Registry: the artifact types (built-ins and user types) with their
-//     compiled schemas and trust roles; its RoleOf feeds store.Options.Roles.
+//   - Server: the http.Handler; each handler decodes, calls the service
+//     layer (Server.Service, package service) and writes its answer. The
+//     use cases — writes, the gate, tool results, the outbox, types and
+//     relations — live in package service, whose wire types this package
+//     names with aliases.
+//   - Registry: service.Registry, the artifact types (built-ins and user
+//     types) with their compiled schemas and trust roles.
 //   - Problem: an error response; its type is ProblemTypePrefix + a code
-//     from problemTable, the one table that maps codes to HTTP statuses.
+//     from problemTable, the one table that maps the codes of package
+//     fault to HTTP statuses (StatusOf; web's pages use it too).
 //   - Pointer: an RFC 6901 JSON pointer into the request body naming what
 //     a problem is about (/data/price, /ops/3/to, /edges/0/rel).
 //   - Grant: a token's scope (read, write, admin) on context id patterns.
-//   - Gate path: GatePutArtifact, the only way to write the reserved
+//   - Gate path (service): GatePutArtifact, the only way to write the reserved
 //     fetch_verdict type; it refuses a verdict that its receipt and stored
 //     body blob do not bear out. POST .../fetches reaches it through
-//     RecordFetch (gate.go), which classifies the evidence itself.
-//   - Tool results: RecordToolResult (toolresults.go) stores gate's
+//     service.RecordFetch, which classifies the evidence itself.
+//   - Tool results (service): RecordToolResult stores gate's
 //     sanitised model view of a tool error or output, the full masked text
 //     as a blob.
-//   - Outbox: effects (effects.go) are artifacts whose status changes are
+//   - Outbox (service): effects are artifacts whose status changes are
 //     commits guarded by a compare-and-set (CommitRequest.Check). A claim
 //     answers a lease token (an HMAC of the claimed version under
 //     Options.LeaseKey, never stored) that complete and fail must send.

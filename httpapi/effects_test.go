@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/artifactd/artifactd/gate"
-	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 )
@@ -306,37 +304,5 @@ func TestReplaySendsNothing(t *testing.T) {
 	sort.Strings(statuses)
 	if fmt.Sprint(statuses) != "[claimed sent sent]" {
 		t.Fatalf("replayed statuses %v", statuses)
-	}
-}
-
-// TestEffectCompareAndSet: a status change computed from a state that
-// another commit has since changed is refused inside the committer, and
-// changes nothing.
-func TestEffectCompareAndSet(t *testing.T) {
-	e := newEnv(t)
-	e.createContext("o", "")
-	id := effect(e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": "k", "kind": "job"}), 201))["id"].(string)
-	stale, err := e.srv.readEffect(t.Context(), "o", id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "A"}), 200)
-	before := e.hash("o")
-	d := stale.EffectData
-	d.Status, d.Worker = EffectClaimed, "B"
-	raw, _ := canonicalData(d)
-	ops := []graph.Op{{Op: graph.OpPut, ID: id, Type: TypeEffect, ProducedBy: "outbox", Data: raw}}
-	if _, err := e.srv.commitEffects(t.Context(), "o", "B", "stale claim", ops, map[string]hashing.Digest{id: stale.ContentHash}); !errors.Is(err, errCASConflict) {
-		t.Fatalf("stale claim: %v", err)
-	}
-	// Expecting absence where something exists is refused too.
-	if _, err := e.srv.commitEffects(t.Context(), "o", "B", "stale create", ops, map[string]hashing.Digest{id: {}}); !errors.Is(err, errCASConflict) {
-		t.Fatalf("stale create: %v", err)
-	}
-	if e.hash("o") != before {
-		t.Fatal("a refused compare-and-set changed the state")
-	}
-	if got, _ := e.srv.readEffect(t.Context(), "o", id); got.Worker != "A" {
-		t.Fatalf("worker %q", got.Worker)
 	}
 }

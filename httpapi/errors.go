@@ -2,56 +2,56 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"sort"
-	"strings"
 	"time"
 
-	"github.com/artifactd/artifactd/graph"
-	"github.com/artifactd/artifactd/hashing"
-	"github.com/artifactd/artifactd/replay"
-	"github.com/artifactd/artifactd/store"
+	"github.com/artifactd/artifactd/fault"
+	"github.com/artifactd/artifactd/service"
 )
 
-// Problem codes. Each is the last part of a problem type URI
-// (ProblemTypePrefix + code) and maps to one HTTP status in problemTable.
+// Problem codes: the error vocabulary's (package fault) under the names
+// the API has always had, as untyped constants so that they compare with
+// plain strings too (TestProblemTable keeps them equal to fault's). Each
+// is the last part of a problem type URI (ProblemTypePrefix + code) and
+// maps to one HTTP status in problemTable.
 const (
-	CodeMalformedJSON    = "malformed-json"
-	CodeNonCanonicalJSON = "non-canonical-json"
-	CodeInvalidQuery     = "invalid-query"
-	CodeInvalidRef       = "invalid-ref"
-	CodeAmbiguousRef     = "ambiguous-ref"
-	CodeUnauthorized     = "unauthorized"
-	CodeForbidden        = "forbidden"
-	CodeNotFound         = "not-found"
-	CodeMethodNotAllowed = "method-not-allowed"
-	CodeStaleParent      = "stale-parent"
-	CodeQuarantined      = "quarantined"
-	CodeExists           = "exists"
-	CodeConflict         = "conflict"
-	CodeMergeConflict    = "merge-conflict"
-	CodeTooLarge         = "payload-too-large"
-	CodeUnsupportedMedia = "unsupported-media-type"
-	CodeValidation       = "validation"
-	CodeDanglingEdge     = "dangling-edge"
-	CodeDependencyCycle  = "dependency-cycle"
-	CodeUnknownType      = "unknown-type"
-	CodeReservedType     = "reserved-type"
-	CodeInvalidSchema    = "invalid-schema"
-	CodeInternal         = "internal"
-	CodeUnavailable      = "unavailable"
-	CodeRequestTimeout   = "request-timeout"
-	CodeHeadersTooLarge  = "headers-too-large"
-	CodeHostNotAllowed   = "host-not-allowed"
-	CodeCrossOrigin      = "cross-origin"
-	CodeOverloaded       = "overloaded"
-	CodeLeaseToken       = "lease-token"
-	CodeStoreCorrupt     = "store-corrupt"
-	CodeNoSpace          = "insufficient-storage"
-	CodeGone             = "blob-pruned"
+	CodeMalformedJSON    = "malformed-json"         // fault.MalformedJSON
+	CodeNonCanonicalJSON = "non-canonical-json"     // fault.NonCanonicalJSON
+	CodeInvalidQuery     = "invalid-query"          // fault.InvalidQuery
+	CodeInvalidRef       = "invalid-ref"            // fault.InvalidRef
+	CodeAmbiguousRef     = "ambiguous-ref"          // fault.AmbiguousRef
+	CodeUnauthorized     = "unauthorized"           // fault.Unauthorized
+	CodeForbidden        = "forbidden"              // fault.Forbidden
+	CodeNotFound         = "not-found"              // fault.NotFound
+	CodeMethodNotAllowed = "method-not-allowed"     // fault.MethodNotAllowed
+	CodeStaleParent      = "stale-parent"           // fault.Stale
+	CodeQuarantined      = "quarantined"            // fault.Quarantined
+	CodeExists           = "exists"                 // fault.Exists
+	CodeConflict         = "conflict"               // fault.Conflict
+	CodeMergeConflict    = "merge-conflict"         // fault.MergeConflict
+	CodeTooLarge         = "payload-too-large"      // fault.TooLarge
+	CodeUnsupportedMedia = "unsupported-media-type" // fault.UnsupportedMedia
+	CodeValidation       = "validation"             // fault.Invalid
+	CodeDanglingEdge     = "dangling-edge"          // fault.DanglingEdge
+	CodeDependencyCycle  = "dependency-cycle"       // fault.DependencyCycle
+	CodeUnknownType      = "unknown-type"           // fault.UnknownType
+	CodeReservedType     = "reserved-type"          // fault.ReservedType
+	CodeInvalidSchema    = "invalid-schema"         // fault.InvalidSchema
+	CodeInternal         = "internal"               // fault.Internal
+	CodeUnavailable      = "unavailable"            // fault.Unavailable
+	CodeRequestTimeout   = "request-timeout"        // fault.RequestTimeout
+	CodeHeadersTooLarge  = "headers-too-large"      // fault.HeadersTooLarge
+	CodeHostNotAllowed   = "host-not-allowed"       // fault.HostNotAllowed
+	CodeCrossOrigin      = "cross-origin"           // fault.CrossOrigin
+	CodeOverloaded       = "overloaded"             // fault.Overloaded
+	CodeLeaseToken       = "lease-token"            // fault.LeaseToken
+	CodeStoreCorrupt     = "store-corrupt"          // fault.Corrupt
+	CodeNoSpace          = "insufficient-storage"   // fault.NoSpace
+	CodeGone             = "blob-pruned"            // fault.Pruned
+	CodeLocked           = "locked"                 // fault.Locked
 )
 
 // ProblemTypePrefix starts every problem type URI. The URIs are names,
@@ -60,10 +60,11 @@ const ProblemTypePrefix = "urn:artifactd:problem:"
 
 // problemTable is the one mapping from a problem code to its HTTP status
 // and title.
-var problemTable = map[string]struct {
+var problemTable = map[fault.Code]struct {
 	status int
 	title  string
 }{
+
 	CodeMalformedJSON:    {http.StatusBadRequest, "Malformed JSON"},
 	CodeNonCanonicalJSON: {http.StatusBadRequest, "JSON that cannot be canonicalized without losing information"},
 	CodeInvalidQuery:     {http.StatusBadRequest, "Invalid query parameter"},
@@ -97,66 +98,46 @@ var problemTable = map[string]struct {
 	CodeStoreCorrupt:     {http.StatusInternalServerError, "The stored history does not verify"},
 	CodeNoSpace:          {http.StatusInsufficientStorage, "Not enough free disk space for writes"},
 	CodeGone:             {http.StatusGone, "Blob pruned after its retention window"},
+	CodeLocked:           {http.StatusLocked, "Data directory held by another process"},
 }
 
-// FieldError is one entry of a problem's errors list: where in the request
-// (a JSON pointer into the body, or a query parameter), which rule, and
-// what is wrong.
-type FieldError struct {
-	Pointer   string `json:"pointer"`
-	Parameter string `json:"parameter,omitempty"`
-	Rule      string `json:"rule"`
-	Detail    string `json:"detail"`
-}
-
-// MarshalJSON writes "pointer" for body errors and "parameter" (without a
-// pointer) for query, path and header errors.
-func (f FieldError) MarshalJSON() ([]byte, error) {
-	if f.Parameter != "" {
-		b, err := marshal(struct {
-			Parameter string `json:"parameter"`
-			Rule      string `json:"rule"`
-			Detail    string `json:"detail"`
-		}{f.Parameter, f.Rule, f.Detail})
-		return bytes.TrimSuffix(b, []byte("\n")), err
-	}
-	type plain FieldError
-	b, err := marshal(plain(f))
-	return bytes.TrimSuffix(b, []byte("\n")), err
-}
-
-// Error is the API's one error vocabulary: a problem code, a detail safe to
-// show to the client, optional field errors and extension members. Domain
-// errors from store and graph are turned into an *Error by classify.
-type Error struct {
-	Code   string
-	Detail string
-	Errors []FieldError
-	// Extra holds problem extension members (tainted_by, head, cycle…).
-	Extra map[string]any
-	// Err is the cause, logged for internal errors and never shown.
-	Err error
-}
-
-func (e *Error) Error() string {
-	if e.Err != nil && e.Code == CodeInternal {
-		return e.Code + ": " + e.Err.Error()
-	}
-	return e.Code + ": " + e.Detail
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// Status returns the HTTP status of the error's code.
-func (e *Error) Status() int {
-	if p, ok := problemTable[e.Code]; ok {
+// StatusOf returns the HTTP status of a code: the one mapping of the
+// vocabulary to HTTP (500 for a code outside the table). The browser UI
+// answers with it too.
+func StatusOf(code fault.Code) int {
+	if p, ok := problemTable[code]; ok {
 		return p.status
 	}
 	return http.StatusInternalServerError
 }
 
-func errorf(code, format string, a ...any) *Error {
-	return &Error{Code: code, Detail: fmt.Sprintf(format, a...)}
+// TitleOf returns the problem title of a code ("Internal server error"
+// for a code outside the table).
+func TitleOf(code fault.Code) string {
+	if p, ok := problemTable[code]; ok {
+		return p.title
+	}
+	return problemTable[CodeInternal].title
+}
+
+func errorf(code fault.Code, format string, a ...any) *Error {
+	return fault.Errorf(code, format, a...)
+}
+
+// classify is service.Classify with the door's own transport errors
+// first: a body that did not arrive in time, a body over its limit.
+func classify(err error) *Error {
+	if e, ok := fault.As(err); ok {
+		return e
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case isTimeout(err):
+		return &Error{Code: CodeRequestTimeout, Detail: "the request body did not arrive in time; send it at once, or store large payloads with POST /v1/contexts/{ctx}/blobs", Err: err}
+	case errors.As(err, &mbe):
+		return errorf(CodeTooLarge, "the request body exceeds %d bytes; store large payloads with POST /v1/contexts/{ctx}/blobs and name them by digest", mbe.Limit)
+	}
+	return service.Classify(err)
 }
 
 // writeError is the one place that turns an error into a response: it
@@ -204,7 +185,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// refused request must not hold the connection.
 		h.Set("Connection", "close")
 	}
-	s.metrics.problem(e.Code)
+	s.metrics.problem(string(e.Code))
 	w.WriteHeader(p.status)
 	_, _ = w.Write(raw)
 	if closing {
@@ -214,6 +195,20 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// recorders, where it does not matter.)
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
+}
+
+// nonNil returns s, or an empty slice for nil (JSON [] rather than null).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// quoteJSON returns s as a JSON string.
+func quoteJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // problemJSON writes the RFC 9457 members in their usual order, then the
@@ -226,7 +221,7 @@ func problemJSON(e *Error, title string, status int, instance string) ([]byte, e
 		Detail   string       `json:"detail"`
 		Instance string       `json:"instance,omitempty"`
 		Errors   []FieldError `json:"errors,omitempty"`
-	}{ProblemTypePrefix + e.Code, title, status, e.Detail, instance, e.Errors})
+	}{ProblemTypePrefix + string(e.Code), title, status, e.Detail, instance, e.Errors})
 	if err != nil || len(e.Extra) == 0 {
 		return std, err
 	}
@@ -247,129 +242,4 @@ func problemJSON(e *Error, title string, status int, instance string) ([]byte, e
 		out = append(out, bytes.TrimRight(v, "\n")...)
 	}
 	return append(out, "}\n"...), nil
-}
-
-// canonRules names the rule of each canonicalisation refusal.
-var canonRules = []struct {
-	err  error
-	rule string
-}{
-	{hashing.ErrSyntax, "syntax"},
-	{hashing.ErrDuplicateKey, "duplicate_key"},
-	{hashing.ErrInvalidUTF8, "invalid_utf8"},
-	{hashing.ErrLoneSurrogate, "lone_surrogate"},
-	{hashing.ErrNonFinite, "non_finite"},
-	{hashing.ErrUnsafeInteger, "unsafe_integer"},
-	{hashing.ErrTooDeep, "too_deep"},
-	{hashing.ErrNotObject, "not_object"},
-}
-
-// classify maps any error to an *Error: API errors pass through, domain
-// errors of hashing, graph and store get their code here, and everything
-// else is internal.
-func classify(err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	var ce *hashing.CanonError
-	if errors.As(err, &ce) {
-		rule := "canonical_json"
-		for _, cr := range canonRules {
-			if errors.Is(ce.Err, cr.err) {
-				rule = cr.rule
-			}
-		}
-		code := CodeNonCanonicalJSON
-		if rule == "syntax" {
-			code = CodeMalformedJSON
-		}
-		return &Error{Code: code, Detail: ce.Error(), Errors: []FieldError{{Pointer: ce.Pointer, Rule: rule, Detail: ce.Detail}}}
-	}
-	var te *graph.TaintError
-	if errors.As(err, &te) {
-		return &Error{Code: CodeQuarantined, Detail: te.Error(), Extra: map[string]any{"tainted_by": taintView(te)}}
-	}
-	var cy *graph.CycleError
-	if errors.As(err, &cy) {
-		return &Error{Code: CodeDependencyCycle, Detail: cy.Error(), Extra: map[string]any{"cycle": cy.Cycle}}
-	}
-	var oe *graph.OpError
-	if errors.As(err, &oe) {
-		code := CodeValidation
-		if errors.Is(oe, graph.ErrDangling) {
-			code = CodeDanglingEdge
-		}
-		rule := oe.Rule
-		if rule == "" {
-			rule = "invalid"
-		}
-		return &Error{Code: code, Detail: oe.Detail, Errors: []FieldError{{Pointer: oe.Field, Rule: rule, Detail: oe.Detail}}}
-	}
-	var mc *replay.ConflictError
-	if errors.As(err, &mc) {
-		return &Error{Code: CodeMergeConflict, Detail: fmt.Sprintf("%d unresolved conflict(s); nothing was changed: settle each with a resolution keyed by its key", len(mc.Conflicts)),
-			Extra: map[string]any{"conflicts": mc.Conflicts}}
-	}
-	var mbe *http.MaxBytesError
-	var pruned *store.PrunedError
-	switch {
-	case isTimeout(err):
-		return &Error{Code: CodeRequestTimeout, Detail: "the request body did not arrive in time; send it at once, or store large payloads with POST /v1/contexts/{ctx}/blobs", Err: err}
-	case errors.Is(err, replay.ErrResolution), errors.Is(err, replay.ErrNoMergeBase):
-		return &Error{Code: CodeValidation, Detail: err.Error()}
-	case errors.As(err, &mbe):
-		return errorf(CodeTooLarge, "the request body exceeds %d bytes; store large payloads with POST /v1/contexts/{ctx}/blobs and name them by digest", mbe.Limit)
-	case errors.Is(err, store.ErrStale):
-		return &Error{Code: CodeStaleParent, Detail: stripSentinel(err)}
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, graph.ErrNotFound):
-		return &Error{Code: CodeNotFound, Detail: stripSentinel(err)}
-	case errors.Is(err, store.ErrExists):
-		return &Error{Code: CodeExists, Detail: stripSentinel(err)}
-	case errors.Is(err, store.ErrAmbiguous):
-		return &Error{Code: CodeAmbiguousRef, Detail: stripSentinel(err)}
-	case errors.Is(err, store.ErrInvalid):
-		return &Error{Code: CodeValidation, Detail: stripSentinel(err)}
-	case errors.As(err, &pruned):
-		return &Error{Code: CodeGone, Detail: pruned.Error() + "; the artifact that names it keeps its digest", Extra: map[string]any{"pruned_at": pruned.PrunedAt}}
-	case errors.Is(err, store.ErrNoSpace):
-		return &Error{Code: CodeNoSpace, Detail: err.Error() + "; reads go on", Err: err}
-	case errors.Is(err, replay.ErrBroken), errors.Is(err, store.ErrCorrupt):
-		return &Error{Code: CodeStoreCorrupt, Detail: "the stored records do not verify: " + err.Error() + "; stop the server and run `artifactd fsck` on its data directory", Err: err}
-	case errors.Is(err, store.ErrWriteFailed):
-		return &Error{Code: CodeUnavailable, Detail: "the store stopped taking writes after a write failure; restart artifactd and run fsck", Err: err}
-	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &Error{Code: CodeUnavailable, Detail: "the server is shutting down or the request was cancelled", Err: err}
-	}
-	return &Error{Code: CodeInternal, Err: err}
-}
-
-// stripSentinel returns the message of a store error, which names only
-// what the client sent (ids, refs) and never internal state.
-func stripSentinel(err error) string {
-	msg := err.Error()
-	for _, s := range []error{store.ErrNotFound, store.ErrExists, store.ErrStale, store.ErrInvalid, store.ErrAmbiguous} {
-		msg = strings.TrimPrefix(msg, s.Error()+": ")
-	}
-	return msg
-}
-
-// TaintView is the tainted_by member of a quarantine refusal (409) and of
-// the flags a write gets in observe mode.
-type TaintView struct {
-	Edge    graph.EdgeKey `json:"edge"`
-	Roots   []string      `json:"roots"`
-	Reasons []string      `json:"reasons"`
-	Path    []string      `json:"path"`
-}
-
-func taintView(te *graph.TaintError) TaintView {
-	return TaintView{Edge: te.Edge, Roots: nonNil(te.Roots), Reasons: nonNil(te.Reasons), Path: nonNil(te.Path)}
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -56,13 +57,13 @@ func FuzzCommitDecode(f *testing.F) {
 				if op.Artifact == nil {
 					return
 				}
-				if err := types.validate(op.Artifact.Type, member(doc, "ops", i, "artifact", "data"), fmt.Sprintf("/ops/%d/artifact/data", i)); err != nil {
+				if err := types.Validate(op.Artifact.Type, member(doc, "ops", i, "artifact", "data"), fmt.Sprintf("/ops/%d/artifact/data", i)); err != nil {
 					checkRefusal(t, body, err)
 					return
 				}
 				id := op.Artifact.ID
 				if id == "" {
-					id = derivedID(op.Artifact.Type, hashing.ContentHash(op.Artifact.Data))
+					id = service.DerivedID(op.Artifact.Type, hashing.ContentHash(op.Artifact.Data))
 				}
 				ops = append(ops, graph.Op{Op: op.Op, ID: id, Type: op.Artifact.Type, ProducedBy: op.Artifact.ProducedBy, Data: op.Artifact.Data})
 			case graph.OpDelete:
@@ -104,10 +105,10 @@ func FuzzCommitDecode(f *testing.F) {
 func checkRefusal(t *testing.T, body string, err error) {
 	t.Helper()
 	e := classify(err)
-	if e.Status() >= 500 {
-		t.Fatalf("%q: a %d (%s): %v", body, e.Status(), e.Code, err)
+	if StatusOf(e.Code) >= 500 {
+		t.Fatalf("%q: a %d (%s): %v", body, StatusOf(e.Code), e.Code, err)
 	}
-	if _, perr := problemJSON(e, "t", e.Status(), "/"); perr != nil {
+	if _, perr := problemJSON(e, "t", StatusOf(e.Code), "/"); perr != nil {
 		t.Fatalf("%q: the problem does not encode: %v", body, perr)
 	}
 	for _, fe := range e.Errors {

@@ -54,10 +54,14 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	ctx := context.Background()
 	reg := NewRegistry()
-	so := store.Options{Dir: t.TempDir(), Logger: discardLogger()}
+	tmp := t.TempDir()
+	so := store.Options{Dir: tmp, Logger: discardLogger()}
 	o := Options{Types: reg, Logger: discardLogger()}
 	for _, f := range opts {
 		f(&o, &so)
+	}
+	if so.Dir == tmp {
+		testBackend(t, &so) // a test that names its directory reads Badger's files
 	}
 	st, err := store.Open(ctx, so)
 	if err != nil {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -61,11 +60,6 @@ func (s *Server) initGuards(opts Options) {
 	s.maxHeader = opts.MaxHeaderBytes
 	if s.maxHeader <= 0 {
 		s.maxHeader = DefaultMaxHeaderBytes
-	}
-	s.leaseKey = opts.LeaseKey
-	if len(s.leaseKey) == 0 {
-		s.leaseKey = make([]byte, 32)
-		_, _ = rand.Read(s.leaseKey) // crypto/rand.Read never fails
 	}
 }
 

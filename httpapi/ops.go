@@ -12,16 +12,19 @@ import (
 
 // metrics are the counters /metrics exposes.
 type metrics struct {
-	byClass     [6]atomic.Int64 // requests by status class (index 1..5)
-	durationNS  atomic.Int64    // total request time
-	commits     atomic.Int64    // write requests that made a commit
-	noops       atomic.Int64    // write requests that changed nothing
-	mu          sync.Mutex      // guards problems
+	byClass    [6]atomic.Int64 // requests by status class (index 1..5)
+	durationNS atomic.Int64    // total request time
+	// writes counts the writes that made a commit and those that changed
+	// nothing (the service layer's counters).
+	writes      func() (commits, noops int64)
+	mu          sync.Mutex // guards problems
 	problems    map[string]int64
 	stateExport atomic.Int64 // artifacts streamed by /state
 }
 
-func newMetrics() *metrics { return &metrics{problems: map[string]int64{}} }
+func newMetrics() *metrics {
+	return &metrics{problems: map[string]int64{}, writes: func() (int64, int64) { return 0, 0 }}
+}
 
 func (m *metrics) request(status int, d time.Duration) {
 	if c := status / 100; c >= 1 && c <= 5 {
@@ -78,9 +81,10 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	b.WriteString("# HELP artifactd_http_request_seconds_total Time spent serving requests.\n# TYPE artifactd_http_request_seconds_total counter\n")
 	fmt.Fprintf(&b, "artifactd_http_request_seconds_total %g\n", time.Duration(m.durationNS.Load()).Seconds())
 	b.WriteString("# HELP artifactd_commits_total Write requests that made a commit.\n# TYPE artifactd_commits_total counter\n")
-	fmt.Fprintf(&b, "artifactd_commits_total %d\n", m.commits.Load())
+	commits, noops := m.writes()
+	fmt.Fprintf(&b, "artifactd_commits_total %d\n", commits)
 	b.WriteString("# HELP artifactd_noop_writes_total Write requests that changed nothing.\n# TYPE artifactd_noop_writes_total counter\n")
-	fmt.Fprintf(&b, "artifactd_noop_writes_total %d\n", m.noops.Load())
+	fmt.Fprintf(&b, "artifactd_noop_writes_total %d\n", noops)
 	b.WriteString("# HELP artifactd_state_artifacts_streamed_total Artifacts written by state exports.\n# TYPE artifactd_state_artifacts_streamed_total counter\n")
 	fmt.Fprintf(&b, "artifactd_state_artifacts_streamed_total %d\n", m.stateExport.Load())
 	b.WriteString("# HELP artifactd_panics_total Handler panics recovered (should stay 0).\n# TYPE artifactd_panics_total counter\n")

@@ -14,6 +14,7 @@ import (
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -408,64 +409,16 @@ func (s *Server) handleHash(w http.ResponseWriter, r *http.Request) {
 	}, nil)
 }
 
-// QuarantineReport is GET /v1/contexts/{ctx}/quarantine.
-type QuarantineReport struct {
-	Commit      hashing.Digest     `json:"commit"`
-	ContextHash hashing.Digest     `json:"context_hash"`
-	PoisonRoots []graph.Root       `json:"poison_roots"`
-	Quarantined []QuarantinedView  `json:"quarantined"`
-	BlastRadius int                `json:"blast_radius"`
-	Summary     graph.TrustSummary `json:"summary"`
-}
-
-// QuarantinedView is one quarantined artifact: the poison roots it rests
-// on and one shortest path to a root.
-type QuarantinedView struct {
-	ID            string   `json:"id"`
-	Roots         []string `json:"roots"`
-	Path          []string `json:"path"`
-	PathTruncated bool     `json:"path_truncated,omitempty"`
-}
-
 // handleQuarantine is GET /v1/contexts/{ctx}/quarantine: poison roots,
 // quarantined artifacts with their roots and a path, and the blast radius.
 func (s *Server) handleQuarantine(w http.ResponseWriter, r *http.Request) {
-	s.readView(w, r, func(v *store.View) (any, error) { return QuarantineOf(v), nil })
-}
-
-// QuarantineOf is the trust report of a view as GET .../quarantine and
-// `artifactd quarantine --json` show it.
-func QuarantineOf(v *store.View) QuarantineReport {
-	rep := v.Trust.Report(v.State)
-	out := QuarantineReport{
-		Commit: v.Commit.ID, ContextHash: v.Commit.ContextHash, PoisonRoots: nonNil(rep.PoisonRoots),
-		Quarantined: make([]QuarantinedView, len(rep.Quarantined)), BlastRadius: rep.BlastRadius, Summary: v.Trust.Summary(),
-	}
-	for i, t := range rep.Quarantined {
-		out.Quarantined[i] = QuarantinedView{ID: t.ID, Roots: nonNil(t.Roots), Path: nonNil(t.Path), PathTruncated: t.PathTruncated}
-	}
-	return out
-}
-
-// EvalReport is GET .../eval and `artifactd eval --json`: the structural
-// evaluation of the state at one commit (graph.Evaluate).
-type EvalReport struct {
-	Context     string `json:"context"`
-	Commit      string `json:"commit"`
-	ContextHash string `json:"context_hash"`
-	graph.Evaluation
-}
-
-// EvalOf evaluates a view with the definitions in force at its commit.
-func EvalOf(ctxID string, v *store.View) EvalReport {
-	return EvalReport{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String(),
-		Evaluation: graph.Evaluate(v.State, v.Trust.Report(v.State))}
+	s.readView(w, r, func(v *store.View) (any, error) { return service.QuarantineOf(v), nil })
 }
 
 // handleEval is GET /v1/contexts/{ctx}/eval?at=.
 func (s *Server) handleEval(w http.ResponseWriter, r *http.Request) {
 	ctxID, _ := ctxParam(r)
-	s.readView(w, r, func(v *store.View) (any, error) { return EvalOf(ctxID, v), nil })
+	s.readView(w, r, func(v *store.View) (any, error) { return service.EvalOf(ctxID, v), nil })
 }
 
 // handleDiff is GET /v1/contexts/{ctx}/diff?from=&to=: what changed from

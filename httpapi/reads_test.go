@@ -408,10 +408,10 @@ func TestSchemasCompile(t *testing.T) {
 		if err := decodeForTest(s, &v); err != nil {
 			t.Fatal(err)
 		}
-		if err := reg.validate(rec.Name, v, "/data"); err != nil {
+		if err := reg.Validate(rec.Name, v, "/data"); err != nil {
 			t.Errorf("%s rejects %s: %v", rec.Name, s, err)
 		}
-		if err := reg.validate(rec.Name, map[string]any{}, "/data"); err == nil && rec.Name != "user_input" {
+		if err := reg.Validate(rec.Name, map[string]any{}, "/data"); err == nil && rec.Name != "user_input" {
 			t.Errorf("%s accepts {}", rec.Name)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -50,7 +51,7 @@ func (s *Server) handleCreateBranch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := store.ValidateBranch(in.Name); err != nil {
-		s.writeError(w, r, &Error{Code: CodeValidation, Detail: stripSentinel(err), Errors: []FieldError{{Pointer: "/name", Rule: "pattern", Detail: "bad branch name"}}})
+		s.writeError(w, r, &Error{Code: CodeValidation, Detail: service.Classify(err).Detail, Errors: []FieldError{{Pointer: "/name", Rule: "pattern", Detail: "bad branch name"}}})
 		return
 	}
 	if err := refParam("at", in.At); err != nil {

@@ -1,143 +1,14 @@
 package httpapi
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"sort"
-
-	"github.com/artifactd/artifactd/graph"
 )
-
-// RelationRecord is a relation as GET /v1/relations/{name} shows it and as
-// the store keeps it (store.PutRelation, opaque to the store). Depends
-// marks a dependency relation: it carries trust like derived_from and
-// takes part in the acyclicity check.
-type RelationRecord struct {
-	Name        string `json:"name"`
-	Version     int    `json:"version"`
-	Depends     bool   `json:"depends"`
-	Description string `json:"description,omitempty"`
-	Builtin     bool   `json:"builtin"`
-}
 
 // relationRequest is the body of PUT /v1/relations/{name}.
 type relationRequest struct {
 	Depends     *bool  `json:"depends"`
 	Description string `json:"description"`
 }
-
-// builtinRelations returns the relations of ruleset builtin/v1.
-func builtinRelations() map[string]RelationRecord {
-	rels := graph.DefaultRelations()
-	out := make(map[string]RelationRecord, len(rels))
-	for _, n := range rels.Names() {
-		out[n] = RelationRecord{Name: n, Version: 1, Depends: rels.Depends(n), Builtin: true}
-	}
-	return out
-}
-
-// RelationOf returns a registered relation (built-in or user).
-func (r *Registry) RelationOf(name string) (RelationRecord, bool) {
-	if rec, ok := r.builtinRels[name]; ok {
-		return rec, true
-	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	rec, ok := r.userRels[name]
-	return rec, ok
-}
-
-// Relations returns every relation, sorted by name.
-func (r *Registry) Relations() []RelationRecord {
-	out := make([]RelationRecord, 0, len(r.builtinRels))
-	for _, rec := range r.builtinRels {
-		out = append(out, rec)
-	}
-	r.mu.RLock()
-	for _, rec := range r.userRels {
-		out = append(out, rec)
-	}
-	r.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// PutRelation registers or updates a user relation and stores its record.
-// A relation's depends flag cannot change once registered; its
-// description can (the version goes up). It returns the record and
-// whether anything changed.
-func (r *Registry) PutRelation(ctx context.Context, st interface {
-	PutRelation(ctx context.Context, name string, record []byte) error
-}, name string, depends bool, description string) (RelationRecord, bool, error) {
-	if err := graph.ValidateName("relation", name); err != nil {
-		return RelationRecord{}, false, &Error{Code: CodeValidation, Detail: err.Error(),
-			Errors: []FieldError{{Parameter: "name", Rule: "pattern", Detail: err.Error()}}}
-	}
-	if _, ok := r.builtinRels[name]; ok {
-		return RelationRecord{}, false, errorf(CodeConflict, "%q is a built-in relation and cannot be redefined", name)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec := RelationRecord{Name: name, Depends: depends, Description: description, Version: 1}
-	if old, ok := r.userRels[name]; ok {
-		if old.Depends != depends {
-			return RelationRecord{}, false, &Error{Code: CodeConflict,
-				Detail: fmt.Sprintf("relation %q has depends=%t; it cannot change once registered (trust and acyclicity already rest on it): register a new relation name instead", name, old.Depends),
-				Errors: []FieldError{{Pointer: "/depends", Rule: "immutable", Detail: "depends cannot change"}}}
-		}
-		if old.Description == description {
-			return old, false, nil
-		}
-		rec.Version = old.Version + 1
-	}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return RelationRecord{}, false, err
-	}
-	if err := st.PutRelation(ctx, name, raw); err != nil {
-		return RelationRecord{}, false, err
-	}
-	r.userRels[name] = rec
-	return rec, true, nil
-}
-
-// definitions returns the user definitions that ops use, as registered
-// now: what a commit of ops must record (store.CommitRequest.Types and
-// Relations). Built-in types and relations, and names the registry does
-// not know (the commit refuses those), are left out.
-func (r *Registry) definitions(ops []graph.Op) ([]graph.TypeDef, []graph.RelationDef) {
-	var types []graph.TypeDef
-	var rels []graph.RelationDef
-	seen := map[string]bool{}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for i := range ops {
-		op := &ops[i]
-		switch op.Op {
-		case graph.OpPut:
-			if seen["t"+op.Type] {
-				continue
-			}
-			seen["t"+op.Type] = true
-			if e := r.user[op.Type]; e != nil {
-				types = append(types, graph.TypeDef{Name: e.rec.Name, Role: e.rec.Role, Description: e.rec.Description, Schema: e.rec.Schema})
-			}
-		case graph.OpLink:
-			if seen["r"+op.Rel] {
-				continue
-			}
-			seen["r"+op.Rel] = true
-			if rec, ok := r.userRels[op.Rel]; ok {
-				rels = append(rels, graph.RelationDef{Name: rec.Name, Depends: rec.Depends, Description: rec.Description})
-			}
-		}
-	}
-	return types, rels
-}
-
-// ---- handlers ----
 
 // handleListRelations is GET /v1/relations: built-in and user relations.
 func (s *Server) handleListRelations(w http.ResponseWriter, r *http.Request) {

@@ -16,18 +16,17 @@ type SecretsWrite struct {
 
 // handleAddSecrets is POST /v1/admin/secrets (admin on "*"): declare
 // secret values to mask by value in tool results and effect errors from
-// now on (Server.AddSecrets).
+// now on (service.Service.AddSecrets).
 func (s *Server) handleAddSecrets(w http.ResponseWriter, r *http.Request) {
 	var in secretsRequest
 	if _, err := s.decodeJSON(w, r, "secrets", &in); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	before := s.sanitizeOptions().Secrets.Len()
-	n, err := s.AddSecrets(in.Secrets)
+	added, n, err := s.svc.AddSecrets(in.Secrets)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, SecretsWrite{Added: n - before, Declared: n})
+	s.writeJSON(w, r, http.StatusOK, SecretsWrite{Added: added, Declared: n})
 }

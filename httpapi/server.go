@@ -1,16 +1,12 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +17,7 @@ import (
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/gate/fetch"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -34,6 +31,11 @@ const DefaultMaxBlobBytes = 64 << 20
 type Options struct {
 	// Store is the repository served. Required.
 	Store *store.Store
+	// Service is the service layer the handlers call. When nil, New makes
+	// one over Store from the fields below that configure it (Types,
+	// AllowFetch, Fetcher, Render, Sanitize, GateRules, Clock, LeaseKey);
+	// when set, those fields are ignored and Service must work on Store.
+	Service *service.Service
 	// Types is the type registry. Pass the registry whose RoleOf the store
 	// was opened with (store.Options.Roles), already loaded, so that user
 	// types count in trust. When nil, New makes one and loads it from Store;
@@ -123,9 +125,9 @@ const (
 	DefaultMaxHeaderBytes = 64 << 10
 )
 
-// Server is the artifactd HTTP API. It implements http.Handler. Its
-// exported methods are the Go API the HTTP handlers use (and the demo and
-// the gate's endpoints reuse). Methods are safe for concurrent use.
+// Server is the artifactd HTTP API. It implements http.Handler: each
+// handler decodes its request, calls the service layer (Service) and
+// writes what it answers. Methods are safe for concurrent use.
 type Server struct {
 	st      *store.Store
 	types   *Registry
@@ -138,16 +140,9 @@ type Server struct {
 	router  chi.Router
 	panics  atomic.Int64
 
-	allowFetch bool
-	fetcher    Fetcher
-	render     Renderer
-	clock      func() time.Time
-	rules      *gate.Rules    // the ruleset new verdicts use
-	rulesets   *gate.Rulesets // the rulesets a verdict may name; read-only after New
-
-	// secretsMu guards sanitize (its Secrets grow by POST /v1/admin/secrets).
-	secretsMu sync.RWMutex
-	sanitize  gate.SanitizeOptions
+	// svc is the service layer every handler calls; st and types are its
+	// store and registry.
+	svc *service.Service
 
 	// The network guards (netguard.go).
 	allowOrigins map[string]bool
@@ -157,7 +152,6 @@ type Server struct {
 	// largeBodies holds one token per large body being handled.
 	largeBodies chan struct{}
 	maxHeader   int
-	leaseKey    []byte
 	// api routes the API alone (no UI, no catch-all): it answers which
 	// methods a path allows.
 	api chi.Router
@@ -167,40 +161,30 @@ type Server struct {
 func New(opts Options) *Server {
 	s := &Server{
 		st:      opts.Store,
-		types:   opts.Types,
 		log:     opts.Logger,
 		tokens:  opts.Tokens,
 		maxBody: opts.MaxBodyBytes,
 		maxBlob: opts.MaxBlobBytes,
 		ready:   opts.Ready,
 		metrics: newMetrics(),
-
-		allowFetch: opts.AllowFetch,
-		fetcher:    opts.Fetcher,
-		render:     opts.Render,
-		sanitize:   opts.Sanitize,
-		clock:      opts.Clock,
-		rules:      opts.GateRules,
-		rulesets:   gate.BuiltinRulesets(),
-	}
-	if s.rules == nil {
-		s.rules = gate.BuiltinRules()
-	}
-	if err := s.rulesets.Add(s.rules); err != nil {
-		// A ruleset named like a built-in one but different: serve refuses
-		// such a file before New; keep the built-in default.
-		s.log.Error("gate ruleset refused", "err", err)
-		s.rules = gate.BuiltinRules()
-	}
-	if s.allowFetch && s.fetcher == nil {
-		s.fetcher = fetch.New(fetch.Options{})
-	}
-	if s.clock == nil {
-		s.clock = time.Now
 	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.svc = opts.Service
+	if s.svc == nil {
+		fetcher := opts.Fetcher
+		if opts.AllowFetch && fetcher == nil {
+			fetcher = fetch.New(fetch.Options{})
+		}
+		s.svc = service.New(service.Options{
+			Store: opts.Store, Types: opts.Types, Logger: s.log,
+			AllowFetch: opts.AllowFetch, Fetcher: fetcher, Render: opts.Render,
+			Sanitize: opts.Sanitize, GateRules: opts.GateRules, Clock: opts.Clock, LeaseKey: opts.LeaseKey,
+		})
+	}
+	s.types = s.svc.Types()
+	s.metrics.writes = s.svc.Writes
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
@@ -208,12 +192,6 @@ func New(opts Options) *Server {
 		s.maxBlob = DefaultMaxBlobBytes
 	}
 	s.initGuards(opts)
-	if s.types == nil {
-		s.types = NewRegistry()
-		if err := s.types.Load(context.Background(), s.st); err != nil {
-			s.log.Error("load type registry", "err", err)
-		}
-	}
 	s.router = s.newRouter(opts.UI)
 	return s
 }
@@ -223,38 +201,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 
 // Router returns the chi router (tests walk its routes).
 func (s *Server) Router() chi.Routes { return s.router }
-
-// Types returns the type registry.
-func (s *Server) Types() *Registry { return s.types }
-
-// sanitizeOptions returns the current sanitising options (with every
-// declared secret).
-func (s *Server) sanitizeOptions() gate.SanitizeOptions {
-	s.secretsMu.RLock()
-	defer s.secretsMu.RUnlock()
-	return s.sanitize
-}
-
-// AddSecrets declares more secret values (see gate.NewSecrets for the
-// rules) and returns how many distinct values are declared now. Values
-// live in memory: list them in the serve --secrets file to keep them over
-// a restart. The error is a 422 *Error naming the index of a refused
-// value, never the value.
-func (s *Server) AddSecrets(values []string) (int, error) {
-	s.secretsMu.Lock()
-	defer s.secretsMu.Unlock()
-	next, err := s.sanitize.Secrets.Add(values...)
-	var se *gate.SecretError
-	switch {
-	case errors.As(err, &se):
-		return 0, &Error{Code: CodeValidation, Detail: "refused secret: " + se.Reason,
-			Errors: []FieldError{{Pointer: "/secrets/" + strconv.Itoa(se.Index), Rule: "secret", Detail: se.Reason}}}
-	case err != nil:
-		return 0, err
-	}
-	s.sanitize.Secrets = next
-	return next.Len(), nil
-}
 
 // Panics returns how many handler panics the recover middleware caught.
 func (s *Server) Panics() int64 { return s.panics.Load() }
@@ -458,19 +404,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-// marshal encodes v as JSON without HTML escaping, so that canonical JSON
-// held in json.RawMessage fields (artifact data, edge attrs) is written
-// byte for byte and its content hash can be checked on the bytes received.
-// The result ends with a newline.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+// marshal is service.Marshal: JSON without HTML escaping, so canonical
+// JSON in json.RawMessage fields is written byte for byte.
+func marshal(v any) ([]byte, error) { return service.Marshal(v) }
 
 // writeJSON writes v as a JSON response.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {

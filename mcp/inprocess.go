@@ -6,77 +6,78 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
-// InProcess is the Backend over an API server and its store in this
-// process: writes go through the server's exported Go methods (the same
-// rules as the HTTP handlers), reads through store views and the graph
+// InProcess is the Backend over the service layer and its store in this
+// process: writes go through the service (the same rules as the HTTP
+// handlers, which call it too), reads through store views and the graph
 // queries the read handlers use. It does no authorization: use it where
 // the caller owns the data directory (`artifactd mcp --data DIR`) or in
 // tests. It is safe for concurrent use.
 type InProcess struct {
-	srv *httpapi.Server
+	svc *service.Service
 	st  *store.Store
 	log *slog.Logger
 }
 
-// NewInProcess returns the Backend over srv, which serves st. A nil logger
+// NewInProcess returns the Backend over svc and its store. A nil logger
 // discards the internal errors it logs.
-func NewInProcess(srv *httpapi.Server, st *store.Store, log *slog.Logger) *InProcess {
+func NewInProcess(svc *service.Service, log *slog.Logger) *InProcess {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &InProcess{srv: srv, st: st, log: log}
+	return &InProcess{svc: svc, st: svc.Store(), log: log}
 }
 
 // PutArtifact implements Backend.
 func (b *InProcess) PutArtifact(ctx context.Context, ctxID string, in ArtifactBody) (*ArtifactWrite, error) {
-	hin, err := convert[httpapi.ArtifactInput](in)
+	hin, err := convert[service.ArtifactInput](in)
 	if err != nil {
 		return nil, err
 	}
-	out, err := b.srv.PutArtifact(ctx, ctxID, *hin)
+	out, err := b.svc.PutArtifact(ctx, ctxID, *hin)
 	return answer[ArtifactWrite](b, out, err)
 }
 
 // Commit implements Backend.
 func (b *InProcess) Commit(ctx context.Context, ctxID string, in CommitBody) (*CommitWrite, error) {
-	hin, err := convert[httpapi.CommitInput](in)
+	hin, err := convert[service.CommitInput](in)
 	if err != nil {
 		return nil, err
 	}
-	out, err := b.srv.Commit(ctx, ctxID, *hin)
+	out, err := b.svc.Commit(ctx, ctxID, *hin)
 	return answer[CommitWrite](b, out, err)
 }
 
 // RecordFetch implements Backend.
 func (b *InProcess) RecordFetch(ctx context.Context, ctxID string, in FetchBody) (*FetchWrite, error) {
-	hin, err := convert[httpapi.FetchInput](in)
+	hin, err := convert[service.FetchInput](in)
 	if err != nil {
 		return nil, err
 	}
-	out, err := b.srv.RecordFetch(ctx, ctxID, *hin)
+	out, err := b.svc.RecordFetch(ctx, ctxID, *hin)
 	return answer[FetchWrite](b, out, err)
 }
 
 // RecordToolResult implements Backend.
 func (b *InProcess) RecordToolResult(ctx context.Context, ctxID string, in ToolResultBody) (*ArtifactWrite, error) {
-	hin, err := convert[httpapi.ToolResultInput](in)
+	hin, err := convert[service.ToolResultInput](in)
 	if err != nil {
 		return nil, err
 	}
-	out, err := b.srv.RecordToolResult(ctx, ctxID, *hin)
+	out, err := b.svc.RecordToolResult(ctx, ctxID, *hin)
 	return answer[ArtifactWrite](b, out, err)
 }
 
 // Verify implements Backend.
 func (b *InProcess) Verify(ctx context.Context, ctxID string, in VerifyBody) (*VerifyResult, error) {
-	out, err := b.srv.Verify(ctx, ctxID, httpapi.VerifyInput{Hash: in.Hash, At: in.At})
+	out, err := b.svc.Verify(ctx, ctxID, service.VerifyInput{Hash: in.Hash, At: in.At})
 	return answer[VerifyResult](b, out, err)
 }
 
@@ -93,7 +94,7 @@ func (b *InProcess) Artifact(ctx context.Context, ctxID, id, at string) (*Artifa
 			return err
 		}
 		t := v.Trust.Explain(v.State, id)
-		out = httpapi.ArtifactView{ID: a.ID, Type: a.Type, Version: a.Version, ContentHash: a.ContentHash,
+		out = service.ArtifactView{ID: a.ID, Type: a.Type, Version: a.Version, ContentHash: a.ContentHash,
 			ProducedBy: a.ProducedBy, Data: a.Data, Trust: &t, WrittenIn: &wrote}
 		return nil
 	})
@@ -133,10 +134,10 @@ func (b *InProcess) Provenance(ctx context.Context, ctxID string, q ProvenanceQu
 			out.Text = graph.DOT(sg, trust)
 			return nil
 		}
-		nodes := make([]httpapi.ArtifactView, len(sg.Nodes))
+		nodes := make([]service.ArtifactView, len(sg.Nodes))
 		for i, a := range sg.Nodes {
 			t := trust(a.ID)
-			nodes[i] = httpapi.ArtifactView{ID: a.ID, Type: a.Type, Version: a.Version, ContentHash: a.ContentHash, ProducedBy: a.ProducedBy, Trust: &t}
+			nodes[i] = service.ArtifactView{ID: a.ID, Type: a.Type, Version: a.Version, ContentHash: a.ContentHash, ProducedBy: a.ProducedBy, Trust: &t}
 		}
 		conv, err := convert[struct {
 			Nodes []ArtifactView `json:"nodes"`
@@ -227,43 +228,32 @@ func missing(id string, v *store.View) error {
 	return &Problem{Status: 404, Code: "not-found", Detail: fmt.Sprintf("no artifact %q at commit %s", id, v.Commit.ID.Short())}
 }
 
-// problem maps an error to a *Problem: the server's *httpapi.Error as its
-// HTTP handler would answer it, the store's refusals of a read by their
-// sentinel, and anything else to a logged internal error whose text is not
-// shown.
+// problem maps an error to a *Problem through the one vocabulary: the
+// service's classification (service.Classify) and the HTTP door's status
+// of its code (httpapi.StatusOf), so a tool answers what the HTTP handler
+// would. An internal error is logged and its text not shown; a cancelled
+// call stays an error of the call.
 func (b *InProcess) problem(err error) error {
 	var p *Problem
 	if errors.As(err, &p) {
 		return p
 	}
-	var he *httpapi.Error
-	if errors.As(err, &he) {
-		if he.Code == httpapi.CodeInternal {
-			b.log.Error("mcp: internal error", "err", err)
-			return &Problem{Status: he.Status(), Code: he.Code, Detail: "the server could not complete the request; the error was logged"}
-		}
-		p := &Problem{Status: he.Status(), Code: he.Code, Detail: he.Detail}
-		for _, f := range he.Errors {
-			p.Errors = append(p.Errors, FieldError{Pointer: f.Pointer, Parameter: f.Parameter, Rule: f.Rule, Detail: f.Detail})
-		}
-		if tv, ok := he.Extra["tainted_by"]; ok {
-			if t, err := convert[Taint](tv); err == nil {
-				p.TaintedBy = t
-			}
-		}
-		return p
-	}
-	detail := func(sentinel error) string { return strings.TrimPrefix(err.Error(), sentinel.Error()+": ") }
-	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, graph.ErrNotFound):
-		return &Problem{Status: 404, Code: "not-found", Detail: detail(store.ErrNotFound)}
-	case errors.Is(err, store.ErrAmbiguous):
-		return &Problem{Status: 400, Code: "ambiguous-ref", Detail: detail(store.ErrAmbiguous)}
-	case errors.Is(err, store.ErrInvalid):
-		return &Problem{Status: 422, Code: "validation", Detail: detail(store.ErrInvalid)}
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("mcp: %w", err)
 	}
-	b.log.Error("mcp: internal error", "err", err)
-	return &Problem{Status: 500, Code: "internal", Detail: "the server could not complete the request; the error was logged"}
+	he := service.Classify(err)
+	if he.Code == fault.Internal {
+		b.log.Error("mcp: internal error", "err", err)
+		return &Problem{Status: httpapi.StatusOf(he.Code), Code: string(he.Code), Detail: "the server could not complete the request; the error was logged"}
+	}
+	p = &Problem{Status: httpapi.StatusOf(he.Code), Code: string(he.Code), Detail: he.Detail}
+	for _, f := range he.Errors {
+		p.Errors = append(p.Errors, FieldError{Pointer: f.Pointer, Parameter: f.Parameter, Rule: f.Rule, Detail: f.Detail})
+	}
+	if tv, ok := he.Extra["tainted_by"]; ok {
+		if t, err := convert[Taint](tv); err == nil {
+			p.TaintedBy = t
+		}
+	}
+	return p
 }

@@ -331,7 +331,7 @@ func coreFlow(t *testing.T, cs *sdk.ClientSession, ctxID string) {
 func TestInProcess(t *testing.T) {
 	a := newAPI(t, "")
 	a.createContext(t, "run", "")
-	cs := connect(t, mcp.NewServer(mcp.NewInProcess(a.srv, a.st, nil), mcp.Options{}))
+	cs := connect(t, mcp.NewServer(mcp.NewInProcess(a.srv.Service(), nil), mcp.Options{}))
 	checkTools(t, cs, false)
 	coreFlow(t, cs, "run")
 }

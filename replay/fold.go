@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 )
@@ -27,7 +28,7 @@ type Source interface {
 var (
 	// ErrBroken marks a chain whose records do not hash to what they claim,
 	// reference missing data, or cannot be replayed.
-	ErrBroken = errors.New("broken chain")
+	ErrBroken = fault.Corruption("broken chain")
 	// ErrMismatch marks a verified state whose hash is not the one expected.
 	ErrMismatch = errors.New("hash mismatch")
 )

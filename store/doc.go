@@ -49,6 +49,7 @@
 // Parts are joined with a NUL byte; digests are 32 raw bytes.
 //
 //	meta NUL format                    -> "1"
+//	meta NUL registry                  -> 16 random bytes, new with every type or relation record
 //	ctx NUL <ctx>                      -> ContextInfo JSON
 //	ref NUL <ctx> NUL <branch>         -> commit id
 //	cmt NUL <ctx> NUL <commit>         -> replay.Commit JSON

@@ -18,10 +18,11 @@ var ErrNoSpace = errors.New("not enough free disk space")
 const DefaultReserveBytes = 64 << 20
 
 // checkSpace refuses a write group when the data directory's file system
-// has less than the reserve free.
+// has less than the reserve free. A store over a driver of its own
+// (Options.Driver: a database server) has no data directory to check.
 func (s *Store) checkSpace() error {
 	reserve := s.reserve.Load()
-	if reserve <= 0 {
+	if reserve <= 0 || s.dir == "" {
 		return nil
 	}
 	var st syscall.Statfs_t
@@ -58,7 +59,11 @@ func (s *Store) NoteCorruption(err error) {
 // says what to do.
 func (s *Store) Health() error {
 	if p := s.corrupt.Load(); p != nil {
-		return fmt.Errorf("%w: %v; stop artifactd and run `artifactd fsck --data %s`", ErrCorrupt, *p, s.dir)
+		where := "--store <the store's URL>"
+		if s.dir != "" {
+			where = "--data " + s.dir
+		}
+		return fmt.Errorf("%w: %v; stop artifactd and run `artifactd fsck %s`", ErrCorrupt, *p, where)
 	}
 	if err := s.writeFailure(); err != nil {
 		return err

@@ -30,6 +30,8 @@ const (
 
 func keyMetaFormat() []byte { return []byte(pMeta + "format") }
 
+func keyMetaRegistry() []byte { return []byte(pMeta + "registry") }
+
 func keyCtx(ctx string) []byte { return []byte(pCtx + ctx) }
 
 func keyRef(ctx, branch string) []byte { return []byte(pRef + ctx + "\x00" + branch) }

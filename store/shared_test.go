@@ -21,3 +21,10 @@ func TestStoresShareOneDriver(t *testing.T) {
 type nopClose struct{ kv.Driver }
 
 func (nopClose) Close() error { return nil }
+
+// TestStoreBigCommitInMemory is storetest.RunBigCommit over the memory
+// driver, whose default limits make the commit go in two steps too.
+func TestStoreBigCommitInMemory(t *testing.T) {
+	d := memkv.New()
+	storetest.RunBigCommit(t, func(t *testing.T) kv.Driver { return nopClose{d} }, 30_000)
+}

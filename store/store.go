@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/list"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -38,7 +40,7 @@ var (
 	// ErrAmbiguous: a hash prefix matches more than one commit.
 	ErrAmbiguous = errors.New("ambiguous reference")
 	// ErrCorrupt: stored data does not match its hash or cannot be decoded.
-	ErrCorrupt = errors.New("store corruption")
+	ErrCorrupt = fault.Corruption("store corruption")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
 	// ErrLocked: the data directory is held by another process (a running
@@ -594,7 +596,7 @@ func (s *Store) object(d hashing.Digest) ([]byte, error) {
 
 // PutType stores a type record (opaque JSON owned by the caller).
 func (s *Store) PutType(ctx context.Context, name string, record []byte) error {
-	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyType(name), Value: record}}}); err != nil {
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyType(name), Value: record}, registryStamp()}}); err != nil {
 		return fmt.Errorf("put type %q: %w", name, err)
 	}
 	return nil
@@ -604,6 +606,26 @@ func (s *Store) PutType(ctx context.Context, name string, record []byte) error {
 func (s *Store) GetType(ctx context.Context, name string) ([]byte, error) {
 	out, err := s.getCopy(keyType(name), func() error { return fmt.Errorf("type %q: %w", name, ErrNotFound) })
 	return out, err
+}
+
+// registryStamp is a new value of the registry stamp, written with every
+// type or relation record: another process that read an older stamp
+// knows to read the registry again.
+func registryStamp() kv.Record {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return kv.Record{Key: keyMetaRegistry(), Value: b[:]}
+}
+
+// RegistryStamp returns the stamp the last PutType or PutRelation wrote
+// (nil before the first): a reader of the registry that kept an older one
+// reads it again (several processes on one database).
+func (s *Store) RegistryStamp(ctx context.Context) ([]byte, error) {
+	v, err := s.kv.Get(ctx, keyMetaRegistry())
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, nil
+	}
+	return v, err
 }
 
 // ListTypes returns every stored type record keyed by name.
@@ -619,7 +641,7 @@ func (s *Store) ListTypes(ctx context.Context) (map[string][]byte, error) {
 // PutRelation stores a relation record (opaque JSON owned by the caller),
 // durably.
 func (s *Store) PutRelation(ctx context.Context, name string, record []byte) error {
-	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: []byte(pRelDef + name), Value: record}}}); err != nil {
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: []byte(pRelDef + name), Value: record}, registryStamp()}}); err != nil {
 		return fmt.Errorf("put relation %q: %w", name, err)
 	}
 	return nil

@@ -5,43 +5,44 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/artifactd/artifactd/fault"
+	"github.com/artifactd/artifactd/httpapi"
 )
 
-// Problem codes of the UI. Each is the last part of a problem type URI
-// (problemTypePrefix + code), the same names the JSON API uses.
+// Problem codes of the UI: the error vocabulary's (package fault), the
+// same names the JSON API uses.
 const (
-	codeNotFound         = "not-found"
-	codeInvalidQuery     = "invalid-query"
-	codeAmbiguousRef     = "ambiguous-ref"
-	codeUnauthorized     = "unauthorized"
-	codeForbidden        = "forbidden"
-	codeMethodNotAllowed = "method-not-allowed"
-	codeInternal         = "internal"
+	codeNotFound         = fault.NotFound
+	codeInvalidQuery     = fault.InvalidQuery
+	codeAmbiguousRef     = fault.AmbiguousRef
+	codeUnauthorized     = fault.Unauthorized
+	codeForbidden        = fault.Forbidden
+	codeMethodNotAllowed = fault.MethodNotAllowed
+	codeInternal         = fault.Internal
 )
 
 // problemTypePrefix starts every problem type URI (as in httpapi).
-const problemTypePrefix = "urn:artifactd:problem:"
+const problemTypePrefix = httpapi.ProblemTypePrefix
 
-// problemTable is the one mapping from a problem code to its HTTP status
-// and title.
-var problemTable = map[string]struct {
-	status int
-	title  string
-}{
-	codeNotFound:         {http.StatusNotFound, "Not found"},
-	codeInvalidQuery:     {http.StatusBadRequest, "Invalid query parameter"},
-	codeAmbiguousRef:     {http.StatusBadRequest, "Ambiguous commit prefix"},
-	codeUnauthorized:     {http.StatusUnauthorized, "Token required"},
-	codeForbidden:        {http.StatusForbidden, "Forbidden"},
-	codeMethodNotAllowed: {http.StatusMethodNotAllowed, "Method not allowed"},
-	codeInternal:         {http.StatusInternalServerError, "Internal server error"},
+// problemTitles are the page titles of the UI's problems, worded for a
+// person at a browser. Their statuses are the API's (httpapi.StatusOf):
+// the vocabulary is mapped to HTTP once.
+var problemTitles = map[fault.Code]string{
+	codeNotFound:         "Not found",
+	codeInvalidQuery:     "Invalid query parameter",
+	codeAmbiguousRef:     "Ambiguous commit prefix",
+	codeUnauthorized:     "Token required",
+	codeForbidden:        "Forbidden",
+	codeMethodNotAllowed: "Method not allowed",
+	codeInternal:         "Internal server error",
 }
 
 // problem is an RFC 9457 problem: shown as an HTML page to browsers and as
 // application/problem+json to clients that ask for JSON. Err is the cause;
 // it is logged for internal problems and never shown.
 type problem struct {
-	Code   string
+	Code   fault.Code
 	Detail string
 	Err    error
 }
@@ -59,31 +60,32 @@ type problemJSON struct {
 // Internal problems are logged with their cause; their text is replaced by
 // a generic detail.
 func (s *server) problem(w http.ResponseWriter, r *http.Request, p *problem) {
-	entry, ok := problemTable[p.Code]
+	title, ok := problemTitles[p.Code]
 	if !ok {
 		p = &problem{Code: codeInternal, Err: p.Err}
-		entry = problemTable[codeInternal]
+		title = problemTitles[codeInternal]
 	}
+	status := httpapi.StatusOf(p.Code)
 	detail := p.Detail
 	if p.Code == codeInternal {
 		s.log.Error("web: internal error", "path", r.URL.Path, "err", p.Err)
 		detail = "the page could not be shown; the server log has the cause"
 	}
 	body := problemJSON{
-		Type:     problemTypePrefix + p.Code,
-		Title:    entry.title,
-		Status:   entry.status,
+		Type:     problemTypePrefix + string(p.Code),
+		Title:    title,
+		Status:   status,
 		Detail:   detail,
 		Instance: r.URL.Path,
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	if wantsJSON(r) {
 		w.Header().Set("Content-Type", "application/problem+json")
-		w.WriteHeader(entry.status)
+		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(body)
 		return
 	}
-	s.render(w, r, entry.status, "problem", &page{Title: entry.title}, body)
+	s.render(w, r, status, "problem", &page{Title: title}, body)
 }
 
 // wantsJSON reports whether the client asked for JSON rather than HTML:

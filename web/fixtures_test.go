@@ -37,7 +37,9 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // openStore opens a store in a temporary directory, closed at cleanup.
 func openStore(t testing.TB) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), store.Options{Dir: t.TempDir(), Clock: testClock(), NoSync: true, Logger: quietLogger()})
+	so := store.Options{Dir: t.TempDir(), Clock: testClock(), NoSync: true, Logger: quietLogger()}
+	testBackend(t, &so)
+	s, err := store.Open(context.Background(), so)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 // Error makes a problem usable as an error inside a store.Read callback.
 func (p *problem) Error() string {
 	if p.Err != nil {
-		return p.Code + ": " + p.Detail + ": " + p.Err.Error()
+		return string(p.Code) + ": " + p.Detail + ": " + p.Err.Error()
 	}
-	return p.Code + ": " + p.Detail
+	return string(p.Code) + ": " + p.Detail
 }
 
 // Unwrap returns the cause.

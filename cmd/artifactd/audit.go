@@ -12,8 +12,8 @@ import (
 )
 
 func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit", "--context ID [--data DIR] [--at REF] ANSWER_ID [--format json|markdown]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("audit", "--context ID [--data DIR | --store SPEC] [--at REF] ANSWER_ID [--format json|markdown]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context (required)")
 	at := fs.String("at", "", "commit or branch; default: main")
 	format := fs.String("format", "json", "json or markdown")
@@ -27,7 +27,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *format != "json" && *format != "markdown" {
 		return fail(stderr, exitUsage, "audit: --format must be json or markdown, got %q", *format)
 	}
-	st, err := openExisting(ctx, *dataDir)
+	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return fail(stderr, exitUsage, "audit: %v", err)
 	}

@@ -35,7 +35,7 @@ type benchResult struct {
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("bench", "[--addr URL | --data DIR] [--clients N] [--duration D] [--requests N] [--token T] [--json]\n       artifactd bench --scenario runs|cold|big|chain|hub|soak [--addr URL [--pid PID] | --data DIR] [--runs N] [--artifacts N] [--depth N] [--batch N] [--duration D (soak)] [--timeout D]", stderr)
-	addr := fs.String("addr", "", "base URL of a running server (default: start one in-process on a loopback port)")
+	addr := fs.String("addr", "", "base URL of a running server, or several separated by commas (processes serving one store; clients are spread over them in turn); default: start one in-process on a loopback port")
 	dataDir := fs.String("data", "", "data directory for the in-process server (default: a temporary directory, removed afterwards)")
 	clients := fs.Int("clients", 1, "concurrent keep-alive clients")
 	duration := fs.Duration("duration", 10*time.Second, "how long to run (ignored when --requests is set)")
@@ -59,6 +59,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *addr != "" && (*dataDir != "" || *noSync) {
 		return fail(stderr, exitUsage, "bench: --data and --nosync are for the in-process server; not with --addr")
 	}
+	if sc.name != "" && strings.Contains(*addr, ",") {
+		return fail(stderr, exitUsage, "bench: --scenario takes one --addr")
+	}
 	if sc.name != "" {
 		sc.addr, sc.dataDir, sc.token, sc.noSync = *addr, *dataDir, *token, *noSync
 		sc.clients = 0
@@ -72,13 +75,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		})
 		return runScenario(ctx, sc, stdout, stderr)
 	}
-	base := strings.TrimSuffix(*addr, "/")
-	if base == "" {
+	var bases []string
+	for _, a := range strings.Split(*addr, ",") {
+		if a = strings.TrimSuffix(strings.TrimSpace(a), "/"); a != "" {
+			bases = append(bases, a)
+		}
+	}
+	if len(bases) == 0 {
+		var base string
 		var stop func() error
 		base, stop, err = startBenchServer(ctx, *dataDir, *noSync)
 		if err != nil {
 			return fail(stderr, exitUsage, "bench: %v", err)
 		}
+		bases = []string{base}
 		defer func() {
 			if err := stop(); err != nil {
 				fmt.Fprintf(stderr, "artifactd: bench: stopping the server: %v\n", err)
@@ -96,7 +106,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer pprof.StopCPUProfile()
 	}
-	res, err := bench(ctx, base, *token, *clients, *duration, *requests)
+	res, err := bench(ctx, bases, *token, *clients, *duration, *requests)
 	if err != nil {
 		return fail(stderr, exitUsage, "bench: %v", err)
 	}
@@ -131,14 +141,15 @@ func startBenchServer(ctx context.Context, dir string, noSync bool) (string, fun
 	return srv.base, srv.close, nil
 }
 
-// bench creates a fresh context and has n keep-alive clients POST one new
-// artifact per request (one durable commit each) until the duration ends
-// or total commits are made.
-func bench(ctx context.Context, base, token string, n int, d time.Duration, total int64) (*benchResult, error) {
+// bench creates a fresh context (through bases[0]) and has n keep-alive
+// clients, client c on bases[c mod len(bases)], POST one new artifact per
+// request (one durable commit each) until the duration ends or total
+// commits are made.
+func bench(ctx context.Context, bases []string, token string, n int, d time.Duration, total int64) (*benchResult, error) {
 	tr := &http.Transport{MaxIdleConns: n, MaxIdleConnsPerHost: n, MaxConnsPerHost: n, DisableCompression: true, IdleConnTimeout: time.Minute}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: time.Minute}
-	do := func(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	do := func(ctx context.Context, base, method, path string, body []byte) (int, []byte, error) {
 		req, err := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(body))
 		if err != nil {
 			return 0, nil, err
@@ -157,7 +168,7 @@ func bench(ctx context.Context, base, token string, n int, d time.Duration, tota
 	}
 	ctxID := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	body, _ := json.Marshal(map[string]string{"id": ctxID, "quarantine": "enforce"})
-	if code, b, err := do(ctx, "POST", "/v1/contexts", body); err != nil || code != http.StatusCreated {
+	if code, b, err := do(ctx, bases[0], "POST", "/v1/contexts", body); err != nil || code != http.StatusCreated {
 		return nil, fmt.Errorf("create context: %d %s %v", code, b, err)
 	}
 	runCtx := ctx
@@ -186,7 +197,7 @@ func bench(ctx context.Context, base, token string, n int, d time.Duration, tota
 				}
 				b := fmt.Appendf(nil, `{"id":"c%d-%d","type":"note","produced_by":"bench","data":{"text":"bench commit %d of client %d"}}`, c, i, i, c)
 				t0 := time.Now()
-				code, rb, err := do(runCtx, "POST", path, b)
+				code, rb, err := do(runCtx, bases[c%len(bases)], "POST", path, b)
 				if err != nil && runCtx.Err() != nil {
 					break // the run ended during this request
 				}
@@ -205,7 +216,7 @@ func bench(ctx context.Context, base, token string, n int, d time.Duration, tota
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	res := &benchResult{Target: base, Clients: n, Commits: commits.Load(), Errors: errs.Load(), Elapsed: elapsed}
+	res := &benchResult{Target: strings.Join(bases, ","), Clients: n, Commits: commits.Load(), Errors: errs.Load(), Elapsed: elapsed}
 	if s, ok := firstErr.Load().(string); ok {
 		res.FirstErr = s
 	}

@@ -8,8 +8,8 @@ import (
 )
 
 func runBranch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("branch", "--context ID [--data DIR] [NAME [--at REF]] [--json]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("branch", "--context ID [--data DIR | --store SPEC] [NAME [--at REF]] [--json]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context (required)")
 	at := fs.String("at", "", "create the branch at this commit or branch; default: main")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -23,7 +23,7 @@ func runBranch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if len(pos) == 0 && *at != "" {
 		return fail(stderr, exitUsage, "branch: --at needs a branch NAME to create")
 	}
-	st, err := openExisting(ctx, *dataDir)
+	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return fail(stderr, exitUsage, "branch: %v", err)
 	}

@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	"github.com/artifactd/artifactd/client"
-	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 )
 
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("compare", "--context CTX[@REF] --against CTX[@REF] [--data DIR | --server URL] [--json]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("compare", "--context CTX[@REF] --against CTX[@REF] [--data DIR | --store SPEC | --server URL] [--json]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	server := fs.String("server", "", "ask a running server (GET /v1/compare) instead of opening --data; the token is $ARTIFACTD_TOKEN")
 	a := fs.String("context", "", "the first run: a context, optionally @ a commit or branch (required)")
 	b := fs.String("against", "", "the second run, in the same form (required)")
@@ -26,26 +26,26 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *a == "" || *b == "" || len(pos) > 0 {
 		return fail(stderr, exitUsage, "compare: want --context CTX[@REF] and --against CTX[@REF]")
 	}
-	ctxA, refA, err := httpapi.ParseCompareSide("--context", *a)
+	ctxA, refA, err := service.ParseCompareSide("--context", *a)
 	if err != nil {
 		return fail(stderr, exitUsage, "compare: --context %q: want CTX or CTX@REF", *a)
 	}
-	ctxB, refB, err := httpapi.ParseCompareSide("--against", *b)
+	ctxB, refB, err := service.ParseCompareSide("--against", *b)
 	if err != nil {
 		return fail(stderr, exitUsage, "compare: --against %q: want CTX or CTX@REF", *b)
 	}
-	var cmp httpapi.Comparison
+	var cmp service.Comparison
 	if *server != "" {
 		if cmp, err = compareRemote(ctx, *server, *a, *b); err != nil {
 			return fail(stderr, exitUsage, "compare: %v", err)
 		}
 	} else {
-		st, err := openExisting(ctx, *dataDir)
+		st, err := openExisting(ctx, stf)
 		if err != nil {
 			return fail(stderr, exitUsage, "compare: %v", err)
 		}
 		defer st.Close()
-		if cmp, err = httpapi.CompareRuns(ctx, st, ctxA, refA, ctxB, refB); err != nil {
+		if cmp, err = service.CompareRuns(ctx, st, ctxA, refA, ctxB, refB); err != nil {
 			return fail(stderr, exitUsage, "compare: %v", err)
 		}
 	}
@@ -63,24 +63,24 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // compareRemote asks a running server through the Go client.
-func compareRemote(ctx context.Context, server, a, b string) (httpapi.Comparison, error) {
+func compareRemote(ctx context.Context, server, a, b string) (service.Comparison, error) {
 	c := client.New(server, client.WithToken(os.Getenv("ARTIFACTD_TOKEN")))
 	res, err := c.Compare(ctx, a, b)
 	if err != nil {
-		return httpapi.Comparison{}, err
+		return service.Comparison{}, err
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {
-		return httpapi.Comparison{}, err
+		return service.Comparison{}, err
 	}
-	var out httpapi.Comparison
+	var out service.Comparison
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return httpapi.Comparison{}, fmt.Errorf("decode comparison: %w", err)
+		return service.Comparison{}, fmt.Errorf("decode comparison: %w", err)
 	}
 	return out, nil
 }
 
-func sideLabel(s httpapi.CompareSide) string {
+func sideLabel(s service.CompareSide) string {
 	if s.Ref == "" {
 		return s.Context
 	}
@@ -89,7 +89,7 @@ func sideLabel(s httpapi.CompareSide) string {
 
 // printComparison writes a comparison for people: both hashes, then per
 // producer what diverges.
-func printComparison(w io.Writer, c httpapi.Comparison) {
+func printComparison(w io.Writer, c service.Comparison) {
 	fmt.Fprintf(w, "a %-20s commit %s  context hash %s\n", sideLabel(c.A), c.A.Commit.Short(), c.A.ContextHash)
 	fmt.Fprintf(w, "b %-20s commit %s  context hash %s\n", sideLabel(c.B), c.B.Commit.Short(), c.B.ContextHash)
 	if c.Equal {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 )
 
 // TestCompareCommand: the same run loaded into two contexts compares
@@ -29,15 +29,15 @@ func TestCompareCommand(t *testing.T) {
 		if _, err := st.CreateContext(ctx, id, "enforce"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := srv.PutArtifact(ctx, id, httpapi.ArtifactInput{ID: "q", Type: "question", ProducedBy: "user", Data: json.RawMessage(`{"text":"6 x 7?"}`)}); err != nil {
+		if _, err := srv.Service().PutArtifact(ctx, id, service.ArtifactInput{ID: "q", Type: "question", ProducedBy: "user", Data: json.RawMessage(`{"text":"6 x 7?"}`)}); err != nil {
 			t.Fatal(err)
 		}
 		answer := `{"text":"42"}`
 		if id == "three" {
 			answer = `{"text":"41"}`
 		}
-		if _, err := srv.PutArtifact(ctx, id, httpapi.ArtifactInput{ID: "a", Type: "answer", ProducedBy: "model", Data: json.RawMessage(answer),
-			Edges: []httpapi.EdgeInput{{Rel: "responds_to", To: "q"}}}); err != nil {
+		if _, err := srv.Service().PutArtifact(ctx, id, service.ArtifactInput{ID: "a", Type: "answer", ProducedBy: "model", Data: json.RawMessage(answer),
+			Edges: []service.EdgeInput{{Rel: "responds_to", To: "q"}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,7 +56,7 @@ func TestCompareCommand(t *testing.T) {
 	if rc != exitMismatch {
 		t.Fatalf("one vs three: exit %d", rc)
 	}
-	var cmp httpapi.Comparison
+	var cmp service.Comparison
 	if err := json.Unmarshal([]byte(out), &cmp); err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,14 @@ func buildArtifactd(t *testing.T) string {
 // startServe starts the binary on dir and waits until /readyz answers.
 func startServe(t *testing.T, bin, dir string) *server {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--data", dir, "--addr", "127.0.0.1:0", "--body-timeout", "5s")
+	return startServeArgs(t, bin, "--data", dir)
+}
+
+// startServeArgs starts the binary's serve with the store flags in args
+// and waits until /readyz answers.
+func startServeArgs(t *testing.T, bin string, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(bin, append(append([]string{"serve"}, args...), "--addr", "127.0.0.1:0", "--body-timeout", "5s")...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 )
 
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("diff", "--context ID [--data DIR] FROM TO [--json]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("diff", "--context ID [--data DIR | --store SPEC] FROM TO [--json]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context (required)")
 	asJSON := fs.Bool("json", false, "print the diff as JSON")
 	pos, err := parseInterspersed(fs, args)
@@ -21,7 +21,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *ctxID == "" || len(pos) != 2 {
 		return fail(stderr, exitUsage, "diff: want --context ID and two commits or branches, FROM and TO")
 	}
-	st, err := openExisting(ctx, *dataDir)
+	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return fail(stderr, exitUsage, "diff: %v", err)
 	}

@@ -6,13 +6,13 @@ import (
 	"io"
 	"strings"
 
-	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("eval", "--context ID [--data DIR] [--at REF] [--json]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("eval", "--context ID [--data DIR | --store SPEC] [--at REF] [--json]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context (required)")
 	at := fs.String("at", "", "commit or branch; default: main")
 	asJSON := fs.Bool("json", false, "print the evaluation as JSON")
@@ -23,14 +23,14 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *ctxID == "" || len(pos) > 0 {
 		return fail(stderr, exitUsage, "eval: want --context ID and no other arguments")
 	}
-	st, err := openExisting(ctx, *dataDir)
+	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return fail(stderr, exitUsage, "eval: %v", err)
 	}
 	defer st.Close()
-	var rep httpapi.EvalReport
+	var rep service.EvalReport
 	err = st.Read(ctx, *ctxID, *at, func(v *store.View) error {
-		rep = httpapi.EvalOf(*ctxID, v)
+		rep = service.EvalOf(*ctxID, v)
 		return nil
 	})
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 )
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("export", "--context ID [--data DIR] [--at REF] [-o FILE]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("export", "--context ID [--data DIR | --store SPEC] [--at REF] [-o FILE]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context to export (required)")
 	at := fs.String("at", "", "export this commit and its history only (commit id, prefix or branch); default: every commit and branch")
 	out := fs.String("o", "", "write the bundle to this file (default: standard output)")
@@ -25,7 +25,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *ctxID == "" || len(pos) > 0 {
 		return fail(stderr, exitUsage, "export: --context is required and takes no other arguments")
 	}
-	st, err := openExisting(ctx, *dataDir)
+	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return fail(stderr, exitUsage, "export: %v", err)
 	}
@@ -81,11 +81,12 @@ func exportFile(ctx context.Context, st *store.Store, ctxID, at, path string) (h
 	return hdr, nil
 }
 
-// openExisting opens the store in dir, which must exist (a read never
-// creates a data directory).
-func openExisting(ctx context.Context, dir string) (*store.Store, error) {
-	if err := mustExist(dir); err != nil {
+// openExisting opens the store the flags name, which must exist (a read
+// never creates a store).
+func openExisting(ctx context.Context, f *storeFlags) (*store.Store, error) {
+	sp, err := f.resolve()
+	if err != nil {
 		return nil, err
 	}
-	return openStore(ctx, dir)
+	return openSpec(ctx, sp, store.Options{Logger: discardLogger()}, true)
 }

@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
-	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 )
 
 // runFetch is `artifactd fetch URL --context ID`: fetch a URL under the
@@ -25,12 +26,12 @@ import (
 // verdict is RETRIEVED, 1 when it was recorded as FAILED or UNKNOWN, 2 when
 // nothing was recorded (usage, policy refusal, server or store error).
 func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("fetch", "URL --context ID [--id ID] [--server URL [--token T] | --data DIR [--allow-private-fetch] [--render]] [--json]", stderr)
+	fs := newFlagSet("fetch", "URL --context ID [--id ID] [--server URL [--token T] | --data DIR | --store SPEC [--allow-private-fetch] [--render]] [--json]", stderr)
 	ctxID := fs.String("context", "", "context to record the verdict in (required)")
 	id := fs.String("id", "", "id of the fetch_verdict (default: derived from its content)")
 	server := fs.String("server", "", "base URL of a running artifactd (started with --allow-fetch); default: use --data")
 	token := fs.String("token", os.Getenv("ARTIFACTD_TOKEN"), "bearer token for --server (default $ARTIFACTD_TOKEN)")
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store, when no --server is given")
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store, when no --server is given")
 	allowPrivate := fs.Bool("allow-private-fetch", false, "with --data: also fetch loopback and private addresses (development only)")
 	renderOn := fs.Bool("render", false, "with --data: render a script shell in headless chromium and classify it again")
 	asJSON := fs.Bool("json", false, "print the whole answer as JSON")
@@ -41,15 +42,18 @@ func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *ctxID == "" || len(pos) != 1 {
 		return fail(stderr, exitUsage, "fetch: want one URL and --context ID")
 	}
-	in := httpapi.FetchInput{ID: *id, URL: pos[0], Perform: true}
-	var out *httpapi.FetchWrite
+	in := service.FetchInput{ID: *id, URL: pos[0], Perform: true}
+	var out *service.FetchWrite
 	if *server != "" {
 		if *allowPrivate || *renderOn {
 			return fail(stderr, exitUsage, "fetch: --allow-private-fetch and --render are the server's flags with --server")
 		}
 		out, err = fetchThroughServer(ctx, *server, *token, *ctxID, in)
 	} else {
-		out, err = fetchIntoStore(ctx, *dataDir, *ctxID, in, *allowPrivate, *renderOn)
+		var sp storeSpec
+		if sp, err = stf.resolve(); err == nil {
+			out, err = fetchIntoStore(ctx, sp, *ctxID, in, *allowPrivate, *renderOn)
+		}
 	}
 	if err != nil {
 		return fail(stderr, exitUsage, "fetch: %v", err)
@@ -71,7 +75,7 @@ func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // fetchThroughServer asks a running server to fetch.
-func fetchThroughServer(ctx context.Context, base, token, ctxID string, in httpapi.FetchInput) (*httpapi.FetchWrite, error) {
+func fetchThroughServer(ctx context.Context, base, token, ctxID string, in service.FetchInput) (*service.FetchWrite, error) {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
@@ -107,7 +111,7 @@ func fetchThroughServer(ctx context.Context, base, token, ctxID string, in httpa
 		}
 		return nil, fmt.Errorf("%s: %s", res.Status, bytes.TrimSpace(raw))
 	}
-	var out httpapi.FetchWrite
+	var out service.FetchWrite
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, fmt.Errorf("unexpected answer: %v", err)
 	}
@@ -116,22 +120,18 @@ func fetchThroughServer(ctx context.Context, base, token, ctxID string, in httpa
 
 // fetchIntoStore fetches in this process and records the verdict in the
 // data directory, through the same Go path as the server.
-func fetchIntoStore(ctx context.Context, dir, ctxID string, in httpapi.FetchInput, allowPrivate, renderOn bool) (*httpapi.FetchWrite, error) {
-	if err := mustExist(dir); err != nil {
-		return nil, err
-	}
+func fetchIntoStore(ctx context.Context, sp storeSpec, ctxID string, in service.FetchInput, allowPrivate, renderOn bool) (*service.FetchWrite, error) {
 	cfg := serveConfig{Logger: discardLogger()}
 	if err := gateTiers(&cfg, true, allowPrivate, renderOn); err != nil {
 		return nil, err
 	}
-	st, reg, err := openAPIStore(ctx, dir, cfg.Logger)
+	st, reg, err := openAPISpec(ctx, sp, cfg.Logger, true)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	out, err := newServer(st, reg, cfg).RecordFetch(ctx, ctxID, in)
-	var e *httpapi.Error
-	if errors.As(err, &e) && e.Code != httpapi.CodeInternal && e.Detail != "" {
+	out, err := newService(st, reg, cfg, nil).RecordFetch(ctx, ctxID, in)
+	if e, ok := fault.As(err); ok && e.Code != fault.Internal && e.Detail != "" {
 		return nil, errors.New(e.Detail)
 	}
 	return out, err

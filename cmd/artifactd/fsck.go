@@ -8,16 +8,13 @@ import (
 )
 
 func runFsck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("fsck", "[--data DIR] [--json]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("fsck", "[--data DIR | --store SPEC] [--json]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return flagExit(err)
 	}
-	if err := mustExist(*dataDir); err != nil {
-		return fail(stderr, exitUsage, "fsck: %v", err)
-	}
-	st, err := openStore(ctx, *dataDir)
+	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return fail(stderr, exitUsage, "fsck: %v", err)
 	}

@@ -10,8 +10,8 @@ import (
 )
 
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("import", "[--data DIR] [--as NEWID] [--gate-rules FILE] BUNDLE", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store (created if missing)")
+	fs := newFlagSet("import", "[--data DIR | --store SPEC] [--as NEWID] [--gate-rules FILE] BUNDLE", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store (created if missing)")
 	as := fs.String("as", "", "import under this context id instead of the bundle's")
 	gateRules := fs.String("gate-rules", "", "a gate ruleset file the bundle's server ran with (serve --gate-rules): verdicts whose receipts name it are re-derived with it")
 	pos, err := parseInterspersed(fs, args)
@@ -29,7 +29,11 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, exitUsage, "import: --gate-rules: %v", err)
 	}
-	st, err := openStoreWith(ctx, store.Options{Dir: *dataDir, Logger: discardLogger(), Rulesets: rulesets})
+	sp, err := stf.resolve()
+	if err != nil {
+		return fail(stderr, exitUsage, "import: %v", err)
+	}
+	st, err := openSpec(ctx, sp, store.Options{Logger: discardLogger(), Rulesets: rulesets}, false)
 	if err != nil {
 		return fail(stderr, exitUsage, "import: %v", err)
 	}

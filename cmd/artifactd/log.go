@@ -9,8 +9,8 @@ import (
 )
 
 func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("log", "[--data DIR] --context ID [--at REF] [-n N] [--json]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("log", "[--data DIR | --store SPEC] --context ID [--at REF] [-n N] [--json]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context (required)")
 	at := fs.String("at", "", "commit or branch to start from; default: main")
 	n := fs.Int("n", 20, "how many commits to show (0 = all)")
@@ -21,10 +21,7 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *ctxID == "" {
 		return fail(stderr, exitUsage, "log: --context is required")
 	}
-	if err := mustExist(*dataDir); err != nil {
-		return fail(stderr, exitUsage, "log: %v", err)
-	}
-	st, err := openStore(ctx, *dataDir)
+	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return fail(stderr, exitUsage, "log: %v", err)
 	}

@@ -18,10 +18,10 @@ import (
 // running server (--server URL, with --token or $ARTIFACTD_TOKEN) or
 // opening a data directory itself (--data DIR; stop serve first).
 func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("mcp", "(--server URL [--token T] | --data DIR) [--allow-fetch]", stderr)
+	fs := newFlagSet("mcp", "(--server URL [--token T] | --data DIR | --store SPEC) [--allow-fetch]", stderr)
 	server := fs.String("server", "", "base URL of a running artifactd serve (e.g. http://127.0.0.1:7070)")
 	token := fs.String("token", "", "bearer token for --server (default: $ARTIFACTD_TOKEN)")
-	dataDir := fs.String("data", "", "data directory to open instead of --server (default "+defaultDataDir+" when --server is not given)")
+	stf := addStoreFlags(fs, "", "data directory to open instead of --server (default "+defaultDataDir+" when --server is not given)")
 	allowFetch := fs.Bool("allow-fetch", false, "add the fetch_url tool: with --server the server must run with --allow-fetch; with --data this process fetches (public addresses only)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -30,8 +30,12 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return fail(stderr, exitUsage, "mcp: unexpected argument %q", pos[0])
 	}
-	if *server != "" && *dataDir != "" {
-		return fail(stderr, exitUsage, "mcp: give --server or --data, not both")
+	sp, err := stf.resolve()
+	if err != nil {
+		return fail(stderr, exitUsage, "mcp: %v", err)
+	}
+	if *server != "" && (*stf.data != "" || *stf.spec != "") {
+		return fail(stderr, exitUsage, "mcp: give --server or --data (or --store), not both")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := mcp.Options{AllowFetch: *allowFetch, Version: mcpVersion(), Logger: logger}
@@ -39,11 +43,10 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *server != "" {
 		backend = mcp.NewRemote(*server, tokenOr(*token), nil)
 	} else {
-		dir := *dataDir
-		if dir == "" {
-			dir = defaultDataDir
+		if sp.isZero() {
+			sp = storeSpec{Dir: defaultDataDir}
 		}
-		st, reg, err := openAPIStore(ctx, dir, logger)
+		st, reg, err := openAPISpec(ctx, sp, logger, false)
 		if err != nil {
 			return fail(stderr, exitUsage, "mcp: %v", err)
 		}
@@ -52,7 +55,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err := gateTiers(&cfg, *allowFetch, false, false); err != nil {
 			return fail(stderr, exitUsage, "mcp: %v", err)
 		}
-		backend = mcp.NewInProcess(newServer(st, reg, cfg), st, logger)
+		backend = mcp.NewInProcess(newService(st, reg, cfg, nil), logger)
 	}
 	t := &sdk.IOTransport{Reader: io.NopCloser(os.Stdin), Writer: nopWriteCloser{stdout}}
 	if err := mcp.NewServer(backend, opts).Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {

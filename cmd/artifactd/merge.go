@@ -28,8 +28,8 @@ type mergeReport struct {
 }
 
 func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("merge", "--context ID [--data DIR] [--into BRANCH] THEIRS [--resolve KEY=ours|theirs ...] [--resolve-value KEY=JSON ...] [--json]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("merge", "--context ID [--data DIR | --store SPEC] [--into BRANCH] THEIRS [--resolve KEY=ours|theirs ...] [--resolve-value KEY=JSON ...] [--json]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context (required)")
 	into := fs.String("into", "main", "branch to merge into (ours)")
 	author := fs.String("author", "", "author of the merge commit (default: artifactd)")
@@ -49,7 +49,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, exitUsage, "merge: %v", err)
 	}
-	st, err := openExisting(ctx, *dataDir)
+	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return fail(stderr, exitUsage, "merge: %v", err)
 	}

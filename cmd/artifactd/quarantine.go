@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -14,8 +14,8 @@ import (
 // at a commit (poison roots with their blast radius, every quarantined
 // artifact with its roots and one path), the same as GET .../quarantine.
 func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("quarantine", "--context ID [--data DIR] [--at REF] [--json]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("quarantine", "--context ID [--data DIR | --store SPEC] [--at REF] [--json]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context (required)")
 	at := fs.String("at", "", "commit or branch; default: main")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -26,14 +26,14 @@ func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *ctxID == "" || len(pos) > 0 {
 		return fail(stderr, exitUsage, "quarantine: want --context ID and no other arguments")
 	}
-	st, err := openExisting(ctx, *dataDir)
+	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return fail(stderr, exitUsage, "quarantine: %v", err)
 	}
 	defer st.Close()
-	var rep httpapi.QuarantineReport
+	var rep service.QuarantineReport
 	if err := st.Read(ctx, *ctxID, *at, func(v *store.View) error {
-		rep = httpapi.QuarantineOf(v)
+		rep = service.QuarantineOf(v)
 		return nil
 	}); err != nil {
 		return fail(stderr, exitUsage, "quarantine: %v", err)

@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 )
 
 // tokenOr returns token, or $ARTIFACTD_TOKEN when it is empty.
@@ -27,7 +27,7 @@ func tokenOr(token string) string {
 // Exit codes are replay's: 0 match, 1 mismatch, 2 usage, server or
 // integrity error.
 func replayServer(ctx context.Context, base, token, ctxID, at, want string, asJSON bool, stdout, stderr io.Writer) int {
-	body, err := json.Marshal(httpapi.VerifyInput{Hash: want, At: at})
+	body, err := json.Marshal(service.VerifyInput{Hash: want, At: at})
 	if err != nil {
 		return fail(stderr, exitUsage, "replay: %v", err)
 	}
@@ -59,7 +59,7 @@ func replayServer(ctx context.Context, base, token, ctxID, at, want string, asJS
 		}
 		return fail(stderr, exitUsage, "replay: the server answered %s", resp.Status)
 	}
-	var v httpapi.VerifyResult
+	var v service.VerifyResult
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return fail(stderr, exitUsage, "replay: the server's answer is not a verify result: %v", err)
 	}

@@ -37,8 +37,8 @@ type replayReport struct {
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("replay", "[BUNDLE] [--data DIR | --server URL] --context ID [--at COMMIT|BRANCH] [--verify HASH] [--json]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store")
+	fs := newFlagSet("replay", "[BUNDLE] [--data DIR | --store SPEC | --server URL] --context ID [--at COMMIT|BRANCH] [--verify HASH] [--json]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context to replay (required with a data directory)")
 	at := fs.String("at", "", "commit id, unique prefix (8+ hex digits) or branch; default: main")
 	verify := fs.String("verify", "", "expected context hash: sha256:<hex>, bare hex or a prefix of 8+ hex digits")
@@ -80,7 +80,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if *ctxID == "" {
 			return fail(stderr, exitUsage, "replay: --context is required (or give a bundle file)")
 		}
-		res, err = replayStore(ctx, *dataDir, *ctxID, *at, opts)
+		var sp storeSpec
+		if sp, err = stf.resolve(); err == nil {
+			res, err = replayStore(ctx, sp, *ctxID, *at, opts)
+		}
 	case 1:
 		rulesets, rerr := knownRulesets(*gateRules)
 		if rerr != nil {
@@ -107,7 +110,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		rep.Verify, rep.Verified = *verify, &ok
 		if !ok {
 			code = exitMismatch
-			rep.MatchesCommit = olderMatch(ctx, *dataDir, ctxName, pos, res, *verify)
+			rep.MatchesCommit = olderMatch(ctx, stf, ctxName, pos, res, *verify)
 		}
 	}
 	if *asJSON {
@@ -133,7 +136,7 @@ func printMismatch(stderr io.Writer, rep replayReport) {
 
 // olderMatch finds, after a mismatch, the newest older commit on the
 // replayed commit's first-parent line whose context hash matches want.
-func olderMatch(ctx context.Context, dir, ctxID string, bundle []string, res *replay.Result, want string) *hashing.Digest {
+func olderMatch(ctx context.Context, stf *storeFlags, ctxID string, bundle []string, res *replay.Result, want string) *hashing.Digest {
 	if len(bundle) > 0 {
 		if bundle[0] == "-" {
 			return nil // standard input cannot be read twice
@@ -148,7 +151,7 @@ func olderMatch(ctx context.Context, dir, ctxID string, bundle []string, res *re
 		}
 		return &v.MatchesCommit.ID
 	}
-	st, err := openStore(ctx, dir)
+	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return nil
 	}
@@ -203,11 +206,8 @@ func openStoreWith(ctx context.Context, opts store.Options) (*store.Store, error
 	return st, err
 }
 
-func replayStore(ctx context.Context, dir, ctxID, at string, opts replay.Options) (*replay.Result, error) {
-	if err := mustExist(dir); err != nil {
-		return nil, err
-	}
-	st, err := openStore(ctx, dir)
+func replayStore(ctx context.Context, sp storeSpec, ctxID, at string, opts replay.Options) (*replay.Result, error) {
+	st, err := openSpec(ctx, sp, store.Options{Logger: discardLogger()}, true)
 	if err != nil {
 		return nil, err
 	}

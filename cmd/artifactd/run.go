@@ -42,6 +42,7 @@ func commands() map[string]command {
 		"fetch":      {"fetch a URL under the gate's address policy and record its verdict", runFetch},
 		"compare":    {"compare two runs: the same context hash, or where they diverge", runCompare},
 		"version":    {"print the version, commit and Go version of this binary", runVersion},
+		"migrate":    {"copy every context from one store to another (Badger, PostgreSQL) with identical commit ids and hashes", runMigrate},
 		"mcp":        {"the MCP server over stdio (--server URL or --data DIR); serve also has it at /mcp", runMCP},
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/artifactd/artifactd/gate/fetch"
 	"github.com/artifactd/artifactd/gate/render"
 	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 	"github.com/artifactd/artifactd/web"
 )
@@ -180,8 +181,14 @@ func loadSecrets(path string) (gate.Secrets, error) {
 // registry's RoleOf gives user types their trust role, so it must exist
 // before the store and be loaded before the first request.
 func openAPIStore(ctx context.Context, dir string, logger *slog.Logger) (*store.Store, *httpapi.Registry, error) {
+	return openAPISpec(ctx, storeSpec{Dir: dir}, logger, false)
+}
+
+// openAPISpec is openAPIStore for the store sp names; with existing, one
+// that was never created is refused (openSpec).
+func openAPISpec(ctx context.Context, sp storeSpec, logger *slog.Logger, existing bool) (*store.Store, *httpapi.Registry, error) {
 	reg := httpapi.NewRegistry()
-	st, err := store.Open(ctx, store.Options{Dir: dir, Logger: logger})
+	st, err := openSpec(ctx, sp, store.Options{Logger: logger}, existing)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -209,11 +216,21 @@ func newServer(st *store.Store, types *httpapi.Registry, cfg serveConfig) *httpa
 // newServerKey is newServer with the effect lease key.
 func newServerKey(st *store.Store, types *httpapi.Registry, cfg serveConfig, key []byte) *httpapi.Server {
 	return httpapi.New(httpapi.Options{
-		Store: st, Types: types, Logger: cfg.Logger, Tokens: cfg.Tokens,
+		Store: st, Service: newService(st, types, cfg, key), Logger: cfg.Logger, Tokens: cfg.Tokens,
 		MaxBodyBytes: cfg.MaxBody, UI: cfg.UI,
-		AllowFetch: cfg.Fetcher != nil, Fetcher: cfg.Fetcher, Render: cfg.Render,
 		AllowOrigins: cfg.AllowOrigins, AllowHosts: cfg.AllowHosts,
 		BodyTimeout: cfg.Net.BodyTimeout, MaxLargeBodies: cfg.Net.MaxLargeBodies,
+	})
+}
+
+// newService returns the service layer over st with cfg's gate tiers,
+// ruleset and secrets and the effect lease key (random when nil): what
+// serve's handlers call, and what the offline commands (fetch, demo, mcp
+// --data) call directly.
+func newService(st *store.Store, types *service.Registry, cfg serveConfig, key []byte) *service.Service {
+	return service.New(service.Options{
+		Store: st, Types: types, Logger: cfg.Logger,
+		AllowFetch: cfg.Fetcher != nil, Fetcher: cfg.Fetcher, Render: cfg.Render,
 		LeaseKey:  key,
 		GateRules: cfg.GateRules, Sanitize: gate.SanitizeOptions{Secrets: cfg.Secrets},
 	})
@@ -313,8 +330,8 @@ func checkBind(addr string, haveTokens, insecure bool) error {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("serve", "[--data DIR] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE] [--spill-retention D] [--allow-origin ORIGIN]... [--allow-host HOST]... [--max-conns N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-large-bodies N]", stderr)
-	dataDir := fs.String("data", defaultDataDir, "data directory of the store (created if missing)")
+	fs := newFlagSet("serve", "[--data DIR | --store SPEC] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE] [--spill-retention D] [--allow-origin ORIGIN]... [--allow-host HOST]... [--max-conns N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-large-bodies N]", stderr)
+	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store (created if missing)")
 	addr := fs.String("addr", defaultAddr, "address to listen on")
 	tokensFile := fs.String("tokens", "", "bearer tokens file: JSON or lines \"TOKEN SCOPE PATTERN[,PATTERN]\" (default: $ARTIFACTD_TOKENS)")
 	insecure := fs.Bool("insecure", false, "allow a non-loopback address without tokens")
@@ -340,6 +357,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if len(pos) > 0 {
 		return fail(stderr, exitUsage, "serve: unexpected argument %q", pos[0])
+	}
+	sp, err := stf.resolve()
+	if err != nil {
+		return fail(stderr, exitUsage, "serve: %v", err)
 	}
 	if *maxBody <= 0 {
 		return fail(stderr, exitUsage, "serve: --max-body must be positive")
@@ -375,7 +396,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := gateTiers(&cfg, *allowFetch, *allowPrivate, *renderOn); err != nil {
 		return fail(stderr, exitUsage, "serve: %v", err)
 	}
-	if err := serve(ctx, *dataDir, *addr, cfg, stdout); err != nil {
+	if err := serve(ctx, sp, *addr, cfg, stdout); err != nil {
 		return fail(stderr, exitUsage, "serve: %v", err)
 	}
 	return exitOK
@@ -383,13 +404,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // serve runs the server until ctx ends, then shuts down gracefully:
 // in-flight requests (and their commits) finish, then the store closes.
-func serve(ctx context.Context, dataDir, addr string, cfg serveConfig, stdout io.Writer) error {
+func serve(ctx context.Context, sp storeSpec, addr string, cfg serveConfig, stdout io.Writer) error {
 	applyMemoryLimit()
-	st, reg, err := openAPIStore(ctx, dataDir, cfg.Logger)
+	st, reg, err := openAPISpec(ctx, sp, cfg.Logger, false)
 	if err != nil {
 		return err
 	}
-	key, err := leaseKey(dataDir)
+	key, err := leaseKeyFor(ctx, sp)
 	if err != nil {
 		st.Close()
 		return err
@@ -438,8 +459,8 @@ func serve(ctx context.Context, dataDir, addr string, cfg serveConfig, stdout io
 	if cfg.FetchMode == "" {
 		cfg.FetchMode, cfg.RenderMode = "off", "off"
 	}
-	fmt.Fprintf(stdout, "artifactd: serving http://%s (data %s, auth %s, server-side fetch %s, render %s)\n", ln.Addr(), dataDir, auth, cfg.FetchMode, cfg.RenderMode)
-	cfg.Logger.Info("serving", "addr", ln.Addr().String(), "data", dataDir, "auth", auth, "fetch", cfg.FetchMode, "render", cfg.RenderMode)
+	fmt.Fprintf(stdout, "artifactd: serving http://%s (data %s, auth %s, server-side fetch %s, render %s)\n", ln.Addr(), sp, auth, cfg.FetchMode, cfg.RenderMode)
+	cfg.Logger.Info("serving", "addr", ln.Addr().String(), "data", sp.String(), "auth", auth, "fetch", cfg.FetchMode, "render", cfg.RenderMode)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if cfg.SpillRetention > 0 {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/artifactd/artifactd/fault"
 )
 
 // MaxKeySize is the largest key, in bytes, every driver accepts. It keeps
@@ -27,7 +29,7 @@ var (
 	// nothing was written.
 	ErrTooLarge = errors.New("kv: batch too large for one atomic write")
 	// ErrCorrupt: stored data does not have the shape the driver wrote.
-	ErrCorrupt = errors.New("kv: corrupt")
+	ErrCorrupt = fault.Corruption("kv: corrupt")
 	// ErrClosed: the driver was closed.
 	ErrClosed = errors.New("kv: closed")
 )

@@ -163,3 +163,59 @@ func commitOne(ctx context.Context, s *store.Store, id string, withParent bool) 
 	}
 	return nil, fmt.Errorf("commit of %s: stale after 1000 attempts", id)
 }
+
+// RunBigCommit commits n artifacts (each derived from the one before, so
+// the edges count too) in one commit through a store over open's driver,
+// and checks through a second store that the commit is there whole: the
+// head holds every artifact and edge, and a replay re-derives its hash.
+// It returns how long the commit took.
+func RunBigCommit(t *testing.T, open func(t *testing.T) kv.Driver, n int) time.Duration {
+	ctx := context.Background()
+	s, err := store.Open(ctx, store.Options{Driver: open(t), ReserveBytes: -1})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "big", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	ops := make([]graph.Op, 0, 2*n)
+	for i := range n {
+		id := fmt.Sprintf("a%07d", i)
+		raw, _ := json.Marshal(map[string]any{"text": "artifact " + id, "i": i})
+		data, err := hashing.CanonicalizeObject(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, graph.Op{Op: graph.OpPut, ID: id, Type: "note", Data: data})
+		if i > 0 {
+			ops = append(ops, graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: fmt.Sprintf("a%07d", i-1)})
+		}
+	}
+	start := time.Now()
+	res, err := s.Commit(ctx, store.CommitRequest{Context: "big", Author: "t", Message: "bulk", Ops: ops})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("commit of %d artifacts: %v", n, err)
+	}
+	check, err := store.Open(ctx, store.Options{Driver: open(t), ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer check.Close()
+	head, err := check.Resolve(ctx, "big", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head.ID != res.Commit.ID || head.Artifacts != n || head.Edges != n-1 {
+		t.Fatalf("head %s with %d artifacts and %d edges; want %s with %d and %d", head.ID.Short(), head.Artifacts, head.Edges, res.Commit.ID.Short(), n, n-1)
+	}
+	fold, err := replay.Fold(ctx, check.Source("big"), head.ID, replay.Options{Objects: replay.ObjectsFinal})
+	if err != nil {
+		t.Fatalf("replay of the big commit: %v", err)
+	}
+	if got := fold.State.Hash(); got != head.ContextHash {
+		t.Fatalf("replay gives %s, the head records %s", got.Short(), head.ContextHash.Short())
+	}
+	return took
+}

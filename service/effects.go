@@ -1,0 +1,659 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/artifactd/artifactd/fault"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
+)
+
+// The outbox. An effect is an artifact of type effect on the main branch
+// whose data records an intended side effect and its status; every status
+// change is a commit, so replay reads effects as state and never sends
+// anything. Its id derives from the idempotency key (EffectID): asking
+// again returns the recorded effect, not a second one.
+//
+// Status changes are compare-and-set: a handler reads the effects it will
+// change at the head, computes their new data, and commits with a
+// CommitRequest.Check that runs in the store's single committer and
+// refuses the commit unless every one of them still has the content hash
+// it read (casCheck). A refused commit changes nothing; the handler reads
+// again and decides again (a bounded number of times). So two workers
+// never claim the same effect, and a late complete never overwrites a
+// newer claim.
+//
+//	pending ──claim──▶ claimed ──complete──▶ sent
+//	   ▲                  │ └──fail, retry──▶ pending (attempts+1)
+//	   └──lease expires───┘ └──fail─────────▶ failed (attempts+1)
+//
+// An expired lease is not a commit of its own: a claimed effect whose
+// lease_until has passed counts as pending (lease_expired in reads) and the
+// next claim takes it.
+//
+// Lease tokens. A claim answers each effect with a lease_token that
+// complete and fail must present (403 lease-token when it is missing or
+// wrong), so a writer cannot complete a claim it does not hold by naming
+// its worker. The token is not random and not stored: it is
+// HMAC-SHA256(Options.LeaseKey, ctx, effect id, content hash of the
+// claimed version). The claimed version's data (worker, lease_until,
+// updated_at, attempts) differs from claim to claim, so every claim has its
+// own token, and a token ends with its claim; the key is secret, so a
+// token cannot be guessed from what a reader sees. Nothing of it reaches
+// the effect's data, an id, a commit or a hash: the outbox's commits are
+// what they were, two replays of a chain are identical, and an exported
+// bundle carries no lease secret. serve keeps the key in the data
+// directory (lease.key), so leases survive a restart.
+
+// TypeEffect is the type of outbox effects.
+const TypeEffect = "effect"
+
+// Effect statuses.
+const (
+	EffectPending = "pending"
+	EffectClaimed = "claimed"
+	EffectSent    = "sent"
+	EffectFailed  = "failed"
+)
+
+// Outbox limits.
+const (
+	defaultLeaseSeconds = 60
+	maxClaimLimit       = 100
+	// casAttempts bounds how often a status change is recomputed after a
+	// concurrent change won the compare-and-set.
+	casAttempts = 32
+)
+
+// EffectID returns the id of the effect with an idempotency key:
+// "effect:" and the first 32 hex digits of the key's SHA-256.
+func EffectID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "effect:" + hex.EncodeToString(sum[:16])
+}
+
+// EffectInput is POST /v1/contexts/{ctx}/effects.
+type EffectInput struct {
+	IdempotencyKey string          `json:"idempotency_key"`
+	Kind           string          `json:"kind"`
+	Target         string          `json:"target,omitempty"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	ProducedBy     string          `json:"produced_by,omitempty"`
+	// Edges are outgoing edges of the effect (what it rests on); in an
+	// enforce context an effect that rests on an unconfirmed artifact is
+	// refused, so poison cannot reach a side effect.
+	Edges []EdgeInput `json:"edges,omitempty"`
+}
+
+// ClaimInput is POST .../effects/claim.
+type ClaimInput struct {
+	Worker       string `json:"worker"`
+	LeaseSeconds int    `json:"lease_seconds,omitempty"`
+	Limit        int    `json:"limit,omitempty"`
+}
+
+// CompleteInput is POST .../effects/{id}/complete.
+type CompleteInput struct {
+	Worker string          `json:"worker"`
+	Result json.RawMessage `json:"result,omitempty"`
+	// LeaseToken is the token the claim returned for this effect.
+	LeaseToken string `json:"lease_token,omitempty"`
+}
+
+// FailInput is POST .../effects/{id}/fail.
+type FailInput struct {
+	Worker string `json:"worker"`
+	Error  string `json:"error,omitempty"`
+	Retry  bool   `json:"retry,omitempty"`
+	// LeaseToken is the token the claim returned for this effect.
+	LeaseToken string `json:"lease_token,omitempty"`
+}
+
+// EffectData is the data of an effect artifact. Times are RFC 3339 in UTC
+// from Options.Clock.
+type EffectData struct {
+	IdempotencyKey string          `json:"idempotency_key"`
+	Kind           string          `json:"kind"`
+	Target         string          `json:"target,omitempty"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	Status         string          `json:"status"`
+	// Attempts counts failed attempts (fail, with or without retry).
+	Attempts int `json:"attempts"`
+	// Worker and LeaseUntil are the holder of a claim and its end; Worker
+	// stays set on sent and failed effects.
+	Worker     string          `json:"worker,omitempty"`
+	LeaseUntil string          `json:"lease_until,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	// LastError is the last failure's text, secret-masked.
+	LastError string `json:"last_error,omitempty"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// EffectView is an effect as the outbox answers it.
+type EffectView struct {
+	ID          string         `json:"id"`
+	Version     int64          `json:"version"`
+	ContentHash hashing.Digest `json:"content_hash"`
+	EffectData
+	// LeaseExpired is set on a claimed effect whose lease has passed: it
+	// counts as pending.
+	LeaseExpired bool `json:"lease_expired,omitempty"`
+	// LeaseToken is set only in a claim's answer: what complete and fail
+	// must present. It is never stored.
+	LeaseToken string `json:"lease_token,omitempty"`
+}
+
+// EffectWrite is the answer to a create, complete or fail: the effect and
+// the commit that wrote it (the head, when nothing changed).
+type EffectWrite struct {
+	Effect EffectView     `json:"effect"`
+	Commit hashing.Digest `json:"commit"`
+	// Created is set when the request made a new effect (201); otherwise
+	// the effect was there already and is returned as recorded (200).
+	Created bool `json:"created,omitempty"`
+}
+
+// ClaimWrite is the answer to a claim: the effects now leased to the
+// worker (none when there was nothing to claim).
+type ClaimWrite struct {
+	Effects []EffectView    `json:"effects"`
+	Commit  *hashing.Digest `json:"commit,omitempty"`
+}
+
+var (
+	errEffectExists = errors.New("effect exists")
+	errCASConflict  = errors.New("compare-and-set lost")
+)
+
+func (s *Service) now() time.Time { return s.clock().UTC() }
+
+// casCheck is the compare-and-set of an outbox commit: every put must
+// find its artifact with the content hash the handler read (absent when
+// expected holds the zero digest), or the commit is refused with
+// errCASConflict.
+func casCheck(expected map[string]hashing.Digest) func(*graph.State, []graph.Change) error {
+	return func(_ *graph.State, changes []graph.Change) error {
+		for _, ch := range changes {
+			want, ok := expected[ch.Op.ID]
+			if ch.Op.Op != graph.OpPut || !ok {
+				continue
+			}
+			var prior hashing.Digest
+			switch {
+			case ch.Noop:
+				prior = ch.Op.ContentHash
+			case ch.Prev != nil:
+				prior = ch.Prev.ContentHash
+			}
+			if prior != want {
+				return errCASConflict
+			}
+		}
+		return nil
+	}
+}
+
+// readEffect returns the effect with id at main's head, or a 404.
+func (s *Service) readEffect(ctx context.Context, ctxID, id string) (EffectView, error) {
+	var out EffectView
+	err := s.st.Read(ctx, ctxID, "", func(v *store.View) error {
+		a := v.State.Artifact(id)
+		if a == nil || a.Type != TypeEffect {
+			return fault.Errorf(fault.NotFound, "no effect %q", id)
+		}
+		ev, err := effectView(v, a)
+		out = ev
+		return err
+	})
+	return out, err
+}
+
+func effectView(v *store.View, a *graph.Artifact) (EffectView, error) {
+	raw, err := v.Data(a)
+	if err != nil {
+		return EffectView{}, err
+	}
+	ev := EffectView{ID: a.ID, Version: a.Version, ContentHash: a.ContentHash}
+	if err := json.Unmarshal(raw, &ev.EffectData); err != nil {
+		return EffectView{}, &fault.Error{Code: fault.Conflict, Detail: fmt.Sprintf("artifact %q is an effect the outbox cannot read (%v)", a.ID, err)}
+	}
+	return ev, nil
+}
+
+// leaseExpired reports whether a claimed effect's lease has passed at now.
+func leaseExpired(d EffectData, now time.Time) bool {
+	if d.Status != EffectClaimed {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, d.LeaseUntil)
+	return err != nil || !now.Before(t)
+}
+
+// commitEffects commits puts of effects under the compare-and-set of
+// expected, on main.
+func (s *Service) commitEffects(ctx context.Context, ctxID, author, msg string, ops []graph.Op, expected map[string]hashing.Digest) (store.CommitResult, error) {
+	return s.st.Commit(ctx, store.CommitRequest{Context: ctxID, Author: author, Message: msg, Ops: ops,
+		Check: func(st *graph.State, changes []graph.Change) error {
+			if err := effectCheck(st, changes); err != nil {
+				return err
+			}
+			return casCheck(expected)(st, changes)
+		}})
+}
+
+func (s *Service) viewOf(id string, d EffectData, res store.CommitResult, now time.Time) EffectView {
+	ev := EffectView{ID: id, EffectData: d, LeaseExpired: leaseExpired(d, now)}
+	for _, ch := range res.Changes {
+		if ch.Op.Op == graph.OpPut && ch.Op.ID == id {
+			ev.Version, ev.ContentHash = ch.Op.Version, ch.Op.ContentHash
+		}
+	}
+	return ev
+}
+
+// CreateEffect records an intended side effect as pending, or returns the
+// effect its idempotency key already names (created false) when the kind,
+// target and payload are the same. The same key with a different kind,
+// target or payload is a 409. Concurrent calls with one key make exactly
+// one effect. Errors are *fault.Error values.
+func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput) (*EffectWrite, error) {
+	payload, err := canonicalPayload(in.Payload, "/payload")
+	if err != nil {
+		return nil, err
+	}
+	in.Payload = payload
+	id := EffectID(in.IdempotencyKey)
+	now := s.now()
+	ts := hashing.FormatTime(now)
+	d := EffectData{IdempotencyKey: in.IdempotencyKey, Kind: in.Kind, Target: in.Target, Payload: in.Payload,
+		Status: EffectPending, CreatedAt: ts, UpdatedAt: ts}
+	raw, err := canonicalData(d)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.types.Validate(TypeEffect, mustDecode(raw), "/data"); err != nil {
+		return nil, err
+	}
+	producer := in.ProducedBy
+	if producer == "" {
+		producer = "outbox"
+	}
+	ops := []graph.Op{{Op: graph.OpPut, ID: id, Type: TypeEffect, ProducedBy: producer, Data: raw}}
+	for _, e := range in.Edges {
+		attrs := e.Attrs
+		if len(attrs) > 0 {
+			if attrs, err = hashing.CanonicalizeObject(attrs); err != nil {
+				return nil, classifyAt(err, "/edges")
+			}
+		}
+		ops = append(ops, graph.Op{Op: graph.OpLink, From: id, Rel: e.Rel, To: e.To, Attrs: attrs})
+	}
+	res, err := s.st.Commit(ctx, store.CommitRequest{Context: ctxID, Author: producer, Message: "effect " + id + " pending", Ops: ops,
+		Check: func(st *graph.State, changes []graph.Change) error {
+			if ch := changes[0]; ch.Noop || ch.Prev != nil {
+				return errEffectExists
+			}
+			return effectCheck(st, changes)
+		}})
+	switch {
+	case errors.Is(err, errEffectExists):
+		old, err := s.readEffect(ctx, ctxID, id)
+		if err != nil {
+			var e *fault.Error
+			if errors.As(err, &e) && e.Code == fault.NotFound {
+				return nil, fault.Errorf(fault.Conflict, "artifact %q exists and is not an effect", id)
+			}
+			return nil, err
+		}
+		if old.IdempotencyKey != in.IdempotencyKey || old.Kind != in.Kind || old.Target != in.Target || !sameJSON(old.Payload, in.Payload) {
+			return nil, &fault.Error{Code: fault.Conflict,
+				Detail: fmt.Sprintf("idempotency key %q already names effect %s with a different kind, target or payload; use a new key for a new effect", in.IdempotencyKey, id),
+				Extra:  map[string]any{"effect": old}}
+		}
+		old.LeaseExpired = leaseExpired(old.EffectData, now)
+		c, err := s.st.Resolve(ctx, ctxID, "")
+		if err != nil {
+			return nil, err
+		}
+		return &EffectWrite{Effect: old, Commit: c.ID}, nil
+	case err != nil:
+		return nil, locate(err, func(i int, field string) string {
+			if i == 0 {
+				return field
+			}
+			return fmt.Sprintf("/edges/%d%s", i-1, strings.TrimPrefix(field, "/from"))
+		})
+	}
+	s.countWrite(false)
+	return &EffectWrite{Effect: s.viewOf(id, d, res, now), Commit: res.Commit.ID, Created: true}, nil
+}
+
+// ClaimEffects leases up to in.Limit claimable effects (pending, or claimed
+// with an expired lease), oldest first, to in.Worker in one commit.
+func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput) (*ClaimWrite, error) {
+	if in.LeaseSeconds <= 0 {
+		in.LeaseSeconds = defaultLeaseSeconds
+	}
+	if in.Limit <= 0 {
+		in.Limit = 1
+	}
+	for range casAttempts {
+		now := s.now()
+		var picked []EffectView
+		err := s.st.Read(ctx, ctxID, "", func(v *store.View) error {
+			all, err := effectsOf(v)
+			if err != nil {
+				return err
+			}
+			for _, e := range all {
+				if e.Status == EffectPending || leaseExpired(e.EffectData, now) {
+					picked = append(picked, e)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.SliceStable(picked, func(i, j int) bool { return picked[i].CreatedAt < picked[j].CreatedAt })
+		if len(picked) > in.Limit {
+			picked = picked[:in.Limit]
+		}
+		if len(picked) == 0 {
+			return &ClaimWrite{Effects: []EffectView{}}, nil
+		}
+		lease := hashing.FormatTime(now.Add(time.Duration(in.LeaseSeconds) * time.Second))
+		expected := map[string]hashing.Digest{}
+		ops := make([]graph.Op, len(picked))
+		datas := make([]EffectData, len(picked))
+		ids := make([]string, len(picked))
+		for i, e := range picked {
+			d := e.EffectData
+			d.Status, d.Worker, d.LeaseUntil, d.UpdatedAt = EffectClaimed, in.Worker, lease, hashing.FormatTime(now)
+			raw, err := canonicalData(d)
+			if err != nil {
+				return nil, err
+			}
+			expected[e.ID] = e.ContentHash
+			ops[i] = graph.Op{Op: graph.OpPut, ID: e.ID, Type: TypeEffect, ProducedBy: "outbox", Data: raw}
+			datas[i], ids[i] = d, e.ID
+		}
+		res, err := s.commitEffects(ctx, ctxID, in.Worker, fmt.Sprintf("claim %d effect(s) for %s", len(ops), in.Worker), ops, expected)
+		if errors.Is(err, errCASConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.countWrite(res.Noop)
+		out := &ClaimWrite{Effects: make([]EffectView, len(ids)), Commit: &res.Commit.ID}
+		for i, id := range ids {
+			ev := s.viewOf(id, datas[i], res, now)
+			ev.LeaseToken = s.leaseToken(ctxID, id, ev.ContentHash)
+			out.Effects[i] = ev
+		}
+		return out, nil
+	}
+	return nil, fault.Errorf(fault.Conflict, "the outbox is busy: other workers kept winning; claim again")
+}
+
+// effectsOf returns every effect of a view, sorted by id.
+func effectsOf(v *store.View) ([]EffectView, error) {
+	ids := v.State.ArtifactIDs()
+	i := sort.SearchStrings(ids, "effect:")
+	var out []EffectView
+	for ; i < len(ids) && strings.HasPrefix(ids[i], "effect:"); i++ {
+		a := v.State.Artifact(ids[i])
+		if a.Type != TypeEffect {
+			continue
+		}
+		e, err := effectView(v, a)
+		if err != nil {
+			var ae *fault.Error
+			if errors.As(err, &ae) {
+				continue // not an outbox effect (written by hand)
+			}
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// CompleteEffect records that in.Worker sent effect id, with its result.
+// Only the worker holding an unexpired lease may complete it (else 409);
+// completing again with the same worker and result returns the recorded
+// effect.
+func (s *Service) CompleteEffect(ctx context.Context, ctxID, id string, in CompleteInput) (*EffectWrite, error) {
+	result, err := canonicalPayload(in.Result, "/result")
+	if err != nil {
+		return nil, err
+	}
+	return s.finishEffect(ctx, ctxID, id, in.Worker, in.LeaseToken, func(d *EffectData) (bool, error) {
+		if d.Status == EffectSent && d.Worker == in.Worker && sameJSON(d.Result, result) {
+			return false, nil
+		}
+		d.Status, d.Result, d.LeaseUntil = EffectSent, result, ""
+		return true, nil
+	})
+}
+
+// FailEffect records a failed attempt by the lease holder: with retry the
+// effect returns to pending for another claim, else it is failed. Either
+// way attempts grows by one and the error (secret-masked) is kept.
+func (s *Service) FailEffect(ctx context.Context, ctxID, id string, in FailInput) (*EffectWrite, error) {
+	msg := truncateChars(s.sanitizeOptions().Mask(in.Error), gate.DefaultMaxErrorChars)
+	return s.finishEffect(ctx, ctxID, id, in.Worker, in.LeaseToken, func(d *EffectData) (bool, error) {
+		d.Attempts++
+		d.LastError, d.LeaseUntil = msg, ""
+		if in.Retry {
+			d.Status, d.Worker = EffectPending, ""
+		} else {
+			d.Status = EffectFailed
+		}
+		return true, nil
+	})
+}
+
+// finishEffect applies change to an effect that worker holds with token,
+// under the compare-and-set. change reports false when the effect is
+// already in the state asked for (an idempotent repeat, which must present
+// the token of the claim that led to it).
+func (s *Service) finishEffect(ctx context.Context, ctxID, id, worker, token string, change func(d *EffectData) (bool, error)) (*EffectWrite, error) {
+	for range casAttempts {
+		e, err := s.readEffect(ctx, ctxID, id)
+		if err != nil {
+			return nil, err
+		}
+		now := s.now()
+		d := e.EffectData
+		changed, err := change(&d)
+		if err != nil {
+			return nil, err
+		}
+		if !changed {
+			c, err := s.st.Resolve(ctx, ctxID, "")
+			if err != nil {
+				return nil, err
+			}
+			if err := s.heldBefore(ctx, ctxID, c, e, token); err != nil {
+				return nil, err
+			}
+			return &EffectWrite{Effect: e, Commit: c.ID}, nil
+		}
+		if err := s.holds(ctxID, e, worker, token, now); err != nil {
+			return nil, err
+		}
+		d.UpdatedAt = hashing.FormatTime(now)
+		raw, err := canonicalData(d)
+		if err != nil {
+			return nil, err
+		}
+		ops := []graph.Op{{Op: graph.OpPut, ID: id, Type: TypeEffect, ProducedBy: "outbox", Data: raw}}
+		res, err := s.commitEffects(ctx, ctxID, worker, "effect "+id+" "+d.Status, ops, map[string]hashing.Digest{id: e.ContentHash})
+		if errors.Is(err, errCASConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.countWrite(res.Noop)
+		return &EffectWrite{Effect: s.viewOf(id, d, res, now), Commit: res.Commit.ID}, nil
+	}
+	return nil, fault.Errorf(fault.Conflict, "effect %q kept changing; try again", id)
+}
+
+// leaseToken is the lease token of the claim that wrote the version of
+// effect id with content hash claimed (see "Lease tokens" above).
+func (s *Service) leaseToken(ctxID, id string, claimed hashing.Digest) string {
+	m := hmac.New(sha256.New, s.leaseKey)
+	_, _ = m.Write([]byte("artifactd/lease/v1\x00" + ctxID + "\x00" + id + "\x00"))
+	_, _ = m.Write(claimed[:])
+	return "lease_" + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// checkToken compares a presented lease token with the claim's, in
+// constant time.
+func (s *Service) checkToken(ctxID string, e EffectView, claimed hashing.Digest, token string) error {
+	if token == "" {
+		return &fault.Error{Code: fault.LeaseToken, Detail: fmt.Sprintf("send the lease_token that the claim of effect %s returned", e.ID),
+			Errors: []fault.FieldError{{Pointer: "/lease_token", Rule: "required", Detail: "the claim's lease token"}}}
+	}
+	if !hmac.Equal([]byte(token), []byte(s.leaseToken(ctxID, e.ID, claimed))) {
+		return &fault.Error{Code: fault.LeaseToken, Detail: fmt.Sprintf("the lease_token is not the one of the current claim of effect %s", e.ID),
+			Errors: []fault.FieldError{{Pointer: "/lease_token", Rule: "lease", Detail: "not the current claim's token"}}}
+	}
+	return nil
+}
+
+// heldBefore checks, for an idempotent repeat of a finished effect, that
+// token is the one of the claim the effect was finished under: the version
+// before the current one.
+func (s *Service) heldBefore(ctx context.Context, ctxID string, at *replay.Commit, e EffectView, token string) error {
+	vs, err := s.st.History(ctx, ctxID, at, e.ID)
+	if err != nil {
+		return err
+	}
+	var claimed hashing.Digest
+	if len(vs) > 1 {
+		claimed = vs[1].ContentHash
+	}
+	return s.checkToken(ctxID, e, claimed, token)
+}
+
+// holds checks that worker holds the lease of e at now, with token.
+func (s *Service) holds(ctxID string, e EffectView, worker, token string, now time.Time) error {
+	conflict := func(detail string) error {
+		return &fault.Error{Code: fault.Conflict, Detail: detail, Extra: map[string]any{"effect": e}}
+	}
+	if e.Status != EffectClaimed {
+		return conflict(fmt.Sprintf("effect %s is %s, not claimed: only a claimed effect can be completed or failed", e.ID, e.Status))
+	}
+	if err := s.checkToken(ctxID, e, e.ContentHash, token); err != nil {
+		return err
+	}
+	switch {
+	case e.Worker != worker:
+		return conflict(fmt.Sprintf("effect %s is claimed by another worker", e.ID))
+	case leaseExpired(e.EffectData, now):
+		return conflict(fmt.Sprintf("the lease of effect %s ended at %s; claim it again", e.ID, e.LeaseUntil))
+	}
+	return nil
+}
+
+// canonicalPayload canonicalizes an optional JSON value of a request.
+func canonicalPayload(raw json.RawMessage, ptr string) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	c, err := hashing.Canonicalize(raw)
+	if err != nil {
+		return nil, classifyAt(err, ptr)
+	}
+	return c, nil
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	ca, err1 := canonicalPayload(a, "")
+	cb, err2 := canonicalPayload(b, "")
+	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
+}
+
+// mustDecode decodes JSON that the server itself made for schema
+// validation (nil, which fails validation, if it does not decode).
+func mustDecode(raw []byte) any {
+	v, _ := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	return v
+}
+
+// ---- handlers ----
+
+// effectCheck is the commit check of outbox writes: effects yes, any other
+// reserved type no.
+var effectCheck = reservedCheck(TypeEffect)
+
+// Now is the outbox's clock (UTC).
+func (s *Service) Now() time.Time { return s.now() }
+
+// ListEffects returns the effects of view v sorted by id after cursor
+// (an id; "" from the first), at most limit of them, each with
+// LeaseExpired as of now; status, when set, keeps one status, where a
+// claimed effect whose lease has expired counts as pending. more says
+// whether effects are left after the last one returned.
+func ListEffects(v *store.View, status, cursor string, limit int, now time.Time) (items []EffectView, more bool, err error) {
+	if err := CheckEffectStatus(status); err != nil {
+		return nil, false, err
+	}
+	all, err := effectsOf(v)
+	if err != nil {
+		return nil, false, err
+	}
+	items = []EffectView{}
+	for _, e := range all {
+		if cursor != "" && e.ID <= cursor {
+			continue
+		}
+		e.LeaseExpired = leaseExpired(e.EffectData, now)
+		effective := e.Status
+		if e.LeaseExpired {
+			effective = EffectPending
+		}
+		if status != "" && effective != status {
+			continue
+		}
+		if len(items) == limit {
+			return items, true, nil
+		}
+		items = append(items, e)
+	}
+	return items, false, nil
+}
+
+// CheckEffectStatus refuses a status filter that is none of the four
+// (an invalid-query error naming the parameter status); "" keeps all.
+func CheckEffectStatus(status string) error {
+	switch status {
+	case "", EffectPending, EffectClaimed, EffectSent, EffectFailed:
+		return nil
+	}
+	return &fault.Error{Code: fault.InvalidQuery, Detail: "status must be pending, claimed, sent or failed",
+		Errors: []fault.FieldError{{Parameter: "status", Rule: "enum", Detail: "want pending, claimed, sent or failed"}}}
+}

@@ -1,0 +1,94 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/artifactd/artifactd/fault"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
+)
+
+// MergeInput is a three-way merge of Theirs (branch or commit) into
+// branch Ours (default main), with resolutions keyed like the conflicts.
+type MergeInput struct {
+	Ours        string                       `json:"ours"`
+	Theirs      string                       `json:"theirs"`
+	Resolutions map[string]replay.Resolution `json:"resolutions"`
+	Author      string                       `json:"author"`
+	Message     string                       `json:"message"`
+}
+
+// Merge merges in.Theirs into in.Ours with the client's rules: both refs
+// are valid, and every value resolution of an artifact matches its type's
+// schema and writes no gate output. Conflicts are all reported at once (a
+// merge-conflict error, nothing written).
+func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*store.MergeResult, error) {
+	if in.Ours == "" {
+		in.Ours = store.DefaultBranch
+	}
+	for _, p := range [][2]string{{"/ours", in.Ours}, {"/theirs", in.Theirs}} {
+		if err := CheckRef(p[0][1:], p[1]); err != nil {
+			return nil, PointTo(err, p[0])
+		}
+	}
+	if err := s.checkResolutions(ctx, ctxID, &in); err != nil {
+		return nil, err
+	}
+	res, err := s.st.Merge(ctx, ctxID, in.Ours, in.Theirs, in.Resolutions, in.Author, in.Message)
+	if err != nil {
+		return nil, err
+	}
+	if res.Kind == replay.MergeThreeWay {
+		s.countWrite(false)
+	}
+	return res, nil
+}
+
+// checkResolutions holds value resolutions of artifacts to the client's
+// rules: the data must match its type's schema, and no value may become a
+// fetch_verdict (only the gate writes verdicts). Take-resolutions copy a
+// version one side already has and need no check.
+func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeInput) error {
+	for key, res := range in.Resolutions {
+		ptr := "/resolutions/" + escapePointer(key)
+		if res.Take != "" && len(res.Value) > 0 {
+			return &fault.Error{Code: fault.Invalid, Detail: "a resolution takes a side or gives a value, not both",
+				Errors: []fault.FieldError{{Pointer: ptr, Rule: "oneOf", Detail: "take or value"}}}
+		}
+		if len(res.Value) == 0 || strings.HasPrefix(key, "edge:") || strings.HasPrefix(key, "cycle:") {
+			continue
+		}
+		typ := res.Type
+		if typ == "" {
+			// The merged version keeps ours' type, else theirs'.
+			for _, ref := range []string{in.Ours, in.Theirs} {
+				c, err := s.st.Resolve(ctx, ctxID, ref)
+				if err != nil {
+					return err
+				}
+				a, _, err := s.st.ArtifactAt(ctx, ctxID, c, key)
+				if errors.Is(err, store.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				typ = a.Type
+				break
+			}
+		}
+		if typ == TypeFetchVerdict || gateOwned[typ] != "" {
+			return &fault.Error{Code: fault.ReservedType, Detail: fmt.Sprintf("a merge resolution cannot write a %s value (only the gate writes one): take ours or theirs", typ),
+				Errors: []fault.FieldError{{Pointer: ptr + "/value", Rule: "reserved", Detail: "gate output"}}}
+		}
+		if typ != "" {
+			if err := s.types.Validate(typ, mustDecode(res.Value), ptr+"/value"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

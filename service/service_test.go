@@ -1,0 +1,267 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/artifactd/artifactd/fault"
+	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
+	"github.com/artifactd/artifactd/store/kv"
+)
+
+// testClock is a settable clock for the outbox.
+type testClock struct{ now time.Time }
+
+func (c *testClock) Now() time.Time { return c.now }
+
+// newService opens a store in a temporary directory and returns the
+// service over it with a settable clock, and context "o" created.
+func newService(t *testing.T) (*Service, *testClock) {
+	t.Helper()
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	reg := NewRegistry()
+	st, err := store.Open(ctx, store.Options{Dir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := reg.Load(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	clock := &testClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s := New(Options{Store: st, Types: reg, Logger: log, Clock: clock.Now, LeaseKey: make([]byte, 32)})
+	if _, err := st.CreateContext(ctx, "o", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	return s, clock
+}
+
+// TestOutboxTransitions walks the outbox state machine through every
+// transition, allowed and refused, checking the status (and that a
+// refusal changes nothing) after each step.
+func TestOutboxTransitions(t *testing.T) {
+	type step struct {
+		do       string // create, claim, complete, fail, retry, wait
+		worker   string
+		badToken bool
+		code     fault.Code // the refusal expected, "" for none
+		status   string     // the effect's status after the step
+	}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"claim then complete", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "complete", worker: "A", status: EffectSent}}},
+		{"fail with retry returns to pending", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "retry", worker: "A", status: EffectPending}, {do: "claim", worker: "B", status: EffectClaimed}}},
+		{"fail without retry is final", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "fail", worker: "A", status: EffectFailed}, {do: "claim", worker: "B", status: EffectFailed}}},
+		{"complete without a claim is refused", []step{{do: "create", status: EffectPending}, {do: "complete", worker: "A", code: fault.Conflict, status: EffectPending}}},
+		{"a wrong lease token is refused", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "complete", worker: "A", badToken: true, code: fault.LeaseToken, status: EffectClaimed}}},
+		{"another worker cannot complete", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "complete", worker: "B", code: fault.Conflict, status: EffectClaimed}}},
+		{"an expired lease is claimed again", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "wait"}, {do: "claim", worker: "B", status: EffectClaimed}, {do: "complete", worker: "B", status: EffectSent}}},
+		{"create again returns the recorded effect", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "create", status: EffectClaimed}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, clock := newService(t)
+			ctx := t.Context()
+			id := EffectID("k")
+			token := ""
+			for i, st := range tc.steps {
+				before, _ := s.readEffect(ctx, "o", id)
+				var err error
+				switch st.do {
+				case "create":
+					_, err = s.CreateEffect(ctx, "o", EffectInput{IdempotencyKey: "k", Kind: "email"})
+				case "claim":
+					var cw *ClaimWrite
+					cw, err = s.ClaimEffects(ctx, "o", ClaimInput{Worker: st.worker, LeaseSeconds: 60})
+					if err == nil && len(cw.Effects) == 1 {
+						token = cw.Effects[0].LeaseToken
+					}
+				case "complete", "fail", "retry":
+					tok := token
+					if st.badToken {
+						tok = "x" + tok
+					}
+					if st.do == "complete" {
+						_, err = s.CompleteEffect(ctx, "o", id, CompleteInput{Worker: st.worker, LeaseToken: tok})
+					} else {
+						_, err = s.FailEffect(ctx, "o", id, FailInput{Worker: st.worker, Error: "smtp down", Retry: st.do == "retry", LeaseToken: tok})
+					}
+				case "wait":
+					clock.now = clock.now.Add(2 * time.Minute)
+					continue
+				}
+				switch {
+				case st.code == "" && err != nil:
+					t.Fatalf("step %d %s: %v", i, st.do, err)
+				case st.code != "" && Classify(err).Code != st.code:
+					t.Fatalf("step %d %s: got %v, want a %s refusal", i, st.do, err, st.code)
+				}
+				got, rerr := s.readEffect(ctx, "o", id)
+				if rerr != nil {
+					t.Fatalf("step %d: read: %v", i, rerr)
+				}
+				if got.Status != st.status {
+					t.Fatalf("step %d %s: status %s, want %s", i, st.do, got.Status, st.status)
+				}
+				if st.code != "" && got.ContentHash != before.ContentHash {
+					t.Fatalf("step %d %s: a refused transition changed the effect", i, st.do)
+				}
+			}
+		})
+	}
+}
+
+// TestEffectCompareAndSet: a status change computed from a state that
+// another commit has since changed is refused inside the committer, and
+// changes nothing.
+func TestEffectCompareAndSet(t *testing.T) {
+	s, _ := newService(t)
+	ctx := t.Context()
+	w, err := s.CreateEffect(ctx, "o", EffectInput{IdempotencyKey: "k", Kind: "job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := w.Effect.ID
+	stale, err := s.readEffect(ctx, "o", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ClaimEffects(ctx, "o", ClaimInput{Worker: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	head := func() hashing.Digest {
+		c, err := s.st.Resolve(ctx, "o", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ContextHash
+	}
+	before := head()
+	d := stale.EffectData
+	d.Status, d.Worker = EffectClaimed, "B"
+	raw, err := canonicalData(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := []graph.Op{{Op: graph.OpPut, ID: id, Type: TypeEffect, ProducedBy: "outbox", Data: raw}}
+	if _, err := s.commitEffects(ctx, "o", "B", "stale claim", ops, map[string]hashing.Digest{id: stale.ContentHash}); !errors.Is(err, errCASConflict) {
+		t.Fatalf("stale claim: %v", err)
+	}
+	// Expecting absence where something exists is refused too.
+	if _, err := s.commitEffects(ctx, "o", "B", "stale create", ops, map[string]hashing.Digest{id: {}}); !errors.Is(err, errCASConflict) {
+		t.Fatalf("stale create: %v", err)
+	}
+	if head() != before {
+		t.Fatal("a refused compare-and-set changed the state")
+	}
+	if got, _ := s.readEffect(ctx, "o", id); got.Worker != "A" {
+		t.Fatalf("worker %q", got.Worker)
+	}
+}
+
+// TestClassify: every sentinel and typed error of store, graph, replay,
+// gate, hashing and store/kv gets one code, wrapped or not; every
+// corruption marker gives the one corruption code.
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err  error
+		code fault.Code
+	}{
+		{store.ErrNotFound, fault.NotFound},
+		{graph.ErrNotFound, fault.NotFound},
+		{store.ErrExists, fault.Exists},
+		{store.ErrStale, fault.Stale},
+		{store.ErrInvalid, fault.Invalid},
+		{store.ErrAmbiguous, fault.AmbiguousRef},
+		{store.ErrCorrupt, fault.Corrupt},
+		{graph.ErrCorrupt, fault.Corrupt},
+		{kv.ErrCorrupt, fault.Corrupt},
+		{replay.ErrBroken, fault.Corrupt},
+		{&replay.ChainError{Err: errors.New("ops hash differs")}, fault.Corrupt},
+		{store.ErrClosed, fault.Unavailable},
+		{store.ErrWriteFailed, fault.Unavailable},
+		{store.ErrLocked, fault.Locked},
+		{store.ErrNoSpace, fault.NoSpace},
+		{&store.PrunedError{}, fault.Pruned},
+		{replay.ErrResolution, fault.Invalid},
+		{replay.ErrNoMergeBase, fault.Invalid},
+		{&replay.ConflictError{}, fault.MergeConflict},
+		{&graph.TaintError{}, fault.Quarantined},
+		{&graph.CycleError{}, fault.DependencyCycle},
+		{&graph.OpError{Err: graph.ErrDangling}, fault.DanglingEdge},
+		{&graph.OpError{Err: graph.ErrInvalid}, fault.Invalid},
+		{&hashing.CanonError{Err: hashing.ErrSyntax}, fault.MalformedJSON},
+		{&hashing.CanonError{Err: hashing.ErrDuplicateKey}, fault.NonCanonicalJSON},
+		{&gate.VerdictError{Pointer: "/verdict", Rule: "verdict"}, fault.Invalid},
+		{&gate.SecretError{Index: 1, Reason: "too short"}, fault.Invalid},
+		{gate.ErrRules, fault.Invalid},
+		{gate.ErrUnknownRuleset, fault.Invalid},
+		{kv.ErrConflict, fault.Conflict},
+		{kv.ErrTooLarge, fault.TooLarge},
+		{kv.ErrClosed, fault.Unavailable},
+		{context.Canceled, fault.Unavailable},
+		{context.DeadlineExceeded, fault.Unavailable},
+		{kv.ErrNotFound, fault.Internal},
+		{errors.New("disk on fire"), fault.Internal},
+		{fault.Errorf(fault.LeaseToken, "x"), fault.LeaseToken},
+	}
+	for _, c := range cases {
+		for _, err := range []error{c.err, fmt.Errorf("while serving: %w", c.err)} {
+			got := Classify(err)
+			if got == nil || got.Code != c.code {
+				t.Errorf("Classify(%v) = %v, want code %s", err, got, c.code)
+			}
+		}
+	}
+	if e := Classify(&gate.VerdictError{Pointer: "/verdict", Rule: "verdict"}); e.Pointer() != "/data/verdict" {
+		t.Errorf("a refused verdict points at %q, want /data/verdict", e.Pointer())
+	}
+}
+
+// TestEnsureContext: absent → created; the same mode again → the record;
+// another mode → an exists refusal naming /quarantine, nothing changed.
+func TestEnsureContext(t *testing.T) {
+	s, _ := newService(t)
+	ctx := t.Context()
+	for i, c := range []struct {
+		id, mode      string
+		created       bool
+		code, pointer string
+	}{
+		{"e", "", true, "", ""},
+		{"e", store.ModeEnforce, false, "", ""},
+		{"e", store.ModeObserve, false, string(fault.Exists), "/quarantine"},
+		{"o", store.ModeObserve, false, "", ""},
+	} {
+		info, created, err := s.EnsureContext(ctx, c.id, c.mode)
+		if c.code != "" {
+			e := Classify(err)
+			if string(e.Code) != c.code || e.Pointer() != c.pointer {
+				t.Fatalf("%d: got %v (pointer %q), want %s at %s", i, err, e.Pointer(), c.code, c.pointer)
+			}
+			continue
+		}
+		if err != nil || created != c.created || info.ID != c.id {
+			t.Fatalf("%d: info %+v created %v err %v", i, info, created, err)
+		}
+	}
+	if info, err := s.st.GetContext(ctx, "e"); err != nil || info.Quarantine != store.ModeEnforce {
+		t.Fatalf("a refused ensure changed the context: %+v %v", info, err)
+	}
+}

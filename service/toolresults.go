@@ -1,0 +1,135 @@
+package service
+
+import (
+	"context"
+	"unicode/utf8"
+
+	"github.com/artifactd/artifactd/gate"
+)
+
+// Tool results: POST /v1/contexts/{ctx}/tool-results turns a tool's error
+// or output into a tool_error or tool_output artifact whose model_view is
+// gate's sanitised text. The full text, secret-masked, is stored as a blob
+// first (full_blob); the raw text itself is never stored.
+
+// Types the tool-results path writes.
+const (
+	TypeToolError  = "tool_error"
+	TypeToolOutput = "tool_output"
+)
+
+// maxToolNameChars bounds the tool name kept in the data.
+const maxToolNameChars = 200
+
+// ToolResultInput is POST /v1/contexts/{ctx}/tool-results: a tool's error
+// ({"ok": false, "error": "…"}) or output ({"ok": true, "output": "…"}).
+type ToolResultInput struct {
+	// ID defaults to "<type>:<first 16 hex of the content hash>".
+	ID         string      `json:"id,omitempty"`
+	Tool       string      `json:"tool,omitempty"`
+	OK         bool        `json:"ok"`
+	Error      *string     `json:"error,omitempty"`
+	Output     *string     `json:"output,omitempty"`
+	ProducedBy string      `json:"produced_by,omitempty"`
+	Edges      []EdgeInput `json:"edges,omitempty"`
+	Branch     string      `json:"branch,omitempty"`
+	Quarantine string      `json:"quarantine,omitempty"`
+}
+
+// ToolErrorData is the data of a tool_error written by the tool-results
+// path: gate.ErrorView with the tool and the blob of the full masked text.
+type ToolErrorData struct {
+	Tool       string `json:"tool,omitempty"`
+	ModelView  string `json:"model_view"`
+	TotalChars int    `json:"total_chars"`
+	Truncated  bool   `json:"truncated"`
+	Spilled    bool   `json:"spilled"`
+	FullBlob   string `json:"full_blob"`
+}
+
+// ToolOutputData is the data of a tool_output written by the tool-results
+// path: gate.OutputView with the tool and the blob of the full masked
+// output (which the model view's omission notice names).
+type ToolOutputData struct {
+	Tool         string `json:"tool,omitempty"`
+	ModelView    string `json:"model_view"`
+	TotalChars   int    `json:"total_chars"`
+	OmittedChars int    `json:"omitted_chars"`
+	Truncated    bool   `json:"truncated"`
+	FullBlob     string `json:"full_blob"`
+}
+
+// RecordToolResult is POST .../tool-results as a Go call. The error or
+// output is sanitised with the server's options (Options.Sanitize): masked
+// first (gate.SanitizeError, gate.PrepareOutput), the masked full text
+// stored as a blob, then the model view made; the tool name is masked too.
+// The artifact is written with the client's rules (PutArtifact). Errors
+// are *fault.Error values.
+func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolResultInput) (*ArtifactWrite, error) {
+	if _, err := s.st.GetContext(ctx, ctxID); err != nil {
+		return nil, err
+	}
+	opt := s.sanitizeOptions()
+	tool := truncateChars(opt.Mask(in.Tool), maxToolNameChars)
+	var typ string
+	var data any
+	if !in.OK {
+		msg := ""
+		if in.Error != nil {
+			msg = *in.Error
+		}
+		v := gate.SanitizeError(msg, opt)
+		d, err := s.st.PutContextBlob(ctx, ctxID, []byte(v.Masked))
+		if err != nil {
+			return nil, err
+		}
+		if v.Spilled || v.Truncated {
+			if err := s.st.NoteSpill(ctx, d, s.clock()); err != nil {
+				return nil, err
+			}
+		}
+		typ = TypeToolError
+		data = ToolErrorData{Tool: tool, ModelView: v.ModelView, TotalChars: v.TotalChars, Truncated: v.Truncated, Spilled: v.Spilled, FullBlob: d.String()}
+	} else {
+		out := ""
+		if in.Output != nil {
+			out = *in.Output
+		}
+		full := gate.PrepareOutput(out, opt)
+		d, err := s.st.PutContextBlob(ctx, ctxID, []byte(full))
+		if err != nil {
+			return nil, err
+		}
+		v := gate.SanitizeOutput(full, d.String(), opt)
+		if v.OmittedChars > 0 || v.Truncated {
+			if err := s.st.NoteSpill(ctx, d, s.clock()); err != nil {
+				return nil, err
+			}
+		}
+		typ = TypeToolOutput
+		data = ToolOutputData{Tool: tool, ModelView: v.ModelView, TotalChars: v.TotalChars, OmittedChars: v.OmittedChars, Truncated: v.Truncated, FullBlob: d.String()}
+	}
+	raw, err := canonicalData(data)
+	if err != nil {
+		return nil, err
+	}
+	return s.putArtifactGo(ctx, ctxID, ArtifactInput{
+		ID: in.ID, Type: typ, ProducedBy: in.ProducedBy, Data: raw,
+		Edges: in.Edges, Branch: in.Branch, Quarantine: in.Quarantine,
+	}, true)
+}
+
+// truncateChars cuts s to at most n characters.
+func truncateChars(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for k := range s {
+		if i == n {
+			return s[:k]
+		}
+		i++
+	}
+	return s
+}

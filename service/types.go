@@ -1,0 +1,414 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/artifactd/artifactd/fault"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/schema"
+	"github.com/artifactd/artifactd/store"
+)
+
+// TypeFetchVerdict is the reserved type only the gate writes.
+const TypeFetchVerdict = "fetch_verdict"
+
+// TypeRecord is a registered artifact type as GET /v1/types/{name} shows
+// it and as the store keeps it (store.PutType, opaque to the store).
+type TypeRecord struct {
+	Name        string     `json:"name"`
+	Version     int        `json:"version"`
+	Role        graph.Role `json:"role"`
+	Description string     `json:"description,omitempty"`
+	// Schema is the canonical JSON of the type's JSON Schema (draft
+	// 2020-12) for an artifact's data.
+	Schema     json.RawMessage `json:"schema"`
+	SchemaHash hashing.Digest  `json:"schema_hash"`
+	Builtin    bool            `json:"builtin"`
+	Reserved   bool            `json:"reserved,omitempty"`
+}
+
+type typeEntry struct {
+	rec    TypeRecord
+	schema *jsonschema.Schema
+}
+
+// Registry holds the artifact types: the built-ins of DESIGN.md and the
+// user types registered with PUT /v1/types/{name}. Its RoleOf is what the
+// store must use as store.Options.Roles, so that user types count in trust.
+// A user type's role cannot change once registered (trust indexes already
+// built from it would go stale); its schema and description can, each
+// change bumping the version. Methods are safe for concurrent use.
+type Registry struct {
+	builtin map[string]*typeEntry // immutable after NewRegistry
+
+	builtinRels map[string]RelationRecord // immutable after NewRegistry
+
+	mu       sync.RWMutex // guards user, userRels and stamp and serializes Put and PutRelation
+	user     map[string]*typeEntry
+	userRels map[string]RelationRecord
+	// stamp is the store's registry stamp Load read (Refresh).
+	stamp  []byte
+	loaded atomic.Bool
+}
+
+// NewRegistry returns a registry holding the built-in types. It panics if a
+// built-in schema does not compile, which TestSchemasCompile rules out.
+func NewRegistry() *Registry {
+	r := &Registry{builtin: map[string]*typeEntry{}, user: map[string]*typeEntry{},
+		builtinRels: builtinRelations(), userRels: map[string]RelationRecord{}}
+	for _, name := range graph.BuiltinTypes() {
+		def, ok := builtinSchemas[name]
+		if !ok {
+			panic("service: no schema for built-in type " + name)
+		}
+		role, _ := graph.BuiltinRoles(name)
+		e, err := newTypeEntry(name, role, def.description, []byte(def.schema))
+		if err != nil {
+			panic(fmt.Sprintf("service: built-in type %s: %v", name, err))
+		}
+		e.rec.Version, e.rec.Builtin, e.rec.Reserved = 1, true, name == TypeFetchVerdict
+		r.builtin[name] = e
+	}
+	return r
+}
+
+// RoleOf returns the trust role of a type: built-in roles first, then
+// registered user types. Its signature fits store.Options.Roles.
+func (r *Registry) RoleOf(typ string) (graph.Role, bool) {
+	if role, ok := graph.BuiltinRoles(typ); ok {
+		return role, true
+	}
+	r.mu.RLock()
+	e := r.user[typ]
+	r.mu.RUnlock()
+	if e == nil {
+		return "", false
+	}
+	return e.rec.Role, true
+}
+
+// Load reads the user types stored in st. Call it after store.Open and
+// before serving, so that trust sees every user type's role.
+func (r *Registry) Load(ctx context.Context, st *store.Store) error {
+	stamp, err := st.RegistryStamp(ctx)
+	if err != nil {
+		return fmt.Errorf("load types: %w", err)
+	}
+	recs, err := st.ListTypes(ctx)
+	if err != nil {
+		return fmt.Errorf("load types: %w", err)
+	}
+	user := make(map[string]*typeEntry, len(recs))
+	for name, raw := range recs {
+		var rec TypeRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return fmt.Errorf("load type %q: %w", name, err)
+		}
+		e, err := newTypeEntry(name, rec.Role, rec.Description, rec.Schema)
+		if err != nil {
+			return fmt.Errorf("load type %q: %w", name, err)
+		}
+		e.rec.Version = rec.Version
+		user[name] = e
+	}
+	rawRels, err := st.ListRelations(ctx)
+	if err != nil {
+		return fmt.Errorf("load relations: %w", err)
+	}
+	rels := make(map[string]RelationRecord, len(rawRels))
+	for name, raw := range rawRels {
+		var rec RelationRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return fmt.Errorf("load relation %q: %w", name, err)
+		}
+		rels[name] = rec
+	}
+	r.mu.Lock()
+	r.user = user
+	r.userRels = rels
+	r.stamp = stamp
+	r.mu.Unlock()
+	r.loaded.Store(true)
+	return nil
+}
+
+// Refresh reads the registry again when another process changed it since
+// the last Load (the store's registry stamp moved). Only a store other
+// processes write to (store.Store.Shared) can change under a loaded
+// registry; for any other it does nothing.
+func (r *Registry) Refresh(ctx context.Context, st *store.Store) error {
+	if !st.Shared() {
+		return nil
+	}
+	stamp, err := st.RegistryStamp(ctx)
+	if err != nil {
+		return fmt.Errorf("refresh types: %w", err)
+	}
+	r.mu.RLock()
+	same := bytes.Equal(stamp, r.stamp)
+	r.mu.RUnlock()
+	if same {
+		return nil
+	}
+	return r.Load(ctx, st)
+}
+
+// Loaded reports whether Load has succeeded.
+func (r *Registry) Loaded() bool { return r.loaded.Load() }
+
+func (r *Registry) entry(name string) *typeEntry {
+	if e := r.builtin[name]; e != nil {
+		return e
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.user[name]
+}
+
+// Get returns a type's record.
+func (r *Registry) Get(name string) (TypeRecord, bool) {
+	if e := r.entry(name); e != nil {
+		return e.rec, true
+	}
+	return TypeRecord{}, false
+}
+
+// List returns every type, sorted by name.
+func (r *Registry) List() []TypeRecord {
+	out := make([]TypeRecord, 0, len(r.builtin))
+	for _, e := range r.builtin {
+		out = append(out, e.rec)
+	}
+	r.mu.RLock()
+	for _, e := range r.user {
+		out = append(out, e.rec)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Put registers or updates a user type and stores its record. schema must
+// be canonical JSON. It returns the record and whether anything changed.
+func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role graph.Role, description string, schema []byte) (TypeRecord, bool, error) {
+	if err := graph.ValidateName("type", name); err != nil {
+		return TypeRecord{}, false, &fault.Error{Code: fault.Invalid, Detail: err.Error(),
+			Errors: []fault.FieldError{{Parameter: "name", Rule: "pattern", Detail: err.Error()}}}
+	}
+	if _, ok := r.builtin[name]; ok {
+		code := fault.Conflict
+		if name == TypeFetchVerdict {
+			code = fault.ReservedType
+		}
+		return TypeRecord{}, false, fault.Errorf(code, "%q is a built-in type and cannot be redefined", name)
+	}
+	if role == "" {
+		role = graph.RoleDerived
+	}
+	// Another process may have changed the type: version from the store's.
+	if err := r.Refresh(ctx, st); err != nil {
+		return TypeRecord{}, false, err
+	}
+	e, err := newTypeEntry(name, role, description, schema)
+	if err != nil {
+		return TypeRecord{}, false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.user[name]
+	if old != nil {
+		if old.rec.Role != role {
+			return TypeRecord{}, false, &fault.Error{Code: fault.Conflict,
+				Detail: fmt.Sprintf("type %q has role %q; a role cannot change once registered (trust already rests on it): register a new type name instead", name, old.rec.Role),
+				Errors: []fault.FieldError{{Pointer: "/role", Rule: "immutable", Detail: "role cannot change"}}}
+		}
+		if old.rec.SchemaHash == e.rec.SchemaHash && old.rec.Description == description {
+			return old.rec, false, nil
+		}
+		e.rec.Version = old.rec.Version + 1
+	} else {
+		e.rec.Version = 1
+	}
+	raw, err := json.Marshal(e.rec)
+	if err != nil {
+		return TypeRecord{}, false, err
+	}
+	if err := st.PutType(ctx, name, raw); err != nil {
+		return TypeRecord{}, false, err
+	}
+	r.user[name] = e
+	return e.rec, true, nil
+}
+
+// newTypeEntry checks and compiles a type's schema.
+func newTypeEntry(name string, role graph.Role, description string, schema []byte) (*typeEntry, error) {
+	switch role {
+	case graph.RoleSource, graph.RoleDerived, graph.RoleNever:
+	case graph.RoleFetchVerdict:
+		if name != TypeFetchVerdict {
+			return nil, &fault.Error{Code: fault.Invalid, Detail: "the fetch_verdict role is reserved for the gate's fetch_verdict type",
+				Errors: []fault.FieldError{{Pointer: "/role", Rule: "enum", Detail: "want source, derived or never"}}}
+		}
+	default:
+		return nil, &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("unknown role %q", role),
+			Errors: []fault.FieldError{{Pointer: "/role", Rule: "enum", Detail: "want source, derived or never"}}}
+	}
+	canon, err := hashing.Canonicalize(schema)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(canon))
+	if err != nil {
+		return nil, err
+	}
+	if ce := checkSchemaCost(doc); ce != nil {
+		return nil, &fault.Error{Code: fault.InvalidSchema, Detail: ce.detail,
+			Errors: []fault.FieldError{{Pointer: "/schema" + ce.pointer, Rule: ce.rule, Detail: ce.detail}}}
+	}
+	sch, err := CompileSchema(name, doc)
+	if err != nil {
+		return nil, err
+	}
+	return &typeEntry{
+		rec:    TypeRecord{Name: name, Role: role, Description: description, Schema: canon, SchemaHash: hashing.ContentHash(canon)},
+		schema: sch,
+	}, nil
+}
+
+// CompileSchema compiles a JSON Schema document as draft 2020-12 under the
+// name urn:artifactd:schema:NAME. Its errors are invalid-schema
+// *fault.Error values pointing below /schema.
+func CompileSchema(name string, doc any) (*jsonschema.Schema, error) {
+	if m, ok := doc.(map[string]any); ok {
+		if v, ok := m["$schema"]; ok && v != SchemaDialect && v != SchemaDialect+"#" {
+			return nil, &fault.Error{Code: fault.InvalidSchema, Detail: fmt.Sprintf("$schema must be %s (draft 2020-12)", SchemaDialect),
+				Errors: []fault.FieldError{{Pointer: "/schema/$schema", Rule: "draft", Detail: "only draft 2020-12 is supported"}}}
+		}
+	}
+	c := schema.NewCompiler()
+	loc := "urn:artifactd:schema:" + name
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, &fault.Error{Code: fault.InvalidSchema, Detail: err.Error(), Errors: []fault.FieldError{{Pointer: "/schema", Rule: "schema", Detail: err.Error()}}}
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		var sve *jsonschema.SchemaValidationError
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+			// Not valid against the draft 2020-12 metaschema: point at
+			// each offending keyword.
+			var out []fault.FieldError
+			flattenValidation(ve, "/schema", &out)
+			return nil, &fault.Error{Code: fault.InvalidSchema, Detail: "the schema is not valid JSON Schema (draft 2020-12)", Errors: out}
+		}
+		detail := strings.ReplaceAll(err.Error(), loc, "schema")
+		return nil, &fault.Error{Code: fault.InvalidSchema, Detail: detail, Errors: []fault.FieldError{{Pointer: "/schema", Rule: "schema", Detail: detail}}}
+	}
+	return sch, nil
+}
+
+// Validate checks data (a value decoded with jsonschema.UnmarshalJSON)
+// against the type's schema; field errors point below prefix.
+func (r *Registry) Validate(typ string, data any, prefix string) error {
+	e := r.entry(typ)
+	if e == nil {
+		return &fault.Error{Code: fault.UnknownType, Detail: fmt.Sprintf("unknown type %q; register it with PUT /v1/types/%s or use a built-in type", typ, typ),
+			Errors: []fault.FieldError{{Pointer: parentPointer(prefix) + "/type", Rule: "registered", Detail: "unknown type"}}}
+	}
+	return ValidateAgainst(e.schema, data, prefix, fmt.Sprintf("data does not match the schema of type %q (version %d)", typ, e.rec.Version))
+}
+
+var printer = message.NewPrinter(language.English)
+
+// maxFieldErrors caps a validation problem's errors list.
+const maxFieldErrors = 50
+
+// ValidateAgainst validates v and turns a failure into a validation
+// problem whose pointers start with prefix.
+func ValidateAgainst(sch *jsonschema.Schema, v any, prefix, detail string) error {
+	err := sch.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &fault.Error{Code: fault.Invalid, Detail: detail}
+	}
+	var out []fault.FieldError
+	flattenValidation(ve, prefix, &out)
+	if len(out) > maxFieldErrors {
+		out = out[:maxFieldErrors]
+	}
+	if len(out) == 1 {
+		detail += ": " + out[0].Pointer + ": " + out[0].Detail
+	}
+	return &fault.Error{Code: fault.Invalid, Detail: detail, Errors: out}
+}
+
+func flattenValidation(ve *jsonschema.ValidationError, prefix string, out *[]fault.FieldError) {
+	if len(*out) > maxFieldErrors {
+		return
+	}
+	if len(ve.Causes) > 0 {
+		for _, c := range ve.Causes {
+			flattenValidation(c, prefix, out)
+		}
+		return
+	}
+	ptr := prefix + pointerOf(ve.InstanceLocation)
+	rule := strings.Join(ve.ErrorKind.KeywordPath(), "/")
+	switch k := ve.ErrorKind.(type) {
+	case *kind.Required:
+		for _, m := range k.Missing {
+			*out = append(*out, fault.FieldError{Pointer: ptr + "/" + escapePointer(m), Rule: "required", Detail: "missing property " + quoteJSON(m)})
+		}
+		return
+	case *kind.AdditionalProperties:
+		for _, p := range k.Properties {
+			*out = append(*out, fault.FieldError{Pointer: ptr + "/" + escapePointer(p), Rule: "additionalProperties", Detail: "unknown property " + quoteJSON(p)})
+		}
+		return
+	}
+	*out = append(*out, fault.FieldError{Pointer: ptr, Rule: rule, Detail: ve.ErrorKind.LocalizedString(printer)})
+}
+
+func pointerOf(loc []string) string {
+	var b strings.Builder
+	for _, p := range loc {
+		b.WriteByte('/')
+		b.WriteString(escapePointer(p))
+	}
+	return b.String()
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func escapePointer(s string) string { return pointerEscaper.Replace(s) }
+
+// parentPointer drops the last segment of a JSON pointer.
+func parentPointer(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+func quoteJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
