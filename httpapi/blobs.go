@@ -176,10 +176,3 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, d hashing.Dig
 		s.log.Error("blob cut short", "digest", d.String(), "err", err)
 	}
 }
-
-// putContextBlob stores bytes the server produced for context ctxID (a
-// fetched body, an extracted text, a full tool output) and records that
-// the context holds them.
-func (s *Server) putContextBlob(ctx context.Context, ctxID string, data []byte) (hashing.Digest, error) {
-	return s.st.PutContextBlob(ctx, ctxID, data)
-}
