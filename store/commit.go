@@ -38,6 +38,12 @@ type CommitRequest struct {
 	// anything is written; an error refuses the commit. It sees the
 	// changes of Ops, not those of recorded definitions.
 	Check func(st *graph.State, changes []graph.Change) error
+	// OpsFrom, when set, computes the ops in the committer from the
+	// branch head the commit is decided on (its state and commit), in
+	// place of Ops: a merge is planned against the head it lands on, so
+	// commits landing on the branch meanwhile do not make it stale. The
+	// state must only be read. An error refuses the commit.
+	OpsFrom func(st *graph.State, head *replay.Commit) ([]graph.Op, error)
 	// Types and Relations are the user definitions Ops use, as the writer
 	// validated them: each one the head does not hold exactly so is
 	// recorded by a put of its definition artifact before Ops, in the same
@@ -911,6 +917,11 @@ func (g *group) commit(r *writeReq) error {
 	}
 	if req.Parent != nil && *req.Parent != h.commit.ID {
 		return fmt.Errorf("%w: parent %s is not the head of %q (head is %s)", ErrStale, req.Parent.Short(), req.Branch, h.commit.ID.Short())
+	}
+	if req.OpsFrom != nil {
+		if req.Ops, err = req.OpsFrom(h.state, h.commit); err != nil {
+			return err
+		}
 	}
 	// Definitions the request's ops use, recorded first where the head
 	// does not hold them as they are (graph.DefinitionOps).

@@ -36,9 +36,12 @@ type MergeResult struct {
 // parents are ours' head and theirs, in the context's quarantine mode.
 // author and message default to "artifactd" and "merge THEIRS into OURS".
 //
-// Errors: *replay.ConflictError (errors.Is replay.ErrConflict) listing
-// every unresolved conflict, with nothing written; replay.ErrResolution;
-// ErrStale when ours moved while the merge was computed (merge again);
+// The merge is planned in the committer against the head it lands on:
+// plain commits landing on ours meanwhile are merged too, never a reason
+// to fail. Errors: *replay.ConflictError (errors.Is replay.ErrConflict)
+// listing every unresolved conflict, with nothing written;
+// replay.ErrResolution; ErrStale when ours kept moving in ways that change
+// the merge base (merges landing on it) through several attempts;
 // ErrNotFound; the errors of Commit (a *graph.TaintError in enforce mode).
 // A fast-forward moves the branch with ResetBranchIf, so a commit on ours
 // racing with it makes the merge fail with ErrStale instead of being lost.
@@ -46,6 +49,33 @@ func (s *Store) Merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 	if err := ValidateBranch(ours); err != nil {
 		return nil, err
 	}
+	// A fast-forward that finds ours moved is a merge now: once more.
+	for attempt := 0; ; attempt++ {
+		res, err := s.merge(ctx, ctxID, ours, theirs, resolutions, author, message)
+		if errors.Is(err, errMergeAgain) && attempt < maxMergeAttempts {
+			continue
+		}
+		if errors.Is(err, errMergeAgain) {
+			return nil, fmt.Errorf("%w: branch %q kept moving during the merge; merge again", ErrStale, ours)
+		}
+		return res, err
+	}
+}
+
+// maxMergeAttempts bounds how often Merge starts over because ours moved
+// in a way the committer cannot plan the merge against (a fast-forward
+// overtaken, or a merge landing on ours).
+const maxMergeAttempts = 8
+
+// errMergeAgain tells Merge to start over: ours moved so that the merge
+// base may have changed.
+var errMergeAgain = errors.New("merge again")
+
+// maxMergeFollow bounds how many commits that landed on ours since the
+// merge was prepared the committer walks to check they keep its base.
+const maxMergeFollow = 4096
+
+func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutions map[string]replay.Resolution, author, message string) (*MergeResult, error) {
 	oursHead, err := s.branchHead(ctx, ctxID, ours)
 	if err != nil {
 		return nil, err
@@ -66,26 +96,12 @@ func (s *Store) Merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 	case replay.MergeFastForward:
 		if err := s.ResetBranchIf(ctx, ctxID, ours, tc.ID, &oursHead.ID); err != nil {
 			if errors.Is(err, ErrStale) {
-				return nil, fmt.Errorf("%w: branch %q moved during the merge; merge again", err, ours)
+				return nil, errMergeAgain
 			}
 			return nil, err
 		}
 		res.Commit = tc
 		return res, nil
-	}
-	var plan *replay.MergePlan
-	// Materialized states hold no locks, so reading three at once is safe.
-	err = s.ReadCommit(ctx, ctxID, setup.Base, func(base *View) error {
-		return s.ReadCommit(ctx, ctxID, oursHead, func(o *View) error {
-			return s.ReadCommit(ctx, ctxID, tc, func(t *View) error {
-				var err error
-				plan, err = replay.Merge(base.State, o.State, t.State, resolutions)
-				return err
-			})
-		})
-	})
-	if err != nil {
-		return nil, err
 	}
 	if author == "" {
 		author = "artifactd"
@@ -93,17 +109,64 @@ func (s *Store) Merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 	if message == "" {
 		message = fmt.Sprintf("merge %s into %s", theirs, ours)
 	}
-	parent := oursHead.ID
-	cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours, Parent: &parent,
-		ExtraParents: []hashing.Digest{tc.ID}, Author: author, Message: message, Ops: plan.Ops})
+	// The merge is planned in the committer, against the head it lands
+	// on: plain commits that landed on ours since it was prepared keep its
+	// merge base, so they are merged too instead of making it stale. Base
+	// and theirs are materialized states, which hold no locks and are
+	// never changed.
+	var plan *replay.MergePlan
+	var oursAt hashing.Digest
+	err = s.ReadCommit(ctx, ctxID, setup.Base, func(base *View) error {
+		return s.ReadCommit(ctx, ctxID, tc, func(t *View) error {
+			cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours,
+				ExtraParents: []hashing.Digest{tc.ID}, Author: author, Message: message,
+				OpsFrom: func(st *graph.State, head *replay.Commit) ([]graph.Op, error) {
+					if err := s.keepsBase(ctxID, head, oursHead.ID); err != nil {
+						return nil, err
+					}
+					p, err := replay.Merge(base.State, st, t.State, resolutions)
+					if err != nil {
+						return nil, err
+					}
+					plan, oursAt = p, head.ID
+					return p.Ops, nil
+				}})
+			if err != nil {
+				return err
+			}
+			res.Commit = cr.Commit
+			return nil
+		})
+	})
 	if err != nil {
 		return nil, err
 	}
-	if cr.Commit.ContextHash != plan.ContextHash {
-		return nil, fmt.Errorf("%w: merge commit %s hashes to %s, the merge computed %s", ErrCorrupt, cr.Commit.ID.Short(), cr.Commit.ContextHash, plan.ContextHash)
+	if res.Commit.ContextHash != plan.ContextHash {
+		return nil, fmt.Errorf("%w: merge commit %s hashes to %s, the merge computed %s", ErrCorrupt, res.Commit.ID.Short(), res.Commit.ContextHash, plan.ContextHash)
 	}
-	res.Commit, res.Ops, res.Resolved, res.Unused = cr.Commit, plan.Ops, plan.Resolved, plan.Unused
+	res.Ours, res.Ops, res.Resolved, res.Unused = oursAt, plan.Ops, plan.Resolved, plan.Unused
 	return res, nil
+}
+
+// keepsBase checks that head is prepared, or descends from it by plain
+// (one-parent) commits only, so the merge base found from prepared still
+// holds; otherwise it returns errMergeAgain.
+func (s *Store) keepsBase(ctxID string, head *replay.Commit, prepared hashing.Digest) error {
+	c := head
+	for range maxMergeFollow {
+		if c.ID == prepared {
+			return nil
+		}
+		if len(c.Parents) != 1 {
+			return errMergeAgain
+		}
+		next, err := s.commitRecord(ctxID, c.Parents[0])
+		if err != nil {
+			return err
+		}
+		c = next
+	}
+	return errMergeAgain
 }
 
 // branchHead returns the head commit of an existing branch (not a hash
