@@ -42,8 +42,10 @@ type CommitRequest struct {
 	// branch head the commit is decided on (its state and commit), in
 	// place of Ops: a merge is planned against the head it lands on, so
 	// commits landing on the branch meanwhile do not make it stale. The
-	// state must only be read. An error refuses the commit.
-	OpsFrom func(st *graph.State, head *replay.Commit) ([]graph.Op, error)
+	// state must only be read; commit looks up a commit of the context,
+	// including those of the group not yet written. An error refuses the
+	// commit.
+	OpsFrom func(st *graph.State, head *replay.Commit, commit func(hashing.Digest) (*replay.Commit, error)) ([]graph.Op, error)
 	// Types and Relations are the user definitions Ops use, as the writer
 	// validated them: each one the head does not hold exactly so is
 	// recorded by a put of its definition artifact before Ops, in the same
@@ -919,7 +921,8 @@ func (g *group) commit(r *writeReq) error {
 		return fmt.Errorf("%w: parent %s is not the head of %q (head is %s)", ErrStale, req.Parent.Short(), req.Branch, h.commit.ID.Short())
 	}
 	if req.OpsFrom != nil {
-		if req.Ops, err = req.OpsFrom(h.state, h.commit); err != nil {
+		lookup := func(id hashing.Digest) (*replay.Commit, error) { return g.commitRecord(req.Context, id) }
+		if req.Ops, err = req.OpsFrom(h.state, h.commit, lookup); err != nil {
 			return err
 		}
 	}

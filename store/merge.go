@@ -120,8 +120,8 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 		return s.ReadCommit(ctx, ctxID, tc, func(t *View) error {
 			cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours,
 				ExtraParents: []hashing.Digest{tc.ID}, Author: author, Message: message,
-				OpsFrom: func(st *graph.State, head *replay.Commit) ([]graph.Op, error) {
-					if err := s.keepsBase(ctxID, head, oursHead.ID); err != nil {
+				OpsFrom: func(st *graph.State, head *replay.Commit, commit func(hashing.Digest) (*replay.Commit, error)) ([]graph.Op, error) {
+					if err := keepsBase(head, oursHead.ID, commit); err != nil {
 						return nil, err
 					}
 					p, err := replay.Merge(base.State, st, t.State, resolutions)
@@ -151,7 +151,7 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 // keepsBase checks that head is prepared, or descends from it by plain
 // (one-parent) commits only, so the merge base found from prepared still
 // holds; otherwise it returns errMergeAgain.
-func (s *Store) keepsBase(ctxID string, head *replay.Commit, prepared hashing.Digest) error {
+func keepsBase(head *replay.Commit, prepared hashing.Digest, commit func(hashing.Digest) (*replay.Commit, error)) error {
 	c := head
 	for range maxMergeFollow {
 		if c.ID == prepared {
@@ -160,7 +160,7 @@ func (s *Store) keepsBase(ctxID string, head *replay.Commit, prepared hashing.Di
 		if len(c.Parents) != 1 {
 			return errMergeAgain
 		}
-		next, err := s.commitRecord(ctxID, c.Parents[0])
+		next, err := commit(c.Parents[0])
 		if err != nil {
 			return err
 		}
