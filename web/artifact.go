@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -80,6 +81,10 @@ type edgeRow struct {
 	Attrs         string
 }
 
+// errAbsentHere is the artifact page's read finding no artifact with the
+// id at the commit shown.
+var errAbsentHere = errors.New("artifact absent at this commit")
+
 // handleArtifact shows an artifact: its data, trust (with the path to its
 // poison root), edges both ways, version history and, for a
 // fetch_verdict, its receipt.
@@ -88,12 +93,16 @@ func (s *server) handleArtifact(w http.ResponseWriter, r *http.Request, ctxID, i
 	var view artifactView
 	var shown *commitInfo
 	var commit replay.Commit
-	_, ok := s.read(w, r, ctxID, func(v *store.View) error {
+	var absent bool
+	_, ok := s.readOr(w, r, ctxID, func(err error) bool {
+		absent = errors.Is(err, errAbsentHere)
+		return absent
+	}, func(v *store.View) error {
 		shown = newCommitInfo(v.Commit, v.Branch)
 		commit = *v.Commit
 		a := v.State.Artifact(id)
 		if a == nil {
-			return &problem{Code: codeNotFound, Detail: "no artifact with this id at commit " + v.Commit.ID.Short()}
+			return errAbsentHere
 		}
 		view.ID, view.Type, view.Version, view.ContentHash, view.ProducedBy = a.ID, a.Type, a.Version, a.ContentHash, a.ProducedBy
 		data, err := v.Data(a)
@@ -122,6 +131,21 @@ func (s *server) handleArtifact(w http.ResponseWriter, r *http.Request, ctxID, i
 		view.In, view.InMore = edgeRows(v, rels, in, true)
 		return nil
 	})
+	if absent {
+		// Not at this commit (slid back past its creation, or a later
+		// delete): say so, and keep the control to slide on.
+		pr := &problem{Code: codeNotFound, Detail: "no artifact with this id at commit " + commit.ID.Short() + "; move along the branch to a commit that has it"}
+		if wantsJSON(r) {
+			s.problem(w, r, pr)
+			return
+		}
+		body := problemJSON{Type: problemTypePrefix + string(pr.Code), Title: problemTitles[pr.Code],
+			Status: http.StatusNotFound, Detail: pr.Detail, Instance: r.URL.Path}
+		w.Header().Set("Cache-Control", "no-store")
+		p := &page{Title: problemTitles[pr.Code], Ctx: ctxID, Nav: "artifact", At: at, Commit: shown, Keep: keep(r.URL.Query(), "vs"), TravelOnError: true}
+		s.render(w, r, http.StatusNotFound, "problem", p, body)
+		return
+	}
 	if !ok {
 		return
 	}

@@ -25,6 +25,12 @@ func (p *problem) Unwrap() error { return p.Err }
 // response when the context or the commit does not exist, or fn failed
 // (fn may return a *problem to choose what the user sees).
 func (s *server) read(w http.ResponseWriter, r *http.Request, ctxID string, fn func(v *store.View) error) (store.ContextInfo, bool) {
+	return s.readOr(w, r, ctxID, nil, fn)
+}
+
+// readOr is read, except that an error of fn that handled accepts is left
+// to the caller: nothing is written and the result is false.
+func (s *server) readOr(w http.ResponseWriter, r *http.Request, ctxID string, handled func(error) bool, fn func(v *store.View) error) (store.ContextInfo, bool) {
 	info, err := s.store.GetContext(r.Context(), ctxID)
 	if err != nil {
 		s.problem(w, r, storeProblem(err, "context"))
@@ -41,6 +47,9 @@ func (s *server) read(w http.ResponseWriter, r *http.Request, ctxID string, fn f
 		return info, false
 	}
 	if fnErr != nil {
+		if handled != nil && handled(fnErr) {
+			return info, false
+		}
 		var p *problem
 		if errors.As(fnErr, &p) {
 			s.problem(w, r, p)

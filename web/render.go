@@ -43,6 +43,10 @@ type page struct {
 	Auth bool
 	// Travel is the time-travel control (nil on pages without a commit).
 	Travel *travel
+	// TravelOnError shows the control on an error page too: an artifact
+	// page at a commit the artifact is not in, from which the user slides
+	// on to one where it is.
+	TravelOnError bool
 	// Timeline lists the commits around the shown one on the control's
 	// chain, each a link to this same view at that commit.
 	Timeline []timelineRow
@@ -157,7 +161,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	p.Auth = s.tokens != nil
 	p.CSS = s.assets.url("style.css")
 	p.JS = s.assets.url("app.js")
-	if p.Ctx != "" && p.Commit != nil && status == http.StatusOK {
+	if p.Ctx != "" && p.Commit != nil && (status == http.StatusOK || p.TravelOnError) {
 		s.travelControl(r, p)
 	}
 	var buf bytes.Buffer

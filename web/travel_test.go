@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -109,5 +110,34 @@ func TestTravelControl(t *testing.T) {
 	_, body = get(t, h, "/ui/contexts/bulk")
 	if tv := travelPart(body); !strings.Contains(tv, "2,700 ops: 1,000 artifacts more, 1,700 edges more") {
 		t.Errorf("bulk step:\n%s", tv)
+	}
+}
+
+// TestTravelPastAnArtifactsCreation slides an artifact page back to a
+// commit before the artifact existed: the answer is a 404 that says so
+// and keeps the time-travel control, whose next step leads back to a
+// commit that has it.
+func TestTravelPastAnArtifactsCreation(t *testing.T) {
+	h, pc, _ := newPlanServer(t)
+	before := pc.Steps["s4"].ID.Hex() // s5 is created by the next step
+	res, body := get(t, h, "/ui/contexts/poison-plan/artifacts/s5?at="+before)
+	if res.StatusCode != http.StatusNotFound {
+		t.Fatalf("s5 at the commit before it: %d, want 404", res.StatusCode)
+	}
+	if !strings.Contains(body, "no artifact with this id at commit") {
+		t.Errorf("the page does not say the artifact is absent at this commit:\n%s", body)
+	}
+	tv := travelPart(body)
+	next := strings.ReplaceAll(`href="/ui/contexts/poison-plan/artifacts/s5?at=`+pc.Steps["s5"].ID.Hex()+`" id="step-next"`, "&", "&amp;")
+	if !strings.Contains(tv, `<input type="range" id="step"`) || !strings.Contains(tv, next) {
+		t.Errorf("the 404 lacks the control or its next step to s5's commit (%s):\n%s", next, tv)
+	}
+	// JSON clients still get the plain problem.
+	req := httptest.NewRequest("GET", "/ui/contexts/poison-plan/artifacts/s5?at="+before, nil)
+	req.Header.Set("Accept", "application/problem+json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"status":404`) {
+		t.Errorf("JSON: %d %s", rec.Code, rec.Body.String())
 	}
 }
