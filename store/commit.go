@@ -894,7 +894,9 @@ func (g *group) writeAsync(recs []kvRec) {
 		for i, e := range recs {
 			out[i] = kv.Record{Key: e.k, Value: e.v}
 		}
-		done <- g.s.kv.PutImmutable(context.Background(), out)
+		// Objects and nodes are content-addressed and op chunks keyed by
+		// a commit id nothing refers to yet: a put never changes a value.
+		done <- kv.PutSame(context.Background(), g.s.kv, out)
 	}()
 }
 

@@ -265,3 +265,23 @@ func LimitsOf(d Driver) (bytes, count int64) {
 	}
 	return DefaultLimitBytes, DefaultLimitCount
 }
+
+// SamePutter is implemented by drivers that can put records whose key
+// names their value — content-addressed records, or records keyed by a
+// commit id nothing refers to yet — without reading each key first: every
+// put of such a key carries the same bytes, so writing it again changes
+// nothing. The durability of PutImmutable applies.
+type SamePutter interface {
+	// PutSame writes recs; each key's value must be the one any put of
+	// that key carries.
+	PutSame(ctx context.Context, recs []Record) error
+}
+
+// PutSame puts recs, whose keys name their values, through d's PutSame
+// when it has one and through PutImmutable otherwise.
+func PutSame(ctx context.Context, d Driver, recs []Record) error {
+	if p, ok := d.(SamePutter); ok {
+		return p.PutSame(ctx, recs)
+	}
+	return d.PutImmutable(ctx, recs)
+}

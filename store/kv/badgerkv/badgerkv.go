@@ -210,6 +210,38 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 	return nil
 }
 
+// PutSame implements kv.SamePutter: the records go into one Badger
+// WriteBatch without a read of each key first.
+func (d *Driver) PutSame(ctx context.Context, recs []kv.Record) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
+	defer d.g.Leave()
+	if err := kv.ValidateRecords(recs); err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	wb := d.db.NewWriteBatch()
+	for i, r := range recs {
+		if i%ctxEvery == ctxEvery-1 {
+			if err := ctx.Err(); err != nil {
+				wb.Cancel()
+				return err
+			}
+		}
+		if err := wb.Set(r.Key, r.Value); err != nil {
+			wb.Cancel()
+			return fmt.Errorf("badgerkv: put same: %w", err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("badgerkv: put same: %w", err)
+	}
+	return nil
+}
+
 // Get implements kv.Driver.
 func (d *Driver) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err := d.enter(ctx); err != nil {

@@ -34,6 +34,7 @@ func Run(t *testing.T, newDriver func(t *testing.T) kv.Driver) {
 	}{
 		{"PointReads", testPointReads},
 		{"ImmutableKeepsValue", testImmutableKeepsValue},
+		{"PutSame", testPutSame},
 		{"OwnedSlices", testOwnedSlices},
 		{"InvalidRequests", testInvalid},
 		{"ScanModel", testScanModel},
@@ -134,6 +135,42 @@ func testImmutableKeepsValue(t *testing.T, d kv.Driver) {
 	wantValue(t, d, "obj", []byte("first"))
 	wantValue(t, d, "obj2", []byte("x"))
 	put(t, d) // an empty call is fine
+}
+
+// testPutSame puts records whose keys name their values through kv.PutSame
+// (the driver's SamePutter, or PutImmutable), twice and racing, and reads
+// them back after a Commit; an invalid key writes nothing.
+func testPutSame(t *testing.T, d kv.Driver) {
+	ctx := context.Background()
+	var recs []kv.Record
+	for i := range 3000 {
+		recs = append(recs, kv.Record{Key: immKey(i), Value: immValue(i)})
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- kv.PutSame(ctx, d, recs)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		must(t, "PutSame", err)
+	}
+	commit(t, d, kv.Batch{})
+	for _, i := range []int{0, 1, 1499, 2999} {
+		wantValue(t, d, string(immKey(i)), immValue(i))
+	}
+	bad := []kv.Record{{Key: []byte("ok-key"), Value: []byte("v")}, {Key: nil, Value: []byte("v")}}
+	if err := kv.PutSame(ctx, d, bad); !errors.Is(err, kv.ErrInvalid) {
+		t.Fatalf("PutSame with an empty key: %v, want ErrInvalid", err)
+	}
+	if _, err := d.Get(ctx, []byte("ok-key")); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("a refused PutSame wrote a record: %v", err)
+	}
 }
 
 func testOwnedSlices(t *testing.T, d kv.Driver) {
