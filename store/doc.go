@@ -76,7 +76,8 @@
 // limits; a generous default for a database server) — every group of
 // small commits — is written in one kv Commit: one round trip, atomic as
 // a whole. A larger group first puts its immutable records (objects,
-// state-map nodes, op chunks) with kv PutImmutable, in parts of 8 MiB from
+// state-map nodes, op chunks) with kv.PutSame (their keys name their
+// values, so a driver may skip reading each key), in parts of 8 MiB from
 // other goroutines while the committer goes on building: they are
 // content-addressed or keyed by a commit id nothing references yet, so a
 // crash leaves only unreachable records. Then one small Commit writes the
