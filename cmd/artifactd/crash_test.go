@@ -90,7 +90,27 @@ func (l *ledger) complete(effect, token, result string) {
 type server struct {
 	cmd    *exec.Cmd
 	base   string
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
+}
+
+// lockedBuffer is a process's stderr that a test may read while the
+// process still writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func buildArtifactd(t *testing.T) string {
@@ -125,8 +145,8 @@ func startServeArgs(t *testing.T, bin string, args ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +173,7 @@ func startServeArgs(t *testing.T, bin string, args ...string) *server {
 		_ = cmd.Process.Kill()
 		t.Fatalf("serve did not start in 30s:\n%s", stderr.String())
 	}
-	s := &server{cmd: cmd, base: base, stderr: &stderr}
+	s := &server{cmd: cmd, base: base, stderr: stderr}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		res, err := http.Get(base + "/readyz")
