@@ -256,7 +256,7 @@ type group struct {
 	// Once they and the new trie nodes outgrow what one Commit may hold,
 	// the group is spilling: they are put (PutImmutable, from other
 	// goroutines) in parts as they come, before the visible records.
-	imm      []kvRec
+	imm      []kv.Record
 	immSize  int64
 	spilling bool
 	// async are the puts of immutable records running in other
@@ -264,12 +264,12 @@ type group struct {
 	async []chan error
 	// sets are the small records that make the group visible: commit
 	// records, keyed to write each once.
-	sets    []kvRec
+	sets    []kv.Record
 	setKeys map[string]bool
 	// absent are records that must not exist yet (seq entries, new
 	// context records): written by swaps that expect no value, so that a
 	// second process writing the same key loses.
-	absent []kvRec
+	absent []kv.Record
 	// objs are the objects this group already wrote.
 	objs map[hashing.Digest]bool
 	// refs are the ref moves of this group (key ctx NUL branch) and commits
@@ -323,7 +323,7 @@ func (g *group) set(k, v []byte) {
 		return
 	}
 	g.setKeys[string(k)] = true
-	g.sets = append(g.sets, kvRec{k, v})
+	g.sets = append(g.sets, kv.Record{Key: k, Value: v})
 }
 
 // ctxState returns a context created earlier in the group or a stored one.
@@ -333,25 +333,14 @@ func (g *group) ctxState(id string) (*ctxState, error) {
 	}
 	if g.s.shared && !g.fresh[id] {
 		// Another process may have committed to the context since its
-		// sequence counter was cached: read it once per group.
-		if ValidateContextID(id) != nil {
-			return nil, fmt.Errorf("context %q: %w", id, ErrNotFound)
-		}
-		cs, err := g.s.loadCtxState(context.Background(), id)
-		if err != nil {
-			return nil, err
-		}
+		// sequence counter was cached: read it again once per group.
 		g.fresh[id] = true
 		g.s.mu.Lock()
-		g.s.ctxs[id] = cs
+		delete(g.s.ctxs, id)
 		g.s.mu.Unlock()
-		return cs, nil
 	}
 	return g.s.ctxState(id)
 }
-
-// kvRec is a record the group writes.
-type kvRec struct{ k, v []byte }
 
 // recordSize is what a record counts against a Commit's limits (key,
 // value and, for Badger, two meta bytes and a version).
@@ -535,7 +524,7 @@ const spillParts = 8 << 20
 
 // addImm queues an immutable record.
 func (g *group) addImm(k, v []byte) error {
-	g.imm = append(g.imm, kvRec{k, v})
+	g.imm = append(g.imm, kv.Record{Key: k, Value: v})
 	g.immSize += recordSize(k, v)
 	if g.spilling && g.immSize >= spillParts {
 		g.putImm()
@@ -548,7 +537,7 @@ func (g *group) addImm(k, v []byte) error {
 func (g *group) putImm() {
 	recs := g.imm
 	for id, enc := range g.tw.written {
-		recs = append(recs, kvRec{keyNode(id), enc})
+		recs = append(recs, kv.Record{Key: keyNode(id), Value: enc})
 	}
 	g.tw.clearWritten()
 	g.imm, g.immSize = nil, 0
@@ -589,12 +578,9 @@ func (g *group) flush() error {
 	if err := g.wait(); err != nil {
 		return err
 	}
-	b := kv.Batch{Sets: make([]kv.Record, 0, len(g.sets)), Swaps: make([]kv.Swap, 0, len(g.refs)+len(g.absent))}
-	for _, e := range g.sets {
-		b.Sets = append(b.Sets, kv.Record{Key: e.k, Value: e.v})
-	}
+	b := kv.Batch{Sets: g.sets, Swaps: make([]kv.Swap, 0, len(g.refs)+len(g.absent))}
 	for _, e := range g.absent {
-		b.Swaps = append(b.Swaps, kv.Swap{Key: e.k, Absent: true, New: e.v})
+		b.Swaps = append(b.Swaps, kv.Swap{Key: e.Key, Absent: true, New: e.Value})
 	}
 	for key, id := range g.refs {
 		ctxID, branch, _ := strings.Cut(key, "\x00")
@@ -612,9 +598,7 @@ func (g *group) flush() error {
 	if !g.spilling {
 		one := b
 		one.Sets = make([]kv.Record, 0, len(g.imm)+len(g.tw.written)+len(b.Sets))
-		for _, e := range g.imm {
-			one.Sets = append(one.Sets, kv.Record{Key: e.k, Value: e.v})
-		}
+		one.Sets = append(one.Sets, g.imm...)
 		for id, enc := range g.tw.written {
 			one.Sets = append(one.Sets, kv.Record{Key: keyNode(id), Value: enc})
 		}
@@ -826,7 +810,7 @@ func (g *group) createContext(r *writeReq) error {
 	info, _ := json.Marshal(cs.info)
 	rec, _ := json.Marshal(root)
 	g.set(keyCommit(r.ctxID, root.ID), rec)
-	g.absent = append(g.absent, kvRec{keyCtx(r.ctxID), info}, kvRec{keySeq(r.ctxID, 1), root.ID[:]})
+	g.absent = append(g.absent, kv.Record{Key: keyCtx(r.ctxID), Value: info}, kv.Record{Key: keySeq(r.ctxID, 1), Value: root.ID[:]})
 	g.moveRef(r.ctxID, DefaultBranch, nil, root.ID)
 	g.commits[r.ctxID+"\x00"+string(root.ID[:])] = root
 	g.answer(r, func(err error) { r.resp <- writeResp{info: cs.info, err: err} })
@@ -886,17 +870,13 @@ const asyncObjects = 256
 
 // writeAsync puts immutable records from another goroutine; flush waits
 // for it before anything refers to them.
-func (g *group) writeAsync(recs []kvRec) {
+func (g *group) writeAsync(recs []kv.Record) {
 	done := make(chan error, 1)
 	g.async = append(g.async, done)
 	go func() {
-		out := make([]kv.Record, len(recs))
-		for i, e := range recs {
-			out[i] = kv.Record{Key: e.k, Value: e.v}
-		}
 		// Objects and nodes are content-addressed and op chunks keyed by
 		// a commit id nothing refers to yet: a put never changes a value.
-		done <- kv.PutSame(context.Background(), g.s.kv, out)
+		done <- kv.PutSame(context.Background(), g.s.kv, recs)
 	}()
 }
 
@@ -979,7 +959,7 @@ func (g *group) commit(r *writeReq) error {
 	// Payloads, content-addressed: nothing can refuse the commit from
 	// here on but I/O. Many of them are written by another goroutine while
 	// this one builds the state map.
-	var objs []kvRec
+	var objs []kv.Record
 	for _, ch := range changes {
 		if ch.Noop || ch.Op.Op != graph.OpPut || ch.Op.Data == nil {
 			continue
@@ -992,13 +972,13 @@ func (g *group) commit(r *writeReq) error {
 		if len(ch.Op.Data) >= objCheckMin && s.hasKey(keyObj(d)) {
 			continue
 		}
-		objs = append(objs, kvRec{keyObj(d), ch.Op.Data})
+		objs = append(objs, kv.Record{Key: keyObj(d), Value: ch.Op.Data})
 	}
 	if len(objs) >= asyncObjects {
 		g.writeAsync(objs)
 	} else {
 		for _, o := range objs {
-			if err := g.addImm(o.k, o.v); err != nil {
+			if err := g.addImm(o.Key, o.Value); err != nil {
 				return undo(fmt.Errorf("write object: %w", err))
 			}
 		}
@@ -1056,7 +1036,7 @@ func (g *group) commit(r *writeReq) error {
 		return undo(err)
 	}
 	g.set(keyCommit(req.Context, c.ID), rec)
-	g.absent = append(g.absent, kvRec{keySeq(req.Context, c.Seq), c.ID[:]})
+	g.absent = append(g.absent, kv.Record{Key: keySeq(req.Context, c.Seq), Value: c.ID[:]})
 	// Later requests of the group (a branch reset or a fast-forward merge
 	// checking the head it expects) must see this ref move, not the disk's.
 	parent := h.commit.ID
