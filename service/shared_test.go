@@ -9,15 +9,9 @@ import (
 	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/store"
-	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/memkv"
 	"github.com/artifactd/artifactd/store/storetest"
 )
-
-// keepOpen lets several stores share one in-memory driver.
-type keepOpen struct{ kv.Driver }
-
-func (keepOpen) Close() error { return nil }
 
 // TestRegistryFollowsAnotherProcess runs two services, each over its own
 // store on one shared driver (two processes on one database). A type
@@ -26,7 +20,7 @@ func (keepOpen) Close() error { return nil }
 func TestRegistryFollowsAnotherProcess(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := storetest.Shared{Driver: keepOpen{memkv.New()}}
+	d := storetest.Shared{LockingDriver: memkv.New()}
 	open := func() *Service {
 		st, err := store.Open(ctx, store.Options{Driver: d, Logger: log, ReserveBytes: -1})
 		if err != nil {

@@ -6,13 +6,12 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
-	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
 // sharedMem is one in-memory driver that two stores share, reporting
 // itself shared as a database server's driver does.
-type sharedMem struct{ kv.Driver }
+type sharedMem struct{ *memkv.Driver }
 
 func (sharedMem) Shared() bool { return true }
 func (sharedMem) Close() error { return nil }

@@ -293,6 +293,9 @@ type group struct {
 	// to Store.ctxs only once the group is durable.
 	created map[string]*ctxState
 	answers []answer
+	// hold, on a shared driver, holds the group's contexts until its
+	// visible records are committed through it (see holdContexts).
+	hold kv.Hold
 }
 
 // answer is how a request of the group learns the group's outcome.
@@ -377,6 +380,16 @@ func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
 		fresh:   make(map[string]bool),
 		created: make(map[string]*ctxState),
 	}
+	if s.locker != nil {
+		hold, err := s.holdContexts(batch)
+		if err != nil {
+			for _, r := range batch {
+				r.resp <- writeResp{err: err}
+			}
+			return nil
+		}
+		g.hold = hold
+	}
 	busy := map[string]bool{}
 	for _, r := range batch {
 		key := headKey(r.ctxID, r.branch)
@@ -406,6 +419,9 @@ func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
 		}
 	}
 	err := g.flush()
+	if g.hold != nil {
+		g.hold.Release()
+	}
 	var conflict *kv.ConflictError
 	lost := errors.As(err, &conflict)
 	s.mu.Lock()
@@ -489,6 +505,35 @@ func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
 		a.fn(err)
 	}
 	return deferred
+}
+
+// maxHoldWait bounds how long a group waits for other processes' holds
+// of its contexts before its requests are refused.
+const maxHoldWait = maxContention
+
+// holdContexts takes the hold of every context the batch writes to (the
+// keys of their context records, which no commit rewrites), waiting for
+// the groups of other processes that hold one — in the order they asked,
+// so that none is passed over again and again.
+func (s *Store) holdContexts(batch []*writeReq) (kv.Hold, error) {
+	keys := make([][]byte, 0, len(batch))
+	seen := make(map[string]bool, len(batch))
+	for _, r := range batch {
+		if !seen[r.ctxID] {
+			seen[r.ctxID] = true
+			keys = append(keys, keyCtx(r.ctxID))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), maxHoldWait)
+	defer cancel()
+	hold, err := s.locker.Lock(ctx, keys)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%w: gave up after waiting %s for other processes' writes to the context to let go", ErrStale, maxHoldWait)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hold contexts: %w", err)
+	}
+	return hold, nil
 }
 
 // tryLock locks h for the group unless a reader holds it; with block it
@@ -603,7 +648,7 @@ func (g *group) flush() error {
 			one.Sets = append(one.Sets, kv.Record{Key: keyNode(id), Value: enc})
 		}
 		one.Sets = append(one.Sets, b.Sets...)
-		err := g.s.kv.Commit(context.Background(), one)
+		err := g.commitVisible(one)
 		if !errors.Is(err, kv.ErrTooLarge) && !errors.Is(err, kv.ErrInvalid) {
 			if err != nil {
 				return fmt.Errorf("write commits: %w", err)
@@ -619,11 +664,20 @@ func (g *group) flush() error {
 			return err
 		}
 	}
-	if err := g.s.kv.Commit(context.Background(), b); err != nil {
+	if err := g.commitVisible(b); err != nil {
 		return fmt.Errorf("write commits: %w", err)
 	}
 	g.cacheNodes()
 	return nil
+}
+
+// commitVisible commits b through the group's hold, or directly without
+// one.
+func (g *group) commitVisible(b kv.Batch) error {
+	if g.hold != nil {
+		return g.hold.Commit(context.Background(), b)
+	}
+	return g.s.kv.Commit(context.Background(), b)
 }
 
 // wait waits for the group's puts in flight.

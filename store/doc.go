@@ -12,8 +12,10 @@
 // atomic Commit whose compare-and-swaps move its refs. Only the Badger
 // driver imports Badger and only the PostgreSQL driver imports pgx
 // (store/kv's import test keeps it so). Several stores — several
-// artifactd processes — may share one database: a group that loses a
-// swap to another process is decided again on what is stored now.
+// artifactd processes — may share one database: their commit groups take
+// turns on a context through the driver's holds (kv.Locker), and a group
+// that loses a swap to another process anyway is decided again on what is
+// stored now.
 //
 // # Glossary
 //
@@ -98,7 +100,14 @@
 // heads. A request whose own Parent is no longer the head then gets
 // ErrStale; one that keeps losing for 30 seconds gets ErrStale saying so.
 // A driver that says other processes write through it (kv.Sharer:
-// PostgreSQL) also makes the committer read each branch's ref before it
+// PostgreSQL) must have holds (kv.Locker; Open refuses it otherwise): a
+// group first holds the context records of every context it writes to,
+// decides, and commits its visible records through the hold, so that the
+// processes writing to one context take turns in the order they asked
+// rather than race on the swaps — where the process with the warmest
+// cache wins again and again and the others starve. With holds a lost
+// swap is rare (two processes creating one context). Such a driver also
+// makes the committer read each branch's ref before it
 // trusts a cached head — a head a few commits behind catches up by
 // applying their recorded ops, as a replay does, checking each context
 // hash — and a context's sequence counter once per group; a read of a

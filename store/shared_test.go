@@ -14,7 +14,7 @@ import (
 // again.
 func TestStoresShareOneDriver(t *testing.T) {
 	d := memkv.New()
-	storetest.RunShared(t, func(t *testing.T) kv.Driver { return storetest.Shared{Driver: nopClose{d}} }, 3, 12, 25)
+	storetest.RunShared(t, func(t *testing.T) kv.Driver { return storetest.Shared{LockingDriver: d} }, 3, 12, 25)
 }
 
 // nopClose keeps one driver open across the stores that share it.

@@ -115,6 +115,10 @@ type Store struct {
 	// shared is set when other processes may write through the driver
 	// (kv.Shared): cached heads are then checked against the ref.
 	shared bool
+	// locker holds a group's contexts (their context records' keys) on a
+	// shared driver while the group decides and commits, so that the
+	// processes writing to one context take turns.
+	locker kv.Locker
 	log    *slog.Logger
 	clock  func() time.Time
 	noSync bool
@@ -315,6 +319,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		heads:      make(map[string]*head),
 		moving:     make(map[string]int),
 		ctxs:       make(map[string]*ctxState),
+	}
+	if s.shared {
+		l, ok := drv.(kv.Locker)
+		if !ok {
+			return nil, fmt.Errorf("%w: driver %T is shared but has no holds (kv.Locker): writers in several processes would starve each other", ErrInvalid, drv)
+		}
+		s.locker = l
 	}
 	s.txnBytes, s.txnCount = kv.LimitsOf(drv)
 	s.txnBytes, s.txnCount = s.txnBytes/2, s.txnCount/2

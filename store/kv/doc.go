@@ -82,6 +82,15 @@
 // Close(): waits for the calls in flight and releases the engine; every
 // later call returns ErrClosed. A second Close returns nil.
 //
+// Lock(ctx, keys), of the drivers that other processes share (Locker):
+// waits for the other holds of keys that have values, in the order they
+// asked, and returns a Hold; Hold.Commit(ctx, b) is Commit and ends the
+// hold (except after ErrInvalid or ErrTooLarge, when nothing was sent),
+// Hold.Release ends it without writing. Holds decide who goes next, never
+// what is written: the swaps are checked as always. A Hold.Commit that
+// the engine rolled back (a deadlock it detected, a hold it ended for
+// silence) returns a *ConflictError with the Cause: nothing was written.
+//
 // # Errors
 //
 // Drivers return the sentinels below, wrapped with %w where they add

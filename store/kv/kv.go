@@ -139,11 +139,19 @@ type Conflict struct {
 // was written. errors.Is(err, ErrConflict) holds.
 type ConflictError struct {
 	Conflicts []Conflict
+	// Cause, set when Conflicts is empty, is why the engine rolled the
+	// write back instead (a deadlock or serialization failure it detected
+	// in a Hold's transaction): nothing was written and a retry may
+	// succeed.
+	Cause error
 }
 
 // Error lists the conflicting keys.
 func (e *ConflictError) Error() string {
 	var sb strings.Builder
+	if len(e.Conflicts) == 0 && e.Cause != nil {
+		return "kv: conflict: " + e.Cause.Error()
+	}
 	sb.WriteString("kv: conflict on ")
 	for i, c := range e.Conflicts {
 		if i > 0 {
@@ -242,6 +250,39 @@ type Sharer interface {
 func IsShared(d Driver) bool {
 	s, ok := d.(Sharer)
 	return ok && s.Shared()
+}
+
+// Locker is implemented by shared drivers that let a writer hold keys
+// while it decides what to write. Writers in several processes that lock
+// the keys they are about to swap take turns, in the order they asked,
+// instead of racing on the swaps — where the one with the least work
+// between reading a ref and swapping it wins again and again, and the
+// others starve. A store over a shared driver requires it.
+//
+// A hold is about turn-taking only, never correctness: the swaps of the
+// hold's Commit are checked as Driver.Commit checks them, and a Commit
+// outside any hold may or may not wait for one.
+type Locker interface {
+	// Lock waits until no other hold has any of keys, takes them all and
+	// returns the hold; the caller must end it with Commit or Release
+	// (Close waits for open holds). Only keys that have a value when Lock
+	// takes them are sure to be exclusive: a hold of a missing key may or
+	// may not keep others waiting (a database locks rows, and a missing
+	// key has none). Lock returns ctx's error when ctx ends first. Holds
+	// deadlock only if one caller holds two at a time: lock every key a
+	// write needs in one call.
+	Lock(ctx context.Context, keys [][]byte) (Hold, error)
+}
+
+// Hold is keys held by Locker.Lock.
+type Hold interface {
+	// Commit applies b as Driver.Commit does, and ends the hold — unless
+	// it returns ErrInvalid or ErrTooLarge, which it does having sent
+	// nothing, when the hold stays for another Commit or a Release.
+	Commit(ctx context.Context, b Batch) error
+	// Release ends the hold without writing; after Commit it does
+	// nothing.
+	Release()
 }
 
 // Limiter is implemented by drivers that bound what one Commit holds.

@@ -16,13 +16,24 @@ import (
 	"github.com/artifactd/artifactd/store/kv"
 )
 
+// LockingDriver is a driver with holds (kv.Locker), which a store over a
+// shared driver needs.
+type LockingDriver interface {
+	kv.Driver
+	kv.Locker
+}
+
 // Shared wraps a driver to report that other processes write through it
-// (kv.Sharer), so that stores over an in-memory driver behave as
-// processes on one database do.
-type Shared struct{ kv.Driver }
+// (kv.Sharer), so that stores over one in-memory driver behave as
+// processes on one database do. Its Close leaves the driver open for the
+// other stores sharing it.
+type Shared struct{ LockingDriver }
 
 // Shared implements kv.Sharer.
 func (Shared) Shared() bool { return true }
+
+// Close implements kv.Driver; the wrapped driver stays open.
+func (Shared) Close() error { return nil }
 
 // RunShared opens `stores` stores, each over its own driver from open
 // (all on one database), and has `writers` goroutines spread over them

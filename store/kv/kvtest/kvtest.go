@@ -46,6 +46,11 @@ func Run(t *testing.T, newDriver func(t *testing.T) kv.Driver) {
 		{"ConcurrentSwap", testConcurrentSwap},
 		{"LargeImmutable", testLargeImmutable},
 		{"LargeCommit", testLargeCommit},
+		{"HoldExcludes", testHoldExcludes},
+		{"HoldOrder", testHoldOrder},
+		{"HoldSwapsChecked", testHoldSwapsChecked},
+		{"HoldRelease", testHoldRelease},
+		{"HoldMany", testHoldMany},
 		{"ContextCanceled", testCanceled},
 		{"Closed", testClosed},
 	}

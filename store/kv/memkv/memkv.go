@@ -23,14 +23,28 @@ type Driver struct {
 	// next merge drops them. Guarded by mu.
 	sorted []string
 	added  []string
+	// locks are the keys held or waited for by Lock; guarded by lmu.
+	lmu   sync.Mutex
+	locks map[string]*keyLock
+}
+
+// keyLock is one key's lock: a token channel whose blocked senders the
+// runtime serves in arrival order, and the number of holders and
+// waiters (the entry goes when it drops to zero).
+type keyLock struct {
+	ch   chan struct{}
+	refs int
 }
 
 // New returns an empty driver.
 func New() *Driver {
-	return &Driver{vals: make(map[string][]byte)}
+	return &Driver{vals: make(map[string][]byte), locks: make(map[string]*keyLock)}
 }
 
-var _ kv.Driver = (*Driver)(nil)
+var (
+	_ kv.Driver = (*Driver)(nil)
+	_ kv.Locker = (*Driver)(nil)
+)
 
 func (d *Driver) enter(ctx context.Context) error {
 	if !d.g.Enter() {
@@ -217,6 +231,11 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 		return err
 	}
 	defer d.g.Leave()
+	return d.commit(b)
+}
+
+// commit applies b; the caller has entered the guard.
+func (d *Driver) commit(b kv.Batch) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
@@ -257,4 +276,93 @@ func (d *Driver) Close() error {
 		d.mu.Unlock()
 	}
 	return nil
+}
+
+// Lock implements kv.Locker: it takes the keys one by one in key order
+// (so that two holds never wait for each other), each after the holds
+// that asked for it before.
+func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if err := kv.ValidateKey(k); err != nil {
+			d.g.Leave()
+			return nil, err
+		}
+	}
+	sorted := make([]string, len(keys))
+	for i, k := range keys {
+		sorted[i] = string(k)
+	}
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	h := &hold{d: d}
+	for _, k := range sorted {
+		d.lmu.Lock()
+		l := d.locks[k]
+		if l == nil {
+			l = &keyLock{ch: make(chan struct{}, 1)}
+			d.locks[k] = l
+		}
+		l.refs++
+		d.lmu.Unlock()
+		select {
+		case l.ch <- struct{}{}:
+			h.keys = append(h.keys, k)
+		case <-ctx.Done():
+			d.unref(k, l)
+			h.Release()
+			return nil, ctx.Err()
+		}
+	}
+	return h, nil
+}
+
+// unref drops a holder or waiter of key k's lock l.
+func (d *Driver) unref(k string, l *keyLock) {
+	d.lmu.Lock()
+	if l.refs--; l.refs == 0 {
+		delete(d.locks, k)
+	}
+	d.lmu.Unlock()
+}
+
+// hold is a kv.Hold of the in-memory driver.
+type hold struct {
+	d    *Driver
+	mu   sync.Mutex
+	keys []string // held; nil once ended
+	done bool
+}
+
+// Commit implements kv.Hold.
+func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	defer h.Release()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return h.d.commit(b)
+}
+
+// Release implements kv.Hold.
+func (h *hold) Release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return
+	}
+	h.done = true
+	for _, k := range h.keys {
+		h.d.lmu.Lock()
+		l := h.d.locks[k]
+		h.d.lmu.Unlock()
+		<-l.ch
+		h.d.unref(k, l)
+	}
+	h.keys = nil
+	h.d.g.Leave()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,7 +45,17 @@ type Options struct {
 	MaxConns int32
 	// Bulk selects how PutImmutable sends records.
 	Bulk BulkMethod
+	// HoldIdleTimeout ends a hold (Lock) whose holder sends nothing for
+	// this long — a process frozen rather than killed; a killed one's
+	// connection closes and its locks go at once — so that the other
+	// processes' writes go on. 0: DefaultHoldIdleTimeout.
+	HoldIdleTimeout time.Duration
 }
+
+// DefaultHoldIdleTimeout is the default of Options.HoldIdleTimeout: far
+// above what a commit group decides in (milliseconds; seconds for a
+// commit of 100k artifacts).
+const DefaultHoldIdleTimeout = time.Minute
 
 // Driver is the PostgreSQL driver. Create it with Open.
 type Driver struct {
@@ -53,9 +64,19 @@ type Driver struct {
 	bulk BulkMethod
 	// kvT and verT are the quoted, schema-qualified table names.
 	kvT, verT string
+	// holds bounds the open holds (Lock) to half the pool, so that the
+	// holders' reads always find a connection.
+	holds chan struct{}
+	// holdIdle is the SET LOCAL that arms a hold's idle timeout, and
+	// keepEvery how often a hold's holder shows it is alive (0: never).
+	holdIdle  string
+	keepEvery time.Duration
 }
 
-var _ kv.Driver = (*Driver)(nil)
+var (
+	_ kv.Driver = (*Driver)(nil)
+	_ kv.Locker = (*Driver)(nil)
+)
 
 // Open connects, creates or migrates the schema, and returns the driver.
 func Open(ctx context.Context, opts Options) (*Driver, error) {
@@ -70,7 +91,17 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgkv: connect: %w", err)
 	}
-	d := &Driver{pool: pool, bulk: opts.Bulk}
+	idle := opts.HoldIdleTimeout
+	if idle <= 0 {
+		idle = DefaultHoldIdleTimeout
+	}
+	d := &Driver{
+		pool:      pool,
+		bulk:      opts.Bulk,
+		holds:     make(chan struct{}, max(1, cfg.MaxConns/2)),
+		holdIdle:  fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", max(1, idle.Milliseconds())),
+		keepEvery: idle / 3,
+	}
 	qual := func(name string) string {
 		if opts.Schema == "" {
 			return pgx.Identifier{name}.Sanitize()
@@ -391,6 +422,173 @@ func (d *Driver) scan(ctx context.Context, from, to []byte, reverse bool, limit 
 	return nil
 }
 
+// Lock implements kv.Locker with a transaction that takes the keys' row
+// locks (SELECT ... FOR UPDATE, in key order). PostgreSQL queues the
+// waiters of a row lock in arrival order. A key without a row locks
+// nothing: the swaps of the hold's Commit still decide. The transaction
+// stays open, holding one pool connection, until Commit or Release.
+func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if err := kv.ValidateKey(k); err != nil {
+			d.g.Leave()
+			return nil, err
+		}
+	}
+	sorted := slices.Clone(keys)
+	slices.SortFunc(sorted, bytes.Compare)
+	sorted = slices.CompactFunc(sorted, bytes.Equal)
+	select {
+	case d.holds <- struct{}{}:
+	case <-ctx.Done():
+		d.g.Leave()
+		return nil, ctx.Err()
+	}
+	h := &hold{d: d}
+	err := d.retry(ctx, func() error {
+		tx, err := d.pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		var batch pgx.Batch
+		batch.Queue(d.holdIdle)
+		for _, k := range sorted {
+			batch.Queue("SELECT 1 FROM "+d.kvT+" WHERE k = $1 FOR UPDATE", k)
+		}
+		if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
+			_ = tx.Rollback(context.Background())
+			return err
+		}
+		h.tx = tx
+		return nil
+	})
+	if err != nil {
+		<-d.holds
+		d.g.Leave()
+		return nil, fmt.Errorf("pgkv: lock: %w", ctxErr(ctx, err))
+	}
+	if d.keepEvery > 0 {
+		h.stop = make(chan struct{})
+		go h.keepAlive(d.keepEvery)
+	}
+	return h, nil
+}
+
+// keepAlive sends a statement on the hold's transaction every `every`
+// until the hold ends, so that the idle timeout ends only the holds of a
+// process that stopped running (this goroutine stops with it), not one
+// that takes long to decide.
+func (h *hold) keepAlive(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		if h.done {
+			h.mu.Unlock()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		_, err := h.tx.Exec(ctx, "SELECT 1")
+		cancel()
+		h.mu.Unlock()
+		if err != nil {
+			return // the Commit that follows reports it
+		}
+	}
+}
+
+// hold is a kv.Hold of the PostgreSQL driver: an open transaction.
+type hold struct {
+	d  *Driver
+	mu sync.Mutex // serialises the transaction's users (Commit, keepAlive)
+	tx pgx.Tx
+	// stop ends keepAlive (nil without one).
+	stop chan struct{}
+	done bool
+}
+
+// Commit implements kv.Hold: the batch is written in the hold's
+// transaction, which then commits. A deadlock or serialization failure
+// the server reports rolls it back and returns a *kv.ConflictError with
+// the cause: nothing was written and the caller decides again.
+func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return fmt.Errorf("%w: pgkv: commit of a hold that ended", kv.ErrInvalid)
+	}
+	defer h.end()
+	d := h.d
+	order, sets := commitOrder(b)
+	failed, err := d.write(ctx, h.tx, &b, order, sets)
+	if err == nil && len(failed) > 0 {
+		var conflict *kv.ConflictError
+		if conflict, err = d.conflicts(ctx, h.tx, b.Swaps, failed); err == nil {
+			return conflict
+		}
+	}
+	if err == nil {
+		err = h.tx.Commit(ctx)
+		if err == nil {
+			return nil
+		}
+	}
+	if retryable(err) || rolledBack(err) {
+		return &kv.ConflictError{Cause: err}
+	}
+	return fmt.Errorf("pgkv: commit: %w", ctxErr(ctx, err))
+}
+
+// rolledBack reports errors that say the server ended a hold's
+// transaction before its commit (its idle timeout): nothing was written.
+func rolledBack(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "25P03"
+}
+
+// Release implements kv.Hold.
+func (h *hold) Release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.done {
+		h.end()
+	}
+}
+
+// end rolls back what is still open (nothing after a commit), frees the
+// connection and the hold's place; the caller holds mu.
+func (h *hold) end() {
+	h.done = true
+	if h.stop != nil {
+		close(h.stop)
+	}
+	_ = h.tx.Rollback(context.Background())
+	<-h.d.holds
+	h.d.g.Leave()
+}
+
+// commitOrder returns the order in which a batch's swaps are sent (by
+// key) and its sets sorted by key: writers that lock rows in one order
+// do not deadlock.
+func commitOrder(b kv.Batch) (order []int, sets []kv.Record) {
+	order = make([]int, len(b.Swaps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return bytes.Compare(b.Swaps[x].Key, b.Swaps[y].Key) })
+	return order, sortedRecords(b.Sets)
+}
+
 // Commit implements kv.Driver in one transaction: the swaps as
 // conditional statements whose row counts are checked, then the sets and
 // deletes. A transaction that loses a serialization race or a deadlock is
@@ -406,13 +604,7 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if b.Empty() {
 		return nil
 	}
-	// Lock rows in key order within each step.
-	order := make([]int, len(b.Swaps))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(x, y int) int { return bytes.Compare(b.Swaps[x].Key, b.Swaps[y].Key) })
-	sets := sortedRecords(b.Sets)
+	order, sets := commitOrder(b)
 	var conflict *kv.ConflictError
 	err := d.retry(ctx, func() error {
 		conflict = nil
