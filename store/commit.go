@@ -218,13 +218,55 @@ func (s *Store) run(lane chan *writeReq) {
 			}
 			continue
 		}
-		deferred := s.processBatch(batch)
+		var hold kv.Hold
+		var later []*writeReq
+		if s.locker != nil {
+			var err error
+			if hold, err = s.holdContexts(batch); err != nil {
+				for _, r := range batch {
+					r.resp <- writeResp{err: err}
+				}
+				continue
+			}
+			// Waiting for the hold, more requests may have queued: those
+			// of the held contexts join the group (one hold, one commit),
+			// the others wait for the next.
+			batch, later, open = s.joinHeld(lane, batch, open)
+		}
+		deferred := s.processBatch(batch, hold)
 		if len(deferred) == len(batch) {
 			// Every request waits for a reader: let the readers run.
 			time.Sleep(deferPause)
 		}
-		pending = deferred
+		pending = append(deferred, later...)
 	}
+}
+
+// joinHeld drains the requests queued in lane: those of the contexts
+// batch writes to (which its hold holds) join batch, up to the group
+// size; the others are returned as later, in their order. It reports
+// whether lane is still open.
+func (s *Store) joinHeld(lane chan *writeReq, batch []*writeReq, open bool) (joined, later []*writeReq, stillOpen bool) {
+	held := make(map[string]bool, len(batch))
+	for _, r := range batch {
+		held[r.ctxID] = true
+	}
+	for open && len(batch) < s.batch {
+		select {
+		case r, ok := <-lane:
+			if !ok {
+				return batch, later, false
+			}
+			if held[r.ctxID] {
+				batch = append(batch, r)
+			} else {
+				later = append(later, r)
+			}
+		default:
+			return batch, later, open
+		}
+	}
+	return batch, later, open
 }
 
 // maxDefer bounds how long a request waits for readers of its branch head
@@ -361,11 +403,13 @@ func backoff(n int) time.Duration {
 	return time.Duration(rand.Int64N(int64(min(n, 20))*int64(time.Millisecond) + 1))
 }
 
-// processBatch decides and writes one group. It returns the requests to
+// processBatch decides and writes one group, committing its visible
+// records through hold when there is one (a shared driver: hold holds
+// every context of batch, and processBatch ends it). It returns the requests to
 // carry to the next group: those deferred for a reader, and those of a
 // group that lost a compare-and-swap to another process (they are
 // decided again on the new heads).
-func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
+func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (deferred []*writeReq) {
 	g := &group{
 		s:       s,
 		tw:      newTrieWriter(s),
@@ -380,16 +424,7 @@ func (s *Store) processBatch(batch []*writeReq) (deferred []*writeReq) {
 		fresh:   make(map[string]bool),
 		created: make(map[string]*ctxState),
 	}
-	if s.locker != nil {
-		hold, err := s.holdContexts(batch)
-		if err != nil {
-			for _, r := range batch {
-				r.resp <- writeResp{err: err}
-			}
-			return nil
-		}
-		g.hold = hold
-	}
+	g.hold = hold
 	busy := map[string]bool{}
 	for _, r := range batch {
 		key := headKey(r.ctxID, r.branch)

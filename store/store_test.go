@@ -353,7 +353,7 @@ func TestGroupSeesItsOwnWrites(t *testing.T) {
 	create := req(&writeReq{kind: reqCreateContext, ctxID: "d", mode: ModeObserve})
 	first := req(&writeReq{kind: reqCommit, ctxID: "d", branch: "main",
 		commit: CommitRequest{Context: "d", Branch: "main", Ops: []graph.Op{put("z", "note", map[string]any{})}}})
-	s.processBatch([]*writeReq{reset, after, create, first})
+	s.processBatch([]*writeReq{reset, after, create, first}, nil)
 	for _, r := range []*writeReq{reset, after, create, first} {
 		if resp := <-r.resp; resp.err != nil {
 			t.Fatalf("request %d: %v", r.kind, resp.err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,9 +40,11 @@ type Options struct {
 	// driver's tables; it is created if missing. Empty: the connection's
 	// default schema.
 	Schema string
-	// MaxConns bounds the connection pool (0: pgxpool's default). Scan
-	// holds one connection while it runs; a fn that calls the driver needs
-	// another.
+	// MaxConns bounds the connection pool (0: the DSN's pool_max_conns,
+	// or DefaultMaxConns). Scan holds one connection while it runs; a fn
+	// that calls the driver needs another. Half the pool may be holds
+	// (Lock); a Lock beyond that waits for one to end before it asks the
+	// server.
 	MaxConns int32
 	// Bulk selects how PutImmutable sends records.
 	Bulk BulkMethod
@@ -51,6 +54,12 @@ type Options struct {
 	// processes' writes go on. 0: DefaultHoldIdleTimeout.
 	HoldIdleTimeout time.Duration
 }
+
+// DefaultMaxConns is the pool size without Options.MaxConns or a
+// pool_max_conns in the DSN: room for the holds of a store's commit lanes
+// and their reads (pgxpool's own default, the number of CPUs but at
+// least 4, leaves two holds on a small machine).
+const DefaultMaxConns = 16
 
 // DefaultHoldIdleTimeout is the default of Options.HoldIdleTimeout: far
 // above what a commit group decides in (milliseconds; seconds for a
@@ -84,8 +93,11 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: pgkv: DSN: %w", kv.ErrInvalid, err)
 	}
-	if opts.MaxConns > 0 {
+	switch {
+	case opts.MaxConns > 0:
 		cfg.MaxConns = opts.MaxConns
+	case !strings.Contains(opts.DSN, "pool_max_conns"):
+		cfg.MaxConns = DefaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
