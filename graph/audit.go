@@ -80,7 +80,7 @@ func Audit(s *State, answerID string, trust func(id string) Trust, dataOf func(*
 	depth := map[string]int{answerID: 0}
 	order := []string{answerID}
 	for i := 0; i < len(order); i++ {
-		for k, e := range s.out[order[i]] {
+		for k, e := range s.out[order[i]].all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}

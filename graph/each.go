@@ -26,7 +26,7 @@ func (s *State) RangeEdges(fn func(e *Edge) bool) {
 // RangeOut calls fn for every edge leaving id in no particular order
 // until fn returns false; fn must not change the state.
 func (s *State) RangeOut(id string, fn func(e *Edge) bool) {
-	for _, e := range s.out[id] {
+	for _, e := range s.out[id].all() {
 		if !fn(e) {
 			return
 		}

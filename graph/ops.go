@@ -469,7 +469,7 @@ func (s *State) checkCommit(changes []Change) error {
 			if s.artifacts[id] != nil {
 				continue
 			}
-			if n := len(s.out[id]) + len(s.in[id]); n > 0 {
+			if n := s.out[id].len() + s.in[id].len(); n > 0 {
 				return &OpError{Index: i, Field: "/id", Rule: "no_edges", Err: ErrDangling,
 					Detail: fmt.Sprintf("cannot delete %q: %d edge(s) still point to or from it; unlink them in the same commit", id, n)}
 			}
@@ -510,7 +510,7 @@ func (s *State) checkCycles(changes []Change) error {
 		}
 	}
 	for i := 0; i < len(queue); i++ {
-		for k := range s.in[queue[i]] {
+		for k := range s.in[queue[i]].all() {
 			if s.rels.Depends(k.Rel) && !inR[k.From] {
 				inR[k.From] = true
 				queue = append(queue, k.From)
@@ -588,7 +588,7 @@ func (s *State) hasCycleWithin(nodes []string, inR map[string]bool) bool {
 // depsWithin returns the dependencies of id that inR marks (any order).
 func (s *State) depsWithin(id string, inR map[string]bool) []string {
 	var out []string
-	for k := range s.out[id] {
+	for k := range s.out[id].all() {
 		if inR[k.To] && s.rels.Depends(k.Rel) {
 			out = append(out, k.To)
 		}
@@ -647,14 +647,8 @@ func (s *State) removeArtifact(id string) {
 func (s *State) insertEdge(e *Edge) {
 	k := e.Key()
 	s.edges[k] = e
-	if s.out[k.From] == nil {
-		s.out[k.From] = make(map[EdgeKey]*Edge)
-	}
-	s.out[k.From][k] = e
-	if s.in[k.To] == nil {
-		s.in[k.To] = make(map[EdgeKey]*Edge)
-	}
-	s.in[k.To][k] = e
+	edgesAt(s.out, k.From).put(e)
+	edgesAt(s.in, k.To).put(e)
 	s.acc.Add(e.Leaf())
 }
 
@@ -665,12 +659,12 @@ func (s *State) removeEdge(k EdgeKey) {
 	}
 	s.acc.Remove(e.Leaf())
 	delete(s.edges, k)
-	delete(s.out[k.From], k)
-	if len(s.out[k.From]) == 0 {
+	s.out[k.From].del(k)
+	if s.out[k.From].len() == 0 {
 		delete(s.out, k.From)
 	}
-	delete(s.in[k.To], k)
-	if len(s.in[k.To]) == 0 {
+	s.in[k.To].del(k)
+	if s.in[k.To].len() == 0 {
 		delete(s.in, k.To)
 	}
 }

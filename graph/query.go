@@ -50,8 +50,8 @@ func ParseDirection(s string) (Direction, error) {
 // self-edge is listed once). It returns nil for an unknown id.
 func Related(s *State, id, rel string, dir Direction) []*Edge {
 	var out []*Edge
-	add := func(m map[EdgeKey]*Edge) {
-		for k, e := range m {
+	add := func(es *edgeSet) {
+		for k, e := range es.all() {
 			if rel == "" || k.Rel == rel {
 				out = append(out, e)
 			}
@@ -82,7 +82,7 @@ func Descendants(s *State, id string, maxDepth int) []string {
 	return walkDeps(s, id, maxDepth, s.in, func(k EdgeKey) string { return k.From })
 }
 
-func walkDeps(s *State, id string, maxDepth int, adj map[string]map[EdgeKey]*Edge, end func(EdgeKey) string) []string {
+func walkDeps(s *State, id string, maxDepth int, adj map[string]*edgeSet, end func(EdgeKey) string) []string {
 	if s.artifacts[id] == nil {
 		return nil
 	}
@@ -92,7 +92,7 @@ func walkDeps(s *State, id string, maxDepth int, adj map[string]map[EdgeKey]*Edg
 	for depth := 0; len(level) > 0 && (maxDepth <= 0 || depth < maxDepth); depth++ {
 		var next []string
 		for _, cur := range level {
-			for k := range adj[cur] {
+			for k := range adj[cur].all() {
 				if !s.rels.Depends(k.Rel) {
 					continue
 				}
@@ -198,7 +198,7 @@ func ContextSubgraph(s *State, maxNodes int) *Subgraph {
 func inducedEdges(s *State, in map[string]bool) []*Edge {
 	edges := []*Edge{}
 	for id := range in {
-		for k, e := range s.out[id] {
+		for k, e := range s.out[id].all() {
 			if in[k.To] {
 				edges = append(edges, e)
 			}

@@ -64,8 +64,8 @@ type State struct {
 	// re-created artifact continues its version numbering.
 	tombstones map[string]int64
 	edges      map[EdgeKey]*Edge
-	out        map[string]map[EdgeKey]*Edge
-	in         map[string]map[EdgeKey]*Edge
+	out        map[string]*edgeSet
+	in         map[string]*edgeSet
 	acc        *hashing.Accumulator
 	// rels are the relations in force: the ruleset's and the defined
 	// ones. It and the definition maps below are copied on write, so
@@ -99,8 +99,8 @@ func NewStateFor(rs *Ruleset) *State {
 		artifacts:  make(map[string]*Artifact),
 		tombstones: make(map[string]int64),
 		edges:      make(map[EdgeKey]*Edge),
-		out:        make(map[string]map[EdgeKey]*Edge),
-		in:         make(map[string]map[EdgeKey]*Edge),
+		out:        make(map[string]*edgeSet),
+		in:         make(map[string]*edgeSet),
 		acc:        hashing.NewAccumulator(),
 		rels:       rs.Relations(),
 		ruleset:    rs,
@@ -120,8 +120,8 @@ func (s *State) Clone() *State {
 		artifacts:  make(map[string]*Artifact, len(s.artifacts)),
 		tombstones: make(map[string]int64, len(s.tombstones)),
 		edges:      make(map[EdgeKey]*Edge, len(s.edges)),
-		out:        make(map[string]map[EdgeKey]*Edge, len(s.out)),
-		in:         make(map[string]map[EdgeKey]*Edge, len(s.in)),
+		out:        make(map[string]*edgeSet, len(s.out)),
+		in:         make(map[string]*edgeSet, len(s.in)),
 		acc:        s.acc.Clone(),
 		rels:       s.rels,
 		ruleset:    s.ruleset,
@@ -141,19 +141,11 @@ func (s *State) Clone() *State {
 	for k, v := range s.edges {
 		c.edges[k] = v
 	}
-	for k, m := range s.out {
-		c.out[k] = cloneEdgeMap(m)
+	for k, es := range s.out {
+		c.out[k] = es.clone()
 	}
-	for k, m := range s.in {
-		c.in[k] = cloneEdgeMap(m)
-	}
-	return c
-}
-
-func cloneEdgeMap(m map[EdgeKey]*Edge) map[EdgeKey]*Edge {
-	c := make(map[EdgeKey]*Edge, len(m))
-	for k, v := range m {
-		c[k] = v
+	for k, es := range s.in {
+		c.in[k] = es.clone()
 	}
 	return c
 }
@@ -244,9 +236,9 @@ func (s *State) Out(id string) []*Edge { return sortedEdges(s.out[id]) }
 // In returns the edges arriving at id, sorted.
 func (s *State) In(id string) []*Edge { return sortedEdges(s.in[id]) }
 
-func sortedEdges(m map[EdgeKey]*Edge) []*Edge {
-	out := make([]*Edge, 0, len(m))
-	for _, e := range m {
+func sortedEdges(es *edgeSet) []*Edge {
+	out := make([]*Edge, 0, es.len())
+	for _, e := range es.all() {
 		out = append(out, e)
 	}
 	SortEdges(out)
@@ -257,7 +249,7 @@ func sortedEdges(m map[EdgeKey]*Edge) []*Edge {
 // outgoing dependency edges), sorted and deduplicated.
 func (s *State) DependsOn(id string) []string {
 	var ids []string
-	for k := range s.out[id] {
+	for k := range s.out[id].all() {
 		if s.rels.Depends(k.Rel) {
 			ids = append(ids, k.To)
 		}
@@ -268,7 +260,7 @@ func (s *State) DependsOn(id string) []string {
 // Dependents returns the ids that directly depend on id, sorted.
 func (s *State) Dependents(id string) []string {
 	var ids []string
-	for k := range s.in[id] {
+	for k := range s.in[id].all() {
 		if s.rels.Depends(k.Rel) {
 			ids = append(ids, k.From)
 		}
@@ -370,14 +362,8 @@ func Load(rs *Ruleset, artifacts []*Artifact, tombstones []Tombstone, edges []*E
 	for _, e := range edges {
 		k := e.Key()
 		s.edges[k] = e
-		if s.out[k.From] == nil {
-			s.out[k.From] = make(map[EdgeKey]*Edge)
-		}
-		s.out[k.From][k] = e
-		if s.in[k.To] == nil {
-			s.in[k.To] = make(map[EdgeKey]*Edge)
-		}
-		s.in[k.To][k] = e
+		edgesAt(s.out, k.From).put(e)
+		edgesAt(s.in, k.To).put(e)
 		leaves = append(leaves, e.Leaf())
 	}
 	s.acc.AddBatch(leaves)

@@ -279,7 +279,7 @@ func findTaint(s *State, roots []string) *taint {
 	var dep relCache
 	for i := 0; i < len(t.ids); i++ {
 		t.start = append(t.start, int32(len(t.adj)))
-		for k := range s.in[t.ids[i]] {
+		for k := range s.in[t.ids[i]].all() {
 			if !dep.depends(s.rels, k.Rel) {
 				continue
 			}

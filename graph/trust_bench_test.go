@@ -205,9 +205,9 @@ func tqRawWrite(s *State, id string, n int, r *rand.Rand) []Change {
 
 // tqRawRemove deletes an artifact with no dependents and its out edges.
 func tqRawRemove(s *State, id string) {
-	for k := range s.out[id] {
+	for k := range s.out[id].all() {
 		delete(s.edges, k)
-		delete(s.in[k.To], k)
+		s.in[k.To].del(k)
 	}
 	delete(s.out, id)
 	delete(s.artifacts, id)

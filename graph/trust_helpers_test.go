@@ -65,8 +65,8 @@ func tqBigState(n, perNode int, seed uint64) *State {
 	s := NewState(nil)
 	s.artifacts = make(map[string]*Artifact, n)
 	s.edges = make(map[EdgeKey]*Edge, perNode*n)
-	s.out = make(map[string]map[EdgeKey]*Edge, n)
-	s.in = make(map[string]map[EdgeKey]*Edge, n)
+	s.out = make(map[string]*edgeSet, n)
+	s.in = make(map[string]*edgeSet, n)
 	retrieved := json.RawMessage(`{"reason":"ok","verdict":"RETRIEVED"}`)
 	rels := []string{"derived_from", "supported_by", "extracted_from"}
 	// Few large allocations: the build dominates benchmark set-up time.
@@ -120,14 +120,8 @@ func tqRawEdge(s *State, e *Edge) {
 		return
 	}
 	s.edges[k] = e
-	if s.out[k.From] == nil {
-		s.out[k.From] = make(map[EdgeKey]*Edge, 4)
-	}
-	s.out[k.From][k] = e
-	if s.in[k.To] == nil {
-		s.in[k.To] = make(map[EdgeKey]*Edge, 4)
-	}
-	s.in[k.To][k] = e
+	edgesAt(s.out, k.From).put(e)
+	edgesAt(s.in, k.To).put(e)
 }
 
 // tqPoison turns k random fetch_verdicts of a tqBigState FAILED (in

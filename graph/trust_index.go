@@ -443,7 +443,7 @@ func (tx *trustTxn) taint(s *State, stack []string) {
 		nst := st
 		nst.conf = false
 		tx.setState(x, st, nst)
-		for k := range s.in[x] {
+		for k := range s.in[x].all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
@@ -475,7 +475,7 @@ func (tx *trustTxn) untaint(s *State, stack []string) {
 		nst := st
 		nst.conf = true
 		tx.setState(x, st, nst)
-		for k := range s.in[x] {
+		for k := range s.in[x].all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
@@ -509,7 +509,7 @@ func (tx *trustTxn) explain(s *State, id string) Trust {
 	order := []string{id}
 	pos := map[string]int{id: 0}
 	for i := 0; i < len(order); i++ {
-		for k := range s.out[order[i]] {
+		for k := range s.out[order[i]].all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
@@ -538,7 +538,7 @@ func (tx *trustTxn) explain(s *State, id string) Trust {
 	}
 	for q := 0; q < len(queue); q++ {
 		y := queue[q]
-		for k := range s.in[order[y]] {
+		for k := range s.in[order[y]].all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
@@ -556,7 +556,7 @@ func (tx *trustTxn) explain(s *State, id string) Trust {
 			break
 		}
 		best := -1
-		for k := range s.out[order[cur]] {
+		for k := range s.out[order[cur]].all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}

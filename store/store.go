@@ -401,10 +401,12 @@ func cacheBytes(o Options) int64 {
 }
 
 // stateCost estimates the heap a materialized state with its trust index
-// holds: about 700 bytes an artifact or edge (maps, leaves, index entry),
-// measured on 101-artifact heads, and a fixed part for the hash buckets.
+// holds: about 330 bytes an artifact or edge (maps, adjacency, leaves,
+// index entry) and a fixed part for the hash buckets and empty maps —
+// 1.1–1.5× what TestStateCostEstimate measures on chains, hubs, edgeless
+// states and 101-artifact heads.
 func stateCost(st *graph.State) int64 {
-	return 16<<10 + 700*int64(st.NumArtifacts()+st.NumEdges()+st.NumTombstones())
+	return 20<<10 + 330*int64(st.NumArtifacts()+st.NumEdges()+st.NumTombstones())
 }
 
 func (s *Store) checkFormat(ctx context.Context) error {

@@ -43,7 +43,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	token := fs.String("token", os.Getenv("ARTIFACTD_TOKEN"), "bearer token for --addr (default $ARTIFACTD_TOKEN)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	noSync := fs.Bool("nosync", false, "in-process server only: skip fsync (measures the API without durability; acknowledged commits may be lost by an OS crash)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (client and in-process server) to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run or scenario (client and in-process server, including its start) to this file")
 	var sc scenarioConfig
 	sc.flags(fs)
 	pos, err := parseInterspersed(fs, args)
@@ -61,6 +61,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if sc.name != "" && strings.Contains(*addr, ",") {
 		return fail(stderr, exitUsage, "bench: --scenario takes one --addr")
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fail(stderr, exitUsage, "bench: %v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail(stderr, exitUsage, "bench: %v", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if sc.name != "" {
 		sc.addr, sc.dataDir, sc.token, sc.noSync = *addr, *dataDir, *token, *noSync
@@ -94,17 +105,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				fmt.Fprintf(stderr, "artifactd: bench: stopping the server: %v\n", err)
 			}
 		}()
-	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fail(stderr, exitUsage, "bench: %v", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fail(stderr, exitUsage, "bench: %v", err)
-		}
-		defer pprof.StopCPUProfile()
 	}
 	res, err := bench(ctx, bases, *token, *clients, *duration, *requests)
 	if err != nil {
