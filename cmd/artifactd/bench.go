@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -44,6 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	noSync := fs.Bool("nosync", false, "in-process server only: skip fsync (measures the API without durability; acknowledged commits may be lost by an OS crash)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run or scenario (client and in-process server, including its start) to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile (live objects after a collection) at the end of the run or scenario to this file")
 	var sc scenarioConfig
 	sc.flags(fs)
 	pos, err := parseInterspersed(fs, args)
@@ -72,6 +74,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return fail(stderr, exitUsage, "bench: %v", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		defer func() {
+			if err := writeHeapProfile(*memProfile); err != nil {
+				fmt.Fprintf(stderr, "artifactd: bench: %v\n", err)
+			}
+		}()
 	}
 	if sc.name != "" {
 		sc.addr, sc.dataDir, sc.token, sc.noSync = *addr, *dataDir, *token, *noSync
@@ -233,4 +242,18 @@ func bench(ctx context.Context, bases []string, token string, n int, d time.Dura
 		res.Max = lat[len(lat)-1]
 	}
 	return res, nil
+}
+
+// writeHeapProfile writes the live heap, after a collection, to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
