@@ -232,7 +232,11 @@ func (s *Store) loadState(src nodeSource, info ContextInfo, c *replay.Commit) (*
 	arts := make([]*graph.Artifact, 0, c.Artifacts)
 	edges := make([]*graph.Edge, 0, c.Edges)
 	var tombs []graph.Tombstone
-	err = trieWalk(src, trieChild{id: c.Root, count: c.RootCount}, func(k, v []byte) error {
+	root := trieChild{id: c.Root, count: c.RootCount}
+	if src, err = s.prefetchTrie(context.Background(), src, root); err != nil {
+		return nil, fmt.Errorf("load state of commit %s: %w", c.ID.Short(), err)
+	}
+	err = trieWalk(src, root, func(k, v []byte) error {
 		if len(k) == 0 {
 			return fmt.Errorf("%w: empty state key", ErrCorrupt)
 		}

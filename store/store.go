@@ -681,6 +681,17 @@ func (s *Store) node(id hashing.Digest) (*trieNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	n, err := checkedNode(id, raw)
+	if err != nil {
+		return nil, err
+	}
+	s.nodes.put(id, n)
+	return n, nil
+}
+
+// checkedNode decodes the stored encoding of node id after checking that
+// it hashes to id.
+func checkedNode(id hashing.Digest, raw []byte) (*trieNode, error) {
 	if hashing.Sum(raw) != id {
 		return nil, fmt.Errorf("%w: trie node %s does not match its hash", ErrCorrupt, id)
 	}
@@ -688,7 +699,6 @@ func (s *Store) node(id hashing.Digest) (*trieNode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", id, err)
 	}
-	s.nodes.put(id, n)
 	return n, nil
 }
 

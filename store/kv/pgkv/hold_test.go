@@ -18,14 +18,7 @@ import (
 // (dropped at the end) with a short hold idle timeout.
 func openHoldTest(t *testing.T, schema string, idle time.Duration) *Driver {
 	t.Helper()
-	dsn := os.Getenv("ARTIFACTD_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ARTIFACTD_TEST_POSTGRES is not set: CI must provide a PostgreSQL database (.ci/run starts one)")
-		}
-		t.Skip("ARTIFACTD_TEST_POSTGRES is not set: skipping the PostgreSQL tests")
-	}
-	d, err := Open(context.Background(), Options{DSN: dsn, Schema: schema, HoldIdleTimeout: idle})
+	d, err := Open(context.Background(), Options{DSN: holdDSN(t), Schema: schema, HoldIdleTimeout: idle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +26,27 @@ func openHoldTest(t *testing.T, schema string, idle time.Duration) *Driver {
 	return d
 }
 
+// holdDSN returns the test database's DSN, skipping the test without
+// one (failing it under CI).
+func holdDSN(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("ARTIFACTD_TEST_POSTGRES")
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ARTIFACTD_TEST_POSTGRES is not set: CI must provide a PostgreSQL database (.ci/run starts one)")
+		}
+		t.Skip("ARTIFACTD_TEST_POSTGRES is not set: skipping the PostgreSQL tests")
+	}
+	return dsn
+}
+
+// holdSchema returns a fresh schema name, dropped at the end of the test.
 func holdSchema(t *testing.T) string {
+	dsn := holdDSN(t)
 	name := fmt.Sprintf("hold_%d_%d", time.Now().UnixNano(), rand.Uint32())
 	t.Cleanup(func() {
 		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, os.Getenv("ARTIFACTD_TEST_POSTGRES"))
+		conn, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			t.Errorf("drop schema %s: %v", name, err)
 			return

@@ -1,0 +1,132 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/artifactd/artifactd/hashing"
+)
+
+// Reading a whole state map (a head loaded cold) one node at a time costs
+// a driver call per node — about 11,000 for a 100k-artifact context, each
+// a lookup through Badger's levels or a round trip to PostgreSQL. A
+// prefetch reads it a level at a time instead: the nodes of a level not
+// already in memory in parts of prefetchPart keys, one GetMany each, up to
+// prefetchWorkers at once.
+const (
+	prefetchPart    = 1024
+	prefetchWorkers = 4
+)
+
+// prefetched is a nodeSource that serves the nodes a prefetch read and
+// asks src for any other.
+type prefetched struct {
+	m   map[hashing.Digest]*trieNode
+	src nodeSource
+}
+
+func (p *prefetched) node(id hashing.Digest) (*trieNode, error) {
+	if n := p.m[id]; n != nil {
+		return n, nil
+	}
+	return p.src.node(id)
+}
+
+// prefetchTrie reads every node of the trie at root that is not in memory
+// (src's own nodes when it is a trieWriter, the node cache) a level at a
+// time, checks and decodes each, caches it, and returns a source serving
+// them, for a walk of the whole trie.
+func (s *Store) prefetchTrie(ctx context.Context, src nodeSource, root trieChild) (nodeSource, error) {
+	p := &prefetched{m: make(map[hashing.Digest]*trieNode), src: src}
+	if root.count == 0 {
+		return p, nil
+	}
+	tw, _ := src.(*trieWriter)
+	level := []hashing.Digest{root.id}
+	for len(level) > 0 {
+		var missing []hashing.Digest
+		for _, id := range level {
+			if tw != nil && tw.nodes[id] != nil {
+				p.m[id] = tw.nodes[id]
+			} else if n, ok := s.nodes.get(id); ok {
+				p.m[id] = n
+			} else {
+				missing = append(missing, id)
+			}
+		}
+		if err := s.readNodes(ctx, missing, p.m); err != nil {
+			return nil, err
+		}
+		var next []hashing.Digest
+		for _, id := range level {
+			n := p.m[id]
+			if n.leaf {
+				continue
+			}
+			for _, c := range n.children {
+				if c.count > 0 {
+					next = append(next, c.id)
+				}
+			}
+		}
+		level = next
+	}
+	return p, nil
+}
+
+// readNodes reads ids with GetMany in parts, in parallel, and adds the
+// checked, decoded nodes to m (and to the node cache).
+func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashing.Digest]*trieNode) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	type part struct {
+		ids   []hashing.Digest
+		nodes []*trieNode
+		err   error
+	}
+	var parts []*part
+	for start := 0; start < len(ids); start += prefetchPart {
+		parts = append(parts, &part{ids: ids[start:min(start+prefetchPart, len(ids))]})
+	}
+	sem := make(chan struct{}, prefetchWorkers)
+	var wg sync.WaitGroup
+	for _, pt := range parts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			keys := make([][]byte, len(pt.ids))
+			for i, id := range pt.ids {
+				keys[i] = keyNode(id)
+			}
+			vals, err := s.kv.GetMany(ctx, keys)
+			if err != nil {
+				pt.err = err
+				return
+			}
+			pt.nodes = make([]*trieNode, len(pt.ids))
+			for i, id := range pt.ids {
+				if vals[i] == nil {
+					pt.err = fmt.Errorf("%w: %w %s", ErrCorrupt, errNodeMissing, id)
+					return
+				}
+				if pt.nodes[i], pt.err = checkedNode(id, vals[i]); pt.err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, pt := range parts {
+		if pt.err != nil {
+			return pt.err
+		}
+		for i, id := range pt.ids {
+			m[id] = pt.nodes[i]
+			s.nodes.put(id, pt.nodes[i])
+		}
+	}
+	return nil
+}
