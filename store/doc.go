@@ -31,7 +31,8 @@
 //     only the nodes on the paths it changed. See trie.go.
 //   - head: the in-memory state of a branch head (graph.State with its
 //     incremental context hash and trust index), rebuilt from the state map
-//     on first use. Heads are a cache: they are evicted least recently
+//     on first use — its nodes read a level at a time, one GetMany per
+//     part (prefetch.go), not one read a node. Heads are a cache: they are evicted least recently
 //     used when their estimated size passes 60 % of Options.CacheBytes
 //     (default 256 MB; the node, payload and old-state caches share the
 //     rest), never while a commit group holds one nor the most recently
