@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/artifactd/artifactd/fault"
@@ -272,6 +273,20 @@ type Locker interface {
 	// deadlock only if one caller holds two at a time: lock every key a
 	// write needs in one call.
 	Lock(ctx context.Context, keys [][]byte) (Hold, error)
+}
+
+// LockKeys checks the keys of a Lock call and returns them sorted, each
+// once — the order in which a driver takes them, so that two holds never
+// wait for each other. The error wraps ErrInvalid.
+func LockKeys(keys [][]byte) ([][]byte, error) {
+	for i, k := range keys {
+		if err := ValidateKey(k); err != nil {
+			return nil, fmt.Errorf("keys[%d]: %w", i, err)
+		}
+	}
+	sorted := slices.Clone(keys)
+	slices.SortFunc(sorted, bytes.Compare)
+	return slices.CompactFunc(sorted, bytes.Equal), nil
 }
 
 // Hold is keys held by Locker.Lock.

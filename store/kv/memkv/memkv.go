@@ -285,20 +285,14 @@ func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 	if err := d.enter(ctx); err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
-		if err := kv.ValidateKey(k); err != nil {
-			d.g.Leave()
-			return nil, err
-		}
+	sorted, err := kv.LockKeys(keys)
+	if err != nil {
+		d.g.Leave()
+		return nil, err
 	}
-	sorted := make([]string, len(keys))
-	for i, k := range keys {
-		sorted[i] = string(k)
-	}
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
 	h := &hold{d: d}
-	for _, k := range sorted {
+	for _, kb := range sorted {
+		k := string(kb)
 		d.lmu.Lock()
 		l := d.locks[k]
 		if l == nil {

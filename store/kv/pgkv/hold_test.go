@@ -1,63 +1,14 @@
-package pgkv
+package pgkv_test
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/pgkv"
 )
-
-// openHoldTest opens a driver on a fresh schema of the test database
-// (dropped at the end) with a short hold idle timeout.
-func openHoldTest(t *testing.T, schema string, idle time.Duration) *Driver {
-	t.Helper()
-	d, err := Open(context.Background(), Options{DSN: holdDSN(t), Schema: schema, HoldIdleTimeout: idle})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
-}
-
-// holdDSN returns the test database's DSN, skipping the test without
-// one (failing it under CI).
-func holdDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("ARTIFACTD_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ARTIFACTD_TEST_POSTGRES is not set: CI must provide a PostgreSQL database (.ci/run starts one)")
-		}
-		t.Skip("ARTIFACTD_TEST_POSTGRES is not set: skipping the PostgreSQL tests")
-	}
-	return dsn
-}
-
-// holdSchema returns a fresh schema name, dropped at the end of the test.
-func holdSchema(t *testing.T) string {
-	dsn := holdDSN(t)
-	name := fmt.Sprintf("hold_%d_%d", time.Now().UnixNano(), rand.Uint32())
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	return name
-}
 
 // TestHoldIdleTimeout: a hold whose holder stopped running (a frozen
 // process: here its keep-alive is switched off, as it stops with the
@@ -67,10 +18,17 @@ func holdSchema(t *testing.T) string {
 // outcome. A holder that is alive but slow keeps its hold.
 func TestHoldIdleTimeout(t *testing.T) {
 	ctx := context.Background()
-	schema := holdSchema(t)
-	frozen := openHoldTest(t, schema, 500*time.Millisecond)
-	frozen.keepEvery = 0
-	other := openHoldTest(t, schema, 500*time.Millisecond)
+	schema := freshSchema(t)
+	openIdle := func() *pgkv.Driver {
+		d, err := pgkv.Open(ctx, pgkv.Options{DSN: testDSN(t), Schema: schema, HoldIdleTimeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	frozen, other := openIdle(), openIdle()
+	pgkv.SetKeepAlive(frozen, 0)
 	key := []byte("ctx\x00c")
 	if err := other.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: key, Value: []byte("1")}}}); err != nil {
 		t.Fatal(err)

@@ -443,15 +443,11 @@ func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 	if err := d.enter(ctx); err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
-		if err := kv.ValidateKey(k); err != nil {
-			d.g.Leave()
-			return nil, err
-		}
+	sorted, err := kv.LockKeys(keys)
+	if err != nil {
+		d.g.Leave()
+		return nil, err
 	}
-	sorted := slices.Clone(keys)
-	slices.SortFunc(sorted, bytes.Compare)
-	sorted = slices.CompactFunc(sorted, bytes.Equal)
 	select {
 	case d.holds <- struct{}{}:
 	case <-ctx.Done():
@@ -459,7 +455,7 @@ func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 		return nil, ctx.Err()
 	}
 	h := &hold{d: d}
-	err := d.retry(ctx, func() error {
+	err = d.retry(ctx, func() error {
 		tx, err := d.pool.Begin(ctx)
 		if err != nil {
 			return err
