@@ -53,13 +53,14 @@ func TestEffectIdempotentConcurrent(t *testing.T) {
 	const n = 100
 	statuses := make([]int, n)
 	ids := make([]string, n)
+	bodies := make([]string, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := e.post("/v1/contexts/o/effects", body)
-			statuses[i] = r.status
+			statuses[i], bodies[i] = r.status, string(r.body)
 			if r.status/100 == 2 {
 				ids[i] = effect(r.obj(t))["id"].(string)
 			}
@@ -70,7 +71,7 @@ func TestEffectIdempotentConcurrent(t *testing.T) {
 	for i, s := range statuses {
 		count[s]++
 		if ids[i] != EffectID("order-42/confirmation") {
-			t.Fatalf("request %d: id %q", i, ids[i])
+			t.Fatalf("request %d: id %q (status %d: %s)", i, ids[i], statuses[i], bodies[i])
 		}
 	}
 	if count[201] != 1 || count[200] != n-1 {

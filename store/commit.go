@@ -351,6 +351,26 @@ func (g *group) answer(r *writeReq, fn func(error)) {
 	g.answers = append(g.answers, answer{r, fn})
 }
 
+// refuse answers a request refused with err. Refused before this group
+// moved any ref, it is answered at once; refused after, its refusal may
+// rest on the group's earlier, not yet durable commits (a branch that
+// exists, an artifact an earlier request put), so it is answered with the
+// group: with err once the group is durable, decided again if the group
+// lost a swap, and with the group's failure if it failed — and a client
+// that reads after the refusal sees what it was refused on.
+func (g *group) refuse(r *writeReq, err error) {
+	if len(g.refs) == 0 {
+		r.resp <- writeResp{err: err}
+		return
+	}
+	g.answer(r, func(gerr error) {
+		if gerr != nil {
+			err = gerr
+		}
+		r.resp <- writeResp{err: err}
+	})
+}
+
 // moveRef records a move of ref key (context ctxID, branch) to id,
 // remembering what the ref held before the group as its swap's
 // expectation.
@@ -450,7 +470,7 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (deferred []*write
 			continue
 		}
 		if err != nil {
-			r.resp <- writeResp{err: err}
+			g.refuse(r, err)
 		}
 	}
 	err := g.flush()

@@ -126,8 +126,11 @@
 // each other, and a request sees the refs, contexts and commits made by
 // earlier requests of its group), writes the group and syncs once, then
 // answers each request. A request refused on the way (stale parent, cycle,
-// quarantine) is undone in memory at once and answered without touching
-// the disk. Heads touched by a group stay write-locked until it is durable,
+// quarantine) is undone in memory at once and writes nothing; it is
+// answered at once when the group has moved no ref yet, and otherwise with
+// the group — its refusal may rest on the group's earlier commits, which
+// are not durable yet (and a client reading after the refusal must see
+// them). Heads touched by a group stay write-locked until it is durable,
 // so a read of a branch head never sees a commit that is not. Readers that
 // load a head themselves cache it only when no ref move or failed group
 // intervened (Store.head).

@@ -12,6 +12,8 @@ import (
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
 // testClock returns increasing, deterministic commit times.
@@ -429,4 +431,75 @@ func TestWriteFailureStopsWrites(t *testing.T) {
 		t.Fatalf("create context after a write failure: %v, want ErrWriteFailed", err)
 	}
 	_ = s.Close() // the database is already closed
+}
+
+// gatedDriver holds every Commit until gate is closed.
+type gatedDriver struct {
+	*memkv.Driver
+	gate chan struct{}
+}
+
+func (d gatedDriver) Commit(ctx context.Context, b kv.Batch) error {
+	<-d.gate
+	return d.Driver.Commit(ctx, b)
+}
+
+// TestRefusalWaitsForGroup runs a commit and a request refused because of
+// it (its parent is the head the commit replaced) as one group: the
+// refusal must not be answered before the group is durable — a client
+// reading after it would not find what it was refused on — and a refusal
+// before the group moved anything is answered at once.
+func TestRefusalWaitsForGroup(t *testing.T) {
+	ctx := context.Background()
+	d := gatedDriver{memkv.New(), make(chan struct{})}
+	close(d.gate)
+	s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	head := mustCommit(t, s, "c", put("x", "note", map[string]any{"v": 1}))
+	d.gate = make(chan struct{})
+	s.kv = d
+	req := func(r *writeReq) *writeReq {
+		r.ctx, r.resp = ctx, make(chan writeResp, 1)
+		return r
+	}
+	commitOn := func(parent *hashing.Digest) *writeReq {
+		return req(&writeReq{kind: reqCommit, ctxID: "c", branch: "main",
+			commit: CommitRequest{Context: "c", Branch: "main", Parent: parent, Ops: []graph.Op{put("y", "note", map[string]any{})}}})
+	}
+	bogus := hashing.Sum([]byte("no such commit"))
+	early := commitOn(&bogus)     // refused before the group moved anything
+	first := commitOn(&head.ID)   // moves main
+	refused := commitOn(&head.ID) // stale once first is decided
+	done := make(chan struct{})
+	go func() {
+		s.processBatch([]*writeReq{early, first, refused}, nil)
+		close(done)
+	}()
+	select {
+	case r := <-early.resp:
+		if !errors.Is(r.err, ErrStale) {
+			t.Fatalf("early request: %v, want ErrStale", r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a refusal before the group moved anything waited for the group")
+	}
+	select {
+	case r := <-refused.resp:
+		t.Fatalf("refusal answered before the group was durable: %v", r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(d.gate)
+	<-done
+	if r := <-refused.resp; !errors.Is(r.err, ErrStale) {
+		t.Fatalf("refused request: %v, want ErrStale", r.err)
+	}
+	if r := <-first.resp; r.err != nil {
+		t.Fatalf("first request: %v", r.err)
+	}
 }
