@@ -456,20 +456,22 @@ func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 	}
 	h := &hold{d: d}
 	err = d.retry(ctx, func() error {
-		tx, err := d.pool.Begin(ctx)
+		conn, err := d.pool.Acquire(ctx)
 		if err != nil {
 			return err
 		}
+		// One round trip: the transaction's BEGIN travels with its locks.
 		var batch pgx.Batch
+		batch.Queue("BEGIN")
 		batch.Queue(d.holdIdle)
 		for _, k := range sorted {
 			batch.Queue("SELECT 1 FROM "+d.kvT+" WHERE k = $1 FOR UPDATE", k)
 		}
-		if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
-			_ = tx.Rollback(context.Background())
+		if err := conn.SendBatch(ctx, &batch).Close(); err != nil {
+			endConn(conn)
 			return err
 		}
-		h.tx = tx
+		h.conn = conn
 		return nil
 	})
 	if err != nil {
@@ -503,7 +505,7 @@ func (h *hold) keepAlive(every time.Duration) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
-		_, err := h.tx.Exec(ctx, "SELECT 1")
+		_, err := h.conn.Exec(ctx, "SELECT 1")
 		cancel()
 		h.mu.Unlock()
 		if err != nil {
@@ -512,14 +514,23 @@ func (h *hold) keepAlive(every time.Duration) {
 	}
 }
 
+// querier is what write and conflicts send their statements through: a
+// transaction (pgx.Tx) or a hold's connection, inside its transaction.
+type querier interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // hold is a kv.Hold of the PostgreSQL driver: an open transaction.
 type hold struct {
 	d  *Driver
-	mu sync.Mutex // serialises the transaction's users (Commit, keepAlive)
-	tx pgx.Tx
+	mu sync.Mutex // serialises the connection's users (Commit, keepAlive)
+	// conn is the pool connection whose transaction holds the locks.
+	conn *pgxpool.Conn
 	// stop ends keepAlive (nil without one).
-	stop chan struct{}
-	done bool
+	stop      chan struct{}
+	done      bool
+	committed bool // COMMIT went through: nothing to roll back
 }
 
 // Commit implements kv.Hold: the batch is written in the hold's
@@ -538,17 +549,22 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 	defer h.end()
 	d := h.d
 	order, sets := commitOrder(b)
-	failed, err := d.write(ctx, h.tx, &b, order, sets)
+	failed, err := d.write(ctx, h.conn, &b, order, sets)
 	if err == nil && len(failed) > 0 {
 		var conflict *kv.ConflictError
-		if conflict, err = d.conflicts(ctx, h.tx, b.Swaps, failed); err == nil {
+		if conflict, err = d.conflicts(ctx, h.conn, b.Swaps, failed); err == nil {
 			return conflict
 		}
 	}
 	if err == nil {
-		err = h.tx.Commit(ctx)
-		if err == nil {
-			return nil
+		var tag pgconn.CommandTag
+		if tag, err = h.conn.Exec(ctx, "COMMIT"); err == nil {
+			h.committed = true
+			if tag.String() != "ROLLBACK" {
+				return nil
+			}
+			// COMMIT of a transaction that had failed rolls it back.
+			return &kv.ConflictError{Cause: errors.New("pgkv: the server rolled the hold's transaction back")}
 		}
 	}
 	if retryable(err) || rolledBack(err) {
@@ -580,9 +596,23 @@ func (h *hold) end() {
 	if h.stop != nil {
 		close(h.stop)
 	}
-	_ = h.tx.Rollback(context.Background())
+	if h.committed {
+		h.conn.Release()
+	} else {
+		endConn(h.conn)
+	}
 	<-h.d.holds
 	h.d.g.Leave()
+}
+
+// endConn rolls back the transaction a hold's connection may have open
+// and returns the connection to the pool, which closes it rather than
+// reuse it if it is still in a transaction or broken.
+func endConn(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_, _ = conn.Exec(ctx, "ROLLBACK")
+	cancel()
+	conn.Release()
 }
 
 // commitOrder returns the order in which a batch's swaps are sent (by
@@ -643,7 +673,7 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 // write sends the whole batch in one pipelined round trip — the swaps
 // in key order, then the sets and the deletes — and returns the indexes of
 // the swaps whose expectation failed (the caller then rolls back).
-func (d *Driver) write(ctx context.Context, tx pgx.Tx, b *kv.Batch, order []int, sets []kv.Record) ([]int, error) {
+func (d *Driver) write(ctx context.Context, tx querier, b *kv.Batch, order []int, sets []kv.Record) ([]int, error) {
 	var batch pgx.Batch
 	deletes := b.Deletes
 	for _, i := range order {
@@ -691,7 +721,7 @@ func (d *Driver) write(ctx context.Context, tx pgx.Tx, b *kv.Batch, order []int,
 }
 
 // conflicts reads the current values of the failed swaps' keys.
-func (d *Driver) conflicts(ctx context.Context, tx pgx.Tx, swaps []kv.Swap, failed []int) (*kv.ConflictError, error) {
+func (d *Driver) conflicts(ctx context.Context, tx querier, swaps []kv.Swap, failed []int) (*kv.ConflictError, error) {
 	keys := make([][]byte, len(failed))
 	for j, i := range failed {
 		keys[j] = swaps[i].Key
