@@ -212,22 +212,18 @@ func (s *Store) run(lane chan *writeReq) {
 				err = fmt.Errorf("%w: writes are refused since a read found %v; stop artifactd and run artifactd fsck", ErrCorrupt, *p)
 			}
 		}
+		var hold kv.Hold
+		if err == nil && s.locker != nil {
+			hold, err = s.holdContexts(batch)
+		}
 		if err != nil {
 			for _, r := range batch {
 				r.resp <- writeResp{err: err}
 			}
 			continue
 		}
-		var hold kv.Hold
 		var later []*writeReq
-		if s.locker != nil {
-			var err error
-			if hold, err = s.holdContexts(batch); err != nil {
-				for _, r := range batch {
-					r.resp <- writeResp{err: err}
-				}
-				continue
-			}
+		if hold != nil {
 			// Waiting for the hold, more requests may have queued: those
 			// of the held contexts join the group (one hold, one commit),
 			// the others wait for the next.
@@ -571,13 +567,9 @@ const maxHoldWait = maxContention
 // the groups of other processes that hold one — in the order they asked,
 // so that none is passed over again and again.
 func (s *Store) holdContexts(batch []*writeReq) (kv.Hold, error) {
-	keys := make([][]byte, 0, len(batch))
-	seen := make(map[string]bool, len(batch))
-	for _, r := range batch {
-		if !seen[r.ctxID] {
-			seen[r.ctxID] = true
-			keys = append(keys, keyCtx(r.ctxID))
-		}
+	keys := make([][]byte, len(batch)) // Lock takes each key once
+	for i, r := range batch {
+		keys[i] = keyCtx(r.ctxID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), maxHoldWait)
 	defer cancel()

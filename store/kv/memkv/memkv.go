@@ -231,14 +231,14 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 		return err
 	}
 	defer d.g.Leave()
-	return d.commit(b)
-}
-
-// commit applies b; the caller has entered the guard.
-func (d *Driver) commit(b kv.Batch) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
+	return d.commit(b)
+}
+
+// commit applies b, validated; the caller has entered the guard.
+func (d *Driver) commit(b kv.Batch) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var conflicts []kv.Conflict

@@ -549,12 +549,9 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 	defer h.end()
 	d := h.d
 	order, sets := commitOrder(b)
-	failed, err := d.write(ctx, h.conn, &b, order, sets)
-	if err == nil && len(failed) > 0 {
-		var conflict *kv.ConflictError
-		if conflict, err = d.conflicts(ctx, h.conn, b.Swaps, failed); err == nil {
-			return conflict
-		}
+	conflict, err := d.apply(ctx, h.conn, &b, order, sets)
+	if err == nil && conflict != nil {
+		return conflict
 	}
 	if err == nil {
 		var tag pgconn.CommandTag
@@ -647,15 +644,11 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	err := d.retry(ctx, func() error {
 		conflict = nil
 		return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-			failed, err := d.write(ctx, tx, &b, order, sets)
-			if err != nil {
+			var err error
+			if conflict, err = d.apply(ctx, tx, &b, order, sets); err != nil {
 				return err
 			}
-			if len(failed) > 0 {
-				conflict, err = d.conflicts(ctx, tx, b.Swaps, failed)
-				if err != nil {
-					return err
-				}
+			if conflict != nil {
 				return conflict // rolls back
 			}
 			return nil
@@ -668,6 +661,17 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 		return fmt.Errorf("pgkv: commit: %w", ctxErr(ctx, err))
 	}
 	return nil
+}
+
+// apply writes b in the transaction q is in and reports the swaps that
+// failed as a *kv.ConflictError (nil: all held); the caller commits, or
+// rolls back on a conflict or an error.
+func (d *Driver) apply(ctx context.Context, q querier, b *kv.Batch, order []int, sets []kv.Record) (*kv.ConflictError, error) {
+	failed, err := d.write(ctx, q, b, order, sets)
+	if err != nil || len(failed) == 0 {
+		return nil, err
+	}
+	return d.conflicts(ctx, q, b.Swaps, failed)
 }
 
 // write sends the whole batch in one pipelined round trip — the swaps
