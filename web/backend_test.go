@@ -1,66 +1,15 @@
 package web
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"math/rand/v2"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/artifactd/artifactd/store"
-	"github.com/artifactd/artifactd/store/kv"
-	"github.com/artifactd/artifactd/store/kv/pgkv"
+	"github.com/artifactd/artifactd/store/storetest"
 )
 
-// envTestStore selects the store the UI tests run on: "postgres" (a
-// schema of its own per test in the database ARTIFACTD_TEST_POSTGRES
-// names; .ci/run runs the package a second time so), or Badger in a
-// temporary directory when unset or "badger".
-const envTestStore = "ARTIFACTD_TEST_STORE"
-
-// testBackend points so at the backend envTestStore selects.
+// testBackend points so at the backend storetest.EnvStore selects
+// (ARTIFACTD_TEST_STORE=postgres: a schema of its own per test).
 func testBackend(t testing.TB, so *store.Options) {
 	t.Helper()
-	switch b := os.Getenv(envTestStore); b {
-	case "", "badger":
-		return
-	case "postgres":
-	default:
-		t.Fatalf("%s=%q: want badger or postgres", envTestStore, b)
-	}
-	dsn := os.Getenv("ARTIFACTD_TEST_POSTGRES")
-	if dsn == "" {
-		t.Fatalf("%s=postgres needs ARTIFACTD_TEST_POSTGRES (.ci/run starts a database)", envTestStore)
-	}
-	ctx := context.Background()
-	schema := fmt.Sprintf("web_%d_%d", time.Now().UnixNano(), rand.Uint32())
-	drv, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
-	if err != nil {
-		t.Fatalf("open PostgreSQL: %v", err)
-	}
-	so.Driver = drv
-	so.ReserveBytes = -1 // no data directory whose free space to watch
-	// Registered before the store's own cleanup, so it runs after the
-	// store is closed: the records go, the empty tables stay.
-	t.Cleanup(func() {
-		_ = drv.Close()
-		d, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
-		if err != nil {
-			t.Errorf("clear schema %s: %v", schema, err)
-			return
-		}
-		defer d.Close()
-		var keys [][]byte
-		err = d.Scan(ctx, nil, nil, 0, func(k, _ []byte) error { keys = append(keys, bytes.Clone(k)); return nil })
-		for err == nil && len(keys) > 0 {
-			n := min(len(keys), 1000)
-			err = d.Commit(ctx, kv.Batch{Deletes: keys[:n]})
-			keys = keys[n:]
-		}
-		if err != nil {
-			t.Errorf("clear schema %s: %v", schema, err)
-		}
-	})
+	storetest.Backend(t, so, "web")
 }
