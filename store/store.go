@@ -85,6 +85,12 @@ type Options struct {
 	// payloads 10 %. Sizes are estimates of the Go heap they hold. An
 	// evicted head is rebuilt from the state map on its next use.
 	CacheBytes int64
+	// MappedBytes bounds the resident pages of the files the embedded
+	// Badger database maps (0: badgerkv.DefaultMappedBytes, 64 MiB;
+	// negative: no bound). They are page cache the kernel may drop, yet
+	// count in the process's resident size; past the bound the driver
+	// pages them out. Ignored when Driver is set.
+	MappedBytes int64
 	// MaxBatch bounds how many commit requests one group commit takes
 	// (default 256).
 	MaxBatch int
@@ -291,7 +297,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if opts.Dir == "" {
 			return nil, fmt.Errorf("%w: data directory is required", ErrInvalid)
 		}
-		bd, err := badgerkv.Open(ctx, badgerkv.Options{Dir: opts.Dir, NoSync: opts.NoSync, MemTableSize: memTableSize, Logger: opts.Logger})
+		bd, err := badgerkv.Open(ctx, badgerkv.Options{Dir: opts.Dir, NoSync: opts.NoSync, MemTableSize: memTableSize, MappedBytes: opts.MappedBytes, Logger: opts.Logger})
 		if err != nil {
 			// Badger reports the directory lock only in its message.
 			if strings.Contains(err.Error(), "Cannot acquire directory lock") {
@@ -392,6 +398,9 @@ func reserveBytes(o Options) int64 {
 
 // DefaultCacheBytes is the default memory budget of a store's caches.
 const DefaultCacheBytes = 256 << 20
+
+// DefaultMappedBytes is the default of Options.MappedBytes.
+const DefaultMappedBytes = badgerkv.DefaultMappedBytes
 
 func cacheBytes(o Options) int64 {
 	if o.CacheBytes > 0 {

@@ -45,7 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	noSync := fs.Bool("nosync", false, "in-process server only: skip fsync (measures the API without durability; acknowledged commits may be lost by an OS crash)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run or scenario (client and in-process server, including its start) to this file")
-	memProfile := fs.String("memprofile", "", "write a heap profile (live objects after a collection) at the end of the run or scenario to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile (live objects after a collection) to this file at the end of the run, or of the scenario before its in-process server stops")
 	var sc scenarioConfig
 	sc.flags(fs)
 	pos, err := parseInterspersed(fs, args)
@@ -75,7 +75,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if *memProfile != "" {
+	if *memProfile != "" && sc.name == "" {
 		defer func() {
 			if err := writeHeapProfile(*memProfile); err != nil {
 				fmt.Fprintf(stderr, "artifactd: bench: %v\n", err)
@@ -83,7 +83,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}()
 	}
 	if sc.name != "" {
-		sc.addr, sc.dataDir, sc.token, sc.noSync = *addr, *dataDir, *token, *noSync
+		sc.addr, sc.dataDir, sc.token, sc.noSync, sc.memProfile = *addr, *dataDir, *token, *noSync, *memProfile
 		sc.clients = 0
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {

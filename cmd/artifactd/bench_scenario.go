@@ -37,6 +37,10 @@ type scenarioConfig struct {
 	batch     int
 	timeout   time.Duration
 	duration  time.Duration // soak: how long the load runs (0: 10m)
+	// memProfile, when set, receives the heap profile taken when the
+	// scenario ends, before the in-process server stops (bench
+	// --memprofile): the live heap with the server's caches in it.
+	memProfile string
 }
 
 func (c *scenarioConfig) flags(fs *flag.FlagSet) {
@@ -521,6 +525,11 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 	run.res.Elapsed = time.Since(start)
 	if run.cpu.path != "" {
 		run.res.CPU = run.cpu.read() - cpu0
+	}
+	if cfg.memProfile != "" {
+		if perr := writeHeapProfile(cfg.memProfile); perr != nil {
+			fmt.Fprintf(stderr, "artifactd: bench: %v\n", perr)
+		}
 	}
 	code := exitOK
 	switch {

@@ -49,7 +49,7 @@ func newBenchServer(ctx context.Context, dir string, noSync bool) (*benchServer,
 
 func (s *benchServer) start(ctx context.Context) error {
 	reg := httpapi.NewRegistry()
-	applyMemoryLimit() // as serve does, so the figures are serve's
+	applyMemoryLimit(0) // as serve does, so the figures are serve's
 	st, err := store.Open(ctx, store.Options{Dir: s.dir, Logger: discardLogger(), NoSync: s.noSync})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)

@@ -204,7 +204,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitUsage, "demo: %v", err)
 	}
-	st, reg, err := openAPISpec(ctx, sp, discardLogger(), false)
+	st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: discardLogger()}, false)
 	if err != nil {
 		return fail(stderr, exitUsage, "demo: %v", err)
 	}

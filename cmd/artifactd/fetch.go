@@ -16,6 +16,7 @@ import (
 	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/service"
+	"github.com/artifactd/artifactd/store"
 )
 
 // runFetch is `artifactd fetch URL --context ID`: fetch a URL under the
@@ -125,7 +126,7 @@ func fetchIntoStore(ctx context.Context, sp storeSpec, ctxID string, in service.
 	if err := gateTiers(&cfg, true, allowPrivate, renderOn); err != nil {
 		return nil, err
 	}
-	st, reg, err := openAPISpec(ctx, sp, cfg.Logger, true)
+	st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: cfg.Logger}, true)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/artifactd/artifactd/mcp"
+	"github.com/artifactd/artifactd/store"
 )
 
 // runMCP is `artifactd mcp`: the MCP server over stdio, talking to a
@@ -46,7 +47,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if sp.isZero() {
 			sp = storeSpec{Dir: defaultDataDir}
 		}
-		st, reg, err := openAPISpec(ctx, sp, logger, false)
+		st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: logger}, false)
 		if err != nil {
 			return fail(stderr, exitUsage, "mcp: %v", err)
 		}

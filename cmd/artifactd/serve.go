@@ -56,6 +56,9 @@ type serveConfig struct {
 	// SpillRetention, when positive, prunes the bytes of spilled full tool
 	// outputs that are older (serve --spill-retention).
 	SpillRetention time.Duration
+	// CacheBytes and MappedBytes are serve --cache-bytes and
+	// --mapped-bytes (store.Options; zero: the defaults).
+	CacheBytes, MappedBytes int64
 }
 
 // netLimits are serve's connection limits and timeouts.
@@ -181,14 +184,15 @@ func loadSecrets(path string) (gate.Secrets, error) {
 // registry's RoleOf gives user types their trust role, so it must exist
 // before the store and be loaded before the first request.
 func openAPIStore(ctx context.Context, dir string, logger *slog.Logger) (*store.Store, *httpapi.Registry, error) {
-	return openAPISpec(ctx, storeSpec{Dir: dir}, logger, false)
+	return openAPISpec(ctx, storeSpec{Dir: dir}, store.Options{Logger: logger}, false)
 }
 
 // openAPISpec is openAPIStore for the store sp names; with existing, one
 // that was never created is refused (openSpec).
-func openAPISpec(ctx context.Context, sp storeSpec, logger *slog.Logger, existing bool) (*store.Store, *httpapi.Registry, error) {
+func openAPISpec(ctx context.Context, sp storeSpec, opts store.Options, existing bool) (*store.Store, *httpapi.Registry, error) {
 	reg := httpapi.NewRegistry()
-	st, err := openSpec(ctx, sp, store.Options{Logger: logger}, existing)
+	logger := opts.Logger
+	st, err := openSpec(ctx, sp, opts, existing)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -350,6 +354,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&nl.MaxLargeBodies, "max-large-bodies", httpapi.DefaultMaxLargeBodies, "request bodies over 1 MiB (or of unknown length) read at once (503 beyond)")
 	spillRetention := fs.Duration("spill-retention", 0, "prune the bytes of spilled full tool outputs older than this (e.g. 720h); the artifacts keep their digests and the blobs answer 410 Gone; 0 keeps them")
 	gateRules := fs.String("gate-rules", "", "gate ruleset file (JSON, format 1, usually extending gate/v2) for new fetch verdicts")
+	cacheBytes := fs.Int64("cache-bytes", store.DefaultCacheBytes, "memory budget of the store's caches (branch heads, state-map nodes, payloads); the Go runtime's soft limit is three times it unless GOMEMLIMIT is set")
+	mappedBytes := fs.Int64("mapped-bytes", store.DefaultMappedBytes, "resident pages of the embedded database's mapped files past which they are paged out (Linux; -1: no bound)")
 	secretsFile := fs.String("secrets", "", "file of secret values, one per line, masked by value in tool results and effect errors")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -393,6 +399,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, exitUsage, "serve: --spill-retention must not be negative")
 	}
 	cfg.SpillRetention = *spillRetention
+	if *cacheBytes < 1<<20 {
+		return fail(stderr, exitUsage, "serve: --cache-bytes must be at least 1 MiB (1048576)")
+	}
+	if *mappedBytes == 0 || *mappedBytes < -1 {
+		return fail(stderr, exitUsage, "serve: --mapped-bytes must be positive, or -1 for no bound")
+	}
+	cfg.CacheBytes, cfg.MappedBytes = *cacheBytes, *mappedBytes
 	if err := gateTiers(&cfg, *allowFetch, *allowPrivate, *renderOn); err != nil {
 		return fail(stderr, exitUsage, "serve: %v", err)
 	}
@@ -405,8 +418,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // serve runs the server until ctx ends, then shuts down gracefully:
 // in-flight requests (and their commits) finish, then the store closes.
 func serve(ctx context.Context, sp storeSpec, addr string, cfg serveConfig, stdout io.Writer) error {
-	applyMemoryLimit()
-	st, reg, err := openAPISpec(ctx, sp, cfg.Logger, false)
+	applyMemoryLimit(cfg.CacheBytes)
+	st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: cfg.Logger, CacheBytes: cfg.CacheBytes, MappedBytes: cfg.MappedBytes}, false)
 	if err != nil {
 		return err
 	}

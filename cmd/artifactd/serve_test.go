@@ -376,3 +376,23 @@ func TestLoadTokens(t *testing.T) {
 		t.Fatalf("serve with a bad tokens file: %d %s", rc, stderr.String())
 	}
 }
+
+// TestServeMemoryFlags: the cache and mapped-file budgets are refused, with
+// the flag named, when they cannot bound anything.
+func TestServeMemoryFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cache-bytes", "1000"}, "--cache-bytes must be at least 1 MiB"},
+		{[]string{"--cache-bytes", "-1"}, "--cache-bytes must be at least 1 MiB"},
+		{[]string{"--mapped-bytes", "0"}, "--mapped-bytes must be positive, or -1"},
+		{[]string{"--mapped-bytes", "-2"}, "--mapped-bytes must be positive, or -1"},
+	} {
+		var stderr bytes.Buffer
+		args := append([]string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, c.args...)
+		if rc := Run(context.Background(), args, io.Discard, &stderr); rc != exitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("serve %v: exit %d, %q; want exit %d and %q", c.args, rc, stderr.String(), exitUsage, c.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/internal/guard"
@@ -28,10 +29,18 @@ type Options struct {
 	// sets the transaction limits: about 15 % of it per Commit.
 	MemTableSize int64
 	// BlockCacheBytes is the size of Badger's cache of decompressed table
-	// blocks (0: DefaultBlockCacheBytes; negative: none). Badger's own
+	// blocks (0: DefaultBlockCacheBytes; negative: none, and the tables
+	// are then written uncompressed, since Badger reads a compressed table
+	// only through its block cache). Badger's own
 	// default, 256 MiB, was most of a long-running server's resident
 	// memory; the store keeps its own caches of decoded records above it.
 	BlockCacheBytes int64
+	// MappedBytes bounds the resident pages of the files Badger maps
+	// (tables and logs; 0: DefaultMappedBytes; negative: no bound). Past
+	// it the driver asks the kernel to page them out (Linux only; see
+	// mapped.go): they are page cache, which a process's resident size
+	// counts all the same.
+	MappedBytes int64
 	// Logger receives the driver's rare notices (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -48,6 +57,7 @@ const numMemtables = 2
 type Driver struct {
 	db     *badger.DB
 	noSync bool
+	trim   *trimmer
 	g      guard.Guard
 	// commitMu serialises the check-and-write step of Commit.
 	commitMu sync.Mutex
@@ -83,11 +93,14 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 		WithNumMemtables(numMemtables).
 		WithBlockCacheSize(blockCache(opts.BlockCacheBytes)).
 		WithDetectConflicts(false)
+	if bo.BlockCacheSize == 0 {
+		bo = bo.WithCompression(options.None)
+	}
 	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("badgerkv: open %s: %w", opts.Dir, err)
 	}
-	return &Driver{db: db, noSync: opts.NoSync}, nil
+	return &Driver{db: db, noSync: opts.NoSync, trim: startTrimmer(opts.Dir, opts.MappedBytes, log)}, nil
 }
 
 func blockCache(n int64) int64 {
@@ -513,6 +526,7 @@ func (d *Driver) Close() error {
 	if !d.g.Close() {
 		return nil
 	}
+	d.trim.close()
 	if err := d.db.Close(); err != nil {
 		return fmt.Errorf("badgerkv: close: %w", err)
 	}

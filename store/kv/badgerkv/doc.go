@@ -24,6 +24,10 @@
 //     in, which is before the sync; Commit returns after the sync.
 //   - Scan and ScanReverse each read one Badger read transaction, a
 //     snapshot.
+//   - The pages of the files Badger maps (tables, write-ahead and value
+//     logs) count in the process's resident size although they are page
+//     cache. Past Options.MappedBytes (default 64 MiB) a goroutine asks the
+//     kernel to page the data directory's mappings out (Linux; mapped.go).
 //   - Open deletes empty .mem and .vlog files, which a crash can leave and
 //     which Badger v4 refuses to open (see removeEmptyLogs).
 package badgerkv

@@ -1,0 +1,109 @@
+//go:build linux
+
+package badgerkv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/artifactd/artifactd/store/kv"
+)
+
+func TestParseRssFile(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"Name:\tx\nVmRSS:\t  9000 kB\nRssAnon:\t  100 kB\nRssFile:\t    2048 kB\nRssShmem:\t0 kB\n", 2048 << 10, true},
+		{"Name:\tx\nRssFile:\t0 kB", 0, true},
+		{"Name:\tx\nRssAnon:\t1 kB\n", 0, false},
+		{"Name:\tx\nRssFile:\tlots kB\n", 0, false},
+		{"Name:\tx\nRssFile:\t12 MB\n", 0, false},
+	} {
+		got, err := parseRssFile([]byte(c.in))
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseRssFile(%q) = %d, %v; want %d (ok %v)", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+// TestTrimPagesOut writes 48 MB through a driver (small memtables, so most
+// of it lands in tables written through memory maps), reads it all back so
+// every page is resident, and has the trimmer page the data directory's
+// mappings out: the resident file-backed size must fall by most of what
+// the data added, and every value must read back unchanged.
+func TestTrimPagesOut(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := Open(ctx, Options{Dir: dir, MemTableSize: 8 << 20, MappedBytes: -1, BlockCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.trim != nil {
+		t.Fatal("MappedBytes -1 started a trimmer")
+	}
+	before, err := residentFileBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n, size = 12_000, 4 << 10
+	val := func(i int) []byte {
+		b := make([]byte, size)
+		r := rand.New(rand.NewPCG(uint64(i), 9))
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		return b
+	}
+	for lo := 0; lo < n; lo += 500 {
+		recs := make([]kv.Record, 0, 500)
+		for i := lo; i < lo+500; i++ {
+			recs = append(recs, kv.Record{Key: fmt.Appendf(nil, "k%06d", i), Value: val(i)})
+		}
+		if err := d.PutSame(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readAll := func() {
+		t.Helper()
+		for _, i := range rng.Perm(n) {
+			v, err := d.Get(ctx, fmt.Appendf(nil, "k%06d", i))
+			if err != nil || !bytes.Equal(v, val(i)) {
+				t.Fatalf("key %d: %d bytes, %v", i, len(v), err)
+			}
+		}
+	}
+	readAll()
+	loaded, err := residentFileBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown := loaded - before
+	if grown < 24<<20 {
+		t.Fatalf("resident file-backed size grew by %d MB only: the data is not read through maps", grown>>20)
+	}
+	tr := &trimmer{dir: dir, budget: 1}
+	advised, err := tr.trim()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := residentFileBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("resident file-backed: %d MB before, %d MB with the data read, %d MB after paging out %d MB of mappings",
+		before>>20, loaded>>20, after>>20, advised>>20)
+	if advised < grown {
+		t.Fatalf("advised %d MB of mappings, less than the %d MB the data added", advised>>20, grown>>20)
+	}
+	if freed := loaded - after; freed < grown*3/4 {
+		t.Fatalf("paging out freed %d MB of the %d MB the data added", freed>>20, grown>>20)
+	}
+	readAll()
+}
