@@ -34,7 +34,7 @@
 //     on first use — its nodes read a level at a time, one GetMany per
 //     part (prefetch.go), not one read a node. Heads are a cache: they are evicted least recently
 //     used when their estimated size passes 60 % of Options.CacheBytes
-//     (default 256 MB; the node, payload and old-state caches share the
+//     (default 128 MiB; the node, payload and old-state caches share the
 //     rest), never while a commit group holds one nor the most recently
 //     used one (a context bigger than the budget stays cached alone rather
 //     than be loaded again on every read), and a reader caches a head it

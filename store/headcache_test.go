@@ -78,6 +78,11 @@ func TestHeadCacheBounded(t *testing.T) {
 	if total > s.headBudget || n >= contexts {
 		t.Fatalf("%d heads cached, %d bytes estimated; budget %d", n, total, s.headBudget)
 	}
+	// What the server's memory limit follows: the heads plus the other
+	// caches, within the whole budget, and no less than the heads alone.
+	if got := s.CachedBytes(); got < total || got > 1<<20 {
+		t.Fatalf("CachedBytes = %d: the heads hold %d, the budget is %d", got, total, 1<<20)
+	}
 	for c := range contexts {
 		id := fmt.Sprintf("run-%d", c)
 		var head *replay.Commit

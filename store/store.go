@@ -284,10 +284,10 @@ func ValidateBranch(name string) error {
 	return nil
 }
 
-// memTableSize is the size of Badger's memtables: its default, 64 MiB.
+// memTableSize is the size of Badger's memtables (the driver's default).
 // Tests that reopen a store many times use less, since every open
 // allocates and zeroes a memtable arena of about 1.3 times this size.
-var memTableSize int64 = 64 << 20
+var memTableSize int64 = badgerkv.DefaultMemTableSize
 
 // Open opens (or creates) the store in opts.Dir. It checks the key layout
 // version and starts the committer.
@@ -396,8 +396,12 @@ func reserveBytes(o Options) int64 {
 	return o.ReserveBytes
 }
 
-// DefaultCacheBytes is the default memory budget of a store's caches.
-const DefaultCacheBytes = 256 << 20
+// DefaultCacheBytes is the default memory budget of a store's caches:
+// enough for a 100k-artifact head and the working heads of a busy server
+// (a finished agent run's head is dead weight the cache drops), small
+// enough that a server over Badger stays near 400 MB resident however many
+// contexts it has served (docs/BENCHMARKS.md).
+const DefaultCacheBytes = 128 << 20
 
 // DefaultMappedBytes is the default of Options.MappedBytes.
 const DefaultMappedBytes = badgerkv.DefaultMappedBytes
@@ -711,6 +715,20 @@ func checkedNode(id hashing.Digest, raw []byte) (*trieNode, error) {
 	return n, nil
 }
 
+// CachedBytes estimates the Go heap the store's caches hold now: the
+// cached heads (stateCost) and the node, payload and old-state caches. It
+// stays within Options.CacheBytes, except while the one head kept past the
+// budget (a context bigger than the cache) is cached.
+func (s *Store) CachedBytes() int64 {
+	var n int64
+	s.mu.Lock()
+	for _, h := range s.heads {
+		n += h.cost.Load()
+	}
+	s.mu.Unlock()
+	return n + s.nodes.size() + s.objects.size() + s.states.size()
+}
+
 // ---- a small LRU ----
 
 // lru is a least-recently-used cache bounded by the sum of its entries'
@@ -767,6 +785,13 @@ func (c *lru[K, V]) put(k K, v V) {
 		delete(c.items, en.k)
 		c.used -= en.cost
 	}
+}
+
+// size is the summed cost of the cached entries.
+func (c *lru[K, V]) size() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
 }
 
 // clear empties the cache.

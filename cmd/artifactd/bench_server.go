@@ -25,6 +25,8 @@ type benchServer struct {
 	st     *store.Store
 	srv    *http.Server
 	base   string // "http://127.0.0.1:port" of the running server
+	// stopLimit ends the memory limit's following of the store's caches.
+	stopLimit context.CancelFunc
 }
 
 // newBenchServer opens dir (a new temporary directory when empty) and
@@ -64,6 +66,9 @@ func (s *benchServer) start(ctx context.Context) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	s.st = st
+	lctx, stopLimit := context.WithCancel(context.Background())
+	s.stopLimit = stopLimit
+	go followCaches(lctx, st, 0)
 	s.srv = &http.Server{Handler: newServer(st, reg, serveConfig{Logger: discardLogger()}), ReadHeaderTimeout: 10 * time.Second}
 	s.base = "http://" + ln.Addr().String()
 	go func() { _ = s.srv.Serve(ln) }()
@@ -76,6 +81,7 @@ func (s *benchServer) stop() error {
 	if s.st == nil {
 		return nil
 	}
+	s.stopLimit()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(sctx)

@@ -428,6 +428,9 @@ func serve(ctx context.Context, sp storeSpec, addr string, cfg serveConfig, stdo
 		st.Close()
 		return err
 	}
+	lctx, stopLimit := context.WithCancel(ctx)
+	defer stopLimit()
+	go followCaches(lctx, st, cfg.CacheBytes)
 	nl := cfg.Net
 	if nl.MaxConns <= 0 {
 		nl.MaxConns = defaultMaxConns()

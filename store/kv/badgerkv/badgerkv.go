@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -25,7 +26,8 @@ type Options struct {
 	// NoSync skips the sync after each Commit: commits are then not
 	// durable across a machine crash. Only for benchmarks and tests.
 	NoSync bool
-	// MemTableSize is Badger's memtable size in bytes (0: 64 MiB). It also
+	// MemTableSize is Badger's memtable size in bytes (0:
+	// DefaultMemTableSize). It also
 	// sets the transaction limits: about 15 % of it per Commit.
 	MemTableSize int64
 	// BlockCacheBytes is the size of Badger's cache of decompressed table
@@ -47,6 +49,17 @@ type Options struct {
 
 // DefaultBlockCacheBytes is the default of Options.BlockCacheBytes.
 const DefaultBlockCacheBytes = 32 << 20
+
+// DefaultMemTableSize is the default of Options.MemTableSize: half of
+// Badger's own. Each memtable is an arena of about 1.3 times it on the Go
+// heap, and a table built from one buffers about twice it; at 64 MiB the
+// two took more than half of a server's live heap over many agent runs.
+const DefaultMemTableSize = 32 << 20
+
+// numCompactors is how many compactions Badger runs at once (its default
+// is 4): each buffers the tables it builds, and more than the machine's
+// cores only adds their buffers. Badger needs at least 2.
+func numCompactors() int { return min(max(runtime.GOMAXPROCS(0), 2), 4) }
 
 // numMemtables is how many memtables Badger keeps (its default is 5):
 // with two, one takes writes while the other is flushed, and a server's
@@ -75,7 +88,7 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	}
 	mt := opts.MemTableSize
 	if mt <= 0 {
-		mt = 64 << 20
+		mt = DefaultMemTableSize
 	}
 	log := opts.Logger
 	if log == nil {
@@ -91,6 +104,7 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 		WithMetricsEnabled(false).
 		WithMemTableSize(mt).
 		WithNumMemtables(numMemtables).
+		WithNumCompactors(numCompactors()).
 		WithBlockCacheSize(blockCache(opts.BlockCacheBytes)).
 		WithDetectConflicts(false)
 	if bo.BlockCacheSize == 0 {
