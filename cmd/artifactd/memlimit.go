@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 
 	"github.com/artifactd/artifactd/store"
@@ -19,15 +20,18 @@ const memoryReserve = 256 << 20
 const limitEvery = time.Second
 
 // memoryLimit is the runtime's soft memory limit for a store whose caches
-// may hold budget bytes and hold cached bytes now: the larger of the two
-// plus memoryReserve. The caches pass their budget only while one head
-// bigger than it is cached alone; the limit then follows, since a limit
-// below the live heap makes the collector run without end.
-func memoryLimit(budget, cached int64) int64 {
+// may hold budget bytes and hold cached bytes now, in a heap of which live
+// bytes were live after the last collection: the larger of budget and
+// cached plus memoryReserve, and at least one and a half times the live
+// heap. The caches pass their budget only while one head bigger than it is
+// cached alone, and Badger's table builds can hold 200 MB for a while; the
+// limit then follows, since a limit near the live heap makes the collector
+// run almost without pause.
+func memoryLimit(budget, cached, live int64) int64 {
 	if budget <= 0 {
 		budget = store.DefaultCacheBytes
 	}
-	return max(budget, cached) + memoryReserve
+	return max(max(budget, cached)+memoryReserve, live/2*3)
 }
 
 // applyMemoryLimit gives the Go runtime a soft memory limit for a store
@@ -40,17 +44,19 @@ func applyMemoryLimit(cacheBytes int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	debug.SetMemoryLimit(memoryLimit(cacheBytes, 0))
+	debug.SetMemoryLimit(memoryLimit(cacheBytes, 0, 0))
 }
 
-// followCaches keeps the soft memory limit at memoryLimit(cacheBytes,
-// st.CachedBytes()) until ctx ends, when applyMemoryLimit set one.
+// followCaches keeps the soft memory limit at memoryLimit of the budget,
+// st.CachedBytes() and the live heap until ctx ends, when applyMemoryLimit
+// set one.
 func followCaches(ctx context.Context, st *store.Store, cacheBytes int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
 	tick := time.NewTicker(limitEvery)
 	defer tick.Stop()
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	last := int64(-1)
 	for {
 		select {
@@ -58,7 +64,12 @@ func followCaches(ctx context.Context, st *store.Store, cacheBytes int64) {
 			return
 		case <-tick.C:
 		}
-		if l := memoryLimit(cacheBytes, st.CachedBytes()); l != last {
+		metrics.Read(sample)
+		var live int64
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			live = int64(sample[0].Value.Uint64())
+		}
+		if l := memoryLimit(cacheBytes, st.CachedBytes(), live); l != last {
 			debug.SetMemoryLimit(l)
 			last = l
 		}
