@@ -987,7 +987,6 @@ func (g *group) writeAsync(recs []kv.Record) {
 const objCheckMin = 1024
 
 func (g *group) commit(r *writeReq) error {
-	s := g.s
 	req := r.commit
 	cs, err := g.ctxState(req.Context)
 	if err != nil {
@@ -1000,87 +999,71 @@ func (g *group) commit(r *writeReq) error {
 	if err != nil {
 		return err
 	}
-	if req.Parent != nil && *req.Parent != h.commit.ID {
-		return fmt.Errorf("%w: parent %s is not the head of %q (head is %s)", ErrStale, req.Parent.Short(), req.Branch, h.commit.ID.Short())
-	}
-	if req.OpsFrom != nil {
-		lookup := func(id hashing.Digest) (*replay.Commit, error) { return g.commitRecord(req.Context, id) }
-		if req.Ops, err = req.OpsFrom(h.state, h.commit, lookup); err != nil {
-			return err
-		}
-	}
-	// Definitions the request's ops use, recorded first where the head
-	// does not hold them as they are (graph.DefinitionOps).
-	defOps, err := graph.DefinitionOps(h.state, req.Types, req.Relations)
+	d, err := g.decide(h, cs, r)
 	if err != nil {
 		return err
 	}
-	defChanges, err := h.state.ApplyOps(defOps)
-	if err != nil {
-		return fmt.Errorf("record definitions: %w", err)
-	}
-	ops, err := replay.WithDefinitionData(context.Background(), s.Source(req.Context), req.Ops)
-	if err != nil {
-		h.state.Undo(defChanges)
-		return err
-	}
-	reqChanges, err := h.state.ApplyOps(ops)
-	if err != nil {
-		h.state.Undo(defChanges)
-		return err
-	}
-	changes := append(defChanges, reqChanges...)
-	undo := func(e error) error {
-		h.state.Undo(changes)
-		return e
-	}
-	if req.Check != nil {
-		if err := req.Check(h.state, reqChanges); err != nil {
-			return undo(err)
-		}
-	}
-	mode := req.Mode
-	if mode == "" {
-		mode = cs.info.Quarantine
-	}
-	tainted := graph.TaintedLinks(h.state, h.trust, changes)
-	if mode == ModeEnforce && len(tainted) > 0 {
-		return undo(tainted[0])
-	}
-	recorded := graph.RecordedOps(changes)
-	if len(recorded) == 0 && len(req.ExtraParents) == 0 {
-		res := CommitResult{Commit: h.commit, Noop: true, Changes: reqChanges}
+	if len(d.recorded) == 0 && len(req.ExtraParents) == 0 {
+		// Every op was a no-op: the head is as it was.
+		res := CommitResult{Commit: h.commit, Noop: true, Changes: d.reqChanges}
 		g.answer(r, func(err error) { r.resp <- writeResp{res: res, err: err} })
 		return nil
 	}
-	enc, err := encodeOps(recorded, ChunkOps)
+	c, err := g.stage(h, cs, r, d)
 	if err != nil {
-		return undo(err)
+		d.undo()
+		return err
+	}
+	// The payloads now live in the object store; the head keeps metadata.
+	for _, ch := range d.changes {
+		if ch.Next != nil {
+			ch.Next.Data = nil
+		}
+	}
+	h.trust.Apply(h.state, d.changes)
+	h.commit = c
+	res := CommitResult{Commit: c, Changes: d.reqChanges, Definitions: d.defs}
+	if d.mode != ModeEnforce {
+		res.Tainted = d.tainted
+	}
+	g.answer(r, func(err error) { r.resp <- writeResp{res: res, err: err} })
+	return nil
+}
+
+// stage writes what commit d records on head h into the group: its
+// payloads, op chunks and state-map nodes (immutable, content-addressed),
+// its commit record and seq entry, and the move of the branch ref. Only
+// I/O can fail it; the caller then undoes d. It returns the new commit.
+func (g *group) stage(h *head, cs *ctxState, r *writeReq, d *decision) (*replay.Commit, error) {
+	s, req := g.s, r.commit
+	enc, err := encodeOps(d.recorded, ChunkOps)
+	if err != nil {
+		return nil, err
 	}
 	// Payloads, content-addressed: nothing can refuse the commit from
 	// here on but I/O. Many of them are written by another goroutine while
 	// this one builds the state map.
 	var objs []kv.Record
-	for _, ch := range changes {
+	for _, ch := range d.changes {
 		if ch.Noop || ch.Op.Op != graph.OpPut || ch.Op.Data == nil {
 			continue
 		}
-		d := ch.Next.ContentHash
-		if g.objs[d] {
+		dg := ch.Next.ContentHash
+		if g.objs[dg] {
 			continue
 		}
-		g.objs[d] = true
-		if len(ch.Op.Data) >= objCheckMin && s.hasKey(keyObj(d)) {
+		g.objs[dg] = true
+		if len(ch.Op.Data) >= objCheckMin && s.hasKey(keyObj(dg)) {
 			continue
 		}
-		objs = append(objs, kv.Record{Key: keyObj(d), Value: ch.Op.Data})
+		objs = append(objs, kv.Record{Key: keyObj(dg), Value: ch.Op.Data})
 	}
 	if len(objs) >= asyncObjects {
 		g.writeAsync(objs)
 	} else {
 		for _, o := range objs {
 			if err := g.addImm(o.Key, o.Value); err != nil {
-				return undo(fmt.Errorf("write object: %w", err))
+				return nil, fmt.Errorf("write object: %w", err)
 			}
 		}
 	}
@@ -1090,41 +1073,21 @@ func (g *group) commit(r *writeReq) error {
 	}
 	parents := append([]hashing.Digest{h.commit.ID}, req.ExtraParents...)
 	c := &replay.Commit{Parents: parents, ContextHash: h.state.Hash(), OpsHash: enc.hash,
-		Author: req.Author, Message: req.Message, Time: hashing.FormatTime(when), NumOps: len(recorded)}
+		Author: req.Author, Message: req.Message, Time: hashing.FormatTime(when), NumOps: len(d.recorded)}
 	c.ID = c.ComputeID()
-	// Trie mutations: the final value of every key the commit touched.
-	muts := make([]trieMut, 0, len(changes)+1)
-	for _, ch := range changes {
-		if ch.Noop {
-			continue
-		}
-		switch ch.Op.Op {
-		case graph.OpPut:
-			muts = append(muts, mutFor(tkArtifact(ch.Next.ID), encodeArtifactVal(ch.Next, c.ID)))
-			if ch.PrevTombstone != 0 {
-				muts = append(muts, mutFor(tkTomb(ch.Next.ID), nil))
-			}
-		case graph.OpDelete:
-			muts = append(muts, mutFor(tkArtifact(ch.Prev.ID), nil), mutFor(tkTomb(ch.Prev.ID), encodeTombVal(ch.Prev.Version)))
-		case graph.OpLink:
-			muts = append(muts, mutFor(tkEdge(ch.NextEdge.Key()), encodeEdgeVal(ch.NextEdge.Attrs)))
-		case graph.OpUnlink:
-			muts = append(muts, mutFor(tkEdge(ch.PrevEdge.Key()), nil))
-		}
-	}
-	root, err := g.tw.apply(trieChild{id: h.commit.Root, count: h.commit.RootCount}, muts)
+	root, err := g.tw.apply(trieChild{id: h.commit.Root, count: h.commit.RootCount}, trieMutations(d.changes, c.ID))
 	if err != nil {
-		return undo(fmt.Errorf("update state map: %w", err))
+		return nil, fmt.Errorf("update state map: %w", err)
 	}
 	c.Root, c.RootCount = root.id, root.count
 	c.Artifacts, c.Edges = h.state.NumArtifacts(), h.state.NumEdges()
 	for i, chunk := range enc.chunks {
 		if err := g.addImm(keyOps(req.Context, c.ID, uint32(i)), chunk); err != nil {
-			return undo(fmt.Errorf("write ops: %w", err))
+			return nil, fmt.Errorf("write ops: %w", err)
 		}
 	}
 	if err := g.spill(); err != nil {
-		return undo(fmt.Errorf("write state map: %w", err))
+		return nil, fmt.Errorf("write state map: %w", err)
 	}
 	if _, ok := g.touched[cs]; !ok {
 		g.touched[cs] = cs.lastSeq
@@ -1134,7 +1097,7 @@ func (g *group) commit(r *writeReq) error {
 	rec, err := json.Marshal(c)
 	if err != nil {
 		cs.lastSeq--
-		return undo(err)
+		return nil, err
 	}
 	g.set(keyCommit(req.Context, c.ID), rec)
 	g.absent = append(g.absent, kv.Record{Key: keySeq(req.Context, c.Seq), Value: c.ID[:]})
@@ -1143,20 +1106,7 @@ func (g *group) commit(r *writeReq) error {
 	parent := h.commit.ID
 	g.moveRef(req.Context, req.Branch, &parent, c.ID)
 	g.commits[req.Context+"\x00"+string(c.ID[:])] = c
-	// The payloads now live in the object store; the head keeps metadata.
-	for _, ch := range changes {
-		if ch.Next != nil {
-			ch.Next.Data = nil
-		}
-	}
-	h.trust.Apply(h.state, changes)
-	h.commit = c
-	res := CommitResult{Commit: c, Changes: reqChanges, Definitions: len(defOps)}
-	if mode != ModeEnforce {
-		res.Tainted = tainted
-	}
-	g.answer(r, func(err error) { r.resp <- writeResp{res: res, err: err} })
-	return nil
+	return c, nil
 }
 
 func (s *Store) hasKey(k []byte) bool {
