@@ -3,7 +3,9 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/artifactd/artifactd/hashing"
@@ -336,11 +338,10 @@ const MaxIDBytes = 256
 // says which one does not parse.
 func Load(rs *Ruleset, artifacts []*Artifact, tombstones []Tombstone, edges []*Edge) (*State, error) {
 	s := NewStateFor(rs)
-	leaves := make([]hashing.Digest, 0, len(artifacts)+len(edges))
+	leaves := leavesOf(artifacts, edges)
 	for _, a := range artifacts {
 		s.artifacts[a.ID] = a
 		s.typeCount[a.Type]++
-		leaves = append(leaves, a.Leaf())
 	}
 	// Type definitions first, in id order, so that their checks see the
 	// same state whatever order the parts came in.
@@ -364,8 +365,44 @@ func Load(rs *Ruleset, artifacts []*Artifact, tombstones []Tombstone, edges []*E
 		s.edges[k] = e
 		edgesAt(s.out, k.From).put(e)
 		edgesAt(s.in, k.To).put(e)
-		leaves = append(leaves, e.Leaf())
 	}
 	s.acc.AddBatch(leaves)
 	return s, nil
+}
+
+// parallelLeaves is the number of entries from which leavesOf spreads
+// the hashing over the processors.
+const parallelLeaves = 8192
+
+// leavesOf returns the leaves of artifacts, then of edges, in that order.
+// Each is a SHA-256 of its own canonical JSON, independent of the others,
+// so a big state (a head loaded from its state map) hashes them on every
+// processor at once; the result does not depend on how.
+func leavesOf(artifacts []*Artifact, edges []*Edge) []hashing.Digest {
+	leaves := make([]hashing.Digest, len(artifacts)+len(edges))
+	fill := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if i < len(artifacts) {
+				leaves[i] = artifacts[i].Leaf()
+			} else {
+				leaves[i] = edges[i-len(artifacts)].Leaf()
+			}
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(leaves)/parallelLeaves)
+	if workers < 2 {
+		fill(0, len(leaves))
+		return leaves
+	}
+	var wg sync.WaitGroup
+	part := (len(leaves) + workers - 1) / workers
+	for lo := 0; lo < len(leaves); lo += part {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fill(lo, hi)
+		}(lo, min(lo+part, len(leaves)))
+	}
+	wg.Wait()
+	return leaves
 }

@@ -51,7 +51,6 @@ const (
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashChildEnv); dir != "" {
-		memTableSize = crashMemTable
 		os.Exit(crashChild(dir))
 	}
 	flag.Parse()
@@ -73,7 +72,7 @@ func crashChild(dir string) int {
 	round := os.Getenv("ARTIFACTD_CRASH_ROUND")
 	bulkAt, _ := strconv.Atoi(os.Getenv("ARTIFACTD_CRASH_BULK_AT"))
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := Open(ctx, Options{Dir: dir, memTable: crashMemTable, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 3
@@ -371,8 +370,6 @@ func TestCrashRecovery(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	dir := t.TempDir()
 	ctx := context.Background()
-	defer func(n int64) { memTableSize = n }(memTableSize)
-	memTableSize = crashMemTable
 
 	var acked []*crashAck
 	var begun []*crashBegun
@@ -389,7 +386,7 @@ func TestCrashRecovery(t *testing.T) {
 		acked = append(acked, r.acks...)
 		begun = append(begun, r.begun...)
 
-		s, err := Open(ctx, Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		s, err := Open(ctx, Options{Dir: dir, memTable: crashMemTable, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}

@@ -91,6 +91,11 @@ type Options struct {
 	// count in the process's resident size; past the bound the driver
 	// pages them out. Ignored when Driver is set.
 	MappedBytes int64
+	// memTable is the size of the embedded Badger database's memtables (0:
+	// the driver's default). Tests that reopen a store many times use
+	// less, since every open allocates and zeroes a memtable arena of
+	// about 1.3 times this size.
+	memTable int64
 	// MaxBatch bounds how many commit requests one group commit takes
 	// (default 256).
 	MaxBatch int
@@ -284,11 +289,6 @@ func ValidateBranch(name string) error {
 	return nil
 }
 
-// memTableSize is the size of Badger's memtables (the driver's default).
-// Tests that reopen a store many times use less, since every open
-// allocates and zeroes a memtable arena of about 1.3 times this size.
-var memTableSize int64 = badgerkv.DefaultMemTableSize
-
 // Open opens (or creates) the store in opts.Dir. It checks the key layout
 // version and starts the committer.
 func Open(ctx context.Context, opts Options) (*Store, error) {
@@ -297,7 +297,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if opts.Dir == "" {
 			return nil, fmt.Errorf("%w: data directory is required", ErrInvalid)
 		}
-		bd, err := badgerkv.Open(ctx, badgerkv.Options{Dir: opts.Dir, NoSync: opts.NoSync, MemTableSize: memTableSize, MappedBytes: opts.MappedBytes, Logger: opts.Logger})
+		bd, err := badgerkv.Open(ctx, badgerkv.Options{Dir: opts.Dir, NoSync: opts.NoSync, MemTableSize: opts.memTable, MappedBytes: opts.MappedBytes, Logger: opts.Logger})
 		if err != nil {
 			// Badger reports the directory lock only in its message.
 			if strings.Contains(err.Error(), "Cannot acquire directory lock") {
