@@ -125,7 +125,12 @@
 // applies them in order to the in-memory heads (same-branch requests see
 // each other, and a request sees the refs, contexts and commits made by
 // earlier requests of its group), writes the group and syncs once, then
-// answers each request. A request refused on the way (stale parent, cycle,
+// answers each request. Each commit request is first decided (decide.go:
+// its parent, the definitions it records, its ops, its check and
+// quarantine; nothing is staged) and then staged (group.stage: payloads,
+// op chunks, state-map nodes — trieMutations is the pure part —, the
+// commit record and the ref move); the head's trust index and commit
+// advance only after staging succeeded. A request refused on the way (stale parent, cycle,
 // quarantine) is undone in memory at once and writes nothing; it is
 // answered at once when the group has moved no ref yet, and otherwise with
 // the group — its refusal may rest on the group's earlier commits, which
