@@ -379,6 +379,11 @@ const parallelLeaves = 8192
 // so a big state (a head loaded from its state map) hashes them on every
 // processor at once; the result does not depend on how.
 func leavesOf(artifacts []*Artifact, edges []*Edge) []hashing.Digest {
+	return leavesOn(artifacts, edges, min(runtime.GOMAXPROCS(0), (len(artifacts)+len(edges))/parallelLeaves))
+}
+
+// leavesOn is leavesOf on workers goroutines (one when fewer than two).
+func leavesOn(artifacts []*Artifact, edges []*Edge, workers int) []hashing.Digest {
 	leaves := make([]hashing.Digest, len(artifacts)+len(edges))
 	fill := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -389,7 +394,6 @@ func leavesOf(artifacts []*Artifact, edges []*Edge) []hashing.Digest {
 			}
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(leaves)/parallelLeaves)
 	if workers < 2 {
 		fill(0, len(leaves))
 		return leaves

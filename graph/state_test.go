@@ -27,18 +27,22 @@ func TestLeavesOfParallel(t *testing.T) {
 			ops = append(ops, Op{Op: OpLink, From: id, Rel: "derived_from", To: prev})
 		}
 	}
-	got := leavesOf(arts, edges)
-	if len(got) != len(arts)+len(edges) {
-		t.Fatalf("%d leaves for %d entries", len(got), len(arts)+len(edges))
-	}
-	for i, a := range arts {
-		if got[i] != a.Leaf() {
-			t.Fatalf("leaf %d (artifact %s) differs", i, a.ID)
+	// Worker counts that do not divide the entries evenly, whatever the
+	// machine's processors.
+	for _, workers := range []int{1, 2, 3, 7} {
+		got := leavesOn(arts, edges, workers)
+		if len(got) != len(arts)+len(edges) {
+			t.Fatalf("%d workers: %d leaves for %d entries", workers, len(got), len(arts)+len(edges))
 		}
-	}
-	for i, e := range edges {
-		if got[len(arts)+i] != e.Leaf() {
-			t.Fatalf("leaf %d (edge %s) differs", len(arts)+i, e.Key())
+		for i, a := range arts {
+			if got[i] != a.Leaf() {
+				t.Fatalf("%d workers: leaf %d (artifact %s) differs", workers, i, a.ID)
+			}
+		}
+		for i, e := range edges {
+			if got[len(arts)+i] != e.Leaf() {
+				t.Fatalf("%d workers: leaf %d (edge %s) differs", workers, len(arts)+i, e.Key())
+			}
 		}
 	}
 	loaded, err := Load(nil, arts, nil, edges)

@@ -1032,8 +1032,10 @@ func (g *group) commit(r *writeReq) error {
 
 // stage writes what commit d records on head h into the group: its
 // payloads, op chunks and state-map nodes (immutable, content-addressed),
-// its commit record and seq entry, and the move of the branch ref. Only
-// I/O can fail it; the caller then undoes d. It returns the new commit.
+// its commit record and seq entry, and the move of the branch ref. It
+// fails on I/O, or when the recorded ops cannot be encoded (an op beyond
+// what a chunk holds); the caller then undoes d. It returns the new
+// commit.
 func (g *group) stage(h *head, cs *ctxState, r *writeReq, d *decision) (*replay.Commit, error) {
 	s, req := g.s, r.commit
 	enc, err := encodeOps(d.recorded, ChunkOps)

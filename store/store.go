@@ -398,9 +398,9 @@ func reserveBytes(o Options) int64 {
 
 // DefaultCacheBytes is the default memory budget of a store's caches:
 // enough for a 100k-artifact head and the working heads of a busy server
-// (a finished agent run's head is dead weight the cache drops), small
-// enough that a server over Badger stays near 400 MB resident however many
-// contexts it has served (docs/BENCHMARKS.md).
+// (a finished agent run's head is dead weight the cache drops), and half
+// the earlier 256 MiB, which was most of a server's heap after many agent
+// runs (docs/BENCHMARKS.md, "Bounded memory over many runs").
 const DefaultCacheBytes = 128 << 20
 
 // DefaultMappedBytes is the default of Options.MappedBytes.

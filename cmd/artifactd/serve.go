@@ -354,7 +354,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&nl.MaxLargeBodies, "max-large-bodies", httpapi.DefaultMaxLargeBodies, "request bodies over 1 MiB (or of unknown length) read at once (503 beyond)")
 	spillRetention := fs.Duration("spill-retention", 0, "prune the bytes of spilled full tool outputs older than this (e.g. 720h); the artifacts keep their digests and the blobs answer 410 Gone; 0 keeps them")
 	gateRules := fs.String("gate-rules", "", "gate ruleset file (JSON, format 1, usually extending gate/v2) for new fetch verdicts")
-	cacheBytes := fs.Int64("cache-bytes", store.DefaultCacheBytes, "memory budget of the store's caches (branch heads, state-map nodes, payloads); the Go runtime's soft limit is three times it unless GOMEMLIMIT is set")
+	cacheBytes := fs.Int64("cache-bytes", store.DefaultCacheBytes, "memory budget of the store's caches (branch heads, state-map nodes, payloads); the Go runtime's soft limit is it plus 256 MiB, raised to 1.5 times the live heap when that is more, unless GOMEMLIMIT is set")
 	mappedBytes := fs.Int64("mapped-bytes", store.DefaultMappedBytes, "resident pages of the embedded database's mapped files past which they are paged out (Linux; -1: no bound)")
 	secretsFile := fs.String("secrets", "", "file of secret values, one per line, masked by value in tool results and effect errors")
 	pos, err := parseInterspersed(fs, args)

@@ -31,9 +31,9 @@ type Options struct {
 	// sets the transaction limits: about 15 % of it per Commit.
 	MemTableSize int64
 	// BlockCacheBytes is the size of Badger's cache of decompressed table
-	// blocks (0: DefaultBlockCacheBytes; negative: none, and the tables
-	// are then written uncompressed, since Badger reads a compressed table
-	// only through its block cache). Badger's own
+	// blocks (0: DefaultBlockCacheBytes; negative: none, and new tables
+	// are then written uncompressed: Badger refuses to open with
+	// compression on and no block cache). Badger's own
 	// default, 256 MiB, was most of a long-running server's resident
 	// memory; the store keeps its own caches of decoded records above it.
 	BlockCacheBytes int64

@@ -2,6 +2,7 @@ package badgerkv
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strconv"
@@ -22,21 +23,25 @@ const trimEvery = time.Second
 // 200 MB per 1,000 agent runs) although the kernel could drop those pages
 // at any time: they are page cache, not memory the process owns. Monitors
 // and memory limits count them all the same. The trimmer bounds them:
-// once a second it reads the process's resident file-backed size, and
-// when that passes the budget it asks the kernel to page out every mapping
-// of a file in the data directory (madvise MADV_PAGEOUT, Linux 5.4 and
-// later). Paging out is advice, never a change of contents: a page Badger
+// once a second it reads the process's resident file-backed size, less
+// what it was when the driver opened (the binary's own pages, shared
+// libraries), and when that passes the budget it asks the kernel to page
+// out every mapping of a file in the data directory (madvise
+// MADV_PAGEOUT, Linux 5.4 and later). Paging out is advice, never a change of contents: a page Badger
 // reads again is read back from the file, and a range that Badger unmapped
 // meanwhile (or that the runtime mapped anew) loses nothing. Badger's
 // block cache and the store's caches above it keep what is read often.
 
 // trimmer pages out the data directory's mapped files (see above).
 type trimmer struct {
-	dir    string // cleaned, absolute
+	dir    string // cleaned, absolute, symbolic links resolved (as the kernel names mappings)
 	budget int64
-	log    *slog.Logger
-	stop   chan struct{}
-	done   sync.WaitGroup
+	// base is the resident file-backed size when the trimmer started:
+	// pages that are not the data directory's.
+	base int64
+	log  *slog.Logger
+	stop chan struct{}
+	done sync.WaitGroup
 }
 
 // startTrimmer starts the trimmer of dir's mappings, or returns nil when
@@ -52,7 +57,15 @@ func startTrimmer(dir string, budget int64, log *slog.Logger) *trimmer {
 	if err != nil {
 		return nil
 	}
-	t := &trimmer{dir: filepath.Clean(abs), budget: budget, log: log, stop: make(chan struct{})}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	base, err := residentFileBytes()
+	if err != nil {
+		log.Warn("badgerkv: cannot read the resident size; mapped files will not be paged out", "err", err)
+		return nil
+	}
+	t := &trimmer{dir: filepath.Clean(abs), budget: budget, base: base, log: log, stop: make(chan struct{})}
 	t.done.Add(1)
 	go t.loop()
 	return t
@@ -69,29 +82,42 @@ func (t *trimmer) loop() {
 			return
 		case <-tick.C:
 		}
-		if _, err := t.trim(); err != nil && !warned {
-			// Once: a platform that refuses (an old kernel, a sandbox)
-			// refuses every time, and the store works without it.
+		advised, err := t.trim()
+		switch {
+		case errors.Is(err, errPageOutUnsupported):
+			// An old kernel or a sandbox refuses every time; the store
+			// works without it, and reading the maps each second would
+			// only cost.
+			t.log.Warn("badgerkv: the kernel cannot page out mapped files; resident size will include them", "err", err)
+			return
+		case err != nil && !warned:
 			warned = true
-			t.log.Warn("badgerkv: cannot page out mapped files; resident size will include them", "err", err)
+			t.log.Warn("badgerkv: paging out mapped files failed", "err", err)
+		case err == nil && advised < 0 && !warned:
+			warned = true
+			t.log.Warn("badgerkv: resident file-backed memory is over --mapped-bytes, but no mapping of the data directory was found", "dir", t.dir)
 		}
 	}
 }
 
 // trim pages out the data directory's mappings when the resident
-// file-backed size is over the budget, and says how many bytes of
-// mappings it advised.
+// file-backed size (less t.base) is over the budget, and says how many
+// bytes of mappings it advised: -1 when it was over but found none.
 func (t *trimmer) trim() (int64, error) {
 	resident, err := residentFileBytes()
-	if err != nil || resident <= t.budget {
+	if err != nil || resident-t.base <= t.budget {
 		return 0, err
 	}
 	maps, err := readSelfMaps()
 	if err != nil {
 		return 0, err
 	}
+	spans := mappingsUnder(maps, t.dir)
+	if len(spans) == 0 {
+		return -1, nil
+	}
 	var advised int64
-	for _, s := range mappingsUnder(maps, t.dir) {
+	for _, s := range spans {
 		if err := pageOut(s); err != nil {
 			return advised, err
 		}
@@ -108,6 +134,10 @@ func (t *trimmer) close() {
 	close(t.stop)
 	t.done.Wait()
 }
+
+// errPageOutUnsupported marks a platform or kernel that cannot page
+// mappings out.
+var errPageOutUnsupported = errors.New("paging out mappings is not supported")
 
 // span is an address range [start, end) of a mapping.
 type span struct{ start, end uintptr }

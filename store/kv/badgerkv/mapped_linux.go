@@ -49,6 +49,9 @@ func pageOut(s span) error {
 	switch errno {
 	case 0, unix.ENOMEM:
 		return nil
+	case unix.EINVAL, unix.ENOSYS:
+		// MADV_PAGEOUT is Linux 5.4 and later.
+		return fmt.Errorf("%w: madvise(MADV_PAGEOUT): %w", errPageOutUnsupported, errno)
 	}
 	return fmt.Errorf("madvise(MADV_PAGEOUT): %w", errno)
 }

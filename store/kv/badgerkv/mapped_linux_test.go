@@ -6,7 +6,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/artifactd/artifactd/store/kv"
@@ -88,7 +91,22 @@ func TestTrimPagesOut(t *testing.T) {
 	if grown < 24<<20 {
 		t.Fatalf("resident file-backed size grew by %d MB only: the data is not read through maps", grown>>20)
 	}
-	tr := &trimmer{dir: dir, budget: 1}
+	// Started through a symbolic link, the trimmer names the directory
+	// as the kernel names its mappings.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	started := startTrimmer(link, 1<<40, slog.New(slog.DiscardHandler)) // a budget never reached
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started == nil || started.dir != real || started.base <= 0 {
+		t.Fatalf("trimmer started through %s: %+v; want dir %s", link, started, real)
+	}
+	started.close()
+	tr := &trimmer{dir: started.dir, base: before, budget: 1}
 	advised, err := tr.trim()
 	if err != nil {
 		t.Fatal(err)
