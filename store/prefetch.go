@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/artifactd/artifactd/hashing"
@@ -109,7 +108,7 @@ func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashi
 			pt.nodes = make([]*trieNode, len(pt.ids))
 			for i, id := range pt.ids {
 				if vals[i] == nil {
-					pt.err = fmt.Errorf("%w: %w %s", ErrCorrupt, errNodeMissing, id)
+					pt.err = missingNode(id)
 					return
 				}
 				if pt.nodes[i], pt.err = checkedNode(id, vals[i]); pt.err != nil {

@@ -233,10 +233,7 @@ func (s *Store) touch(h *head) { h.used.Store(s.tick.Add(1)) }
 // The caller holds s.mu. A dropped head is a cache entry only: its state is
 // on disk, and the next use loads it again.
 func (s *Store) evictHeadsLocked() {
-	var total int64
-	for _, h := range s.heads {
-		total += h.cost.Load()
-	}
+	total := s.headsCostLocked()
 	if total <= s.headBudget {
 		return
 	}
@@ -690,7 +687,7 @@ func (s *Store) node(id hashing.Digest) (*trieNode, error) {
 	if n, ok := s.nodes.get(id); ok {
 		return n, nil
 	}
-	raw, err := s.getCopy(keyNode(id), func() error { return fmt.Errorf("%w: %w %s", ErrCorrupt, errNodeMissing, id) })
+	raw, err := s.getCopy(keyNode(id), func() error { return missingNode(id) })
 	if err != nil {
 		return nil, err
 	}
@@ -700,6 +697,11 @@ func (s *Store) node(id hashing.Digest) (*trieNode, error) {
 	}
 	s.nodes.put(id, n)
 	return n, nil
+}
+
+// missingNode is the error of a node referenced but not stored.
+func missingNode(id hashing.Digest) error {
+	return fmt.Errorf("%w: %w %s", ErrCorrupt, errNodeMissing, id)
 }
 
 // checkedNode decodes the stored encoding of node id after checking that
@@ -720,13 +722,20 @@ func checkedNode(id hashing.Digest, raw []byte) (*trieNode, error) {
 // stays within Options.CacheBytes, except while the one head kept past the
 // budget (a context bigger than the cache) is cached.
 func (s *Store) CachedBytes() int64 {
-	var n int64
 	s.mu.Lock()
+	n := s.headsCostLocked()
+	s.mu.Unlock()
+	return n + s.nodes.size() + s.objects.size() + s.states.size()
+}
+
+// headsCostLocked is the estimated heap of the cached heads. The caller
+// holds s.mu.
+func (s *Store) headsCostLocked() int64 {
+	var n int64
 	for _, h := range s.heads {
 		n += h.cost.Load()
 	}
-	s.mu.Unlock()
-	return n + s.nodes.size() + s.objects.size() + s.states.size()
+	return n
 }
 
 // ---- a small LRU ----

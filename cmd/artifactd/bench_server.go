@@ -25,8 +25,9 @@ type benchServer struct {
 	st     *store.Store
 	srv    *http.Server
 	base   string // "http://127.0.0.1:port" of the running server
-	// stopLimit ends the memory limit's following of the store's caches.
-	stopLimit context.CancelFunc
+	// stopLimit ends the memory limit's following of the store's caches
+	// (limitMemory).
+	stopLimit func()
 }
 
 // newBenchServer opens dir (a new temporary directory when empty) and
@@ -51,7 +52,6 @@ func newBenchServer(ctx context.Context, dir string, noSync bool) (*benchServer,
 
 func (s *benchServer) start(ctx context.Context) error {
 	reg := httpapi.NewRegistry()
-	applyMemoryLimit(0) // as serve does, so the figures are serve's
 	st, err := store.Open(ctx, store.Options{Dir: s.dir, Logger: discardLogger(), NoSync: s.noSync})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
@@ -66,9 +66,7 @@ func (s *benchServer) start(ctx context.Context) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	s.st = st
-	lctx, stopLimit := context.WithCancel(context.Background())
-	s.stopLimit = stopLimit
-	go followCaches(lctx, st, 0)
+	s.stopLimit = limitMemory(st, 0) // as serve does, so the figures are serve's
 	s.srv = &http.Server{Handler: newServer(st, reg, serveConfig{Logger: discardLogger()}), ReadHeaderTimeout: 10 * time.Second}
 	s.base = "http://" + ln.Addr().String()
 	go func() { _ = s.srv.Serve(ln) }()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -16,7 +15,8 @@ import (
 // requests in flight, and the garbage between two collections.
 const memoryReserve = 256 << 20
 
-// limitEvery is how often limitMemory follows the caches.
+// limitEvery is how often the memory limit follows the caches and the
+// live heap.
 const limitEvery = time.Second
 
 // memoryLimit is the runtime's soft memory limit for a store whose caches
@@ -34,44 +34,44 @@ func memoryLimit(budget, cached, live int64) int64 {
 	return max(max(budget, cached)+memoryReserve, live/2*3)
 }
 
-// applyMemoryLimit gives the Go runtime a soft memory limit for a store
-// with the cache budget cacheBytes (zero: store.DefaultCacheBytes),
-// unless the operator set GOMEMLIMIT. Without one the runtime lets the
-// heap grow to twice what is live before it collects, and a long-running
-// server's resident size is about twice its caches; with one, the heap
-// stays within the caches plus memoryReserve.
-func applyMemoryLimit(cacheBytes int64) {
+// limitMemory gives the Go runtime a soft memory limit for st, whose
+// cache budget is cacheBytes (zero: store.DefaultCacheBytes), and keeps it
+// at memoryLimit of the budget, st.CachedBytes() and the live heap once a
+// second, until stop is called; stop waits for that to end. It does
+// nothing when the operator set GOMEMLIMIT. Without a limit the runtime
+// lets the heap grow to twice what is live before it collects, and a
+// long-running server's resident size is about twice its caches.
+func limitMemory(st *store.Store, cacheBytes int64) (stop func()) {
 	if os.Getenv("GOMEMLIMIT") != "" {
-		return
+		return func() {}
 	}
 	debug.SetMemoryLimit(memoryLimit(cacheBytes, 0, 0))
-}
-
-// followCaches keeps the soft memory limit at memoryLimit of the budget,
-// st.CachedBytes() and the live heap until ctx ends, when applyMemoryLimit
-// set one.
-func followCaches(ctx context.Context, st *store.Store, cacheBytes int64) {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	tick := time.NewTicker(limitEvery)
-	defer tick.Stop()
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	last := int64(-1)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(limitEvery)
+		defer tick.Stop()
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		last := int64(-1)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+			metrics.Read(sample)
+			var live int64
+			if sample[0].Value.Kind() == metrics.KindUint64 {
+				live = int64(sample[0].Value.Uint64())
+			}
+			if l := memoryLimit(cacheBytes, st.CachedBytes(), live); l != last {
+				debug.SetMemoryLimit(l)
+				last = l
+			}
 		}
-		metrics.Read(sample)
-		var live int64
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			live = int64(sample[0].Value.Uint64())
-		}
-		if l := memoryLimit(cacheBytes, st.CachedBytes(), live); l != last {
-			debug.SetMemoryLimit(l)
-			last = l
-		}
+	}()
+	return func() {
+		close(quit)
+		<-done
 	}
 }

@@ -418,7 +418,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // serve runs the server until ctx ends, then shuts down gracefully:
 // in-flight requests (and their commits) finish, then the store closes.
 func serve(ctx context.Context, sp storeSpec, addr string, cfg serveConfig, stdout io.Writer) error {
-	applyMemoryLimit(cfg.CacheBytes)
 	st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: cfg.Logger, CacheBytes: cfg.CacheBytes, MappedBytes: cfg.MappedBytes}, false)
 	if err != nil {
 		return err
@@ -428,9 +427,8 @@ func serve(ctx context.Context, sp storeSpec, addr string, cfg serveConfig, stdo
 		st.Close()
 		return err
 	}
-	lctx, stopLimit := context.WithCancel(ctx)
+	stopLimit := limitMemory(st, cfg.CacheBytes)
 	defer stopLimit()
-	go followCaches(lctx, st, cfg.CacheBytes)
 	nl := cfg.Net
 	if nl.MaxConns <= 0 {
 		nl.MaxConns = defaultMaxConns()

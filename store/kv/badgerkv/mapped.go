@@ -27,10 +27,11 @@ const trimEvery = time.Second
 // what it was when the driver opened (the binary's own pages, shared
 // libraries), and when that passes the budget it asks the kernel to page
 // out every mapping of a file in the data directory (madvise
-// MADV_PAGEOUT, Linux 5.4 and later). Paging out is advice, never a change of contents: a page Badger
-// reads again is read back from the file, and a range that Badger unmapped
-// meanwhile (or that the runtime mapped anew) loses nothing. Badger's
-// block cache and the store's caches above it keep what is read often.
+// MADV_PAGEOUT, Linux 5.4 and later). Paging out is advice, never a
+// change of contents: a page Badger reads again is read back from the
+// file, and a range that Badger unmapped meanwhile (or that the runtime
+// mapped anew) loses nothing. Badger's block cache and the store's caches
+// above it keep what is read often.
 
 // trimmer pages out the data directory's mapped files (see above).
 type trimmer struct {
@@ -65,7 +66,7 @@ func startTrimmer(dir string, budget int64, log *slog.Logger) *trimmer {
 		log.Warn("badgerkv: cannot read the resident size; mapped files will not be paged out", "err", err)
 		return nil
 	}
-	t := &trimmer{dir: filepath.Clean(abs), budget: budget, base: base, log: log, stop: make(chan struct{})}
+	t := &trimmer{dir: abs, budget: budget, base: base, log: log, stop: make(chan struct{})}
 	t.done.Add(1)
 	go t.loop()
 	return t
@@ -95,7 +96,7 @@ func (t *trimmer) loop() {
 			t.log.Warn("badgerkv: paging out mapped files failed", "err", err)
 		case err == nil && advised < 0 && !warned:
 			warned = true
-			t.log.Warn("badgerkv: resident file-backed memory is over --mapped-bytes, but no mapping of the data directory was found", "dir", t.dir)
+			t.log.Warn("badgerkv: resident file-backed memory is over Options.MappedBytes, but no mapping of the data directory was found", "dir", t.dir)
 		}
 	}
 }
