@@ -1077,7 +1077,11 @@ func (g *group) stage(h *head, cs *ctxState, r *writeReq, d *decision) (*replay.
 	c := &replay.Commit{Parents: parents, ContextHash: h.state.Hash(), OpsHash: enc.hash,
 		Author: req.Author, Message: req.Message, Time: hashing.FormatTime(when), NumOps: len(d.recorded)}
 	c.ID = c.ComputeID()
-	root, err := g.tw.apply(trieChild{id: h.commit.Root, count: h.commit.RootCount}, trieMutations(d.changes, c.ID))
+	parentRoot, muts := trieChild{id: h.commit.Root, count: h.commit.RootCount}, trieMutations(d.changes, c.ID)
+	if err := g.tw.warm(parentRoot, muts, s.cachedNode, s.readNodesFunc(context.Background())); err != nil {
+		return nil, fmt.Errorf("read state map: %w", err)
+	}
+	root, err := g.tw.apply(parentRoot, muts)
 	if err != nil {
 		return nil, fmt.Errorf("update state map: %w", err)
 	}

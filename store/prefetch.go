@@ -74,6 +74,20 @@ func (s *Store) prefetchTrie(ctx context.Context, src nodeSource, root trieChild
 	return p, nil
 }
 
+// cachedNode returns node id from the node cache, or nil.
+func (s *Store) cachedNode(id hashing.Digest) *trieNode {
+	n, _ := s.nodes.get(id)
+	return n
+}
+
+// readNodesFunc is readNodes as a trieWriter's read for warm.
+func (s *Store) readNodesFunc(ctx context.Context) func([]hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+	return func(ids []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+		m := make(map[hashing.Digest]*trieNode, len(ids))
+		return m, s.readNodes(ctx, ids, m)
+	}
+}
+
 // readNodes reads ids with GetMany in parts, in parallel, and adds the
 // checked, decoded nodes to m (and to the node cache).
 func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashing.Digest]*trieNode) error {

@@ -204,6 +204,9 @@ type trieWriter struct {
 	size    int64
 	// nodes holds every node made, decoded.
 	nodes map[hashing.Digest]*trieNode
+	// read holds the stored nodes warm read for the next apply, which
+	// drops them.
+	read map[hashing.Digest]*trieNode
 }
 
 func newTrieWriter(src nodeSource) *trieWriter {
@@ -216,7 +219,89 @@ func (w *trieWriter) load(id hashing.Digest) (*trieNode, error) {
 	if n := w.nodes[id]; n != nil {
 		return n, nil
 	}
+	if n := w.read[id]; n != nil {
+		return n, nil
+	}
 	return w.src.node(id)
+}
+
+// warmMin is the smallest batch of mutations warm reads ahead for: below
+// it, apply's reads one node at a time cost no more than a level's batch.
+const warmMin = 64
+
+// warm reads ahead the stored nodes that muts (a batch for apply at root)
+// descend into, a level at a time: each level's nodes that are neither
+// made by w nor in cached (nil: none is) in one call of read. A bulk
+// commit into a big state map touches most of its leaves, and reading
+// them one lookup each costs more than the rest of the update. apply then
+// finds them in memory, and drops them when it returns. Nodes a deletion
+// merges back into a leaf are not read ahead; apply reads those itself.
+func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Digest) *trieNode, read func([]hashing.Digest) (map[hashing.Digest]*trieNode, error)) error {
+	if root.count == 0 || len(muts) < warmMin {
+		return nil
+	}
+	if w.read == nil {
+		w.read = make(map[hashing.Digest]*trieNode)
+	}
+	// at[i] is the stored subtree mutation i descends into next.
+	at := make([]trieChild, len(muts))
+	for i := range at {
+		at[i] = root
+	}
+	for depth := 0; depth < maxDepth; depth++ {
+		var missing []hashing.Digest
+		seen := make(map[hashing.Digest]bool)
+		for _, ref := range at {
+			if ref.count == 0 || seen[ref.id] || w.nodes[ref.id] != nil || w.read[ref.id] != nil {
+				continue
+			}
+			seen[ref.id] = true
+			if n := cachedOrNil(cached, ref.id); n != nil {
+				w.read[ref.id] = n
+				continue
+			}
+			missing = append(missing, ref.id)
+		}
+		if len(missing) > 0 {
+			got, err := read(missing)
+			if err != nil {
+				return err
+			}
+			for _, id := range missing {
+				if got[id] == nil {
+					return fmt.Errorf("%w %s", errNodeMissing, id)
+				}
+				w.read[id] = got[id]
+			}
+		}
+		more := false
+		for i, ref := range at {
+			if ref.count == 0 {
+				continue
+			}
+			n := w.nodes[ref.id]
+			if n == nil {
+				n = w.read[ref.id]
+			}
+			if n.leaf {
+				at[i] = trieChild{}
+				continue
+			}
+			at[i] = n.children[nibble(muts[i].path, depth)]
+			more = more || at[i].count > 0
+		}
+		if !more {
+			break
+		}
+	}
+	return nil
+}
+
+func cachedOrNil(cached func(hashing.Digest) *trieNode, id hashing.Digest) *trieNode {
+	if cached == nil {
+		return nil
+	}
+	return cached(id)
 }
 
 func (w *trieWriter) store(n *trieNode) trieChild {
@@ -242,6 +327,7 @@ func (w *trieWriter) clearWritten() {
 // apply returns the root after applying muts (any order; a later mutation
 // of the same key wins) to root (zero = empty trie).
 func (w *trieWriter) apply(root trieChild, muts []trieMut) (trieChild, error) {
+	defer func() { w.read = nil }()
 	if len(muts) == 0 {
 		return root, nil
 	}

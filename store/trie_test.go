@@ -150,3 +150,89 @@ func TestDecodeNodeRejectsGarbage(t *testing.T) {
 		}
 	}
 }
+
+// countingNodes is a node source that counts its point reads.
+type countingNodes struct {
+	memNodes
+	reads int
+}
+
+func (c *countingNodes) node(id hashing.Digest) (*trieNode, error) {
+	c.reads++
+	return c.memNodes.node(id)
+}
+
+// TestTrieWarm checks that warm reads ahead, one call per level, every
+// stored node a batch of sets descends into — apply then makes no point
+// read — and that a warmed apply gives the root an unwarmed one gives,
+// for batches of sets, deletes and both.
+func TestTrieWarm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	base := memNodes{}
+	w := newTrieWriter(base)
+	var initial []trieMut
+	for i := range 20000 {
+		initial = append(initial, mutFor(fmt.Appendf(nil, "k%d", i), []byte("v")))
+	}
+	root, err := w.apply(trieChild{}, initial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.absorb(w)
+	for _, tc := range []struct {
+		name    string
+		deletes int // in 100
+		reads   bool
+	}{{"sets", 0, true}, {"mixed", 30, false}, {"deletes", 100, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var muts []trieMut
+			for range 3000 {
+				k := fmt.Appendf(nil, "k%d", rng.IntN(30000))
+				if rng.IntN(100) < tc.deletes {
+					muts = append(muts, mutFor(k, nil))
+				} else {
+					muts = append(muts, mutFor(k, fmt.Appendf(nil, "w%d", rng.IntN(9))))
+				}
+			}
+			plain, err := newTrieWriter(base).apply(root, muts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := &countingNodes{memNodes: base}
+			warmed := newTrieWriter(src)
+			calls, ids := 0, 0
+			read := func(want []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+				calls++
+				ids += len(want)
+				m := make(map[hashing.Digest]*trieNode)
+				for _, id := range want {
+					n, err := base.node(id)
+					if err != nil {
+						return nil, err
+					}
+					m[id] = n
+				}
+				return m, nil
+			}
+			if err := warmed.warm(root, muts, nil, read); err != nil {
+				t.Fatal(err)
+			}
+			if calls == 0 || calls > 4 || ids < 100 {
+				t.Fatalf("warm read %d nodes in %d calls; want the touched leaves in one call per level", ids, calls)
+			}
+			got, err := warmed.apply(root, muts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != plain {
+				t.Fatalf("warmed root %v, plain %v", got, plain)
+			}
+			if tc.reads && src.reads != 0 {
+				t.Fatalf("apply made %d point reads after warm", src.reads)
+			}
+			if warmed.read != nil {
+				t.Fatal("apply kept the warmed nodes")
+			}
+		})
+	}
+}
