@@ -28,14 +28,6 @@
 //     logs) count in the process's resident size although they are page
 //     cache. Past Options.MappedBytes (default 64 MiB) a goroutine asks the
 //     kernel to page the data directory's mappings out (Linux; mapped.go).
-//   - Values past Options.ValueThreshold (default 1 KiB: state-map nodes,
-//     op chunks, larger payloads, blob chunks) live in Badger's value log
-//     and the tree holds their keys and pointers, so compactions copy
-//     keys, not values; tables are written uncompressed unless
-//     Options.Compress. Every ten minutes a goroutine rewrites value-log
-//     files that are at least half deleted values (pruned blobs;
-//     CollectValueLog does it at once). Stores written before keep
-//     their values where they are; both read the same.
 //   - Open deletes empty .mem and .vlog files, which a crash can leave and
 //     which Badger v4 refuses to open (see removeEmptyLogs).
 package badgerkv
