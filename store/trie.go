@@ -234,8 +234,11 @@ const warmMin = 64
 // made by w nor in cached (nil: none is) in one call of read. A bulk
 // commit into a big state map touches most of its leaves, and reading
 // them one lookup each costs more than the rest of the update. apply then
-// finds them in memory, and drops them when it returns. Nodes a deletion
-// merges back into a leaf are not read ahead; apply reads those itself.
+// finds them in memory, and drops them when it returns; until then they
+// are held outside the node cache's budget (for a bulk commit into a big
+// context, most of its trie). Nodes a deletion merges back into a leaf
+// are not read ahead; apply reads those itself. read reports a node it
+// cannot find as corruption (Store.readNodes does).
 func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Digest) *trieNode, read func([]hashing.Digest) (map[hashing.Digest]*trieNode, error)) error {
 	if root.count == 0 || len(muts) < warmMin {
 		return nil
@@ -265,10 +268,12 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 		if len(missing) > 0 {
 			got, err := read(missing)
 			if err != nil {
+				w.read = nil
 				return err
 			}
 			for _, id := range missing {
 				if got[id] == nil {
+					w.read = nil
 					return fmt.Errorf("%w %s", errNodeMissing, id)
 				}
 				w.read[id] = got[id]

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -234,5 +235,49 @@ func TestTrieWarm(t *testing.T) {
 				t.Fatal("apply kept the warmed nodes")
 			}
 		})
+	}
+}
+
+// TestTrieWarmErrors: a failed read or a node the read does not return
+// fails warm and leaves nothing read ahead; nodes the cache has are not
+// read at all.
+func TestTrieWarmErrors(t *testing.T) {
+	base := memNodes{}
+	w := newTrieWriter(base)
+	var muts []trieMut
+	for i := range 5000 {
+		muts = append(muts, mutFor(fmt.Appendf(nil, "k%d", i), []byte("v")))
+	}
+	root, err := w.apply(trieChild{}, muts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.absorb(w)
+	failing := func([]hashing.Digest) (map[hashing.Digest]*trieNode, error) { return nil, errNodeMissing }
+	empty := func([]hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+		return map[hashing.Digest]*trieNode{}, nil
+	}
+	for name, read := range map[string]func([]hashing.Digest) (map[hashing.Digest]*trieNode, error){"failing": failing, "empty": empty} {
+		tw := newTrieWriter(base)
+		if err := tw.warm(root, muts, nil, read); !errors.Is(err, errNodeMissing) {
+			t.Fatalf("%s read: warm gave %v", name, err)
+		}
+		if tw.read != nil {
+			t.Fatalf("%s read: warm kept %d nodes", name, len(tw.read))
+		}
+	}
+	cached := func(id hashing.Digest) *trieNode {
+		n, err := base.node(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	tw := newTrieWriter(base)
+	if err := tw.warm(root, muts, cached, failing); err != nil {
+		t.Fatalf("warm read with every node cached: %v", err)
+	}
+	if len(tw.read) == 0 {
+		t.Fatal("warm kept none of the cached nodes")
 	}
 }
