@@ -259,9 +259,11 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 				continue
 			}
 			seen[ref.id] = true
-			if n := cachedOrNil(cached, ref.id); n != nil {
-				w.read[ref.id] = n
-				continue
+			if cached != nil {
+				if n := cached(ref.id); n != nil {
+					w.read[ref.id] = n
+					continue
+				}
 			}
 			missing = append(missing, ref.id)
 		}
@@ -300,13 +302,6 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 		}
 	}
 	return nil
-}
-
-func cachedOrNil(cached func(hashing.Digest) *trieNode, id hashing.Digest) *trieNode {
-	if cached == nil {
-		return nil
-	}
-	return cached(id)
 }
 
 func (w *trieWriter) store(n *trieNode) trieChild {
