@@ -2,7 +2,8 @@ package store
 
 import (
 	"context"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/artifactd/artifactd/hashing"
 )
@@ -88,58 +89,44 @@ func (s *Store) readNodesFunc(ctx context.Context) func([]hashing.Digest) (map[h
 	}
 }
 
-// readNodes reads ids with GetMany in parts, in parallel, and adds the
-// checked, decoded nodes to m (and to the node cache).
+// readNodes reads ids with GetMany in parts of prefetchPart, up to
+// prefetchWorkers parts at once, and adds the checked, decoded nodes to m
+// (and to the node cache). On an error m is unchanged.
 func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashing.Digest]*trieNode) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	type part struct {
-		ids   []hashing.Digest
-		nodes []*trieNode
-		err   error
-	}
-	var parts []*part
+	nodes := make([]*trieNode, len(ids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(prefetchWorkers)
 	for start := 0; start < len(ids); start += prefetchPart {
-		parts = append(parts, &part{ids: ids[start:min(start+prefetchPart, len(ids))]})
-	}
-	sem := make(chan struct{}, prefetchWorkers)
-	var wg sync.WaitGroup
-	for _, pt := range parts {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			keys := make([][]byte, len(pt.ids))
-			for i, id := range pt.ids {
+		part, out := ids[start:min(start+prefetchPart, len(ids))], nodes[start:]
+		g.Go(func() error {
+			keys := make([][]byte, len(part))
+			for i, id := range part {
 				keys[i] = keyNode(id)
 			}
-			vals, err := s.kv.GetMany(ctx, keys)
+			vals, err := s.kv.GetMany(gctx, keys)
 			if err != nil {
-				pt.err = err
-				return
+				return err
 			}
-			pt.nodes = make([]*trieNode, len(pt.ids))
-			for i, id := range pt.ids {
+			for i, id := range part {
 				if vals[i] == nil {
-					pt.err = missingNode(id)
-					return
+					return missingNode(id)
 				}
-				if pt.nodes[i], pt.err = checkedNode(id, vals[i]); pt.err != nil {
-					return
+				if out[i], err = checkedNode(id, vals[i]); err != nil {
+					return err
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	for _, pt := range parts {
-		if pt.err != nil {
-			return pt.err
-		}
-		for i, id := range pt.ids {
-			m[id] = pt.nodes[i]
-			s.nodes.put(id, pt.nodes[i])
-		}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, id := range ids {
+		m[id] = nodes[i]
+		s.nodes.put(id, nodes[i])
 	}
 	return nil
 }
