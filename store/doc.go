@@ -85,11 +85,12 @@
 // content-addressed or keyed by a commit id nothing references yet, so a
 // crash leaves only unreachable records. Then one small Commit writes the
 // commit records, their seq entries and the moved refs, so a commit of any
-// size is wholly visible or not at all. A kv Commit is durable when it
-// returns (the Badger driver opens the database without per-write sync
-// and syncs once per Commit, unless Options.NoSync), and makes the puts
-// before it durable too; no request of the group is acknowledged before
-// that.
+// size is wholly visible or not at all. Every kv write is durable when it
+// returns (the Badger driver opens the database with Badger's SyncWrites,
+// unless Options.NoSync: the value log is synced before the write-ahead
+// log that points into it), so the puts are durable before the Commit
+// that makes them reachable; no request of the group is acknowledged
+// before that Commit returns.
 //
 // Every ref the group moves is a swap expecting the value the group
 // decided on (the head it built on; no value for a new branch), every
@@ -150,13 +151,14 @@
 // resume when there is room) and that no read has reported corruption
 // (NoteCorruption; Health says what to run).
 //
-// Two reads do not wait for the group in flight: reads that go to the
-// driver directly (Resolve of a commit id, the commit list, Branches) can
-// see a commit between its Badger transaction and the sync that follows
-// it, and
-// ListContexts may list a context in that window (GetContext and writes see
-// a new context only once its group is durable). If
-// that sync then fails, the store stops taking writes (ErrWriteFailed)
-// and the outcome of the group is whatever Badger recovers on restart;
-// fsck checks it. No writer is ever told "committed" before the sync.
+// Reads that go to the driver directly (Resolve of a commit id, the
+// commit list, Branches, ListContexts) do not wait for the group in
+// flight: they may see its commits a moment before its requests are
+// answered, but never before they are durable — a Badger write becomes
+// visible only after its syncs, a PostgreSQL one when its transaction
+// commits (GetContext and writes see a new context only once its group
+// is done). If a group's Commit fails, the store stops taking writes
+// (ErrWriteFailed) and the outcome of the group is whatever the driver
+// recovers on restart; fsck checks it. No writer is ever told
+// "committed" before that Commit returned.
 package store

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -23,26 +24,39 @@ import (
 type Options struct {
 	// Dir is the data directory (created if missing).
 	Dir string
-	// NoSync skips the sync after each Commit: commits are then not
-	// durable across a machine crash. Only for benchmarks and tests.
+	// NoSync opens Badger without SyncWrites, so no write is synced:
+	// commits are then not durable across a machine crash (a killed
+	// process loses nothing). Only for benchmarks and tests.
 	NoSync bool
 	// MemTableSize is Badger's memtable size in bytes (0:
 	// DefaultMemTableSize). It also
 	// sets the transaction limits: about 15 % of it per Commit.
 	MemTableSize int64
-	// BlockCacheBytes is the size of Badger's cache of decompressed table
-	// blocks (0: DefaultBlockCacheBytes; negative: none, and new tables
-	// are then written uncompressed: Badger refuses to open with
-	// compression on and no block cache). Badger's own
+	// BlockCacheBytes is the size of Badger's cache of decoded table
+	// blocks (0: DefaultBlockCacheBytes; negative: none). Badger's own
 	// default, 256 MiB, was most of a long-running server's resident
 	// memory; the store keeps its own caches of decoded records above it.
 	BlockCacheBytes int64
+	// Compress writes new tables with Snappy-compressed blocks (ignored
+	// without a block cache, which Badger then requires). Off by default:
+	// the large values live in the value log (see DefaultValueThreshold),
+	// the tree's keys are mostly digests, and a table builder keeps a
+	// compressed copy of every block besides the block itself — at the
+	// peak of 3,000 agent runs, 190 MB of buffers that Badger's allocator
+	// pool keeps while writes go on. Tables written compressed stay
+	// readable either way: each table records how it was written.
+	Compress bool
 	// MappedBytes bounds the resident pages of the files Badger maps
 	// (tables and logs; 0: DefaultMappedBytes; negative: no bound). Past
 	// it the driver asks the kernel to page them out (Linux only; see
 	// mapped.go): they are page cache, which a process's resident size
 	// counts all the same.
 	MappedBytes int64
+	// ValueThreshold is the size in bytes past which a value is kept in
+	// Badger's value log rather than in its tree (0:
+	// DefaultValueThreshold; negative: every value in the tree, Badger's
+	// own default up to 1 MB). See DefaultValueThreshold.
+	ValueThreshold int64
 	// Logger receives the driver's rare notices (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -56,6 +70,25 @@ const DefaultBlockCacheBytes = 32 << 20
 // two took more than half of a server's live heap over many agent runs.
 const DefaultMemTableSize = 32 << 20
 
+// DefaultValueThreshold is the default of Options.ValueThreshold. The
+// store's large values — state-map nodes, op chunks, payloads, blob
+// chunks — are immutable and content-addressed. Kept in the tree, as
+// Badger does by default, every compaction copies them again from level
+// to level, and the buffers of the tables it builds grow with them. In
+// the value log they are written once and the tree holds their keys and
+// pointers; a read costs one more lookup in the log's mapping. Small
+// records (refs, commit and context records, seq entries) stay in the
+// tree.
+const DefaultValueThreshold = 1 << 10
+
+// valueLogGCEvery is how often the driver reclaims the value-log space of
+// deleted values (pruned blobs); Badger never does so by itself.
+const valueLogGCEvery = 10 * time.Minute
+
+// valueLogDiscard is the share of a value-log file that must be garbage
+// before the driver rewrites it.
+const valueLogDiscard = 0.5
+
 // numCompactors is how many compactions Badger runs at once (its default
 // is 4): each buffers the tables it builds, and more than the machine's
 // cores only adds their buffers. Badger needs at least 2.
@@ -68,10 +101,15 @@ const numMemtables = 2
 
 // Driver is the Badger driver. Create it with Open.
 type Driver struct {
-	db     *badger.DB
-	noSync bool
-	trim   *trimmer
-	g      guard.Guard
+	db   *badger.DB
+	trim *trimmer
+	log  *slog.Logger
+	// blog is Badger's logger; it holds a failed value-log sync.
+	blog *badgerLog
+	// stop ends the value-log collector bg runs.
+	stop chan struct{}
+	bg   sync.WaitGroup
+	g    guard.Guard
 	// commitMu serialises the check-and-write step of Commit.
 	commitMu sync.Mutex
 }
@@ -97,24 +135,83 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	if err := RemoveEmptyLogs(opts.Dir, log); err != nil {
 		return nil, err
 	}
+	blog := &badgerLog{log: log}
 	bo := badger.DefaultOptions(opts.Dir).
-		WithLogger(nil).
-		WithSyncWrites(false).
+		WithLogger(blog).
+		WithSyncWrites(!opts.NoSync).
 		WithNumVersionsToKeep(1).
 		WithMetricsEnabled(false).
 		WithMemTableSize(mt).
 		WithNumMemtables(numMemtables).
 		WithNumCompactors(numCompactors()).
 		WithBlockCacheSize(blockCache(opts.BlockCacheBytes)).
-		WithDetectConflicts(false)
-	if bo.BlockCacheSize == 0 {
+		WithDetectConflicts(false).
+		WithValueThreshold(valueThreshold(opts.ValueThreshold))
+	if !opts.Compress || bo.BlockCacheSize == 0 {
 		bo = bo.WithCompression(options.None)
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("badgerkv: open %s: %w", opts.Dir, err)
 	}
-	return &Driver{db: db, noSync: opts.NoSync, trim: startTrimmer(opts.Dir, opts.MappedBytes, log)}, nil
+	d := &Driver{db: db, trim: startTrimmer(opts.Dir, opts.MappedBytes, log), log: log, blog: blog, stop: make(chan struct{})}
+	d.bg.Add(1)
+	go d.collectValueLog()
+	return d, nil
+}
+
+func valueThreshold(n int64) int64 {
+	switch {
+	case n == 0:
+		return DefaultValueThreshold
+	case n < 0:
+		return 1 << 20 // Badger's largest
+	}
+	return min(n, 1<<20)
+}
+
+// collectValueLog rewrites, every valueLogGCEvery until Close, the value
+// log files that are mostly deleted values, one after another while
+// Badger finds one.
+func (d *Driver) collectValueLog() {
+	defer d.bg.Done()
+	tick := time.NewTicker(valueLogGCEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-tick.C:
+		}
+		if err := d.CollectValueLog(); err != nil {
+			d.log.Warn("badgerkv: value log collection failed", "err", err)
+		}
+	}
+}
+
+// CollectValueLog rewrites the value-log files of which at least half is
+// deleted values, until none is left or Close is called. The driver runs
+// it every ten minutes; a caller that just deleted much (pruned blobs)
+// may run it at once.
+func (d *Driver) CollectValueLog() error {
+	for {
+		if !d.g.Enter() {
+			return nil
+		}
+		err := d.db.RunValueLogGC(valueLogDiscard)
+		d.g.Leave()
+		switch {
+		case errors.Is(err, badger.ErrNoRewrite), errors.Is(err, badger.ErrRejected):
+			return nil
+		case err != nil:
+			return fmt.Errorf("badgerkv: value log collection: %w", err)
+		}
+		select {
+		case <-d.stop:
+			return nil
+		default:
+		}
+	}
 }
 
 func blockCache(n int64) int64 {
@@ -234,7 +331,7 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("badgerkv: put immutable: %w", err)
 	}
-	return nil
+	return d.checkSync()
 }
 
 // PutSame implements kv.SamePutter: the records go into one Badger
@@ -266,7 +363,7 @@ func (d *Driver) PutSame(ctx context.Context, recs []kv.Record) error {
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("badgerkv: put same: %w", err)
 	}
-	return nil
+	return d.checkSync()
 }
 
 // Get implements kv.Driver.
@@ -448,18 +545,21 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
+	// Every write is synced before Badger returns it (SyncWrites, unless
+	// NoSync), so an empty batch has nothing left to make durable.
 	if !b.Empty() {
 		if err := d.apply(ctx, &b); err != nil {
 			return err
 		}
 	}
-	// An empty batch still syncs: it makes earlier puts durable.
-	if !d.noSync {
-		if err := d.db.Sync(); err != nil {
-			return fmt.Errorf("badgerkv: sync: %w", err)
-		}
-	}
-	return nil
+	return d.checkSync()
+}
+
+// checkSync returns the value-log sync failure Badger reported, if any
+// (see badgerLog): a write that returned after it may not be durable, so
+// every write fails from then on.
+func (d *Driver) checkSync() error {
+	return d.blog.failure()
 }
 
 // apply checks b's swaps and writes b in one transaction.
@@ -541,6 +641,8 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	d.trim.close()
+	close(d.stop)
+	d.bg.Wait()
 	if err := d.db.Close(); err != nil {
 		return fmt.Errorf("badgerkv: close: %w", err)
 	}

@@ -1,7 +1,11 @@
 package badgerkv_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -71,4 +75,117 @@ func BenchmarkSeam(b *testing.B) {
 		}
 		return d
 	})
+}
+
+// TestConformanceTreeOnly runs the suite with every value in Badger's
+// tree, as stores written before the value log was used have them.
+func TestConformanceTreeOnly(t *testing.T) {
+	kvtest.Run(t, func(t *testing.T) kv.Driver {
+		d, err := badgerkv.Open(context.Background(), badgerkv.Options{Dir: t.TempDir(), MemTableSize: testMemTable, ValueThreshold: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	})
+}
+
+// TestValueLog checks where values land — past the threshold in the value
+// log, below it (or with the threshold off) not — and that a value-log
+// collection after deletes keeps every live value, across a reopen.
+func TestValueLog(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		threshold int64
+		size      int
+		inLog     bool
+	}{
+		{"large", 0, 4 << 10, true},
+		{"small", 0, 200, false},
+		{"tree only", -1, 4 << 10, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d, err := badgerkv.Open(ctx, badgerkv.Options{Dir: dir, MemTableSize: testMemTable, ValueThreshold: tc.threshold})
+			if err != nil {
+				t.Fatal(err)
+			}
+			value := func(i int) []byte {
+				v := bytes.Repeat([]byte{'x'}, tc.size)
+				copy(v, fmt.Sprintf("marker-%05d-", i))
+				return v
+			}
+			const n = 600
+			for start := 0; start < n; start += 100 {
+				var b kv.Batch
+				for i := start; i < start+100; i++ {
+					b.Sets = append(b.Sets, kv.Record{Key: fmt.Appendf(nil, "k%05d", i), Value: value(i)})
+				}
+				if err := d.Commit(ctx, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var del kv.Batch
+			for i := 0; i < n; i += 2 {
+				del.Deletes = append(del.Deletes, fmt.Appendf(nil, "k%05d", i))
+			}
+			if err := d.Commit(ctx, del); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Flatten(1); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.CollectValueLog(); err != nil {
+				t.Fatal(err)
+			}
+			if got := valueLogHolds(t, dir, []byte("marker-00001-")); got != tc.inLog {
+				t.Fatalf("value log holds a %d-byte value: %v, want %v", tc.size, got, tc.inLog)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			d, err = badgerkv.Open(ctx, badgerkv.Options{Dir: dir, MemTableSize: testMemTable, ValueThreshold: tc.threshold})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			for i := range n {
+				v, err := d.Get(ctx, fmt.Appendf(nil, "k%05d", i))
+				switch {
+				case i%2 == 0 && !errors.Is(err, kv.ErrNotFound):
+					t.Fatalf("deleted k%05d reads %d bytes, err %v", i, len(v), err)
+				case i%2 == 0:
+				case err != nil:
+					t.Fatal(err)
+				case !bytes.Equal(v, value(i)):
+					t.Fatalf("k%05d reads %d bytes, not its value", i, len(v))
+				}
+			}
+		})
+	}
+}
+
+// valueLogHolds says whether the first 16 MiB of a .vlog file in dir
+// contain b (Badger sizes its logs at 2 GiB, sparse, and appends).
+func valueLogHolds(t *testing.T, dir string, b []byte) bool {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range logs {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(io.LimitReader(f, 16<<20))
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(raw, b) {
+			return true
+		}
+	}
+	return false
 }

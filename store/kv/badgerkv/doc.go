@@ -10,24 +10,40 @@
 //   - PutImmutable looks each key up in one read transaction and writes
 //     the missing ones through a WriteBatch, which splits them into
 //     transactions as large as Badger allows; a call is not atomic.
-//   - Commit checks the swaps and writes the batch in one transaction, then
-//     calls DB.Sync. The database is opened without per-write sync, so that
-//     one sync makes durable the commit and everything written before it
-//     (Badger's write-ahead log and value log are appended in order).
+//   - Commit checks the swaps and writes the batch in one transaction.
 //     Commits are serialised by a mutex from the check to the
 //     transaction's end, which makes the check and the write one atomic
-//     step (Badger's own conflict detection is off); the sync runs outside
-//     it, so commits from several goroutines overlap their syncs. A batch
-//     beyond Badger's transaction limits (about 15 % of the memtable) fails
-//     with kv.ErrTooLarge, having written nothing.
-//   - A Commit's records are visible to readers once its transaction is
-//     in, which is before the sync; Commit returns after the sync.
+//     step (Badger's own conflict detection is off). A batch beyond
+//     Badger's transaction limits (about 15 % of the memtable) fails with
+//     kv.ErrTooLarge, having written nothing.
+//   - Every write is durable when Badger returns it: the database is
+//     opened with SyncWrites (unless Options.NoSync), under which Badger's
+//     one writer goroutine appends a group of transactions to the value
+//     log, syncs it, then appends their entries — pointers into the value
+//     log among them — to the write-ahead log and syncs that. The write-ahead log
+//     never holds a pointer to a value the disk may lack, even across a
+//     power loss, and a transaction's records are visible to readers only
+//     after both syncs. Transactions that reach the writer together share
+//     its syncs (a WriteBatch's, or puts from several goroutines). Badger
+//     logs a failed value-log sync rather than returning it; the driver
+//     watches its logger for that line and fails every write after it
+//     (badgerlog.go).
 //   - Scan and ScanReverse each read one Badger read transaction, a
 //     snapshot.
 //   - The pages of the files Badger maps (tables, write-ahead and value
 //     logs) count in the process's resident size although they are page
 //     cache. Past Options.MappedBytes (default 64 MiB) a goroutine asks the
 //     kernel to page the data directory's mappings out (Linux; mapped.go).
+//   - Values past Options.ValueThreshold (default 1 KiB: state-map nodes,
+//     op chunks, larger payloads, blob chunks) live in Badger's value log
+//     and the tree holds their keys and pointers, so compactions copy
+//     keys, not values; tables are written uncompressed unless
+//     Options.Compress. Every ten minutes a goroutine rewrites value-log
+//     files that are at least half deleted values (pruned blobs;
+//     CollectValueLog does it at once): the rewrite writes the live values
+//     again through the synced write path before Badger deletes the old
+//     file. Stores written before keep their values where they are; both
+//     read the same.
 //   - Open deletes empty .mem and .vlog files, which a crash can leave and
 //     which Badger v4 refuses to open (see removeEmptyLogs).
 package badgerkv

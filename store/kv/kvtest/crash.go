@@ -183,10 +183,16 @@ collect:
 	return out, stderr.String()
 }
 
-// crashRecord is the i-th immutable record of commit tag.
+// crashRecord is the i-th immutable record of commit tag: 200 bytes, or
+// 3,000 for every third one, so that a driver that keeps large values
+// apart from small ones (Badger's value log) has both in every commit.
 func crashRecord(tag string, i int) kv.Record {
+	size := 200
+	if i%3 == 2 {
+		size = 3000
+	}
 	v := fmt.Appendf(nil, "%s/%d/", tag, i)
-	for len(v) < 200 {
+	for len(v) < size {
 		v = append(v, byte('a'+len(v)%26))
 	}
 	sum := sha256.Sum256(v)
