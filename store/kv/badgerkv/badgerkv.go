@@ -436,76 +436,56 @@ func (e errStop) Error() string { return e.err.Error() }
 
 // Scan implements kv.Driver.
 func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
-	if err := d.enter(ctx); err != nil {
-		return err
-	}
-	defer d.g.Leave()
-	err := d.db.View(func(txn *badger.Txn) error {
-		opts := badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 100}
-		if limit > 0 && limit < opts.PrefetchSize {
-			opts.PrefetchSize = limit
-		}
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		calls := 0
-		for it.Seek(kv.ScanStart(prefix, start)); it.Valid(); it.Next() {
-			if err := ctx.Err(); err != nil {
-				return errStop{err}
-			}
-			item := it.Item()
-			err := item.Value(func(v []byte) error {
-				if v == nil {
-					v = []byte{}
-				}
-				return fn(item.Key(), v)
-			})
-			if err != nil {
-				return errStop{err}
-			}
-			if calls++; limit > 0 && calls == limit {
-				break
-			}
-		}
-		return nil
-	})
-	var stop errStop
-	if errors.As(err, &stop) {
-		return stop.err
-	}
-	if err != nil {
-		return fmt.Errorf("badgerkv: scan: %w", err)
-	}
-	return nil
+	return d.iterate(ctx, "scan", limit, badger.IteratorOptions{Prefix: prefix},
+		func(it *badger.Iterator) { it.Seek(kv.ScanStart(prefix, start)) },
+		func([]byte) (skip, end bool) { return false, false }, fn)
 }
 
 // ScanReverse implements kv.Driver. It iterates without Badger's prefix
 // option, which would end the scan at a seek landing just past the
 // prefix, and checks the prefix itself.
 func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int, fn func(k, v []byte) error) error {
-	if err := d.enter(ctx); err != nil {
-		return err
-	}
-	defer d.g.Leave()
 	upper := kv.ScanEnd(prefix, end)
-	err := d.db.View(func(txn *badger.Txn) error {
-		opts := badger.IteratorOptions{Reverse: true, PrefetchValues: true, PrefetchSize: 100}
-		if limit > 0 && limit < opts.PrefetchSize {
-			opts.PrefetchSize = limit
-		}
-		it := txn.NewIterator(opts)
-		defer it.Close()
+	seek := func(it *badger.Iterator) {
 		if upper == nil {
 			it.Rewind()
 		} else {
 			it.Seek(upper) // the largest key <= upper
 		}
+	}
+	within := func(key []byte) (skip, end bool) {
+		if upper != nil && bytes.Compare(key, upper) >= 0 {
+			return true, false
+		}
+		return false, !bytes.HasPrefix(key, prefix)
+	}
+	return d.iterate(ctx, "scan reverse", limit, badger.IteratorOptions{Reverse: true}, seek, within, fn)
+}
+
+// iterate calls fn, in one read transaction, for the items of an
+// iterator with opts from where seek puts it: at most limit of them (0:
+// all), passing over those within says to skip and stopping at the first
+// it says ends the scan. what names the call in errors.
+func (d *Driver) iterate(ctx context.Context, what string, limit int, opts badger.IteratorOptions, seek func(*badger.Iterator), within func(key []byte) (skip, end bool), fn func(k, v []byte) error) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
+	defer d.g.Leave()
+	opts.PrefetchValues, opts.PrefetchSize = true, 100
+	if limit > 0 && limit < opts.PrefetchSize {
+		opts.PrefetchSize = limit
+	}
+	err := d.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(opts)
+		defer it.Close()
 		calls := 0
-		for ; it.Valid(); it.Next() {
+		for seek(it); it.Valid(); it.Next() {
 			item := it.Item()
-			if upper != nil && bytes.Compare(item.Key(), upper) >= 0 {
+			skip, end := within(item.Key())
+			if skip {
 				continue
 			}
-			if !bytes.HasPrefix(item.Key(), prefix) {
+			if end {
 				break
 			}
 			if err := ctx.Err(); err != nil {
@@ -531,7 +511,7 @@ func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int,
 		return stop.err
 	}
 	if err != nil {
-		return fmt.Errorf("badgerkv: scan reverse: %w", err)
+		return fmt.Errorf("badgerkv: %s: %w", what, err)
 	}
 	return nil
 }
