@@ -154,10 +154,10 @@
 // Reads that go to the driver directly (Resolve of a commit id, the
 // commit list, Branches, ListContexts) do not wait for the group in
 // flight: they may see its commits a moment before its requests are
-// answered, but never before they are durable — a Badger write becomes
-// visible only after its syncs, a PostgreSQL one when its transaction
-// commits (GetContext and writes see a new context only once its group
-// is done). If a group's Commit fails, the store stops taking writes
+// answered, but never before they are durable while writes succeed — a
+// Badger write becomes visible only after its syncs, a PostgreSQL one
+// when its transaction commits (GetContext and writes see a new context
+// only once its group is done). If a group's Commit fails, the store stops taking writes
 // (ErrWriteFailed) and the outcome of the group is whatever the driver
 // recovers on restart; fsck checks it. No writer is ever told
 // "committed" before that Commit returned.

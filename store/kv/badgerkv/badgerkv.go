@@ -106,10 +106,11 @@ type Driver struct {
 	log  *slog.Logger
 	// blog is Badger's logger; it holds a failed value-log sync.
 	blog *badgerLog
-	// stop ends the value-log collector bg runs.
-	stop chan struct{}
-	bg   sync.WaitGroup
-	g    guard.Guard
+	// stop ends the value-log collector bg runs (closed once, by Close).
+	stop     chan struct{}
+	stopOnce sync.Once
+	bg       sync.WaitGroup
+	g        guard.Guard
 	// commitMu serialises the check-and-write step of Commit.
 	commitMu sync.Mutex
 }
@@ -135,7 +136,7 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	if err := RemoveEmptyLogs(opts.Dir, log); err != nil {
 		return nil, err
 	}
-	blog := &badgerLog{log: log}
+	blog := newBadgerLog(log)
 	bo := badger.DefaultOptions(opts.Dir).
 		WithLogger(blog).
 		WithSyncWrites(!opts.NoSync).
@@ -155,8 +156,14 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 		return nil, fmt.Errorf("badgerkv: open %s: %w", opts.Dir, err)
 	}
 	d := &Driver{db: db, trim: startTrimmer(opts.Dir, opts.MappedBytes, log), log: log, blog: blog, stop: make(chan struct{})}
-	d.bg.Add(1)
-	go d.collectValueLog()
+	if !opts.NoSync {
+		// Without synced writes a collection's rewrite is not durable
+		// before the old file goes, so a machine crash could lose old
+		// values, not only recent ones: NoSync stores collect only when
+		// asked to.
+		d.bg.Add(1)
+		go d.collectValueLog()
+	}
 	return d, nil
 }
 
@@ -192,11 +199,17 @@ func (d *Driver) collectValueLog() {
 // CollectValueLog rewrites the value-log files of which at least half is
 // deleted values, until none is left or Close is called. The driver runs
 // it every ten minutes; a caller that just deleted much (pruned blobs)
-// may run it at once.
+// may run it at once. After a failed value-log sync it does nothing and
+// returns that failure: Badger deletes a rewritten file even when the
+// rewrite's sync failed.
 func (d *Driver) CollectValueLog() error {
 	for {
 		if !d.g.Enter() {
 			return nil
+		}
+		if err := d.checkSync(); err != nil {
+			d.g.Leave()
+			return err
 		}
 		err := d.db.RunValueLogGC(valueLogDiscard)
 		d.g.Leave()
@@ -291,6 +304,9 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 		return err
 	}
 	defer d.g.Leave()
+	if err := d.checkSync(); err != nil {
+		return err
+	}
 	if err := kv.ValidateRecords(recs); err != nil {
 		return err
 	}
@@ -298,6 +314,7 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 		return nil
 	}
 	wb := d.db.NewWriteBatch()
+	defer wb.Cancel() // after a failed Flush, waits for the transactions already sent; a no-op after Flush
 	n := 0
 	err := d.db.View(func(txn *badger.Txn) error {
 		for i, r := range recs {
@@ -321,11 +338,9 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 		return nil
 	})
 	if err != nil {
-		wb.Cancel()
 		return fmt.Errorf("badgerkv: put immutable: %w", err)
 	}
 	if n == 0 {
-		wb.Cancel()
 		return nil
 	}
 	if err := wb.Flush(); err != nil {
@@ -341,6 +356,9 @@ func (d *Driver) PutSame(ctx context.Context, recs []kv.Record) error {
 		return err
 	}
 	defer d.g.Leave()
+	if err := d.checkSync(); err != nil {
+		return err
+	}
 	if err := kv.ValidateRecords(recs); err != nil {
 		return err
 	}
@@ -348,15 +366,14 @@ func (d *Driver) PutSame(ctx context.Context, recs []kv.Record) error {
 		return nil
 	}
 	wb := d.db.NewWriteBatch()
+	defer wb.Cancel() // as in PutImmutable
 	for i, r := range recs {
 		if i%ctxEvery == ctxEvery-1 {
 			if err := ctx.Err(); err != nil {
-				wb.Cancel()
 				return err
 			}
 		}
 		if err := wb.Set(r.Key, r.Value); err != nil {
-			wb.Cancel()
 			return fmt.Errorf("badgerkv: put same: %w", err)
 		}
 	}
@@ -368,37 +385,37 @@ func (d *Driver) PutSame(ctx context.Context, recs []kv.Record) error {
 
 // Get implements kv.Driver.
 func (d *Driver) Get(ctx context.Context, key []byte) ([]byte, error) {
-	if err := d.enter(ctx); err != nil {
+	vals, err := d.GetMany(ctx, [][]byte{key})
+	if err != nil {
 		return nil, err
 	}
-	defer d.g.Leave()
-	var v []byte
-	err := d.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(key)
-		if err != nil {
-			return err
-		}
-		v, err = item.ValueCopy(nil)
-		return err
-	})
-	if errors.Is(err, badger.ErrKeyNotFound) || errors.Is(err, badger.ErrEmptyKey) {
+	if vals[0] == nil {
 		return nil, kv.ErrNotFound
 	}
-	if err != nil {
-		return nil, fmt.Errorf("badgerkv: get: %w", err)
-	}
-	if v == nil {
-		v = []byte{}
-	}
-	return v, nil
+	return vals[0], nil
 }
 
-// GetMany implements kv.Driver.
+// GetMany implements kv.Driver. A value the value log cannot give back
+// is read once more in a new transaction: a point read does not hold the
+// value-log files open, so value-log collection may have moved the value
+// and deleted its file between finding the key and reading the value. A
+// value still lost then is corruption (kv.ErrCorrupt).
 func (d *Driver) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if err := d.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer d.g.Leave()
+	out, err := d.getMany(ctx, keys)
+	if errors.Is(err, errValueLost) {
+		out, err = d.getMany(ctx, keys)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("badgerkv: get: %w", err)
+	}
+	return out, nil
+}
+
+func (d *Driver) getMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(keys))
 	err := d.db.View(func(txn *badger.Txn) error {
 		for i, k := range keys {
@@ -414,19 +431,34 @@ func (d *Driver) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 			if err != nil {
 				return err
 			}
-			if out[i], err = item.ValueCopy(nil); err != nil {
+			v, err := item.ValueCopy(nil)
+			if err != nil {
 				return err
 			}
-			if out[i] == nil {
-				out[i] = []byte{}
+			if out[i], err = checkedValue(item, v); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("badgerkv: get many: %w", err)
+	return out, err
+}
+
+// errValueLost marks a value Badger could not read from its value log.
+var errValueLost = fmt.Errorf("%w: a value Badger cannot read from its value log", kv.ErrCorrupt)
+
+// checkedValue returns v, item's value as Badger gave it, or
+// errValueLost naming the key when Badger gave none for a value that
+// has a size: Badger (v4.9.6, iterator.go yieldItemValue) logs a failed
+// value-log read and returns no value and no error.
+func checkedValue(item *badger.Item, v []byte) ([]byte, error) {
+	if len(v) == 0 && item.ValueSize() > 0 {
+		return nil, fmt.Errorf("%w (key %q)", errValueLost, item.Key())
 	}
-	return out, nil
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
 }
 
 // errStop carries fn's error out of the read transaction unwrapped.
@@ -491,12 +523,16 @@ func (d *Driver) iterate(ctx context.Context, what string, limit int, opts badge
 			if err := ctx.Err(); err != nil {
 				return errStop{err}
 			}
+			var lost error
 			err := item.Value(func(v []byte) error {
-				if v == nil {
-					v = []byte{}
+				if v, lost = checkedValue(item, v); lost != nil {
+					return lost
 				}
 				return fn(item.Key(), v)
 			})
+			if lost != nil {
+				return lost // an iterator holds its value-log files open: not collection
+			}
 			if err != nil {
 				return errStop{err}
 			}
@@ -522,6 +558,9 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 		return err
 	}
 	defer d.g.Leave()
+	if err := d.checkSync(); err != nil {
+		return err
+	}
 	if err := b.Validate(); err != nil {
 		return err
 	}
@@ -617,11 +656,13 @@ func nonNil(b []byte, exists bool) []byte {
 // Close implements kv.Driver: it waits for calls in flight and closes the
 // database.
 func (d *Driver) Close() error {
+	// The collector stops at the next file first, so that Close waits
+	// for at most one file's rewrite.
+	d.stopOnce.Do(func() { close(d.stop) })
 	if !d.g.Close() {
 		return nil
 	}
 	d.trim.close()
-	close(d.stop)
 	d.bg.Wait()
 	if err := d.db.Close(); err != nil {
 		return fmt.Errorf("badgerkv: close: %w", err)

@@ -18,16 +18,27 @@
 //     kv.ErrTooLarge, having written nothing.
 //   - Every write is durable when Badger returns it: the database is
 //     opened with SyncWrites (unless Options.NoSync), under which Badger's
-//     one writer goroutine appends a group of transactions to the value
-//     log, syncs it, then appends their entries — pointers into the value
-//     log among them — to the write-ahead log and syncs that. The write-ahead log
-//     never holds a pointer to a value the disk may lack, even across a
-//     power loss, and a transaction's records are visible to readers only
-//     after both syncs. Transactions that reach the writer together share
-//     its syncs (a WriteBatch's, or puts from several goroutines). Badger
-//     logs a failed value-log sync rather than returning it; the driver
-//     watches its logger for that line and fails every write after it
-//     (badgerlog.go).
+//     one writer goroutine appends a group of transactions' large values
+//     to the value log and syncs it, then appends each transaction's
+//     entries — pointers into the value log among them — to the
+//     write-ahead log and syncs that. Transactions that reach the writer
+//     together (a WriteBatch's, or puts from several goroutines) share
+//     the value-log sync; the write-ahead log is synced once per
+//     transaction. The write-ahead log therefore never holds a pointer to
+//     a value the disk may lack, even across a power loss — on a file
+//     system that makes a synced file's creation durable with it (ext4,
+//     XFS): Badger syncs the directory for its tables and manifest, not
+//     for a new log file. When the writes succeed, a transaction's
+//     records are visible to readers only after both syncs.
+//   - Badger logs a failed value-log sync rather than returning it; the
+//     driver watches its logger for that line and fails every write after
+//     it, before writing (badgerlog.go). Badger's errors and warnings go
+//     to Options.Logger, each message at most once every ten seconds.
+//   - Badger also logs a failed value-log read and returns no value
+//     (iterator.go). The driver reports a value that has a size but came
+//     back empty as kv.ErrCorrupt; Get and GetMany first read it once
+//     more, since a point read does not hold the value-log files open and
+//     a collection may have just moved the value.
 //   - Scan and ScanReverse each read one Badger read transaction, a
 //     snapshot.
 //   - The pages of the files Badger maps (tables, write-ahead and value
@@ -42,8 +53,10 @@
 //     files that are at least half deleted values (pruned blobs;
 //     CollectValueLog does it at once): the rewrite writes the live values
 //     again through the synced write path before Badger deletes the old
-//     file. Stores written before keep their values where they are; both
-//     read the same.
+//     file. No collection runs after a failed value-log sync, nor on its
+//     own under NoSync. Close stops the collector after the file it is
+//     rewriting. Stores written before keep their values where they are;
+//     both read the same.
 //   - Open deletes empty .mem and .vlog files, which a crash can leave and
 //     which Badger v4 refuses to open (see removeEmptyLogs).
 package badgerkv
