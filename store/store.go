@@ -91,6 +91,13 @@ type Options struct {
 	// count in the process's resident size; past the bound the driver
 	// pages them out. Ignored when Driver is set.
 	MappedBytes int64
+	// ValueThreshold is the size in bytes past which the embedded Badger
+	// database keeps a value in its value log rather than in its tree (0:
+	// badgerkv.DefaultValueThreshold, 1 KiB; negative: every value below
+	// 1 MiB in the tree, so that a small commit syncs one log rather than
+	// two, at the cost of compactions that copy the state map). Ignored
+	// when Driver is set.
+	ValueThreshold int64
 	// memTable is the size of the embedded Badger database's memtables (0:
 	// the driver's default). Tests that reopen a store many times use
 	// less, since every open allocates and zeroes a memtable arena of
@@ -294,7 +301,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if opts.Dir == "" {
 			return nil, fmt.Errorf("%w: data directory is required", ErrInvalid)
 		}
-		bd, err := badgerkv.Open(ctx, badgerkv.Options{Dir: opts.Dir, NoSync: opts.NoSync, MemTableSize: opts.memTable, MappedBytes: opts.MappedBytes, Logger: opts.Logger})
+		bd, err := badgerkv.Open(ctx, badgerkv.Options{Dir: opts.Dir, NoSync: opts.NoSync, MemTableSize: opts.memTable, MappedBytes: opts.MappedBytes, ValueThreshold: opts.ValueThreshold, Logger: opts.Logger})
 		if err != nil {
 			// Badger reports the directory lock only in its message.
 			if strings.Contains(err.Error(), "Cannot acquire directory lock") {
@@ -402,6 +409,9 @@ const DefaultCacheBytes = 128 << 20
 
 // DefaultMappedBytes is the default of Options.MappedBytes.
 const DefaultMappedBytes = badgerkv.DefaultMappedBytes
+
+// DefaultValueThreshold is the default of Options.ValueThreshold.
+const DefaultValueThreshold = badgerkv.DefaultValueThreshold
 
 func cacheBytes(o Options) int64 {
 	if o.CacheBytes > 0 {

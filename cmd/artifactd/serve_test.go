@@ -378,7 +378,8 @@ func TestLoadTokens(t *testing.T) {
 }
 
 // TestServeMemoryFlags: the cache and mapped-file budgets are refused, with
-// the flag named, when they cannot bound anything.
+// the flag named, when they cannot bound anything, and so is a value-log
+// threshold Badger cannot take.
 func TestServeMemoryFlags(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -388,6 +389,9 @@ func TestServeMemoryFlags(t *testing.T) {
 		{[]string{"--cache-bytes", "-1"}, "--cache-bytes must be at least 1 MiB"},
 		{[]string{"--mapped-bytes", "0"}, "--mapped-bytes must be positive, or -1"},
 		{[]string{"--mapped-bytes", "-2"}, "--mapped-bytes must be positive, or -1"},
+		{[]string{"--value-threshold", "0"}, "--value-threshold must be from 1 to 1048576, or -1"},
+		{[]string{"--value-threshold", "-2"}, "--value-threshold must be from 1 to 1048576, or -1"},
+		{[]string{"--value-threshold", "1048577"}, "--value-threshold must be from 1 to 1048576, or -1"},
 	} {
 		var stderr bytes.Buffer
 		args := append([]string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, c.args...)

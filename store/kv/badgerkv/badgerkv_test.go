@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -138,7 +137,7 @@ func TestValueLog(t *testing.T) {
 			if err := d.CollectValueLog(); err != nil {
 				t.Fatal(err)
 			}
-			if got := valueLogHolds(t, dir, []byte("marker-00001-")); got != tc.inLog {
+			if got := kvtest.FilesHold(t, filepath.Join(dir, "*.vlog"), []byte("marker-00001-")); got != tc.inLog {
 				t.Fatalf("value log holds a %d-byte value: %v, want %v", tc.size, got, tc.inLog)
 			}
 			if err := d.Close(); err != nil {
@@ -163,29 +162,4 @@ func TestValueLog(t *testing.T) {
 			}
 		})
 	}
-}
-
-// valueLogHolds says whether the first 16 MiB of a .vlog file in dir
-// contain b (Badger sizes its logs at 2 GiB, sparse, and appends).
-func valueLogHolds(t *testing.T, dir string, b []byte) bool {
-	t.Helper()
-	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range logs {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := io.ReadAll(io.LimitReader(f, 16<<20))
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bytes.Contains(raw, b) {
-			return true
-		}
-	}
-	return false
 }
