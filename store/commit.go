@@ -843,8 +843,9 @@ const maxCatchUp = 64
 
 // catchUp advances h, locked by the caller, to commit target when target
 // descends from h's commit along first parents by at most maxCatchUp
-// commits (another process committed them): it applies each one's
-// recorded ops as a replay does and checks its context hash, so a head
+// commits (another process committed them): it applies each one as a
+// replay does (replay.ApplyCommit, which checks its ops and context
+// hash), so a head
 // that other processes keep moving costs what their commits touched, not
 // a reload. It reports false when h must be loaded again instead; h may
 // then be partly advanced and must not be used.
@@ -864,15 +865,8 @@ func (s *Store) catchUp(ctx context.Context, h *head, target hashing.Digest) boo
 	src := s.Source(h.ctx)
 	for i := len(chain) - 1; i >= 0; i-- {
 		c := chain[i]
-		ops, err := s.Ops(ctx, h.ctx, c)
+		changes, err := replay.ApplyCommit(ctx, src, h.state, c)
 		if err != nil {
-			return false
-		}
-		if ops, err = replay.WithDefinitionData(ctx, src, ops); err != nil {
-			return false
-		}
-		changes, err := h.state.ApplyOps(ops)
-		if err != nil || h.state.Hash() != c.ContextHash {
 			return false
 		}
 		for _, ch := range changes {
