@@ -10,7 +10,8 @@
 // # Glossary
 //
 //   - fold: replay every op of a chain, parents first, re-hashing each
-//     commit id, ops list and context hash (Fold, FoldCommits).
+//     commit id, ops list and context hash (Fold, FoldCommits; one commit
+//     onto its parent's state: ApplyCommit).
 //   - diff: the artifacts added, removed and changed, the edges added,
 //     removed and re-attributed, and the trust statuses that changed
 //     between two states (Diff, DiffResult).
