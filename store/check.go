@@ -1,14 +1,17 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
 )
 
 // Defect is one problem found by Check.
@@ -151,9 +154,29 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 }
 
 // scan reads every record under prefix, keyed by a digest, and verifies
-// it, reading a failing value once more before calling it a defect.
+// it, reading a failing value once more before calling it a defect. A
+// value the driver cannot read at all (kv.UnreadableError) is a defect
+// too, and the scan goes on after it.
 func (k *checker) scan(ctx context.Context, prefix, kind string, verify func(d hashing.Digest, v []byte) error, count *int) error {
-	return k.s.kv.Scan(ctx, []byte(prefix), nil, 0, func(key, v []byte) error {
+	var start []byte
+	for {
+		err := k.scanFrom(ctx, prefix, start, kind, verify, count)
+		var lost *kv.UnreadableError
+		if !errors.As(err, &lost) {
+			return err
+		}
+		*count++
+		id := fmt.Sprintf("%q", lost.Key)
+		if len(lost.Key) == len(prefix)+32 && strings.HasPrefix(string(lost.Key), prefix) {
+			id = hashing.Digest(lost.Key[len(prefix):]).String()
+		}
+		k.add(Defect{Kind: kind, ID: id, Detail: lost.Error()})
+		start = append(bytes.Clone(lost.Key), 0)
+	}
+}
+
+func (k *checker) scanFrom(ctx context.Context, prefix string, start []byte, kind string, verify func(d hashing.Digest, v []byte) error, count *int) error {
+	return k.s.kv.Scan(ctx, []byte(prefix), start, 0, func(key, v []byte) error {
 		*count++
 		if len(key) != len(prefix)+32 {
 			k.add(Defect{Kind: kind, ID: fmt.Sprintf("%q", key), Detail: "malformed key"})

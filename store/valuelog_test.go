@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,5 +51,55 @@ func TestValueThresholdReachesBadger(t *testing.T) {
 				t.Fatalf("read back: %v", err)
 			}
 		})
+	}
+}
+
+// TestCheckReportsUnreadableValues cuts the value log short under a
+// closed store and checks that fsck reports each record it can no longer
+// read — the payloads past the cut among them — and finishes, rather than
+// stopping at the first.
+func TestCheckReportsUnreadableValues(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	for i := range n {
+		mustCommit(t, s, "c", put(fmt.Sprintf("a%02d", i), "note", map[string]any{"text": fmt.Sprintf("payload-%02d-", i) + strings.Repeat("x", 4<<10)}))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("value logs %v, %v: want one", logs, err)
+	}
+	raw, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := bytes.Index(raw, []byte("payload-10-"))
+	if cut < 0 {
+		t.Fatal("payload 10 is not in the value log")
+	}
+	if err := os.Truncate(logs[0], int64(cut)); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	defer s.Close()
+	rep, err := s.Check(ctx)
+	if err != nil {
+		t.Fatalf("fsck stopped: %v", err)
+	}
+	unreadable := 0
+	for _, d := range rep.Defects {
+		if d.Kind == "object" && strings.Contains(d.Detail, "unreadable") {
+			unreadable++
+		}
+	}
+	if unreadable < n/2 {
+		t.Fatalf("fsck reports %d unreadable objects, want at least %d (the payloads past the cut); all defects: %v", unreadable, n/2, rep.Defects)
 	}
 }

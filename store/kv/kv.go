@@ -35,6 +35,23 @@ var (
 	ErrClosed = errors.New("kv: closed")
 )
 
+// UnreadableError is a record whose key a driver found but whose value
+// its engine cannot give back: a Get, GetMany or Scan that meets one
+// fails with it. It is corruption (errors.Is ErrCorrupt). A scan may go
+// on past Key (from Key with a zero byte appended), as fsck does.
+type UnreadableError struct {
+	Key []byte
+	// Why says what the engine could not do.
+	Why string
+}
+
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("kv: the value of key %q is unreadable: %s", e.Key, e.Why)
+}
+
+// Unwrap returns ErrCorrupt.
+func (e *UnreadableError) Unwrap() error { return ErrCorrupt }
+
 // Record is one key and its value.
 type Record struct {
 	Key   []byte

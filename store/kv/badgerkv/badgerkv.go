@@ -399,14 +399,15 @@ func (d *Driver) Get(ctx context.Context, key []byte) ([]byte, error) {
 // is read once more in a new transaction: a point read does not hold the
 // value-log files open, so value-log collection may have moved the value
 // and deleted its file between finding the key and reading the value. A
-// value still lost then is corruption (kv.ErrCorrupt).
+// value still lost then is a *kv.UnreadableError (corruption).
 func (d *Driver) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if err := d.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer d.g.Leave()
 	out, err := d.getMany(ctx, keys)
-	if errors.Is(err, errValueLost) {
+	var lost *kv.UnreadableError
+	if errors.As(err, &lost) {
 		out, err = d.getMany(ctx, keys)
 	}
 	if err != nil {
@@ -444,16 +445,13 @@ func (d *Driver) getMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	return out, err
 }
 
-// errValueLost marks a value Badger could not read from its value log.
-var errValueLost = fmt.Errorf("%w: a value Badger cannot read from its value log", kv.ErrCorrupt)
-
-// checkedValue returns v, item's value as Badger gave it, or
-// errValueLost naming the key when Badger gave none for a value that
-// has a size: Badger (v4.9.6, iterator.go yieldItemValue) logs a failed
-// value-log read and returns no value and no error.
+// checkedValue returns v, item's value as Badger gave it, or a
+// *kv.UnreadableError when Badger gave none for a value that has a size:
+// Badger (v4.9.6, iterator.go yieldItemValue) logs a failed value-log
+// read and returns no value and no error.
 func checkedValue(item *badger.Item, v []byte) ([]byte, error) {
 	if len(v) == 0 && item.ValueSize() > 0 {
-		return nil, fmt.Errorf("%w (key %q)", errValueLost, item.Key())
+		return nil, &kv.UnreadableError{Key: item.KeyCopy(nil), Why: "Badger cannot read it from its value log"}
 	}
 	if v == nil {
 		v = []byte{}

@@ -167,8 +167,10 @@ func TestLostValue(t *testing.T) {
 	if v, err := d.Get(ctx, []byte("p/small")); err != nil || string(v) != "s" {
 		t.Fatalf("small value: %q, %v", v, err)
 	}
-	if v, err := d.Get(ctx, []byte("p/big")); !errors.Is(err, kv.ErrCorrupt) {
-		t.Errorf("Get of the lost value: %d bytes, %v, want corruption", len(v), err)
+	v, err := d.Get(ctx, []byte("p/big"))
+	var lost *kv.UnreadableError
+	if !errors.Is(err, kv.ErrCorrupt) || !errors.As(err, &lost) || string(lost.Key) != "p/big" {
+		t.Errorf("Get of the lost value: %d bytes, %v, want corruption naming p/big", len(v), err)
 	}
 	if vs, err := d.GetMany(ctx, [][]byte{[]byte("p/small"), []byte("p/big")}); !errors.Is(err, kv.ErrCorrupt) {
 		t.Errorf("GetMany with the lost value: %d values, %v, want corruption", len(vs), err)

@@ -36,7 +36,8 @@
 //     to Options.Logger, each message at most once every ten seconds.
 //   - Badger also logs a failed value-log read and returns no value
 //     (iterator.go). The driver reports a value that has a size but came
-//     back empty as kv.ErrCorrupt; Get and GetMany first read it once
+//     back empty as a *kv.UnreadableError (corruption, naming the key, so
+//     that fsck can report it and go on); Get and GetMany first read it once
 //     more, since a point read does not hold the value-log files open and
 //     a collection may have just moved the value.
 //   - Scan and ScanReverse each read one Badger read transaction, a
