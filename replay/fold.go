@@ -107,50 +107,6 @@ func Fold(ctx context.Context, src Source, target hashing.Digest, opts Options) 
 // FoldCommits replays commits, which must be closed under first parents
 // and sorted parents-first (Seq order), verifying each as Fold does. visit,
 // when set, is called after each commit with its state (valid only during
-
-// ApplyCommit replays commit c onto st, the state at c's first parent,
-// and verifies it as a fold does: its ops, read from src, hash to its ops
-// hash, number what it records and replay with no no-op, and the state
-// after them hashes to its context hash. It returns the changes. A
-// *ChainError says why c does not replay; st may then be changed and
-// must not be used. (Fold also checks the commit's header against its id
-// and, as its options say, the payloads.)
-func ApplyCommit(ctx context.Context, src Source, st *graph.State, c *Commit) ([]graph.Change, error) {
-	fail := func(reason string, cause error) ([]graph.Change, error) {
-		return nil, &ChainError{Commit: c.ID, Seq: c.Seq, Reason: reason, Err: cause}
-	}
-	ops, err := src.Ops(ctx, c)
-	if err != nil {
-		return fail("cannot read its ops: "+err.Error(), err)
-	}
-	opsHash, _, err := graph.OpsHash(ops)
-	if err != nil {
-		return fail("its ops cannot be canonicalized: "+err.Error(), err)
-	}
-	if opsHash != c.OpsHash {
-		return fail(fmt.Sprintf("its ops hash to %s, the commit records %s", opsHash, c.OpsHash), nil)
-	}
-	if ops, err = WithDefinitionData(ctx, src, ops); err != nil {
-		return fail(err.Error(), err)
-	}
-	changes, err := st.ApplyOps(ops)
-	if err != nil {
-		return fail("its ops do not replay: "+err.Error(), err)
-	}
-	for i, ch := range changes {
-		if ch.Noop {
-			return fail(fmt.Sprintf("op %d is a no-op, which is never recorded", i), graph.ErrCorrupt)
-		}
-	}
-	if got := st.Hash(); got != c.ContextHash {
-		return fail(fmt.Sprintf("replayed state hashes to %s, the commit records %s", got, c.ContextHash), nil)
-	}
-	if c.NumOps != len(ops) {
-		return fail(fmt.Sprintf("records %d ops, has %d", c.NumOps, len(ops)), nil)
-	}
-	return changes, nil
-}
-
 // the call). The Result describes the last commit.
 func FoldCommits(ctx context.Context, src Source, commits []*Commit, opts Options, visit func(c *Commit, st *graph.State) error) (*Result, error) {
 	if len(commits) == 0 {
@@ -236,6 +192,49 @@ func FoldCommits(ctx context.Context, src Source, commits []*Commit, opts Option
 		}
 	}
 	return res, nil
+}
+
+// ApplyCommit replays commit c onto st, the state at c's first parent,
+// and verifies it as a fold does: its ops, read from src, hash to its ops
+// hash, number what it records and replay with no no-op, and the state
+// after them hashes to its context hash. It returns the changes. A
+// *ChainError says why c does not replay; st may then be changed and
+// must not be used. (Fold also checks the commit's header against its id
+// and, as its options say, the payloads.)
+func ApplyCommit(ctx context.Context, src Source, st *graph.State, c *Commit) ([]graph.Change, error) {
+	fail := func(reason string, cause error) ([]graph.Change, error) {
+		return nil, &ChainError{Commit: c.ID, Seq: c.Seq, Reason: reason, Err: cause}
+	}
+	ops, err := src.Ops(ctx, c)
+	if err != nil {
+		return fail("cannot read its ops: "+err.Error(), err)
+	}
+	opsHash, _, err := graph.OpsHash(ops)
+	if err != nil {
+		return fail("its ops cannot be canonicalized: "+err.Error(), err)
+	}
+	if opsHash != c.OpsHash {
+		return fail(fmt.Sprintf("its ops hash to %s, the commit records %s", opsHash, c.OpsHash), nil)
+	}
+	if ops, err = WithDefinitionData(ctx, src, ops); err != nil {
+		return fail(err.Error(), err)
+	}
+	changes, err := st.ApplyOps(ops)
+	if err != nil {
+		return fail("its ops do not replay: "+err.Error(), err)
+	}
+	for i, ch := range changes {
+		if ch.Noop {
+			return fail(fmt.Sprintf("op %d is a no-op, which is never recorded", i), graph.ErrCorrupt)
+		}
+	}
+	if got := st.Hash(); got != c.ContextHash {
+		return fail(fmt.Sprintf("replayed state hashes to %s, the commit records %s", got, c.ContextHash), nil)
+	}
+	if c.NumOps != len(ops) {
+		return fail(fmt.Sprintf("records %d ops, has %d", c.NumOps, len(ops)), nil)
+	}
+	return changes, nil
 }
 
 func checkObject(ctx context.Context, src Source, id string, d hashing.Digest) error {

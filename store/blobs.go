@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -625,7 +626,11 @@ func (s *Store) BackfillBlobMembers(ctx context.Context) (int, error) {
 func (k *checker) checkBlobs(ctx context.Context) error {
 	s := k.s
 	var manifests []hashing.Digest
-	if err := s.kv.Scan(ctx, []byte(pBlobManifest), nil, 0, func(key, _ []byte) error {
+	lostManifest := func(key []byte, why string) {
+		k.rep.Blobs++
+		k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key[len(pBlobManifest):]), Detail: "manifest unreadable: " + why})
+	}
+	if err := k.scanAll(ctx, []byte(pBlobManifest), func(key, _ []byte) error {
 		if len(key) != len(pBlobManifest)+32 {
 			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key), Detail: "malformed manifest key"})
 			return nil
@@ -634,7 +639,7 @@ func (k *checker) checkBlobs(ctx context.Context) error {
 		copy(d[:], key[len(pBlobManifest):])
 		manifests = append(manifests, d)
 		return nil
-	}); err != nil {
+	}, lostManifest); err != nil {
 		return err
 	}
 	for _, d := range manifests {
@@ -655,7 +660,10 @@ func (k *checker) checkBlobs(ctx context.Context) error {
 		d     hashing.Digest
 	}
 	var members []member
-	if err := s.kv.Scan(ctx, []byte(pBlobMember), nil, 0, func(key, _ []byte) error {
+	lostMember := func(key []byte, why string) {
+		k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key), Detail: "membership record unreadable: " + why})
+	}
+	if err := k.scanAll(ctx, []byte(pBlobMember), func(key, _ []byte) error {
 		rest := key[len(pBlobMember):]
 		if len(rest) < 34 || rest[len(rest)-33] != 0 {
 			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key), Detail: "malformed membership key"})
@@ -665,11 +673,15 @@ func (k *checker) checkBlobs(ctx context.Context) error {
 		copy(m.d[:], rest[len(rest)-32:])
 		members = append(members, m)
 		return nil
-	}); err != nil {
+	}, lostMember); err != nil {
 		return err
 	}
 	for _, m := range members {
 		ok, err := s.HasBlob(ctx, m.d)
+		if fault.IsCorrupt(err) {
+			k.add(Defect{Kind: "blob", Context: m.ctxID, ID: m.d.String(), Detail: err.Error()})
+			continue
+		}
 		if err != nil {
 			return err
 		}

@@ -3,10 +3,11 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -16,7 +17,8 @@ import (
 
 // Defect is one problem found by Check.
 type Defect struct {
-	// Kind is "object", "blob", "node", "commit", "ops", "ref" or "state".
+	// Kind is "context", "object", "blob", "node", "commit", "ops", "ref"
+	// or "state".
 	// A broken chain is reported on the first commit that does not replay.
 	Kind    string `json:"kind"`
 	Context string `json:"context,omitempty"`
@@ -140,43 +142,70 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	s.objects.clear()
 	s.states.clear()
 
-	ctxs, err := s.ListContexts(ctx)
+	ctxs, err := k.contexts(ctx)
 	if err != nil {
 		return rep, err
 	}
-	for _, info := range ctxs {
+	for _, id := range ctxs {
 		rep.Contexts++
-		if err := k.context(ctx, info.ID); err != nil {
+		if err := k.context(ctx, id); err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
 }
 
-// scan reads every record under prefix, keyed by a digest, and verifies
-// it, reading a failing value once more before calling it a defect. A
-// value the driver cannot read at all (kv.UnreadableError) is a defect
-// too, and the scan goes on after it.
-func (k *checker) scan(ctx context.Context, prefix, kind string, verify func(d hashing.Digest, v []byte) error, count *int) error {
+// contexts lists the contexts whose records read and decode, and reports
+// the others.
+func (k *checker) contexts(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := k.scanAll(ctx, []byte(pCtx), func(key, v []byte) error {
+		var info ContextInfo
+		if err := json.Unmarshal(v, &info); err != nil || info.ID != string(key[len(pCtx):]) {
+			k.add(Defect{Kind: "context", ID: fmt.Sprintf("%q", key[len(pCtx):]), Detail: "context record does not decode to this context"})
+			return nil
+		}
+		ids = append(ids, info.ID)
+		return nil
+	}, func(key []byte, why string) {
+		k.add(Defect{Kind: "context", ID: fmt.Sprintf("%q", key[len(pCtx):]), Detail: "context record unreadable: " + why})
+	})
+	return ids, err
+}
+
+// scanAll scans prefix as kv.Driver.Scan does, but a record the driver
+// cannot read (a *kv.UnreadableError) goes to lost and the scan goes on
+// after it.
+func (k *checker) scanAll(ctx context.Context, prefix []byte, fn func(key, v []byte) error, lost func(key []byte, why string)) error {
 	var start []byte
 	for {
-		err := k.scanFrom(ctx, prefix, start, kind, verify, count)
-		var lost *kv.UnreadableError
-		if !errors.As(err, &lost) {
+		err := k.s.kv.Scan(ctx, prefix, start, 0, fn)
+		var ue *kv.UnreadableError
+		if !errors.As(err, &ue) {
 			return err
 		}
-		*count++
-		id := fmt.Sprintf("%q", lost.Key)
-		if len(lost.Key) == len(prefix)+32 && strings.HasPrefix(string(lost.Key), prefix) {
-			id = hashing.Digest(lost.Key[len(prefix):]).String()
+		if !bytes.HasPrefix(ue.Key, prefix) || bytes.Compare(ue.Key, start) < 0 {
+			return err // not a key this scan reached: going on could loop
 		}
-		k.add(Defect{Kind: kind, ID: id, Detail: lost.Error()})
-		start = append(bytes.Clone(lost.Key), 0)
+		lost(ue.Key, ue.Why)
+		start = append(bytes.Clone(ue.Key), 0)
 	}
 }
 
-func (k *checker) scanFrom(ctx context.Context, prefix string, start []byte, kind string, verify func(d hashing.Digest, v []byte) error, count *int) error {
-	return k.s.kv.Scan(ctx, []byte(prefix), start, 0, func(key, v []byte) error {
+// scan reads every record under prefix, keyed by a digest, and verifies
+// it, reading a failing value once more before calling it a defect. A
+// value the driver cannot read at all is a defect too, and the scan goes
+// on after it.
+func (k *checker) scan(ctx context.Context, prefix, kind string, verify func(d hashing.Digest, v []byte) error, count *int) error {
+	lost := func(key []byte, why string) {
+		*count++
+		id := fmt.Sprintf("%q", key)
+		if len(key) == len(prefix)+32 {
+			id = hashing.Digest(key[len(prefix):]).String()
+		}
+		k.add(Defect{Kind: kind, ID: id, Detail: "unreadable: " + why})
+	}
+	return k.scanAll(ctx, []byte(prefix), func(key, v []byte) error {
 		*count++
 		if len(key) != len(prefix)+32 {
 			k.add(Defect{Kind: kind, ID: fmt.Sprintf("%q", key), Detail: "malformed key"})
@@ -191,7 +220,7 @@ func (k *checker) scanFrom(ctx context.Context, prefix string, start []byte, kin
 			k.add(Defect{Kind: kind, ID: d.String(), Detail: err.Error()})
 		}
 		return nil
-	})
+	}, lost)
 }
 
 // checkSource is the context's Source for the replay in Check: it also
@@ -241,7 +270,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 	for _, e := range ids {
 		c, err := s.commitRecord(ctxID, e.id)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotFound) {
+			if !fault.IsCorrupt(err) && !errors.Is(err, ErrNotFound) {
 				return err
 			}
 			failed[e.id] = true
@@ -317,6 +346,10 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 			continue
 		}
 		cs, err := s.ctxState(ctxID)
+		if fault.IsCorrupt(err) {
+			k.add(Defect{Kind: "context", ID: fmt.Sprintf("%q", ctxID), Detail: err.Error()})
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -356,7 +389,14 @@ type seqEntry struct {
 func (k *checker) seqIndex(ctx context.Context, ctxID string) ([]seqEntry, error) {
 	var out []seqEntry
 	p := prefixSeq(ctxID)
-	err := k.s.kv.Scan(ctx, p, nil, 0, func(key, v []byte) error {
+	lost := func(key []byte, why string) {
+		id := fmt.Sprintf("%q", key)
+		if len(key) == len(p)+8 {
+			id = fmt.Sprintf("seq %d", beUint64(key[len(p):]))
+		}
+		k.add(Defect{Kind: "commit", Context: ctxID, ID: id, Detail: "seq entry unreadable: " + why})
+	}
+	err := k.scanAll(ctx, p, func(key, v []byte) error {
 		if len(key) != len(p)+8 {
 			k.add(Defect{Kind: "commit", Context: ctxID, ID: fmt.Sprintf("%q", key), Detail: "malformed seq key"})
 			return nil
@@ -368,7 +408,7 @@ func (k *checker) seqIndex(ctx context.Context, ctxID string) ([]seqEntry, error
 		}
 		out = append(out, seqEntry{seq: seq, id: hashing.Digest(v)})
 		return nil
-	})
+	}, lost)
 	return out, err
 }
 

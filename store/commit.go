@@ -862,7 +862,7 @@ func (s *Store) catchUp(ctx context.Context, h *head, target hashing.Digest) boo
 		chain = append(chain, c)
 		id = c.Parents[0]
 	}
-	src := s.Source(h.ctx)
+	src := s.plainSource(h.ctx)
 	for i := len(chain) - 1; i >= 0; i-- {
 		c := chain[i]
 		changes, err := replay.ApplyCommit(ctx, src, h.state, c)

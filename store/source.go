@@ -23,6 +23,12 @@ import (
 // reads all pending ones in key order in one pass and hands them out as
 // they are asked for. A Source is safe for concurrent use.
 func (s *Store) Source(ctxID string) replay.Source {
+	return &ctxSource{s: s, ctx: ctxID, ahead: true, pending: make(map[hashing.Digest]struct{}), ready: make(map[hashing.Digest][]byte)}
+}
+
+// plainSource is Source without the read-ahead, for a caller that applies
+// a few commits and reads only the definitions' payloads (catchUp).
+func (s *Store) plainSource(ctxID string) replay.Source {
 	return &ctxSource{s: s, ctx: ctxID, pending: make(map[hashing.Digest]struct{}), ready: make(map[hashing.Digest][]byte)}
 }
 
@@ -39,6 +45,9 @@ const (
 type ctxSource struct {
 	s   *Store
 	ctx string
+	// ahead says whether Ops remembers the payloads it names for a
+	// read-ahead.
+	ahead bool
 
 	mu sync.Mutex // guards pending and ready
 	// pending holds payloads named by returned ops and not yet read.
@@ -54,8 +63,8 @@ func (c *ctxSource) GetCommit(ctx context.Context, id hashing.Digest) (*replay.C
 
 func (c *ctxSource) Ops(ctx context.Context, cm *replay.Commit) ([]graph.Op, error) {
 	ops, err := c.s.Ops(ctx, c.ctx, cm)
-	if err != nil {
-		return nil, err
+	if err != nil || !c.ahead {
+		return ops, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -91,7 +91,7 @@ type Options struct {
 	// count in the process's resident size; past the bound the driver
 	// pages them out. Ignored when Driver is set.
 	MappedBytes int64
-	// ValueThreshold is the size in bytes past which the embedded Badger
+	// ValueThreshold is the size in bytes from which the embedded Badger
 	// database keeps a value in its value log rather than in its tree (0:
 	// badgerkv.DefaultValueThreshold, 1 KiB; negative: every value below
 	// 1 MiB in the tree, so that a small commit syncs one log rather than

@@ -56,17 +56,36 @@ func TestValueThresholdReachesBadger(t *testing.T) {
 
 // TestCheckReportsUnreadableValues cuts the value log short under a
 // closed store and checks that fsck reports each record it can no longer
-// read — the payloads past the cut among them — and finishes, rather than
-// stopping at the first.
+// read and finishes, rather than stopping at the first: with the default
+// threshold the payloads past the cut; with every value of 16 bytes or
+// more in the log, also commit records, seq entries, refs and context
+// records.
 func TestCheckReportsUnreadableValues(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		threshold int64
+	}{{"default", 0}, {"everything", 16}} {
+		t.Run(tc.name, func(t *testing.T) { checkUnreadable(t, tc.threshold) })
+	}
+}
+
+func checkUnreadable(t *testing.T, threshold int64) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s := openTest(t, dir)
+	s, err := Open(ctx, Options{Dir: dir, Clock: testClock(), ValueThreshold: threshold})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
 		t.Fatal(err)
 	}
 	const n = 20
 	for i := range n {
+		if i == n/2+1 { // after the cut below
+			if _, err := s.CreateContext(ctx, "d", ModeObserve); err != nil {
+				t.Fatal(err)
+			}
+		}
 		mustCommit(t, s, "c", put(fmt.Sprintf("a%02d", i), "note", map[string]any{"text": fmt.Sprintf("payload-%02d-", i) + strings.Repeat("x", 4<<10)}))
 	}
 	if err := s.Close(); err != nil {
@@ -87,19 +106,25 @@ func TestCheckReportsUnreadableValues(t *testing.T) {
 	if err := os.Truncate(logs[0], int64(cut)); err != nil {
 		t.Fatal(err)
 	}
-	s = openTest(t, dir)
+	s, err = Open(ctx, Options{Dir: dir, Clock: testClock(), ValueThreshold: threshold})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
 	rep, err := s.Check(ctx)
 	if err != nil {
 		t.Fatalf("fsck stopped: %v", err)
 	}
-	unreadable := 0
+	kinds := map[string]int{}
 	for _, d := range rep.Defects {
-		if d.Kind == "object" && strings.Contains(d.Detail, "unreadable") {
-			unreadable++
+		if strings.Contains(d.Detail, "unreadable") {
+			kinds[d.Kind]++
 		}
 	}
-	if unreadable < n/2 {
-		t.Fatalf("fsck reports %d unreadable objects, want at least %d (the payloads past the cut); all defects: %v", unreadable, n/2, rep.Defects)
+	if kinds["object"] < n/2 {
+		t.Fatalf("fsck reports %d unreadable objects, want at least %d (the payloads past the cut); all defects: %v", kinds["object"], n/2, rep.Defects)
+	}
+	if threshold > 0 && (kinds["commit"] == 0 || kinds["context"] == 0) {
+		t.Fatalf("with every value in the log, unreadable records by kind %v; want commits and a context too; all defects: %v", kinds, rep.Defects)
 	}
 }

@@ -37,8 +37,10 @@ var (
 
 // UnreadableError is a record whose key a driver found but whose value
 // its engine cannot give back: a Get, GetMany or Scan that meets one
-// fails with it. It is corruption (errors.Is ErrCorrupt). A scan may go
-// on past Key (from Key with a zero byte appended), as fsck does.
+// fails with it. It is corruption (errors.Is ErrCorrupt). Key is the key
+// the read reached — for a Scan, one within its prefix and from its start
+// — so that a scan may go on past it (from Key with a zero byte
+// appended), as fsck does.
 type UnreadableError struct {
 	Key []byte
 	// Why says what the engine could not do.

@@ -52,10 +52,10 @@ type Options struct {
 	// mapped.go): they are page cache, which a process's resident size
 	// counts all the same.
 	MappedBytes int64
-	// ValueThreshold is the size in bytes past which a value is kept in
+	// ValueThreshold is the size in bytes from which a value is kept in
 	// Badger's value log rather than in its tree (0:
-	// DefaultValueThreshold; negative: every value in the tree, Badger's
-	// own default up to 1 MB). See DefaultValueThreshold.
+	// DefaultValueThreshold; negative: every value below 1 MiB in the
+	// tree, as Badger does by default). See DefaultValueThreshold.
 	ValueThreshold int64
 	// Logger receives the driver's rare notices (nil: slog.Default()).
 	Logger *slog.Logger
