@@ -52,7 +52,10 @@
 //     keys, not values; tables are written uncompressed unless
 //     Options.Compress. Every ten minutes a goroutine rewrites value-log
 //     files that are at least half deleted values (pruned blobs;
-//     CollectValueLog does it at once): the rewrite writes the live values
+//     CollectValueLog does it at once). Badger counts a file's deleted
+//     values as compactions drop them, and never rewrites the file it is
+//     appending to (files are 1 GiB), so space comes back only once the
+//     log has moved on to a later file. The rewrite writes the live values
 //     again through the synced write path before Badger deletes the old
 //     file. No collection runs after a failed value-log sync, nor on its
 //     own under NoSync. Close stops the collector after the file it is
