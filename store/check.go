@@ -200,18 +200,18 @@ func (k *checker) scan(ctx context.Context, prefix, kind string, verify func(d h
 	lost := func(key []byte, why string) {
 		*count++
 		id := fmt.Sprintf("%q", key)
-		if len(key) == len(prefix)+32 {
-			id = hashing.Digest(key[len(prefix):]).String()
+		if d, ok := digestKey(key, prefix); ok {
+			id = d.String()
 		}
 		k.add(Defect{Kind: kind, ID: id, Detail: "unreadable: " + why})
 	}
 	return k.scanAll(ctx, []byte(prefix), func(key, v []byte) error {
 		*count++
-		if len(key) != len(prefix)+32 {
+		d, ok := digestKey(key, prefix)
+		if !ok {
 			k.add(Defect{Kind: kind, ID: fmt.Sprintf("%q", key), Detail: "malformed key"})
 			return nil
 		}
-		d := hashing.Digest(key[len(prefix):])
 		if err := verify(d, v); err != nil {
 			// Read once more before calling it corruption.
 			if v2, gerr := k.s.kv.Get(ctx, key); gerr == nil && verify(d, v2) == nil {
@@ -221,6 +221,15 @@ func (k *checker) scan(ctx context.Context, prefix, kind string, verify func(d h
 		}
 		return nil
 	}, lost)
+}
+
+// digestKey returns the digest that key, under prefix, is named by, or
+// false when key is not prefix and 32 bytes.
+func digestKey(key []byte, prefix string) (hashing.Digest, bool) {
+	if len(key) != len(prefix)+32 {
+		return hashing.Digest{}, false
+	}
+	return hashing.Digest(key[len(prefix):]), true
 }
 
 // checkSource is the context's Source for the replay in Check: it also

@@ -29,7 +29,7 @@ func (s *Store) Source(ctxID string) replay.Source {
 // plainSource is Source without the read-ahead, for a caller that applies
 // a few commits and reads only the definitions' payloads (catchUp).
 func (s *Store) plainSource(ctxID string) replay.Source {
-	return &ctxSource{s: s, ctx: ctxID, pending: make(map[hashing.Digest]struct{}), ready: make(map[hashing.Digest][]byte)}
+	return &ctxSource{s: s, ctx: ctxID} // pending and ready stay empty: nothing is read ahead
 }
 
 const (

@@ -298,8 +298,23 @@ func (d *Driver) enter(ctx context.Context) error {
 // context.
 const ctxEvery = 1024
 
-// PutImmutable implements kv.Driver.
+// PutImmutable implements kv.Driver: it looks each key up in one read
+// transaction and writes the missing ones.
 func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
+	return d.put(ctx, "put immutable", recs, true)
+}
+
+// PutSame implements kv.SamePutter: the records go into one Badger
+// WriteBatch without a read of each key first.
+func (d *Driver) PutSame(ctx context.Context, recs []kv.Record) error {
+	return d.put(ctx, "put same", recs, false)
+}
+
+// put writes recs through one WriteBatch, which splits them into
+// transactions as large as Badger allows; with keep, a record whose key
+// is stored already is left out (its stored value stays). what names the
+// call in errors.
+func (d *Driver) put(ctx context.Context, what string, recs []kv.Record, keep bool) error {
 	if err := d.enter(ctx); err != nil {
 		return err
 	}
@@ -316,19 +331,23 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 	wb := d.db.NewWriteBatch()
 	defer wb.Cancel() // after a failed Flush, waits for the transactions already sent; a no-op after Flush
 	n := 0
-	err := d.db.View(func(txn *badger.Txn) error {
+	// add sets the records in wb; txn, when not nil, is the read
+	// transaction that tells which keys are stored.
+	add := func(txn *badger.Txn) error {
 		for i, r := range recs {
 			if i%ctxEvery == ctxEvery-1 {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 			}
-			_, err := txn.Get(r.Key)
-			if err == nil {
-				continue // immutable: the stored value stays
-			}
-			if !errors.Is(err, badger.ErrKeyNotFound) {
-				return err
+			if txn != nil {
+				_, err := txn.Get(r.Key)
+				if err == nil {
+					continue
+				}
+				if !errors.Is(err, badger.ErrKeyNotFound) {
+					return err
+				}
 			}
 			if err := wb.Set(r.Key, r.Value); err != nil {
 				return err
@@ -336,49 +355,21 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 			n++
 		}
 		return nil
-	})
+	}
+	var err error
+	if keep {
+		err = d.db.View(add)
+	} else {
+		err = add(nil)
+	}
+	if err == nil && n > 0 {
+		err = wb.Flush()
+	}
 	if err != nil {
-		return fmt.Errorf("badgerkv: put immutable: %w", err)
+		return fmt.Errorf("badgerkv: %s: %w", what, err)
 	}
 	if n == 0 {
 		return nil
-	}
-	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("badgerkv: put immutable: %w", err)
-	}
-	return d.checkSync()
-}
-
-// PutSame implements kv.SamePutter: the records go into one Badger
-// WriteBatch without a read of each key first.
-func (d *Driver) PutSame(ctx context.Context, recs []kv.Record) error {
-	if err := d.enter(ctx); err != nil {
-		return err
-	}
-	defer d.g.Leave()
-	if err := d.checkSync(); err != nil {
-		return err
-	}
-	if err := kv.ValidateRecords(recs); err != nil {
-		return err
-	}
-	if len(recs) == 0 {
-		return nil
-	}
-	wb := d.db.NewWriteBatch()
-	defer wb.Cancel() // as in PutImmutable
-	for i, r := range recs {
-		if i%ctxEvery == ctxEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if err := wb.Set(r.Key, r.Value); err != nil {
-			return fmt.Errorf("badgerkv: put same: %w", err)
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("badgerkv: put same: %w", err)
 	}
 	return d.checkSync()
 }
