@@ -67,7 +67,7 @@ var sourceFields = []string{"url", "final_url", "locator", "source_url"}
 // it may return nil. The error wraps ErrNotFound when answerID does not
 // exist.
 func Audit(s *State, answerID string, trust func(id string) Trust, dataOf func(*Artifact) json.RawMessage, meta AuditMeta) (*AuditReport, error) {
-	if s.artifacts[answerID] == nil {
+	if s.art(answerID) == nil {
 		return nil, fmt.Errorf("graph: audit %q: %w", answerID, ErrNotFound)
 	}
 	if trust == nil {
@@ -80,7 +80,7 @@ func Audit(s *State, answerID string, trust func(id string) Trust, dataOf func(*
 	depth := map[string]int{answerID: 0}
 	order := []string{answerID}
 	for i := 0; i < len(order); i++ {
-		for k, e := range s.out[order[i]].all() {
+		for k, e := range s.outOf(order[i]).all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
@@ -100,7 +100,7 @@ func Audit(s *State, answerID string, trust func(id string) Trust, dataOf func(*
 	})
 	sources := map[string][]string{}
 	for _, id := range order {
-		a := s.artifacts[id]
+		a := s.art(id)
 		tr := trust(id)
 		r.Artifacts = append(r.Artifacts, AuditArtifact{ID: id, Type: a.Type, Version: a.Version,
 			ContentHash: a.ContentHash, ProducedBy: a.ProducedBy, Depth: depth[id], Trust: tr})

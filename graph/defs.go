@@ -403,7 +403,7 @@ func (s *State) parseDefinition(id, typ string, data json.RawMessage) (any, erro
 // it was used.
 func (s *State) idsOfType(typ string) []string {
 	var ids []string
-	for id, a := range s.artifacts {
+	for id, a := range s.allArtifacts() {
 		if a.Type == typ {
 			ids = append(ids, id)
 		}

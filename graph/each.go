@@ -5,7 +5,7 @@ package graph
 // aggregate (counts by type or trust) and need no order; fn must not
 // change the state.
 func (s *State) RangeArtifacts(fn func(a *Artifact) bool) {
-	for _, a := range s.artifacts {
+	for _, a := range s.allArtifacts() {
 		if !fn(a) {
 			return
 		}
@@ -16,7 +16,7 @@ func (s *State) RangeArtifacts(fn func(a *Artifact) bool) {
 // until fn returns false; like RangeArtifacts it is for aggregation, and
 // fn must not change the state.
 func (s *State) RangeEdges(fn func(e *Edge) bool) {
-	for _, e := range s.edges {
+	for _, e := range s.allEdges() {
 		if !fn(e) {
 			return
 		}
@@ -26,7 +26,7 @@ func (s *State) RangeEdges(fn func(e *Edge) bool) {
 // RangeOut calls fn for every edge leaving id in no particular order
 // until fn returns false; fn must not change the state.
 func (s *State) RangeOut(id string, fn func(e *Edge) bool) {
-	for _, e := range s.out[id].all() {
+	for _, e := range s.outOf(id).all() {
 		if !fn(e) {
 			return
 		}

@@ -94,9 +94,13 @@ func (es *edgeSet) all() iter.Seq2[EdgeKey, *Edge] {
 	}
 }
 
-// clone returns a copy that shares the (immutable) edges.
+// clone returns a copy that shares the (immutable) edges; a nil set's
+// copy is empty.
 func (es *edgeSet) clone() *edgeSet {
 	c := &edgeSet{}
+	if es == nil {
+		return c
+	}
 	if es.m != nil {
 		c.m = make(map[EdgeKey]*Edge, len(es.m))
 		for k, e := range es.m {

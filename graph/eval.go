@@ -55,7 +55,7 @@ func EvaluateWith(s *State, trust *TrustReport, roleOf func(typ string) (Role, b
 		trust = ComputeTrust(s, RoleBase(roleOf, nil))
 	}
 	ev := Evaluation{
-		Artifacts:          len(s.artifacts),
+		Artifacts:          s.nArt,
 		Quarantined:        trust.BlastRadius,
 		PoisonRoots:        len(trust.PoisonRoots),
 		Answers:            []AnswerEval{},
@@ -71,7 +71,7 @@ func EvaluateWith(s *State, trust *TrustReport, roleOf func(typ string) (Role, b
 	}
 	total := 0
 	for _, id := range s.ArtifactIDs() {
-		a := s.artifacts[id]
+		a := s.art(id)
 		switch a.Type {
 		case "claim":
 			if len(s.DependsOn(id)) == 0 {
@@ -80,7 +80,7 @@ func EvaluateWith(s *State, trust *TrustReport, roleOf func(typ string) (Role, b
 		case "answer":
 			ae := AnswerEval{ID: id, Status: trust.Trust(id).Status}
 			for _, anc := range Ancestors(s, id, 0) {
-				if !isSource(s.artifacts[anc]) {
+				if !isSource(s.art(anc)) {
 					continue
 				}
 				ae.Sources++

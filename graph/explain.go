@@ -39,7 +39,7 @@ func (t *TrustIndex) Explainer(s *State) func(id string) Trust {
 // unconfirmedDeps returns the unconfirmed dependencies of id.
 func (ex *explainer) unconfirmedDeps(id string) []string {
 	var out []string
-	for k := range ex.s.out[id].all() {
+	for k := range ex.s.outOf(id).all() {
 		if !ex.s.rels.Depends(k.Rel) {
 			continue
 		}

@@ -272,10 +272,10 @@ func (s *State) Undo(changes []Change) {
 				s.insertArtifact(c.Prev)
 			}
 			if c.PrevTombstone != 0 {
-				s.tombstones[c.Op.ID] = c.PrevTombstone
+				s.setTomb(c.Op.ID, c.PrevTombstone)
 			}
 		case OpDelete:
-			delete(s.tombstones, c.Prev.ID)
+			s.setTomb(c.Prev.ID, 0)
 			s.insertArtifact(c.Prev)
 		case OpLink:
 			s.removeEdge(c.NextEdge.Key())
@@ -296,7 +296,7 @@ func (s *State) apply(op Op) (Change, error) {
 		if err := ValidateID(op.ID); err != nil {
 			return Change{}, err
 		}
-		prev := s.artifacts[op.ID]
+		prev := s.art(op.ID)
 		if prev == nil {
 			return Change{}, &OpError{Index: -1, Field: "/id", Rule: "exists", Err: ErrNotFound,
 				Detail: fmt.Sprintf("cannot delete %q: no such artifact", op.ID)}
@@ -305,7 +305,7 @@ func (s *State) apply(op Op) (Change, error) {
 			return Change{}, defError("/id", "permanent", "cannot delete %q: definitions stay for the life of the context (artifacts of earlier commits are judged by them)", op.ID)
 		}
 		s.removeArtifact(op.ID)
-		s.tombstones[op.ID] = prev.Version
+		s.setTomb(op.ID, prev.Version)
 		return Change{Op: Op{Op: OpDelete, ID: op.ID}, Prev: prev}, nil
 	case OpLink:
 		if err := s.checkEdgeOp(op); err != nil {
@@ -316,7 +316,7 @@ func (s *State) apply(op Op) (Change, error) {
 			return Change{}, err
 		}
 		e := &Edge{From: op.From, Rel: op.Rel, To: op.To, Attrs: attrs}
-		prev := s.edges[e.Key()]
+		prev := s.edge(e.Key())
 		resolved := Op{Op: OpLink, From: op.From, Rel: op.Rel, To: op.To, Attrs: attrs}
 		if prev != nil && bytes.Equal(prev.Attrs, attrs) {
 			return Change{Op: resolved, Noop: true}, nil
@@ -330,7 +330,7 @@ func (s *State) apply(op Op) (Change, error) {
 		if err := s.checkEdgeOp(op); err != nil {
 			return Change{}, err
 		}
-		prev := s.edges[op.EdgeKey()]
+		prev := s.edge(op.EdgeKey())
 		if prev == nil {
 			return Change{}, &OpError{Index: -1, Field: "", Rule: "exists", Err: ErrNotFound,
 				Detail: fmt.Sprintf("cannot unlink %s: no such edge", op.EdgeKey())}
@@ -362,7 +362,7 @@ func (s *State) applyPut(op Op) (Change, error) {
 		return Change{}, &OpError{Index: -1, Field: "/content_hash", Rule: "matches_data", Err: ErrCorrupt,
 			Detail: fmt.Sprintf("content_hash %s does not match the data", ch)}
 	}
-	prev := s.artifacts[op.ID]
+	prev := s.art(op.ID)
 	if prev != nil && prev.Type == op.Type && prev.ContentHash == ch && prev.ProducedBy == op.ProducedBy {
 		return Change{Op: Op{Op: OpPut, ID: op.ID, Type: op.Type, Version: prev.Version, ContentHash: ch, ProducedBy: op.ProducedBy}, Noop: true}, nil
 	}
@@ -388,8 +388,10 @@ func (s *State) applyPut(op Op) (Change, error) {
 			Detail: fmt.Sprintf("put %q: version %d is not above the last version %d", op.ID, version, last)}
 	}
 	a := &Artifact{ID: op.ID, Type: op.Type, Version: version, ContentHash: ch, ProducedBy: op.ProducedBy, Data: op.Data}
-	tomb := s.tombstones[op.ID]
-	delete(s.tombstones, op.ID)
+	tomb := s.tomb(op.ID)
+	if tomb != 0 {
+		s.setTomb(op.ID, 0)
+	}
 	if prev != nil {
 		s.removeArtifact(op.ID)
 	}
@@ -455,21 +457,21 @@ func (s *State) checkCommit(changes []Change) error {
 		switch c.Op.Op {
 		case OpLink:
 			k := c.NextEdge.Key()
-			if s.edges[k] != c.NextEdge {
+			if s.edge(k) != c.NextEdge {
 				continue // replaced or removed later in the same commit
 			}
 			for _, end := range []struct{ field, id string }{{"/from", k.From}, {"/to", k.To}} {
-				if s.artifacts[end.id] == nil {
+				if s.art(end.id) == nil {
 					return &OpError{Index: i, Field: end.field, Rule: "exists", Err: ErrDangling,
 						Detail: fmt.Sprintf("edge %s: artifact %q does not exist", k, end.id)}
 				}
 			}
 		case OpDelete:
 			id := c.Prev.ID
-			if s.artifacts[id] != nil {
+			if s.art(id) != nil {
 				continue
 			}
-			if n := s.out[id].len() + s.in[id].len(); n > 0 {
+			if n := s.outOf(id).len() + s.inOf(id).len(); n > 0 {
 				return &OpError{Index: i, Field: "/id", Rule: "no_edges", Err: ErrDangling,
 					Detail: fmt.Sprintf("cannot delete %q: %d edge(s) still point to or from it; unlink them in the same commit", id, n)}
 			}
@@ -494,7 +496,7 @@ func (s *State) checkCycles(changes []Change) error {
 		if c.Noop || c.Op.Op != OpLink || !s.rels.Depends(c.Op.Rel) {
 			continue
 		}
-		if k := c.NextEdge.Key(); s.edges[k] == c.NextEdge {
+		if k := c.NextEdge.Key(); s.edge(k) == c.NextEdge {
 			sources = append(sources, k.From)
 		}
 	}
@@ -510,7 +512,7 @@ func (s *State) checkCycles(changes []Change) error {
 		}
 	}
 	for i := 0; i < len(queue); i++ {
-		for k := range s.in[queue[i]].all() {
+		for k := range s.inOf(queue[i]).all() {
 			if s.rels.Depends(k.Rel) && !inR[k.From] {
 				inR[k.From] = true
 				queue = append(queue, k.From)
@@ -534,7 +536,7 @@ func (s *State) checkCycles(changes []Change) error {
 			continue
 		}
 		k := c.NextEdge.Key()
-		if s.edges[k] != c.NextEdge || !inR[k.To] {
+		if s.edge(k) != c.NextEdge || !inR[k.To] {
 			continue // replaced later in the commit, or its target cannot reach back
 		}
 		if path := ShortestPath(k.To, k.From, within); path != nil {
@@ -588,7 +590,7 @@ func (s *State) hasCycleWithin(nodes []string, inR map[string]bool) bool {
 // depsWithin returns the dependencies of id that inR marks (any order).
 func (s *State) depsWithin(id string, inR map[string]bool) []string {
 	var out []string
-	for k := range s.out[id].all() {
+	for k := range s.outOf(id).all() {
 		if inR[k.To] && s.rels.Depends(k.Rel) {
 			out = append(out, k.To)
 		}
@@ -628,45 +630,71 @@ func ShortestPath(src, dst string, next func(id string) []string) []string {
 	return nil
 }
 
+// insertArtifact adds a, whose id must be absent.
 func (s *State) insertArtifact(a *Artifact) {
 	s.artifacts[a.ID] = a
-	s.typeCount[a.Type]++
+	s.typeCount[a.Type] = s.countOf(a.Type) + 1
 	s.acc.Add(a.Leaf())
+	s.nArt++
+	s.gen++
 }
 
 func (s *State) removeArtifact(id string) {
-	if a := s.artifacts[id]; a != nil {
-		s.acc.Remove(a.Leaf())
-		delete(s.artifacts, id)
-		if s.typeCount[a.Type]--; s.typeCount[a.Type] <= 0 {
-			delete(s.typeCount, a.Type)
-		}
+	a := s.art(id)
+	if a == nil {
+		return
 	}
+	s.acc.Remove(a.Leaf())
+	n := s.countOf(a.Type) - 1
+	if s.under == nil {
+		delete(s.artifacts, id)
+		if n <= 0 {
+			delete(s.typeCount, a.Type)
+		} else {
+			s.typeCount[a.Type] = n
+		}
+	} else {
+		s.artifacts[id] = nil
+		s.typeCount[a.Type] = max(n, 0)
+	}
+	s.nArt--
+	s.gen++
 }
 
+// insertEdge adds e, whose key must be absent.
 func (s *State) insertEdge(e *Edge) {
 	k := e.Key()
 	s.edges[k] = e
-	edgesAt(s.out, k.From).put(e)
-	edgesAt(s.in, k.To).put(e)
+	s.setFor(s.out, k.From, func() *edgeSet { return s.under.outOf(k.From) }).put(e)
+	s.setFor(s.in, k.To, func() *edgeSet { return s.under.inOf(k.To) }).put(e)
 	s.acc.Add(e.Leaf())
+	s.nEdge++
+	s.gen++
 }
 
 func (s *State) removeEdge(k EdgeKey) {
-	e := s.edges[k]
+	e := s.edge(k)
 	if e == nil {
 		return
 	}
 	s.acc.Remove(e.Leaf())
-	delete(s.edges, k)
-	s.out[k.From].del(k)
-	if s.out[k.From].len() == 0 {
+	if s.under == nil {
+		delete(s.edges, k)
+	} else {
+		s.edges[k] = nil
+	}
+	out := s.setFor(s.out, k.From, func() *edgeSet { return s.under.outOf(k.From) })
+	out.del(k)
+	if out.len() == 0 && s.under == nil {
 		delete(s.out, k.From)
 	}
-	s.in[k.To].del(k)
-	if s.in[k.To].len() == 0 {
+	in := s.setFor(s.in, k.To, func() *edgeSet { return s.under.inOf(k.To) })
+	in.del(k)
+	if in.len() == 0 && s.under == nil {
 		delete(s.in, k.To)
 	}
+	s.nEdge--
+	s.gen++
 }
 
 // Relations maps a relation name to whether it is a dependency relation

@@ -58,10 +58,10 @@ func Related(s *State, id, rel string, dir Direction) []*Edge {
 		}
 	}
 	if dir == Out || dir == Both {
-		add(s.out[id])
+		add(s.outOf(id))
 	}
 	if dir == In || dir == Both {
-		add(s.in[id])
+		add(s.inOf(id))
 	}
 	SortEdges(out)
 	return slices.CompactFunc(out, func(a, b *Edge) bool { return a.Key() == b.Key() })
@@ -71,7 +71,7 @@ func Related(s *State, id, rel string, dir Direction) []*Edge {
 // dependency edges, at most maxDepth edges away (no limit when maxDepth <=
 // 0), sorted, without id itself. It returns nil for an unknown id.
 func Ancestors(s *State, id string, maxDepth int) []string {
-	return walkDeps(s, id, maxDepth, s.out, func(k EdgeKey) string { return k.To })
+	return walkDeps(s, id, maxDepth, s.outOf, func(k EdgeKey) string { return k.To })
 }
 
 // Descendants returns what rests on id: the artifacts from which id is
@@ -79,11 +79,11 @@ func Ancestors(s *State, id string, maxDepth int) []string {
 // when maxDepth <= 0), sorted, without id itself. It returns nil for an
 // unknown id.
 func Descendants(s *State, id string, maxDepth int) []string {
-	return walkDeps(s, id, maxDepth, s.in, func(k EdgeKey) string { return k.From })
+	return walkDeps(s, id, maxDepth, s.inOf, func(k EdgeKey) string { return k.From })
 }
 
-func walkDeps(s *State, id string, maxDepth int, adj map[string]*edgeSet, end func(EdgeKey) string) []string {
-	if s.artifacts[id] == nil {
+func walkDeps(s *State, id string, maxDepth int, adj func(string) *edgeSet, end func(EdgeKey) string) []string {
+	if s.art(id) == nil {
 		return nil
 	}
 	seen := map[string]bool{id: true}
@@ -92,7 +92,7 @@ func walkDeps(s *State, id string, maxDepth int, adj map[string]*edgeSet, end fu
 	for depth := 0; len(level) > 0 && (maxDepth <= 0 || depth < maxDepth); depth++ {
 		var next []string
 		for _, cur := range level {
-			for k := range adj[cur].all() {
+			for k := range adj(cur).all() {
 				if !s.rels.Depends(k.Rel) {
 					continue
 				}
@@ -146,7 +146,7 @@ func Provenance(s *State, id string, depth int) *Subgraph {
 // artifact that an included one points to. It returns nil for an unknown
 // id.
 func ProvenanceLimit(s *State, id string, depth, maxNodes int) *Subgraph {
-	root := s.artifacts[id]
+	root := s.art(id)
 	if root == nil {
 		return nil
 	}
@@ -165,7 +165,7 @@ func ProvenanceLimit(s *State, id string, depth, maxNodes int) *Subgraph {
 					continue
 				}
 				seen[e.To] = true
-				sg.Nodes = append(sg.Nodes, s.artifacts[e.To])
+				sg.Nodes = append(sg.Nodes, s.art(e.To))
 				next = append(next, e.To)
 			}
 		}
@@ -188,7 +188,7 @@ func ContextSubgraph(s *State, maxNodes int) *Subgraph {
 	sg.Nodes = make([]*Artifact, len(ids))
 	for i, id := range ids {
 		in[id] = true
-		sg.Nodes[i] = s.artifacts[id]
+		sg.Nodes[i] = s.art(id)
 	}
 	sg.Edges = inducedEdges(s, in)
 	return sg
@@ -198,7 +198,7 @@ func ContextSubgraph(s *State, maxNodes int) *Subgraph {
 func inducedEdges(s *State, in map[string]bool) []*Edge {
 	edges := []*Edge{}
 	for id := range in {
-		for k, e := range s.out[id].all() {
+		for k, e := range s.outOf(id).all() {
 			if in[k.To] {
 				edges = append(edges, e)
 			}

@@ -79,6 +79,14 @@ type State struct {
 	relDefs map[string]RelationDef
 	// typeCount counts live artifacts per type.
 	typeCount map[string]int
+	// nArt, nTomb and nEdge count the live artifacts, tombstones and
+	// edges (a fork's maps hold only its changes).
+	nArt, nTomb, nEdge int
+	// under is the state a fork overlays (nil: a whole state); forkGen is
+	// under's gen when the fork was made, and gen counts changes of this
+	// state, so that Absorb can refuse a fork that is out of date.
+	under        *State
+	forkGen, gen uint64
 }
 
 // NewState returns an empty state of ruleset builtin/v1 that classifies
@@ -115,9 +123,13 @@ func NewStateFor(rs *Ruleset) *State {
 // Relations returns the relation registry the state uses.
 func (s *State) Relations() Relations { return s.rels }
 
-// Clone returns a deep copy of the state's indexes. Artifacts and edges are
-// immutable values and are shared.
+// Clone returns a deep copy of the state's indexes, a whole state even
+// when s is a fork. Artifacts and edges are immutable values and are
+// shared.
 func (s *State) Clone() *State {
+	if s.under != nil {
+		return s.flatten()
+	}
 	c := &State{
 		artifacts:  make(map[string]*Artifact, len(s.artifacts)),
 		tombstones: make(map[string]int64, len(s.tombstones)),
@@ -130,6 +142,9 @@ func (s *State) Clone() *State {
 		types:      s.types,
 		relDefs:    s.relDefs,
 		typeCount:  make(map[string]int, len(s.typeCount)),
+		nArt:       s.nArt,
+		nTomb:      s.nTomb,
+		nEdge:      s.nEdge,
 	}
 	for k, v := range s.typeCount {
 		c.typeCount[k] = v
@@ -152,6 +167,39 @@ func (s *State) Clone() *State {
 	return c
 }
 
+// flatten returns the whole state a fork shows.
+func (s *State) flatten() *State {
+	c := &State{
+		artifacts:  make(map[string]*Artifact, s.nArt),
+		tombstones: make(map[string]int64, s.nTomb),
+		edges:      make(map[EdgeKey]*Edge, s.nEdge),
+		out:        make(map[string]*edgeSet),
+		in:         make(map[string]*edgeSet),
+		acc:        s.acc.Clone(),
+		rels:       s.rels,
+		ruleset:    s.ruleset,
+		types:      s.types,
+		relDefs:    s.relDefs,
+		typeCount:  make(map[string]int),
+		nArt:       s.nArt,
+		nTomb:      s.nTomb,
+		nEdge:      s.nEdge,
+	}
+	for id, a := range s.allArtifacts() {
+		c.artifacts[id] = a
+		c.typeCount[a.Type]++
+	}
+	for id, v := range s.allTombstones() {
+		c.tombstones[id] = v
+	}
+	for k, e := range s.allEdges() {
+		c.edges[k] = e
+		edgesAt(c.out, k.From).put(e)
+		edgesAt(c.in, k.To).put(e)
+	}
+	return c
+}
+
 // Share prepares the state to be cloned by several goroutines at once (a
 // state in a cache of read-only states): afterwards Clone only reads s.
 // Call it before s is shared; later changes to s stay correct.
@@ -165,33 +213,33 @@ func (s *State) Hash() hashing.Digest { return s.acc.Root() }
 func (s *State) Leaves() []hashing.Digest { return s.acc.Leaves() }
 
 // NumArtifacts returns the number of artifacts.
-func (s *State) NumArtifacts() int { return len(s.artifacts) }
+func (s *State) NumArtifacts() int { return s.nArt }
 
 // NumTombstones returns the number of deleted ids the state remembers.
-func (s *State) NumTombstones() int { return len(s.tombstones) }
+func (s *State) NumTombstones() int { return s.nTomb }
 
 // NumEdges returns the number of edges.
-func (s *State) NumEdges() int { return len(s.edges) }
+func (s *State) NumEdges() int { return s.nEdge }
 
 // Artifact returns the artifact with the given id, or nil.
-func (s *State) Artifact(id string) *Artifact { return s.artifacts[id] }
+func (s *State) Artifact(id string) *Artifact { return s.art(id) }
 
 // Edge returns the edge with the given key, or nil.
-func (s *State) Edge(k EdgeKey) *Edge { return s.edges[k] }
+func (s *State) Edge(k EdgeKey) *Edge { return s.edge(k) }
 
 // LastVersion returns the highest version id ever had in this state's
 // history as known to the state (live or deleted), 0 if never seen.
 func (s *State) LastVersion(id string) int64 {
-	if a := s.artifacts[id]; a != nil {
+	if a := s.art(id); a != nil {
 		return a.Version
 	}
-	return s.tombstones[id]
+	return s.tomb(id)
 }
 
 // ArtifactIDs returns all artifact ids, sorted bytewise.
 func (s *State) ArtifactIDs() []string {
-	ids := make([]string, 0, len(s.artifacts))
-	for id := range s.artifacts {
+	ids := make([]string, 0, s.nArt)
+	for id := range s.allArtifacts() {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
@@ -200,17 +248,17 @@ func (s *State) ArtifactIDs() []string {
 
 // Artifacts returns all artifacts sorted by id.
 func (s *State) Artifacts() []*Artifact {
-	out := make([]*Artifact, 0, len(s.artifacts))
+	out := make([]*Artifact, 0, s.nArt)
 	for _, id := range s.ArtifactIDs() {
-		out = append(out, s.artifacts[id])
+		out = append(out, s.art(id))
 	}
 	return out
 }
 
 // Edges returns all edges sorted by (from, rel, to).
 func (s *State) Edges() []*Edge {
-	out := make([]*Edge, 0, len(s.edges))
-	for _, e := range s.edges {
+	out := make([]*Edge, 0, s.nEdge)
+	for _, e := range s.allEdges() {
 		out = append(out, e)
 	}
 	SortEdges(out)
@@ -233,10 +281,10 @@ func edgeLess(a, b EdgeKey) bool {
 }
 
 // Out returns the edges leaving id, sorted.
-func (s *State) Out(id string) []*Edge { return sortedEdges(s.out[id]) }
+func (s *State) Out(id string) []*Edge { return sortedEdges(s.outOf(id)) }
 
 // In returns the edges arriving at id, sorted.
-func (s *State) In(id string) []*Edge { return sortedEdges(s.in[id]) }
+func (s *State) In(id string) []*Edge { return sortedEdges(s.inOf(id)) }
 
 func sortedEdges(es *edgeSet) []*Edge {
 	out := make([]*Edge, 0, es.len())
@@ -251,7 +299,7 @@ func sortedEdges(es *edgeSet) []*Edge {
 // outgoing dependency edges), sorted and deduplicated.
 func (s *State) DependsOn(id string) []string {
 	var ids []string
-	for k := range s.out[id].all() {
+	for k := range s.outOf(id).all() {
 		if s.rels.Depends(k.Rel) {
 			ids = append(ids, k.To)
 		}
@@ -262,7 +310,7 @@ func (s *State) DependsOn(id string) []string {
 // Dependents returns the ids that directly depend on id, sorted.
 func (s *State) Dependents(id string) []string {
 	var ids []string
-	for k := range s.in[id].all() {
+	for k := range s.inOf(id).all() {
 		if s.rels.Depends(k.Rel) {
 			ids = append(ids, k.From)
 		}
@@ -360,12 +408,14 @@ func Load(rs *Ruleset, artifacts []*Artifact, tombstones []Tombstone, edges []*E
 	for _, t := range tombstones {
 		s.tombstones[t.ID] = t.Version
 	}
+	s.nArt, s.nTomb = len(s.artifacts), len(s.tombstones)
 	for _, e := range edges {
 		k := e.Key()
 		s.edges[k] = e
 		edgesAt(s.out, k.From).put(e)
 		edgesAt(s.in, k.To).put(e)
 	}
+	s.nEdge = len(s.edges)
 	s.acc.AddBatch(leaves)
 	return s, nil
 }

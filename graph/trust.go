@@ -221,8 +221,8 @@ func (r *TrustReport) Trust(id string) Trust {
 // ConfirmedIDs returns the confirmed artifacts of s, sorted; s must be the
 // state the report was computed from. It costs a sort of all ids.
 func (r *TrustReport) ConfirmedIDs(s *State) []string {
-	out := make([]string, 0, len(s.artifacts))
-	for id := range s.artifacts {
+	out := make([]string, 0, s.nArt)
+	for id := range s.allArtifacts() {
 		if _, bad := r.idx[id]; !bad {
 			out = append(out, id)
 		}
@@ -240,7 +240,7 @@ func (r *TrustReport) ConfirmedIDs(s *State) []string {
 // and sorting the quarantined ids.
 func ComputeTrust(s *State, base BaseFunc) *TrustReport {
 	var roots []rootInfo
-	for id, a := range s.artifacts {
+	for id, a := range s.allArtifacts() {
 		if ok, why := base(a); !ok {
 			roots = append(roots, rootInfo{id: id, reason: why})
 		}
@@ -279,7 +279,7 @@ func findTaint(s *State, roots []string) *taint {
 	var dep relCache
 	for i := 0; i < len(t.ids); i++ {
 		t.start = append(t.start, int32(len(t.adj)))
-		for k := range s.in[t.ids[i]].all() {
+		for k := range s.inOf(t.ids[i]).all() {
 			if !dep.depends(s.rels, k.Rel) {
 				continue
 			}
@@ -455,7 +455,7 @@ func buildReport(s *State, roots []rootInfo) *TrustReport {
 		PoisonRoots: make([]Root, R),
 		Quarantined: make([]Trust, 0, n-R),
 		BlastRadius: n - R,
-		Confirmed:   len(s.artifacts) - n,
+		Confirmed:   s.nArt - n,
 		idx:         tn.idx,
 		pos:         make([]int32, n),
 	}

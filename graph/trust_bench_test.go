@@ -179,6 +179,7 @@ func tqRawUnwrite(s *State, idx *TrustIndex, writes [][]Change) {
 	}
 	for _, ch := range writes {
 		s.artifacts[ch[0].Next.ID] = ch[0].Next
+		tqRecount(s)
 		for _, c := range ch[1:] {
 			tqRawEdge(s, c.NextEdge)
 		}
@@ -191,6 +192,7 @@ func tqRawUnwrite(s *State, idx *TrustIndex, writes [][]Change) {
 func tqRawWrite(s *State, id string, n int, r *rand.Rand) []Change {
 	a := &Artifact{ID: id, Type: "claim", Version: 1}
 	s.artifacts[id] = a
+	tqRecount(s)
 	ch := []Change{{Op: Op{Op: OpPut, ID: id, Type: "claim", Version: 1}, Next: a}}
 	for range 3 {
 		e := &Edge{From: id, Rel: "derived_from", To: "a" + strconv.Itoa(r.IntN(n))}
@@ -211,4 +213,5 @@ func tqRawRemove(s *State, id string) {
 	}
 	delete(s.out, id)
 	delete(s.artifacts, id)
+	tqRecount(s)
 }

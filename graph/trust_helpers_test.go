@@ -110,6 +110,7 @@ func tqBigState(n, perNode int, seed uint64) *State {
 			add(ids[i], ids[r.IntN(i)])
 		}
 	}
+	tqRecount(s)
 	return s
 }
 
@@ -122,6 +123,12 @@ func tqRawEdge(s *State, e *Edge) {
 	s.edges[k] = e
 	edgesAt(s.out, k.From).put(e)
 	edgesAt(s.in, k.To).put(e)
+	tqRecount(s)
+}
+
+// tqRecount sets the state's counts after its maps were written directly.
+func tqRecount(s *State) {
+	s.nArt, s.nTomb, s.nEdge = len(s.artifacts), len(s.tombstones), len(s.edges)
 }
 
 // tqPoison turns k random fetch_verdicts of a tqBigState FAILED (in

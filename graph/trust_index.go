@@ -30,6 +30,15 @@ type TrustIndex struct {
 	// for the Apply that follows (which may run after the payloads were
 	// dropped from the artifacts).
 	memo map[*Artifact]baseResult
+	// n and nr count the entries and the poison roots (a fork's maps hold
+	// only its changes).
+	n, nr int
+	// under is the index a fork overlays (nil: a whole index); in a fork,
+	// gone and rootGone hold the ids whose entry or root the fork removed.
+	// forkGen is under's gen when the fork was made; gen counts changes.
+	under          *TrustIndex
+	gone, rootGone map[string]struct{}
+	forkGen, gen   uint64
 }
 
 // tstate is one artifact's entry. Invariants, for the state the index
@@ -51,9 +60,9 @@ type baseResult struct {
 // NewTrustIndex computes the index of s from scratch, calling base once
 // per artifact (O(V+E)). The index keeps base for later Applies.
 func NewTrustIndex(s *State, base BaseFunc) *TrustIndex {
-	t := &TrustIndex{base: base, nodes: make(map[string]tstate, len(s.artifacts)), roots: make(map[string]string)}
+	t := &TrustIndex{base: base, nodes: make(map[string]tstate, s.nArt), roots: make(map[string]string)}
 	var roots []string
-	for id, a := range s.artifacts {
+	for id, a := range s.allArtifacts() {
 		ok, why := base(a)
 		t.nodes[id] = tstate{base: ok, conf: ok}
 		if !ok {
@@ -69,16 +78,18 @@ func NewTrustIndex(s *State, base BaseFunc) *TrustIndex {
 		t.nodes[id] = st
 	}
 	t.nq = len(tn.ids) - len(roots)
+	t.n, t.nr = len(t.nodes), len(t.roots)
 	return t
 }
 
-// Clone returns an independent copy of the index (O(V)).
+// Clone returns an independent, whole copy of the index (O(V)), even of
+// a fork.
 func (t *TrustIndex) Clone() *TrustIndex {
-	c := &TrustIndex{base: t.base, nodes: make(map[string]tstate, len(t.nodes)), roots: make(map[string]string, len(t.roots)), nq: t.nq}
-	for k, v := range t.nodes {
+	c := &TrustIndex{base: t.base, nodes: make(map[string]tstate, t.n), roots: make(map[string]string, t.nr), nq: t.nq, n: t.n, nr: t.nr}
+	for k, v := range t.allNodes() {
 		c.nodes[k] = v
 	}
-	for k, v := range t.roots {
+	for k, v := range t.allRoots() {
 		c.roots[k] = v
 	}
 	return c
@@ -86,13 +97,13 @@ func (t *TrustIndex) Clone() *TrustIndex {
 
 // Confirmed reports whether id exists and is confirmed.
 func (t *TrustIndex) Confirmed(id string) bool {
-	st, ok := t.nodes[id]
+	st, ok := t.node(id)
 	return ok && st.conf
 }
 
 // Status returns id's status, or "" when id is not in the index.
 func (t *TrustIndex) Status(id string) Status {
-	st, ok := t.nodes[id]
+	st, ok := t.node(id)
 	switch {
 	case !ok:
 		return ""
@@ -114,7 +125,7 @@ type TrustSummary struct {
 // Summary counts the index's artifacts by status in O(1). Quarantined is
 // the total blast radius.
 func (t *TrustIndex) Summary() TrustSummary {
-	return TrustSummary{Confirmed: len(t.nodes) - t.nq - len(t.roots), Quarantined: t.nq, PoisonRoots: len(t.roots)}
+	return TrustSummary{Confirmed: t.n - t.nq - t.nr, Quarantined: t.nq, PoisonRoots: t.nr}
 }
 
 // Report returns the full trust report of s, which must be the state the
@@ -122,8 +133,8 @@ func (t *TrustIndex) Summary() TrustSummary {
 // and walks only the unconfirmed region, plus one pass over the artifacts
 // to list the confirmed ones.
 func (t *TrustIndex) Report(s *State) *TrustReport {
-	roots := make([]rootInfo, 0, len(t.roots))
-	for id, why := range t.roots {
+	roots := make([]rootInfo, 0, t.nr)
+	for id, why := range t.allRoots() {
 		roots = append(roots, rootInfo{id: id, reason: why})
 	}
 	return buildReport(s, roots)
@@ -171,14 +182,14 @@ func (t *TrustIndex) Verify(s *State) error {
 	for id := range want.nodes {
 		ids = append(ids, id)
 	}
-	for id := range t.nodes {
+	for id := range t.allNodes() {
 		if _, ok := want.nodes[id]; !ok {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		got, gok := t.nodes[id]
+		got, gok := t.node(id)
 		exp, eok := want.nodes[id]
 		if got != exp || gok != eok {
 			diffs = append(diffs, fmt.Sprintf("%s: have %+v (present %v), want %+v (present %v)", id, got, gok, exp, eok))
@@ -187,8 +198,8 @@ func (t *TrustIndex) Verify(s *State) error {
 			}
 		}
 	}
-	if t.nq != want.nq || len(t.roots) != len(want.roots) {
-		diffs = append(diffs, fmt.Sprintf("counts: have %d quarantined, %d roots; want %d, %d", t.nq, len(t.roots), want.nq, len(want.roots)))
+	if t.nq != want.nq || t.nr != want.nr || t.n != want.n {
+		diffs = append(diffs, fmt.Sprintf("counts: have %d quarantined, %d roots, %d entries; want %d, %d, %d", t.nq, t.nr, t.n, want.nq, want.nr, want.n))
 	}
 	if len(diffs) > 0 {
 		return errors.New("graph: trust index differs from a full pass: " + strings.Join(diffs, "; "))
@@ -217,8 +228,7 @@ func (tx *trustTxn) get(id string) (tstate, bool) {
 			return e.st, e.present
 		}
 	}
-	st, ok := tx.t.nodes[id]
-	return st, ok
+	return tx.t.node(id)
 }
 
 func (tx *trustTxn) reasonOf(id string) string {
@@ -227,7 +237,8 @@ func (tx *trustTxn) reasonOf(id string) string {
 			return e.reason
 		}
 	}
-	return tx.t.roots[id]
+	why, _ := tx.t.root(id)
+	return why
 }
 
 // setState replaces old (the current entry of id) by st, with the same base.
@@ -246,7 +257,9 @@ func (tx *trustTxn) setState(id string, old, st tstate) {
 			t.nq--
 		}
 	}
-	t.nodes[id] = st
+	// id has an entry already: nothing to count.
+	t.setNodeEntry(id, st)
+	t.gen++
 }
 
 // setNode writes id's entry with a possibly new base and its reason.
@@ -266,11 +279,11 @@ func (tx *trustTxn) setNode(id string, old tstate, had bool, st tstate, reason s
 		t.nq++
 	}
 	if st.base {
-		delete(t.roots, id)
+		t.delRoot(id)
 	} else {
-		t.roots[id] = reason
+		t.putRoot(id, reason)
 	}
-	t.nodes[id] = st
+	t.putNode(id, st)
 }
 
 func (tx *trustTxn) del(id string, old tstate) {
@@ -282,8 +295,8 @@ func (tx *trustTxn) del(id string, old tstate) {
 	if old.quarantined() {
 		t.nq--
 	}
-	delete(t.roots, id)
-	delete(t.nodes, id)
+	t.delRoot(id)
+	t.delNode(id)
 }
 
 func (tx *trustTxn) baseOf(a *Artifact) (bool, string) {
@@ -326,7 +339,7 @@ func netChanges(s *State, changes []Change, revert bool) (ids []string, edges []
 			if c.Noop {
 				continue
 			}
-			if d := c.def; d != nil && d.typ != "" && d.prevType == nil && s.typeCount[d.typ] > 0 {
+			if d := c.def; d != nil && d.typ != "" && d.prevType == nil && s.countOf(d.typ) > 0 {
 				// A type defined after artifacts of it were written (a
 				// context older than recorded definitions): their base
 				// changes with the definition. Rare, once per type.
@@ -381,7 +394,7 @@ func (tx *trustTxn) update(s *State, changes []Change, revert bool) {
 	// Removed dependency edges, judged by the old status of their target
 	// (before deleted artifacts leave the index).
 	for _, e := range edges {
-		if !e.before || s.edges[e.k] != nil {
+		if !e.before || s.edge(e.k) != nil {
 			continue
 		}
 		if to, ok := tx.get(e.k.To); ok && !to.conf {
@@ -397,7 +410,7 @@ func (tx *trustTxn) update(s *State, changes []Change, revert bool) {
 	// counted edges; the phases below correct it.
 	for _, id := range ids {
 		old, had := tx.get(id)
-		a := s.artifacts[id]
+		a := s.art(id)
 		switch {
 		case a == nil && had:
 			tx.del(id, old)
@@ -414,7 +427,7 @@ func (tx *trustTxn) update(s *State, changes []Change, revert bool) {
 	}
 	// Added dependency edges, judged by the current status of their target.
 	for _, e := range edges {
-		if e.before || s.edges[e.k] == nil {
+		if e.before || s.edge(e.k) == nil {
 			continue
 		}
 		if to, ok := tx.get(e.k.To); ok && !to.conf {
@@ -443,7 +456,7 @@ func (tx *trustTxn) taint(s *State, stack []string) {
 		nst := st
 		nst.conf = false
 		tx.setState(x, st, nst)
-		for k := range s.in[x].all() {
+		for k := range s.inOf(x).all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
@@ -475,7 +488,7 @@ func (tx *trustTxn) untaint(s *State, stack []string) {
 		nst := st
 		nst.conf = true
 		tx.setState(x, st, nst)
-		for k := range s.in[x].all() {
+		for k := range s.inOf(x).all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
@@ -509,7 +522,7 @@ func (tx *trustTxn) explain(s *State, id string) Trust {
 	order := []string{id}
 	pos := map[string]int{id: 0}
 	for i := 0; i < len(order); i++ {
-		for k := range s.out[order[i]].all() {
+		for k := range s.outOf(order[i]).all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
@@ -538,7 +551,7 @@ func (tx *trustTxn) explain(s *State, id string) Trust {
 	}
 	for q := 0; q < len(queue); q++ {
 		y := queue[q]
-		for k := range s.in[order[y]].all() {
+		for k := range s.inOf(order[y]).all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
@@ -556,7 +569,7 @@ func (tx *trustTxn) explain(s *State, id string) Trust {
 			break
 		}
 		best := -1
-		for k := range s.out[order[cur]].all() {
+		for k := range s.outOf(order[cur]).all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
@@ -638,7 +651,7 @@ func TaintedLinks(s *State, t *TrustIndex, changes []Change) []*TaintError {
 	_, edges := netChanges(s, changes, false)
 	isNew := make(map[EdgeKey]bool)
 	for _, e := range edges {
-		if !e.before && s.edges[e.k] != nil {
+		if !e.before && s.edge(e.k) != nil {
 			isNew[e.k] = true
 		}
 	}

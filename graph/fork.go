@@ -1,0 +1,260 @@
+package graph
+
+import (
+	"errors"
+	"iter"
+)
+
+// A fork is a State that holds only what changed since it was made, over
+// an underlying state it never changes: deciding a commit on a fork of a
+// branch head leaves the head as it was, so a refused commit costs no
+// undo, and the head takes the fork's changes (Absorb) only once the
+// commit is durable. Forks nest (a fork of a fork); a lookup falls
+// through the layers until one holds the key.
+//
+// In a fork's maps a key marks a change: a nil artifact or edge, a zero
+// tombstone, an empty edge set and a zero type count all mean "absent
+// here, whatever the state below holds". A whole state (one that is not a
+// fork) never holds such markers.
+
+// ErrForkStale marks an Absorb of a fork whose underlying state changed
+// after the fork was made (or that is not a fork of the receiver).
+var ErrForkStale = errors.New("graph: fork is not of this state as it is now")
+
+// Fork returns an empty overlay over s: reads see s, writes stay in the
+// fork. s must not change while the fork is in use, except by Absorb of
+// this fork; like every method of State, Fork must not run concurrently
+// with a change of s. Making a fork costs O(1) (the context hash's
+// buckets are shared until the fork changes one).
+func (s *State) Fork() *State {
+	return &State{
+		under:      s,
+		forkGen:    s.gen,
+		artifacts:  make(map[string]*Artifact),
+		tombstones: make(map[string]int64),
+		edges:      make(map[EdgeKey]*Edge),
+		out:        make(map[string]*edgeSet),
+		in:         make(map[string]*edgeSet),
+		acc:        s.acc.Clone(),
+		rels:       s.rels,
+		ruleset:    s.ruleset,
+		types:      s.types,
+		relDefs:    s.relDefs,
+		typeCount:  make(map[string]int),
+		nArt:       s.nArt,
+		nTomb:      s.nTomb,
+		nEdge:      s.nEdge,
+	}
+}
+
+// IsFork reports whether s is a fork (see Fork).
+func (s *State) IsFork() bool { return s.under != nil }
+
+// Absorb applies the changes held by f, a fork of s made since s last
+// changed, to s, in O(what f changed): afterwards s is the state f showed,
+// and f must not be used again. It returns ErrForkStale, changing
+// nothing, when f is not such a fork.
+func (s *State) Absorb(f *State) error {
+	if f.under != s || f.forkGen != s.gen {
+		return ErrForkStale
+	}
+	whole := s.under == nil
+	for id, a := range f.artifacts {
+		if a == nil && whole {
+			delete(s.artifacts, id)
+		} else {
+			s.artifacts[id] = a
+		}
+	}
+	for id, v := range f.tombstones {
+		if v == 0 && whole {
+			delete(s.tombstones, id)
+		} else {
+			s.tombstones[id] = v
+		}
+	}
+	for k, e := range f.edges {
+		if e == nil && whole {
+			delete(s.edges, k)
+		} else {
+			s.edges[k] = e
+		}
+	}
+	absorbSets(s.out, f.out, whole)
+	absorbSets(s.in, f.in, whole)
+	for typ, n := range f.typeCount {
+		if n <= 0 && whole {
+			delete(s.typeCount, typ)
+		} else {
+			s.typeCount[typ] = n
+		}
+	}
+	s.acc = f.acc
+	s.rels, s.ruleset, s.types, s.relDefs = f.rels, f.ruleset, f.types, f.relDefs
+	s.nArt, s.nTomb, s.nEdge = f.nArt, f.nTomb, f.nEdge
+	s.gen++
+	f.under = nil
+	f.forkGen = ^uint64(0)
+	return nil
+}
+
+// absorbSets moves a fork's edge sets (each the whole set of its id) into
+// dst; an empty one removes the id from a whole state.
+func absorbSets(dst, src map[string]*edgeSet, whole bool) {
+	for id, es := range src {
+		if es.len() == 0 && whole {
+			delete(dst, id)
+		} else {
+			dst[id] = es
+		}
+	}
+}
+
+// art returns the artifact id, or nil.
+func (s *State) art(id string) *Artifact {
+	for x := s; ; x = x.under {
+		if x.under == nil {
+			return x.artifacts[id]
+		}
+		if a, ok := x.artifacts[id]; ok {
+			return a
+		}
+	}
+}
+
+// tomb returns the tombstone version of id, 0 when there is none.
+func (s *State) tomb(id string) int64 {
+	for x := s; ; x = x.under {
+		if x.under == nil {
+			return x.tombstones[id]
+		}
+		if v, ok := x.tombstones[id]; ok {
+			return v
+		}
+	}
+}
+
+// edge returns the edge of key k, or nil.
+func (s *State) edge(k EdgeKey) *Edge {
+	for x := s; ; x = x.under {
+		if x.under == nil {
+			return x.edges[k]
+		}
+		if e, ok := x.edges[k]; ok {
+			return e
+		}
+	}
+}
+
+// outOf returns the edges leaving id (nil: none). Read only.
+func (s *State) outOf(id string) *edgeSet {
+	return setOf(s, id, func(x *State) map[string]*edgeSet { return x.out })
+}
+
+// inOf returns the edges arriving at id (nil: none). Read only.
+func (s *State) inOf(id string) *edgeSet {
+	return setOf(s, id, func(x *State) map[string]*edgeSet { return x.in })
+}
+
+func setOf(s *State, id string, adj func(*State) map[string]*edgeSet) *edgeSet {
+	for x := s; ; x = x.under {
+		if x.under == nil {
+			return adj(x)[id]
+		}
+		if es, ok := adj(x)[id]; ok {
+			return es
+		}
+	}
+}
+
+// setFor returns id's edge set in adj (s.out or s.in) to change: in a
+// fork, its own copy of the set below, made on first use.
+func (s *State) setFor(adj map[string]*edgeSet, id string, below func() *edgeSet) *edgeSet {
+	if es := adj[id]; es != nil {
+		return es
+	}
+	var es *edgeSet
+	if s.under != nil {
+		es = below().clone()
+	} else {
+		es = &edgeSet{}
+	}
+	adj[id] = es
+	return es
+}
+
+// countOf returns the number of live artifacts of type typ.
+func (s *State) countOf(typ string) int {
+	for x := s; ; x = x.under {
+		if x.under == nil {
+			return x.typeCount[typ]
+		}
+		if n, ok := x.typeCount[typ]; ok {
+			return n
+		}
+	}
+}
+
+// setTomb records (v > 0) or removes (v == 0) the tombstone of id.
+func (s *State) setTomb(id string, v int64) {
+	old := s.tomb(id)
+	switch {
+	case old == 0 && v != 0:
+		s.nTomb++
+	case old != 0 && v == 0:
+		s.nTomb--
+	}
+	if v == 0 && s.under == nil {
+		delete(s.tombstones, id)
+	} else {
+		s.tombstones[id] = v
+	}
+	s.gen++
+}
+
+// allArtifacts yields every artifact, in no particular order.
+func (s *State) allArtifacts() iter.Seq2[string, *Artifact] {
+	return func(yield func(string, *Artifact) bool) {
+		eachLayer(s, func(x *State) map[string]*Artifact { return x.artifacts }, yield)
+	}
+}
+
+// allEdges yields every edge, in no particular order.
+func (s *State) allEdges() iter.Seq2[EdgeKey, *Edge] {
+	return func(yield func(EdgeKey, *Edge) bool) {
+		eachLayer(s, func(x *State) map[EdgeKey]*Edge { return x.edges }, yield)
+	}
+}
+
+// allTombstones yields every tombstone, in no particular order.
+func (s *State) allTombstones() iter.Seq2[string, int64] {
+	return func(yield func(string, int64) bool) {
+		eachLayer(s, func(x *State) map[string]int64 { return x.tombstones }, yield)
+	}
+}
+
+// eachLayer yields the live entries of the map m picks in every layer of
+// s, the top layer's first; an entry a higher layer holds (live or a
+// marker) hides the lower layers' entry of the same key.
+func eachLayer[K comparable, V comparable](s *State, m func(*State) map[K]V, yield func(K, V) bool) {
+	var zero V
+	var above []map[K]V
+	for x := s; x != nil; x = x.under {
+		cur := m(x)
+	entries:
+		for k, v := range cur {
+			if v == zero {
+				continue
+			}
+			for _, a := range above {
+				if _, hidden := a[k]; hidden {
+					continue entries
+				}
+			}
+			if !yield(k, v) {
+				return
+			}
+		}
+		above = append(above, cur)
+	}
+}
