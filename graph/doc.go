@@ -8,14 +8,17 @@
 // defined order, so two replays of the same commit give the same answers
 // byte for byte.
 //
-// A typical write, as the store performs it:
+// A typical write, as the store performs it (a decision is made on forks
+// and taken only once it is durable, so a refusal costs no undo):
 //
-//  1. changes, err := state.ApplyOps(ops) — validate and apply, atomically.
-//  2. tainted := TaintedLinks(state, index, changes) — judge the new
+//  1. next := head.Fork(); changes, err := next.ApplyOps(ops) — validate
+//     and apply to an overlay of the head, atomically; the head is not
+//     touched.
+//  2. tainted := TaintedLinks(next, index, changes) — judge the new
 //     dependency edges on the state after the commit; in enforce mode
-//     refuse (state.Undo(changes)) when any rests on an unconfirmed
-//     artifact.
-//  3. persist, then index.Apply(state, changes) — update trust in time
+//     refuse (drop next) when any rests on an unconfirmed artifact.
+//  3. persist, then head.Absorb(next) and index.Apply(head, changes) (or
+//     Apply on a fork of the index, absorbed likewise) — in time
 //     proportional to what changed.
 //
 // # Glossary
@@ -30,6 +33,9 @@
 //     acyclic. Others (mentions, cites…) are provenance only.
 //   - State: the artifacts and edges at one commit, with adjacency indexes
 //     and its incremental context hash.
+//   - Fork: a State (or TrustIndex) that holds only what changed over
+//     another it never changes; Absorb makes the other what the fork
+//     shows.
 //   - Trust: confirmed(a) = base(a) and every dependency of a is
 //     confirmed. Base comes from the type's Role: source types are
 //     confirmed by themselves, derived types by their dependencies, a

@@ -51,14 +51,30 @@ func forkOps(r *rand.Rand, s *State, nids int) []Op {
 		return id()
 	}
 	rels := []string{"derived_from", "supported_by", "uses", "mentions", "cites"}
+	if _, ok := s.RelationDef("rests_on"); ok {
+		rels = append(rels, "rests_on")
+	}
 	putOp := func(x string) Op {
 		if r.IntN(3) == 0 {
 			v := [...]string{"RETRIEVED", "RETRIEVED", "FAILED", "UNKNOWN"}[r.IntN(4)]
 			return tqFetch(x, v, "r"+strconv.Itoa(r.IntN(2)))
 		}
-		return tqPutData(x, forkTypes[r.IntN(5)], map[string]any{"v": r.IntN(3)})
+		return tqPutData(x, forkTypes[[...]int{0, 1, 2, 3, 4, 6}[r.IntN(6)]], map[string]any{"v": r.IntN(3)})
 	}
 	var ops []Op
+	if r.IntN(6) == 0 {
+		// Definitions in the commit: a user type the generator also puts
+		// artifacts of (so that their base changes with it) and a user
+		// dependency relation, each recorded again now and then with a
+		// new description.
+		defs, err := DefinitionOps(s,
+			[]TypeDef{{Name: "mystery", Role: RoleSource, Description: "d" + strconv.Itoa(r.IntN(3))}},
+			[]RelationDef{{Name: "rests_on", Depends: true, Description: "d" + strconv.Itoa(r.IntN(3))}})
+		if err != nil {
+			panic(err)
+		}
+		ops = append(ops, defs...)
+	}
 	unlinked := map[EdgeKey]bool{}
 	for range 1 + r.IntN(5) {
 		switch k := r.IntN(10); {
@@ -123,10 +139,13 @@ func TestForkMatchesWhole(t *testing.T) {
 func forkRun(t *testing.T, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	nids := 6 + r.IntN(20)
+	// The base follows the definitions of the state it judges, as the
+	// store's does: a fork that records a type judges by it.
+	baseOf := func(st *State) BaseFunc { return st.Base(nil) }
 	head := NewState(nil)
-	hidx := NewTrustIndex(head, tqBase)
+	hidx := NewTrustIndexFor(head, baseOf)
 	whole := head.Clone()
-	widx := NewTrustIndex(whole, tqBase)
+	widx := NewTrustIndexFor(whole, baseOf)
 	accepted := 0
 	for g := range 40 {
 		before := forkDump(head, nids)
@@ -190,7 +209,7 @@ func forkRun(t *testing.T, seed uint64) {
 		if err := hidx.Verify(head); err != nil {
 			t.Fatalf("seed %d group %d: %v", seed, g, err)
 		}
-		if got, want := hidx.Report(head), ComputeTrust(head, tqBase); !reflect.DeepEqual(got.PoisonRoots, want.PoisonRoots) || !reflect.DeepEqual(got.Quarantined, want.Quarantined) {
+		if got, want := hidx.Report(head), ComputeTrust(head, baseOf(head)); !reflect.DeepEqual(got.PoisonRoots, want.PoisonRoots) || !reflect.DeepEqual(got.Quarantined, want.Quarantined) {
 			t.Fatalf("seed %d group %d: report after absorb differs from a full pass", seed, g)
 		}
 	}

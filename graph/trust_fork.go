@@ -9,6 +9,7 @@ import "iter"
 func (t *TrustIndex) Fork() *TrustIndex {
 	return &TrustIndex{
 		base:     t.base,
+		rebase:   t.rebase,
 		nodes:    make(map[string]tstate),
 		roots:    make(map[string]string),
 		gone:     make(map[string]struct{}),

@@ -20,8 +20,12 @@ import (
 // alone, but not with Apply or Revert. Only one of TaintedLinks,
 // CheckEnforce, Apply and Revert may run at a time.
 type TrustIndex struct {
-	base  BaseFunc
-	nodes map[string]tstate
+	base BaseFunc
+	// rebase, when set, gives the base of the state being judged (see
+	// NewTrustIndexFor); base is then rebase of the state the index was
+	// made from.
+	rebase func(*State) BaseFunc
+	nodes  map[string]tstate
 	// roots maps each poison root to its reason.
 	roots map[string]string
 	// nq counts quarantined artifacts.
@@ -82,10 +86,30 @@ func NewTrustIndex(s *State, base BaseFunc) *TrustIndex {
 	return t
 }
 
+// NewTrustIndexFor is NewTrustIndex with a base that follows the state
+// it judges: baseOf(st) is the base of state st (the definitions in force
+// there, as State.Base gives), and every Apply, Revert, TaintedLinks and
+// Verify judges with baseOf of the state it is given — a fork that
+// records new definitions included — instead of one base fixed when the
+// index was made.
+func NewTrustIndexFor(s *State, baseOf func(*State) BaseFunc) *TrustIndex {
+	t := NewTrustIndex(s, baseOf(s))
+	t.rebase = baseOf
+	return t
+}
+
+// baseFor returns the base with which t judges state s.
+func (t *TrustIndex) baseFor(s *State) BaseFunc {
+	if t.rebase != nil {
+		return t.rebase(s)
+	}
+	return t.base
+}
+
 // Clone returns an independent, whole copy of the index (O(V)), even of
 // a fork.
 func (t *TrustIndex) Clone() *TrustIndex {
-	c := &TrustIndex{base: t.base, nodes: make(map[string]tstate, t.n), roots: make(map[string]string, t.nr), nq: t.nq, n: t.n, nr: t.nr}
+	c := &TrustIndex{base: t.base, rebase: t.rebase, nodes: make(map[string]tstate, t.n), roots: make(map[string]string, t.nr), nq: t.nq, n: t.n, nr: t.nr}
 	for k, v := range t.allNodes() {
 		c.nodes[k] = v
 	}
@@ -162,21 +186,21 @@ func (t *TrustIndex) Explain(s *State, id string) Trust {
 // become unconfirmed are marked (spreading down), then artifacts that may
 // become confirmed again are cleared (spreading down).
 func (t *TrustIndex) Apply(s *State, changes []Change) {
-	(&trustTxn{t: t}).update(s, changes, false)
+	(&trustTxn{t: t, base: t.baseFor(s)}).update(s, changes, false)
 	t.memo = nil
 }
 
 // Revert undoes an Apply: call it with the same changes after
 // s.Undo(changes) restored the state before the commit.
 func (t *TrustIndex) Revert(s *State, changes []Change) {
-	(&trustTxn{t: t}).update(s, changes, true)
+	(&trustTxn{t: t, base: t.baseFor(s)}).update(s, changes, true)
 	t.memo = nil
 }
 
 // Verify recomputes the index of s from scratch and reports the first
 // differences, for tests and consistency checks.
 func (t *TrustIndex) Verify(s *State) error {
-	want := NewTrustIndex(s, t.base)
+	want := NewTrustIndex(s, t.baseFor(s))
 	var diffs []string
 	ids := make([]string, 0, len(want.nodes))
 	for id := range want.nodes {
@@ -211,7 +235,9 @@ func (t *TrustIndex) Verify(s *State) error {
 // or, when over is set, into a copy-on-write overlay that leaves the index
 // untouched.
 type trustTxn struct {
-	t    *TrustIndex
+	t *TrustIndex
+	// base judges the state the transaction follows (TrustIndex.baseFor).
+	base BaseFunc
 	over map[string]ovEntry
 }
 
@@ -303,7 +329,11 @@ func (tx *trustTxn) baseOf(a *Artifact) (bool, string) {
 	if r, ok := tx.t.memo[a]; ok {
 		return r.ok, r.reason
 	}
-	ok, why := tx.t.base(a)
+	base := tx.base
+	if base == nil {
+		base = tx.t.base
+	}
+	ok, why := base(a)
 	if tx.over != nil && tx.t.memo != nil {
 		tx.t.memo[a] = baseResult{ok, why}
 	}
@@ -642,7 +672,7 @@ func (e *TaintError) Unwrap() error { return ErrTainted }
 // next Apply, which thus does not need the artifacts' Data again.
 func TaintedLinks(s *State, t *TrustIndex, changes []Change) []*TaintError {
 	t.memo = make(map[*Artifact]baseResult)
-	tx := &trustTxn{t: t, over: make(map[string]ovEntry)}
+	tx := &trustTxn{t: t, base: t.baseFor(s), over: make(map[string]ovEntry)}
 	for i := range changes {
 		if c := &changes[i]; c.Op.Op == OpPut && !c.Noop && c.Next != nil {
 			tx.baseOf(c.Next)

@@ -320,6 +320,9 @@ type group struct {
 	// moved lists the head keys dropped because their ref moves.
 	moved  []string
 	locked map[*head]bool
+	// forks are the group's views of the heads it commits to; each head
+	// takes its view once the group is durable (headFork.advance).
+	forks map[*head]*headFork
 	// heads are the heads this group holds, by key: later requests of the
 	// group build on them even if a reader evicted one from Store.heads.
 	heads   map[string]*head
@@ -435,6 +438,7 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (deferred []*write
 		refWas:  make(map[string]*hashing.Digest),
 		commits: make(map[string]*replay.Commit),
 		locked:  make(map[*head]bool),
+		forks:   make(map[*head]*headFork),
 		heads:   make(map[string]*head),
 		touched: make(map[*ctxState]uint64),
 		fresh:   make(map[string]bool),
@@ -475,6 +479,13 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (deferred []*write
 	}
 	var conflict *kv.ConflictError
 	lost := errors.As(err, &conflict)
+	if err == nil {
+		// The group is durable: its heads take what it committed, while
+		// the group still holds them.
+		for _, hf := range g.forks {
+			hf.advance()
+		}
+	}
 	s.mu.Lock()
 	if err == nil {
 		// The group is durable: its new contexts may now be seen. A reader
@@ -493,8 +504,10 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (deferred []*write
 		}
 	}
 	if err != nil {
-		// The heads hold what was not written: drop them before a reader
-		// can see them (Read reloads a dropped head).
+		// The heads are as they were before the group, but the store may
+		// hold part of it (or, after a lost swap, another process's
+		// commits): drop them before a reader can see them (Read reloads
+		// a dropped head).
 		for h := range g.locked {
 			h.dropped = true
 			if s.heads[headKey(h.ctx, h.branch)] == h {
@@ -825,7 +838,7 @@ func (g *group) head(ctxID, branch string, block bool) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
-	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndex(st, s.baseFor(st))}
+	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndexFor(st, s.baseFor)}
 	h.cost.Store(stateCost(st))
 	s.touch(h)
 	g.lock(h)
@@ -993,29 +1006,22 @@ func (g *group) commit(r *writeReq) error {
 	if err != nil {
 		return err
 	}
-	d, err := g.decide(h, cs, r)
+	hf := g.fork(h)
+	d, err := g.decide(hf, cs, r)
 	if err != nil {
 		return err
 	}
 	if len(d.recorded) == 0 && len(req.ExtraParents) == 0 {
 		// Every op was a no-op: the head is as it was.
-		res := CommitResult{Commit: h.commit, Noop: true, Changes: d.reqChanges}
+		res := CommitResult{Commit: hf.commit, Noop: true, Changes: d.reqChanges}
 		g.answer(r, func(err error) { r.resp <- writeResp{res: res, err: err} })
 		return nil
 	}
-	c, err := g.stage(h, cs, r, d)
+	c, err := g.stage(hf, cs, r, d)
 	if err != nil {
-		d.undo()
 		return err
 	}
-	// The payloads now live in the object store; the head keeps metadata.
-	for _, ch := range d.changes {
-		if ch.Next != nil {
-			ch.Next.Data = nil
-		}
-	}
-	h.trust.Apply(h.state, d.changes)
-	h.commit = c
+	hf.take(d, c)
 	res := CommitResult{Commit: c, Changes: d.reqChanges, Definitions: d.defs}
 	if d.mode != ModeEnforce {
 		res.Tainted = d.tainted
@@ -1024,13 +1030,13 @@ func (g *group) commit(r *writeReq) error {
 	return nil
 }
 
-// stage writes what commit d records on head h into the group: its
-// payloads, op chunks and state-map nodes (immutable, content-addressed),
-// its commit record and seq entry, and the move of the branch ref. It
-// fails on I/O, or when the recorded ops cannot be encoded (an op beyond
-// what a chunk holds); the caller then undoes d. It returns the new
-// commit.
-func (g *group) stage(h *head, cs *ctxState, r *writeReq, d *decision) (*replay.Commit, error) {
+// stage writes what commit d records on the group's view hf of a branch
+// head into the group: its payloads, op chunks and state-map nodes
+// (immutable, content-addressed), its commit record and seq entry, and
+// the move of the branch ref. It fails on I/O, or when the recorded ops
+// cannot be encoded (an op beyond what a chunk holds); the caller then
+// drops d. It returns the new commit.
+func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*replay.Commit, error) {
 	s, req := g.s, r.commit
 	enc, err := encodeOps(d.recorded, ChunkOps)
 	if err != nil {
@@ -1067,11 +1073,11 @@ func (g *group) stage(h *head, cs *ctxState, r *writeReq, d *decision) (*replay.
 	if when.IsZero() {
 		when = s.clock()
 	}
-	parents := append([]hashing.Digest{h.commit.ID}, req.ExtraParents...)
-	c := &replay.Commit{Parents: parents, ContextHash: h.state.Hash(), OpsHash: enc.hash,
+	parents := append([]hashing.Digest{hf.commit.ID}, req.ExtraParents...)
+	c := &replay.Commit{Parents: parents, ContextHash: d.next.Hash(), OpsHash: enc.hash,
 		Author: req.Author, Message: req.Message, Time: hashing.FormatTime(when), NumOps: len(d.recorded)}
 	c.ID = c.ComputeID()
-	parentRoot, muts := trieChild{id: h.commit.Root, count: h.commit.RootCount}, trieMutations(d.changes, c.ID)
+	parentRoot, muts := trieChild{id: hf.commit.Root, count: hf.commit.RootCount}, trieMutations(d.changes, c.ID)
 	if err := g.tw.warm(parentRoot, muts, s.cachedNode, s.readNodesFunc(context.Background())); err != nil {
 		return nil, fmt.Errorf("read state map: %w", err)
 	}
@@ -1080,7 +1086,7 @@ func (g *group) stage(h *head, cs *ctxState, r *writeReq, d *decision) (*replay.
 		return nil, fmt.Errorf("update state map: %w", err)
 	}
 	c.Root, c.RootCount = root.id, root.count
-	c.Artifacts, c.Edges = h.state.NumArtifacts(), h.state.NumEdges()
+	c.Artifacts, c.Edges = d.next.NumArtifacts(), d.next.NumEdges()
 	for i, chunk := range enc.chunks {
 		if err := g.addImm(keyOps(req.Context, c.ID, uint32(i)), chunk); err != nil {
 			return nil, fmt.Errorf("write ops: %w", err)
@@ -1103,7 +1109,7 @@ func (g *group) stage(h *head, cs *ctxState, r *writeReq, d *decision) (*replay.
 	g.absent = append(g.absent, kv.Record{Key: keySeq(req.Context, c.Seq), Value: c.ID[:]})
 	// Later requests of the group (a branch reset or a fast-forward merge
 	// checking the head it expects) must see this ref move, not the disk's.
-	parent := h.commit.ID
+	parent := hf.commit.ID
 	g.moveRef(req.Context, req.Branch, &parent, c.ID)
 	g.commits[req.Context+"\x00"+string(c.ID[:])] = c
 	return c, nil

@@ -9,12 +9,14 @@ import (
 	"github.com/artifactd/artifactd/replay"
 )
 
-// decision is a commit request decided on a branch head: the ops it
-// records and what they change. The head's state already holds the
-// changes (graph.State.ApplyOps), its trust index not yet; undo takes the
-// changes back when the commit is not staged after all.
+// decision is a commit request decided on a branch head as its commit
+// group sees it (a headFork): the ops it records, what they change, and
+// the state after them — a fork of the group's fork, which takes it only
+// once the commit is staged. Nothing is undone when a request is refused
+// or its staging fails: the fork is dropped.
 type decision struct {
-	h *head
+	// next is the state after the commit: a fork of the head fork's state.
+	next *graph.State
 	// changes are the definitions' changes, then the request's
 	// (reqChanges), in the order they were applied.
 	changes, reqChanges []graph.Change
@@ -29,30 +31,100 @@ type decision struct {
 	tainted []*graph.TaintError
 }
 
-// undo takes d's changes back from the head's state.
-func (d *decision) undo() { d.h.state.Undo(d.changes) }
+// headFork is a branch head as one commit group sees it: the group
+// decides its commits on forks of the head's state and trust index
+// (graph.State.Fork), and the head takes them (advance) only once the
+// group is durable, so a reader never sees a commit that is not, and a
+// refused commit or a failed group leaves the head as it was.
+type headFork struct {
+	h *head
+	// state is a fork of the head's state holding the group's commits on
+	// it, nil before the first: that commit's own fork becomes it, so a
+	// branch with one commit in the group absorbs its changes once.
+	state  *graph.State
+	trust  *graph.TrustIndex
+	commit *replay.Commit // the group's newest commit on the branch
+}
 
-// decide applies request r to head h and judges the result: the parent
-// the request expects, the definitions its ops use (recorded first where
-// the head lacks them), the ops themselves (validation and cycles), the
-// request's own check and, in enforce mode, quarantine. It stages nothing.
-// A refused request leaves the head as it was and gets the refusal.
-func (g *group) decide(h *head, cs *ctxState, r *writeReq) (*decision, error) {
-	req := r.commit
-	if req.Parent != nil && *req.Parent != h.commit.ID {
-		return nil, fmt.Errorf("%w: parent %s is not the head of %q (head is %s)", ErrStale, req.Parent.Short(), req.Branch, h.commit.ID.Short())
+// fork returns the group's view of head h, locked by the group.
+func (g *group) fork(h *head) *headFork {
+	hf := g.forks[h]
+	if hf == nil {
+		hf = &headFork{h: h, trust: h.trust.Fork(), commit: h.commit}
+		g.forks[h] = hf
 	}
+	return hf
+}
+
+// view returns the state the group's next commit on the branch builds on.
+func (hf *headFork) view() *graph.State {
+	if hf.state != nil {
+		return hf.state
+	}
+	return hf.h.state
+}
+
+// take makes a staged decision part of the group's view of its branch:
+// the view's state absorbs d's, its trust index follows, and commit c is
+// its newest.
+func (hf *headFork) take(d *decision, c *replay.Commit) {
+	if hf.state == nil {
+		hf.state = d.next
+	} else if err := hf.state.Absorb(d.next); err != nil {
+		// Only the committer changes a group's forks, one request at a
+		// time: a stale fork here is a bug, not a condition to handle.
+		panic("store: a commit's fork is not of its group's view: " + err.Error())
+	}
+	// The payloads now live in the object store; the head keeps metadata.
+	for _, ch := range d.changes {
+		if ch.Next != nil {
+			ch.Next.Data = nil
+		}
+	}
+	hf.trust.Apply(hf.state, d.changes)
+	hf.commit = c
+}
+
+// advance makes the head, locked by the group, what the group's view of
+// it shows; called once the group is durable.
+func (hf *headFork) advance() {
+	h := hf.h
+	if hf.state == nil {
+		return // no commit on the branch in this group
+	}
+	if err := h.state.Absorb(hf.state); err != nil {
+		panic("store: a group's fork is not of its head: " + err.Error())
+	}
+	if err := h.trust.Absorb(hf.trust); err != nil {
+		panic("store: a group's trust fork is not of its head: " + err.Error())
+	}
+	h.commit = hf.commit
+}
+
+// decide applies request r to the group's view hf of a branch head and
+// judges the result: the parent the request expects, the definitions its
+// ops use (recorded first where the head lacks them), the ops themselves
+// (validation and cycles), the request's own check and, in enforce mode,
+// quarantine. It works on a fork of hf's state and changes neither hf nor
+// anything stored: a refused request gets the refusal and leaves nothing
+// behind.
+func (g *group) decide(hf *headFork, cs *ctxState, r *writeReq) (*decision, error) {
+	req := r.commit
+	if req.Parent != nil && *req.Parent != hf.commit.ID {
+		return nil, fmt.Errorf("%w: parent %s is not the head of %q (head is %s)", ErrStale, req.Parent.Short(), req.Branch, hf.commit.ID.Short())
+	}
+	next := hf.view().Fork()
 	ops := req.Ops
 	if req.OpsFrom != nil {
 		lookup := func(id hashing.Digest) (*replay.Commit, error) { return g.commitRecord(req.Context, id) }
 		var err error
-		if ops, err = req.OpsFrom(h.state, h.commit, lookup); err != nil {
+		if ops, err = req.OpsFrom(next, hf.commit, lookup); err != nil {
 			return nil, err
 		}
 	}
 	// Definitions the request's ops use, recorded first where the head
 	// does not hold them as they are (graph.DefinitionOps).
-	defOps, err := graph.DefinitionOps(h.state, req.Types, req.Relations)
+	defOps, err := graph.DefinitionOps(next, req.Types, req.Relations)
 	if err != nil {
 		return nil, err
 	}
@@ -60,18 +132,16 @@ func (g *group) decide(h *head, cs *ctxState, r *writeReq) (*decision, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decision{h: h, defs: len(defOps)}
-	if d.changes, err = h.state.ApplyOps(defOps); err != nil {
+	d := &decision{next: next, defs: len(defOps)}
+	if d.changes, err = next.ApplyOps(defOps); err != nil {
 		return nil, fmt.Errorf("record definitions: %w", err)
 	}
-	if d.reqChanges, err = h.state.ApplyOps(ops); err != nil {
-		d.undo()
+	if d.reqChanges, err = next.ApplyOps(ops); err != nil {
 		return nil, err
 	}
 	d.changes = append(d.changes, d.reqChanges...)
 	if req.Check != nil {
-		if err := req.Check(h.state, d.reqChanges); err != nil {
-			d.undo()
+		if err := req.Check(next, d.reqChanges); err != nil {
 			return nil, err
 		}
 	}
@@ -79,9 +149,8 @@ func (g *group) decide(h *head, cs *ctxState, r *writeReq) (*decision, error) {
 	if d.mode == "" {
 		d.mode = cs.info.Quarantine
 	}
-	d.tainted = graph.TaintedLinks(h.state, h.trust, d.changes)
+	d.tainted = graph.TaintedLinks(next, hf.trust, d.changes)
 	if d.mode == ModeEnforce && len(d.tainted) > 0 {
-		d.undo()
 		return nil, d.tainted[0]
 	}
 	d.recorded = graph.RecordedOps(d.changes)

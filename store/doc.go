@@ -123,22 +123,31 @@
 // (Options.Committers, default 4): every request of a context goes to the
 // same lane, so a long commit of one context holds up only the contexts
 // that share its lane, never all of them. A lane takes every queued request,
-// applies them in order to the in-memory heads (same-branch requests see
-// each other, and a request sees the refs, contexts and commits made by
-// earlier requests of its group), writes the group and syncs once, then
-// answers each request. Each commit request is first decided (decide.go:
-// its parent, the definitions it records, its ops, its check and
-// quarantine; nothing is staged) and then staged (group.stage: payloads,
-// op chunks, state-map nodes — trieMutations is the pure part —, the
-// commit record and the ref move); the head's trust index and commit
-// advance only after staging succeeded. A request refused on the way (stale parent, cycle,
-// quarantine) is undone in memory at once and writes nothing; it is
-// answered at once when the group has moved no ref yet, and otherwise with
-// the group — its refusal may rest on the group's earlier commits, which
-// are not durable yet (and a client reading after the refusal must see
-// them). Heads touched by a group stay write-locked until it is durable,
-// so a read of a branch head never sees a commit that is not. Readers that
-// load a head themselves cache it only when no ref move or failed group
+// decides them in order (same-branch requests see each other, and a
+// request sees the refs, contexts and commits made by earlier requests of
+// its group), writes the group and syncs once, then answers each request.
+//
+// The heads do not change while a group decides and writes. The group
+// keeps a view of each head it commits to (headFork: a fork of the head's
+// state and of its trust index, graph.State.Fork, and the group's newest
+// commit on the branch). Each commit request is decided (decide.go: its
+// parent, the definitions it records, its ops, its check and quarantine)
+// on a fork of that view, with no I/O and no staging, then staged
+// (group.stage: payloads, op chunks, state-map nodes — trieMutations is
+// the pure part —, the commit record and the ref move); only then does
+// the view take the commit's fork (headFork.take). A request refused on
+// the way (stale parent, cycle, quarantine) or whose staging fails leaves
+// nothing to undo: its fork is dropped. It is answered at once when the
+// group has moved no ref yet, and otherwise with the group — its refusal
+// may rest on the group's earlier commits, which are not durable yet (and
+// a client reading after the refusal must see them). Once the group is
+// durable, each head absorbs its view (headFork.advance) in time
+// proportional to what the group changed; a group that fails or loses a
+// swap leaves the heads as they were (and drops them from the cache, as
+// the store may hold part of the group). Heads touched by a group stay
+// write-locked until then, so a read of a branch head never sees a commit
+// that is not durable. Readers that load a head themselves cache it only
+// when no ref move or failed group
 // intervened (Store.head).
 //
 // A request whose branch head a reader holds is not waited for: the

@@ -193,7 +193,7 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
-	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndex(st, s.baseFor(st))}
+	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndexFor(st, s.baseFor)}
 	h.cost.Store(stateCost(st))
 	s.touch(h)
 	s.mu.Lock()
@@ -372,7 +372,7 @@ func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, 
 		if err != nil {
 			return err
 		}
-		m = &materialized{state: st, trust: graph.NewTrustIndex(st, s.baseFor(st))}
+		m = &materialized{state: st, trust: graph.NewTrustIndexFor(st, s.baseFor)}
 		st.Share() // readers clone it concurrently (a merge's plan)
 		s.states.put(key, m)
 	}

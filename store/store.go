@@ -220,8 +220,9 @@ type head struct {
 	commit *replay.Commit
 	state  *graph.State
 	trust  *graph.TrustIndex
-	// dropped is set when a commit group that changed the head failed:
-	// the head is no longer in Store.heads and its state is not on disk.
+	// dropped is set when a commit group that wrote to the head failed
+	// or lost a swap: the head is no longer in Store.heads, and the store
+	// may hold commits it does not.
 	dropped bool
 	// cost is the estimated heap the head holds (stateCost), used the
 	// tick of its last use, and inGroup is set while a commit group holds
