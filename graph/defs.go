@@ -325,6 +325,7 @@ type defChange struct {
 // applyDefinition records the definition a put writes. It is called after
 // the put's checks passed and before the artifact is inserted.
 func (s *State) applyDefinition(a *Artifact, d any) *defChange {
+	s.gen++
 	switch d := d.(type) {
 	case *TypeDef:
 		dc := &defChange{typ: d.Name, prevType: s.types[d.Name]}
@@ -348,6 +349,7 @@ func (s *State) undoDefinition(dc *defChange) {
 	if dc == nil {
 		return
 	}
+	s.gen++
 	if dc.typ != "" {
 		s.types = cloneMap(s.types)
 		if dc.prevType == nil {

@@ -11,9 +11,18 @@ const edgeSetMax = 16
 // few, kept in a list — a Go map of one edge costs about 500 bytes, a
 // list entry 8, and a state holds two sets per artifact. A nil *edgeSet
 // is empty.
+//
+// In a fork a hub's set is a delta over the set below (under): its own
+// entries are the edges added or replaced, gone the keys removed, n the
+// size of the whole set. So a commit that links one more claim to a
+// source with 100k dependents costs one entry, not a copy of the 100k;
+// Absorb applies the delta to the set below in place (applyTo).
 type edgeSet struct {
-	list []*Edge           // the edges while m is nil
-	m    map[EdgeKey]*Edge // the edges once the set outgrew edgeSetMax
+	list  []*Edge           // the edges while m is nil
+	m     map[EdgeKey]*Edge // the edges once the set outgrew edgeSetMax
+	under *edgeSet
+	gone  map[EdgeKey]struct{}
+	n     int
 }
 
 // len returns the number of edges.
@@ -21,14 +30,59 @@ func (es *edgeSet) len() int {
 	switch {
 	case es == nil:
 		return 0
+	case es.under != nil:
+		return es.n
 	case es.m != nil:
 		return len(es.m)
 	}
 	return len(es.list)
 }
 
+// own reports whether es's own entries hold key k.
+func (es *edgeSet) own(k EdgeKey) bool {
+	if es.m != nil {
+		_, ok := es.m[k]
+		return ok
+	}
+	for _, x := range es.list {
+		if x.Key() == k {
+			return true
+		}
+	}
+	return false
+}
+
+// has reports whether the set holds an edge of key k.
+func (es *edgeSet) has(k EdgeKey) bool {
+	switch {
+	case es == nil:
+		return false
+	case es.own(k):
+		return true
+	case es.under == nil:
+		return false
+	}
+	if _, ok := es.gone[k]; ok {
+		return false
+	}
+	return es.under.has(k)
+}
+
 // put adds e, replacing the edge of the same key.
 func (es *edgeSet) put(e *Edge) {
+	if es.under != nil {
+		k := e.Key()
+		if !es.has(k) {
+			es.n++
+		}
+		delete(es.gone, k)
+		es.ownPut(e)
+		return
+	}
+	es.ownPut(e)
+}
+
+func (es *edgeSet) ownPut(e *Edge) {
 	if es.m != nil {
 		es.m[e.Key()] = e
 		return
@@ -57,6 +111,24 @@ func (es *edgeSet) del(k EdgeKey) {
 	if es == nil {
 		return
 	}
+	if es.under != nil {
+		if !es.has(k) {
+			return
+		}
+		es.n--
+		es.ownDel(k)
+		if es.under.has(k) {
+			if es.gone == nil {
+				es.gone = make(map[EdgeKey]struct{})
+			}
+			es.gone[k] = struct{}{}
+		}
+		return
+	}
+	es.ownDel(k)
+}
+
+func (es *edgeSet) ownDel(k EdgeKey) {
 	if es.m != nil {
 		delete(es.m, k)
 		return
@@ -84,24 +156,40 @@ func (es *edgeSet) all() iter.Seq2[EdgeKey, *Edge] {
 					return
 				}
 			}
+		} else {
+			for _, e := range es.list {
+				if !yield(e.Key(), e) {
+					return
+				}
+			}
+		}
+		if es.under == nil {
 			return
 		}
-		for _, e := range es.list {
-			if !yield(e.Key(), e) {
+		for k, e := range es.under.all() {
+			if _, ok := es.gone[k]; ok || es.own(k) {
+				continue
+			}
+			if !yield(k, e) {
 				return
 			}
 		}
 	}
 }
 
-// clone returns a copy that shares the (immutable) edges; a nil set's
-// copy is empty.
+// clone returns a whole copy (no delta) that shares the (immutable)
+// edges; a nil set's copy is empty.
 func (es *edgeSet) clone() *edgeSet {
 	c := &edgeSet{}
-	if es == nil {
+	switch {
+	case es == nil:
 		return c
-	}
-	if es.m != nil {
+	case es.under != nil:
+		for _, e := range es.all() {
+			c.ownPut(e)
+		}
+		return c
+	case es.m != nil:
 		c.m = make(map[EdgeKey]*Edge, len(es.m))
 		for k, e := range es.m {
 			c.m[k] = e
@@ -110,6 +198,28 @@ func (es *edgeSet) clone() *edgeSet {
 	}
 	c.list = append(make([]*Edge, 0, len(es.list)), es.list...)
 	return c
+}
+
+// applyTo applies the delta es, whose under is dst, to dst in place.
+func (es *edgeSet) applyTo(dst *edgeSet) {
+	for k := range es.gone {
+		dst.del(k)
+	}
+	for _, e := range es.ownEdges() {
+		dst.put(e)
+	}
+}
+
+// ownEdges returns es's own entries.
+func (es *edgeSet) ownEdges() []*Edge {
+	if es.m == nil {
+		return es.list
+	}
+	out := make([]*Edge, 0, len(es.m))
+	for _, e := range es.m {
+		out = append(out, e)
+	}
+	return out
 }
 
 // edgesAt returns adj's set for id, creating it.

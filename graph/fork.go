@@ -98,10 +98,20 @@ func (s *State) Absorb(f *State) error {
 	return nil
 }
 
-// absorbSets moves a fork's edge sets (each the whole set of its id) into
-// dst; an empty one removes the id from a whole state.
+// absorbSets moves a fork's edge sets into dst, the layer below: a delta
+// over dst's own set of the id is applied to that set in place; any other
+// set (a copy, or a delta over a lower layer's set) takes the id's place.
+// An empty set removes the id from a whole state, which never keeps a
+// delta.
 func absorbSets(dst, src map[string]*edgeSet, whole bool) {
 	for id, es := range src {
+		switch below := dst[id]; {
+		case es.under != nil && es.under == below:
+			es.applyTo(below)
+			es = below
+		case es.under != nil && whole:
+			es = es.clone() // not reached: a whole state's fork deltas over its own sets
+		}
 		if es.len() == 0 && whole {
 			delete(dst, id)
 		} else {
@@ -168,16 +178,19 @@ func setOf(s *State, id string, adj func(*State) map[string]*edgeSet) *edgeSet {
 }
 
 // setFor returns id's edge set in adj (s.out or s.in) to change: in a
-// fork, its own copy of the set below, made on first use.
+// fork, made on first use, its own copy of the set below, or for a hub
+// (more than edgeSetMax edges) a delta over it.
 func (s *State) setFor(adj map[string]*edgeSet, id string, below func() *edgeSet) *edgeSet {
 	if es := adj[id]; es != nil {
 		return es
 	}
 	var es *edgeSet
-	if s.under != nil {
-		es = below().clone()
-	} else {
+	if s.under == nil {
 		es = &edgeSet{}
+	} else if b := below(); b.len() > edgeSetMax {
+		es = &edgeSet{under: b, n: b.len()} // a hub: a delta, not a copy
+	} else {
+		es = b.clone()
 	}
 	adj[id] = es
 	return es

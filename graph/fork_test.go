@@ -41,8 +41,10 @@ func forkDump(s *State, nids int) string {
 
 var forkTypes = []string{"claim", "answer", "evidence", "question", "tool_error", "fetch_verdict", "mystery"}
 
-// forkOps returns the ops of one random commit against s.
-func forkOps(r *rand.Rand, s *State, nids int) []Op {
+// forkOps returns the ops of one random commit against s. With hub set,
+// half the links point at n0, whose edge set soon outgrows a list, so
+// forks hold deltas over it.
+func forkOps(r *rand.Rand, s *State, nids int, hub bool) []Op {
 	id := func() string { return "n" + strconv.Itoa(r.IntN(nids)) }
 	existing := func() string {
 		if ids := s.ArtifactIDs(); len(ids) > 0 && r.IntN(10) > 0 {
@@ -62,6 +64,13 @@ func forkOps(r *rand.Rand, s *State, nids int) []Op {
 		return tqPutData(x, forkTypes[[...]int{0, 1, 2, 3, 4, 6}[r.IntN(6)]], map[string]any{"v": r.IntN(3)})
 	}
 	var ops []Op
+	if ids := s.ArtifactIDs(); hub && len(ids) > 0 {
+		for range 1 + r.IntN(3) {
+			if from := ids[r.IntN(len(ids))]; from != "n0" {
+				ops = append(ops, tqLink(from, rels[r.IntN(len(rels))], "n0"))
+			}
+		}
+	}
 	if r.IntN(6) == 0 {
 		// Definitions in the commit: a user type the generator also puts
 		// artifacts of (so that their base changes with it) and a user
@@ -82,6 +91,9 @@ func forkOps(r *rand.Rand, s *State, nids int) []Op {
 			ops = append(ops, putOp(id()))
 		case k < 7:
 			op := tqLink(existing(), rels[r.IntN(len(rels))], existing())
+			if hub && r.IntN(2) == 0 {
+				op.To = "n0"
+			}
 			if r.IntN(4) == 0 {
 				op.Attrs = []byte(`{"w":` + strconv.Itoa(r.IntN(2)) + `}`)
 			}
@@ -95,6 +107,9 @@ func forkOps(r *rand.Rand, s *State, nids int) []Op {
 			}
 		default:
 			x := id()
+			if hub && x == "n0" {
+				continue // the hub stays
+			}
 			for _, e := range append(s.Out(x), s.In(x)...) {
 				if !unlinked[e.Key()] {
 					unlinked[e.Key()] = true
@@ -131,28 +146,50 @@ func TestForkMatchesWhole(t *testing.T) {
 	if testing.Short() {
 		seeds = 20
 	}
+	hubs, big, accepted := 0, 0, 0
 	for seed := range seeds {
-		forkRun(t, uint64(seed))
+		maxIn, n := forkRun(t, uint64(seed))
+		accepted += n
+		if seed%2 == 1 {
+			hubs++
+			if maxIn > edgeSetMax {
+				big++
+			}
+		}
+	}
+	if accepted < 15*seeds {
+		t.Fatalf("only %d commits accepted over %d seeds; the generator is too weak", accepted, seeds)
+	}
+	if big < hubs/2 {
+		t.Fatalf("the hub outgrew a list in only %d of %d hub runs; the generator is too weak", big, hubs)
 	}
 }
 
-func forkRun(t *testing.T, seed uint64) {
+// forkRun runs one seed and returns the largest in-degree of the hub n0
+// (odd seeds have one) and how many commits the head took.
+func forkRun(t *testing.T, seed uint64) (maxIn, accepted int) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	nids := 6 + r.IntN(20)
+	hub := seed%2 == 1
+	if hub {
+		nids = 30 + r.IntN(20)
+	}
 	// The base follows the definitions of the state it judges, as the
 	// store's does: a fork that records a type judges by it.
 	baseOf := func(st *State) BaseFunc { return st.Base(nil) }
 	head := NewState(nil)
+	if hub {
+		tqApply(t, head, tqPut("n0", "question"))
+	}
 	hidx := NewTrustIndexFor(head, baseOf)
 	whole := head.Clone()
 	widx := NewTrustIndexFor(whole, baseOf)
-	accepted := 0
 	for g := range 40 {
 		before := forkDump(head, nids)
 		beforeSum := hidx.Summary()
 		gf, gt := head.Fork(), hidx.Fork()
 		for c := range 1 + r.IntN(4) {
-			ops := forkOps(r, gf, nids)
+			ops := forkOps(r, gf, nids, hub)
 			child := gf.Fork()
 			ch, err := child.ApplyOps(ops)
 			wch, werr := whole.ApplyOps(ops)
@@ -209,13 +246,59 @@ func forkRun(t *testing.T, seed uint64) {
 		if err := hidx.Verify(head); err != nil {
 			t.Fatalf("seed %d group %d: %v", seed, g, err)
 		}
+		if err := wholeInvariants(head); err != nil {
+			t.Fatalf("seed %d group %d: after absorb: %v", seed, g, err)
+		}
+		if hub && head.inOf("n0").len() > maxIn {
+			maxIn = head.inOf("n0").len()
+		}
 		if got, want := hidx.Report(head), ComputeTrust(head, baseOf(head)); !reflect.DeepEqual(got.PoisonRoots, want.PoisonRoots) || !reflect.DeepEqual(got.Quarantined, want.Quarantined) {
 			t.Fatalf("seed %d group %d: report after absorb differs from a full pass", seed, g)
 		}
 	}
-	if accepted < 10 {
-		t.Fatalf("seed %d: only %d commits accepted; the generator is too weak", seed, accepted)
+	return maxIn, accepted
+}
+
+// wholeInvariants checks that a whole state holds no fork markers, no
+// delta edge sets, and counts that match its maps.
+func wholeInvariants(s *State) error {
+	if s.under != nil {
+		return errors.New("a fork, not a whole state")
 	}
+	for id, a := range s.artifacts {
+		if a == nil {
+			return fmt.Errorf("artifact %s: a removal marker", id)
+		}
+	}
+	for id, v := range s.tombstones {
+		if v == 0 {
+			return fmt.Errorf("tombstone %s: a removal marker", id)
+		}
+	}
+	for k, e := range s.edges {
+		if e == nil {
+			return fmt.Errorf("edge %s: a removal marker", k)
+		}
+	}
+	for _, adj := range []map[string]*edgeSet{s.out, s.in} {
+		for id, es := range adj {
+			if es.under != nil || es.gone != nil {
+				return fmt.Errorf("edge set of %s: a delta", id)
+			}
+			if es.len() == 0 {
+				return fmt.Errorf("edge set of %s: empty", id)
+			}
+		}
+	}
+	for typ, n := range s.typeCount {
+		if n <= 0 {
+			return fmt.Errorf("type %s: count %d", typ, n)
+		}
+	}
+	if s.nArt != len(s.artifacts) || s.nTomb != len(s.tombstones) || s.nEdge != len(s.edges) {
+		return fmt.Errorf("counts %d/%d/%d, maps %d/%d/%d", s.nArt, s.nTomb, s.nEdge, len(s.artifacts), len(s.tombstones), len(s.edges))
+	}
+	return nil
 }
 
 // TestForkAbsorbStale: a fork of a state that changed since, a fork of

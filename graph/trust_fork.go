@@ -90,9 +90,10 @@ func (t *TrustIndex) putNode(id string, st tstate) {
 
 // delNode removes id's entry, if any.
 func (t *TrustIndex) delNode(id string) {
-	if _, ok := t.node(id); ok {
-		t.n--
+	if _, ok := t.node(id); !ok {
+		return
 	}
+	t.n--
 	t.dropNode(id)
 	t.gen++
 }
@@ -108,9 +109,10 @@ func (t *TrustIndex) putRoot(id, why string) {
 
 // delRoot unmarks poison root id, if it is one.
 func (t *TrustIndex) delRoot(id string) {
-	if _, ok := t.root(id); ok {
-		t.nr--
+	if _, ok := t.root(id); !ok {
+		return
 	}
+	t.nr--
 	t.dropRoot(id)
 	t.gen++
 }

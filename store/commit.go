@@ -961,6 +961,9 @@ func (g *group) moveBranch(r *writeReq) error {
 	delete(s.heads, key)
 	s.moving[key]++
 	s.mu.Unlock()
+	if h := g.heads[key]; h != nil {
+		delete(g.forks, h) // the dropped head need not take the group's commits
+	}
 	delete(g.heads, key)
 	g.moved = append(g.moved, key)
 	var was *hashing.Digest

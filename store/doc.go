@@ -127,12 +127,16 @@
 // request sees the refs, contexts and commits made by earlier requests of
 // its group), writes the group and syncs once, then answers each request.
 //
-// The heads do not change while a group decides and writes. The group
+// The heads do not change while a group decides and writes (on a shared
+// driver a cached head first catches up with other processes' durable
+// commits when the group takes it, see below). The group
 // keeps a view of each head it commits to (headFork: a fork of the head's
 // state and of its trust index, graph.State.Fork, and the group's newest
 // commit on the branch). Each commit request is decided (decide.go: its
 // parent, the definitions it records, its ops, its check and quarantine)
-// on a fork of that view, with no I/O and no staging, then staged
+// on a fork of that view — pure, but for reads of stored records (the
+// payloads of definitions, a merge's commits, a fetch verdict's payload
+// the head no longer holds) — and nothing is staged; then it is staged
 // (group.stage: payloads, op chunks, state-map nodes — trieMutations is
 // the pure part —, the commit record and the ref move); only then does
 // the view take the commit's fork (headFork.take). A request refused on
