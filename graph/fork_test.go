@@ -364,3 +364,48 @@ func TestForkClone(t *testing.T) {
 		t.Fatalf("re-created artifact version %d, want 2 (tombstone kept)", c.LastVersion("a"))
 	}
 }
+
+// BenchmarkForkHubCommit: one commit of a claim linked to a hub with 100k
+// dependents, applied in place (as before forks) and decided on a fork
+// that the state then absorbs (as the store does). The fork's edge set of
+// the hub is a delta, so both cost about the same, whatever the hub's
+// degree.
+func BenchmarkForkHubCommit(b *testing.B) {
+	const deps = 100_000
+	build := func() *State {
+		s := NewState(nil)
+		ops := []Op{tqPut("hub", "question")}
+		for i := range deps {
+			id := "c" + strconv.Itoa(i)
+			ops = append(ops, tqPut(id, "claim"), tqLink(id, "derived_from", "hub"))
+		}
+		tqApply(b, s, ops...)
+		return s
+	}
+	commit := func(i int) []Op {
+		id := "new" + strconv.Itoa(i)
+		return []Op{tqPut(id, "claim"), tqLink(id, "derived_from", "hub")}
+	}
+	b.Run("in-place", func(b *testing.B) {
+		s := build()
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			if _, err := s.ApplyOps(commit(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fork-absorb", func(b *testing.B) {
+		s := build()
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			f := s.Fork()
+			if _, err := f.ApplyOps(commit(i)); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Absorb(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
