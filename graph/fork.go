@@ -24,8 +24,8 @@ var ErrForkStale = errors.New("graph: fork is not of this state as it is now")
 // Fork returns an empty overlay over s: reads see s, writes stay in the
 // fork. s must not change while the fork is in use, except by Absorb of
 // this fork; like every method of State, Fork must not run concurrently
-// with a change of s. Making a fork costs O(1) (the context hash's
-// buckets are shared until the fork changes one).
+// with a change of s. Making a fork costs O(1), and it changes nothing of
+// s (the context hash's accumulator is forked too: hashing.Accumulator.Fork).
 func (s *State) Fork() *State {
 	return &State{
 		under:      s,
@@ -35,7 +35,7 @@ func (s *State) Fork() *State {
 		edges:      make(map[EdgeKey]*Edge),
 		out:        make(map[string]*edgeSet),
 		in:         make(map[string]*edgeSet),
-		acc:        s.acc.Clone(),
+		acc:        s.acc.Fork(),
 		rels:       s.rels,
 		ruleset:    s.ruleset,
 		types:      s.types,
@@ -55,7 +55,7 @@ func (s *State) IsFork() bool { return s.under != nil }
 // and f must not be used again. It returns ErrForkStale, changing
 // nothing, when f is not such a fork.
 func (s *State) Absorb(f *State) error {
-	if f.under != s || f.forkGen != s.gen {
+	if f.under != s || f.forkGen != s.gen || !f.acc.IsForkOf(s.acc) {
 		return ErrForkStale
 	}
 	whole := s.under == nil
@@ -89,7 +89,7 @@ func (s *State) Absorb(f *State) error {
 			s.typeCount[typ] = n
 		}
 	}
-	s.acc = f.acc
+	s.acc.Absorb(f.acc) // cannot refuse: checked above
 	s.rels, s.ruleset, s.types, s.relDefs = f.rels, f.ruleset, f.types, f.relDefs
 	s.nArt, s.nTomb, s.nEdge = f.nArt, f.nTomb, f.nEdge
 	s.gen++

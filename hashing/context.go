@@ -68,6 +68,10 @@ type Accumulator struct {
 	n      int
 	root   Digest
 	rootOK bool // root is up to date
+	// under is the accumulator a fork overlays (nil: a whole one); a
+	// fork keeps only delta, its changes per touched bucket (fork.go).
+	under *Accumulator
+	delta *[256]*bucketDelta
 }
 
 // bitset is a 256-bit set of bucket numbers.
@@ -113,6 +117,14 @@ func search(bucket []byte, leaf *Digest) (int, bool) {
 // Add inserts leaf and reports whether it was new (false: already present,
 // nothing changed).
 func (a *Accumulator) Add(leaf Digest) bool {
+	if a.under != nil {
+		return a.forkAdd(leaf)
+	}
+	return a.addIn(leaf)
+}
+
+// addIn is Add on a whole accumulator.
+func (a *Accumulator) addIn(leaf Digest) bool {
 	b := leaf[0]
 	bucket := a.buckets[b]
 	i, found := search(bucket, &leaf)
@@ -139,6 +151,14 @@ func (a *Accumulator) Add(leaf Digest) bool {
 // Remove deletes leaf and reports whether it was present (false: absent,
 // nothing changed).
 func (a *Accumulator) Remove(leaf Digest) bool {
+	if a.under != nil {
+		return a.forkRemove(leaf)
+	}
+	return a.removeIn(leaf)
+}
+
+// removeIn is Remove on a whole accumulator.
+func (a *Accumulator) removeIn(leaf Digest) bool {
 	b := leaf[0]
 	bucket := a.buckets[b]
 	i, found := search(bucket, &leaf)
@@ -168,6 +188,9 @@ func (a *Accumulator) touch(b byte) {
 
 // Has reports whether leaf is in the set.
 func (a *Accumulator) Has(leaf Digest) bool {
+	if a.under != nil {
+		return a.forkHas(leaf)
+	}
 	_, found := search(a.buckets[leaf[0]], &leaf)
 	return found
 }
@@ -181,6 +204,9 @@ func (a *Accumulator) Len() int { return a.n }
 func (a *Accumulator) Root() Digest {
 	if a.rootOK {
 		return a.root
+	}
+	if a.under != nil {
+		return a.forkRoot()
 	}
 	a.dirty.each(func(b byte) {
 		if len(a.buckets[b]) == 0 {
@@ -211,6 +237,17 @@ func (a *Accumulator) Root() Digest {
 // bookkeeping, so like every other method it must not run concurrently with
 // a use of a.
 func (a *Accumulator) Clone() *Accumulator {
+	if a.under != nil {
+		// A whole copy of what the fork shows.
+		c := &Accumulator{n: a.n}
+		for b := range 256 {
+			c.buckets[b] = bytes.Clone(a.bucketBytes(byte(b)))
+			if len(c.buckets[b]) > 0 {
+				c.dirty.set(byte(b))
+			}
+		}
+		return c
+	}
 	var all bitset
 	all.fill()
 	if a.shared != all {
@@ -224,12 +261,17 @@ func (a *Accumulator) Clone() *Accumulator {
 // Call it before a goroutine publishes a for others to Clone concurrently
 // (a cache of read-only states): Clone then only reads a's bookkeeping.
 // Later changes to a copy a bucket once before writing it.
-func (a *Accumulator) MarkShared() { a.shared.fill() }
+func (a *Accumulator) MarkShared() {
+	if a.under == nil {
+		a.shared.fill()
+	}
+}
 
 // Leaves returns all leaves in bytewise order, as a new slice.
 func (a *Accumulator) Leaves() []Digest {
 	out := make([]Digest, 0, a.n)
-	for _, bucket := range a.buckets {
+	for b := range 256 {
+		bucket := a.bucketBytes(byte(b))
 		for off := 0; off < len(bucket); off += leafSize {
 			out = append(out, Digest(bucket[off:off+leafSize]))
 		}
@@ -243,6 +285,15 @@ func (a *Accumulator) Leaves() []Digest {
 func (a *Accumulator) AddBatch(leaves []Digest) int {
 	if len(leaves) == 0 {
 		return 0
+	}
+	if a.under != nil {
+		added := 0
+		for _, l := range leaves {
+			if a.Add(l) {
+				added++
+			}
+		}
+		return added
 	}
 	sorted := slices.Clone(leaves)
 	slices.SortFunc(sorted, func(x, y Digest) int { return bytes.Compare(x[:], y[:]) })

@@ -1,0 +1,257 @@
+package hashing
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"slices"
+)
+
+// A fork of an Accumulator (Accumulator.Fork) holds, per touched bucket,
+// only the leaves added and removed over the accumulator below it, which
+// it never changes. Its Root hashes a touched bucket by streaming the
+// bucket below with the changes merged in, so a fork costs what it
+// changed, with no copy of the 256 buckets nor of a touched one; Absorb
+// applies the changes to the accumulator below and hands it the digests
+// the fork computed.
+
+// bucketDelta is a fork's change of one bucket. add and del are sorted
+// and disjoint; add holds leaves the bucket below lacks, del leaves it
+// has.
+type bucketDelta struct {
+	add, del []Digest
+	size     int    // leaves in the bucket as the fork sees it
+	digest   Digest // SHA-256 of the bucket as the fork sees it, when !dirty
+	dirty    bool
+}
+
+// Fork returns an empty overlay over a: changes to the fork leave a as it
+// is. a must not change while the fork is in use, except by Absorb of
+// this fork. Making a fork costs O(1) and does not change a.
+func (a *Accumulator) Fork() *Accumulator {
+	return &Accumulator{under: a, delta: new([256]*bucketDelta), n: a.n}
+}
+
+// IsForkOf reports whether a is a fork of b that Absorb would take.
+func (a *Accumulator) IsForkOf(b *Accumulator) bool { return a.under == b && b != nil }
+
+// Absorb applies the changes of f, a fork of a, to a, and f must not be
+// used again. It reports false, changing nothing, when f is not a fork of
+// a. It costs what f changed (a bucket with many changes is merged in one
+// pass) and re-uses the digests f computed.
+func (a *Accumulator) Absorb(f *Accumulator) bool {
+	if f.under != a {
+		return false
+	}
+	for b, d := range f.delta {
+		if d != nil {
+			a.applyDelta(byte(b), d)
+		}
+	}
+	a.n = f.n
+	if f.rootOK {
+		a.root, a.rootOK = f.root, true
+	}
+	f.under, f.delta = nil, nil
+	return true
+}
+
+// applyDelta makes bucket b of a what d over it shows.
+func (a *Accumulator) applyDelta(b byte, d *bucketDelta) {
+	if a.under != nil {
+		for i := range d.del {
+			a.Remove(d.del[i])
+		}
+		for i := range d.add {
+			a.Add(d.add[i])
+		}
+		if !d.dirty {
+			own := a.deltaOf(b)
+			own.digest, own.dirty = d.digest, false
+		}
+		return
+	}
+	if len(d.add)+len(d.del) > 8 {
+		merged := make([]byte, 0, d.size*leafSize)
+		mergeBucket(a.buckets[b], d, func(p []byte) { merged = append(merged, p...) })
+		a.buckets[b] = merged
+		a.shared.clear(b)
+	} else {
+		for i := range d.del {
+			a.removeIn(d.del[i])
+		}
+		for i := range d.add {
+			a.addIn(d.add[i])
+		}
+	}
+	if d.dirty {
+		a.touch(b)
+	} else {
+		a.digests[b] = d.digest
+		a.dirty.clear(b)
+		a.rootOK = false
+	}
+}
+
+// deltaOf returns the fork's change of bucket b, made on first use.
+func (a *Accumulator) deltaOf(b byte) *bucketDelta {
+	d := a.delta[b]
+	if d == nil {
+		d = &bucketDelta{size: a.under.bucketLen(b), dirty: true}
+		a.delta[b] = d
+	}
+	return d
+}
+
+// forkAdd is Add on a fork.
+func (a *Accumulator) forkAdd(leaf Digest) bool {
+	d := a.deltaOf(leaf[0])
+	if i, ok := slices.BinarySearchFunc(d.del, leaf, cmpDigest); ok {
+		d.del = slices.Delete(d.del, i, i+1)
+	} else {
+		i, ok := slices.BinarySearchFunc(d.add, leaf, cmpDigest)
+		if ok || a.under.Has(leaf) {
+			return false
+		}
+		d.add = slices.Insert(d.add, i, leaf)
+	}
+	d.size++
+	d.dirty = true
+	a.n++
+	a.rootOK = false
+	return true
+}
+
+// forkRemove is Remove on a fork.
+func (a *Accumulator) forkRemove(leaf Digest) bool {
+	d := a.deltaOf(leaf[0])
+	if i, ok := slices.BinarySearchFunc(d.add, leaf, cmpDigest); ok {
+		d.add = slices.Delete(d.add, i, i+1)
+	} else {
+		i, ok := slices.BinarySearchFunc(d.del, leaf, cmpDigest)
+		if ok || !a.under.Has(leaf) {
+			return false
+		}
+		d.del = slices.Insert(d.del, i, leaf)
+	}
+	d.size--
+	d.dirty = true
+	a.n--
+	a.rootOK = false
+	return true
+}
+
+// forkHas is Has on a fork.
+func (a *Accumulator) forkHas(leaf Digest) bool {
+	if d := a.delta[leaf[0]]; d != nil {
+		if _, ok := slices.BinarySearchFunc(d.add, leaf, cmpDigest); ok {
+			return true
+		}
+		if _, ok := slices.BinarySearchFunc(d.del, leaf, cmpDigest); ok {
+			return false
+		}
+	}
+	return a.under.Has(leaf)
+}
+
+// forkRoot is Root on a fork: the buckets below keep their digests, the
+// touched ones are hashed as the fork sees them.
+func (a *Accumulator) forkRoot() Digest {
+	a.under.Root() // the digests below are up to date
+	for b, d := range a.delta {
+		if d == nil || !d.dirty {
+			continue
+		}
+		h := sha256.New()
+		mergeBucket(a.under.bucketBytes(byte(b)), d, func(p []byte) { h.Write(p) })
+		h.Sum(d.digest[:0])
+		d.dirty = false
+	}
+	var buf [len(contextDomain) + 256*(1+leafSize)]byte
+	line := append(buf[:0], contextDomain...)
+	for b := range 256 {
+		if a.bucketLen(byte(b)) == 0 {
+			continue
+		}
+		dg := a.digestOf(byte(b))
+		line = append(line, byte(b))
+		line = append(line, dg[:]...)
+	}
+	a.root = sha256.Sum256(line)
+	a.rootOK = true
+	return a.root
+}
+
+// bucketLen returns the number of leaves in bucket b.
+func (a *Accumulator) bucketLen(b byte) int {
+	for x := a; ; x = x.under {
+		if x.under == nil {
+			return len(x.buckets[b]) / leafSize
+		}
+		if d := x.delta[b]; d != nil {
+			return d.size
+		}
+	}
+}
+
+// digestOf returns the digest of bucket b; Root must have run since the
+// last change.
+func (a *Accumulator) digestOf(b byte) Digest {
+	for x := a; ; x = x.under {
+		if x.under == nil {
+			return x.digests[b]
+		}
+		if d := x.delta[b]; d != nil {
+			return d.digest
+		}
+	}
+}
+
+// bucketBytes returns the leaves of bucket b, back to back: a whole
+// accumulator's own slice (not to be changed), or a new one for a bucket
+// a fork changed.
+func (a *Accumulator) bucketBytes(b byte) []byte {
+	if a.under == nil {
+		return a.buckets[b]
+	}
+	d := a.delta[b]
+	if d == nil {
+		return a.under.bucketBytes(b)
+	}
+	out := make([]byte, 0, d.size*leafSize)
+	mergeBucket(a.under.bucketBytes(b), d, func(p []byte) { out = append(out, p...) })
+	return out
+}
+
+// mergeBucket hands write, in order and in as few pieces as it can, the
+// leaves of base (a sorted bucket) with d's removals left out and its
+// additions merged in.
+func mergeBucket(base []byte, d *bucketDelta, write func([]byte)) {
+	pos, i, j := 0, 0, 0
+	for i < len(d.add) || j < len(d.del) {
+		var leaf *Digest
+		add := j == len(d.del) || (i < len(d.add) && bytes.Compare(d.add[i][:], d.del[j][:]) < 0)
+		if add {
+			leaf = &d.add[i]
+			i++
+		} else {
+			leaf = &d.del[j]
+			j++
+		}
+		at, _ := search(base[pos:], leaf)
+		at = pos + at*leafSize
+		if at > pos {
+			write(base[pos:at])
+		}
+		if add {
+			write(leaf[:])
+			pos = at
+		} else {
+			pos = at + leafSize
+		}
+	}
+	if pos < len(base) {
+		write(base[pos:])
+	}
+}
+
+func cmpDigest(x, y Digest) int { return bytes.Compare(x[:], y[:]) }
