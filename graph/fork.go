@@ -3,6 +3,8 @@ package graph
 import (
 	"errors"
 	"iter"
+
+	"github.com/artifactd/artifactd/hashing"
 )
 
 // A fork is a State that holds only what changed since it was made, over
@@ -27,15 +29,22 @@ var ErrForkStale = errors.New("graph: fork is not of this state as it is now")
 // with a change of s. Making a fork costs O(1), and it changes nothing of
 // s (the context hash's accumulator is forked too: hashing.Accumulator.Fork).
 func (s *State) Fork() *State {
+	f := s.emptyOver(s.acc.Fork(), 0)
+	f.under, f.forkGen = s, s.gen
+	return f
+}
+
+// emptyOver returns a state with empty maps (sized for n artifacts and
+// edges) and s's definitions, counts and accumulator acc: the start of a
+// fork of s, or of a whole copy that its caller fills.
+func (s *State) emptyOver(acc *hashing.Accumulator, n int) *State {
 	return &State{
-		under:      s,
-		forkGen:    s.gen,
-		artifacts:  make(map[string]*Artifact),
+		artifacts:  make(map[string]*Artifact, n),
 		tombstones: make(map[string]int64),
-		edges:      make(map[EdgeKey]*Edge),
+		edges:      make(map[EdgeKey]*Edge, n),
 		out:        make(map[string]*edgeSet),
 		in:         make(map[string]*edgeSet),
-		acc:        s.acc.Fork(),
+		acc:        acc,
 		rels:       s.rels,
 		ruleset:    s.ruleset,
 		types:      s.types,

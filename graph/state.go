@@ -169,22 +169,7 @@ func (s *State) Clone() *State {
 
 // flatten returns the whole state a fork shows.
 func (s *State) flatten() *State {
-	c := &State{
-		artifacts:  make(map[string]*Artifact, s.nArt),
-		tombstones: make(map[string]int64, s.nTomb),
-		edges:      make(map[EdgeKey]*Edge, s.nEdge),
-		out:        make(map[string]*edgeSet),
-		in:         make(map[string]*edgeSet),
-		acc:        s.acc.Clone(),
-		rels:       s.rels,
-		ruleset:    s.ruleset,
-		types:      s.types,
-		relDefs:    s.relDefs,
-		typeCount:  make(map[string]int),
-		nArt:       s.nArt,
-		nTomb:      s.nTomb,
-		nEdge:      s.nEdge,
-	}
+	c := s.emptyOver(s.acc.Clone(), max(s.nArt, s.nEdge))
 	for id, a := range s.allArtifacts() {
 		c.artifacts[id] = a
 		c.typeCount[a.Type]++

@@ -55,6 +55,23 @@ func ContextHash(leaves []Digest) Digest {
 // safe for concurrent use, but a [Accumulator.Clone] may be used on another
 // goroutine than its original.
 type Accumulator struct {
+	// t holds the buckets of a whole accumulator (nil in a fork).
+	t      *table
+	n      int
+	root   Digest
+	rootOK bool // root is up to date
+	// under is the accumulator a fork overlays (nil: a whole one); a
+	// fork keeps only its changes per touched bucket (fork.go): the
+	// first few inline in few, then all in delta.
+	under *Accumulator
+	few   [4]fewDelta
+	nfew  int
+	delta *[256]*bucketDelta
+}
+
+// table is a whole accumulator's buckets, apart so that a fork, which
+// has none, is small.
+type table struct {
 	// buckets[b] holds the leaves whose first byte is b, sorted, 32 bytes
 	// each, back to back: the bucket digest is SHA-256(buckets[b]).
 	buckets [256][]byte
@@ -65,13 +82,6 @@ type Accumulator struct {
 	// shared marks buckets whose backing array may also belong to a clone;
 	// such a bucket is copied before it is changed (copy on write).
 	shared bitset
-	n      int
-	root   Digest
-	rootOK bool // root is up to date
-	// under is the accumulator a fork overlays (nil: a whole one); a
-	// fork keeps only delta, its changes per touched bucket (fork.go).
-	under *Accumulator
-	delta *[256]*bucketDelta
 }
 
 // bitset is a 256-bit set of bucket numbers.
@@ -94,7 +104,7 @@ func (s *bitset) each(f func(byte)) {
 
 // NewAccumulator returns an Accumulator holding no leaves; its Root is
 // [EmptyContextHash].
-func NewAccumulator() *Accumulator { return &Accumulator{} }
+func NewAccumulator() *Accumulator { return &Accumulator{t: &table{}} }
 
 // search finds leaf in the sorted bucket: its index and whether it is there.
 func search(bucket []byte, leaf *Digest) (int, bool) {
@@ -126,23 +136,23 @@ func (a *Accumulator) Add(leaf Digest) bool {
 // addIn is Add on a whole accumulator.
 func (a *Accumulator) addIn(leaf Digest) bool {
 	b := leaf[0]
-	bucket := a.buckets[b]
+	bucket := a.t.buckets[b]
 	i, found := search(bucket, &leaf)
 	if found {
 		return false
 	}
 	off := i * leafSize
-	if a.shared.has(b) {
+	if a.t.shared.has(b) {
 		nb := make([]byte, len(bucket)+leafSize, len(bucket)+len(bucket)/4+leafSize)
 		copy(nb, bucket[:off])
 		copy(nb[off:], leaf[:])
 		copy(nb[off+leafSize:], bucket[off:])
 		bucket = nb
-		a.shared.clear(b)
+		a.t.shared.clear(b)
 	} else {
 		bucket = slices.Insert(bucket, off, leaf[:]...)
 	}
-	a.buckets[b] = bucket
+	a.t.buckets[b] = bucket
 	a.touch(b)
 	a.n++
 	return true
@@ -160,29 +170,29 @@ func (a *Accumulator) Remove(leaf Digest) bool {
 // removeIn is Remove on a whole accumulator.
 func (a *Accumulator) removeIn(leaf Digest) bool {
 	b := leaf[0]
-	bucket := a.buckets[b]
+	bucket := a.t.buckets[b]
 	i, found := search(bucket, &leaf)
 	if !found {
 		return false
 	}
 	off := i * leafSize
-	if a.shared.has(b) {
+	if a.t.shared.has(b) {
 		nb := make([]byte, len(bucket)-leafSize)
 		copy(nb, bucket[:off])
 		copy(nb[off:], bucket[off+leafSize:])
 		bucket = nb
-		a.shared.clear(b)
+		a.t.shared.clear(b)
 	} else {
 		bucket = slices.Delete(bucket, off, off+leafSize)
 	}
-	a.buckets[b] = bucket
+	a.t.buckets[b] = bucket
 	a.touch(b)
 	a.n--
 	return true
 }
 
 func (a *Accumulator) touch(b byte) {
-	a.dirty.set(b)
+	a.t.dirty.set(b)
 	a.rootOK = false
 }
 
@@ -191,7 +201,7 @@ func (a *Accumulator) Has(leaf Digest) bool {
 	if a.under != nil {
 		return a.forkHas(leaf)
 	}
-	_, found := search(a.buckets[leaf[0]], &leaf)
+	_, found := search(a.t.buckets[leaf[0]], &leaf)
 	return found
 }
 
@@ -208,23 +218,23 @@ func (a *Accumulator) Root() Digest {
 	if a.under != nil {
 		return a.forkRoot()
 	}
-	a.dirty.each(func(b byte) {
-		if len(a.buckets[b]) == 0 {
-			a.digests[b] = Digest{}
+	a.t.dirty.each(func(b byte) {
+		if len(a.t.buckets[b]) == 0 {
+			a.t.digests[b] = Digest{}
 		} else {
-			a.digests[b] = sha256.Sum256(a.buckets[b])
+			a.t.digests[b] = sha256.Sum256(a.t.buckets[b])
 		}
 	})
-	a.dirty.reset()
+	a.t.dirty.reset()
 
 	var buf [len(contextDomain) + 256*(1+leafSize)]byte
 	line := append(buf[:0], contextDomain...)
-	for b := range a.buckets {
-		if len(a.buckets[b]) == 0 {
+	for b := range a.t.buckets {
+		if len(a.t.buckets[b]) == 0 {
 			continue
 		}
 		line = append(line, byte(b))
-		line = append(line, a.digests[b][:]...)
+		line = append(line, a.t.digests[b][:]...)
 	}
 	a.root = sha256.Sum256(line)
 	a.rootOK = true
@@ -239,21 +249,23 @@ func (a *Accumulator) Root() Digest {
 func (a *Accumulator) Clone() *Accumulator {
 	if a.under != nil {
 		// A whole copy of what the fork shows.
-		c := &Accumulator{n: a.n}
+		c := &Accumulator{t: &table{}, n: a.n}
 		for b := range 256 {
-			c.buckets[b] = bytes.Clone(a.bucketBytes(byte(b)))
-			if len(c.buckets[b]) > 0 {
-				c.dirty.set(byte(b))
+			c.t.buckets[b] = bytes.Clone(a.bucketBytes(byte(b)))
+			if len(c.t.buckets[b]) > 0 {
+				c.t.dirty.set(byte(b))
 			}
 		}
 		return c
 	}
 	var all bitset
 	all.fill()
-	if a.shared != all {
-		a.shared.fill()
+	if a.t.shared != all {
+		a.t.shared.fill()
 	}
+	t := *a.t
 	c := *a
+	c.t = &t
 	return &c
 }
 
@@ -263,7 +275,7 @@ func (a *Accumulator) Clone() *Accumulator {
 // Later changes to a copy a bucket once before writing it.
 func (a *Accumulator) MarkShared() {
 	if a.under == nil {
-		a.shared.fill()
+		a.t.shared.fill()
 	}
 }
 
@@ -304,7 +316,7 @@ func (a *Accumulator) AddBatch(leaves []Digest) int {
 		for j < len(sorted) && sorted[j][0] == b {
 			j++
 		}
-		old := a.buckets[b]
+		old := a.t.buckets[b]
 		merged := make([]byte, 0, len(old)+(j-i)*leafSize)
 		o := 0
 		var last *Digest
@@ -325,8 +337,8 @@ func (a *Accumulator) AddBatch(leaves []Digest) int {
 			added++
 		}
 		merged = append(merged, old[o:]...)
-		a.buckets[b] = merged
-		a.shared.clear(b)
+		a.t.buckets[b] = merged
+		a.t.shared.clear(b)
 		a.touch(b)
 		i = j
 	}

@@ -28,7 +28,7 @@ type bucketDelta struct {
 // is. a must not change while the fork is in use, except by Absorb of
 // this fork. Making a fork costs O(1) and does not change a.
 func (a *Accumulator) Fork() *Accumulator {
-	return &Accumulator{under: a, delta: new([256]*bucketDelta), n: a.n}
+	return &Accumulator{under: a, n: a.n}
 }
 
 // IsForkOf reports whether a is a fork of b that Absorb would take.
@@ -42,16 +42,12 @@ func (a *Accumulator) Absorb(f *Accumulator) bool {
 	if f.under != a {
 		return false
 	}
-	for b, d := range f.delta {
-		if d != nil {
-			a.applyDelta(byte(b), d)
-		}
-	}
+	f.eachDelta(func(b byte, d *bucketDelta) { a.applyDelta(b, d) })
 	a.n = f.n
 	if f.rootOK {
 		a.root, a.rootOK = f.root, true
 	}
-	f.under, f.delta = nil, nil
+	f.under, f.delta, f.nfew = nil, nil, 0
 	return true
 }
 
@@ -72,9 +68,9 @@ func (a *Accumulator) applyDelta(b byte, d *bucketDelta) {
 	}
 	if len(d.add)+len(d.del) > 8 {
 		merged := make([]byte, 0, d.size*leafSize)
-		mergeBucket(a.buckets[b], d, func(p []byte) { merged = append(merged, p...) })
-		a.buckets[b] = merged
-		a.shared.clear(b)
+		mergeBucket(a.t.buckets[b], d, func(p []byte) { merged = append(merged, p...) })
+		a.t.buckets[b] = merged
+		a.t.shared.clear(b)
 	} else {
 		for i := range d.del {
 			a.removeIn(d.del[i])
@@ -86,20 +82,71 @@ func (a *Accumulator) applyDelta(b byte, d *bucketDelta) {
 	if d.dirty {
 		a.touch(b)
 	} else {
-		a.digests[b] = d.digest
-		a.dirty.clear(b)
+		a.t.digests[b] = d.digest
+		a.t.dirty.clear(b)
 		a.rootOK = false
 	}
 }
 
 // deltaOf returns the fork's change of bucket b, made on first use.
 func (a *Accumulator) deltaOf(b byte) *bucketDelta {
-	d := a.delta[b]
+	d := a.deltaAt(b)
 	if d == nil {
 		d = &bucketDelta{size: a.under.bucketLen(b), dirty: true}
-		a.delta[b] = d
+		a.setDelta(b, d)
 	}
 	return d
+}
+
+// fewDelta is a fork's change of bucket b, kept inline.
+type fewDelta struct {
+	b byte
+	d *bucketDelta
+}
+
+// deltaAt returns the fork's change of bucket b, or nil.
+func (a *Accumulator) deltaAt(b byte) *bucketDelta {
+	if a.delta != nil {
+		return a.delta[b]
+	}
+	for i := range a.nfew {
+		if a.few[i].b == b {
+			return a.few[i].d
+		}
+	}
+	return nil
+}
+
+// setDelta records the fork's change of bucket b: inline while the fork
+// has changed few buckets (a small commit), in a table of 256 after.
+func (a *Accumulator) setDelta(b byte, d *bucketDelta) {
+	if a.delta == nil && a.nfew < len(a.few) {
+		a.few[a.nfew] = fewDelta{b, d}
+		a.nfew++
+		return
+	}
+	if a.delta == nil {
+		a.delta = new([256]*bucketDelta)
+		for i := range a.nfew {
+			a.delta[a.few[i].b] = a.few[i].d
+		}
+	}
+	a.delta[b] = d
+}
+
+// eachDelta calls fn for every bucket the fork changed.
+func (a *Accumulator) eachDelta(fn func(b byte, d *bucketDelta)) {
+	if a.delta == nil {
+		for i := range a.nfew {
+			fn(a.few[i].b, a.few[i].d)
+		}
+		return
+	}
+	for b, d := range a.delta {
+		if d != nil {
+			fn(byte(b), d)
+		}
+	}
 }
 
 // forkAdd is Add on a fork.
@@ -142,7 +189,7 @@ func (a *Accumulator) forkRemove(leaf Digest) bool {
 
 // forkHas is Has on a fork.
 func (a *Accumulator) forkHas(leaf Digest) bool {
-	if d := a.delta[leaf[0]]; d != nil {
+	if d := a.deltaAt(leaf[0]); d != nil {
 		if _, ok := slices.BinarySearchFunc(d.add, leaf, cmpDigest); ok {
 			return true
 		}
@@ -157,15 +204,15 @@ func (a *Accumulator) forkHas(leaf Digest) bool {
 // touched ones are hashed as the fork sees them.
 func (a *Accumulator) forkRoot() Digest {
 	a.under.Root() // the digests below are up to date
-	for b, d := range a.delta {
-		if d == nil || !d.dirty {
-			continue
+	a.eachDelta(func(b byte, d *bucketDelta) {
+		if !d.dirty {
+			return
 		}
 		h := sha256.New()
-		mergeBucket(a.under.bucketBytes(byte(b)), d, func(p []byte) { h.Write(p) })
+		mergeBucket(a.under.bucketBytes(b), d, func(p []byte) { h.Write(p) })
 		h.Sum(d.digest[:0])
 		d.dirty = false
-	}
+	})
 	var buf [len(contextDomain) + 256*(1+leafSize)]byte
 	line := append(buf[:0], contextDomain...)
 	for b := range 256 {
@@ -185,9 +232,9 @@ func (a *Accumulator) forkRoot() Digest {
 func (a *Accumulator) bucketLen(b byte) int {
 	for x := a; ; x = x.under {
 		if x.under == nil {
-			return len(x.buckets[b]) / leafSize
+			return len(x.t.buckets[b]) / leafSize
 		}
-		if d := x.delta[b]; d != nil {
+		if d := x.deltaAt(b); d != nil {
 			return d.size
 		}
 	}
@@ -198,9 +245,9 @@ func (a *Accumulator) bucketLen(b byte) int {
 func (a *Accumulator) digestOf(b byte) Digest {
 	for x := a; ; x = x.under {
 		if x.under == nil {
-			return x.digests[b]
+			return x.t.digests[b]
 		}
-		if d := x.delta[b]; d != nil {
+		if d := x.deltaAt(b); d != nil {
 			return d.digest
 		}
 	}
@@ -211,9 +258,9 @@ func (a *Accumulator) digestOf(b byte) Digest {
 // a fork changed.
 func (a *Accumulator) bucketBytes(b byte) []byte {
 	if a.under == nil {
-		return a.buckets[b]
+		return a.t.buckets[b]
 	}
-	d := a.delta[b]
+	d := a.deltaAt(b)
 	if d == nil {
 		return a.under.bucketBytes(b)
 	}
