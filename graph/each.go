@@ -5,6 +5,14 @@ package graph
 // aggregate (counts by type or trust) and need no order; fn must not
 // change the state.
 func (s *State) RangeArtifacts(fn func(a *Artifact) bool) {
+	if s.under == nil {
+		for _, a := range s.artifacts {
+			if !fn(a) {
+				return
+			}
+		}
+		return
+	}
 	for _, a := range s.allArtifacts() {
 		if !fn(a) {
 			return
@@ -16,6 +24,14 @@ func (s *State) RangeArtifacts(fn func(a *Artifact) bool) {
 // until fn returns false; like RangeArtifacts it is for aggregation, and
 // fn must not change the state.
 func (s *State) RangeEdges(fn func(e *Edge) bool) {
+	if s.under == nil {
+		for _, e := range s.edges {
+			if !fn(e) {
+				return
+			}
+		}
+		return
+	}
 	for _, e := range s.allEdges() {
 		if !fn(e) {
 			return

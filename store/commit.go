@@ -838,8 +838,7 @@ func (g *group) head(ctxID, branch string, block bool) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
-	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndexFor(st, s.baseFor)}
-	h.cost.Store(stateCost(st))
+	h = s.newHead(ctxID, branch, c, st)
 	s.touch(h)
 	g.lock(h)
 	g.heads[key] = h
@@ -863,6 +862,9 @@ const maxCatchUp = 64
 // a reload. It reports false when h must be loaded again instead; h may
 // then be partly advanced and must not be used.
 func (s *Store) catchUp(ctx context.Context, h *head, target hashing.Digest) bool {
+	if h.pins.Load() != 0 || len(h.layers) > 0 {
+		return false // readers hold its state: load the head again instead
+	}
 	var chain []*replay.Commit
 	for id := target; id != h.commit.ID; {
 		if len(chain) == maxCatchUp {

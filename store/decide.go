@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -86,19 +87,47 @@ func (hf *headFork) take(d *decision, c *replay.Commit) {
 }
 
 // advance makes the head, locked by the group, what the group's view of
-// it shows; called once the group is durable.
+// it shows; called once the group is durable. A head state no reader has
+// pinned absorbs the view in place; a pinned one stays as it is for its
+// readers, and the view, a fork over it, becomes the head's state. Then
+// the layers whose readers are gone collapse into each other.
 func (hf *headFork) advance() {
 	h := hf.h
 	if hf.state == nil {
 		return // no commit on the branch in this group
 	}
-	if err := h.state.Absorb(hf.state); err != nil {
-		panic("store: a group's fork is not of its head: " + err.Error())
-	}
-	if err := h.trust.Absorb(hf.trust); err != nil {
-		panic("store: a group's trust fork is not of its head: " + err.Error())
+	if h.pins.Load() == 0 {
+		absorbInto(h.state, h.trust, hf.state, hf.trust)
+	} else {
+		h.layers = append(h.layers, pinnedLayer{state: h.state, trust: h.trust, pins: h.pins})
+		h.state, h.trust, h.pins = hf.state, hf.trust, new(atomic.Int32)
 	}
 	h.commit = hf.commit
+	h.collapse()
+}
+
+// collapse absorbs the head's state into the layer below while neither
+// has readers, so a head is layered only while long reads last.
+func (h *head) collapse() {
+	for len(h.layers) > 0 && h.pins.Load() == 0 {
+		below := h.layers[len(h.layers)-1]
+		if below.pins.Load() != 0 {
+			return
+		}
+		absorbInto(below.state, below.trust, h.state, h.trust)
+		h.state, h.trust, h.pins = below.state, below.trust, below.pins
+		h.layers = h.layers[:len(h.layers)-1]
+	}
+}
+
+// absorbInto makes state and trust what their forks f and ft show.
+func absorbInto(state *graph.State, trust *graph.TrustIndex, f *graph.State, ft *graph.TrustIndex) {
+	if err := state.Absorb(f); err != nil {
+		panic("store: a group's fork is not of its head: " + err.Error())
+	}
+	if err := trust.Absorb(ft); err != nil {
+		panic("store: a group's trust fork is not of its head: " + err.Error())
+	}
 }
 
 // decide applies request r to the group's view hf of a branch head and

@@ -9,9 +9,9 @@ import (
 	"github.com/artifactd/artifactd/graph"
 )
 
-// TestLongReadDoesNotStallOtherContexts: while a read holds one context's
-// branch head, commits to that context wait, but commits to other contexts
-// go through; the waiting commit lands, in order, once the read ends.
+// TestLongReadDoesNotStallOtherContexts: while a read holds a snapshot of
+// one context's branch head, commits to that context and to others go
+// through, and the read still sees the state it started on.
 func TestLongReadDoesNotStallOtherContexts(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
@@ -31,9 +31,14 @@ func TestLongReadDoesNotStallOtherContexts(t *testing.T) {
 	readDone := make(chan error, 1)
 	go func() {
 		readDone <- s.Read(ctx, "slow", "", func(v *View) error {
+			hash, n := v.State.Hash(), v.State.NumArtifacts()
 			close(inRead)
 			<-release
-			return nil
+			// Commits landed meanwhile; the snapshot is as it was.
+			if v.State.Hash() != hash || v.State.NumArtifacts() != n || v.State.Artifact("a1") != nil || hash != v.Commit.ContextHash {
+				return fmt.Errorf("the read's snapshot changed under it: %d artifacts, a1 %v", v.State.NumArtifacts(), v.State.Artifact("a1") != nil)
+			}
+			return v.Trust.Verify(v.State)
 		})
 	}()
 	<-inRead
@@ -61,25 +66,137 @@ func TestLongReadDoesNotStallOtherContexts(t *testing.T) {
 			t.Fatalf("a commit to another context waited for the read (commit %d)", i)
 		}
 	}
-	select {
-	case err := <-slowDone:
-		t.Fatalf("a commit to the read context landed while the read held its head: %v", err)
-	default:
+	// The commits to the read context land too, without waiting for it.
+	for range 2 {
+		select {
+		case err := <-slowDone:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(maxDefer / 2):
+			t.Fatal("a commit to the read context waited for the read")
+		}
 	}
 	close(release)
 	if err := <-readDone; err != nil {
 		t.Fatal(err)
-	}
-	for range 2 {
-		if err := <-slowDone; err != nil {
-			t.Fatal(err)
-		}
 	}
 	if err := s.Read(ctx, "slow", "", func(v *View) error {
 		if v.State.NumArtifacts() != 3 {
 			return fmt.Errorf("slow has %d artifacts", v.State.NumArtifacts())
 		}
 		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSnapshotsUnderCommits: readers hold snapshots of a branch head,
+// some for a long time, while commits (links, re-puts, deletes) land on
+// it. Every snapshot must stay the state of its commit for as long as it
+// is read (its context hash, counts and trust), the head layers its state
+// only while pinned, and once the readers are gone and the next commit
+// lands, the head is one whole state again, equal to the stored one.
+func TestSnapshotsUnderCommits(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(ops ...graph.Op) {
+		t.Helper()
+		if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: ops}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(hcPut("root", "question"))
+	errs := make(chan error, 64)
+	var readers []chan struct{}
+	read := func(hold chan struct{}) {
+		errs <- s.Read(ctx, "c", "", func(v *View) error {
+			hash, n, m := v.State.Hash(), v.State.NumArtifacts(), v.State.NumEdges()
+			if hold != nil {
+				<-hold
+			}
+			if got := v.State.Hash(); got != hash || got != v.Commit.ContextHash {
+				return fmt.Errorf("snapshot of %s: hash %s, its commit's %s", v.Commit.ID.Short(), got, v.Commit.ContextHash)
+			}
+			if v.State.NumArtifacts() != n || v.State.NumEdges() != m || len(v.State.Artifacts()) != n || len(v.State.Edges()) != m {
+				return fmt.Errorf("snapshot of %s changed its counts", v.Commit.ID.Short())
+			}
+			return v.Trust.Verify(v.State)
+		})
+	}
+	for i := range 40 {
+		if i%5 == 0 {
+			hold := make(chan struct{})
+			readers = append(readers, hold)
+			go read(hold)
+		}
+		go read(nil)
+		id := fmt.Sprintf("a%d", i)
+		ops := []graph.Op{hcPut(id, "claim"), {Op: graph.OpLink, From: id, Rel: "derived_from", To: "root"}}
+		if i > 0 && i%3 == 0 {
+			prev := fmt.Sprintf("a%d", i-1)
+			ops = append(ops, graph.Op{Op: graph.OpUnlink, From: prev, Rel: "derived_from", To: "root"}, graph.Op{Op: graph.OpDelete, ID: prev})
+		}
+		if i%7 == 0 {
+			// A failed fetch under root quarantines everything below it.
+			ops = append(ops, graph.Op{Op: graph.OpPut, ID: "root", Type: "tool_error", Data: []byte(fmt.Sprintf(`{"error":"e%d"}`, i))})
+		}
+		commit(ops...)
+		if i%11 == 10 && len(readers) > 0 {
+			close(readers[0]) // some readers let go while others still hold
+			readers = readers[1:]
+		}
+	}
+	s.mu.Lock()
+	h := s.heads[headKey("c", DefaultBranch)]
+	s.mu.Unlock()
+	h.mu.RLock()
+	layered := len(h.layers)
+	h.mu.RUnlock()
+	if layered == 0 {
+		t.Fatal("commits landed under held snapshots but the head kept no layer")
+	}
+	for _, hold := range readers {
+		close(hold)
+	}
+	for range 40 + 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(hcPut("last", "claim"))
+	s.mu.Lock()
+	if s.heads[headKey("c", DefaultBranch)] != h {
+		t.Fatal("head not cached")
+	}
+	s.mu.Unlock()
+	h.mu.RLock()
+	layers, fork := len(h.layers), h.state.IsFork()
+	h.mu.RUnlock()
+	if layers != 0 || fork {
+		t.Fatalf("after the readers left and a commit landed the head has %d layers (fork %v)", layers, fork)
+	}
+	// The head equals the state loaded from the store.
+	c, err := s.Resolve(ctx, "c", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.loadState(s, ContextInfo{ID: "c", Quarantine: ModeObserve}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Read(ctx, "c", "", func(v *View) error {
+		if v.State.Hash() != st.Hash() || v.State.NumArtifacts() != st.NumArtifacts() || v.State.NumEdges() != st.NumEdges() {
+			return fmt.Errorf("the head differs from the stored state")
+		}
+		return v.Trust.Verify(v.State)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -154,11 +154,17 @@
 // when no ref move or failed group
 // intervened (Store.head).
 //
-// A request whose branch head a reader holds is not waited for: the
-// committer defers it, and every later request on that branch, to the
-// next group, so a long read of one context (an audit, a state export)
-// delays only that context's writes, and only up to two seconds, after
-// which the committer waits for the reader. Before each group the
+// A read of a branch head (Store.Read) takes the head's read lock only to
+// pin its state and trust index as a snapshot, then reads without it. A
+// group that lands on a pinned head leaves the pinned state as it is: the
+// group's view, a fork over it, becomes the head's state, and the pinned
+// states below (head.layers) collapse into each other once their readers
+// are gone, at the next commit. So a long read (an audit, a state export,
+// the UI) neither sees commits that land while it runs nor holds them up,
+// in its own context or any other. A request whose head's lock a reader
+// holds at that moment (pinning) is deferred to the next group, with every
+// later request on that branch, for at most two seconds, after which the
+// committer waits for the lock. Before each group the
 // committer checks that the data directory's file system (Badger only) keeps
 // Options.ReserveBytes free (ErrNoSpace otherwise: reads go on, writes
 // resume when there is room) and that no read has reported corruption

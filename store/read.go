@@ -193,8 +193,7 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
-	h = &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndexFor(st, s.baseFor)}
-	h.cost.Store(stateCost(st))
+	h = s.newHead(ctxID, branch, c, st)
 	s.touch(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -312,7 +311,9 @@ type materialized struct {
 }
 
 // Read calls fn with a view of the state at ref (see Resolve). At a branch
-// head it uses the in-memory head under a read lock; at any other commit it
+// head it reads the in-memory head as a snapshot: commits to the branch
+// that land while fn runs do not change what fn sees, and fn does not
+// hold them up. At any other commit it
 // materializes the state from the commit's state map (cached for a few
 // recent commits). fn must not retain the view or mutate the state.
 func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) error) error {
@@ -347,8 +348,16 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 					}
 					return s.ReadCommit(ctx, ctxID, c, fn)
 				}
-				defer h.mu.RUnlock()
-				return fn(&View{Commit: h.commit, State: h.state, Trust: h.trust, Branch: branch, store: s})
+				// Pin the head's state and read it without the lock: a
+				// commit group that lands meanwhile leaves a pinned state
+				// as it is (headFork.advance), so a long read neither
+				// waits for commits nor holds them up.
+				v := &View{Commit: h.commit, State: h.state, Trust: h.trust, Branch: branch, store: s}
+				pins := h.pins
+				pins.Add(1)
+				h.mu.RUnlock()
+				defer pins.Add(-1)
+				return fn(v)
 			}
 		}
 	}

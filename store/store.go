@@ -214,12 +214,20 @@ type ctxState struct {
 // head is the in-memory state of one branch head. The committer goroutine
 // mutates it under mu; readers hold mu.RLock.
 type head struct {
-	mu     sync.RWMutex // guards commit, state, trust, dropped
+	mu     sync.RWMutex // guards commit, state, trust, pins, layers, dropped
 	ctx    string
 	branch string
 	commit *replay.Commit
 	state  *graph.State
 	trust  *graph.TrustIndex
+	// pins counts the readers that hold state and trust as a snapshot
+	// (Store.Read takes them under the read lock and lets go of the lock
+	// while it reads). A commit group never changes a pinned state: the
+	// head's new state is then a fork over it (headFork.advance), and
+	// layers lists the pinned states below, oldest first, each with its
+	// own pins, until their readers are gone and the layers collapse.
+	pins   *atomic.Int32
+	layers []pinnedLayer
 	// dropped is set when a commit group that wrote to the head failed
 	// or lost a swap: the head is no longer in Store.heads, and the store
 	// may hold commits it does not.
@@ -230,6 +238,21 @@ type head struct {
 	cost    atomic.Int64
 	used    atomic.Uint64
 	inGroup atomic.Bool
+}
+
+// pinnedLayer is a state a branch head's current state is a fork over,
+// kept unchanged for the readers that pinned it.
+type pinnedLayer struct {
+	state *graph.State
+	trust *graph.TrustIndex
+	pins  *atomic.Int32
+}
+
+// newHead returns the head of a branch at commit c with state st.
+func (s *Store) newHead(ctxID, branch string, c *replay.Commit, st *graph.State) *head {
+	h := &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndexFor(st, s.baseFor), pins: new(atomic.Int32)}
+	h.cost.Store(stateCost(st))
+	return h
 }
 
 // touch marks h as just used.
