@@ -115,18 +115,20 @@ func TestScenarios(t *testing.T) {
 				}
 			}},
 		{"hub", []string{"--depth", "120", "--batch", "50"},
-			[]string{"audit_bytes", "audit_cpu_ns", "audit_ns", "chain_build_ns", "chain_depth", "dependents", "hub_commits", "unrelated_during_audit", "unrelated_during_last_commit", "unrelated_writes"},
+			[]string{"audit_bytes", "audit_cpu_ns", "audit_ns", "chain_build_ns", "chain_depth", "dependents", "hub_commits", "same_context_during_audit", "unrelated_during_audit", "unrelated_during_last_commit", "unrelated_writes"},
 			func(t *testing.T, r *scenarioResult) {
 				f := r.Hub
 				if f.Dependents != 5*50 || len(f.Commits) != 5 || f.Commits[4].Dependents != 250 || f.ChainDepth != 120 || r.Contexts != 3 {
 					t.Fatalf("counts: %+v %+v", r, f)
 				}
-				// The verdict and the hub, 5 hub commits, one chain commit (120 ≤ 2000) and
-				// every unrelated write; at least one write per measured window.
-				if f.DuringCommit.N < 1 || f.DuringAudit.N < 1 || f.UnrelatedTotal < int64(1+f.DuringCommit.N+f.DuringAudit.N) {
+				// The verdict and the hub, 5 hub commits, one chain commit (120 ≤ 2000),
+				// every unrelated write and every write to the audited context; at
+				// least one write per measured window.
+				if f.DuringCommit.N < 1 || f.DuringAudit.N < 1 || f.SameDuringAudit.N < 1 || f.UnrelatedTotal < int64(1+f.DuringCommit.N+f.DuringAudit.N) {
 					t.Fatalf("writer: %+v", f)
 				}
-				if r.Commits != 2+5+1+f.UnrelatedTotal || r.Artifacts != 2+250+120+f.UnrelatedTotal || r.Edges != 1+250+119 {
+				same := int64(f.SameDuringAudit.N) // the audited context's own writer
+				if r.Commits != 2+5+1+f.UnrelatedTotal+same || r.Artifacts != 2+250+120+f.UnrelatedTotal+same || r.Edges != 1+250+119 {
 					t.Fatalf("counts: %+v", r)
 				}
 				if f.AuditNS <= 0 || f.AuditBytes == 0 || !slices.IsSortedFunc(f.Commits, func(a, b hubCommit) int { return int(a.Dependents - b.Dependents) }) {

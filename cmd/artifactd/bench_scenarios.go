@@ -465,16 +465,19 @@ type hubCommit struct {
 // and one-artifact writes to an unrelated context during the last of them
 // and during an audit read of a deep chain's tip.
 type hubFigures struct {
-	Commits        []hubCommit   `json:"hub_commits"`
-	Dependents     int64         `json:"dependents"`
-	DuringCommit   latency       `json:"unrelated_during_last_commit"`
-	ChainDepth     int64         `json:"chain_depth"`
-	ChainBuildNS   time.Duration `json:"chain_build_ns"`
-	AuditNS        time.Duration `json:"audit_ns"`
-	AuditCPU       time.Duration `json:"audit_cpu_ns"`
-	AuditBytes     int           `json:"audit_bytes"`
-	DuringAudit    latency       `json:"unrelated_during_audit"`
-	UnrelatedTotal int64         `json:"unrelated_writes"`
+	Commits      []hubCommit   `json:"hub_commits"`
+	Dependents   int64         `json:"dependents"`
+	DuringCommit latency       `json:"unrelated_during_last_commit"`
+	ChainDepth   int64         `json:"chain_depth"`
+	ChainBuildNS time.Duration `json:"chain_build_ns"`
+	AuditNS      time.Duration `json:"audit_ns"`
+	AuditCPU     time.Duration `json:"audit_cpu_ns"`
+	AuditBytes   int           `json:"audit_bytes"`
+	DuringAudit  latency       `json:"unrelated_during_audit"`
+	// SameDuringAudit are one-artifact writes to the audited context
+	// itself while the audit reads it.
+	SameDuringAudit latency `json:"same_context_during_audit"`
+	UnrelatedTotal  int64   `json:"unrelated_writes"`
 }
 
 // unrelatedWriter writes one-artifact commits to its own context until
@@ -533,7 +536,8 @@ func (w *unrelatedWriter) during(ctx context.Context, fn func() error) ([]time.D
 // from a FAILED fetch verdict), then bulk commits of claims each
 // derived_from the hub, with an unrelated context's
 // writer running during the last one; then a chain of depth D in another
-// context and the same writer running during an audit read of its tip.
+// context and the same writer, and one writing to the chain's context,
+// running during an audit read of its tip.
 func scenarioHub(ctx context.Context, r *scenarioRun) error {
 	cfg := r.cfg
 	r.res.Params.Depth, r.res.Params.Batch = cfg.depth, cfg.batch
@@ -601,15 +605,21 @@ func scenarioHub(ctx context.Context, r *scenarioRun) error {
 	}
 	f.ChainBuildNS = time.Since(t0)
 	r.phase("audit")
+	same := &unrelatedWriter{r: r, ctxID: chainCtx}
+	var sameLat []time.Duration
 	lat, err := w.during(ctx, func() error {
 		var err error
-		f.AuditNS, f.AuditCPU, err = r.timed(func() error {
-			b, err := r.c.expect(ctx, http.StatusOK, "GET", fmt.Sprintf("/v1/contexts/%s/audit/s%d?format=json", chainCtx, f.ChainDepth-1), nil)
-			f.AuditBytes = len(b)
+		sameLat, err = same.during(ctx, func() error {
+			var err error
+			f.AuditNS, f.AuditCPU, err = r.timed(func() error {
+				b, err := r.c.expect(ctx, http.StatusOK, "GET", fmt.Sprintf("/v1/contexts/%s/audit/s%d?format=json", chainCtx, f.ChainDepth-1), nil)
+				f.AuditBytes = len(b)
+				return err
+			})
 			return err
 		})
 		return err
 	})
-	f.DuringAudit = summarise(lat)
+	f.DuringAudit, f.SameDuringAudit = summarise(lat), summarise(sameLat)
 	return err
 }
