@@ -862,6 +862,7 @@ const maxCatchUp = 64
 // a reload. It reports false when h must be loaded again instead; h may
 // then be partly advanced and must not be used.
 func (s *Store) catchUp(ctx context.Context, h *head, target hashing.Digest) bool {
+	h.collapse()
 	if h.pins.Load() != 0 || len(h.layers) > 0 {
 		return false // readers hold its state: load the head again instead
 	}

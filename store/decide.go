@@ -96,18 +96,35 @@ func (hf *headFork) advance() {
 	if hf.state == nil {
 		return // no commit on the branch in this group
 	}
-	if h.pins.Load() == 0 {
+	switch {
+	case h.pins.Load() == 0:
 		absorbInto(h.state, h.trust, hf.state, hf.trust)
-	} else {
+	case len(h.layers) >= maxLayers:
+		// Reads keep overlapping commits: rather than stack more layers
+		// (each lookup walks them all), the head becomes a whole copy of
+		// the view, made by reading the layers only; the readers keep
+		// theirs.
+		h.state, h.trust, h.pins, h.layers = hf.state.Clone(), hf.trust.Clone(), new(atomic.Int32), nil
+	default:
 		h.layers = append(h.layers, pinnedLayer{state: h.state, trust: h.trust, pins: h.pins})
 		h.state, h.trust, h.pins = hf.state, hf.trust, new(atomic.Int32)
 	}
 	h.commit = hf.commit
 	h.collapse()
+	// Readers hash the head's state: its root must be computed now, while
+	// the group holds the head, never lazily under a reader.
+	h.state.Hash()
 }
 
+// maxLayers bounds how many pinned states a head's state may be layered
+// over; a commit that would add one more makes the head a whole copy
+// instead (O(state), only while reads keep overlapping commits).
+
+const maxLayers = 4
+
 // collapse absorbs the head's state into the layer below while neither
-// has readers, so a head is layered only while long reads last.
+// has readers, so a head is layered only while long reads last. The
+// caller holds the head's write lock.
 func (h *head) collapse() {
 	for len(h.layers) > 0 && h.pins.Load() == 0 {
 		below := h.layers[len(h.layers)-1]

@@ -201,3 +201,84 @@ func TestSnapshotsUnderCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLayersStayBounded: readers that overlap every commit (each holds its
+// snapshot across the next two commits) never let a head's layers grow
+// past maxLayers, each snapshot stays its commit's state, and the head
+// ends equal to the stored state.
+func TestLayersStayBounded(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(ops ...graph.Op) {
+		t.Helper()
+		if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: ops}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(hcPut("root", "question"))
+	errs := make(chan error, 64)
+	var holds []chan struct{}
+	maxSeen := 0
+	const commits = 30
+	for i := range commits {
+		hold, in := make(chan struct{}), make(chan struct{})
+		holds = append(holds, hold)
+		go func() {
+			errs <- s.Read(ctx, "c", "", func(v *View) error {
+				hash := v.State.Hash()
+				close(in)
+				<-hold
+				if v.State.Hash() != hash || hash != v.Commit.ContextHash {
+					return fmt.Errorf("snapshot of %s changed", v.Commit.ID.Short())
+				}
+				return v.Trust.Verify(v.State)
+			})
+		}()
+		<-in
+		id := fmt.Sprintf("a%d", i)
+		commit(hcPut(id, "claim"), graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: "root"})
+		if i >= 2 {
+			close(holds[i-2]) // each reader spans two commits
+		}
+		s.mu.Lock()
+		h := s.heads[headKey("c", DefaultBranch)]
+		s.mu.Unlock()
+		h.mu.RLock()
+		maxSeen = max(maxSeen, len(h.layers))
+		h.mu.RUnlock()
+	}
+	close(holds[commits-2])
+	close(holds[commits-1])
+	for range commits {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if maxSeen > maxLayers || maxSeen == 0 {
+		t.Fatalf("the head had up to %d layers; want 1 to %d", maxSeen, maxLayers)
+	}
+	commit(hcPut("last", "claim"))
+	c, err := s.Resolve(ctx, "c", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.loadState(s, ContextInfo{ID: "c", Quarantine: ModeObserve}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Read(ctx, "c", "", func(v *View) error {
+		if v.State.Hash() != st.Hash() || v.State.NumArtifacts() != st.NumArtifacts() || v.State.NumEdges() != st.NumEdges() {
+			return fmt.Errorf("the head differs from the stored state")
+		}
+		return v.Trust.Verify(v.State)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

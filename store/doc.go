@@ -159,9 +159,11 @@
 // group that lands on a pinned head leaves the pinned state as it is: the
 // group's view, a fork over it, becomes the head's state, and the pinned
 // states below (head.layers) collapse into each other once their readers
-// are gone, at the next commit. So a long read (an audit, a state export,
-// the UI) neither sees commits that land while it runs nor holds them up,
-// in its own context or any other. A request whose head's lock a reader
+// are gone, at the next commit; a head layered over maxLayers pinned
+// states instead becomes a whole copy of its view (read from the layers
+// only, O(state), while reads keep overlapping commits). So a long read
+// (an audit, a state export, the UI) neither sees commits that land while
+// it runs nor holds them up, in its own context or any other. A request whose head's lock a reader
 // holds at that moment (pinning) is deferred to the next group, with every
 // later request on that branch, for at most two seconds, after which the
 // committer waits for the lock. Before each group the
