@@ -99,21 +99,7 @@ func TestLongReadDoesNotStallOtherContexts(t *testing.T) {
 // lands, the head is one whole state again, equal to the stored one.
 func TestSnapshotsUnderCommits(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
-	commit := func(ops ...graph.Op) {
-		t.Helper()
-		if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: ops}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	commit(hcPut("root", "question"))
+	s, commit := snapshotStore(t)
 	errs := make(chan error, 64)
 	var readers []chan struct{}
 	read := func(hold chan struct{}) {
@@ -183,23 +169,7 @@ func TestSnapshotsUnderCommits(t *testing.T) {
 	if layers != 0 || fork {
 		t.Fatalf("after the readers left and a commit landed the head has %d layers (fork %v)", layers, fork)
 	}
-	// The head equals the state loaded from the store.
-	c, err := s.Resolve(ctx, "c", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.loadState(s, ContextInfo{ID: "c", Quarantine: ModeObserve}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Read(ctx, "c", "", func(v *View) error {
-		if v.State.Hash() != st.Hash() || v.State.NumArtifacts() != st.NumArtifacts() || v.State.NumEdges() != st.NumEdges() {
-			return fmt.Errorf("the head differs from the stored state")
-		}
-		return v.Trust.Verify(v.State)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	headIsStored(t, s)
 }
 
 // TestLayersStayBounded: readers that overlap every commit (each holds its
@@ -208,21 +178,7 @@ func TestSnapshotsUnderCommits(t *testing.T) {
 // ends equal to the stored state.
 func TestLayersStayBounded(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
-	commit := func(ops ...graph.Op) {
-		t.Helper()
-		if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: ops}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	commit(hcPut("root", "question"))
+	s, commit := snapshotStore(t)
 	errs := make(chan error, 64)
 	var holds []chan struct{}
 	maxSeen := 0
@@ -265,6 +221,38 @@ func TestLayersStayBounded(t *testing.T) {
 		t.Fatalf("the head had up to %d layers; want 1 to %d", maxSeen, maxLayers)
 	}
 	commit(hcPut("last", "claim"))
+	headIsStored(t, s)
+}
+
+// snapshotStore opens a store with an observe context "c" holding a
+// question "root", and returns it with a helper that commits ops to c.
+func snapshotStore(t *testing.T) (*Store, func(ops ...graph.Op)) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(ops ...graph.Op) {
+		t.Helper()
+		if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: ops}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(hcPut("root", "question"))
+	return s, commit
+}
+
+// headIsStored checks that c's main head is the state loaded from the
+// store at its commit: hash, counts, and a trust index equal to a full
+// pass.
+func headIsStored(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
 	c, err := s.Resolve(ctx, "c", "")
 	if err != nil {
 		t.Fatal(err)
