@@ -94,9 +94,6 @@ type writeReq struct {
 	at     time.Time       // create context: creation time (zero = clock)
 	// message is the root commit's message of a created context.
 	message string
-	// deferredAt is when the committer first deferred the request
-	// because a reader held its branch head.
-	deferredAt time.Time
 	// attempts counts the groups that lost a ref's compare-and-swap to
 	// another process with this request in them, since firstLost.
 	attempts  int
@@ -171,12 +168,9 @@ func (s *Store) ResetBranchIf(ctx context.Context, ctxID, name string, to hashin
 }
 
 // run is the committer: it takes every queued request, applies them in
-// order, writes the group with one sync and then answers each.
-//
-// A request whose branch head a long read holds is not waited for: it is
-// deferred to a later group (with every later request on that branch, to
-// keep their order), so a read of one context never stalls the commits of
-// others.
+// order, writes the group with one sync and then answers each. Reads never
+// hold a head for longer than it takes to pin its state (Store.Read), so
+// the committer takes a head's lock without waiting for reads.
 func (s *Store) run(lane chan *writeReq) {
 	var pending []*writeReq
 	open := true
@@ -229,12 +223,8 @@ func (s *Store) run(lane chan *writeReq) {
 			// the others wait for the next.
 			batch, later, open = s.joinHeld(lane, batch, open)
 		}
-		deferred := s.processBatch(batch, hold)
-		if len(deferred) == len(batch) {
-			// Every request waits for a reader: let the readers run.
-			time.Sleep(deferPause)
-		}
-		pending = append(deferred, later...)
+		retry := s.processBatch(batch, hold)
+		pending = append(retry, later...)
 	}
 }
 
@@ -264,19 +254,6 @@ func (s *Store) joinHeld(lane chan *writeReq, batch []*writeReq, open bool) (joi
 	}
 	return batch, later, open
 }
-
-// maxDefer bounds how long a request waits for readers of its branch head
-// to let go; after it the committer waits for them (readers that overlap
-// without pause could otherwise starve the branch's writers).
-const maxDefer = 2 * time.Second
-
-// deferPause is how long the committer pauses when every queued request
-// waits for a long read of its branch head.
-const deferPause = 200 * time.Microsecond
-
-// errHeadBusy marks a request whose branch head a reader holds; the
-// committer retries it in a later group.
-var errHeadBusy = errors.New("branch head held by a reader")
 
 // writeFailure returns the error that stopped writes, or nil.
 func (s *Store) writeFailure() error {
@@ -425,10 +402,9 @@ func backoff(n int) time.Duration {
 // processBatch decides and writes one group, committing its visible
 // records through hold when there is one (a shared driver: hold holds
 // every context of batch, and processBatch ends it). It returns the requests to
-// carry to the next group: those deferred for a reader, and those of a
-// group that lost a compare-and-swap to another process (they are
-// decided again on the new heads).
-func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (deferred []*writeReq) {
+// carry to the next group: those of a group that lost a compare-and-swap
+// to another process (they are decided again on the new heads).
+func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq) {
 	g := &group{
 		s:       s,
 		tw:      newTrieWriter(s),
@@ -445,13 +421,7 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (deferred []*write
 		created: make(map[string]*ctxState),
 	}
 	g.hold = hold
-	busy := map[string]bool{}
 	for _, r := range batch {
-		key := headKey(r.ctxID, r.branch)
-		if r.kind != reqCreateContext && busy[key] {
-			deferred = append(deferred, r)
-			continue
-		}
 		var err error
 		switch r.kind {
 		case reqCommit:
@@ -460,14 +430,6 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (deferred []*write
 			err = g.createContext(r)
 		case reqCreateBranch, reqResetBranch:
 			err = g.moveBranch(r)
-		}
-		if errors.Is(err, errHeadBusy) {
-			busy[key] = true
-			if r.deferredAt.IsZero() {
-				r.deferredAt = time.Now()
-			}
-			deferred = append(deferred, r)
-			continue
 		}
 		if err != nil {
 			g.refuse(r, err)
@@ -534,7 +496,6 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (deferred []*write
 		// on what is stored now; a request whose own parent is stale then
 		// gets ErrStale.
 		s.log.Debug("commit group lost a compare-and-swap; deciding again", "err", err)
-		var retry []*writeReq
 		for _, a := range g.answers {
 			a.r.attempts++
 			if a.r.firstLost.IsZero() {
@@ -551,7 +512,7 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (deferred []*write
 		if len(retry) > 0 {
 			time.Sleep(backoff(retry[0].attempts))
 		}
-		return append(retry, deferred...)
+		return retry
 	}
 	if err != nil {
 		// Part of the group may be on disk (a transaction can commit and
@@ -568,7 +529,7 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (deferred []*write
 	for _, a := range g.answers {
 		a.fn(err)
 	}
-	return deferred
+	return nil
 }
 
 // maxHoldWait bounds how long a group waits for other processes' holds
@@ -594,25 +555,6 @@ func (s *Store) holdContexts(batch []*writeReq) (kv.Hold, error) {
 		return nil, fmt.Errorf("hold contexts: %w", err)
 	}
 	return hold, nil
-}
-
-// tryLock locks h for the group unless a reader holds it; with block it
-// waits for the reader (a request deferred for too long).
-func (g *group) tryLock(h *head, block bool) bool {
-	if g.locked[h] {
-		return true
-	}
-	if block {
-		g.lock(h)
-		return true
-	}
-	h.inGroup.Store(true)
-	if !h.mu.TryLock() {
-		h.inGroup.Store(false)
-		return false
-	}
-	g.locked[h] = true
-	return true
 }
 
 func (g *group) lock(h *head) {
@@ -773,7 +715,7 @@ func (g *group) commitRecord(ctxID string, id hashing.Digest) (*replay.Commit, e
 
 // head returns the branch head locked for this group, loading it (at the
 // ref this group moved it to, if any) when it is not in memory.
-func (g *group) head(ctxID, branch string, block bool) (*head, error) {
+func (g *group) head(ctxID, branch string) (*head, error) {
 	s := g.s
 	key := headKey(ctxID, branch)
 	if h := g.heads[key]; h != nil {
@@ -783,9 +725,7 @@ func (g *group) head(ctxID, branch string, block bool) (*head, error) {
 	h := s.heads[key]
 	s.mu.Unlock()
 	if h != nil {
-		if !g.tryLock(h, block) {
-			return nil, errHeadBusy
-		}
+		g.lock(h)
 		// A reader may have evicted h between the lookup and the lock;
 		// if so h may be stale, so load the head afresh.
 		s.mu.Lock()
@@ -1008,7 +948,7 @@ func (g *group) commit(r *writeReq) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	h, err := g.head(req.Context, req.Branch, !r.deferredAt.IsZero() && time.Since(r.deferredAt) > maxDefer)
+	h, err := g.head(req.Context, req.Branch)
 	if err != nil {
 		return err
 	}

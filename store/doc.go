@@ -163,10 +163,9 @@
 // states instead becomes a whole copy of its view (read from the layers
 // only, O(state), while reads keep overlapping commits). So a long read
 // (an audit, a state export, the UI) neither sees commits that land while
-// it runs nor holds them up, in its own context or any other. A request whose head's lock a reader
-// holds at that moment (pinning) is deferred to the next group, with every
-// later request on that branch, for at most two seconds, after which the
-// committer waits for the lock. Before each group the
+// it runs nor holds them up, in its own context or any other; the
+// committer takes a head's lock at once, waiting at most for a reader's
+// pinning. Before each group the
 // committer checks that the data directory's file system (Badger only) keeps
 // Options.ReserveBytes free (ErrNoSpace otherwise: reads go on, writes
 // resume when there is room) and that no read has reported corruption
