@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
@@ -88,5 +89,67 @@ func TestCatchUpFollowsAnotherProcess(t *testing.T) {
 	unrelated[0] = 1
 	if b.catchUp(ctx, hb, unrelated) {
 		t.Fatal("caught up to a commit that does not exist")
+	}
+}
+
+// TestCatchUpUnderASnapshot: a cached head whose state a reader holds
+// still catches up with another process's commits — on forks, so the
+// reader's snapshot stays its commit's state — and collapses back into
+// one state once the reader is gone.
+func TestCatchUpUnderASnapshot(t *testing.T) {
+	ctx := context.Background()
+	d := sharedMem{memkv.New()}
+	a, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := a.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	first := mustCommit(t, a, "c", put("src", "source", map[string]any{"url": "https://example.org"}))
+	hb, err := b.head("c", DefaultBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- b.Read(ctx, "c", "", func(v *View) error {
+			close(in)
+			<-release
+			if v.Commit.ID != first.ID || v.State.Hash() != first.ContextHash || v.State.Artifact("claim") != nil {
+				return errors.New("the snapshot moved with the catch-up")
+			}
+			return v.Trust.Verify(v.State)
+		})
+	}()
+	<-in
+	mustCommit(t, a, "c", put("v", "fetch_verdict", map[string]any{"url": "https://example.org", "verdict": "FAILED", "reason": "http_status:503"}), link("v", "derived_from", "src"))
+	last := mustCommit(t, a, "c", put("claim", "claim", map[string]any{"text": "x"}), link("claim", "derived_from", "v"))
+	hb.mu.Lock()
+	ok := b.catchUp(ctx, hb, last.ID)
+	layers, hash, status := len(hb.layers), hb.state.Hash(), hb.trust.Status("claim")
+	hb.mu.Unlock()
+	if !ok || layers != 1 || hash != last.ContextHash || status != graph.StatusQuarantined {
+		t.Fatalf("catch up under a snapshot: ok=%v, %d layers, hash %s (want %s), claim %q", ok, layers, hash.Short(), last.ContextHash.Short(), status)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{put("n2", "note", map[string]any{"text": "two"})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb.mu.RLock()
+	layers, fork := len(hb.layers), hb.state.IsFork()
+	hb.mu.RUnlock()
+	if res.Commit.Parents[0] != last.ID || layers != 0 || fork {
+		t.Fatalf("next commit's parent %s (want %s); the head has %d layers, fork %v", res.Commit.Parents[0].Short(), last.ID.Short(), layers, fork)
 	}
 }

@@ -797,15 +797,13 @@ const maxCatchUp = 64
 // descends from h's commit along first parents by at most maxCatchUp
 // commits (another process committed them): it applies each one as a
 // replay does (replay.ApplyCommit, which checks its ops and context
-// hash), so a head
-// that other processes keep moving costs what their commits touched, not
-// a reload. It reports false when h must be loaded again instead; h may
-// then be partly advanced and must not be used.
+// hash), so a head that other processes keep moving costs what their
+// commits touched, not a reload. The commits are applied to forks of the
+// head's state and trust index, which the head takes as a commit group's
+// view (head.install): readers' snapshots stay as they are, and a commit
+// that fails to apply leaves the head untouched. It reports false when h
+// must be loaded again instead.
 func (s *Store) catchUp(ctx context.Context, h *head, target hashing.Digest) bool {
-	h.collapse()
-	if h.pins.Load() != 0 || len(h.layers) > 0 {
-		return false // readers hold its state: load the head again instead
-	}
 	var chain []*replay.Commit
 	for id := target; id != h.commit.ID; {
 		if len(chain) == maxCatchUp {
@@ -819,9 +817,9 @@ func (s *Store) catchUp(ctx context.Context, h *head, target hashing.Digest) boo
 		id = c.Parents[0]
 	}
 	src := s.plainSource(h.ctx)
+	state, trust := h.state.Fork(), h.trust.Fork()
 	for i := len(chain) - 1; i >= 0; i-- {
-		c := chain[i]
-		changes, err := replay.ApplyCommit(ctx, src, h.state, c)
+		changes, err := replay.ApplyCommit(ctx, src, state, chain[i])
 		if err != nil {
 			return false
 		}
@@ -830,9 +828,9 @@ func (s *Store) catchUp(ctx context.Context, h *head, target hashing.Digest) boo
 				ch.Next.Data = nil
 			}
 		}
-		h.trust.Apply(h.state, changes)
-		h.commit = c
+		trust.Apply(state, changes)
 	}
+	h.install(state, trust, chain[0])
 	return true
 }
 

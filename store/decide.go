@@ -87,32 +87,37 @@ func (hf *headFork) take(d *decision, c *replay.Commit) {
 }
 
 // advance makes the head, locked by the group, what the group's view of
-// it shows; called once the group is durable. A head state no reader has
-// pinned absorbs the view in place; a pinned one stays as it is for its
-// readers, and the view, a fork over it, becomes the head's state. Then
-// the layers whose readers are gone collapse into each other.
+// it shows; called once the group is durable.
 func (hf *headFork) advance() {
-	h := hf.h
 	if hf.state == nil {
 		return // no commit on the branch in this group
 	}
+	hf.h.install(hf.state, hf.trust, hf.commit)
+}
+
+// install makes h, locked by the caller, the state, trust index and
+// commit of a fork of its state and of its trust index. A state no reader
+// has pinned absorbs the fork in place; a pinned one stays as it is for
+// its readers, and the fork becomes the head's state, layered over it.
+// Then the layers whose readers are gone collapse into each other.
+func (h *head) install(state *graph.State, trust *graph.TrustIndex, c *replay.Commit) {
 	switch {
 	case h.pins.Load() == 0:
-		absorbInto(h.state, h.trust, hf.state, hf.trust)
+		absorbInto(h.state, h.trust, state, trust)
 	case len(h.layers) >= maxLayers:
 		// Reads keep overlapping commits: rather than stack more layers
 		// (each lookup walks them all), the head becomes a whole copy of
-		// the view, made by reading the layers only; the readers keep
+		// the fork, made by reading the layers only; the readers keep
 		// theirs.
-		h.state, h.trust, h.pins, h.layers = hf.state.Clone(), hf.trust.Clone(), new(atomic.Int32), nil
+		h.state, h.trust, h.pins, h.layers = state.Clone(), trust.Clone(), new(atomic.Int32), nil
 	default:
 		h.layers = append(h.layers, pinnedLayer{state: h.state, trust: h.trust, pins: h.pins})
-		h.state, h.trust, h.pins = hf.state, hf.trust, new(atomic.Int32)
+		h.state, h.trust, h.pins = state, trust, new(atomic.Int32)
 	}
-	h.commit = hf.commit
+	h.commit = c
 	h.collapse()
 	// Readers hash the head's state: its root must be computed now, while
-	// the group holds the head, never lazily under a reader.
+	// the caller holds the head, never lazily under a reader.
 	h.state.Hash()
 }
 
