@@ -465,18 +465,22 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq
 			delete(s.moving, k)
 		}
 	}
-	if err != nil {
+	if err != nil && !lost {
 		// The heads are as they were before the group, but the store may
-		// hold part of it (or, after a lost swap, another process's
-		// commits): drop them before a reader can see them (Read reloads
-		// a dropped head).
+		// hold part of it: drop them before a reader can see them (Read
+		// reloads a dropped head). After a lost swap nothing was written
+		// and they stay cached: the next group catches them up with the
+		// other process's commits (catchUp), a reader reads the ref's
+		// commit (Store.Read).
 		for h := range g.locked {
 			h.dropped = true
 			if s.heads[headKey(h.ctx, h.branch)] == h {
 				delete(s.heads, headKey(h.ctx, h.branch))
 			}
 		}
-		// Their sequence counters may be behind too.
+	}
+	if err != nil {
+		// Their sequence counters may be behind.
 		for cs := range g.touched {
 			delete(s.ctxs, cs.info.ID)
 		}
@@ -823,11 +827,7 @@ func (s *Store) catchUp(ctx context.Context, h *head, target hashing.Digest) boo
 		if err != nil {
 			return false
 		}
-		for _, ch := range changes {
-			if ch.Next != nil {
-				ch.Next.Data = nil
-			}
-		}
+		dropPayloads(changes)
 		trust.Apply(state, changes)
 	}
 	h.install(state, trust, chain[0])

@@ -76,14 +76,19 @@ func (hf *headFork) take(d *decision, c *replay.Commit) {
 		// time: a stale fork here is a bug, not a condition to handle.
 		panic("store: a commit's fork is not of its group's view: " + err.Error())
 	}
-	// The payloads now live in the object store; the head keeps metadata.
-	for _, ch := range d.changes {
+	dropPayloads(d.changes)
+	hf.trust.Apply(hf.state, d.changes)
+	hf.commit = c
+}
+
+// dropPayloads drops the data of the artifacts changes put: it lives in
+// the object store, and a head keeps metadata only.
+func dropPayloads(changes []graph.Change) {
+	for _, ch := range changes {
 		if ch.Next != nil {
 			ch.Next.Data = nil
 		}
 	}
-	hf.trust.Apply(hf.state, d.changes)
-	hf.commit = c
 }
 
 // advance makes the head, locked by the group, what the group's view of

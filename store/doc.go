@@ -96,7 +96,8 @@
 // decided on (the head it built on; no value for a new branch), every
 // seq entry and new context record a swap expecting no value. When a
 // swap fails — another process committed first — nothing was written:
-// the group's heads and sequence counters are dropped and, after a pause
+// the group's heads stay as they were (the next group catches them up
+// with the stored ref), its sequence counters are dropped and, after a pause
 // of a few random milliseconds (longer after each loss, so that racing
 // processes take turns), its requests are decided again on the stored
 // heads. A request whose own Parent is no longer the head then gets
@@ -147,8 +148,8 @@
 // a client reading after the refusal must see them). Once the group is
 // durable, each head absorbs its view (headFork.advance) in time
 // proportional to what the group changed; a group that fails or loses a
-// swap leaves the heads as they were (and drops them from the cache, as
-// the store may hold part of the group). Heads touched by a group stay
+// swap leaves the heads as they were (a failed group also drops them
+// from the cache, as the store may hold part of it). Heads touched by a group stay
 // write-locked until then, so a read of a branch head never sees a commit
 // that is not durable. Readers that load a head themselves cache it only
 // when no ref move or failed group
