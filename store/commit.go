@@ -1022,6 +1022,10 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 		Author: req.Author, Message: req.Message, Time: hashing.FormatTime(when), NumOps: len(d.recorded)}
 	c.ID = c.ComputeID()
 	parentRoot, muts := trieChild{id: hf.commit.Root, count: hf.commit.RootCount}, trieMutations(d.changes, c.ID)
+	parentRoot, err = s.upgradeStateMap(g.tw, req.Context, parentRoot)
+	if err != nil {
+		return nil, err
+	}
 	if err := g.tw.warm(parentRoot, muts, s.cachedNode, s.readNodesFunc(context.Background())); err != nil {
 		return nil, fmt.Errorf("read state map: %w", err)
 	}

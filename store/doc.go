@@ -25,10 +25,12 @@
 //   - object: the canonical JSON data of an artifact, keyed by its content
 //     hash and shared by every context and version that has it.
 //   - blob: raw bytes (response bodies, long outputs) keyed by SHA-256.
-//   - state map: a persistent, content-addressed hash trie holding the whole
-//     state of one commit (artifact metadata, edges, tombstones). Commits
-//     share unchanged subtrees, so every commit is a checkpoint that costs
-//     only the nodes on the paths it changed. See trie.go.
+//   - state map: a persistent, content-addressed trie holding the whole
+//     state of one commit (artifact metadata, edges, tombstones), its
+//     entries in key order. Commits share unchanged subtrees, so every
+//     commit is a checkpoint that costs only the nodes on the paths it
+//     changed, and artifacts written together (neighbouring ids) share
+//     those paths. See trie.go.
 //   - head: the in-memory state of a branch head (graph.State with its
 //     incremental context hash and trust index), rebuilt from the state map
 //     on first use — its nodes read a level at a time, one GetMany per
@@ -47,11 +49,11 @@
 //     function of the chain alone. The root commit's message names the
 //     context's ruleset of built-ins.
 //
-// # Key layout (format version 1)
+// # Key layout (format version 2)
 //
 // Parts are joined with a NUL byte; digests are 32 raw bytes.
 //
-//	meta NUL format                    -> "1"
+//	meta NUL format                    -> "2"
 //	meta NUL registry                  -> 16 random bytes, new with every type or relation record
 //	ctx NUL <ctx>                      -> ContextInfo JSON
 //	ref NUL <ctx> NUL <branch>         -> commit id
@@ -67,6 +69,15 @@
 //	node NUL <node id>                 -> state-map node (id = SHA-256 of the bytes)
 //	type NUL <name>                    -> type record JSON (owned by the registry, not the chain)
 //	reldef NUL <name>                  -> relation record JSON (likewise)
+//
+// Format 2 changed only the state map's layout: format 1 keyed its trie by
+// SHA-256 of each entry's key, which scattered the entries a commit wrote
+// over the whole map. A store of format 1 opens as it is: Open stamps it
+// 2 (so that an older binary refuses it rather than misread the new
+// nodes), the old tries stay readable, and the first commit onto a branch
+// head rebuilds that head's state map in the ordered layout once (about
+// what loading the head costs). Every process sharing a store must run a
+// binary of format 2 before one of them opens it.
 //
 // The ops chunks of a commit, joined, are the canonical JSON its ops hash
 // covers (HASHING.md §5); the committer writes them in one pass (opsenc.go)

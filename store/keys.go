@@ -1,7 +1,6 @@
 package store
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 
@@ -10,7 +9,11 @@ import (
 )
 
 // FormatVersion is the version of the key layout documented in doc.go.
-const FormatVersion = "1"
+const FormatVersion = "2"
+
+// formatLegacy is the earlier layout a store is upgraded from on open
+// (doc.go, "Key layout").
+const formatLegacy = "1"
 
 // Key prefixes. Parts are joined with a NUL byte, which no context id,
 // branch name or artifact id may contain.
@@ -69,10 +72,6 @@ func tkEdge(k graph.EdgeKey) []byte {
 	b = append(append(append(b, 'e'), k.From...), 0)
 	b = append(append(b, k.Rel...), 0)
 	return append(b, k.To...)
-}
-
-func mutFor(key, val []byte) trieMut {
-	return trieMut{path: sha256.Sum256(key), key: key, val: val}
 }
 
 // artifact value: uvarint version, content hash [32], commit [32],

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -129,4 +131,27 @@ func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashi
 		s.nodes.put(id, nodes[i])
 	}
 	return nil
+}
+
+// upgradeStateMap returns the root of the ordered state map holding the
+// entries of the legacy one at root (format 1), built by tw, or root
+// itself when it is not legacy. The legacy trie is read a level at a time,
+// as a cold head's is; its nodes stay, for the commits that name them.
+func (s *Store) upgradeStateMap(tw *trieWriter, ctxID string, root trieChild) (trieChild, error) {
+	legacy, err := tw.isLegacy(root)
+	if err != nil || !legacy {
+		return root, err
+	}
+	start := time.Now()
+	src, err := s.prefetchTrie(context.Background(), tw, root)
+	if err != nil {
+		return trieChild{}, fmt.Errorf("read legacy state map: %w", err)
+	}
+	next, err := tw.upgrade(root, src)
+	if err != nil {
+		return trieChild{}, fmt.Errorf("upgrade legacy state map: %w", err)
+	}
+	s.log.Info("state map rebuilt in the ordered layout", "context", ctxID, "entries", root.count,
+		"legacy_root", root.id.Short(), "root", next.id.Short(), "elapsed", time.Since(start).Round(time.Millisecond))
+	return next, nil
 }

@@ -11,25 +11,58 @@ import (
 	"github.com/artifactd/artifactd/hashing"
 )
 
-// The state map is a persistent, content-addressed hash trie: every commit
+// The state map is a persistent, content-addressed trie: every commit
 // records the root of a trie holding its whole state, and a commit writes
 // only the nodes on the paths it changed. It gives a point lookup at any
 // commit in O(depth) node reads, a diff that skips shared subtrees, and
 // structural sharing between commits and branches.
 //
-// An entry's path is the nibble sequence of SHA-256(key). A subtree with at
-// most maxLeaf entries is always a leaf node (sorted entries); a larger one
-// is a branch node with up to 16 children. The shape is therefore a pure
-// function of the entry set: the same state has the same root whatever the
-// history that built it.
+// An entry's path is its key's bytes followed by a zero byte, read as
+// nibbles; past its end a path reads as zeros. No key holds a zero byte
+// where another key continues (ids hold none, and an edge key's
+// separators are followed by a relation or an id), so paths order entries
+// as their keys do and no path is a prefix of another. A subtree with at
+// most maxLeaf entries is a leaf node (entries sorted by key); a larger
+// one is a branch node at the first nibble its entries do not all share,
+// with a child per value of that nibble. The nibbles the entries share
+// before it (the prefix) are stored in the branch and skipped, so a long
+// common prefix costs one node, not a node a nibble. The shape is
+// therefore a pure function of the entry set: the same state has the same
+// root whatever the history that built it, and a node's encoding does not
+// depend on where it hangs.
+//
+// Keys in order keep together what is written together: a commit of
+// artifacts with neighbouring ids (the steps of an agent run) rewrites a
+// few leaves, not one leaf per entry, so the work of a commit stays
+// bounded by what it touches as the context grows (docs/BENCHMARKS.md,
+// "An ordered state map").
 //
 // Node encodings (the node's id is SHA-256 of its encoding):
 //
-//	leaf:   'L' uvarint(n) { uvarint(len k) k uvarint(len v) v }*n   (sorted by path, then key)
-//	branch: 'B' uvarint(total) uint16(bitmap) { child id [32] uvarint(count) }* (ascending nibble)
+//	leaf:   'l' uvarint(n) { uvarint(len k) k uvarint(len v) v }*n        (ascending keys)
+//	branch: 'b' uvarint(total) uvarint(depth) prefix[(depth+1)/2] uint16(bitmap)
+//	            { child id [32] uvarint(count) }*                          (ascending nibble)
+//
+// where depth is the nibble the branch splits on and prefix packs the
+// depth nibbles before it (an odd depth leaves the last low nibble zero).
+//
+// Stores of format 1 hold tries of an earlier, hashed layout: an entry's
+// path was SHA-256 of its key, and a node split at its depth in the trie
+// ('L' and 'B' nodes: as above, without depth and prefix, leaves sorted by
+// path). Those are read as they are (lookups, walks, diffs and the
+// check), never extended: the first commit onto a legacy root rebuilds
+// its entries in the ordered layout (Store.upgradeStateMap), and commits
+// after it share the new map.
 const (
-	maxLeaf  = 32
-	maxDepth = 64 // nibbles in a SHA-256
+	maxLeaf = 32
+	// legacyMaxDepth is the nibbles of a SHA-256, where the hashed layout
+	// stopped splitting.
+	legacyMaxDepth = 64
+	// maxNodeDepth bounds a branch's depth in the ordered layout: twice
+	// the longest key a state map can hold (an edge between two ids of
+	// graph.MaxIDBytes and a relation name), with room to spare. A node
+	// deeper than it is corrupt.
+	maxNodeDepth = 4096
 )
 
 // nodeSource reads trie nodes by id.
@@ -41,9 +74,8 @@ type nodeSource interface {
 var errNodeMissing = errors.New("trie node missing")
 
 type trieEntry struct {
-	path hashing.Digest
-	key  []byte
-	val  []byte
+	key []byte
+	val []byte
 }
 
 type trieChild struct {
@@ -53,20 +85,79 @@ type trieChild struct {
 
 // trieNode is a decoded node. Leaves have entries; branches have children.
 type trieNode struct {
-	leaf     bool
+	leaf bool
+	// legacy marks a node of the hashed layout of format 1.
+	legacy   bool
 	entries  []trieEntry
 	children [16]trieChild
 	total    int
+	// depth is the nibble an ordered branch splits on, and prefix packs
+	// the depth nibbles its entries share before it.
+	depth  int
+	prefix []byte
 }
 
-func entryLess(a, b *trieEntry) bool {
-	if c := bytes.Compare(a.path[:], b.path[:]); c != 0 {
-		return c < 0
+// keyNibble returns nibble d of key's path: its bytes, then zeros.
+func keyNibble(key []byte, d int) int {
+	i := d / 2
+	if i >= len(key) {
+		return 0
 	}
-	return bytes.Compare(a.key, b.key) < 0
+	if d%2 == 0 {
+		return int(key[i] >> 4)
+	}
+	return int(key[i] & 0x0f)
 }
 
-func nibble(p hashing.Digest, depth int) int {
+// pathEnd is the nibble just past key's terminating zero byte: two keys
+// whose paths agree up to the larger of their ends agree everywhere.
+func pathEnd(key []byte) int { return 2*len(key) + 2 }
+
+// divergence returns the first nibble in [from, limit) at which the paths
+// of a and b differ, or limit.
+func divergence(a, b []byte, from, limit int) int {
+	d := from
+	if d%2 == 1 && d < limit {
+		if keyNibble(a, d) != keyNibble(b, d) {
+			return d
+		}
+		d++
+	}
+	for d < limit {
+		i := d / 2
+		var x, y byte
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			if x>>4 == y>>4 {
+				d++
+			}
+			return min(d, limit)
+		}
+		if i >= len(a) && i >= len(b) {
+			return limit
+		}
+		d += 2
+	}
+	return limit
+}
+
+// packPrefix returns the first depth nibbles of key's path, packed.
+func packPrefix(key []byte, depth int) []byte {
+	p := make([]byte, (depth+1)/2)
+	copy(p, key)
+	if depth%2 == 1 {
+		p[len(p)-1] &= 0xf0
+	}
+	return p
+}
+
+// legacyNibble returns nibble depth of a legacy path (a SHA-256).
+func legacyNibble(p hashing.Digest, depth int) int {
 	b := p[depth/2]
 	if depth%2 == 0 {
 		return int(b >> 4)
@@ -82,7 +173,11 @@ func (n *trieNode) encode() []byte {
 			size += 2*binary.MaxVarintLen32 + len(n.entries[i].key) + len(n.entries[i].val)
 		}
 		buf = make([]byte, 0, size)
-		buf = append(buf, 'L')
+		tag := byte('l')
+		if n.legacy {
+			tag = 'L'
+		}
+		buf = append(buf, tag)
 		buf = binary.AppendUvarint(buf, uint64(len(n.entries)))
 		for _, e := range n.entries {
 			buf = binary.AppendUvarint(buf, uint64(len(e.key)))
@@ -92,9 +187,16 @@ func (n *trieNode) encode() []byte {
 		}
 		return buf
 	}
-	buf = make([]byte, 0, 1+binary.MaxVarintLen64+2+16*(32+binary.MaxVarintLen64))
-	buf = append(buf, 'B')
-	buf = binary.AppendUvarint(buf, uint64(n.total))
+	buf = make([]byte, 0, 1+3*binary.MaxVarintLen64+len(n.prefix)+2+16*(32+binary.MaxVarintLen64))
+	if n.legacy {
+		buf = append(buf, 'B')
+		buf = binary.AppendUvarint(buf, uint64(n.total))
+	} else {
+		buf = append(buf, 'b')
+		buf = binary.AppendUvarint(buf, uint64(n.total))
+		buf = binary.AppendUvarint(buf, uint64(n.depth))
+		buf = append(buf, n.prefix...)
+	}
 	var bitmap uint16
 	for i, c := range n.children {
 		if c.count > 0 {
@@ -111,6 +213,10 @@ func (n *trieNode) encode() []byte {
 	return buf
 }
 
+// decodeNode decodes a node of either layout. An ordered node must be
+// canonical as far as it alone can show: leaf keys strictly ascending, a
+// branch with two children or more, more than maxLeaf entries and no bits
+// past its prefix.
 func decodeNode(b []byte) (*trieNode, error) {
 	bad := func(what string) (*trieNode, error) {
 		return nil, fmt.Errorf("%w: trie node: %s", ErrCorrupt, what)
@@ -128,12 +234,12 @@ func decodeNode(b []byte) (*trieNode, error) {
 		return v, true
 	}
 	switch b[0] {
-	case 'L':
+	case 'L', 'l':
 		n, ok := uv()
 		if !ok || n > uint64(len(r)) {
 			return bad("leaf count")
 		}
-		node := &trieNode{leaf: true, entries: make([]trieEntry, 0, n)}
+		node := &trieNode{leaf: true, legacy: b[0] == 'L', entries: make([]trieEntry, 0, n)}
 		for i := uint64(0); i < n; i++ {
 			kl, ok := uv()
 			if !ok || kl > uint64(len(r)) {
@@ -147,22 +253,40 @@ func decodeNode(b []byte) (*trieNode, error) {
 			}
 			v := r[:vl:vl]
 			r = r[vl:]
-			node.entries = append(node.entries, trieEntry{path: sha256.Sum256(k), key: k, val: v})
+			if !node.legacy && i > 0 && bytes.Compare(node.entries[i-1].key, k) >= 0 {
+				return bad("leaf keys out of order")
+			}
+			node.entries = append(node.entries, trieEntry{key: k, val: v})
 		}
 		if len(r) != 0 {
 			return bad("trailing bytes")
 		}
 		node.total = len(node.entries)
 		return node, nil
-	case 'B':
+	case 'B', 'b':
 		total, ok := uv()
-		if !ok || len(r) < 2 {
+		if !ok {
+			return bad("branch header")
+		}
+		node := &trieNode{total: int(total), legacy: b[0] == 'B'}
+		if !node.legacy {
+			depth, ok := uv()
+			if !ok || depth > maxNodeDepth || uint64(len(r)) < (depth+1)/2 {
+				return bad("branch depth")
+			}
+			node.depth = int(depth)
+			node.prefix = r[: (depth+1)/2 : (depth+1)/2]
+			r = r[(depth+1)/2:]
+			if depth%2 == 1 && node.prefix[len(node.prefix)-1]&0x0f != 0 {
+				return bad("bits past the branch prefix")
+			}
+		}
+		if len(r) < 2 {
 			return bad("branch header")
 		}
 		bitmap := binary.BigEndian.Uint16(r)
 		r = r[2:]
-		node := &trieNode{total: int(total)}
-		sum := 0
+		sum, live := 0, 0
 		for i := 0; i < 16; i++ {
 			if bitmap&(1<<i) == 0 {
 				continue
@@ -178,9 +302,13 @@ func decodeNode(b []byte) (*trieNode, error) {
 			}
 			node.children[i].count = int(c)
 			sum += int(c)
+			live++
 		}
 		if len(r) != 0 || sum != node.total {
 			return bad("branch counts")
+		}
+		if !node.legacy && (live < 2 || node.total <= maxLeaf) {
+			return bad("branch not canonical")
 		}
 		return node, nil
 	}
@@ -189,10 +317,12 @@ func decodeNode(b []byte) (*trieNode, error) {
 
 // trieMut is one change to the trie: val nil deletes key.
 type trieMut struct {
-	path hashing.Digest
-	key  []byte
-	val  []byte
+	key []byte
+	val []byte
 }
+
+// mutFor returns the mutation setting key to val (nil: deleting it).
+func mutFor(key, val []byte) trieMut { return trieMut{key: key, val: val} }
 
 // trieWriter applies batches of mutations, collecting the new nodes. It is
 // itself a nodeSource that sees the nodes it made.
@@ -232,13 +362,13 @@ const warmMin = 64
 // warm reads ahead the stored nodes that muts (a batch for apply at root)
 // descend into, a level at a time: each level's nodes that are neither
 // made by w nor in cached (nil: none is) in one call of read. A bulk
-// commit into a big state map touches most of its leaves, and reading
+// commit into a big state map touches many of its leaves, and reading
 // them one lookup each costs more than the rest of the update. apply then
 // finds them in memory, and drops them when it returns; until then they
-// are held outside the node cache's budget (for a bulk commit into a big
-// context, most of its trie). Nodes a deletion merges back into a leaf
-// are not read ahead; apply reads those itself. read reports a node it
-// cannot find as corruption (Store.readNodes does).
+// are held outside the node cache's budget. Nodes a deletion merges back
+// into a leaf are not read ahead; apply reads those itself. read reports
+// a node it cannot find as corruption (Store.readNodes does). A legacy
+// trie is not read ahead: the commit onto it reads it whole.
 func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Digest) *trieNode, read func([]hashing.Digest) (map[hashing.Digest]*trieNode, error)) error {
 	if root.count == 0 || len(muts) < warmMin {
 		return nil
@@ -251,7 +381,7 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 	for i := range at {
 		at[i] = root
 	}
-	for depth := 0; depth < maxDepth; depth++ {
+	for more := true; more; {
 		var missing []hashing.Digest
 		seen := make(map[hashing.Digest]bool)
 		for _, ref := range at {
@@ -281,7 +411,7 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 				w.read[id] = got[id]
 			}
 		}
-		more := false
+		more = false
 		for i, ref := range at {
 			if ref.count == 0 {
 				continue
@@ -290,15 +420,12 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 			if n == nil {
 				n = w.read[ref.id]
 			}
-			if n.leaf {
+			if n.leaf || n.legacy {
 				at[i] = trieChild{}
 				continue
 			}
-			at[i] = n.children[nibble(muts[i].path, depth)]
+			at[i] = n.children[keyNibble(muts[i].key, n.depth)]
 			more = more || at[i].count > 0
-		}
-		if !more {
-			break
 		}
 	}
 	return nil
@@ -324,25 +451,64 @@ func (w *trieWriter) clearWritten() {
 	w.size = 0
 }
 
+// isLegacy reports whether the trie at root is of the hashed layout.
+func (w *trieWriter) isLegacy(root trieChild) (bool, error) {
+	if root.count == 0 {
+		return false, nil
+	}
+	n, err := w.load(root.id)
+	if err != nil {
+		return false, err
+	}
+	return n.legacy, nil
+}
+
+// upgrade returns the root of the ordered trie holding the entries of the
+// trie at root, read through src: root itself unless it is of the legacy
+// layout.
+func (w *trieWriter) upgrade(root trieChild, src nodeSource) (trieChild, error) {
+	legacy, err := w.isLegacy(root)
+	if err != nil || !legacy {
+		return root, err
+	}
+	entries := make([]trieEntry, 0, root.count)
+	if err := trieWalk(src, root, func(k, v []byte) error {
+		entries = append(entries, trieEntry{key: k, val: v})
+		return nil
+	}); err != nil {
+		return trieChild{}, err
+	}
+	slices.SortFunc(entries, func(a, b trieEntry) int { return bytes.Compare(a.key, b.key) })
+	for i := 1; i < len(entries); i++ {
+		if bytes.Equal(entries[i-1].key, entries[i].key) {
+			return trieChild{}, fmt.Errorf("%w: state map %s holds key %q twice", ErrCorrupt, root.id.Short(), entries[i].key)
+		}
+	}
+	if len(entries) != root.count {
+		return trieChild{}, fmt.Errorf("%w: state map %s holds %d entries, its root counts %d", ErrCorrupt, root.id.Short(), len(entries), root.count)
+	}
+	return w.build(entries, 0), nil
+}
+
 // apply returns the root after applying muts (any order; a later mutation
-// of the same key wins) to root (zero = empty trie).
+// of the same key wins) to root (zero = empty trie). A legacy root is
+// upgraded first.
 func (w *trieWriter) apply(root trieChild, muts []trieMut) (trieChild, error) {
 	defer func() { w.read = nil }()
 	if len(muts) == 0 {
 		return root, nil
 	}
-	// Sort by path (stably, so that mutations of one key keep their
+	root, err := w.upgrade(root, w)
+	if err != nil {
+		return trieChild{}, err
+	}
+	// Sort by key (stably, so that mutations of one key keep their
 	// order), then keep the last mutation of each key.
 	sorted := slices.Clone(muts)
-	slices.SortStableFunc(sorted, func(a, b trieMut) int {
-		if c := bytes.Compare(a.path[:], b.path[:]); c != 0 {
-			return c
-		}
-		return bytes.Compare(a.key, b.key)
-	})
+	slices.SortStableFunc(sorted, func(a, b trieMut) int { return bytes.Compare(a.key, b.key) })
 	uniq := sorted[:0]
 	for i := range sorted {
-		if i+1 < len(sorted) && sorted[i].path == sorted[i+1].path && bytes.Equal(sorted[i].key, sorted[i+1].key) {
+		if i+1 < len(sorted) && bytes.Equal(sorted[i].key, sorted[i+1].key) {
 			continue
 		}
 		uniq = append(uniq, sorted[i])
@@ -350,64 +516,125 @@ func (w *trieWriter) apply(root trieChild, muts []trieMut) (trieChild, error) {
 	return w.update(root, 0, uniq)
 }
 
+// update returns the subtree holding the entries of ref with muts (sorted
+// by key, one per key) applied. Every entry of ref and every mutation
+// shares the first depth nibbles.
 func (w *trieWriter) update(ref trieChild, depth int, muts []trieMut) (trieChild, error) {
-	var node *trieNode
 	if ref.count == 0 {
-		node = &trieNode{leaf: true}
-	} else {
-		n, err := w.load(ref.id)
-		if err != nil {
-			return trieChild{}, err
-		}
-		node = n
+		return w.build(mergeEntries(nil, muts), depth), nil
+	}
+	node, err := w.load(ref.id)
+	if err != nil {
+		return trieChild{}, err
+	}
+	if node.legacy {
+		return trieChild{}, fmt.Errorf("%w: legacy node %s below an ordered one", ErrCorrupt, ref.id.Short())
 	}
 	if node.leaf {
-		entries := mergeEntries(node.entries, muts)
-		return w.build(entries, depth), nil
+		return w.build(mergeEntries(node.entries, muts), depth), nil
 	}
-	next := *node
-	next.total = 0
-	i := 0
-	for i < len(muts) {
-		nib := nibble(muts[i].path, depth)
-		j := i
-		for j < len(muts) && nibble(muts[j].path, depth) == nib {
-			j++
+	// Where do the mutations leave the node's prefix? Sorted keys that
+	// agree with it at both ends agree with it in between.
+	at := min(divergence(node.prefix, muts[0].key, depth, node.depth),
+		divergence(node.prefix, muts[len(muts)-1].key, depth, node.depth))
+	if at == node.depth {
+		children := node.children
+		for nib, group := range byNibble(muts, at) {
+			c, err := w.update(node.children[nib], at+1, group)
+			if err != nil {
+				return trieChild{}, err
+			}
+			children[nib] = c
 		}
-		c, err := w.update(node.children[nib], depth+1, muts[i:j])
-		if err != nil {
-			return trieChild{}, err
+		return w.assemble(node.depth, node.prefix, children)
+	}
+	// Some keys leave the prefix at nibble at: the node becomes the child
+	// of a new split there (or of nothing, if only deletions of absent
+	// keys leave it).
+	var children [16]trieChild
+	own := keyNibble(node.prefix, at)
+	children[own] = ref
+	for nib, group := range byNibble(muts, at) {
+		var c trieChild
+		if nib == own {
+			c, err = w.update(ref, at+1, group)
+			if err != nil {
+				return trieChild{}, err
+			}
+		} else {
+			c = w.build(mergeEntries(nil, group), at+1)
 		}
-		next.children[nib] = c
-		i = j
+		children[nib] = c
 	}
-	for _, c := range next.children {
-		next.total += c.count
+	return w.assemble(at, packPrefix(node.prefix, at), children)
+}
+
+// byNibble yields the runs of muts (sorted by key) that share nibble d.
+func byNibble(muts []trieMut, d int) func(func(int, []trieMut) bool) {
+	return func(yield func(int, []trieMut) bool) {
+		for i := 0; i < len(muts); {
+			nib := keyNibble(muts[i].key, d)
+			j := i + 1
+			for j < len(muts) && keyNibble(muts[j].key, d) == nib {
+				j++
+			}
+			if !yield(nib, muts[i:j]) {
+				return
+			}
+			i = j
+		}
 	}
-	if next.total <= maxLeaf {
-		entries, err := w.collect(&next, nil)
+}
+
+// assemble stores the canonical subtree over children, the split at depth
+// of entries sharing prefix: nothing, a leaf when they fit in one, the one
+// child that holds them all, or a branch.
+func (w *trieWriter) assemble(depth int, prefix []byte, children [16]trieChild) (trieChild, error) {
+	total, live, only := 0, 0, trieChild{}
+	for _, c := range children {
+		if c.count > 0 {
+			total += c.count
+			live++
+			only = c
+		}
+	}
+	switch {
+	case total == 0:
+		return trieChild{}, nil
+	case total <= maxLeaf:
+		entries, err := w.collect(&trieNode{children: children, total: total}, nil)
 		if err != nil {
 			return trieChild{}, err
 		}
 		return w.store(&trieNode{leaf: true, entries: entries, total: len(entries)}), nil
+	case live == 1:
+		return only, nil
 	}
-	return w.store(&next), nil
+	return w.store(&trieNode{depth: depth, prefix: prefix, children: children, total: total}), nil
 }
 
-// build stores entries (sorted) as the canonical subtree at depth.
+// build stores entries (sorted by key, distinct, sharing the first depth
+// nibbles) as their canonical subtree.
 func (w *trieWriter) build(entries []trieEntry, depth int) trieChild {
-	if len(entries) <= maxLeaf || depth >= maxDepth {
+	if len(entries) <= maxLeaf {
 		return w.store(&trieNode{leaf: true, entries: entries, total: len(entries)})
 	}
-	node := &trieNode{total: len(entries)}
-	i := 0
-	for i < len(entries) {
-		nib := nibble(entries[i].path, depth)
-		j := i
-		for j < len(entries) && nibble(entries[j].path, depth) == nib {
+	first, last := entries[0].key, entries[len(entries)-1].key
+	limit := max(pathEnd(first), pathEnd(last))
+	split := divergence(first, last, depth, limit)
+	if split >= limit || split > maxNodeDepth {
+		// Keys that differ only by trailing zero bytes, which no valid
+		// key holds: keep them in one leaf rather than split forever.
+		return w.store(&trieNode{leaf: true, entries: entries, total: len(entries)})
+	}
+	node := &trieNode{depth: split, prefix: packPrefix(first, split), total: len(entries)}
+	for i := 0; i < len(entries); {
+		nib := keyNibble(entries[i].key, split)
+		j := i + 1
+		for j < len(entries) && keyNibble(entries[j].key, split) == nib {
 			j++
 		}
-		node.children[nib] = w.build(entries[i:j:j], depth+1)
+		node.children[nib] = w.build(entries[i:j:j], split+1)
 		i = j
 	}
 	return w.store(node)
@@ -415,6 +642,12 @@ func (w *trieWriter) build(entries []trieEntry, depth int) trieChild {
 
 // collect appends every entry below node, in order.
 func (w *trieWriter) collect(node *trieNode, out []trieEntry) ([]trieEntry, error) {
+	return collectEntries(w, node, out)
+}
+
+// collectEntries appends every entry below node, read through src, in
+// the order of its layout.
+func collectEntries(src nodeSource, node *trieNode, out []trieEntry) ([]trieEntry, error) {
 	if node.leaf {
 		return append(out, node.entries...), nil
 	}
@@ -422,49 +655,44 @@ func (w *trieWriter) collect(node *trieNode, out []trieEntry) ([]trieEntry, erro
 		if c.count == 0 {
 			continue
 		}
-		child, err := w.load(c.id)
+		child, err := src.node(c.id)
 		if err != nil {
 			return nil, err
 		}
-		if out, err = w.collect(child, out); err != nil {
+		if out, err = collectEntries(src, child, out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
+// mergeEntries returns old (sorted by key) with muts (sorted by key, one
+// per key) applied.
 func mergeEntries(old []trieEntry, muts []trieMut) []trieEntry {
 	out := make([]trieEntry, 0, len(old)+len(muts))
 	i, j := 0, 0
 	for i < len(old) || j < len(muts) {
+		c := 0
 		switch {
 		case j == len(muts):
+			c = -1
+		case i == len(old):
+			c = 1
+		default:
+			c = bytes.Compare(old[i].key, muts[j].key)
+		}
+		if c < 0 {
 			out = append(out, old[i])
 			i++
-		case i == len(old):
-			if muts[j].val != nil {
-				out = append(out, trieEntry{path: muts[j].path, key: muts[j].key, val: muts[j].val})
-			}
-			j++
-		default:
-			m := trieEntry{path: muts[j].path, key: muts[j].key}
-			switch {
-			case entryLess(&old[i], &m):
-				out = append(out, old[i])
-				i++
-			case entryLess(&m, &old[i]):
-				if muts[j].val != nil {
-					out = append(out, trieEntry{path: m.path, key: m.key, val: muts[j].val})
-				}
-				j++
-			default: // same key
-				if muts[j].val != nil {
-					out = append(out, trieEntry{path: m.path, key: m.key, val: muts[j].val})
-				}
-				i++
-				j++
-			}
+			continue
 		}
+		if muts[j].val != nil {
+			out = append(out, trieEntry{key: muts[j].key, val: muts[j].val})
+		}
+		if c == 0 {
+			i++
+		}
+		j++
 	}
 	return out
 }
@@ -474,7 +702,7 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 	if root.count == 0 {
 		return nil, nil
 	}
-	path := hashing.Digest(sha256.Sum256(key))
+	var legacyPath *hashing.Digest
 	id := root.id
 	for depth := 0; ; depth++ {
 		n, err := src.node(id)
@@ -482,14 +710,33 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 			return nil, err
 		}
 		if n.leaf {
-			for _, e := range n.entries {
-				if bytes.Equal(e.key, key) {
-					return e.val, nil
+			if n.legacy {
+				for _, e := range n.entries {
+					if bytes.Equal(e.key, key) {
+						return e.val, nil
+					}
 				}
+				return nil, nil
 			}
-			return nil, nil
+			i, found := slices.BinarySearchFunc(n.entries, key, func(e trieEntry, k []byte) int { return bytes.Compare(e.key, k) })
+			if !found {
+				return nil, nil
+			}
+			return n.entries[i].val, nil
 		}
-		c := n.children[nibble(path, depth)]
+		var c trieChild
+		if n.legacy {
+			if legacyPath == nil {
+				p := hashing.Digest(sha256.Sum256(key))
+				legacyPath = &p
+			}
+			if depth >= legacyMaxDepth {
+				return nil, fmt.Errorf("%w: legacy state map deeper than a hash", ErrCorrupt)
+			}
+			c = n.children[legacyNibble(*legacyPath, depth)]
+		} else {
+			c = n.children[keyNibble(key, n.depth)]
+		}
 		if c.count == 0 {
 			return nil, nil
 		}
@@ -497,8 +744,9 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 	}
 }
 
-// trieWalk calls fn for every entry below root, in path order. fn must not
-// retain key or val beyond the call unless it copies them.
+// trieWalk calls fn for every entry below root, in the order of its
+// layout (key order for the ordered one). fn must not retain key or val
+// beyond the call unless it copies them.
 func trieWalk(src nodeSource, root trieChild, fn func(key, val []byte) error) error {
 	if root.count == 0 {
 		return nil
@@ -525,9 +773,10 @@ func trieWalk(src nodeSource, root trieChild, fn func(key, val []byte) error) er
 
 // trieDiff calls fn for every key whose value differs between the tries at
 // a and b (old nil = added, new nil = removed). Shared subtrees are skipped
-// without being read.
+// without being read; the rest costs about what differs (a diff across a
+// layout upgrade reads both sides whole).
 func trieDiff(src nodeSource, a, b trieChild, fn func(key, old, new []byte) error) error {
-	if a.id == b.id && a.count == b.count {
+	if a == b {
 		return nil
 	}
 	var na, nb *trieNode
@@ -542,35 +791,87 @@ func trieDiff(src nodeSource, a, b trieChild, fn func(key, old, new []byte) erro
 			return err
 		}
 	}
-	if na != nil && nb != nil && !na.leaf && !nb.leaf {
-		for i := 0; i < 16; i++ {
-			if err := trieDiff(src, na.children[i], nb.children[i], fn); err != nil {
-				return err
-			}
+	if na != nil && nb != nil && !na.leaf && !nb.leaf && na.legacy == nb.legacy {
+		if na.legacy {
+			// Legacy nodes split at their depth in the trie: children align.
+			return diffChildren(src, na.children, nb.children, fn)
 		}
-		return nil
+		return diffBranches(src, a, na, b, nb, fn)
 	}
-	w := &trieWriter{src: src}
+	return diffSorted(src, na, nb, fn)
+}
+
+// diffChildren diffs two branches child by child.
+func diffChildren(src nodeSource, ca, cb [16]trieChild, fn func(key, old, new []byte) error) error {
+	for i := range ca {
+		if err := trieDiff(src, ca[i], cb[i], fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// diffBranches diffs two ordered branches. Split at one nibble they diff
+// child by child. Otherwise the shallower split's child on the deeper
+// one's prefix is diffed against the deeper branch and its other children
+// hold what only its side has, unless the prefixes part before both
+// splits, and the two sides share nothing.
+func diffBranches(src nodeSource, a trieChild, na *trieNode, b trieChild, nb *trieNode, fn func(key, old, new []byte) error) error {
+	shallow := min(na.depth, nb.depth)
+	if divergence(na.prefix, nb.prefix, 0, shallow) < shallow {
+		return diffSorted(src, na, nb, fn)
+	}
+	if na.depth == nb.depth {
+		return diffChildren(src, na.children, nb.children, fn)
+	}
+	var ca, cb [16]trieChild
+	if na.depth < nb.depth {
+		ca = na.children
+		cb[keyNibble(nb.prefix, na.depth)] = b
+	} else {
+		cb = nb.children
+		ca[keyNibble(na.prefix, nb.depth)] = a
+	}
+	return diffChildren(src, ca, cb, fn)
+}
+
+// diffSorted diffs two subtrees (nil: empty) by reading both whole and
+// merging their entries in key order.
+func diffSorted(src nodeSource, na, nb *trieNode, fn func(key, old, new []byte) error) error {
 	var ea, eb []trieEntry
-	if na != nil {
-		if ea, err = w.collect(na, nil); err != nil {
+	var err error
+	for _, side := range []struct {
+		n   *trieNode
+		out *[]trieEntry
+	}{{na, &ea}, {nb, &eb}} {
+		if side.n == nil {
+			continue
+		}
+		if *side.out, err = collectEntries(src, side.n, nil); err != nil {
 			return err
 		}
-	}
-	if nb != nil {
-		if eb, err = w.collect(nb, nil); err != nil {
-			return err
+		if side.n.legacy {
+			slices.SortFunc(*side.out, func(x, y trieEntry) int { return bytes.Compare(x.key, y.key) })
 		}
 	}
 	i, j := 0, 0
 	for i < len(ea) || j < len(eb) {
+		c := 0
 		switch {
-		case j == len(eb) || (i < len(ea) && entryLess(&ea[i], &eb[j])):
+		case j == len(eb):
+			c = -1
+		case i == len(ea):
+			c = 1
+		default:
+			c = bytes.Compare(ea[i].key, eb[j].key)
+		}
+		switch {
+		case c < 0:
 			if err := fn(ea[i].key, ea[i].val, nil); err != nil {
 				return err
 			}
 			i++
-		case i == len(ea) || entryLess(&eb[j], &ea[i]):
+		case c > 0:
 			if err := fn(eb[j].key, nil, eb[j].val); err != nil {
 				return err
 			}
@@ -590,10 +891,10 @@ func trieDiff(src nodeSource, a, b trieChild, fn func(key, old, new []byte) erro
 
 // cost estimates the heap a decoded node holds, for the node cache.
 func (n *trieNode) cost() int64 {
-	c := int64(16*(32+8) + 64)
+	c := int64(16*(32+8)+96) + int64(len(n.prefix))
 	for i := range n.entries {
 		e := &n.entries[i]
-		c += 32 + 48 + int64(len(e.key)+len(e.val))
+		c += 48 + int64(len(e.key)+len(e.val))
 	}
 	return c
 }

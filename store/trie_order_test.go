@@ -1,0 +1,446 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+)
+
+// keyShapes generate keys that stress the ordered layout: keys that are
+// prefixes of others, long shared prefixes (a node each would make the
+// trie as deep as the key), dense neighbours, and the store's real key
+// shapes.
+var keyShapes = []struct {
+	name string
+	key  func(rng *rand.Rand) string
+}{
+	{"prefixes", func(rng *rand.Rand) string {
+		// "a", "ab", "abb", …: many keys are prefixes of others.
+		return strings.Repeat("ab", 30)[:rng.IntN(60)]
+	}},
+	{"long-shared-prefix", func(rng *rand.Rand) string {
+		return strings.Repeat("p", 250) + fmt.Sprintf("%x", rng.IntN(4000))
+	}},
+	{"neighbours", func(rng *rand.Rand) string { return fmt.Sprintf("step-%06d", rng.IntN(3000)) }},
+	{"decimal", func(rng *rand.Rand) string { return fmt.Sprintf("k%d", rng.IntN(3000)) }},
+	{"binary", func(rng *rand.Rand) string {
+		b := make([]byte, 1+rng.IntN(4))
+		for i := range b {
+			b[i] = byte(1 + rng.IntN(255)) // any byte but zero
+		}
+		return string(b)
+	}},
+	{"store-keys", func(rng *rand.Rand) string {
+		id := func() string { return fmt.Sprintf("a%d", rng.IntN(300)) }
+		switch rng.IntN(3) {
+		case 0:
+			return string(tkArtifact(id()))
+		case 1:
+			return string(tkTomb(id()))
+		}
+		return string(tkEdge(graph.EdgeKey{From: id(), Rel: []string{"derived_from", "supports", "cites"}[rng.IntN(3)], To: id()}))
+	}},
+}
+
+// TestOrderedTrieAgainstMap applies random batches of sets and deletes for
+// every key shape and checks, after each, that the trie agrees with a
+// plain map (the oracle): count, lookups, absent keys, a walk in key
+// order, the shape (checkOrderedShape), the root of a build from scratch,
+// and the exact diff against every earlier root kept.
+func TestOrderedTrieAgainstMap(t *testing.T) {
+	for _, shape := range keyShapes {
+		t.Run(shape.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 2; seed++ {
+				rng := rand.New(rand.NewPCG(seed, 99))
+				nodes := memNodes{}
+				oracle := map[string]string{}
+				var root trieChild
+				type kept struct {
+					root trieChild
+					m    map[string]string
+				}
+				var history []kept
+				for batch := range 40 {
+					var muts []trieMut
+					n := 1 + rng.IntN(120)
+					if batch%10 == 9 {
+						n = 400 // big batches split and merge many nodes at once
+					}
+					for range n {
+						k := shape.key(rng)
+						if rng.IntN(3) == 0 {
+							muts = append(muts, mutFor([]byte(k), nil))
+							delete(oracle, k)
+						} else {
+							v := fmt.Sprintf("v%d", rng.IntN(1000))
+							muts = append(muts, mutFor([]byte(k), []byte(v)))
+							oracle[k] = v
+						}
+					}
+					w := newTrieWriter(nodes)
+					next, err := w.apply(root, muts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					nodes.absorb(w)
+					root = next
+					where := fmt.Sprintf("seed %d batch %d", seed, batch)
+					checkAgainstOracle(t, where, nodes, root, oracle)
+					checkOrderedShape(t, nodes, root, 0, nil)
+					if scratch := buildFrom(t, nodes, oracle); scratch != root {
+						t.Fatalf("%s: incremental root %s/%d, from scratch %s/%d", where, root.id.Short(), root.count, scratch.id.Short(), scratch.count)
+					}
+					for i, h := range history {
+						if (batch+i)%3 == 0 {
+							checkDiff(t, where, nodes, h.root, root, h.m, oracle)
+							checkDiff(t, where+" (reversed)", nodes, root, h.root, oracle, h.m)
+						}
+					}
+					if batch%4 == 0 {
+						// The roots of the last few checkpoints, the oldest
+						// from 16 batches back.
+						history = append(history[max(0, len(history)-3):], kept{root, maps.Clone(oracle)})
+					}
+				}
+			}
+		})
+	}
+}
+
+// checkAgainstOracle checks count, lookups, an absent key and a walk (in
+// key order unless the trie is legacy).
+func checkAgainstOracle(t *testing.T, where string, src nodeSource, root trieChild, oracle map[string]string) {
+	t.Helper()
+	if root.count != len(oracle) {
+		t.Fatalf("%s: count %d, want %d", where, root.count, len(oracle))
+	}
+	for k, v := range oracle {
+		got, err := trieGet(src, root, []byte(k))
+		if err != nil || string(got) != v {
+			t.Fatalf("%s: get %q = %q, %v; want %q", where, k, got, err, v)
+		}
+		if got, err := trieGet(src, root, []byte(k+"\x01")); err != nil || (got != nil && oracle[k+"\x01"] == "") {
+			t.Fatalf("%s: get of absent %q = %q, %v", where, k+"\x01", got, err)
+		}
+	}
+	var walked []string
+	if err := trieWalk(src, root, func(k, v []byte) error {
+		if oracle[string(k)] != string(v) {
+			t.Fatalf("%s: walk gave %q=%q, oracle %q", where, k, v, oracle[string(k)])
+		}
+		walked = append(walked, string(k))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	legacy := false
+	if root.count > 0 {
+		n, err := src.node(root.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		legacy = n.legacy
+	}
+	if legacy {
+		slices.Sort(walked)
+	}
+	if want := slices.Sorted(maps.Keys(oracle)); !slices.Equal(walked, want) {
+		t.Fatalf("%s: walk is not the oracle's keys in order (%d keys, want %d)", where, len(walked), len(want))
+	}
+}
+
+// checkDiff checks that trieDiff(a, b) reports exactly the keys whose
+// values differ between ma and mb, each once, with both values.
+func checkDiff(t *testing.T, where string, src nodeSource, a, b trieChild, ma, mb map[string]string) {
+	t.Helper()
+	want := map[string]string{}
+	for k, v := range ma {
+		if w, ok := mb[k]; !ok || w != v {
+			want[k] = v + ">" + mb[k]
+		}
+	}
+	for k, v := range mb {
+		if _, ok := ma[k]; !ok {
+			want[k] = ">" + v
+		}
+	}
+	got := map[string]string{}
+	if err := trieDiff(src, a, b, func(k, o, n []byte) error {
+		if _, dup := got[string(k)]; dup {
+			t.Fatalf("%s: diff reported %q twice", where, k)
+		}
+		got[string(k)] = string(o) + ">" + string(n)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("%s: diff reported %d changes, want %d", where, len(got), len(want))
+	}
+}
+
+// buildFrom builds the oracle's entries into an ordered trie from scratch.
+func buildFrom(t *testing.T, nodes memNodes, oracle map[string]string) trieChild {
+	t.Helper()
+	var all []trieMut
+	for _, k := range slices.Sorted(maps.Keys(oracle)) {
+		all = append(all, mutFor([]byte(k), []byte(oracle[k])))
+	}
+	w := newTrieWriter(nodes)
+	root, err := w.apply(trieChild{}, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes.absorb(w)
+	return root
+}
+
+// checkOrderedShape checks the canonical shape below ref: every entry
+// shares the nibbles the path to it fixed (want, from depth on), leaves
+// hold at most maxLeaf entries, and a branch splits at the first nibble
+// its entries do not all share, with its prefix, more than maxLeaf
+// entries and two children or more (decodeNode checks the last two).
+// It returns the entries below ref.
+func checkOrderedShape(t *testing.T, src nodeSource, ref trieChild, depth int, want []byte) []trieEntry {
+	t.Helper()
+	if ref.count == 0 {
+		return nil
+	}
+	n, err := src.node(ref.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.legacy {
+		t.Fatalf("legacy node %s in an ordered trie", ref.id.Short())
+	}
+	var entries []trieEntry
+	if n.leaf {
+		if len(n.entries) > maxLeaf {
+			t.Fatalf("leaf %s holds %d entries", ref.id.Short(), len(n.entries))
+		}
+		entries = n.entries
+	} else {
+		if n.depth < depth {
+			t.Fatalf("branch %s splits at %d, above its parent's %d", ref.id.Short(), n.depth, depth)
+		}
+		for nib, c := range n.children {
+			path := packPrefix(n.prefix, n.depth+1)
+			if n.depth%2 == 0 {
+				path[n.depth/2] |= byte(nib) << 4
+			} else {
+				path[n.depth/2] |= byte(nib)
+			}
+			sub := checkOrderedShape(t, src, c, n.depth+1, path)
+			for _, e := range sub {
+				if keyNibble(e.key, n.depth) != nib {
+					t.Fatalf("entry %q under child %d of a split at %d", e.key, nib, n.depth)
+				}
+			}
+			entries = append(entries, sub...)
+		}
+		first, last := entries[0].key, entries[len(entries)-1].key
+		if got := divergence(first, last, 0, max(pathEnd(first), pathEnd(last))); got != n.depth {
+			t.Fatalf("branch %s splits at %d; its entries part at %d", ref.id.Short(), n.depth, got)
+		}
+		if !bytes.Equal(n.prefix, packPrefix(first, n.depth)) {
+			t.Fatalf("branch %s prefix %x, entries share %x", ref.id.Short(), n.prefix, packPrefix(first, n.depth))
+		}
+	}
+	if len(entries) != ref.count {
+		t.Fatalf("node %s counts %d, holds %d", ref.id.Short(), ref.count, len(entries))
+	}
+	for _, e := range entries {
+		if divergence(e.key, want, 0, depth) < depth {
+			t.Fatalf("entry %q is off the path to its node (depth %d)", e.key, depth)
+		}
+	}
+	return entries
+}
+
+// TestOrderedTrieLocality is what the layout is for: a batch of
+// neighbouring keys added to a big map writes a few nodes, where the
+// hashed layout rewrote a leaf for nearly every key.
+func TestOrderedTrieLocality(t *testing.T) {
+	nodes := memNodes{}
+	var muts []trieMut
+	for i := range 100000 {
+		muts = append(muts, mutFor(fmt.Appendf(nil, "astep-%06d", i), []byte("v")))
+	}
+	w := newTrieWriter(nodes)
+	root, err := w.apply(trieChild{}, muts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes.absorb(w)
+	muts = muts[:0]
+	for i := 100000; i < 102000; i++ {
+		muts = append(muts, mutFor(fmt.Appendf(nil, "astep-%06d", i), []byte("v")))
+	}
+	w = newTrieWriter(nodes)
+	if _, err := w.apply(root, muts); err != nil {
+		t.Fatal(err)
+	}
+	// Decimal ids split by digit, ten entries a leaf: 2,000 new entries
+	// fill about 200 leaves, and the branches above them and the path to
+	// the root are a few more. The hashed layout rewrote about 1,900 of
+	// its 2,600-odd leaves for the same commit.
+	if len(w.written) > 300 {
+		t.Fatalf("adding 2,000 neighbouring keys to 100,000 wrote %d nodes", len(w.written))
+	}
+	t.Logf("2,000 neighbouring keys onto 100,000: %d nodes written", len(w.written))
+}
+
+func TestDecodeOrderedNodeRejectsNonCanonical(t *testing.T) {
+	leaf := func(keys ...string) []byte {
+		n := &trieNode{leaf: true}
+		for _, k := range keys {
+			n.entries = append(n.entries, trieEntry{key: []byte(k), val: []byte("v")})
+		}
+		n.total = len(n.entries)
+		return n.encode()
+	}
+	branch := func(depth int, prefix []byte, counts ...int) []byte {
+		n := &trieNode{depth: depth, prefix: prefix}
+		for i, c := range counts {
+			n.children[i] = trieChild{id: hashing.Sum([]byte{byte(i)}), count: c}
+			n.total += c
+		}
+		return n.encode()
+	}
+	if _, err := decodeNode(leaf("a", "b")); err != nil {
+		t.Fatalf("a sound leaf: %v", err)
+	}
+	if _, err := decodeNode(branch(3, []byte{0x61, 0x70}, 20, 20)); err != nil {
+		t.Fatalf("a sound branch: %v", err)
+	}
+	for name, b := range map[string][]byte{
+		"keys out of order":    leaf("b", "a"),
+		"a key twice":          leaf("a", "a"),
+		"one child":            branch(2, []byte{0x61}, 40),
+		"too few entries":      branch(2, []byte{0x61}, 10, 10),
+		"bits past the prefix": branch(3, []byte{0x61, 0x71}, 20, 20),
+		"prefix cut short":     branch(5, []byte{0x61}, 20, 20)[:6],
+		"depth past the bound": branch(maxNodeDepth+2, make([]byte, maxNodeDepth/2+1), 20, 20),
+	} {
+		if _, err := decodeNode(b); err == nil {
+			t.Errorf("decodeNode accepted a node with %s", name)
+		}
+	}
+}
+
+// ---- the legacy (format 1) layout ----
+
+// legacyPath is an entry's path in the hashed layout.
+func legacyPath(key []byte) hashing.Digest { return sha256.Sum256(key) }
+
+// legacyBuild writes entries as a trie of the hashed layout of format 1,
+// as its writer did, to make the stores of that format in tests.
+func legacyBuild(w *trieWriter, entries []trieEntry) trieChild {
+	sorted := slices.Clone(entries)
+	slices.SortFunc(sorted, func(a, b trieEntry) int {
+		pa, pb := legacyPath(a.key), legacyPath(b.key)
+		if c := bytes.Compare(pa[:], pb[:]); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.key, b.key)
+	})
+	var build func(es []trieEntry, depth int) trieChild
+	build = func(es []trieEntry, depth int) trieChild {
+		if len(es) <= maxLeaf || depth >= legacyMaxDepth {
+			return w.store(&trieNode{leaf: true, legacy: true, entries: es, total: len(es)})
+		}
+		node := &trieNode{legacy: true, total: len(es)}
+		for i := 0; i < len(es); {
+			nib := legacyNibble(legacyPath(es[i].key), depth)
+			j := i + 1
+			for j < len(es) && legacyNibble(legacyPath(es[j].key), depth) == nib {
+				j++
+			}
+			node.children[nib] = build(es[i:j:j], depth+1)
+			i = j
+		}
+		return w.store(node)
+	}
+	return build(sorted, 0)
+}
+
+func oracleEntries(m map[string]string) []trieEntry {
+	var es []trieEntry
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		es = append(es, trieEntry{key: []byte(k), val: []byte(m[k])})
+	}
+	return es
+}
+
+// TestLegacyTrie: a trie of the hashed layout reads as before (lookups,
+// walks, diffs against legacy and ordered tries), and a write onto it
+// first rebuilds it in the ordered layout: the result is the ordered trie
+// a build from scratch gives.
+func TestLegacyTrie(t *testing.T) {
+	for _, shape := range keyShapes {
+		t.Run(shape.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 5))
+			nodes := memNodes{}
+			m1, m2 := map[string]string{}, map[string]string{}
+			for range 1500 {
+				k := shape.key(rng)
+				m1[k] = fmt.Sprint(rng.IntN(9))
+			}
+			maps.Copy(m2, m1)
+			for range 200 {
+				k := shape.key(rng)
+				if rng.IntN(2) == 0 {
+					delete(m2, k)
+				} else {
+					m2[k] = "changed"
+				}
+			}
+			w := newTrieWriter(nodes)
+			l1, l2 := legacyBuild(w, oracleEntries(m1)), legacyBuild(w, oracleEntries(m2))
+			nodes.absorb(w)
+			checkAgainstOracle(t, "legacy 1", nodes, l1, m1)
+			checkAgainstOracle(t, "legacy 2", nodes, l2, m2)
+			checkDiff(t, "legacy to legacy", nodes, l1, l2, m1, m2)
+			o1, o2 := buildFrom(t, nodes, m1), buildFrom(t, nodes, m2)
+			checkDiff(t, "legacy to ordered", nodes, l1, o2, m1, m2)
+			checkDiff(t, "ordered to legacy", nodes, o1, l2, m1, m2)
+
+			up := newTrieWriter(nodes)
+			got, err := up.upgrade(l1, nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != o1 {
+				t.Fatalf("upgrade gave %s/%d, an ordered build %s/%d", got.id.Short(), got.count, o1.id.Short(), o1.count)
+			}
+			// apply onto a legacy root upgrades it first.
+			var muts []trieMut
+			for k, v := range m2 {
+				if m1[k] != v {
+					muts = append(muts, mutFor([]byte(k), []byte(v)))
+				}
+			}
+			for k := range m1 {
+				if _, ok := m2[k]; !ok {
+					muts = append(muts, mutFor([]byte(k), nil))
+				}
+			}
+			aw := newTrieWriter(nodes)
+			applied, err := aw.apply(l1, muts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if applied != o2 {
+				t.Fatalf("apply onto a legacy root gave %s/%d, want the ordered %s/%d", applied.id.Short(), applied.count, o2.id.Short(), o2.count)
+			}
+		})
+	}
+}
