@@ -127,9 +127,11 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			return err
 		}
 		cn := checkNode{total: n.total}
-		for _, c := range n.children {
-			if c.count > 0 {
-				cn.children = append(cn.children, c.id)
+		if !n.leaf {
+			for _, c := range n.children {
+				if c.count > 0 {
+					cn.children = append(cn.children, c.id)
+				}
 			}
 		}
 		k.nodes[d] = cn

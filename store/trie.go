@@ -89,7 +89,7 @@ type trieNode struct {
 	// legacy marks a node of the hashed layout of format 1.
 	legacy   bool
 	entries  []trieEntry
-	children [16]trieChild
+	children *[16]trieChild // nil in a leaf
 	total    int
 	// depth is the nibble an ordered branch splits on, and prefix packs
 	// the depth nibbles its entries share before it.
@@ -268,7 +268,7 @@ func decodeNode(b []byte) (*trieNode, error) {
 		if !ok {
 			return bad("branch header")
 		}
-		node := &trieNode{total: int(total), legacy: b[0] == 'B'}
+		node := &trieNode{total: int(total), legacy: b[0] == 'B', children: new([16]trieChild)}
 		if !node.legacy {
 			depth, ok := uv()
 			if !ok || depth > maxNodeDepth || uint64(len(r)) < (depth+1)/2 {
@@ -538,7 +538,7 @@ func (w *trieWriter) update(ref trieChild, depth int, muts []trieMut) (trieChild
 	at := min(divergence(node.prefix, muts[0].key, depth, node.depth),
 		divergence(node.prefix, muts[len(muts)-1].key, depth, node.depth))
 	if at == node.depth {
-		children := node.children
+		children := *node.children
 		for nib, group := range byNibble(muts, at) {
 			c, err := w.update(node.children[nib], at+1, group)
 			if err != nil {
@@ -602,7 +602,7 @@ func (w *trieWriter) assemble(depth int, prefix []byte, children [16]trieChild) 
 	case total == 0:
 		return trieChild{}, nil
 	case total <= maxLeaf:
-		entries, err := w.collect(&trieNode{children: children, total: total}, nil)
+		entries, err := w.collect(&trieNode{children: &children, total: total}, nil)
 		if err != nil {
 			return trieChild{}, err
 		}
@@ -610,7 +610,7 @@ func (w *trieWriter) assemble(depth int, prefix []byte, children [16]trieChild) 
 	case live == 1:
 		return only, nil
 	}
-	return w.store(&trieNode{depth: depth, prefix: prefix, children: children, total: total}), nil
+	return w.store(&trieNode{depth: depth, prefix: prefix, children: &children, total: total}), nil
 }
 
 // build stores entries (sorted by key, distinct, sharing the first depth
@@ -627,7 +627,7 @@ func (w *trieWriter) build(entries []trieEntry, depth int) trieChild {
 		// key holds: keep them in one leaf rather than split forever.
 		return w.store(&trieNode{leaf: true, entries: entries, total: len(entries)})
 	}
-	node := &trieNode{depth: split, prefix: packPrefix(first, split), total: len(entries)}
+	node := &trieNode{depth: split, prefix: packPrefix(first, split), total: len(entries), children: new([16]trieChild)}
 	for i := 0; i < len(entries); {
 		nib := keyNibble(entries[i].key, split)
 		j := i + 1
@@ -794,7 +794,7 @@ func trieDiff(src nodeSource, a, b trieChild, fn func(key, old, new []byte) erro
 	if na != nil && nb != nil && !na.leaf && !nb.leaf && na.legacy == nb.legacy {
 		if na.legacy {
 			// Legacy nodes split at their depth in the trie: children align.
-			return diffChildren(src, na.children, nb.children, fn)
+			return diffChildren(src, *na.children, *nb.children, fn)
 		}
 		return diffBranches(src, a, na, b, nb, fn)
 	}
@@ -822,14 +822,14 @@ func diffBranches(src nodeSource, a trieChild, na *trieNode, b trieChild, nb *tr
 		return diffSorted(src, na, nb, fn)
 	}
 	if na.depth == nb.depth {
-		return diffChildren(src, na.children, nb.children, fn)
+		return diffChildren(src, *na.children, *nb.children, fn)
 	}
 	var ca, cb [16]trieChild
 	if na.depth < nb.depth {
-		ca = na.children
+		ca = *na.children
 		cb[keyNibble(nb.prefix, na.depth)] = b
 	} else {
-		cb = nb.children
+		cb = *nb.children
 		ca[keyNibble(na.prefix, nb.depth)] = a
 	}
 	return diffChildren(src, ca, cb, fn)
@@ -891,7 +891,10 @@ func diffSorted(src nodeSource, na, nb *trieNode, fn func(key, old, new []byte) 
 
 // cost estimates the heap a decoded node holds, for the node cache.
 func (n *trieNode) cost() int64 {
-	c := int64(16*(32+8)+96) + int64(len(n.prefix))
+	c := int64(96) + int64(len(n.prefix))
+	if n.children != nil {
+		c += 16 * (32 + 8)
+	}
 	for i := range n.entries {
 		e := &n.entries[i]
 		c += 48 + int64(len(e.key)+len(e.val))

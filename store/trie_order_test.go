@@ -308,7 +308,7 @@ func TestDecodeOrderedNodeRejectsNonCanonical(t *testing.T) {
 		return n.encode()
 	}
 	branch := func(depth int, prefix []byte, counts ...int) []byte {
-		n := &trieNode{depth: depth, prefix: prefix}
+		n := &trieNode{depth: depth, prefix: prefix, children: new([16]trieChild)}
 		for i, c := range counts {
 			n.children[i] = trieChild{id: hashing.Sum([]byte{byte(i)}), count: c}
 			n.total += c
@@ -357,7 +357,7 @@ func legacyBuild(w *trieWriter, entries []trieEntry) trieChild {
 		if len(es) <= maxLeaf || depth >= legacyMaxDepth {
 			return w.store(&trieNode{leaf: true, legacy: true, entries: es, total: len(es)})
 		}
-		node := &trieNode{legacy: true, total: len(es)}
+		node := &trieNode{legacy: true, total: len(es), children: new([16]trieChild)}
 		for i := 0; i < len(es); {
 			nib := legacyNibble(legacyPath(es[i].key), depth)
 			j := i + 1
