@@ -73,11 +73,17 @@
 // Format 2 changed only the state map's layout: format 1 keyed its trie by
 // SHA-256 of each entry's key, which scattered the entries a commit wrote
 // over the whole map. A store of format 1 opens as it is: Open stamps it
-// 2 (so that an older binary refuses it rather than misread the new
-// nodes), the old tries stay readable, and the first commit onto a branch
-// head rebuilds that head's state map in the ordered layout once (about
-// what loading the head costs). Every process sharing a store must run a
-// binary of format 2 before one of them opens it.
+// 2, so that an older binary refuses it rather than misread the new
+// nodes. The old tries stay readable (lookups, walks, diffs, fsck), and
+// the first commit onto a branch head rebuilds that head's state map in
+// the ordered layout, in the committer, with the entries and new nodes
+// in memory outside the cache budget — about what loading the head
+// costs. Each head does so once; a branch created later at an old commit
+// rebuilds again, and a diff or merge whose side is an old commit reads
+// both maps whole. There is no rolling upgrade or downgrade: stop every
+// older process sharing a store before the first format-2 process opens
+// it (an older one left running fails its reads with a corruption error;
+// it does not write over the new maps).
 //
 // The ops chunks of a commit, joined, are the canonical JSON its ops hash
 // covers (HASHING.md §5); the committer writes them in one pass (opsenc.go)

@@ -17,11 +17,12 @@ import (
 // commit in O(depth) node reads, a diff that skips shared subtrees, and
 // structural sharing between commits and branches.
 //
-// An entry's path is its key's bytes followed by a zero byte, read as
-// nibbles; past its end a path reads as zeros. No key holds a zero byte
-// where another key continues (ids hold none, and an edge key's
-// separators are followed by a relation or an id), so paths order entries
-// as their keys do and no path is a prefix of another. A subtree with at
+// An entry's path is its key's bytes read as nibbles, then zeros: the
+// zero byte sorts first, so paths order entries as their keys do (a key
+// that is a prefix of another comes first in both orders). Only keys that
+// differ by trailing zero bytes alone would share a path, and no key ends
+// in one (ids hold no zero byte, and an edge key ends with an id); build
+// keeps such keys in one leaf rather than split them forever. A subtree with at
 // most maxLeaf entries is a leaf node (entries sorted by key); a larger
 // one is a branch node at the first nibble its entries do not all share,
 // with a child per value of that nibble. The nibbles the entries share
@@ -35,7 +36,7 @@ import (
 // artifacts with neighbouring ids (the steps of an agent run) rewrites a
 // few leaves, not one leaf per entry, so the work of a commit stays
 // bounded by what it touches as the context grows (docs/BENCHMARKS.md,
-// "An ordered state map").
+// "An ordered state map"). Random ids (UUIDs) scatter as they did.
 //
 // Node encodings (the node's id is SHA-256 of its encoding):
 //
@@ -420,7 +421,9 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 			if n == nil {
 				n = w.read[ref.id]
 			}
-			if n.leaf || n.legacy {
+			if n.leaf || n.legacy || divergence(n.prefix, muts[i].key, 0, n.depth) < n.depth {
+				// A key off the branch's prefix makes a new split above
+				// it: update reads nothing below.
 				at[i] = trieChild{}
 				continue
 			}

@@ -3,9 +3,11 @@ package store
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -327,11 +329,18 @@ func TestDecodeOrderedNodeRejectsNonCanonical(t *testing.T) {
 		"one child":            branch(2, []byte{0x61}, 40),
 		"too few entries":      branch(2, []byte{0x61}, 10, 10),
 		"bits past the prefix": branch(3, []byte{0x61, 0x71}, 20, 20),
-		"prefix cut short":     branch(5, []byte{0x61}, 20, 20)[:6],
 		"depth past the bound": branch(maxNodeDepth+2, make([]byte, maxNodeDepth/2+1), 20, 20),
 	} {
 		if _, err := decodeNode(b); err == nil {
 			t.Errorf("decodeNode accepted a node with %s", name)
+		}
+	}
+	// Every truncation of sound nodes is refused, without a panic.
+	for _, full := range [][]byte{branch(5, []byte{0x61, 0x62, 0x60}, 20, 20), branch(0, nil, 17, 18), leaf("abc", "abd")} {
+		for i := range full {
+			if _, err := decodeNode(full[:i]); err == nil {
+				t.Errorf("decodeNode accepted %x, cut from %x", full[:i], full)
+			}
 		}
 	}
 }
@@ -443,4 +452,117 @@ func TestLegacyTrie(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOrderedDiffReadsWhatDiffers: a diff between a big map and a small
+// change of it reads about the nodes the change wrote, on both sides —
+// also when the change makes a split above the old root (a key off the
+// common prefix) or removes one — never the whole map.
+func TestOrderedDiffReadsWhatDiffers(t *testing.T) {
+	nodes := memNodes{}
+	var muts []trieMut
+	for i := range 20000 {
+		muts = append(muts, mutFor(fmt.Appendf(nil, "astep-%06d", i), []byte("v")))
+	}
+	w := newTrieWriter(nodes)
+	base, err := w.apply(trieChild{}, muts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes.absorb(w)
+	for _, tc := range []struct {
+		name string
+		muts []trieMut
+	}{
+		{"update three", []trieMut{mutFor([]byte("astep-000007"), []byte("w")), mutFor([]byte("astep-012345"), []byte("w")), mutFor([]byte("astep-019999"), []byte("w"))}},
+		{"delete one", []trieMut{mutFor([]byte("astep-004321"), nil)}},
+		{"split above the root", []trieMut{mutFor([]byte("b"), []byte("w")), mutFor([]byte("ezz"), []byte("w"))}},
+		{"split inside the prefix", []trieMut{mutFor([]byte("astep"), []byte("w")), mutFor([]byte("astex"), []byte("w"))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newTrieWriter(nodes)
+			next, err := w.apply(base, tc.muts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes.absorb(w)
+			for _, dir := range [][2]trieChild{{base, next}, {next, base}} {
+				src := &countingNodes{memNodes: nodes}
+				changes := 0
+				if err := trieDiff(src, dir[0], dir[1], func(k, o, n []byte) error { changes++; return nil }); err != nil {
+					t.Fatal(err)
+				}
+				if changes != len(tc.muts) {
+					t.Fatalf("diff reported %d changes, want %d", changes, len(tc.muts))
+				}
+				if limit := 2*len(w.written) + 4; src.reads > limit {
+					t.Fatalf("diff read %d nodes; the change wrote %d (limit %d)", src.reads, len(w.written), limit)
+				}
+			}
+		})
+	}
+}
+
+// legacyFixtureEntries are the entries of testdata/legacy-state-map.txt:
+// the nodes the format-1 writer (as of commit f874cb1) made of them, with
+// their root on the first line. Edges have empty values.
+func legacyFixtureEntries() map[string]string {
+	m := map[string]string{}
+	for i := range 300 {
+		id := fmt.Sprintf("a%d", i)
+		m[string(tkArtifact(id))] = fmt.Sprintf("artifact %d", i)
+		if i > 0 {
+			m[string(tkEdge(graph.EdgeKey{From: id, Rel: "derived_from", To: fmt.Sprintf("a%d", i/2)}))] = ""
+		}
+		if i%7 == 0 {
+			m[string(tkTomb(fmt.Sprintf("gone-%d", i)))] = fmt.Sprint(i%5 + 1)
+		}
+	}
+	return m
+}
+
+// TestLegacyFixture reads a state map written by the format-1 writer
+// itself, not by legacyBuild: lookups, the walk and diffs agree with its
+// entries, legacyBuild makes the same root (so the other legacy tests
+// build what that writer built), and the upgrade is the ordered build.
+func TestLegacyFixture(t *testing.T) {
+	raw, err := os.ReadFile("testdata/legacy-state-map.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	var root trieChild
+	var rootHex string
+	if _, err := fmt.Sscanf(lines[0], "root %s %d", &rootHex, &root.count); err != nil {
+		t.Fatalf("first line %q: %v", lines[0], err)
+	}
+	if _, err := hex.Decode(root.id[:], []byte(rootHex)); err != nil {
+		t.Fatal(err)
+	}
+	nodes := memNodes{}
+	for _, line := range lines[1:] {
+		idHex, encHex, _ := strings.Cut(line, " ")
+		var id hashing.Digest
+		enc, err := hex.DecodeString(encHex)
+		if _, err2 := hex.Decode(id[:], []byte(idHex)); err != nil || err2 != nil || hashing.Sum(enc) != id {
+			t.Fatalf("fixture line %.40q: bad (%v, %v)", line, err, err2)
+		}
+		nodes[id] = enc
+	}
+	oracle := legacyFixtureEntries()
+	checkAgainstOracle(t, "format-1 fixture", nodes, root, oracle)
+	w := newTrieWriter(nodes)
+	if again := legacyBuild(w, oracleEntries(oracle)); again != root {
+		t.Fatalf("legacyBuild gave %s/%d, the format-1 writer %s/%d", again.id.Short(), again.count, root.id.Short(), root.count)
+	}
+	ordered := buildFrom(t, nodes, oracle)
+	up, err := newTrieWriter(nodes).upgrade(root, nodes)
+	if err != nil || up != ordered {
+		t.Fatalf("upgrade gave %v, %v; want the ordered build %v", up, err, ordered)
+	}
+	changed := maps.Clone(oracle)
+	delete(changed, string(tkArtifact("a17")))
+	changed[string(tkArtifact("a18"))] = "changed"
+	changed[string(tkArtifact("new"))] = "added"
+	checkDiff(t, "format 1 to 2", nodes, root, buildFrom(t, nodes, changed), oracle, changed)
 }

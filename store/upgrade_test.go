@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
 // seen is what TestLegacyStoreUpgrades reads at a commit.
@@ -195,4 +197,65 @@ func TestLegacyStoreUpgrades(t *testing.T) {
 		t.Fatal("a legacy commit reads differently after a reopen")
 	}
 	mustCheck(t, s)
+}
+
+// racingStamp is a shared driver on which another process stamps the
+// store right after this one read the stamp, once.
+type racingStamp struct {
+	sharedMem
+	raced     bool
+	conflicts int
+}
+
+func (d *racingStamp) Get(ctx context.Context, key []byte) ([]byte, error) {
+	v, err := d.sharedMem.Get(ctx, key)
+	if string(key) == string(keyMetaFormat()) && !d.raced {
+		d.raced = true
+		if cerr := d.sharedMem.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyMetaFormat(), Value: []byte(FormatVersion)}}}); cerr != nil {
+			return nil, cerr
+		}
+	}
+	return v, err
+}
+
+func (d *racingStamp) Commit(ctx context.Context, b kv.Batch) error {
+	err := d.sharedMem.Commit(ctx, b)
+	if errors.Is(err, kv.ErrConflict) {
+		d.conflicts++
+	}
+	return err
+}
+
+// TestFormatStampRace: two processes opening a store of format 1 (or a
+// new one) at once both open it; the one whose compare-and-swap of the
+// stamp loses reads the winner's.
+func TestFormatStampRace(t *testing.T) {
+	ctx := context.Background()
+	for _, start := range []string{formatLegacy, ""} {
+		d := &racingStamp{sharedMem: sharedMem{memkv.New()}}
+		if start != "" {
+			if err := d.sharedMem.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyMetaFormat(), Value: []byte(start)}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1})
+		if err != nil {
+			t.Fatalf("open with the stamp %q raced: %v", start, err)
+		}
+		if d.conflicts != 1 {
+			t.Fatalf("stamp %q: %d conflicts, want the one the race made", start, d.conflicts)
+		}
+		if v, err := d.sharedMem.Get(ctx, keyMetaFormat()); err != nil || string(v) != FormatVersion {
+			t.Fatalf("stamp %q: now %q, %v", start, v, err)
+		}
+		s.Close()
+	}
+	// A stamp this binary does not know is refused, not upgraded.
+	d := sharedMem{memkv.New()}
+	if err := d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyMetaFormat(), Value: []byte("3")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1}); err == nil || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("open of a store of format 3: %v", err)
+	}
 }
