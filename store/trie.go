@@ -669,21 +669,26 @@ func collectEntries(src nodeSource, node *trieNode, out []trieEntry) ([]trieEntr
 	return out, nil
 }
 
+// mergeStep says which side a merge of two sorted runs (at i of n and j
+// of m) takes next: negative the first, positive the second, zero both
+// (equal keys, by cmp when both have one left).
+func mergeStep(i, n, j, m int, cmp func() int) int {
+	switch {
+	case j == m:
+		return -1
+	case i == n:
+		return 1
+	}
+	return cmp()
+}
+
 // mergeEntries returns old (sorted by key) with muts (sorted by key, one
 // per key) applied.
 func mergeEntries(old []trieEntry, muts []trieMut) []trieEntry {
 	out := make([]trieEntry, 0, len(old)+len(muts))
 	i, j := 0, 0
 	for i < len(old) || j < len(muts) {
-		c := 0
-		switch {
-		case j == len(muts):
-			c = -1
-		case i == len(old):
-			c = 1
-		default:
-			c = bytes.Compare(old[i].key, muts[j].key)
-		}
+		c := mergeStep(i, len(old), j, len(muts), func() int { return bytes.Compare(old[i].key, muts[j].key) })
 		if c < 0 {
 			out = append(out, old[i])
 			i++
@@ -859,15 +864,7 @@ func diffSorted(src nodeSource, na, nb *trieNode, fn func(key, old, new []byte) 
 	}
 	i, j := 0, 0
 	for i < len(ea) || j < len(eb) {
-		c := 0
-		switch {
-		case j == len(eb):
-			c = -1
-		case i == len(ea):
-			c = 1
-		default:
-			c = bytes.Compare(ea[i].key, eb[j].key)
-		}
+		c := mergeStep(i, len(ea), j, len(eb), func() int { return bytes.Compare(ea[i].key, eb[j].key) })
 		switch {
 		case c < 0:
 			if err := fn(ea[i].key, ea[i].val, nil); err != nil {
