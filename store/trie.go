@@ -98,6 +98,17 @@ type trieNode struct {
 	prefix []byte
 }
 
+// newBranch returns an empty branch node, its children in the same
+// allocation.
+func newBranch() *trieNode {
+	b := new(struct {
+		n trieNode
+		c [16]trieChild
+	})
+	b.n.children = &b.c
+	return &b.n
+}
+
 // keyNibble returns nibble d of key's path: its bytes, then zeros.
 func keyNibble(key []byte, d int) int {
 	i := d / 2
@@ -269,7 +280,8 @@ func decodeNode(b []byte) (*trieNode, error) {
 		if !ok {
 			return bad("branch header")
 		}
-		node := &trieNode{total: int(total), legacy: b[0] == 'B', children: new([16]trieChild)}
+		node := newBranch()
+		node.total, node.legacy = int(total), b[0] == 'B'
 		if !node.legacy {
 			depth, ok := uv()
 			if !ok || depth > maxNodeDepth || uint64(len(r)) < (depth+1)/2 {
@@ -613,7 +625,9 @@ func (w *trieWriter) assemble(depth int, prefix []byte, children [16]trieChild) 
 	case live == 1:
 		return only, nil
 	}
-	return w.store(&trieNode{depth: depth, prefix: prefix, children: &children, total: total}), nil
+	node := newBranch()
+	node.depth, node.prefix, *node.children, node.total = depth, prefix, children, total
+	return w.store(node), nil
 }
 
 // build stores entries (sorted by key, distinct, sharing the first depth
@@ -630,7 +644,8 @@ func (w *trieWriter) build(entries []trieEntry, depth int) trieChild {
 		// key holds: keep them in one leaf rather than split forever.
 		return w.store(&trieNode{leaf: true, entries: entries, total: len(entries)})
 	}
-	node := &trieNode{depth: split, prefix: packPrefix(first, split), total: len(entries), children: new([16]trieChild)}
+	node := newBranch()
+	node.depth, node.prefix, node.total = split, packPrefix(first, split), len(entries)
 	for i := 0; i < len(entries); {
 		nib := keyNibble(entries[i].key, split)
 		j := i + 1

@@ -566,3 +566,48 @@ func TestLegacyFixture(t *testing.T) {
 	changed[string(tkArtifact("new"))] = "added"
 	checkDiff(t, "format 1 to 2", nodes, root, buildFrom(t, nodes, changed), oracle, changed)
 }
+
+// BenchmarkTrieApplyOne is a one-artifact commit's state-map update: one
+// new key into a map of 20,000 keys of 16 writers (ids c<writer>-<n>, as
+// `artifactd bench --clients 16` writes them), nodes in memory.
+func BenchmarkTrieApplyOne(b *testing.B) {
+	nodes := memNodes{}
+	val := []byte("value of some fifty bytes, like an artifact's meta")
+	var muts []trieMut
+	for i := range 1250 {
+		for c := range 16 {
+			muts = append(muts, mutFor(fmt.Appendf(nil, "ac%d-%d", c, i), val))
+		}
+	}
+	w := newTrieWriter(nodes)
+	root, err := w.apply(trieChild{}, muts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	nodes.absorb(w)
+	src := &decodedNodes{raw: nodes, m: map[hashing.Digest]*trieNode{}}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		w := newTrieWriter(src)
+		if _, err := w.apply(root, []trieMut{mutFor(fmt.Appendf(nil, "ac%d-%d", i%16, 1250+i/16), val)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// decodedNodes serves memNodes decoded once, as the node cache does.
+type decodedNodes struct {
+	raw memNodes
+	m   map[hashing.Digest]*trieNode
+}
+
+func (d *decodedNodes) node(id hashing.Digest) (*trieNode, error) {
+	if n := d.m[id]; n != nil {
+		return n, nil
+	}
+	n, err := d.raw.node(id)
+	if err == nil {
+		d.m[id] = n
+	}
+	return n, err
+}
