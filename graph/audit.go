@@ -52,6 +52,9 @@ type AuditReport struct {
 	Summary TrustSummary `json:"summary"`
 }
 
+// DataFunc gives the data of arts, in their order (an entry may be nil).
+type DataFunc func(arts []*Artifact) ([]json.RawMessage, error)
+
 // sourceFields are the top-level data members whose string values Audit
 // collects as sources.
 var sourceFields = []string{"url", "final_url", "locator", "source_url"}
@@ -63,18 +66,16 @@ var sourceFields = []string{"url", "final_url", "locator", "source_url"}
 // "source_url" members).
 // trust gives an artifact's trust (TrustReport.Trust, or a closure over
 // TrustIndex.Explain); when nil the trust is computed with s.Base(nil):
-// the definitions in force at the state. dataOf gives an artifact's data (a.Data when nil);
-// it may return nil. The error wraps ErrNotFound when answerID does not
-// exist.
-func Audit(s *State, answerID string, trust func(id string) Trust, dataOf func(*Artifact) json.RawMessage, meta AuditMeta) (*AuditReport, error) {
+// the definitions in force at the state. data gives the data of the
+// artifacts reached, in the order given, all in one call (a store reads
+// them in batches); nil takes each artifact's Data. An error from data
+// is returned. The error wraps ErrNotFound when answerID does not exist.
+func Audit(s *State, answerID string, trust func(id string) Trust, data DataFunc, meta AuditMeta) (*AuditReport, error) {
 	if s.art(answerID) == nil {
 		return nil, fmt.Errorf("graph: audit %q: %w", answerID, ErrNotFound)
 	}
 	if trust == nil {
 		trust = ComputeTrust(s, s.Base(nil)).Trust
-	}
-	if dataOf == nil {
-		dataOf = func(a *Artifact) json.RawMessage { return a.Data }
 	}
 	r := &AuditReport{AuditMeta: meta, Answer: answerID, Edges: []*Edge{}, Sources: []AuditSource{}}
 	depth := map[string]int{answerID: 0}
@@ -98,9 +99,27 @@ func Audit(s *State, answerID string, trust func(id string) Trust, dataOf func(*
 		}
 		return strings.Compare(a, b)
 	})
+	arts := make([]*Artifact, len(order))
+	for i, id := range order {
+		arts[i] = s.art(id)
+	}
+	datas := make([]json.RawMessage, len(arts))
+	if data == nil {
+		for i, a := range arts {
+			datas[i] = a.Data
+		}
+	} else {
+		var err error
+		if datas, err = data(arts); err != nil {
+			return nil, fmt.Errorf("graph: audit %q: %w", answerID, err)
+		}
+		if len(datas) != len(arts) {
+			return nil, fmt.Errorf("graph: audit %q: data gave %d payloads for %d artifacts", answerID, len(datas), len(arts))
+		}
+	}
 	sources := map[string][]string{}
-	for _, id := range order {
-		a := s.art(id)
+	for i, id := range order {
+		a := arts[i]
 		tr := trust(id)
 		r.Artifacts = append(r.Artifacts, AuditArtifact{ID: id, Type: a.Type, Version: a.Version,
 			ContentHash: a.ContentHash, ProducedBy: a.ProducedBy, Depth: depth[id], Trust: tr})
@@ -112,7 +131,7 @@ func Audit(s *State, answerID string, trust func(id string) Trust, dataOf func(*
 		case StatusPoisonRoot:
 			r.Summary.PoisonRoots++
 		}
-		for _, loc := range locators(dataOf(a)) {
+		for _, loc := range locators(datas[i]) {
 			if l := sources[loc]; len(l) == 0 || l[len(l)-1] != id {
 				sources[loc] = append(l, id)
 			}

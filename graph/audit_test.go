@@ -53,11 +53,40 @@ func TestAuditPoisonPlan(t *testing.T) {
 		}
 	}
 
-	// The data callback is used when payloads are not loaded.
-	asked := 0
-	rep, err = Audit(s, "s9", nil, func(a *Artifact) json.RawMessage { asked++; return nil }, meta)
-	if err != nil || asked != 2 || len(rep.Sources) != 0 || rep.Trust.Status != StatusConfirmed {
-		t.Errorf("dataOf: asked %d sources %v err %v", asked, rep.Sources, err)
+	// The data callback is used when payloads are not loaded: called once,
+	// with every artifact reached, in the report's order.
+	calls, asked := 0, []string{}
+	rep, err = Audit(s, "s9", nil, func(arts []*Artifact) ([]json.RawMessage, error) {
+		calls++
+		for _, a := range arts {
+			asked = append(asked, a.ID)
+		}
+		return make([]json.RawMessage, len(arts)), nil
+	}, meta)
+	if err != nil || calls != 1 || len(rep.Sources) != 0 || rep.Trust.Status != StatusConfirmed {
+		t.Errorf("data: %d calls, sources %v, err %v", calls, rep.Sources, err)
+	}
+	var order []string
+	for _, a := range rep.Artifacts {
+		order = append(order, a.ID)
+	}
+	if !slices.Equal(asked, order) {
+		t.Errorf("data asked for %v; the report lists %v", asked, order)
+	}
+	// Its data is what the sources come from, and its error is returned.
+	rep, err = Audit(s, "s10", nil, func(arts []*Artifact) ([]json.RawMessage, error) {
+		out := make([]json.RawMessage, len(arts))
+		for i, a := range arts {
+			out[i] = json.RawMessage(`{"url":"https://elsewhere.example/` + a.ID + `"}`)
+		}
+		return out, nil
+	}, meta)
+	if err != nil || len(rep.Sources) != len(rep.Artifacts) || rep.Sources[0].Locator != "https://elsewhere.example/s1" {
+		t.Errorf("sources from the data callback: %+v, %v", rep.Sources, err)
+	}
+	broken := errors.New("payload unreadable")
+	if _, err := Audit(s, "s10", nil, func([]*Artifact) ([]json.RawMessage, error) { return nil, broken }, meta); !errors.Is(err, broken) {
+		t.Errorf("a failing data callback: %v", err)
 	}
 	if _, err := Audit(s, "nope", nil, nil, meta); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown answer: %v", err)

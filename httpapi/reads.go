@@ -551,22 +551,12 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		if v.State.Artifact(id) == nil {
 			return nil, missingArtifact(id, v.Commit)
 		}
-		var dataErr error
 		rep, err := graph.Audit(v.State, id,
 			v.Trust.Explainer(v.State),
-			func(a *graph.Artifact) json.RawMessage {
-				d, err := v.Data(a)
-				if err != nil && dataErr == nil {
-					dataErr = err
-				}
-				return d
-			},
+			func(arts []*graph.Artifact) ([]json.RawMessage, error) { return v.DataMany(r.Context(), arts) },
 			graph.AuditMeta{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()})
 		if err != nil {
 			return nil, err
-		}
-		if dataErr != nil {
-			return nil, dataErr
 		}
 		if format == "markdown" {
 			return textBody{"text/markdown; charset=utf-8", rep.Markdown()}, nil

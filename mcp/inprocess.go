@@ -169,20 +169,10 @@ func (b *InProcess) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Aud
 		if v.State.Artifact(q.ID) == nil {
 			return missing(q.ID, v)
 		}
-		var dataErr error
 		var err error
 		rep, err = graph.Audit(v.State, q.ID, v.Trust.Explainer(v.State),
-			func(a *graph.Artifact) json.RawMessage {
-				d, err := v.Data(a)
-				if err != nil && dataErr == nil {
-					dataErr = err
-				}
-				return d
-			},
+			func(arts []*graph.Artifact) ([]json.RawMessage, error) { return v.DataMany(ctx, arts) },
 			graph.AuditMeta{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()})
-		if err == nil {
-			err = dataErr
-		}
 		if err == nil && q.Format == "markdown" {
 			md = rep.Markdown()
 		}

@@ -91,39 +91,16 @@ func (s *Store) readNodesFunc(ctx context.Context) func([]hashing.Digest) (map[h
 	}
 }
 
-// readNodes reads ids with GetMany in parts of prefetchPart, up to
-// prefetchWorkers parts at once, and adds the checked, decoded nodes to m
-// (and to the node cache). On an error m is unchanged.
+// readNodes reads ids with readMany and adds the checked, decoded nodes
+// to m (and to the node cache). On an error m is unchanged.
 func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashing.Digest]*trieNode) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	nodes := make([]*trieNode, len(ids))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(prefetchWorkers)
-	for start := 0; start < len(ids); start += prefetchPart {
-		part, out := ids[start:min(start+prefetchPart, len(ids))], nodes[start:]
-		g.Go(func() error {
-			keys := make([][]byte, len(part))
-			for i, id := range part {
-				keys[i] = keyNode(id)
-			}
-			vals, err := s.kv.GetMany(gctx, keys)
-			if err != nil {
-				return err
-			}
-			for i, id := range part {
-				if vals[i] == nil {
-					return missingNode(id)
-				}
-				if out[i], err = checkedNode(id, vals[i]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	nodes, err := readMany(ctx, s, ids, prefetchWorkers, keyNode, func(id hashing.Digest, raw []byte) (*trieNode, error) {
+		if raw == nil {
+			return nil, missingNode(id)
+		}
+		return checkedNode(id, raw)
+	})
+	if err != nil {
 		return err
 	}
 	for i, id := range ids {
@@ -131,6 +108,38 @@ func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashi
 		s.nodes.put(id, nodes[i])
 	}
 	return nil
+}
+
+// readMany reads the records keyOf names for ids with GetMany in parts of
+// prefetchPart, up to workers parts at once, and returns what check makes
+// of each (raw nil: missing), in the order of ids.
+func readMany[T any](ctx context.Context, s *Store, ids []hashing.Digest, workers int, keyOf func(hashing.Digest) []byte, check func(hashing.Digest, []byte) (T, error)) ([]T, error) {
+	out := make([]T, len(ids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for start := 0; start < len(ids); start += prefetchPart {
+		part, res := ids[start:min(start+prefetchPart, len(ids))], out[start:]
+		g.Go(func() error {
+			keys := make([][]byte, len(part))
+			for i, id := range part {
+				keys[i] = keyOf(id)
+			}
+			vals, err := s.kv.GetMany(gctx, keys)
+			if err != nil {
+				return err
+			}
+			for i, id := range part {
+				if res[i], err = check(id, vals[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // upgradeStateMap returns the root of the ordered state map holding the

@@ -648,17 +648,26 @@ func (s *Store) object(d hashing.Digest) ([]byte, error) {
 	if b, ok := s.objects.get(d); ok {
 		return b, nil
 	}
-	out, err := s.getCopy(keyObj(d), func() error { return fmt.Errorf("%w: object %s is missing", ErrCorrupt, d) })
+	out, err := s.getCopy(keyObj(d), func() error { return nil })
 	if err != nil {
 		return nil, err
 	}
-	if hashing.ContentHash(out) != d {
+	return s.checkedObject(d, out)
+}
+
+// checkedObject checks the stored bytes raw (nil: missing) of object d
+// against its content hash, and caches a small one.
+func (s *Store) checkedObject(d hashing.Digest, raw []byte) ([]byte, error) {
+	if raw == nil {
+		return nil, fmt.Errorf("%w: object %s is missing", ErrCorrupt, d)
+	}
+	if hashing.ContentHash(raw) != d {
 		return nil, fmt.Errorf("%w: object %s does not match its content hash", ErrCorrupt, d)
 	}
-	if len(out) <= 4096 {
-		s.objects.put(d, out)
+	if len(raw) <= 4096 {
+		s.objects.put(d, raw)
 	}
-	return out, nil
+	return raw, nil
 }
 
 // ---- types ----

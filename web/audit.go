@@ -37,22 +37,12 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 			return &problem{Code: codeNotFound, Detail: "no artifact with this id at commit " + v.Commit.ID.Short()}
 		}
 		trust := v.Trust.Explainer(v.State)
-		var dataErr error
-		dataOf := func(a *graph.Artifact) json.RawMessage {
-			d, err := v.Data(a)
-			if err != nil && dataErr == nil {
-				dataErr = err
-			}
-			return d
-		}
+		dataOf := func(arts []*graph.Artifact) ([]json.RawMessage, error) { return v.DataMany(r.Context(), arts) }
 		rep, err := graph.Audit(v.State, id, trust, dataOf, graph.AuditMeta{
 			Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String(),
 		})
 		if err != nil {
 			return err
-		}
-		if dataErr != nil {
-			return dataErr
 		}
 		view.Report = rep
 		view.Said = map[string]string{}

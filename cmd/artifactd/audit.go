@@ -35,13 +35,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var rep *graph.AuditReport
 	err = st.Read(ctx, *ctxID, *at, func(v *store.View) error {
 		trust := v.Trust.Explainer(v.State)
-		dataOf := func(a *graph.Artifact) json.RawMessage {
-			d, err := v.Data(a)
-			if err != nil {
-				return nil
-			}
-			return d
-		}
+		dataOf := func(arts []*graph.Artifact) ([]json.RawMessage, error) { return v.DataMany(ctx, arts) }
 		meta := graph.AuditMeta{Context: *ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()}
 		var err error
 		rep, err = graph.Audit(v.State, pos[0], trust, dataOf, meta)
