@@ -55,6 +55,11 @@ type AuditReport struct {
 // DataFunc gives the data of arts, in their order (an entry may be nil).
 type DataFunc func(arts []*Artifact) ([]json.RawMessage, error)
 
+// AuditDataWindow is how many artifacts' data Audit asks a DataFunc for
+// at a time: enough for one batched read, few enough that an audit of a
+// deep chain never holds every payload at once.
+const AuditDataWindow = 1024
+
 // sourceFields are the top-level data members whose string values Audit
 // collects as sources.
 var sourceFields = []string{"url", "final_url", "locator", "source_url"}
@@ -67,9 +72,11 @@ var sourceFields = []string{"url", "final_url", "locator", "source_url"}
 // trust gives an artifact's trust (TrustReport.Trust, or a closure over
 // TrustIndex.Explain); when nil the trust is computed with s.Base(nil):
 // the definitions in force at the state. data gives the data of the
-// artifacts reached, in the order given, all in one call (a store reads
-// them in batches); nil takes each artifact's Data. An error from data
-// is returned. The error wraps ErrNotFound when answerID does not exist.
+// artifacts reached, in the report's order, AuditDataWindow at a call (a
+// store reads each window in one batch, and a window's payloads are
+// dropped before the next is read); nil takes each artifact's Data. An
+// error from data is returned wrapped. The error wraps ErrNotFound when
+// answerID does not exist.
 func Audit(s *State, answerID string, trust func(id string) Trust, data DataFunc, meta AuditMeta) (*AuditReport, error) {
 	if s.art(answerID) == nil {
 		return nil, fmt.Errorf("graph: audit %q: %w", answerID, ErrNotFound)
@@ -103,22 +110,29 @@ func Audit(s *State, answerID string, trust func(id string) Trust, data DataFunc
 	for i, id := range order {
 		arts[i] = s.art(id)
 	}
-	datas := make([]json.RawMessage, len(arts))
 	if data == nil {
-		for i, a := range arts {
-			datas[i] = a.Data
-		}
-	} else {
-		var err error
-		if datas, err = data(arts); err != nil {
-			return nil, fmt.Errorf("graph: audit %q: %w", answerID, err)
-		}
-		if len(datas) != len(arts) {
-			return nil, fmt.Errorf("graph: audit %q: data gave %d payloads for %d artifacts", answerID, len(datas), len(arts))
+		data = func(arts []*Artifact) ([]json.RawMessage, error) {
+			out := make([]json.RawMessage, len(arts))
+			for i, a := range arts {
+				out[i] = a.Data
+			}
+			return out, nil
 		}
 	}
 	sources := map[string][]string{}
+	var datas []json.RawMessage
 	for i, id := range order {
+		if i%AuditDataWindow == 0 {
+			// The next window's payloads; the last window's are dropped.
+			window := arts[i:min(i+AuditDataWindow, len(arts))]
+			var err error
+			if datas, err = data(window); err != nil {
+				return nil, fmt.Errorf("graph: audit %q: %w", answerID, err)
+			}
+			if len(datas) != len(window) {
+				return nil, fmt.Errorf("graph: audit %q: data gave %d payloads for %d artifacts", answerID, len(datas), len(window))
+			}
+		}
 		a := arts[i]
 		tr := trust(id)
 		r.Artifacts = append(r.Artifacts, AuditArtifact{ID: id, Type: a.Type, Version: a.Version,
@@ -131,7 +145,7 @@ func Audit(s *State, answerID string, trust func(id string) Trust, data DataFunc
 		case StatusPoisonRoot:
 			r.Summary.PoisonRoots++
 		}
-		for _, loc := range locators(datas[i]) {
+		for _, loc := range locators(datas[i%AuditDataWindow]) {
 			if l := sources[loc]; len(l) == 0 || l[len(l)-1] != id {
 				sources[loc] = append(l, id)
 			}

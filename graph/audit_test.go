@@ -3,6 +3,7 @@ package graph
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -53,8 +54,9 @@ func TestAuditPoisonPlan(t *testing.T) {
 		}
 	}
 
-	// The data callback is used when payloads are not loaded: called once,
-	// with every artifact reached, in the report's order.
+	// The data callback is used when payloads are not loaded: called with
+	// every artifact reached, in the report's order (one window here;
+	// TestAuditDataWindows has several).
 	calls, asked := 0, []string{}
 	rep, err = Audit(s, "s9", nil, func(arts []*Artifact) ([]json.RawMessage, error) {
 		calls++
@@ -196,5 +198,48 @@ func TestMarkdownText(t *testing.T) {
 		if got := MarkdownText(in); got != want {
 			t.Errorf("MarkdownText(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestAuditDataWindows: on a chain longer than a window the data callback
+// is called window by window, each at most AuditDataWindow long, together
+// in the report's order, and sources come from every window.
+func TestAuditDataWindows(t *testing.T) {
+	s := NewState(nil)
+	n := 2*AuditDataWindow + 10
+	var ops []Op
+	for i := range n {
+		id := fmt.Sprintf("c%05d", i)
+		ops = append(ops, Op{Op: OpPut, ID: id, Type: "note", ProducedBy: "t", Data: json.RawMessage(`{}`)})
+		if i > 0 {
+			ops = append(ops, Op{Op: OpLink, From: id, Rel: "derived_from", To: fmt.Sprintf("c%05d", i-1)})
+		}
+	}
+	if _, err := s.ApplyOps(ops); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	var asked []string
+	rep, err := Audit(s, fmt.Sprintf("c%05d", n-1), nil, func(arts []*Artifact) ([]json.RawMessage, error) {
+		sizes = append(sizes, len(arts))
+		out := make([]json.RawMessage, len(arts))
+		for i, a := range arts {
+			asked = append(asked, a.ID)
+			out[i] = json.RawMessage(`{"url":"https://example.org/` + a.ID + `"}`)
+		}
+		return out, nil
+	}, AuditMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sizes, []int{AuditDataWindow, AuditDataWindow, 10}) {
+		t.Fatalf("windows of %v", sizes)
+	}
+	var order []string
+	for _, a := range rep.Artifacts {
+		order = append(order, a.ID)
+	}
+	if !slices.Equal(asked, order) || len(rep.Sources) != n {
+		t.Fatalf("asked %d ids in the report's order: %v; %d sources, want %d", len(asked), slices.Equal(asked, order), len(rep.Sources), n)
 	}
 }

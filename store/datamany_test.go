@@ -66,6 +66,17 @@ func TestDataMany(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A cancelled read returns the cancellation, never payloads left out.
+	s.objects.clear()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.Read(ctx, "c", "", func(v *View) error {
+		_, err := v.DataMany(cancelled, []*graph.Artifact{v.State.Artifact("a00001"), v.State.Artifact("a00002")})
+		return err
+	}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("DataMany on a cancelled context: %v", err)
+	}
+
 	// A missing and an altered payload are corruption.
 	var victim *graph.Artifact
 	if err := s.Read(ctx, "c", "", func(v *View) error { victim = v.State.Artifact("a00007"); return nil }); err != nil {

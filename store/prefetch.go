@@ -117,7 +117,7 @@ func readMany[T any](ctx context.Context, s *Store, ids []hashing.Digest, worker
 	out := make([]T, len(ids))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
-	for start := 0; start < len(ids); start += prefetchPart {
+	for start := 0; start < len(ids) && gctx.Err() == nil; start += prefetchPart {
 		part, res := ids[start:min(start+prefetchPart, len(ids))], out[start:]
 		g.Go(func() error {
 			keys := make([][]byte, len(part))
@@ -138,6 +138,9 @@ func readMany[T any](ctx context.Context, s *Store, ids []hashing.Digest, worker
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // cancelled before every part was read
 	}
 	return out, nil
 }

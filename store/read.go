@@ -310,19 +310,21 @@ func (v *View) Data(a *graph.Artifact) (json.RawMessage, error) {
 func (v *View) DataMany(ctx context.Context, arts []*graph.Artifact) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, len(arts))
 	var want []hashing.Digest
-	wanted := map[hashing.Digest]bool{}
+	at := map[hashing.Digest]int{} // index in want
 	for i, a := range arts {
-		switch {
-		case a.Data != nil:
+		if a.Data != nil {
 			out[i] = a.Data
-		case !wanted[a.ContentHash]:
-			if b, ok := v.store.objects.get(a.ContentHash); ok {
-				out[i] = b
-				continue
-			}
-			wanted[a.ContentHash] = true
-			want = append(want, a.ContentHash)
+			continue
 		}
+		if _, ok := at[a.ContentHash]; ok {
+			continue
+		}
+		if b, ok := v.store.objects.get(a.ContentHash); ok {
+			out[i] = b
+			continue
+		}
+		at[a.ContentHash] = len(want)
+		want = append(want, a.ContentHash)
 	}
 	if len(want) == 0 {
 		return out, nil
@@ -332,13 +334,9 @@ func (v *View) DataMany(ctx context.Context, arts []*graph.Artifact) ([]json.Raw
 	if err != nil {
 		return nil, err
 	}
-	byHash := make(map[hashing.Digest][]byte, len(want))
-	for i, d := range want {
-		byHash[d] = got[i]
-	}
 	for i, a := range arts {
 		if out[i] == nil {
-			out[i] = byHash[a.ContentHash]
+			out[i] = got[at[a.ContentHash]]
 		}
 	}
 	return out, nil

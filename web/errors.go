@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"strings"
@@ -68,7 +70,12 @@ func (s *server) problem(w http.ResponseWriter, r *http.Request, p *problem) {
 	status := httpapi.StatusOf(p.Code)
 	detail := p.Detail
 	if p.Code == codeInternal {
-		s.log.Error("web: internal error", "path", r.URL.Path, "err", p.Err)
+		if errors.Is(p.Err, context.Canceled) && r.Context().Err() != nil {
+			// The browser left before the page was ready: nothing failed.
+			s.log.Debug("web: request cancelled", "path", r.URL.Path)
+		} else {
+			s.log.Error("web: internal error", "path", r.URL.Path, "err", p.Err)
+		}
 		detail = "the page could not be shown; the server log has the cause"
 	}
 	body := problemJSON{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/artifactd/artifactd/fault"
 	"io"
 
 	"github.com/artifactd/artifactd/graph"
@@ -43,6 +44,9 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	})
 	if errors.Is(err, graph.ErrNotFound) {
 		return fail(stderr, exitUsage, "audit: no artifact %q in context %s at %s", pos[0], *ctxID, orMain(*at))
+	}
+	if fault.IsCorrupt(err) {
+		return fail(stderr, exitUsage, "audit: %v (the store is damaged: run artifactd fsck)", err)
 	}
 	if err != nil {
 		return fail(stderr, exitUsage, "audit: %v", err)

@@ -7,8 +7,11 @@ import (
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/badgerkv"
 )
 
 func TestCLIBranchDiffMerge(t *testing.T) {
@@ -126,6 +129,21 @@ func TestCLIAuditEval(t *testing.T) {
 	if code, out, _ := runCLI(t, "eval", "--data", dir, "--context", "run-1"); code != 0 || !strings.Contains(out, "answers:") {
 		t.Fatalf("eval text: %d %s", code, out)
 	}
+	// An unreadable payload fails the audit and points at fsck.
+	var full struct {
+		Artifacts []struct {
+			ID          string `json:"id"`
+			ContentHash string `json:"content_hash"`
+		} `json:"artifacts"`
+	}
+	_, out, _ = runCLI(t, "audit", "--data", dir, "--context", "run-1", "a")
+	if err := json.Unmarshal([]byte(out), &full); err != nil || len(full.Artifacts) == 0 {
+		t.Fatalf("audit: %v %s", err, out)
+	}
+	deleteObject(t, dir, full.Artifacts[len(full.Artifacts)-1].ContentHash)
+	if code, _, errOut := runCLI(t, "audit", "--data", dir, "--context", "run-1", "a"); code != 2 || !strings.Contains(errOut, "fsck") {
+		t.Fatalf("audit over a deleted payload: %d %s", code, errOut)
+	}
 }
 
 // writeOps commits ops on a branch of run-1 in dir through the store.
@@ -138,6 +156,25 @@ func writeOps(t *testing.T, dir, branch string, ops ...graph.Op) {
 	}
 	defer s.Close()
 	if _, err := s.Commit(ctx, store.CommitRequest{Context: "run-1", Branch: branch, Author: "t", Message: "m", Ops: ops}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deleteObject removes the stored payload of content hash ch (as
+// "sha256:…") from the store in dir, as a damaged disk might.
+func deleteObject(t *testing.T, dir, ch string) {
+	t.Helper()
+	d, err := hashing.ParseDigest(ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv, err := badgerkv.Open(context.Background(), badgerkv.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Close()
+	// The object key of the store's layout (store/doc.go): obj NUL <hash>.
+	if err := drv.Commit(context.Background(), kv.Batch{Deletes: [][]byte{append([]byte("obj\x00"), d[:]...)}}); err != nil {
 		t.Fatal(err)
 	}
 }
