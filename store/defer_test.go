@@ -107,10 +107,11 @@ func TestSnapshotsUnderCommits(t *testing.T) {
 	s, commit := snapshotStore(t)
 	errs := make(chan error, 64)
 	var readers []chan struct{}
-	read := func(hold chan struct{}) {
+	read := func(hold, pinned chan struct{}) {
 		errs <- s.Read(ctx, "c", "", func(v *View) error {
 			hash, n, m := v.State.Hash(), v.State.NumArtifacts(), v.State.NumEdges()
 			if hold != nil {
+				close(pinned)
 				<-hold
 			}
 			if got := v.State.Hash(); got != hash || got != v.Commit.ContextHash {
@@ -122,13 +123,16 @@ func TestSnapshotsUnderCommits(t *testing.T) {
 			return v.Trust.Verify(v.State)
 		})
 	}
+	layered := 0 // the most layers the head had after a commit
 	for i := range 40 {
 		if i%5 == 0 {
-			hold := make(chan struct{})
+			// A held reader pins the head before the next commit lands.
+			hold, pinned := make(chan struct{}), make(chan struct{})
 			readers = append(readers, hold)
-			go read(hold)
+			go read(hold, pinned)
+			<-pinned
 		}
-		go read(nil)
+		go read(nil, nil)
 		id := fmt.Sprintf("a%d", i)
 		ops := []graph.Op{hcPut(id, "claim"), {Op: graph.OpLink, From: id, Rel: "derived_from", To: "root"}}
 		if i > 0 && i%3 == 0 {
@@ -140,20 +144,23 @@ func TestSnapshotsUnderCommits(t *testing.T) {
 			ops = append(ops, graph.Op{Op: graph.OpPut, ID: "root", Type: "tool_error", Data: []byte(fmt.Sprintf(`{"error":"e%d"}`, i))})
 		}
 		commit(ops...)
+		s.mu.Lock()
+		h := s.heads[headKey("c", DefaultBranch)]
+		s.mu.Unlock()
+		h.mu.RLock()
+		layered = max(layered, len(h.layers))
+		h.mu.RUnlock()
 		if i%11 == 10 && len(readers) > 0 {
 			close(readers[0]) // some readers let go while others still hold
 			readers = readers[1:]
 		}
 	}
+	if layered == 0 {
+		t.Fatal("commits landed under held snapshots but the head was never layered")
+	}
 	s.mu.Lock()
 	h := s.heads[headKey("c", DefaultBranch)]
 	s.mu.Unlock()
-	h.mu.RLock()
-	layered := len(h.layers)
-	h.mu.RUnlock()
-	if layered == 0 {
-		t.Fatal("commits landed under held snapshots but the head kept no layer")
-	}
 	for _, hold := range readers {
 		close(hold)
 	}
