@@ -371,6 +371,13 @@ const MaxIDBytes = 256
 // says which one does not parse.
 func Load(rs *Ruleset, artifacts []*Artifact, tombstones []Tombstone, edges []*Edge) (*State, error) {
 	s := NewStateFor(rs)
+	// Sized up front: growing maps of a big state one doubling at a time
+	// rehashes every entry several times over.
+	s.artifacts = make(map[string]*Artifact, len(artifacts))
+	s.tombstones = make(map[string]int64, len(tombstones))
+	s.edges = make(map[EdgeKey]*Edge, len(edges))
+	s.out = make(map[string]*edgeSet, min(len(edges), len(artifacts)))
+	s.in = make(map[string]*edgeSet, min(len(edges), len(artifacts)))
 	leaves := leavesOf(artifacts, edges)
 	for _, a := range artifacts {
 		s.artifacts[a.ID] = a

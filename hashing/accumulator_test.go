@@ -327,3 +327,34 @@ func TestAddBatchMatchesAdd(t *testing.T) {
 		}
 	}
 }
+
+// TestSortLeaves: the bucket-first sort orders leaves as one plain sort
+// does, for random digests, duplicates, and digests that agree on their
+// first nine bytes or more (where the eight-byte shortcut cannot decide).
+func TestSortLeaves(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	var leaves []Digest
+	for range 5000 {
+		var d Digest
+		for i := range d {
+			d[i] = byte(rng.IntN(256))
+		}
+		leaves = append(leaves, d)
+		if rng.IntN(10) == 0 {
+			leaves = append(leaves, d) // a duplicate
+		}
+		if rng.IntN(5) == 0 {
+			e := d
+			e[9+rng.IntN(23)] ^= byte(1 + rng.IntN(255)) // same first nine bytes or more
+			leaves = append(leaves, e)
+		}
+	}
+	want := slices.Clone(leaves)
+	slices.SortFunc(want, func(x, y Digest) int { return bytes.Compare(x[:], y[:]) })
+	if got := sortLeaves(leaves); !slices.Equal(got, want) {
+		t.Fatal("sortLeaves differs from a plain sort")
+	}
+	if got := sortLeaves(nil); len(got) != 0 {
+		t.Fatalf("sortLeaves(nil) = %v", got)
+	}
+}

@@ -2,7 +2,9 @@ package hashing
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 )
@@ -291,6 +293,38 @@ func (a *Accumulator) Leaves() []Digest {
 	return out
 }
 
+// sortLeaves returns leaves sorted, placed by their first byte first (one
+// pass) and each bucket's run then sorted on its own: for the 200,000
+// leaves of a head being loaded, about half the comparisons of one sort.
+func sortLeaves(leaves []Digest) []Digest {
+	var start [257]int
+	for i := range leaves {
+		start[int(leaves[i][0])+1]++
+	}
+	for b := 1; b <= 256; b++ {
+		start[b] += start[b-1]
+	}
+	sorted := make([]Digest, len(leaves))
+	next := start
+	for i := range leaves {
+		b := leaves[i][0]
+		sorted[next[b]] = leaves[i]
+		next[b]++
+	}
+	for b := range 256 {
+		run := sorted[start[b]:start[b+1]]
+		slices.SortFunc(run, func(x, y Digest) int {
+			// The next eight bytes as one number settle nearly every
+			// comparison of random digests.
+			if p, q := binary.BigEndian.Uint64(x[1:9]), binary.BigEndian.Uint64(y[1:9]); p != q {
+				return cmp.Compare(p, q)
+			}
+			return bytes.Compare(x[9:], y[9:])
+		})
+	}
+	return sorted
+}
+
 // AddBatch inserts many leaves at once and returns how many were new. It
 // sorts the batch and merges each touched bucket once, so loading n leaves
 // costs O(n log n) instead of the O(n · bucket size) of n calls to Add.
@@ -307,8 +341,7 @@ func (a *Accumulator) AddBatch(leaves []Digest) int {
 		}
 		return added
 	}
-	sorted := slices.Clone(leaves)
-	slices.SortFunc(sorted, func(x, y Digest) int { return bytes.Compare(x[:], y[:]) })
+	sorted := sortLeaves(leaves)
 	added := 0
 	for i := 0; i < len(sorted); {
 		b := sorted[i][0]
