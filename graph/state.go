@@ -101,16 +101,21 @@ func NewState(rels Relations) *State {
 
 // NewStateFor returns an empty state of a context of ruleset rs (builtin/v1
 // when nil): its built-in types and relations are rs's.
-func NewStateFor(rs *Ruleset) *State {
+func NewStateFor(rs *Ruleset) *State { return newStateSized(rs, 0, 0, 0) }
+
+// newStateSized is NewStateFor with maps sized for nArt artifacts, nTomb
+// tombstones and nEdge edges (a state loaded whole: growing its maps one
+// doubling at a time would rehash every entry several times over).
+func newStateSized(rs *Ruleset, nArt, nTomb, nEdge int) *State {
 	if rs == nil {
 		rs = rulesetV1()
 	}
 	return &State{
-		artifacts:  make(map[string]*Artifact),
-		tombstones: make(map[string]int64),
-		edges:      make(map[EdgeKey]*Edge),
-		out:        make(map[string]*edgeSet),
-		in:         make(map[string]*edgeSet),
+		artifacts:  make(map[string]*Artifact, nArt),
+		tombstones: make(map[string]int64, nTomb),
+		edges:      make(map[EdgeKey]*Edge, nEdge),
+		out:        make(map[string]*edgeSet, min(nArt, nEdge)),
+		in:         make(map[string]*edgeSet, min(nArt, nEdge)),
 		acc:        hashing.NewAccumulator(),
 		rels:       rs.Relations(),
 		ruleset:    rs,
@@ -370,14 +375,7 @@ const MaxIDBytes = 256
 // from a valid state. Definition artifacts must carry their Data; an error
 // says which one does not parse.
 func Load(rs *Ruleset, artifacts []*Artifact, tombstones []Tombstone, edges []*Edge) (*State, error) {
-	s := NewStateFor(rs)
-	// Sized up front: growing maps of a big state one doubling at a time
-	// rehashes every entry several times over.
-	s.artifacts = make(map[string]*Artifact, len(artifacts))
-	s.tombstones = make(map[string]int64, len(tombstones))
-	s.edges = make(map[EdgeKey]*Edge, len(edges))
-	s.out = make(map[string]*edgeSet, min(len(edges), len(artifacts)))
-	s.in = make(map[string]*edgeSet, min(len(edges), len(artifacts)))
+	s := newStateSized(rs, len(artifacts), len(tombstones), len(edges))
 	leaves := leavesOf(artifacts, edges)
 	for _, a := range artifacts {
 		s.artifacts[a.ID] = a

@@ -553,7 +553,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		rep, err := graph.Audit(v.State, id,
 			v.Trust.Explainer(v.State),
-			func(arts []*graph.Artifact) ([]json.RawMessage, error) { return v.DataMany(r.Context(), arts) },
+			v.DataOf(r.Context()),
 			graph.AuditMeta{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()})
 		if err != nil {
 			return nil, err

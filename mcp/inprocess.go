@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -171,7 +170,7 @@ func (b *InProcess) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Aud
 		}
 		var err error
 		rep, err = graph.Audit(v.State, q.ID, v.Trust.Explainer(v.State),
-			func(arts []*graph.Artifact) ([]json.RawMessage, error) { return v.DataMany(ctx, arts) },
+			v.DataOf(ctx),
 			graph.AuditMeta{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()})
 		if err == nil && q.Format == "markdown" {
 			md = rep.Markdown()

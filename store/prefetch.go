@@ -159,7 +159,7 @@ func (s *Store) upgradeStateMap(tw *trieWriter, ctxID string, root trieChild) (t
 	if err != nil {
 		return trieChild{}, fmt.Errorf("read legacy state map: %w", err)
 	}
-	next, err := tw.upgrade(root, src)
+	next, err := tw.rebuild(root, src)
 	if err != nil {
 		return trieChild{}, fmt.Errorf("upgrade legacy state map: %w", err)
 	}

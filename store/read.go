@@ -342,6 +342,11 @@ func (v *View) DataMany(ctx context.Context, arts []*graph.Artifact) ([]json.Raw
 	return out, nil
 }
 
+// DataOf returns DataMany under ctx as a graph.DataFunc, for graph.Audit.
+func (v *View) DataOf(ctx context.Context) graph.DataFunc {
+	return func(arts []*graph.Artifact) ([]json.RawMessage, error) { return v.DataMany(ctx, arts) }
+}
+
 // Base returns the trust base function used for this view.
 func (v *View) Base() graph.BaseFunc { return v.store.baseFor(v.State) }
 

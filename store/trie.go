@@ -486,14 +486,20 @@ func (w *trieWriter) upgrade(root trieChild, src nodeSource) (trieChild, error) 
 	if err != nil || !legacy {
 		return root, err
 	}
-	entries := make([]trieEntry, 0, root.count)
-	if err := trieWalk(src, root, func(k, v []byte) error {
-		entries = append(entries, trieEntry{key: k, val: v})
-		return nil
-	}); err != nil {
+	return w.rebuild(root, src)
+}
+
+// rebuild returns the root of the ordered trie holding the entries of the
+// legacy trie at root (not empty), read through src.
+func (w *trieWriter) rebuild(root trieChild, src nodeSource) (trieChild, error) {
+	n, err := src.node(root.id)
+	if err != nil {
 		return trieChild{}, err
 	}
-	slices.SortFunc(entries, func(a, b trieEntry) int { return bytes.Compare(a.key, b.key) })
+	entries, err := sortedEntries(src, n)
+	if err != nil {
+		return trieChild{}, err
+	}
 	for i := 1; i < len(entries); i++ {
 		if bytes.Equal(entries[i-1].key, entries[i].key) {
 			return trieChild{}, fmt.Errorf("%w: state map %s holds key %q twice", ErrCorrupt, root.id.Short(), entries[i].key)
@@ -554,7 +560,7 @@ func (w *trieWriter) update(ref trieChild, depth int, muts []trieMut) (trieChild
 		divergence(node.prefix, muts[len(muts)-1].key, depth, node.depth))
 	if at == node.depth {
 		children := *node.children
-		for nib, group := range byNibble(muts, at) {
+		for nib, group := range byNibble(muts, mutKey, at) {
 			c, err := w.update(node.children[nib], at+1, group)
 			if err != nil {
 				return trieChild{}, err
@@ -569,7 +575,7 @@ func (w *trieWriter) update(ref trieChild, depth int, muts []trieMut) (trieChild
 	var children [16]trieChild
 	own := keyNibble(node.prefix, at)
 	children[own] = ref
-	for nib, group := range byNibble(muts, at) {
+	for nib, group := range byNibble(muts, mutKey, at) {
 		var c trieChild
 		if nib == own {
 			c, err = w.update(ref, at+1, group)
@@ -584,22 +590,26 @@ func (w *trieWriter) update(ref trieChild, depth int, muts []trieMut) (trieChild
 	return w.assemble(at, packPrefix(node.prefix, at), children)
 }
 
-// byNibble yields the runs of muts (sorted by key) that share nibble d.
-func byNibble(muts []trieMut, d int) func(func(int, []trieMut) bool) {
-	return func(yield func(int, []trieMut) bool) {
-		for i := 0; i < len(muts); {
-			nib := keyNibble(muts[i].key, d)
+// byNibble yields the runs of xs (sorted by key) whose keys share nibble
+// d, with that nibble; each run's capacity ends with it.
+func byNibble[T any](xs []T, key func(*T) []byte, d int) func(func(int, []T) bool) {
+	return func(yield func(int, []T) bool) {
+		for i := 0; i < len(xs); {
+			nib := keyNibble(key(&xs[i]), d)
 			j := i + 1
-			for j < len(muts) && keyNibble(muts[j].key, d) == nib {
+			for j < len(xs) && keyNibble(key(&xs[j]), d) == nib {
 				j++
 			}
-			if !yield(nib, muts[i:j]) {
+			if !yield(nib, xs[i:j:j]) {
 				return
 			}
 			i = j
 		}
 	}
 }
+
+func mutKey(m *trieMut) []byte     { return m.key }
+func entryKey(e *trieEntry) []byte { return e.key }
 
 // assemble stores the canonical subtree over children, the split at depth
 // of entries sharing prefix: nothing, a leaf when they fit in one, the one
@@ -617,7 +627,7 @@ func (w *trieWriter) assemble(depth int, prefix []byte, children [16]trieChild) 
 	case total == 0:
 		return trieChild{}, nil
 	case total <= maxLeaf:
-		entries, err := w.collect(&trieNode{children: &children, total: total}, nil)
+		entries, err := collectEntries(w, &trieNode{children: &children, total: total}, nil)
 		if err != nil {
 			return trieChild{}, err
 		}
@@ -646,21 +656,10 @@ func (w *trieWriter) build(entries []trieEntry, depth int) trieChild {
 	}
 	node := newBranch()
 	node.depth, node.prefix, node.total = split, packPrefix(first, split), len(entries)
-	for i := 0; i < len(entries); {
-		nib := keyNibble(entries[i].key, split)
-		j := i + 1
-		for j < len(entries) && keyNibble(entries[j].key, split) == nib {
-			j++
-		}
-		node.children[nib] = w.build(entries[i:j:j], split+1)
-		i = j
+	for nib, run := range byNibble(entries, entryKey, split) {
+		node.children[nib] = w.build(run, split+1)
 	}
 	return w.store(node)
-}
-
-// collect appends every entry below node, in order.
-func (w *trieWriter) collect(node *trieNode, out []trieEntry) ([]trieEntry, error) {
-	return collectEntries(w, node, out)
 }
 
 // collectEntries appends every entry below node, read through src, in
@@ -858,24 +857,29 @@ func diffBranches(src nodeSource, a trieChild, na *trieNode, b trieChild, nb *tr
 	return diffChildren(src, ca, cb, fn)
 }
 
+// sortedEntries returns every entry below n (nil: none), read through
+// src, in key order (a legacy subtree's are sorted).
+func sortedEntries(src nodeSource, n *trieNode) ([]trieEntry, error) {
+	if n == nil {
+		return nil, nil
+	}
+	entries, err := collectEntries(src, n, nil)
+	if err == nil && n.legacy {
+		slices.SortFunc(entries, func(x, y trieEntry) int { return bytes.Compare(x.key, y.key) })
+	}
+	return entries, err
+}
+
 // diffSorted diffs two subtrees (nil: empty) by reading both whole and
 // merging their entries in key order.
 func diffSorted(src nodeSource, na, nb *trieNode, fn func(key, old, new []byte) error) error {
-	var ea, eb []trieEntry
-	var err error
-	for _, side := range []struct {
-		n   *trieNode
-		out *[]trieEntry
-	}{{na, &ea}, {nb, &eb}} {
-		if side.n == nil {
-			continue
-		}
-		if *side.out, err = collectEntries(src, side.n, nil); err != nil {
-			return err
-		}
-		if side.n.legacy {
-			slices.SortFunc(*side.out, func(x, y trieEntry) int { return bytes.Compare(x.key, y.key) })
-		}
+	ea, err := sortedEntries(src, na)
+	if err != nil {
+		return err
+	}
+	eb, err := sortedEntries(src, nb)
+	if err != nil {
+		return err
 	}
 	i, j := 0, 0
 	for i < len(ea) || j < len(eb) {

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/artifactd/artifactd/graph"
@@ -37,8 +36,7 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 			return &problem{Code: codeNotFound, Detail: "no artifact with this id at commit " + v.Commit.ID.Short()}
 		}
 		trust := v.Trust.Explainer(v.State)
-		dataOf := func(arts []*graph.Artifact) ([]json.RawMessage, error) { return v.DataMany(r.Context(), arts) }
-		rep, err := graph.Audit(v.State, id, trust, dataOf, graph.AuditMeta{
+		rep, err := graph.Audit(v.State, id, trust, v.DataOf(r.Context()), graph.AuditMeta{
 			Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String(),
 		})
 		if err != nil {
@@ -46,17 +44,16 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 		}
 		view.Report = rep
 		view.Said = map[string]string{}
-		data := func(a *graph.Artifact) (json.RawMessage, error) { return v.Data(a) }
 		for i, aa := range rep.Artifacts {
 			if i >= maxAuditSaid {
 				break
 			}
 			if art := v.State.Artifact(aa.ID); art != nil {
-				view.Said[aa.ID] = cut(s.said.get(art, data), saidRow)
+				view.Said[aa.ID] = cut(s.said.get(art, v.Data), saidRow)
 			}
 		}
 		if art := v.State.Artifact(id); art != nil {
-			view.Answer = s.said.get(art, data)
+			view.Answer = s.said.get(art, v.Data)
 		}
 		view.Markdown = rep.Markdown()
 		sg := &graph.Subgraph{Edges: rep.Edges}

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/artifactd/artifactd/fault"
 	"io"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/store"
 )
@@ -36,10 +35,9 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var rep *graph.AuditReport
 	err = st.Read(ctx, *ctxID, *at, func(v *store.View) error {
 		trust := v.Trust.Explainer(v.State)
-		dataOf := func(arts []*graph.Artifact) ([]json.RawMessage, error) { return v.DataMany(ctx, arts) }
 		meta := graph.AuditMeta{Context: *ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()}
 		var err error
-		rep, err = graph.Audit(v.State, pos[0], trust, dataOf, meta)
+		rep, err = graph.Audit(v.State, pos[0], trust, v.DataOf(ctx), meta)
 		return err
 	})
 	if errors.Is(err, graph.ErrNotFound) {
