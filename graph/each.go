@@ -5,7 +5,7 @@ package graph
 // aggregate (counts by type or trust) and need no order; fn must not
 // change the state.
 func (s *State) RangeArtifacts(fn func(a *Artifact) bool) {
-	if s.under == nil {
+	if s.whole() {
 		for _, a := range s.artifacts {
 			if !fn(a) {
 				return
@@ -24,7 +24,7 @@ func (s *State) RangeArtifacts(fn func(a *Artifact) bool) {
 // until fn returns false; like RangeArtifacts it is for aggregation, and
 // fn must not change the state.
 func (s *State) RangeEdges(fn func(e *Edge) bool) {
-	if s.under == nil {
+	if s.whole() {
 		for _, e := range s.edges {
 			if !fn(e) {
 				return

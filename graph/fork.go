@@ -67,7 +67,7 @@ func (s *State) Absorb(f *State) error {
 	if f.under != s || f.forkGen != s.gen || !f.acc.IsForkOf(s.acc) {
 		return ErrForkStale
 	}
-	whole := s.under == nil
+	whole := s.whole()
 	for id, a := range f.artifacts {
 		if a == nil && whole {
 			delete(s.artifacts, id)
@@ -132,11 +132,11 @@ func absorbSets(dst, src map[string]*edgeSet, whole bool) {
 // art returns the artifact id, or nil.
 func (s *State) art(id string) *Artifact {
 	for x := s; ; x = x.under {
-		if x.under == nil {
-			return x.artifacts[id]
-		}
-		if a, ok := x.artifacts[id]; ok {
+		if a, ok := x.artifacts[id]; ok || x.under == nil && x.src == nil {
 			return a
+		}
+		if x.under == nil {
+			return x.src.Artifact(id)
 		}
 	}
 }
@@ -144,11 +144,11 @@ func (s *State) art(id string) *Artifact {
 // tomb returns the tombstone version of id, 0 when there is none.
 func (s *State) tomb(id string) int64 {
 	for x := s; ; x = x.under {
-		if x.under == nil {
-			return x.tombstones[id]
-		}
-		if v, ok := x.tombstones[id]; ok {
+		if v, ok := x.tombstones[id]; ok || x.under == nil && x.src == nil {
 			return v
+		}
+		if x.under == nil {
+			return x.src.Tombstone(id)
 		}
 	}
 }
@@ -156,32 +156,34 @@ func (s *State) tomb(id string) int64 {
 // edge returns the edge of key k, or nil.
 func (s *State) edge(k EdgeKey) *Edge {
 	for x := s; ; x = x.under {
-		if x.under == nil {
-			return x.edges[k]
-		}
-		if e, ok := x.edges[k]; ok {
+		if e, ok := x.edges[k]; ok || x.under == nil && x.src == nil {
 			return e
+		}
+		if x.under == nil {
+			return x.src.Edge(k)
 		}
 	}
 }
 
 // outOf returns the edges leaving id (nil: none). Read only.
 func (s *State) outOf(id string) *edgeSet {
-	return setOf(s, id, func(x *State) map[string]*edgeSet { return x.out })
+	return setOf(s, id, func(x *State) map[string]*edgeSet { return x.out }, (*State).srcOut)
 }
 
 // inOf returns the edges arriving at id (nil: none). Read only.
 func (s *State) inOf(id string) *edgeSet {
-	return setOf(s, id, func(x *State) map[string]*edgeSet { return x.in })
+	return setOf(s, id, func(x *State) map[string]*edgeSet { return x.in }, (*State).srcIn)
 }
 
-func setOf(s *State, id string, adj func(*State) map[string]*edgeSet) *edgeSet {
+// setOf finds id's edge set in the adjacency map adj picks, layer by
+// layer, and at last in the source (fromSrc) of a state over one.
+func setOf(s *State, id string, adj func(*State) map[string]*edgeSet, fromSrc func(*State, string) *edgeSet) *edgeSet {
 	for x := s; ; x = x.under {
-		if x.under == nil {
-			return adj(x)[id]
-		}
-		if es, ok := adj(x)[id]; ok {
+		if es, ok := adj(x)[id]; ok || x.under == nil && x.src == nil {
 			return es
+		}
+		if x.under == nil {
+			return fromSrc(x, id)
 		}
 	}
 }
@@ -194,7 +196,7 @@ func (s *State) setFor(adj map[string]*edgeSet, id string, below func() *edgeSet
 		return es
 	}
 	var es *edgeSet
-	if s.under == nil {
+	if s.whole() {
 		es = &edgeSet{}
 	} else if b := below(); b.len() > edgeSetMax {
 		es = &edgeSet{under: b, n: b.len()} // a hub: a delta, not a copy
@@ -208,11 +210,11 @@ func (s *State) setFor(adj map[string]*edgeSet, id string, below func() *edgeSet
 // countOf returns the number of live artifacts of type typ.
 func (s *State) countOf(typ string) int {
 	for x := s; ; x = x.under {
-		if x.under == nil {
-			return x.typeCount[typ]
-		}
-		if n, ok := x.typeCount[typ]; ok {
+		if n, ok := x.typeCount[typ]; ok || x.under == nil && x.src == nil {
 			return n
+		}
+		if x.under == nil {
+			return x.src.TypeCount(typ)
 		}
 	}
 }
@@ -226,7 +228,7 @@ func (s *State) setTomb(id string, v int64) {
 	case old != 0 && v == 0:
 		s.nTomb--
 	}
-	if v == 0 && s.under == nil {
+	if v == 0 && s.whole() {
 		delete(s.tombstones, id)
 	} else {
 		s.tombstones[id] = v
@@ -237,31 +239,34 @@ func (s *State) setTomb(id string, v int64) {
 // allArtifacts yields every artifact, in no particular order.
 func (s *State) allArtifacts() iter.Seq2[string, *Artifact] {
 	return func(yield func(string, *Artifact) bool) {
-		eachLayer(s, func(x *State) map[string]*Artifact { return x.artifacts }, yield)
+		eachLayer(s, func(x *State) map[string]*Artifact { return x.artifacts }, srcArtifacts, yield)
 	}
 }
 
 // allEdges yields every edge, in no particular order.
 func (s *State) allEdges() iter.Seq2[EdgeKey, *Edge] {
 	return func(yield func(EdgeKey, *Edge) bool) {
-		eachLayer(s, func(x *State) map[EdgeKey]*Edge { return x.edges }, yield)
+		eachLayer(s, func(x *State) map[EdgeKey]*Edge { return x.edges }, srcEdges, yield)
 	}
 }
 
 // allTombstones yields every tombstone, in no particular order.
 func (s *State) allTombstones() iter.Seq2[string, int64] {
 	return func(yield func(string, int64) bool) {
-		eachLayer(s, func(x *State) map[string]int64 { return x.tombstones }, yield)
+		eachLayer(s, func(x *State) map[string]int64 { return x.tombstones }, srcTombstones, yield)
 	}
 }
 
 // eachLayer yields the live entries of the map m picks in every layer of
-// s, the top layer's first; an entry a higher layer holds (live or a
-// marker) hides the lower layers' entry of the same key.
-func eachLayer[K comparable, V comparable](s *State, m func(*State) map[K]V, yield func(K, V) bool) {
+// s, the top layer's first, and then those of the source under the bottom
+// layer (walked by fromSrc), if any; an entry a higher layer holds (live
+// or a marker) hides the lower layers' entry of the same key.
+func eachLayer[K comparable, V comparable](s *State, m func(*State) map[K]V, fromSrc func(Source) iter.Seq2[K, V], yield func(K, V) bool) {
 	var zero V
 	var above []map[K]V
+	bottom := s
 	for x := s; x != nil; x = x.under {
+		bottom = x
 		cur := m(x)
 	entries:
 		for k, v := range cur {
@@ -278,5 +283,19 @@ func eachLayer[K comparable, V comparable](s *State, m func(*State) map[K]V, yie
 			}
 		}
 		above = append(above, cur)
+	}
+	if bottom.src == nil {
+		return
+	}
+stored:
+	for k, v := range fromSrc(bottom.src) {
+		for _, a := range above {
+			if _, hidden := a[k]; hidden {
+				continue stored
+			}
+		}
+		if !yield(k, v) {
+			return
+		}
 	}
 }

@@ -148,7 +148,7 @@ func TestForkMatchesWhole(t *testing.T) {
 	}
 	hubs, big, accepted := 0, 0, 0
 	for seed := range seeds {
-		maxIn, n := forkRun(t, uint64(seed))
+		maxIn, n := forkRun(t, uint64(seed), false)
 		accepted += n
 		if seed%2 == 1 {
 			hubs++
@@ -166,8 +166,11 @@ func TestForkMatchesWhole(t *testing.T) {
 }
 
 // forkRun runs one seed and returns the largest in-degree of the hub n0
-// (odd seeds have one) and how many commits the head took.
-func forkRun(t *testing.T, seed uint64) (maxIn, accepted int) {
+// (odd seeds have one) and how many commits the head took. With lazy set
+// the head is a state over a source (NewStateOver) made from the whole
+// state, made again from time to time from what the head shows, as the
+// store rebases a cached head on its newest durable commit.
+func forkRun(t *testing.T, seed uint64, lazy bool) (maxIn, accepted int) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	nids := 6 + r.IntN(20)
 	hub := seed%2 == 1
@@ -181,8 +184,11 @@ func forkRun(t *testing.T, seed uint64) (maxIn, accepted int) {
 	if hub {
 		tqApply(t, head, tqPut("n0", "question"))
 	}
-	hidx := NewTrustIndexFor(head, baseOf)
 	whole := head.Clone()
+	if lazy {
+		head = overSource(t, head)
+	}
+	hidx := NewTrustIndexFor(head, baseOf)
 	widx := NewTrustIndexFor(whole, baseOf)
 	for g := range 40 {
 		before := forkDump(head, nids)
@@ -231,7 +237,7 @@ func forkRun(t *testing.T, seed uint64) (maxIn, accepted int) {
 		}
 		if r.IntN(5) == 0 {
 			// The group's write failed: the head stays as it was.
-			whole, widx = head.Clone(), hidx.Clone()
+			whole, widx = wholeCopy(head), hidx.Clone()
 			continue
 		}
 		if err := head.Absorb(gf); err != nil {
@@ -246,7 +252,17 @@ func forkRun(t *testing.T, seed uint64) (maxIn, accepted int) {
 		if err := hidx.Verify(head); err != nil {
 			t.Fatalf("seed %d group %d: %v", seed, g, err)
 		}
-		if err := wholeInvariants(head); err != nil {
+		if lazy {
+			if err := lazyInvariants(head); err != nil {
+				t.Fatalf("seed %d group %d: after absorb: %v", seed, g, err)
+			}
+			if r.IntN(3) == 0 {
+				head = overSource(t, head)
+				if got, want := forkDump(head, nids), forkDump(whole, nids); got != want {
+					t.Fatalf("seed %d group %d: the rebased head shows\n%s\nthe whole state\n%s", seed, g, got, want)
+				}
+			}
+		} else if err := wholeInvariants(head); err != nil {
 			t.Fatalf("seed %d group %d: after absorb: %v", seed, g, err)
 		}
 		if hub && head.inOf("n0").len() > maxIn {

@@ -646,7 +646,7 @@ func (s *State) removeArtifact(id string) {
 	}
 	s.acc.Remove(a.Leaf())
 	n := s.countOf(a.Type) - 1
-	if s.under == nil {
+	if s.whole() {
 		delete(s.artifacts, id)
 		if n <= 0 {
 			delete(s.typeCount, a.Type)
@@ -665,8 +665,8 @@ func (s *State) removeArtifact(id string) {
 func (s *State) insertEdge(e *Edge) {
 	k := e.Key()
 	s.edges[k] = e
-	s.setFor(s.out, k.From, func() *edgeSet { return s.under.outOf(k.From) }).put(e)
-	s.setFor(s.in, k.To, func() *edgeSet { return s.under.inOf(k.To) }).put(e)
+	s.setFor(s.out, k.From, func() *edgeSet { return s.belowOut(k.From) }).put(e)
+	s.setFor(s.in, k.To, func() *edgeSet { return s.belowIn(k.To) }).put(e)
 	s.acc.Add(e.Leaf())
 	s.nEdge++
 	s.gen++
@@ -678,19 +678,19 @@ func (s *State) removeEdge(k EdgeKey) {
 		return
 	}
 	s.acc.Remove(e.Leaf())
-	if s.under == nil {
+	if s.whole() {
 		delete(s.edges, k)
 	} else {
 		s.edges[k] = nil
 	}
-	out := s.setFor(s.out, k.From, func() *edgeSet { return s.under.outOf(k.From) })
+	out := s.setFor(s.out, k.From, func() *edgeSet { return s.belowOut(k.From) })
 	out.del(k)
-	if out.len() == 0 && s.under == nil {
+	if out.len() == 0 && s.whole() {
 		delete(s.out, k.From)
 	}
-	in := s.setFor(s.in, k.To, func() *edgeSet { return s.under.inOf(k.To) })
+	in := s.setFor(s.in, k.To, func() *edgeSet { return s.belowIn(k.To) })
 	in.del(k)
-	if in.len() == 0 && s.under == nil {
+	if in.len() == 0 && s.whole() {
 		delete(s.in, k.To)
 	}
 	s.nEdge--

@@ -87,6 +87,10 @@ type State struct {
 	// state, so that Absorb can refuse a fork that is out of date.
 	under        *State
 	forkGen, gen uint64
+	// src, in a state at the bottom of its forks, is the stored state it
+	// reads through (NewStateOver; nil: a whole state or a fork). Such a
+	// state's maps hold changes as a fork's do.
+	src Source
 }
 
 // NewState returns an empty state of ruleset builtin/v1 that classifies
@@ -135,6 +139,8 @@ func (s *State) Clone() *State {
 	if s.under != nil {
 		return s.flatten()
 	}
+	// A state over a source copies its own maps (its changes) and shares
+	// the source, as a whole state copies its maps.
 	c := &State{
 		artifacts:  make(map[string]*Artifact, len(s.artifacts)),
 		tombstones: make(map[string]int64, len(s.tombstones)),
@@ -150,6 +156,7 @@ func (s *State) Clone() *State {
 		nArt:       s.nArt,
 		nTomb:      s.nTomb,
 		nEdge:      s.nEdge,
+		src:        s.src,
 	}
 	for k, v := range s.typeCount {
 		c.typeCount[k] = v

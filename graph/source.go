@@ -1,0 +1,151 @@
+package graph
+
+import (
+	"iter"
+	"sort"
+
+	"github.com/artifactd/artifactd/hashing"
+)
+
+// Source is the stored state under a lazy State (see NewStateOver): the
+// entries of one immutable commit, read on demand, so that a state of a
+// million artifacts need not be held in memory to decide a commit that
+// touches ten. Methods report an absent entry as nil or zero; Out and In
+// return the edges at one end of an artifact in any order (nil: none).
+//
+// A Source never changes and must be safe for concurrent use. A read that
+// fails (an I/O error, a corrupt record) reports absence and keeps the
+// error, which Err returns from then on: whoever decided something on a
+// state over the source checks Err before acting on it (State.Err).
+type Source interface {
+	Artifact(id string) *Artifact
+	Tombstone(id string) int64
+	Edge(k EdgeKey) *Edge
+	Out(id string) []*Edge
+	In(id string) []*Edge
+	// TypeCount returns the number of live artifacts of type typ.
+	TypeCount(typ string) int
+	// Artifacts, Tombstones and Edges yield every entry, in any order.
+	Artifacts() iter.Seq[*Artifact]
+	Tombstones() iter.Seq2[string, int64]
+	Edges() iter.Seq[*Edge]
+	Err() error
+}
+
+// Counts are the sizes of a state: live artifacts, tombstones and edges.
+type Counts struct {
+	Artifacts, Tombstones, Edges int
+}
+
+// NewStateOver returns a state of ruleset rs (builtin/v1 when nil) that
+// reads through src: its own maps start empty and hold only what changes
+// afterwards (as a fork's do, with removal markers), and every other
+// lookup goes to src. n must be src's sizes, defs its definition
+// artifacts with their Data (the types and relations in force are parsed
+// from them once, here), and acc an accumulator holding exactly src's
+// leaves; the state takes acc. It is the caller's part to keep these
+// consistent with src — fsck and the oracle tests check the store's.
+//
+// A lazy state is used like a whole one: forks, Absorb, every read.
+// Reads of the whole state (Artifacts, Edges, ArtifactIDs, Range…) walk
+// src, so they cost what src's walk costs.
+func NewStateOver(rs *Ruleset, src Source, n Counts, defs []*Artifact, acc *hashing.Accumulator) (*State, error) {
+	s := NewStateFor(rs)
+	s.src, s.acc = src, acc
+	s.nArt, s.nTomb, s.nEdge = n.Artifacts, n.Tombstones, n.Edges
+	defs = append([]*Artifact(nil), defs...)
+	sort.Slice(defs, func(i, j int) bool { return defs[i].ID < defs[j].ID })
+	for _, a := range defs {
+		if err := s.loadDefinition(a); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Err returns the first failed read of the source under s (nil when s
+// reads no source, or every read succeeded). A decision made on a state
+// whose Err is not nil may rest on entries that were there but could not
+// be read: its caller discards it.
+func (s *State) Err() error {
+	x := s
+	for x.under != nil {
+		x = x.under
+	}
+	if x.src == nil {
+		return nil
+	}
+	return x.src.Err()
+}
+
+// IsLazy reports whether s, or the state at the bottom of its forks, reads
+// through a Source.
+func (s *State) IsLazy() bool {
+	x := s
+	for x.under != nil {
+		x = x.under
+	}
+	return x.src != nil
+}
+
+// whole reports whether s is a whole state, one that holds every entry
+// itself and so never keeps a removal marker: neither a fork nor a state
+// over a source.
+func (s *State) whole() bool { return s.under == nil && s.src == nil }
+
+// setFromEdges returns the set of a source's edges at one end.
+func setFromEdges(es []*Edge) *edgeSet {
+	if len(es) == 0 {
+		return nil
+	}
+	set := &edgeSet{}
+	for _, e := range es {
+		set.ownPut(e)
+	}
+	return set
+}
+
+// srcOut and srcIn return the edge sets a state over a source reads from
+// it for id.
+func (s *State) srcOut(id string) *edgeSet { return setFromEdges(s.src.Out(id)) }
+func (s *State) srcIn(id string) *edgeSet  { return setFromEdges(s.src.In(id)) }
+
+// belowOut and belowIn return id's edge set in what s overlays: the state
+// under a fork, or the source under a state over one. s is not whole.
+func (s *State) belowOut(id string) *edgeSet {
+	if s.under != nil {
+		return s.under.outOf(id)
+	}
+	return s.srcOut(id)
+}
+
+func (s *State) belowIn(id string) *edgeSet {
+	if s.under != nil {
+		return s.under.inOf(id)
+	}
+	return s.srcIn(id)
+}
+
+// srcArtifacts, srcTombstones and srcEdges adapt a source's walks to
+// eachLayer's keyed form.
+func srcArtifacts(src Source) iter.Seq2[string, *Artifact] {
+	return func(yield func(string, *Artifact) bool) {
+		for a := range src.Artifacts() {
+			if !yield(a.ID, a) {
+				return
+			}
+		}
+	}
+}
+
+func srcTombstones(src Source) iter.Seq2[string, int64] { return src.Tombstones() }
+
+func srcEdges(src Source) iter.Seq2[EdgeKey, *Edge] {
+	return func(yield func(EdgeKey, *Edge) bool) {
+		for e := range src.Edges() {
+			if !yield(e.Key(), e) {
+				return
+			}
+		}
+	}
+}

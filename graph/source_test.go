@@ -1,0 +1,283 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"sync/atomic"
+	"testing"
+)
+
+// stateSource serves a whole state as a Source, counting the reads: the
+// stand-in for the store's state map in these tests.
+type stateSource struct {
+	s            *State
+	points       atomic.Int64 // point reads and edge-set reads
+	walks        atomic.Int64 // whole walks
+	fail         error
+	failAfter    int64 // with fail: reads after this many fail
+	failedReads  atomic.Int64
+	firstFailure atomic.Pointer[error]
+}
+
+func newStateSource(s *State) *stateSource { return &stateSource{s: s} }
+
+// read counts a point read and reports whether it fails.
+func (src *stateSource) read() bool {
+	n := src.points.Add(1)
+	if src.fail != nil && n > src.failAfter {
+		src.failedReads.Add(1)
+		err := fmt.Errorf("read %d: %w", n, src.fail)
+		src.firstFailure.CompareAndSwap(nil, &err)
+		return false
+	}
+	return true
+}
+
+func (src *stateSource) Artifact(id string) *Artifact {
+	if !src.read() {
+		return nil
+	}
+	return src.s.Artifact(id)
+}
+
+func (src *stateSource) Tombstone(id string) int64 {
+	if !src.read() {
+		return 0
+	}
+	return src.s.tomb(id)
+}
+
+func (src *stateSource) Edge(k EdgeKey) *Edge {
+	if !src.read() {
+		return nil
+	}
+	return src.s.Edge(k)
+}
+
+func (src *stateSource) Out(id string) []*Edge {
+	if !src.read() {
+		return nil
+	}
+	return src.s.Out(id)
+}
+
+func (src *stateSource) In(id string) []*Edge {
+	if !src.read() {
+		return nil
+	}
+	return src.s.In(id)
+}
+
+func (src *stateSource) TypeCount(typ string) int {
+	if !src.read() {
+		return 0
+	}
+	return src.s.countOf(typ)
+}
+
+func (src *stateSource) Artifacts() iter.Seq[*Artifact] {
+	src.walks.Add(1)
+	return func(yield func(*Artifact) bool) {
+		for _, a := range src.s.allArtifacts() {
+			if !yield(a) {
+				return
+			}
+		}
+	}
+}
+
+func (src *stateSource) Tombstones() iter.Seq2[string, int64] {
+	src.walks.Add(1)
+	return src.s.allTombstones()
+}
+
+func (src *stateSource) Edges() iter.Seq[*Edge] {
+	src.walks.Add(1)
+	return func(yield func(*Edge) bool) {
+		for _, e := range src.s.allEdges() {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+func (src *stateSource) Err() error {
+	if p := src.firstFailure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// definitionsOf returns the definition artifacts of s.
+func definitionsOf(s *State) []*Artifact {
+	var defs []*Artifact
+	for _, a := range s.allArtifacts() {
+		if IsDefinitionType(a.Type) {
+			defs = append(defs, a)
+		}
+	}
+	return defs
+}
+
+// overSource returns a state over a source holding what s shows, as the
+// store makes a head over its newest commit's state map.
+func overSource(t testing.TB, s *State) *State {
+	t.Helper()
+	snap := wholeCopy(s)
+	lz, err := NewStateOver(s.ruleset, newStateSource(snap), Counts{snap.nArt, snap.nTomb, snap.nEdge}, definitionsOf(snap), snap.acc.Clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lz
+}
+
+// wholeCopy returns a whole state showing what s shows.
+func wholeCopy(s *State) *State {
+	if s.IsLazy() {
+		return s.flatten()
+	}
+	return s.Clone()
+}
+
+// lazyInvariants checks a state over a source: its counts match what it
+// shows, and the types counted are those of its artifacts.
+func lazyInvariants(s *State) error {
+	if s.under != nil || s.src == nil {
+		return errors.New("not a state over a source")
+	}
+	nArt, nTomb, nEdge := 0, 0, 0
+	types := map[string]int{}
+	for _, a := range s.allArtifacts() {
+		nArt++
+		types[a.Type]++
+	}
+	for range s.allTombstones() {
+		nTomb++
+	}
+	for range s.allEdges() {
+		nEdge++
+	}
+	if nArt != s.nArt || nTomb != s.nTomb || nEdge != s.nEdge {
+		return fmt.Errorf("counts %d/%d/%d, entries %d/%d/%d", s.nArt, s.nTomb, s.nEdge, nArt, nTomb, nEdge)
+	}
+	for typ, n := range types {
+		if s.countOf(typ) != n {
+			return fmt.Errorf("type %s: count %d, %d artifacts", typ, s.countOf(typ), n)
+		}
+	}
+	if s.Err() != nil {
+		return s.Err()
+	}
+	return nil
+}
+
+// TestLazyMatchesWhole is the fork oracle (TestForkMatchesWhole) with the
+// head a state over a source: every commit decided on it, every read of
+// it and its trust index must equal the whole state's.
+func TestLazyMatchesWhole(t *testing.T) {
+	seeds := 80
+	if testing.Short() {
+		seeds = 16
+	}
+	accepted := 0
+	for seed := range seeds {
+		_, n := forkRun(t, uint64(1000+seed), true)
+		accepted += n
+	}
+	if accepted < 15*seeds {
+		t.Fatalf("only %d commits accepted over %d seeds; the generator is too weak", accepted, seeds)
+	}
+}
+
+// chainState returns a whole state of a derivation chain of n claims
+// (c1 derived_from c0, …) with a question at its root.
+func chainState(t testing.TB, n int) *State {
+	s := NewState(nil)
+	ops := []Op{tqPut("c0", "question")}
+	for i := 1; i < n; i++ {
+		id := "c" + strconv.Itoa(i)
+		ops = append(ops, tqPut(id, "claim"), tqLink(id, "derived_from", "c"+strconv.Itoa(i-1)))
+	}
+	tqApply(t, s, ops...)
+	return s
+}
+
+// TestLazyCommitReadsWhatItTouches: deciding a commit at the tip of a
+// 5,000-deep chain over a source, and keeping its trust, reads a few
+// entries of the source and never walks it.
+func TestLazyCommitReadsWhatItTouches(t *testing.T) {
+	const n = 5000
+	whole := chainState(t, n)
+	src := newStateSource(wholeCopy(whole))
+	lz, err := NewStateOver(nil, src, Counts{whole.nArt, whole.nTomb, whole.nEdge}, nil, whole.acc.Clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := NewTrustIndex(whole, tqBase) // the index is built from the whole state: a source holds it in the store
+	before := src.points.Load()
+	f, tf := lz.Fork(), idx.Fork()
+	tip := "c" + strconv.Itoa(n-1)
+	ops := []Op{tqPut("next", "claim"), tqLink("next", "derived_from", tip), tqPut(tip, "claim")}
+	ch, err := f.ApplyOps(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := TaintedLinks(f, tf, ch); len(errs) != 0 {
+		t.Fatalf("tainted links %v", errs)
+	}
+	tf.Apply(f, ch)
+	if err := lz.Absorb(f); err != nil {
+		t.Fatal(err)
+	}
+	tqApply(t, whole, ops...)
+	idx2 := NewTrustIndex(whole, tqBase)
+	if lz.Hash() != whole.Hash() || lz.NumArtifacts() != n+1 || lz.NumEdges() != n {
+		t.Fatalf("hash %s artifacts %d edges %d; the whole state %s", lz.Hash(), lz.NumArtifacts(), lz.NumEdges(), whole.Hash())
+	}
+	if tf.Summary() != idx2.Summary() {
+		t.Fatalf("trust %+v, whole %+v", tf.Summary(), idx2.Summary())
+	}
+	reads := src.points.Load() - before
+	t.Logf("%d reads of the source", reads)
+	if reads > 40 {
+		t.Fatalf("the commit read the source %d times; it touches 3 artifacts", reads)
+	}
+	if w := src.walks.Load(); w != 0 {
+		t.Fatalf("the commit walked the source %d times", w)
+	}
+}
+
+// TestLazyFailedRead: a read of the source that fails shows as absence
+// and in State.Err of the state and of every fork of it, so a caller
+// discards what it decided.
+func TestLazyFailedRead(t *testing.T) {
+	whole := chainState(t, 10)
+	boom := errors.New("disk on fire")
+	src := newStateSource(wholeCopy(whole))
+	lz, err := NewStateOver(nil, src, Counts{whole.nArt, whole.nTomb, whole.nEdge}, nil, whole.acc.Clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lz.Err() != nil || !lz.IsLazy() || whole.IsLazy() {
+		t.Fatalf("err %v lazy %v/%v", lz.Err(), lz.IsLazy(), whole.IsLazy())
+	}
+	if lz.Artifact("c3") == nil {
+		t.Fatal("c3 not read")
+	}
+	src.fail, src.failAfter = boom, src.points.Load()
+	f := lz.Fork()
+	if f.Artifact("c4") != nil {
+		t.Fatal("a failed read returned an artifact")
+	}
+	for _, s := range []*State{lz, f, f.Fork()} {
+		if !errors.Is(s.Err(), boom) {
+			t.Fatalf("Err %v, want %v", s.Err(), boom)
+		}
+	}
+	if whole.Err() != nil {
+		t.Fatal("a whole state reports a read error")
+	}
+}
