@@ -190,6 +190,9 @@ func forkRun(t *testing.T, seed uint64, lazy bool) (maxIn, accepted int) {
 	}
 	hidx := NewTrustIndexFor(head, baseOf)
 	widx := NewTrustIndexFor(whole, baseOf)
+	if lazy {
+		hidx = overTrust(hidx, baseOf)
+	}
 	for g := range 40 {
 		before := forkDump(head, nids)
 		beforeSum := hidx.Summary()
@@ -256,8 +259,11 @@ func forkRun(t *testing.T, seed uint64, lazy bool) (maxIn, accepted int) {
 			if err := lazyInvariants(head); err != nil {
 				t.Fatalf("seed %d group %d: after absorb: %v", seed, g, err)
 			}
+			if err := hidx.Err(); err != nil {
+				t.Fatal(err)
+			}
 			if r.IntN(3) == 0 {
-				head = overSource(t, head)
+				head, hidx = overSource(t, head), overTrust(hidx, baseOf)
 				if got, want := forkDump(head, nids), forkDump(whole, nids); got != want {
 					t.Fatalf("seed %d group %d: the rebased head shows\n%s\nthe whole state\n%s", seed, g, got, want)
 				}

@@ -206,8 +206,8 @@ func chainState(t testing.TB, n int) *State {
 }
 
 // TestLazyCommitReadsWhatItTouches: deciding a commit at the tip of a
-// 5,000-deep chain over a source, and keeping its trust, reads a few
-// entries of the source and never walks it.
+// 5,000-deep chain over a source, with its trust index over a source too,
+// reads a few entries of each and walks neither.
 func TestLazyCommitReadsWhatItTouches(t *testing.T) {
 	const n = 5000
 	whole := chainState(t, n)
@@ -216,7 +216,9 @@ func TestLazyCommitReadsWhatItTouches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx := NewTrustIndex(whole, tqBase) // the index is built from the whole state: a source holds it in the store
+	baseOf := func(*State) BaseFunc { return tqBase }
+	tsrc := &indexSource{t: NewTrustIndex(whole, tqBase)}
+	idx := NewTrustIndexOver(tsrc, tsrc.t.Counts(), baseOf)
 	before := src.points.Load()
 	f, tf := lz.Fork(), idx.Fork()
 	tip := "c" + strconv.Itoa(n-1)
@@ -245,8 +247,18 @@ func TestLazyCommitReadsWhatItTouches(t *testing.T) {
 	if reads > 40 {
 		t.Fatalf("the commit read the source %d times; it touches 3 artifacts", reads)
 	}
-	if w := src.walks.Load(); w != 0 {
-		t.Fatalf("the commit walked the source %d times", w)
+	if w := src.walks.Load() + tsrc.walks.Load(); w != 0 {
+		t.Fatalf("the commit walked the sources %d times", w)
+	}
+	t.Logf("%d reads of the trust source", tsrc.reads.Load())
+	if tr := tsrc.reads.Load(); tr > 20 {
+		t.Fatalf("the commit read the trust source %d times", tr)
+	}
+	if err := idx.Absorb(tf); err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Verify(lz); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -280,4 +292,39 @@ func TestLazyFailedRead(t *testing.T) {
 	if whole.Err() != nil {
 		t.Fatal("a whole state reports a read error")
 	}
+}
+
+// indexSource serves a whole trust index as a TrustSource.
+type indexSource struct {
+	t     *TrustIndex
+	reads atomic.Int64
+	walks atomic.Int64
+}
+
+func (src *indexSource) Trust(id string) (TrustEntry, bool) {
+	src.reads.Add(1)
+	return src.t.Entry(id)
+}
+
+func (src *indexSource) Root(id string) (string, bool) {
+	src.reads.Add(1)
+	return src.t.RootReason(id)
+}
+
+func (src *indexSource) TrustEntries() iter.Seq2[string, TrustEntry] {
+	src.walks.Add(1)
+	return src.t.Entries()
+}
+
+func (src *indexSource) Roots() iter.Seq2[string, string] {
+	src.walks.Add(1)
+	return src.t.Roots()
+}
+
+func (src *indexSource) Err() error { return nil }
+
+// overTrust returns an index over a source holding what t holds, as the
+// store opens a head's index over its newest commit's entries.
+func overTrust(t *TrustIndex, baseOf func(*State) BaseFunc) *TrustIndex {
+	return NewTrustIndexOver(&indexSource{t: t.Clone()}, t.Counts(), baseOf)
 }

@@ -55,11 +55,15 @@ func (t *TrustIndex) node(id string) (tstate, bool) {
 		if st, ok := x.nodes[id]; ok {
 			return st, true
 		}
-		if x.under == nil {
+		if !x.overlay() {
 			return tstate{}, false
 		}
 		if _, ok := x.gone[id]; ok {
 			return tstate{}, false
+		}
+		if x.under == nil {
+			e, ok := x.src.Trust(id)
+			return e.tstate(), ok
 		}
 	}
 }
@@ -70,11 +74,14 @@ func (t *TrustIndex) root(id string) (string, bool) {
 		if why, ok := x.roots[id]; ok {
 			return why, true
 		}
-		if x.under == nil {
+		if !x.overlay() {
 			return "", false
 		}
 		if _, ok := x.rootGone[id]; ok {
 			return "", false
+		}
+		if x.under == nil {
+			return x.src.Root(id)
 		}
 	}
 }
@@ -121,28 +128,28 @@ func (t *TrustIndex) delRoot(id string) {
 // maps only, without counting.
 func (t *TrustIndex) setNodeEntry(id string, st tstate) {
 	t.nodes[id] = st
-	if t.under != nil {
+	if t.overlay() {
 		delete(t.gone, id)
 	}
 }
 
 func (t *TrustIndex) dropNode(id string) {
 	delete(t.nodes, id)
-	if t.under != nil {
+	if t.overlay() {
 		t.gone[id] = struct{}{}
 	}
 }
 
 func (t *TrustIndex) setRootEntry(id, why string) {
 	t.roots[id] = why
-	if t.under != nil {
+	if t.overlay() {
 		delete(t.rootGone, id)
 	}
 }
 
 func (t *TrustIndex) dropRoot(id string) {
 	delete(t.roots, id)
-	if t.under != nil {
+	if t.overlay() {
 		t.rootGone[id] = struct{}{}
 	}
 }
@@ -150,7 +157,7 @@ func (t *TrustIndex) dropRoot(id string) {
 // allNodes yields every entry, in no particular order.
 func (t *TrustIndex) allNodes() iter.Seq2[string, tstate] {
 	return func(yield func(string, tstate) bool) {
-		eachIndexLayer(t, func(x *TrustIndex) (map[string]tstate, map[string]struct{}) { return x.nodes, x.gone }, yield)
+		eachIndexLayer(t, func(x *TrustIndex) (map[string]tstate, map[string]struct{}) { return x.nodes, x.gone }, srcTrustEntries, yield)
 	}
 }
 
@@ -158,13 +165,15 @@ func (t *TrustIndex) allNodes() iter.Seq2[string, tstate] {
 // order.
 func (t *TrustIndex) allRoots() iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
-		eachIndexLayer(t, func(x *TrustIndex) (map[string]string, map[string]struct{}) { return x.roots, x.rootGone }, yield)
+		eachIndexLayer(t, func(x *TrustIndex) (map[string]string, map[string]struct{}) { return x.roots, x.rootGone }, TrustSource.Roots, yield)
 	}
 }
 
 // eachIndexLayer yields the entries of every layer of t, the top one's
-// first; an id a higher layer holds or removed hides the lower layers'.
-func eachIndexLayer[V any](t *TrustIndex, m func(*TrustIndex) (map[string]V, map[string]struct{}), yield func(string, V) bool) {
+// first, then those of the source under the bottom layer (walked by
+// fromSrc), if any; an id a higher layer holds or removed hides the lower
+// layers'.
+func eachIndexLayer[V any](t *TrustIndex, m func(*TrustIndex) (map[string]V, map[string]struct{}), fromSrc func(TrustSource) iter.Seq2[string, V], yield func(string, V) bool) {
 	var above []*TrustIndex
 	hidden := func(id string) bool {
 		for _, a := range above {
@@ -189,5 +198,28 @@ func eachIndexLayer[V any](t *TrustIndex, m func(*TrustIndex) (map[string]V, map
 			}
 		}
 		above = append(above, x)
+	}
+	bottom := above[len(above)-1]
+	if bottom.src == nil {
+		return
+	}
+	for id, v := range fromSrc(bottom.src) {
+		if hidden(id) {
+			continue
+		}
+		if !yield(id, v) {
+			return
+		}
+	}
+}
+
+// srcTrustEntries walks a trust source's entries as the index's own.
+func srcTrustEntries(src TrustSource) iter.Seq2[string, tstate] {
+	return func(yield func(string, tstate) bool) {
+		for id, e := range src.TrustEntries() {
+			if !yield(id, e.tstate()) {
+				return
+			}
+		}
 	}
 }

@@ -43,6 +43,10 @@ type TrustIndex struct {
 	under          *TrustIndex
 	gone, rootGone map[string]struct{}
 	forkGen, gen   uint64
+	// src, in an index at the bottom of its forks, is the stored index it
+	// reads through (NewTrustIndexOver; nil: a whole index or a fork);
+	// such an index keeps removals in gone and rootGone, as a fork does.
+	src TrustSource
 }
 
 // tstate is one artifact's entry. Invariants, for the state the index
