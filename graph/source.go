@@ -149,3 +149,39 @@ func srcEdges(src Source) iter.Seq2[EdgeKey, *Edge] {
 		}
 	}
 }
+
+// TypeCount returns the number of live artifacts of type typ.
+func (s *State) TypeCount(typ string) int { return s.countOf(typ) }
+
+// OwnEntries returns how many entries s's own maps hold: for a fork or a
+// state over a source, about how many changes it holds (a store rebases a
+// lazy head once they pile up); for a whole state, its size.
+func (s *State) OwnEntries() int {
+	return len(s.artifacts) + len(s.tombstones) + len(s.edges) + len(s.out) + len(s.in)
+}
+
+// TouchedTypes returns the types whose count s's own maps changed, in no
+// particular order: a fork's, the types its commit put or deleted.
+func (s *State) TouchedTypes() []string {
+	out := make([]string, 0, len(s.typeCount))
+	for typ := range s.typeCount {
+		out = append(out, typ)
+	}
+	return out
+}
+
+// TypeCounts returns the number of live artifacts of each type in use.
+// It walks the artifacts of a state that is not whole.
+func (s *State) TypeCounts() map[string]int {
+	counts := make(map[string]int)
+	if s.whole() {
+		for typ, n := range s.typeCount {
+			counts[typ] = n
+		}
+		return counts
+	}
+	for _, a := range s.allArtifacts() {
+		counts[a.Type]++
+	}
+	return counts
+}

@@ -7,18 +7,16 @@ import "iter"
 // was, and t takes the fork's entries with Absorb. t must not change while
 // the fork is in use, except by Absorb of this fork.
 func (t *TrustIndex) Fork() *TrustIndex {
+	// The maps are made on first write: most forks (a commit's) change
+	// a few entries or none.
 	return &TrustIndex{
-		base:     t.base,
-		rebase:   t.rebase,
-		nodes:    make(map[string]tstate),
-		roots:    make(map[string]string),
-		gone:     make(map[string]struct{}),
-		rootGone: make(map[string]struct{}),
-		nq:       t.nq,
-		n:        t.n,
-		nr:       t.nr,
-		under:    t,
-		forkGen:  t.gen,
+		base:    t.base,
+		rebase:  t.rebase,
+		nq:      t.nq,
+		n:       t.n,
+		nr:      t.nr,
+		under:   t,
+		forkGen: t.gen,
 	}
 }
 
@@ -127,6 +125,9 @@ func (t *TrustIndex) delRoot(id string) {
 // setNodeEntry, dropNode, setRootEntry and dropRoot change this layer's
 // maps only, without counting.
 func (t *TrustIndex) setNodeEntry(id string, st tstate) {
+	if t.nodes == nil {
+		t.nodes = make(map[string]tstate)
+	}
 	t.nodes[id] = st
 	if t.overlay() {
 		delete(t.gone, id)
@@ -136,11 +137,17 @@ func (t *TrustIndex) setNodeEntry(id string, st tstate) {
 func (t *TrustIndex) dropNode(id string) {
 	delete(t.nodes, id)
 	if t.overlay() {
+		if t.gone == nil {
+			t.gone = make(map[string]struct{})
+		}
 		t.gone[id] = struct{}{}
 	}
 }
 
 func (t *TrustIndex) setRootEntry(id, why string) {
+	if t.roots == nil {
+		t.roots = make(map[string]string)
+	}
 	t.roots[id] = why
 	if t.overlay() {
 		delete(t.rootGone, id)
@@ -150,6 +157,9 @@ func (t *TrustIndex) setRootEntry(id, why string) {
 func (t *TrustIndex) dropRoot(id string) {
 	delete(t.roots, id)
 	if t.overlay() {
+		if t.rootGone == nil {
+			t.rootGone = make(map[string]struct{})
+		}
 		t.rootGone[id] = struct{}{}
 	}
 }

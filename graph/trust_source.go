@@ -100,3 +100,35 @@ func (t *TrustIndex) Entry(id string) (TrustEntry, bool) {
 
 // RootReason returns why id is a poison root, and whether it is one.
 func (t *TrustIndex) RootReason(id string) (string, bool) { return t.root(id) }
+
+// Changed yields the ids whose entry or poison-root mark t's own layer
+// changed — for a fork, what its commits changed — each once, in no
+// particular order. Entry and RootReason give what they are now.
+func (t *TrustIndex) Changed() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		in := func(m map[string]struct{}, id string) bool { _, ok := m[id]; return ok }
+		for id := range t.nodes {
+			if !yield(id) {
+				return
+			}
+		}
+		for id := range t.gone {
+			if _, ok := t.nodes[id]; !ok && !yield(id) {
+				return
+			}
+		}
+		for id := range t.roots {
+			if _, ok := t.nodes[id]; !ok && !in(t.gone, id) && !yield(id) {
+				return
+			}
+		}
+		for id := range t.rootGone {
+			if _, ok := t.nodes[id]; ok || in(t.gone, id) {
+				continue
+			}
+			if _, ok := t.roots[id]; !ok && !yield(id) {
+				return
+			}
+		}
+	}
+}

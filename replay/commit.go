@@ -29,6 +29,22 @@ type Commit struct {
 	// are derived data, checked by fsck, and not part of the id.
 	Root      hashing.Digest `json:"root,omitempty"`
 	RootCount int            `json:"root_count,omitempty"`
+	// Index, when set, says the state map also holds the index a store
+	// keeps to decide commits without loading the state whole (reverse
+	// edges, trust entries), with the sizes it needs to open
+	// it; like Root it is derived data, checked by fsck, not part of the
+	// id. It is nil in a commit written before the store kept one.
+	Index *MapIndex `json:"index,omitempty"`
+}
+
+// MapIndex are the sizes of the state after a commit that its state map's
+// index does not count by itself: tombstones, poison roots, quarantined
+// artifacts, and the live artifacts of each type in use.
+type MapIndex struct {
+	Tombstones  int            `json:"tombstones"`
+	PoisonRoots int            `json:"poison_roots"`
+	Quarantined int            `json:"quarantined"`
+	Types       map[string]int `json:"types,omitempty"`
 }
 
 // Header returns the fields the commit id covers.

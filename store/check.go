@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
@@ -310,7 +311,19 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 			func(c *replay.Commit, st *graph.State) error {
 				replayed[c.ID] = true
 				entries := st.NumArtifacts() + st.NumEdges() + st.NumTombstones()
+				if x := c.Index; x != nil {
+					// The index: an 'r' entry per edge, a 'q' per
+					// unconfirmed artifact (checkIndex checks the entries
+					// at each branch head).
+					entries += st.NumEdges() + x.PoisonRoots + x.Quarantined
+				}
 				switch {
+				case c.Index != nil && !maps.Equal(c.Index.Types, st.TypeCounts()):
+					k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(),
+						Detail: fmt.Sprintf("records type counts %v, the replayed state has %v", c.Index.Types, st.TypeCounts())})
+				case c.Index != nil && c.Index.Tombstones != st.NumTombstones():
+					k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(),
+						Detail: fmt.Sprintf("records %d tombstones, the replayed state has %d", c.Index.Tombstones, st.NumTombstones())})
 				case c.Artifacts != st.NumArtifacts() || c.Edges != st.NumEdges():
 					k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(),
 						Detail: fmt.Sprintf("records %d artifacts and %d edges, the replayed state has %d and %d", c.Artifacts, c.Edges, st.NumArtifacts(), st.NumEdges())})
@@ -368,6 +381,9 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		if err != nil {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 			continue
+		}
+		if err := s.checkIndex(c, st); err != nil {
+			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 		}
 		k.gateBlobs(ctxID, b.Name, st)
 	}

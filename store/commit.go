@@ -1021,10 +1021,15 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	c := &replay.Commit{Parents: parents, ContextHash: d.next.Hash(), OpsHash: enc.hash,
 		Author: req.Author, Message: req.Message, Time: hashing.FormatTime(when), NumOps: len(d.recorded)}
 	c.ID = c.ComputeID()
-	parentRoot, muts := trieChild{id: hf.commit.Root, count: hf.commit.RootCount}, trieMutations(d.changes, c.ID)
+	parentRoot, muts := trieChild{id: hf.commit.Root, count: hf.commit.RootCount}, trieMutations(d.changes, c.ID, d.next, d.trust)
 	parentRoot, err = s.upgradeStateMap(g.tw, req.Context, parentRoot)
 	if err != nil {
 		return nil, err
+	}
+	if hf.commit.Index == nil && parentRoot.count > 0 {
+		// The parent's map holds no index (it was written before format
+		// 3; its head was loaded whole): the commit adds it.
+		muts = append(indexMutations(hf.view(), hf.trust), muts...)
 	}
 	if err := g.tw.warm(parentRoot, muts, s.cachedNode, s.readNodesFunc(context.Background())); err != nil {
 		return nil, fmt.Errorf("read state map: %w", err)
@@ -1035,6 +1040,9 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	}
 	c.Root, c.RootCount = root.id, root.count
 	c.Artifacts, c.Edges = d.next.NumArtifacts(), d.next.NumEdges()
+	sum := d.trust.Summary()
+	c.Index = &replay.MapIndex{Tombstones: d.next.NumTombstones(), PoisonRoots: sum.PoisonRoots, Quarantined: sum.Quarantined,
+		Types: typeCounts(hf.commit, hf.view(), d.next)}
 	for i, chunk := range enc.chunks {
 		if err := g.addImm(keyOps(req.Context, c.ID, uint32(i)), chunk); err != nil {
 			return nil, fmt.Errorf("write ops: %w", err)

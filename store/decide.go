@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync/atomic"
 
 	"github.com/artifactd/artifactd/graph"
@@ -30,6 +31,9 @@ type decision struct {
 	// in enforce mode, so set only in observe mode).
 	mode    string
 	tainted []*graph.TaintError
+	// trust is a fork of the group's trust index holding the commit's
+	// trust changes, taken with next.
+	trust *graph.TrustIndex
 }
 
 // headFork is a branch head as one commit group sees it: the group
@@ -77,7 +81,9 @@ func (hf *headFork) take(d *decision, c *replay.Commit) {
 		panic("store: a commit's fork is not of its group's view: " + err.Error())
 	}
 	dropPayloads(d.changes)
-	hf.trust.Apply(hf.state, d.changes)
+	if err := hf.trust.Absorb(d.trust); err != nil {
+		panic("store: a commit's trust fork is not of its group's view: " + err.Error())
+	}
 	hf.commit = c
 }
 
@@ -205,18 +211,25 @@ func (g *group) decide(hf *headFork, cs *ctxState, r *writeReq) (*decision, erro
 	if d.mode == "" {
 		d.mode = cs.info.Quarantine
 	}
-	d.tainted = graph.TaintedLinks(next, hf.trust, d.changes)
+	d.trust = hf.trust.Fork()
+	d.tainted = graph.TaintedLinks(next, d.trust, d.changes)
 	if d.mode == ModeEnforce && len(d.tainted) > 0 {
 		return nil, d.tainted[0]
 	}
+	d.trust.Apply(next, d.changes)
 	d.recorded = graph.RecordedOps(d.changes)
 	return d, nil
 }
 
-// trieMutations are the state-map mutations of changes made by commit:
-// the final value of every key they touched (nil: removed).
-func trieMutations(changes []graph.Change, commit hashing.Digest) []trieMut {
-	muts := make([]trieMut, 0, len(changes)+1)
+// trieMutations are the state-map mutations of changes made by commit,
+// whose state is next (a fork holding the commit's changes) and whose
+// trust index is trust (a fork holding its trust changes): the final value
+// of every key they touched (nil: removed), the index's included.
+func trieMutations(changes []graph.Change, commit hashing.Digest, next *graph.State, trust *graph.TrustIndex) []trieMut {
+	muts := make([]trieMut, 0, 2*len(changes)+1)
+	for id := range trust.Changed() {
+		muts = append(muts, trustMut(trust, id))
+	}
 	for _, ch := range changes {
 		if ch.Noop {
 			continue
@@ -230,10 +243,66 @@ func trieMutations(changes []graph.Change, commit hashing.Digest) []trieMut {
 		case graph.OpDelete:
 			muts = append(muts, mutFor(tkArtifact(ch.Prev.ID), nil), mutFor(tkTomb(ch.Prev.ID), encodeTombVal(ch.Prev.Version)))
 		case graph.OpLink:
-			muts = append(muts, mutFor(tkEdge(ch.NextEdge.Key()), encodeEdgeVal(ch.NextEdge.Attrs)))
+			k, v := ch.NextEdge.Key(), encodeEdgeVal(ch.NextEdge.Attrs)
+			muts = append(muts, mutFor(tkEdge(k), v), mutFor(tkRev(k), v))
 		case graph.OpUnlink:
-			muts = append(muts, mutFor(tkEdge(ch.PrevEdge.Key()), nil))
+			k := ch.PrevEdge.Key()
+			muts = append(muts, mutFor(tkEdge(k), nil), mutFor(tkRev(k), nil))
 		}
 	}
 	return muts
+}
+
+// trustMut is the mutation of id's trust entry as trust holds it now: a
+// value for an unconfirmed artifact, none for a confirmed or absent one.
+func trustMut(trust *graph.TrustIndex, id string) trieMut {
+	e, ok := trust.Entry(id)
+	if !ok || e.Conf {
+		return mutFor(tkTrust(id), nil)
+	}
+	reason, _ := trust.RootReason(id)
+	return mutFor(tkTrust(id), encodeTrustVal(e, reason))
+}
+
+// indexMutations are the mutations that add the index of a whole state
+// and its trust index to a state map that holds the state only (one
+// written before format 3): every reverse edge and trust entry.
+func indexMutations(st *graph.State, trust *graph.TrustIndex) []trieMut {
+	var muts []trieMut
+	st.RangeArtifacts(func(a *graph.Artifact) bool {
+		if e, ok := trust.Entry(a.ID); ok && !e.Conf {
+			muts = append(muts, trustMut(trust, a.ID))
+		}
+		return true
+	})
+	st.RangeEdges(func(e *graph.Edge) bool {
+		muts = append(muts, mutFor(tkRev(e.Key()), encodeEdgeVal(e.Attrs)))
+		return true
+	})
+	return muts
+}
+
+// typeCounts returns the live artifacts of each type in next, a fork of
+// the state at parent holding one commit's changes: parent's counts (its
+// record's, or counted afresh in the whole state at parent, under, when
+// its map has no index) with the types next changed counted again.
+func typeCounts(parent *replay.Commit, under, next *graph.State) map[string]int {
+	var counts map[string]int
+	if parent.Index != nil {
+		counts = maps.Clone(parent.Index.Types)
+	}
+	if counts == nil {
+		counts = map[string]int{}
+		if parent.Index == nil {
+			under.RangeArtifacts(func(a *graph.Artifact) bool { counts[a.Type]++; return true })
+		}
+	}
+	for _, typ := range next.TouchedTypes() {
+		if n := next.TypeCount(typ); n > 0 {
+			counts[typ] = n
+		} else {
+			delete(counts, typ)
+		}
+	}
+	return counts
 }

@@ -49,11 +49,11 @@
 //     function of the chain alone. The root commit's message names the
 //     context's ruleset of built-ins.
 //
-// # Key layout (format version 2)
+// # Key layout (format version 3)
 //
 // Parts are joined with a NUL byte; digests are 32 raw bytes.
 //
-//	meta NUL format                    -> "2"
+//	meta NUL format                    -> "3"
 //	meta NUL registry                  -> 16 random bytes, new with every type or relation record
 //	ctx NUL <ctx>                      -> ContextInfo JSON
 //	ref NUL <ctx> NUL <branch>         -> commit id
@@ -70,18 +70,36 @@
 //	type NUL <name>                    -> type record JSON (owned by the registry, not the chain)
 //	reldef NUL <name>                  -> relation record JSON (likewise)
 //
+// A state map's entries (trie.go) are 'a' id (an artifact's metadata),
+// 't' id (a tombstone), 'e' from NUL rel NUL to (an edge and its attrs),
+// and, since format 3, the index that lets a commit be decided without
+// the state loaded whole: 'r' to NUL rel NUL from (each edge again, from
+// the end it points at, so an artifact's dependents are one prefix) and
+// 'q' id (the trust entry of an unconfirmed artifact: whether its base
+// holds, how many of its dependency edges point at unconfirmed artifacts,
+// and a poison root's reason; a confirmed artifact has none). The commit
+// record's index (replay.MapIndex) keeps the sizes that go with them:
+// tombstones, poison roots, quarantined artifacts and the live artifacts
+// of each type. fsck checks the sizes of every commit and the entries at
+// every branch head against the state and trust computed afresh.
+//
+// Format 3 added the index; a map written before has none, and its
+// commit record no Index. Such a head is loaded whole, and the first
+// commit onto it writes the whole index with its own changes (in the
+// committer, about what loading the head costs; once per head).
+//
 // Format 2 changed only the state map's layout: format 1 keyed its trie by
 // SHA-256 of each entry's key, which scattered the entries a commit wrote
-// over the whole map. A store of format 1 opens as it is: Open stamps it
-// 2, so that an older binary refuses it rather than misread the new
-// nodes. The old tries stay readable (lookups, walks, diffs, fsck), and
+// over the whole map. A store of format 1 or 2 opens as it is: Open
+// stamps it 3, so that an older binary refuses it rather than misread the
+// new maps. The old tries stay readable (lookups, walks, diffs, fsck), and
 // the first commit onto a branch head rebuilds that head's state map in
 // the ordered layout, in the committer, with the entries and new nodes
 // in memory outside the cache budget — about what loading the head
 // costs. Each head does so once; a branch created later at an old commit
 // rebuilds again, and a diff or merge whose side is an old commit reads
 // both maps whole. There is no rolling upgrade or downgrade: stop every
-// older process sharing a store before the first format-2 process opens
+// older process sharing a store before the first format-3 process opens
 // it (an older one left running fails its reads with a corruption error;
 // it does not write over the new maps).
 //

@@ -9,11 +9,15 @@ import (
 )
 
 // FormatVersion is the version of the key layout documented in doc.go.
-const FormatVersion = "2"
+const FormatVersion = "3"
 
-// formatLegacy is the earlier layout a store is upgraded from on open
-// (doc.go, "Key layout").
-const formatLegacy = "1"
+// formatLegacy and formatUnindexed are the earlier layouts a store is
+// upgraded from on open (doc.go, "Key layout"): state maps keyed by hash,
+// and ordered state maps without their index.
+const (
+	formatLegacy    = "1"
+	formatUnindexed = "2"
+)
 
 // Key prefixes. Parts are joined with a NUL byte, which no context id,
 // branch name or artifact id may contain.
@@ -64,7 +68,20 @@ func keyNode(d hashing.Digest) []byte { return append([]byte(pNode), d[:]...) }
 func keyType(name string) []byte      { return []byte(pType + name) }
 
 // Trie entry keys: 'a' id for an artifact, 'e' from NUL rel NUL to for an
-// edge, 't' id for a tombstone (the last version of a deleted artifact).
+// edge, 't' id for a tombstone (the last version of a deleted artifact);
+// and the index a commit of format 3 keeps with them, so that a head
+// need not be loaded whole to decide a commit: 'r' to NUL rel NUL from,
+// the edge again from its other end (the dependents of an artifact are a
+// prefix), and 'q' id for the trust entry of an unconfirmed artifact (a
+// confirmed one — the common case — has none: its entry is always the
+// same). The commit record keeps the sizes (replay.MapIndex).
+func tkRev(k graph.EdgeKey) []byte {
+	b := make([]byte, 0, 3+len(k.From)+len(k.Rel)+len(k.To))
+	b = append(append(append(b, 'r'), k.To...), 0)
+	b = append(append(b, k.Rel...), 0)
+	return append(b, k.From...)
+}
+func tkTrust(id string) []byte    { return append(append(make([]byte, 0, 1+len(id)), 'q'), id...) }
 func tkArtifact(id string) []byte { return append(append(make([]byte, 0, 1+len(id)), 'a'), id...) }
 func tkTomb(id string) []byte     { return append(append(make([]byte, 0, 1+len(id)), 't'), id...) }
 func tkEdge(k graph.EdgeKey) []byte {
@@ -154,6 +171,50 @@ func decodeEdgeVal(b []byte) []byte {
 		return nil
 	}
 	return b
+}
+
+// splitRevKey decodes an 'r' key into the edge's key.
+func splitRevKey(k []byte) (graph.EdgeKey, error) {
+	r, err := splitEdgeKey(k)
+	return graph.EdgeKey{From: r.To, Rel: r.Rel, To: r.From}, err
+}
+
+// A trust value is a flags byte (1: the artifact's base holds; an entry
+// is never confirmed), the number of its dependency edges to unconfirmed
+// artifacts as a uvarint, and for a poison root (base does not hold) the
+// reason, the rest of the value.
+func encodeTrustVal(e graph.TrustEntry, reason string) []byte {
+	b := make([]byte, 0, 2+len(reason))
+	var flags byte
+	if e.Base {
+		flags = 1
+	}
+	b = binary.AppendUvarint(append(b, flags), uint64(e.Bad))
+	if !e.Base {
+		b = append(b, reason...)
+	}
+	return b
+}
+
+func decodeTrustVal(b []byte) (e graph.TrustEntry, reason string, err error) {
+	if len(b) < 2 || b[0] > 1 {
+		return e, "", fmt.Errorf("%w: trust value flags", ErrCorrupt)
+	}
+	e.Base = b[0] == 1
+	bad, n := binary.Uvarint(b[1:])
+	if n <= 0 || bad > 1<<31-1 {
+		return e, "", fmt.Errorf("%w: trust value count", ErrCorrupt)
+	}
+	e.Bad = int32(bad)
+	rest := b[1+n:]
+	switch {
+	case e.Base && (len(rest) != 0 || bad == 0):
+		// A quarantined artifact rests on at least one unconfirmed one.
+		return e, "", fmt.Errorf("%w: trust value of a quarantined artifact", ErrCorrupt)
+	case !e.Base:
+		reason = string(rest)
+	}
+	return e, reason, nil
 }
 
 func splitEdgeKey(k []byte) (graph.EdgeKey, error) {

@@ -466,15 +466,15 @@ func (s *Store) checkFormat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if string(v) == formatLegacy {
+	if string(v) == formatLegacy || string(v) == formatUnindexed {
 		// Readable as it is; stamped so that older binaries refuse the
-		// ordered state maps this one will write.
+		// state maps this one will write.
 		err := s.kv.Commit(ctx, kv.Batch{Swaps: []kv.Swap{{Key: keyMetaFormat(), Old: v, New: []byte(FormatVersion)}}})
 		if errors.Is(err, kv.ErrConflict) {
 			return s.checkFormat(ctx)
 		}
 		if err == nil {
-			s.log.Info("store upgraded to the ordered state-map layout", "from_format", formatLegacy, "format", FormatVersion)
+			s.log.Info("store stamped with the indexed state-map layout", "from_format", string(v), "format", FormatVersion)
 		}
 		return err
 	}

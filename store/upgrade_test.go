@@ -38,10 +38,11 @@ func (s seen) String() string {
 	return out
 }
 
-// downgradeToLegacy rewrites the store at dir as a format-1 binary left
-// it: every commit's state map in the hashed layout (its Root moved to
-// the legacy trie; commit ids do not cover Root) and the format stamp 1.
-func downgradeToLegacy(t *testing.T, dir string, ctxIDs ...string) {
+// downgrade rewrites the store at dir as a binary of format 1 or 2 left
+// it: every commit's state map without its index (format 3), in the
+// hashed layout for format 1 (its Root moved to the new trie; commit ids
+// do not cover Root), commit records without Index, and the format stamp.
+func downgrade(t *testing.T, dir, format string, ctxIDs ...string) {
 	t.Helper()
 	ctx := context.Background()
 	s := openTest(t, dir)
@@ -53,17 +54,27 @@ func downgradeToLegacy(t *testing.T, dir string, ctxIDs ...string) {
 			root := trieChild{id: c.Root, count: c.RootCount}
 			var entries []trieEntry
 			if err := trieWalk(s, root, func(k, v []byte) error {
-				entries = append(entries, trieEntry{key: slices.Clone(k), val: slices.Clone(v)})
+				switch k[0] {
+				case 'r', 'q':
+				default:
+					entries = append(entries, trieEntry{key: slices.Clone(k), val: slices.Clone(v)})
+				}
 				return nil
 			}); err != nil {
 				return err
 			}
-			if len(entries) == 0 {
-				return nil
-			}
-			legacy := legacyBuild(w, entries)
 			cc := *c
-			cc.Root, cc.RootCount = legacy.id, legacy.count
+			cc.Index = nil
+			switch {
+			case len(entries) == 0:
+				cc.Root, cc.RootCount = hashing.Digest{}, 0
+			case format == formatLegacy:
+				legacy := legacyBuild(w, entries)
+				cc.Root, cc.RootCount = legacy.id, legacy.count
+			default:
+				ordered := w.build(entries, 0)
+				cc.Root, cc.RootCount = ordered.id, ordered.count
+			}
 			rec, err := json.Marshal(&cc)
 			if err != nil {
 				return err
@@ -77,18 +88,26 @@ func downgradeToLegacy(t *testing.T, dir string, ctxIDs ...string) {
 	for id, enc := range w.written {
 		b.Sets = append(b.Sets, kv.Record{Key: keyNode(id), Value: enc})
 	}
-	b.Sets = append(b.Sets, kv.Record{Key: keyMetaFormat(), Value: []byte(formatLegacy)})
+	b.Sets = append(b.Sets, kv.Record{Key: keyMetaFormat(), Value: []byte(format)})
 	if err := s.kv.Commit(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestLegacyStoreUpgrades opens a store of format 1 (hashed state maps):
-// it is stamped 2, every old commit reads as before (artifacts at a
-// commit, history, diffs, whole states), the first commit onto each head
-// rebuilds its map in the ordered layout, diffs across the upgrade are
-// exact, fsck finds nothing, and a reopened store reads the same.
+// TestLegacyStoreUpgrades opens a store of format 1 (hashed state maps)
+// and one of format 2 (ordered maps without their index): each is stamped
+// 3, every old commit reads as before (artifacts at a commit, history,
+// diffs, whole states), the first commit onto each head rebuilds its map
+// in the ordered layout (format 1) and adds its index, diffs across the
+// upgrade are exact, fsck finds nothing, and a reopened store reads the
+// same.
 func TestLegacyStoreUpgrades(t *testing.T) {
+	for _, format := range []string{formatLegacy, formatUnindexed} {
+		t.Run("format-"+format, func(t *testing.T) { testStoreUpgrades(t, format) })
+	}
+}
+
+func testStoreUpgrades(t *testing.T, format string) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openTest(t, dir)
@@ -131,7 +150,7 @@ func TestLegacyStoreUpgrades(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	downgradeToLegacy(t, dir, "c")
+	downgrade(t, dir, format, "c")
 	s = openTest(t, dir)
 	if v, err := s.kv.Get(ctx, keyMetaFormat()); err != nil || string(v) != FormatVersion {
 		t.Fatalf("format after open: %q, %v; want %q", v, err, FormatVersion)
@@ -141,8 +160,8 @@ func TestLegacyStoreUpgrades(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if legacy, err := newTrieWriter(s).isLegacy(trieChild{id: got.Root, count: got.RootCount}); err != nil || !legacy {
-			t.Fatalf("commit %s: state map legacy %v, %v; the fixture is not of format 1", c.ID.Short(), legacy, err)
+		if legacy, err := newTrieWriter(s).isLegacy(trieChild{id: got.Root, count: got.RootCount}); err != nil || legacy != (format == formatLegacy) || got.Index != nil {
+			t.Fatalf("commit %s: state map legacy %v, %v, index %+v; the fixture is not of format %s", c.ID.Short(), legacy, err, got.Index, format)
 		}
 		if now := look(s, got); now.String() != before[c.ID].String() {
 			t.Fatalf("commit %s reads differently from its legacy state map:\n%s\nwas\n%s", c.ID.Short(), now, before[c.ID])
@@ -157,8 +176,8 @@ func TestLegacyStoreUpgrades(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []*replay.Commit{c3, res.Commit} {
-		if legacy, err := newTrieWriter(s).isLegacy(trieChild{id: c.Root, count: c.RootCount}); err != nil || legacy {
-			t.Fatalf("commit %s after the upgrade: legacy %v, %v", c.ID.Short(), legacy, err)
+		if legacy, err := newTrieWriter(s).isLegacy(trieChild{id: c.Root, count: c.RootCount}); err != nil || legacy || c.Index == nil {
+			t.Fatalf("commit %s after the upgrade: legacy %v, %v, index %+v", c.ID.Short(), legacy, err, c.Index)
 		}
 	}
 	diff, err := s.DiffCommits(ctx, c2, c3)
@@ -231,7 +250,7 @@ func (d *racingStamp) Commit(ctx context.Context, b kv.Batch) error {
 // stamp loses reads the winner's.
 func TestFormatStampRace(t *testing.T) {
 	ctx := context.Background()
-	for _, start := range []string{formatLegacy, ""} {
+	for _, start := range []string{formatLegacy, formatUnindexed, ""} {
 		d := &racingStamp{sharedMem: sharedMem{memkv.New()}}
 		if start != "" {
 			if err := d.sharedMem.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyMetaFormat(), Value: []byte(start)}}}); err != nil {
@@ -252,10 +271,10 @@ func TestFormatStampRace(t *testing.T) {
 	}
 	// A stamp this binary does not know is refused, not upgraded.
 	d := sharedMem{memkv.New()}
-	if err := d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyMetaFormat(), Value: []byte("3")}}}); err != nil {
+	if err := d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyMetaFormat(), Value: []byte("4")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1}); err == nil || !errors.Is(err, ErrInvalid) {
-		t.Fatalf("open of a store of format 3: %v", err)
+		t.Fatalf("open of a store of format 4: %v", err)
 	}
 }
