@@ -17,21 +17,66 @@ const edgeSetMax = 16
 // size of the whole set. So a commit that links one more claim to a
 // source with 100k dependents costs one entry, not a copy of the 100k;
 // Absorb applies the delta to the set below in place (applyTo).
+//
+// Under a state over a Source, the set of an artifact no layer changed
+// is a stored set (src set): it holds nothing and reads the source each
+// time — has is a point lookup, all and len read the edges at that end —
+// so that a change of a hub's set, always a delta over it, reads none of
+// its edges. A stored set is never changed.
 type edgeSet struct {
 	list  []*Edge           // the edges while m is nil
 	m     map[EdgeKey]*Edge // the edges once the set outgrew edgeSetMax
 	under *edgeSet
 	gone  map[EdgeKey]struct{}
-	n     int
+	// dn is a delta's size less its under's.
+	dn int
+	// src makes a stored set (apart, so that the sets of a whole state,
+	// two an artifact, stay small).
+	src *storedEnd
 }
 
-// len returns the number of edges.
+// storedEnd names the edges arriving at id (in) or leaving it in src.
+type storedEnd struct {
+	src Source
+	id  string
+	in  bool
+}
+
+// storedSet returns the stored set of the edges leaving id, or with in
+// set arriving at it, in src.
+func storedSet(src Source, id string, in bool) *edgeSet {
+	return &edgeSet{src: &storedEnd{src: src, id: id, in: in}}
+}
+
+// stored returns a stored set's edges, read from its source.
+func (es *edgeSet) stored() []*Edge {
+	if es.src.in {
+		return es.src.src.In(es.src.id)
+	}
+	return es.src.src.Out(es.src.id)
+}
+
+// deep reports whether es is a stored set or a delta over one at some
+// depth: its size is not known without reading the source.
+func (es *edgeSet) deep() bool {
+	for x := es; x != nil; x = x.under {
+		if x.src != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// len returns the number of edges (for a stored set, or a delta over
+// one, by reading the source).
 func (es *edgeSet) len() int {
 	switch {
 	case es == nil:
 		return 0
+	case es.src != nil:
+		return len(es.stored())
 	case es.under != nil:
-		return es.n
+		return es.under.len() + es.dn
 	case es.m != nil:
 		return len(es.m)
 	}
@@ -57,6 +102,12 @@ func (es *edgeSet) has(k EdgeKey) bool {
 	switch {
 	case es == nil:
 		return false
+	case es.src != nil:
+		end := k.From
+		if es.src.in {
+			end = k.To
+		}
+		return end == es.src.id && es.src.src.Edge(k) != nil
 	case es.own(k):
 		return true
 	case es.under == nil:
@@ -73,7 +124,7 @@ func (es *edgeSet) put(e *Edge) {
 	if es.under != nil {
 		k := e.Key()
 		if !es.has(k) {
-			es.n++
+			es.dn++
 		}
 		delete(es.gone, k)
 		es.ownPut(e)
@@ -115,7 +166,7 @@ func (es *edgeSet) del(k EdgeKey) {
 		if !es.has(k) {
 			return
 		}
-		es.n--
+		es.dn--
 		es.ownDel(k)
 		if es.under.has(k) {
 			if es.gone == nil {
@@ -148,6 +199,14 @@ func (es *edgeSet) ownDel(k EdgeKey) {
 func (es *edgeSet) all() iter.Seq2[EdgeKey, *Edge] {
 	return func(yield func(EdgeKey, *Edge) bool) {
 		if es == nil {
+			return
+		}
+		if es.src != nil {
+			for _, e := range es.stored() {
+				if !yield(e.Key(), e) {
+					return
+				}
+			}
 			return
 		}
 		if es.m != nil {
@@ -184,7 +243,7 @@ func (es *edgeSet) clone() *edgeSet {
 	switch {
 	case es == nil:
 		return c
-	case es.under != nil:
+	case es.under != nil || es.src != nil:
 		for _, e := range es.all() {
 			c.ownPut(e)
 		}

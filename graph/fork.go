@@ -121,7 +121,7 @@ func absorbSets(dst, src map[string]*edgeSet, whole bool) {
 		case es.under != nil && whole:
 			es = es.clone() // not reached: a whole state's fork deltas over its own sets
 		}
-		if es.len() == 0 && whole {
+		if whole && es.len() == 0 {
 			delete(dst, id)
 		} else {
 			dst[id] = es
@@ -198,8 +198,10 @@ func (s *State) setFor(adj map[string]*edgeSet, id string, below func() *edgeSet
 	var es *edgeSet
 	if s.whole() {
 		es = &edgeSet{}
-	} else if b := below(); b.len() > edgeSetMax {
-		es = &edgeSet{under: b, n: b.len()} // a hub: a delta, not a copy
+	} else if b := below(); b.deep() || b.len() > edgeSetMax {
+		// A hub, or a set read from a source: a delta, not a copy (which
+		// would read every edge of the set).
+		es = &edgeSet{under: b}
 	} else {
 		es = b.clone()
 	}

@@ -685,12 +685,12 @@ func (s *State) removeEdge(k EdgeKey) {
 	}
 	out := s.setFor(s.out, k.From, func() *edgeSet { return s.belowOut(k.From) })
 	out.del(k)
-	if out.len() == 0 && s.whole() {
+	if s.whole() && out.len() == 0 {
 		delete(s.out, k.From)
 	}
 	in := s.setFor(s.in, k.To, func() *edgeSet { return s.belowIn(k.To) })
 	in.del(k)
-	if in.len() == 0 && s.whole() {
+	if s.whole() && in.len() == 0 {
 		delete(s.in, k.To)
 	}
 	s.nEdge--

@@ -93,22 +93,10 @@ func (s *State) IsLazy() bool {
 // over a source.
 func (s *State) whole() bool { return s.under == nil && s.src == nil }
 
-// setFromEdges returns the set of a source's edges at one end.
-func setFromEdges(es []*Edge) *edgeSet {
-	if len(es) == 0 {
-		return nil
-	}
-	set := &edgeSet{}
-	for _, e := range es {
-		set.ownPut(e)
-	}
-	return set
-}
-
-// srcOut and srcIn return the edge sets a state over a source reads from
-// it for id.
-func (s *State) srcOut(id string) *edgeSet { return setFromEdges(s.src.Out(id)) }
-func (s *State) srcIn(id string) *edgeSet  { return setFromEdges(s.src.In(id)) }
+// srcOut and srcIn return the stored sets of a state over a source for
+// id: they read the source only when asked for edges.
+func (s *State) srcOut(id string) *edgeSet { return storedSet(s.src, id, false) }
+func (s *State) srcIn(id string) *edgeSet  { return storedSet(s.src, id, true) }
 
 // belowOut and belowIn return id's edge set in what s overlays: the state
 // under a fork, or the source under a state over one. s is not whole.
@@ -184,4 +172,27 @@ func (s *State) TypeCounts() map[string]int {
 		counts[a.Type]++
 	}
 	return counts
+}
+
+// LeavesOf returns the context-hash leaves of artifacts and then of
+// edges, hashed on every processor for a big state, for a store that
+// builds a state's accumulator from its stored entries.
+func LeavesOf(artifacts []*Artifact, edges []*Edge) []hashing.Digest {
+	return leavesOf(artifacts, edges)
+}
+
+// Rebase returns a state over src that shows what s shows, taking s's
+// accumulator and definitions: for a store whose state over an older
+// commit's entries holds many changes, once those changes are stored
+// (src) under a newer commit. n must be src's sizes and equal s's. s must
+// not be used afterwards. It reports false, doing nothing, when s is not
+// a state over a source or its sizes are not n.
+func (s *State) Rebase(src Source, n Counts) (*State, bool) {
+	if s.under != nil || s.src == nil || n != (Counts{s.nArt, s.nTomb, s.nEdge}) {
+		return nil, false
+	}
+	c := s.emptyOver(s.acc, 0)
+	c.src = src
+	s.acc = nil
+	return c, true
 }

@@ -14,6 +14,7 @@ import (
 type stateSource struct {
 	s            *State
 	points       atomic.Int64 // point reads and edge-set reads
+	edgesRead    atomic.Int64 // edges returned by Out and In
 	walks        atomic.Int64 // whole walks
 	fail         error
 	failAfter    int64 // with fail: reads after this many fail
@@ -60,14 +61,18 @@ func (src *stateSource) Out(id string) []*Edge {
 	if !src.read() {
 		return nil
 	}
-	return src.s.Out(id)
+	es := src.s.Out(id)
+	src.edgesRead.Add(int64(len(es)))
+	return es
 }
 
 func (src *stateSource) In(id string) []*Edge {
 	if !src.read() {
 		return nil
 	}
-	return src.s.In(id)
+	es := src.s.In(id)
+	src.edgesRead.Add(int64(len(es)))
+	return es
 }
 
 func (src *stateSource) TypeCount(typ string) int {
@@ -321,10 +326,70 @@ func (src *indexSource) Roots() iter.Seq2[string, string] {
 	return src.t.Roots()
 }
 
+func (src *indexSource) Unconfirmed() iter.Seq2[string, TrustEntry] {
+	src.walks.Add(1)
+	return func(yield func(string, TrustEntry) bool) {
+		for id, e := range src.t.Entries() {
+			if !e.Conf && !yield(id, e) {
+				return
+			}
+		}
+	}
+}
+
 func (src *indexSource) Err() error { return nil }
 
 // overTrust returns an index over a source holding what t holds, as the
 // store opens a head's index over its newest commit's entries.
 func overTrust(t *TrustIndex, baseOf func(*State) BaseFunc) *TrustIndex {
 	return NewTrustIndexOver(&indexSource{t: t.Clone()}, t.Counts(), baseOf)
+}
+
+// TestLazyHubCommitReadsNoDependents: linking one more claim to a hub
+// with 5,000 dependents, on a state over a source, reads none of the
+// hub's edges — its set is a delta over the stored one — and the state
+// then shows all 5,001.
+func TestLazyHubCommitReadsNoDependents(t *testing.T) {
+	const deps = 5000
+	whole := NewState(nil)
+	ops := []Op{tqPut("hub", "question")}
+	for i := range deps {
+		id := "c" + strconv.Itoa(i)
+		ops = append(ops, tqPut(id, "claim"), tqLink(id, "derived_from", "hub"))
+	}
+	tqApply(t, whole, ops...)
+	src := newStateSource(wholeCopy(whole))
+	lz, err := NewStateOver(nil, src, Counts{whole.nArt, whole.nTomb, whole.nEdge}, nil, whole.acc.Clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsrc := &indexSource{t: NewTrustIndex(whole, tqBase)}
+	idx := NewTrustIndexOver(tsrc, tsrc.t.Counts(), func(*State) BaseFunc { return tqBase })
+	for i := range 3 {
+		f, tf := lz.Fork(), idx.Fork()
+		id := "new" + strconv.Itoa(i)
+		ch, err := f.ApplyOps([]Op{tqPut(id, "claim"), tqLink(id, "derived_from", "hub")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := TaintedLinks(f, tf, ch); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+		tf.Apply(f, ch)
+		if err := lz.Absorb(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := idx.Absorb(tf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := src.edgesRead.Load(); n != 0 {
+		t.Fatalf("three commits onto the hub read %d of its edges", n)
+	}
+	if got := len(lz.In("hub")); got != deps+3 {
+		t.Fatalf("the hub has %d dependents, want %d", got, deps+3)
+	}
+	if lz.inOf("hub").len() != deps+3 || src.walks.Load() != 0 {
+		t.Fatalf("len %d, walks %d", lz.inOf("hub").len(), src.walks.Load())
+	}
 }

@@ -132,15 +132,10 @@ func (t *TrustIndex) Confirmed(id string) bool {
 // Status returns id's status, or "" when id is not in the index.
 func (t *TrustIndex) Status(id string) Status {
 	st, ok := t.node(id)
-	switch {
-	case !ok:
+	if !ok {
 		return ""
-	case st.conf:
-		return StatusConfirmed
-	case !st.base:
-		return StatusPoisonRoot
 	}
-	return StatusQuarantined
+	return st.status()
 }
 
 // TrustSummary counts artifacts by status.

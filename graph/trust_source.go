@@ -28,6 +28,9 @@ type TrustSource interface {
 	// any order.
 	TrustEntries() iter.Seq2[string, TrustEntry]
 	Roots() iter.Seq2[string, string]
+	// Unconfirmed yields the entries that are not confirmed (most
+	// artifacts are), in any order.
+	Unconfirmed() iter.Seq2[string, TrustEntry]
 	Err() error
 }
 
@@ -131,4 +134,41 @@ func (t *TrustIndex) Changed() iter.Seq[string] {
 			}
 		}
 	}
+}
+
+// Unconfirmed yields every artifact that is not confirmed, with its
+// status, in no particular order: for a reader that judges every
+// artifact (the UI's overview), which then takes the others as confirmed
+// rather than look each one up. An index over a source reads only the
+// source's unconfirmed entries (TrustSource.Unconfirmed).
+func (t *TrustIndex) Unconfirmed() iter.Seq2[string, Status] {
+	return func(yield func(string, Status) bool) {
+		nodes := func(x *TrustIndex) (map[string]tstate, map[string]struct{}) { return x.nodes, x.gone }
+		fromSrc := func(src TrustSource) iter.Seq2[string, tstate] {
+			return func(yield func(string, tstate) bool) {
+				for id, e := range src.Unconfirmed() {
+					if !yield(id, e.tstate()) {
+						return
+					}
+				}
+			}
+		}
+		eachIndexLayer(t, nodes, fromSrc, func(id string, st tstate) bool {
+			if st.conf {
+				return true
+			}
+			return yield(id, st.status())
+		})
+	}
+}
+
+// status returns the status of an artifact whose entry is st.
+func (st tstate) status() Status {
+	switch {
+	case st.conf:
+		return StatusConfirmed
+	case !st.base:
+		return StatusPoisonRoot
+	}
+	return StatusQuarantined
 }

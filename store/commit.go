@@ -300,6 +300,9 @@ type group struct {
 	// forks are the group's views of the heads it commits to; each head
 	// takes its view once the group is durable (headFork.advance).
 	forks map[*head]*headFork
+	// unreadable are the heads whose stored state failed a read while the
+	// group decided on them: dropped from the cache once it is done.
+	unreadable map[*head]bool
 	// heads are the heads this group holds, by key: later requests of the
 	// group build on them even if a reader evicted one from Store.heads.
 	heads   map[string]*head
@@ -406,19 +409,20 @@ func backoff(n int) time.Duration {
 // to another process (they are decided again on the new heads).
 func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq) {
 	g := &group{
-		s:       s,
-		tw:      newTrieWriter(s),
-		setKeys: make(map[string]bool),
-		objs:    make(map[hashing.Digest]bool),
-		refs:    make(map[string]hashing.Digest),
-		refWas:  make(map[string]*hashing.Digest),
-		commits: make(map[string]*replay.Commit),
-		locked:  make(map[*head]bool),
-		forks:   make(map[*head]*headFork),
-		heads:   make(map[string]*head),
-		touched: make(map[*ctxState]uint64),
-		fresh:   make(map[string]bool),
-		created: make(map[string]*ctxState),
+		s:          s,
+		tw:         newTrieWriter(s),
+		setKeys:    make(map[string]bool),
+		objs:       make(map[hashing.Digest]bool),
+		refs:       make(map[string]hashing.Digest),
+		refWas:     make(map[string]*hashing.Digest),
+		commits:    make(map[string]*replay.Commit),
+		locked:     make(map[*head]bool),
+		forks:      make(map[*head]*headFork),
+		unreadable: make(map[*head]bool),
+		heads:      make(map[string]*head),
+		touched:    make(map[*ctxState]uint64),
+		fresh:      make(map[string]bool),
+		created:    make(map[string]*ctxState),
 	}
 	g.hold = hold
 	for _, r := range batch {
@@ -465,6 +469,12 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq
 			delete(s.moving, k)
 		}
 	}
+	for h := range g.unreadable {
+		h.dropped = true
+		if s.heads[headKey(h.ctx, h.branch)] == h {
+			delete(s.heads, headKey(h.ctx, h.branch))
+		}
+	}
 	if err != nil && !lost {
 		// The heads are as they were before the group, but the store may
 		// hold part of it: drop them before a reader can see them (Read
@@ -487,7 +497,7 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq
 	}
 	s.mu.Unlock()
 	for h := range g.locked {
-		h.cost.Store(stateCost(h.state))
+		h.cost.Store(headCost(h.state))
 		h.mu.Unlock()
 		h.inGroup.Store(false)
 	}
@@ -778,11 +788,14 @@ func (g *group) head(ctxID, branch string) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.loadState(g.tw, cs.info, c)
+	// A commit this group made is not durable yet: its map is read
+	// through the group's writer, whole. A durable one opens lazily.
+	_, pending := g.commits[ctxID+"\x00"+string(c.ID[:])]
+	st, trust, err := s.openHead(g.tw, cs.info, c, !pending)
 	if err != nil {
 		return nil, err
 	}
-	h = s.newHead(ctxID, branch, c, st)
+	h = s.newHead(ctxID, branch, c, st, trust)
 	s.touch(h)
 	g.lock(h)
 	g.heads[key] = h
@@ -952,6 +965,13 @@ func (g *group) commit(r *writeReq) error {
 	}
 	hf := g.fork(h)
 	d, err := g.decide(hf, cs, r)
+	if rerr := hf.readErr(); rerr != nil {
+		// The decision may rest on entries that were stored but could
+		// not be read: refuse it, and load the head afresh next time.
+		g.unreadable[h] = true
+		g.s.NoteCorruption(rerr)
+		return fmt.Errorf("read the state of branch %q: %w", req.Branch, rerr)
+	}
 	if err != nil {
 		return err
 	}

@@ -127,6 +127,7 @@ func (h *head) install(state *graph.State, trust *graph.TrustIndex, c *replay.Co
 	}
 	h.commit = c
 	h.collapse()
+	h.rebase()
 	// Readers hash the head's state: its root must be computed now, while
 	// the caller holds the head, never lazily under a reader.
 	h.state.Hash()

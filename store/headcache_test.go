@@ -120,7 +120,7 @@ func TestHeadOverBudgetStaysCached(t *testing.T) {
 		}
 	}
 	var ops []graph.Op
-	for i := range 200 {
+	for i := range 1000 {
 		ops = append(ops, hcPut(fmt.Sprintf("s%d", i), "claim"))
 	}
 	if _, err := s.Commit(ctx, CommitRequest{Context: "big", Author: "t", Message: "m", Ops: ops}); err != nil {

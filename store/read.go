@@ -189,11 +189,11 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.loadState(s, cs.info, c)
+	st, trust, err := s.openHead(s, cs.info, c, true)
 	if err != nil {
 		return nil, err
 	}
-	h = s.newHead(ctxID, branch, c, st)
+	h = s.newHead(ctxID, branch, c, st, trust)
 	s.touch(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -405,7 +405,15 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 				pins.Add(1)
 				h.mu.RUnlock()
 				defer pins.Add(-1)
-				return fn(v)
+				ferr := fn(v)
+				if rerr := v.readErr(); rerr != nil {
+					// What fn read may lack entries that were stored but
+					// could not be read: fail, and load the head afresh.
+					s.NoteCorruption(rerr)
+					s.dropHead(h)
+					return fmt.Errorf("read the state of branch %q: %w", branch, rerr)
+				}
+				return ferr
 			}
 		}
 	}

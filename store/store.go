@@ -238,6 +238,8 @@ type head struct {
 	cost    atomic.Int64
 	used    atomic.Uint64
 	inGroup atomic.Bool
+	// store opens the head over its newest commit again (head.rebase).
+	store *Store
 }
 
 // pinnedLayer is a state a branch head's current state is a fork over,
@@ -248,10 +250,11 @@ type pinnedLayer struct {
 	pins  *atomic.Int32
 }
 
-// newHead returns the head of a branch at commit c with state st.
-func (s *Store) newHead(ctxID, branch string, c *replay.Commit, st *graph.State) *head {
-	h := &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: graph.NewTrustIndexFor(st, s.baseFor), pins: new(atomic.Int32)}
-	h.cost.Store(stateCost(st))
+// newHead returns the head of a branch at commit c with state st and
+// trust index trust (openHead).
+func (s *Store) newHead(ctxID, branch string, c *replay.Commit, st *graph.State, trust *graph.TrustIndex) *head {
+	h := &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: trust, pins: new(atomic.Int32), store: s}
+	h.cost.Store(headCost(st))
 	return h
 }
 
@@ -451,6 +454,16 @@ func cacheBytes(o Options) int64 {
 // states and 101-artifact heads.
 func stateCost(st *graph.State) int64 {
 	return 20<<10 + 330*int64(st.NumArtifacts()+st.NumEdges()+st.NumTombstones())
+}
+
+// headCost is the estimated heap of a head's state: stateCost for one
+// loaded whole; for one over its state map, the context hash's leaves
+// (about 40 bytes each in their buckets) and the changes it holds.
+func headCost(st *graph.State) int64 {
+	if !st.IsLazy() {
+		return stateCost(st)
+	}
+	return 20<<10 + 40*int64(st.NumArtifacts()+st.NumEdges()) + 330*int64(st.OwnEntries())
 }
 
 func (s *Store) checkFormat(ctx context.Context) error {

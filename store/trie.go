@@ -793,6 +793,79 @@ func trieWalk(src nodeSource, root trieChild, fn func(key, val []byte) error) er
 	return nil
 }
 
+// triePrefixWalk calls fn for every entry below root (an ordered trie)
+// whose key starts with prefix, in key order, until fn returns false. It
+// follows prefix's nibbles down to the subtree that holds every such key
+// (triePrefixRoot), so it reads about the depth of the trie plus what it
+// yields. fn must not retain key or val beyond the call unless it copies
+// them.
+func triePrefixWalk(src nodeSource, root trieChild, prefix []byte, fn func(key, val []byte) bool) error {
+	sub, err := triePrefixRoot(src, root, prefix)
+	if err != nil || sub.count == 0 {
+		return err
+	}
+	n, err := src.node(sub.id)
+	if err != nil {
+		return err
+	}
+	_, err = walkPrefixed(src, n, prefix, fn)
+	return err
+}
+
+// triePrefixRoot returns the smallest subtree below root (an ordered
+// trie) that holds every entry whose key starts with prefix — those below
+// it that do not are filtered by walkPrefixed — or the empty one when no
+// key can.
+func triePrefixRoot(src nodeSource, root trieChild, prefix []byte) (trieChild, error) {
+	ref := root
+	for ref.count > 0 {
+		n, err := src.node(ref.id)
+		if err != nil {
+			return trieChild{}, err
+		}
+		if n.legacy {
+			return trieChild{}, fmt.Errorf("%w: a prefix walk of a format-1 state map", ErrCorrupt)
+		}
+		if n.leaf {
+			return ref, nil
+		}
+		if lim := min(n.depth, 2*len(prefix)); divergence(n.prefix, prefix, 0, lim) < lim {
+			return trieChild{}, nil // the branch's entries share nibbles that prefix does not have
+		}
+		if n.depth >= 2*len(prefix) {
+			return ref, nil
+		}
+		ref = n.children[keyNibble(prefix, n.depth)]
+	}
+	return trieChild{}, nil
+}
+
+// walkPrefixed calls fn for the entries below n whose key starts with
+// prefix, in order; it reports false once fn did.
+func walkPrefixed(src nodeSource, n *trieNode, prefix []byte, fn func(key, val []byte) bool) (bool, error) {
+	if n.leaf {
+		for _, e := range n.entries {
+			if bytes.HasPrefix(e.key, prefix) && !fn(e.key, e.val) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	for _, c := range n.children {
+		if c.count == 0 {
+			continue
+		}
+		child, err := src.node(c.id)
+		if err != nil {
+			return false, err
+		}
+		if more, err := walkPrefixed(src, child, prefix, fn); !more || err != nil {
+			return more, err
+		}
+	}
+	return true, nil
+}
+
 // trieDiff calls fn for every key whose value differs between the tries at
 // a and b (old nil = added, new nil = removed). Shared subtrees are skipped
 // without being read; the rest costs about what differs (a diff across a

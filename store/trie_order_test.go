@@ -611,3 +611,56 @@ func (d *decodedNodes) node(id hashing.Digest) (*trieNode, error) {
 	}
 	return n, err
 }
+
+// TestTriePrefixWalk: for every key shape, a walk of any prefix — of a
+// stored key, of an absent one, empty, one byte — yields exactly the
+// entries of the oracle that start with it, in key order, stops when told
+// to, and reads about the trie's depth plus the nodes that hold them.
+func TestTriePrefixWalk(t *testing.T) {
+	for _, shape := range keyShapes {
+		t.Run(shape.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, uint64(len(shape.name))))
+			oracle := map[string]string{}
+			for range 2500 {
+				oracle[shape.key(rng)] = fmt.Sprint(rng.IntN(1000))
+			}
+			delete(oracle, "")
+			nodes := memNodes{}
+			root := buildFrom(t, nodes, oracle)
+			keys := slices.Sorted(maps.Keys(oracle))
+			prefixes := []string{"", "a", "e", "r", "zz", "\x00"}
+			for range 200 {
+				k := keys[rng.IntN(len(keys))]
+				prefixes = append(prefixes, k, k[:rng.IntN(len(k)+1)], k+"\x00", k[:len(k)-1]+"\xff")
+			}
+			for _, p := range prefixes {
+				var want []string
+				for _, k := range keys {
+					if strings.HasPrefix(k, p) {
+						want = append(want, k+"="+oracle[k])
+					}
+				}
+				src := &countingNodes{memNodes: nodes}
+				var got []string
+				if err := triePrefixWalk(src, root, []byte(p), func(k, v []byte) bool {
+					got = append(got, string(k)+"="+string(v))
+					return true
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("prefix %q: walked %d entries, want %d\n%q\n%q", p, len(got), len(want), got, want)
+				}
+				if len(want) <= 2 && p != "" && src.reads > 2*trieHeight(t, nodes, root)+4 {
+					t.Fatalf("prefix %q: %d node reads for %d entries (height %d)", p, src.reads, len(want), trieHeight(t, nodes, root))
+				}
+				if len(want) > 1 {
+					n := 0
+					if err := triePrefixWalk(nodes, root, []byte(p), func(k, v []byte) bool { n++; return n < 2 }); err != nil || n != 2 {
+						t.Fatalf("prefix %q: a walk told to stop after 2 yielded %d (%v)", p, n, err)
+					}
+				}
+			}
+		})
+	}
+}

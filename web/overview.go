@@ -61,7 +61,20 @@ func (s *server) clusters(v *store.View, group string) *clusterSet {
 	if cs, ok := s.overviews.get(key); ok {
 		return cs
 	}
-	cs := buildClusters(v.State, v.Trust.Status, group)
+	// The artifacts the pass meets exist: those the index does not list
+	// as unconfirmed are confirmed (one walk of the few, not a lookup
+	// per artifact).
+	unconfirmed := map[string]graph.Status{}
+	for id, st := range v.Trust.Unconfirmed() {
+		unconfirmed[id] = st
+	}
+	status := func(id string) graph.Status {
+		if st, ok := unconfirmed[id]; ok {
+			return st
+		}
+		return graph.StatusConfirmed
+	}
+	cs := buildClusters(v.State, status, group)
 	s.overviews.put(key, cs)
 	return cs
 }

@@ -1,0 +1,450 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"iter"
+	"sync/atomic"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+)
+
+// mapSource is the state map of one commit read as the stored state under
+// a lazy head (graph.Source) and as its stored trust index
+// (graph.TrustSource): every lookup is a walk down the trie through the
+// store's node cache, every whole read a walk of one key prefix. It never
+// changes; the first read that fails is kept (Err), and the read reports
+// absence.
+type mapSource struct {
+	s     *Store
+	root  trieChild
+	types map[string]int
+	err   atomic.Pointer[error]
+}
+
+// newMapSource returns the source of commit c's state map, whose record
+// must carry its index (or whose map is empty).
+func newMapSource(s *Store, c *replay.Commit) *mapSource {
+	m := &mapSource{s: s, root: trieChild{id: c.Root, count: c.RootCount}}
+	if c.Index != nil {
+		m.types = c.Index.Types
+	}
+	return m
+}
+
+// indexed reports whether commit c's state map can be read lazily: it
+// holds the index (format 3), or nothing at all.
+func indexed(c *replay.Commit) bool { return c.Index != nil || c.RootCount == 0 }
+
+// fail keeps the first failed read.
+func (m *mapSource) fail(err error) {
+	m.err.CompareAndSwap(nil, &err)
+}
+
+// Err returns the first failed read, or nil.
+func (m *mapSource) Err() error {
+	if p := m.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// get looks key up, keeping a failure.
+func (m *mapSource) get(key []byte) []byte {
+	v, err := trieGet(m.s, m.root, key)
+	if err != nil {
+		m.fail(err)
+		return nil
+	}
+	return v
+}
+
+// scan calls fn for every entry whose key starts with prefix, in key
+// order, until fn returns false; a failure is kept. A few entries are a
+// walk through the node cache; many are read a window at a time, each
+// window's nodes a level at a time (prefetchTrie), as a head is loaded.
+func (m *mapSource) scan(prefix []byte, fn func(k, v []byte) bool) {
+	sub, err := triePrefixRoot(m.s, m.root, prefix)
+	if err == nil && sub.count > 0 {
+		_, err = m.scanWindows(sub, prefix, fn)
+	}
+	if err != nil {
+		m.fail(err)
+	}
+}
+
+// scanWindow is the most entries a scan reads ahead at once.
+const scanWindow = 32 << 10
+
+// scanWindows walks the subtree at ref as scan does, prefetching each
+// part of at most scanWindow entries before walking it; it reports false
+// once fn did.
+func (m *mapSource) scanWindows(ref trieChild, prefix []byte, fn func(k, v []byte) bool) (bool, error) {
+	if ref.count > scanWindow {
+		n, err := m.s.node(ref.id)
+		if err != nil {
+			return false, err
+		}
+		if !n.leaf {
+			for _, c := range n.children {
+				if c.count == 0 {
+					continue
+				}
+				if more, err := m.scanWindows(c, prefix, fn); !more || err != nil {
+					return more, err
+				}
+			}
+			return true, nil
+		}
+	}
+	src, err := m.s.prefetchTrie(context.Background(), m.s, ref)
+	if err != nil {
+		return false, err
+	}
+	n, err := src.node(ref.id)
+	if err != nil {
+		return false, err
+	}
+	return walkPrefixed(src, n, prefix, fn)
+}
+
+// Artifact returns id's metadata (no Data), or nil.
+func (m *mapSource) Artifact(id string) *graph.Artifact {
+	v := m.get(tkArtifact(id))
+	if v == nil {
+		return nil
+	}
+	av, err := decodeArtifactVal(v)
+	if err != nil {
+		m.fail(fmt.Errorf("artifact %q: %w", id, err))
+		return nil
+	}
+	return av.artifact(id)
+}
+
+// Tombstone returns the last version of deleted id, or 0.
+func (m *mapSource) Tombstone(id string) int64 {
+	v := m.get(tkTomb(id))
+	if v == nil {
+		return 0
+	}
+	ver, err := decodeTombVal(v)
+	if err != nil {
+		m.fail(fmt.Errorf("tombstone %q: %w", id, err))
+		return 0
+	}
+	return ver
+}
+
+// Edge returns the edge of key k, or nil.
+func (m *mapSource) Edge(k graph.EdgeKey) *graph.Edge {
+	v := m.get(tkEdge(k))
+	if v == nil {
+		return nil
+	}
+	return &graph.Edge{From: k.From, Rel: k.Rel, To: k.To, Attrs: bytes.Clone(decodeEdgeVal(v))}
+}
+
+// Out returns the edges leaving id.
+func (m *mapSource) Out(id string) []*graph.Edge {
+	return m.edgesUnder(append(append([]byte{'e'}, id...), 0), splitEdgeKey)
+}
+
+// In returns the edges arriving at id, read from their reverse entries.
+func (m *mapSource) In(id string) []*graph.Edge {
+	return m.edgesUnder(append(append([]byte{'r'}, id...), 0), splitRevKey)
+}
+
+// edgesUnder returns the edges whose keys (split by split) start with
+// prefix.
+func (m *mapSource) edgesUnder(prefix []byte, split func([]byte) (graph.EdgeKey, error)) []*graph.Edge {
+	var out []*graph.Edge
+	m.scan(prefix, func(k, v []byte) bool {
+		ek, err := split(k)
+		if err != nil {
+			m.fail(err)
+			return false
+		}
+		out = append(out, &graph.Edge{From: ek.From, Rel: ek.Rel, To: ek.To, Attrs: bytes.Clone(decodeEdgeVal(v))})
+		return true
+	})
+	return out
+}
+
+// TypeCount returns the live artifacts of type typ, from the commit's
+// record.
+func (m *mapSource) TypeCount(typ string) int { return m.types[typ] }
+
+// Artifacts yields every artifact's metadata, in id order.
+func (m *mapSource) Artifacts() iter.Seq[*graph.Artifact] {
+	return func(yield func(*graph.Artifact) bool) {
+		m.scan([]byte{'a'}, func(k, v []byte) bool {
+			av, err := decodeArtifactVal(v)
+			if err != nil {
+				m.fail(fmt.Errorf("artifact %q: %w", k[1:], err))
+				return false
+			}
+			return yield(av.artifact(string(k[1:])))
+		})
+	}
+}
+
+// Tombstones yields every tombstone, in id order.
+func (m *mapSource) Tombstones() iter.Seq2[string, int64] {
+	return func(yield func(string, int64) bool) {
+		m.scan([]byte{'t'}, func(k, v []byte) bool {
+			ver, err := decodeTombVal(v)
+			if err != nil {
+				m.fail(fmt.Errorf("tombstone %q: %w", k[1:], err))
+				return false
+			}
+			return yield(string(k[1:]), ver)
+		})
+	}
+}
+
+// Edges yields every edge, in key order.
+func (m *mapSource) Edges() iter.Seq[*graph.Edge] {
+	return func(yield func(*graph.Edge) bool) {
+		m.scan([]byte{'e'}, func(k, v []byte) bool {
+			ek, err := splitEdgeKey(k)
+			if err != nil {
+				m.fail(err)
+				return false
+			}
+			return yield(&graph.Edge{From: ek.From, Rel: ek.Rel, To: ek.To, Attrs: bytes.Clone(decodeEdgeVal(v))})
+		})
+	}
+}
+
+// confirmed is the trust entry of every artifact without a 'q' entry.
+var confirmed = graph.TrustEntry{Base: true, Conf: true}
+
+// Trust returns id's trust entry: its 'q' entry, or confirmed when id is
+// a live artifact without one.
+func (m *mapSource) Trust(id string) (graph.TrustEntry, bool) {
+	if v := m.get(tkTrust(id)); v != nil {
+		e, _, err := decodeTrustVal(v)
+		if err != nil {
+			m.fail(fmt.Errorf("trust entry %q: %w", id, err))
+			return graph.TrustEntry{}, false
+		}
+		return e, true
+	}
+	if m.get(tkArtifact(id)) == nil {
+		return graph.TrustEntry{}, false
+	}
+	return confirmed, true
+}
+
+// Root returns why id is a poison root, if it is one.
+func (m *mapSource) Root(id string) (string, bool) {
+	v := m.get(tkTrust(id))
+	if v == nil {
+		return "", false
+	}
+	e, reason, err := decodeTrustVal(v)
+	if err != nil {
+		m.fail(fmt.Errorf("trust entry %q: %w", id, err))
+		return "", false
+	}
+	return reason, !e.Base
+}
+
+// unconfirmed returns every 'q' entry, by id.
+func (m *mapSource) unconfirmed() map[string]graph.TrustEntry {
+	out := map[string]graph.TrustEntry{}
+	m.scan([]byte{'q'}, func(k, v []byte) bool {
+		e, _, err := decodeTrustVal(v)
+		if err != nil {
+			m.fail(fmt.Errorf("trust entry %q: %w", k[1:], err))
+			return false
+		}
+		out[string(k[1:])] = e
+		return true
+	})
+	return out
+}
+
+// Unconfirmed yields the trust entry of every unconfirmed artifact (its
+// 'q' entry), in id order.
+func (m *mapSource) Unconfirmed() iter.Seq2[string, graph.TrustEntry] {
+	return func(yield func(string, graph.TrustEntry) bool) {
+		m.scan([]byte{'q'}, func(k, v []byte) bool {
+			e, _, err := decodeTrustVal(v)
+			if err != nil {
+				m.fail(fmt.Errorf("trust entry %q: %w", k[1:], err))
+				return false
+			}
+			return yield(string(k[1:]), e)
+		})
+	}
+}
+
+// TrustEntries yields every artifact's trust entry, in id order.
+func (m *mapSource) TrustEntries() iter.Seq2[string, graph.TrustEntry] {
+	return func(yield func(string, graph.TrustEntry) bool) {
+		q := m.unconfirmed()
+		m.scan([]byte{'a'}, func(k, _ []byte) bool {
+			id := string(k[1:])
+			e, ok := q[id]
+			if !ok {
+				e = confirmed
+			}
+			return yield(id, e)
+		})
+	}
+}
+
+// Roots yields every poison root with its reason, in id order.
+func (m *mapSource) Roots() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		m.scan([]byte{'q'}, func(k, v []byte) bool {
+			e, reason, err := decodeTrustVal(v)
+			if err != nil {
+				m.fail(fmt.Errorf("trust entry %q: %w", k[1:], err))
+				return false
+			}
+			if e.Base {
+				return true
+			}
+			return yield(string(k[1:]), reason)
+		})
+	}
+}
+
+// openLazy opens the state and trust index of commit c of context info
+// over its state map (indexed(c) must hold): the accumulator of its
+// context hash is built from its leaves and checked against the commit,
+// the definitions are read with their payloads, and nothing else is
+// loaded — lookups read the map as they come.
+func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, error) {
+	rs, err := info.ruleset()
+	if err != nil {
+		return nil, nil, err
+	}
+	m := newMapSource(s, c)
+	acc, err := s.leavesOf(m, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	var defs []*graph.Artifact
+	m.scan(append([]byte{'a'}, graph.ReservedIDPrefix...), func(k, v []byte) bool {
+		av, err := decodeArtifactVal(v)
+		if err != nil {
+			m.fail(fmt.Errorf("artifact %q: %w", k[1:], err))
+			return false
+		}
+		if a := av.artifact(string(k[1:])); graph.IsDefinitionType(a.Type) {
+			defs = append(defs, a)
+		}
+		return true
+	})
+	if err := m.Err(); err != nil {
+		return nil, nil, fmt.Errorf("open state of commit %s: %w", c.ID.Short(), err)
+	}
+	for _, a := range defs {
+		if a.Data, err = s.object(a.ContentHash); err != nil {
+			return nil, nil, fmt.Errorf("definition %q: %w", a.ID, err)
+		}
+	}
+	var n graph.Counts
+	var tn graph.TrustCounts
+	if x := c.Index; x != nil {
+		n = graph.Counts{Artifacts: c.Artifacts, Tombstones: x.Tombstones, Edges: c.Edges}
+		tn = graph.TrustCounts{Entries: c.Artifacts, Roots: x.PoisonRoots, Quarantined: x.Quarantined}
+	}
+	st, err := graph.NewStateOver(rs, m, n, defs, acc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: open state of commit %s: %w", ErrCorrupt, c.ID.Short(), err)
+	}
+	return st, graph.NewTrustIndexOver(m, tn, s.baseFor), nil
+}
+
+// leavesOf returns the accumulator of the context hash of commit c's
+// state, whose map m is, built from every artifact and edge, and checks
+// it against the commit.
+func (s *Store) leavesOf(m *mapSource, c *replay.Commit) (*hashing.Accumulator, error) {
+	arts := make([]*graph.Artifact, 0, c.Artifacts)
+	for a := range m.Artifacts() {
+		arts = append(arts, a)
+	}
+	edges := make([]*graph.Edge, 0, c.Edges)
+	for e := range m.Edges() {
+		edges = append(edges, e)
+	}
+	if err := m.Err(); err != nil {
+		return nil, fmt.Errorf("open state of commit %s: %w", c.ID.Short(), err)
+	}
+	acc := hashing.NewAccumulator()
+	acc.AddBatch(graph.LeavesOf(arts, edges))
+	if got := acc.Root(); got != c.ContextHash {
+		return nil, fmt.Errorf("%w: state map of commit %s hashes to %s, the commit records %s", ErrCorrupt, c.ID.Short(), got, c.ContextHash)
+	}
+	return acc, nil
+}
+
+// openHead returns the state and trust index of commit c of context info
+// for a branch head: over its state map (openLazy) when lazy is set and
+// the map holds its index, else loaded whole through src (a map written
+// before format 3, or one whose nodes only src holds yet).
+func (s *Store) openHead(src nodeSource, info ContextInfo, c *replay.Commit, lazy bool) (*graph.State, *graph.TrustIndex, error) {
+	if lazy && indexed(c) {
+		return s.openLazy(info, c)
+	}
+	st, err := s.loadState(src, info, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, graph.NewTrustIndexFor(st, s.baseFor), nil
+}
+
+// readErr returns the first failed read of the stored state under the
+// group's view of the head, or nil.
+func (hf *headFork) readErr() error {
+	if err := hf.view().Err(); err != nil {
+		return err
+	}
+	return hf.trust.Err()
+}
+
+// readErr returns the first failed read of the stored state under the
+// view, or nil.
+func (v *View) readErr() error {
+	if err := v.State.Err(); err != nil {
+		return err
+	}
+	return v.Trust.Err()
+}
+
+// rebaseAt is how many changes a head over its state map holds before it
+// is opened again over its newest commit (head.rebase): enough that a
+// run of small commits reads its own recent writes from memory, few
+// enough that a head's memory stays bounded whatever it commits.
+const rebaseAt = 4096
+
+// rebase opens h, locked by the caller, over the state map of its commit
+// when its state over an older one holds more than rebaseAt changes and
+// no reader has it pinned: the changes are in that map, and the head drops
+// them. Its accumulator and definitions carry over.
+func (h *head) rebase() {
+	if len(h.layers) > 0 || h.pins.Load() != 0 || h.state.OwnEntries() <= rebaseAt || !indexed(h.commit) {
+		return
+	}
+	m := newMapSource(h.store, h.commit)
+	x := h.commit.Index
+	var n graph.Counts
+	var tn graph.TrustCounts
+	if x != nil {
+		n = graph.Counts{Artifacts: h.commit.Artifacts, Tombstones: x.Tombstones, Edges: h.commit.Edges}
+		tn = graph.TrustCounts{Entries: h.commit.Artifacts, Roots: x.PoisonRoots, Quarantined: x.Quarantined}
+	}
+	st, ok := h.state.Rebase(m, n)
+	if !ok {
+		return
+	}
+	h.state, h.trust = st, graph.NewTrustIndexOver(m, tn, h.store.baseFor)
+}
