@@ -358,3 +358,46 @@ func TestSortLeaves(t *testing.T) {
 		t.Fatalf("sortLeaves(nil) = %v", got)
 	}
 }
+
+// TestAccumulatorOfSorted: an accumulator made of sorted leaves hashes as
+// ContextHash does and takes changes as one built leaf by leaf; leaves
+// out of order, repeated or cut short are refused.
+func TestAccumulatorOfSorted(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 255, 3000} {
+		leaves := make([]Digest, n)
+		for i := range leaves {
+			leaves[i] = Sum([]byte{byte(i), byte(i >> 8), byte(n)})
+		}
+		sorted := sortLeaves(leaves)
+		var raw []byte
+		for _, l := range sorted {
+			raw = append(raw, l[:]...)
+		}
+		a, err := AccumulatorOfSorted(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Root() != ContextHash(leaves) || a.Len() != n {
+			t.Fatalf("%d leaves: root %s len %d, want %s", n, a.Root(), a.Len(), ContextHash(leaves))
+		}
+		extra := Sum([]byte("extra"))
+		a.Add(extra)
+		if a.Root() != ContextHash(append(leaves, extra)) {
+			t.Fatalf("%d leaves: root after an add differs", n)
+		}
+		if n >= 2 {
+			swapped := append([]byte(nil), raw...)
+			copy(swapped[:32], raw[32:64])
+			copy(swapped[32:64], raw[:32])
+			if _, err := AccumulatorOfSorted(swapped); err == nil {
+				t.Fatalf("%d leaves: out of order accepted", n)
+			}
+			if _, err := AccumulatorOfSorted(append(append([]byte(nil), raw[:32]...), raw[:32]...)); err == nil {
+				t.Fatal("a repeated leaf accepted")
+			}
+			if _, err := AccumulatorOfSorted(raw[:len(raw)-1]); err == nil {
+				t.Fatal("a cut leaf accepted")
+			}
+		}
+	}
+}

@@ -80,6 +80,8 @@ func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
 //   - each context's chain is replayed from its first commit, and every
 //     replayed state must hash to the commit's context hash and have the
 //     recorded artifact, edge and state-map entry counts;
+//   - every leaf checkpoint must hold sorted leaves that hash to its name
+//     (a bad one is never used, but it is corruption);
 //   - every ref must point at a commit, and every branch head's state map
 //     must load and hash to its commit's context hash.
 //
@@ -138,6 +140,9 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		k.nodes[d] = cn
 		return nil
 	}, &rep.Nodes); err != nil {
+		return rep, err
+	}
+	if err := k.leafCheckpoints(ctx); err != nil {
 		return rep, err
 	}
 	// Drop caches so that the chain checks read from disk.

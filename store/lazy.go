@@ -321,15 +321,24 @@ func (m *mapSource) Roots() iter.Seq2[string, string] {
 // context hash is built from its leaves and checked against the commit,
 // the definitions are read with their payloads, and nothing else is
 // loaded — lookups read the map as they come.
-func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, error) {
+func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, hashing.Digest, error) {
 	rs, err := info.ruleset()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, hashing.Digest{}, err
 	}
 	m := newMapSource(s, c)
-	acc, err := s.leavesOf(m, c)
-	if err != nil {
-		return nil, nil, err
+	var acc *hashing.Accumulator
+	if wantsCheckpoint(c) {
+		acc = s.readCheckpoint(context.Background(), c.ContextHash, c.Artifacts+c.Edges)
+	}
+	ckpt := c.ContextHash
+	if acc == nil {
+		if acc, err = s.leavesOf(m, c); err != nil {
+			return nil, nil, hashing.Digest{}, err
+		}
+		if !wantsCheckpoint(c) || !s.checkpointLater(c.ContextHash, acc.Leaves()) {
+			ckpt = hashing.Digest{}
+		}
 	}
 	var defs []*graph.Artifact
 	m.scan(append([]byte{'a'}, graph.ReservedIDPrefix...), func(k, v []byte) bool {
@@ -344,11 +353,11 @@ func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *gra
 		return true
 	})
 	if err := m.Err(); err != nil {
-		return nil, nil, fmt.Errorf("open state of commit %s: %w", c.ID.Short(), err)
+		return nil, nil, hashing.Digest{}, fmt.Errorf("open state of commit %s: %w", c.ID.Short(), err)
 	}
 	for _, a := range defs {
 		if a.Data, err = s.object(a.ContentHash); err != nil {
-			return nil, nil, fmt.Errorf("definition %q: %w", a.ID, err)
+			return nil, nil, hashing.Digest{}, fmt.Errorf("definition %q: %w", a.ID, err)
 		}
 	}
 	var n graph.Counts
@@ -359,9 +368,28 @@ func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *gra
 	}
 	st, err := graph.NewStateOver(rs, m, n, defs, acc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: open state of commit %s: %w", ErrCorrupt, c.ID.Short(), err)
+		return nil, nil, hashing.Digest{}, fmt.Errorf("%w: open state of commit %s: %w", ErrCorrupt, c.ID.Short(), err)
 	}
-	return st, graph.NewTrustIndexOver(m, tn, s.baseFor), nil
+	return st, graph.NewTrustIndexOver(m, tn, s.baseFor), ckpt, nil
+}
+
+// checkpointLater writes the leaf checkpoint of context hash h in the
+// background (Close waits for it) and reports whether it will; not once
+// the store is closing.
+func (s *Store) checkpointLater(h hashing.Digest, leaves []hashing.Digest) bool {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return false
+	}
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		if err := s.writeCheckpoint(context.Background(), h, leaves, hashing.Digest{}); err != nil {
+			s.log.Warn("leaf checkpoint not written", "context_hash", h.Short(), "err", err)
+		}
+	}()
+	return true
 }
 
 // leavesOf returns the accumulator of the context hash of commit c's
@@ -391,15 +419,15 @@ func (s *Store) leavesOf(m *mapSource, c *replay.Commit) (*hashing.Accumulator, 
 // for a branch head: over its state map (openLazy) when lazy is set and
 // the map holds its index, else loaded whole through src (a map written
 // before format 3, or one whose nodes only src holds yet).
-func (s *Store) openHead(src nodeSource, info ContextInfo, c *replay.Commit, lazy bool) (*graph.State, *graph.TrustIndex, error) {
+func (s *Store) openHead(src nodeSource, info ContextInfo, c *replay.Commit, lazy bool) (*graph.State, *graph.TrustIndex, hashing.Digest, error) {
 	if lazy && indexed(c) {
 		return s.openLazy(info, c)
 	}
 	st, err := s.loadState(src, info, c)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, hashing.Digest{}, err
 	}
-	return st, graph.NewTrustIndexFor(st, s.baseFor), nil
+	return st, graph.NewTrustIndexFor(st, s.baseFor), hashing.Digest{}, nil
 }
 
 // readErr returns the first failed read of the stored state under the

@@ -145,12 +145,15 @@ type Store struct {
 	// lanes are the committers' queues: a context's requests all go to
 	// one lane (laneOf), so one context's slow commit delays only the
 	// contexts of its lane. closeMu guards closed against submit.
-	lanes     []chan *writeReq
-	closeMu   sync.RWMutex
-	closed    bool
-	done      chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	lanes   []chan *writeReq
+	closeMu sync.RWMutex
+	// background counts the leaf checkpoints being written after a head
+	// was opened by a walk; Close waits for them.
+	background sync.WaitGroup
+	closed     bool
+	done       chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
 
 	// headBudget bounds the estimated bytes of the cached heads; tick
 	// orders their use for eviction.
@@ -240,6 +243,9 @@ type head struct {
 	inGroup atomic.Bool
 	// store opens the head over its newest commit again (head.rebase).
 	store *Store
+	// ckpt is the context hash of the leaf checkpoint the head was opened
+	// from or last wrote (leaves.go), zero when none.
+	ckpt hashing.Digest
 }
 
 // pinnedLayer is a state a branch head's current state is a fork over,
@@ -252,8 +258,8 @@ type pinnedLayer struct {
 
 // newHead returns the head of a branch at commit c with state st and
 // trust index trust (openHead).
-func (s *Store) newHead(ctxID, branch string, c *replay.Commit, st *graph.State, trust *graph.TrustIndex) *head {
-	h := &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: trust, pins: new(atomic.Int32), store: s}
+func (s *Store) newHead(ctxID, branch string, c *replay.Commit, st *graph.State, trust *graph.TrustIndex, ckpt hashing.Digest) *head {
+	h := &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: trust, pins: new(atomic.Int32), store: s, ckpt: ckpt}
 	h.cost.Store(headCost(st))
 	return h
 }
@@ -508,6 +514,14 @@ func (s *Store) Close() error {
 		}
 		s.closeMu.Unlock()
 		<-s.done
+		s.mu.Lock()
+		failed := s.failed
+		s.mu.Unlock()
+		if failed == nil {
+			// The next process opens these heads from a few records.
+			s.checkpointHeads(context.Background())
+		}
+		s.background.Wait()
 		s.closeErr = s.kv.Close()
 	})
 	return s.closeErr

@@ -1,0 +1,184 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
+)
+
+// A leaf checkpoint keeps the sorted context-hash leaves of a state, so
+// that a head opened over its state map (openLazy) reads them in a few
+// records instead of walking every artifact and edge to hash them again:
+//
+//	leaves NUL <context hash><u32 BE i> -> leaves i·leafChunk … of the state, sorted, 32 bytes each
+//
+// The records are named by the context hash of the leaves they hold, so
+// they check themselves: the leaves must hash to their name, or they are
+// not used (and fsck reports them). They are derived data, written after
+// the fact — when a head is opened by walking its map, and for every
+// cached head at Close — never in a commit's path; a head that writes a
+// newer one deletes the one it was opened from. States of fewer than
+// leafCheckpointMin leaves have none: walking them costs less.
+const (
+	pLeaves           = "leaves\x00"
+	leafChunk         = 32 << 10
+	leafCheckpointMin = 8 << 10
+)
+
+func prefixLeaves(h hashing.Digest) []byte { return append([]byte(pLeaves), h[:]...) }
+
+func keyLeaves(h hashing.Digest, i uint32) []byte {
+	return binary.BigEndian.AppendUint32(prefixLeaves(h), i)
+}
+
+// wantsCheckpoint reports whether the state after commit c is big enough
+// to keep a leaf checkpoint.
+func wantsCheckpoint(c *replay.Commit) bool { return c.Artifacts+c.Edges >= leafCheckpointMin }
+
+// readCheckpoint returns the accumulator held by the leaf checkpoint of
+// context hash h, or nil when there is none, or none that checks.
+func (s *Store) readCheckpoint(ctx context.Context, h hashing.Digest, n int) *hashing.Accumulator {
+	buf := make([]byte, 0, n*32)
+	next := uint32(0)
+	ok := true
+	err := s.kv.Scan(ctx, prefixLeaves(h), nil, 0, func(k, v []byte) error {
+		if len(k) != len(pLeaves)+32+4 || binary.BigEndian.Uint32(k[len(k)-4:]) != next || len(v)%32 != 0 {
+			ok = false
+			return errStopScan
+		}
+		next++
+		buf = append(buf, v...)
+		return nil
+	})
+	if err != nil && err != errStopScan || !ok || len(buf) != n*32 {
+		if err != nil && err != errStopScan {
+			s.log.Warn("leaf checkpoint unreadable; walking the state map instead", "context_hash", h.Short(), "err", err)
+		}
+		return nil
+	}
+	acc, err := hashing.AccumulatorOfSorted(buf)
+	if err != nil || acc.Root() != h {
+		s.log.Warn("leaf checkpoint does not hash to its name; walking the state map instead", "context_hash", h.Short())
+		return nil
+	}
+	return acc
+}
+
+// errStopScan ends a scan early.
+var errStopScan = fmt.Errorf("store: stop scan")
+
+// writeCheckpoint stores the leaf checkpoint of the state whose sorted
+// leaves are leaves and whose context hash is h, and deletes the one of
+// context hash old (the zero digest: none) unless it is h.
+func (s *Store) writeCheckpoint(ctx context.Context, h hashing.Digest, leaves []hashing.Digest, old hashing.Digest) error {
+	var recs []kv.Record
+	for i := 0; i < len(leaves); i += leafChunk {
+		part := leaves[i:min(i+leafChunk, len(leaves))]
+		v := make([]byte, 0, 32*len(part))
+		for _, l := range part {
+			v = append(v, l[:]...)
+		}
+		recs = append(recs, kv.Record{Key: keyLeaves(h, uint32(i/leafChunk)), Value: v})
+	}
+	if err := kv.PutSame(ctx, s.kv, recs); err != nil {
+		return err
+	}
+	if old == (hashing.Digest{}) || old == h {
+		return nil
+	}
+	var dels [][]byte
+	if err := s.kv.Scan(ctx, prefixLeaves(old), nil, 0, func(k, _ []byte) error {
+		dels = append(dels, bytes.Clone(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(dels) == 0 {
+		return nil
+	}
+	return s.kv.Commit(ctx, kv.Batch{Deletes: dels})
+}
+
+// checkpointHead writes the leaf checkpoint of head h, locked by the
+// caller, when its state is big enough and the checkpoint it knows is not
+// of its commit.
+func (s *Store) checkpointHead(ctx context.Context, h *head) error {
+	if !wantsCheckpoint(h.commit) || h.ckpt == h.commit.ContextHash || h.dropped {
+		return nil
+	}
+	if err := s.writeCheckpoint(ctx, h.commit.ContextHash, h.state.Leaves(), h.ckpt); err != nil {
+		return err
+	}
+	h.ckpt = h.commit.ContextHash
+	return nil
+}
+
+// checkpointHeads writes the leaf checkpoints of the cached heads that
+// lack one (Close).
+func (s *Store) checkpointHeads(ctx context.Context) {
+	s.mu.Lock()
+	heads := make([]*head, 0, len(s.heads))
+	for _, h := range s.heads {
+		heads = append(heads, h)
+	}
+	s.mu.Unlock()
+	for _, h := range heads {
+		h.mu.Lock()
+		err := s.checkpointHead(ctx, h)
+		h.mu.Unlock()
+		if err != nil {
+			s.log.Warn("leaf checkpoint not written", "context", h.ctx, "branch", h.branch, "err", err)
+		}
+	}
+}
+
+// leafCheckpoints checks every leaf checkpoint: its records numbered from
+// 0 without a gap, and their leaves, sorted, hashing to its name.
+func (k *checker) leafCheckpoints(ctx context.Context) error {
+	var cur hashing.Digest
+	var buf []byte
+	next, started := uint32(0), false
+	bad := ""
+	flush := func() {
+		if !started {
+			return
+		}
+		if bad == "" {
+			if acc, err := hashing.AccumulatorOfSorted(buf); err != nil {
+				bad = err.Error()
+			} else if acc.Root() != cur {
+				bad = fmt.Sprintf("its %d leaves hash to %s", acc.Len(), acc.Root())
+			}
+		}
+		if bad != "" {
+			k.add(Defect{Kind: "checkpoint", ID: cur.String(), Detail: "leaf checkpoint: " + bad + "; it is not used (delete its records, or leave them)"})
+		}
+		buf, next, bad = buf[:0], 0, ""
+	}
+	err := k.scanAll(ctx, []byte(pLeaves), func(key, v []byte) error {
+		if len(key) != len(pLeaves)+36 {
+			k.add(Defect{Kind: "checkpoint", ID: fmt.Sprintf("%q", key), Detail: "malformed leaf checkpoint key"})
+			return nil
+		}
+		h := hashing.Digest(key[len(pLeaves) : len(pLeaves)+32])
+		if !started || h != cur {
+			flush()
+			cur, started = h, true
+		}
+		if i := binary.BigEndian.Uint32(key[len(key)-4:]); i != next && bad == "" {
+			bad = fmt.Sprintf("record %d where %d was due", i, next)
+		}
+		next++
+		buf = append(buf, v...)
+		return nil
+	}, func(key []byte, why string) {
+		k.add(Defect{Kind: "checkpoint", ID: fmt.Sprintf("%q", key), Detail: "leaf checkpoint unreadable: " + why})
+	})
+	flush()
+	return err
+}

@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/store/kv"
+)
+
+// checkpointRecords returns how many leaf-checkpoint records the store
+// holds for context hash h.
+func checkpointRecords(t *testing.T, s *Store, h hashing.Digest) int {
+	t.Helper()
+	n := 0
+	if err := s.kv.Scan(context.Background(), prefixLeaves(h), nil, 0, func(_, _ []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLeafCheckpoints: Close writes the leaf checkpoint of a big cached
+// head; a reopened store opens the head from it (not by a walk) and reads
+// and commits as before; the next checkpoint replaces it; a corrupt one
+// is not used — the head is opened by a walk, reads the same — and fsck
+// reports it, and the walk writes it afresh; a small head has none.
+func TestLeafCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	for _, id := range []string{"big", "small"} {
+		if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ops []graph.Op
+	for i := range 5000 {
+		ops = append(ops, put(fmt.Sprintf("a%05d", i), "claim", map[string]any{"i": i}))
+		if i > 0 {
+			ops = append(ops, link(fmt.Sprintf("a%05d", i), "derived_from", fmt.Sprintf("a%05d", i-1)))
+		}
+	}
+	c1 := mustCommit(t, s, "big", ops...)
+	mustCommit(t, s, "small", put("x", "claim", map[string]any{"i": 1}))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := (c1.Artifacts + c1.Edges + leafChunk - 1) / leafChunk
+	s = openTest(t, dir)
+	if got := checkpointRecords(t, s, c1.ContextHash); got != want {
+		t.Fatalf("checkpoint of the big head: %d records, want %d", got, want)
+	}
+	if acc := s.readCheckpoint(ctx, c1.ContextHash, c1.Artifacts+c1.Edges); acc == nil || acc.Root() != c1.ContextHash {
+		t.Fatal("the checkpoint does not read back")
+	}
+	var hashAt hashing.Digest
+	if err := s.Read(ctx, "big", "", func(v *View) error {
+		hashAt = v.State.Hash()
+		if got := len(v.State.In("a00100")); got != 1 {
+			return fmt.Errorf("a00100 has %d dependents", got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.head("big", DefaultBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hashAt != c1.ContextHash || h.ckpt != c1.ContextHash {
+		t.Fatalf("reopened head: hash %s, opened from checkpoint %s", hashAt.Short(), h.ckpt.Short())
+	}
+	c2 := mustCommit(t, s, "big", put("a05000", "claim", map[string]any{"i": 5000}), link("a05000", "derived_from", "a04999"))
+	mustCheck(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	if checkpointRecords(t, s, c2.ContextHash) != want || checkpointRecords(t, s, c1.ContextHash) != 0 {
+		t.Fatalf("after a commit and Close: %d records of the new checkpoint, %d of the old (want %d, 0)",
+			checkpointRecords(t, s, c2.ContextHash), checkpointRecords(t, s, c1.ContextHash), want)
+	}
+	if err := s.Read(ctx, "small", "", func(v *View) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// Corrupt the checkpoint: one leaf changed.
+	key := keyLeaves(c2.ContextHash, 0)
+	v, err := s.kv.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v[40] ^= 1
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: key, Value: v}}}); err != nil {
+		t.Fatal(err)
+	}
+	if s.readCheckpoint(ctx, c2.ContextHash, c2.Artifacts+c2.Edges) != nil {
+		t.Fatal("a corrupt checkpoint was used")
+	}
+	rep, err := s.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range rep.Defects {
+		found = found || d.Kind == "checkpoint" && strings.Contains(d.ID, c2.ContextHash.String())
+	}
+	if !found {
+		t.Fatalf("fsck did not report the corrupt checkpoint: %+v", rep.Defects)
+	}
+	if err := s.Read(ctx, "big", "", func(v *View) error {
+		if v.State.Hash() != c2.ContextHash || v.State.NumArtifacts() != 5001 {
+			return fmt.Errorf("hash %s, %d artifacts", v.State.Hash().Short(), v.State.NumArtifacts())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // waits for the checkpoint the walk rewrites
+	s = openTest(t, dir)
+	mustCheck(t, s)
+	s.Close()
+	s = openTest(t, dir)
+	defer s.Close()
+	for _, id := range []string{"small"} {
+		c, err := s.Resolve(ctx, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if checkpointRecords(t, s, c.ContextHash) != 0 {
+			t.Fatal("a small head has a checkpoint")
+		}
+	}
+}
