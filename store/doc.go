@@ -31,10 +31,20 @@
 //     commit is a checkpoint that costs only the nodes on the paths it
 //     changed, and artifacts written together (neighbouring ids) share
 //     those paths. See trie.go.
-//   - head: the in-memory state of a branch head (graph.State with its
-//     incremental context hash and trust index), rebuilt from the state map
-//     on first use — its nodes read a level at a time, one GetMany per
-//     part (prefetch.go), not one read a node. Heads are a cache: they are evicted least recently
+//   - head: a branch head as the committer and readers use it: a
+//     graph.State with its incremental context hash, and its trust index.
+//     A head whose commit's map holds its index (format 3) is opened over
+//     that map (lazy.go): the state and trust index read through it
+//     (graph.NewStateOver, graph.NewTrustIndexOver on a mapSource) and
+//     hold only what changed since; lookups walk the trie through the
+//     node cache, an artifact's edges are one prefix each way, and whole
+//     reads walk a prefix a window at a time, each window's nodes read a
+//     level at a time (prefetch.go). Its context hash's leaves come from a
+//     leaf checkpoint (leaves.go) or, failing one, a walk of the map. Once
+//     it holds 4,096 changes and no reader has it pinned it is opened
+//     again over its newest commit (head.rebase), so a head's memory is its
+//     leaves (about 40 bytes each) and a bounded set of changes. A head of
+//     an older map is loaded whole, as before. Heads are a cache: they are evicted least recently
 //     used when their estimated size passes 60 % of Options.CacheBytes
 //     (default 128 MiB; the node, payload and old-state caches share the
 //     rest), never while a commit group holds one nor the most recently
@@ -69,6 +79,7 @@
 //	node NUL <node id>                 -> state-map node (id = SHA-256 of the bytes)
 //	type NUL <name>                    -> type record JSON (owned by the registry, not the chain)
 //	reldef NUL <name>                  -> relation record JSON (likewise)
+//	leaves NUL <context hash><u32 BE>  -> part i of a leaf checkpoint: up to 32,768 of the state's leaves, sorted (leaves.go)
 //
 // A state map's entries (trie.go) are 'a' id (an artifact's metadata),
 // 't' id (a tombstone), 'e' from NUL rel NUL to (an edge and its attrs),

@@ -76,8 +76,13 @@ func (m *mapSource) scan(prefix []byte, fn func(k, v []byte) bool) {
 	}
 }
 
-// scanWindow is the most entries a scan reads ahead at once.
-const scanWindow = 32 << 10
+// scanWindow is the most entries a scan reads ahead at once; a part of
+// at most scanDirect entries (an artifact's edges, most often) is walked
+// through the node cache without reading ahead.
+const (
+	scanWindow = 32 << 10
+	scanDirect = 256
+)
 
 // scanWindows walks the subtree at ref as scan does, prefetching each
 // part of at most scanWindow entries before walking it; it reports false
@@ -100,9 +105,12 @@ func (m *mapSource) scanWindows(ref trieChild, prefix []byte, fn func(k, v []byt
 			return true, nil
 		}
 	}
-	src, err := m.s.prefetchTrie(context.Background(), m.s, ref)
-	if err != nil {
-		return false, err
+	var src nodeSource = m.s
+	if ref.count > scanDirect {
+		var err error
+		if src, err = m.s.prefetchTrie(context.Background(), m.s, ref); err != nil {
+			return false, err
+		}
 	}
 	n, err := src.node(ref.id)
 	if err != nil {
