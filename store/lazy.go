@@ -484,3 +484,31 @@ func (h *head) rebase() {
 	}
 	h.state, h.trust = st, graph.NewTrustIndexOver(m, tn, h.store.baseFor)
 }
+
+// Whole returns a view of the same commit whose state is loaded whole,
+// for a read that walks a large part of the graph one artifact at a time
+// (an audit's provenance walk): through the state map each step is a few
+// trie lookups, which a long walk pays over and over. It returns v itself
+// when its state is already whole, or too big to load within the head
+// budget (the walk then reads through the map). The loaded state is the
+// caller's, for the read only.
+func (v *View) Whole(ctx context.Context) (*View, error) {
+	st := v.State
+	if !st.IsLazy() || stateCost(st) > v.store.headBudget {
+		return v, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cs, err := v.store.ctxState(v.ctxID)
+	if err != nil {
+		return nil, err
+	}
+	whole, err := v.store.loadState(v.store, cs.info, v.Commit)
+	if err != nil {
+		return nil, err
+	}
+	w := *v
+	w.State, w.Trust = whole, graph.NewTrustIndexFor(whole, v.store.baseFor)
+	return &w, nil
+}

@@ -295,6 +295,7 @@ type View struct {
 	// Branch is set when the view is a branch head.
 	Branch string
 	store  *Store
+	ctxID  string
 }
 
 // Data returns an artifact's canonical data.
@@ -400,7 +401,7 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 				// commit group that lands meanwhile leaves a pinned state
 				// as it is (headFork.advance), so a long read neither
 				// waits for commits nor holds them up.
-				v := &View{Commit: h.commit, State: h.state, Trust: h.trust, Branch: branch, store: s}
+				v := &View{Commit: h.commit, State: h.state, Trust: h.trust, Branch: branch, store: s, ctxID: ctxID}
 				pins := h.pins
 				pins.Add(1)
 				h.mu.RUnlock()
@@ -441,7 +442,7 @@ func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, 
 		st.Share() // readers clone it concurrently (a merge's plan)
 		s.states.put(key, m)
 	}
-	return fn(&View{Commit: c, State: m.state, Trust: m.trust, store: s})
+	return fn(&View{Commit: c, State: m.state, Trust: m.trust, store: s, ctxID: ctxID})
 }
 
 // ArtifactAt returns one artifact (with Data) at a commit by a point lookup

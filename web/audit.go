@@ -35,8 +35,12 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 		if v.State.Artifact(id) == nil {
 			return &problem{Code: codeNotFound, Detail: "no artifact with this id at commit " + v.Commit.ID.Short()}
 		}
-		trust := v.Trust.Explainer(v.State)
-		rep, err := graph.Audit(v.State, id, trust, v.DataOf(r.Context()), graph.AuditMeta{
+		wv, err := v.Whole(r.Context())
+		if err != nil {
+			return err
+		}
+		trust := wv.Trust.Explainer(wv.State)
+		rep, err := graph.Audit(wv.State, id, trust, wv.DataOf(r.Context()), graph.AuditMeta{
 			Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String(),
 		})
 		if err != nil {
@@ -58,7 +62,7 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 		view.Markdown = rep.Markdown()
 		sg := &graph.Subgraph{Edges: rep.Edges}
 		for _, a := range rep.Artifacts {
-			if art := v.State.Artifact(a.ID); art != nil {
+			if art := wv.State.Artifact(a.ID); art != nil {
 				sg.Nodes = append(sg.Nodes, art)
 			}
 		}

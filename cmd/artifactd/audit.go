@@ -34,10 +34,12 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer st.Close()
 	var rep *graph.AuditReport
 	err = st.Read(ctx, *ctxID, *at, func(v *store.View) error {
-		trust := v.Trust.Explainer(v.State)
 		meta := graph.AuditMeta{Context: *ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()}
-		var err error
-		rep, err = graph.Audit(v.State, pos[0], trust, v.DataOf(ctx), meta)
+		w, err := v.Whole(ctx)
+		if err != nil {
+			return err
+		}
+		rep, err = graph.Audit(w.State, pos[0], w.Trust.Explainer(w.State), w.DataOf(ctx), meta)
 		return err
 	})
 	if errors.Is(err, graph.ErrNotFound) {

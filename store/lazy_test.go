@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/artifactd/artifactd/graph"
+)
+
+// TestLazyHeadReadsAsWhole: a head opened over its state map after a
+// restart reads exactly as the same state loaded whole (View.Whole) —
+// hash, sizes, artifacts, edges both ways, trust — and an audit through
+// it gives the report an audit of the whole state gives.
+func TestLazyHeadReadsAsWhole(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	ops = append(ops, put("src", "fetch_verdict", map[string]any{"verdict": "FAILED", "url": "https://example.test/a"}))
+	for i := range 300 {
+		id := fmt.Sprintf("s%03d", i)
+		ops = append(ops, put(id, "claim", map[string]any{"i": i, "url": "https://example.test/" + id}))
+		switch {
+		case i == 0:
+			ops = append(ops, link(id, "derived_from", "src"))
+		default:
+			ops = append(ops, link(id, "derived_from", fmt.Sprintf("s%03d", i-1)))
+		}
+		if i%7 == 3 {
+			ops = append(ops, link(id, "mentions", "src"))
+		}
+	}
+	mustCommit(t, s, "c", ops...)
+	mustCommit(t, s, "c", graph.Op{Op: graph.OpUnlink, From: "s150", Rel: "derived_from", To: "s149"})
+	s.Close()
+	s = openTest(t, dir)
+	defer s.Close()
+	if err := s.Read(ctx, "c", "", func(v *View) error {
+		if !v.State.IsLazy() {
+			return fmt.Errorf("a head of format 3 was loaded whole")
+		}
+		w, err := v.Whole(ctx)
+		if err != nil {
+			return err
+		}
+		if w.State.IsLazy() || w.State.Hash() != v.State.Hash() {
+			return fmt.Errorf("whole view: lazy %v, hash %s vs %s", w.State.IsLazy(), w.State.Hash().Short(), v.State.Hash().Short())
+		}
+		dump := func(st *graph.State, tr *graph.TrustIndex) string {
+			out := fmt.Sprintf("%d %d %d %+v\n", st.NumArtifacts(), st.NumEdges(), st.NumTombstones(), tr.Summary())
+			for _, a := range st.Artifacts() {
+				out += fmt.Sprintf("%s %s v%d %s in=%d out=%d %s\n", a.ID, a.Type, a.Version, tr.Status(a.ID), len(st.In(a.ID)), len(st.Out(a.ID)), st.Dependents(a.ID))
+			}
+			return out
+		}
+		if got, want := dump(v.State, v.Trust), dump(w.State, w.Trust); got != want {
+			return fmt.Errorf("the lazy head shows\n%.2000s\nthe whole state\n%.2000s", got, want)
+		}
+		lazy, err := graph.Audit(v.State, "s299", v.Trust.Explainer(v.State), v.DataOf(ctx), graph.AuditMeta{})
+		if err != nil {
+			return err
+		}
+		whole, err := graph.Audit(w.State, "s299", w.Trust.Explainer(w.State), w.DataOf(ctx), graph.AuditMeta{})
+		if err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(lazy, whole) || len(lazy.Artifacts) != 150 {
+			return fmt.Errorf("audits differ (%d and %d artifacts)", len(lazy.Artifacts), len(whole.Artifacts))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
