@@ -196,3 +196,13 @@ func (s *State) Rebase(src Source, n Counts) (*State, bool) {
 	s.acc = nil
 	return c, true
 }
+
+// Source returns the source the state at the bottom of s's forks reads
+// through, or nil when it holds every entry itself.
+func (s *State) Source() Source {
+	x := s
+	for x.under != nil {
+		x = x.under
+	}
+	return x.src
+}

@@ -964,6 +964,15 @@ func (g *group) commit(r *writeReq) error {
 		return err
 	}
 	hf := g.fork(h)
+	if m, ok := hf.view().Source().(*mapSource); ok && len(req.Ops) >= readAheadMin {
+		done, err := m.readAhead(req.Ops)
+		defer done()
+		if err != nil {
+			g.unreadable[h] = true
+			g.s.NoteCorruption(err)
+			return fmt.Errorf("read the state of branch %q: %w", req.Branch, err)
+		}
+	}
 	d, err := g.decide(hf, cs, r)
 	if rerr := hf.readErr(); rerr != nil {
 		// The decision may rest on entries that were stored but could
@@ -1051,7 +1060,11 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 		// 3; its head was loaded whole): the commit adds it.
 		muts = append(indexMutations(hf.view(), hf.trust), muts...)
 	}
-	if err := g.tw.warm(parentRoot, muts, s.cachedNode, s.readNodesFunc(context.Background())); err != nil {
+	cached := s.cachedNode
+	if m, ok := hf.view().Source().(*mapSource); ok {
+		cached = m.cachedNode // and what the decision read ahead
+	}
+	if err := g.tw.warm(parentRoot, muts, cached, s.readNodesFunc(context.Background())); err != nil {
 		return nil, fmt.Errorf("read state map: %w", err)
 	}
 	root, err := g.tw.apply(parentRoot, muts)

@@ -23,6 +23,71 @@ type mapSource struct {
 	root  trieChild
 	types map[string]int
 	err   atomic.Pointer[error]
+	// hot, while the committer decides a large request on the head, holds
+	// the nodes its lookups will need, read ahead a level at a time
+	// (readAhead); read only once stored.
+	hot atomic.Pointer[map[hashing.Digest]*trieNode]
+}
+
+// node reads a trie node: from the nodes read ahead, else through the
+// store's node cache.
+func (m *mapSource) node(id hashing.Digest) (*trieNode, error) {
+	if hot := m.hot.Load(); hot != nil {
+		if n := (*hot)[id]; n != nil {
+			return n, nil
+		}
+	}
+	return m.s.node(id)
+}
+
+// cachedNode returns node id if it was read ahead or is in the node
+// cache, else nil.
+func (m *mapSource) cachedNode(id hashing.Digest) *trieNode {
+	if hot := m.hot.Load(); hot != nil {
+		if n := (*hot)[id]; n != nil {
+			return n
+		}
+	}
+	return m.s.cachedNode(id)
+}
+
+// readAheadMin is the number of ops from which the committer reads a
+// request's lookups ahead.
+const readAheadMin = 64
+
+// readAhead reads, a level at a time, the nodes on the paths of the
+// entries ops will look up (their artifacts, tombstones, trust entries
+// and edges, both ways), so that deciding them reads memory rather than
+// one node at a time from the database; done drops them. A commit of
+// thousands of ops into a map bigger than the node cache otherwise waits
+// on a read for nearly every lookup.
+func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
+	var keys []trieMut
+	add := func(k []byte) { keys = append(keys, trieMut{key: k}) }
+	for _, op := range ops {
+		switch op.Op {
+		case graph.OpPut, graph.OpDelete:
+			add(tkArtifact(op.ID))
+			add(tkTomb(op.ID))
+			add(tkTrust(op.ID))
+		case graph.OpLink, graph.OpUnlink:
+			k := graph.EdgeKey{From: op.From, Rel: op.Rel, To: op.To}
+			add(tkEdge(k))
+			add(tkRev(k))
+			add(tkArtifact(op.To))
+			add(tkTrust(op.To))
+		}
+	}
+	w := newTrieWriter(m.s)
+	if err := w.warm(m.root, keys, m.s.cachedNode, m.s.readNodesFunc(context.Background())); err != nil {
+		return func() {}, err
+	}
+	if len(w.read) == 0 {
+		return func() {}, nil
+	}
+	hot := w.read
+	m.hot.Store(&hot)
+	return func() { m.hot.Store(nil) }, nil
 }
 
 // newMapSource returns the source of commit c's state map, whose record
@@ -54,7 +119,7 @@ func (m *mapSource) Err() error {
 
 // get looks key up, keeping a failure.
 func (m *mapSource) get(key []byte) []byte {
-	v, err := trieGet(m.s, m.root, key)
+	v, err := trieGet(m, m.root, key)
 	if err != nil {
 		m.fail(err)
 		return nil
@@ -67,7 +132,7 @@ func (m *mapSource) get(key []byte) []byte {
 // walk through the node cache; many are read a window at a time, each
 // window's nodes a level at a time (prefetchTrie), as a head is loaded.
 func (m *mapSource) scan(prefix []byte, fn func(k, v []byte) bool) {
-	sub, err := triePrefixRoot(m.s, m.root, prefix)
+	sub, err := triePrefixRoot(m, m.root, prefix)
 	if err == nil && sub.count > 0 {
 		_, err = m.scanWindows(sub, prefix, fn)
 	}
@@ -89,7 +154,7 @@ const (
 // once fn did.
 func (m *mapSource) scanWindows(ref trieChild, prefix []byte, fn func(k, v []byte) bool) (bool, error) {
 	if ref.count > scanWindow {
-		n, err := m.s.node(ref.id)
+		n, err := m.node(ref.id)
 		if err != nil {
 			return false, err
 		}
@@ -105,7 +170,7 @@ func (m *mapSource) scanWindows(ref trieChild, prefix []byte, fn func(k, v []byt
 			return true, nil
 		}
 	}
-	var src nodeSource = m.s
+	var src nodeSource = m
 	if ref.count > scanDirect {
 		var err error
 		if src, err = m.s.prefetchTrie(context.Background(), m.s, ref); err != nil {

@@ -77,3 +77,71 @@ func TestLazyHeadReadsAsWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadAheadBigCommit: a commit of hundreds of ops onto a head opened
+// over its map (its lookups read ahead) decides and writes what the same
+// commit decides on the state loaded whole: the same context hash, an
+// index that checks, a refusal where the whole state refuses.
+func TestReadAheadBigCommit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	for i := range 3000 {
+		ops = append(ops, put(fmt.Sprintf("a%04d", i), "claim", map[string]any{"i": i}))
+		if i > 0 {
+			ops = append(ops, link(fmt.Sprintf("a%04d", i), "derived_from", fmt.Sprintf("a%04d", (i*7919+13)%i)))
+		}
+	}
+	mustCommit(t, s, "c", ops...)
+	s.Close()
+	s = openTest(t, dir)
+	defer s.Close()
+	var next []graph.Op
+	for i := range 300 {
+		id := fmt.Sprintf("b%04d", i)
+		next = append(next, put(id, "claim", map[string]any{"i": i}), link(id, "derived_from", fmt.Sprintf("a%04d", (i*104729)%3000)))
+	}
+	next = append(next, put("a0000", "fetch_verdict", map[string]any{"verdict": "FAILED", "url": "https://example.test/0"}))
+	var want *graph.State
+	if err := s.Read(ctx, "c", "", func(v *View) error {
+		if v.State.Source() == nil {
+			return fmt.Errorf("the head was loaded whole")
+		}
+		w, err := v.Whole(ctx)
+		if err != nil {
+			return err
+		}
+		want = w.State.Clone()
+		_, err = want.ApplyOps(next)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := mustCommit(t, s, "c", next...)
+	if c.ContextHash != want.Hash() {
+		t.Fatalf("the commit's context hash %s, the whole state's %s", c.ContextHash.Short(), want.Hash().Short())
+	}
+	cs, err := s.ctxState("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.loadState(s, cs.info, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.checkIndex(c, st); err != nil {
+		t.Fatal(err)
+	}
+	if c.Index.Quarantined == 0 {
+		t.Fatal("the failed fetch quarantined nothing")
+	}
+	// A link that closes a cycle is refused on the head as on the whole state.
+	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: append(next[:130:130], link("a0000", "derived_from", "b0001"))}); err == nil {
+		t.Fatal("a cycle through a big commit was accepted")
+	}
+	mustCheck(t, s)
+}
