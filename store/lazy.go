@@ -100,6 +100,17 @@ func newMapSource(s *Store, c *replay.Commit) *mapSource {
 	return m
 }
 
+// countsOf returns the sizes of the state after commit c and of its
+// trust index, from its record (zero for an empty map without an index).
+func countsOf(c *replay.Commit) (graph.Counts, graph.TrustCounts) {
+	x := c.Index
+	if x == nil {
+		return graph.Counts{}, graph.TrustCounts{}
+	}
+	return graph.Counts{Artifacts: c.Artifacts, Tombstones: x.Tombstones, Edges: c.Edges},
+		graph.TrustCounts{Entries: c.Artifacts, Roots: x.PoisonRoots, Quarantined: x.Quarantined}
+}
+
 // indexed reports whether commit c's state map can be read lazily: it
 // holds the index (format 3), or nothing at all.
 func indexed(c *replay.Commit) bool { return c.Index != nil || c.RootCount == 0 }
@@ -433,12 +444,7 @@ func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *gra
 			return nil, nil, hashing.Digest{}, fmt.Errorf("definition %q: %w", a.ID, err)
 		}
 	}
-	var n graph.Counts
-	var tn graph.TrustCounts
-	if x := c.Index; x != nil {
-		n = graph.Counts{Artifacts: c.Artifacts, Tombstones: x.Tombstones, Edges: c.Edges}
-		tn = graph.TrustCounts{Entries: c.Artifacts, Roots: x.PoisonRoots, Quarantined: x.Quarantined}
-	}
+	n, tn := countsOf(c)
 	st, err := graph.NewStateOver(rs, m, n, defs, acc)
 	if err != nil {
 		return nil, nil, hashing.Digest{}, fmt.Errorf("%w: open state of commit %s: %w", ErrCorrupt, c.ID.Short(), err)
@@ -536,13 +542,7 @@ func (h *head) rebase() {
 		return
 	}
 	m := newMapSource(h.store, h.commit)
-	x := h.commit.Index
-	var n graph.Counts
-	var tn graph.TrustCounts
-	if x != nil {
-		n = graph.Counts{Artifacts: h.commit.Artifacts, Tombstones: x.Tombstones, Edges: h.commit.Edges}
-		tn = graph.TrustCounts{Entries: h.commit.Artifacts, Roots: x.PoisonRoots, Quarantined: x.Quarantined}
-	}
+	n, tn := countsOf(h.commit)
 	st, ok := h.state.Rebase(m, n)
 	if !ok {
 		return
