@@ -39,7 +39,9 @@
 //     hold only what changed since; lookups walk the trie through the
 //     node cache, an artifact's edges are one prefix each way, and whole
 //     reads walk a prefix a window at a time, each window's nodes read a
-//     level at a time (prefetch.go). Its context hash's leaves come from a
+//     level at a time (prefetch.go); a request of many ops first reads
+//     the nodes its lookups will need a level at a time (readAhead). Its
+//     context hash's leaves come from a
 //     leaf checkpoint (leaves.go) or, failing one, a walk of the map. Once
 //     it holds 4,096 changes and no reader has it pinned it is opened
 //     again over its newest commit (head.rebase), so a head's memory is its
