@@ -551,13 +551,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		if v.State.Artifact(id) == nil {
 			return nil, missingArtifact(id, v.Commit)
 		}
-		wv, err := v.Whole(r.Context())
-		if err != nil {
-			return nil, err
-		}
-		rep, err := graph.Audit(wv.State, id,
-			wv.Trust.Explainer(wv.State),
-			wv.DataOf(r.Context()),
+		rep, _, err := v.Audit(r.Context(), id,
 			graph.AuditMeta{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()})
 		if err != nil {
 			return nil, err

@@ -168,12 +168,8 @@ func (b *InProcess) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Aud
 		if v.State.Artifact(q.ID) == nil {
 			return missing(q.ID, v)
 		}
-		w, err := v.Whole(ctx)
-		if err != nil {
-			return err
-		}
-		rep, err = graph.Audit(w.State, q.ID, w.Trust.Explainer(w.State),
-			w.DataOf(ctx),
+		var err error
+		rep, _, err = v.Audit(ctx, q.ID,
 			graph.AuditMeta{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()})
 		if err == nil && q.Format == "markdown" {
 			md = rep.Markdown()

@@ -229,6 +229,11 @@ func (m *mapSource) Edge(k graph.EdgeKey) *graph.Edge {
 	if v == nil {
 		return nil
 	}
+	return edgeOf(k, v)
+}
+
+// edgeOf returns the edge of key k whose stored value is v.
+func edgeOf(k graph.EdgeKey, v []byte) *graph.Edge {
 	return &graph.Edge{From: k.From, Rel: k.Rel, To: k.To, Attrs: bytes.Clone(decodeEdgeVal(v))}
 }
 
@@ -252,7 +257,7 @@ func (m *mapSource) edgesUnder(prefix []byte, split func([]byte) (graph.EdgeKey,
 			m.fail(err)
 			return false
 		}
-		out = append(out, &graph.Edge{From: ek.From, Rel: ek.Rel, To: ek.To, Attrs: bytes.Clone(decodeEdgeVal(v))})
+		out = append(out, edgeOf(ek, v))
 		return true
 	})
 	return out
@@ -263,9 +268,13 @@ func (m *mapSource) edgesUnder(prefix []byte, split func([]byte) (graph.EdgeKey,
 func (m *mapSource) TypeCount(typ string) int { return m.types[typ] }
 
 // Artifacts yields every artifact's metadata, in id order.
-func (m *mapSource) Artifacts() iter.Seq[*graph.Artifact] {
+func (m *mapSource) Artifacts() iter.Seq[*graph.Artifact] { return m.artifactsUnder("") }
+
+// artifactsUnder yields the artifacts whose ids start with prefix, in id
+// order.
+func (m *mapSource) artifactsUnder(prefix string) iter.Seq[*graph.Artifact] {
 	return func(yield func(*graph.Artifact) bool) {
-		m.scan([]byte{'a'}, func(k, v []byte) bool {
+		m.scan(tkArtifact(prefix), func(k, v []byte) bool {
 			av, err := decodeArtifactVal(v)
 			if err != nil {
 				m.fail(fmt.Errorf("artifact %q: %w", k[1:], err))
@@ -299,7 +308,7 @@ func (m *mapSource) Edges() iter.Seq[*graph.Edge] {
 				m.fail(err)
 				return false
 			}
-			return yield(&graph.Edge{From: ek.From, Rel: ek.Rel, To: ek.To, Attrs: bytes.Clone(decodeEdgeVal(v))})
+			return yield(edgeOf(ek, v))
 		})
 	}
 }
@@ -338,40 +347,34 @@ func (m *mapSource) Root(id string) (string, bool) {
 	return reason, !e.Base
 }
 
-// unconfirmed returns every 'q' entry, by id.
-func (m *mapSource) unconfirmed() map[string]graph.TrustEntry {
-	out := map[string]graph.TrustEntry{}
+// trustEntries calls fn with every 'q' entry, in id order, until fn
+// returns false.
+func (m *mapSource) trustEntries(fn func(id string, e graph.TrustEntry, reason string) bool) {
 	m.scan([]byte{'q'}, func(k, v []byte) bool {
-		e, _, err := decodeTrustVal(v)
+		e, reason, err := decodeTrustVal(v)
 		if err != nil {
 			m.fail(fmt.Errorf("trust entry %q: %w", k[1:], err))
 			return false
 		}
-		out[string(k[1:])] = e
-		return true
+		return fn(string(k[1:]), e, reason)
 	})
-	return out
 }
 
 // Unconfirmed yields the trust entry of every unconfirmed artifact (its
 // 'q' entry), in id order.
 func (m *mapSource) Unconfirmed() iter.Seq2[string, graph.TrustEntry] {
 	return func(yield func(string, graph.TrustEntry) bool) {
-		m.scan([]byte{'q'}, func(k, v []byte) bool {
-			e, _, err := decodeTrustVal(v)
-			if err != nil {
-				m.fail(fmt.Errorf("trust entry %q: %w", k[1:], err))
-				return false
-			}
-			return yield(string(k[1:]), e)
-		})
+		m.trustEntries(func(id string, e graph.TrustEntry, _ string) bool { return yield(id, e) })
 	}
 }
 
 // TrustEntries yields every artifact's trust entry, in id order.
 func (m *mapSource) TrustEntries() iter.Seq2[string, graph.TrustEntry] {
 	return func(yield func(string, graph.TrustEntry) bool) {
-		q := m.unconfirmed()
+		q := map[string]graph.TrustEntry{}
+		for id, e := range m.Unconfirmed() {
+			q[id] = e
+		}
 		m.scan([]byte{'a'}, func(k, _ []byte) bool {
 			id := string(k[1:])
 			e, ok := q[id]
@@ -386,16 +389,8 @@ func (m *mapSource) TrustEntries() iter.Seq2[string, graph.TrustEntry] {
 // Roots yields every poison root with its reason, in id order.
 func (m *mapSource) Roots() iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
-		m.scan([]byte{'q'}, func(k, v []byte) bool {
-			e, reason, err := decodeTrustVal(v)
-			if err != nil {
-				m.fail(fmt.Errorf("trust entry %q: %w", k[1:], err))
-				return false
-			}
-			if e.Base {
-				return true
-			}
-			return yield(string(k[1:]), reason)
+		m.trustEntries(func(id string, e graph.TrustEntry, reason string) bool {
+			return e.Base || yield(id, reason)
 		})
 	}
 }
@@ -425,17 +420,11 @@ func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *gra
 		}
 	}
 	var defs []*graph.Artifact
-	m.scan(append([]byte{'a'}, graph.ReservedIDPrefix...), func(k, v []byte) bool {
-		av, err := decodeArtifactVal(v)
-		if err != nil {
-			m.fail(fmt.Errorf("artifact %q: %w", k[1:], err))
-			return false
-		}
-		if a := av.artifact(string(k[1:])); graph.IsDefinitionType(a.Type) {
+	for a := range m.artifactsUnder(graph.ReservedIDPrefix) {
+		if graph.IsDefinitionType(a.Type) {
 			defs = append(defs, a)
 		}
-		return true
-	})
+	}
 	if err := m.Err(); err != nil {
 		return nil, nil, hashing.Digest{}, fmt.Errorf("open state of commit %s: %w", c.ID.Short(), err)
 	}
@@ -576,4 +565,17 @@ func (v *View) Whole(ctx context.Context) (*View, error) {
 	w := *v
 	w.State, w.Trust = whole, graph.NewTrustIndexFor(whole, v.store.baseFor)
 	return &w, nil
+}
+
+// Audit audits artifact id at the view's commit (graph.Audit, with the
+// trust the index explains and the payloads read in batches), on the
+// state loaded whole when it fits (Whole). It returns the view it
+// audited, for further reads of the same artifacts.
+func (v *View) Audit(ctx context.Context, id string, meta graph.AuditMeta) (*graph.AuditReport, *View, error) {
+	w, err := v.Whole(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := graph.Audit(w.State, id, w.Trust.Explainer(w.State), w.DataOf(ctx), meta)
+	return rep, w, err
 }

@@ -35,12 +35,7 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 		if v.State.Artifact(id) == nil {
 			return &problem{Code: codeNotFound, Detail: "no artifact with this id at commit " + v.Commit.ID.Short()}
 		}
-		wv, err := v.Whole(r.Context())
-		if err != nil {
-			return err
-		}
-		trust := wv.Trust.Explainer(wv.State)
-		rep, err := graph.Audit(wv.State, id, trust, wv.DataOf(r.Context()), graph.AuditMeta{
+		rep, wv, err := v.Audit(r.Context(), id, graph.AuditMeta{
 			Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String(),
 		})
 		if err != nil {
@@ -66,7 +61,7 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 				sg.Nodes = append(sg.Nodes, art)
 			}
 		}
-		view.Mermaid = graph.Mermaid(sg, trust)
+		view.Mermaid = graph.Mermaid(sg, wv.Trust.Explainer(wv.State))
 		return nil
 	})
 	if !ok {

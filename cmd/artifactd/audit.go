@@ -35,11 +35,8 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var rep *graph.AuditReport
 	err = st.Read(ctx, *ctxID, *at, func(v *store.View) error {
 		meta := graph.AuditMeta{Context: *ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()}
-		w, err := v.Whole(ctx)
-		if err != nil {
-			return err
-		}
-		rep, err = graph.Audit(w.State, pos[0], w.Trust.Explainer(w.State), w.DataOf(ctx), meta)
+		var err error
+		rep, _, err = v.Audit(ctx, pos[0], meta)
 		return err
 	})
 	if errors.Is(err, graph.ErrNotFound) {
