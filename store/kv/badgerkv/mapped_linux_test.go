@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/artifactd/artifactd/store/kv"
+	"golang.org/x/sys/unix"
 )
 
 func TestParseRssFile(t *testing.T) {
@@ -124,4 +126,63 @@ func TestTrimPagesOut(t *testing.T) {
 		t.Fatalf("paging out freed %d MB of the %d MB the data added", freed>>20, grown>>20)
 	}
 	readAll()
+}
+
+// TestPageOutKeepsDirtyPages writes through a shared writable mapping, as
+// Badger writes its memtable logs and new tables, pages the range out
+// before anything synced it, and reads the file: every byte written must
+// be there, both through the file and through the mapping touched again,
+// and the pages must have left the process's resident size.
+func TestPageOutKeepsDirtyPages(t *testing.T) {
+	const size = 16 << 20
+	f, err := os.OpenFile(filepath.Join(t.TempDir(), "mapped"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	want := make([]byte, size)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range want {
+		want[i] = byte(r.Uint32())
+	}
+	before, err := residentFileBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(m, want)
+	dirty, err := residentFileBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dirty-before < size/2 {
+		t.Fatalf("writing %d MB through the mapping added %d MB of resident file-backed memory", size>>20, (dirty-before)>>20)
+	}
+	if err := pageOut(span{uintptr(unsafe.Pointer(&m[0])), uintptr(unsafe.Pointer(&m[0])) + size}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := residentFileBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dirty-after < size/2 {
+		t.Fatalf("paging out freed %d MB of the %d MB mapped", (dirty-after)>>20, size>>20)
+	}
+	got, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the file lost bytes written through the mapping before it was paged out")
+	}
+	if !bytes.Equal(m, want) {
+		t.Fatal("the mapping reads back other bytes after it was paged out")
+	}
 }
