@@ -35,7 +35,7 @@ type benchResult struct {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("bench", "[--addr URL | --data DIR] [--clients N] [--duration D] [--requests N] [--token T] [--json]\n       artifactd bench --scenario runs|cold|big|chain|hub|soak [--addr URL [--pid PID] | --data DIR] [--runs N] [--artifacts N] [--depth N] [--batch N] [--duration D (soak)] [--timeout D]", stderr)
+	fs := newFlagSet("bench", "[--addr URL | --data DIR] [--clients N] [--duration D] [--requests N] [--token T] [--json]\n       artifactd bench --scenario runs|cold|big|chain|hub|soak|disk [--addr URL [--pid PID] | --data DIR] [--runs N] [--artifacts N] [--depth N] [--batch N] [--duration D (soak, disk)] [--timeout D]", stderr)
 	addr := fs.String("addr", "", "base URL of a running server, or several separated by commas (processes serving one store; clients are spread over them in turn); default: start one in-process on a loopback port")
 	dataDir := fs.String("data", "", "data directory for the in-process server (default: a temporary directory, removed afterwards)")
 	clients := fs.Int("clients", 1, "concurrent keep-alive clients")

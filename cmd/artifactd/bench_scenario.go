@@ -44,7 +44,7 @@ type scenarioConfig struct {
 }
 
 func (c *scenarioConfig) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.name, "scenario", "", "run one of the core scenarios instead of the commit load: runs, cold, big, chain, hub, soak (prints JSON)")
+	fs.StringVar(&c.name, "scenario", "", "run one of the core scenarios instead of the commit load: runs, cold, big, chain, hub, soak, or disk (the data directory's synced-write latency, alone and during bulk writes: the floor of a durable commit) (prints JSON)")
 	fs.IntVar(&c.pid, "pid", 0, "scenarios with --addr: the server's process id, to read its resident size from /proc/PID/status")
 	fs.IntVar(&c.runs, "runs", 0, "runs scenario: agent runs (default 6000)")
 	fs.IntVar(&c.artifacts, "artifacts", 0, "runs: artifacts per run (default 101); cold: artifacts in the context (default 100000); big: artifacts (default 1000000)")
@@ -81,6 +81,10 @@ func (c *scenarioConfig) defaults() {
 		def(&c.clients, 16)
 		if c.duration == 0 {
 			c.duration = 10 * time.Minute
+		}
+	case "disk":
+		if c.duration == 0 {
+			c.duration = 10 * time.Second
 		}
 	}
 	def(&c.clients, 1)
@@ -143,6 +147,7 @@ type scenarioResult struct {
 	Big   *bigFigures   `json:"big,omitempty"`
 	Chain *chainFigures `json:"chain,omitempty"`
 	Hub   *hubFigures   `json:"hub,omitempty"`
+	Disk  *diskFigures  `json:"disk,omitempty"`
 	Soak  *soakFigures  `json:"soak,omitempty"`
 
 	mu sync.Mutex // guards Errors and FirstErr from concurrent clients
@@ -412,7 +417,7 @@ func (r *scenarioRun) fail(err error) {
 }
 
 // scenarioNames lists the scenarios for usage messages.
-const scenarioNames = "runs, cold, big, chain, hub, soak"
+const scenarioNames = "runs, cold, big, chain, hub, soak, disk"
 
 // scenarioBody returns the body of a scenario (nil for an unknown name).
 // A body returns errCut when the deadline ended it, another error when a
@@ -431,6 +436,8 @@ func scenarioBody(name string) func(context.Context, *scenarioRun) error {
 		return scenarioHub
 	case "soak":
 		return scenarioSoak
+	case "disk":
+		return scenarioDisk
 	}
 	return nil
 }
@@ -480,6 +487,8 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 		return fail(stderr, exitUsage, "bench: --pid names the server of --addr")
 	case cfg.addr != "" && cfg.name == "cold":
 		return fail(stderr, exitUsage, "bench: the cold scenario restarts the in-process server; it cannot restart --addr")
+	case cfg.addr != "" && cfg.name == "disk":
+		return fail(stderr, exitUsage, "bench: the disk scenario measures the in-process server's data directory; not with --addr")
 	}
 	run := &scenarioRun{cfg: cfg, prefix: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	run.res = &scenarioResult{Scenario: cfg.name, Params: scenarioParams{Clients: cfg.clients, TimeoutNS: cfg.timeout}}

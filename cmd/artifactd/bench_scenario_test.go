@@ -324,3 +324,37 @@ func TestCPUReader(t *testing.T) {
 		t.Skipf("no /proc/self/stat here (%v)", got)
 	}
 }
+
+// TestScenarioDisk: the disk scenario times synced appends alone and
+// during synced bulk writes, writes nothing through the server, and
+// leaves no file in the data directory; it refuses a remote server, whose
+// disk it cannot reach.
+func TestScenarioDisk(t *testing.T) {
+	dir := t.TempDir()
+	rc, res, m, stderr := scenario(t, "--scenario", "disk", "--data", dir, "--duration", "400ms")
+	if rc != exitOK || res.Cut || res.Errors != 0 || res.Disk == nil {
+		t.Fatalf("exit %d: %+v %s", rc, res, stderr)
+	}
+	if got, want := keysOf(t, m, "disk"), []string{"append_bytes", "bulk_bytes", "bulk_write_and_sync", "sync_alone", "sync_during_bulk"}; !slices.Equal(got, want) {
+		t.Fatalf("disk keys %v, want %v", got, want)
+	}
+	f := res.Disk
+	if f.Alone.N == 0 || f.DuringBulk.N == 0 || f.Bulk.N == 0 || f.Alone.P50 <= 0 || f.Alone.Max < f.Alone.P99 || f.Bulk.P50 <= 0 {
+		t.Fatalf("figures: %+v", f)
+	}
+	if f.AppendBytes != diskAppendBytes || f.BulkBytes != diskBulkBytes || res.Commits != 0 || res.Contexts != 0 {
+		t.Fatalf("result %+v %+v", res, f)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "disk-probe-") {
+			t.Fatalf("the probe left %s in the data directory", e.Name())
+		}
+	}
+	if rc, _, _, stderr := scenario(t, "--scenario", "disk", "--addr", "http://127.0.0.1:1"); rc != exitUsage || !strings.Contains(stderr, "not with --addr") {
+		t.Fatalf("with --addr: exit %d, %s", rc, stderr)
+	}
+}
