@@ -118,6 +118,35 @@ func (s *Store) checkpointHead(ctx context.Context, h *head) error {
 	return nil
 }
 
+// checkpointEvicted writes, in the background, the leaf checkpoints that
+// the heads just evicted lack (a big head made by commits has none until
+// the store closes), so that reopening one reads a checkpoint rather than
+// walking its map. Close waits for it; once the store is closing, Close
+// writes the checkpoints of the heads still cached and evicted ones go
+// without.
+func (s *Store) checkpointEvicted(heads []*head) {
+	if len(heads) == 0 {
+		return
+	}
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return
+	}
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		for _, h := range heads {
+			h.mu.Lock()
+			err := s.checkpointHead(context.Background(), h)
+			h.mu.Unlock()
+			if err != nil {
+				s.log.Warn("leaf checkpoint of an evicted head not written", "context", h.ctx, "branch", h.branch, "err", err)
+			}
+		}
+	}()
+}
+
 // checkpointHeads writes the leaf checkpoints of the cached heads that
 // lack one (Close).
 func (s *Store) checkpointHeads(ctx context.Context) {

@@ -134,3 +134,71 @@ func TestLeafCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointOnEviction: a big head made by commits has no leaf
+// checkpoint; once small contexts push it out of a small cache, its
+// checkpoint is written in the background, and the head is opened from it
+// when the context is used again.
+func TestCheckpointOnEviction(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true, CacheBytes: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	for i := range 5000 {
+		ops = append(ops, put(fmt.Sprintf("a%05d", i), "claim", map[string]any{"i": i}))
+		if i > 0 {
+			ops = append(ops, link(fmt.Sprintf("a%05d", i), "derived_from", fmt.Sprintf("a%05d", i-1)))
+		}
+	}
+	c := mustCommit(t, s, "big", ops...)
+	if got := checkpointRecords(t, s, c.ContextHash); got != 0 {
+		t.Fatalf("a head made by a commit has %d checkpoint records before it is evicted", got)
+	}
+	cached := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.heads[headKey("big", DefaultBranch)] != nil
+	}
+	for i := 0; cached(); i++ {
+		if i == 500 {
+			t.Fatal("500 small contexts did not evict the big head")
+		}
+		id := fmt.Sprintf("small-%d", i)
+		if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+		var small []graph.Op
+		for j := range 40 {
+			small = append(small, put(fmt.Sprintf("s%d", j), "claim", map[string]any{"j": j}))
+		}
+		mustCommit(t, s, id, small...)
+	}
+	s.background.Wait()
+	want := (c.Artifacts + c.Edges + leafChunk - 1) / leafChunk
+	if got := checkpointRecords(t, s, c.ContextHash); got != want {
+		t.Fatalf("the evicted head's checkpoint has %d records, want %d", got, want)
+	}
+	if err := s.Read(ctx, "big", "", func(v *View) error {
+		if v.State.Hash() != c.ContextHash {
+			return fmt.Errorf("reopened at %s, want %s", v.State.Hash().Short(), c.ContextHash.Short())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.head("big", DefaultBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ckpt != c.ContextHash {
+		t.Fatalf("the reopened head was not opened from the checkpoint (its checkpoint: %s)", h.ckpt.Short())
+	}
+	mustCommit(t, s, "big", put("a05000", "claim", map[string]any{"i": 5000}), link("a05000", "derived_from", "a04999"))
+	mustCheck(t, s)
+}

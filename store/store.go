@@ -279,13 +279,14 @@ func (s *Store) evictHeadsLocked() {
 	}
 	type cand struct {
 		key  string
+		h    *head
 		used uint64
 		cost int64
 	}
 	cands := make([]cand, 0, len(s.heads))
 	for k, h := range s.heads {
 		if !h.inGroup.Load() {
-			cands = append(cands, cand{k, h.used.Load(), h.cost.Load()})
+			cands = append(cands, cand{k, h, h.used.Load(), h.cost.Load()})
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].used < cands[j].used })
@@ -295,13 +296,16 @@ func (s *Store) evictHeadsLocked() {
 	if len(cands) > 0 {
 		cands = cands[:len(cands)-1]
 	}
+	var evicted []*head
 	for _, c := range cands {
 		if total <= s.headBudget*9/10 {
 			break
 		}
 		delete(s.heads, c.key)
 		total -= c.cost
+		evicted = append(evicted, c.h)
 	}
+	s.checkpointEvicted(evicted)
 }
 
 var (
