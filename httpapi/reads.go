@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"sort"
@@ -559,7 +560,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		if format == "markdown" {
 			return textBody{"text/markdown; charset=utf-8", rep.Markdown()}, nil
 		}
-		return rep, nil
+		return jsonStream(func(w io.Writer) error { return service.WriteAuditJSON(w, rep) }), nil
 	})
 }
 

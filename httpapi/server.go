@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -420,6 +421,10 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	_, _ = w.Write(raw)
 }
 
+// jsonStream is a JSON response of a read written a piece at a time (a
+// deep audit is tens of megabytes, which a whole Marshal would hold twice).
+type jsonStream func(io.Writer) error
+
 // textBody is a non-JSON response of a read (Mermaid, DOT, Markdown).
 type textBody struct {
 	contentType string
@@ -508,6 +513,16 @@ func (s *Server) respondRead(w http.ResponseWriter, r *http.Request, etag string
 	}
 	if etag != "" {
 		w.Header().Set("ETag", etag)
+	}
+	if write, ok := out.(jsonStream); ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		if err := write(w); err != nil {
+			// The status is sent; the client sees a cut body (and no
+			// final chunk), which is all that is left to tell it.
+			s.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		return
 	}
 	if tb, ok := out.(textBody); ok {
 		w.Header().Set("Content-Type", tb.contentType)
