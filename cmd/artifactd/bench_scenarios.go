@@ -612,8 +612,8 @@ func scenarioHub(ctx context.Context, r *scenarioRun) error {
 		sameLat, err = same.during(ctx, func() error {
 			var err error
 			f.AuditNS, f.AuditCPU, err = r.timed(func() error {
-				b, err := r.c.expect(ctx, http.StatusOK, "GET", fmt.Sprintf("/v1/contexts/%s/audit/s%d?format=json", chainCtx, f.ChainDepth-1), nil)
-				f.AuditBytes = len(b)
+				n, err := r.c.drain(ctx, fmt.Sprintf("/v1/contexts/%s/audit/s%d?format=json", chainCtx, f.ChainDepth-1))
+				f.AuditBytes = int(n)
 				return err
 			})
 			return err
