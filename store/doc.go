@@ -41,8 +41,9 @@
 //     reads walk a prefix a window at a time, each window's nodes read a
 //     level at a time (prefetch.go); a request of many ops first reads
 //     the nodes its lookups will need a level at a time (readAhead). Its
-//     context hash's leaves come from a
-//     leaf checkpoint (leaves.go) or, failing one, a walk of the map. Once
+//     context hash's leaves come from a leaf checkpoint (leaves.go:
+//     written after a walk, when the cache evicts a big head that has
+//     none, and at Close) or, failing one, a walk of the map. Once
 //     it holds 4,096 changes and no reader has it pinned it is opened
 //     again over its newest commit (head.rebase), so a head's memory is its
 //     leaves (about 40 bytes each) and a bounded set of changes. A head of

@@ -20,8 +20,9 @@ import (
 // The records are named by the context hash of the leaves they hold, so
 // they check themselves: the leaves must hash to their name, or they are
 // not used (and fsck reports them). They are derived data, written after
-// the fact — when a head is opened by walking its map, and for every
-// cached head at Close — never in a commit's path; a head that writes a
+// the fact — when a head is opened by walking its map, when the head
+// cache evicts a head that has none, and for every cached head at Close —
+// never in a commit's path; a head that writes a
 // newer one deletes the one it was opened from. States of fewer than
 // leafCheckpointMin leaves have none: walking them costs less.
 const (
