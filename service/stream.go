@@ -52,41 +52,24 @@ func WriteAuditJSON(w io.Writer, rep *graph.AuditReport) error {
 			return err
 		}
 	}
-	if err := raw(`"answer":`); err != nil {
-		return err
+	members := []struct {
+		key   string
+		write func() error
+	}{
+		{`"answer":`, func() error { return value(rep.Answer) }},
+		{`,"trust":`, func() error { return value(rep.Trust) }},
+		{`,"artifacts":`, func() error { return writeSlice(bw, rep.Artifacts, value) }},
+		{`,"edges":`, func() error { return writeSlice(bw, rep.Edges, value) }},
+		{`,"sources":`, func() error { return writeSlice(bw, rep.Sources, value) }},
+		{`,"summary":`, func() error { return value(rep.Summary) }},
 	}
-	if err := value(rep.Answer); err != nil {
-		return err
-	}
-	if err := raw(`,"trust":`); err != nil {
-		return err
-	}
-	if err := value(rep.Trust); err != nil {
-		return err
-	}
-	if err := raw(`,"artifacts":`); err != nil {
-		return err
-	}
-	if err := writeSlice(bw, rep.Artifacts, value); err != nil {
-		return err
-	}
-	if err := raw(`,"edges":`); err != nil {
-		return err
-	}
-	if err := writeSlice(bw, rep.Edges, value); err != nil {
-		return err
-	}
-	if err := raw(`,"sources":`); err != nil {
-		return err
-	}
-	if err := writeSlice(bw, rep.Sources, value); err != nil {
-		return err
-	}
-	if err := raw(`,"summary":`); err != nil {
-		return err
-	}
-	if err := value(rep.Summary); err != nil {
-		return err
+	for _, m := range members {
+		if err := raw(m.key); err != nil {
+			return err
+		}
+		if err := m.write(); err != nil {
+			return err
+		}
 	}
 	if err := raw("}\n"); err != nil {
 		return err

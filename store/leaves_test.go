@@ -22,6 +22,19 @@ func checkpointRecords(t *testing.T, s *Store, h hashing.Digest) int {
 	return n
 }
 
+// claimChain returns the ops of n claims a00000 … each derived_from the
+// one before: n artifacts and n-1 edges.
+func claimChain(n int) []graph.Op {
+	var ops []graph.Op
+	for i := range n {
+		ops = append(ops, put(fmt.Sprintf("a%05d", i), "claim", map[string]any{"i": i}))
+		if i > 0 {
+			ops = append(ops, link(fmt.Sprintf("a%05d", i), "derived_from", fmt.Sprintf("a%05d", i-1)))
+		}
+	}
+	return ops
+}
+
 // TestLeafCheckpoints: Close writes the leaf checkpoint of a big cached
 // head; a reopened store opens the head from it (not by a walk) and reads
 // and commits as before; the next checkpoint replaces it; a corrupt one
@@ -36,13 +49,7 @@ func TestLeafCheckpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var ops []graph.Op
-	for i := range 5000 {
-		ops = append(ops, put(fmt.Sprintf("a%05d", i), "claim", map[string]any{"i": i}))
-		if i > 0 {
-			ops = append(ops, link(fmt.Sprintf("a%05d", i), "derived_from", fmt.Sprintf("a%05d", i-1)))
-		}
-	}
+	ops := claimChain(5000)
 	c1 := mustCommit(t, s, "big", ops...)
 	mustCommit(t, s, "small", put("x", "claim", map[string]any{"i": 1}))
 	if err := s.Close(); err != nil {
@@ -149,13 +156,7 @@ func TestCheckpointOnEviction(t *testing.T) {
 	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
 		t.Fatal(err)
 	}
-	var ops []graph.Op
-	for i := range 5000 {
-		ops = append(ops, put(fmt.Sprintf("a%05d", i), "claim", map[string]any{"i": i}))
-		if i > 0 {
-			ops = append(ops, link(fmt.Sprintf("a%05d", i), "derived_from", fmt.Sprintf("a%05d", i-1)))
-		}
-	}
+	ops := claimChain(5000)
 	c := mustCommit(t, s, "big", ops...)
 	if got := checkpointRecords(t, s, c.ContextHash); got != 0 {
 		t.Fatalf("a head made by a commit has %d checkpoint records before it is evicted", got)
