@@ -243,3 +243,43 @@ func TestAuditDataWindows(t *testing.T) {
 		t.Fatalf("asked %d ids in the report's order: %v; %d sources, want %d", len(asked), slices.Equal(asked, order), len(rep.Sources), n)
 	}
 }
+
+// TestLocatorsPrefilter: locators skips decoding a payload that has
+// neither "url" nor "locator" in it, which holds only while every source
+// field's name contains one of them; and it returns what decoding the
+// payload's top-level members gives, for payloads that name the fields at
+// the top, only in nested objects, with other value types, or not at all.
+func TestLocatorsPrefilter(t *testing.T) {
+	for _, f := range sourceFields {
+		if !strings.Contains(f, "url") && !strings.Contains(f, "locator") {
+			t.Fatalf("source field %q contains neither \"url\" nor \"locator\": locators' prefilter would skip it", f)
+		}
+	}
+	decoded := func(data string) []string {
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(data), &m) != nil {
+			return nil
+		}
+		var out []string
+		for _, f := range sourceFields {
+			if v := jsonString(m[f]); v != "" {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	for _, data := range []string{
+		``, `{}`, `{"text":"a claim"}`, `{"text":"see url"}`,
+		`{"url":"https://a.example/"}`,
+		`{"final_url":"https://b.example/","locator":"doc#3","source_url":"s","url":"u"}`,
+		`{"nested":{"url":"https://c.example/"}}`,
+		`{"url":7,"locator":["x"],"source_url":null}`,
+		`{"URL":"upper case is another member"}`,
+		`{"text":"a locator"}`,
+		`[1,2]`, `"url"`,
+	} {
+		if got, want := locators(json.RawMessage(data)), decoded(data); !slices.Equal(got, want) {
+			t.Errorf("locators(%s) = %q, want %q", data, got, want)
+		}
+	}
+}
