@@ -547,13 +547,11 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ctxID, _ := ctxParam(r)
 	s.readView(w, r, func(v *store.View) (any, error) {
 		if v.State.Artifact(id) == nil {
 			return nil, missingArtifact(id, v.Commit)
 		}
-		rep, _, err := v.Audit(r.Context(), id,
-			graph.AuditMeta{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()})
+		rep, _, err := v.Audit(r.Context(), id)
 		if err != nil {
 			return nil, err
 		}

@@ -169,8 +169,7 @@ func (b *InProcess) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Aud
 			return missing(q.ID, v)
 		}
 		var err error
-		rep, _, err = v.Audit(ctx, q.ID,
-			graph.AuditMeta{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()})
+		rep, _, err = v.Audit(ctx, q.ID)
 		if err == nil && q.Format == "markdown" {
 			md = rep.Markdown()
 		}

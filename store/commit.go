@@ -964,7 +964,7 @@ func (g *group) commit(r *writeReq) error {
 		return err
 	}
 	hf := g.fork(h)
-	if m, ok := hf.view().Source().(*mapSource); ok && len(req.Ops) >= readAheadMin {
+	if m := hf.mapSource(); m != nil && len(req.Ops) >= readAheadMin {
 		done, err := m.readAhead(req.Ops)
 		defer done()
 		if err != nil {
@@ -1061,7 +1061,7 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 		muts = append(indexMutations(hf.view(), hf.trust), muts...)
 	}
 	cached := s.cachedNode
-	if m, ok := hf.view().Source().(*mapSource); ok {
+	if m := hf.mapSource(); m != nil {
 		cached = m.cachedNode // and what the decision read ahead
 	}
 	if err := g.tw.warm(parentRoot, muts, cached, s.readNodesFunc(context.Background())); err != nil {

@@ -51,6 +51,13 @@ func (m *mapSource) cachedNode(id hashing.Digest) *trieNode {
 	return m.s.cachedNode(id)
 }
 
+// mapSource returns the state map the head's state reads through, or nil
+// when the state is whole.
+func (hf *headFork) mapSource() *mapSource {
+	m, _ := hf.view().Source().(*mapSource)
+	return m
+}
+
 // readAheadMin is the number of ops from which the committer reads a
 // request's lookups ahead.
 const readAheadMin = 64
@@ -445,6 +452,16 @@ func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *gra
 // background (Close waits for it) and reports whether it will; not once
 // the store is closing.
 func (s *Store) checkpointLater(h hashing.Digest, leaves []hashing.Digest) bool {
+	return s.inBackground(func() {
+		if err := s.writeCheckpoint(context.Background(), h, leaves, hashing.Digest{}); err != nil {
+			s.log.Warn("leaf checkpoint not written", "context_hash", h.Short(), "err", err)
+		}
+	})
+}
+
+// inBackground runs fn in a goroutine that Close waits for, and reports
+// whether it does: not once the store is closing.
+func (s *Store) inBackground(fn func()) bool {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
@@ -453,9 +470,7 @@ func (s *Store) checkpointLater(h hashing.Digest, leaves []hashing.Digest) bool 
 	s.background.Add(1)
 	go func() {
 		defer s.background.Done()
-		if err := s.writeCheckpoint(context.Background(), h, leaves, hashing.Digest{}); err != nil {
-			s.log.Warn("leaf checkpoint not written", "context_hash", h.Short(), "err", err)
-		}
+		fn()
 	}()
 	return true
 }
@@ -569,13 +584,15 @@ func (v *View) Whole(ctx context.Context) (*View, error) {
 
 // Audit audits artifact id at the view's commit (graph.Audit, with the
 // trust the index explains and the payloads read in batches), on the
-// state loaded whole when it fits (Whole). It returns the view it
-// audited, for further reads of the same artifacts.
-func (v *View) Audit(ctx context.Context, id string, meta graph.AuditMeta) (*graph.AuditReport, *View, error) {
+// state loaded whole when it fits (Whole); the report names the view's
+// context, commit and context hash. It returns the view it audited, for
+// further reads of the same artifacts.
+func (v *View) Audit(ctx context.Context, id string) (*graph.AuditReport, *View, error) {
 	w, err := v.Whole(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	meta := graph.AuditMeta{Context: v.ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()}
 	rep, err := graph.Audit(w.State, id, w.Trust.Explainer(w.State), w.DataOf(ctx), meta)
 	return rep, w, err
 }

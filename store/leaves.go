@@ -119,44 +119,9 @@ func (s *Store) checkpointHead(ctx context.Context, h *head) error {
 	return nil
 }
 
-// checkpointEvicted writes, in the background, the leaf checkpoints that
-// the heads just evicted lack (a big head made by commits has none until
-// the store closes), so that reopening one reads a checkpoint rather than
-// walking its map. Close waits for it; once the store is closing, Close
-// writes the checkpoints of the heads still cached and evicted ones go
-// without.
-func (s *Store) checkpointEvicted(heads []*head) {
-	if len(heads) == 0 {
-		return
-	}
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
-		return
-	}
-	s.background.Add(1)
-	go func() {
-		defer s.background.Done()
-		for _, h := range heads {
-			h.mu.Lock()
-			err := s.checkpointHead(context.Background(), h)
-			h.mu.Unlock()
-			if err != nil {
-				s.log.Warn("leaf checkpoint of an evicted head not written", "context", h.ctx, "branch", h.branch, "err", err)
-			}
-		}
-	}()
-}
-
-// checkpointHeads writes the leaf checkpoints of the cached heads that
-// lack one (Close).
-func (s *Store) checkpointHeads(ctx context.Context) {
-	s.mu.Lock()
-	heads := make([]*head, 0, len(s.heads))
-	for _, h := range s.heads {
-		heads = append(heads, h)
-	}
-	s.mu.Unlock()
+// checkpointHeads writes the leaf checkpoints that heads lack, each under
+// its lock, warning of any it could not write.
+func (s *Store) checkpointHeads(ctx context.Context, heads []*head) {
 	for _, h := range heads {
 		h.mu.Lock()
 		err := s.checkpointHead(ctx, h)
@@ -165,6 +130,30 @@ func (s *Store) checkpointHeads(ctx context.Context) {
 			s.log.Warn("leaf checkpoint not written", "context", h.ctx, "branch", h.branch, "err", err)
 		}
 	}
+}
+
+// checkpointEvicted writes, in the background, the leaf checkpoints that
+// the heads just evicted lack (a big head made by commits has none until
+// the store closes), so that reopening one reads a checkpoint rather than
+// walking its map. Close waits for it; once the store is closing, Close
+// writes the checkpoints of the heads still cached and evicted ones go
+// without.
+func (s *Store) checkpointEvicted(heads []*head) {
+	if len(heads) > 0 {
+		s.inBackground(func() { s.checkpointHeads(context.Background(), heads) })
+	}
+}
+
+// checkpointCached writes the leaf checkpoints of the cached heads that
+// lack one (Close).
+func (s *Store) checkpointCached(ctx context.Context) {
+	s.mu.Lock()
+	heads := make([]*head, 0, len(s.heads))
+	for _, h := range s.heads {
+		heads = append(heads, h)
+	}
+	s.mu.Unlock()
+	s.checkpointHeads(ctx, heads)
 }
 
 // leafCheckpoints checks every leaf checkpoint: its records numbered from

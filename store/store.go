@@ -523,7 +523,7 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 		if failed == nil {
 			// The next process opens these heads from a few records.
-			s.checkpointHeads(context.Background())
+			s.checkpointCached(context.Background())
 		}
 		s.background.Wait()
 		s.closeErr = s.kv.Close()

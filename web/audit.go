@@ -35,9 +35,7 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 		if v.State.Artifact(id) == nil {
 			return &problem{Code: codeNotFound, Detail: "no artifact with this id at commit " + v.Commit.ID.Short()}
 		}
-		rep, wv, err := v.Audit(r.Context(), id, graph.AuditMeta{
-			Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String(),
-		})
+		rep, wv, err := v.Audit(r.Context(), id)
 		if err != nil {
 			return err
 		}

@@ -34,9 +34,8 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer st.Close()
 	var rep *graph.AuditReport
 	err = st.Read(ctx, *ctxID, *at, func(v *store.View) error {
-		meta := graph.AuditMeta{Context: *ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()}
 		var err error
-		rep, _, err = v.Audit(ctx, pos[0], meta)
+		rep, _, err = v.Audit(ctx, pos[0])
 		return err
 	})
 	if errors.Is(err, graph.ErrNotFound) {

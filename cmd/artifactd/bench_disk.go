@@ -52,34 +52,36 @@ func scenarioDisk(ctx context.Context, r *scenarioRun) error {
 	}
 	r.phase("synced appends during bulk writes")
 	stop := make(chan struct{})
-	bulkDone := make(chan []time.Duration, 1)
-	bulkErr := make(chan error, 1)
+	type bulkResult struct {
+		took []time.Duration
+		err  error
+	}
+	bulk := make(chan bulkResult, 1)
 	go func() {
-		var took []time.Duration
+		var res bulkResult
 		buf := make([]byte, 1<<20)
 		name := filepath.Join(dir, "bulk")
 		for {
 			select {
 			case <-stop:
-				bulkDone <- took
-				bulkErr <- nil
+				bulk <- res
 				return
 			default:
 			}
 			t0 := time.Now()
-			if err := writeSynced(name, buf, diskBulkBytes); err != nil {
-				bulkDone <- took
-				bulkErr <- err
+			if res.err = writeSynced(name, buf, diskBulkBytes); res.err != nil {
+				bulk <- res
 				return
 			}
-			took = append(took, time.Since(t0))
+			res.took = append(res.took, time.Since(t0))
 		}
 	}()
 	lat, err = syncedAppends(ctx, filepath.Join(dir, "during"), r.cfg.duration, stop)
 	f.DuringBulk = summarise(lat)
-	f.Bulk = summarise(<-bulkDone)
-	if berr := <-bulkErr; berr != nil && err == nil {
-		err = fmt.Errorf("disk probe: bulk writer: %w", berr)
+	res := <-bulk
+	f.Bulk = summarise(res.took)
+	if res.err != nil && err == nil {
+		err = fmt.Errorf("disk probe: bulk writer: %w", res.err)
 	}
 	return err
 }

@@ -200,9 +200,25 @@ func newBenchClient(base func() string, token string, conns int) *benchClient {
 // do sends one request and returns the status and body; a transport error
 // after the context ended is errCut.
 func (c *benchClient) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	res, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil && ctx.Err() != nil {
+		return 0, nil, errCut
+	}
+	return res.StatusCode, b, err
+}
+
+// send sends a request (a JSON body when body is not nil) and returns the
+// response, whose body the caller closes; a request the context ended is
+// errCut.
+func (c *benchClient) send(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base()+path, bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, fmt.Errorf("request: %w", err)
+		return nil, fmt.Errorf("request: %w", err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -213,16 +229,11 @@ func (c *benchClient) do(ctx context.Context, method, path string, body []byte) 
 	res, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, nil, errCut
+			return nil, errCut
 		}
-		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil && ctx.Err() != nil {
-		return 0, nil, errCut
-	}
-	return res.StatusCode, b, err
+	return res, nil
 }
 
 // drain sends a GET and counts the bytes of its body without keeping
@@ -230,19 +241,9 @@ func (c *benchClient) do(ctx context.Context, method, path string, body []byte) 
 // heap with this client, and a body of tens of megabytes held here would
 // be the server's collector's work too.
 func (c *benchClient) drain(ctx context.Context, path string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", c.base()+path, nil)
+	res, err := c.send(ctx, "GET", path, nil)
 	if err != nil {
-		return 0, fmt.Errorf("request: %w", err)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, errCut
-		}
-		return 0, fmt.Errorf("GET %s: %w", path, err)
+		return 0, err
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
