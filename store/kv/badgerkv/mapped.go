@@ -25,14 +25,13 @@ const trimEvery = time.Second
 // and memory limits count them all the same. The trimmer bounds them:
 // once a second it reads the process's resident file-backed size, less
 // what it was when the driver opened (the binary's own pages, shared
-// libraries), and when that passes the budget it drops every mapping of a
-// file in the data directory from the process's page tables (madvise
-// MADV_DONTNEED; see pageOut). That is never a change of contents: the
-// pages stay in the kernel's page cache, dirty ones included, a page
-// Badger reads again is mapped back from it, and a range that Badger
-// unmapped meanwhile (or that the runtime mapped anew) loses nothing.
-// Badger's block cache and the store's caches above it keep what is read
-// often.
+// libraries), and when that passes the budget it asks the kernel to page
+// out every mapping of a file in the data directory (madvise
+// MADV_PAGEOUT, Linux 5.4 and later; see pageOut). Paging out is advice,
+// never a change of contents: a page Badger reads again is read back from
+// the file, and a range that Badger unmapped meanwhile (or that the
+// runtime mapped anew) loses nothing. Badger's block cache and the
+// store's caches above it keep what is read often.
 
 // trimmer pages out the data directory's mapped files (see above).
 type trimmer struct {

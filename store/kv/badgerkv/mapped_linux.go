@@ -42,24 +42,28 @@ func parseRssFile(status []byte) (int64, error) {
 
 func readSelfMaps() ([]byte, error) { return os.ReadFile("/proc/self/maps") }
 
-// pageOut drops the range's pages from the process's page tables
-// (madvise MADV_DONTNEED). Every mapping the driver passes is a shared
-// file mapping (Badger maps its files MAP_SHARED), so nothing is lost:
-// the pages stay in the kernel's page cache, a dirty one stays dirty and
-// is written back as before (msync, fsync or the kernel's writeback), and
-// touching the range again maps the cached page back without reading the
-// disk. MADV_PAGEOUT, which this used before, also evicted the pages from
-// the page cache: each later read of a paged-out block was a disk read,
-// and reclaiming them cost the trimmer more than the reads it saved. A
+// pageOut asks the kernel to page the range out (madvise MADV_PAGEOUT,
+// Linux 5.4 and later): written back if dirty, then reclaimed. That is
+// advice, never a change of contents, whatever the range holds when the
+// call lands — and the trimmer cannot know: between its reading of
+// /proc/self/maps and this call Badger may unmap a file (a table that a
+// compaction replaced) and the Go runtime may map anonymous memory at the
+// same address (its metadata: mmap without a hint, top-down, where
+// Badger's files are). MADV_DONTNEED would keep the page cache (a later
+// read of a trimmed block is a minor fault rather than a disk read, about
+// 15 % of the wall time of the 1M-artifact scenario, docs/BENCHMARKS.md),
+// but on anonymous memory it discards the contents: that race would zero
+// the runtime's memory. TestPageOutKeepsAnonymousMemory keeps it so. A
 // range no longer mapped (ENOMEM) is not an error: Badger closed the file
 // meanwhile.
 func pageOut(s span) error {
-	_, _, errno := unix.Syscall(unix.SYS_MADVISE, s.start, s.end-s.start, unix.MADV_DONTNEED)
+	_, _, errno := unix.Syscall(unix.SYS_MADVISE, s.start, s.end-s.start, unix.MADV_PAGEOUT)
 	switch errno {
 	case 0, unix.ENOMEM:
 		return nil
-	case unix.ENOSYS:
-		return fmt.Errorf("%w: madvise(MADV_DONTNEED): %w", errPageOutUnsupported, errno)
+	case unix.EINVAL, unix.ENOSYS:
+		// MADV_PAGEOUT is Linux 5.4 and later.
+		return fmt.Errorf("%w: madvise(MADV_PAGEOUT): %w", errPageOutUnsupported, errno)
 	}
-	return fmt.Errorf("madvise(MADV_DONTNEED): %w", errno)
+	return fmt.Errorf("madvise(MADV_PAGEOUT): %w", errno)
 }

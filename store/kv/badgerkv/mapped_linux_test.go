@@ -186,3 +186,34 @@ func TestPageOutKeepsDirtyPages(t *testing.T) {
 		t.Fatal("the mapping reads back other bytes after it was paged out")
 	}
 }
+
+// TestPageOutKeepsAnonymousMemory pages out a private anonymous mapping
+// filled with random bytes, as the trimmer would if the Go runtime mapped
+// memory where a file of Badger's was when the trimmer read the maps:
+// every byte must still be there. Dropping the pages (MADV_DONTNEED)
+// would read back zeros.
+func TestPageOutKeepsAnonymousMemory(t *testing.T) {
+	const size = 4 << 20
+	m, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range m {
+		m[i] = byte(r.Uint32())
+	}
+	want := bytes.Clone(m)
+	if err := pageOut(span{uintptr(unsafe.Pointer(&m[0])), uintptr(unsafe.Pointer(&m[0])) + size}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(m, want) {
+		n := 0
+		for i := range m {
+			if m[i] != want[i] {
+				n++
+			}
+		}
+		t.Fatalf("paging out changed %d of %d bytes of anonymous memory", n, size)
+	}
+}
