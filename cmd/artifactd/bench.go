@@ -43,7 +43,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	requests := fs.Int64("requests", 0, "stop after this many commits in total (0: run for --duration)")
 	token := fs.String("token", os.Getenv("ARTIFACTD_TOKEN"), "bearer token for --addr (default $ARTIFACTD_TOKEN)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	noSync := fs.Bool("nosync", false, "in-process server only: skip fsync (measures the API without durability; acknowledged commits may be lost by an OS crash)")
+	var bs benchStore
+	bs.flags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run or scenario (client and in-process server, including its start) to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile (live objects after a collection) to this file at the end of the run, or of the scenario before its in-process server stops")
 	var sc scenarioConfig
@@ -58,8 +59,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *clients < 1 || *clients > 4096 {
 		return fail(stderr, exitUsage, "bench: --clients must be 1..4096")
 	}
-	if *addr != "" && (*dataDir != "" || *noSync) {
-		return fail(stderr, exitUsage, "bench: --data and --nosync are for the in-process server; not with --addr")
+	if *addr != "" && (*dataDir != "" || bs != benchStore{}) {
+		return fail(stderr, exitUsage, "bench: --data, --nosync, --cache-bytes, --mapped-bytes and --value-threshold are for the in-process server; not with --addr")
+	}
+	if err := bs.check(); err != nil {
+		return fail(stderr, exitUsage, "bench: %v", err)
 	}
 	if sc.name != "" && strings.Contains(*addr, ",") {
 		return fail(stderr, exitUsage, "bench: --scenario takes one --addr")
@@ -83,7 +87,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}()
 	}
 	if sc.name != "" {
-		sc.addr, sc.dataDir, sc.token, sc.noSync, sc.memProfile = *addr, *dataDir, *token, *noSync, *memProfile
+		sc.addr, sc.dataDir, sc.token, sc.store, sc.memProfile = *addr, *dataDir, *token, bs, *memProfile
 		sc.clients = 0
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
@@ -104,7 +108,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if len(bases) == 0 {
 		var base string
 		var stop func() error
-		base, stop, err = startBenchServer(ctx, *dataDir, *noSync)
+		base, stop, err = startBenchServer(ctx, *dataDir, bs)
 		if err != nil {
 			return fail(stderr, exitUsage, "bench: %v", err)
 		}
@@ -142,8 +146,8 @@ func round(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
 // startBenchServer serves a store in dir (a new temporary directory when
 // empty) on a loopback port, returning its base URL and a stop function
 // that also removes a temporary directory.
-func startBenchServer(ctx context.Context, dir string, noSync bool) (string, func() error, error) {
-	srv, err := newBenchServer(ctx, dir, noSync)
+func startBenchServer(ctx context.Context, dir string, opts benchStore) (string, func() error, error) {
+	srv, err := newBenchServer(ctx, dir, opts)
 	if err != nil {
 		return "", nil, err
 	}

@@ -28,7 +28,7 @@ type scenarioConfig struct {
 	addr      string
 	dataDir   string
 	token     string
-	noSync    bool
+	store     benchStore // the in-process server's store options
 	pid       int
 	clients   int // 0: the scenario's default
 	runs      int
@@ -98,6 +98,9 @@ type scenarioParams struct {
 	Depth           int `json:"depth,omitempty"`
 	Batch           int `json:"batch,omitempty"`
 	Clients         int `json:"clients"`
+	// Store is the in-process server's store options other than the
+	// defaults (absent: serve's defaults, or --addr).
+	Store *benchStore `json:"store,omitempty"`
 	// TimeoutNS is the --timeout the run was given.
 	TimeoutNS time.Duration `json:"timeout_ns"`
 }
@@ -513,8 +516,8 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 		return fail(stderr, exitUsage, "bench: runs needs --artifacts ≥ 2 (a question and an answer)")
 	case cfg.name == "runs" && cfg.runs > 1_000_000, cfg.artifacts > 10_000_000, cfg.depth > 10_000_000, cfg.batch > 50_000:
 		return fail(stderr, exitUsage, "bench: sizes are bounded (runs ≤ 1e6, artifacts and depth ≤ 1e7, batch ≤ 50000)")
-	case cfg.addr != "" && (cfg.dataDir != "" || cfg.noSync):
-		return fail(stderr, exitUsage, "bench: --data and --nosync are for the in-process server; not with --addr")
+	case cfg.addr != "" && (cfg.dataDir != "" || cfg.store != benchStore{}):
+		return fail(stderr, exitUsage, "bench: --data, --nosync, --cache-bytes, --mapped-bytes and --value-threshold are for the in-process server; not with --addr")
 	case cfg.addr == "" && cfg.pid != 0:
 		return fail(stderr, exitUsage, "bench: --pid names the server of --addr")
 	case cfg.addr != "" && cfg.name == "cold":
@@ -524,6 +527,9 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 	}
 	run := &scenarioRun{cfg: cfg, prefix: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	run.res = &scenarioResult{Scenario: cfg.name, Params: scenarioParams{Clients: cfg.clients, TimeoutNS: cfg.timeout}}
+	if cfg.store != (benchStore{}) {
+		run.res.Params.Store = &cfg.store
+	}
 	if cfg.addr != "" {
 		if err := loopbackAddr(cfg.addr); err != nil {
 			return fail(stderr, exitUsage, "bench: %v", err)
@@ -537,7 +543,7 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 			run.res.RSSNote = "no --pid: the server's resident size is not measured"
 		}
 	} else {
-		srv, err := newBenchServer(ctx, cfg.dataDir, cfg.noSync)
+		srv, err := newBenchServer(ctx, cfg.dataDir, cfg.store)
 		if err != nil {
 			return fail(stderr, exitUsage, "bench: %v", err)
 		}

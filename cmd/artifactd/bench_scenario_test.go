@@ -183,7 +183,7 @@ func TestScenarioCut(t *testing.T) {
 // TestScenarioAddr runs a scenario against a server it did not start, with
 // and without the server's pid.
 func TestScenarioAddr(t *testing.T) {
-	srv, err := newBenchServer(context.Background(), t.TempDir(), false)
+	srv, err := newBenchServer(context.Background(), t.TempDir(), benchStore{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +223,12 @@ func TestScenarioUsage(t *testing.T) {
 		{[]string{"--scenario", "chain", "--timeout", "0s"}, "--timeout"},
 		{[]string{"--scenario", "hub", "--clients", "1000"}, "--clients"},
 		{[]string{"--scenario", "soak", "--duration", "-1s"}, "--duration must not be negative"},
+		{[]string{"--scenario", "runs", "--addr", "http://127.0.0.1:1", "--value-threshold", "256"}, "not with --addr"},
+		{[]string{"--scenario", "runs", "--addr", "http://127.0.0.1:1", "--cache-bytes", "1000000"}, "not with --addr"},
+		{[]string{"--scenario", "big", "--value-threshold", "2000000"}, "--value-threshold must be"},
+		{[]string{"--scenario", "big", "--value-threshold", "-2"}, "--value-threshold must be"},
+		{[]string{"--scenario", "big", "--mapped-bytes", "-5"}, "--mapped-bytes must be"},
+		{[]string{"--scenario", "big", "--cache-bytes", "-1"}, "--cache-bytes must not be negative"},
 	} {
 		rc, _, _, stderr := scenario(t, tc.args...)
 		if rc != exitUsage || !strings.Contains(stderr, tc.want) {
@@ -356,5 +362,53 @@ func TestScenarioDisk(t *testing.T) {
 	}
 	if rc, _, _, stderr := scenario(t, "--scenario", "disk", "--addr", "http://127.0.0.1:1"); rc != exitUsage || !strings.Contains(stderr, "not with --addr") {
 		t.Fatalf("with --addr: exit %d, %s", rc, stderr)
+	}
+}
+
+// TestScenarioStoreOptions: the in-process server opens its store with
+// serve's --value-threshold, --mapped-bytes and --cache-bytes, and the
+// result names them. The same chain kept in the tree (-1) leaves Badger's
+// value log next to empty; with a 64-byte threshold its state-map nodes
+// and op chunks land there.
+func TestScenarioStoreOptions(t *testing.T) {
+	vlogBytes := func(dir string) int64 {
+		t.Helper()
+		files, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no value log in %s: %v", dir, err)
+		}
+		var n int64
+		for _, f := range files {
+			fi, err := os.Stat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += fi.Size()
+		}
+		return n
+	}
+	sizes := map[string]int64{}
+	for _, vt := range []string{"-1", "64"} {
+		dir := t.TempDir()
+		rc, res, m, stderr := scenario(t, "--scenario", "chain", "--depth", "300", "--batch", "100", "--data", dir,
+			"--value-threshold", vt, "--mapped-bytes", "-1", "--cache-bytes", strconv.Itoa(32<<20))
+		if rc != exitOK || res.Errors != 0 {
+			t.Fatalf("value threshold %s: exit %d: %s", vt, rc, stderr)
+		}
+		want := benchStore{ValueThreshold: map[string]int64{"-1": -1, "64": 64}[vt], MappedBytes: -1, CacheBytes: 32 << 20}
+		if res.Params.Store == nil || *res.Params.Store != want {
+			t.Fatalf("value threshold %s: params.store %+v, want %+v", vt, res.Params.Store, want)
+		}
+		if got := keysOf(t, m["params"].(map[string]any), "store"); !slices.Equal(got, []string{"cache_bytes", "mapped_bytes", "value_threshold"}) {
+			t.Fatalf("params.store keys %v", got)
+		}
+		sizes[vt] = vlogBytes(dir)
+	}
+	t.Logf("value log after the same chain: %d bytes in the tree (-1), %d with a 64-byte threshold", sizes["-1"], sizes["64"])
+	if sizes["64"] < 10*sizes["-1"] || sizes["64"] < 100_000 {
+		t.Fatalf("value log: %d bytes with every value in the tree, %d with a 64-byte threshold", sizes["-1"], sizes["64"])
+	}
+	if rc, res, m, _ := scenario(t, "--scenario", "chain", "--depth", "20", "--batch", "10"); rc != exitOK || res.Params.Store != nil || slices.Contains(keysOf(t, m, "params"), "store") {
+		t.Fatalf("defaults: exit %d, params %+v", rc, res.Params)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,21 +20,52 @@ import (
 // port, which a scenario can restart (close the store, reopen the same
 // directory) to measure cold heads. It is used by one goroutine at a time.
 type benchServer struct {
-	dir    string
-	tmp    bool // dir was created here and is removed by close
-	noSync bool
-	st     *store.Store
-	srv    *http.Server
-	base   string // "http://127.0.0.1:port" of the running server
+	dir  string
+	tmp  bool // dir was created here and is removed by close
+	opts benchStore
+	st   *store.Store
+	srv  *http.Server
+	base string // "http://127.0.0.1:port" of the running server
 	// stopLimit ends the memory limit's following of the store's caches
 	// (limitMemory).
 	stopLimit func()
 }
 
+// benchStore is how the in-process server opens its store: bench's
+// --nosync, and serve's --cache-bytes, --mapped-bytes and
+// --value-threshold (zero: the store's defaults, as serve has them).
+type benchStore struct {
+	NoSync         bool  `json:"nosync,omitempty"`
+	CacheBytes     int64 `json:"cache_bytes,omitempty"`
+	MappedBytes    int64 `json:"mapped_bytes,omitempty"`
+	ValueThreshold int64 `json:"value_threshold,omitempty"`
+}
+
+// flags defines the in-process store's flags on fs.
+func (o *benchStore) flags(fs *flag.FlagSet) {
+	fs.BoolVar(&o.NoSync, "nosync", false, "in-process server only: skip fsync (measures the API without durability; acknowledged commits may be lost by an OS crash)")
+	fs.Int64Var(&o.CacheBytes, "cache-bytes", 0, "in-process server only: serve --cache-bytes (0: its default)")
+	fs.Int64Var(&o.MappedBytes, "mapped-bytes", 0, "in-process server only: serve --mapped-bytes (0: its default; -1: no bound)")
+	fs.Int64Var(&o.ValueThreshold, "value-threshold", 0, "in-process server only: serve --value-threshold (0: its default; -1: every value below 1 MiB in the tree)")
+}
+
+// check refuses what serve would refuse.
+func (o benchStore) check() error {
+	switch {
+	case o.CacheBytes < 0:
+		return errors.New("--cache-bytes must not be negative")
+	case o.MappedBytes < -1:
+		return errors.New("--mapped-bytes must be -1 (no bound), 0 (the default) or a size")
+	case o.ValueThreshold < -1 || o.ValueThreshold > 1<<20:
+		return errors.New("--value-threshold must be -1, 0 (the default) or a size up to 1048576")
+	}
+	return nil
+}
+
 // newBenchServer opens dir (a new temporary directory when empty) and
 // serves it.
-func newBenchServer(ctx context.Context, dir string, noSync bool) (*benchServer, error) {
-	s := &benchServer{dir: dir, noSync: noSync}
+func newBenchServer(ctx context.Context, dir string, opts benchStore) (*benchServer, error) {
+	s := &benchServer{dir: dir, opts: opts}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "artifactd-bench-")
 		if err != nil {
@@ -52,7 +84,8 @@ func newBenchServer(ctx context.Context, dir string, noSync bool) (*benchServer,
 
 func (s *benchServer) start(ctx context.Context) error {
 	reg := httpapi.NewRegistry()
-	st, err := store.Open(ctx, store.Options{Dir: s.dir, Logger: discardLogger(), NoSync: s.noSync})
+	st, err := store.Open(ctx, store.Options{Dir: s.dir, Logger: discardLogger(), NoSync: s.opts.NoSync,
+		CacheBytes: s.opts.CacheBytes, MappedBytes: s.opts.MappedBytes, ValueThreshold: s.opts.ValueThreshold})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -66,7 +99,7 @@ func (s *benchServer) start(ctx context.Context) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	s.st = st
-	s.stopLimit = limitMemory(st, 0) // as serve does, so the figures are serve's
+	s.stopLimit = limitMemory(st, s.opts.CacheBytes) // as serve does, so the figures are serve's
 	s.srv = &http.Server{Handler: newServer(st, reg, serveConfig{Logger: discardLogger()}), ReadHeaderTimeout: 10 * time.Second}
 	s.base = "http://" + ln.Addr().String()
 	go func() { _ = s.srv.Serve(ln) }()
