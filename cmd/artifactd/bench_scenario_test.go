@@ -228,7 +228,8 @@ func TestScenarioUsage(t *testing.T) {
 		{[]string{"--scenario", "big", "--value-threshold", "2000000"}, "--value-threshold must be"},
 		{[]string{"--scenario", "big", "--value-threshold", "-2"}, "--value-threshold must be"},
 		{[]string{"--scenario", "big", "--mapped-bytes", "-5"}, "--mapped-bytes must be"},
-		{[]string{"--scenario", "big", "--cache-bytes", "-1"}, "--cache-bytes must not be negative"},
+		{[]string{"--scenario", "big", "--cache-bytes", "-1"}, "--cache-bytes must be"},
+		{[]string{"--scenario", "big", "--cache-bytes", "1000"}, "at least 1 MiB"},
 	} {
 		rc, _, _, stderr := scenario(t, tc.args...)
 		if rc != exitUsage || !strings.Contains(stderr, tc.want) {

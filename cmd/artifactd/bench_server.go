@@ -52,8 +52,8 @@ func (o *benchStore) flags(fs *flag.FlagSet) {
 // check refuses what serve would refuse.
 func (o benchStore) check() error {
 	switch {
-	case o.CacheBytes < 0:
-		return errors.New("--cache-bytes must not be negative")
+	case o.CacheBytes != 0 && o.CacheBytes < 1<<20:
+		return errors.New("--cache-bytes must be 0 (the default) or at least 1 MiB (1048576)")
 	case o.MappedBytes < -1:
 		return errors.New("--mapped-bytes must be -1 (no bound), 0 (the default) or a size")
 	case o.ValueThreshold < -1 || o.ValueThreshold > 1<<20:
