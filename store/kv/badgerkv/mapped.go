@@ -2,8 +2,11 @@ package badgerkv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -26,12 +29,18 @@ const trimEvery = time.Second
 // once a second it reads the process's resident file-backed size, less
 // what it was when the driver opened (the binary's own pages, shared
 // libraries), and when that passes the budget it asks the kernel to page
-// out every mapping of a file in the data directory (madvise
-// MADV_PAGEOUT, Linux 5.4 and later; see pageOut). Paging out is advice,
-// never a change of contents: a page Badger reads again is read back from
-// the file, and a range that Badger unmapped meanwhile (or that the
-// runtime mapped anew) loses nothing. Badger's block cache and the
-// store's caches above it keep what is read often.
+// out the mappings of files in the data directory (madvise MADV_PAGEOUT,
+// Linux 5.4 and later; see pageOut), least useful first (trimStages):
+// the memtables' write-ahead logs, which Badger writes and reads back
+// only when it opens; then the value logs; then the tables' data blocks;
+// and only then the tables' indexes and bloom filters, which every point
+// read consults, table after table, while it reads one data block. It
+// reads the resident size again after each stage and stops as soon as it
+// is within the budget. Paging out is advice, never a change of contents:
+// a page Badger reads again is read back from the file, and a range that
+// Badger unmapped meanwhile (or that the runtime mapped anew) loses
+// nothing. Badger's block cache and the store's caches above it keep
+// what is read often.
 
 // trimmer pages out the data directory's mapped files (see above).
 type trimmer struct {
@@ -40,9 +49,12 @@ type trimmer struct {
 	// base is the resident file-backed size when the trimmer started:
 	// pages that are not the data directory's.
 	base int64
-	log  *slog.Logger
-	stop chan struct{}
-	done sync.WaitGroup
+	// indexes holds where each mapped table's index begins (tableIndexStart),
+	// by path; only the trimmer's goroutine uses it.
+	indexes map[string]int64
+	log     *slog.Logger
+	stop    chan struct{}
+	done    sync.WaitGroup
 }
 
 // startTrimmer starts the trimmer of dir's mappings, or returns nil when
@@ -102,8 +114,9 @@ func (t *trimmer) loop() {
 }
 
 // trim pages out the data directory's mappings when the resident
-// file-backed size (less t.base) is over the budget, and says how many
-// bytes of mappings it advised: -1 when it was over but found none.
+// file-backed size (less t.base) is over the budget, a stage at a time
+// (trimStages) until it is within it, and says how many bytes of
+// mappings it advised: -1 when it was over but found none.
 func (t *trimmer) trim() (int64, error) {
 	resident, err := residentFileBytes()
 	if err != nil || resident-t.base <= t.budget {
@@ -113,18 +126,142 @@ func (t *trimmer) trim() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	spans := mappingsUnder(maps, t.dir)
-	if len(spans) == 0 {
+	mapped := mappingsUnder(maps, t.dir)
+	if len(mapped) == 0 {
 		return -1, nil
 	}
 	var advised int64
-	for _, s := range spans {
-		if err := pageOut(s); err != nil {
-			return advised, err
+	for _, stage := range trimStages(mapped, t.indexStart) {
+		for _, s := range stage {
+			if err := pageOut(s); err != nil {
+				return advised, err
+			}
+			advised += int64(s.end - s.start)
 		}
-		advised += int64(s.end - s.start)
+		if resident, err = residentFileBytes(); err != nil || resident-t.base <= t.budget {
+			break
+		}
 	}
-	return advised, nil
+	t.forgetIndexes(mapped)
+	return advised, err
+}
+
+// indexStart returns where the table at path begins its index, read once
+// per table (tables never change), or false when it cannot be read.
+func (t *trimmer) indexStart(path string) (int64, bool) {
+	if at, ok := t.indexes[path]; ok {
+		return at, at > 0
+	}
+	at, err := tableIndexStart(path)
+	if err != nil {
+		at = -1 // paged out whole; a table compacted away is not asked again
+	}
+	if t.indexes == nil {
+		t.indexes = make(map[string]int64)
+	}
+	t.indexes[path] = at
+	return at, at > 0
+}
+
+// forgetIndexes drops the index offsets of tables no longer mapped.
+func (t *trimmer) forgetIndexes(mapped []mapping) {
+	if len(t.indexes) <= len(mapped) {
+		return
+	}
+	live := make(map[string]bool, len(mapped))
+	for _, m := range mapped {
+		live[m.path] = true
+	}
+	for p := range t.indexes {
+		if !live[p] {
+			delete(t.indexes, p)
+		}
+	}
+}
+
+// pageSize is the granularity of a mapping; a table's data range is
+// paged out up to the page holding the start of its index, exclusive.
+const pageSize = 4096
+
+// trimStages orders the ranges of mapped for paging out, least useful
+// first: the memtables' write-ahead logs (.mem), the value logs (.vlog),
+// the tables' data blocks (.sst below the index that indexStart finds),
+// then the tables' indexes and bloom filters with any other file. A
+// table whose index cannot be found goes whole into the data stage.
+func trimStages(mapped []mapping, indexStart func(path string) (int64, bool)) [][]span {
+	var wal, vlog, data, rest []span
+	for _, m := range mapped {
+		switch filepath.Ext(m.path) {
+		case ".mem":
+			wal = append(wal, m.span)
+		case ".vlog":
+			vlog = append(vlog, m.span)
+		case ".sst":
+			at, ok := indexStart(m.path)
+			if !ok {
+				data = append(data, m.span)
+				continue
+			}
+			// The file's bytes [m.offset, at) are its data blocks.
+			if at <= int64(m.offset) {
+				rest = append(rest, m.span)
+				continue
+			}
+			cut := m.start + uintptr(at-int64(m.offset))
+			cut -= cut % pageSize
+			if cut >= m.end {
+				data = append(data, m.span)
+				continue
+			}
+			if cut > m.start {
+				data = append(data, span{m.start, cut})
+			}
+			rest = append(rest, span{cut, m.end})
+		default:
+			rest = append(rest, m.span)
+		}
+	}
+	return [][]span{wal, vlog, data, rest}
+}
+
+// tableIndexStart returns the offset at which the Badger table at path
+// begins its index (the block offsets and the bloom filter), from the
+// table's footer: the index, its length (4 bytes), the index's checksum,
+// and the checksum's length (4 bytes), both lengths big-endian.
+func tableIndexStart(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := fi.Size()
+	var b [4]byte
+	u32 := func(at int64) (int64, error) {
+		if at < 0 {
+			return 0, fmt.Errorf("%s: footer past the start of the file", path)
+		}
+		if _, err := f.ReadAt(b[:], at); err != nil {
+			return 0, err
+		}
+		return int64(binary.BigEndian.Uint32(b[:])), nil
+	}
+	chk, err := u32(size - 4)
+	if err != nil {
+		return 0, err
+	}
+	n, err := u32(size - 8 - chk)
+	if err != nil {
+		return 0, err
+	}
+	at := size - 8 - chk - n
+	if at <= 0 {
+		return 0, fmt.Errorf("%s: index of %d bytes in a file of %d", path, n, size)
+	}
+	return at, nil
 }
 
 // close stops the trimmer and waits for it.
@@ -143,12 +280,19 @@ var errPageOutUnsupported = errors.New("paging out mappings is not supported")
 // span is an address range [start, end) of a mapping.
 type span struct{ start, end uintptr }
 
-// mappingsUnder returns the ranges of the mappings in maps (the format of
+// mapping is a span that maps a file from offset on.
+type mapping struct {
+	span
+	path   string
+	offset uint64
+}
+
+// mappingsUnder returns the mappings in maps (the format of
 // /proc/PID/maps) whose file lies in dir or below it. Lines it cannot
 // read are skipped: a mapping it misses is only not paged out.
-func mappingsUnder(maps []byte, dir string) []span {
+func mappingsUnder(maps []byte, dir string) []mapping {
 	prefix := []byte(dir + string(filepath.Separator))
-	var out []span
+	var out []mapping
 	for len(maps) > 0 {
 		line := maps
 		if i := bytes.IndexByte(maps, '\n'); i >= 0 {
@@ -173,17 +317,18 @@ func mappingsUnder(maps []byte, dir string) []span {
 		if fields < 5 || !bytes.HasPrefix(path, prefix) || bytes.HasSuffix(path, []byte(" (deleted)")) {
 			continue
 		}
-		addr, _, _ := bytes.Cut(line, []byte(" "))
-		lo, hi, ok := bytes.Cut(addr, []byte("-"))
+		head := bytes.Fields(line[:len(line)-len(rest)])
+		lo, hi, ok := bytes.Cut(head[0], []byte("-"))
 		if !ok {
 			continue
 		}
 		start, err1 := strconv.ParseUint(string(lo), 16, 64)
 		end, err2 := strconv.ParseUint(string(hi), 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
+		off, err3 := strconv.ParseUint(string(head[2]), 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil || end <= start {
 			continue
 		}
-		out = append(out, span{uintptr(start), uintptr(end)})
+		out = append(out, mapping{span: span{uintptr(start), uintptr(end)}, path: string(path), offset: off})
 	}
 	return out
 }

@@ -217,3 +217,120 @@ func TestPageOutKeepsAnonymousMemory(t *testing.T) {
 		t.Fatalf("paging out changed %d of %d bytes of anonymous memory", n, size)
 	}
 }
+
+// residentIn returns how many bytes of the spans are in memory (mincore).
+func residentIn(t *testing.T, spans []span) int64 {
+	t.Helper()
+	var n int64
+	for _, s := range spans {
+		vec := make([]byte, (s.end-s.start+pageSize-1)/pageSize)
+		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, s.start, s.end-s.start, uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+			t.Fatalf("mincore: %v", errno)
+		}
+		for _, v := range vec {
+			if v&1 != 0 {
+				n += pageSize
+			}
+		}
+	}
+	return n
+}
+
+// TestTrimStopsWithinBudget fills a driver with values kept in its tables
+// and values kept in its value log, reads them all, and trims with a
+// budget that paging out the write-ahead and value logs meets: the
+// trimmer must stop there, leaving the tables' pages as they were, and
+// with a budget of one byte go on until the tables are paged out too.
+func TestTrimStopsWithinBudget(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := Open(ctx, Options{Dir: dir, MemTableSize: 4 << 20, MappedBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	before, err := residentFileBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := func(i, size int) []byte { return bytes.Repeat([]byte{byte(i), byte(i >> 8)}, size/2) }
+	const n = 20_000
+	for lo := 0; lo < n; lo += 500 {
+		var recs []kv.Record
+		for i := lo; i < lo+500; i++ {
+			recs = append(recs, kv.Record{Key: fmt.Appendf(nil, "small%06d", i), Value: val(i, 200)})
+			if i%4 == 0 {
+				recs = append(recs, kv.Record{Key: fmt.Appendf(nil, "large%06d", i), Value: val(i, 8<<10)})
+			}
+		}
+		if err := d.PutSame(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readAll := func() {
+		t.Helper()
+		for i := range n {
+			if v, err := d.Get(ctx, fmt.Appendf(nil, "small%06d", i)); err != nil || !bytes.Equal(v, val(i, 200)) {
+				t.Fatalf("small %d: %v", i, err)
+			}
+			if i%4 == 0 {
+				if v, err := d.Get(ctx, fmt.Appendf(nil, "large%06d", i)); err != nil || !bytes.Equal(v, val(i, 8<<10)) {
+					t.Fatalf("large %d: %v", i, err)
+				}
+			}
+		}
+	}
+	readAll()
+	maps, err := readSelfMaps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables, logs []span
+	for _, m := range mappingsUnder(maps, real) {
+		if filepath.Ext(m.path) == ".sst" {
+			tables = append(tables, m.span)
+		} else {
+			logs = append(logs, m.span)
+		}
+	}
+	if len(tables) == 0 {
+		t.Fatal("no table is mapped")
+	}
+	resident, err := residentFileBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTables, inLogs := residentIn(t, tables), residentIn(t, logs)
+	if inTables < 1<<20 || inLogs < 8<<20 {
+		t.Fatalf("read back: %d KB of tables and %d KB of logs in memory", inTables>>10, inLogs>>10)
+	}
+	// Within the budget once the logs are paged out, not before.
+	tr := &trimmer{dir: real, base: before, budget: resident - before - inLogs/2}
+	if _, err := tr.trim(); err != nil {
+		t.Fatal(err)
+	}
+	tablesAfter, logsAfter := residentIn(t, tables), residentIn(t, logs)
+	now, err := residentFileBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Dirty log pages stay in the page cache until written back, so the
+	// logs are checked through the process's resident size.
+	t.Logf("budget %d KB: resident %d → %d KB; tables %d → %d KB, logs %d → %d KB in the page cache",
+		tr.budget>>10, (resident-before)>>10, (now-before)>>10, inTables>>10, tablesAfter>>10, inLogs>>10, logsAfter>>10)
+	if now-before > tr.budget || tablesAfter < inTables*9/10 {
+		t.Fatalf("trimmed to a budget of %d KB: resident %d KB, tables %d → %d KB", tr.budget>>10, (now-before)>>10, inTables>>10, tablesAfter>>10)
+	}
+	tr.budget = 1
+	if _, err := tr.trim(); err != nil {
+		t.Fatal(err)
+	}
+	if left := residentIn(t, tables); left > inTables/4 {
+		t.Fatalf("trimmed to one byte: %d of %d KB of tables still in memory", left>>10, inTables>>10)
+	}
+	readAll()
+}
