@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -147,12 +148,17 @@ func (t *trimmer) trim() (int64, error) {
 }
 
 // indexStart returns where the table at path begins its index, read once
-// per table (tables never change), or false when it cannot be read.
+// per table (tables never change), or false when it cannot be read. A
+// table whose index does not match its checksum yet (Badger writes a new
+// table through its mapping) is read again next time.
 func (t *trimmer) indexStart(path string) (int64, bool) {
 	if at, ok := t.indexes[path]; ok {
 		return at, at > 0
 	}
 	at, err := tableIndexStart(path)
+	if errors.Is(err, errIndexUnwritten) {
+		return 0, false
+	}
 	if err != nil {
 		at = -1 // paged out whole; a table compacted away is not asked again
 	}
@@ -224,10 +230,16 @@ func trimStages(mapped []mapping, indexStart func(path string) (int64, bool)) []
 	return [][]span{wal, vlog, data, rest}
 }
 
+// errIndexUnwritten marks a table whose index does not match the
+// checksum in its footer: not written in full yet, or not a table.
+var errIndexUnwritten = errors.New("table index does not match its checksum")
+
 // tableIndexStart returns the offset at which the Badger table at path
 // begins its index (the block offsets and the bloom filter), from the
-// table's footer: the index, its length (4 bytes), the index's checksum,
-// and the checksum's length (4 bytes), both lengths big-endian.
+// table's footer: the index, its length (4 bytes), the index's checksum
+// (a protocol buffer: the algorithm, field 1, and the sum, field 2), and
+// the checksum's length (4 bytes), both lengths big-endian. The index
+// must match the checksum (CRC-32C, as Badger writes every table).
 func tableIndexStart(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -239,29 +251,70 @@ func tableIndexStart(path string) (int64, error) {
 		return 0, err
 	}
 	size := fi.Size()
-	var b [4]byte
-	u32 := func(at int64) (int64, error) {
-		if at < 0 {
-			return 0, fmt.Errorf("%s: footer past the start of the file", path)
+	read := func(at, n int64) ([]byte, error) {
+		if at < 0 || n < 0 || n > size-at {
+			return nil, fmt.Errorf("%s: footer out of the file's %d bytes", path, size)
 		}
-		if _, err := f.ReadAt(b[:], at); err != nil {
-			return 0, err
-		}
-		return int64(binary.BigEndian.Uint32(b[:])), nil
+		b := make([]byte, n)
+		_, err := f.ReadAt(b, at)
+		return b, err
 	}
-	chk, err := u32(size - 4)
+	b, err := read(size-4, 4)
 	if err != nil {
 		return 0, err
 	}
-	n, err := u32(size - 8 - chk)
+	chkLen := int64(binary.BigEndian.Uint32(b))
+	chk, err := read(size-4-chkLen, chkLen)
 	if err != nil {
 		return 0, err
 	}
-	at := size - 8 - chk - n
+	if b, err = read(size-8-chkLen, 4); err != nil {
+		return 0, err
+	}
+	n := int64(binary.BigEndian.Uint32(b))
+	at := size - 8 - chkLen - n
 	if at <= 0 {
 		return 0, fmt.Errorf("%s: index of %d bytes in a file of %d", path, n, size)
 	}
+	algo, sum, err := decodeChecksum(chk)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	if algo != 0 {
+		return 0, fmt.Errorf("%s: index checksum of algorithm %d, not CRC-32C", path, algo)
+	}
+	index, err := read(at, n)
+	if err != nil {
+		return 0, err
+	}
+	if uint64(crc32.Checksum(index, crc32.MakeTable(crc32.Castagnoli))) != sum {
+		return 0, fmt.Errorf("%s: %w", path, errIndexUnwritten)
+	}
 	return at, nil
+}
+
+// decodeChecksum decodes Badger's checksum message: the algorithm (field
+// 1, 0 for CRC-32C, absent when 0) and the sum (field 2), both varints.
+func decodeChecksum(b []byte) (algo, sum uint64, err error) {
+	for len(b) > 0 {
+		tag, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, 0, errors.New("unreadable index checksum")
+		}
+		b = b[n:]
+		v, n := binary.Uvarint(b)
+		if n <= 0 || tag&7 != 0 {
+			return 0, 0, errors.New("unreadable index checksum")
+		}
+		b = b[n:]
+		switch tag >> 3 {
+		case 1:
+			algo = v
+		case 2:
+			sum = v
+		}
+	}
+	return algo, sum, nil
 }
 
 // close stops the trimmer and waits for it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -151,6 +152,44 @@ func TestTableIndexStart(t *testing.T) {
 			t.Fatalf("%s: blocks end at %d, the index starts at %d", path, next, at)
 		}
 	}
+	// A table whose index is not all written yet (or was damaged) does
+	// not match its checksum.
+	raw, err := os.ReadFile(tables[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tableIndexStart(tables[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[at+10] ^= 0xff
+	torn := filepath.Join(dir, "torn.sst")
+	if err := os.WriteFile(torn, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tableIndexStart(torn); !errors.Is(err, errIndexUnwritten) {
+		t.Fatalf("an index with a flipped byte: %v", err)
+	}
+	// The trimmer asks again about a table whose index did not match (it
+	// may be half written), and not about one it could not read.
+	tr := &trimmer{}
+	if _, ok := tr.indexStart(torn); ok || len(tr.indexes) != 0 {
+		t.Fatalf("a torn table: cached %v", tr.indexes)
+	}
+	raw[at+10] ^= 0xff
+	if err := os.WriteFile(torn, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := tr.indexStart(torn); !ok || got != at {
+		t.Fatalf("the table written in full: %d, %v; want %d", got, ok, at)
+	}
+	if _, ok := tr.indexStart(filepath.Join(dir, "missing.sst")); ok || tr.indexes[filepath.Join(dir, "missing.sst")] != -1 {
+		t.Fatalf("a missing table: %v", tr.indexes)
+	}
+	tr.forgetIndexes([]mapping{{path: torn}})
+	if len(tr.indexes) != 1 || tr.indexes[torn] != at {
+		t.Fatalf("after forgetting what is not mapped: %v", tr.indexes)
+	}
 	if _, err := tableIndexStart(filepath.Join(dir, "missing.sst")); err == nil {
 		t.Fatal("a missing table has an index")
 	}
@@ -162,4 +201,24 @@ func TestTableIndexStart(t *testing.T) {
 		t.Fatal("a 4-byte file has an index")
 	}
 	t.Logf("%d tables", len(tables))
+}
+
+func TestDecodeChecksum(t *testing.T) {
+	for _, c := range []struct {
+		in        []byte
+		algo, sum uint64
+		ok        bool
+	}{
+		{[]byte{0x10, 0x96, 0x01}, 0, 150, true},     // sum only: CRC-32C, as Badger writes it
+		{[]byte{0x08, 0x01, 0x10, 0x05}, 1, 5, true}, // xxHash64
+		{nil, 0, 0, true},                            // both zero
+		{[]byte{0x10}, 0, 0, false},                  // no value
+		{[]byte{0x12, 0x01, 0x00}, 0, 0, false},      // a length-delimited field
+		{[]byte{0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 0, 0, false}, // varint overflow
+	} {
+		algo, sum, err := decodeChecksum(c.in)
+		if (err == nil) != c.ok || (c.ok && (algo != c.algo || sum != c.sum)) {
+			t.Errorf("decodeChecksum(%x) = %d, %d, %v; want %d, %d (ok %v)", c.in, algo, sum, err, c.algo, c.sum, c.ok)
+		}
+	}
 }
