@@ -45,6 +45,11 @@ type MapIndex struct {
 	PoisonRoots int            `json:"poison_roots"`
 	Quarantined int            `json:"quarantined"`
 	Types       map[string]int `json:"types,omitempty"`
+	// ReverseApart says the map holds no reverse edges: the store keeps
+	// them in an index of the context's own, outside the versioned map,
+	// where an edge is written once and never rewritten (store format 4).
+	// A map without it holds an 'r' entry per edge.
+	ReverseApart bool `json:"reverse_apart,omitempty"`
 }
 
 // Header returns the fields the commit id covers.

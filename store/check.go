@@ -317,10 +317,13 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 				replayed[c.ID] = true
 				entries := st.NumArtifacts() + st.NumEdges() + st.NumTombstones()
 				if x := c.Index; x != nil {
-					// The index: an 'r' entry per edge, a 'q' per
-					// unconfirmed artifact (checkIndex checks the entries
-					// at each branch head).
-					entries += st.NumEdges() + x.PoisonRoots + x.Quarantined
+					// The index: a 'q' entry per unconfirmed artifact,
+					// and in a map of format 3 an 'r' entry per edge
+					// (checkIndex checks the entries at each branch head).
+					entries += x.PoisonRoots + x.Quarantined
+					if !x.ReverseApart {
+						entries += st.NumEdges()
+					}
 				}
 				switch {
 				case c.Index != nil && !maps.Equal(c.Index.Types, st.TypeCounts()):
@@ -387,7 +390,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 			continue
 		}
-		if err := s.checkIndex(c, st); err != nil {
+		if err := s.checkIndex(ctx, ctxID, c, st); err != nil {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 		}
 		k.gateBlobs(ctxID, b.Name, st)

@@ -1050,15 +1050,32 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	c := &replay.Commit{Parents: parents, ContextHash: d.next.Hash(), OpsHash: enc.hash,
 		Author: req.Author, Message: req.Message, Time: hashing.FormatTime(when), NumOps: len(d.recorded)}
 	c.ID = c.ComputeID()
-	parentRoot, muts := trieChild{id: hf.commit.Root, count: hf.commit.RootCount}, trieMutations(d.changes, c.ID, d.next, d.trust)
+	revInMap := s.reverseInMap(hf.commit)
+	parentRoot, muts := trieChild{id: hf.commit.Root, count: hf.commit.RootCount}, trieMutations(d.changes, c.ID, d.next, d.trust, revInMap)
 	parentRoot, err = s.upgradeStateMap(g.tw, req.Context, parentRoot)
 	if err != nil {
 		return nil, err
 	}
+	var revs [][]byte
 	if hf.commit.Index == nil && parentRoot.count > 0 {
 		// The parent's map holds no index (it was written before format
 		// 3; its head was loaded whole): the commit adds it.
-		muts = append(indexMutations(hf.view(), hf.trust), muts...)
+		muts = append(indexMutations(hf.view(), hf.trust, revInMap), muts...)
+		if !revInMap {
+			hf.view().RangeEdges(func(e *graph.Edge) bool {
+				revs = append(revs, keyRev(req.Context, e.Key()))
+				return true
+			})
+		}
+	}
+	if !revInMap {
+		// Before the commit is visible, like its payloads: an entry of a
+		// commit that never lands names an edge no map holds.
+		for _, k := range append(revs, reverseKeys(req.Context, d.changes)...) {
+			if err := g.addImm(k, []byte{}); err != nil {
+				return nil, fmt.Errorf("write reverse index: %w", err)
+			}
+		}
 	}
 	cached := s.cachedNode
 	if m := hf.mapSource(); m != nil {
@@ -1075,7 +1092,7 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	c.Artifacts, c.Edges = d.next.NumArtifacts(), d.next.NumEdges()
 	sum := d.trust.Summary()
 	c.Index = &replay.MapIndex{Tombstones: d.next.NumTombstones(), PoisonRoots: sum.PoisonRoots, Quarantined: sum.Quarantined,
-		Types: typeCounts(hf.commit, hf.view(), d.next)}
+		Types: typeCounts(hf.commit, hf.view(), d.next), ReverseApart: !revInMap}
 	for i, chunk := range enc.chunks {
 		if err := g.addImm(keyOps(req.Context, c.ID, uint32(i)), chunk); err != nil {
 			return nil, fmt.Errorf("write ops: %w", err)

@@ -225,8 +225,10 @@ func (g *group) decide(hf *headFork, cs *ctxState, r *writeReq) (*decision, erro
 // trieMutations are the state-map mutations of changes made by commit,
 // whose state is next (a fork holding the commit's changes) and whose
 // trust index is trust (a fork holding its trust changes): the final value
-// of every key they touched (nil: removed), the index's included.
-func trieMutations(changes []graph.Change, commit hashing.Digest, next *graph.State, trust *graph.TrustIndex) []trieMut {
+// of every key they touched (nil: removed), the index's included — its
+// reverse edges only when revInMap (a map of format 3; reverseKeys are
+// the entries of the others).
+func trieMutations(changes []graph.Change, commit hashing.Digest, next *graph.State, trust *graph.TrustIndex, revInMap bool) []trieMut {
 	muts := make([]trieMut, 0, 2*len(changes)+1)
 	for id := range trust.Changed() {
 		muts = append(muts, trustMut(trust, id))
@@ -245,13 +247,50 @@ func trieMutations(changes []graph.Change, commit hashing.Digest, next *graph.St
 			muts = append(muts, mutFor(tkArtifact(ch.Prev.ID), nil), mutFor(tkTomb(ch.Prev.ID), encodeTombVal(ch.Prev.Version)))
 		case graph.OpLink:
 			k, v := ch.NextEdge.Key(), encodeEdgeVal(ch.NextEdge.Attrs)
-			muts = append(muts, mutFor(tkEdge(k), v), mutFor(tkRev(k), v))
+			muts = append(muts, mutFor(tkEdge(k), v))
+			if revInMap {
+				muts = append(muts, mutFor(tkRev(k), v))
+			}
 		case graph.OpUnlink:
 			k := ch.PrevEdge.Key()
-			muts = append(muts, mutFor(tkEdge(k), nil), mutFor(tkRev(k), nil))
+			muts = append(muts, mutFor(tkEdge(k), nil))
+			if revInMap {
+				muts = append(muts, mutFor(tkRev(k), nil))
+			}
 		}
 	}
 	return muts
+}
+
+// reverseInMap reports whether the state map of a commit onto parent
+// keeps its reverse edges in the map: only when parent's does (a map of
+// format 3 and the commits after it, so that one map never mixes the
+// two). A parent whose map has no index (an empty one, or one written
+// before format 3) starts the layout of format 4, with the reverse edges
+// apart — unless the store writes as format 3 did (its tests of such
+// stores).
+func (s *Store) reverseInMap(parent *replay.Commit) bool {
+	if parent.Index != nil {
+		return !parent.Index.ReverseApart
+	}
+	return s.writeReverseInMap
+}
+
+// reverseKeys are the reverse-index entries (keyRev) of the edges that
+// changes add to context ctx's state: one per new edge. An edge whose
+// attributes change, or one unlinked, keeps its entry: the index is a
+// superset, read through the map of the state it is read for (an entry
+// names an edge of that state only when the map holds the edge), so that
+// an edge's entry is written once, not again with every commit that moves
+// it, and never rewritten in a versioned structure.
+func reverseKeys(ctx string, changes []graph.Change) [][]byte {
+	var keys [][]byte
+	for _, ch := range changes {
+		if !ch.Noop && ch.Op.Op == graph.OpLink && ch.PrevEdge == nil {
+			keys = append(keys, keyRev(ctx, ch.NextEdge.Key()))
+		}
+	}
+	return keys
 }
 
 // trustMut is the mutation of id's trust entry as trust holds it now: a
@@ -267,8 +306,9 @@ func trustMut(trust *graph.TrustIndex, id string) trieMut {
 
 // indexMutations are the mutations that add the index of a whole state
 // and its trust index to a state map that holds the state only (one
-// written before format 3): every reverse edge and trust entry.
-func indexMutations(st *graph.State, trust *graph.TrustIndex) []trieMut {
+// written before format 3): every trust entry, and every reverse edge
+// when revInMap.
+func indexMutations(st *graph.State, trust *graph.TrustIndex, revInMap bool) []trieMut {
 	var muts []trieMut
 	st.RangeArtifacts(func(a *graph.Artifact) bool {
 		if e, ok := trust.Entry(a.ID); ok && !e.Conf {
@@ -276,10 +316,12 @@ func indexMutations(st *graph.State, trust *graph.TrustIndex) []trieMut {
 		}
 		return true
 	})
-	st.RangeEdges(func(e *graph.Edge) bool {
-		muts = append(muts, mutFor(tkRev(e.Key()), encodeEdgeVal(e.Attrs)))
-		return true
-	})
+	if revInMap {
+		st.RangeEdges(func(e *graph.Edge) bool {
+			muts = append(muts, mutFor(tkRev(e.Key()), encodeEdgeVal(e.Attrs)))
+			return true
+		})
+	}
 	return muts
 }
 

@@ -33,7 +33,7 @@
 //     those paths. See trie.go.
 //   - head: a branch head as the committer and readers use it: a
 //     graph.State with its incremental context hash, and its trust index.
-//     A head whose commit's map holds its index (format 3) is opened over
+//     A head whose commit's map holds its index (format 3 on) is opened over
 //     that map (lazy.go): the state and trust index read through it
 //     (graph.NewStateOver, graph.NewTrustIndexOver on a mapSource) and
 //     hold only what changed since; lookups walk the trie through the
@@ -62,11 +62,11 @@
 //     function of the chain alone. The root commit's message names the
 //     context's ruleset of built-ins.
 //
-// # Key layout (format version 3)
+// # Key layout (format version 4)
 //
 // Parts are joined with a NUL byte; digests are 32 raw bytes.
 //
-//	meta NUL format                    -> "3"
+//	meta NUL format                    -> "4"
 //	meta NUL registry                  -> 16 random bytes, new with every type or relation record
 //	ctx NUL <ctx>                      -> ContextInfo JSON
 //	ref NUL <ctx> NUL <branch>         -> commit id
@@ -83,19 +83,35 @@
 //	type NUL <name>                    -> type record JSON (owned by the registry, not the chain)
 //	reldef NUL <name>                  -> relation record JSON (likewise)
 //	leaves NUL <context hash><u32 BE>  -> part i of a leaf checkpoint: up to 32,768 of the state's leaves, sorted (leaves.go)
+//	rev NUL <ctx> NUL <to> NUL <rel> NUL <from> -> "" (the context's reverse index: an edge that arrived at to, on some branch)
 //
 // A state map's entries (trie.go) are 'a' id (an artifact's metadata),
 // 't' id (a tombstone), 'e' from NUL rel NUL to (an edge and its attrs),
 // and, since format 3, the index that lets a commit be decided without
-// the state loaded whole: 'r' to NUL rel NUL from (each edge again, from
-// the end it points at, so an artifact's dependents are one prefix) and
-// 'q' id (the trust entry of an unconfirmed artifact: whether its base
-// holds, how many of its dependency edges point at unconfirmed artifacts,
-// and a poison root's reason; a confirmed artifact has none). The commit
+// the state loaded whole: 'q' id (the trust entry of an unconfirmed
+// artifact: whether its base holds, how many of its dependency edges
+// point at unconfirmed artifacts, and a poison root's reason; a confirmed
+// artifact has none) and the reverse edges (each edge again from the end
+// it points at, so an artifact's dependents are one prefix). The commit
 // record's index (replay.MapIndex) keeps the sizes that go with them:
 // tombstones, poison roots, quarantined artifacts and the live artifacts
 // of each type. fsck checks the sizes of every commit and the entries at
 // every branch head against the state and trust computed afresh.
+//
+// Since format 4 the reverse edges are not in the map but in the
+// context's reverse index (rev keys; MapIndex.ReverseApart): a new edge's
+// entry is written once, before its commit is visible, and never again.
+// In the map they were 'r' to NUL rel NUL from entries, and a commit
+// linking to random earlier artifacts rewrote a random leaf and its path
+// per edge — the larger the map, the more of it each commit copied
+// (docs/BENCHMARKS.md, "Reverse edges apart"). The index is a superset —
+// every branch's edges, and edges unlinked since — so a read of an
+// artifact's dependents looks each named edge up in the map it reads
+// (edges written together share their leaves), and fsck checks that
+// every edge at a branch head has its entry. A map of format 3 keeps its
+// 'r' entries and so do the commits after it (one map never mixes the
+// two); a new context, and the first commit onto a map written before
+// format 3, keep them apart.
 //
 // Format 3 added the index; a map written before has none, and its
 // commit record no Index. Such a head is loaded whole, and the first
@@ -104,8 +120,8 @@
 //
 // Format 2 changed only the state map's layout: format 1 keyed its trie by
 // SHA-256 of each entry's key, which scattered the entries a commit wrote
-// over the whole map. A store of format 1 or 2 opens as it is: Open
-// stamps it 3, so that an older binary refuses it rather than misread the
+// over the whole map. A store of format 1, 2 or 3 opens as it is: Open
+// stamps it 4, so that an older binary refuses it rather than misread the
 // new maps. The old tries stay readable (lookups, walks, diffs, fsck), and
 // the first commit onto a branch head rebuilds that head's state map in
 // the ordered layout, in the committer, with the entries and new nodes
@@ -113,8 +129,8 @@
 // costs. Each head does so once; a branch created later at an old commit
 // rebuilds again, and a diff or merge whose side is an old commit reads
 // both maps whole. There is no rolling upgrade or downgrade: stop every
-// older process sharing a store before the first format-3 process opens
-// it (an older one left running fails its reads with a corruption error;
+// older process sharing a store before the first process of a newer
+// format opens it (an older one left running fails its reads with a corruption error;
 // it does not write over the new maps).
 //
 // The ops chunks of a commit, joined, are the canonical JSON its ops hash

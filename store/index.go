@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,17 +11,24 @@ import (
 	"github.com/artifactd/artifactd/replay"
 )
 
-// checkIndex compares the index in the state map of commit c (format 3:
-// reverse edges and trust entries; doc.go, "Key layout") and the
-// sizes its record keeps with what they must be for st, the state at c
-// loaded whole, and its trust index computed afresh. A commit without an
-// index passes.
-func (s *Store) checkIndex(c *replay.Commit, st *graph.State) error {
+// checkIndex compares the index in the state map of commit c of context
+// ctxID (trust entries, and in a map of format 3 reverse edges; doc.go,
+// "Key layout") and the sizes its record keeps with what they must be for
+// st, the state at c loaded whole, and its trust index computed afresh;
+// for a map whose reverse edges are apart, it looks up each edge's entry
+// in the context's reverse index. A commit without an index passes.
+func (s *Store) checkIndex(ctx context.Context, ctxID string, c *replay.Commit, st *graph.State) error {
 	if c.Index == nil {
 		return nil
 	}
 	trust := graph.NewTrustIndex(st, s.baseFor(st))
-	want := indexMutations(st, trust)
+	revInMap := !c.Index.ReverseApart
+	if !revInMap {
+		if err := s.checkReverseIndex(ctx, ctxID, st); err != nil {
+			return err
+		}
+	}
+	want := indexMutations(st, trust, revInMap)
 	slices.SortFunc(want, func(a, b trieMut) int { return bytes.Compare(a.key, b.key) })
 	var got []trieMut
 	err := trieWalk(s, trieChild{id: c.Root, count: c.RootCount}, func(k, v []byte) error {
@@ -67,4 +75,41 @@ func (s *Store) checkIndex(c *replay.Commit, st *graph.State) error {
 		return fmt.Errorf("records %d poison roots and %d quarantined, the state has %d and %d", c.Index.PoisonRoots, c.Index.Quarantined, sum.PoisonRoots, sum.Quarantined)
 	}
 	return nil
+}
+
+// checkReverseIndex looks up the reverse-index entry of every edge of st,
+// a state of context ctxID, a part at a time.
+func (s *Store) checkReverseIndex(ctx context.Context, ctxID string, st *graph.State) error {
+	const part = 4096
+	var edges []graph.EdgeKey
+	check := func() error {
+		keys := make([][]byte, len(edges))
+		for i, k := range edges {
+			keys[i] = keyRev(ctxID, k)
+		}
+		vals, err := s.kv.GetMany(ctx, keys)
+		if err != nil {
+			return fmt.Errorf("read the reverse index: %w", err)
+		}
+		for i, v := range vals {
+			if v == nil {
+				k := edges[i]
+				return fmt.Errorf("reverse index lacks the edge %q -%s-> %q", k.From, k.Rel, k.To)
+			}
+		}
+		edges = edges[:0]
+		return nil
+	}
+	var err error
+	st.RangeEdges(func(e *graph.Edge) bool {
+		edges = append(edges, e.Key())
+		if len(edges) == part {
+			err = check()
+		}
+		return err == nil
+	})
+	if err == nil && len(edges) > 0 {
+		err = check()
+	}
+	return err
 }

@@ -82,10 +82,10 @@ func indexOps(r *rand.Rand, st *graph.State) []graph.Op {
 
 // TestIndexFollowsCommits: after every commit of random runs — poison
 // roots made and lifted, quarantine spreading through a hub, deletes,
-// a second branch — the index the commit's state map holds (reverse
-// edges, type counts, trust entries) and the sizes its record keeps are
-// exactly those of its state computed afresh (checkIndex), and fsck
-// agrees at the end.
+// a second branch — the index the commit's state map holds (trust
+// entries, and reverse edges in a map of format 3), the context's reverse
+// index (format 4) and the sizes its record keeps are exactly those of
+// its state computed afresh (checkIndex), and fsck agrees at the end.
 func TestIndexFollowsCommits(t *testing.T) {
 	ctx := context.Background()
 	seeds := 6
@@ -95,6 +95,8 @@ func TestIndexFollowsCommits(t *testing.T) {
 	unconfirmed := 0
 	for seed := range seeds {
 		s := openTest(t, t.TempDir())
+		// Odd seeds write as format 3 did: reverse edges in the map.
+		s.writeReverseInMap = seed%2 == 1
 		ctxID := fmt.Sprintf("c%d", seed)
 		if _, err := s.CreateContext(ctx, ctxID, ModeObserve); err != nil {
 			t.Fatal(err)
@@ -132,8 +134,11 @@ func TestIndexFollowsCommits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.checkIndex(c, st); err != nil {
+			if err := s.checkIndex(ctx, ctxID, c, st); err != nil {
 				t.Fatalf("seed %d commit %d: %v", seed, i, err)
+			}
+			if c.Index.ReverseApart == s.writeReverseInMap {
+				t.Fatalf("seed %d commit %d: reverse edges apart %v, the store writes them in the map: %v", seed, i, c.Index.ReverseApart, s.writeReverseInMap)
 			}
 			unconfirmed += c.Index.PoisonRoots + c.Index.Quarantined
 		}

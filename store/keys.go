@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -9,14 +10,16 @@ import (
 )
 
 // FormatVersion is the version of the key layout documented in doc.go.
-const FormatVersion = "3"
+const FormatVersion = "4"
 
-// formatLegacy and formatUnindexed are the earlier layouts a store is
-// upgraded from on open (doc.go, "Key layout"): state maps keyed by hash,
-// and ordered state maps without their index.
+// formatLegacy, formatUnindexed and formatReverseInMap are the earlier
+// layouts a store is upgraded from on open (doc.go, "Key layout"): state
+// maps keyed by hash, ordered state maps without their index, and maps
+// that hold their reverse edges.
 const (
-	formatLegacy    = "1"
-	formatUnindexed = "2"
+	formatLegacy       = "1"
+	formatUnindexed    = "2"
+	formatReverseInMap = "3"
 )
 
 // Key prefixes. Parts are joined with a NUL byte, which no context id,
@@ -33,6 +36,7 @@ const (
 	pNode   = "node\x00"
 	pType   = "type\x00"
 	pRelDef = "reldef\x00"
+	pRev    = "rev\x00"
 )
 
 func keyMetaFormat() []byte { return []byte(pMeta + "format") }
@@ -66,6 +70,35 @@ func keyObj(d hashing.Digest) []byte  { return append([]byte(pObj), d[:]...) }
 func keyBlob(d hashing.Digest) []byte { return append([]byte(pBlob), d[:]...) }
 func keyNode(d hashing.Digest) []byte { return append([]byte(pNode), d[:]...) }
 func keyType(name string) []byte      { return []byte(pType + name) }
+
+// keyRev is the entry of edge k in the reverse index of context ctx
+// (format 4): rev NUL ctx NUL to NUL rel NUL from, so that the edges
+// that ever arrived at an artifact, on any branch, are one prefix.
+func keyRev(ctx string, k graph.EdgeKey) []byte {
+	b := make([]byte, 0, len(pRev)+len(ctx)+3+len(k.To)+len(k.Rel)+len(k.From))
+	b = append(append(append(b, pRev...), ctx...), 0)
+	b = append(append(b, k.To...), 0)
+	b = append(append(b, k.Rel...), 0)
+	return append(b, k.From...)
+}
+
+// prefixRev is the prefix of the reverse-index entries of the edges
+// arriving at to in context ctx.
+func prefixRev(ctx, to string) []byte {
+	b := make([]byte, 0, len(pRev)+len(ctx)+2+len(to))
+	b = append(append(append(b, pRev...), ctx...), 0)
+	return append(append(b, to...), 0)
+}
+
+// splitRevTail decodes the rest of a reverse-index key after
+// prefixRev(ctx, to): rel NUL from.
+func splitRevTail(tail []byte, to string) (graph.EdgeKey, error) {
+	rel, from, ok := bytes.Cut(tail, []byte{0})
+	if !ok || len(rel) == 0 || len(from) == 0 {
+		return graph.EdgeKey{}, fmt.Errorf("%w: malformed reverse-index entry %q under %q", ErrCorrupt, tail, to)
+	}
+	return graph.EdgeKey{From: string(from), Rel: string(rel), To: to}, nil
+}
 
 // Trie entry keys: 'a' id for an artifact, 'e' from NUL rel NUL to for an
 // edge, 't' id for a tombstone (the last version of a deleted artifact);

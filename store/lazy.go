@@ -20,9 +20,13 @@ import (
 // absence.
 type mapSource struct {
 	s     *Store
+	ctxID string
 	root  trieChild
 	types map[string]int
-	err   atomic.Pointer[error]
+	// revApart is set when the map holds no reverse edges: they are in
+	// the context's reverse index (format 4; In).
+	revApart bool
+	err      atomic.Pointer[error]
 	// hot, while the committer decides a large request on the head, holds
 	// the nodes its lookups will need, read ahead a level at a time
 	// (readAhead); read only once stored.
@@ -80,7 +84,9 @@ func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
 		case graph.OpLink, graph.OpUnlink:
 			k := graph.EdgeKey{From: op.From, Rel: op.Rel, To: op.To}
 			add(tkEdge(k))
-			add(tkRev(k))
+			if !m.revApart {
+				add(tkRev(k))
+			}
 			add(tkArtifact(op.To))
 			add(tkTrust(op.To))
 		}
@@ -97,12 +103,14 @@ func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
 	return func() { m.hot.Store(nil) }, nil
 }
 
-// newMapSource returns the source of commit c's state map, whose record
-// must carry its index (or whose map is empty).
-func newMapSource(s *Store, c *replay.Commit) *mapSource {
-	m := &mapSource{s: s, root: trieChild{id: c.Root, count: c.RootCount}}
+// newMapSource returns the source of the state map of commit c of
+// context ctxID, whose record must carry its index (or whose map is
+// empty).
+func newMapSource(s *Store, ctxID string, c *replay.Commit) *mapSource {
+	m := &mapSource{s: s, ctxID: ctxID, root: trieChild{id: c.Root, count: c.RootCount}, revApart: true}
 	if c.Index != nil {
 		m.types = c.Index.Types
+		m.revApart = c.Index.ReverseApart
 	}
 	return m
 }
@@ -249,9 +257,32 @@ func (m *mapSource) Out(id string) []*graph.Edge {
 	return m.edgesUnder(append(append([]byte{'e'}, id...), 0), splitEdgeKey)
 }
 
-// In returns the edges arriving at id, read from their reverse entries.
+// In returns the edges arriving at id: in a map of format 3 read from
+// their 'r' entries; otherwise the context's reverse index names every
+// edge that ever arrived at id, on any branch, and those the map holds
+// are id's (one lookup each, in the order of their keys).
 func (m *mapSource) In(id string) []*graph.Edge {
-	return m.edgesUnder(append(append([]byte{'r'}, id...), 0), splitRevKey)
+	if !m.revApart {
+		return m.edgesUnder(append(append([]byte{'r'}, id...), 0), splitRevKey)
+	}
+	prefix := prefixRev(m.ctxID, id)
+	var keys []graph.EdgeKey
+	err := m.s.kv.Scan(context.Background(), prefix, nil, 0, func(k, _ []byte) error {
+		ek, err := splitRevTail(k[len(prefix):], id)
+		keys = append(keys, ek)
+		return err
+	})
+	if err != nil {
+		m.fail(fmt.Errorf("read the reverse index of %q: %w", id, err))
+		return nil
+	}
+	var out []*graph.Edge
+	for _, k := range keys {
+		if v := m.get(tkEdge(k)); v != nil {
+			out = append(out, edgeOf(k, v))
+		}
+	}
+	return out
 }
 
 // edgesUnder returns the edges whose keys (split by split) start with
@@ -412,7 +443,7 @@ func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *gra
 	if err != nil {
 		return nil, nil, hashing.Digest{}, err
 	}
-	m := newMapSource(s, c)
+	m := newMapSource(s, info.ID, c)
 	var acc *hashing.Accumulator
 	if wantsCheckpoint(c) {
 		acc = s.readCheckpoint(context.Background(), c.ContextHash, c.Artifacts+c.Edges)
@@ -545,7 +576,7 @@ func (h *head) rebase() {
 	if len(h.layers) > 0 || h.pins.Load() != 0 || h.state.OwnEntries() <= rebaseAt || !indexed(h.commit) {
 		return
 	}
-	m := newMapSource(h.store, h.commit)
+	m := newMapSource(h.store, h.ctx, h.commit)
 	n, tn := countsOf(h.commit)
 	st, ok := h.state.Rebase(m, n)
 	if !ok {

@@ -133,7 +133,7 @@ func TestReadAheadBigCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.checkIndex(c, st); err != nil {
+	if err := s.checkIndex(ctx, "c", c, st); err != nil {
 		t.Fatal(err)
 	}
 	if c.Index.Quarantined == 0 {

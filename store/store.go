@@ -141,6 +141,10 @@ type Store struct {
 	clock  func() time.Time
 	noSync bool
 	batch  int
+	// writeReverseInMap makes the store write new state maps as format 3
+	// did, each edge again in the map as an 'r' entry (reverseInMap); set
+	// only by tests of stores written so.
+	writeReverseInMap bool
 
 	// lanes are the committers' queues: a context's requests all go to
 	// one lane (laneOf), so one context's slow commit delays only the
@@ -489,7 +493,7 @@ func (s *Store) checkFormat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if string(v) == formatLegacy || string(v) == formatUnindexed {
+	if string(v) == formatLegacy || string(v) == formatUnindexed || string(v) == formatReverseInMap {
 		// Readable as it is; stamped so that older binaries refuse the
 		// state maps this one will write.
 		err := s.kv.Commit(ctx, kv.Batch{Swaps: []kv.Swap{{Key: keyMetaFormat(), Old: v, New: []byte(FormatVersion)}}})
@@ -497,7 +501,7 @@ func (s *Store) checkFormat(ctx context.Context) error {
 			return s.checkFormat(ctx)
 		}
 		if err == nil {
-			s.log.Info("store stamped with the indexed state-map layout", "from_format", string(v), "format", FormatVersion)
+			s.log.Info("store stamped with the current layout", "from_format", string(v), "format", FormatVersion)
 		}
 		return err
 	}

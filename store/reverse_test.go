@@ -1,0 +1,234 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
+)
+
+// linkWith is link with edge attributes.
+func linkWith(from, rel, to, attrs string) graph.Op {
+	op := link(from, rel, to)
+	op.Attrs = json.RawMessage(attrs)
+	return op
+}
+
+// edgesString renders edges with their attributes in key order, for
+// comparison.
+func edgesString(es []*graph.Edge) string {
+	es = slices.Clone(es)
+	slices.SortFunc(es, func(x, y *graph.Edge) int {
+		return strings.Compare(x.From+"\x00"+x.Rel+"\x00"+x.To, y.From+"\x00"+y.Rel+"\x00"+y.To)
+	})
+	var b strings.Builder
+	for _, e := range es {
+		fmt.Fprintf(&b, "%s -%s-> %s %s; ", e.From, e.Rel, e.To, e.Attrs)
+	}
+	return b.String()
+}
+
+// TestReverseIndexApart: a map of format 4 holds no reverse edges, and
+// the edges arriving at an artifact, read through the context's reverse
+// index, are exactly those of the state at each commit — not an edge
+// unlinked since, not one of another branch, with the attributes the
+// commit gave it.
+func TestReverseIndexApart(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var commits []*replay.Commit
+	commits = append(commits, mustCommit(t, s, "c",
+		put("a", "claim", map[string]any{"v": 1}), put("b", "claim", map[string]any{"v": 2}),
+		put("c", "claim", map[string]any{"v": 3}), put("d", "claim", map[string]any{"v": 4}),
+		linkWith("b", "derived_from", "a", `{"w":1}`), link("c", "derived_from", "a"), link("c", "supported_by", "a")))
+	if err := s.CreateBranch(ctx, "c", "side", commits[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Commit(ctx, CommitRequest{Context: "c", Branch: "side", Author: "t", Message: "m", Ops: []graph.Op{link("d", "derived_from", "a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := res.Commit
+	commits = append(commits, mustCommit(t, s, "c",
+		graph.Op{Op: graph.OpUnlink, From: "c", Rel: "derived_from", To: "a"}, linkWith("b", "derived_from", "a", `{"w":2}`)))
+	commits = append(commits, mustCommit(t, s, "c", graph.Op{Op: graph.OpDelete, ID: "d"}, link("c", "derived_from", "b")))
+	commits = append(commits, side)
+
+	cs, err := s.ctxState("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range commits {
+		if c.Index == nil || !c.Index.ReverseApart {
+			t.Fatalf("commit %d: index %+v, want the reverse edges apart", i, c.Index)
+		}
+		err := trieWalk(s, trieChild{id: c.Root, count: c.RootCount}, func(k, _ []byte) error {
+			if k[0] == 'r' {
+				return fmt.Errorf("the map holds the reverse edge %q", k)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+		whole, err := s.loadState(s, cs.info, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := newMapSource(s, "c", c)
+		for _, id := range []string{"a", "b", "c", "d", "nobody"} {
+			got, want := edgesString(m.In(id)), edgesString(whole.In(id))
+			if got != want {
+				t.Errorf("commit %d: edges into %q through the reverse index: %s; the state has %s", i, id, got, want)
+			}
+		}
+		if err := m.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The index keeps what was unlinked and what the other branch linked;
+	// the reads above skipped them.
+	n := 0
+	if err := s.kv.Scan(ctx, prefixRev("c", "a"), nil, 0, func(_, _ []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Fatalf("the reverse index holds %d edges into a, want 4 (b, c twice, d on the side branch)", n)
+	}
+	mustCheck(t, s)
+}
+
+// TestReverseIndexCheck: fsck finds a reverse-index entry missing at a
+// branch head, and a reverse edge left in a map whose record says its
+// reverse edges are apart.
+func TestReverseIndexCheck(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, s, "c", put("a", "claim", map[string]any{"v": 1}), put("b", "claim", map[string]any{"v": 2}),
+		link("b", "derived_from", "a"))
+	mustCheck(t, s)
+	gone := keyRev("c", graph.EdgeKey{From: "b", Rel: "derived_from", To: "a"})
+	if err := s.kv.Commit(ctx, kv.Batch{Deletes: [][]byte{gone}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Defects, func(d Defect) bool { return strings.Contains(d.Detail, "reverse index lacks the edge") }) {
+		t.Fatalf("fsck did not find the missing reverse-index entry: %v", rep.Defects)
+	}
+
+	// The same commit written as format 3 did, its record then claiming
+	// the reverse edges apart.
+	s2 := openTest(t, t.TempDir())
+	defer s2.Close()
+	s2.writeReverseInMap = true
+	if _, err := s2.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c := mustCommit(t, s2, "c", put("a", "claim", map[string]any{"v": 1}), put("b", "claim", map[string]any{"v": 2}),
+		link("b", "derived_from", "a"))
+	if c.Index.ReverseApart {
+		t.Fatal("a store writing as format 3 kept the reverse edges apart")
+	}
+	mustCheck(t, s2)
+	forged := *c
+	x := *c.Index
+	x.ReverseApart = true
+	forged.Index = &x
+	rec, err := json.Marshal(&forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyCommit("c", c.ID), Value: rec}, {Key: keyRev("c", graph.EdgeKey{From: "b", Rel: "derived_from", To: "a"}), Value: []byte{}}}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = s2.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Defects, func(d Defect) bool { return bytes.Contains([]byte(d.Detail), []byte("state map")) }) {
+		t.Fatalf("fsck did not find the reverse edge left in the map: %v", rep.Defects)
+	}
+}
+
+// TestFormat3StoreKeepsReverseInMap: a store of format 3 opens stamped 4;
+// commits onto its maps keep their reverse edges in the map (one map never
+// mixes the two layouts) and read the same, a new context keeps them
+// apart, and fsck finds nothing.
+func TestFormat3StoreKeepsReverseInMap(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	s.writeReverseInMap = true
+	if _, err := s.CreateContext(ctx, "old", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, s, "old", put("a", "claim", map[string]any{"v": 1}), put("b", "claim", map[string]any{"v": 2}),
+		link("b", "derived_from", "a"))
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyMetaFormat(), Value: []byte(formatReverseInMap)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openTest(t, dir)
+	defer s.Close()
+	if v, err := s.kv.Get(ctx, keyMetaFormat()); err != nil || string(v) != FormatVersion {
+		t.Fatalf("format after open: %q, %v; want %q", v, err, FormatVersion)
+	}
+	c := mustCommit(t, s, "old", put("c", "claim", map[string]any{"v": 3}), linkWith("c", "supported_by", "a", `{"w":3}`),
+		graph.Op{Op: graph.OpUnlink, From: "b", Rel: "derived_from", To: "a"})
+	if c.Index.ReverseApart {
+		t.Fatal("a commit onto a map of format 3 moved its reverse edges apart")
+	}
+	rev := 0
+	if err := trieWalk(s, trieChild{id: c.Root, count: c.RootCount}, func(k, _ []byte) error {
+		if k[0] == 'r' {
+			rev++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rev != 1 {
+		t.Fatalf("the map holds %d reverse edges, want 1", rev)
+	}
+	cs, err := s.ctxState("old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := s.loadState(s, cs.info, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := edgesString(newMapSource(s, "old", c).In("a")), edgesString(whole.In("a")); got != want || want == "" {
+		t.Fatalf("edges into a through the map: %s; the state has %s", got, want)
+	}
+	if _, err := s.CreateContext(ctx, "new", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	n := mustCommit(t, s, "new", put("a", "claim", map[string]any{"v": 1}), put("b", "claim", map[string]any{"v": 2}),
+		link("b", "derived_from", "a"))
+	if !n.Index.ReverseApart {
+		t.Fatal("a new context's map keeps its reverse edges in the map")
+	}
+	mustCheck(t, s)
+}
