@@ -260,10 +260,16 @@ func (m *mapSource) Out(id string) []*graph.Edge {
 // In returns the edges arriving at id: in a map of format 3 read from
 // their 'r' entries; otherwise the context's reverse index names every
 // edge that ever arrived at id, on any branch, and those the map holds
-// are id's (one lookup each, in the order of their keys).
+// are id's (one lookup each, in the order of their keys). An id the map
+// holds no artifact of has none (a state has no dangling edge), and is
+// answered without reading the index: a commit's cycle check asks for
+// the dependents of each new artifact it links.
 func (m *mapSource) In(id string) []*graph.Edge {
 	if !m.revApart {
 		return m.edgesUnder(append(append([]byte{'r'}, id...), 0), splitRevKey)
+	}
+	if m.get(tkArtifact(id)) == nil {
+		return nil
 	}
 	prefix := prefixRev(m.ctxID, id)
 	var keys []graph.EdgeKey
