@@ -66,12 +66,15 @@ func (a *Accumulator) applyDelta(b byte, d *bucketDelta) {
 		}
 		return
 	}
-	if len(d.add)+len(d.del) > 8 {
+	switch {
+	case len(d.add)+len(d.del) > 8 && a.t.shared.has(b):
 		merged := make([]byte, 0, d.size*leafSize)
 		mergeBucket(a.t.buckets[b], d, func(p []byte) { merged = append(merged, p...) })
 		a.t.buckets[b] = merged
 		a.t.shared.clear(b)
-	} else {
+	case len(d.add)+len(d.del) > 8:
+		a.t.buckets[b] = mergeInto(a.t.buckets[b], d)
+	default:
 		for i := range d.del {
 			a.removeIn(d.del[i])
 		}
@@ -299,6 +302,45 @@ func mergeBucket(base []byte, d *bucketDelta, write func([]byte)) {
 	if pos < len(base) {
 		write(base[pos:])
 	}
+}
+
+// mergeInto makes bucket, a sorted bucket no clone shares, what d over
+// it shows, in place: removals close up in one forward pass, then the
+// additions are merged in from the back, so each leaf moves at most twice
+// and nothing is allocated but the bucket's growth (amortized, as append
+// grows). A commit of thousands of changes touches every bucket; merging
+// into new slices made garbage the size of the whole set each time.
+func mergeInto(bucket []byte, d *bucketDelta) []byte {
+	if len(d.del) > 0 {
+		w, pos := 0, 0
+		for i := range d.del {
+			at, found := search(bucket[pos:], &d.del[i])
+			at = pos + at*leafSize
+			w += copy(bucket[w:], bucket[pos:at])
+			pos = at
+			if found {
+				pos += leafSize
+			}
+		}
+		w += copy(bucket[w:], bucket[pos:])
+		bucket = bucket[:w]
+	}
+	if len(d.add) == 0 {
+		return bucket
+	}
+	end := len(bucket) // old leaves not yet placed: bucket[:end]
+	w := end + len(d.add)*leafSize
+	bucket = slices.Grow(bucket, len(d.add)*leafSize)[:w]
+	for j := len(d.add) - 1; j >= 0; j-- {
+		at, _ := search(bucket[:end], &d.add[j])
+		at *= leafSize
+		w -= end - at
+		copy(bucket[w:], bucket[at:end])
+		w -= leafSize
+		copy(bucket[w:], d.add[j][:])
+		end = at
+	}
+	return bucket
 }
 
 func cmpDigest(x, y Digest) int { return bytes.Compare(x[:], y[:]) }

@@ -1,6 +1,7 @@
 package hashing
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -177,4 +178,47 @@ func BenchmarkAccumulatorFork(b *testing.B) {
 			a.Absorb(f)
 		}
 	})
+}
+
+// TestMergeInto: merging a delta into a bucket in place gives the leaves
+// mergeBucket streams, for random buckets and deltas — additions before,
+// between and after the leaves, removals anywhere, either alone — and
+// whatever spare capacity the bucket has.
+func TestMergeInto(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 0x3e))
+		var have []Digest
+		for range rng.IntN(40) {
+			l := Sum([]byte{byte(seed), byte(rng.IntN(256)), byte(rng.IntN(256))})
+			l[0] = 7 // one bucket
+			have = append(have, l)
+		}
+		slices.SortFunc(have, cmpDigest)
+		have = slices.Compact(have)
+		d := &bucketDelta{}
+		for _, l := range have {
+			if rng.IntN(4) == 0 {
+				d.del = append(d.del, l)
+			}
+		}
+		for range rng.IntN(30) {
+			l := Sum([]byte{byte(seed), 0xad, byte(rng.IntN(256)), byte(rng.IntN(256))})
+			l[0] = 7
+			if _, ok := slices.BinarySearchFunc(have, l, cmpDigest); !ok {
+				d.add = append(d.add, l)
+			}
+		}
+		slices.SortFunc(d.add, cmpDigest)
+		d.add = slices.Compact(d.add)
+		var bucket []byte
+		for _, l := range have {
+			bucket = append(bucket, l[:]...)
+		}
+		bucket = slices.Grow(bucket, rng.IntN(3)*leafSize)
+		var want []byte
+		mergeBucket(bucket, d, func(p []byte) { want = append(want, p...) })
+		if got := mergeInto(bucket, d); !bytes.Equal(got, want) {
+			t.Fatalf("seed %d: %d leaves, %d added, %d removed: the bucket merged in place differs", seed, len(have), len(d.add), len(d.del))
+		}
+	}
 }
