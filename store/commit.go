@@ -1056,23 +1056,23 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	if err != nil {
 		return nil, err
 	}
-	var revs [][]byte
+	var revs []graph.EdgeKey
 	if hf.commit.Index == nil && parentRoot.count > 0 {
 		// The parent's map holds no index (it was written before format
 		// 3; its head was loaded whole): the commit adds it.
 		muts = append(indexMutations(hf.view(), hf.trust, revInMap), muts...)
 		if !revInMap {
 			hf.view().RangeEdges(func(e *graph.Edge) bool {
-				revs = append(revs, keyRev(req.Context, e.Key()))
+				revs = append(revs, e.Key())
 				return true
 			})
 		}
 	}
 	if !revInMap {
-		// Before the commit is visible, like its payloads: an entry of a
-		// commit that never lands names an edge no map holds.
-		for _, k := range append(revs, reverseKeys(req.Context, d.changes)...) {
-			if err := g.addImm(k, []byte{}); err != nil {
+		// Before the commit is visible, like its payloads: a record of a
+		// commit that never lands names edges no map holds.
+		for _, r := range reverseRecords(req.Context, c.ID, append(revs, newEdges(d.changes)...)) {
+			if err := g.addImm(r.Key, r.Value); err != nil {
 				return nil, fmt.Errorf("write reverse index: %w", err)
 			}
 		}

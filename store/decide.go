@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
 )
 
 // decision is a commit request decided on a branch head as its commit
@@ -226,8 +229,8 @@ func (g *group) decide(hf *headFork, cs *ctxState, r *writeReq) (*decision, erro
 // whose state is next (a fork holding the commit's changes) and whose
 // trust index is trust (a fork holding its trust changes): the final value
 // of every key they touched (nil: removed), the index's included — its
-// reverse edges only when revInMap (a map of format 3; reverseKeys are
-// the entries of the others).
+// reverse edges only when revInMap (a map of format 3; reverseRecords
+// index the others').
 func trieMutations(changes []graph.Change, commit hashing.Digest, next *graph.State, trust *graph.TrustIndex, revInMap bool) []trieMut {
 	muts := make([]trieMut, 0, 2*len(changes)+1)
 	for id := range trust.Changed() {
@@ -276,21 +279,48 @@ func (s *Store) reverseInMap(parent *replay.Commit) bool {
 	return s.writeReverseInMap
 }
 
-// reverseKeys are the reverse-index entries (keyRev) of the edges that
-// changes add to context ctx's state: one per new edge. An edge whose
-// attributes change, or one unlinked, keeps its entry: the index is a
-// superset, read through the map of the state it is read for (an entry
-// names an edge of that state only when the map holds the edge), so that
-// an edge's entry is written once, not again with every commit that moves
-// it, and never rewritten in a versioned structure.
-func reverseKeys(ctx string, changes []graph.Change) [][]byte {
-	var keys [][]byte
+// newEdges are the keys of the edges that changes link anew (the edge
+// was not in the state before): an edge whose attributes change, or one
+// unlinked, keeps the reverse-index record it has. The index is a
+// superset, read through the map of the state it is read for (a record
+// names an edge of that state only when the map holds the edge), so an
+// edge is indexed once, not again with every commit that moves it, and
+// never rewritten in a versioned structure.
+func newEdges(changes []graph.Change) []graph.EdgeKey {
+	var keys []graph.EdgeKey
 	for _, ch := range changes {
 		if !ch.Noop && ch.Op.Op == graph.OpLink && ch.PrevEdge == nil {
-			keys = append(keys, keyRev(ctx, ch.NextEdge.Key()))
+			keys = append(keys, ch.NextEdge.Key())
 		}
 	}
 	return keys
+}
+
+// reverseRecords are the reverse-index records (keyRev) by which commit
+// indexes edges in context ctx: one per artifact they arrive at, its
+// edges sorted — a commit linking many artifacts to one hub writes one
+// record. They are sorted by key.
+func reverseRecords(ctx string, commit hashing.Digest, edges []graph.EdgeKey) []kv.Record {
+	byTarget := map[string][]graph.EdgeKey{}
+	for _, e := range edges {
+		byTarget[e.To] = append(byTarget[e.To], e)
+	}
+	recs := make([]kv.Record, 0, len(byTarget))
+	for _, to := range slices.Sorted(maps.Keys(byTarget)) {
+		es := byTarget[to]
+		slices.SortFunc(es, compareRev)
+		recs = append(recs, kv.Record{Key: keyRev(ctx, to, commit), Value: encodeRevVal(slices.Compact(es))})
+	}
+	return recs
+}
+
+// compareRev orders the edges arriving at one artifact by relation, then
+// source.
+func compareRev(a, b graph.EdgeKey) int {
+	if c := strings.Compare(a.Rel, b.Rel); c != 0 {
+		return c
+	}
+	return strings.Compare(a.From, b.From)
 }
 
 // trustMut is the mutation of id's trust entry as trust holds it now: a

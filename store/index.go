@@ -77,39 +77,56 @@ func (s *Store) checkIndex(ctx context.Context, ctxID string, c *replay.Commit, 
 	return nil
 }
 
-// checkReverseIndex looks up the reverse-index entry of every edge of st,
-// a state of context ctxID, a part at a time.
+// checkReverseIndex checks that the reverse index of context ctxID names
+// every edge of st, a state of that context loaded whole: one pass over
+// the index in key order (an artifact's records are together), comparing
+// each artifact's edges with those its records name.
 func (s *Store) checkReverseIndex(ctx context.Context, ctxID string, st *graph.State) error {
-	const part = 4096
-	var edges []graph.EdgeKey
+	var (
+		cur   string
+		named = map[graph.EdgeKey]bool{}
+		seen  = map[string]bool{}
+	)
+	lacks := func(e *graph.Edge) error {
+		return fmt.Errorf("reverse index lacks the edge %q -%s-> %q", e.From, e.Rel, e.To)
+	}
 	check := func() error {
-		keys := make([][]byte, len(edges))
-		for i, k := range edges {
-			keys[i] = keyRev(ctxID, k)
+		if cur == "" {
+			return nil
 		}
-		vals, err := s.kv.GetMany(ctx, keys)
-		if err != nil {
-			return fmt.Errorf("read the reverse index: %w", err)
-		}
-		for i, v := range vals {
-			if v == nil {
-				k := edges[i]
-				return fmt.Errorf("reverse index lacks the edge %q -%s-> %q", k.From, k.Rel, k.To)
+		seen[cur] = true
+		for _, e := range st.In(cur) {
+			if !named[e.Key()] {
+				return lacks(e)
 			}
 		}
-		edges = edges[:0]
+		clear(named)
 		return nil
 	}
-	var err error
+	err := s.kv.Scan(ctx, prefixRevs(ctxID), nil, 0, func(k, v []byte) error {
+		to, err := revTarget(ctxID, k)
+		if err != nil {
+			return err
+		}
+		if to != cur {
+			if err := check(); err != nil {
+				return err
+			}
+			cur = to
+		}
+		return decodeRevVal(to, v, func(e graph.EdgeKey) { named[e] = true })
+	})
+	if err == nil {
+		err = check()
+	}
+	if err != nil {
+		return err
+	}
 	st.RangeEdges(func(e *graph.Edge) bool {
-		edges = append(edges, e.Key())
-		if len(edges) == part {
-			err = check()
+		if !seen[e.To] {
+			err = lacks(e)
 		}
 		return err == nil
 	})
-	if err == nil && len(edges) > 0 {
-		err = check()
-	}
 	return err
 }

@@ -71,33 +71,79 @@ func keyBlob(d hashing.Digest) []byte { return append([]byte(pBlob), d[:]...) }
 func keyNode(d hashing.Digest) []byte { return append([]byte(pNode), d[:]...) }
 func keyType(name string) []byte      { return []byte(pType + name) }
 
-// keyRev is the entry of edge k in the reverse index of context ctx
-// (format 4): rev NUL ctx NUL to NUL rel NUL from, so that the edges
-// that ever arrived at an artifact, on any branch, are one prefix.
-func keyRev(ctx string, k graph.EdgeKey) []byte {
-	b := make([]byte, 0, len(pRev)+len(ctx)+3+len(k.To)+len(k.Rel)+len(k.From))
-	b = append(append(append(b, pRev...), ctx...), 0)
-	b = append(append(b, k.To...), 0)
-	b = append(append(b, k.Rel...), 0)
-	return append(b, k.From...)
+// keyRev is the key of the reverse-index record of the edges that commit
+// first linked to artifact to in context ctx (format 4): rev NUL ctx NUL
+// to NUL commit, so that the edges that ever arrived at an artifact, on
+// any branch, are one prefix, and a commit linking many artifacts to one
+// hub writes one record, not one per edge.
+func keyRev(ctx, to string, commit hashing.Digest) []byte {
+	return append(prefixRev(ctx, to), commit[:]...)
 }
 
-// prefixRev is the prefix of the reverse-index entries of the edges
+// prefixRev is the prefix of the reverse-index records of the edges
 // arriving at to in context ctx.
 func prefixRev(ctx, to string) []byte {
-	b := make([]byte, 0, len(pRev)+len(ctx)+2+len(to))
+	b := make([]byte, 0, len(pRev)+len(ctx)+2+len(to)+len(hashing.Digest{}))
 	b = append(append(append(b, pRev...), ctx...), 0)
 	return append(append(b, to...), 0)
 }
 
-// splitRevTail decodes the rest of a reverse-index key after
-// prefixRev(ctx, to): rel NUL from.
-func splitRevTail(tail []byte, to string) (graph.EdgeKey, error) {
-	rel, from, ok := bytes.Cut(tail, []byte{0})
-	if !ok || len(rel) == 0 || len(from) == 0 {
-		return graph.EdgeKey{}, fmt.Errorf("%w: malformed reverse-index entry %q under %q", ErrCorrupt, tail, to)
+// prefixRevs is the prefix of context ctx's reverse index.
+func prefixRevs(ctx string) []byte { return []byte(pRev + ctx + "\x00") }
+
+// revTarget returns the artifact a reverse-index key of context ctx
+// names (what follows prefixRevs(ctx)).
+func revTarget(ctx string, k []byte) (string, error) {
+	rest := k[len(prefixRevs(ctx)):]
+	to, commit, ok := bytes.Cut(rest, []byte{0})
+	if !ok || len(to) == 0 || len(commit) != len(hashing.Digest{}) {
+		return "", fmt.Errorf("%w: malformed reverse-index key %q", ErrCorrupt, k)
 	}
-	return graph.EdgeKey{From: string(from), Rel: string(rel), To: to}, nil
+	return string(to), nil
+}
+
+// encodeRevVal encodes the edges of one reverse-index record, all
+// arriving at one artifact, sorted: uvarint len(rel) rel uvarint
+// len(from) from, for each.
+func encodeRevVal(edges []graph.EdgeKey) []byte {
+	n := 0
+	for _, e := range edges {
+		n += 4 + len(e.Rel) + len(e.From)
+	}
+	b := make([]byte, 0, n)
+	for _, e := range edges {
+		b = binary.AppendUvarint(b, uint64(len(e.Rel)))
+		b = append(b, e.Rel...)
+		b = binary.AppendUvarint(b, uint64(len(e.From)))
+		b = append(b, e.From...)
+	}
+	return b
+}
+
+// decodeRevVal calls fn with each edge of a reverse-index record of the
+// edges arriving at to.
+func decodeRevVal(to string, v []byte, fn func(graph.EdgeKey)) error {
+	str := func() (string, bool) {
+		n, w := binary.Uvarint(v)
+		if w <= 0 || n == 0 || n > uint64(len(v)-w) {
+			return "", false
+		}
+		out := string(v[w : w+int(n)])
+		v = v[w+int(n):]
+		return out, true
+	}
+	if len(v) == 0 {
+		return fmt.Errorf("%w: empty reverse-index record of %q", ErrCorrupt, to)
+	}
+	for len(v) > 0 {
+		rel, ok1 := str()
+		from, ok2 := str()
+		if !ok1 || !ok2 {
+			return fmt.Errorf("%w: malformed reverse-index record of %q", ErrCorrupt, to)
+		}
+		fn(graph.EdgeKey{From: from, Rel: rel, To: to})
+	}
+	return nil
 }
 
 // Trie entry keys: 'a' id for an artifact, 'e' from NUL rel NUL to for an

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"sync/atomic"
 
 	"github.com/artifactd/artifactd/graph"
@@ -260,7 +261,7 @@ func (m *mapSource) Out(id string) []*graph.Edge {
 // In returns the edges arriving at id: in a map of format 3 read from
 // their 'r' entries; otherwise the context's reverse index names every
 // edge that ever arrived at id, on any branch, and those the map holds
-// are id's (one lookup each, in the order of their keys). An id the map
+// are id's (one lookup each, by relation and source). An id the map
 // holds no artifact of has none (a state has no dangling edge), and is
 // answered without reading the index: a commit's cycle check asks for
 // the dependents of each new artifact it links.
@@ -273,15 +274,20 @@ func (m *mapSource) In(id string) []*graph.Edge {
 	}
 	prefix := prefixRev(m.ctxID, id)
 	var keys []graph.EdgeKey
-	err := m.s.kv.Scan(context.Background(), prefix, nil, 0, func(k, _ []byte) error {
-		ek, err := splitRevTail(k[len(prefix):], id)
-		keys = append(keys, ek)
-		return err
+	err := m.s.kv.Scan(context.Background(), prefix, nil, 0, func(k, v []byte) error {
+		if len(k) != len(prefix)+len(hashing.Digest{}) {
+			return fmt.Errorf("%w: malformed reverse-index key %q", ErrCorrupt, k)
+		}
+		return decodeRevVal(id, v, func(e graph.EdgeKey) { keys = append(keys, e) })
 	})
 	if err != nil {
 		m.fail(fmt.Errorf("read the reverse index of %q: %w", id, err))
 		return nil
 	}
+	// Records of several commits (branches, an edge linked again after
+	// an unlink) may name an edge twice.
+	slices.SortFunc(keys, compareRev)
+	keys = slices.Compact(keys)
 	var out []*graph.Edge
 	for _, k := range keys {
 		if v := m.get(tkEdge(k)); v != nil {

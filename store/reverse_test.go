@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv"
 )
@@ -99,12 +101,15 @@ func TestReverseIndexApart(t *testing.T) {
 	}
 	// The index keeps what was unlinked and what the other branch linked;
 	// the reads above skipped them.
-	n := 0
-	if err := s.kv.Scan(ctx, prefixRev("c", "a"), nil, 0, func(_, _ []byte) error { n++; return nil }); err != nil {
+	n, recs := 0, 0
+	if err := s.kv.Scan(ctx, prefixRev("c", "a"), nil, 0, func(_, v []byte) error {
+		recs++
+		return decodeRevVal("a", v, func(graph.EdgeKey) { n++ })
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if n != 4 {
-		t.Fatalf("the reverse index holds %d edges into a, want 4 (b, c twice, d on the side branch)", n)
+	if n != 4 || recs != 2 {
+		t.Fatalf("the reverse index holds %d edges into a in %d records, want 4 (b, c twice, d on the side branch) in 2 (one per commit that linked them)", n, recs)
 	}
 	mustCheck(t, s)
 }
@@ -119,14 +124,26 @@ func TestReverseIndexCheck(t *testing.T) {
 	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
 		t.Fatal(err)
 	}
-	mustCommit(t, s, "c", put("a", "claim", map[string]any{"v": 1}), put("b", "claim", map[string]any{"v": 2}),
-		link("b", "derived_from", "a"))
+	first := mustCommit(t, s, "c", put("a", "claim", map[string]any{"v": 1}), put("b", "claim", map[string]any{"v": 2}),
+		put("x", "claim", map[string]any{"v": 3}), link("b", "derived_from", "a"), link("x", "derived_from", "a"))
 	mustCheck(t, s)
-	gone := keyRev("c", graph.EdgeKey{From: "b", Rel: "derived_from", To: "a"})
-	if err := s.kv.Commit(ctx, kv.Batch{Deletes: [][]byte{gone}}); err != nil {
+	// The record names x's edge only.
+	partial := reverseRecords("c", first.ID, []graph.EdgeKey{{From: "x", Rel: "derived_from", To: "a"}})[0]
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{partial}}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := s.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Defects, func(d Defect) bool { return strings.Contains(d.Detail, `lacks the edge "b" -derived_from-> "a"`) }) {
+		t.Fatalf("fsck did not find the edge missing from its record: %v", rep.Defects)
+	}
+	// No record at all.
+	if err := s.kv.Commit(ctx, kv.Batch{Deletes: [][]byte{partial.Key}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = s.Check(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +173,7 @@ func TestReverseIndexCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s2.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyCommit("c", c.ID), Value: rec}, {Key: keyRev("c", graph.EdgeKey{From: "b", Rel: "derived_from", To: "a"}), Value: []byte{}}}}); err != nil {
+	if err := s2.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyCommit("c", c.ID), Value: rec}, reverseRecords("c", c.ID, []graph.EdgeKey{{From: "b", Rel: "derived_from", To: "a"}})[0]}}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = s2.Check(ctx)
@@ -231,4 +248,29 @@ func TestFormat3StoreKeepsReverseInMap(t *testing.T) {
 		t.Fatal("a new context's map keeps its reverse edges in the map")
 	}
 	mustCheck(t, s)
+}
+
+// TestRevValues: a reverse-index record decodes to the edges encoded,
+// and a malformed record or key is corruption, never a panic.
+func TestRevValues(t *testing.T) {
+	edges := []graph.EdgeKey{{From: "b", Rel: "derived_from", To: "a"}, {From: "c-ü", Rel: "derived_from", To: "a"}, {From: "b", Rel: "supported_by", To: "a"}}
+	var got []graph.EdgeKey
+	if err := decodeRevVal("a", encodeRevVal(edges), func(e graph.EdgeKey) { got = append(got, e) }); err != nil || !slices.Equal(got, edges) {
+		t.Fatalf("round trip: %v, %v", got, err)
+	}
+	good := encodeRevVal(edges[:1])
+	for _, v := range [][]byte{nil, {0}, {5, 'a'}, good[:len(good)-1], append(slices.Clone(good), 1), {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}} {
+		if err := decodeRevVal("a", v, func(graph.EdgeKey) {}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("record %x: %v, want corruption", v, err)
+		}
+	}
+	var id hashing.Digest
+	if to, err := revTarget("c", keyRev("c", "a\xff", id)); err != nil || to != "a\xff" {
+		t.Fatalf("target of a key: %q, %v", to, err)
+	}
+	for _, k := range [][]byte{prefixRevs("c"), append(prefixRevs("c"), "a\x00short"...), append(prefixRevs("c"), "a"...)} {
+		if _, err := revTarget("c", k); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("key %q: %v, want corruption", k, err)
+		}
+	}
 }
