@@ -83,7 +83,7 @@
 //	type NUL <name>                    -> type record JSON (owned by the registry, not the chain)
 //	reldef NUL <name>                  -> relation record JSON (likewise)
 //	leaves NUL <context hash><u32 BE>  -> part i of a leaf checkpoint: up to 32,768 of the state's leaves, sorted (leaves.go)
-//	rev NUL <ctx> NUL <to> NUL <rel> NUL <from> -> "" (the context's reverse index: an edge that arrived at to, on some branch)
+//	rev NUL <ctx> NUL <to> NUL <commit> -> the edges commit first linked to to: { uvarint len(rel) rel uvarint len(from) from }*, sorted
 //
 // A state map's entries (trie.go) are 'a' id (an artifact's metadata),
 // 't' id (a tombstone), 'e' from NUL rel NUL to (an edge and its attrs),
@@ -99,8 +99,10 @@
 // every branch head against the state and trust computed afresh.
 //
 // Since format 4 the reverse edges are not in the map but in the
-// context's reverse index (rev keys; MapIndex.ReverseApart): a new edge's
-// entry is written once, before its commit is visible, and never again.
+// context's reverse index (rev keys; MapIndex.ReverseApart): a new edge
+// is indexed once, in its commit's record for its target, written before
+// the commit is visible and never again (a commit linking 10,000
+// artifacts to one hub writes one record).
 // In the map they were 'r' to NUL rel NUL from entries, and a commit
 // linking to random earlier artifacts rewrote a random leaf and its path
 // per edge — the larger the map, the more of it each commit copied
