@@ -275,8 +275,8 @@ func (m *mapSource) In(id string) []*graph.Edge {
 	prefix := prefixRev(m.ctxID, id)
 	var keys []graph.EdgeKey
 	err := m.s.kv.Scan(context.Background(), prefix, nil, 0, func(k, v []byte) error {
-		if len(k) != len(prefix)+len(hashing.Digest{}) {
-			return fmt.Errorf("%w: malformed reverse-index key %q", ErrCorrupt, k)
+		if _, err := revTarget(m.ctxID, k); err != nil {
+			return err
 		}
 		return decodeRevVal(id, v, func(e graph.EdgeKey) { keys = append(keys, e) })
 	})
