@@ -111,3 +111,36 @@ func BenchmarkSortLeaves(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkForkCommit is a commit's context hash over a big head: a fork
+// of an accumulator of n leaves takes k new leaves, computes its root and
+// is absorbed — a one-artifact commit (k = 2) and a bulk commit that
+// touches every bucket (k = 10,000) into a 1M-artifact context's 2M
+// leaves.
+func BenchmarkForkCommit(b *testing.B) {
+	const n = 2_000_000
+	leaves := make([]Digest, n)
+	for i := range leaves {
+		leaves[i] = sha256.Sum256(binary.BigEndian.AppendUint64(nil, uint64(i)))
+	}
+	for _, k := range []int{2, 10_000} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			a := NewAccumulator()
+			a.AddBatch(leaves)
+			a.Root()
+			next := uint64(n)
+			b.ReportAllocs()
+			for b.Loop() {
+				f := a.Fork()
+				for range k {
+					f.Add(sha256.Sum256(binary.BigEndian.AppendUint64(nil, next)))
+					next++
+				}
+				f.Root()
+				if !a.Absorb(f) {
+					b.Fatal("absorb refused its fork")
+				}
+			}
+		})
+	}
+}

@@ -85,7 +85,36 @@ type table struct {
 	// shared marks buckets whose backing array may also belong to a clone;
 	// such a bucket is copied before it is changed (copy on write).
 	shared bitset
+	// marks[b] holds the SHA-256 states after every span leaves of
+	// buckets[b], as far as they are still valid (marks.go); never
+	// changed in place, so clones share them. nil until a bucket has a
+	// mark (a small state has none).
+	marks *[256][]byte
+	span  int
 }
+
+// marksOf returns bucket b's marks.
+func (t *table) marksOf(b byte) []byte {
+	if t.marks == nil {
+		return nil
+	}
+	return t.marks[b]
+}
+
+// setMarks sets bucket b's marks.
+func (t *table) setMarks(b byte, m []byte) {
+	if t.marks == nil {
+		if len(m) == 0 {
+			return
+		}
+		t.marks = new([256][]byte)
+	}
+	t.marks[b] = m
+}
+
+// newTable returns an empty table taking marks every defaultMarkSpan
+// leaves.
+func newTable() *table { return &table{span: defaultMarkSpan} }
 
 // bitset is a 256-bit set of bucket numbers.
 type bitset [4]uint64
@@ -107,7 +136,7 @@ func (s *bitset) each(f func(byte)) {
 
 // NewAccumulator returns an Accumulator holding no leaves; its Root is
 // [EmptyContextHash].
-func NewAccumulator() *Accumulator { return &Accumulator{t: &table{}} }
+func NewAccumulator() *Accumulator { return &Accumulator{t: newTable()} }
 
 // search finds leaf in the sorted bucket: its index and whether it is there.
 func search(bucket []byte, leaf *Digest) (int, bool) {
@@ -156,6 +185,7 @@ func (a *Accumulator) addIn(leaf Digest) bool {
 		bucket = slices.Insert(bucket, off, leaf[:]...)
 	}
 	a.t.buckets[b] = bucket
+	a.t.setMarks(b, truncMarks(a.t.marksOf(b), i, a.t.span))
 	a.touch(b)
 	a.n++
 	return true
@@ -189,6 +219,7 @@ func (a *Accumulator) removeIn(leaf Digest) bool {
 		bucket = slices.Delete(bucket, off, off+leafSize)
 	}
 	a.t.buckets[b] = bucket
+	a.t.setMarks(b, truncMarks(a.t.marksOf(b), i, a.t.span))
 	a.touch(b)
 	a.n--
 	return true
@@ -221,13 +252,22 @@ func (a *Accumulator) Root() Digest {
 	if a.under != nil {
 		return a.forkRoot()
 	}
+	var jobs []hashJob
 	a.t.dirty.each(func(b byte) {
-		if len(a.t.buckets[b]) == 0 {
+		bucket := a.t.buckets[b]
+		if len(bucket) == 0 {
 			a.t.digests[b] = Digest{}
-		} else {
-			a.t.digests[b] = sha256.Sum256(a.t.buckets[b])
+			a.t.setMarks(b, nil)
+			return
 		}
+		// The marks left are valid: a change truncated them.
+		bh, from := resumeBucket(a.t.marksOf(b), len(bucket)/leafSize, a.t.span, len(bucket))
+		jobs = append(jobs, hashJob{bh: bh,
+			run:  func(write func([]byte)) { write(bucket[from*leafSize:]) },
+			done: func(d Digest, m []byte) { a.t.digests[b] = d; a.t.setMarks(b, m) },
+		})
 	})
+	runHashJobs(jobs)
 	a.t.dirty.reset()
 
 	var buf [len(contextDomain) + 256*(1+leafSize)]byte
@@ -252,7 +292,7 @@ func (a *Accumulator) Root() Digest {
 func (a *Accumulator) Clone() *Accumulator {
 	if a.under != nil {
 		// A whole copy of what the fork shows.
-		c := &Accumulator{t: &table{}, n: a.n}
+		c := &Accumulator{t: newTable(), n: a.n}
 		for b := range 256 {
 			c.t.buckets[b] = bytes.Clone(a.bucketBytes(byte(b)))
 			if len(c.t.buckets[b]) > 0 {
@@ -267,6 +307,12 @@ func (a *Accumulator) Clone() *Accumulator {
 		a.t.shared.fill()
 	}
 	t := *a.t
+	if t.marks != nil {
+		// The marks' slices are never changed in place; the table of
+		// them is.
+		m := *t.marks
+		t.marks = &m
+	}
 	c := *a
 	c.t = &t
 	return &c
@@ -372,6 +418,7 @@ func (a *Accumulator) AddBatch(leaves []Digest) int {
 		}
 		merged = append(merged, old[o:]...)
 		a.t.buckets[b] = merged
+		a.t.setMarks(b, nil)
 		a.t.shared.clear(b)
 		a.touch(b)
 		i = j

@@ -21,7 +21,10 @@ type bucketDelta struct {
 	add, del []Digest
 	size     int    // leaves in the bucket as the fork sees it
 	digest   Digest // SHA-256 of the bucket as the fork sees it, when !dirty
-	dirty    bool
+	// marks are the bucket's marks (marks.go) as the fork sees it, when
+	// !dirty and the fork is over a whole accumulator; else nil.
+	marks []byte
+	dirty bool
 }
 
 // Fork returns an empty overlay over a: changes to the fork leave a as it
@@ -62,10 +65,11 @@ func (a *Accumulator) applyDelta(b byte, d *bucketDelta) {
 		}
 		if !d.dirty {
 			own := a.deltaOf(b)
-			own.digest, own.dirty = d.digest, false
+			own.digest, own.marks, own.dirty = d.digest, d.marks, false
 		}
 		return
 	}
+	keep := firstChange(a.t.buckets[b], d)
 	switch {
 	case len(d.add)+len(d.del) > 8 && a.t.shared.has(b):
 		merged := make([]byte, 0, d.size*leafSize)
@@ -83,12 +87,30 @@ func (a *Accumulator) applyDelta(b byte, d *bucketDelta) {
 		}
 	}
 	if d.dirty {
+		a.t.setMarks(b, truncMarks(a.t.marksOf(b), keep, a.t.span))
 		a.touch(b)
 	} else {
 		a.t.digests[b] = d.digest
+		a.t.setMarks(b, d.marks)
 		a.t.dirty.clear(b)
 		a.rootOK = false
 	}
+}
+
+// firstChange returns the index of the first leaf of base, a sorted
+// bucket, that d changes: where its first addition goes or its first
+// removal is. The leaves before it are the same over d.
+func firstChange(base []byte, d *bucketDelta) int {
+	n := len(base) / leafSize
+	if len(d.add) > 0 {
+		i, _ := search(base, &d.add[0])
+		n = min(n, i)
+	}
+	if len(d.del) > 0 {
+		i, _ := search(base, &d.del[0])
+		n = min(n, i)
+	}
+	return n
 }
 
 // deltaOf returns the fork's change of bucket b, made on first use.
@@ -165,7 +187,7 @@ func (a *Accumulator) forkAdd(leaf Digest) bool {
 		d.add = slices.Insert(d.add, i, leaf)
 	}
 	d.size++
-	d.dirty = true
+	d.dirty, d.marks = true, nil
 	a.n++
 	a.rootOK = false
 	return true
@@ -184,7 +206,7 @@ func (a *Accumulator) forkRemove(leaf Digest) bool {
 		d.del = slices.Insert(d.del, i, leaf)
 	}
 	d.size--
-	d.dirty = true
+	d.dirty, d.marks = true, nil
 	a.n--
 	a.rootOK = false
 	return true
@@ -204,18 +226,32 @@ func (a *Accumulator) forkHas(leaf Digest) bool {
 }
 
 // forkRoot is Root on a fork: the buckets below keep their digests, the
-// touched ones are hashed as the fork sees them.
+// touched ones are hashed as the fork sees them — over a whole
+// accumulator, from the last of its marks before the first change.
 func (a *Accumulator) forkRoot() Digest {
 	a.under.Root() // the digests below are up to date
+	var jobs []hashJob
 	a.eachDelta(func(b byte, d *bucketDelta) {
 		if !d.dirty {
 			return
 		}
-		h := sha256.New()
-		mergeBucket(a.under.bucketBytes(b), d, func(p []byte) { h.Write(p) })
-		h.Sum(d.digest[:0])
-		d.dirty = false
+		base := a.under.bucketBytes(b)
+		var marks []byte
+		span := 0
+		if a.under.under == nil {
+			marks, span = a.under.t.marksOf(b), a.under.t.span
+		}
+		keep := firstChange(base, d)
+		bh, from := resumeBucket(marks, keep, span, d.size*leafSize)
+		jobs = append(jobs, hashJob{bh: bh,
+			run: func(write func([]byte)) {
+				write(base[from*leafSize : keep*leafSize])
+				mergeBucket(base[keep*leafSize:], d, write)
+			},
+			done: func(dg Digest, m []byte) { d.digest, d.marks, d.dirty = dg, m, false },
+		})
 	})
+	runHashJobs(jobs)
 	var buf [len(contextDomain) + 256*(1+leafSize)]byte
 	line := append(buf[:0], contextDomain...)
 	for b := range 256 {

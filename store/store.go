@@ -472,7 +472,8 @@ func stateCost(st *graph.State) int64 {
 
 // headCost is the estimated heap of a head's state: stateCost for one
 // loaded whole; for one over its state map, the context hash's leaves
-// (about 40 bytes each in their buckets) and the changes it holds.
+// (about 40 bytes each in their buckets, with their marks) and the
+// changes it holds.
 func headCost(st *graph.State) int64 {
 	if !st.IsLazy() {
 		return stateCost(st)
