@@ -126,12 +126,16 @@ func (bh *bucketHash) sum() (Digest, []byte) {
 	return d, bh.marks
 }
 
-// hashJob is one bucket to hash: run writes its stream to bh, done takes
-// the result.
+// hashJob is one bucket to hash: run writes its stream to bh.
 type hashJob struct {
-	bh   *bucketHash
-	run  func(write func([]byte))
-	done func(Digest, []byte)
+	bh  *bucketHash
+	run func(write func([]byte))
+}
+
+// hashed is a hashJob's result: the bucket's digest and marks.
+type hashed struct {
+	digest Digest
+	marks  []byte
 }
 
 // parallelBytes is the stream a worker should have at least before the
@@ -140,23 +144,24 @@ type hashJob struct {
 const parallelBytes = 64 << 10
 
 // runHashJobs hashes the buckets of jobs, on up to GOMAXPROCS goroutines
-// when there is enough to hash; each job's done runs on the goroutine
-// that hashed it (jobs write to their own bucket's slots only).
-func runHashJobs(jobs []hashJob) {
+// when there is enough to hash, and returns their results in order. The
+// jobs only read what they hash; the caller stores the results.
+func runHashJobs(jobs []hashJob) []hashed {
+	out := make([]hashed, len(jobs))
 	total := 0
 	for i := range jobs {
 		total += jobs[i].bh.size
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(jobs), total/parallelBytes)
-	do := func(j *hashJob) {
-		j.run(j.bh.write)
-		j.done(j.bh.sum())
+	do := func(i int) {
+		jobs[i].run(jobs[i].bh.write)
+		out[i].digest, out[i].marks = jobs[i].bh.sum()
 	}
 	if workers < 2 {
 		for i := range jobs {
-			do(&jobs[i])
+			do(i)
 		}
-		return
+		return out
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -167,9 +172,10 @@ func runHashJobs(jobs []hashJob) {
 				if i >= len(jobs) {
 					return
 				}
-				do(&jobs[i])
+				do(i)
 			}
 		})
 	}
 	wg.Wait()
+	return out
 }
