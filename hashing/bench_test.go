@@ -116,15 +116,16 @@ func BenchmarkSortLeaves(b *testing.B) {
 // of an accumulator of n leaves takes k new leaves, computes its root and
 // is absorbed — a one-artifact commit (k = 2) and a bulk commit that
 // touches every bucket (k = 10,000) into a 1M-artifact context's 2M
-// leaves.
+// leaves, and a 2,000-op commit at the tip of a 100k chain (200k
+// leaves, k = 4,000).
 func BenchmarkForkCommit(b *testing.B) {
-	const n = 2_000_000
-	leaves := make([]Digest, n)
-	for i := range leaves {
-		leaves[i] = sha256.Sum256(binary.BigEndian.AppendUint64(nil, uint64(i)))
-	}
-	for _, k := range []int{2, 10_000} {
-		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+	for _, c := range []struct{ n, k int }{{2_000_000, 2}, {2_000_000, 10_000}, {200_000, 4_000}} {
+		n, k := c.n, c.k
+		leaves := make([]Digest, n)
+		for i := range leaves {
+			leaves[i] = sha256.Sum256(binary.BigEndian.AppendUint64(nil, uint64(i)))
+		}
+		b.Run(fmt.Sprintf("n=%d/k=%d", n, k), func(b *testing.B) {
 			a := NewAccumulator()
 			a.AddBatch(leaves)
 			a.Root()
