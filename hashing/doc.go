@@ -24,6 +24,10 @@
 //   - Bucket: the leaves whose first byte is b, for b in 0..255, kept in
 //     bytewise order. A bucket's digest is the SHA-256 of its leaves
 //     concatenated.
+//   - Mark: the SHA-256 state after every 128 leaves of a bucket, which
+//     an [Accumulator] keeps so that a changed bucket is hashed again from
+//     the last mark before its first change rather than from its start
+//     (marks.go). Marks change how much is hashed, never the digest.
 //   - Context hash: SHA-256 of "artifactd/ctx/v1" followed, for each non-empty
 //     bucket in ascending order, by the bucket byte and the bucket digest
 //     ([ContextHash], or incrementally [Accumulator]). It depends only on the
