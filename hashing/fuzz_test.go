@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -100,6 +101,9 @@ func checkCanonError(t *testing.T, in []byte, err error) {
 
 // FuzzAccumulator runs a script of operations against an Accumulator and a
 // plain set; every byte triple is (op, leaf index high, leaf index low).
+// The accumulator takes a mark every 1 to 4 leaves (by the script's
+// length), so that re-hashes resume from marks, and every mark is checked
+// against its bucket.
 func FuzzAccumulator(f *testing.F) {
 	pool := fuzzLeafPool(f)
 	// Seeds: build each vector state, then remove half of it.
@@ -117,7 +121,7 @@ func FuzzAccumulator(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 3, 0, 0, 0, 0, 2, 1, 0, 1, 2, 0, 0})
 
 	f.Fuzz(func(t *testing.T, script []byte) {
-		a := NewAccumulator()
+		a := withSpan(1 + len(script)%4)
 		m := model{}
 		type snapshot struct {
 			acc  *Accumulator
@@ -126,7 +130,7 @@ func FuzzAccumulator(f *testing.F) {
 		var snaps []snapshot
 		for i := 0; i+2 < len(script); i += 3 {
 			l := pool[(int(script[i+1])<<8|int(script[i+2]))%len(pool)]
-			switch script[i] % 5 {
+			switch script[i] % 7 {
 			case 0:
 				if a.Add(l) == m[l] {
 					t.Fatalf("op %d: Add result wrong", i/3)
@@ -150,6 +154,19 @@ func FuzzAccumulator(f *testing.F) {
 				if a.Has(l) != m[l] {
 					t.Fatalf("op %d: Has wrong", i/3)
 				}
+			case 5: // a commit: a fork adds l, drops its neighbour, is absorbed
+				f := a.Fork()
+				n := pool[(int(script[i+1])<<8|int(script[i+2])+1)%len(pool)]
+				f.Add(l)
+				m[l] = true
+				f.Remove(n)
+				delete(m, n)
+				if script[i+2]%2 == 0 {
+					f.Root()
+				}
+				a.Absorb(f)
+			case 6:
+				checkMarks(t, fmt.Sprintf("op %d", i/3), a)
 			}
 		}
 		if a.Len() != len(m) || a.Root() != ContextHash(m.leaves()) {
