@@ -69,7 +69,10 @@ func (a *Accumulator) applyDelta(b byte, d *bucketDelta) {
 		}
 		return
 	}
-	keep := firstChange(a.t.buckets[b], d)
+	keep := 0 // where the marks of a bucket left dirty stop being valid
+	if d.dirty {
+		keep = firstChange(a.t.buckets[b], d)
+	}
 	switch {
 	case len(d.add)+len(d.del) > 8 && a.t.shared.has(b):
 		merged := make([]byte, 0, d.size*leafSize)

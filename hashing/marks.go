@@ -37,9 +37,6 @@ const markSize = 108
 // truncMarks returns the marks of a bucket whose leaf i (and maybe later
 // ones) changed: the marks before i.
 func truncMarks(marks []byte, i, span int) []byte {
-	if span <= 0 {
-		return nil
-	}
 	if keep := (i / span) * markSize; keep < len(marks) {
 		return marks[:keep:keep]
 	}
@@ -68,15 +65,11 @@ func resumeBucket(marks []byte, keep, span, size int) (*bucketHash, int) {
 	}
 	bh.span = span * leafSize
 	j := min(len(marks)/markSize, keep/span)
-	bh.marks = make([]byte, 0, (size/bh.span+1)*markSize)
-	for ; j > 0; j-- {
-		u, ok := bh.h.(encoding.BinaryUnmarshaler)
-		if !ok || u.UnmarshalBinary(marks[(j-1)*markSize:j*markSize]) != nil {
-			bh.h.Reset()
-			continue
-		}
-		break
+	if u, ok := bh.h.(encoding.BinaryUnmarshaler); j > 0 && (!ok || u.UnmarshalBinary(marks[(j-1)*markSize:j*markSize]) != nil) {
+		bh.h.Reset() // cannot happen: the marks were marshalled by the same hash
+		j = 0
 	}
+	bh.marks = make([]byte, 0, (size/bh.span+1)*markSize)
 	bh.marks = append(bh.marks, marks[:j*markSize]...)
 	bh.n = j * bh.span
 	bh.size = size - bh.n

@@ -301,6 +301,9 @@ func newEdges(changes []graph.Change) []graph.EdgeKey {
 // edges sorted — a commit linking many artifacts to one hub writes one
 // record. They are sorted by key.
 func reverseRecords(ctx string, commit hashing.Digest, edges []graph.EdgeKey) []kv.Record {
+	if len(edges) == 0 {
+		return nil
+	}
 	byTarget := map[string][]graph.EdgeKey{}
 	for _, e := range edges {
 		byTarget[e.To] = append(byTarget[e.To], e)

@@ -94,7 +94,7 @@ func prefixRevs(ctx string) []byte { return []byte(pRev + ctx + "\x00") }
 // revTarget returns the artifact a reverse-index key of context ctx
 // names (what follows prefixRevs(ctx)).
 func revTarget(ctx string, k []byte) (string, error) {
-	rest := k[len(prefixRevs(ctx)):]
+	rest := k[len(pRev)+len(ctx)+1:] // past prefixRevs(ctx), not built again per key
 	to, commit, ok := bytes.Cut(rest, []byte{0})
 	if !ok || len(to) == 0 || len(commit) != len(hashing.Digest{}) {
 		return "", fmt.Errorf("%w: malformed reverse-index key %q", ErrCorrupt, k)
