@@ -357,7 +357,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	gateRules := fs.String("gate-rules", "", "gate ruleset file (JSON, format 1, usually extending gate/v2) for new fetch verdicts")
 	cacheBytes := fs.Int64("cache-bytes", store.DefaultCacheBytes, "memory budget of the store's caches (branch heads, state-map nodes, payloads); the Go runtime's soft limit is it plus 256 MiB, raised to 1.5 times the live heap when that is more, unless GOMEMLIMIT is set")
 	mappedBytes := fs.Int64("mapped-bytes", store.DefaultMappedBytes, "resident pages of the embedded database's mapped files past which they are paged out (Linux; -1: no bound)")
-	valueThreshold := fs.Int64("value-threshold", store.DefaultValueThreshold, "size in bytes from which the embedded database keeps a value in its value log, not its tree (up to 1048576; -1: every value below 1 MiB in the tree: a small commit syncs one log instead of two, but compactions copy the state map)")
+	valueThreshold := fs.Int64("value-threshold", store.DefaultValueThreshold, "size in bytes from which the embedded database keeps a value in its value log, not its tree (up to 1048576; -1: every value below 1 MiB in the tree, where compactions copy it again from level to level)")
 	secretsFile := fs.String("secrets", "", "file of secret values, one per line, masked by value in tool results and effect errors")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
