@@ -10,10 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,6 +117,50 @@ type rssSample struct {
 	// under pressure).
 	Anon int64 `json:"anon_bytes,omitempty"`
 	File int64 `json:"file_bytes,omitempty"`
+	// Go is the in-process server's Go memory at the sample (absent with
+	// --addr): what of Anon the heap holds live, what it may grow to
+	// before it collects, and what it holds free.
+	Go *goMemory `json:"go,omitempty"`
+}
+
+// goMemory is the Go runtime's view of an in-process server's memory
+// (runtime/metrics), and what the store's caches estimate they hold. A
+// resident size follows the heap goal more than the live heap: the heap
+// grows to the goal before a collection, and freed pages stay resident
+// until the runtime returns them.
+type goMemory struct {
+	// Live is the heap live after the last collection.
+	Live int64 `json:"heap_live_bytes"`
+	// Goal is the heap size at which the next collection starts.
+	Goal int64 `json:"heap_goal_bytes"`
+	// Free is free heap memory not yet returned to the OS (resident).
+	Free int64 `json:"heap_free_bytes"`
+	// Released is heap memory returned to the OS (not resident).
+	Released int64 `json:"heap_released_bytes"`
+	// Total is all the memory the runtime has mapped, released or not.
+	Total int64 `json:"total_bytes"`
+	// Limit is the soft memory limit in force (limitMemory).
+	Limit int64 `json:"limit_bytes"`
+	// Cached is the store's estimate of its caches (Store.CachedBytes).
+	Cached int64 `json:"cached_bytes"`
+}
+
+// readGoMemory reads the runtime's memory metrics; cached is the store's
+// estimate of its caches.
+func readGoMemory(cached int64) *goMemory {
+	names := []string{"/gc/heap/live:bytes", "/gc/heap/goal:bytes", "/memory/classes/heap/free:bytes", "/memory/classes/heap/released:bytes", "/memory/classes/total:bytes", "/gc/gomemlimit:bytes"}
+	samples := make([]metrics.Sample, len(names))
+	for i, n := range names {
+		samples[i].Name = n
+	}
+	metrics.Read(samples)
+	v := func(i int) int64 {
+		if samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(min(samples[i].Value.Uint64(), math.MaxInt64))
+	}
+	return &goMemory{Live: v(0), Goal: v(1), Free: v(2), Released: v(3), Total: v(4), Limit: v(5), Cached: cached}
 }
 
 // scenarioResult is what a scenario measured. Counts are of acknowledged
@@ -424,8 +470,12 @@ func (r *scenarioRun) sample(at int64) int64 {
 	b := r.rss.read()
 	if b > 0 {
 		anon, file := r.rss.field("RssAnon:"), r.rss.field("RssFile:")
+		var gm *goMemory
+		if r.server != nil && r.server.st != nil {
+			gm = readGoMemory(r.server.st.CachedBytes())
+		}
 		r.res.mu.Lock()
-		r.res.RSS = append(r.res.RSS, rssSample{At: at, Bytes: b, Anon: anon, File: file})
+		r.res.RSS = append(r.res.RSS, rssSample{At: at, Bytes: b, Anon: anon, File: file, Go: gm})
 		r.res.mu.Unlock()
 	}
 	return b

@@ -162,6 +162,14 @@ func TestScenarios(t *testing.T) {
 					t.Fatalf("samples not in order: %+v", res.RSS)
 				}
 			}
+			// An in-process server's samples carry its Go memory, which
+			// is part of its resident size.
+			for _, s := range res.RSS {
+				g := s.Go
+				if g == nil || g.Live <= 0 || g.Goal <= 0 || g.Total < g.Free+g.Released || g.Limit <= 0 || g.Cached < 0 {
+					t.Fatalf("Go memory of sample %+v: %+v", s, g)
+				}
+			}
 			tc.check(t, res)
 		})
 	}
@@ -203,6 +211,12 @@ func TestScenarioAddr(t *testing.T) {
 		}
 		if withPid != (res.RSSNote == "") {
 			t.Fatalf("pid %v: note %q", withPid, res.RSSNote)
+		}
+		// A server elsewhere has its resident size read, not its Go memory.
+		for _, s := range res.RSS {
+			if s.Go != nil {
+				t.Fatalf("pid %v: Go memory of a server elsewhere: %+v", withPid, s)
+			}
 		}
 	}
 }
