@@ -253,7 +253,6 @@ func (a *Accumulator) Root() Digest {
 		return a.forkRoot()
 	}
 	var jobs []hashJob
-	var of []byte // the bucket of each job
 	a.t.dirty.each(func(b byte) {
 		bucket := a.t.buckets[b]
 		if len(bucket) == 0 {
@@ -263,13 +262,14 @@ func (a *Accumulator) Root() Digest {
 		}
 		// The marks left are valid: a change truncated them.
 		bh, from := resumeBucket(a.t.marksOf(b), len(bucket)/leafSize, a.t.span, len(bucket))
-		jobs = append(jobs, hashJob{bh: bh, run: func(write func([]byte)) { write(bucket[from*leafSize:]) }})
-		of = append(of, b)
+		jobs = append(jobs, hashJob{bh: bh,
+			run: func(write func([]byte)) { write(bucket[from*leafSize:]) },
+			done: func(d Digest, marks []byte) {
+				a.t.digests[b] = d
+				a.t.setMarks(b, marks)
+			}})
 	})
-	for i, h := range runHashJobs(jobs) {
-		a.t.digests[of[i]] = h.digest
-		a.t.setMarks(of[i], h.marks)
-	}
+	runHashJobs(jobs)
 	a.t.dirty.reset()
 
 	var buf [len(contextDomain) + 256*(1+leafSize)]byte

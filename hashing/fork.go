@@ -234,7 +234,6 @@ func (a *Accumulator) forkHas(leaf Digest) bool {
 func (a *Accumulator) forkRoot() Digest {
 	a.under.Root() // the digests below are up to date
 	var jobs []hashJob
-	var of []*bucketDelta // the delta of each job
 	a.eachDelta(func(b byte, d *bucketDelta) {
 		if !d.dirty {
 			return
@@ -247,15 +246,14 @@ func (a *Accumulator) forkRoot() Digest {
 		}
 		keep := firstChange(base, d)
 		bh, from := resumeBucket(marks, keep, span, d.size*leafSize)
-		jobs = append(jobs, hashJob{bh: bh, run: func(write func([]byte)) {
-			write(base[from*leafSize : keep*leafSize])
-			mergeBucket(base[keep*leafSize:], d, write)
-		}})
-		of = append(of, d)
+		jobs = append(jobs, hashJob{bh: bh,
+			run: func(write func([]byte)) {
+				write(base[from*leafSize : keep*leafSize])
+				mergeBucket(base[keep*leafSize:], d, write)
+			},
+			done: func(digest Digest, marks []byte) { d.digest, d.marks, d.dirty = digest, marks, false }})
 	})
-	for i, h := range runHashJobs(jobs) {
-		of[i].digest, of[i].marks, of[i].dirty = h.digest, h.marks, false
-	}
+	runHashJobs(jobs)
 	var buf [len(contextDomain) + 256*(1+leafSize)]byte
 	line := append(buf[:0], contextDomain...)
 	for b := range 256 {

@@ -155,16 +155,16 @@ func FuzzAccumulator(f *testing.F) {
 					t.Fatalf("op %d: Has wrong", i/3)
 				}
 			case 5: // a commit: a fork adds l, drops its neighbour, is absorbed
-				f := a.Fork()
+				fk := a.Fork()
 				n := pool[(int(script[i+1])<<8|int(script[i+2])+1)%len(pool)]
-				f.Add(l)
+				fk.Add(l)
 				m[l] = true
-				f.Remove(n)
+				fk.Remove(n)
 				delete(m, n)
 				if script[i+2]%2 == 0 {
-					f.Root()
+					fk.Root()
 				}
-				a.Absorb(f)
+				a.Absorb(fk)
 			case 6:
 				checkMarks(t, fmt.Sprintf("op %d", i/3), a)
 			}

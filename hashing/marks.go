@@ -78,12 +78,7 @@ func resumeBucket(marks []byte, keep, span, size int) (*bucketHash, int) {
 
 // write adds p to the stream, taking a mark at every span boundary.
 func (bh *bucketHash) write(p []byte) {
-	for len(p) > 0 {
-		if bh.span == 0 {
-			bh.h.Write(p)
-			bh.n += len(p)
-			return
-		}
+	for len(p) > 0 && bh.span > 0 {
 		next := (bh.n/bh.span + 1) * bh.span
 		take := min(len(p), next-bh.n)
 		bh.h.Write(p[:take])
@@ -93,6 +88,8 @@ func (bh *bucketHash) write(p []byte) {
 			bh.mark()
 		}
 	}
+	bh.h.Write(p) // without marks (span 0), or none left to write
+	bh.n += len(p)
 }
 
 // mark keeps the state at a span boundary, or stops taking marks when the
@@ -119,16 +116,12 @@ func (bh *bucketHash) sum() (Digest, []byte) {
 	return d, bh.marks
 }
 
-// hashJob is one bucket to hash: run writes its stream to bh.
+// hashJob is one bucket to hash: run writes its stream to bh, and done
+// receives the bucket's digest and marks.
 type hashJob struct {
-	bh  *bucketHash
-	run func(write func([]byte))
-}
-
-// hashed is a hashJob's result: the bucket's digest and marks.
-type hashed struct {
-	digest Digest
-	marks  []byte
+	bh   *bucketHash
+	run  func(write func([]byte))
+	done func(digest Digest, marks []byte)
 }
 
 // parallelBytes is the stream a worker should have at least before the
@@ -137,32 +130,38 @@ type hashed struct {
 const parallelBytes = 64 << 10
 
 // runHashJobs hashes the buckets of jobs, on up to GOMAXPROCS goroutines
-// when there is enough to hash, and returns their results in order. The
-// jobs only read what they hash; the caller stores the results.
-func runHashJobs(jobs []hashJob) []hashed {
-	out := make([]hashed, len(jobs))
+// when there is enough to hash, then hands each job its result (done), in
+// order, on the calling goroutine: the jobs only read what they hash, and
+// only done stores.
+func runHashJobs(jobs []hashJob) {
 	total := 0
 	for i := range jobs {
 		total += jobs[i].bh.size
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(jobs), total/parallelBytes)
-	do := func(i int) {
-		jobs[i].run(jobs[i].bh.write)
-		out[i].digest, out[i].marks = jobs[i].bh.sum()
-	}
+	do := func(i int) { jobs[i].run(jobs[i].bh.write) }
 	if workers < 2 {
 		for i := range jobs {
 			do(i)
 		}
-		return out
+	} else {
+		hashParallel(len(jobs), workers, do)
 	}
+	for i := range jobs {
+		jobs[i].done(jobs[i].bh.sum())
+	}
+}
+
+// hashParallel calls do(i) for every i below n on workers goroutines and
+// returns when all are done.
+func hashParallel(n, workers int, do func(i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(jobs) {
+				if i >= n {
 					return
 				}
 				do(i)
@@ -170,5 +169,4 @@ func runHashJobs(jobs []hashJob) []hashed {
 		})
 	}
 	wg.Wait()
-	return out
 }

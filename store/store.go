@@ -94,9 +94,9 @@ type Options struct {
 	// ValueThreshold is the size in bytes from which the embedded Badger
 	// database keeps a value in its value log rather than in its tree (0:
 	// badgerkv.DefaultValueThreshold, 1 KiB; negative: every value below
-	// 1 MiB in the tree, so that compactions copy the state map). Badger
-	// syncs both its logs on every write whatever the threshold. Ignored
-	// when Driver is set.
+	// 1 MiB in the tree, where compactions copy the state map again from
+	// level to level). Badger syncs both its logs on every write whatever
+	// the threshold. Ignored when Driver is set.
 	ValueThreshold int64
 	// memTable is the size of the embedded Badger database's memtables (0:
 	// the driver's default). Tests that reopen a store many times use

@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -154,12 +153,7 @@ func readGoMemory(cached int64) *goMemory {
 		samples[i].Name = n
 	}
 	metrics.Read(samples)
-	v := func(i int) int64 {
-		if samples[i].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return int64(min(samples[i].Value.Uint64(), math.MaxInt64))
-	}
+	v := func(i int) int64 { return metricBytes(samples[i]) }
 	return &goMemory{Live: v(0), Goal: v(1), Free: v(2), Released: v(3), Total: v(4), Limit: v(5), Cached: cached}
 }
 

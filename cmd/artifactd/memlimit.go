@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -60,11 +61,7 @@ func limitMemory(st *store.Store, cacheBytes int64) (stop func()) {
 			case <-tick.C:
 			}
 			metrics.Read(sample)
-			var live int64
-			if sample[0].Value.Kind() == metrics.KindUint64 {
-				live = int64(sample[0].Value.Uint64())
-			}
-			if l := memoryLimit(cacheBytes, st.CachedBytes(), live); l != last {
+			if l := memoryLimit(cacheBytes, st.CachedBytes(), metricBytes(sample[0])); l != last {
 				debug.SetMemoryLimit(l)
 				last = l
 			}
@@ -74,4 +71,13 @@ func limitMemory(st *store.Store, cacheBytes int64) (stop func()) {
 		close(quit)
 		<-done
 	}
+}
+
+// metricBytes returns a runtime/metrics sample of bytes as read, or 0 when
+// the runtime does not have it.
+func metricBytes(s metrics.Sample) int64 {
+	if s.Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(min(s.Value.Uint64(), math.MaxInt64))
 }
