@@ -162,6 +162,36 @@ func Audit(s *State, answerID string, trust func(id string) Trust, data DataFunc
 	return r, nil
 }
 
+// ProvenanceWithin reports whether artifact id and every artifact it rests
+// on over dependency edges — the artifacts Audit reports for it — number
+// at most max. It stops at the first artifact past max, so it reads the
+// outgoing edges of at most max artifacts: a caller can ask cheaply
+// whether a walk is small before it decides how to read a big state. An
+// id the state lacks has nothing to walk (true for any max ≥ 0).
+func (s *State) ProvenanceWithin(id string, max int) bool {
+	if s.art(id) == nil {
+		return max >= 0
+	}
+	if max < 1 {
+		return false
+	}
+	seen := map[string]bool{id: true}
+	order := []string{id}
+	for i := 0; i < len(order); i++ {
+		for k := range s.outOf(order[i]).all() {
+			if !s.rels.Depends(k.Rel) || seen[k.To] {
+				continue
+			}
+			if len(order) == max {
+				return false
+			}
+			seen[k.To] = true
+			order = append(order, k.To)
+		}
+	}
+	return true
+}
+
 // locators returns the non-empty string values of sourceFields in data.
 func locators(data json.RawMessage) []string {
 	// Stored payloads are canonical JSON, which writes member names

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -281,5 +283,75 @@ func TestLocatorsPrefilter(t *testing.T) {
 		if got, want := locators(json.RawMessage(data)), decoded(data); !slices.Equal(got, want) {
 			t.Errorf("locators(%s) = %q, want %q", data, got, want)
 		}
+	}
+}
+
+// TestProvenanceWithin: on random states (the fork oracle's generator:
+// mixed relations, some not dependencies, links made and unmade, a hub)
+// and on the same states read over a source, ProvenanceWithin(id, max)
+// holds exactly when Audit reports at most max artifacts for id, and over
+// a source it reads the outgoing edges of at most max artifacts. A 3,000
+// deep chain answers a small max after as many reads.
+func TestProvenanceWithin(t *testing.T) {
+	checked := 0
+	for seed := range uint64(40) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		const nids = 24
+		s := NewState(nil)
+		for range 30 {
+			f := s.Fork()
+			if _, err := f.ApplyOps(forkOps(r, s, nids, seed%2 == 0)); err == nil {
+				if err := s.Absorb(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		snap := wholeCopy(s)
+		src := newStateSource(snap)
+		lz, err := NewStateOver(s.ruleset, src, Counts{s.nArt, s.nTomb, s.nEdge}, definitionsOf(snap), s.acc.Clone())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range nids + 1 {
+			id := "n" + strconv.Itoa(i)
+			size := 0
+			if rep, err := Audit(s, id, nil, nil, AuditMeta{}); err == nil {
+				size = len(rep.Artifacts)
+			} else if !errors.Is(err, ErrNotFound) {
+				t.Fatal(err)
+			}
+			for max := range size + 2 {
+				want := size <= max
+				if got := s.ProvenanceWithin(id, max); got != want {
+					t.Fatalf("seed %d: %s has %d artifacts in its provenance; within %d: %v", seed, id, size, max, got)
+				}
+				before := src.points.Load()
+				if got := lz.ProvenanceWithin(id, max); got != want {
+					t.Fatalf("seed %d: over a source, %s (%d) within %d: %v", seed, id, size, max, got)
+				}
+				// One read for the artifact itself, then one Out per
+				// artifact walked.
+				if reads := src.points.Load() - before; reads > int64(max)+1 {
+					t.Fatalf("seed %d: %s within %d read the source %d times", seed, id, max, reads)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d cases checked; the generator is too weak", checked)
+	}
+
+	chain := chainState(t, 3000)
+	src := newStateSource(wholeCopy(chain))
+	lz, err := NewStateOver(nil, src, Counts{chain.nArt, chain.nTomb, chain.nEdge}, nil, chain.acc.Clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lz.ProvenanceWithin("c2999", 50) || !lz.ProvenanceWithin("c2999", 3000) || lz.ProvenanceWithin("c2999", 2999) {
+		t.Fatal("a chain of 3,000 measured wrongly")
+	}
+	if n := src.points.Load(); n > 1+50+1+3000+1+2999 {
+		t.Fatalf("three walks read the source %d times", n)
 	}
 }

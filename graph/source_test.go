@@ -393,3 +393,39 @@ func TestLazyHubCommitReadsNoDependents(t *testing.T) {
 		t.Fatalf("len %d, walks %d", lz.inOf("hub").len(), src.walks.Load())
 	}
 }
+
+// TestStoredEdgesReadOnce: the edges at an end no layer changed are read
+// from the source once per In or Out, not once to size the answer and
+// again to fill it.
+func TestStoredEdgesReadOnce(t *testing.T) {
+	whole := NewState(nil)
+	ops := []Op{tqPut("hub", "question")}
+	for i := range 40 {
+		id := "c" + strconv.Itoa(i)
+		ops = append(ops, tqPut(id, "claim"), tqLink(id, "derived_from", "hub"), tqLink(id, "mentions", "hub"))
+	}
+	tqApply(t, whole, ops...)
+	src := newStateSource(wholeCopy(whole))
+	lz, err := NewStateOver(nil, src, Counts{whole.nArt, whole.nTomb, whole.nEdge}, nil, whole.acc.Clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, read := range []struct {
+		name string
+		fn   func() []*Edge
+		want int
+	}{
+		{"in", func() []*Edge { return lz.In("hub") }, 80},
+		{"out", func() []*Edge { return lz.Out("c7") }, 2},
+		{"none", func() []*Edge { return lz.In("c7") }, 0},
+	} {
+		before := src.points.Load()
+		got := read.fn()
+		if len(got) != read.want || got == nil {
+			t.Errorf("%s: %d edges (nil %v), want %d", read.name, len(got), got == nil, read.want)
+		}
+		if n := src.points.Load() - before; n != 1 {
+			t.Errorf("%s read the source %d times", read.name, n)
+		}
+	}
+}

@@ -283,8 +283,14 @@ func (s *State) Out(id string) []*Edge { return sortedEdges(s.outOf(id)) }
 // In returns the edges arriving at id, sorted.
 func (s *State) In(id string) []*Edge { return sortedEdges(s.inOf(id)) }
 
+// sortedEdges returns es's edges, sorted (never nil). The size of a set
+// that reads its source is known only by reading it, so such a set is
+// read once, not once to size the slice and again to fill it.
 func sortedEdges(es *edgeSet) []*Edge {
-	out := make([]*Edge, 0, es.len())
+	out := []*Edge{}
+	if !es.deep() {
+		out = make([]*Edge, 0, es.len())
+	}
 	for _, e := range es.all() {
 		out = append(out, e)
 	}

@@ -261,7 +261,7 @@ func (m *mapSource) Out(id string) []*graph.Edge {
 // In returns the edges arriving at id: in a map of format 3 read from
 // their 'r' entries; otherwise the context's reverse index names every
 // edge that ever arrived at id, on any branch, and those the map holds
-// are id's (one lookup each, by relation and source). An id the map
+// are id's (looked up together, by relation and source: trieGetMany). An id the map
 // holds no artifact of has none (a state has no dangling edge), and is
 // answered without reading the index: a commit's cycle check asks for
 // the dependents of each new artifact it links.
@@ -288,10 +288,21 @@ func (m *mapSource) In(id string) []*graph.Edge {
 	// an unlink) may name an edge twice.
 	slices.SortFunc(keys, compareRev)
 	keys = slices.Compact(keys)
+	tks := make([][]byte, len(keys))
+	for i, k := range keys {
+		tks[i] = tkEdge(k)
+	}
+	// A hub's edges are thousands of lookups: one descent for all of
+	// them, each level's uncached nodes read in one batch.
+	vals := make([][]byte, len(keys))
+	if err := trieGetMany(m.root, tks, m.cachedNode, m.s.readNodesFunc(context.Background()), func(i int, v []byte) { vals[i] = v }); err != nil {
+		m.fail(fmt.Errorf("read the edges into %q: %w", id, err))
+		return nil
+	}
 	var out []*graph.Edge
-	for _, k := range keys {
-		if v := m.get(tkEdge(k)); v != nil {
-			out = append(out, edgeOf(k, v))
+	for i, k := range keys {
+		if vals[i] != nil {
+			out = append(out, edgeOf(k, vals[i]))
 		}
 	}
 	return out
@@ -605,8 +616,7 @@ func (h *head) rebase() {
 // budget (the walk then reads through the map). The loaded state is the
 // caller's, for the read only.
 func (v *View) Whole(ctx context.Context) (*View, error) {
-	st := v.State
-	if !st.IsLazy() || stateCost(st) > v.store.headBudget {
+	if !v.loadsWhole() {
 		return v, nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -625,15 +635,39 @@ func (v *View) Whole(ctx context.Context) (*View, error) {
 	return &w, nil
 }
 
+// loadsWhole reports whether Whole loads the view's state: it is read
+// through its map, and fits the head budget.
+func (v *View) loadsWhole() bool {
+	return v.State.IsLazy() && stateCost(v.State) <= v.store.headBudget
+}
+
+// auditLazyShare sets how big a provenance an audit walks through the
+// state map: up to 1/auditLazyShare of the state's artifacts (at least
+// auditLazyMin). Through the map a step of the walk costs some tens of
+// microseconds when its nodes are not cached; loading the state whole
+// costs a few microseconds per artifact of the state, however few the
+// audit reads. So a walk of a small share costs less than the load, and
+// a state of a million artifacts is not loaded for an audit of ten.
+const (
+	auditLazyShare = 64
+	auditLazyMin   = 64
+)
+
 // Audit audits artifact id at the view's commit (graph.Audit, with the
-// trust the index explains and the payloads read in batches), on the
-// state loaded whole when it fits (Whole); the report names the view's
-// context, commit and context hash. It returns the view it audited, for
-// further reads of the same artifacts.
+// trust the index explains and the payloads read in batches); the report
+// names the view's context, commit and context hash. A view over a state
+// map is audited through the map when id's provenance is small against
+// the state (auditLazyShare; counted by a walk that stops past the
+// bound), and otherwise on the state loaded whole when it fits (Whole).
+// It returns the view it audited, for further reads of the same
+// artifacts.
 func (v *View) Audit(ctx context.Context, id string) (*graph.AuditReport, *View, error) {
-	w, err := v.Whole(ctx)
-	if err != nil {
-		return nil, nil, err
+	w := v
+	if st := v.State; v.loadsWhole() && !st.ProvenanceWithin(id, max(auditLazyMin, st.NumArtifacts()/auditLazyShare)) {
+		var err error
+		if w, err = v.Whole(ctx); err != nil {
+			return nil, nil, err
+		}
 	}
 	meta := graph.AuditMeta{Context: v.ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String()}
 	rep, err := graph.Audit(w.State, id, w.Trust.Explainer(w.State), w.DataOf(ctx), meta)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
@@ -46,4 +47,101 @@ func BenchmarkAuditChainHead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkAuditShallowBig audits an artifact with a short provenance
+// (17 or 18 artifacts: artifact i derives from artifact i/2) at the head of a
+// context of 100,000 artifacts, the head opened over its state map after
+// a restart: what an audit costs when it reads little of a big context.
+func BenchmarkAuditShallowBig(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	dir := b.TempDir()
+	s := benchOpen(b, dir, true)
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		b.Fatal(err)
+	}
+	id := func(i int) string { return fmt.Sprintf("t-%06d", i) }
+	for lo := 0; lo < n; lo += 5000 {
+		var ops []graph.Op
+		for i := lo; i < lo+5000; i++ {
+			ops = append(ops, notePut(id(i), i, "node"))
+			if i > 0 {
+				ops = append(ops, graph.Op{Op: graph.OpLink, From: id(i), Rel: "derived_from", To: id(i / 2)})
+			}
+		}
+		benchCommit(b, s, "big", ops...)
+	}
+	s.Close()
+	s = benchOpen(b, dir, true)
+	defer s.Close()
+	b.ResetTimer()
+	for k := 0; b.Loop(); k++ {
+		i := n/2 + (k*7919)%(n/2)
+		leaf := id(i)
+		if err := s.Read(ctx, "big", "", func(v *View) error {
+			rep, _, err := v.Audit(ctx, leaf)
+			if err == nil && len(rep.Artifacts) != bits.Len(uint(i))+1 {
+				err = fmt.Errorf("audit reached %d artifacts", len(rep.Artifacts))
+			}
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDependentsOfHub reads the 50,000 edges into one artifact (a
+// hub's dependents) at a head opened over its state map: cold, the store
+// opened again before each read (untimed); warm, the same head read again.
+func BenchmarkDependentsOfHub(b *testing.B) {
+	const n = 50_000
+	ctx := context.Background()
+	dir := b.TempDir()
+	s := benchOpen(b, dir, true)
+	if _, err := s.CreateContext(ctx, "hub", ModeObserve); err != nil {
+		b.Fatal(err)
+	}
+	benchCommit(b, s, "hub", notePut("hub", 0, "hub"))
+	for lo := 0; lo < n; lo += 5000 {
+		var ops []graph.Op
+		for i := lo; i < lo+5000; i++ {
+			id := fmt.Sprintf("d-%06d", i)
+			ops = append(ops, notePut(id, i, "dependent"), graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: "hub"})
+		}
+		benchCommit(b, s, "hub", ops...)
+	}
+	s.Close()
+	read := func(s *Store) {
+		if err := s.Read(ctx, "hub", "", func(v *View) error {
+			if !v.State.IsLazy() {
+				return fmt.Errorf("the head was loaded whole")
+			}
+			if got := len(v.State.In("hub")); got != n {
+				return fmt.Errorf("%d edges into the hub", got)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			s := benchOpen(b, dir, true)
+			b.StartTimer()
+			read(s)
+			b.StopTimer()
+			s.Close()
+			b.StartTimer()
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		s := benchOpen(b, dir, true)
+		defer s.Close()
+		read(s)
+		for b.Loop() {
+			read(s)
+		}
+	})
 }

@@ -145,3 +145,86 @@ func TestReadAheadBigCommit(t *testing.T) {
 	}
 	mustCheck(t, s)
 }
+
+// TestAuditReadsLittleThroughTheMap: on a head opened over its map, an
+// audit of an artifact whose provenance is a small share of the state is
+// taken through the map (the view it returns is the lazy one), one whose
+// provenance is large on the state loaded whole; both reports equal the
+// audit of the whole state, trust (a quarantined branch) and sources
+// included.
+func TestAuditReadsLittleThroughTheMap(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	const n, chain = 20_000, 2_000
+	tree := func(i int) string { return fmt.Sprintf("t%05d", i) }
+	step := func(i int) string { return fmt.Sprintf("c%04d", i) }
+	var ops []graph.Op
+	ops = append(ops, put("src", "fetch_verdict", map[string]any{"verdict": "FAILED", "url": "https://example.test/src"}))
+	// A binary tree: t(i) derives from t(i/2), and t05000 from a failed
+	// fetch too.
+	for i := range n {
+		ops = append(ops, put(tree(i), "claim", map[string]any{"i": i, "url": "https://example.test/" + tree(i)}))
+		if i > 0 {
+			ops = append(ops, graph.Op{Op: graph.OpLink, From: tree(i), Rel: "derived_from", To: tree(i / 2)})
+		}
+	}
+	ops = append(ops, graph.Op{Op: graph.OpLink, From: tree(5_000), Rel: "derived_from", To: "src"})
+	// A chain hanging from the tree's root: its tip rests on more than
+	// a 64th of the state.
+	for i := range chain {
+		ops = append(ops, put(step(i), "claim", map[string]any{"i": i}))
+		to := tree(0)
+		if i > 0 {
+			to = step(i - 1)
+		}
+		ops = append(ops, graph.Op{Op: graph.OpLink, From: step(i), Rel: "derived_from", To: to})
+	}
+	mustCommit(t, s, "c", ops...)
+	s.Close()
+	s = openTest(t, dir)
+	defer s.Close()
+	for _, tc := range []struct {
+		id          string
+		lazy        bool
+		size        int
+		quarantined bool
+	}{
+		{tree(10_001), true, 16, true},
+		{tree(19_999), true, 16, false},
+		{step(chain - 1), false, chain + 1, false},
+	} {
+		if err := s.Read(ctx, "c", "", func(v *View) error {
+			if !v.State.IsLazy() {
+				return fmt.Errorf("a head of format 3 was loaded whole")
+			}
+			got, w, err := v.Audit(ctx, tc.id)
+			if err != nil {
+				return err
+			}
+			if w.State.IsLazy() != tc.lazy {
+				return fmt.Errorf("audit of %s: view lazy %v, want %v", tc.id, w.State.IsLazy(), tc.lazy)
+			}
+			whole, err := v.Whole(ctx)
+			if err != nil {
+				return err
+			}
+			want, err := graph.Audit(whole.State, tc.id, whole.Trust.Explainer(whole.State), whole.DataOf(ctx), got.AuditMeta)
+			if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(got, want) {
+				return fmt.Errorf("audit of %s differs from the whole state's (%d and %d artifacts)", tc.id, len(got.Artifacts), len(want.Artifacts))
+			}
+			if len(got.Artifacts) != tc.size || (got.Trust.Status == graph.StatusQuarantined) != tc.quarantined || len(got.Sources) == 0 {
+				return fmt.Errorf("audit of %s: %d artifacts, trust %s, %d sources", tc.id, len(got.Artifacts), got.Trust.Status, len(got.Sources))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

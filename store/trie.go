@@ -732,19 +732,8 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 			return nil, err
 		}
 		if n.leaf {
-			if n.legacy {
-				for _, e := range n.entries {
-					if bytes.Equal(e.key, key) {
-						return e.val, nil
-					}
-				}
-				return nil, nil
-			}
-			i, found := slices.BinarySearchFunc(n.entries, key, func(e trieEntry, k []byte) int { return bytes.Compare(e.key, k) })
-			if !found {
-				return nil, nil
-			}
-			return n.entries[i].val, nil
+			v, _ := leafGet(n, key)
+			return v, nil
 		}
 		var c trieChild
 		if n.legacy {
@@ -764,6 +753,119 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 		}
 		id = c.id
 	}
+}
+
+// trieGetMany looks keys up in the trie at root and calls found with the
+// index and value of each key present (in no particular order; val is
+// the node's, not a copy). It descends a level at a time with the keys
+// grouped by the node they reach, so each node on their paths is visited
+// once however many keys pass through it, and a level's nodes that
+// cached (nil: none is) does not hold are read in one call of read. A
+// read of thousands of entries spread over a map bigger than the node
+// cache — the edges into a hub — otherwise walks from the root once per
+// entry and reads its nodes one at a time.
+func trieGetMany(root trieChild, keys [][]byte, cached func(hashing.Digest) *trieNode, read func([]hashing.Digest) (map[hashing.Digest]*trieNode, error), found func(i int, val []byte)) error {
+	if root.count == 0 || len(keys) == 0 {
+		return nil
+	}
+	type group struct {
+		ref  trieChild
+		keys []int // indexes into keys
+	}
+	all := make([]int, len(keys))
+	for i := range all {
+		all[i] = i
+	}
+	level := []group{{ref: root, keys: all}}
+	// paths holds each key's hashed path once a legacy node needs it.
+	var paths []*hashing.Digest
+	for depth := 0; len(level) > 0; depth++ {
+		if depth > maxNodeDepth {
+			return fmt.Errorf("%w: state map deeper than %d levels", ErrCorrupt, maxNodeDepth)
+		}
+		nodes := make([]*trieNode, len(level))
+		var missing []hashing.Digest
+		for gi, g := range level {
+			if cached != nil {
+				nodes[gi] = cached(g.ref.id)
+			}
+			if nodes[gi] == nil {
+				missing = append(missing, g.ref.id)
+			}
+		}
+		if len(missing) > 0 {
+			got, err := read(missing)
+			if err != nil {
+				return err
+			}
+			for gi, g := range level {
+				if nodes[gi] == nil {
+					if nodes[gi] = got[g.ref.id]; nodes[gi] == nil {
+						return fmt.Errorf("%w %s", errNodeMissing, g.ref.id)
+					}
+				}
+			}
+		}
+		var next []group
+		for gi, g := range level {
+			n := nodes[gi]
+			if n.leaf {
+				for _, i := range g.keys {
+					if v, ok := leafGet(n, keys[i]); ok {
+						found(i, v)
+					}
+				}
+				continue
+			}
+			var parts [16][]int
+			for _, i := range g.keys {
+				var c int
+				if n.legacy {
+					if depth >= legacyMaxDepth {
+						return fmt.Errorf("%w: legacy state map deeper than a hash", ErrCorrupt)
+					}
+					if paths == nil {
+						paths = make([]*hashing.Digest, len(keys))
+					}
+					if paths[i] == nil {
+						p := hashing.Digest(sha256.Sum256(keys[i]))
+						paths[i] = &p
+					}
+					c = legacyNibble(*paths[i], depth)
+				} else {
+					c = keyNibble(keys[i], n.depth)
+				}
+				if n.children[c].count > 0 {
+					parts[c] = append(parts[c], i)
+				}
+			}
+			for c, ks := range parts {
+				if len(ks) > 0 {
+					next = append(next, group{ref: n.children[c], keys: ks})
+				}
+			}
+		}
+		level = next
+	}
+	return nil
+}
+
+// leafGet looks key up among a leaf's entries: a binary search in an
+// ordered leaf, a scan in a legacy one.
+func leafGet(n *trieNode, key []byte) ([]byte, bool) {
+	if n.legacy {
+		for _, e := range n.entries {
+			if bytes.Equal(e.key, key) {
+				return e.val, true
+			}
+		}
+		return nil, false
+	}
+	i, found := slices.BinarySearchFunc(n.entries, key, func(e trieEntry, k []byte) int { return bytes.Compare(e.key, k) })
+	if !found {
+		return nil, false
+	}
+	return n.entries[i].val, true
 }
 
 // trieWalk calls fn for every entry below root, in the order of its

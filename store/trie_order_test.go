@@ -133,6 +133,7 @@ func checkAgainstOracle(t *testing.T, where string, src nodeSource, root trieChi
 			t.Fatalf("%s: get of absent %q = %q, %v", where, k+"\x01", got, err)
 		}
 	}
+	checkGetMany(t, where, src, root, oracle)
 	var walked []string
 	if err := trieWalk(src, root, func(k, v []byte) error {
 		if oracle[string(k)] != string(v) {
@@ -156,6 +157,72 @@ func checkAgainstOracle(t *testing.T, where string, src nodeSource, root trieChi
 	}
 	if want := slices.Sorted(maps.Keys(oracle)); !slices.Equal(walked, want) {
 		t.Fatalf("%s: walk is not the oracle's keys in order (%d keys, want %d)", where, len(walked), len(want))
+	}
+}
+
+// checkGetMany checks trieGetMany against the oracle: every key present,
+// absent keys, a key asked twice, in a shuffled order, each found key
+// reported once with its value; and that it asks read for each node once
+// at most, a level at a time, and reads nothing that cached holds.
+func checkGetMany(t *testing.T, where string, src nodeSource, root trieChild, oracle map[string]string) {
+	t.Helper()
+	var keys [][]byte
+	for k := range oracle {
+		keys = append(keys, []byte(k), []byte(k+"\x01"))
+	}
+	keys = append(keys, []byte("\xff absent"), []byte(nil))
+	if len(keys) > 2 {
+		keys = append(keys, keys[0])
+	}
+	rng := rand.New(rand.NewPCG(uint64(len(keys)), 9))
+	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	read := map[hashing.Digest]int{}
+	batches := 0
+	readFn := func(ids []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+		batches++
+		got := map[hashing.Digest]*trieNode{}
+		for _, id := range ids {
+			read[id]++
+			n, err := src.node(id)
+			if err != nil {
+				return nil, err
+			}
+			got[id] = n
+		}
+		return got, nil
+	}
+	// The root is "cached": it must not be read.
+	var rootNode *trieNode
+	if root.count > 0 {
+		var err error
+		if rootNode, err = src.node(root.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cached := func(id hashing.Digest) *trieNode {
+		if id == root.id {
+			return rootNode
+		}
+		return nil
+	}
+	vals := make([][]byte, len(keys))
+	calls := make([]int, len(keys))
+	if err := trieGetMany(root, keys, cached, readFn, func(i int, v []byte) { vals[i] = v; calls[i]++ }); err != nil {
+		t.Fatalf("%s: trieGetMany: %v", where, err)
+	}
+	for i, k := range keys {
+		v, ok := oracle[string(k)]
+		if ok != (calls[i] == 1) || calls[i] > 1 || string(vals[i]) != v {
+			t.Fatalf("%s: trieGetMany of %q: %q in %d calls; the oracle has %q (%v)", where, k, vals[i], calls[i], v, ok)
+		}
+	}
+	for id, n := range read {
+		if n > 1 || id == root.id {
+			t.Fatalf("%s: trieGetMany read node %s %d times (root %v)", where, id.Short(), n, id == root.id)
+		}
+	}
+	if h := trieHeight(t, src, root); batches > h {
+		t.Fatalf("%s: %d batches of reads for a trie %d levels high", where, batches, h)
 	}
 }
 
