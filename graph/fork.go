@@ -29,7 +29,7 @@ var ErrForkStale = errors.New("graph: fork is not of this state as it is now")
 // with a change of s. Making a fork costs O(1), and it changes nothing of
 // s (the context hash's accumulator is forked too: hashing.Accumulator.Fork).
 func (s *State) Fork() *State {
-	f := s.emptyOver(s.acc.Fork(), 0)
+	f := s.emptyOver(s.accum().Fork(), 0)
 	f.under, f.forkGen = s, s.gen
 	return f
 }
@@ -64,7 +64,7 @@ func (s *State) IsFork() bool { return s.under != nil }
 // and f must not be used again. It returns ErrForkStale, changing
 // nothing, when f is not such a fork.
 func (s *State) Absorb(f *State) error {
-	if f.under != s || f.forkGen != s.gen || !f.acc.IsForkOf(s.acc) {
+	if f.under != s || f.forkGen != s.gen || !f.acc.IsForkOf(s.accum()) {
 		return ErrForkStale
 	}
 	whole := s.whole()
@@ -98,7 +98,7 @@ func (s *State) Absorb(f *State) error {
 			s.typeCount[typ] = n
 		}
 	}
-	s.acc.Absorb(f.acc) // cannot refuse: checked above
+	s.accum().Absorb(f.acc) // cannot refuse: checked above
 	s.rels, s.ruleset, s.types, s.relDefs = f.rels, f.ruleset, f.types, f.relDefs
 	s.nArt, s.nTomb, s.nEdge = f.nArt, f.nTomb, f.nEdge
 	s.gen++

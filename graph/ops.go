@@ -634,7 +634,7 @@ func ShortestPath(src, dst string, next func(id string) []string) []string {
 func (s *State) insertArtifact(a *Artifact) {
 	s.artifacts[a.ID] = a
 	s.typeCount[a.Type] = s.countOf(a.Type) + 1
-	s.acc.Add(a.Leaf())
+	s.accum().Add(a.Leaf())
 	s.nArt++
 	s.gen++
 }
@@ -644,7 +644,7 @@ func (s *State) removeArtifact(id string) {
 	if a == nil {
 		return
 	}
-	s.acc.Remove(a.Leaf())
+	s.accum().Remove(a.Leaf())
 	n := s.countOf(a.Type) - 1
 	if s.whole() {
 		delete(s.artifacts, id)
@@ -667,7 +667,7 @@ func (s *State) insertEdge(e *Edge) {
 	s.edges[k] = e
 	s.setFor(s.out, k.From, func() *edgeSet { return s.belowOut(k.From) }).put(e)
 	s.setFor(s.in, k.To, func() *edgeSet { return s.belowIn(k.To) }).put(e)
-	s.acc.Add(e.Leaf())
+	s.accum().Add(e.Leaf())
 	s.nEdge++
 	s.gen++
 }
@@ -677,7 +677,7 @@ func (s *State) removeEdge(k EdgeKey) {
 	if e == nil {
 		return
 	}
-	s.acc.Remove(e.Leaf())
+	s.accum().Remove(e.Leaf())
 	if s.whole() {
 		delete(s.edges, k)
 	} else {

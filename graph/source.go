@@ -3,6 +3,7 @@ package graph
 import (
 	"iter"
 	"sort"
+	"sync"
 
 	"github.com/artifactd/artifactd/hashing"
 )
@@ -61,6 +62,50 @@ func NewStateOver(rs *Ruleset, src Source, n Counts, defs []*Artifact, acc *hash
 		}
 	}
 	return s, nil
+}
+
+// NewStateOverHashLater is NewStateOver for a state that is mostly read
+// (a view of an older commit): instead of an accumulator it takes build,
+// which returns one holding exactly src's leaves, and calls it the first
+// time the state needs it — Hash, Leaves, Fork, Clone — once, under a
+// lock, so that concurrent Clones of a shared state (Share) may trigger it. A read of a few entries
+// then never reads the whole source's leaves. build cannot fail: a
+// source that cannot be read keeps the failure (src.Err), and the state's
+// Err reports it, as for any other read.
+func NewStateOverHashLater(rs *Ruleset, src Source, n Counts, defs []*Artifact, build func() *hashing.Accumulator) (*State, error) {
+	s, err := NewStateOver(rs, src, n, defs, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.later = &laterAcc{build: build}
+	return s, nil
+}
+
+// laterAcc builds the accumulator of a state opened by
+// NewStateOverHashLater.
+type laterAcc struct {
+	mu    sync.Mutex
+	build func() *hashing.Accumulator
+	// shared is set by Share: the accumulator is marked shared once built.
+	shared bool
+}
+
+// accum returns s's accumulator, building it first on a state opened by
+// NewStateOverHashLater.
+func (s *State) accum() *hashing.Accumulator {
+	l := s.later
+	if l == nil {
+		return s.acc
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s.acc == nil {
+		s.acc = l.build()
+		if l.shared {
+			s.acc.MarkShared()
+		}
+	}
+	return s.acc
 }
 
 // Err returns the first failed read of the source under s (nil when s
@@ -188,7 +233,7 @@ func LeavesOf(artifacts []*Artifact, edges []*Edge) []hashing.Digest {
 // not be used afterwards. It reports false, doing nothing, when s is not
 // a state over a source or its sizes are not n.
 func (s *State) Rebase(src Source, n Counts) (*State, bool) {
-	if s.under != nil || s.src == nil || n != (Counts{s.nArt, s.nTomb, s.nEdge}) {
+	if s.under != nil || s.src == nil || s.later != nil || n != (Counts{s.nArt, s.nTomb, s.nEdge}) {
 		return nil, false
 	}
 	c := s.emptyOver(s.acc, 0)

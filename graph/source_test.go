@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/artifactd/artifactd/hashing"
 )
 
 // stateSource serves a whole state as a Source, counting the reads: the
@@ -427,5 +430,73 @@ func TestStoredEdgesReadOnce(t *testing.T) {
 		if n := src.points.Load() - before; n != 1 {
 			t.Errorf("%s read the source %d times", read.name, n)
 		}
+	}
+}
+
+// TestHashLater: a state opened with its accumulator deferred answers
+// reads without building it, builds it once when the hash, the leaves, a
+// fork or a clone needs it — also when several goroutines clone it at once —
+// and then hashes, forks and clones as the whole state does.
+func TestHashLater(t *testing.T) {
+	whole := chainState(t, 300)
+	open := func() (*State, *atomic.Int64) {
+		var builds atomic.Int64
+		lz, err := NewStateOverHashLater(nil, newStateSource(wholeCopy(whole)), Counts{whole.nArt, whole.nTomb, whole.nEdge}, nil,
+			func() *hashing.Accumulator { builds.Add(1); return whole.acc.Clone() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lz, &builds
+	}
+	lz, builds := open()
+	if a := lz.Artifact("c7"); a == nil || len(lz.In("c7")) != 1 || len(lz.Out("c7")) != 1 || lz.NumArtifacts() != 300 {
+		t.Fatal("reads of the deferred state differ from the whole one")
+	}
+	if builds.Load() != 0 {
+		t.Fatalf("reads built the accumulator %d times", builds.Load())
+	}
+	// Clones of a shared state may be made at once (Share); the first
+	// builds the accumulator.
+	lz.Share()
+	var wg sync.WaitGroup
+	clones := make([]*State, 8)
+	for i := range clones {
+		wg.Go(func() { clones[i] = lz.Clone() })
+	}
+	wg.Wait()
+	for _, c := range clones {
+		if h := c.Hash(); h != whole.Hash() {
+			t.Fatalf("a clone hashes to %s, the whole state to %s", h.Short(), whole.Hash().Short())
+		}
+	}
+	for _, h := range []hashing.Digest{lz.Hash()} {
+		if h != whole.Hash() {
+			t.Fatalf("hash %s, the whole state's %s", h.Short(), whole.Hash().Short())
+		}
+	}
+	if builds.Load() != 1 {
+		t.Fatalf("built %d times", builds.Load())
+	}
+	if len(lz.Leaves()) != 599 {
+		t.Fatalf("%d leaves", len(lz.Leaves()))
+	}
+
+	// A fork of a fresh one builds it, and commits as the whole state.
+	lz, builds = open()
+	f, wf := lz.Fork(), whole.Clone().Fork()
+	ops := []Op{tqPut("next", "claim"), tqLink("next", "derived_from", "c299")}
+	for _, s := range []*State{f, wf} {
+		if _, err := s.ApplyOps(ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lz.Absorb(f); err != nil {
+		t.Fatal(err)
+	}
+	if lz.Hash() != wf.Hash() || builds.Load() != 1 {
+		t.Fatalf("after a commit: %s vs %s, %d builds", lz.Hash().Short(), wf.Hash().Short(), builds.Load())
+	}
+	if _, ok := lz.Rebase(newStateSource(wholeCopy(whole)), Counts{lz.nArt, lz.nTomb, lz.nEdge}); ok {
+		t.Fatal("a deferred state was rebased")
 	}
 }

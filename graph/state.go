@@ -69,6 +69,9 @@ type State struct {
 	out        map[string]*edgeSet
 	in         map[string]*edgeSet
 	acc        *hashing.Accumulator
+	// later, on a state opened by NewStateOverHashLater, builds acc the
+	// first time something needs it (accum); nil on every other state.
+	later *laterAcc
 	// rels are the relations in force: the ruleset's and the defined
 	// ones. It and the definition maps below are copied on write, so
 	// Clone shares them.
@@ -147,7 +150,7 @@ func (s *State) Clone() *State {
 		edges:      make(map[EdgeKey]*Edge, len(s.edges)),
 		out:        make(map[string]*edgeSet, len(s.out)),
 		in:         make(map[string]*edgeSet, len(s.in)),
-		acc:        s.acc.Clone(),
+		acc:        s.accum().Clone(),
 		rels:       s.rels,
 		ruleset:    s.ruleset,
 		types:      s.types,
@@ -181,7 +184,7 @@ func (s *State) Clone() *State {
 
 // flatten returns the whole state a fork shows.
 func (s *State) flatten() *State {
-	c := s.emptyOver(s.acc.Clone(), max(s.nArt, s.nEdge))
+	c := s.emptyOver(s.accum().Clone(), max(s.nArt, s.nEdge))
 	for id, a := range s.allArtifacts() {
 		c.artifacts[id] = a
 		c.typeCount[a.Type]++
@@ -200,14 +203,24 @@ func (s *State) flatten() *State {
 // Share prepares the state to be cloned by several goroutines at once (a
 // state in a cache of read-only states): afterwards Clone only reads s.
 // Call it before s is shared; later changes to s stay correct.
-func (s *State) Share() { s.acc.MarkShared() }
+func (s *State) Share() {
+	if l := s.later; l != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.shared = true
+		if s.acc == nil {
+			return // accum marks it when it builds it
+		}
+	}
+	s.acc.MarkShared()
+}
 
 // Hash returns the context hash of the state. It re-hashes only the
 // buckets touched since the last call.
-func (s *State) Hash() hashing.Digest { return s.acc.Root() }
+func (s *State) Hash() hashing.Digest { return s.accum().Root() }
 
 // Leaves returns the state's sorted leaves.
-func (s *State) Leaves() []hashing.Digest { return s.acc.Leaves() }
+func (s *State) Leaves() []hashing.Digest { return s.accum().Leaves() }
 
 // NumArtifacts returns the number of artifacts.
 func (s *State) NumArtifacts() int { return s.nArt }
@@ -419,7 +432,7 @@ func Load(rs *Ruleset, artifacts []*Artifact, tombstones []Tombstone, edges []*E
 		edgesAt(s.in, k.To).put(e)
 	}
 	s.nEdge = len(s.edges)
-	s.acc.AddBatch(leaves)
+	s.accum().AddBatch(leaves)
 	return s, nil
 }
 

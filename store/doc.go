@@ -54,6 +54,14 @@
 //     used one (a context bigger than the budget stays cached alone rather
 //     than be loaded again on every read), and a reader caches a head it
 //     loaded only while it is still the branch's durable head.
+//   - view: what Read hands a reader. At a branch head, the head pinned
+//     as a snapshot; at an older commit whose map holds its index, a
+//     state and trust index over that map opened for the read (openAt),
+//     whose context-hash leaves are read only if the reader asks for the
+//     hash, a fork or a clone; at a map written before format 3, the state
+//     loaded whole. An audit walks the map unless the provenance is more
+//     than a 64th of the state (View.Audit); a merge's or a diff's far
+//     side is loaded whole (ReadCommit), cached within 15 % of the budget.
 //   - definitions: the types and relations a context uses, recorded in
 //     its own history as artifactd.type/… and artifactd.relation/…
 //     artifacts (graph.DefinitionOps decides which a commit must record;

@@ -480,19 +480,9 @@ func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *gra
 			ckpt = hashing.Digest{}
 		}
 	}
-	var defs []*graph.Artifact
-	for a := range m.artifactsUnder(graph.ReservedIDPrefix) {
-		if graph.IsDefinitionType(a.Type) {
-			defs = append(defs, a)
-		}
-	}
-	if err := m.Err(); err != nil {
-		return nil, nil, hashing.Digest{}, fmt.Errorf("open state of commit %s: %w", c.ID.Short(), err)
-	}
-	for _, a := range defs {
-		if a.Data, err = s.object(a.ContentHash); err != nil {
-			return nil, nil, hashing.Digest{}, fmt.Errorf("definition %q: %w", a.ID, err)
-		}
+	defs, err := s.definitionsIn(m, c)
+	if err != nil {
+		return nil, nil, hashing.Digest{}, err
 	}
 	n, tn := countsOf(c)
 	st, err := graph.NewStateOver(rs, m, n, defs, acc)
@@ -500,6 +490,65 @@ func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *gra
 		return nil, nil, hashing.Digest{}, fmt.Errorf("%w: open state of commit %s: %w", ErrCorrupt, c.ID.Short(), err)
 	}
 	return st, graph.NewTrustIndexOver(m, tn, s.baseFor), ckpt, nil
+}
+
+// definitionsIn returns the definition artifacts of the state map m of
+// commit c, with their payloads.
+func (s *Store) definitionsIn(m *mapSource, c *replay.Commit) ([]*graph.Artifact, error) {
+	var defs []*graph.Artifact
+	for a := range m.artifactsUnder(graph.ReservedIDPrefix) {
+		if graph.IsDefinitionType(a.Type) {
+			defs = append(defs, a)
+		}
+	}
+	if err := m.Err(); err != nil {
+		return nil, fmt.Errorf("open state of commit %s: %w", c.ID.Short(), err)
+	}
+	for _, a := range defs {
+		var err error
+		if a.Data, err = s.object(a.ContentHash); err != nil {
+			return nil, fmt.Errorf("definition %q: %w", a.ID, err)
+		}
+	}
+	return defs, nil
+}
+
+// openAt opens the state and trust index of commit c of context info,
+// whose map holds its index, for a read: over its state map, as a head
+// is, but with the context hash's leaves read only if the reader needs
+// them (graph.NewStateOverHashLater: the hash, a fork, a clone) — from
+// c's leaf checkpoint, else a walk of the map. A read of a few entries of
+// an old commit then costs a few lookups, whatever the size of its state.
+func (s *Store) openAt(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, error) {
+	rs, err := info.ruleset()
+	if err != nil {
+		return nil, nil, err
+	}
+	m := newMapSource(s, info.ID, c)
+	defs, err := s.definitionsIn(m, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	leaves := func() *hashing.Accumulator {
+		if wantsCheckpoint(c) {
+			if acc := s.readCheckpoint(context.Background(), c.ContextHash, c.Artifacts+c.Edges); acc != nil {
+				return acc
+			}
+		}
+		acc, err := s.leavesOf(m, c)
+		if err != nil {
+			// The state's Err reports it, and the read fails.
+			m.fail(err)
+			return hashing.NewAccumulator()
+		}
+		return acc
+	}
+	n, tn := countsOf(c)
+	st, err := graph.NewStateOverHashLater(rs, m, n, defs, leaves)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: open state of commit %s: %w", ErrCorrupt, c.ID.Short(), err)
+	}
+	return st, graph.NewTrustIndexOver(m, tn, s.baseFor), nil
 }
 
 // checkpointLater writes the leaf checkpoint of context hash h in the

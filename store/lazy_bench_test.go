@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/replay"
 )
 
 // BenchmarkAuditChainHead audits the tip of a 20,000-deep derivation
@@ -56,25 +57,10 @@ func BenchmarkAuditChainHead(b *testing.B) {
 func BenchmarkAuditShallowBig(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
-	dir := b.TempDir()
+	dir, _ := bigTree(b, n)
 	s := benchOpen(b, dir, true)
-	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
-		b.Fatal(err)
-	}
-	id := func(i int) string { return fmt.Sprintf("t-%06d", i) }
-	for lo := 0; lo < n; lo += 5000 {
-		var ops []graph.Op
-		for i := lo; i < lo+5000; i++ {
-			ops = append(ops, notePut(id(i), i, "node"))
-			if i > 0 {
-				ops = append(ops, graph.Op{Op: graph.OpLink, From: id(i), Rel: "derived_from", To: id(i / 2)})
-			}
-		}
-		benchCommit(b, s, "big", ops...)
-	}
-	s.Close()
-	s = benchOpen(b, dir, true)
 	defer s.Close()
+	id := func(i int) string { return fmt.Sprintf("t-%06d", i) }
 	b.ResetTimer()
 	for k := 0; b.Loop(); k++ {
 		i := n/2 + (k*7919)%(n/2)
@@ -144,4 +130,87 @@ func BenchmarkDependentsOfHub(b *testing.B) {
 			read(s)
 		}
 	})
+}
+
+// bigTree writes a context "big" of n artifacts t-000000… in commits of
+// 5,000, artifact i derived_from artifact i/2, into a new store, and
+// returns its directory and the commits.
+func bigTree(b *testing.B, n int) (string, []*replay.Commit) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	s := benchOpen(b, dir, true)
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		b.Fatal(err)
+	}
+	id := func(i int) string { return fmt.Sprintf("t-%06d", i) }
+	var commits []*replay.Commit
+	for lo := 0; lo < n; lo += 5000 {
+		var ops []graph.Op
+		for i := lo; i < lo+5000; i++ {
+			ops = append(ops, notePut(id(i), i, "node"))
+			if i > 0 {
+				ops = append(ops, graph.Op{Op: graph.OpLink, From: id(i), Rel: "derived_from", To: id(i / 2)})
+			}
+		}
+		commits = append(commits, benchCommit(b, s, "big", ops...))
+	}
+	return dir, commits
+}
+
+// BenchmarkReadAtOld reads one artifact and its trust at the commit
+// before the head of a context of 100,000 artifacts (the state at that
+// commit holds 95,000): what a GET …/artifacts/{id}?at= of an older commit
+// costs.
+func BenchmarkReadAtOld(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	dir, commits := bigTree(b, n)
+	old := commits[len(commits)-2].ID.String()
+	s := benchOpen(b, dir, true)
+	defer s.Close()
+	b.ResetTimer()
+	for k := 0; b.Loop(); k++ {
+		id := fmt.Sprintf("t-%06d", (k*7919)%(n-5000))
+		if err := s.Read(ctx, "big", old, func(v *View) error {
+			if v.State.Artifact(id) == nil {
+				return fmt.Errorf("%s missing", id)
+			}
+			if tr := v.Trust.Explain(v.State, id); tr.Status != graph.StatusConfirmed {
+				return fmt.Errorf("%s: %s", id, tr.Status)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadAtOldWhole lists every artifact of the commit before the
+// head of a context of 100,000 artifacts with its trust status: a whole
+// read of an older commit (an export, a listing of every page).
+func BenchmarkReadAtOldWhole(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	dir, commits := bigTree(b, n)
+	old := commits[len(commits)-2].ID.String()
+	s := benchOpen(b, dir, true)
+	defer s.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.Read(ctx, "big", old, func(v *View) error {
+			seen := 0
+			for _, a := range v.State.Artifacts() {
+				if v.Trust.Status(a.ID) == graph.StatusConfirmed {
+					seen++
+				}
+			}
+			if seen != n-5000 || len(v.State.Edges()) != n-5001 {
+				return fmt.Errorf("%d confirmed artifacts", seen)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

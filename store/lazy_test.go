@@ -2,11 +2,15 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/store/kv"
 )
 
 // TestLazyHeadReadsAsWhole: a head opened over its state map after a
@@ -225,6 +229,111 @@ func TestAuditReadsLittleThroughTheMap(t *testing.T) {
 			return nil
 		}); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadAtOldCommitThroughTheMap: a read at a commit that is not a
+// branch head goes through its state map — the view is lazy — and shows
+// what the same commit loaded whole shows: artifacts, edges both ways,
+// trust (a branch quarantined at that commit and freed later), counts; its
+// hash, asked for, is the commit's context hash. An audit at it whose
+// provenance is small stays lazy too.
+func TestReadAtOldCommitThroughTheMap(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	defer func() { s.Close() }()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	ops = append(ops, put("src", "fetch_verdict", map[string]any{"verdict": "FAILED", "url": "https://example.test/a"}))
+	for i := range 200 {
+		id := fmt.Sprintf("s%03d", i)
+		ops = append(ops, put(id, "claim", map[string]any{"i": i}))
+		to := "src"
+		if i > 0 {
+			to = fmt.Sprintf("s%03d", i/3)
+		}
+		ops = append(ops, link(id, "derived_from", to))
+	}
+	old := mustCommit(t, s, "c", ops...)
+	mustCommit(t, s, "c", put("src", "fetch_verdict", map[string]any{"verdict": "RETRIEVED", "url": "https://example.test/a"}),
+		graph.Op{Op: graph.OpUnlink, From: "s150", Rel: "derived_from", To: "s050"},
+		graph.Op{Op: graph.OpUnlink, From: "s199", Rel: "derived_from", To: "s066"}, graph.Op{Op: graph.OpDelete, ID: "s199"})
+	dump := func(v *View) string {
+		st, tr := v.State, v.Trust
+		out := fmt.Sprintf("%d %d %d %+v\n", st.NumArtifacts(), st.NumEdges(), st.NumTombstones(), tr.Summary())
+		for _, a := range st.Artifacts() {
+			out += fmt.Sprintf("%s %s v%d %s in=%d out=%d %v\n", a.ID, a.Type, a.Version, tr.Status(a.ID), len(st.In(a.ID)), len(st.Out(a.ID)), st.Dependents(a.ID))
+		}
+		return out
+	}
+	var want string
+	if err := s.ReadCommit(ctx, "c", old, func(v *View) error {
+		if v.State.IsLazy() {
+			return fmt.Errorf("ReadCommit gave a lazy state")
+		}
+		want = dump(v)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(want, "s199 claim v1 quarantined") {
+		t.Fatalf("the fixture is not what the test needs:\n%.500s", want)
+	}
+	if err := s.Read(ctx, "c", old.ID.String(), func(v *View) error {
+		if !v.State.IsLazy() {
+			return fmt.Errorf("a read at an old commit loaded its state whole")
+		}
+		if got := dump(v); got != want {
+			return fmt.Errorf("through the map:\n%.1500s\nloaded whole:\n%.1500s", got, want)
+		}
+		rep, w, err := v.Audit(ctx, "s100")
+		if err != nil {
+			return err
+		}
+		if w != v || rep.Trust.Status != graph.StatusQuarantined || len(rep.Artifacts) != 7 {
+			return fmt.Errorf("audit at the old commit: lazy %v, trust %s, %d artifacts", w == v, rep.Trust.Status, len(rep.Artifacts))
+		}
+		if h := v.State.Hash(); h != old.ContextHash {
+			return fmt.Errorf("hash %s, the commit records %s", h.Short(), old.ContextHash.Short())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A node of the old map gone (the leaf that holds s199, which the
+	// head no longer shares): the read that meets it fails as corruption,
+	// and the store says so; so does opening a view whose root is gone.
+	key := tkArtifact("s199")
+	leaf := old.Root
+	for {
+		n, err := s.node(leaf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.leaf {
+			break
+		}
+		leaf = n.children[keyNibble(key, n.depth)].id
+	}
+	for _, gone := range []hashing.Digest{leaf, old.Root} {
+		s.Close()
+		s = openTest(t, dir)
+		if err := s.kv.Commit(ctx, kv.Batch{Deletes: [][]byte{keyNode(gone)}}); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Read(ctx, "c", old.ID.String(), func(v *View) error {
+			if v.State.Artifact("s199") != nil {
+				return fmt.Errorf("read s199 from a node that is gone")
+			}
+			return nil
+		})
+		if !errors.Is(err, ErrCorrupt) || s.Health() == nil {
+			t.Fatalf("node %s gone: read error %v, health %v", gone.Short(), err, s.Health())
 		}
 	}
 }

@@ -362,9 +362,8 @@ type materialized struct {
 // Read calls fn with a view of the state at ref (see Resolve). At a branch
 // head it reads the in-memory head as a snapshot: commits to the branch
 // that land while fn runs do not change what fn sees, and fn does not
-// hold them up. At any other commit it
-// materializes the state from the commit's state map (cached for a few
-// recent commits). fn must not retain the view or mutate the state.
+// hold them up. At any other commit it reads the commit's state map
+// (readAt). fn must not retain the view or mutate the state.
 func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) error) error {
 	if _, err := s.ctxState(ctxID); err != nil {
 		return err
@@ -395,7 +394,7 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 					if err != nil {
 						return err
 					}
-					return s.ReadCommit(ctx, ctxID, c, fn)
+					return s.readAt(ctx, ctxID, c, fn)
 				}
 				// Pin the head's state and read it without the lock: a
 				// commit group that lands meanwhile leaves a pinned state
@@ -422,10 +421,40 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 	if err != nil {
 		return err
 	}
-	return s.ReadCommit(ctx, ctxID, c, fn)
+	return s.readAt(ctx, ctxID, c, fn)
 }
 
-// ReadCommit is Read at a resolved commit.
+// readAt is Read at commit c when it is not read as a cached branch head.
+// A commit whose map holds its index (format 3 on) is read through its
+// state map (openAt): the view costs a few lookups to open, and each read
+// what it reads, however big the state — a read of one artifact of a
+// million-artifact context at an old commit does not load the million.
+// An older map is loaded whole (ReadCommit).
+func (s *Store) readAt(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
+	if !indexed(c) {
+		return s.ReadCommit(ctx, ctxID, c, fn)
+	}
+	cs, err := s.ctxState(ctxID)
+	if err != nil {
+		return err
+	}
+	st, trust, err := s.openAt(cs.info, c)
+	if err != nil {
+		s.NoteCorruption(err)
+		return err
+	}
+	v := &View{Commit: c, State: st, Trust: trust, store: s, ctxID: ctxID}
+	ferr := fn(v)
+	if rerr := v.readErr(); rerr != nil {
+		s.NoteCorruption(rerr)
+		return fmt.Errorf("read the state of commit %s: %w", c.ID.Short(), rerr)
+	}
+	return ferr
+}
+
+// ReadCommit calls fn with a view of commit c's state loaded whole
+// (cached for a few recent commits): for reads that walk most of it, as
+// a merge's or a diff's far side does.
 func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
 	key := ctxID + "\x00" + string(c.ID[:])
 	m, ok := s.states.get(key)
