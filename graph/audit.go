@@ -164,15 +164,15 @@ func Audit(s *State, answerID string, trust func(id string) Trust, data DataFunc
 
 // ProvenanceWithin reports whether artifact id and every artifact it rests
 // on over dependency edges — the artifacts Audit reports for it — number
-// at most max. It stops at the first artifact past max, so it reads the
-// outgoing edges of at most max artifacts: a caller can ask cheaply
+// at most limit. It stops at the first artifact past limit, so it reads
+// the outgoing edges of at most limit artifacts: a caller can ask cheaply
 // whether a walk is small before it decides how to read a big state. An
-// id the state lacks has nothing to walk (true for any max ≥ 0).
-func (s *State) ProvenanceWithin(id string, max int) bool {
+// id the state lacks has nothing to walk (true for any limit ≥ 0).
+func (s *State) ProvenanceWithin(id string, limit int) bool {
 	if s.art(id) == nil {
-		return max >= 0
+		return limit >= 0
 	}
-	if max < 1 {
+	if limit < 1 {
 		return false
 	}
 	seen := map[string]bool{id: true}
@@ -182,7 +182,7 @@ func (s *State) ProvenanceWithin(id string, max int) bool {
 			if !s.rels.Depends(k.Rel) || seen[k.To] {
 				continue
 			}
-			if len(order) == max {
+			if len(order) == limit {
 				return false
 			}
 			seen[k.To] = true

@@ -68,10 +68,12 @@ func NewStateOver(rs *Ruleset, src Source, n Counts, defs []*Artifact, acc *hash
 // (a view of an older commit): instead of an accumulator it takes build,
 // which returns one holding exactly src's leaves, and calls it the first
 // time the state needs it — Hash, Leaves, Fork, Clone — once, under a
-// lock, so that concurrent Clones of a shared state (Share) may trigger it. A read of a few entries
-// then never reads the whole source's leaves. build cannot fail: a
-// source that cannot be read keeps the failure (src.Err), and the state's
-// Err reports it, as for any other read.
+// lock, so that concurrent Clones of a shared state (Share) may trigger
+// it. A read of a few entries then never reads the whole source's leaves.
+// build cannot fail: a source that cannot be read keeps the failure
+// (src.Err), and the state's Err reports it, as for any other read; until
+// the caller checks Err, what the state shows (its hash included) may
+// rest on what could not be read.
 func NewStateOverHashLater(rs *Ruleset, src Source, n Counts, defs []*Artifact, build func() *hashing.Accumulator) (*State, error) {
 	s, err := NewStateOver(rs, src, n, defs, nil)
 	if err != nil {
@@ -231,7 +233,8 @@ func LeavesOf(artifacts []*Artifact, edges []*Edge) []hashing.Digest {
 // commit's entries holds many changes, once those changes are stored
 // (src) under a newer commit. n must be src's sizes and equal s's. s must
 // not be used afterwards. It reports false, doing nothing, when s is not
-// a state over a source or its sizes are not n.
+// a state over a source, was opened by NewStateOverHashLater, or its sizes
+// are not n.
 func (s *State) Rebase(src Source, n Counts) (*State, bool) {
 	if s.under != nil || s.src == nil || s.later != nil || n != (Counts{s.nArt, s.nTomb, s.nEdge}) {
 		return nil, false

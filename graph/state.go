@@ -201,8 +201,10 @@ func (s *State) flatten() *State {
 }
 
 // Share prepares the state to be cloned by several goroutines at once (a
-// state in a cache of read-only states): afterwards Clone only reads s.
-// Call it before s is shared; later changes to s stay correct.
+// state in a cache of read-only states): afterwards Clone only reads s —
+// except that the first Clone of a state opened by NewStateOverHashLater
+// builds its accumulator, under that state's lock. Call it before s is
+// shared; later changes to s stay correct.
 func (s *State) Share() {
 	if l := s.later; l != nil {
 		l.mu.Lock()

@@ -55,13 +55,16 @@
 //     than be loaded again on every read), and a reader caches a head it
 //     loaded only while it is still the branch's durable head.
 //   - view: what Read hands a reader. At a branch head, the head pinned
-//     as a snapshot; at an older commit whose map holds its index, a
-//     state and trust index over that map opened for the read (openAt),
-//     whose context-hash leaves are read only if the reader asks for the
-//     hash, a fork or a clone; at a map written before format 3, the state
-//     loaded whole. An audit walks the map unless the provenance is more
-//     than a 64th of the state (View.Audit); a merge's or a diff's far
-//     side is loaded whole (ReadCommit), cached within 15 % of the budget.
+//     as a snapshot. At an older commit, the state loaded whole and
+//     cached (ReadCommit) when it fits the old-state cache (15 % of the
+//     budget) or its map predates format 3; a bigger one would be loaded
+//     again on every read, so it is opened over its map for the read
+//     (openAt), its context-hash leaves read only if the reader asks for
+//     the hash, a fork or a clone. An audit walks the map unless the
+//     provenance is more than a 64th of the state (View.Audit), and then
+//     loads the state whole if it fits the head budget; a merge's or a
+//     diff's far side, and a comparison of two runs, read whole states
+//     (ReadCommit).
 //   - definitions: the types and relations a context uses, recorded in
 //     its own history as artifactd.type/… and artifactd.relation/…
 //     artifacts (graph.DefinitionOps decides which a commit must record;

@@ -517,8 +517,13 @@ func (s *Store) definitionsIn(m *mapSource, c *replay.Commit) ([]*graph.Artifact
 // whose map holds its index, for a read: over its state map, as a head
 // is, but with the context hash's leaves read only if the reader needs
 // them (graph.NewStateOverHashLater: the hash, a fork, a clone) — from
-// c's leaf checkpoint, else a walk of the map. A read of a few entries of
-// an old commit then costs a few lookups, whatever the size of its state.
+// c's leaf checkpoint, else a walk of the map (uncancellable, and not
+// kept as a checkpoint: a read at an old commit rarely asks). A read of a
+// few entries of an old commit then costs a few lookups, whatever the
+// size of its state. Its nodes are checked against their ids as they are
+// read; that the map as a whole hashes to c's context hash is checked
+// only when the leaves are built (and by fsck), not on every read as a
+// whole load does.
 func (s *Store) openAt(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, error) {
 	rs, err := info.ruleset()
 	if err != nil {

@@ -234,22 +234,33 @@ func TestAuditReadsLittleThroughTheMap(t *testing.T) {
 }
 
 // TestReadAtOldCommitThroughTheMap: a read at a commit that is not a
-// branch head goes through its state map — the view is lazy — and shows
-// what the same commit loaded whole shows: artifacts, edges both ways,
-// trust (a branch quarantined at that commit and freed later), counts; its
-// hash, asked for, is the commit's context hash. An audit at it whose
-// provenance is small stays lazy too.
+// branch head, whose state does not fit the old-state cache, goes through
+// its state map — the view is lazy — and shows what the same commit
+// loaded whole shows: artifacts, edges both ways, trust (a branch
+// quarantined at that commit and freed later), counts; its hash, asked
+// for, is the commit's context hash. An audit at it whose provenance is
+// small stays lazy too. With room in the cache the same read loads the
+// state whole, as before. A node of the map gone fails the read.
 func TestReadAtOldCommitThroughTheMap(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s := openTest(t, dir)
+	// 1 MiB of caches leaves the old-state cache 157 KB: less than the
+	// fixture's state (about 280 KB by stateCost).
+	open := func() *Store {
+		s, err := Open(ctx, Options{Dir: dir, Clock: testClock(), CacheBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
 	defer func() { s.Close() }()
 	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
 		t.Fatal(err)
 	}
 	var ops []graph.Op
 	ops = append(ops, put("src", "fetch_verdict", map[string]any{"verdict": "FAILED", "url": "https://example.test/a"}))
-	for i := range 200 {
+	for i := range 400 {
 		id := fmt.Sprintf("s%03d", i)
 		ops = append(ops, put(id, "claim", map[string]any{"i": i}))
 		to := "src"
@@ -261,7 +272,7 @@ func TestReadAtOldCommitThroughTheMap(t *testing.T) {
 	old := mustCommit(t, s, "c", ops...)
 	mustCommit(t, s, "c", put("src", "fetch_verdict", map[string]any{"verdict": "RETRIEVED", "url": "https://example.test/a"}),
 		graph.Op{Op: graph.OpUnlink, From: "s150", Rel: "derived_from", To: "s050"},
-		graph.Op{Op: graph.OpUnlink, From: "s199", Rel: "derived_from", To: "s066"}, graph.Op{Op: graph.OpDelete, ID: "s199"})
+		graph.Op{Op: graph.OpUnlink, From: "s399", Rel: "derived_from", To: "s133"}, graph.Op{Op: graph.OpDelete, ID: "s399"})
 	dump := func(v *View) string {
 		st, tr := v.State, v.Trust
 		out := fmt.Sprintf("%d %d %d %+v\n", st.NumArtifacts(), st.NumEdges(), st.NumTombstones(), tr.Summary())
@@ -280,7 +291,7 @@ func TestReadAtOldCommitThroughTheMap(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(want, "s199 claim v1 quarantined") {
+	if !strings.Contains(want, "s399 claim v1 quarantined") || commitStateCost(old) <= s.states.max {
 		t.Fatalf("the fixture is not what the test needs:\n%.500s", want)
 	}
 	if err := s.Read(ctx, "c", old.ID.String(), func(v *View) error {
@@ -305,33 +316,66 @@ func TestReadAtOldCommitThroughTheMap(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A node of the old map gone (the leaf that holds s199, which the
-	// head no longer shares): the read that meets it fails as corruption,
-	// and the store says so; so does opening a view whose root is gone.
-	key := tkArtifact("s199")
-	leaf := old.Root
-	for {
-		n, err := s.node(leaf)
-		if err != nil {
-			t.Fatal(err)
+	// With the default budget the old commit fits the old-state cache:
+	// loaded whole, as before.
+	s.Close()
+	s = openTest(t, dir)
+	if err := s.Read(ctx, "c", old.ID.String(), func(v *View) error {
+		if v.State.IsLazy() {
+			return fmt.Errorf("a small old commit was read through its map")
 		}
-		if n.leaf {
-			break
+		if got := dump(v); got != want {
+			return fmt.Errorf("loaded whole:\n%.1500s\nwant:\n%.1500s", got, want)
 		}
-		leaf = n.children[keyNibble(key, n.depth)].id
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
-	for _, gone := range []hashing.Digest{leaf, old.Root} {
+
+	// A node of the old map gone (the leaf that holds s399, or its edge
+	// to s133, neither of which the head still has): the read that meets
+	// it — a point read, the batched lookup of the edges into s133 —
+	// fails as corruption, and the store says so; so does opening a view
+	// whose root is gone.
+	leafOf := func(key []byte) hashing.Digest {
+		id := old.Root
+		for {
+			n, err := s.node(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.leaf {
+				return id
+			}
+			id = n.children[keyNibble(key, n.depth)].id
+		}
+	}
+	artifact := func(v *View) error {
+		if v.State.Artifact("s399") != nil {
+			return fmt.Errorf("read s399 from a node that is gone")
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		gone hashing.Digest
+		read func(v *View) error
+	}{
+		{leafOf(tkArtifact("s399")), artifact},
+		{leafOf(tkEdge(graph.EdgeKey{From: "s399", Rel: "derived_from", To: "s133"})), func(v *View) error {
+			if n := len(v.State.In("s133")); n != 0 {
+				return fmt.Errorf("%d edges into s133 read from a node that is gone", n)
+			}
+			return nil
+		}},
+		{old.Root, artifact},
+	} {
+		gone := tc.gone
 		s.Close()
-		s = openTest(t, dir)
+		s = open()
 		if err := s.kv.Commit(ctx, kv.Batch{Deletes: [][]byte{keyNode(gone)}}); err != nil {
 			t.Fatal(err)
 		}
-		err := s.Read(ctx, "c", old.ID.String(), func(v *View) error {
-			if v.State.Artifact("s199") != nil {
-				return fmt.Errorf("read s199 from a node that is gone")
-			}
-			return nil
-		})
+		err := s.Read(ctx, "c", old.ID.String(), tc.read)
 		if !errors.Is(err, ErrCorrupt) || s.Health() == nil {
 			t.Fatalf("node %s gone: read error %v, health %v", gone.Short(), err, s.Health())
 		}

@@ -425,13 +425,15 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 }
 
 // readAt is Read at commit c when it is not read as a cached branch head.
-// A commit whose map holds its index (format 3 on) is read through its
-// state map (openAt): the view costs a few lookups to open, and each read
-// what it reads, however big the state — a read of one artifact of a
-// million-artifact context at an old commit does not load the million.
-// An older map is loaded whole (ReadCommit).
+// A state that fits the old-state cache, or a map written before format
+// 3, is loaded whole and cached (ReadCommit): repeated reads of a small
+// old commit read memory. A bigger state never fitted the cache and was
+// loaded again on every read; it is read through its state map instead
+// (openAt): the view costs a few lookups to open, and each read what it
+// reads — a read of one artifact of a million-artifact context at an old
+// commit does not load the million.
 func (s *Store) readAt(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
-	if !indexed(c) {
+	if !indexed(c) || commitStateCost(c) <= s.states.max {
 		return s.ReadCommit(ctx, ctxID, c, fn)
 	}
 	cs, err := s.ctxState(ctxID)

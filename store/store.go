@@ -467,7 +467,19 @@ func cacheBytes(o Options) int64 {
 // 1.1–1.5× what TestStateCostEstimate measures on chains, hubs, edgeless
 // states and 101-artifact heads.
 func stateCost(st *graph.State) int64 {
-	return 20<<10 + 330*int64(st.NumArtifacts()+st.NumEdges()+st.NumTombstones())
+	return wholeCost(graph.Counts{Artifacts: st.NumArtifacts(), Tombstones: st.NumTombstones(), Edges: st.NumEdges()})
+}
+
+// commitStateCost is stateCost of commit c's state loaded whole, from the
+// sizes its record keeps.
+func commitStateCost(c *replay.Commit) int64 {
+	n, _ := countsOf(c)
+	return wholeCost(n)
+}
+
+// wholeCost is stateCost of a state of sizes n.
+func wholeCost(n graph.Counts) int64 {
+	return 20<<10 + 330*int64(n.Artifacts+n.Edges+n.Tombstones)
 }
 
 // headCost is the estimated heap of a head's state: stateCost for one

@@ -801,7 +801,7 @@ func trieGetMany(root trieChild, keys [][]byte, cached func(hashing.Digest) *tri
 			for gi, g := range level {
 				if nodes[gi] == nil {
 					if nodes[gi] = got[g.ref.id]; nodes[gi] == nil {
-						return fmt.Errorf("%w %s", errNodeMissing, g.ref.id)
+						return missingNode(g.ref.id)
 					}
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -223,6 +224,41 @@ func checkGetMany(t *testing.T, where string, src nodeSource, root trieChild, or
 	}
 	if h := trieHeight(t, src, root); batches > h {
 		t.Fatalf("%s: %d batches of reads for a trie %d levels high", where, batches, h)
+	}
+	// Everything cached: nothing is read, the same values come back.
+	all := func(id hashing.Digest) *trieNode {
+		n, err := src.node(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	never := func([]hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+		t.Fatalf("%s: trieGetMany read a node the cache holds", where)
+		return nil, nil
+	}
+	n := 0
+	if err := trieGetMany(root, keys, all, never, func(i int, v []byte) {
+		n++
+		if string(v) != string(vals[i]) {
+			t.Fatalf("%s: %q cached gives %q, read %q", where, keys[i], v, vals[i])
+		}
+	}); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	found := 0
+	for _, c := range calls {
+		found += c
+	}
+	if n != found {
+		t.Fatalf("%s: cached, %d keys found; read, %d", where, n, found)
+	}
+	// A read that fails is the call's error.
+	boom := errors.New("boom")
+	failing := func([]hashing.Digest) (map[hashing.Digest]*trieNode, error) { return nil, boom }
+	err := trieGetMany(root, keys, cached, failing, func(int, []byte) {})
+	if len(read) > 0 && !errors.Is(err, boom) || len(read) == 0 && err != nil {
+		t.Fatalf("%s: a failing read gave %v (%d nodes to read)", where, err, len(read))
 	}
 }
 
