@@ -60,11 +60,10 @@ func BenchmarkAuditShallowBig(b *testing.B) {
 	dir, _ := bigTree(b, n)
 	s := benchOpen(b, dir, true)
 	defer s.Close()
-	id := func(i int) string { return fmt.Sprintf("t-%06d", i) }
 	b.ResetTimer()
 	for k := 0; b.Loop(); k++ {
 		i := n/2 + (k*7919)%(n/2)
-		leaf := id(i)
+		leaf := treeID(i)
 		if err := s.Read(ctx, "big", "", func(v *View) error {
 			rep, _, err := v.Audit(ctx, leaf)
 			if err == nil && len(rep.Artifacts) != bits.Len(uint(i))+1 {
@@ -132,6 +131,9 @@ func BenchmarkDependentsOfHub(b *testing.B) {
 	})
 }
 
+// treeID names artifact i of bigTree.
+func treeID(i int) string { return fmt.Sprintf("t-%06d", i) }
+
 // bigTree writes a context "big" of n artifacts t-000000… in commits of
 // 5,000, artifact i derived_from artifact i/2, into a new store, and
 // returns its directory and the commits.
@@ -143,7 +145,7 @@ func bigTree(b *testing.B, n int) (string, []*replay.Commit) {
 	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
 		b.Fatal(err)
 	}
-	id := func(i int) string { return fmt.Sprintf("t-%06d", i) }
+	id := treeID
 	var commits []*replay.Commit
 	for lo := 0; lo < n; lo += 5000 {
 		var ops []graph.Op
@@ -171,7 +173,7 @@ func BenchmarkReadAtOld(b *testing.B) {
 	defer s.Close()
 	b.ResetTimer()
 	for k := 0; b.Loop(); k++ {
-		id := fmt.Sprintf("t-%06d", (k*7919)%(n-5000))
+		id := treeID((k * 7919) % (n - 5000))
 		if err := s.Read(ctx, "big", old, func(v *View) error {
 			if v.State.Artifact(id) == nil {
 				return fmt.Errorf("%s missing", id)
