@@ -216,3 +216,41 @@ func BenchmarkReadAtOldWhole(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAuditDeepBig audits, through View.Audit, the tip of a
+// 20,000-deep chain hanging from the root of a 100,000-artifact tree, at
+// the head opened over its map: a provenance past a 64th of the state, so
+// the audit loads the state whole (View.Whole).
+func BenchmarkAuditDeepBig(b *testing.B) {
+	const n, depth = 100_000, 20_000
+	ctx := context.Background()
+	dir, _ := bigTree(b, n)
+	s := benchOpen(b, dir, true)
+	step := func(i int) string { return fmt.Sprintf("c-%06d", i) }
+	for lo := 0; lo < depth; lo += 5000 {
+		var ops []graph.Op
+		for i := lo; i < lo+5000; i++ {
+			to := treeID(0)
+			if i > 0 {
+				to = step(i - 1)
+			}
+			ops = append(ops, notePut(step(i), i, "step"), graph.Op{Op: graph.OpLink, From: step(i), Rel: "derived_from", To: to})
+		}
+		benchCommit(b, s, "big", ops...)
+	}
+	s.Close()
+	s = benchOpen(b, dir, true)
+	defer s.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.Read(ctx, "big", "", func(v *View) error {
+			rep, w, err := v.Audit(ctx, step(depth-1))
+			if err == nil && (len(rep.Artifacts) != depth+1 || w.State.IsLazy()) {
+				err = fmt.Errorf("audit reached %d artifacts, lazy %v", len(rep.Artifacts), w.State.IsLazy())
+			}
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
