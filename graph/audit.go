@@ -87,19 +87,13 @@ func Audit(s *State, answerID string, trust func(id string) Trust, data DataFunc
 	}
 	r := &AuditReport{AuditMeta: meta, Answer: answerID, Edges: []*Edge{}, Sources: []AuditSource{}}
 	depth := map[string]int{answerID: 0}
-	order := []string{answerID}
-	for i := 0; i < len(order); i++ {
-		for k, e := range s.outOf(order[i]).all() {
-			if !s.rels.Depends(k.Rel) {
-				continue
-			}
-			r.Edges = append(r.Edges, e)
-			if _, seen := depth[k.To]; !seen {
-				depth[k.To] = depth[order[i]] + 1
-				order = append(order, k.To)
-			}
+	order := s.walkProvenance(answerID, func(from string, e *Edge, reached bool) bool {
+		r.Edges = append(r.Edges, e)
+		if reached {
+			depth[e.To] = depth[from] + 1
 		}
-	}
+		return true
+	})
 	SortEdges(r.Edges)
 	slices.SortFunc(order, func(a, b string) int {
 		if depth[a] != depth[b] {
@@ -175,21 +169,45 @@ func (s *State) ProvenanceWithin(id string, limit int) bool {
 	if limit < 1 {
 		return false
 	}
+	n := 1
+	within := true
+	s.walkProvenance(id, func(_ string, _ *Edge, reached bool) bool {
+		if reached {
+			if n == limit {
+				within = false
+				return false
+			}
+			n++
+		}
+		return true
+	})
+	return within
+}
+
+// walkProvenance walks the dependency edges from id breadth first — what
+// an audit of id reports — calling edge with each edge walked, the
+// artifact it leaves and whether it reaches an artifact for the first
+// time; the walk stops when edge returns false. It returns the artifacts
+// reached, id first, in the order reached.
+func (s *State) walkProvenance(id string, edge func(from string, e *Edge, reached bool) bool) []string {
 	seen := map[string]bool{id: true}
 	order := []string{id}
 	for i := 0; i < len(order); i++ {
-		for k := range s.outOf(order[i]).all() {
-			if !s.rels.Depends(k.Rel) || seen[k.To] {
+		for k, e := range s.outOf(order[i]).all() {
+			if !s.rels.Depends(k.Rel) {
 				continue
 			}
-			if len(order) == limit {
-				return false
+			reached := !seen[k.To]
+			if !edge(order[i], e, reached) {
+				return order
 			}
-			seen[k.To] = true
-			order = append(order, k.To)
+			if reached {
+				seen[k.To] = true
+				order = append(order, k.To)
+			}
 		}
 	}
-	return true
+	return order
 }
 
 // locators returns the non-empty string values of sourceFields in data.

@@ -462,34 +462,64 @@ func (m *mapSource) Roots() iter.Seq2[string, string] {
 // the definitions are read with their payloads, and nothing else is
 // loaded — lookups read the map as they come.
 func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, hashing.Digest, error) {
+	var ckpt hashing.Digest
+	st, trust, err := s.openOver(info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
+		acc, walked, err := s.leavesAt(m, c)
+		if err != nil {
+			return nil, err
+		}
+		if !walked || wantsCheckpoint(c) && s.checkpointLater(c.ContextHash, acc.Leaves()) {
+			ckpt = c.ContextHash
+		}
+		return openedState(c)(graph.NewStateOver(rs, m, n, defs, acc))
+	})
+	return st, trust, ckpt, err
+}
+
+// openOver opens the state and trust index of commit c of context info
+// over its state map: it reads the ruleset and the definitions with their
+// payloads, has newState make the state, and makes the trust index over
+// the map.
+func (s *Store) openOver(info ContextInfo, c *replay.Commit, newState func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error)) (*graph.State, *graph.TrustIndex, error) {
 	rs, err := info.ruleset()
 	if err != nil {
-		return nil, nil, hashing.Digest{}, err
+		return nil, nil, err
 	}
 	m := newMapSource(s, info.ID, c)
-	var acc *hashing.Accumulator
-	if wantsCheckpoint(c) {
-		acc = s.readCheckpoint(context.Background(), c.ContextHash, c.Artifacts+c.Edges)
-	}
-	ckpt := c.ContextHash
-	if acc == nil {
-		if acc, err = s.leavesOf(m, c); err != nil {
-			return nil, nil, hashing.Digest{}, err
-		}
-		if !wantsCheckpoint(c) || !s.checkpointLater(c.ContextHash, acc.Leaves()) {
-			ckpt = hashing.Digest{}
-		}
-	}
 	defs, err := s.definitionsIn(m, c)
 	if err != nil {
-		return nil, nil, hashing.Digest{}, err
+		return nil, nil, err
 	}
 	n, tn := countsOf(c)
-	st, err := graph.NewStateOver(rs, m, n, defs, acc)
+	st, err := newState(m, rs, n, defs)
 	if err != nil {
-		return nil, nil, hashing.Digest{}, fmt.Errorf("%w: open state of commit %s: %w", ErrCorrupt, c.ID.Short(), err)
+		return nil, nil, err
 	}
-	return st, graph.NewTrustIndexOver(m, tn, s.baseFor), ckpt, nil
+	return st, graph.NewTrustIndexOver(m, tn, s.baseFor), nil
+}
+
+// openedState passes on a state graph made over commit c's map, its
+// error marked as corruption: the map's definitions do not load.
+func openedState(c *replay.Commit) func(*graph.State, error) (*graph.State, error) {
+	return func(st *graph.State, err error) (*graph.State, error) {
+		if err != nil {
+			return nil, fmt.Errorf("%w: open state of commit %s: %w", ErrCorrupt, c.ID.Short(), err)
+		}
+		return st, nil
+	}
+}
+
+// leavesAt returns the accumulator of commit c's context hash, its map m:
+// from c's leaf checkpoint when it has one, else built from a walk of m
+// and checked against c (walked).
+func (s *Store) leavesAt(m *mapSource, c *replay.Commit) (acc *hashing.Accumulator, walked bool, err error) {
+	if wantsCheckpoint(c) {
+		if acc := s.readCheckpoint(context.Background(), c.ContextHash, c.Artifacts+c.Edges); acc != nil {
+			return acc, false, nil
+		}
+	}
+	acc, err = s.leavesOf(m, c)
+	return acc, true, err
 }
 
 // definitionsIn returns the definition artifacts of the state map m of
@@ -525,35 +555,18 @@ func (s *Store) definitionsIn(m *mapSource, c *replay.Commit) ([]*graph.Artifact
 // only when the leaves are built (and by fsck), not on every read as a
 // whole load does.
 func (s *Store) openAt(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, error) {
-	rs, err := info.ruleset()
-	if err != nil {
-		return nil, nil, err
-	}
-	m := newMapSource(s, info.ID, c)
-	defs, err := s.definitionsIn(m, c)
-	if err != nil {
-		return nil, nil, err
-	}
-	leaves := func() *hashing.Accumulator {
-		if wantsCheckpoint(c) {
-			if acc := s.readCheckpoint(context.Background(), c.ContextHash, c.Artifacts+c.Edges); acc != nil {
-				return acc
+	return s.openOver(info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
+		leaves := func() *hashing.Accumulator {
+			acc, _, err := s.leavesAt(m, c)
+			if err != nil {
+				// The state's Err reports it, and the read fails.
+				m.fail(err)
+				return hashing.NewAccumulator()
 			}
+			return acc
 		}
-		acc, err := s.leavesOf(m, c)
-		if err != nil {
-			// The state's Err reports it, and the read fails.
-			m.fail(err)
-			return hashing.NewAccumulator()
-		}
-		return acc
-	}
-	n, tn := countsOf(c)
-	st, err := graph.NewStateOverHashLater(rs, m, n, defs, leaves)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: open state of commit %s: %w", ErrCorrupt, c.ID.Short(), err)
-	}
-	return st, graph.NewTrustIndexOver(m, tn, s.baseFor), nil
+		return openedState(c)(graph.NewStateOverHashLater(rs, m, n, defs, leaves))
+	})
 }
 
 // checkpointLater writes the leaf checkpoint of context hash h in the

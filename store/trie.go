@@ -395,34 +395,22 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 		at[i] = root
 	}
 	for more := true; more; {
-		var missing []hashing.Digest
+		var ids []hashing.Digest
 		seen := make(map[hashing.Digest]bool)
 		for _, ref := range at {
 			if ref.count == 0 || seen[ref.id] || w.nodes[ref.id] != nil || w.read[ref.id] != nil {
 				continue
 			}
 			seen[ref.id] = true
-			if cached != nil {
-				if n := cached(ref.id); n != nil {
-					w.read[ref.id] = n
-					continue
-				}
-			}
-			missing = append(missing, ref.id)
+			ids = append(ids, ref.id)
 		}
-		if len(missing) > 0 {
-			got, err := read(missing)
-			if err != nil {
-				w.read = nil
-				return err
-			}
-			for _, id := range missing {
-				if got[id] == nil {
-					w.read = nil
-					return fmt.Errorf("%w %s", errNodeMissing, id)
-				}
-				w.read[id] = got[id]
-			}
+		nodes, err := readLevel(ids, cached, read)
+		if err != nil {
+			w.read = nil
+			return err
+		}
+		for i, id := range ids {
+			w.read[id] = nodes[i]
 		}
 		more = false
 		for i, ref := range at {
@@ -783,28 +771,13 @@ func trieGetMany(root trieChild, keys [][]byte, cached func(hashing.Digest) *tri
 		if depth > maxNodeDepth {
 			return fmt.Errorf("%w: state map deeper than %d levels", ErrCorrupt, maxNodeDepth)
 		}
-		nodes := make([]*trieNode, len(level))
-		var missing []hashing.Digest
+		ids := make([]hashing.Digest, len(level))
 		for gi, g := range level {
-			if cached != nil {
-				nodes[gi] = cached(g.ref.id)
-			}
-			if nodes[gi] == nil {
-				missing = append(missing, g.ref.id)
-			}
+			ids[gi] = g.ref.id
 		}
-		if len(missing) > 0 {
-			got, err := read(missing)
-			if err != nil {
-				return err
-			}
-			for gi, g := range level {
-				if nodes[gi] == nil {
-					if nodes[gi] = got[g.ref.id]; nodes[gi] == nil {
-						return missingNode(g.ref.id)
-					}
-				}
-			}
+		nodes, err := readLevel(ids, cached, read)
+		if err != nil {
+			return err
 		}
 		var next []group
 		for gi, g := range level {
@@ -848,6 +821,38 @@ func trieGetMany(root trieChild, keys [][]byte, cached func(hashing.Digest) *tri
 		level = next
 	}
 	return nil
+}
+
+// readLevel returns the nodes ids, in their order: those cached (nil:
+// none is) holds from it, the others in one call of read — the nodes of
+// one level of a descent, read together. A node read does not return is
+// corruption.
+func readLevel(ids []hashing.Digest, cached func(hashing.Digest) *trieNode, read func([]hashing.Digest) (map[hashing.Digest]*trieNode, error)) ([]*trieNode, error) {
+	nodes := make([]*trieNode, len(ids))
+	var missing []hashing.Digest
+	for i, id := range ids {
+		if cached != nil {
+			nodes[i] = cached(id)
+		}
+		if nodes[i] == nil {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nodes, nil
+	}
+	got, err := read(missing)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		if nodes[i] == nil {
+			if nodes[i] = got[id]; nodes[i] == nil {
+				return nil, missingNode(id)
+			}
+		}
+	}
+	return nodes, nil
 }
 
 // leafGet looks key up among a leaf's entries: a binary search in an
