@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -271,7 +272,8 @@ type MergePlan struct {
 	Unused []string `json:"unused,omitempty"`
 	// ContextHash is the hash of the merged state.
 	ContextHash hashing.Digest `json:"context_hash"`
-	// State is the merged state (ours with Ops applied).
+	// State is the merged state: a fork of ours with Ops applied
+	// (graph.State.Fork), valid while ours does not change.
 	State *graph.State `json:"-"`
 }
 
@@ -293,14 +295,66 @@ type MergePlan struct {
 // dangling_edge conflict with the artifact deleted drops the other side's
 // edges to it (and settles their edge conflicts). Errors: *ConflictError
 // (ErrConflict), ErrResolution.
+//
+// Merge visits every artifact and edge of the three states; MergeWithin
+// visits only those a MergeScope names.
 func Merge(base, ours, theirs *graph.State, resolutions map[string]Resolution) (*MergePlan, error) {
+	return MergeWithin(base, ours, theirs, MergeScope{IDs: unionIDs(base, ours, theirs), Edges: unionEdges(base, ours, theirs)}, resolutions)
+}
+
+// MergeScope names the artifacts and edges a merge looks at. It must
+// hold every artifact id and edge whose record differs between the base
+// and ours or between the base and theirs — anything else is the same on
+// all three sides and changes nothing — and may hold more; order and
+// repeats do not matter. ScopeOf builds one from the two sides' diffs.
+type MergeScope struct {
+	IDs   []string
+	Edges []graph.EdgeKey
+}
+
+// ScopeOf returns the scope of a merge from the diffs base → ours and
+// base → theirs: the artifacts and edges either of them adds, removes or
+// changes.
+func ScopeOf(diffs ...*DiffResult) MergeScope {
+	var sc MergeScope
+	for _, d := range diffs {
+		for _, l := range [][]ArtifactChange{d.Added, d.Removed, d.Changed} {
+			for _, c := range l {
+				sc.IDs = append(sc.IDs, c.ID)
+			}
+		}
+		for _, l := range [][]EdgeChange{d.EdgesAdded, d.EdgesRemoved, d.EdgesChanged} {
+			for _, c := range l {
+				sc.Edges = append(sc.Edges, c.Key())
+			}
+		}
+	}
+	return sc
+}
+
+// sorted returns the scope's ids and edges sorted, without repeats.
+func (sc MergeScope) sorted() ([]string, []graph.EdgeKey) {
+	ids := slices.Clone(sc.IDs)
+	sort.Strings(ids)
+	edges := slices.Clone(sc.Edges)
+	sort.Slice(edges, func(i, j int) bool { return edgeKeyLess(edges[i], edges[j]) })
+	return slices.Compact(ids), slices.Compact(edges)
+}
+
+// MergeWithin is Merge looking only at the artifacts and edges scope
+// names (see MergeScope): given the two sides' diffs against the base, a
+// merge reads what changed, not the states (the store's merge, whose
+// states are read through their state maps). With a scope that holds
+// what it must, it returns what Merge returns.
+func MergeWithin(base, ours, theirs *graph.State, scope MergeScope, resolutions map[string]Resolution) (*MergePlan, error) {
 	m := &merger{base: base, ours: ours, theirs: theirs, res: resolutions,
 		used:    map[string]bool{},
 		art:     map[string]*artOutcome{},
 		edge:    map[graph.EdgeKey]*edgeOutcome{},
 		pending: map[string]*Conflict{}}
-	m.mergeArtifacts()
-	m.mergeEdges()
+	ids, edges := scope.sorted()
+	m.mergeArtifacts(ids)
+	m.mergeEdges(edges)
 	m.checkDangling()
 	m.checkCycles()
 	if len(m.errs) > 0 {
@@ -423,8 +477,8 @@ func (m *merger) valueOp(key, id string, r Resolution, o, t *graph.Artifact) *gr
 	return &graph.Op{Op: graph.OpPut, ID: id, Type: typ, Version: v, ContentHash: hashing.ContentHash(data), ProducedBy: by, Data: data}
 }
 
-func (m *merger) mergeArtifacts() {
-	for _, id := range unionIDs(m.base, m.ours, m.theirs) {
+func (m *merger) mergeArtifacts(ids []string) {
+	for _, id := range ids {
 		b, o, t := m.base.Artifact(id), m.ours.Artifact(id), m.theirs.Artifact(id)
 		switch {
 		case sameArtifact(o, t):
@@ -518,8 +572,8 @@ func edgeTo(k graph.EdgeKey, e *graph.Edge) *graph.Op {
 	return &graph.Op{Op: graph.OpLink, From: k.From, Rel: k.Rel, To: k.To, Attrs: e.Attrs}
 }
 
-func (m *merger) mergeEdges() {
-	for _, k := range unionEdges(m.base, m.ours, m.theirs) {
+func (m *merger) mergeEdges(keys []graph.EdgeKey) {
+	for _, k := range keys {
 		b, o, t := m.base.Edge(k), m.ours.Edge(k), m.theirs.Edge(k)
 		switch {
 		case sameEdge(o, t), sameEdge(t, b):
@@ -802,9 +856,9 @@ func sortedConflicts(m map[string]*Conflict) []Conflict {
 	return out
 }
 
-// plan orders the decided ops, applies them to a copy of ours (which
-// checks ends and cycles once more) and drops the ones that turn out to be
-// no-ops.
+// plan orders the decided ops, applies them to a fork of ours (which
+// checks ends and cycles once more, and costs what the ops change) and
+// drops the ones that turn out to be no-ops.
 func (m *merger) plan() (*MergePlan, error) {
 	var unlinks, deletes, puts, links []graph.Op
 	for _, out := range m.art {
@@ -840,7 +894,7 @@ func (m *merger) plan() (*MergePlan, error) {
 	ops := make([]graph.Op, 0, len(unlinks)+len(deletes)+len(puts)+len(links))
 	ops = append(append(append(append(ops, unlinks...), deletes...), puts...), links...)
 
-	st := m.ours.Clone()
+	st := m.ours.Fork()
 	changes, err := st.ApplyOps(ops)
 	if err != nil {
 		var ce *graph.CycleError

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -554,5 +555,72 @@ func checkConflictOracle(t *testing.T, seed uint64, base, ours, theirs *graph.St
 	}
 	for k := range want {
 		t.Errorf("seed %d: missing conflict %s", seed, k)
+	}
+}
+
+// TestMergeWithinAgreesWithMerge: a merge that looks only at what the two
+// sides' diffs name returns what the merge of every artifact and edge
+// returns — the same conflicts, and with resolutions the same ops, hash
+// and settled conflicts — and a scope that leaves out a change the merge
+// needs does not.
+func TestMergeWithinAgreesWithMerge(t *testing.T) {
+	ctx := context.Background()
+	outcome := func(p *MergePlan, err error) string {
+		var ce *ConflictError
+		switch {
+		case errors.As(err, &ce):
+			return "conflicts " + mustJSON(t, ce.Conflicts)
+		case err != nil:
+			return "error " + err.Error()
+		}
+		return fmt.Sprintf("ops %s hash %s resolved %s unused %v", mustJSON(t, p.Ops), p.ContextHash, mustJSON(t, p.Resolved), p.Unused)
+	}
+	var differs [2]int // merges that went otherwise without ours' diff, without theirs'
+	for seed := uint64(1); seed <= 80; seed++ {
+		m := randomMergeCase(t, seed)
+		ms, err := PrepareMerge(ctx, m, m.heads["ours"], m.heads["theirs"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, ours, theirs := m.states[ms.Base.ID], m.state("ours"), m.state("theirs")
+		scope := ScopeOf(Diff(base, ours, nil, nil), Diff(base, theirs, nil, nil))
+		// Resolutions: none, then each conflict settled by a seeded coin.
+		resolutions := []map[string]Resolution{nil}
+		var ce *ConflictError
+		if _, err := Merge(base, ours, theirs, nil); errors.As(err, &ce) {
+			r := rand.New(rand.NewPCG(seed, 7))
+			res := map[string]Resolution{}
+			for _, c := range ce.Conflicts {
+				res[c.Key] = Resolution{Take: []string{TakeOurs, TakeTheirs}[r.IntN(2)]}
+			}
+			resolutions = append(resolutions, res)
+		}
+		for _, res := range resolutions {
+			want := outcome(Merge(base, ours, theirs, res))
+			if got := outcome(MergeWithin(base, ours, theirs, scope, res)); got != want {
+				t.Fatalf("seed %d: MergeWithin:\n%s\nMerge:\n%s", seed, got, want)
+			}
+			// Repeats and any order give the same.
+			twice := MergeScope{IDs: append(slices.Clone(scope.IDs), scope.IDs...), Edges: append(slices.Clone(scope.Edges), scope.Edges...)}
+			slices.Reverse(twice.IDs)
+			slices.Reverse(twice.Edges)
+			if got := outcome(MergeWithin(base, ours, theirs, twice, res)); got != want {
+				t.Fatalf("seed %d: a scope with repeats, reversed:\n%s\nMerge:\n%s", seed, got, want)
+			}
+		}
+		// Without one side's diff the merge can go wrong: without
+		// theirs', theirs' changes are not merged; without ours', an edge
+		// of theirs to an artifact ours deleted is dropped instead of
+		// being a conflict.
+		want := outcome(Merge(base, ours, theirs, nil))
+		if outcome(MergeWithin(base, ours, theirs, ScopeOf(Diff(base, ours, nil, nil)), nil)) != want {
+			differs[0]++
+		}
+		if outcome(MergeWithin(base, ours, theirs, ScopeOf(Diff(base, theirs, nil, nil)), nil)) != want {
+			differs[1]++
+		}
+	}
+	if differs[0] == 0 || differs[1] == 0 {
+		t.Fatalf("leaving a side's changes out of the scope changed %v merges: the test cannot tell a scope that holds too little", differs)
 	}
 }

@@ -39,13 +39,11 @@ type CommitRequest struct {
 	// changes of Ops, not those of recorded definitions.
 	Check func(st *graph.State, changes []graph.Change) error
 	// OpsFrom, when set, computes the ops in the committer from the
-	// branch head the commit is decided on (its state and commit), in
-	// place of Ops: a merge is planned against the head it lands on, so
-	// commits landing on the branch meanwhile do not make it stale. The
-	// state must only be read; commit looks up a commit of the context,
-	// including those of the group not yet written. An error refuses the
-	// commit.
-	OpsFrom func(st *graph.State, head *replay.Commit, commit func(hashing.Digest) (*replay.Commit, error)) ([]graph.Op, error)
+	// branch head the commit is decided on (its state, and what Planning
+	// gives), in place of Ops: a merge is planned against the head it
+	// lands on, so commits landing on the branch meanwhile do not make it
+	// stale. The state must only be read. An error refuses the commit.
+	OpsFrom func(st *graph.State, p Planning) ([]graph.Op, error)
 	// Types and Relations are the user definitions Ops use, as the writer
 	// validated them: each one the head does not hold exactly so is
 	// recorded by a put of its definition artifact before Ops, in the same
@@ -53,6 +51,20 @@ type CommitRequest struct {
 	// relations meant.
 	Types     []graph.TypeDef
 	Relations []graph.RelationDef
+}
+
+// Planning is what CommitRequest.OpsFrom reads in the committer besides
+// the head's state, each seeing the commits of the group not yet
+// written.
+type Planning struct {
+	// Head is the commit the new commit lands on.
+	Head *replay.Commit
+	// Commit looks up a commit of the context.
+	Commit func(hashing.Digest) (*replay.Commit, error)
+	// DiffFrom returns what differs between commit c's state and the
+	// head's (without trust), reading only the parts of their state maps
+	// that differ (DiffCommits).
+	DiffFrom func(c *replay.Commit) (*replay.DiffResult, error)
 }
 
 // CommitResult is the outcome of a commit.

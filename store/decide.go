@@ -182,9 +182,15 @@ func (g *group) decide(hf *headFork, cs *ctxState, r *writeReq) (*decision, erro
 	next := hf.view().Fork()
 	ops := req.Ops
 	if req.OpsFrom != nil {
-		lookup := func(id hashing.Digest) (*replay.Commit, error) { return g.commitRecord(req.Context, id) }
+		head := hf.commit
+		p := Planning{Head: head,
+			Commit: func(id hashing.Digest) (*replay.Commit, error) { return g.commitRecord(req.Context, id) },
+			// The group's trie writer sees the nodes of its commits not
+			// yet written, and reads the rest from the store.
+			DiffFrom: func(c *replay.Commit) (*replay.DiffResult, error) { return rawDiffOver(g.tw, c, head) },
+		}
 		var err error
-		if ops, err = req.OpsFrom(next, hf.commit, lookup); err != nil {
+		if ops, err = req.OpsFrom(next, p); err != nil {
 			return nil, err
 		}
 	}

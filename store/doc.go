@@ -62,8 +62,12 @@
 //     (openAt), its context-hash leaves read only if the reader asks for
 //     the hash, a fork or a clone. An audit walks the map unless the
 //     provenance is more than a 64th of the state (View.Audit), and then
-//     loads the state whole if it fits the head budget; a merge's or a
-//     diff's far side, and a comparison of two runs, read whole states
+//     loads the state whole if it fits the head budget. A merge reads
+//     base and theirs over their maps too (readOver), and only what the
+//     two sides changed: the diff from the base to theirs, and in the
+//     committer the diff from the base to the head it lands on
+//     (Planning.DiffFrom, which sees the group's unwritten nodes). A
+//     diff's far side and a comparison of two runs read whole states
 //     (ReadCommit).
 //   - definitions: the types and relations a context uses, recorded in
 //     its own history as artifactd.type/… and artifactd.relation/…

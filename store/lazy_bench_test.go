@@ -254,3 +254,50 @@ func BenchmarkAuditDeepBig(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMerge merges a branch into main in a context of 5,000 and of
+// 100,000 artifacts, each side having changed ten artifacts and added ten
+// since they forked (one commit each, not timed): what a merge costs when
+// it changes little of a context, small or big. The store is reopened
+// first, so the states are read as a restarted server reads them.
+func BenchmarkMerge(b *testing.B) {
+	for _, n := range []int{5_000, 100_000} {
+		b.Run(fmt.Sprintf("artifacts=%d", n), func(b *testing.B) { benchMerge(b, n) })
+	}
+}
+
+func benchMerge(b *testing.B, n int) {
+	ctx := context.Background()
+	dir, _ := bigTree(b, n)
+	s := benchOpen(b, dir, true)
+	defer s.Close()
+	side := func(k int, branch string, at int) []graph.Op {
+		var ops []graph.Op
+		for j := range 10 {
+			ops = append(ops, notePut(treeID((at+j*7919)%n), k, branch),
+				notePut(fmt.Sprintf("%s-%d-%d", branch, k, j), j, "new"))
+		}
+		return ops
+	}
+	b.ResetTimer()
+	for k := 0; b.Loop(); k++ {
+		b.StopTimer()
+		head := benchCommit(b, s, "big", notePut("tick", k, "tick"))
+		feature := fmt.Sprintf("f-%d", k)
+		if err := s.CreateBranch(ctx, "big", feature, head.ID); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Commit(ctx, CommitRequest{Context: "big", Branch: feature, Author: "bench", Message: "m", Ops: side(k, feature, k*31)}); err != nil {
+			b.Fatal(err)
+		}
+		benchCommit(b, s, "big", side(k, "main", k*31+n/2)...)
+		b.StartTimer()
+		res, err := s.Merge(ctx, "big", DefaultBranch, feature, nil, "", "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Kind != replay.MergeThreeWay || len(res.Ops) != 20 {
+			b.Fatalf("merge %s with %d ops", res.Kind, len(res.Ops))
+		}
+	}
+}

@@ -111,24 +111,34 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 	}
 	// The merge is planned in the committer, against the head it lands
 	// on: plain commits that landed on ours since it was prepared keep its
-	// merge base, so they are merged too instead of making it stale. Base
-	// and theirs are materialized states, which hold no locks and are
-	// never changed.
+	// merge base, so they are merged too instead of making it stale. It
+	// looks only at what changed on either side since the base (the diffs
+	// of their state maps: replay.MergeWithin), and reads base and theirs
+	// through their maps: a merge costs what the two sides changed, not
+	// what the context holds. Neither state holds a lock or is changed.
+	theirsDiff, err := s.rawDiff(ctx, setup.Base, tc)
+	if err != nil {
+		return nil, err
+	}
 	var plan *replay.MergePlan
 	var oursAt hashing.Digest
-	err = s.ReadCommit(ctx, ctxID, setup.Base, func(base *View) error {
-		return s.ReadCommit(ctx, ctxID, tc, func(t *View) error {
+	err = s.readOver(ctx, ctxID, setup.Base, func(base *View) error {
+		return s.readOver(ctx, ctxID, tc, func(t *View) error {
 			cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours,
 				ExtraParents: []hashing.Digest{tc.ID}, Author: author, Message: message,
-				OpsFrom: func(st *graph.State, head *replay.Commit, commit func(hashing.Digest) (*replay.Commit, error)) ([]graph.Op, error) {
-					if err := keepsBase(head, oursHead.ID, commit); err != nil {
+				OpsFrom: func(st *graph.State, at Planning) ([]graph.Op, error) {
+					if err := keepsBase(at.Head, oursHead.ID, at.Commit); err != nil {
 						return nil, err
 					}
-					p, err := replay.Merge(base.State, st, t.State, resolutions)
+					oursDiff, err := at.DiffFrom(setup.Base)
 					if err != nil {
 						return nil, err
 					}
-					plan, oursAt = p, head.ID
+					p, err := replay.MergeWithin(base.State, st, t.State, replay.ScopeOf(oursDiff, theirsDiff), resolutions)
+					if err != nil {
+						return nil, err
+					}
+					plan, oursAt = p, at.Head.ID
 					return p.Ops, nil
 				}})
 			if err != nil {

@@ -119,7 +119,12 @@ func diffSize(d *replay.DiffResult) int {
 
 // rawDiff is DiffCommits as a replay.DiffResult without trust.
 func (s *Store) rawDiff(ctx context.Context, from, to *replay.Commit) (*replay.DiffResult, error) {
-	changes, err := s.DiffCommits(ctx, from, to)
+	return rawDiffOver(s, from, to)
+}
+
+// rawDiffOver is rawDiff reading nodes from src.
+func rawDiffOver(src nodeSource, from, to *replay.Commit) (*replay.DiffResult, error) {
+	changes, err := diffCommits(src, from, to)
 	if err != nil {
 		return nil, err
 	}

@@ -436,6 +436,25 @@ func (s *Store) readAt(ctx context.Context, ctxID string, c *replay.Commit, fn f
 	if !indexed(c) || commitStateCost(c) <= s.states.max {
 		return s.ReadCommit(ctx, ctxID, c, fn)
 	}
+	return s.readMap(ctx, ctxID, c, fn)
+}
+
+// readOver calls fn with a view of commit c's state that reads what fn
+// reads: a state already loaded whole and cached, else one over c's
+// state map (readMap), else — a map written before format 3 — the state
+// loaded whole (ReadCommit). For reads that look at a few entries, as a
+// merge's base and far side are.
+func (s *Store) readOver(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
+	if _, ok := s.states.get(ctxID + "\x00" + string(c.ID[:])); ok || !indexed(c) {
+		return s.ReadCommit(ctx, ctxID, c, fn)
+	}
+	return s.readMap(ctx, ctxID, c, fn)
+}
+
+// readMap calls fn with a view of commit c's state over its state map
+// (openAt); c's map must hold its index (indexed). A view that does not
+// open, or that fails a read fn made, notes corruption.
+func (s *Store) readMap(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
 	cs, err := s.ctxState(ctxID)
 	if err != nil {
 		return err
@@ -647,8 +666,13 @@ type Change struct {
 // only the parts of their state maps that differ. Results are sorted:
 // artifacts by id, then edges.
 func (s *Store) DiffCommits(ctx context.Context, a, b *replay.Commit) ([]Change, error) {
+	return diffCommits(s, a, b)
+}
+
+// diffCommits is DiffCommits reading nodes from src.
+func diffCommits(src nodeSource, a, b *replay.Commit) ([]Change, error) {
 	var out []Change
-	err := trieDiff(s, trieChild{id: a.Root, count: a.RootCount}, trieChild{id: b.Root, count: b.RootCount}, func(k, old, new []byte) error {
+	err := trieDiff(src, trieChild{id: a.Root, count: a.RootCount}, trieChild{id: b.Root, count: b.RootCount}, func(k, old, new []byte) error {
 		switch k[0] {
 		case 'a':
 			ch := Change{Kind: "artifact", ID: string(k[1:]), Added: old == nil, Removed: new == nil}
