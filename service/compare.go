@@ -76,22 +76,11 @@ type ChangedEdge struct {
 // Compare compares the states sa and sb of two runs. It is pure: a and b
 // only label the sides. Artifacts are grouped by the producer on side a
 // (on side b for artifacts only there); an edge by the producer of its
-// from artifact.
+// from artifact. It visits both states whole; CompareRuns compares
+// through the store's diff (CompareDiff).
 func Compare(a, b CompareSide, sa, sb *graph.State) Comparison {
-	out := Comparison{Equal: a.ContextHash == b.ContextHash, A: a, B: b, Divergences: []ProducerDivergence{}}
-	if out.Equal {
-		return out
-	}
-	d := replay.Diff(sa, sb, nil, nil)
-	groups := map[string]*ProducerDivergence{}
-	group := func(p string) *ProducerDivergence {
-		g := groups[p]
-		if g == nil {
-			g = &ProducerDivergence{Producer: p, OnlyInA: []ComparedArtifact{}, OnlyInB: []ComparedArtifact{}, Changed: []ChangedArtifact{},
-				EdgesOnlyInA: []graph.EdgeKey{}, EdgesOnlyInB: []graph.EdgeKey{}, EdgesChanged: []ChangedEdge{}}
-			groups[p] = g
-		}
-		return g
+	if a.ContextHash == b.ContextHash {
+		return CompareDiff(a, b, nil, nil)
 	}
 	producerOf := func(id string) string {
 		if x := sa.Artifact(id); x != nil {
@@ -101,6 +90,29 @@ func Compare(a, b CompareSide, sa, sb *graph.State) Comparison {
 			return x.ProducedBy
 		}
 		return ""
+	}
+	return CompareDiff(a, b, replay.Diff(sa, sb, nil, nil), producerOf)
+}
+
+// CompareDiff is Compare given what differs between the two states
+// (d, from a to b, without trust) and the producer of an artifact as side
+// a has it, else as side b has it (producerOf, asked only about the from
+// artifacts of edges that differ). It is pure. When the sides' context
+// hashes are equal, d and producerOf are not used.
+func CompareDiff(a, b CompareSide, d *replay.DiffResult, producerOf func(id string) string) Comparison {
+	out := Comparison{Equal: a.ContextHash == b.ContextHash, A: a, B: b, Divergences: []ProducerDivergence{}}
+	if out.Equal {
+		return out
+	}
+	groups := map[string]*ProducerDivergence{}
+	group := func(p string) *ProducerDivergence {
+		g := groups[p]
+		if g == nil {
+			g = &ProducerDivergence{Producer: p, OnlyInA: []ComparedArtifact{}, OnlyInB: []ComparedArtifact{}, Changed: []ChangedArtifact{},
+				EdgesOnlyInA: []graph.EdgeKey{}, EdgesOnlyInB: []graph.EdgeKey{}, EdgesChanged: []ChangedEdge{}}
+			groups[p] = g
+		}
+		return g
 	}
 	for _, c := range d.Removed { // in a, not in b
 		g := group(c.Old.ProducedBy)
@@ -171,9 +183,12 @@ func ParseCompareSide(param, v string) (ctxID, ref string, err error) {
 	return ctxID, ref, nil
 }
 
-// CompareRuns resolves both sides in st and compares their states. It
-// reads materialized states (not the live heads), so it holds no lock a
-// committer needs while it works.
+// CompareRuns resolves both sides in st and compares their states
+// through the store's diff of their state maps (store.DiffStates), so it
+// never loads either state, and holds no lock a committer needs while it
+// works. Two refs of one context cost what differs between them; two
+// contexts share little of their maps, and the diff reads most of both,
+// a node at a time.
 func CompareRuns(ctx context.Context, st *store.Store, ctxA, refA, ctxB, refB string) (Comparison, error) {
 	ca, err := st.Resolve(ctx, ctxA, refA)
 	if err != nil {
@@ -186,14 +201,53 @@ func CompareRuns(ctx context.Context, st *store.Store, ctxA, refA, ctxB, refB st
 	a := CompareSide{Context: ctxA, Ref: refA, Commit: ca.ID, ContextHash: ca.ContextHash}
 	b := CompareSide{Context: ctxB, Ref: refB, Commit: cb.ID, ContextHash: cb.ContextHash}
 	if a.ContextHash == b.ContextHash {
-		return Compare(a, b, nil, nil), nil
+		return CompareDiff(a, b, nil, nil), nil
 	}
-	var out Comparison
-	err = st.ReadCommit(ctx, ctxA, ca, func(va *store.View) error {
-		return st.ReadCommit(ctx, ctxB, cb, func(vb *store.View) error {
-			out = Compare(a, b, va.State, vb.State)
-			return nil
-		})
+	d, err := st.DiffStates(ctx, ca, cb)
+	if err != nil {
+		return Comparison{}, err
+	}
+	producers, err := edgeProducers(ctx, st, d, ctxA, ca)
+	if err != nil {
+		return Comparison{}, err
+	}
+	return CompareDiff(a, b, d, func(id string) string { return producers[id] }), nil
+}
+
+// edgeProducers returns the producer of the from artifact of every edge d
+// names, as side a has it, else as side b has it: from d where the
+// artifact differs (Removed and Changed as a has them, Added as b has
+// it), else read at a — an artifact d does not name is the same on both
+// sides, and the from artifact of an edge either side has exists there.
+func edgeProducers(ctx context.Context, st *store.Store, d *replay.DiffResult, ctxA string, ca *replay.Commit) (map[string]string, error) {
+	producers := map[string]string{}
+	for _, l := range [][]replay.ArtifactChange{d.Removed, d.Changed} {
+		for _, c := range l {
+			producers[c.ID] = c.Old.ProducedBy
+		}
+	}
+	for _, c := range d.Added {
+		producers[c.ID] = c.New.ProducedBy
+	}
+	var same []string
+	for _, l := range [][]replay.EdgeChange{d.EdgesRemoved, d.EdgesAdded, d.EdgesChanged} {
+		for _, e := range l {
+			if _, ok := producers[e.From]; !ok {
+				producers[e.From] = ""
+				same = append(same, e.From)
+			}
+		}
+	}
+	if len(same) == 0 {
+		return producers, nil
+	}
+	err := st.ReadAt(ctx, ctxA, ca, func(v *store.View) error {
+		for _, id := range same {
+			if x := v.State.Artifact(id); x != nil {
+				producers[id] = x.ProducedBy
+			}
+		}
+		return nil
 	})
-	return out, err
+	return producers, err
 }

@@ -187,7 +187,7 @@ func (g *group) decide(hf *headFork, cs *ctxState, r *writeReq) (*decision, erro
 			Commit: func(id hashing.Digest) (*replay.Commit, error) { return g.commitRecord(req.Context, id) },
 			// The group's trie writer sees the nodes of its commits not
 			// yet written, and reads the rest from the store.
-			DiffFrom: func(c *replay.Commit) (*replay.DiffResult, error) { return rawDiffOver(g.tw, c, head) },
+			DiffFrom: func(c *replay.Commit) (*replay.DiffResult, error) { return rawDiffOver(r.ctx, g.tw, c, head) },
 		}
 		var err error
 		if ops, err = req.OpsFrom(next, p); err != nil {

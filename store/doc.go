@@ -67,8 +67,9 @@
 //     two sides changed: the diff from the base to theirs, and in the
 //     committer the diff from the base to the head it lands on
 //     (Planning.DiffFrom, which sees the group's unwritten nodes). A
-//     diff's far side and a comparison of two runs read whole states
-//     (ReadCommit).
+//     diff's far side is read over its map too, and a comparison of two
+//     runs (of one context or two) is the diff of their maps
+//     (DiffStates).
 //   - definitions: the types and relations a context uses, recorded in
 //     its own history as artifactd.type/… and artifactd.relation/…
 //     artifacts (graph.DefinitionOps decides which a commit must record;

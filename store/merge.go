@@ -116,7 +116,7 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 	// of their state maps: replay.MergeWithin), and reads base and theirs
 	// through their maps: a merge costs what the two sides changed, not
 	// what the context holds. Neither state holds a lock or is changed.
-	theirsDiff, err := s.rawDiff(ctx, setup.Base, tc)
+	theirsDiff, err := s.DiffStates(ctx, setup.Base, tc)
 	if err != nil {
 		return nil, err
 	}

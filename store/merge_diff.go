@@ -20,15 +20,17 @@ var errHeadMoved = errors.New("branch head moved")
 //   - when from or to is a branch head, that head;
 //   - otherwise main's head, through the diff from to (or from) to it
 //     (replay.DiffTrustVia), unless both are larger than a quarter of the
-//     state, in which case the state at to is materialized (once; it is
-//     cached for the next diffs).
+//     state, in which case the state at to read over its state map
+//     (readOver: the trust of what the diff touches, read where the map
+//     keeps it), or loaded whole if it already is, or its map predates
+//     format 3.
 //
 // Errors: ErrNotFound (context), ErrCorrupt, I/O errors.
 func (s *Store) Diff(ctx context.Context, ctxID string, from, to *replay.Commit) (*replay.DiffResult, error) {
 	if _, err := s.GetContext(ctx, ctxID); err != nil {
 		return nil, err
 	}
-	d, err := s.rawDiff(ctx, from, to)
+	d, err := s.DiffStates(ctx, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +73,7 @@ func (s *Store) Diff(ctx context.Context, ctxID string, from, to *replay.Commit)
 		}
 		break // the diffs to main are too large
 	}
-	err = s.ReadCommit(ctx, ctxID, to, func(v *View) error {
+	err = s.readOver(ctx, ctxID, to, func(v *View) error {
 		replay.DiffTrust(d, v.State, v.Trust.Status, replay.SideTo, v.Base())
 		return nil
 	})
@@ -90,7 +92,7 @@ func (s *Store) diffTrustViaMain(ctx context.Context, ctxID string, d *replay.Di
 	limit := (h.Artifacts + h.Edges) / 4
 	side, via := replay.SideTo, (*replay.DiffResult)(nil)
 	for _, c := range []*replay.Commit{to, from} {
-		dh, err := s.rawDiff(ctx, c, h)
+		dh, err := s.DiffStates(ctx, c, h)
 		if err != nil {
 			return false, err
 		}
@@ -117,14 +119,17 @@ func diffSize(d *replay.DiffResult) int {
 	return len(d.Added) + len(d.Removed) + len(d.Changed) + len(d.EdgesAdded) + len(d.EdgesRemoved) + len(d.EdgesChanged)
 }
 
-// rawDiff is DiffCommits as a replay.DiffResult without trust.
-func (s *Store) rawDiff(ctx context.Context, from, to *replay.Commit) (*replay.DiffResult, error) {
-	return rawDiffOver(s, from, to)
+// DiffStates reports what differs between the states at commits from
+// and to, of one context or of two, without trust (DiffCommits as a
+// replay.DiffResult): it reads only the parts of their state maps that
+// differ and never loads a state.
+func (s *Store) DiffStates(ctx context.Context, from, to *replay.Commit) (*replay.DiffResult, error) {
+	return rawDiffOver(ctx, s, from, to)
 }
 
-// rawDiffOver is rawDiff reading nodes from src.
-func rawDiffOver(src nodeSource, from, to *replay.Commit) (*replay.DiffResult, error) {
-	changes, err := diffCommits(src, from, to)
+// rawDiffOver is DiffStates reading nodes from src.
+func rawDiffOver(ctx context.Context, src nodeSource, from, to *replay.Commit) (*replay.DiffResult, error) {
+	changes, err := diffCommits(ctx, src, from, to)
 	if err != nil {
 		return nil, err
 	}

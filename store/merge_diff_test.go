@@ -118,6 +118,24 @@ func TestStoreDiffMatchesFullDiff(t *testing.T) {
 	for i := 0; i+7 < len(commits); i += 7 {
 		pairs = append(pairs, [2]*replay.Commit{commits[i], commits[i+7]}, [2]*replay.Commit{commits[i], head})
 	}
+	// Far from main and not a head: both diffs to main's head are larger
+	// than a quarter of it, so trust is read at the commit itself.
+	if err := s.CreateBranch(ctx, "d", "side", commits[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	var side []*replay.Commit
+	for k := range 3 {
+		var ops []graph.Op
+		for i := range 80 {
+			id := fmt.Sprintf("s%d-%02d", k, i)
+			ops = append(ops, mPut(id, []string{"claim", "fetch_verdict"}[i%2], map[string]any{"verdict": []string{"RETRIEVED", "FAILED"}[i%3/2], "i": i}))
+			if i > 0 {
+				ops = append(ops, mLink(id, "derived_from", fmt.Sprintf("s%d-%02d", k, i-1)))
+			}
+		}
+		side = append(side, mCommit(t, s, "d", "side", ops...))
+	}
+	pairs = append(pairs, [2]*replay.Commit{side[0], side[1]}, [2]*replay.Commit{side[1], side[0]}, [2]*replay.Commit{commits[1], side[1]})
 	for _, p := range pairs {
 		d, err := s.Diff(ctx, "d", p[0], p[1])
 		if err != nil {

@@ -363,7 +363,7 @@ type materialized struct {
 // head it reads the in-memory head as a snapshot: commits to the branch
 // that land while fn runs do not change what fn sees, and fn does not
 // hold them up. At any other commit it reads the commit's state map
-// (readAt). fn must not retain the view or mutate the state.
+// (ReadAt). fn must not retain the view or mutate the state.
 func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) error) error {
 	if _, err := s.ctxState(ctxID); err != nil {
 		return err
@@ -394,7 +394,7 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 					if err != nil {
 						return err
 					}
-					return s.readAt(ctx, ctxID, c, fn)
+					return s.ReadAt(ctx, ctxID, c, fn)
 				}
 				// Pin the head's state and read it without the lock: a
 				// commit group that lands meanwhile leaves a pinned state
@@ -421,18 +421,19 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 	if err != nil {
 		return err
 	}
-	return s.readAt(ctx, ctxID, c, fn)
+	return s.ReadAt(ctx, ctxID, c, fn)
 }
 
-// readAt is Read at commit c when it is not read as a cached branch head.
-// A state that fits the old-state cache, or a map written before format
-// 3, is loaded whole and cached (ReadCommit): repeated reads of a small
-// old commit read memory. A bigger state never fitted the cache and was
-// loaded again on every read; it is read through its state map instead
-// (openAt): the view costs a few lookups to open, and each read what it
-// reads — a read of one artifact of a million-artifact context at an old
-// commit does not load the million.
-func (s *Store) readAt(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
+// ReadAt is Read at commit c of context ctxID, never at a cached branch
+// head. A state that fits the old-state cache, or a map written before
+// format 3, is loaded whole and cached (ReadCommit): repeated reads of a
+// small old commit read memory. A bigger state never fitted the cache
+// and was loaded again on every read; it is read through its state map
+// instead (openAt): the view costs a few lookups to open, and each read
+// what it reads — a read of one artifact of a million-artifact context
+// at an old commit does not load the million. fn must not retain the
+// view or mutate the state.
+func (s *Store) ReadAt(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
 	if !indexed(c) || commitStateCost(c) <= s.states.max {
 		return s.ReadCommit(ctx, ctxID, c, fn)
 	}
@@ -474,8 +475,10 @@ func (s *Store) readMap(ctx context.Context, ctxID string, c *replay.Commit, fn 
 }
 
 // ReadCommit calls fn with a view of commit c's state loaded whole
-// (cached for a few recent commits): for reads that walk most of it, as
-// a merge's or a diff's far side does.
+// (cached for a few recent commits, within 15 % of the cache budget): for
+// reads that walk most of a small state, and tests that compare with a
+// whole load. Merges, diffs and comparisons read through the maps
+// instead (readOver, DiffStates).
 func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
 	key := ctxID + "\x00" + string(c.ID[:])
 	m, ok := s.states.get(key)
@@ -665,14 +668,24 @@ type Change struct {
 // DiffCommits lists what differs between the states at a and b, reading
 // only the parts of their state maps that differ. Results are sorted:
 // artifacts by id, then edges.
+// The commits may be of two contexts (the nodes of every map are in one
+// store); their maps then share little (an artifact's entry names the
+// commit that wrote it), and the diff reads most of both. It stops when
+// ctx ends.
 func (s *Store) DiffCommits(ctx context.Context, a, b *replay.Commit) ([]Change, error) {
-	return diffCommits(s, a, b)
+	return diffCommits(ctx, s, a, b)
 }
 
 // diffCommits is DiffCommits reading nodes from src.
-func diffCommits(src nodeSource, a, b *replay.Commit) ([]Change, error) {
+func diffCommits(ctx context.Context, src nodeSource, a, b *replay.Commit) ([]Change, error) {
 	var out []Change
+	seen := 0
 	err := trieDiff(src, trieChild{id: a.Root, count: a.RootCount}, trieChild{id: b.Root, count: b.RootCount}, func(k, old, new []byte) error {
+		if seen++; seen%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		switch k[0] {
 		case 'a':
 			ch := Change{Kind: "artifact", ID: string(k[1:]), Added: old == nil, Removed: new == nil}
