@@ -258,22 +258,24 @@ func BenchmarkAuditDeepBig(b *testing.B) {
 // BenchmarkMerge merges a branch into main in a context of 5,000 and of
 // 100,000 artifacts, each side having changed ten artifacts and added ten
 // since they forked (one commit each, not timed): what a merge costs when
-// it changes little of a context, small or big. The store is reopened
-// first, so the states are read as a restarted server reads them.
+// it changes little of a context, small or big; and in the big one with
+// 2,500 changed and 2,500 added a side, a merge of much. The store is
+// reopened first, so the states are read as a restarted server reads
+// them.
 func BenchmarkMerge(b *testing.B) {
-	for _, n := range []int{5_000, 100_000} {
-		b.Run(fmt.Sprintf("artifacts=%d", n), func(b *testing.B) { benchMerge(b, n) })
+	for _, c := range []struct{ n, changes int }{{5_000, 10}, {100_000, 10}, {100_000, 2_500}} {
+		b.Run(fmt.Sprintf("artifacts=%d/changes=%d", c.n, c.changes), func(b *testing.B) { benchMerge(b, c.n, c.changes) })
 	}
 }
 
-func benchMerge(b *testing.B, n int) {
+func benchMerge(b *testing.B, n, changes int) {
 	ctx := context.Background()
 	dir, _ := bigTree(b, n)
 	s := benchOpen(b, dir, true)
 	defer s.Close()
 	side := func(k int, branch string, at int) []graph.Op {
 		var ops []graph.Op
-		for j := range 10 {
+		for j := range changes {
 			ops = append(ops, notePut(treeID((at+j*7919)%n), k, branch),
 				notePut(fmt.Sprintf("%s-%d-%d", branch, k, j), j, "new"))
 		}
@@ -296,7 +298,7 @@ func benchMerge(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.Kind != replay.MergeThreeWay || len(res.Ops) != 20 {
+		if res.Kind != replay.MergeThreeWay || len(res.Ops) != 2*changes {
 			b.Fatalf("merge %s with %d ops", res.Kind, len(res.Ops))
 		}
 	}
