@@ -381,3 +381,74 @@ func TestReadAtOldCommitThroughTheMap(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadReadFailureReloadsHead: a read of a branch head opened over
+// its map that meets a node it cannot read fails as corruption, and the
+// head is dropped, so once the node is back the next read loads the head
+// afresh and succeeds — a head whose map source had failed would keep
+// failing every read.
+func TestHeadReadFailureReloadsHead(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	for i := range 400 {
+		ops = append(ops, put(fmt.Sprintf("s%03d", i), "claim", map[string]any{"i": i}))
+	}
+	head := mustCommit(t, s, "c", ops...)
+	s.Close()
+	s = openTest(t, dir)
+	defer func() { s.Close() }()
+	// The head in memory, over its map, read at s000's leaf only.
+	if err := s.Read(ctx, "c", "main", func(v *View) error {
+		if !v.State.IsLazy() || v.State.Artifact("s000") == nil {
+			return fmt.Errorf("the head is not read over its map")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The leaf holding s399, found without caching it.
+	id := head.Root
+	var raw []byte
+	for {
+		v, err := s.kv.Get(ctx, keyNode(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := decodeNode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.leaf {
+			raw = v
+			break
+		}
+		id = n.children[keyNibble(tkArtifact("s399"), n.depth)].id
+	}
+	if err := s.kv.Commit(ctx, kv.Batch{Deletes: [][]byte{keyNode(id)}}); err != nil {
+		t.Fatal(err)
+	}
+	s.nodes.clear() // the head's open read it
+	read := func(v *View) error {
+		if !v.State.IsLazy() {
+			return fmt.Errorf("the head is not read over its map")
+		}
+		if v.State.Artifact("s399") == nil {
+			return fmt.Errorf("s399 not found")
+		}
+		return nil
+	}
+	if err := s.Read(ctx, "c", "main", read); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("read with the leaf gone: %v, want ErrCorrupt", err)
+	}
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyNode(id), Value: raw}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Read(ctx, "c", "main", read); err != nil {
+		t.Fatalf("read with the leaf back: %v", err)
+	}
+}

@@ -405,15 +405,11 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 				pins.Add(1)
 				h.mu.RUnlock()
 				defer pins.Add(-1)
-				ferr := fn(v)
-				if rerr := v.readErr(); rerr != nil {
-					// What fn read may lack entries that were stored but
-					// could not be read: fail, and load the head afresh.
-					s.NoteCorruption(rerr)
-					s.dropHead(h)
-					return fmt.Errorf("read the state of branch %q: %w", branch, rerr)
+				err = s.viewErr(v, fn(v), fmt.Sprintf("branch %q", branch))
+				if v.readErr() != nil {
+					s.dropHead(h) // load it afresh
 				}
-				return ferr
+				return err
 			}
 		}
 	}
@@ -466,10 +462,17 @@ func (s *Store) readMap(ctx context.Context, ctxID string, c *replay.Commit, fn 
 		return err
 	}
 	v := &View{Commit: c, State: st, Trust: trust, store: s, ctxID: ctxID}
-	ferr := fn(v)
+	return s.viewErr(v, fn(v), "commit "+c.ID.Short())
+}
+
+// viewErr is what a read through view v returns once its fn returned
+// ferr: when a read of v's state failed, what fn saw may lack entries
+// that are stored but could not be read, so the read fails with that
+// error (what names the state read), noted as corruption; else ferr.
+func (s *Store) viewErr(v *View, ferr error, what string) error {
 	if rerr := v.readErr(); rerr != nil {
 		s.NoteCorruption(rerr)
-		return fmt.Errorf("read the state of commit %s: %w", c.ID.Short(), rerr)
+		return fmt.Errorf("read the state of %s: %w", what, rerr)
 	}
 	return ferr
 }
