@@ -245,6 +245,28 @@ func (s *State) Rebase(src Source, n Counts) (*State, bool) {
 	return c, true
 }
 
+// Reopen returns a state over src that shows what s shows, with a whole
+// copy of s's accumulator and s's definitions: for a store whose state
+// over a source, or a fork of one, is stacked over states that readers
+// still hold, once what s shows is stored (src) under its newest commit.
+// Unlike Rebase it leaves s and the states under it as they are, and
+// unlike Clone it reads nothing from the source: it costs the
+// accumulator's copy. n must be src's sizes and equal s's. It reports
+// false, doing nothing, when s does not read through a source, was
+// opened by NewStateOverHashLater, or its sizes are not n.
+func (s *State) Reopen(src Source, n Counts) (*State, bool) {
+	bottom := s
+	for bottom.under != nil {
+		bottom = bottom.under
+	}
+	if bottom.src == nil || bottom.later != nil || n != (Counts{s.nArt, s.nTomb, s.nEdge}) {
+		return nil, false
+	}
+	c := s.emptyOver(s.accum().Clone(), 0)
+	c.src = src
+	return c, true
+}
+
 // Source returns the source the state at the bottom of s's forks reads
 // through, or nil when it holds every entry itself.
 func (s *State) Source() Source {

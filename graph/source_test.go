@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -497,4 +498,92 @@ func TestHashLater(t *testing.T) {
 	if _, ok := lz.Rebase(newStateSource(wholeCopy(whole)), Counts{lz.nArt, lz.nTomb, lz.nEdge}); ok {
 		t.Fatal("a deferred state was rebased")
 	}
+}
+
+// TestReopen: a state over a source with forks stacked on it (states
+// readers hold) is reopened over a source holding what the top fork
+// shows: the new state shows the same entries and hash, reads nothing
+// through the old source or the new one to be made, leaves the stacked
+// states as they were, and takes commits as a whole state does. A whole
+// state, a deferred one, or sizes that differ are refused.
+func TestReopen(t *testing.T) {
+	whole := chainState(t, 300)
+	src := newStateSource(wholeCopy(whole))
+	lz, err := NewStateOver(nil, src, Counts{whole.nArt, whole.nTomb, whole.nEdge}, nil, whole.acc.Clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two forks stacked, as a head's layers are.
+	f1 := lz.Fork()
+	tqApply(t, f1, tqPut("x", "claim"), tqLink("x", "derived_from", "c7"), tqDel("c299"), tqUnlink("c299", "derived_from", "c298"))
+	f2 := f1.Fork()
+	tqApply(t, f2, tqPut("y", "claim"), tqLink("y", "derived_from", "x"), tqPut("c5", "claim"))
+	want := wholeCopy(whole)
+	tqApply(t, want, tqPut("x", "claim"), tqLink("x", "derived_from", "c7"), tqDel("c299"), tqUnlink("c299", "derived_from", "c298"),
+		tqPut("y", "claim"), tqLink("y", "derived_from", "x"), tqPut("c5", "claim"))
+	f1Hash, lzHash := f1.Hash(), lz.Hash()
+
+	stored := newStateSource(wholeCopy(want))
+	before := src.points.Load() + stored.points.Load()
+	r, ok := f2.Reopen(stored, Counts{want.nArt, want.nTomb, want.nEdge})
+	if !ok {
+		t.Fatal("a fork over a source was not reopened")
+	}
+	if n := src.points.Load() + stored.points.Load() - before; n != 0 {
+		t.Fatalf("reopening read %d entries", n)
+	}
+	if !r.IsLazy() || r.IsFork() || r.Source() != Source(stored) {
+		t.Fatal("the reopened state does not read through the new source alone")
+	}
+	if r.Hash() != want.Hash() || stateString(r) != stateString(want) {
+		t.Fatalf("reopened:\n%.600s\nwant:\n%.600s", stateString(r), stateString(want))
+	}
+	if f1.Hash() != f1Hash || lz.Hash() != lzHash || f2.Hash() != want.Hash() || f1.Artifact("y") != nil || lz.Artifact("x") != nil {
+		t.Fatal("reopening changed the states it was made from")
+	}
+	// It takes commits, and the stacked states still do not change.
+	f, wf := r.Fork(), wholeCopy(want).Fork()
+	for _, s := range []*State{f, wf} {
+		tqApply(t, s, tqPut("z", "claim"), tqLink("z", "derived_from", "y"))
+	}
+	if err := r.Absorb(f); err != nil {
+		t.Fatal(err)
+	}
+	if r.Hash() != wf.Hash() || f2.Hash() != want.Hash() || f2.Artifact("z") != nil {
+		t.Fatal("a commit on the reopened state went wrong")
+	}
+
+	if _, ok := whole.Fork().Reopen(stored, Counts{whole.nArt, whole.nTomb, whole.nEdge}); ok {
+		t.Fatal("a fork of a whole state was reopened")
+	}
+	if _, ok := f2.Reopen(stored, Counts{want.nArt + 1, want.nTomb, want.nEdge}); ok {
+		t.Fatal("reopened with sizes that differ")
+	}
+	later, err := NewStateOverHashLater(nil, newStateSource(wholeCopy(whole)), Counts{whole.nArt, whole.nTomb, whole.nEdge}, nil,
+		func() *hashing.Accumulator { return whole.acc.Clone() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := later.Reopen(stored, Counts{whole.nArt, whole.nTomb, whole.nEdge}); ok {
+		t.Fatal("a deferred state was reopened")
+	}
+}
+
+// stateString renders every artifact of s with its edges both ways, and
+// its sizes, for comparing states.
+func stateString(s *State) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %d %d\n", s.NumArtifacts(), s.NumEdges(), s.NumTombstones())
+	for _, a := range s.Artifacts() {
+		fmt.Fprintf(&b, "%s %s v%d %s out=%v in=%v\n", a.ID, a.Type, a.Version, a.ContentHash.Short(), edgeKeys(s.Out(a.ID)), edgeKeys(s.In(a.ID)))
+	}
+	return b.String()
+}
+
+func edgeKeys(es []*Edge) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Key().String()
+	}
+	return out
 }

@@ -120,10 +120,14 @@ func (h *head) install(state *graph.State, trust *graph.TrustIndex, c *replay.Co
 		absorbInto(h.state, h.trust, state, trust)
 	case len(h.layers) >= maxLayers:
 		// Reads keep overlapping commits: rather than stack more layers
-		// (each lookup walks them all), the head becomes a whole copy of
-		// the fork, made by reading the layers only; the readers keep
-		// theirs.
-		h.state, h.trust, h.pins, h.layers = state.Clone(), trust.Clone(), new(atomic.Int32), nil
+		// (each lookup walks them all), the head starts afresh — over c's
+		// state map when it reads through one (reopen), else as a whole
+		// copy of the fork, made by reading the layers only; the readers
+		// keep theirs.
+		if !h.reopen(state, c) {
+			h.state, h.trust = state.Clone(), trust.Clone()
+		}
+		h.pins, h.layers = new(atomic.Int32), nil
 	default:
 		h.layers = append(h.layers, pinnedLayer{state: h.state, trust: h.trust, pins: h.pins})
 		h.state, h.trust, h.pins = state, trust, new(atomic.Int32)
@@ -137,8 +141,10 @@ func (h *head) install(state *graph.State, trust *graph.TrustIndex, c *replay.Co
 }
 
 // maxLayers bounds how many pinned states a head's state may be layered
-// over; a commit that would add one more makes the head a whole copy
-// instead (O(state), only while reads keep overlapping commits).
+// over; a commit that would add one more opens the head again over its
+// map instead (O(the context hash's leaves)), or, for a head loaded
+// whole, makes it a whole copy (O(state)), only while reads keep
+// overlapping commits.
 
 const maxLayers = 4
 

@@ -236,6 +236,87 @@ func TestLayersStayBounded(t *testing.T) {
 	headIsStored(t, s)
 }
 
+// TestLayersStayBoundedOverTheMap: the same readers overlapping every
+// commit, on a head opened over its state map (a store reopened): when a
+// commit would stack one layer too many, the head is opened again over
+// its new commit's map rather than loaded whole, so it stays a state over
+// the map after every commit, each snapshot stays its commit's state, and
+// the head ends equal to the stored state.
+func TestLayersStayBoundedOverTheMap(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, Options{Dir: dir, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	ops := []graph.Op{hcPut("root", "question")}
+	for i := range 300 {
+		ops = append(ops, hcPut(fmt.Sprintf("b%03d", i), "claim"), graph.Op{Op: graph.OpLink, From: fmt.Sprintf("b%03d", i), Rel: "derived_from", To: "root"})
+	}
+	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: ops}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(ctx, Options{Dir: dir, NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	errs := make(chan error, 64)
+	var holds []chan struct{}
+	maxSeen := 0
+	const commits = 30
+	for i := range commits {
+		hold, in := make(chan struct{}), make(chan struct{})
+		holds = append(holds, hold)
+		go func() {
+			errs <- s.Read(ctx, "c", "", func(v *View) error {
+				hash := v.State.Hash()
+				close(in)
+				<-hold
+				if v.State.Hash() != hash || hash != v.Commit.ContextHash || v.State.Artifact("b150") == nil {
+					return fmt.Errorf("snapshot of %s changed", v.Commit.ID.Short())
+				}
+				return v.Trust.Verify(v.State)
+			})
+		}()
+		<-in
+		id := fmt.Sprintf("a%d", i)
+		if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{hcPut(id, "claim"), {Op: graph.OpLink, From: id, Rel: "derived_from", To: "b150"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 2 {
+			close(holds[i-2]) // each reader spans two commits
+		}
+		s.mu.Lock()
+		h := s.heads[headKey("c", DefaultBranch)]
+		s.mu.Unlock()
+		h.mu.RLock()
+		maxSeen = max(maxSeen, len(h.layers))
+		lazy := h.state.IsLazy()
+		h.mu.RUnlock()
+		if !lazy {
+			t.Fatalf("after commit %d the head is a whole state", i)
+		}
+	}
+	close(holds[commits-2])
+	close(holds[commits-1])
+	for range commits {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if maxSeen != maxLayers {
+		t.Fatalf("the head had up to %d layers; want %d", maxSeen, maxLayers)
+	}
+	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{hcPut("last", "claim")}}); err != nil {
+		t.Fatal(err)
+	}
+	headIsStored(t, s)
+}
+
 // snapshotStore opens a store with an observe context "c" holding a
 // question "root", and returns it with a helper that commits ops to c.
 func snapshotStore(t *testing.T) (*Store, func(ops ...graph.Op)) {

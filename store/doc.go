@@ -244,8 +244,10 @@
 // group's view, a fork over it, becomes the head's state, and the pinned
 // states below (head.layers) collapse into each other once their readers
 // are gone, at the next commit; a head layered over maxLayers pinned
-// states instead becomes a whole copy of its view (read from the layers
-// only, O(state), while reads keep overlapping commits). So a long read
+// states instead starts afresh: a head read through its map is opened
+// again over the map of the commit just made (head.reopen: a copy of the
+// context hash's leaves, nothing read), a head loaded whole becomes a
+// whole copy of its view (read from the layers only, O(state)). So a long read
 // (an audit, a state export, the UI) neither sees commits that land while
 // it runs nor holds them up, in its own context or any other; the
 // committer takes a head's lock at once, waiting at most for a reader's

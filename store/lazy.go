@@ -675,6 +675,27 @@ func (h *head) rebase() {
 	h.state, h.trust = st, graph.NewTrustIndexOver(m, tn, h.store.baseFor)
 }
 
+// reopen makes h, locked by the caller, a state over the map of commit c
+// (durable) showing what state, a fork of h's state that readers may
+// still hold, shows, and a trust index over the same map: for a head
+// that reads through its map and must drop its layers, the way rebase
+// does without waiting for its readers. It reports false, changing
+// nothing, when state does not read through a map or c's map does not
+// hold its index.
+func (h *head) reopen(state *graph.State, c *replay.Commit) bool {
+	if !indexed(c) {
+		return false
+	}
+	m := newMapSource(h.store, h.ctx, c)
+	n, tn := countsOf(c)
+	st, ok := state.Reopen(m, n)
+	if !ok {
+		return false
+	}
+	h.state, h.trust = st, graph.NewTrustIndexOver(m, tn, h.store.baseFor)
+	return true
+}
+
 // Whole returns a view of the same commit whose state is loaded whole,
 // for a read that walks a large part of the graph one artifact at a time
 // (an audit's provenance walk): through the state map each step is a few

@@ -303,3 +303,48 @@ func benchMerge(b *testing.B, n, changes int) {
 		}
 	}
 }
+
+// BenchmarkCommitUnderReaders commits one artifact at a time to the head
+// of a context of 100,000 artifacts, opened over its map after a restart,
+// while reads keep overlapping commits (each reader holds its snapshot
+// across the next two commits): the head is layered over the readers'
+// states, and every few commits it must drop its layers.
+func BenchmarkCommitUnderReaders(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	dir, _ := bigTree(b, n)
+	s := benchOpen(b, dir, true)
+	defer s.Close()
+	var holds []chan struct{}
+	errs := make(chan error, 4)
+	release := func(upTo int) {
+		for len(holds) > upTo {
+			close(holds[0])
+			holds = holds[1:]
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ResetTimer()
+	for k := 0; b.Loop(); k++ {
+		hold, in := make(chan struct{}), make(chan struct{})
+		holds = append(holds, hold)
+		go func() {
+			errs <- s.Read(ctx, "big", "", func(v *View) error {
+				close(in)
+				<-hold
+				if v.State.Artifact(treeID(k%n)) == nil {
+					return fmt.Errorf("%s missing", treeID(k%n))
+				}
+				return nil
+			})
+		}()
+		<-in
+		benchCommit(b, s, "big", notePut(fmt.Sprintf("r-%d", k), k, "under readers"),
+			graph.Op{Op: graph.OpLink, From: fmt.Sprintf("r-%d", k), Rel: "derived_from", To: treeID((k * 7919) % n)})
+		release(2)
+	}
+	b.StopTimer()
+	release(0)
+}
