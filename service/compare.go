@@ -184,11 +184,13 @@ func ParseCompareSide(param, v string) (ctxID, ref string, err error) {
 }
 
 // CompareRuns resolves both sides in st and compares their states
-// through the store's diff of their state maps (store.DiffStates), so it
-// never loads either state, and holds no lock a committer needs while it
-// works. Two refs of one context cost what differs between them; two
-// contexts share little of their maps, and the diff reads most of both,
-// a node at a time.
+// through the store's diff of their state maps (store.DiffStates), and
+// holds no lock a committer needs while it works. Two refs of one
+// context cost what differs between them; two contexts share little of
+// their maps, and the diff reads most of both, a node at a time, loading
+// neither. The producer of an edge whose from artifact did not change
+// is read at side a (store.ReadAt: through its map, or from the state
+// loaded whole and cached when it is small).
 func CompareRuns(ctx context.Context, st *store.Store, ctxA, refA, ctxB, refB string) (Comparison, error) {
 	ca, err := st.Resolve(ctx, ctxA, refA)
 	if err != nil {

@@ -135,6 +135,12 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 						return nil, err
 					}
 					p, err := replay.MergeWithin(base.State, st, t.State, replay.ScopeOf(oursDiff, theirsDiff), resolutions)
+					// A read of base or theirs that failed looked like an
+					// absent entry: refuse the plan made on it (the views
+					// report the error when the read ends).
+					if rerr := errors.Join(base.readErr(), t.readErr()); rerr != nil {
+						return nil, rerr
+					}
 					if err != nil {
 						return nil, err
 					}

@@ -20,7 +20,7 @@ var errHeadMoved = errors.New("branch head moved")
 //   - when from or to is a branch head, that head;
 //   - otherwise main's head, through the diff from to (or from) to it
 //     (replay.DiffTrustVia), unless both are larger than a quarter of the
-//     state, in which case the state at to read over its state map
+//     state, in which case the state at to is read over its state map
 //     (readOver: the trust of what the diff touches, read where the map
 //     keeps it), or loaded whole if it already is, or its map predates
 //     format 3.

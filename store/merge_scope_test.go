@@ -1,16 +1,19 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
 // randomSideOps returns a batch of random ops on state st: new artifacts
@@ -48,7 +51,10 @@ func randomSideOps(r *rand.Rand, st *graph.State, prefix string, n int) []graph.
 			if from == to {
 				continue
 			}
-			if from < to {
+			// Mostly from the larger id to the smaller; the other way
+			// round a side may close a cycle (its batch is refused and
+			// drawn again) or, merged, the sides may.
+			if from < to && r.IntN(4) > 0 {
 				from, to = to, from
 			}
 			op := link(from, []string{"derived_from", "cites"}[r.IntN(2)], to)
@@ -112,6 +118,7 @@ func mergeOutcome(t *testing.T, ops []graph.Op, hash hashing.Digest, resolved []
 // cases reopen the store first, so the heads are read over their maps.
 func TestStoreMergeAgreesWithWholeMerge(t *testing.T) {
 	ctx := context.Background()
+	kinds := map[replay.ConflictKind]int{}
 	for seed := uint64(1); seed <= 16; seed++ {
 		dir := t.TempDir()
 		s, err := Open(ctx, Options{Dir: dir, Clock: testClock(), NoSync: true})
@@ -138,6 +145,16 @@ func TestStoreMergeAgreesWithWholeMerge(t *testing.T) {
 				commitRandom(t, s, br, fmt.Sprintf("n%d-", step), r, 8)
 			}
 		}
+		if seed%3 == 0 {
+			// The sides derive two artifacts from each other, each one
+			// way round: merged, a cycle.
+			for _, br := range [][3]string{{"main", "cy-a", "cy-b"}, {"exp", "cy-b", "cy-a"}} {
+				if _, err := s.Commit(ctx, CommitRequest{Context: "c", Branch: br[0], Ops: []graph.Op{
+					put("cy-a", "note", map[string]any{}), put("cy-b", "note", map[string]any{}), link(br[1], "derived_from", br[2])}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		if seed%2 == 0 {
 			s.Close()
 			if s, err = Open(ctx, Options{Dir: dir, Clock: testClock(), NoSync: true}); err != nil {
@@ -160,6 +177,10 @@ func TestStoreMergeAgreesWithWholeMerge(t *testing.T) {
 			res := map[string]replay.Resolution{}
 			for _, c := range ce.Conflicts {
 				res[c.Key] = replay.Resolution{Take: []string{replay.TakeOurs, replay.TakeTheirs}[r.IntN(2)]}
+				if c.Kind != replay.ConflictCycle && c.ID != "" && r.IntN(3) == 0 {
+					res[c.Key] = replay.Resolution{Value: json.RawMessage(fmt.Sprintf(`{"resolved":%d}`, r.IntN(100)))}
+				}
+				kinds[c.Kind]++
 			}
 			resolutions = append(resolutions, res)
 		}
@@ -187,6 +208,11 @@ func TestStoreMergeAgreesWithWholeMerge(t *testing.T) {
 		}
 		mustCheck(t, s)
 		s.Close()
+	}
+	for _, k := range []replay.ConflictKind{replay.ConflictEditEdit, replay.ConflictDeleteEdit, replay.ConflictDanglingEdge, replay.ConflictCycle} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s conflict in any case: the cases do not exercise it", k)
+		}
 	}
 }
 
@@ -239,4 +265,159 @@ func TestPlanningSeesItsGroup(t *testing.T) {
 		t.Fatalf("DiffFrom in the group: %+v", seen)
 	}
 	mustCheck(t, s)
+}
+
+// errInjected is the I/O error failingReads reports.
+var errInjected = errors.New("injected read failure")
+
+// readHook is a driver that calls on, once set, before each read of key
+// (Get, or a key of GetMany); an error on returns fails the read.
+type readHook struct {
+	*memkv.Driver
+	key atomic.Pointer[[]byte]
+	on  func() error
+}
+
+func (d *readHook) before(key []byte) error {
+	if k := d.key.Load(); k != nil && bytes.Equal(*k, key) {
+		return d.on()
+	}
+	return nil
+}
+
+func (d *readHook) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := d.before(key); err != nil {
+		return nil, err
+	}
+	return d.Driver.Get(ctx, key)
+}
+
+func (d *readHook) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	for _, k := range keys {
+		if err := d.before(k); err != nil {
+			return nil, err
+		}
+	}
+	return d.Driver.GetMany(ctx, keys)
+}
+
+// leafKey returns the key of the leaf node of the state map of commit c
+// that holds artifact id.
+func leafKey(t *testing.T, s *Store, c *replay.Commit, id string) []byte {
+	t.Helper()
+	at := c.Root
+	for {
+		n, err := s.node(at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.leaf {
+			return keyNode(at)
+		}
+		at = n.children[keyNibble(tkArtifact(id), n.depth)].id
+	}
+}
+
+// hookedMergeStore opens a store over a readHook driver whose node cache
+// holds nothing (every node read reaches the driver), with a context "c"
+// of 300 artifacts a000… on main and a branch "exp" at that commit.
+func hookedMergeStore(t *testing.T) (*Store, *readHook) {
+	t.Helper()
+	ctx := context.Background()
+	d := &readHook{Driver: memkv.New()}
+	s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1, CacheBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	for i := range 300 {
+		ops = append(ops, put(fmt.Sprintf("a%03d", i), "note", map[string]any{"i": i}))
+	}
+	base := mustCommit(t, s, "c", ops...)
+	if err := s.CreateBranch(ctx, "c", "exp", base.ID); err != nil {
+		t.Fatal(err)
+	}
+	return s, d
+}
+
+// TestMergeReadFailureCommitsNothing: when the plan of a merge cannot
+// read a node of theirs (read once by the diff, failing when the plan
+// reads it again; the node cache holds nothing), the merge fails and no
+// merge commit lands — a plan made on an artifact that only looked absent
+// would delete it. With the reads working again, the merge takes theirs'
+// change.
+func TestMergeReadFailureCommitsNothing(t *testing.T) {
+	ctx := context.Background()
+	s, d := hookedMergeStore(t)
+	res, err := s.Commit(ctx, CommitRequest{Context: "c", Branch: "exp", Ops: []graph.Op{put("a200", "note", map[string]any{"i": "theirs"})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := mustCommit(t, s, "c", put("a010", "note", map[string]any{"i": "ours"}))
+	key := leafKey(t, s, res.Commit, "a200")
+	s.nodes.clear()
+	var reads atomic.Int32
+	d.on = func() error {
+		if reads.Add(1) > 1 {
+			return errInjected
+		}
+		return nil
+	}
+	d.key.Store(&key)
+	if _, err := s.Merge(ctx, "c", "main", "exp", nil, "", ""); !errors.Is(err, errInjected) {
+		t.Fatalf("merge with a read of theirs failing: %v", err)
+	}
+	if reads.Load() < 2 {
+		t.Fatalf("the node was read %d times: the test did not fail the plan's read", reads.Load())
+	}
+	if head := mustResolve(t, s, "c", "main"); head.ID != ours.ID {
+		t.Fatalf("a merge that failed to read theirs moved main to %s", head.ID.Short())
+	}
+	d.key.Store(nil)
+	got, err := s.Merge(ctx, "c", "main", "exp", nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Ops) != 1 || got.Ops[0].Op != graph.OpPut || got.Ops[0].ID != "a200" {
+		t.Fatalf("merge ops %+v", got.Ops)
+	}
+}
+
+// TestMergePlansOnTheHeadItLandsOn: a commit deleting a100 lands on main
+// after the merge read main's head and before the merge is planned (it is
+// made while the merge's diff of theirs reads theirs' leaf). Theirs linked
+// an artifact to a100: the plan, made against the head it lands on, sees
+// the deletion (the diff from the base to that head), and the merge is a
+// dangling_edge conflict — not a merge that drops theirs' edge unasked.
+func TestMergePlansOnTheHeadItLandsOn(t *testing.T) {
+	ctx := context.Background()
+	s, d := hookedMergeStore(t)
+	res, err := s.Commit(ctx, CommitRequest{Context: "c", Branch: "exp", Ops: []graph.Op{
+		put("t1", "note", map[string]any{"by": "theirs"}), link("t1", "cites", "a100")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, s, "c", put("a010", "note", map[string]any{"i": "ours"}))
+	key := leafKey(t, s, res.Commit, "t1")
+	s.nodes.clear()
+	var moved atomic.Bool
+	d.on = func() error {
+		if !moved.Swap(true) {
+			mustCommit(t, s, "c", graph.Op{Op: graph.OpDelete, ID: "a100"})
+		}
+		return nil
+	}
+	d.key.Store(&key)
+	_, err = s.Merge(ctx, "c", "main", "exp", nil, "", "")
+	if !moved.Load() {
+		t.Fatal("the hook did not run: main did not move during the merge")
+	}
+	var ce *replay.ConflictError
+	if !errors.As(err, &ce) || len(ce.Conflicts) != 1 || ce.Conflicts[0].Kind != replay.ConflictDanglingEdge || ce.Conflicts[0].ID != "a100" {
+		t.Fatalf("merge after main deleted a100: %v, want one dangling_edge conflict on a100", err)
+	}
 }

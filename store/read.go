@@ -480,8 +480,9 @@ func (s *Store) viewErr(v *View, ferr error, what string) error {
 // ReadCommit calls fn with a view of commit c's state loaded whole
 // (cached for a few recent commits, within 15 % of the cache budget): for
 // reads that walk most of a small state, and tests that compare with a
-// whole load. Merges, diffs and comparisons read through the maps
-// instead (readOver, DiffStates).
+// whole load; ReadAt uses it for the old commits whose states fit the
+// cache. Merges and diffs read through the maps (readOver, DiffStates),
+// using a state loaded here only when it is cached.
 func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
 	key := ctxID + "\x00" + string(c.ID[:])
 	m, ok := s.states.get(key)
@@ -674,7 +675,7 @@ type Change struct {
 // The commits may be of two contexts (the nodes of every map are in one
 // store); their maps then share little (an artifact's entry names the
 // commit that wrote it), and the diff reads most of both. It stops when
-// ctx ends.
+// ctx ends, checked every 1,024 entries that differ.
 func (s *Store) DiffCommits(ctx context.Context, a, b *replay.Commit) ([]Change, error) {
 	return diffCommits(ctx, s, a, b)
 }
