@@ -57,7 +57,8 @@ func compareOps(r *rand.Rand, st *graph.State) []graph.Op {
 // TestCompareRunsAgreesWithWholeCompare compares random runs through the
 // store's diff (CompareRuns) and checks it against Compare of the two
 // states loaded whole: two branches of one context, two contexts that
-// share their first commits' ops, and a context with itself.
+// share their first commits' ops, a context with itself, and an empty
+// context against the others.
 func TestCompareRunsAgreesWithWholeCompare(t *testing.T) {
 	ctx := context.Background()
 	for seed := uint64(1); seed <= 12; seed++ {
@@ -79,7 +80,7 @@ func TestCompareRunsAgreesWithWholeCompare(t *testing.T) {
 			}
 			t.Fatal("no random batch applied in 50 draws")
 		}
-		for _, c := range []string{"a", "b"} {
+		for _, c := range []string{"a", "b", "e"} {
 			if _, err := st.CreateContext(ctx, c, store.ModeObserve); err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +118,8 @@ func TestCompareRunsAgreesWithWholeCompare(t *testing.T) {
 			commit("b", "main")
 		}
 		cases := [][4]string{{"a", "main", "a", "alt"}, {"a", "alt", "a", "main"}, {"a", "main", "b", "main"},
-			{"b", "main", "a", "alt"}, {"a", "main", "a", "main"}, {"a", head.ID.String(), "a", "main"}}
+			{"b", "main", "a", "alt"}, {"a", "main", "a", "main"}, {"a", head.ID.String(), "a", "main"},
+			{"e", "main", "a", "main"}, {"a", "alt", "e", "main"}, {"e", "main", "e", "main"}}
 		for _, c := range cases {
 			got, err := CompareRuns(ctx, st, c[0], c[1], c[2], c[3])
 			if err != nil {
