@@ -421,3 +421,32 @@ func TestMergePlansOnTheHeadItLandsOn(t *testing.T) {
 		t.Fatalf("merge after main deleted a100: %v, want one dangling_edge conflict on a100", err)
 	}
 }
+
+// TestMergeFromTheRoot merges two branches whose merge base is the
+// context's root commit, whose state is empty: the diffs are the sides
+// whole, and the merge takes theirs' artifacts and edges.
+func TestMergeFromTheRoot(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	root := mustResolve(t, s, "c", "main")
+	if err := s.CreateBranch(ctx, "c", "exp", root.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, s, "c", put("o", "note", map[string]any{}))
+	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Branch: "exp", Ops: []graph.Op{
+		put("t", "note", map[string]any{}), put("u", "note", map[string]any{}), link("u", "cites", "t")}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Merge(ctx, "c", "main", "exp", nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Base != root.ID || len(res.Ops) != 3 || res.Commit.Artifacts != 3 || res.Commit.Edges != 1 {
+		t.Fatalf("merge from the root: base %s, %d ops, %d artifacts, %d edges", res.Base.Short(), len(res.Ops), res.Commit.Artifacts, res.Commit.Edges)
+	}
+	mustCheck(t, s)
+}
