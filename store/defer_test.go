@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -189,46 +190,8 @@ func TestSnapshotsUnderCommits(t *testing.T) {
 // past maxLayers, each snapshot stays its commit's state, and the head
 // ends equal to the stored state.
 func TestLayersStayBounded(t *testing.T) {
-	ctx := context.Background()
 	s, commit := snapshotStore(t)
-	errs := make(chan error, 64)
-	var holds []chan struct{}
-	maxSeen := 0
-	const commits = 30
-	for i := range commits {
-		hold, in := make(chan struct{}), make(chan struct{})
-		holds = append(holds, hold)
-		go func() {
-			errs <- s.Read(ctx, "c", "", func(v *View) error {
-				hash := v.State.Hash()
-				close(in)
-				<-hold
-				if v.State.Hash() != hash || hash != v.Commit.ContextHash {
-					return fmt.Errorf("snapshot of %s changed", v.Commit.ID.Short())
-				}
-				return v.Trust.Verify(v.State)
-			})
-		}()
-		<-in
-		id := fmt.Sprintf("a%d", i)
-		commit(hcPut(id, "claim"), graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: "root"})
-		if i >= 2 {
-			close(holds[i-2]) // each reader spans two commits
-		}
-		s.mu.Lock()
-		h := s.heads[headKey("c", DefaultBranch)]
-		s.mu.Unlock()
-		h.mu.RLock()
-		maxSeen = max(maxSeen, len(h.layers))
-		h.mu.RUnlock()
-	}
-	close(holds[commits-2])
-	close(holds[commits-1])
-	for range commits {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	maxSeen := commitsUnderReaders(t, s, 30, "root", func(*head) error { return nil })
 	if maxSeen > maxLayers || maxSeen == 0 {
 		t.Fatalf("the head had up to %d layers; want 1 to %d", maxSeen, maxLayers)
 	}
@@ -264,11 +227,34 @@ func TestLayersStayBoundedOverTheMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	errs := make(chan error, 64)
+	maxSeen := commitsUnderReaders(t, s, 30, "b150", func(h *head) error {
+		if !h.state.IsLazy() {
+			return errors.New("the head is a whole state")
+		}
+		return nil
+	})
+	if maxSeen != maxLayers {
+		t.Fatalf("the head had up to %d layers; want %d", maxSeen, maxLayers)
+	}
+	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{hcPut("last", "claim")}}); err != nil {
+		t.Fatal(err)
+	}
+	headIsStored(t, s)
+}
+
+// commitsUnderReaders makes n commits to main of context "c" in s, each a
+// claim derived_from to, while readers overlap every commit: each holds
+// its snapshot across the next two commits and checks at the end that it
+// is still its commit's state (hash, to present, trust). After each
+// commit it checks the head, read-locked, with check, and it returns the
+// most layers the head had.
+func commitsUnderReaders(t *testing.T, s *Store, n int, to string, check func(h *head) error) int {
+	t.Helper()
+	ctx := context.Background()
+	errs := make(chan error, n)
 	var holds []chan struct{}
 	maxSeen := 0
-	const commits = 30
-	for i := range commits {
+	for i := range n {
 		hold, in := make(chan struct{}), make(chan struct{})
 		holds = append(holds, hold)
 		go func() {
@@ -276,7 +262,7 @@ func TestLayersStayBoundedOverTheMap(t *testing.T) {
 				hash := v.State.Hash()
 				close(in)
 				<-hold
-				if v.State.Hash() != hash || hash != v.Commit.ContextHash || v.State.Artifact("b150") == nil {
+				if v.State.Hash() != hash || hash != v.Commit.ContextHash || v.State.Artifact(to) == nil {
 					return fmt.Errorf("snapshot of %s changed", v.Commit.ID.Short())
 				}
 				return v.Trust.Verify(v.State)
@@ -284,7 +270,7 @@ func TestLayersStayBoundedOverTheMap(t *testing.T) {
 		}()
 		<-in
 		id := fmt.Sprintf("a%d", i)
-		if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{hcPut(id, "claim"), {Op: graph.OpLink, From: id, Rel: "derived_from", To: "b150"}}}); err != nil {
+		if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{hcPut(id, "claim"), {Op: graph.OpLink, From: id, Rel: "derived_from", To: to}}}); err != nil {
 			t.Fatal(err)
 		}
 		if i >= 2 {
@@ -295,26 +281,20 @@ func TestLayersStayBoundedOverTheMap(t *testing.T) {
 		s.mu.Unlock()
 		h.mu.RLock()
 		maxSeen = max(maxSeen, len(h.layers))
-		lazy := h.state.IsLazy()
+		err := check(h)
 		h.mu.RUnlock()
-		if !lazy {
-			t.Fatalf("after commit %d the head is a whole state", i)
+		if err != nil {
+			t.Fatalf("after commit %d: %v", i, err)
 		}
 	}
-	close(holds[commits-2])
-	close(holds[commits-1])
-	for range commits {
+	close(holds[n-2])
+	close(holds[n-1])
+	for range n {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
-	if maxSeen != maxLayers {
-		t.Fatalf("the head had up to %d layers; want %d", maxSeen, maxLayers)
-	}
-	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{hcPut("last", "claim")}}); err != nil {
-		t.Fatal(err)
-	}
-	headIsStored(t, s)
+	return maxSeen
 }
 
 // snapshotStore opens a store with an observe context "c" holding a
