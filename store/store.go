@@ -98,6 +98,12 @@ type Options struct {
 	// level to level). Badger syncs both its logs on every write whatever
 	// the threshold. Ignored when Driver is set.
 	ValueThreshold int64
+	// TableBytes is the size in bytes of the tables the embedded Badger
+	// database writes below level 0 (0: badgerkv.DefaultTableBytes,
+	// 512 KiB): smaller tables keep a commit's fsync from waiting long
+	// behind a compaction's writes, larger ones keep fewer files open.
+	// Ignored when Driver is set.
+	TableBytes int64
 	// memTable is the size of the embedded Badger database's memtables (0:
 	// the driver's default). Tests that reopen a store many times use
 	// less, since every open allocates and zeroes a memtable arena of
@@ -342,7 +348,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if opts.Dir == "" {
 			return nil, fmt.Errorf("%w: data directory is required", ErrInvalid)
 		}
-		bd, err := badgerkv.Open(ctx, badgerkv.Options{Dir: opts.Dir, NoSync: opts.NoSync, MemTableSize: opts.memTable, MappedBytes: opts.MappedBytes, ValueThreshold: opts.ValueThreshold, Logger: opts.Logger})
+		bd, err := badgerkv.Open(ctx, badgerkv.Options{Dir: opts.Dir, NoSync: opts.NoSync, MemTableSize: opts.memTable, MappedBytes: opts.MappedBytes, ValueThreshold: opts.ValueThreshold, TableBytes: opts.TableBytes, Logger: opts.Logger})
 		if err != nil {
 			// Badger reports the directory lock only in its message.
 			if strings.Contains(err.Error(), "Cannot acquire directory lock") {
@@ -450,6 +456,9 @@ const DefaultCacheBytes = 128 << 20
 
 // DefaultMappedBytes is the default of Options.MappedBytes.
 const DefaultMappedBytes = badgerkv.DefaultMappedBytes
+
+// DefaultTableBytes is the default of Options.TableBytes.
+const DefaultTableBytes = badgerkv.DefaultTableBytes
 
 // DefaultValueThreshold is the default of Options.ValueThreshold.
 const DefaultValueThreshold = badgerkv.DefaultValueThreshold

@@ -56,10 +56,10 @@ type serveConfig struct {
 	// SpillRetention, when positive, prunes the bytes of spilled full tool
 	// outputs that are older (serve --spill-retention).
 	SpillRetention time.Duration
-	// CacheBytes, MappedBytes and ValueThreshold are serve --cache-bytes,
-	// --mapped-bytes and --value-threshold (store.Options; zero: the
-	// defaults).
-	CacheBytes, MappedBytes, ValueThreshold int64
+	// CacheBytes, MappedBytes, ValueThreshold and TableBytes are serve
+	// --cache-bytes, --mapped-bytes, --value-threshold and --table-bytes
+	// (store.Options; zero: the defaults).
+	CacheBytes, MappedBytes, ValueThreshold, TableBytes int64
 }
 
 // netLimits are serve's connection limits and timeouts.
@@ -358,6 +358,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cacheBytes := fs.Int64("cache-bytes", store.DefaultCacheBytes, "memory budget of the store's caches (branch heads, state-map nodes, payloads); the Go runtime's soft limit is it plus 256 MiB, raised to 1.5 times the live heap when that is more, unless GOMEMLIMIT is set")
 	mappedBytes := fs.Int64("mapped-bytes", store.DefaultMappedBytes, "resident pages of the embedded database's mapped files past which they are paged out (Linux; -1: no bound)")
 	valueThreshold := fs.Int64("value-threshold", store.DefaultValueThreshold, "size in bytes from which the embedded database keeps a value in its value log, not its tree (up to 1048576; -1: every value below 1 MiB in the tree, where compactions copy it again from level to level)")
+	tableBytes := fs.Int64("table-bytes", store.DefaultTableBytes, "size in bytes of the embedded database's tables below level 0 (64 KiB to 64 MiB): smaller keeps commits from waiting long behind compactions, larger keeps fewer files open (about two per MiB of tree at the default)")
 	secretsFile := fs.String("secrets", "", "file of secret values, one per line, masked by value in tool results and effect errors")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -410,7 +411,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *valueThreshold == 0 || *valueThreshold < -1 || *valueThreshold > 1<<20 {
 		return fail(stderr, exitUsage, "serve: --value-threshold must be from 1 to 1048576, or -1 to keep values in the tree")
 	}
-	cfg.CacheBytes, cfg.MappedBytes, cfg.ValueThreshold = *cacheBytes, *mappedBytes, *valueThreshold
+	if *tableBytes < 64<<10 || *tableBytes > 64<<20 {
+		return fail(stderr, exitUsage, "serve: --table-bytes must be from 65536 to 67108864")
+	}
+	cfg.CacheBytes, cfg.MappedBytes, cfg.ValueThreshold, cfg.TableBytes = *cacheBytes, *mappedBytes, *valueThreshold, *tableBytes
 	if err := gateTiers(&cfg, *allowFetch, *allowPrivate, *renderOn); err != nil {
 		return fail(stderr, exitUsage, "serve: %v", err)
 	}
@@ -423,7 +427,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // serve runs the server until ctx ends, then shuts down gracefully:
 // in-flight requests (and their commits) finish, then the store closes.
 func serve(ctx context.Context, sp storeSpec, addr string, cfg serveConfig, stdout io.Writer) error {
-	st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: cfg.Logger, CacheBytes: cfg.CacheBytes, MappedBytes: cfg.MappedBytes, ValueThreshold: cfg.ValueThreshold}, false)
+	st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: cfg.Logger, CacheBytes: cfg.CacheBytes, MappedBytes: cfg.MappedBytes, ValueThreshold: cfg.ValueThreshold, TableBytes: cfg.TableBytes}, false)
 	if err != nil {
 		return err
 	}

@@ -378,8 +378,8 @@ func TestLoadTokens(t *testing.T) {
 }
 
 // TestServeMemoryFlags: the cache and mapped-file budgets are refused, with
-// the flag named, when they cannot bound anything, and so is a value-log
-// threshold Badger cannot take.
+// the flag named, when they cannot bound anything, and so are a value-log
+// threshold Badger cannot take and a table size out of range.
 func TestServeMemoryFlags(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -392,6 +392,9 @@ func TestServeMemoryFlags(t *testing.T) {
 		{[]string{"--value-threshold", "0"}, "--value-threshold must be from 1 to 1048576, or -1"},
 		{[]string{"--value-threshold", "-2"}, "--value-threshold must be from 1 to 1048576, or -1"},
 		{[]string{"--value-threshold", "1048577"}, "--value-threshold must be from 1 to 1048576, or -1"},
+		{[]string{"--table-bytes", "65535"}, "--table-bytes must be from 65536 to 67108864"},
+		{[]string{"--table-bytes", "0"}, "--table-bytes must be from 65536 to 67108864"},
+		{[]string{"--table-bytes", "67108865"}, "--table-bytes must be from 65536 to 67108864"},
 	} {
 		var stderr bytes.Buffer
 		args := append([]string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, c.args...)
