@@ -61,6 +61,11 @@
 //     own under NoSync. Close stops the collector after the file it is
 //     rewriting. Stores written before keep their values where they are;
 //     both read the same.
+//   - Tables below level 0 are Options.TableBytes (default 512 KiB) at
+//     every level: a compaction writes each table through a mapping and
+//     syncs it whole, and a synced commit's fsync waits behind that write,
+//     so small tables keep commits' tails short while a big store
+//     compacts (DefaultTableBytes), at the cost of more open files.
 //   - Open deletes empty .mem and .vlog files, which a crash can leave and
 //     which Badger v4 refuses to open (see removeEmptyLogs).
 package badgerkv
