@@ -299,7 +299,20 @@ type MergePlan struct {
 // Merge visits every artifact and edge of the three states; MergeWithin
 // visits only those a MergeScope names.
 func Merge(base, ours, theirs *graph.State, resolutions map[string]Resolution) (*MergePlan, error) {
-	return MergeWithin(base, ours, theirs, MergeScope{IDs: unionIDs(base, ours, theirs), Edges: unionEdges(base, ours, theirs)}, resolutions)
+	return MergeWithin(base, ours, theirs, wholeScope(base, ours, theirs), resolutions)
+}
+
+// wholeScope is the scope of every artifact and edge of states, with the
+// repeats MergeWithin drops.
+func wholeScope(states ...*graph.State) MergeScope {
+	var sc MergeScope
+	for _, st := range states {
+		sc.IDs = append(sc.IDs, st.ArtifactIDs()...)
+		for _, e := range st.Edges() {
+			sc.Edges = append(sc.Edges, e.Key())
+		}
+	}
+	return sc
 }
 
 // MergeScope names the artifacts and edges a merge looks at. It must
@@ -426,21 +439,6 @@ func sameEdge(a, b *graph.Edge) bool {
 	return bytes.Equal(a.Attrs, b.Attrs)
 }
 
-func unionIDs(states ...*graph.State) []string {
-	seen := map[string]bool{}
-	var ids []string
-	for _, s := range states {
-		for _, id := range s.ArtifactIDs() {
-			if !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-	}
-	sort.Strings(ids)
-	return ids
-}
-
 // takeTheirs returns the op that makes ours' artifact id equal theirs'.
 func (m *merger) takeTheirs(id string, t *graph.Artifact) *graph.Op {
 	if t == nil {
@@ -540,21 +538,6 @@ func (m *merger) present(id string) bool {
 		}
 	}
 	return m.ours.Artifact(id) != nil
-}
-
-func unionEdges(states ...*graph.State) []graph.EdgeKey {
-	seen := map[graph.EdgeKey]bool{}
-	var keys []graph.EdgeKey
-	for _, s := range states {
-		for _, e := range s.Edges() {
-			if k := e.Key(); !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool { return edgeKeyLess(keys[i], keys[j]) })
-	return keys
 }
 
 func edgeSide(e *graph.Edge) *EdgeSide {

@@ -624,3 +624,35 @@ func TestMergeWithinAgreesWithMerge(t *testing.T) {
 		t.Fatalf("leaving a side's changes out of the scope changed %v merges: the test cannot tell a scope that holds too little", differs)
 	}
 }
+
+// unionIDs returns the ids of states' artifacts, sorted, without repeats.
+func unionIDs(states ...*graph.State) []string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, s := range states {
+		for _, id := range s.ArtifactIDs() {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// unionEdges returns the keys of states' edges, sorted, without repeats.
+func unionEdges(states ...*graph.State) []graph.EdgeKey {
+	seen := map[graph.EdgeKey]bool{}
+	var keys []graph.EdgeKey
+	for _, s := range states {
+		for _, e := range s.Edges() {
+			if k := e.Key(); !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return edgeKeyLess(keys[i], keys[j]) })
+	return keys
+}

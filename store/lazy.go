@@ -666,13 +666,7 @@ func (h *head) rebase() {
 	if len(h.layers) > 0 || h.pins.Load() != 0 || h.state.OwnEntries() <= rebaseAt || !indexed(h.commit) {
 		return
 	}
-	m := newMapSource(h.store, h.ctx, h.commit)
-	n, tn := countsOf(h.commit)
-	st, ok := h.state.Rebase(m, n)
-	if !ok {
-		return
-	}
-	h.state, h.trust = st, graph.NewTrustIndexOver(m, tn, h.store.baseFor)
+	h.overMap(h.commit, h.state.Rebase)
 }
 
 // reopen makes h, locked by the caller, a state over the map of commit c
@@ -683,17 +677,20 @@ func (h *head) rebase() {
 // nothing, when state does not read through a map or c's map does not
 // hold its index.
 func (h *head) reopen(state *graph.State, c *replay.Commit) bool {
-	if !indexed(c) {
-		return false
-	}
+	return indexed(c) && h.overMap(c, state.Reopen)
+}
+
+// overMap makes h, locked by the caller, the state open makes over the
+// map of commit c (graph.State.Rebase or Reopen), with a trust index over
+// the same map, and reports whether open made one.
+func (h *head) overMap(c *replay.Commit, open func(graph.Source, graph.Counts) (*graph.State, bool)) bool {
 	m := newMapSource(h.store, h.ctx, c)
 	n, tn := countsOf(c)
-	st, ok := state.Reopen(m, n)
-	if !ok {
-		return false
+	st, ok := open(m, n)
+	if ok {
+		h.state, h.trust = st, graph.NewTrustIndexOver(m, tn, h.store.baseFor)
 	}
-	h.state, h.trust = st, graph.NewTrustIndexOver(m, tn, h.store.baseFor)
-	return true
+	return ok
 }
 
 // Whole returns a view of the same commit whose state is loaded whole,

@@ -442,7 +442,7 @@ func (s *Store) ReadAt(ctx context.Context, ctxID string, c *replay.Commit, fn f
 // loaded whole (ReadCommit). For reads that look at a few entries, as a
 // merge's base and far side are.
 func (s *Store) readOver(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
-	if _, ok := s.states.get(ctxID + "\x00" + string(c.ID[:])); ok || !indexed(c) {
+	if _, ok := s.states.get(stateKey(ctxID, c)); ok || !indexed(c) {
 		return s.ReadCommit(ctx, ctxID, c, fn)
 	}
 	return s.readMap(ctx, ctxID, c, fn)
@@ -477,6 +477,10 @@ func (s *Store) viewErr(v *View, ferr error, what string) error {
 	return ferr
 }
 
+// stateKey is the key of commit c of context ctxID in the old-state
+// cache (ReadCommit).
+func stateKey(ctxID string, c *replay.Commit) string { return ctxID + "\x00" + string(c.ID[:]) }
+
 // ReadCommit calls fn with a view of commit c's state loaded whole
 // (cached for a few recent commits, within 15 % of the cache budget): for
 // reads that walk most of a small state, and tests that compare with a
@@ -484,7 +488,7 @@ func (s *Store) viewErr(v *View, ferr error, what string) error {
 // cache. Merges and diffs read through the maps (readOver, DiffStates),
 // using a state loaded here only when it is cached.
 func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
-	key := ctxID + "\x00" + string(c.ID[:])
+	key := stateKey(ctxID, c)
 	m, ok := s.states.get(key)
 	if !ok {
 		cs, err := s.ctxState(ctxID)
