@@ -60,7 +60,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, exitUsage, "bench: --clients must be 1..4096")
 	}
 	if *addr != "" && (*dataDir != "" || bs != benchStore{}) {
-		return fail(stderr, exitUsage, "bench: --data, --nosync, --cache-bytes, --mapped-bytes and --value-threshold are for the in-process server; not with --addr")
+		return fail(stderr, exitUsage, "bench: --data, --nosync, --cache-bytes, --mapped-bytes, --value-threshold and --table-bytes are for the in-process server; not with --addr")
 	}
 	if err := bs.check(); err != nil {
 		return fail(stderr, exitUsage, "bench: %v", err)

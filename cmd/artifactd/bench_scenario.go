@@ -561,7 +561,7 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 	case cfg.name == "runs" && cfg.runs > 1_000_000, cfg.artifacts > 10_000_000, cfg.depth > 10_000_000, cfg.batch > 50_000:
 		return fail(stderr, exitUsage, "bench: sizes are bounded (runs ≤ 1e6, artifacts and depth ≤ 1e7, batch ≤ 50000)")
 	case cfg.addr != "" && (cfg.dataDir != "" || cfg.store != benchStore{}):
-		return fail(stderr, exitUsage, "bench: --data, --nosync, --cache-bytes, --mapped-bytes and --value-threshold are for the in-process server; not with --addr")
+		return fail(stderr, exitUsage, "bench: --data, --nosync, --cache-bytes, --mapped-bytes, --value-threshold and --table-bytes are for the in-process server; not with --addr")
 	case cfg.addr == "" && cfg.pid != 0:
 		return fail(stderr, exitUsage, "bench: --pid names the server of --addr")
 	case cfg.addr != "" && cfg.name == "cold":

@@ -244,6 +244,9 @@ func TestScenarioUsage(t *testing.T) {
 		{[]string{"--scenario", "big", "--mapped-bytes", "-5"}, "--mapped-bytes must be"},
 		{[]string{"--scenario", "big", "--cache-bytes", "-1"}, "--cache-bytes must be"},
 		{[]string{"--scenario", "big", "--cache-bytes", "1000"}, "at least 1 MiB"},
+		{[]string{"--scenario", "big", "--table-bytes", "65535"}, "--table-bytes must be"},
+		{[]string{"--scenario", "big", "--table-bytes", "67108865"}, "--table-bytes must be"},
+		{[]string{"--scenario", "runs", "--addr", "http://127.0.0.1:1", "--table-bytes", "1048576"}, "not with --addr"},
 	} {
 		rc, _, _, stderr := scenario(t, tc.args...)
 		if rc != exitUsage || !strings.Contains(stderr, tc.want) {
@@ -381,8 +384,8 @@ func TestScenarioDisk(t *testing.T) {
 }
 
 // TestScenarioStoreOptions: the in-process server opens its store with
-// serve's --value-threshold, --mapped-bytes and --cache-bytes, and the
-// result names them. The same chain kept in the tree (-1) leaves Badger's
+// serve's --value-threshold, --mapped-bytes, --cache-bytes and
+// --table-bytes, and the result names them. The same chain kept in the tree (-1) leaves Badger's
 // value log next to empty; with a 64-byte threshold its state-map nodes
 // and op chunks land there.
 func TestScenarioStoreOptions(t *testing.T) {
@@ -406,15 +409,15 @@ func TestScenarioStoreOptions(t *testing.T) {
 	for _, vt := range []string{"-1", "64"} {
 		dir := t.TempDir()
 		rc, res, m, stderr := scenario(t, "--scenario", "chain", "--depth", "300", "--batch", "100", "--data", dir,
-			"--value-threshold", vt, "--mapped-bytes", "-1", "--cache-bytes", strconv.Itoa(32<<20))
+			"--value-threshold", vt, "--mapped-bytes", "-1", "--cache-bytes", strconv.Itoa(32<<20), "--table-bytes", "131072")
 		if rc != exitOK || res.Errors != 0 {
 			t.Fatalf("value threshold %s: exit %d: %s", vt, rc, stderr)
 		}
-		want := benchStore{ValueThreshold: map[string]int64{"-1": -1, "64": 64}[vt], MappedBytes: -1, CacheBytes: 32 << 20}
+		want := benchStore{ValueThreshold: map[string]int64{"-1": -1, "64": 64}[vt], MappedBytes: -1, CacheBytes: 32 << 20, TableBytes: 128 << 10}
 		if res.Params.Store == nil || *res.Params.Store != want {
 			t.Fatalf("value threshold %s: params.store %+v, want %+v", vt, res.Params.Store, want)
 		}
-		if got := keysOf(t, m["params"].(map[string]any), "store"); !slices.Equal(got, []string{"cache_bytes", "mapped_bytes", "value_threshold"}) {
+		if got := keysOf(t, m["params"].(map[string]any), "store"); !slices.Equal(got, []string{"cache_bytes", "mapped_bytes", "table_bytes", "value_threshold"}) {
 			t.Fatalf("params.store keys %v", got)
 		}
 		sizes[vt] = vlogBytes(dir)

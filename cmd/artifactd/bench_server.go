@@ -32,13 +32,14 @@ type benchServer struct {
 }
 
 // benchStore is how the in-process server opens its store: bench's
-// --nosync, and serve's --cache-bytes, --mapped-bytes and
-// --value-threshold (zero: the store's defaults, as serve has them).
+// --nosync, and serve's --cache-bytes, --mapped-bytes, --value-threshold
+// and --table-bytes (zero: the store's defaults, as serve has them).
 type benchStore struct {
 	NoSync         bool  `json:"nosync,omitempty"`
 	CacheBytes     int64 `json:"cache_bytes,omitempty"`
 	MappedBytes    int64 `json:"mapped_bytes,omitempty"`
 	ValueThreshold int64 `json:"value_threshold,omitempty"`
+	TableBytes     int64 `json:"table_bytes,omitempty"`
 }
 
 // flags defines the in-process store's flags on fs.
@@ -47,6 +48,7 @@ func (o *benchStore) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&o.CacheBytes, "cache-bytes", 0, "in-process server only: serve --cache-bytes (0: its default)")
 	fs.Int64Var(&o.MappedBytes, "mapped-bytes", 0, "in-process server only: serve --mapped-bytes (0: its default; -1: no bound)")
 	fs.Int64Var(&o.ValueThreshold, "value-threshold", 0, "in-process server only: serve --value-threshold (0: its default; -1: every value below 1 MiB in the tree)")
+	fs.Int64Var(&o.TableBytes, "table-bytes", 0, "in-process server only: serve --table-bytes (0: its default)")
 }
 
 // check refuses what serve would refuse.
@@ -58,6 +60,8 @@ func (o benchStore) check() error {
 		return errors.New("--mapped-bytes must be -1 (no bound), 0 (the default) or a size")
 	case o.ValueThreshold < -1 || o.ValueThreshold > 1<<20:
 		return errors.New("--value-threshold must be -1, 0 (the default) or a size up to 1048576")
+	case o.TableBytes != 0 && (o.TableBytes < 64<<10 || o.TableBytes > 64<<20):
+		return errors.New("--table-bytes must be 0 (the default) or from 65536 to 67108864")
 	}
 	return nil
 }
@@ -85,7 +89,8 @@ func newBenchServer(ctx context.Context, dir string, opts benchStore) (*benchSer
 func (s *benchServer) start(ctx context.Context) error {
 	reg := httpapi.NewRegistry()
 	st, err := store.Open(ctx, store.Options{Dir: s.dir, Logger: discardLogger(), NoSync: s.opts.NoSync,
-		CacheBytes: s.opts.CacheBytes, MappedBytes: s.opts.MappedBytes, ValueThreshold: s.opts.ValueThreshold})
+		CacheBytes: s.opts.CacheBytes, MappedBytes: s.opts.MappedBytes, ValueThreshold: s.opts.ValueThreshold,
+		TableBytes: s.opts.TableBytes})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
