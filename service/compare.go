@@ -189,8 +189,8 @@ func ParseCompareSide(param, v string) (ctxID, ref string, err error) {
 // context cost what differs between them; two contexts share little of
 // their maps, and the diff reads most of both, a node at a time, loading
 // neither. The producer of an edge whose from artifact did not change
-// is read at side a (store.ReadAt: through its map, or from the state
-// loaded whole and cached when it is small).
+// is read at side a through its map (store.ReadSparse: a few point
+// lookups, never the state loaded whole).
 func CompareRuns(ctx context.Context, st *store.Store, ctxA, refA, ctxB, refB string) (Comparison, error) {
 	ca, err := st.Resolve(ctx, ctxA, refA)
 	if err != nil {
@@ -243,7 +243,7 @@ func edgeProducers(ctx context.Context, st *store.Store, d *replay.DiffResult, c
 	if len(same) == 0 {
 		return producers, nil
 	}
-	err := st.ReadAt(ctx, ctxA, ca, func(v *store.View) error {
+	err := st.ReadSparse(ctx, ctxA, ca, func(v *store.View) error {
 		for _, id := range same {
 			if x := v.State.Artifact(id); x != nil {
 				producers[id] = x.ProducedBy

@@ -63,7 +63,7 @@
 //     the hash, a fork or a clone. An audit walks the map unless the
 //     provenance is more than a 64th of the state (View.Audit), and then
 //     loads the state whole if it fits the head budget. A merge reads
-//     base and theirs over their maps too (readOver), and only what the
+//     base and theirs over their maps too (ReadSparse), and only what the
 //     two sides changed: the diff from the base to theirs, and in the
 //     committer the diff from the base to the head it lands on
 //     (Planning.DiffFrom, which sees the group's unwritten nodes). A

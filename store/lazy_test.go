@@ -10,6 +10,7 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv"
 )
 
@@ -450,5 +451,69 @@ func TestHeadReadFailureReloadsHead(t *testing.T) {
 	}
 	if err := s.Read(ctx, "c", "main", read); err != nil {
 		t.Fatalf("read with the leaf back: %v", err)
+	}
+}
+
+// TestReadSparseLoadsNothingWhole: ReadSparse at an old commit whose
+// state fits the old-state cache reads through the commit's map and
+// leaves the cache as it was, where ReadAt loads that state whole and
+// caches it; once it is cached, ReadSparse reads the cached state. Each
+// sees the same entries.
+func TestReadSparseLoadsNothingWhole(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	for i := range 50 {
+		ops = append(ops, put(fmt.Sprintf("a%02d", i), "claim", map[string]any{"i": i}))
+		if i > 0 {
+			ops = append(ops, link(fmt.Sprintf("a%02d", i), "derived_from", fmt.Sprintf("a%02d", i-1)))
+		}
+	}
+	old := mustCommit(t, s, "c", ops...)
+	mustCommit(t, s, "c", put("a00", "claim", map[string]any{"i": -1}),
+		graph.Op{Op: graph.OpUnlink, From: "a49", Rel: "derived_from", To: "a48"}, graph.Op{Op: graph.OpDelete, ID: "a49"})
+	if commitStateCost(old) > s.states.max {
+		t.Fatalf("the fixture's state (%d) does not fit the old-state cache (%d)", commitStateCost(old), s.states.max)
+	}
+	look := func(v *View) (string, error) {
+		a, b := v.State.Artifact("a00"), v.State.Artifact("a49")
+		if a == nil || b == nil {
+			return "", fmt.Errorf("a00 %v, a49 %v at the old commit", a, b)
+		}
+		return fmt.Sprintf("%s v%d %x %s %d", a.ID, a.Version, a.ContentHash[:4], b.ID, len(v.State.In("a10"))), nil
+	}
+	read := func(name string, rd func(context.Context, string, *replay.Commit, func(*View) error) error, lazy bool) string {
+		t.Helper()
+		var got string
+		if err := rd(ctx, "c", old, func(v *View) error {
+			if v.State.IsLazy() != lazy {
+				return fmt.Errorf("lazy %v, want %v", v.State.IsLazy(), lazy)
+			}
+			var err error
+			got, err = look(v)
+			return err
+		}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return got
+	}
+	sparse := read("ReadSparse, nothing cached", s.ReadSparse, true)
+	if n := s.states.size(); n != 0 {
+		t.Fatalf("ReadSparse filled the old-state cache: %d bytes", n)
+	}
+	whole := read("ReadAt", s.ReadAt, false)
+	if s.states.size() == 0 {
+		t.Fatal("ReadAt of a small old state did not cache it")
+	}
+	cached := read("ReadSparse, cached", s.ReadSparse, false)
+	if sparse != whole || cached != whole {
+		t.Fatalf("ReadSparse %q, ReadAt %q, ReadSparse once cached %q", sparse, whole, cached)
 	}
 }

@@ -122,8 +122,8 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 	}
 	var plan *replay.MergePlan
 	var oursAt hashing.Digest
-	err = s.readOver(ctx, ctxID, setup.Base, func(base *View) error {
-		return s.readOver(ctx, ctxID, tc, func(t *View) error {
+	err = s.ReadSparse(ctx, ctxID, setup.Base, func(base *View) error {
+		return s.ReadSparse(ctx, ctxID, tc, func(t *View) error {
 			cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours,
 				ExtraParents: []hashing.Digest{tc.ID}, Author: author, Message: message,
 				OpsFrom: func(st *graph.State, at Planning) ([]graph.Op, error) {

@@ -21,7 +21,7 @@ var errHeadMoved = errors.New("branch head moved")
 //   - otherwise main's head, through the diff from to (or from) to it
 //     (replay.DiffTrustVia), unless both are larger than a quarter of the
 //     state, in which case the state at to is read over its state map
-//     (readOver: the trust of what the diff touches, read where the map
+//     (ReadSparse: the trust of what the diff touches, read where the map
 //     keeps it), or loaded whole if it already is, or its map predates
 //     format 3.
 //
@@ -73,7 +73,7 @@ func (s *Store) Diff(ctx context.Context, ctxID string, from, to *replay.Commit)
 		}
 		break // the diffs to main are too large
 	}
-	err = s.readOver(ctx, ctxID, to, func(v *View) error {
+	err = s.ReadSparse(ctx, ctxID, to, func(v *View) error {
 		replay.DiffTrust(d, v.State, v.Trust.Status, replay.SideTo, v.Base())
 		return nil
 	})

@@ -436,12 +436,15 @@ func (s *Store) ReadAt(ctx context.Context, ctxID string, c *replay.Commit, fn f
 	return s.readMap(ctx, ctxID, c, fn)
 }
 
-// readOver calls fn with a view of commit c's state that reads what fn
+// ReadSparse calls fn with a view of commit c's state that reads what fn
 // reads: a state already loaded whole and cached, else one over c's
 // state map (readMap), else — a map written before format 3 — the state
-// loaded whole (ReadCommit). For reads that look at a few entries, as a
-// merge's base and far side are.
-func (s *Store) readOver(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
+// loaded whole (ReadCommit). For reads that look at a few entries (a
+// merge's base and far side, the producers a comparison names): unlike
+// ReadAt it never loads a small state whole to look at a few of its
+// entries, nor fills the old-state cache with it. fn must not retain the
+// view or mutate the state.
+func (s *Store) ReadSparse(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
 	if _, ok := s.states.get(stateKey(ctxID, c)); ok || !indexed(c) {
 		return s.ReadCommit(ctx, ctxID, c, fn)
 	}
@@ -485,7 +488,7 @@ func stateKey(ctxID string, c *replay.Commit) string { return ctxID + "\x00" + s
 // (cached for a few recent commits, within 15 % of the cache budget): for
 // reads that walk most of a small state, and tests that compare with a
 // whole load; ReadAt uses it for the old commits whose states fit the
-// cache. Merges and diffs read through the maps (readOver, DiffStates),
+// cache. Merges and diffs read through the maps (ReadSparse, DiffStates),
 // using a state loaded here only when it is cached.
 func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
 	key := stateKey(ctxID, c)
