@@ -22,6 +22,11 @@ import (
 type mapSource struct {
 	s     *Store
 	ctxID string
+	// ctx is the read's context for a view at an old commit (openAt): a
+	// walk of the map stops at its next window once ctx ends, and the
+	// view reports ctx's error as a failed read. A head's map reads under
+	// context.Background: it outlives any one read.
+	ctx   context.Context
 	root  trieChild
 	types map[string]int
 	// revApart is set when the map holds no reverse edges: they are in
@@ -108,7 +113,7 @@ func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
 // context ctxID, whose record must carry its index (or whose map is
 // empty).
 func newMapSource(s *Store, ctxID string, c *replay.Commit) *mapSource {
-	m := &mapSource{s: s, ctxID: ctxID, root: trieChild{id: c.Root, count: c.RootCount}, revApart: true}
+	m := &mapSource{s: s, ctxID: ctxID, ctx: context.Background(), root: trieChild{id: c.Root, count: c.RootCount}, revApart: true}
 	if c.Index != nil {
 		m.types = c.Index.Types
 		m.revApart = c.Index.ReverseApart
@@ -180,6 +185,9 @@ const (
 // part of at most scanWindow entries before walking it; it reports false
 // once fn did.
 func (m *mapSource) scanWindows(ref trieChild, prefix []byte, fn func(k, v []byte) bool) (bool, error) {
+	if err := m.ctx.Err(); err != nil {
+		return false, err
+	}
 	if ref.count > scanWindow {
 		n, err := m.node(ref.id)
 		if err != nil {
@@ -200,7 +208,7 @@ func (m *mapSource) scanWindows(ref trieChild, prefix []byte, fn func(k, v []byt
 	var src nodeSource = m
 	if ref.count > scanDirect {
 		var err error
-		if src, err = m.s.prefetchTrie(context.Background(), m.s, ref); err != nil {
+		if src, err = m.s.prefetchTrie(m.ctx, m.s, ref); err != nil {
 			return false, err
 		}
 	}
@@ -463,7 +471,7 @@ func (m *mapSource) Roots() iter.Seq2[string, string] {
 // loaded — lookups read the map as they come.
 func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, hashing.Digest, error) {
 	var ckpt hashing.Digest
-	st, trust, err := s.openOver(info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
+	st, trust, err := s.openOver(context.Background(), info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
 		acc, walked, err := s.leavesAt(m, c)
 		if err != nil {
 			return nil, err
@@ -477,15 +485,16 @@ func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *gra
 }
 
 // openOver opens the state and trust index of commit c of context info
-// over its state map: it reads the ruleset and the definitions with their
-// payloads, has newState make the state, and makes the trust index over
-// the map.
-func (s *Store) openOver(info ContextInfo, c *replay.Commit, newState func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error)) (*graph.State, *graph.TrustIndex, error) {
+// over its state map, read under ctx (mapSource.ctx): it reads the
+// ruleset and the definitions with their payloads, has newState make the
+// state, and makes the trust index over the map.
+func (s *Store) openOver(ctx context.Context, info ContextInfo, c *replay.Commit, newState func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error)) (*graph.State, *graph.TrustIndex, error) {
 	rs, err := info.ruleset()
 	if err != nil {
 		return nil, nil, err
 	}
 	m := newMapSource(s, info.ID, c)
+	m.ctx = ctx
 	defs, err := s.definitionsIn(m, c)
 	if err != nil {
 		return nil, nil, err
@@ -514,7 +523,7 @@ func openedState(c *replay.Commit) func(*graph.State, error) (*graph.State, erro
 // and checked against c (walked).
 func (s *Store) leavesAt(m *mapSource, c *replay.Commit) (acc *hashing.Accumulator, walked bool, err error) {
 	if wantsCheckpoint(c) {
-		if acc := s.readCheckpoint(context.Background(), c.ContextHash, c.Artifacts+c.Edges); acc != nil {
+		if acc := s.readCheckpoint(m.ctx, c.ContextHash, c.Artifacts+c.Edges); acc != nil {
 			return acc, false, nil
 		}
 	}
@@ -547,15 +556,17 @@ func (s *Store) definitionsIn(m *mapSource, c *replay.Commit) ([]*graph.Artifact
 // whose map holds its index, for a read: over its state map, as a head
 // is, but with the context hash's leaves read only if the reader needs
 // them (graph.NewStateOverHashLater: the hash, a fork, a clone) — from
-// c's leaf checkpoint, else a walk of the map (uncancellable, and not
-// kept as a checkpoint: a read at an old commit rarely asks). A read of a
+// c's leaf checkpoint, else a walk of the map (not kept as a checkpoint:
+// a read at an old commit rarely asks). The map is read under ctx: once
+// it ends, a walk (the leaves, a whole read) stops at its next window and
+// the view reports ctx's error as its failed read. A read of a
 // few entries of an old commit then costs a few lookups, whatever the
 // size of its state. Its nodes are checked against their ids as they are
 // read; that the map as a whole hashes to c's context hash is checked
 // only when the leaves are built (and by fsck), not on every read as a
 // whole load does.
-func (s *Store) openAt(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, error) {
-	return s.openOver(info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
+func (s *Store) openAt(ctx context.Context, info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, error) {
+	return s.openOver(ctx, info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
 		leaves := func() *hashing.Accumulator {
 			acc, _, err := s.leavesAt(m, c)
 			if err != nil {

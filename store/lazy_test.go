@@ -517,3 +517,48 @@ func TestReadSparseLoadsNothingWhole(t *testing.T) {
 		t.Fatalf("ReadSparse %q, ReadAt %q, ReadSparse once cached %q", sparse, whole, cached)
 	}
 }
+
+// TestOldCommitWalkStopsWithItsRead: a view at an old commit read over
+// its map walks the map for the context hash's leaves only when asked,
+// under the read's context: asked after the context ended, the read fails
+// with the context's error, which is not noted as corruption; asked with
+// the context live, the hash is the commit's.
+func TestOldCommitWalkStopsWithItsRead(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	for i := range 600 {
+		ops = append(ops, put(fmt.Sprintf("a%03d", i), "claim", map[string]any{"i": i}))
+	}
+	old := mustCommit(t, s, "c", ops...)
+	mustCommit(t, s, "c", put("a000", "claim", map[string]any{"i": -1}))
+	rctx, cancel := context.WithCancel(ctx)
+	err = s.ReadSparse(rctx, "c", old, func(v *View) error {
+		if !v.State.IsLazy() {
+			return fmt.Errorf("the view is not over the map")
+		}
+		cancel()
+		_ = v.State.Hash()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("hash asked after the read's context ended: %v, want context.Canceled", err)
+	}
+	if err := s.Health(); err != nil {
+		t.Fatalf("a cancelled read noted as corruption: %v", err)
+	}
+	var got hashing.Digest
+	if err := s.ReadSparse(ctx, "c", old, func(v *View) error { got = v.State.Hash(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got != old.ContextHash {
+		t.Fatalf("hash %s, the commit records %s", got, old.ContextHash)
+	}
+}

@@ -459,7 +459,7 @@ func (s *Store) readMap(ctx context.Context, ctxID string, c *replay.Commit, fn 
 	if err != nil {
 		return err
 	}
-	st, trust, err := s.openAt(cs.info, c)
+	st, trust, err := s.openAt(ctx, cs.info, c)
 	if err != nil {
 		s.NoteCorruption(err)
 		return err
