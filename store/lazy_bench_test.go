@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -374,4 +375,28 @@ func BenchmarkCommitOneAtMillion(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds()), "p90-µs")
+}
+
+// BenchmarkBulkAtMillion commits 5,000 new artifacts, each derived_from
+// a random one of the million before it, into the context
+// BenchmarkCommitOneAtMillion builds (synced, while Badger still compacts
+// the build): the store's share of a commit of the 1M scenario's last
+// fifth, whose 5,000 lookups of random targets read leaves and branches
+// of a map many times the node cache.
+func BenchmarkBulkAtMillion(b *testing.B) {
+	const n = 1_000_000
+	dir, _ := bigTree(b, n)
+	s := benchOpen(b, dir, false)
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ResetTimer()
+	for k := 0; b.Loop(); k++ {
+		ops := make([]graph.Op, 0, 10_000)
+		for i := range 5000 {
+			id := fmt.Sprintf("bulk-%d-%04d", k, i)
+			ops = append(ops, notePut(id, i, "bulk"),
+				graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: treeID(rng.IntN(n))})
+		}
+		benchCommit(b, s, "big", ops...)
+	}
 }
