@@ -98,7 +98,7 @@ func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
 		}
 	}
 	w := newTrieWriter(m.s)
-	if err := w.warm(m.root, keys, m.s.cachedNode, m.s.readNodesFunc(context.Background())); err != nil {
+	if err := w.warm(m.root, keys, m.s.cachedNode, m.s.readNodesFunc(m.ctx)); err != nil {
 		return func() {}, err
 	}
 	if len(w.read) == 0 {
@@ -111,9 +111,10 @@ func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
 
 // newMapSource returns the source of the state map of commit c of
 // context ctxID, whose record must carry its index (or whose map is
-// empty).
-func newMapSource(s *Store, ctxID string, c *replay.Commit) *mapSource {
-	m := &mapSource{s: s, ctxID: ctxID, ctx: context.Background(), root: trieChild{id: c.Root, count: c.RootCount}, revApart: true}
+// empty), read under ctx (mapSource.ctx): a read's context for a view,
+// context.Background for a head.
+func newMapSource(ctx context.Context, s *Store, ctxID string, c *replay.Commit) *mapSource {
+	m := &mapSource{s: s, ctxID: ctxID, ctx: ctx, root: trieChild{id: c.Root, count: c.RootCount}, revApart: true}
 	if c.Index != nil {
 		m.types = c.Index.Types
 		m.revApart = c.Index.ReverseApart
@@ -282,7 +283,7 @@ func (m *mapSource) In(id string) []*graph.Edge {
 	}
 	prefix := prefixRev(m.ctxID, id)
 	var keys []graph.EdgeKey
-	err := m.s.kv.Scan(context.Background(), prefix, nil, 0, func(k, v []byte) error {
+	err := m.s.kv.Scan(m.ctx, prefix, nil, 0, func(k, v []byte) error {
 		if _, err := revTarget(m.ctxID, k); err != nil {
 			return err
 		}
@@ -303,7 +304,7 @@ func (m *mapSource) In(id string) []*graph.Edge {
 	// A hub's edges are thousands of lookups: one descent for all of
 	// them, each level's uncached nodes read in one batch.
 	vals := make([][]byte, len(keys))
-	if err := trieGetMany(m.root, tks, m.cachedNode, m.s.readNodesFunc(context.Background()), func(i int, v []byte) { vals[i] = v }); err != nil {
+	if err := trieGetMany(m.root, tks, m.cachedNode, m.s.readNodesFunc(m.ctx), func(i int, v []byte) { vals[i] = v }); err != nil {
 		m.fail(fmt.Errorf("read the edges into %q: %w", id, err))
 		return nil
 	}
@@ -493,8 +494,7 @@ func (s *Store) openOver(ctx context.Context, info ContextInfo, c *replay.Commit
 	if err != nil {
 		return nil, nil, err
 	}
-	m := newMapSource(s, info.ID, c)
-	m.ctx = ctx
+	m := newMapSource(ctx, s, info.ID, c)
 	defs, err := s.definitionsIn(m, c)
 	if err != nil {
 		return nil, nil, err
@@ -654,9 +654,13 @@ func (hf *headFork) readErr() error {
 	return hf.trust.Err()
 }
 
-// readErr returns the first failed read of the stored state under the
-// view, or nil.
-func (v *View) readErr() error {
+// Err returns the first failed read of the stored state under the view,
+// or nil: a read that fails (a node gone, or the read's context ended
+// while it walked a map) looks like an absent entry to what read it, so
+// anything built from the view — a summary kept for later, a decision —
+// is sound only while Err is nil. Read, ReadAt and ReadSparse return it
+// when fn returns; a caller that keeps what it built checks it first.
+func (v *View) Err() error {
 	if err := v.State.Err(); err != nil {
 		return err
 	}
@@ -695,7 +699,7 @@ func (h *head) reopen(state *graph.State, c *replay.Commit) bool {
 // map of commit c (graph.State.Rebase or Reopen), with a trust index over
 // the same map, and reports whether open made one.
 func (h *head) overMap(c *replay.Commit, open func(graph.Source, graph.Counts) (*graph.State, bool)) bool {
-	m := newMapSource(h.store, h.ctx, c)
+	m := newMapSource(context.Background(), h.store, h.ctx, c)
 	n, tn := countsOf(c)
 	st, ok := open(m, n)
 	if ok {

@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
@@ -520,12 +523,17 @@ func TestReadSparseLoadsNothingWhole(t *testing.T) {
 
 // TestOldCommitWalkStopsWithItsRead: a view at an old commit read over
 // its map walks the map for the context hash's leaves only when asked,
-// under the read's context: asked after the context ended, the read fails
-// with the context's error, which is not noted as corruption; asked with
-// the context live, the hash is the commit's.
+// under the read's context. Asked after the context ended, the read fails
+// with the context's error — not noted as corruption, and without a
+// warning that the commit's leaf checkpoint is unreadable (the state is
+// big enough to look for one); a read whose context ended before it began
+// fails the same way; a read of the branch head whose context ends while
+// it reads is not affected (a head outlives its reads); asked with the
+// context live, the hash is the commit's.
 func TestOldCommitWalkStopsWithItsRead(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), Clock: testClock()})
+	var logs lockedBuffer
+	s, err := Open(ctx, Options{Dir: t.TempDir(), Clock: testClock(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,11 +542,23 @@ func TestOldCommitWalkStopsWithItsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ops []graph.Op
-	for i := range 600 {
-		ops = append(ops, put(fmt.Sprintf("a%03d", i), "claim", map[string]any{"i": i}))
+	for i := range leafCheckpointMin + 100 {
+		ops = append(ops, put(fmt.Sprintf("a%05d", i), "claim", map[string]any{"i": i}))
 	}
 	old := mustCommit(t, s, "c", ops...)
-	mustCommit(t, s, "c", put("a000", "claim", map[string]any{"i": -1}))
+	mustCommit(t, s, "c", put("a00000", "claim", map[string]any{"i": -1}))
+	if !wantsCheckpoint(old) {
+		t.Fatal("the fixture is too small to look for a leaf checkpoint")
+	}
+	cancelled := func(name string, err error) {
+		t.Helper()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: %v, want context.Canceled", name, err)
+		}
+		if err := s.Health(); err != nil {
+			t.Fatalf("%s: noted as corruption: %v", name, err)
+		}
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	err = s.ReadSparse(rctx, "c", old, func(v *View) error {
 		if !v.State.IsLazy() {
@@ -548,11 +568,27 @@ func TestOldCommitWalkStopsWithItsRead(t *testing.T) {
 		_ = v.State.Hash()
 		return nil
 	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("hash asked after the read's context ended: %v, want context.Canceled", err)
+	cancelled("hash asked after the read's context ended", err)
+	if strings.Contains(logs.String(), "checkpoint") {
+		t.Fatalf("a cancelled read logged about the leaf checkpoint:\n%s", logs.String())
 	}
-	if err := s.Health(); err != nil {
-		t.Fatalf("a cancelled read noted as corruption: %v", err)
+	cancelled("a read whose context ended before it", s.ReadSparse(rctx, "c", old, func(v *View) error { return nil }))
+	hctx, hcancel := context.WithCancel(ctx)
+	if err := s.Read(hctx, "c", "main", func(v *View) error {
+		hcancel()
+		if a := v.State.Artifact("a00042"); a == nil || v.State.NumArtifacts() != len(ops) {
+			return fmt.Errorf("the head after its read's context ended: a00042 %v, %d artifacts", a, v.State.NumArtifacts())
+		}
+		var n int
+		for range v.State.Artifacts() {
+			n++
+		}
+		if n != len(ops) {
+			return fmt.Errorf("a walk of the head after its read's context ended met %d of %d artifacts", n, len(ops))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	var got hashing.Digest
 	if err := s.ReadSparse(ctx, "c", old, func(v *View) error { got = v.State.Hash(); return nil }); err != nil {
@@ -561,4 +597,63 @@ func TestOldCommitWalkStopsWithItsRead(t *testing.T) {
 	if got != old.ContextHash {
 		t.Fatalf("hash %s, the commit records %s", got, old.ContextHash)
 	}
+}
+
+// TestOldCommitWalkStopsAtItsNextWindow: a walk of an old commit's map
+// bigger than one scan window stops at the next window once its read's
+// context ends, and the read fails with the context's error.
+func TestOldCommitWalkStopsAtItsNextWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("commits 40,000 artifacts")
+	}
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), Clock: testClock(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	const n = scanWindow + 7_232
+	ops := make([]graph.Op, 0, n)
+	for i := range n {
+		ops = append(ops, put(fmt.Sprintf("a%05d", i), "claim", map[string]any{}))
+	}
+	old := mustCommit(t, s, "c", ops...)
+	mustCommit(t, s, "c", put("z", "claim", map[string]any{}))
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var met int
+	err = s.ReadSparse(rctx, "c", old, func(v *View) error {
+		v.State.RangeArtifacts(func(*graph.Artifact) bool {
+			if met++; met == 1 {
+				cancel()
+			}
+			return true
+		})
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || met == 0 || met > scanWindow {
+		t.Fatalf("a walk of %d artifacts cancelled at the first: met %d (at most one window, %d), err %v", n, met, scanWindow, err)
+	}
+}
+
+// lockedBuffer is a log sink the store's goroutines may write while a
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

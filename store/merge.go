@@ -42,7 +42,10 @@ type MergeResult struct {
 // listing every unresolved conflict, with nothing written;
 // replay.ErrResolution; ErrStale when ours kept moving in ways that change
 // the merge base (merges landing on it) through several attempts;
-// ErrNotFound; the errors of Commit (a *graph.TaintError in enforce mode).
+// ErrNotFound; the errors of Commit (a *graph.TaintError in enforce mode);
+// ctx's error, with nothing written, when ctx ends before the committer
+// decides the merge commit or while its plan walks a part of base or
+// theirs (a point lookup does not stop for it).
 // A fast-forward moves the branch with ResetBranchIf, so a commit on ours
 // racing with it makes the merge fail with ErrStale instead of being lost.
 func (s *Store) Merge(ctx context.Context, ctxID, ours, theirs string, resolutions map[string]replay.Resolution, author, message string) (*MergeResult, error) {
@@ -138,7 +141,7 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 					// A read of base or theirs that failed looked like an
 					// absent entry: refuse the plan made on it (the views
 					// report the error when the read ends).
-					if rerr := errors.Join(base.readErr(), t.readErr()); rerr != nil {
+					if rerr := errors.Join(base.Err(), t.Err()); rerr != nil {
 						return nil, rerr
 					}
 					if err != nil {

@@ -25,7 +25,8 @@ var errHeadMoved = errors.New("branch head moved")
 //     keeps it), or loaded whole if it already is, or its map predates
 //     format 3.
 //
-// Errors: ErrNotFound (context), ErrCorrupt, I/O errors.
+// Errors: ErrNotFound (context), ErrCorrupt, I/O errors, ctx's error when
+// ctx ends first.
 func (s *Store) Diff(ctx context.Context, ctxID string, from, to *replay.Commit) (*replay.DiffResult, error) {
 	if _, err := s.GetContext(ctx, ctxID); err != nil {
 		return nil, err

@@ -359,12 +359,20 @@ type materialized struct {
 	trust *graph.TrustIndex
 }
 
+// view is a view of m, the state of commit c of context ctxID.
+func (m *materialized) view(s *Store, ctxID string, c *replay.Commit) *View {
+	return &View{Commit: c, State: m.state, Trust: m.trust, store: s, ctxID: ctxID}
+}
+
 // Read calls fn with a view of the state at ref (see Resolve). At a branch
 // head it reads the in-memory head as a snapshot: commits to the branch
 // that land while fn runs do not change what fn sees, and fn does not
 // hold them up. At any other commit it reads the commit's state map
 // (ReadAt). fn must not retain the view or mutate the state.
 func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if _, err := s.ctxState(ctxID); err != nil {
 		return err
 	}
@@ -406,7 +414,7 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 				h.mu.RUnlock()
 				defer pins.Add(-1)
 				err = s.viewErr(v, fn(v), fmt.Sprintf("branch %q", branch))
-				if v.readErr() != nil {
+				if v.Err() != nil {
 					s.dropHead(h) // load it afresh
 				}
 				return err
@@ -430,6 +438,9 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 // at an old commit does not load the million. fn must not retain the
 // view or mutate the state.
 func (s *Store) ReadAt(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if !indexed(c) || commitStateCost(c) <= s.states.max {
 		return s.ReadCommit(ctx, ctxID, c, fn)
 	}
@@ -438,14 +449,25 @@ func (s *Store) ReadAt(ctx context.Context, ctxID string, c *replay.Commit, fn f
 
 // ReadSparse calls fn with a view of commit c's state that reads what fn
 // reads: a state already loaded whole and cached, else one over c's
-// state map (readMap), else — a map written before format 3 — the state
-// loaded whole (ReadCommit). For reads that look at a few entries (a
-// merge's base and far side, the producers a comparison names): unlike
-// ReadAt it never loads a small state whole to look at a few of its
-// entries, nor fills the old-state cache with it. fn must not retain the
-// view or mutate the state.
+// state map (readMap). For reads that look at a few entries (a merge's
+// base and far side, the producers a comparison names): unlike ReadAt,
+// it does not load a small state whole to look at a few of its entries,
+// nor fill the old-state cache with it — except for a map written before
+// format 3, which holds no index to read it by and is loaded whole
+// (ReadCommit). fn must not retain the view or mutate the state.
+//
+// Errors: ErrNotFound for an unknown context; the first failed read of
+// the map (View.Err) once fn returns, which is ErrCorrupt (and noted as
+// corruption) for a node that is gone or does not verify, and ctx's error
+// when ctx ended while fn walked the map; else fn's error.
 func (s *Store) ReadSparse(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
-	if _, ok := s.states.get(stateKey(ctxID, c)); ok || !indexed(c) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if m, ok := s.states.get(stateKey(ctxID, c)); ok {
+		return fn(m.view(s, ctxID, c))
+	}
+	if !indexed(c) {
 		return s.ReadCommit(ctx, ctxID, c, fn)
 	}
 	return s.readMap(ctx, ctxID, c, fn)
@@ -473,7 +495,7 @@ func (s *Store) readMap(ctx context.Context, ctxID string, c *replay.Commit, fn 
 // that are stored but could not be read, so the read fails with that
 // error (what names the state read), noted as corruption; else ferr.
 func (s *Store) viewErr(v *View, ferr error, what string) error {
-	if rerr := v.readErr(); rerr != nil {
+	if rerr := v.Err(); rerr != nil {
 		s.NoteCorruption(rerr)
 		return fmt.Errorf("read the state of %s: %w", what, rerr)
 	}
@@ -506,7 +528,7 @@ func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, 
 		st.Share() // readers clone it concurrently (a merge's plan)
 		s.states.put(key, m)
 	}
-	return fn(&View{Commit: c, State: m.state, Trust: m.trust, store: s, ctxID: ctxID})
+	return fn(m.view(s, ctxID, c))
 }
 
 // ArtifactAt returns one artifact (with Data) at a commit by a point lookup

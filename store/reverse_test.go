@@ -88,7 +88,7 @@ func TestReverseIndexApart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := newMapSource(s, "c", c)
+		m := newMapSource(context.Background(), s, "c", c)
 		for _, id := range []string{"a", "b", "c", "d", "nobody"} {
 			got, want := edgesString(m.In(id)), edgesString(whole.In(id))
 			if got != want {
@@ -236,7 +236,7 @@ func TestFormat3StoreKeepsReverseInMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := edgesString(newMapSource(s, "old", c).In("a")), edgesString(whole.In("a")); got != want || want == "" {
+	if got, want := edgesString(newMapSource(context.Background(), s, "old", c).In("a")), edgesString(whole.In("a")); got != want || want == "" {
 		t.Fatalf("edges into a through the map: %s; the state has %s", got, want)
 	}
 	if _, err := s.CreateContext(ctx, "new", ModeObserve); err != nil {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -257,6 +259,51 @@ func TestOverviewClusters(t *testing.T) {
 	_, body = get(t, h, "/ui/contexts/big?producer=gate%2Fv1")
 	if !strings.Contains(body, "Artifacts 1–60 of 60 matching") {
 		t.Errorf("fetches by producer:\n%s", excerpt(body, "list-count"))
+	}
+}
+
+// TestOverviewNotKeptFromAFailedRead: an overview built from a read of an
+// old commit whose context ended while it walked the map (a browser that
+// left) shows what the walk met, and is not kept: the next read of that
+// commit's overview counts every artifact.
+func TestOverviewNotKeptFromAFailedRead(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	if _, err := st.CreateContext(ctx, "c", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	for i := range 300 {
+		ops = append(ops, putOp(t, fmt.Sprintf("a%03d", i), "claim", "p", map[string]any{"i": i}))
+	}
+	old := commit(t, st, "c", "main", "t", "m1", ops...)
+	commit(t, st, "c", "main", "t", "m2", putOp(t, "a000", "claim", "p", map[string]any{"i": -1}))
+	s := New(Options{Store: st, Logger: quietLogger()}).(*server)
+	count := func(cs *clusterSet) int {
+		n := 0
+		for _, c := range cs.clusters {
+			n += c.n
+		}
+		return n
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	err := st.ReadSparse(rctx, "c", old, func(v *store.View) error {
+		cancel() // the browser leaves
+		if n := count(s.clusters(v, "type")); n == 300 {
+			return fmt.Errorf("the overview of a read whose context ended counts all %d artifacts", n)
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled read: %v", err)
+	}
+	if err := st.ReadSparse(ctx, "c", old, func(v *store.View) error {
+		if n := count(s.clusters(v, "type")); n != 300 {
+			return fmt.Errorf("the overview after a cancelled read counts %d artifacts, the state holds 300", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

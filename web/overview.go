@@ -75,7 +75,9 @@ func (s *server) clusters(v *store.View, group string) *clusterSet {
 		return graph.StatusConfirmed
 	}
 	cs := buildClusters(v.State, status, group)
-	s.overviews.put(key, cs)
+	if v.Err() == nil { // not what a failed or cancelled read left out
+		s.overviews.put(key, cs)
+	}
 	return cs
 }
 

@@ -385,9 +385,10 @@ func TestScenarioDisk(t *testing.T) {
 
 // TestScenarioStoreOptions: the in-process server opens its store with
 // serve's --value-threshold, --mapped-bytes, --cache-bytes and
-// --table-bytes, and the result names them. The same chain kept in the tree (-1) leaves Badger's
-// value log next to empty; with a 64-byte threshold its state-map nodes
-// and op chunks land there.
+// --table-bytes, and the result names them. The same chain kept in the
+// tree (-1) leaves Badger's value log next to empty; with a 64-byte
+// threshold its state-map nodes and op chunks land there. (That the table
+// size reaches Badger is store's TestTableBytes.)
 func TestScenarioStoreOptions(t *testing.T) {
 	vlogBytes := func(dir string) int64 {
 		t.Helper()
