@@ -464,14 +464,7 @@ func TestHeadReadFailureReloadsHead(t *testing.T) {
 // sees the same entries.
 func TestReadSparseLoadsNothingWhole(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), Clock: testClock()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
+	s := openWithContext(t, Options{})
 	var ops []graph.Op
 	for i := range 50 {
 		ops = append(ops, put(fmt.Sprintf("a%02d", i), "claim", map[string]any{"i": i}))
@@ -533,14 +526,7 @@ func TestReadSparseLoadsNothingWhole(t *testing.T) {
 func TestOldCommitWalkStopsWithItsRead(t *testing.T) {
 	ctx := context.Background()
 	var logs lockedBuffer
-	s, err := Open(ctx, Options{Dir: t.TempDir(), Clock: testClock(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
+	s := openWithContext(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	var ops []graph.Op
 	for i := range leafCheckpointMin + 100 {
 		ops = append(ops, put(fmt.Sprintf("a%05d", i), "claim", map[string]any{"i": i}))
@@ -560,7 +546,7 @@ func TestOldCommitWalkStopsWithItsRead(t *testing.T) {
 		}
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	err = s.ReadSparse(rctx, "c", old, func(v *View) error {
+	err := s.ReadSparse(rctx, "c", old, func(v *View) error {
 		if !v.State.IsLazy() {
 			return fmt.Errorf("the view is not over the map")
 		}
@@ -607,14 +593,7 @@ func TestOldCommitWalkStopsAtItsNextWindow(t *testing.T) {
 		t.Skip("commits 40,000 artifacts")
 	}
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), Clock: testClock(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
+	s := openWithContext(t, Options{NoSync: true})
 	const n = scanWindow + 7_232
 	ops := make([]graph.Op, 0, n)
 	for i := range n {
@@ -625,7 +604,7 @@ func TestOldCommitWalkStopsAtItsNextWindow(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var met int
-	err = s.ReadSparse(rctx, "c", old, func(v *View) error {
+	err := s.ReadSparse(rctx, "c", old, func(v *View) error {
 		v.State.RangeArtifacts(func(*graph.Artifact) bool {
 			if met++; met == 1 {
 				cancel()
@@ -637,6 +616,26 @@ func TestOldCommitWalkStopsAtItsNextWindow(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || met == 0 || met > scanWindow {
 		t.Fatalf("a walk of %d artifacts cancelled at the first: met %d (at most one window, %d), err %v", n, met, scanWindow, err)
 	}
+}
+
+// openWithContext opens a store in a new directory with opts (a test
+// clock unless opts has one), closed when the test ends, holding context
+// "c" (observe).
+func openWithContext(t *testing.T, opts Options) *Store {
+	t.Helper()
+	opts.Dir = t.TempDir()
+	if opts.Clock == nil {
+		opts.Clock = testClock()
+	}
+	s, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CreateContext(context.Background(), "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // lockedBuffer is a log sink the store's goroutines may write while a
