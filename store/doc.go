@@ -60,7 +60,9 @@
 //     budget) or its map predates format 3; a bigger one would be loaded
 //     again on every read, so it is opened over its map for the read
 //     (openAt), its context-hash leaves read only if the reader asks for
-//     the hash, a fork or a clone. An audit walks the map unless the
+//     the hash, a fork or a clone; it reads under the read's context, so
+//     a walk of it (those leaves, a whole read) stops at its next window
+//     once the request ends, and View.Err says so. An audit walks the map unless the
 //     provenance is more than a 64th of the state (View.Audit), and then
 //     loads the state whole if it fits the head budget. A merge reads
 //     base and theirs over their maps too (ReadSparse), and only what the
