@@ -418,3 +418,45 @@ func BenchmarkArtifactAtOld(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckBranches runs fsck (Store.Check) over one context of
+// 20,000 artifacts and as many edges, in commits of 5,000, with 32
+// branches from its head, each one commit of its own: the heads are
+// checked against the context's reverse index together.
+func BenchmarkCheckBranches(b *testing.B) {
+	ctx := context.Background()
+	s := benchOpen(b, b.TempDir(), true)
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		b.Fatal(err)
+	}
+	var head *replay.Commit
+	for lo := 0; lo < 20_000; lo += 5000 {
+		var ops []graph.Op
+		for i := lo; i < lo+5000; i++ {
+			id := fmt.Sprintf("n%05d", i)
+			ops = append(ops, notePut(id, i, "node"))
+			if i > 0 {
+				ops = append(ops, graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: fmt.Sprintf("n%05d", i/2)})
+			}
+		}
+		head = benchCommit(b, s, "c", ops...)
+	}
+	for k := range 32 {
+		br := fmt.Sprintf("b%02d", k)
+		if err := s.CreateBranch(ctx, "c", br, head.ID); err != nil {
+			b.Fatal(err)
+		}
+		id := "x-" + br
+		if _, err := s.Commit(ctx, CommitRequest{Context: "c", Branch: br, Author: "bench", Message: "m",
+			Ops: []graph.Op{notePut(id, k, "x"), {Op: graph.OpLink, From: id, Rel: "derived_from", To: "n00000"}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		rep, err := s.Check(ctx)
+		if err != nil || len(rep.Defects) != 0 {
+			b.Fatalf("check: %v %v", err, rep.Defects)
+		}
+	}
+}

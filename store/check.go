@@ -368,6 +368,38 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		k.add(Defect{Kind: "ref", Context: ctxID, ID: "*", Detail: err.Error()})
 		return nil
 	}
+	// The heads whose reverse edges are apart are checked against the
+	// context's reverse index together, one pass over it for as many
+	// heads as fit the head budget at once, not one pass each.
+	type apart struct {
+		branch string
+		c      *replay.Commit
+		st     *graph.State
+	}
+	var (
+		batch     []apart
+		batchCost int64
+	)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		sts := make([]*graph.State, len(batch))
+		for i, h := range batch {
+			sts[i] = h.st
+		}
+		errs, err := s.checkReverseIndexOf(ctx, ctxID, sts)
+		for i, h := range batch {
+			bad := err // a failed read of the index fails every head's check
+			if bad == nil {
+				bad = errs[i]
+			}
+			if bad != nil {
+				k.add(Defect{Kind: "state", Context: ctxID, ID: h.c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", h.branch, bad)})
+			}
+		}
+		batch, batchCost = batch[:0], 0
+	}
 	for _, b := range branches {
 		c, err := s.commitRecord(ctxID, b.Head)
 		if err != nil {
@@ -380,6 +412,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		cs, err := s.ctxState(ctxID)
 		if fault.IsCorrupt(err) {
 			k.add(Defect{Kind: "context", ID: fmt.Sprintf("%q", ctxID), Detail: err.Error()})
+			flush()
 			return nil
 		}
 		if err != nil {
@@ -390,11 +423,20 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 			continue
 		}
-		if err := s.checkIndex(ctx, ctxID, c, st); err != nil {
+		if err := s.checkMapIndex(c, st); err != nil {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 		}
 		k.gateBlobs(ctxID, b.Name, st)
+		if c.Index != nil && c.Index.ReverseApart {
+			cost := stateCost(st)
+			if batchCost+cost > s.headBudget {
+				flush()
+			}
+			batch = append(batch, apart{branch: b.Name, c: c, st: st})
+			batchCost += cost
+		}
 	}
+	flush()
 	return nil
 }
 

@@ -15,19 +15,25 @@ import (
 // ctxID (trust entries, and in a map of format 3 reverse edges; doc.go,
 // "Key layout") and the sizes its record keeps with what they must be for
 // st, the state at c loaded whole, and its trust index computed afresh;
-// for a map whose reverse edges are apart, it looks up each edge's entry
-// in the context's reverse index. A commit without an index passes.
+// for a map whose reverse edges are apart, it also looks up each edge's
+// entry in the context's reverse index. A commit without an index passes.
 func (s *Store) checkIndex(ctx context.Context, ctxID string, c *replay.Commit, st *graph.State) error {
+	if c.Index != nil && c.Index.ReverseApart {
+		if err := s.checkReverseIndex(ctx, ctxID, st); err != nil {
+			return err
+		}
+	}
+	return s.checkMapIndex(c, st)
+}
+
+// checkMapIndex is checkIndex without the context's reverse index: the
+// index entries in c's state map and the sizes c's record keeps.
+func (s *Store) checkMapIndex(c *replay.Commit, st *graph.State) error {
 	if c.Index == nil {
 		return nil
 	}
 	trust := graph.NewTrustIndex(st, s.baseFor(st))
 	revInMap := !c.Index.ReverseApart
-	if !revInMap {
-		if err := s.checkReverseIndex(ctx, ctxID, st); err != nil {
-			return err
-		}
-	}
 	want := indexMutations(st, trust, revInMap)
 	slices.SortFunc(want, func(a, b trieMut) int { return bytes.Compare(a.key, b.key) })
 	var got []trieMut
@@ -78,10 +84,25 @@ func (s *Store) checkIndex(ctx context.Context, ctxID string, c *replay.Commit, 
 }
 
 // checkReverseIndex checks that the reverse index of context ctxID names
-// every edge of st, a state of that context loaded whole: one pass over
-// the index in key order (an artifact's records are together), comparing
-// each artifact's edges with those its records name.
+// every edge of st, a state of that context loaded whole
+// (checkReverseIndexOf of st alone).
 func (s *Store) checkReverseIndex(ctx context.Context, ctxID string, st *graph.State) error {
+	errs, err := s.checkReverseIndexOf(ctx, ctxID, []*graph.State{st})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// checkReverseIndexOf checks that the reverse index of context ctxID
+// names every edge of each of sts, states of that context loaded whole,
+// in one pass over the index in key order (an artifact's records are
+// together), comparing each artifact's edges in every state with those
+// its records name: fsck checks the heads of a context's branches in one
+// pass, not one each. errs[i] is the first edge of sts[i] the index
+// lacks, or nil; err is a failed or malformed read of the index.
+func (s *Store) checkReverseIndexOf(ctx context.Context, ctxID string, sts []*graph.State) (errs []error, err error) {
+	errs = make([]error, len(sts))
 	var (
 		cur   string
 		named = map[graph.EdgeKey]bool{}
@@ -90,43 +111,49 @@ func (s *Store) checkReverseIndex(ctx context.Context, ctxID string, st *graph.S
 	lacks := func(e *graph.Edge) error {
 		return fmt.Errorf("reverse index lacks the edge %q -%s-> %q", e.From, e.Rel, e.To)
 	}
-	check := func() error {
+	check := func() {
 		if cur == "" {
-			return nil
+			return
 		}
 		seen[cur] = true
-		for _, e := range st.In(cur) {
-			if !named[e.Key()] {
-				return lacks(e)
+		for i, st := range sts {
+			if errs[i] != nil {
+				continue
+			}
+			for _, e := range st.In(cur) {
+				if !named[e.Key()] {
+					errs[i] = lacks(e)
+					break
+				}
 			}
 		}
 		clear(named)
-		return nil
 	}
-	err := s.kv.Scan(ctx, prefixRevs(ctxID), nil, 0, func(k, v []byte) error {
+	err = s.kv.Scan(ctx, prefixRevs(ctxID), nil, 0, func(k, v []byte) error {
 		to, err := revTarget(ctxID, k)
 		if err != nil {
 			return err
 		}
 		if to != cur {
-			if err := check(); err != nil {
-				return err
-			}
+			check()
 			cur = to
 		}
 		return decodeRevVal(to, v, func(e graph.EdgeKey) { named[e] = true })
 	})
-	if err == nil {
-		err = check()
-	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st.RangeEdges(func(e *graph.Edge) bool {
-		if !seen[e.To] {
-			err = lacks(e)
+	check()
+	for i, st := range sts {
+		if errs[i] != nil {
+			continue
 		}
-		return err == nil
-	})
-	return err
+		st.RangeEdges(func(e *graph.Edge) bool {
+			if !seen[e.To] {
+				errs[i] = lacks(e)
+			}
+			return errs[i] == nil
+		})
+	}
+	return errs, nil
 }

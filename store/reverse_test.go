@@ -274,3 +274,80 @@ func TestRevValues(t *testing.T) {
 		}
 	}
 }
+
+// TestReverseIndexCheckAcrossBranches: fsck checks the heads of a
+// context's branches against its reverse index together; an entry lost
+// from the record of one branch's commit is a defect of that branch's
+// head alone, naming the edge, and checkReverseIndexOf over the heads
+// agrees with checkReverseIndex of each.
+func TestReverseIndexCheckAcrossBranches(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	base := mustCommit(t, s, "c", put("a", "claim", map[string]any{"v": 1}), put("b", "claim", map[string]any{"v": 2}),
+		link("b", "derived_from", "a"))
+	on := func(branch string, ops ...graph.Op) *replay.Commit {
+		t.Helper()
+		res, err := s.Commit(ctx, CommitRequest{Context: "c", Branch: branch, Author: "t", Message: "m", Ops: ops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Commit
+	}
+	var side *replay.Commit
+	for _, br := range []string{"side", "other", "third"} {
+		if err := s.CreateBranch(ctx, "c", br, base.ID); err != nil {
+			t.Fatal(err)
+		}
+		c := on(br, put("y-"+br, "claim", map[string]any{"v": br}), link("y-"+br, "derived_from", "a"))
+		if br == "side" {
+			side = c
+		}
+	}
+	on("main", put("z", "claim", map[string]any{"v": 3}), link("z", "derived_from", "b"))
+	mustCheck(t, s)
+	// side's commit linked y-side to a: its record for a goes.
+	lost := reverseRecords("c", side.ID, []graph.EdgeKey{{From: "y-side", Rel: "derived_from", To: "a"}})[0]
+	if err := s.kv.Commit(ctx, kv.Batch{Deletes: [][]byte{lost.Key}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rev []Defect
+	for _, d := range rep.Defects {
+		if strings.Contains(d.Detail, "reverse index") {
+			rev = append(rev, d)
+		}
+	}
+	if len(rev) != 1 || rev[0].ID != side.ID.String() || !strings.Contains(rev[0].Detail, `head of branch "side"`) || !strings.Contains(rev[0].Detail, `"y-side" -derived_from-> "a"`) {
+		t.Fatalf("reverse-index defects %v, want one, of side's head and its edge y-side -> a", rev)
+	}
+	var sts []*graph.State
+	cs, err := s.ctxState("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, br := range []string{"main", "side", "other", "third"} {
+		c := mustResolve(t, s, "c", br)
+		st, err := s.loadState(s, cs.info, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sts = append(sts, st)
+	}
+	errs, err := s.checkReverseIndexOf(ctx, "c", sts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range sts {
+		one := s.checkReverseIndex(ctx, "c", st)
+		if fmt.Sprint(one) != fmt.Sprint(errs[i]) || (i == 1) != (one != nil) {
+			t.Fatalf("head %d: together %v, alone %v (only side's, the second, lacks an edge)", i, errs[i], one)
+		}
+	}
+}
