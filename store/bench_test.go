@@ -422,7 +422,8 @@ func BenchmarkArtifactAtOld(b *testing.B) {
 // BenchmarkCheckBranches runs fsck (Store.Check) over one context of
 // 20,000 artifacts and as many edges, in commits of 5,000, with 32
 // branches from its head, each one commit of its own: the heads are
-// checked against the context's reverse index together.
+// checked against the context's reverse index in as few passes as the
+// head budget allows (about six heads a pass at the default budget).
 func BenchmarkCheckBranches(b *testing.B) {
 	ctx := context.Background()
 	s := benchOpen(b, b.TempDir(), true)

@@ -319,7 +319,8 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 				if x := c.Index; x != nil {
 					// The index: a 'q' entry per unconfirmed artifact,
 					// and in a map of format 3 an 'r' entry per edge
-					// (checkIndex checks the entries at each branch head).
+					// (checkMapIndex checks the entries at each branch
+					// head, checkReverseIndexOf the index kept apart).
 					entries += x.PoisonRoots + x.Quarantined
 					if !x.ReverseApart {
 						entries += st.NumEdges()
@@ -371,13 +372,13 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 	// The heads whose reverse edges are apart are checked against the
 	// context's reverse index together, one pass over it for as many
 	// heads as fit the head budget at once, not one pass each.
-	type apart struct {
+	type pendingHead struct {
 		branch string
 		c      *replay.Commit
 		st     *graph.State
 	}
 	var (
-		batch     []apart
+		batch     []pendingHead
 		batchCost int64
 	)
 	flush := func() {
@@ -390,14 +391,15 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		}
 		errs, err := s.checkReverseIndexOf(ctx, ctxID, sts)
 		for i, h := range batch {
-			bad := err // a failed read of the index fails every head's check
+			bad := errs[i] // else a failed read of the index fails every head's check
 			if bad == nil {
-				bad = errs[i]
+				bad = err
 			}
 			if bad != nil {
 				k.add(Defect{Kind: "state", Context: ctxID, ID: h.c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", h.branch, bad)})
 			}
 		}
+		clear(batch) // let the states go
 		batch, batchCost = batch[:0], 0
 	}
 	for _, b := range branches {
@@ -418,6 +420,10 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		if err != nil {
 			return err
 		}
+		apart, cost := c.Index != nil && c.Index.ReverseApart, commitStateCost(c)
+		if apart && batchCost+cost > s.headBudget {
+			flush() // before the next head loads: the batch and one head at most
+		}
 		st, err := s.loadState(s, cs.info, c)
 		if err != nil {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
@@ -427,12 +433,8 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 		}
 		k.gateBlobs(ctxID, b.Name, st)
-		if c.Index != nil && c.Index.ReverseApart {
-			cost := stateCost(st)
-			if batchCost+cost > s.headBudget {
-				flush()
-			}
-			batch = append(batch, apart{branch: b.Name, c: c, st: st})
+		if apart {
+			batch = append(batch, pendingHead{branch: b.Name, c: c, st: st})
 			batchCost += cost
 		}
 	}

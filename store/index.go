@@ -2,10 +2,12 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/replay"
@@ -88,19 +90,24 @@ func (s *Store) checkMapIndex(c *replay.Commit, st *graph.State) error {
 // (checkReverseIndexOf of st alone).
 func (s *Store) checkReverseIndex(ctx context.Context, ctxID string, st *graph.State) error {
 	errs, err := s.checkReverseIndexOf(ctx, ctxID, []*graph.State{st})
-	if err != nil {
-		return err
+	if errs[0] != nil {
+		return errs[0]
 	}
-	return errs[0]
+	return err
 }
 
 // checkReverseIndexOf checks that the reverse index of context ctxID
 // names every edge of each of sts, states of that context loaded whole,
 // in one pass over the index in key order (an artifact's records are
 // together), comparing each artifact's edges in every state with those
-// its records name: fsck checks the heads of a context's branches in one
-// pass, not one each. errs[i] is the first edge of sts[i] the index
-// lacks, or nil; err is a failed or malformed read of the index.
+// its records name: fsck checks the heads of a context's branches in as
+// few passes as its head budget allows, not one each. errs[i] names the
+// first edge of sts[i] the index lacks — in the index's key order, else,
+// for edges into artifacts the index has no record of, the least by
+// (to, rel, from) — or is nil. err is a failed or malformed read of the
+// index; errs then holds what the pass found before it (an edge found
+// lacking before a bad record is still named, as a pass that stops at
+// the first lacking edge would name it).
 func (s *Store) checkReverseIndexOf(ctx context.Context, ctxID string, sts []*graph.State) (errs []error, err error) {
 	errs = make([]error, len(sts))
 	var (
@@ -141,19 +148,29 @@ func (s *Store) checkReverseIndexOf(ctx context.Context, ctxID string, sts []*gr
 		return decodeRevVal(to, v, func(e graph.EdgeKey) { named[e] = true })
 	})
 	if err != nil {
-		return nil, err
+		return errs, err
 	}
 	check()
 	for i, st := range sts {
 		if errs[i] != nil {
 			continue
 		}
+		var least *graph.Edge // edges range in no set order: name the least
 		st.RangeEdges(func(e *graph.Edge) bool {
-			if !seen[e.To] {
-				errs[i] = lacks(e)
+			if !seen[e.To] && (least == nil || edgeByTarget(e.Key(), least.Key()) < 0) {
+				least = e
 			}
-			return errs[i] == nil
+			return true
 		})
+		if least != nil {
+			errs[i] = lacks(least)
+		}
 	}
 	return errs, nil
+}
+
+// edgeByTarget orders edge keys by (to, rel, from), as the reverse index
+// keeps them.
+func edgeByTarget(a, b graph.EdgeKey) int {
+	return cmp.Or(strings.Compare(a.To, b.To), strings.Compare(a.Rel, b.Rel), strings.Compare(a.From, b.From))
 }

@@ -276,78 +276,146 @@ func TestRevValues(t *testing.T) {
 }
 
 // TestReverseIndexCheckAcrossBranches: fsck checks the heads of a
-// context's branches against its reverse index together; an entry lost
-// from the record of one branch's commit is a defect of that branch's
-// head alone, naming the edge, and checkReverseIndexOf over the heads
-// agrees with checkReverseIndex of each.
+// context's branches against its reverse index together, in one pass or
+// in several (a head budget that holds one head, or two). A record lost
+// from one branch's commit is a defect of that branch's head alone,
+// naming the edge — for a target other records still name (side), and
+// for one no record names any more (other, found after the pass); each
+// agrees with a plain reference (every record read into one set, each
+// head's edges looked up in it). A malformed record after a lost one is
+// a defect of every head, except that the head lacking an edge still
+// names it.
 func TestReverseIndexCheckAcrossBranches(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cache int64
+	}{{"one pass", 0}, {"a head a pass", 48 << 10}, {"two heads a pass", 96 << 10}} {
+		t.Run(tc.name, func(t *testing.T) { reverseIndexAcrossBranches(t, tc.cache) })
+	}
+}
+
+func reverseIndexAcrossBranches(t *testing.T, cacheBytes int64) {
 	ctx := context.Background()
-	s := openTest(t, t.TempDir())
+	s, err := Open(ctx, Options{Dir: t.TempDir(), Clock: testClock(), CacheBytes: cacheBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
 	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
 		t.Fatal(err)
 	}
 	base := mustCommit(t, s, "c", put("a", "claim", map[string]any{"v": 1}), put("b", "claim", map[string]any{"v": 2}),
 		link("b", "derived_from", "a"))
-	on := func(branch string, ops ...graph.Op) *replay.Commit {
-		t.Helper()
-		res, err := s.Commit(ctx, CommitRequest{Context: "c", Branch: branch, Author: "t", Message: "m", Ops: ops})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Commit
-	}
-	var side *replay.Commit
+	commits := map[string]*replay.Commit{}
 	for _, br := range []string{"side", "other", "third"} {
 		if err := s.CreateBranch(ctx, "c", br, base.ID); err != nil {
 			t.Fatal(err)
 		}
-		c := on(br, put("y-"+br, "claim", map[string]any{"v": br}), link("y-"+br, "derived_from", "a"))
-		if br == "side" {
-			side = c
-		}
-	}
-	on("main", put("z", "claim", map[string]any{"v": 3}), link("z", "derived_from", "b"))
-	mustCheck(t, s)
-	// side's commit linked y-side to a: its record for a goes.
-	lost := reverseRecords("c", side.ID, []graph.EdgeKey{{From: "y-side", Rel: "derived_from", To: "a"}})[0]
-	if err := s.kv.Commit(ctx, kv.Batch{Deletes: [][]byte{lost.Key}}); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := s.Check(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rev []Defect
-	for _, d := range rep.Defects {
-		if strings.Contains(d.Detail, "reverse index") {
-			rev = append(rev, d)
-		}
-	}
-	if len(rev) != 1 || rev[0].ID != side.ID.String() || !strings.Contains(rev[0].Detail, `head of branch "side"`) || !strings.Contains(rev[0].Detail, `"y-side" -derived_from-> "a"`) {
-		t.Fatalf("reverse-index defects %v, want one, of side's head and its edge y-side -> a", rev)
-	}
-	var sts []*graph.State
-	cs, err := s.ctxState("c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, br := range []string{"main", "side", "other", "third"} {
-		c := mustResolve(t, s, "c", br)
-		st, err := s.loadState(s, cs.info, c)
+		res, err := s.Commit(ctx, CommitRequest{Context: "c", Branch: br, Author: "t", Message: "m", Ops: []graph.Op{
+			put("y-"+br, "claim", map[string]any{"v": br}), link("y-"+br, "derived_from", "a"),
+			put("t-"+br, "claim", map[string]any{"v": br}), link("y-"+br, "derived_from", "t-"+br)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sts = append(sts, st)
+		commits[br] = res.Commit
 	}
-	errs, err := s.checkReverseIndexOf(ctx, "c", sts)
-	if err != nil {
+	mustCommit(t, s, "c", put("z", "claim", map[string]any{"v": 3}), link("z", "derived_from", "b"))
+	mustCheck(t, s)
+	heads := []string{"main", "side", "other", "third"}
+	revDefects := func() map[string]string {
+		t.Helper()
+		rep, err := s.Check(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, d := range rep.Defects {
+			if !strings.Contains(d.Detail, "reverse") {
+				continue
+			}
+			for _, br := range heads {
+				if strings.Contains(d.Detail, fmt.Sprintf("head of branch %q", br)) {
+					if _, dup := out[br]; dup {
+						t.Fatalf("two reverse-index defects of %s: %v", br, rep.Defects)
+					}
+					out[br] = d.Detail
+				}
+			}
+		}
+		return out
+	}
+	// reference: the edges each head has that no record names.
+	reference := func() map[string][]string {
+		t.Helper()
+		named := map[graph.EdgeKey]bool{}
+		if err := s.kv.Scan(ctx, prefixRevs("c"), nil, 0, func(k, v []byte) error {
+			to, err := revTarget("c", k)
+			if err != nil {
+				return err
+			}
+			return decodeRevVal(to, v, func(e graph.EdgeKey) { named[e] = true })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := s.ctxState("c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]string{}
+		for _, br := range heads {
+			st, err := s.loadState(s, cs.info, mustResolve(t, s, "c", br))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.RangeEdges(func(e *graph.Edge) bool {
+				if !named[e.Key()] {
+					out[br] = append(out[br], fmt.Sprintf("%q -%s-> %q", e.From, e.Rel, e.To))
+				}
+				return true
+			})
+		}
+		return out
+	}
+	agree := func(want map[string]string) {
+		t.Helper()
+		got, ref := revDefects(), reference()
+		if len(got) != len(want) || len(ref) != len(want) {
+			t.Fatalf("reverse-index defects %v, reference %v, want heads %v", got, ref, want)
+		}
+		for br, edge := range want {
+			if !strings.Contains(got[br], edge) || !slices.ContainsFunc(ref[br], func(e string) bool { return strings.Contains(got[br], e) }) {
+				t.Fatalf("head %s: defect %q, want it to name %s, one of %v", br, got[br], edge, ref[br])
+			}
+		}
+	}
+	lose := func(br, to string) {
+		t.Helper()
+		key := keyRev("c", to, commits[br].ID)
+		if _, err := s.kv.Get(ctx, key); err != nil {
+			t.Fatalf("the record of %s's commit for %s: %v", br, to, err)
+		}
+		if err := s.kv.Commit(ctx, kv.Batch{Deletes: [][]byte{key}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// side's commit linked y-side to a, which other records name too.
+	lose("side", "a")
+	agree(map[string]string{"side": `"y-side" -derived_from-> "a"`})
+	// other's commit is the only one to link to t-other.
+	lose("other", "t-other")
+	agree(map[string]string{"side": `"y-side" -derived_from-> "a"`, "other": `"y-other" -derived_from-> "t-other"`})
+	// A malformed record after both, under a target sorting last.
+	bad := kv.Record{Key: keyRev("c", "zzz", base.ID), Value: []byte{0xff}}
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{bad}}); err != nil {
 		t.Fatal(err)
 	}
-	for i, st := range sts {
-		one := s.checkReverseIndex(ctx, "c", st)
-		if fmt.Sprint(one) != fmt.Sprint(errs[i]) || (i == 1) != (one != nil) {
-			t.Fatalf("head %d: together %v, alone %v (only side's, the second, lacks an edge)", i, errs[i], one)
+	got := revDefects()
+	if len(got) != len(heads) || !strings.Contains(got["side"], `"y-side" -derived_from-> "a"`) {
+		t.Fatalf("with a malformed record: %v, want every head, side still naming its edge", got)
+	}
+	for _, br := range []string{"main", "other", "third"} {
+		if !strings.Contains(got[br], "reverse") || strings.Contains(got[br], "lacks") {
+			t.Fatalf("with a malformed record, %s: %q, want the malformed record", br, got[br])
 		}
 	}
 }
