@@ -381,15 +381,21 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		batch     []pendingHead
 		batchCost int64
 	)
-	flush := func() {
+	// flush checks the batch; a read of the index that fails for a
+	// reason other than corruption (I/O, a cancelled ctx) is the check's
+	// own failure, not the heads' defect.
+	flush := func() error {
 		if len(batch) == 0 {
-			return
+			return nil
 		}
 		sts := make([]*graph.State, len(batch))
 		for i, h := range batch {
 			sts[i] = h.st
 		}
 		errs, err := s.checkReverseIndexOf(ctx, ctxID, sts)
+		if err != nil && !fault.IsCorrupt(err) {
+			return fmt.Errorf("read the reverse index of %q: %w", ctxID, err)
+		}
 		for i, h := range batch {
 			bad := errs[i] // else a failed read of the index fails every head's check
 			if bad == nil {
@@ -401,6 +407,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		}
 		clear(batch) // let the states go
 		batch, batchCost = batch[:0], 0
+		return nil
 	}
 	for _, b := range branches {
 		c, err := s.commitRecord(ctxID, b.Head)
@@ -414,15 +421,17 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		cs, err := s.ctxState(ctxID)
 		if fault.IsCorrupt(err) {
 			k.add(Defect{Kind: "context", ID: fmt.Sprintf("%q", ctxID), Detail: err.Error()})
-			flush()
-			return nil
+			return flush()
 		}
 		if err != nil {
 			return err
 		}
 		apart, cost := c.Index != nil && c.Index.ReverseApart, commitStateCost(c)
 		if apart && batchCost+cost > s.headBudget {
-			flush() // before the next head loads: the batch and one head at most
+			// before the next head loads: the batch and one head at most
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 		st, err := s.loadState(s, cs.info, c)
 		if err != nil {
@@ -438,8 +447,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 			batchCost += cost
 		}
 	}
-	flush()
-	return nil
+	return flush()
 }
 
 // checkOps reads a commit's ops and compares them with its record.

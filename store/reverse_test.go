@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
 // linkWith is link with edge attributes.
@@ -417,5 +419,42 @@ func reverseIndexAcrossBranches(t *testing.T, cacheBytes int64) {
 		if !strings.Contains(got[br], "reverse") || strings.Contains(got[br], "lacks") {
 			t.Fatalf("with a malformed record, %s: %q, want the malformed record", br, got[br])
 		}
+	}
+}
+
+// revScanFails is a driver whose scans of a reverse index fail with
+// errInjected once fail is set: an I/O error, not corruption.
+type revScanFails struct {
+	*memkv.Driver
+	fail atomic.Bool
+}
+
+func (d *revScanFails) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
+	if d.fail.Load() && bytes.HasPrefix(prefix, []byte(pRev)) {
+		return errInjected
+	}
+	return d.Driver.Scan(ctx, prefix, start, limit, fn)
+}
+
+// TestReverseIndexReadFailureFailsTheCheck: a read of the reverse index
+// that fails with an I/O error makes fsck fail (the check could not run),
+// rather than report the heads as defective.
+func TestReverseIndexReadFailureFailsTheCheck(t *testing.T) {
+	ctx := context.Background()
+	d := &revScanFails{Driver: memkv.New()}
+	s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, s, "c", put("a", "claim", map[string]any{"v": 1}), put("b", "claim", map[string]any{"v": 2}), link("b", "derived_from", "a"))
+	mustCheck(t, s)
+	d.fail.Store(true)
+	rep, err := s.Check(ctx)
+	if !errors.Is(err, errInjected) {
+		t.Fatalf("check with the reverse index unreadable: %v, defects %v; want the injected error", err, rep.Defects)
 	}
 }
