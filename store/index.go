@@ -172,5 +172,5 @@ func (s *Store) checkReverseIndexOf(ctx context.Context, ctxID string, sts []*gr
 // edgeByTarget orders edge keys by (to, rel, from), as the reverse index
 // keeps them.
 func edgeByTarget(a, b graph.EdgeKey) int {
-	return cmp.Or(strings.Compare(a.To, b.To), strings.Compare(a.Rel, b.Rel), strings.Compare(a.From, b.From))
+	return cmp.Or(strings.Compare(a.To, b.To), compareRev(a, b))
 }

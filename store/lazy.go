@@ -647,12 +647,7 @@ func (s *Store) openHead(src nodeSource, info ContextInfo, c *replay.Commit, laz
 
 // readErr returns the first failed read of the stored state under the
 // group's view of the head, or nil.
-func (hf *headFork) readErr() error {
-	if err := hf.view().Err(); err != nil {
-		return err
-	}
-	return hf.trust.Err()
-}
+func (hf *headFork) readErr() error { return readErrOf(hf.view(), hf.trust) }
 
 // Err returns the first failed read of the stored state under the view,
 // or nil: a read that fails (a node gone, or the read's context ended
@@ -660,11 +655,15 @@ func (hf *headFork) readErr() error {
 // anything built from the view — a summary kept for later, a decision —
 // is sound only while Err is nil. Read, ReadAt and ReadSparse return it
 // when fn returns; a caller that keeps what it built checks it first.
-func (v *View) Err() error {
-	if err := v.State.Err(); err != nil {
+func (v *View) Err() error { return readErrOf(v.State, v.Trust) }
+
+// readErrOf returns the first failed read of the stored state under st,
+// else under its trust index tr, or nil.
+func readErrOf(st *graph.State, tr *graph.TrustIndex) error {
+	if err := st.Err(); err != nil {
 		return err
 	}
-	return v.Trust.Err()
+	return tr.Err()
 }
 
 // rebaseAt is how many changes a head over its state map holds before it

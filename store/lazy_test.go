@@ -589,9 +589,6 @@ func TestOldCommitWalkStopsWithItsRead(t *testing.T) {
 // bigger than one scan window stops at the next window once its read's
 // context ends, and the read fails with the context's error.
 func TestOldCommitWalkStopsAtItsNextWindow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("commits 40,000 artifacts")
-	}
 	ctx := context.Background()
 	s := openWithContext(t, Options{NoSync: true})
 	const n = scanWindow + 7_232

@@ -460,6 +460,13 @@ const DefaultMappedBytes = badgerkv.DefaultMappedBytes
 // DefaultTableBytes is the default of Options.TableBytes.
 const DefaultTableBytes = badgerkv.DefaultTableBytes
 
+// MinTableBytes and MaxTableBytes bound the table sizes serve and bench
+// take (--table-bytes).
+const (
+	MinTableBytes = 64 << 10
+	MaxTableBytes = 64 << 20
+)
+
 // DefaultValueThreshold is the default of Options.ValueThreshold.
 const DefaultValueThreshold = badgerkv.DefaultValueThreshold
 

@@ -60,8 +60,8 @@ func (o benchStore) check() error {
 		return errors.New("--mapped-bytes must be -1 (no bound), 0 (the default) or a size")
 	case o.ValueThreshold < -1 || o.ValueThreshold > 1<<20:
 		return errors.New("--value-threshold must be -1, 0 (the default) or a size up to 1048576")
-	case o.TableBytes != 0 && (o.TableBytes < 64<<10 || o.TableBytes > 64<<20):
-		return errors.New("--table-bytes must be 0 (the default) or from 65536 to 67108864")
+	case o.TableBytes != 0 && (o.TableBytes < store.MinTableBytes || o.TableBytes > store.MaxTableBytes):
+		return fmt.Errorf("--table-bytes must be 0 (the default) or from %d to %d", store.MinTableBytes, store.MaxTableBytes)
 	}
 	return nil
 }

@@ -411,8 +411,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *valueThreshold == 0 || *valueThreshold < -1 || *valueThreshold > 1<<20 {
 		return fail(stderr, exitUsage, "serve: --value-threshold must be from 1 to 1048576, or -1 to keep values in the tree")
 	}
-	if *tableBytes < 64<<10 || *tableBytes > 64<<20 {
-		return fail(stderr, exitUsage, "serve: --table-bytes must be from 65536 to 67108864")
+	if *tableBytes < store.MinTableBytes || *tableBytes > store.MaxTableBytes {
+		return fail(stderr, exitUsage, "serve: --table-bytes must be from %d to %d", store.MinTableBytes, store.MaxTableBytes)
 	}
 	cfg.CacheBytes, cfg.MappedBytes, cfg.ValueThreshold, cfg.TableBytes = *cacheBytes, *mappedBytes, *valueThreshold, *tableBytes
 	if err := gateTiers(&cfg, *allowFetch, *allowPrivate, *renderOn); err != nil {
