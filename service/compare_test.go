@@ -156,3 +156,74 @@ func mustResolveRef(t *testing.T, st *store.Store, ctxID, ref string) *replay.Co
 	}
 	return c
 }
+
+// TestCompareRunsLoadsNeitherSideWhole: comparing an old commit of a
+// context of 3,000 artifacts with its head, where only edges between
+// unchanged artifacts differ, reads the producers of those artifacts by
+// point lookups at the old commit (store.ReadSparse): the store's caches
+// grow by a small part of what loading that commit's state whole adds
+// (store.ReadAt, measured after it as the oracle), and the producers are
+// right.
+func TestCompareRunsLoadsNeitherSideWhole(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{Dir: t.TempDir(), NoSync: true,
+		Clock: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.CreateContext(ctx, "c", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	id := func(i int) string { return fmt.Sprintf("x%05d", i) }
+	var ops []graph.Op
+	for i := range n {
+		data, _ := hashing.CanonicalizeObject(json.RawMessage(fmt.Sprintf(`{"v":%d}`, i)))
+		ops = append(ops, graph.Op{Op: graph.OpPut, ID: id(i), Type: "note", ProducedBy: fmt.Sprintf("agent-%d", i%7), Data: data})
+		if i > 0 {
+			ops = append(ops, graph.Op{Op: graph.OpLink, From: id(i), Rel: "cites", To: id(i - 1)})
+		}
+	}
+	old, err := st.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: "m", Ops: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only edges change: their from artifacts are in neither side's diff.
+	ops = ops[:0]
+	for _, i := range []int{100, 1500, 2999} {
+		ops = append(ops, graph.Op{Op: graph.OpUnlink, From: id(i), Rel: "cites", To: id(i - 1)},
+			graph.Op{Op: graph.OpLink, From: id(i), Rel: "cites", To: id(i - 50)})
+	}
+	if _, err := st.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: "m", Ops: ops}); err != nil {
+		t.Fatal(err)
+	}
+	before := st.CachedBytes()
+	got, err := CompareRuns(ctx, st, "c", old.Commit.ID.String(), "c", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := st.CachedBytes() - before
+	var producers []string
+	for _, g := range got.Divergences {
+		producers = append(producers, g.Producer)
+	}
+	// 100 % 7 = 2, 1500 % 7 = 2, 2999 % 7 = 3.
+	if fmt.Sprint(producers) != "[agent-2 agent-3]" {
+		t.Fatalf("divergences by producer %v, want [agent-2 agent-3]: %+v", producers, got.Divergences)
+	}
+	before = st.CachedBytes()
+	if err := st.ReadAt(ctx, "c", old.Commit, func(v *store.View) error {
+		if v.State.IsLazy() || len(v.State.Artifacts()) != n {
+			return fmt.Errorf("ReadAt: lazy %v, %d artifacts: not the oracle this test needs", v.State.IsLazy(), len(v.State.Artifacts()))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	whole := st.CachedBytes() - before
+	t.Logf("the caches grew by %d bytes comparing, by %d more loading side a whole", compared, whole)
+	if whole < 100_000 || compared*10 > whole {
+		t.Fatalf("comparing grew the caches by %d bytes; loading side a whole grows them by %d: the comparison loaded a state whole", compared, whole)
+	}
+}

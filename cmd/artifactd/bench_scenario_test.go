@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -387,8 +388,9 @@ func TestScenarioDisk(t *testing.T) {
 // serve's --value-threshold, --mapped-bytes, --cache-bytes and
 // --table-bytes, and the result names them. The same chain kept in the
 // tree (-1) leaves Badger's value log next to empty; with a 64-byte
-// threshold its state-map nodes and op chunks land there. (That the table
-// size reaches Badger is store's TestTableBytes.)
+// threshold its state-map nodes and op chunks land there. (That every
+// flag reaches store.Options is TestBenchStoreOptionsEveryField; that the
+// table size reaches Badger is store's TestTableBytes.)
 func TestScenarioStoreOptions(t *testing.T) {
 	vlogBytes := func(dir string) int64 {
 		t.Helper()
@@ -429,5 +431,39 @@ func TestScenarioStoreOptions(t *testing.T) {
 	}
 	if rc, res, m, _ := scenario(t, "--scenario", "chain", "--depth", "20", "--batch", "10"); rc != exitOK || res.Params.Store != nil || slices.Contains(keysOf(t, m, "params"), "store") {
 		t.Fatalf("defaults: exit %d, params %+v", rc, res.Params)
+	}
+}
+
+// TestBenchStoreOptionsEveryField: each of the in-process server's store
+// flags reaches the store.Options field of its name — a field added to
+// benchStore and left out of storeOptions fails here, not silently in a
+// benchmark that never had the setting it names.
+func TestBenchStoreOptionsEveryField(t *testing.T) {
+	var o benchStore
+	ov := reflect.ValueOf(&o).Elem()
+	for i := range ov.NumField() {
+		switch f := ov.Field(i); f.Kind() {
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int64:
+			f.SetInt(int64(1<<20 + 4096*(i+1))) // distinct, so two fields swapped fail too
+		default:
+			t.Fatalf("benchStore.%s: kind %s has no test value", ov.Type().Field(i).Name, f.Kind())
+		}
+	}
+	so := o.storeOptions("some-dir")
+	sv := reflect.ValueOf(so)
+	for i := range ov.NumField() {
+		name := ov.Type().Field(i).Name
+		f := sv.FieldByName(name)
+		if !f.IsValid() {
+			t.Fatalf("store.Options has no field %s", name)
+		}
+		if !f.Equal(ov.Field(i)) {
+			t.Errorf("store.Options.%s = %v, want %v (benchStore.%s)", name, f, ov.Field(i), name)
+		}
+	}
+	if so.Dir != "some-dir" || so.Logger == nil {
+		t.Errorf("Dir %q, Logger %v: want the server's directory and a logger", so.Dir, so.Logger)
 	}
 }

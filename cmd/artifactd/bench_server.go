@@ -66,6 +66,15 @@ func (o benchStore) check() error {
 	return nil
 }
 
+// storeOptions returns the store.Options the in-process server opens dir
+// with: each of o's fields as the field of that name (zero: the store's
+// default, as serve has it).
+func (o benchStore) storeOptions(dir string) store.Options {
+	return store.Options{Dir: dir, Logger: discardLogger(), NoSync: o.NoSync,
+		CacheBytes: o.CacheBytes, MappedBytes: o.MappedBytes, ValueThreshold: o.ValueThreshold,
+		TableBytes: o.TableBytes}
+}
+
 // newBenchServer opens dir (a new temporary directory when empty) and
 // serves it.
 func newBenchServer(ctx context.Context, dir string, opts benchStore) (*benchServer, error) {
