@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -398,4 +401,102 @@ func BenchmarkBulkAtMillion(b *testing.B) {
 		}
 		benchCommit(b, s, "big", ops...)
 	}
+}
+
+// BenchmarkIngestMillion is the store's share of the 1M scenario's ingest
+// (artifactd bench --scenario big) without HTTP: one context grown to
+// 1,000,000 artifacts in synced commits of 5,000, artifact i derived_from
+// a random earlier one (the scenario's own draw, not the same ids), in an
+// enforce-mode context. Each iteration is the whole ingest into a new
+// store; it reports the median commit of the first and the last fifth and
+// their ratio, the ingest rates of the two fifths and the ratio of those
+// rates (the scenario's rate_ratio_last_to_first), the process's CPU per
+// artifact over each fifth, and the bytes the process wrote per commit
+// over each fifth (/proc/self/io, where there is one: what the value log,
+// the memtable logs and the compactions put on the disk). Run it with
+// -benchtime 1x; it takes about a minute and a half here.
+func BenchmarkIngestMillion(b *testing.B) {
+	const n, batch = 1_000_000, 5000
+	commits := n / batch
+	fifth := commits / 5
+	for b.Loop() {
+		ctx := context.Background()
+		s := benchOpen(b, b.TempDir(), false)
+		if _, err := s.CreateContext(ctx, "big", ModeEnforce); err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(20, 2))
+		lat := make([]time.Duration, 0, commits)
+		type mark struct {
+			cpu     time.Duration
+			written int64
+			at      time.Duration
+		}
+		var marks []mark // at the start of each fifth and at the end
+		took := time.Duration(0)
+		for c := range commits {
+			if c%fifth == 0 {
+				cpu, _ := processCPUTime()
+				marks = append(marks, mark{cpu, writtenBytes(), took})
+			}
+			ops := make([]graph.Op, 0, 2*batch)
+			for i := c * batch; i < (c+1)*batch; i++ {
+				ops = append(ops, notePut(treeID(i), i, "node"))
+				if i > 0 {
+					ops = append(ops, graph.Op{Op: graph.OpLink, From: treeID(i), Rel: "derived_from", To: treeID(rng.IntN(i))})
+				}
+			}
+			t0 := time.Now()
+			benchCommit(b, s, "big", ops...)
+			d := time.Since(t0)
+			lat = append(lat, d)
+			took += d
+		}
+		cpu, _ := processCPUTime()
+		marks = append(marks, mark{cpu, writtenBytes(), took})
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		median := func(ds []time.Duration) time.Duration {
+			ds = slices.Clone(ds)
+			slices.Sort(ds)
+			return ds[len(ds)/2]
+		}
+		first, last := median(lat[:fifth]), median(lat[commits-fifth:])
+		b.ReportMetric(float64(first.Microseconds())/1000, "first-fifth-p50-ms")
+		b.ReportMetric(float64(last.Microseconds())/1000, "last-fifth-p50-ms")
+		b.ReportMetric(float64(first)/float64(last), "p50-ratio")
+		f, l := marks[0], marks[len(marks)-2]
+		end := marks[len(marks)-1]
+		rateFirst := float64(fifth*batch) / (marks[1].at - f.at).Seconds()
+		rateLast := float64(fifth*batch) / (end.at - l.at).Seconds()
+		b.ReportMetric(rateFirst, "first-fifth-artifacts/s")
+		b.ReportMetric(rateLast, "last-fifth-artifacts/s")
+		b.ReportMetric(rateLast/rateFirst, "rate-ratio")
+		if f.cpu > 0 || marks[1].cpu > 0 {
+			b.ReportMetric(float64(marks[1].cpu-f.cpu)/float64(time.Microsecond)/float64(fifth*batch), "first-fifth-cpu-µs/artifact")
+			b.ReportMetric(float64(end.cpu-l.cpu)/float64(time.Microsecond)/float64(fifth*batch), "last-fifth-cpu-µs/artifact")
+		}
+		if end.written > 0 {
+			b.ReportMetric(float64(marks[1].written-f.written)/float64(fifth)/1e6, "first-fifth-MB-written/commit")
+			b.ReportMetric(float64(end.written-l.written)/float64(fifth)/1e6, "last-fifth-MB-written/commit")
+		}
+	}
+}
+
+// writtenBytes is the bytes this process has caused to be written to
+// storage (write_bytes of /proc/self/io), or 0 where there is no such
+// file.
+func writtenBytes() int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
