@@ -93,10 +93,12 @@ type Options struct {
 	MappedBytes int64
 	// ValueThreshold is the size in bytes from which the embedded Badger
 	// database keeps a value in its value log rather than in its tree (0:
-	// badgerkv.DefaultValueThreshold, 1 KiB; negative: every value below
-	// 1 MiB in the tree, where compactions copy the state map again from
-	// level to level). Badger syncs both its logs on every write whatever
-	// the threshold. Ignored when Driver is set.
+	// badgerkv.DefaultValueThreshold, 1 KiB, which most state-map nodes
+	// are under; negative: every value below 1 MiB in the tree, where
+	// compactions copy it again from level to level). Badger syncs both
+	// its logs on every write whatever the threshold, and a write that
+	// puts something in the value log makes that sync a real one. Ignored
+	// when Driver is set.
 	ValueThreshold int64
 	// TableBytes is the size in bytes of the tables the embedded Badger
 	// database writes below level 0 (0: badgerkv.DefaultTableBytes,

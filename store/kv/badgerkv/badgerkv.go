@@ -75,14 +75,18 @@ const DefaultBlockCacheBytes = 32 << 20
 const DefaultMemTableSize = 32 << 20
 
 // DefaultValueThreshold is the default of Options.ValueThreshold. The
-// store's large values — state-map nodes, op chunks, payloads, blob
-// chunks — are immutable and content-addressed. Kept in the tree, as
+// store's large values — op chunks, leaf checkpoints, larger payloads,
+// blob chunks — are immutable and content-addressed. Kept in the tree, as
 // Badger does by default, every compaction copies them again from level
 // to level, and the buffers of the tables it builds grow with them. In
 // the value log they are written once and the tree holds their keys and
 // pointers; a read costs one more lookup in the log's mapping. Small
-// records (refs, commit and context records, seq entries) stay in the
-// tree.
+// records (refs, commit and context records, seq entries, reverse-index
+// records) stay in the tree, and so do most state-map nodes (a leaf holds
+// at most 32 entries; with short ids every node is under 1 KiB): a
+// commit that writes nothing to the value log syncs one log's pages, not
+// two, which a threshold low enough to move the nodes (256) costs every
+// small commit.
 const DefaultValueThreshold = 1 << 10
 
 // DefaultTableBytes is the default of Options.TableBytes: a quarter of

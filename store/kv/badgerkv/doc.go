@@ -46,8 +46,9 @@
 //     logs) count in the process's resident size although they are page
 //     cache. Past Options.MappedBytes (default 64 MiB) a goroutine asks the
 //     kernel to page the data directory's mappings out (Linux; mapped.go).
-//   - Values past Options.ValueThreshold (default 1 KiB: state-map nodes,
-//     op chunks, larger payloads, blob chunks) live in Badger's value log
+//   - Values past Options.ValueThreshold (default 1 KiB: op chunks, leaf
+//     checkpoints, larger payloads, blob chunks; state-map nodes are
+//     mostly smaller and stay in the tree) live in Badger's value log
 //     and the tree holds their keys and pointers, so compactions copy
 //     keys, not values; tables are written uncompressed unless
 //     Options.Compress. Every ten minutes a goroutine rewrites value-log
