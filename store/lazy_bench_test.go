@@ -406,7 +406,7 @@ func BenchmarkBulkAtMillion(b *testing.B) {
 // BenchmarkIngestMillion is the store's share of the 1M scenario's ingest
 // (artifactd bench --scenario big) without HTTP: one context grown to
 // 1,000,000 artifacts in synced commits of 5,000, artifact i derived_from
-// a random earlier one (the scenario's own draw, not the same ids), in an
+// a random earlier one (the scenario's seed and draws, other ids), in an
 // enforce-mode context. Each iteration is the whole ingest into a new
 // store; it reports the median commit of the first and the last fifth and
 // their ratio, the ingest rates of the two fifths and the ratio of those
@@ -414,7 +414,7 @@ func BenchmarkBulkAtMillion(b *testing.B) {
 // artifact over each fifth, and the bytes the process wrote per commit
 // over each fifth (/proc/self/io, where there is one: what the value log,
 // the memtable logs and the compactions put on the disk). Run it with
-// -benchtime 1x; it takes about a minute and a half here.
+// -benchtime 1x; it takes about a minute here.
 func BenchmarkIngestMillion(b *testing.B) {
 	const n, batch = 1_000_000, 5000
 	commits := n / batch
