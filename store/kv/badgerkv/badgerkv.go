@@ -83,10 +83,10 @@ const DefaultMemTableSize = 32 << 20
 // pointers; a read costs one more lookup in the log's mapping. Small
 // records (refs, commit and context records, seq entries, reverse-index
 // records) stay in the tree, and so do most state-map nodes (a leaf holds
-// at most 32 entries; with short ids every node is under 1 KiB): a
-// commit that writes nothing to the value log syncs one log's pages, not
-// two, which a threshold low enough to move the nodes (256) costs every
-// small commit.
+// at most 32 entries; with short ids every node is under 1 KiB). Badger
+// syncs both logs on every write; when a commit puts nothing in the value
+// log, that log's sync has nothing to write, and a threshold low enough to
+// move the nodes (256) makes it a real one for every small commit.
 const DefaultValueThreshold = 1 << 10
 
 // DefaultTableBytes is the default of Options.TableBytes: a quarter of
