@@ -54,6 +54,19 @@ func compareOps(r *rand.Rand, st *graph.State) []graph.Op {
 	return ops
 }
 
+// compareStore opens a store in a new directory, without syncs, on a
+// fixed clock, closed when t ends.
+func compareStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir(), NoSync: true,
+		Clock: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // TestCompareRunsAgreesWithWholeCompare compares random runs through the
 // store's diff (CompareRuns) and checks it against Compare of the two
 // states loaded whole: two branches of one context, two contexts that
@@ -62,11 +75,7 @@ func compareOps(r *rand.Rand, st *graph.State) []graph.Op {
 func TestCompareRunsAgreesWithWholeCompare(t *testing.T) {
 	ctx := context.Background()
 	for seed := uint64(1); seed <= 12; seed++ {
-		st, err := store.Open(ctx, store.Options{Dir: t.TempDir(), NoSync: true,
-			Clock: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := compareStore(t)
 		r := rand.New(rand.NewPCG(seed, 21))
 		commit := func(ctxID, branch string) {
 			for range 50 {
@@ -166,12 +175,7 @@ func mustResolveRef(t *testing.T, st *store.Store, ctxID, ref string) *replay.Co
 // right.
 func TestCompareRunsLoadsNeitherSideWhole(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{Dir: t.TempDir(), NoSync: true,
-		Clock: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := compareStore(t)
 	if _, err := st.CreateContext(ctx, "c", store.ModeObserve); err != nil {
 		t.Fatal(err)
 	}

@@ -375,11 +375,11 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 	type pendingHead struct {
 		branch string
 		c      *replay.Commit
-		st     *graph.State
 	}
 	var (
-		batch     []pendingHead
-		batchCost int64
+		batch       []pendingHead
+		batchStates []*graph.State // batch[i]'s state
+		batchCost   int64
 	)
 	// flush checks the batch; a read of the index that fails for a
 	// reason other than corruption (I/O, a cancelled ctx) is the check's
@@ -388,11 +388,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		sts := make([]*graph.State, len(batch))
-		for i, h := range batch {
-			sts[i] = h.st
-		}
-		errs, err := s.checkReverseIndexOf(ctx, ctxID, sts)
+		errs, err := s.checkReverseIndexOf(ctx, ctxID, batchStates)
 		if err != nil && !fault.IsCorrupt(err) {
 			return fmt.Errorf("read the reverse index of %q: %w", ctxID, err)
 		}
@@ -405,8 +401,8 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 				k.add(Defect{Kind: "state", Context: ctxID, ID: h.c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", h.branch, bad)})
 			}
 		}
-		clear(batch) // let the states go
-		batch, batchCost = batch[:0], 0
+		clear(batchStates) // let the states go
+		batch, batchStates, batchCost = batch[:0], batchStates[:0], 0
 		return nil
 	}
 	for _, b := range branches {
@@ -443,7 +439,8 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		}
 		k.gateBlobs(ctxID, b.Name, st)
 		if apart {
-			batch = append(batch, pendingHead{branch: b.Name, c: c, st: st})
+			batch = append(batch, pendingHead{branch: b.Name, c: c})
+			batchStates = append(batchStates, st)
 			batchCost += cost
 		}
 	}

@@ -13,23 +13,12 @@ import (
 	"github.com/artifactd/artifactd/replay"
 )
 
-// checkIndex compares the index in the state map of commit c of context
-// ctxID (trust entries, and in a map of format 3 reverse edges; doc.go,
-// "Key layout") and the sizes its record keeps with what they must be for
-// st, the state at c loaded whole, and its trust index computed afresh;
-// for a map whose reverse edges are apart, it also looks up each edge's
-// entry in the context's reverse index. A commit without an index passes.
-func (s *Store) checkIndex(ctx context.Context, ctxID string, c *replay.Commit, st *graph.State) error {
-	if c.Index != nil && c.Index.ReverseApart {
-		if err := s.checkReverseIndex(ctx, ctxID, st); err != nil {
-			return err
-		}
-	}
-	return s.checkMapIndex(c, st)
-}
-
-// checkMapIndex is checkIndex without the context's reverse index: the
-// index entries in c's state map and the sizes c's record keeps.
+// checkMapIndex compares the index in the state map of commit c (trust
+// entries, and in a map of format 3 reverse edges; doc.go, "Key layout")
+// and the sizes its record keeps with what they must be for st, the
+// state at c loaded whole, and its trust index computed afresh. A map
+// whose reverse edges are apart is checked against the context's reverse
+// index by checkReverseIndexOf. A commit without an index passes.
 func (s *Store) checkMapIndex(c *replay.Commit, st *graph.State) error {
 	if c.Index == nil {
 		return nil
@@ -83,17 +72,6 @@ func (s *Store) checkMapIndex(c *replay.Commit, st *graph.State) error {
 		return fmt.Errorf("records %d poison roots and %d quarantined, the state has %d and %d", c.Index.PoisonRoots, c.Index.Quarantined, sum.PoisonRoots, sum.Quarantined)
 	}
 	return nil
-}
-
-// checkReverseIndex checks that the reverse index of context ctxID names
-// every edge of st, a state of that context loaded whole
-// (checkReverseIndexOf of st alone).
-func (s *Store) checkReverseIndex(ctx context.Context, ctxID string, st *graph.State) error {
-	errs, err := s.checkReverseIndexOf(ctx, ctxID, []*graph.State{st})
-	if errs[0] != nil {
-		return errs[0]
-	}
-	return err
 }
 
 // checkReverseIndexOf checks that the reverse index of context ctxID

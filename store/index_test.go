@@ -187,3 +187,26 @@ func TestIndexValues(t *testing.T) {
 		t.Fatalf("malformed reverse key: %v", err)
 	}
 }
+
+// checkIndex is fsck's check of one head of context ctxID at commit c,
+// for tests: checkMapIndex, and for a map whose reverse edges are apart
+// checkReverseIndex.
+func (s *Store) checkIndex(ctx context.Context, ctxID string, c *replay.Commit, st *graph.State) error {
+	if c.Index != nil && c.Index.ReverseApart {
+		if err := s.checkReverseIndex(ctx, ctxID, st); err != nil {
+			return err
+		}
+	}
+	return s.checkMapIndex(c, st)
+}
+
+// checkReverseIndex checks that the reverse index of context ctxID names
+// every edge of st, a state of that context loaded whole
+// (checkReverseIndexOf of st alone).
+func (s *Store) checkReverseIndex(ctx context.Context, ctxID string, st *graph.State) error {
+	errs, err := s.checkReverseIndexOf(ctx, ctxID, []*graph.State{st})
+	if errs[0] != nil {
+		return errs[0]
+	}
+	return err
+}

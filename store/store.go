@@ -472,6 +472,14 @@ const (
 // DefaultValueThreshold is the default of Options.ValueThreshold.
 const DefaultValueThreshold = badgerkv.DefaultValueThreshold
 
+// MaxValueThreshold is the largest value threshold serve and bench take
+// (--value-threshold; -1 stands for it).
+const MaxValueThreshold = badgerkv.MaxValueThreshold
+
+// MinCacheBytes is the smallest cache budget serve and bench take
+// (--cache-bytes).
+const MinCacheBytes = 1 << 20
+
 func cacheBytes(o Options) int64 {
 	if o.CacheBytes > 0 {
 		return o.CacheBytes

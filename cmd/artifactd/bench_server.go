@@ -54,12 +54,12 @@ func (o *benchStore) flags(fs *flag.FlagSet) {
 // check refuses what serve would refuse.
 func (o benchStore) check() error {
 	switch {
-	case o.CacheBytes != 0 && o.CacheBytes < 1<<20:
-		return errors.New("--cache-bytes must be 0 (the default) or at least 1 MiB (1048576)")
+	case o.CacheBytes != 0 && o.CacheBytes < store.MinCacheBytes:
+		return fmt.Errorf("--cache-bytes must be 0 (the default) or at least 1 MiB (%d)", store.MinCacheBytes)
 	case o.MappedBytes < -1:
 		return errors.New("--mapped-bytes must be -1 (no bound), 0 (the default) or a size")
-	case o.ValueThreshold < -1 || o.ValueThreshold > 1<<20:
-		return errors.New("--value-threshold must be -1, 0 (the default) or a size up to 1048576")
+	case o.ValueThreshold < -1 || o.ValueThreshold > store.MaxValueThreshold:
+		return fmt.Errorf("--value-threshold must be -1, 0 (the default) or a size up to %d", store.MaxValueThreshold)
 	case o.TableBytes != 0 && (o.TableBytes < store.MinTableBytes || o.TableBytes > store.MaxTableBytes):
 		return fmt.Errorf("--table-bytes must be 0 (the default) or from %d to %d", store.MinTableBytes, store.MaxTableBytes)
 	}

@@ -402,14 +402,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, exitUsage, "serve: --spill-retention must not be negative")
 	}
 	cfg.SpillRetention = *spillRetention
-	if *cacheBytes < 1<<20 {
-		return fail(stderr, exitUsage, "serve: --cache-bytes must be at least 1 MiB (1048576)")
+	if *cacheBytes < store.MinCacheBytes {
+		return fail(stderr, exitUsage, "serve: --cache-bytes must be at least 1 MiB (%d)", store.MinCacheBytes)
 	}
 	if *mappedBytes == 0 || *mappedBytes < -1 {
 		return fail(stderr, exitUsage, "serve: --mapped-bytes must be positive, or -1 for no bound")
 	}
-	if *valueThreshold == 0 || *valueThreshold < -1 || *valueThreshold > 1<<20 {
-		return fail(stderr, exitUsage, "serve: --value-threshold must be from 1 to 1048576, or -1 to keep values in the tree")
+	if *valueThreshold == 0 || *valueThreshold < -1 || *valueThreshold > store.MaxValueThreshold {
+		return fail(stderr, exitUsage, "serve: --value-threshold must be from 1 to %d, or -1 to keep values in the tree", store.MaxValueThreshold)
 	}
 	if *tableBytes < store.MinTableBytes || *tableBytes > store.MaxTableBytes {
 		return fail(stderr, exitUsage, "serve: --table-bytes must be from %d to %d", store.MinTableBytes, store.MaxTableBytes)

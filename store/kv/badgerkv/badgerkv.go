@@ -197,14 +197,19 @@ func tableBytes(n int64) int64 {
 	return n
 }
 
+// MaxValueThreshold is the largest Options.ValueThreshold, Badger's own
+// bound: a negative threshold stands for it (every value below 1 MiB in
+// the tree).
+const MaxValueThreshold = 1 << 20
+
 func valueThreshold(n int64) int64 {
 	switch {
 	case n == 0:
 		return DefaultValueThreshold
 	case n < 0:
-		return 1 << 20 // Badger's largest
+		return MaxValueThreshold
 	}
-	return min(n, 1<<20)
+	return min(n, MaxValueThreshold)
 }
 
 // collectValueLog rewrites, every valueLogGCEvery until Close, the value
