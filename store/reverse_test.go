@@ -442,14 +442,7 @@ func (d *revScanFails) Scan(ctx context.Context, prefix, start []byte, limit int
 func TestReverseIndexReadFailureFailsTheCheck(t *testing.T) {
 	ctx := context.Background()
 	d := &revScanFails{Driver: memkv.New()}
-	s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
+	s := openWithContext(t, Options{Driver: d, ReserveBytes: -1})
 	mustCommit(t, s, "c", put("a", "claim", map[string]any{"v": 1}), put("b", "claim", map[string]any{"v": 2}), link("b", "derived_from", "a"))
 	mustCheck(t, s)
 	d.fail.Store(true)
