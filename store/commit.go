@@ -595,6 +595,15 @@ func (g *group) lock(h *head) {
 // immutable records.
 const spillParts = 8 << 20
 
+// bulkGroupBytes is the size of a group's immutable records and new trie
+// nodes from which flush puts them ahead of the visible records even when
+// one Commit could hold them all: a bulk commit's records are then put
+// with kv.PutSame, which the Badger driver keeps in a pack (its
+// compactions never copy them again), for the cost of one more write in
+// a commit that takes tens of milliseconds anyway. Groups of small
+// commits stay one Commit.
+const bulkGroupBytes = 256 << 10
+
 // addImm queues an immutable record.
 func (g *group) addImm(k, v []byte) error {
 	g.imm = append(g.imm, kv.Record{Key: k, Value: v})
@@ -644,6 +653,12 @@ func (g *group) spill() error {
 // compare-and-swap against what the group decided on: a *kv.ConflictError
 // means another process moved one first and nothing was written.
 func (g *group) flush() error {
+	if !g.spilling && g.immSize+g.tw.size >= bulkGroupBytes {
+		// A bulk group puts its immutable records first too: with
+		// PutSame, which a driver may keep out of its tree (the Badger
+		// driver's packs), so that its compactions do not copy them.
+		g.spilling = true
+	}
 	if g.spilling {
 		g.putImm()
 	}

@@ -80,11 +80,11 @@
 //     function of the chain alone. The root commit's message names the
 //     context's ruleset of built-ins.
 //
-// # Key layout (format version 4)
+// # Key layout (format version 5)
 //
 // Parts are joined with a NUL byte; digests are 32 raw bytes.
 //
-//	meta NUL format                    -> "4"
+//	meta NUL format                    -> "5"
 //	meta NUL registry                  -> 16 random bytes, new with every type or relation record
 //	ctx NUL <ctx>                      -> ContextInfo JSON
 //	ref NUL <ctx> NUL <branch>         -> commit id
@@ -133,6 +133,13 @@
 // two); a new context, and the first commit onto a map written before
 // format 3, keep them apart.
 //
+// Format 5 changed no key: with it, the Badger driver may keep the value
+// of a record put with kv.PutSame — a bulk commit's payloads, state-map
+// nodes and op chunks — in a pack file beside its tree, the tree holding
+// where (badgerkv's pack.go). A binary of format 4 would read those
+// pointers as values, so the store is stamped 5 on open and such a
+// binary refuses it; the PostgreSQL driver stores every value as it is.
+//
 // Format 3 added the index; a map written before has none, and its
 // commit record no Index. Such a head is loaded whole, and the first
 // commit onto it writes the whole index with its own changes (in the
@@ -140,9 +147,9 @@
 //
 // Format 2 changed only the state map's layout: format 1 keyed its trie by
 // SHA-256 of each entry's key, which scattered the entries a commit wrote
-// over the whole map. A store of format 1, 2 or 3 opens as it is: Open
-// stamps it 4, so that an older binary refuses it rather than misread the
-// new maps. The old tries stay readable (lookups, walks, diffs, fsck), and
+// over the whole map. A store of format 1, 2, 3 or 4 opens as it is: Open
+// stamps it 5, so that an older binary refuses it rather than misread the
+// new maps or packed records. The old tries stay readable (lookups, walks, diffs, fsck), and
 // the first commit onto a branch head rebuilds that head's state map in
 // the ordered layout, in the committer, with the entries and new nodes
 // in memory outside the cache budget — about what loading the head

@@ -10,16 +10,18 @@ import (
 )
 
 // FormatVersion is the version of the key layout documented in doc.go.
-const FormatVersion = "4"
+const FormatVersion = "5"
 
-// formatLegacy, formatUnindexed and formatReverseInMap are the earlier
-// layouts a store is upgraded from on open (doc.go, "Key layout"): state
-// maps keyed by hash, ordered state maps without their index, and maps
-// that hold their reverse edges.
+// formatLegacy, formatUnindexed, formatReverseInMap and formatUnpacked
+// are the earlier layouts a store is upgraded from on open (doc.go, "Key
+// layout"): state maps keyed by hash, ordered state maps without their
+// index, maps that hold their reverse edges, and records the Badger
+// driver never packs.
 const (
 	formatLegacy       = "1"
 	formatUnindexed    = "2"
 	formatReverseInMap = "3"
+	formatUnpacked     = "4"
 )
 
 // Key prefixes. Parts are joined with a NUL byte, which no context id,

@@ -86,14 +86,28 @@ func (s *Store) writeCheckpoint(ctx context.Context, h hashing.Digest, leaves []
 		}
 		recs = append(recs, kv.Record{Key: keyLeaves(h, uint32(i/leafChunk)), Value: v})
 	}
-	if err := kv.PutSame(ctx, s.kv, recs); err != nil {
+	// PutImmutable, not PutSame: checkpoints are deleted when a newer one
+	// replaces them, and PutSame's records are kept where a delete need
+	// not free their space (kv.SamePutter). PutImmutable keeps a stored
+	// value, so a checkpoint of h that is there already — one that did
+	// not check, since the head was opened by a walk — goes first.
+	if err := s.deleteCheckpoint(ctx, h); err != nil {
+		return err
+	}
+	if err := s.kv.PutImmutable(ctx, recs); err != nil {
 		return err
 	}
 	if old == (hashing.Digest{}) || old == h {
 		return nil
 	}
+	return s.deleteCheckpoint(ctx, old)
+}
+
+// deleteCheckpoint deletes the records of the leaf checkpoint of context
+// hash h, if any.
+func (s *Store) deleteCheckpoint(ctx context.Context, h hashing.Digest) error {
 	var dels [][]byte
-	if err := s.kv.Scan(ctx, prefixLeaves(old), nil, 0, func(k, _ []byte) error {
+	if err := s.kv.Scan(ctx, prefixLeaves(h), nil, 0, func(k, _ []byte) error {
 		dels = append(dels, bytes.Clone(k))
 		return nil
 	}); err != nil {

@@ -250,7 +250,7 @@ func (d *racingStamp) Commit(ctx context.Context, b kv.Batch) error {
 // stamp loses reads the winner's.
 func TestFormatStampRace(t *testing.T) {
 	ctx := context.Background()
-	for _, start := range []string{formatLegacy, formatUnindexed, formatReverseInMap, ""} {
+	for _, start := range []string{formatLegacy, formatUnindexed, formatReverseInMap, formatUnpacked, ""} {
 		d := &racingStamp{sharedMem: sharedMem{memkv.New()}}
 		if start != "" {
 			if err := d.sharedMem.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyMetaFormat(), Value: []byte(start)}}}); err != nil {
@@ -271,10 +271,10 @@ func TestFormatStampRace(t *testing.T) {
 	}
 	// A stamp this binary does not know is refused, not upgraded.
 	d := sharedMem{memkv.New()}
-	if err := d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyMetaFormat(), Value: []byte("5")}}}); err != nil {
+	if err := d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyMetaFormat(), Value: []byte("6")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1}); err == nil || !errors.Is(err, ErrInvalid) {
-		t.Fatalf("open of a store of format 5: %v", err)
+		t.Fatalf("open of a store of format 6: %v", err)
 	}
 }

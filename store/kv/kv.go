@@ -345,7 +345,12 @@ func LimitsOf(d Driver) (bytes, count int64) {
 // names their value — content-addressed records, or records keyed by a
 // commit id nothing refers to yet — without reading each key first: every
 // put of such a key carries the same bytes, so writing it again changes
-// nothing. The durability of PutImmutable applies.
+// nothing. The durability of PutImmutable applies. Callers put this way
+// only records they do not delete (until a collection of unreachable
+// records), so a driver may keep them where a delete does not free their
+// space at once: the Badger driver writes the values of a bulk put to a
+// pack file beside its tree (badgerkv's pack.go). A delete or a later
+// write of such a key still works as for any other key.
 type SamePutter interface {
 	// PutSame writes recs; each key's value must be the one any put of
 	// that key carries.

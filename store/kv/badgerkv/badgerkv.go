@@ -124,7 +124,9 @@ const numMemtables = 2
 type Driver struct {
 	db   *badger.DB
 	trim *trimmer
-	log  *slog.Logger
+	// packs holds the values of bulk PutSame calls (pack.go).
+	packs *packs
+	log   *slog.Logger
 	// blog is Badger's logger; it holds a failed value-log sync.
 	blog *badgerLog
 	// stop ends the value-log collector bg runs (closed once, by Close).
@@ -177,7 +179,12 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("badgerkv: open %s: %w", opts.Dir, err)
 	}
-	d := &Driver{db: db, trim: startTrimmer(opts.Dir, opts.MappedBytes, log), log: log, blog: blog, stop: make(chan struct{})}
+	pk, err := openPacks(opts.Dir, opts.NoSync)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	d := &Driver{db: db, packs: pk, trim: startTrimmer(opts.Dir, opts.MappedBytes, log), log: log, blog: blog, stop: make(chan struct{})}
 	if !opts.NoSync {
 		// Without synced writes a collection's rewrite is not durable
 		// before the old file goes, so a machine crash could lose old
@@ -340,7 +347,8 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 }
 
 // PutSame implements kv.SamePutter: the records go into one Badger
-// WriteBatch without a read of each key first.
+// WriteBatch without a read of each key first, the values of a bulk put
+// into a pack (pack.go).
 func (d *Driver) PutSame(ctx context.Context, recs []kv.Record) error {
 	return d.put(ctx, "put same", recs, false)
 }
@@ -363,6 +371,13 @@ func (d *Driver) put(ctx context.Context, what string, recs []kv.Record, keep bo
 	if len(recs) == 0 {
 		return nil
 	}
+	var ptrs []packPtr
+	if !keep {
+		var err error
+		if ptrs, err = d.packBulk(recs); err != nil {
+			return fmt.Errorf("badgerkv: %s: %w", what, err)
+		}
+	}
 	wb := d.db.NewWriteBatch()
 	defer wb.Cancel() // after a failed Flush, waits for the transactions already sent; a no-op after Flush
 	n := 0
@@ -384,7 +399,13 @@ func (d *Driver) put(ctx context.Context, what string, recs []kv.Record, keep bo
 					return err
 				}
 			}
-			if err := wb.Set(r.Key, r.Value); err != nil {
+			var err error
+			if ptrs != nil && ptrs[i].n > 0 {
+				err = wb.SetEntry(badger.NewEntry(r.Key, ptrs[i].encode()).WithMeta(metaPacked))
+			} else {
+				err = wb.Set(r.Key, r.Value)
+			}
+			if err != nil {
 				return err
 			}
 			n++
@@ -407,6 +428,58 @@ func (d *Driver) put(ctx context.Context, what string, recs []kv.Record, keep bo
 		return nil
 	}
 	return d.checkSync()
+}
+
+// packBulk writes the values of recs that belong in a pack — those of
+// packMinValue bytes or more, when they add up to packMinBytes — and
+// returns their pointers by index (a zero pointer for a value left in the
+// tree), or nil when recs are not a bulk put.
+func (d *Driver) packBulk(recs []kv.Record) ([]packPtr, error) {
+	total := 0
+	for _, r := range recs {
+		if len(r.Value) >= packMinValue {
+			total += len(r.Value)
+		}
+	}
+	if total < packMinBytes {
+		return nil, nil
+	}
+	idx := make([]int, 0, len(recs))
+	vals := make([][]byte, 0, len(recs))
+	for i, r := range recs {
+		if len(r.Value) >= packMinValue {
+			idx = append(idx, i)
+			vals = append(vals, r.Value)
+		}
+	}
+	written, err := d.packs.write(vals)
+	if err != nil {
+		return nil, err
+	}
+	ptrs := make([]packPtr, len(recs))
+	for j, i := range idx {
+		ptrs[i] = written[j]
+	}
+	return ptrs, nil
+}
+
+// resolve returns the record's value for item, whose value in the tree
+// is v: v itself, or for a packed record the value its pointer names,
+// read from the pack. A pointer that leads nowhere is a
+// *kv.UnreadableError.
+func (d *Driver) resolve(item *badger.Item, v []byte) ([]byte, error) {
+	if item.UserMeta()&metaPacked == 0 {
+		return v, nil
+	}
+	ptr, ok := decodePackPtr(v)
+	if !ok {
+		return nil, &kv.UnreadableError{Key: item.KeyCopy(nil), Why: fmt.Sprintf("malformed pack pointer (%d bytes)", len(v))}
+	}
+	out, err := d.packs.read(ptr)
+	if errors.Is(err, errPackRecord) {
+		return nil, &kv.UnreadableError{Key: item.KeyCopy(nil), Why: err.Error()}
+	}
+	return out, err
 }
 
 // Get implements kv.Driver.
@@ -462,7 +535,10 @@ func (d *Driver) getMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 			if err != nil {
 				return err
 			}
-			if out[i], err = checkedValue(item, v); err != nil {
+			if v, err = checkedValue(item, v); err != nil {
+				return err
+			}
+			if out[i], err = d.resolve(item, v); err != nil {
 				return err
 			}
 		}
@@ -552,6 +628,9 @@ func (d *Driver) iterate(ctx context.Context, what string, limit int, opts badge
 				if v, lost = checkedValue(item, v); lost != nil {
 					return lost
 				}
+				if v, lost = d.resolve(item, v); lost != nil {
+					return lost
+				}
 				return fn(item.Key(), v)
 			})
 			if lost != nil {
@@ -602,7 +681,10 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 // (see badgerLog): a write that returned after it may not be durable, so
 // every write fails from then on.
 func (d *Driver) checkSync() error {
-	return d.blog.failure()
+	if err := d.blog.failure(); err != nil {
+		return err
+	}
+	return d.packs.failure()
 }
 
 // apply checks b's swaps and writes b in one transaction.
@@ -627,6 +709,9 @@ func (d *Driver) apply(ctx context.Context, b *kv.Batch) error {
 			return fmt.Errorf("badgerkv: commit: read %q: %w", s.Key, err)
 		default:
 			if cur, err = item.ValueCopy(nil); err != nil {
+				return fmt.Errorf("badgerkv: commit: read %q: %w", s.Key, err)
+			}
+			if cur, err = d.resolve(item, cur); err != nil {
 				return fmt.Errorf("badgerkv: commit: read %q: %w", s.Key, err)
 			}
 		}
@@ -688,7 +773,11 @@ func (d *Driver) Close() error {
 	}
 	d.trim.close()
 	d.bg.Wait()
-	if err := d.db.Close(); err != nil {
+	err := d.db.Close()
+	if perr := d.packs.close(); err == nil && perr != nil {
+		err = perr
+	}
+	if err != nil {
 		return fmt.Errorf("badgerkv: close: %w", err)
 	}
 	return nil

@@ -10,12 +10,28 @@
 //   - PutImmutable looks each key up in one read transaction and writes
 //     the missing ones through a WriteBatch, which splits them into
 //     transactions as large as Badger allows; a call is not atomic.
+//     PutSame writes without the lookups; a bulk one (values of 128 bytes
+//     or more adding up to 64 KiB: a bulk commit's payloads, state-map
+//     nodes and op chunks) first writes those values to a pack file in
+//     packs/ and syncs it, and the tree gets, under each key, only where
+//     its value lies (pack.go). Compactions then never copy those values,
+//     and small commits, whose records go to the tree as before, sync
+//     nothing more. A packed value is read with one pread through the page
+//     cache and checked against its CRC-32C; a missing pack, a short read
+//     or a wrong checksum is a *kv.UnreadableError. Pack space is not
+//     reclaimed: the store never deletes what it puts with PutSame
+//     (kv.SamePutter); a delete drops the pointer.
 //   - Commit checks the swaps and writes the batch in one transaction.
 //     Commits are serialised by a mutex from the check to the
 //     transaction's end, which makes the check and the write one atomic
 //     step (Badger's own conflict detection is off). A batch beyond
 //     Badger's transaction limits (about 15 % of the memtable) fails with
 //     kv.ErrTooLarge, having written nothing.
+//   - A pack is synced before the tree write that points into it, and a
+//     new pack file's name (its directory synced) before its first
+//     pointer, so a crash leaves at most bytes nothing points to; after
+//     an open, packs are written to a new file. A failed pack sync, like
+//     a failed value-log sync, fails every later write.
 //   - Every write is durable when Badger returns it: the database is
 //     opened with SyncWrites (unless Options.NoSync), under which Badger's
 //     one writer goroutine appends a group of transactions' large values

@@ -71,7 +71,8 @@ func TestTrimPagesOut(t *testing.T) {
 		for i := lo; i < lo+500; i++ {
 			recs = append(recs, kv.Record{Key: fmt.Appendf(nil, "k%06d", i), Value: val(i)})
 		}
-		if err := d.PutSame(ctx, recs); err != nil {
+		// PutImmutable: Badger's own (mapped) files, never a pack.
+		if err := d.PutImmutable(ctx, recs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -263,7 +264,8 @@ func TestTrimStopsWithinBudget(t *testing.T) {
 				recs = append(recs, kv.Record{Key: fmt.Appendf(nil, "large%06d", i), Value: val(i, 8<<10)})
 			}
 		}
-		if err := d.PutSame(ctx, recs); err != nil {
+		// PutImmutable: Badger's own (mapped) files, never a pack.
+		if err := d.PutImmutable(ctx, recs); err != nil {
 			t.Fatal(err)
 		}
 	}
