@@ -600,9 +600,12 @@ const spillParts = 8 << 20
 // one Commit could hold them all: a bulk commit's records are then put
 // with kv.PutSame, which the Badger driver keeps in a pack (its
 // compactions never copy them again), for the cost of one more write in
-// a commit that takes tens of milliseconds anyway. Groups of small
-// commits stay one Commit.
-const bulkGroupBytes = 256 << 10
+// a commit that takes a hundred milliseconds and more anyway. Groups of
+// small commits stay one Commit, and so do commits of a couple of
+// thousand ops: with 256 KiB, which packed those too, one-artifact writes
+// during an audit of a 100,000-deep chain built of 2,000-op commits
+// waited up to 48–165 ms (18–43 ms unpacked; docs/BENCHMARKS.md).
+const bulkGroupBytes = 1 << 20
 
 // addImm queues an immutable record.
 func (g *group) addImm(k, v []byte) error {

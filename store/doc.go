@@ -170,8 +170,10 @@
 // in half of the driver's limits (kv.LimitsOf: Badger's transaction
 // limits; a generous default for a database server) — every group of
 // small commits — is written in one kv Commit: one round trip, atomic as
-// a whole. A larger group first puts its immutable records (objects,
-// state-map nodes, op chunks) with kv.PutSame (their keys name their
+// a whole. A larger group, and a bulk one (its immutable records and new
+// nodes past bulkGroupBytes, 1 MiB: the Badger driver keeps what it puts
+// so in a pack, out of its compactions), first puts its immutable records
+// (objects, state-map nodes, op chunks) with kv.PutSame (their keys name their
 // values, so a driver may skip reading each key), in parts of 8 MiB from
 // other goroutines while the committer goes on building: they are
 // content-addressed or keyed by a commit id nothing references yet, so a

@@ -164,6 +164,24 @@ func TestBulkPutSameIsPacked(t *testing.T) {
 	}
 	readsBack(t, d, "m/", more)
 	readsBack(t, d, "b/", bulk)
+
+	// One GetMany over both packs and the tree, in a shuffled order: the
+	// reads coalesced per pack land at their keys.
+	all := slices.Concat(small, bulk, more)
+	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	keys := make([][]byte, len(all))
+	for i, r := range all {
+		keys[i] = r.Key
+	}
+	vals, err := d.GetMany(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range all {
+		if !bytes.Equal(vals[i], r.Value) {
+			t.Fatalf("GetMany over both packs: %s has %d bytes, want %d", r.Key, len(vals[i]), len(r.Value))
+		}
+	}
 }
 
 // TestPackedKeysChangeLikeAny: a packed key is replaced by a later Set,
@@ -278,6 +296,14 @@ func TestPackDamageIsCorruption(t *testing.T) {
 			err = d.Scan(ctx, []byte("p/"), nil, 0, func(k, v []byte) error { return nil })
 			if !errors.As(err, &lost) || !bytes.Equal(lost.Key, bulk[last].Key) && tc.name != "missing" {
 				t.Fatalf("Scan over the damaged value: %v, want a *kv.UnreadableError naming %s", err, bulk[last].Key)
+			}
+			keys := make([][]byte, len(bulk))
+			for i, r := range bulk {
+				keys[i] = r.Key
+			}
+			_, err = d.GetMany(ctx, keys)
+			if !errors.As(err, &lost) || !bytes.Equal(lost.Key, bulk[last].Key) && tc.name != "missing" {
+				t.Fatalf("GetMany over the damaged value: %v, want a *kv.UnreadableError naming %s", err, bulk[last].Key)
 			}
 			if tc.name == "missing" {
 				return
