@@ -677,9 +677,10 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	return d.checkSync()
 }
 
-// checkSync returns the value-log sync failure Badger reported, if any
-// (see badgerLog): a write that returned after it may not be durable, so
-// every write fails from then on.
+// checkSync returns the value-log sync failure Badger reported (see
+// badgerLog), or else a failed sync of a pack (pack.go), if any: a write
+// that returned after it may not be durable, so every write fails from
+// then on.
 func (d *Driver) checkSync() error {
 	if err := d.blog.failure(); err != nil {
 		return err

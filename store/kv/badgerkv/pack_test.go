@@ -60,15 +60,21 @@ func packFiles(t *testing.T, dir string) map[string]int64 {
 	return out
 }
 
+// keysOf returns the keys of recs, in order.
+func keysOf(recs []kv.Record) [][]byte {
+	keys := make([][]byte, len(recs))
+	for i, r := range recs {
+		keys[i] = r.Key
+	}
+	return keys
+}
+
 // readsBack checks that every read of the driver gives recs' values: Get,
 // GetMany, Scan and ScanReverse over prefix.
 func readsBack(t *testing.T, d *Driver, prefix string, recs []kv.Record) {
 	t.Helper()
 	ctx := context.Background()
-	keys := make([][]byte, len(recs))
-	for i, r := range recs {
-		keys[i] = r.Key
-	}
+	keys := keysOf(recs)
 	vals, err := d.GetMany(ctx, keys)
 	if err != nil {
 		t.Fatal(err)
@@ -169,10 +175,7 @@ func TestBulkPutSameIsPacked(t *testing.T) {
 	// reads coalesced per pack land at their keys.
 	all := slices.Concat(small, bulk, more)
 	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	keys := make([][]byte, len(all))
-	for i, r := range all {
-		keys[i] = r.Key
-	}
+	keys := keysOf(all)
 	vals, err := d.GetMany(ctx, keys)
 	if err != nil {
 		t.Fatal(err)
@@ -297,10 +300,7 @@ func TestPackDamageIsCorruption(t *testing.T) {
 			if !errors.As(err, &lost) || !bytes.Equal(lost.Key, bulk[last].Key) && tc.name != "missing" {
 				t.Fatalf("Scan over the damaged value: %v, want a *kv.UnreadableError naming %s", err, bulk[last].Key)
 			}
-			keys := make([][]byte, len(bulk))
-			for i, r := range bulk {
-				keys[i] = r.Key
-			}
+			keys := keysOf(bulk)
 			_, err = d.GetMany(ctx, keys)
 			if !errors.As(err, &lost) || !bytes.Equal(lost.Key, bulk[last].Key) && tc.name != "missing" {
 				t.Fatalf("GetMany over the damaged value: %v, want a *kv.UnreadableError naming %s", err, bulk[last].Key)
