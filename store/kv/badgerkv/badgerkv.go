@@ -437,7 +437,7 @@ func (d *Driver) put(ctx context.Context, what string, recs []kv.Record, keep bo
 func (d *Driver) packBulk(recs []kv.Record) ([]packPtr, error) {
 	total := 0
 	for _, r := range recs {
-		if len(r.Value) >= packMinValue {
+		if packable(r.Value) {
 			total += len(r.Value)
 		}
 	}
@@ -447,7 +447,7 @@ func (d *Driver) packBulk(recs []kv.Record) ([]packPtr, error) {
 	idx := make([]int, 0, len(recs))
 	vals := make([][]byte, 0, len(recs))
 	for i, r := range recs {
-		if len(r.Value) >= packMinValue {
+		if packable(r.Value) {
 			idx = append(idx, i)
 			vals = append(vals, r.Value)
 		}

@@ -61,6 +61,13 @@ const packMinValue = 128
 // more than the compactions it saves.
 const packMinBytes = 64 << 10
 
+// packMaxValue is the largest value a pack takes (a pointer's length is
+// 32 bits); Badger's own limit on a value is lower still.
+const packMaxValue = 1 << 30
+
+// packable reports whether a bulk PutSame writes v to a pack.
+func packable(v []byte) bool { return len(v) >= packMinValue && len(v) <= packMaxValue }
+
 // packFileBytes is the size past which writes go to a new pack file.
 const packFileBytes = 256 << 20
 

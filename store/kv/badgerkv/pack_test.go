@@ -366,6 +366,9 @@ func TestPackPtrRoundTrip(t *testing.T) {
 			t.Fatalf("a %d-byte pointer decoded", n)
 		}
 	}
+	if packable(make([]byte, packMinValue-1)) || !packable(make([]byte, packMinValue)) {
+		t.Fatalf("packable: the smallest packed value is not %d bytes", packMinValue)
+	}
 	for _, name := range []string{"00000001.pack", "1.pack", "00000001.pack.tmp", "x.pack", "-0000001.pack"} {
 		fid, ok := packFid(name)
 		if want := name == "00000001.pack"; ok != want || ok && fid != 1 {
