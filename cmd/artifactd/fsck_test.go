@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,8 +15,10 @@ import (
 	// key layout (store/doc.go) is read and one byte of a value flipped.
 	badger "github.com/dgraph-io/badger/v4"
 
+	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
 )
 
 // flipByte opens the data directory with Badger directly and flips one
@@ -224,4 +231,73 @@ func TestFsckCollectsEveryDefect(t *testing.T) {
 	wantDefect(t, defects, "node", node)
 	wantDefect(t, defects, "commit", third.ID)
 	wantDefect(t, defects, "commit", second.ID)
+}
+
+// TestFsckCorruptPack changes one byte of a payload that a bulk commit
+// wrote to a pack file (store format 5): fsck names the object and exits
+// 2, and replay refuses to verify the head with exit 2.
+func TestFsckCorruptPack(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := store.Open(ctx, store.Options{Dir: dir, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateContext(ctx, "c", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	var damaged hashing.Digest
+	for i := range 300 { // 256 payloads and more go to a pack
+		canon, err := hashing.CanonicalizeObject(fmt.Appendf(nil, `{"text":"pack-payload-%04d-%s"}`, i, strings.Repeat("x", 200)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 150 {
+			damaged = hashing.ContentHash(canon)
+		}
+		ops = append(ops, graph.Op{Op: graph.OpPut, ID: fmt.Sprintf("a%04d", i), Type: "note", ProducedBy: "agent", Data: canon})
+	}
+	res, err := s.Commit(ctx, store.CommitRequest{Context: "c", Author: "agent", Message: "bulk", Ops: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, defects, _ := fsckDefects(t, dir); code != 0 || len(defects) != 0 {
+		t.Fatalf("fsck of a sound store with a pack: exit %d, defects %+v", code, defects)
+	}
+	packs, err := filepath.Glob(filepath.Join(dir, "packs", "*.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := []byte("pack-payload-0150-")
+	found := false
+	for _, p := range packs {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(raw, marker); i >= 0 {
+			raw[i+len(marker)] ^= 0x01
+			if err := os.WriteFile(p, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("payload 150 is in no pack (%v)", packs)
+	}
+	code, defects, _ := fsckDefects(t, dir)
+	if code != 2 {
+		t.Fatalf("fsck: exit %d, want 2", code)
+	}
+	wantDefect(t, defects, "object", damaged)
+	code, out, errOut := runArtifactd(t, "replay", "--data", dir, "--context", "c", "--verify", res.Commit.ContextHash.String())
+	noCrash(t, out, errOut)
+	if code != 2 {
+		t.Fatalf("replay --verify: exit %d, want 2\n%s\n%s", code, out, errOut)
+	}
 }
