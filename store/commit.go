@@ -281,8 +281,9 @@ type group struct {
 	tw *trieWriter
 	// imm holds the immutable records (objects, op chunks) until flush.
 	// Once they and the new trie nodes outgrow what one Commit may hold,
-	// the group is spilling: they are put (PutImmutable, from other
-	// goroutines) in parts as they come, before the visible records.
+	// the group is spilling: they are put (kv.PutSame, from other
+	// goroutines) in parts as they come, before the visible records. A
+	// bulk group (bulkGroupBytes) spills at flush, in one part.
 	imm      []kv.Record
 	immSize  int64
 	spilling bool

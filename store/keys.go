@@ -24,6 +24,16 @@ const (
 	formatUnpacked     = "4"
 )
 
+// upgradedFormat reports whether v is a layout Open reads as it is and
+// stamps with FormatVersion.
+func upgradedFormat(v string) bool {
+	switch v {
+	case formatLegacy, formatUnindexed, formatReverseInMap, formatUnpacked:
+		return true
+	}
+	return false
+}
+
 // Key prefixes. Parts are joined with a NUL byte, which no context id,
 // branch name or artifact id may contain.
 const (

@@ -532,7 +532,7 @@ func (s *Store) checkFormat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if string(v) == formatLegacy || string(v) == formatUnindexed || string(v) == formatReverseInMap || string(v) == formatUnpacked {
+	if upgradedFormat(string(v)) {
 		// Readable as it is; stamped so that older binaries refuse the
 		// state maps this one will write.
 		err := s.kv.Commit(ctx, kv.Batch{Swaps: []kv.Swap{{Key: keyMetaFormat(), Old: v, New: []byte(FormatVersion)}}})

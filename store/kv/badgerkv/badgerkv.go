@@ -435,22 +435,18 @@ func (d *Driver) put(ctx context.Context, what string, recs []kv.Record, keep bo
 // returns their pointers by index (a zero pointer for a value left in the
 // tree), or nil when recs are not a bulk put.
 func (d *Driver) packBulk(recs []kv.Record) ([]packPtr, error) {
+	var idx []int
+	var vals [][]byte
 	total := 0
-	for _, r := range recs {
+	for i, r := range recs {
 		if packable(r.Value) {
+			idx = append(idx, i)
+			vals = append(vals, r.Value)
 			total += len(r.Value)
 		}
 	}
 	if total < packMinBytes {
 		return nil, nil
-	}
-	idx := make([]int, 0, len(recs))
-	vals := make([][]byte, 0, len(recs))
-	for i, r := range recs {
-		if packable(r.Value) {
-			idx = append(idx, i)
-			vals = append(vals, r.Value)
-		}
 	}
 	written, err := d.packs.write(vals)
 	if err != nil {

@@ -133,7 +133,8 @@ type packs struct {
 
 	rmu   sync.RWMutex // guards files and closed
 	files map[uint32]*os.File
-	// closed refuses reads after close (the driver's guard already does).
+	// closed refuses to open files after close (the driver's guard
+	// already keeps reads from starting then).
 	closed bool
 }
 
@@ -297,16 +298,16 @@ func (p *packs) read(ptr packPtr) ([]byte, error) {
 // file returns pack fid open for reading.
 func (p *packs) file(fid uint32) (*os.File, error) {
 	p.rmu.RLock()
-	f, closed := p.files[fid], p.closed
+	f := p.files[fid]
 	p.rmu.RUnlock()
 	if f != nil {
 		return f, nil
 	}
-	if closed {
-		return nil, errors.New("badgerkv: packs closed")
-	}
 	p.rmu.Lock()
 	defer p.rmu.Unlock()
+	if p.closed {
+		return nil, errors.New("badgerkv: packs closed")
+	}
 	if f := p.files[fid]; f != nil {
 		return f, nil
 	}
