@@ -178,7 +178,7 @@ type Store struct {
 	// corrupt is the first corruption a read reported (NoteCorruption).
 	corrupt atomic.Pointer[error]
 
-	nodes   *lru[hashing.Digest, *trieNode]
+	nodes   *nodeCache
 	objects *lru[hashing.Digest, []byte]
 	states  *lru[string, *materialized]
 
@@ -370,7 +370,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		noSync:     opts.NoSync,
 		batch:      opts.MaxBatch,
 		done:       make(chan struct{}),
-		nodes:      newLRU[hashing.Digest](cacheBytes(opts)*15/100, (*trieNode).cost),
+		nodes:      newNodeCache(cacheBytes(opts) * 15 / 100),
 		objects:    newLRU[hashing.Digest](cacheBytes(opts)*10/100, func(b []byte) int64 { return int64(len(b)) + 64 }),
 		states:     newLRU[string](cacheBytes(opts)*15/100, func(m *materialized) int64 { return stateCost(m.state) }),
 		headBudget: cacheBytes(opts) * 60 / 100,
