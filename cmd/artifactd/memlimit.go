@@ -13,8 +13,13 @@ import (
 // memoryReserve is what the Go heap of a server holds besides the store's
 // caches: Badger's two memtable arenas (about 1.3 times 32 MiB each), its
 // block cache (32 MiB) and the buffers of the tables it is building, the
-// requests in flight, and the garbage between two collections.
-const memoryReserve = 256 << 20
+// requests in flight, and the garbage between two collections. With the
+// pages of Badger's mapped files (Options.MappedBytes, 64 MiB) and the
+// binary's own, a server's resident size stays within its cache budget
+// plus 300 MB; a 1M-artifact ingest measured 366–388 MB at the default
+// budget with it, 393–454 MB with 256 MiB, at the same rate
+// (docs/BENCHMARKS.md, "Branches before leaves, and a smaller reserve").
+const memoryReserve = 192 << 20
 
 // limitEvery is how often the memory limit follows the caches and the
 // live heap.

@@ -13,7 +13,7 @@ func TestMemoryLimit(t *testing.T) {
 		{0, 0, 0, store.DefaultCacheBytes + memoryReserve},
 		{-1, 0, 0, store.DefaultCacheBytes + memoryReserve},
 		{64 << 20, 10 << 20, 100 << 20, 64<<20 + memoryReserve},
-		{64 << 20, 64 << 20, 200 << 20, 64<<20 + memoryReserve},
+		{64 << 20, 64 << 20, 150 << 20, 64<<20 + memoryReserve},
 		// One head bigger than the budget is cached alone: the limit
 		// follows it rather than make the collector run without end.
 		{64 << 20, 700 << 20, 0, 700<<20 + memoryReserve},
