@@ -37,7 +37,9 @@
 //     that map (lazy.go): the state and trust index read through it
 //     (graph.NewStateOver, graph.NewTrustIndexOver on a mapSource) and
 //     hold only what changed since; lookups walk the trie through the
-//     node cache, an artifact's edges are one prefix each way, and whole
+//     node cache (nodecache.go: it keeps branches before leaves, so a
+//     point read of a map whose leaves do not fit costs one read, its
+//     leaf), an artifact's edges are one prefix each way, and whole
 //     reads walk a prefix a window at a time, each window's nodes read a
 //     level at a time (prefetch.go); a request of many ops first reads
 //     the nodes its lookups will need a level at a time (readAhead). Its

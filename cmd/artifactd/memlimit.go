@@ -16,8 +16,8 @@ import (
 // requests in flight, and the garbage between two collections. With the
 // pages of Badger's mapped files (Options.MappedBytes, 64 MiB) and the
 // binary's own, a server's resident size stays within its cache budget
-// plus 300 MB; a 1M-artifact ingest measured 366–388 MB at the default
-// budget with it, 393–454 MB with 256 MiB, at the same rate
+// plus 300 MB: a 1M-artifact ingest at the default budget measured at
+// most 401–412 MB with it, 423–483 MB with 256 MiB, at the same rate
 // (docs/BENCHMARKS.md, "Branches before leaves, and a smaller reserve").
 const memoryReserve = 192 << 20
 
