@@ -464,11 +464,12 @@ func (s *Store) ReadSparse(ctx context.Context, ctxID string, c *replay.Commit, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if m, ok := s.states.get(stateKey(ctxID, c)); ok {
+	key := stateKey(ctxID, c)
+	if m, ok := s.states.get(key); ok {
 		return fn(m.view(s, ctxID, c))
 	}
 	if !indexed(c) {
-		return s.ReadCommit(ctx, ctxID, c, fn)
+		return s.readWhole(ctxID, c, key, fn)
 	}
 	return s.readMap(ctx, ctxID, c, fn)
 }
@@ -514,20 +515,27 @@ func stateKey(ctxID string, c *replay.Commit) string { return ctxID + "\x00" + s
 // using a state loaded here only when it is cached.
 func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
 	key := stateKey(ctxID, c)
-	m, ok := s.states.get(key)
-	if !ok {
-		cs, err := s.ctxState(ctxID)
-		if err != nil {
-			return err
-		}
-		st, err := s.loadState(s, cs.info, c)
-		if err != nil {
-			return err
-		}
-		m = &materialized{state: st, trust: graph.NewTrustIndexFor(st, s.baseFor)}
-		st.Share() // readers clone it concurrently (a merge's plan)
-		s.states.put(key, m)
+	if m, ok := s.states.get(key); ok {
+		return fn(m.view(s, ctxID, c))
 	}
+	return s.readWhole(ctxID, c, key, fn)
+}
+
+// readWhole loads commit c's state whole, caches it in the old-state
+// cache under key (stateKey; the caller found nothing there) and calls fn
+// with a view of it.
+func (s *Store) readWhole(ctxID string, c *replay.Commit, key string, fn func(v *View) error) error {
+	cs, err := s.ctxState(ctxID)
+	if err != nil {
+		return err
+	}
+	st, err := s.loadState(s, cs.info, c)
+	if err != nil {
+		return err
+	}
+	m := &materialized{state: st, trust: graph.NewTrustIndexFor(st, s.baseFor)}
+	st.Share() // readers clone it concurrently (a merge's plan)
+	s.states.put(key, m)
 	return fn(m.view(s, ctxID, c))
 }
 

@@ -90,27 +90,7 @@ func (l *ledger) complete(effect, token, result string) {
 type server struct {
 	cmd    *exec.Cmd
 	base   string
-	stderr *lockedBuffer
-}
-
-// lockedBuffer is a process's stderr that a test may read while the
-// process still writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns what was written so far.
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	stderr *syncBuffer
 }
 
 func buildArtifactd(t *testing.T) string {
@@ -145,7 +125,7 @@ func startServeArgs(t *testing.T, bin string, args ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedBuffer{}
+	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
