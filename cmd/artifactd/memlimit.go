@@ -17,7 +17,7 @@ import (
 // pages of Badger's mapped files (Options.MappedBytes, 64 MiB) and the
 // binary's own, a server's resident size stays within its cache budget
 // plus 300 MB: a 1M-artifact ingest at the default budget measured at
-// most 401–412 MB with it, 423–483 MB with 256 MiB, at the same rate
+// most 391–412 MB with it, 423–483 MB with 256 MiB, at the same rate
 // (docs/BENCHMARKS.md, "Branches before leaves, and a smaller reserve").
 const memoryReserve = 192 << 20
 
