@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,7 +36,7 @@ type benchResult struct {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("bench", "[--addr URL | --data DIR] [--clients N] [--duration D] [--requests N] [--token T] [--json]\n       artifactd bench --scenario runs|cold|big|chain|hub|soak|disk [--addr URL [--pid PID] | --data DIR] [--runs N] [--artifacts N] [--depth N] [--batch N] [--duration D (soak, disk)] [--timeout D]", stderr)
+	fs := newFlagSet("bench", "[--addr URL | --data DIR] [--clients N] [--duration D] [--requests N] [--token T] [--json]\n       artifactd bench --scenario runs|cold|big|chain|hub|soak|disk [--addr URL [--pid PID] | --data DIR] [--runs N] [--artifacts N] [--depth N] [--batch N] [--chain-batch N (hub)] [--duration D (soak, disk)] [--timeout D]", stderr)
 	addr := fs.String("addr", "", "base URL of a running server, or several separated by commas (processes serving one store; clients are spread over them in turn); default: start one in-process on a loopback port")
 	dataDir := fs.String("data", "", "data directory for the in-process server (default: a temporary directory, removed afterwards)")
 	clients := fs.Int("clients", 1, "concurrent keep-alive clients")
@@ -47,6 +48,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	bs.flags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run or scenario (client and in-process server, including its start) to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile (live objects after a collection) to this file at the end of the run, or of the scenario before its in-process server stops")
+	traceFile := fs.String("trace", "", "write an execution trace of the run or scenario (client and in-process server; go tool trace reads it) to this file")
 	var sc scenarioConfig
 	sc.flags(fs)
 	pos, err := parseInterspersed(fs, args)
@@ -78,6 +80,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return fail(stderr, exitUsage, "bench: %v", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return fail(stderr, exitUsage, "bench: %v", err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return fail(stderr, exitUsage, "bench: %v", err)
+		}
+		defer trace.Stop()
 	}
 	if *memProfile != "" && sc.name == "" {
 		defer func() {

@@ -36,8 +36,11 @@ type scenarioConfig struct {
 	artifacts int
 	depth     int
 	batch     int
-	timeout   time.Duration
-	duration  time.Duration // soak: how long the load runs (0: 10m)
+	// chainBatch is the hub scenario's commit size for the chain its
+	// deep audit reads (0: the chain scenario's 2000).
+	chainBatch int
+	timeout    time.Duration
+	duration   time.Duration // soak: how long the load runs (0: 10m)
 	// memProfile, when set, receives the heap profile taken when the
 	// scenario ends, before the in-process server stops (bench
 	// --memprofile): the live heap with the server's caches in it.
@@ -51,6 +54,7 @@ func (c *scenarioConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.artifacts, "artifacts", 0, "runs: artifacts per run (default 101); cold: artifacts in the context (default 100000); big: artifacts (default 1000000)")
 	fs.IntVar(&c.depth, "depth", 0, "chain and hub scenarios: depth of the derivation chain (default 100000)")
 	fs.IntVar(&c.batch, "batch", 0, "artifacts per bulk commit, each with its edge (defaults: cold and big 5000, chain 2000, hub 10000)")
+	fs.IntVar(&c.chainBatch, "chain-batch", 0, "hub scenario: artifacts per commit of the chain its deep audit reads (default 2000; at 10000 each commit's new records pass 1 MiB and are packed)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "scenarios: stop after this long and report what was measured, marked cut")
 }
 
@@ -78,6 +82,7 @@ func (c *scenarioConfig) defaults() {
 	case "hub":
 		def(&c.depth, 100_000)
 		def(&c.batch, 10_000)
+		def(&c.chainBatch, 2000)
 	case "soak":
 		def(&c.clients, 16)
 		if c.duration == 0 {
@@ -98,6 +103,7 @@ type scenarioParams struct {
 	Artifacts       int `json:"artifacts,omitempty"`
 	Depth           int `json:"depth,omitempty"`
 	Batch           int `json:"batch,omitempty"`
+	ChainBatch      int `json:"chain_batch,omitempty"`
 	Clients         int `json:"clients"`
 	// Store is the in-process server's store options other than the
 	// defaults (absent: serve's defaults, or --addr).
@@ -548,8 +554,10 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 	}
 	cfg.defaults()
 	switch {
-	case cfg.runs < 0 || cfg.artifacts < 0 || cfg.depth < 0 || cfg.batch < 0 || cfg.pid < 0:
+	case cfg.runs < 0 || cfg.artifacts < 0 || cfg.depth < 0 || cfg.batch < 0 || cfg.chainBatch < 0 || cfg.pid < 0:
 		return fail(stderr, exitUsage, "bench: sizes must not be negative")
+	case cfg.chainBatch != 0 && cfg.name != "hub":
+		return fail(stderr, exitUsage, "bench: --chain-batch is for the hub scenario")
 	case cfg.clients < 1 || cfg.clients > 256:
 		return fail(stderr, exitUsage, "bench: --clients must be 1..256 for a scenario")
 	case cfg.timeout <= 0:
@@ -558,8 +566,8 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 		return fail(stderr, exitUsage, "bench: --duration must not be negative")
 	case cfg.name == "runs" && cfg.artifacts < 2:
 		return fail(stderr, exitUsage, "bench: runs needs --artifacts ≥ 2 (a question and an answer)")
-	case cfg.name == "runs" && cfg.runs > 1_000_000, cfg.artifacts > 10_000_000, cfg.depth > 10_000_000, cfg.batch > 50_000:
-		return fail(stderr, exitUsage, "bench: sizes are bounded (runs ≤ 1e6, artifacts and depth ≤ 1e7, batch ≤ 50000)")
+	case cfg.name == "runs" && cfg.runs > 1_000_000, cfg.artifacts > 10_000_000, cfg.depth > 10_000_000, cfg.batch > 50_000, cfg.chainBatch > 50_000:
+		return fail(stderr, exitUsage, "bench: sizes are bounded (runs ≤ 1e6, artifacts and depth ≤ 1e7, batch and chain-batch ≤ 50000)")
 	case cfg.addr != "" && (cfg.dataDir != "" || cfg.store != benchStore{}):
 		return fail(stderr, exitUsage, "bench: --data, --nosync, --cache-bytes, --mapped-bytes, --value-threshold and --table-bytes are for the in-process server; not with --addr")
 	case cfg.addr == "" && cfg.pid != 0:

@@ -119,7 +119,7 @@ func TestScenarios(t *testing.T) {
 			[]string{"audit_bytes", "audit_cpu_ns", "audit_ns", "chain_build_ns", "chain_depth", "dependents", "hub_commits", "same_context_during_audit", "unrelated_during_audit", "unrelated_during_last_commit", "unrelated_writes"},
 			func(t *testing.T, r *scenarioResult) {
 				f := r.Hub
-				if f.Dependents != 5*50 || len(f.Commits) != 5 || f.Commits[4].Dependents != 250 || f.ChainDepth != 120 || r.Contexts != 3 {
+				if f.Dependents != 5*50 || len(f.Commits) != 5 || f.Commits[4].Dependents != 250 || f.ChainDepth != 120 || r.Contexts != 3 || r.Params.ChainBatch != 2000 {
 					t.Fatalf("counts: %+v %+v", r, f)
 				}
 				// The verdict and the hub, 5 hub commits, one chain commit (120 ≤ 2000),
@@ -222,6 +222,31 @@ func TestScenarioAddr(t *testing.T) {
 	}
 }
 
+// TestScenarioHubChainBatch: --chain-batch sets the commit size of the
+// chain the hub scenario audits (120 links in commits of 40: three
+// commits), and --trace writes an execution trace of the scenario.
+func TestScenarioHubChainBatch(t *testing.T) {
+	tracePath := filepath.Join(t.TempDir(), "hub.trace")
+	rc, r, _, stderr := scenario(t, "--scenario", "hub", "--data", t.TempDir(), "--depth", "120", "--batch", "50", "--chain-batch", "40", "--trace", tracePath)
+	if rc != exitOK {
+		t.Fatalf("exit %d: %s", rc, stderr)
+	}
+	f := r.Hub
+	same := int64(f.SameDuringAudit.N)
+	if r.Params.ChainBatch != 40 || f.ChainDepth != 120 || r.Commits != 2+5+3+f.UnrelatedTotal+same {
+		t.Fatalf("params %+v, chain depth %d, commits %d (unrelated %d, same %d)", r.Params, f.ChainDepth, r.Commits, f.UnrelatedTotal, same)
+	}
+	b, err := os.ReadFile(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An execution trace opens with its format's header ("go 1.N trace")
+	// and holds the run's events after it.
+	if !bytes.HasPrefix(b, []byte("go 1.")) || len(b) < 64<<10 {
+		t.Fatalf("trace of %d bytes, starting %q", len(b), b[:min(len(b), 16)])
+	}
+}
+
 // TestScenarioUsage: refused command lines exit 2 and say why.
 func TestScenarioUsage(t *testing.T) {
 	for _, tc := range []struct {
@@ -235,6 +260,10 @@ func TestScenarioUsage(t *testing.T) {
 		{[]string{"--scenario", "runs", "--pid", "1"}, "--pid names the server"},
 		{[]string{"--scenario", "runs", "--artifacts", "1"}, "--artifacts ≥ 2"},
 		{[]string{"--scenario", "big", "--batch", "-1"}, "negative"},
+		{[]string{"--scenario", "hub", "--chain-batch", "-1"}, "negative"},
+		{[]string{"--scenario", "hub", "--chain-batch", "50001"}, "chain-batch ≤ 50000"},
+		{[]string{"--scenario", "chain", "--chain-batch", "100"}, "--chain-batch is for the hub scenario"},
+		{[]string{"--scenario", "hub", "--trace", "/nonexistent-dir/trace.out"}, "nonexistent-dir"},
 		{[]string{"--scenario", "chain", "--timeout", "0s"}, "--timeout"},
 		{[]string{"--scenario", "hub", "--clients", "1000"}, "--clients"},
 		{[]string{"--scenario", "soak", "--duration", "-1s"}, "--duration must not be negative"},

@@ -19,10 +19,6 @@ const rssEvery = 500
 // hubCommits is how many bulk commits the hub scenario makes onto its hub.
 const hubCommits = 5
 
-// chainBatchForAudit is the commit size of the chain the hub scenario
-// audits (the chain scenario's default).
-const chainBatchForAudit = 2000
-
 // runsFigures are the runs scenario's figures: the server's resident size
 // after half the runs and after all of them.
 type runsFigures struct {
@@ -536,11 +532,12 @@ func (w *unrelatedWriter) during(ctx context.Context, fn func() error) ([]time.D
 // from a FAILED fetch verdict), then bulk commits of claims each
 // derived_from the hub, with an unrelated context's
 // writer running during the last one; then a chain of depth D in another
-// context and the same writer, and one writing to the chain's context,
-// running during an audit read of its tip.
+// context, built in commits of --chain-batch links, and the same writer,
+// and one writing to the chain's context, running during an audit read of
+// its tip.
 func scenarioHub(ctx context.Context, r *scenarioRun) error {
 	cfg := r.cfg
-	r.res.Params.Depth, r.res.Params.Batch = cfg.depth, cfg.batch
+	r.res.Params.Depth, r.res.Params.Batch, r.res.Params.ChainBatch = cfg.depth, cfg.batch, cfg.chainBatch
 	f := &hubFigures{}
 	r.res.Hub = f
 	hubCtx, otherCtx, chainCtx := r.prefix+"-hub", r.prefix+"-unrelated", r.prefix+"-deep"
@@ -600,7 +597,7 @@ func scenarioHub(ctx context.Context, r *scenarioRun) error {
 	}
 	r.phase("deep chain")
 	t0 := time.Now()
-	if err := buildChain(ctx, r, chainCtx, cfg.depth, min(cfg.depth, chainBatchForAudit), func(depth int, _, _ time.Duration) { f.ChainDepth = int64(depth) }); err != nil {
+	if err := buildChain(ctx, r, chainCtx, cfg.depth, min(cfg.depth, cfg.chainBatch), func(depth int, _, _ time.Duration) { f.ChainDepth = int64(depth) }); err != nil {
 		return err
 	}
 	f.ChainBuildNS = time.Since(t0)
