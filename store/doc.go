@@ -42,7 +42,12 @@
 //     leaf), an artifact's edges are one prefix each way, and whole
 //     reads walk a prefix a window at a time, each window's nodes read a
 //     level at a time (prefetch.go); a request of many ops first reads
-//     the nodes its lookups will need a level at a time (readAhead). Its
+//     the nodes its lookups will need a level at a time (readAhead).
+//     Nodes and the payloads reads serve, content-addressed, are read
+//     with kv.GetSame, so that a read of one context's map does not wait
+//     behind another's write in flight (the Badger driver reads them in a
+//     shared snapshot; a record that fails its check is read again
+//     afresh before it is called corrupt). Its
 //     context hash's leaves come from a leaf checkpoint (leaves.go:
 //     written after a walk, when the cache evicts a big head that has
 //     none, and at Close) or, failing one, a walk of the map. Once

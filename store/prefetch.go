@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/store/kv"
 )
 
 // Reading a whole state map (a head loaded cold) one node at a time costs
@@ -110,9 +111,11 @@ func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashi
 	return nil
 }
 
-// readMany reads the records keyOf names for ids with GetMany in parts of
-// prefetchPart, up to workers parts at once, and returns what check makes
-// of each (raw nil: missing), in the order of ids.
+// readMany reads the records keyOf names for ids — content-addressed
+// records the store never deletes, read with kv.GetSame so that they do
+// not wait behind writes in flight — in parts of prefetchPart, up to
+// workers parts at once, and returns what check makes of each (raw nil:
+// missing), in the order of ids.
 func readMany[T any](ctx context.Context, s *Store, ids []hashing.Digest, workers int, keyOf func(hashing.Digest) []byte, check func(hashing.Digest, []byte) (T, error)) ([]T, error) {
 	out := make([]T, len(ids))
 	g, gctx := errgroup.WithContext(ctx)
@@ -124,8 +127,20 @@ func readMany[T any](ctx context.Context, s *Store, ids []hashing.Digest, worker
 			for i, id := range part {
 				keys[i] = keyOf(id)
 			}
-			vals, err := s.kv.GetMany(gctx, keys)
+			vals, err := kv.GetSame(gctx, s.kv, keys)
 			if err != nil {
+				return err
+			}
+			for i, id := range part {
+				if res[i], err = check(id, vals[i]); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				return nil
+			}
+			// Read afresh before calling a record corrupt (Store.getSame).
+			if vals, err = s.kv.GetMany(gctx, keys); err != nil {
 				return err
 			}
 			for i, id := range part {

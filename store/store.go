@@ -722,11 +722,19 @@ func (s *Store) object(d hashing.Digest) ([]byte, error) {
 	if b, ok := s.objects.get(d); ok {
 		return b, nil
 	}
-	out, err := s.getCopy(keyObj(d), func() error { return nil })
+	out, err := s.getSame(keyObj(d), func() error { return nil })
 	if err != nil {
 		return nil, err
 	}
-	return s.checkedObject(d, out)
+	b, err := s.checkedObject(d, out)
+	if err != nil {
+		// Read afresh before calling it corrupt (see getSame).
+		if out, err = s.getCopy(keyObj(d), func() error { return nil }); err != nil {
+			return nil, err
+		}
+		return s.checkedObject(d, out)
+	}
+	return b, nil
 }
 
 // checkedObject checks the stored bytes raw (nil: missing) of object d
@@ -816,13 +824,20 @@ func (s *Store) node(id hashing.Digest) (*trieNode, error) {
 	if n, ok := s.nodes.get(id); ok {
 		return n, nil
 	}
-	raw, err := s.getCopy(keyNode(id), func() error { return missingNode(id) })
+	missing := func() error { return missingNode(id) }
+	raw, err := s.getSame(keyNode(id), missing)
 	if err != nil {
 		return nil, err
 	}
 	n, err := checkedNode(id, raw)
 	if err != nil {
-		return nil, err
+		// Read afresh before calling it corrupt (see getSame).
+		if raw, err = s.getCopy(keyNode(id), missing); err != nil {
+			return nil, err
+		}
+		if n, err = checkedNode(id, raw); err != nil {
+			return nil, err
+		}
 	}
 	s.nodes.put(id, n)
 	return n, nil
@@ -949,4 +964,21 @@ func (s *Store) getCopy(key []byte, missing func() error) ([]byte, error) {
 		return nil, missing()
 	}
 	return out, err
+}
+
+// getSame is getCopy for a key that names its value (a content-addressed
+// record): read with kv.GetSame, so that it does not wait behind writes
+// in flight. The driver may read it in a view taken a moment earlier, so
+// a caller whose check of the bytes fails reads them again with getCopy
+// before it reports corruption: a record damaged and then put back right
+// is not reported, nor one put back and then found damaged in the view.
+func (s *Store) getSame(key []byte, missing func() error) ([]byte, error) {
+	vals, err := kv.GetSame(context.Background(), s.kv, [][]byte{key})
+	if err != nil {
+		return nil, err
+	}
+	if vals[0] == nil {
+		return nil, missing()
+	}
+	return vals[0], nil
 }

@@ -47,7 +47,9 @@
 //
 // Get(ctx, key): the value, or an error satisfying errors.Is(err,
 // ErrNotFound). GetMany(ctx, keys): the values in the order of keys, nil
-// for a missing key.
+// for a missing key. A driver may also read keys that name their values
+// with GetSame (SameGetter): what GetMany returns, without waiting behind
+// writes still in flight.
 //
 // Scan(ctx, prefix, start, limit, fn): calls fn for each key that has
 // prefix and is not less than start, in increasing key order, stopping

@@ -365,3 +365,27 @@ func PutSame(ctx context.Context, d Driver, recs []Record) error {
 	}
 	return d.PutImmutable(ctx, recs)
 }
+
+// SameGetter is implemented by drivers that can read records whose key
+// names their value — every write of the key carries the same bytes, as
+// for PutSame — without waiting for writes still in flight. A read of
+// such a key may be served from a view of the store taken a little
+// earlier: a value found there is the key's value while the key exists,
+// and a key not found there is looked for again as GetMany would. So
+// GetSame finds every key whose write returned before the call, and none
+// whose delete did, like GetMany; it only spares the wait behind writes
+// that have not returned yet (with Badger, every new read transaction
+// waits for the writes given a timestamp before it, syncs included).
+type SameGetter interface {
+	// GetSame returns the values of keys in order, nil for a missing key.
+	GetSame(ctx context.Context, keys [][]byte) ([][]byte, error)
+}
+
+// GetSame reads keys, whose keys name their values, through d's GetSame
+// when it has one and through GetMany otherwise.
+func GetSame(ctx context.Context, d Driver, keys [][]byte) ([][]byte, error) {
+	if g, ok := d.(SameGetter); ok {
+		return g.GetSame(ctx, keys)
+	}
+	return d.GetMany(ctx, keys)
+}

@@ -136,9 +136,15 @@ type Driver struct {
 	g        guard.Guard
 	// commitMu serialises the check-and-write step of Commit.
 	commitMu sync.Mutex
+	// snaps is the read transaction GetSame shares (snapshot.go).
+	snaps *snapshots
 }
 
-var _ kv.Driver = (*Driver)(nil)
+var (
+	_ kv.Driver     = (*Driver)(nil)
+	_ kv.SamePutter = (*Driver)(nil)
+	_ kv.SameGetter = (*Driver)(nil)
+)
 
 // Open opens (or creates) a Badger database in opts.Dir.
 func Open(ctx context.Context, opts Options) (*Driver, error) {
@@ -184,7 +190,8 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	d := &Driver{db: db, packs: pk, trim: startTrimmer(opts.Dir, opts.MappedBytes, log), log: log, blog: blog, stop: make(chan struct{})}
+	d := &Driver{db: db, packs: pk, trim: startTrimmer(opts.Dir, opts.MappedBytes, log), log: log, blog: blog, stop: make(chan struct{}), snaps: newSnapshots(db)}
+	d.bg.Go(func() { d.snaps.run(d.stop) })
 	if !opts.NoSync {
 		// Without synced writes a collection's rewrite is not durable
 		// before the old file goes, so a machine crash could lose old
@@ -500,6 +507,12 @@ func (d *Driver) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 		return nil, err
 	}
 	defer d.g.Leave()
+	return d.getManyAgain(ctx, keys)
+}
+
+// getManyAgain is GetMany within the driver's guard: a read that meets
+// an unreadable value is done once more in a new transaction.
+func (d *Driver) getManyAgain(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	out, err := d.getMany(ctx, keys)
 	var lost *kv.UnreadableError
 	if errors.As(err, &lost) {
@@ -511,36 +524,45 @@ func (d *Driver) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	return out, nil
 }
 
+// getMany reads keys in a new read transaction.
 func (d *Driver) getMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	out := make([][]byte, len(keys))
+	var out [][]byte
 	err := d.db.View(func(txn *badger.Txn) error {
-		for i, k := range keys {
-			if i%ctxEvery == ctxEvery-1 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			item, err := txn.Get(k)
-			if errors.Is(err, badger.ErrKeyNotFound) || errors.Is(err, badger.ErrEmptyKey) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			if v, err = checkedValue(item, v); err != nil {
-				return err
-			}
-			if out[i], err = d.resolve(item, v); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		out, err = d.getIn(ctx, txn, keys)
+		return err
 	})
 	return out, err
+}
+
+// getIn reads keys in txn: their values in order, nil for a missing key.
+func (d *Driver) getIn(ctx context.Context, txn *badger.Txn, keys [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		if i%ctxEvery == ctxEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		item, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) || errors.Is(err, badger.ErrEmptyKey) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return nil, err
+		}
+		if v, err = checkedValue(item, v); err != nil {
+			return nil, err
+		}
+		if out[i], err = d.resolve(item, v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // checkedValue returns v, item's value as Badger gave it, or a
@@ -669,8 +691,24 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 		if err := d.apply(ctx, &b); err != nil {
 			return err
 		}
+		if deletes(&b) {
+			d.snaps.drop() // GetSame must not find a deleted key
+		}
 	}
 	return d.checkSync()
+}
+
+// deletes reports whether b deletes a key.
+func deletes(b *kv.Batch) bool {
+	if len(b.Deletes) > 0 {
+		return true
+	}
+	for _, s := range b.Swaps {
+		if s.Delete {
+			return true
+		}
+	}
+	return false
 }
 
 // checkSync returns the value-log sync failure Badger reported (see

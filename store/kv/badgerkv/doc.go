@@ -58,6 +58,15 @@
 //     a collection may have just moved the value.
 //   - Scan and ScanReverse each read one Badger read transaction, a
 //     snapshot.
+//   - A new Badger read transaction waits until every write given a
+//     timestamp before it is done, its syncs included, so Get and GetMany
+//     wait behind the writes in flight. GetSame (kv.SameGetter: keys that
+//     name their values — state-map nodes, payloads) reads in a read
+//     transaction a goroutine takes when asked and shares for at most a
+//     second (snapshot.go), and reads only the keys it lacks afresh; a
+//     Commit that deletes keys drops it. During back-to-back one-record
+//     commits a point read's p99 falls from 0.47 ms to 22–28 µs
+//     (BenchmarkGetDuringSmallCommits).
 //   - The pages of the files Badger maps (tables, write-ahead and value
 //     logs) count in the process's resident size although they are page
 //     cache. Past Options.MappedBytes (default 64 MiB) a goroutine asks the

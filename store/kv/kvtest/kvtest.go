@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/artifactd/artifactd/store/kv"
 )
@@ -36,6 +37,7 @@ func Run(t *testing.T, newDriver func(t *testing.T) kv.Driver) {
 		{"PointReads", testPointReads},
 		{"ImmutableKeepsValue", testImmutableKeepsValue},
 		{"PutSame", testPutSame},
+		{"GetSame", testGetSame},
 		{"OwnedSlices", testOwnedSlices},
 		{"InvalidRequests", testInvalid},
 		{"ScanModel", testScanModel},
@@ -184,6 +186,115 @@ func testPutSame(t *testing.T, d kv.Driver) {
 	}
 	if _, err := d.Get(ctx, []byte("ok-key")); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("a refused PutSame wrote a record: %v", err)
+	}
+}
+
+// testGetSame: GetSame (the driver's, or GetMany through kv.GetSame)
+// gives what GetMany gives — values in order, nil for missing keys, the
+// caller's own slices — finds a record as soon as the write that made it
+// returned, whether it was put with PutSame or committed, and stays right
+// while readers and a writer run at once.
+func testGetSame(t *testing.T, d kv.Driver) {
+	ctx := context.Background()
+	var recs []kv.Record
+	for i := range 500 {
+		recs = append(recs, kv.Record{Key: immKey(i), Value: immValue(i)})
+	}
+	must(t, "PutSame", kv.PutSame(ctx, d, recs))
+	keys := [][]byte{immKey(7), []byte("obj\x00absent"), immKey(499), immKey(0), nil}
+	got, err := kv.GetSame(ctx, d, keys)
+	must(t, "GetSame", err)
+	want, err := d.GetMany(ctx, keys)
+	must(t, "GetMany", err)
+	if len(got) != len(keys) || !bytes.Equal(got[0], immValue(7)) || got[1] != nil || !bytes.Equal(got[2], immValue(499)) || !bytes.Equal(got[3], immValue(0)) || got[4] != nil {
+		t.Fatalf("GetSame %q", got)
+	}
+	for i := range keys {
+		if !bytes.Equal(got[i], want[i]) || (got[i] == nil) != (want[i] == nil) {
+			t.Fatalf("key %q: GetSame %q, GetMany %q", keys[i], got[i], want[i])
+		}
+	}
+	got[0][0] ^= 0xff
+	again, err := kv.GetSame(ctx, d, keys[:1])
+	must(t, "GetSame", err)
+	if !bytes.Equal(again[0], immValue(7)) {
+		t.Fatalf("a change to a returned value reached the store: %q", again[0])
+	}
+
+	// Each record is found by the read right after its write returns,
+	// however old a view the driver reads first.
+	for i := range 200 {
+		k, v := fmt.Appendf(nil, "same\x00%03d", i), fmt.Appendf(nil, "value %d", i)
+		if i%2 == 0 {
+			must(t, "PutSame", kv.PutSame(ctx, d, []kv.Record{{Key: k, Value: v}}))
+		} else {
+			commit(t, d, kv.Batch{Sets: []kv.Record{{Key: k, Value: v}}})
+		}
+		vals, err := kv.GetSame(ctx, d, [][]byte{k, immKey(i)})
+		must(t, "GetSame", err)
+		if !bytes.Equal(vals[0], v) || !bytes.Equal(vals[1], immValue(i)) {
+			t.Fatalf("after write %d: GetSame %q", i, vals)
+		}
+	}
+
+	// A delete that returned hides the key from GetSame, however recent
+	// a view the driver read it in.
+	for i := range 20 {
+		vals, err := kv.GetSame(ctx, d, [][]byte{immKey(i)})
+		must(t, "GetSame", err)
+		if !bytes.Equal(vals[0], immValue(i)) {
+			t.Fatalf("key %d before its delete: %q", i, vals[0])
+		}
+		if i%2 == 0 {
+			commit(t, d, kv.Batch{Deletes: [][]byte{immKey(i)}})
+		} else {
+			commit(t, d, kv.Batch{Swaps: []kv.Swap{{Key: immKey(i), Old: immValue(i), Delete: true}}})
+		}
+		if vals, err = kv.GetSame(ctx, d, [][]byte{immKey(i)}); err != nil || vals[0] != nil {
+			t.Fatalf("key %d after its delete: %q, %v", i, vals, err)
+		}
+	}
+	recs = recs[20:]
+
+	// Readers while a writer commits.
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, 5)
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: fmt.Appendf(nil, "w\x00%d", i), Value: []byte("w")}}}); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	for r := range 4 {
+		wg.Go(func() {
+			for i := range 300 {
+				j := 20 + (i*7+r)%len(recs)
+				vals, err := kv.GetSame(ctx, d, [][]byte{immKey(j)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(vals[0], immValue(j)) {
+					errs <- fmt.Errorf("reader %d: key %d read %q", r, j, vals[0])
+					return
+				}
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
 
@@ -752,6 +863,8 @@ func testCanceled(t *testing.T, d kv.Driver) {
 	isCanceled("Get", err)
 	_, err = d.GetMany(ctx, [][]byte{[]byte("a")})
 	isCanceled("GetMany", err)
+	_, err = kv.GetSame(ctx, d, [][]byte{[]byte("a")})
+	isCanceled("GetSame", err)
 	isCanceled("Scan", d.Scan(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
 	isCanceled("ScanReverse", d.ScanReverse(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
 	isCanceled("Commit", d.Commit(ctx, kv.Batch{Sets: []kv.Record{rec("d", "4")}, Swaps: []kv.Swap{{Key: []byte("r"), Absent: true, New: []byte("x")}}}))
@@ -799,6 +912,8 @@ func testClosed(t *testing.T, d kv.Driver) {
 	closed("Get", err)
 	_, err = d.GetMany(ctx, [][]byte{[]byte("a")})
 	closed("GetMany", err)
+	_, err = kv.GetSame(ctx, d, [][]byte{[]byte("a")})
+	closed("GetSame", err)
 	closed("Scan", d.Scan(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
 	closed("ScanReverse", d.ScanReverse(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
 	closed("Commit", d.Commit(ctx, kv.Batch{Sets: []kv.Record{rec("c", "3")}}))
