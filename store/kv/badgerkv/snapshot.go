@@ -2,6 +2,7 @@ package badgerkv
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -167,7 +168,7 @@ func (d *Driver) GetSame(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	d.snaps.release(sn)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, fmt.Errorf("badgerkv: get: %w", err)
 		}
 		return d.getManyAgain(ctx, keys)
 	}
