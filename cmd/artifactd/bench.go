@@ -35,6 +35,24 @@ type benchResult struct {
 	FirstErr  string        `json:"first_error,omitempty"`
 }
 
+// startRecording creates path and starts a recording into it (a CPU
+// profile, an execution trace); the func it returns stops the recording
+// and closes the file.
+func startRecording(path string, start func(io.Writer) error, stop func()) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		stop()
+		f.Close()
+	}, nil
+}
+
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("bench", "[--addr URL | --data DIR] [--clients N] [--duration D] [--requests N] [--token T] [--json]\n       artifactd bench --scenario runs|cold|big|chain|hub|soak|disk [--addr URL [--pid PID] | --data DIR] [--runs N] [--artifacts N] [--depth N] [--batch N] [--chain-batch N (hub)] [--duration D (soak, disk)] [--timeout D]", stderr)
 	addr := fs.String("addr", "", "base URL of a running server, or several separated by commas (processes serving one store; clients are spread over them in turn); default: start one in-process on a loopback port")
@@ -70,27 +88,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if sc.name != "" && strings.Contains(*addr, ",") {
 		return fail(stderr, exitUsage, "bench: --scenario takes one --addr")
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	for _, rec := range []struct {
+		path  string
+		start func(io.Writer) error
+		stop  func()
+	}{{*cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceFile, trace.Start, trace.Stop}} {
+		if rec.path == "" {
+			continue
+		}
+		done, err := startRecording(rec.path, rec.start, rec.stop)
 		if err != nil {
 			return fail(stderr, exitUsage, "bench: %v", err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fail(stderr, exitUsage, "bench: %v", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	if *traceFile != "" {
-		f, err := os.Create(*traceFile)
-		if err != nil {
-			return fail(stderr, exitUsage, "bench: %v", err)
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return fail(stderr, exitUsage, "bench: %v", err)
-		}
-		defer trace.Stop()
+		defer done()
 	}
 	if *memProfile != "" && sc.name == "" {
 		defer func() {
