@@ -2,11 +2,14 @@ package badgerkv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/artifactd/artifactd/store/kv"
 )
 
 // A point read in Badger opens a read transaction, and a new read
@@ -19,10 +22,11 @@ import (
 // of their own. A goroutine takes each snapshot, so no reader waits for
 // one.
 
-// snapshotMaxAge is how long one snapshot serves reads before a newer one
-// is asked for. Badger keeps the versions an open transaction may read,
-// so a snapshot held for long would keep overwritten values from being
-// compacted away; an idle one is dropped after at most twice this.
+// snapshotMaxAge is how old a snapshot may grow before a read asks for a
+// newer one; it serves on until that one is taken, which waits behind
+// the writes in flight. Badger keeps the versions an open transaction may
+// read, so a snapshot held for long would keep overwritten values from
+// being compacted away; an idle one is dropped after at most twice this.
 const snapshotMaxAge = time.Second
 
 // snapshot is a read transaction shared by GetSame calls.
@@ -46,6 +50,9 @@ type snapshots struct {
 	// predate the deletes that called it, and is not installed.
 	drops uint64
 	renew chan struct{} // asks run for a newer snapshot (capacity 1)
+	// taken, when set (tests), runs in take between taking a transaction
+	// and installing it.
+	taken func()
 }
 
 func newSnapshots(db *badger.DB) *snapshots {
@@ -110,6 +117,9 @@ func (s *snapshots) take() {
 		drops := s.drops
 		s.mu.Unlock()
 		txn := s.db.NewTransaction(false)
+		if s.taken != nil {
+			s.taken()
+		}
 		s.mu.Lock()
 		if s.drops != drops {
 			s.mu.Unlock()
@@ -152,9 +162,10 @@ func (s *snapshots) run(stop <-chan struct{}) {
 
 // GetSame implements kv.SameGetter: keys are read in the current
 // snapshot, and the keys it lacks — written after it was taken, or not
-// at all — in a new read transaction, as GetMany reads them. A read the
-// snapshot cannot finish (a value-log file collected after it was taken)
-// is done again as GetMany does it.
+// at all — in a new read transaction, as GetMany reads them. A value the
+// snapshot cannot give back (*kv.UnreadableError: a value-log file
+// collected after it was taken) is read again as GetMany does it; any
+// other error is returned.
 func (d *Driver) GetSame(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	if err := d.enter(ctx); err != nil {
 		return nil, err
@@ -166,11 +177,12 @@ func (d *Driver) GetSame(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	}
 	out, err := d.getIn(ctx, sn.txn, keys)
 	d.snaps.release(sn)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("badgerkv: get: %w", err)
-		}
+	var lost *kv.UnreadableError
+	if errors.As(err, &lost) {
 		return d.getManyAgain(ctx, keys)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("badgerkv: get: %w", err)
 	}
 	var missing []int
 	for i, v := range out {
