@@ -734,6 +734,9 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 			}
 			c = n.children[legacyNibble(*legacyPath, depth)]
 		} else {
+			if !onBranch(n, key) {
+				return nil, nil
+			}
 			c = n.children[keyNibble(key, n.depth)]
 		}
 		if c.count == 0 {
@@ -741,6 +744,16 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 		}
 		id = c.id
 	}
+}
+
+// onBranch reports whether key's path runs through the ordered branch n:
+// whether it has the nibbles every entry below n shares before the one n
+// splits on. A key off them is not below n (an absent key stops there
+// rather than descend to a leaf through the child its next nibble names:
+// 'q' and 'a' share a low nibble, so without it a trust entry that is not
+// there was looked for in the leaf of an artifact's metadata).
+func onBranch(n *trieNode, key []byte) bool {
+	return divergence(n.prefix, key, 0, n.depth) == n.depth
 }
 
 // trieGetMany looks keys up in the trie at root and calls found with the
@@ -806,6 +819,9 @@ func trieGetMany(root trieChild, keys [][]byte, cached func(hashing.Digest) *tri
 					}
 					c = legacyNibble(*paths[i], depth)
 				} else {
+					if !onBranch(n, keys[i]) {
+						continue
+					}
 					c = keyNibble(keys[i], n.depth)
 				}
 				if n.children[c].count > 0 {

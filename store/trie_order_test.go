@@ -133,6 +133,14 @@ func checkAgainstOracle(t *testing.T, where string, src nodeSource, root trieChi
 		if got, err := trieGet(src, root, []byte(k+"\x01")); err != nil || (got != nil && oracle[k+"\x01"] == "") {
 			t.Fatalf("%s: get of absent %q = %q, %v", where, k+"\x01", got, err)
 		}
+		// A key that leaves k's path early, at a high or a low nibble:
+		// it is off some branch's prefix unless the map holds it.
+		for _, off := range offPathKeys(k) {
+			got, err := trieGet(src, root, []byte(off))
+			if v, ok := oracle[off]; err != nil || string(got) != v || (got == nil) == ok {
+				t.Fatalf("%s: get %q (off %q's path) = %q, %v; want %q", where, off, k, got, err, v)
+			}
+		}
 	}
 	checkGetMany(t, where, src, root, oracle)
 	var walked []string
@@ -161,6 +169,20 @@ func checkAgainstOracle(t *testing.T, where string, src nodeSource, root trieChi
 	}
 }
 
+// offPathKeys returns k with its middle byte's high nibble changed and
+// with its first byte's low nibble changed: keys whose paths leave k's
+// early (the second is how a trust entry 'q' sits beside an artifact's
+// 'a').
+func offPathKeys(k string) []string {
+	if k == "" {
+		return nil
+	}
+	hi, lo := []byte(k), []byte(k)
+	hi[len(hi)/2] ^= 0x10
+	lo[0] ^= 0x01
+	return []string{string(hi), string(lo)}
+}
+
 // checkGetMany checks trieGetMany against the oracle: every key present,
 // absent keys, a key asked twice, in a shuffled order, each found key
 // reported once with its value; and that it asks read for each node once
@@ -170,6 +192,9 @@ func checkGetMany(t *testing.T, where string, src nodeSource, root trieChild, or
 	var keys [][]byte
 	for k := range oracle {
 		keys = append(keys, []byte(k), []byte(k+"\x01"))
+		for _, off := range offPathKeys(k) {
+			keys = append(keys, []byte(off))
+		}
 	}
 	keys = append(keys, []byte("\xff absent"), []byte(nil))
 	if len(keys) > 2 {

@@ -77,6 +77,69 @@ func (c *countingNodes) node(id hashing.Digest) (*trieNode, error) {
 	return c.memNodes.node(id)
 }
 
+// TestTrieGetStopsOffABranch checks that a lookup of a key off a branch's
+// prefix ends at that branch: a trust entry ('q' id) looked up in a map
+// of artifacts ('a' id) reads the root and nothing below, although 'q'
+// and 'a' share the nibble the root splits on, and trieGetMany reads no
+// level below a cached root for such keys.
+func TestTrieGetStopsOffABranch(t *testing.T) {
+	base := memNodes{}
+	w := newTrieWriter(base)
+	var muts []trieMut
+	for i := range 5000 {
+		muts = append(muts, mutFor(fmt.Appendf(nil, "a%d", i), []byte("v")), mutFor(fmt.Appendf(nil, "e%d", i), []byte("v")))
+	}
+	root, err := w.apply(trieChild{}, muts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.absorb(w)
+	rootNode, err := base.node(root.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rootNode.leaf || rootNode.depth != 1 || keyNibble([]byte("q"), 1) != keyNibble([]byte("a"), 1) {
+		t.Fatalf("fixture: root leaf=%v depth %d; want a branch on the low nibble of the first byte", rootNode.leaf, rootNode.depth)
+	}
+	src := &countingNodes{memNodes: base}
+	var keys [][]byte
+	for i := range 200 {
+		k := fmt.Appendf(nil, "q%d", i*25)
+		src.reads = 0
+		v, err := trieGet(src, root, k)
+		if err != nil || v != nil {
+			t.Fatalf("get %q = %q, %v; want absent", k, v, err)
+		}
+		if src.reads != 1 {
+			t.Fatalf("get %q read %d nodes; want the root alone", k, src.reads)
+		}
+		keys = append(keys, k)
+		// The artifact beside it is there, and its lookup descends.
+		src.reads = 0
+		a := fmt.Appendf(nil, "a%d", i*25)
+		if v, err := trieGet(src, root, a); err != nil || string(v) != "v" {
+			t.Fatalf("get %q = %q, %v", a, v, err)
+		}
+		if src.reads < 3 {
+			t.Fatalf("get %q read %d nodes; want its path down to a leaf", a, src.reads)
+		}
+	}
+	cached := func(id hashing.Digest) *trieNode {
+		if id == root.id {
+			return rootNode
+		}
+		return nil
+	}
+	read := func(ids []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+		return nil, fmt.Errorf("read %d nodes below the root", len(ids))
+	}
+	if err := trieGetMany(root, keys, cached, read, func(i int, _ []byte) {
+		t.Errorf("found %q", keys[i])
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTrieWarm checks that warm reads ahead, one call per level, every
 // stored node a batch of sets descends into — apply then makes no point
 // read — and that a warmed apply gives the root an unwarmed one gives,
