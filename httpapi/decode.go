@@ -16,7 +16,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/artifactd/artifactd/hashing"
-	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -85,7 +84,7 @@ func decodeCanonical(body []byte, schema string, dst any) (any, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeInternal, Err: fmt.Errorf("decode canonical body: %w", err)}
 	}
-	if err := service.ValidateAgainst(requestSchemas[schema], doc, "", "the request body does not have the expected shape"); err != nil {
+	if err := validateRequest(schema, doc); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(canon, dst); err != nil {

@@ -46,6 +46,13 @@ func FuzzCommitDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		var in CommitInput
 		doc, err := decodeCanonical([]byte(body), "commit", &in)
+		if canon, cerr := hashing.Canonicalize([]byte(body)); cerr == nil {
+			// The commit schema is checked in parts (splitSchema): they
+			// pass exactly what the whole schema passes.
+			if whole := parseDoc(t, json.RawMessage(canon)); requestSplits["commit"].valid(whole) != (validateWhole("commit", whole) == nil) {
+				t.Fatalf("%q: the split and the whole commit schema disagree", body)
+			}
+		}
 		if err != nil {
 			checkRefusal(t, body, err)
 			return

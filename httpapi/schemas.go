@@ -31,31 +31,47 @@ const (
 	    "branch":{"type":"string","minLength":1},
 	    "quarantine":{"enum":["enforce","observe"]}}}`
 
-	// schemaCommitRequest is POST /v1/contexts/{ctx}/commits.
-	schemaCommitRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
-	  "required":["ops"],
-	  "properties":{
-	    "branch":{"type":"string","minLength":1},
+	// What a commit op must be to be read by its kind, and what each kind
+	// adds (the "then" of its kind in schemaCommitRequest). A big commit
+	// request is validated an op at a time against these (splitSchema).
+	opKindFields = `"type":"object","required":["op"],
+	      "properties":{"op":{"enum":["put","delete","link","unlink"]}}`
+	opKindSchema = `{` + opKindFields + `}`
+	opPutSchema  = `{"additionalProperties":false,"required":["artifact"],"properties":{"op":true,
+	           "artifact":{"type":"object","additionalProperties":false,"required":["type","data"],"properties":{` + artifactFields + `}}}}`
+	opDeleteSchema = `{"additionalProperties":false,"required":["id"],"properties":{"op":true,"id":{"type":"string","minLength":1}}}`
+	opLinkSchema   = `{"additionalProperties":false,"required":["from","rel","to"],"properties":{"op":true,
+	           "from":{"type":"string","minLength":1},"rel":{"type":"string","minLength":1},"to":{"type":"string","minLength":1},"attrs":{"type":"object"}}}`
+	opUnlinkSchema = `{"additionalProperties":false,"required":["from","rel","to"],"properties":{"op":true,
+	           "from":{"type":"string","minLength":1},"rel":{"type":"string","minLength":1},"to":{"type":"string","minLength":1}}}`
+
+	// commitFields are the commit request's members but its ops.
+	commitFields = `"branch":{"type":"string","minLength":1},
 	    "parent":` + parentSchema + `,
 	    "author":{"type":"string"},
 	    "message":{"type":"string"},
-	    "quarantine":{"enum":["enforce","observe"]},
+	    "quarantine":{"enum":["enforce","observe"]}`
+
+	// schemaCommitRequest is POST /v1/contexts/{ctx}/commits.
+	schemaCommitRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
+	  "required":["ops"],
+	  "properties":{` + commitFields + `,
 	    "ops":{"type":"array","items":{"$ref":"#/$defs/op"}}},
 	  "$defs":{
-	    "op":{"type":"object","required":["op"],
-	      "properties":{"op":{"enum":["put","delete","link","unlink"]}},
+	    "op":{` + opKindFields + `,
 	      "allOf":[
-	        {"if":{"properties":{"op":{"const":"put"}}},
-	         "then":{"additionalProperties":false,"required":["artifact"],"properties":{"op":true,
-	           "artifact":{"type":"object","additionalProperties":false,"required":["type","data"],"properties":{` + artifactFields + `}}}}},
-	        {"if":{"properties":{"op":{"const":"delete"}}},
-	         "then":{"additionalProperties":false,"required":["id"],"properties":{"op":true,"id":{"type":"string","minLength":1}}}},
-	        {"if":{"properties":{"op":{"const":"link"}}},
-	         "then":{"additionalProperties":false,"required":["from","rel","to"],"properties":{"op":true,
-	           "from":{"type":"string","minLength":1},"rel":{"type":"string","minLength":1},"to":{"type":"string","minLength":1},"attrs":{"type":"object"}}}},
-	        {"if":{"properties":{"op":{"const":"unlink"}}},
-	         "then":{"additionalProperties":false,"required":["from","rel","to"],"properties":{"op":true,
-	           "from":{"type":"string","minLength":1},"rel":{"type":"string","minLength":1},"to":{"type":"string","minLength":1}}}}]}}}`
+	        {"if":{"properties":{"op":{"const":"put"}}},"then":` + opPutSchema + `},
+	        {"if":{"properties":{"op":{"const":"delete"}}},"then":` + opDeleteSchema + `},
+	        {"if":{"properties":{"op":{"const":"link"}}},"then":` + opLinkSchema + `},
+	        {"if":{"properties":{"op":{"const":"unlink"}}},"then":` + opUnlinkSchema + `}]}}}`
+
+	// commitShapeRequest is the commit request with each op only read by
+	// its kind: with opPutSchema and the others for each op, what
+	// schemaCommitRequest holds.
+	commitShapeRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
+	  "required":["ops"],
+	  "properties":{` + commitFields + `,
+	    "ops":{"type":"array","items":` + opKindSchema + `}}}`
 
 	// schemaContextRequest is POST /v1/contexts.
 	schemaContextRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,

@@ -10,18 +10,94 @@ import (
 
 // requestSchemas are the compiled request body schemas, by name.
 var requestSchemas = func() map[string]*jsonschema.Schema {
-	srcs := requestSources
-	out := make(map[string]*jsonschema.Schema, len(srcs))
-	for name, src := range srcs {
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(src))
-		if err != nil {
-			panic(fmt.Sprintf("httpapi: request schema %s: %v", name, err))
-		}
-		sch, err := service.CompileSchema("request-"+name, doc)
-		if err != nil {
-			panic(fmt.Sprintf("httpapi: request schema %s: %v", name, err))
-		}
-		out[name] = sch
+	out := make(map[string]*jsonschema.Schema, len(requestSources))
+	for name, src := range requestSources {
+		out[name] = mustCompile("request-"+name, src)
 	}
 	return out
 }()
+
+// mustCompile compiles one of the package's own schemas; a failure is a
+// bug in its source.
+func mustCompile(name, src string) *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(src))
+	if err != nil {
+		panic(fmt.Sprintf("httpapi: schema %s: %v", name, err))
+	}
+	sch, err := service.CompileSchema(name, doc)
+	if err != nil {
+		panic(fmt.Sprintf("httpapi: schema %s: %v", name, err))
+	}
+	return sch
+}
+
+// A request schema whose array items pick a subschema by a member's value
+// (a commit's ops: "if op is put then …", for each kind) makes the
+// validator try every kind on every item, and each kind an item is not
+// costs a failed "if" and its error values: most of the CPU and a third
+// of the memory a 5,000-artifact commit allocates went there
+// (docs/BENCHMARKS.md). A splitSchema validates such a request in parts
+// instead — the request with each item only of a known kind, then each
+// item against its kind's subschema alone — which holds exactly when the
+// whole schema does. It only ever says "valid": a request it does not
+// pass is validated against the whole schema, so that a refusal names
+// the same pointers and rules.
+type splitSchema struct {
+	// shape is the request with each item only an object of a known kind.
+	shape *jsonschema.Schema
+	// items is the member holding the items; kind the member naming an
+	// item's kind; kinds the subschema of each kind.
+	items, kind string
+	kinds       map[string]*jsonschema.Schema
+}
+
+// valid reports whether doc, a request body parsed by
+// jsonschema.UnmarshalJSON, is valid; false when it is not or when it
+// could not tell.
+func (s *splitSchema) valid(doc any) bool {
+	if s.shape.Validate(doc) != nil {
+		return false
+	}
+	// The shape made doc an object and each item an object of a known
+	// kind; anything else is left to the whole schema all the same.
+	m, _ := doc.(map[string]any)
+	items, _ := m[s.items].([]any)
+	for _, it := range items {
+		item, _ := it.(map[string]any)
+		k, _ := item[s.kind].(string)
+		sch := s.kinds[k]
+		if sch == nil || sch.Validate(it) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// requestSplits are the request schemas validated in parts, by the name
+// of their whole schema in requestSchemas.
+var requestSplits = map[string]*splitSchema{
+	"commit": {
+		shape: mustCompile("request-commit-shape", commitShapeRequest),
+		items: "ops", kind: "op",
+		kinds: map[string]*jsonschema.Schema{
+			"put":    mustCompile("request-commit-put", `{"$schema":"`+draft2020+`","allOf":[`+opPutSchema+`]}`),
+			"delete": mustCompile("request-commit-delete", `{"$schema":"`+draft2020+`","allOf":[`+opDeleteSchema+`]}`),
+			"link":   mustCompile("request-commit-link", `{"$schema":"`+draft2020+`","allOf":[`+opLinkSchema+`]}`),
+			"unlink": mustCompile("request-commit-unlink", `{"$schema":"`+draft2020+`","allOf":[`+opUnlinkSchema+`]}`),
+		},
+	},
+}
+
+// validateRequest validates doc against request schema name, in parts
+// when it has a split, and names each pointer and rule a refusal breaks.
+func validateRequest(name string, doc any) error {
+	if sp := requestSplits[name]; sp != nil && sp.valid(doc) {
+		return nil
+	}
+	return validateWhole(name, doc)
+}
+
+// validateWhole validates doc against the whole of request schema name.
+func validateWhole(name string, doc any) error {
+	return service.ValidateAgainst(requestSchemas[name], doc, "", "the request body does not have the expected shape")
+}
