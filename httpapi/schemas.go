@@ -31,13 +31,13 @@ const (
 	    "branch":{"type":"string","minLength":1},
 	    "quarantine":{"enum":["enforce","observe"]}}}`
 
-	// What a commit op must be to be read by its kind, and what each kind
-	// adds (the "then" of its kind in schemaCommitRequest). A big commit
-	// request is validated an op at a time against these (splitSchema).
+	// What a commit op must be to be read by its kind (an object whose
+	// "op" names one of four), and what each kind adds (the "then" of its
+	// kind in schemaCommitRequest). A commit request is validated an op at
+	// a time against these (splitSchema).
 	opKindFields = `"type":"object","required":["op"],
 	      "properties":{"op":{"enum":["put","delete","link","unlink"]}}`
-	opKindSchema = `{` + opKindFields + `}`
-	opPutSchema  = `{"additionalProperties":false,"required":["artifact"],"properties":{"op":true,
+	opPutSchema = `{"additionalProperties":false,"required":["artifact"],"properties":{"op":true,
 	           "artifact":{"type":"object","additionalProperties":false,"required":["type","data"],"properties":{` + artifactFields + `}}}}`
 	opDeleteSchema = `{"additionalProperties":false,"required":["id"],"properties":{"op":true,"id":{"type":"string","minLength":1}}}`
 	opLinkSchema   = `{"additionalProperties":false,"required":["from","rel","to"],"properties":{"op":true,
@@ -65,13 +65,14 @@ const (
 	        {"if":{"properties":{"op":{"const":"link"}}},"then":` + opLinkSchema + `},
 	        {"if":{"properties":{"op":{"const":"unlink"}}},"then":` + opUnlinkSchema + `}]}}}`
 
-	// commitShapeRequest is the commit request with each op only read by
-	// its kind: with opPutSchema and the others for each op, what
-	// schemaCommitRequest holds.
+	// commitShapeRequest is the commit request with its ops only an
+	// array: with each op an object whose "op" is one of the four kinds,
+	// valid against that kind's schema (opPutSchema and the others), what
+	// schemaCommitRequest holds (splitSchema).
 	commitShapeRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
 	  "required":["ops"],
 	  "properties":{` + commitFields + `,
-	    "ops":{"type":"array","items":` + opKindSchema + `}}}`
+	    "ops":{"type":"array"}}}`
 
 	// schemaContextRequest is POST /v1/contexts.
 	schemaContextRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,

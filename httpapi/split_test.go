@@ -146,6 +146,21 @@ func TestSplitSchemaAgreesWithWhole(t *testing.T) {
 	if valid < 1000 || invalid < 1000 {
 		t.Fatalf("%d valid and %d invalid bodies: the grammar does not exercise both", valid, invalid)
 	}
+	// Bodies big enough to be checked on several goroutines, valid or
+	// with one op broken somewhere.
+	for k := range 6 {
+		ops := make([]any, 3*splitPartItems)
+		for i := range ops {
+			ops[i] = map[string]any{"op": "link", "from": "a", "rel": "cites", "to": fmt.Sprint(i)}
+		}
+		if k%2 == 1 {
+			ops[rng.IntN(len(ops))] = map[string]any{"op": "link", "from": "a", "rel": "", "to": "b"}
+		}
+		doc := parseDoc(t, map[string]any{"ops": ops})
+		if got, want := sp.valid(doc), whole.Validate(doc) == nil; got != want || want != (k%2 == 0) {
+			t.Fatalf("big body %d: split says valid=%v, whole schema %v", k, got, want)
+		}
+	}
 }
 
 // TestSplitSchemaRefusalsNameTheSamePointers checks that a refused body
