@@ -792,3 +792,32 @@ func TestTriePrefixWalk(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkTrieGetTrust looks up the trust entries of random artifacts of
+// a map of 200,000 confirmed artifacts and their edges — a map with no
+// trust entry, as a context whose every artifact is confirmed has —
+// nodes in memory: what deciding a commit asks once for each artifact
+// its links point at.
+func BenchmarkTrieGetTrust(b *testing.B) {
+	nodes := memNodes{}
+	val := []byte("value of some fifty bytes, like an artifact's meta")
+	var muts []trieMut
+	for i := range 200000 {
+		muts = append(muts, mutFor(tkArtifact(fmt.Sprintf("a%d", i)), val),
+			mutFor(tkEdge(graph.EdgeKey{From: fmt.Sprintf("a%d", i), Rel: "derived_from", To: fmt.Sprintf("a%d", i/2)}), []byte{}))
+	}
+	w := newTrieWriter(nodes)
+	root, err := w.apply(trieChild{}, muts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	nodes.absorb(w)
+	src := &decodedNodes{raw: nodes, m: map[hashing.Digest]*trieNode{}}
+	rng := rand.New(rand.NewPCG(3, 4))
+	b.ReportAllocs()
+	for b.Loop() {
+		if v, err := trieGet(src, root, tkTrust(fmt.Sprintf("a%d", rng.IntN(200000)))); err != nil || v != nil {
+			b.Fatal(v, err)
+		}
+	}
+}
