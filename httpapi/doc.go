@@ -41,7 +41,8 @@
 // Every request body is read once, within the size limit, canonicalized
 // with hashing.Canonicalize (which refuses duplicate keys, unsafe integers,
 // lone surrogates and deep nesting with the exact pointer), checked
-// against the route's request schema, then decoded. A refused request
+// against the route's request schema (a commit's in parts, an op at a
+// time against its kind's schema: splitSchema), then decoded. A refused request
 // changes nothing: writes go through one store commit, and the store undoes
 // a refused commit before anything is written.
 package httpapi

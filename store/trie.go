@@ -27,7 +27,9 @@ import (
 // one is a branch node at the first nibble its entries do not all share,
 // with a child per value of that nibble. The nibbles the entries share
 // before it (the prefix) are stored in the branch and skipped, so a long
-// common prefix costs one node, not a node a nibble. The shape is
+// common prefix costs one node, not a node a nibble; a lookup compares
+// them, so a key that is not there ends at the first branch whose prefix
+// it does not have. The shape is
 // therefore a pure function of the entry set: the same state has the same
 // root whatever the history that built it, and a node's encoding does not
 // depend on where it hangs.
