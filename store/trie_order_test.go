@@ -699,7 +699,6 @@ func TestLegacyFixture(t *testing.T) {
 // new key into a map of 20,000 keys of 16 writers (ids c<writer>-<n>, as
 // `artifactd bench --clients 16` writes them), nodes in memory.
 func BenchmarkTrieApplyOne(b *testing.B) {
-	nodes := memNodes{}
 	val := []byte("value of some fifty bytes, like an artifact's meta")
 	var muts []trieMut
 	for i := range 1250 {
@@ -707,13 +706,7 @@ func BenchmarkTrieApplyOne(b *testing.B) {
 			muts = append(muts, mutFor(fmt.Appendf(nil, "ac%d-%d", c, i), val))
 		}
 	}
-	w := newTrieWriter(nodes)
-	root, err := w.apply(trieChild{}, muts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	nodes.absorb(w)
-	src := &decodedNodes{raw: nodes, m: map[hashing.Digest]*trieNode{}}
+	root, src := decodedTrie(b, muts)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		w := newTrieWriter(src)
@@ -721,6 +714,20 @@ func BenchmarkTrieApplyOne(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// decodedTrie builds the trie of muts in memory and returns its root and
+// its nodes, served decoded.
+func decodedTrie(b *testing.B, muts []trieMut) (trieChild, *decodedNodes) {
+	b.Helper()
+	nodes := memNodes{}
+	w := newTrieWriter(nodes)
+	root, err := w.apply(trieChild{}, muts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	nodes.absorb(w)
+	return root, &decodedNodes{raw: nodes, m: map[hashing.Digest]*trieNode{}}
 }
 
 // decodedNodes serves memNodes decoded once, as the node cache does.
@@ -799,20 +806,13 @@ func TestTriePrefixWalk(t *testing.T) {
 // nodes in memory: what deciding a commit asks once for each artifact
 // its links point at.
 func BenchmarkTrieGetTrust(b *testing.B) {
-	nodes := memNodes{}
 	val := []byte("value of some fifty bytes, like an artifact's meta")
 	var muts []trieMut
 	for i := range 200000 {
 		muts = append(muts, mutFor(tkArtifact(fmt.Sprintf("a%d", i)), val),
 			mutFor(tkEdge(graph.EdgeKey{From: fmt.Sprintf("a%d", i), Rel: "derived_from", To: fmt.Sprintf("a%d", i/2)}), []byte{}))
 	}
-	w := newTrieWriter(nodes)
-	root, err := w.apply(trieChild{}, muts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	nodes.absorb(w)
-	src := &decodedNodes{raw: nodes, m: map[hashing.Digest]*trieNode{}}
+	root, src := decodedTrie(b, muts)
 	rng := rand.New(rand.NewPCG(3, 4))
 	b.ReportAllocs()
 	for b.Loop() {
