@@ -16,10 +16,12 @@
 //     touched.
 //  2. tainted := TaintedLinks(next, index, changes) — judge the new
 //     dependency edges on the state after the commit; in enforce mode
-//     refuse (drop next) when any rests on an unconfirmed artifact.
+//     refuse (drop next) when any rests on an unconfirmed artifact. Or,
+//     on a fork of the index, tainted := fork.ApplyTainted(next, changes):
+//     the same judgment on the fork brought up to date, the incremental
+//     update run once (the store's way; a refusal drops the fork too).
 //  3. persist, then head.Absorb(next) and index.Apply(head, changes) (or
-//     Apply on a fork of the index, absorbed likewise) — in time
-//     proportional to what changed.
+//     absorb the fork likewise) — in time proportional to what changed.
 //
 // # Glossary
 //

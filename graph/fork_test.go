@@ -211,6 +211,16 @@ func forkRun(t *testing.T, seed uint64, lazy bool) (maxIn, accepted int) {
 			if got, want := taintStrings(TaintedLinks(child, gt, ch)), taintStrings(TaintedLinks(whole, widx, wch)); !reflect.DeepEqual(got, want) {
 				t.Fatalf("seed %d group %d commit %d: tainted links on the fork %v, on the whole state %v", seed, g, c, got, want)
 			}
+			// Applying and judging at once (ApplyTainted, as the store
+			// decides) finds the same links and leaves the index the
+			// commit makes.
+			applied := gt.Fork()
+			if got, want := taintStrings(applied.ApplyTainted(child, ch)), taintStrings(TaintedLinks(child, gt, ch)); !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d group %d commit %d: ApplyTainted found %v, TaintedLinks %v", seed, g, c, got, want)
+			}
+			if err := applied.Verify(child); err != nil {
+				t.Fatalf("seed %d group %d commit %d: the index ApplyTainted left: %v", seed, g, c, err)
+			}
 			if got, want := forkDump(child, nids), forkDump(whole, nids); got != want {
 				t.Fatalf("seed %d group %d commit %d: the commit's fork shows\n%s\nthe whole state\n%s", seed, g, c, got, want)
 			}

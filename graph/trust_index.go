@@ -17,8 +17,9 @@ import (
 // A TrustIndex is not safe for concurrent mutation. Readers (Confirmed,
 // Status, Explain, Report, Summary, Clone) may run concurrently with each
 // other and with TaintedLinks or CheckEnforce, which leave the entries
-// alone, but not with Apply or Revert. Only one of TaintedLinks,
-// CheckEnforce, Apply and Revert may run at a time.
+// alone, but not with Apply, ApplyTainted or Revert. Only one of
+// TaintedLinks, CheckEnforce, Apply, ApplyTainted and Revert may run at a
+// time.
 type TrustIndex struct {
 	base BaseFunc
 	// rebase, when set, gives the base of the state being judged (see
@@ -677,6 +678,35 @@ func TaintedLinks(s *State, t *TrustIndex, changes []Change) []*TaintError {
 			tx.baseOf(c.Next)
 		}
 	}
+	isNew := newDependencyEdges(s, changes)
+	if len(isNew) == 0 {
+		return nil
+	}
+	tx.update(s, changes, false)
+	return judgeNewEdges(tx, s, changes, isNew)
+}
+
+// ApplyTainted is Apply that also returns what TaintedLinks would have
+// returned before it, judging the new edges on the index it has just
+// brought up to date rather than on an overlay it then throws away: the
+// incremental update runs once per commit instead of twice. t holds the
+// commit afterwards whether or not a link is tainted, so call it on a
+// fork of the index that is dropped when the commit is refused (as the
+// store does).
+func (t *TrustIndex) ApplyTainted(s *State, changes []Change) []*TaintError {
+	isNew := newDependencyEdges(s, changes)
+	tx := &trustTxn{t: t, base: t.baseFor(s)}
+	tx.update(s, changes, false)
+	t.memo = nil
+	if len(isNew) == 0 {
+		return nil
+	}
+	return judgeNewEdges(tx, s, changes, isNew)
+}
+
+// newDependencyEdges returns the dependency edges changes made new: that
+// did not exist before the commit and do in s, the state after it.
+func newDependencyEdges(s *State, changes []Change) map[EdgeKey]bool {
 	_, edges := netChanges(s, changes, false)
 	isNew := make(map[EdgeKey]bool)
 	for _, e := range edges {
@@ -684,10 +714,13 @@ func TaintedLinks(s *State, t *TrustIndex, changes []Change) []*TaintError {
 			isNew[e.k] = true
 		}
 	}
-	if len(isNew) == 0 {
-		return nil
-	}
-	tx.update(s, changes, false)
+	return isNew
+}
+
+// judgeNewEdges returns, ordered by op, the TaintError of each edge of
+// isNew whose target tx, which follows s (the state after the commit),
+// holds unconfirmed; it empties isNew.
+func judgeNewEdges(tx *trustTxn, s *State, changes []Change, isNew map[EdgeKey]bool) []*TaintError {
 	// One explainer for the commit: each target's trust is computed once,
 	// however many new edges point at it (a 10k-op commit onto one hub).
 	ex := newExplainer(tx, s)

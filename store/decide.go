@@ -227,12 +227,13 @@ func (g *group) decide(hf *headFork, cs *ctxState, r *writeReq) (*decision, erro
 	if d.mode == "" {
 		d.mode = cs.info.Quarantine
 	}
+	// The commit's trust, on a fork of the head's index: a refusal drops
+	// it with the rest of the decision.
 	d.trust = hf.trust.Fork()
-	d.tainted = graph.TaintedLinks(next, d.trust, d.changes)
+	d.tainted = d.trust.ApplyTainted(next, d.changes)
 	if d.mode == ModeEnforce && len(d.tainted) > 0 {
 		return nil, d.tainted[0]
 	}
-	d.trust.Apply(next, d.changes)
 	d.recorded = graph.RecordedOps(d.changes)
 	return d, nil
 }
