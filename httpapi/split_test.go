@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // randomValue returns a JSON value of a random kind: what a mutation puts
@@ -107,15 +105,15 @@ func randomCommitRequest(rng *rand.Rand, n int) map[string]any {
 	return req
 }
 
-// parseDoc parses v's JSON as decodeCanonical does.
+// parseDoc parses v's JSON as decodeCanonical does (decodeForTest).
 func parseDoc(t testing.TB, v any) any {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
-	if err != nil {
+	var doc any
+	if err := decodeForTest(string(b), &doc); err != nil {
 		t.Fatal(err)
 	}
 	return doc

@@ -661,11 +661,7 @@ func (w *lockedBuffer) String() string {
 // fails, not reported as corruption.
 func TestNodeReadAfreshPastAStaleView(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t, t.TempDir())
-	defer s.Close()
-	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
+	s := openWithContext(t, Options{})
 	var ops []graph.Op
 	for i := range 50 {
 		ops = append(ops, put(fmt.Sprintf("s%03d", i), "claim", map[string]any{"i": i}))

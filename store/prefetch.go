@@ -139,7 +139,8 @@ func readMany[T any](ctx context.Context, s *Store, ids []hashing.Digest, worker
 			if err == nil {
 				return nil
 			}
-			// Read afresh before calling a record corrupt (Store.getSame).
+			// Read afresh before calling a record corrupt (sameChecked, for a
+			// part).
 			if vals, err = s.kv.GetMany(gctx, keys); err != nil {
 				return err
 			}

@@ -722,19 +722,7 @@ func (s *Store) object(d hashing.Digest) ([]byte, error) {
 	if b, ok := s.objects.get(d); ok {
 		return b, nil
 	}
-	out, err := s.getSame(keyObj(d), func() error { return nil })
-	if err != nil {
-		return nil, err
-	}
-	b, err := s.checkedObject(d, out)
-	if err != nil {
-		// Read afresh before calling it corrupt (see getSame).
-		if out, err = s.getCopy(keyObj(d), func() error { return nil }); err != nil {
-			return nil, err
-		}
-		return s.checkedObject(d, out)
-	}
-	return b, nil
+	return sameChecked(s, keyObj(d), func() error { return nil }, func(raw []byte) ([]byte, error) { return s.checkedObject(d, raw) })
 }
 
 // checkedObject checks the stored bytes raw (nil: missing) of object d
@@ -824,20 +812,9 @@ func (s *Store) node(id hashing.Digest) (*trieNode, error) {
 	if n, ok := s.nodes.get(id); ok {
 		return n, nil
 	}
-	missing := func() error { return missingNode(id) }
-	raw, err := s.getSame(keyNode(id), missing)
+	n, err := sameChecked(s, keyNode(id), func() error { return missingNode(id) }, func(raw []byte) (*trieNode, error) { return checkedNode(id, raw) })
 	if err != nil {
 		return nil, err
-	}
-	n, err := checkedNode(id, raw)
-	if err != nil {
-		// Read afresh before calling it corrupt (see getSame).
-		if raw, err = s.getCopy(keyNode(id), missing); err != nil {
-			return nil, err
-		}
-		if n, err = checkedNode(id, raw); err != nil {
-			return nil, err
-		}
 	}
 	s.nodes.put(id, n)
 	return n, nil
@@ -970,8 +947,9 @@ func (s *Store) getCopy(key []byte, missing func() error) ([]byte, error) {
 // record): read with kv.GetSame, so that it does not wait behind writes
 // in flight. The driver may read it in a view taken a moment earlier, so
 // a caller whose check of the bytes fails reads them again with getCopy
-// before it reports corruption: a record damaged and then put back right
-// is not reported, nor one put back and then found damaged in the view.
+// before it reports corruption (sameChecked): a record damaged and then
+// put back right is not reported, nor one put back and then found damaged
+// in the view.
 func (s *Store) getSame(key []byte, missing func() error) ([]byte, error) {
 	vals, err := kv.GetSame(context.Background(), s.kv, [][]byte{key})
 	if err != nil {
@@ -981,4 +959,24 @@ func (s *Store) getSame(key []byte, missing func() error) ([]byte, error) {
 		return nil, missing()
 	}
 	return vals[0], nil
+}
+
+// sameChecked reads key with getSame and returns what check makes of its
+// bytes (nil: missing, after missing returned nil); when check fails, it
+// reads the key afresh with getCopy and checks that instead, so that a
+// record is called corrupt only on what the store holds now.
+func sameChecked[T any](s *Store, key []byte, missing func() error, check func([]byte) (T, error)) (T, error) {
+	raw, err := s.getSame(key, missing)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	if v, err := check(raw); err == nil {
+		return v, nil
+	}
+	if raw, err = s.getCopy(key, missing); err != nil {
+		var zero T
+		return zero, err
+	}
+	return check(raw)
 }

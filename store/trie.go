@@ -716,6 +716,9 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 	}
 	var legacyPath *hashing.Digest
 	id := root.id
+	// from is the first nibble of key not yet compared with a branch's:
+	// those before it led here.
+	from := 0
 	for depth := 0; ; depth++ {
 		n, err := src.node(id)
 		if err != nil {
@@ -736,10 +739,11 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 			}
 			c = n.children[legacyNibble(*legacyPath, depth)]
 		} else {
-			if !onBranch(n, key) {
+			if !onBranch(n, key, from) {
 				return nil, nil
 			}
 			c = n.children[keyNibble(key, n.depth)]
+			from = n.depth + 1
 		}
 		if c.count == 0 {
 			return nil, nil
@@ -753,9 +757,10 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 // splits on. A key off them is not below n (an absent key stops there
 // rather than descend to a leaf through the child its next nibble names:
 // 'q' and 'a' share a low nibble, so without it a trust entry that is not
-// there was looked for in the leaf of an artifact's metadata).
-func onBranch(n *trieNode, key []byte) bool {
-	return divergence(n.prefix, key, 0, n.depth) == n.depth
+// there was looked for in the leaf of an artifact's metadata). The
+// nibbles before from are known to match: they led to n.
+func onBranch(n *trieNode, key []byte, from int) bool {
+	return divergence(n.prefix, key, from, n.depth) == n.depth
 }
 
 // trieGetMany looks keys up in the trie at root and calls found with the
@@ -774,6 +779,7 @@ func trieGetMany(root trieChild, keys [][]byte, cached func(hashing.Digest) *tri
 	type group struct {
 		ref  trieChild
 		keys []int // indexes into keys
+		from int   // the keys' first nibble not yet compared with a branch's
 	}
 	all := make([]int, len(keys))
 	for i := range all {
@@ -821,7 +827,7 @@ func trieGetMany(root trieChild, keys [][]byte, cached func(hashing.Digest) *tri
 					}
 					c = legacyNibble(*paths[i], depth)
 				} else {
-					if !onBranch(n, keys[i]) {
+					if !onBranch(n, keys[i], g.from) {
 						continue
 					}
 					c = keyNibble(keys[i], n.depth)
@@ -832,7 +838,7 @@ func trieGetMany(root trieChild, keys [][]byte, cached func(hashing.Digest) *tri
 			}
 			for c, ks := range parts {
 				if len(ks) > 0 {
-					next = append(next, group{ref: n.children[c], keys: ks})
+					next = append(next, group{ref: n.children[c], keys: ks, from: n.depth + 1})
 				}
 			}
 		}

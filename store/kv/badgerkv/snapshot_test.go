@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,7 +208,7 @@ func TestGetSameUnderChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
+	var stop atomic.Bool
 	errs := make(chan error, 8)
 	fail := func(err error) {
 		select {
@@ -217,12 +218,7 @@ func TestGetSameUnderChurn(t *testing.T) {
 	}
 	// Ask for new snapshots all the time.
 	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for !stop.Load() {
 			d.snaps.ask()
 			time.Sleep(100 * time.Microsecond)
 		}
@@ -230,12 +226,7 @@ func TestGetSameUnderChurn(t *testing.T) {
 	// Readers of the fixed keys.
 	for r := range 3 {
 		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for i := 0; !stop.Load(); i++ {
 				k := recs[(i*13+r)%fixed].Key
 				vals, err := d.GetSame(ctx, [][]byte{k})
 				if err != nil {
@@ -271,7 +262,7 @@ func TestGetSameUnderChurn(t *testing.T) {
 			t.Fatalf("%q after its delete: %q, %v", k, vals, err)
 		}
 	}
-	close(stop)
+	stop.Store(true)
 	wg.Wait()
 	select {
 	case err := <-errs:

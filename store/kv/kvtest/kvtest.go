@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,15 +259,10 @@ func testGetSame(t *testing.T, d kv.Driver) {
 
 	// Readers while a writer commits.
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
+	var stop atomic.Bool
 	errs := make(chan error, 5)
 	wg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for i := 0; !stop.Load(); i++ {
 			if err := d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: fmt.Appendf(nil, "w\x00%d", i), Value: []byte("w")}}}); err != nil {
 				errs <- err
 				return
@@ -290,7 +286,7 @@ func testGetSame(t *testing.T, d kv.Driver) {
 		})
 	}
 	time.Sleep(50 * time.Millisecond)
-	close(stop)
+	stop.Store(true)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
