@@ -42,7 +42,9 @@
 //     leaf), an artifact's edges are one prefix each way, and whole
 //     reads walk a prefix a window at a time, each window's nodes read a
 //     level at a time (prefetch.go); a request of many ops first reads
-//     the nodes its lookups will need a level at a time (readAhead).
+//     the nodes its lookups will need a level at a time (readAhead), and
+//     until it is decided the map keeps what its lookups found, absent
+//     keys included, since a decision asks for most entries several times.
 //     Nodes and the payloads reads serve, content-addressed, are read
 //     with kv.GetSame, so that a read of one context's map does not wait
 //     behind another's write in flight (the Badger driver reads them in a

@@ -710,3 +710,119 @@ func TestNodeReadAfreshPastAStaleView(t *testing.T) {
 		t.Fatalf("root node %+v", n)
 	}
 }
+
+// TestLookupMemoAnswersAsTheMap: while a request's lookups are read ahead,
+// the map keeps what they found — present entries and absent ones — and
+// answers again with exactly what a walk of the trie finds, also to
+// readers on other goroutines; it keeps no more than its room, and done
+// drops it.
+func TestLookupMemoAnswersAsTheMap(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	for i := range 400 {
+		ops = append(ops, put(fmt.Sprintf("a%03d", i), "claim", map[string]any{"i": i}))
+		if i > 0 {
+			ops = append(ops, link(fmt.Sprintf("a%03d", i), "derived_from", fmt.Sprintf("a%03d", (i*31)%i)))
+		}
+	}
+	ops = append(ops, put("bad", "fetch_verdict", map[string]any{"verdict": "FAILED", "url": "https://example.test/0"}),
+		link("a001", "derived_from", "bad"))
+	mustCommit(t, s, "c", ops...)
+	s.Close()
+	s = openTest(t, dir)
+	defer s.Close()
+	var m *mapSource
+	if err := s.Read(ctx, "c", "", func(v *View) error {
+		m, _ = v.State.Source().(*mapSource)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if m == nil {
+		t.Fatal("the head was loaded whole, not over its map")
+	}
+	var keys [][]byte
+	for i := range 500 { // a400–a499 are absent
+		id := fmt.Sprintf("a%03d", i)
+		keys = append(keys, tkArtifact(id), tkTomb(id), tkTrust(id))
+	}
+	keys = append(keys, tkTrust("a001"), tkTrust("bad"), tkEdge(graph.EdgeKey{From: "a001", Rel: "derived_from", To: "bad"}))
+	want := make([][]byte, len(keys))
+	present := 0
+	for i, k := range keys {
+		v, err := trieGet(m, m.root, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = v
+		if v != nil {
+			present++
+		}
+	}
+	if present < 400 || present == len(keys) {
+		t.Fatalf("%d of %d keys present: the test wants both kinds", present, len(keys))
+	}
+
+	var next []graph.Op
+	for i := range 200 {
+		next = append(next, link(fmt.Sprintf("n%03d", i), "derived_from", fmt.Sprintf("a%03d", i*2)))
+	}
+	done, err := m.readAhead(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := m.seen.Load()
+	if seen == nil {
+		t.Fatal("no memo while the request's lookups are read ahead")
+	}
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Go(func() {
+			for round := range 2 {
+				for i := range keys {
+					j := (i + g*97) % len(keys)
+					if got := m.get(keys[j]); !bytes.Equal(got, want[j]) || (got == nil) != (want[j] == nil) {
+						t.Errorf("goroutine %d, round %d: %q is %q through the memo, %q in the map", g, round, keys[j], got, want[j])
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, k := range keys {
+		v, ok := seen.lookup(k)
+		if !ok {
+			t.Fatalf("the memo did not keep %q", k)
+		}
+		if !bytes.Equal(v, want[i]) || (v == nil) != (want[i] == nil) {
+			t.Fatalf("the memo keeps %q as %q, the map holds %q", k, v, want[i])
+		}
+	}
+	if err := m.Err(); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	if m.seen.Load() != nil || m.hot.Load() != nil {
+		t.Fatal("done left the memo or the nodes read ahead in place")
+	}
+	for i, k := range keys {
+		if got := m.get(k); !bytes.Equal(got, want[i]) {
+			t.Fatalf("after done, %q is %q, the map holds %q", k, got, want[i])
+		}
+	}
+
+	// The memo keeps no more than its room.
+	small := newLookupMemo(0)
+	for i := range small.max + 100 {
+		small.keep(fmt.Appendf(nil, "k%d", i), nil)
+	}
+	if len(small.vals) != small.max {
+		t.Fatalf("a memo with room for %d keys keeps %d", small.max, len(small.vals))
+	}
+}
