@@ -111,15 +111,28 @@ func (hf *headFork) mapSource() *mapSource {
 // request's lookups ahead.
 const readAheadMin = 64
 
+// memoReads: a request's lookups are memoized (mapSource.seen) when their
+// paths spread over at least one node for every memoReads keys. Walks
+// that share a few nodes stay in the processor's caches and cost less
+// than keeping their answers; walks spread over a big map miss them at
+// every level. At a million artifacts, a commit linking 5,000 new ones to
+// random earlier ones walks about 5,000 nodes for 30,000 keys and decides
+// in 68–73 ms with the memo against 83–99 without; one linking each to
+// the artifact at half its index walks a few hundred, and decides 2–7 ms
+// faster without (BenchmarkBulkAtMillion and the commits building its
+// context, docs/BENCHMARKS.md).
+const memoReads = 16
+
 // readAhead reads, a level at a time, the nodes on the paths of the
 // entries ops will look up (their artifacts, tombstones, trust entries
 // and edges, both ways), so that deciding them reads memory rather than
 // one node at a time from the database; done drops them. A commit of
 // thousands of ops into a map bigger than the node cache otherwise waits
-// on a read for nearly every lookup. Until done the map also keeps what
-// its lookups found (seen): a decision asks for most entries several
-// times — a 5,000-artifact commit with a link each made about 88,000
-// lookups for 30,000 keys.
+// on a read for nearly every lookup. When the paths spread over many
+// nodes (memoReads), the map also keeps what its lookups find until done
+// (seen): a decision asks for most entries several times — a
+// 5,000-artifact commit with a link each made about 88,000 lookups for
+// 30,000 keys.
 func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
 	var keys []trieMut
 	add := func(k []byte) { keys = append(keys, trieMut{key: k}) }
@@ -143,12 +156,15 @@ func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
 	if err := w.warm(m.root, keys, m.s.cachedNode, m.s.readNodesFunc(m.ctx)); err != nil {
 		return func() {}, err
 	}
-	m.seen.Store(newLookupMemo(len(keys)))
 	if len(w.read) == 0 {
-		return func() { m.seen.Store(nil) }, nil
+		return func() {}, nil
 	}
 	hot := w.read
 	m.hot.Store(&hot)
+	if len(w.read)*memoReads < len(keys) {
+		return func() { m.hot.Store(nil) }, nil
+	}
+	m.seen.Store(newLookupMemo(len(keys)))
 	return func() { m.hot.Store(nil); m.seen.Store(nil) }, nil
 }
 

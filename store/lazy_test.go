@@ -711,11 +711,12 @@ func TestNodeReadAfreshPastAStaleView(t *testing.T) {
 	}
 }
 
-// TestLookupMemoAnswersAsTheMap: while a request's lookups are read ahead,
-// the map keeps what they found — present entries and absent ones — and
-// answers again with exactly what a walk of the trie finds, also to
-// readers on other goroutines; it keeps no more than its room, and done
-// drops it.
+// TestLookupMemoAnswersAsTheMap: while the lookups of a request whose
+// paths spread over the map are read ahead, the map keeps what they
+// found — present entries and absent ones — and answers again with
+// exactly what a walk of the trie finds, also to readers on other
+// goroutines; it keeps no more than its room, done drops it, and a
+// request whose lookups all walk the same few nodes gets no memo.
 func TestLookupMemoAnswersAsTheMap(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -776,6 +777,11 @@ func TestLookupMemoAnswersAsTheMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if nodes := len(*m.hot.Load()); nodes*memoReads < 3*len(next) {
+		t.Fatalf("links to 200 artifacts walk %d nodes: the test wants at least one per %d keys", nodes, memoReads)
+	} else {
+		t.Logf("links to 200 artifacts walk %d nodes for %d keys", nodes, 3*len(next))
+	}
 	seen := m.seen.Load()
 	if seen == nil {
 		t.Fatal("no memo while the request's lookups are read ahead")
@@ -816,6 +822,23 @@ func TestLookupMemoAnswersAsTheMap(t *testing.T) {
 			t.Fatalf("after done, %q is %q, the map holds %q", k, got, want[i])
 		}
 	}
+	// A request whose lookups all walk the same few nodes (every link to
+	// one artifact) is not memoized: its walks are cheap.
+	var hub []graph.Op
+	for i := range 200 {
+		hub = append(hub, link(fmt.Sprintf("n%03d", i), "derived_from", "a007"))
+	}
+	done, err = m.readAhead(hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nodes := len(*m.hot.Load()); nodes*memoReads >= 3*len(hub) {
+		t.Fatalf("the links to one artifact walk %d nodes: the test wants fewer than one per %d keys", nodes, memoReads)
+	}
+	if m.seen.Load() != nil {
+		t.Fatal("a request whose lookups walk a few nodes memoizes them")
+	}
+	done()
 
 	// The memo keeps no more than its room.
 	small := newLookupMemo(0)
