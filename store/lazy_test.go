@@ -87,27 +87,36 @@ func TestLazyHeadReadsAsWhole(t *testing.T) {
 	}
 }
 
+// reopenedDerived returns a store, opened afresh, holding context "c"
+// (observe mode) of n claims named by format idFmt, claim i > 0
+// derived_from claim from(i), and then extra, in one commit: its head is
+// opened over its map, with nothing of it cached.
+func reopenedDerived(t *testing.T, n int, idFmt string, from func(i int) int, extra ...graph.Op) *Store {
+	t.Helper()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(context.Background(), "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	for i := range n {
+		ops = append(ops, put(fmt.Sprintf(idFmt, i), "claim", map[string]any{"i": i}))
+		if i > 0 {
+			ops = append(ops, link(fmt.Sprintf(idFmt, i), "derived_from", fmt.Sprintf(idFmt, from(i))))
+		}
+	}
+	mustCommit(t, s, "c", append(ops, extra...)...)
+	s.Close()
+	return openTest(t, dir)
+}
+
 // TestReadAheadBigCommit: a commit of hundreds of ops onto a head opened
 // over its map (its lookups read ahead) decides and writes what the same
 // commit decides on the state loaded whole: the same context hash, an
 // index that checks, a refusal where the whole state refuses.
 func TestReadAheadBigCommit(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openTest(t, dir)
-	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
-	var ops []graph.Op
-	for i := range 3000 {
-		ops = append(ops, put(fmt.Sprintf("a%04d", i), "claim", map[string]any{"i": i}))
-		if i > 0 {
-			ops = append(ops, link(fmt.Sprintf("a%04d", i), "derived_from", fmt.Sprintf("a%04d", (i*7919+13)%i)))
-		}
-	}
-	mustCommit(t, s, "c", ops...)
-	s.Close()
-	s = openTest(t, dir)
+	s := reopenedDerived(t, 3000, "a%04d", func(i int) int { return (i*7919 + 13) % i })
 	defer s.Close()
 	var next []graph.Op
 	for i := range 300 {
@@ -719,23 +728,9 @@ func TestNodeReadAfreshPastAStaleView(t *testing.T) {
 // request whose lookups all walk the same few nodes gets no memo.
 func TestLookupMemoAnswersAsTheMap(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openTest(t, dir)
-	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
-	var ops []graph.Op
-	for i := range 400 {
-		ops = append(ops, put(fmt.Sprintf("a%03d", i), "claim", map[string]any{"i": i}))
-		if i > 0 {
-			ops = append(ops, link(fmt.Sprintf("a%03d", i), "derived_from", fmt.Sprintf("a%03d", (i*31)%i)))
-		}
-	}
-	ops = append(ops, put("bad", "fetch_verdict", map[string]any{"verdict": "FAILED", "url": "https://example.test/0"}),
+	s := reopenedDerived(t, 400, "a%03d", func(i int) int { return (i * 31) % i },
+		put("bad", "fetch_verdict", map[string]any{"verdict": "FAILED", "url": "https://example.test/0"}),
 		link("a001", "derived_from", "bad"))
-	mustCommit(t, s, "c", ops...)
-	s.Close()
-	s = openTest(t, dir)
 	defer s.Close()
 	var m *mapSource
 	if err := s.Read(ctx, "c", "", func(v *View) error {

@@ -391,8 +391,11 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 	if w.read == nil {
 		w.read = make(map[hashing.Digest]*trieNode)
 	}
-	// at[i] is the stored subtree mutation i descends into next.
+	// at[i] is the stored subtree mutation i descends into next, and
+	// from[i] the first nibble of its key not yet compared with a
+	// branch's (onBranch).
 	at := make([]trieChild, len(muts))
+	from := make([]int, len(muts))
 	for i := range at {
 		at[i] = root
 	}
@@ -423,13 +426,14 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 			if n == nil {
 				n = w.read[ref.id]
 			}
-			if n.leaf || n.legacy || divergence(n.prefix, muts[i].key, 0, n.depth) < n.depth {
+			if n.leaf || n.legacy || !onBranch(n, muts[i].key, from[i]) {
 				// A key off the branch's prefix makes a new split above
 				// it: update reads nothing below.
 				at[i] = trieChild{}
 				continue
 			}
 			at[i] = n.children[keyNibble(muts[i].key, n.depth)]
+			from[i] = n.depth + 1
 			more = more || at[i].count > 0
 		}
 	}

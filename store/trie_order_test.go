@@ -285,6 +285,67 @@ func checkGetMany(t *testing.T, where string, src nodeSource, root trieChild, or
 	if len(read) > 0 && !errors.Is(err, boom) || len(read) == 0 && err != nil {
 		t.Fatalf("%s: a failing read gave %v (%d nodes to read)", where, err, len(read))
 	}
+	checkWarmReadsPaths(t, where, src, root, keys)
+}
+
+// pathNodes is a nodeSource that records which nodes were asked for.
+type pathNodes struct {
+	nodeSource
+	asked map[hashing.Digest]bool
+}
+
+func (p *pathNodes) node(id hashing.Digest) (*trieNode, error) {
+	p.asked[id] = true
+	return p.nodeSource.node(id)
+}
+
+// checkWarmReadsPaths checks that a trie writer's warm holds exactly the
+// nodes a lookup of its key walks (trieGet): every node on the key's
+// path, none below where the key leaves the map — for some of keys, one
+// at a time (warm given a key as its mutations, as often as warm needs to
+// act). A legacy (hashed) map is rebuilt whole, not warmed.
+func checkWarmReadsPaths(t *testing.T, where string, src nodeSource, root trieChild, keys [][]byte) {
+	t.Helper()
+	if root.count == 0 {
+		return
+	}
+	if n, err := src.node(root.id); err != nil || n.legacy {
+		return
+	}
+	read := func(ids []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+		got := map[hashing.Digest]*trieNode{}
+		for _, id := range ids {
+			n, err := src.node(id)
+			if err != nil {
+				return nil, err
+			}
+			got[id] = n
+		}
+		return got, nil
+	}
+	none := func(hashing.Digest) *trieNode { return nil }
+	for _, k := range keys[:min(len(keys), 48)] {
+		walked := &pathNodes{nodeSource: src, asked: map[hashing.Digest]bool{}}
+		if _, err := trieGet(walked, root, k); err != nil {
+			t.Fatalf("%s: get %q: %v", where, k, err)
+		}
+		muts := make([]trieMut, warmMin)
+		for i := range muts {
+			muts[i] = trieMut{key: k}
+		}
+		w := newTrieWriter(src)
+		if err := w.warm(root, muts, none, read); err != nil {
+			t.Fatalf("%s: warm %q: %v", where, k, err)
+		}
+		for id := range w.read {
+			if !walked.asked[id] {
+				t.Fatalf("%s: warm for %q read node %s, below where its lookup stops", where, k, id.Short())
+			}
+		}
+		if len(w.read) != len(walked.asked) {
+			t.Fatalf("%s: warm for %q read %d nodes, its lookup walks %d", where, k, len(w.read), len(walked.asked))
+		}
+	}
 }
 
 // checkDiff checks that trieDiff(a, b) reports exactly the keys whose
