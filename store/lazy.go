@@ -46,19 +46,27 @@ type mapSource struct {
 }
 
 // lookupMemo is what a window of a map's lookups found, by key, up to max
-// keys (readers of the head share the window; its own request's lookups
-// come first); safe for concurrent use.
+// keys, first come first kept: readers of the head look up through the
+// same map during the window and fill it too. It holds the values'
+// nodes (their entries) until the window ends, evicted from the node
+// cache or not; max bounds that. Safe for concurrent use.
 type lookupMemo struct {
 	mu   sync.Mutex
 	vals map[string][]byte // nil: the key is absent
 	max  int
 }
 
+// memoMaxKeys is the most keys a memo keeps, whatever the request's size:
+// a commit of 5,000 artifacts each with a link names about 30,000.
+const memoMaxKeys = 1 << 18
+
 // newLookupMemo returns an empty memo for the lookups of a request whose
 // read-ahead names keys keys: room for them and for as many again (the
-// entries a decision finds on its own, a producer's or a definition's).
+// entries a decision finds on its own, a producer's or a definition's),
+// at most memoMaxKeys.
 func newLookupMemo(keys int) *lookupMemo {
-	return &lookupMemo{vals: make(map[string][]byte, keys), max: 2*keys + 1024}
+	room := min(2*keys+1024, memoMaxKeys)
+	return &lookupMemo{vals: make(map[string][]byte, min(keys, room)), max: room}
 }
 
 // lookup returns what the memo holds for key, and whether it holds it.

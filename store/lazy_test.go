@@ -843,4 +843,7 @@ func TestLookupMemoAnswersAsTheMap(t *testing.T) {
 	if len(small.vals) != small.max {
 		t.Fatalf("a memo with room for %d keys keeps %d", small.max, len(small.vals))
 	}
+	if big := newLookupMemo(10 * memoMaxKeys); big.max != memoMaxKeys {
+		t.Fatalf("a memo for a request of %d keys has room for %d, want at most %d", 10*memoMaxKeys, big.max, memoMaxKeys)
+	}
 }
