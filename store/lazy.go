@@ -51,7 +51,7 @@ type mapSource struct {
 // nodes (their entries) until the window ends, evicted from the node
 // cache or not; max bounds that. Safe for concurrent use.
 type lookupMemo struct {
-	mu   sync.Mutex
+	mu   sync.RWMutex
 	vals map[string][]byte // nil: the key is absent
 	max  int
 }
@@ -71,9 +71,9 @@ func newLookupMemo(keys int) *lookupMemo {
 
 // lookup returns what the memo holds for key, and whether it holds it.
 func (l *lookupMemo) lookup(key []byte) ([]byte, bool) {
-	l.mu.Lock()
+	l.mu.RLock()
 	v, ok := l.vals[string(key)]
-	l.mu.Unlock()
+	l.mu.RUnlock()
 	return v, ok
 }
 

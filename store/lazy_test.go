@@ -835,6 +835,20 @@ func TestLookupMemoAnswersAsTheMap(t *testing.T) {
 	}
 	done()
 
+	// A lookup that fails is not kept: the next one walks the map again
+	// (and the failure stays the map's Err, for the commit to refuse).
+	broken := newMapSource(ctx, s, "c", &replay.Commit{Root: hashing.Sum([]byte("no such node")), RootCount: 3, Index: &replay.MapIndex{}})
+	broken.seen.Store(newLookupMemo(8))
+	if v := broken.get(tkArtifact("a001")); v != nil {
+		t.Fatalf("a lookup through a missing root found %q", v)
+	}
+	if err := broken.Err(); !errors.Is(err, errNodeMissing) {
+		t.Fatalf("a lookup through a missing root: Err %v, want the missing node", err)
+	}
+	if _, ok := broken.seen.Load().lookup(tkArtifact("a001")); ok {
+		t.Fatal("the memo kept a failed lookup")
+	}
+
 	// The memo keeps no more than its room.
 	small := newLookupMemo(0)
 	for i := range small.max + 100 {
