@@ -34,15 +34,20 @@ type mapSource struct {
 	// the context's reverse index (format 4; In).
 	revApart bool
 	err      atomic.Pointer[error]
-	// hot, while the committer decides a large request on the head, holds
-	// the nodes its lookups will need, read ahead a level at a time
-	// (readAhead); read only once stored.
-	hot atomic.Pointer[map[hashing.Digest]*trieNode]
-	// seen, over the same window as hot, holds what the map's lookups
-	// found (nil: absent): deciding a request asks for most entries more
-	// than once (an artifact and its trust entry by the op putting it, by
-	// the links naming it, by the trust update), and the map never changes.
-	seen atomic.Pointer[lookupMemo]
+	// ahead is set while the committer decides a large request on the
+	// head (readAhead); read only once stored.
+	ahead atomic.Pointer[readWindow]
+}
+
+// readWindow is what the map holds for one request while it is decided:
+// the nodes its lookups will need, read ahead a level at a time, and,
+// when those spread over the map (memoReads), what its lookups found
+// (nil: absent) — deciding a request asks for most entries more than
+// once (an artifact and its trust entry by the op putting it, by the
+// links naming it, by the trust update), and the map never changes.
+type readWindow struct {
+	nodes map[hashing.Digest]*trieNode
+	seen  *lookupMemo // nil: lookups walk the map each time
 }
 
 // lookupMemo is what a window of a map's lookups found, by key, up to max
@@ -89,8 +94,8 @@ func (l *lookupMemo) keep(key, v []byte) {
 // node reads a trie node: from the nodes read ahead, else through the
 // store's node cache.
 func (m *mapSource) node(id hashing.Digest) (*trieNode, error) {
-	if hot := m.hot.Load(); hot != nil {
-		if n := (*hot)[id]; n != nil {
+	if win := m.ahead.Load(); win != nil {
+		if n := win.nodes[id]; n != nil {
 			return n, nil
 		}
 	}
@@ -100,8 +105,8 @@ func (m *mapSource) node(id hashing.Digest) (*trieNode, error) {
 // cachedNode returns node id if it was read ahead or is in the node
 // cache, else nil.
 func (m *mapSource) cachedNode(id hashing.Digest) *trieNode {
-	if hot := m.hot.Load(); hot != nil {
-		if n := (*hot)[id]; n != nil {
+	if win := m.ahead.Load(); win != nil {
+		if n := win.nodes[id]; n != nil {
 			return n
 		}
 	}
@@ -119,7 +124,7 @@ func (hf *headFork) mapSource() *mapSource {
 // request's lookups ahead.
 const readAheadMin = 64
 
-// memoReads: a request's lookups are memoized (mapSource.seen) when their
+// memoReads: a request's lookups are memoized (readWindow.seen) when their
 // paths spread over at least one node for every memoReads keys. Walks
 // that share a few nodes stay in the processor's caches and cost less
 // than keeping their answers; walks spread over a big map miss them at
@@ -167,13 +172,12 @@ func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
 	if len(w.read) == 0 {
 		return func() {}, nil
 	}
-	hot := w.read
-	m.hot.Store(&hot)
-	if len(w.read)*memoReads < len(keys) {
-		return func() { m.hot.Store(nil) }, nil
+	win := &readWindow{nodes: w.read}
+	if len(w.read)*memoReads >= len(keys) {
+		win.seen = newLookupMemo(len(keys))
 	}
-	m.seen.Store(newLookupMemo(len(keys)))
-	return func() { m.hot.Store(nil); m.seen.Store(nil) }, nil
+	m.ahead.Store(win)
+	return func() { m.ahead.Store(nil) }, nil
 }
 
 // newMapSource returns the source of the state map of commit c of
@@ -219,7 +223,10 @@ func (m *mapSource) Err() error {
 
 // get looks key up, keeping a failure.
 func (m *mapSource) get(key []byte) []byte {
-	seen := m.seen.Load()
+	var seen *lookupMemo
+	if win := m.ahead.Load(); win != nil {
+		seen = win.seen
+	}
 	if seen != nil {
 		if v, ok := seen.lookup(key); ok {
 			return v

@@ -772,12 +772,12 @@ func TestLookupMemoAnswersAsTheMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nodes := len(*m.hot.Load()); nodes*memoReads < 3*len(next) {
+	if nodes := len(m.ahead.Load().nodes); nodes*memoReads < 3*len(next) {
 		t.Fatalf("links to 200 artifacts walk %d nodes: the test wants at least one per %d keys", nodes, memoReads)
 	} else {
 		t.Logf("links to 200 artifacts walk %d nodes for %d keys", nodes, 3*len(next))
 	}
-	seen := m.seen.Load()
+	seen := m.ahead.Load().seen
 	if seen == nil {
 		t.Fatal("no memo while the request's lookups are read ahead")
 	}
@@ -809,7 +809,7 @@ func TestLookupMemoAnswersAsTheMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	done()
-	if m.seen.Load() != nil || m.hot.Load() != nil {
+	if m.ahead.Load() != nil {
 		t.Fatal("done left the memo or the nodes read ahead in place")
 	}
 	for i, k := range keys {
@@ -827,10 +827,10 @@ func TestLookupMemoAnswersAsTheMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nodes := len(*m.hot.Load()); nodes*memoReads >= 3*len(hub) {
+	if nodes := len(m.ahead.Load().nodes); nodes*memoReads >= 3*len(hub) {
 		t.Fatalf("the links to one artifact walk %d nodes: the test wants fewer than one per %d keys", nodes, memoReads)
 	}
-	if m.seen.Load() != nil {
+	if m.ahead.Load().seen != nil {
 		t.Fatal("a request whose lookups walk a few nodes memoizes them")
 	}
 	done()
@@ -838,14 +838,14 @@ func TestLookupMemoAnswersAsTheMap(t *testing.T) {
 	// A lookup that fails is not kept: the next one walks the map again
 	// (and the failure stays the map's Err, for the commit to refuse).
 	broken := newMapSource(ctx, s, "c", &replay.Commit{Root: hashing.Sum([]byte("no such node")), RootCount: 3, Index: &replay.MapIndex{}})
-	broken.seen.Store(newLookupMemo(8))
+	broken.ahead.Store(&readWindow{seen: newLookupMemo(8)})
 	if v := broken.get(tkArtifact("a001")); v != nil {
 		t.Fatalf("a lookup through a missing root found %q", v)
 	}
 	if err := broken.Err(); !errors.Is(err, errNodeMissing) {
 		t.Fatalf("a lookup through a missing root: Err %v, want the missing node", err)
 	}
-	if _, ok := broken.seen.Load().lookup(tkArtifact("a001")); ok {
+	if _, ok := broken.ahead.Load().seen.lookup(tkArtifact("a001")); ok {
 		t.Fatal("the memo kept a failed lookup")
 	}
 
