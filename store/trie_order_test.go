@@ -206,16 +206,10 @@ func checkGetMany(t *testing.T, where string, src nodeSource, root trieChild, or
 	batches := 0
 	readFn := func(ids []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
 		batches++
-		got := map[hashing.Digest]*trieNode{}
 		for _, id := range ids {
 			read[id]++
-			n, err := src.node(id)
-			if err != nil {
-				return nil, err
-			}
-			got[id] = n
 		}
-		return got, nil
+		return readFrom(src)(ids)
 	}
 	// The root is "cached": it must not be read.
 	var rootNode *trieNode
@@ -288,6 +282,22 @@ func checkGetMany(t *testing.T, where string, src nodeSource, root trieChild, or
 	checkWarmReadsPaths(t, where, src, root, keys)
 }
 
+// readFrom returns a trie writer's or trieGetMany's read of a level of
+// nodes, from src.
+func readFrom(src nodeSource) func([]hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+	return func(ids []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+		got := make(map[hashing.Digest]*trieNode, len(ids))
+		for _, id := range ids {
+			n, err := src.node(id)
+			if err != nil {
+				return nil, err
+			}
+			got[id] = n
+		}
+		return got, nil
+	}
+}
+
 // pathNodes is a nodeSource that records which nodes were asked for.
 type pathNodes struct {
 	nodeSource
@@ -312,17 +322,7 @@ func checkWarmReadsPaths(t *testing.T, where string, src nodeSource, root trieCh
 	if n, err := src.node(root.id); err != nil || n.legacy {
 		return
 	}
-	read := func(ids []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
-		got := map[hashing.Digest]*trieNode{}
-		for _, id := range ids {
-			n, err := src.node(id)
-			if err != nil {
-				return nil, err
-			}
-			got[id] = n
-		}
-		return got, nil
-	}
+	read := readFrom(src)
 	none := func(hashing.Digest) *trieNode { return nil }
 	for _, k := range keys[:min(len(keys), 48)] {
 		walked := &pathNodes{nodeSource: src, asked: map[hashing.Digest]bool{}}

@@ -183,15 +183,7 @@ func TestTrieWarm(t *testing.T) {
 			read := func(want []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
 				calls++
 				ids += len(want)
-				m := make(map[hashing.Digest]*trieNode)
-				for _, id := range want {
-					n, err := base.node(id)
-					if err != nil {
-						return nil, err
-					}
-					m[id] = n
-				}
-				return m, nil
+				return readFrom(base)(want)
 			}
 			if err := warmed.warm(root, muts, nil, read); err != nil {
 				t.Fatal(err)
