@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -210,6 +211,41 @@ func BenchmarkCommitBulk10k(b *testing.B) {
 	b.ReportMetric(float64(n*i)/spent.Seconds(), "artifacts/s")
 	if cpuSpent > 0 {
 		b.ReportMetric(float64(n*i)/cpuSpent.Seconds(), "artifacts/cpu-s")
+	}
+}
+
+// BenchmarkCommitStoredPayloads commits, each iteration into a new
+// context, 500 artifacts whose 16 KiB payloads another context stored
+// already — an agent run again in a context of its own, its documents
+// unchanged. The committer writes only payloads it does not find stored,
+// so what this measures beyond a bulk commit is how it finds them.
+func BenchmarkCommitStoredPayloads(b *testing.B) {
+	const n, size = 500, 16 << 10
+	s := benchOpen(b, b.TempDir(), false)
+	defer s.Close()
+	ops := make([]graph.Op, n)
+	for k := range ops {
+		text := strings.Repeat(fmt.Sprintf("document %d of a run, ", k), size/16)
+		ops[k] = notePut(fmt.Sprintf("doc:%04d", k), k, text[:size])
+	}
+	ctx := context.Background()
+	create := func(id string) {
+		if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
+			b.Fatal(err)
+		}
+	}
+	create("first")
+	benchCommit(b, s, "first", ops...)
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		ctxID := fmt.Sprintf("again-%d", i)
+		create(ctxID)
+		i++
+		b.StartTimer()
+		if c := benchCommit(b, s, ctxID, ops...); c.Artifacts != n {
+			b.Fatalf("commit has %d artifacts", c.Artifacts)
+		}
 	}
 }
 

@@ -976,9 +976,10 @@ func (g *group) writeAsync(recs []kv.Record) {
 	}()
 }
 
-// objCheckMin is the size from which the committer looks an object up
-// before writing it: rewriting a small object that is already stored is
-// cheaper than the lookup, and harmless (same key, same bytes).
+// objCheckMin is the size from which the committer asks whether an
+// object is stored before writing it (Store.unstored): rewriting a small
+// object that is already stored is cheaper than the lookup, and harmless
+// (same key, same bytes).
 const objCheckMin = 1024
 
 func (g *group) commit(r *writeReq) error {
@@ -1050,6 +1051,7 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	// here on but I/O. Many of them are written by another goroutine while
 	// this one builds the state map.
 	var objs []kv.Record
+	var large []int // the indexes in objs of those to look for first
 	for _, ch := range d.changes {
 		if ch.Noop || ch.Op.Op != graph.OpPut || ch.Op.Data == nil {
 			continue
@@ -1059,11 +1061,12 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 			continue
 		}
 		g.objs[dg] = true
-		if len(ch.Op.Data) >= objCheckMin && s.hasKey(keyObj(dg)) {
-			continue
+		if len(ch.Op.Data) >= objCheckMin {
+			large = append(large, len(objs))
 		}
 		objs = append(objs, kv.Record{Key: keyObj(dg), Value: ch.Op.Data})
 	}
+	objs = s.unstored(objs, large)
 	if len(objs) >= asyncObjects {
 		g.writeAsync(objs)
 	} else {
@@ -1152,7 +1155,32 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	return c, nil
 }
 
-func (s *Store) hasKey(k []byte) bool {
-	_, err := s.kv.Get(context.Background(), k)
-	return err == nil
+// unstored returns objs without those of the indexes large that are
+// stored already, asking the driver which in one call without reading
+// them (kv.Has). When it cannot tell, all are kept: writing an object
+// again writes the same bytes under the same key.
+func (s *Store) unstored(objs []kv.Record, large []int) []kv.Record {
+	if len(large) == 0 {
+		return objs
+	}
+	keys := make([][]byte, len(large))
+	for i, j := range large {
+		keys[i] = objs[j].Key
+	}
+	found, err := kv.Has(context.Background(), s.kv, keys)
+	if err != nil {
+		s.log.Debug("could not tell which payloads are stored; writing them all", "err", err)
+		return objs
+	}
+	stored := make([]bool, len(objs))
+	for i, j := range large {
+		stored[j] = found[i]
+	}
+	kept := objs[:0]
+	for j, o := range objs {
+		if !stored[j] {
+			kept = append(kept, o)
+		}
+	}
+	return kept
 }

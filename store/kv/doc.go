@@ -49,7 +49,9 @@
 // ErrNotFound). GetMany(ctx, keys): the values in the order of keys, nil
 // for a missing key. A driver may also read keys that name their values
 // with GetSame (SameGetter): what GetMany returns, without waiting behind
-// writes still in flight.
+// writes still in flight; and may tell which keys have a value without
+// reading the values (Haser, through the function Has, which falls back
+// on GetMany): the committer asks so before writing a large payload.
 //
 // Scan(ctx, prefix, start, limit, fn): calls fn for each key that has
 // prefix and is not less than start, in increasing key order, stopping

@@ -366,6 +366,34 @@ func PutSame(ctx context.Context, d Driver, recs []Record) error {
 	return d.PutImmutable(ctx, recs)
 }
 
+// Haser is implemented by drivers that can tell which keys have a value
+// without reading the values: a committer that writes a large
+// content-addressed record only when it is not stored yet asks this way,
+// instead of reading back every such record it finds. Has sees what
+// GetMany would: a key whose write returned before the call, none whose
+// delete did; a key GetMany finds with an empty value has one.
+type Haser interface {
+	// Has reports, in the order of keys, whether each has a value.
+	Has(ctx context.Context, keys [][]byte) ([]bool, error)
+}
+
+// Has reports whether each of keys has a value, through d's Has when it
+// has one and through GetMany otherwise.
+func Has(ctx context.Context, d Driver, keys [][]byte) ([]bool, error) {
+	if h, ok := d.(Haser); ok {
+		return h.Has(ctx, keys)
+	}
+	vals, err := d.GetMany(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(keys))
+	for i, v := range vals {
+		out[i] = v != nil
+	}
+	return out, nil
+}
+
 // SameGetter is implemented by drivers that can read records whose key
 // names their value — every write of the key carries the same bytes, as
 // for PutSame — without waiting for writes still in flight. A read of

@@ -565,6 +565,38 @@ func (d *Driver) getIn(ctx context.Context, txn *badger.Txn, keys [][]byte) ([][
 	return out, nil
 }
 
+// Has implements kv.Haser: the keys are looked up in one read
+// transaction, and no value is read — from the value log or a pack.
+func (d *Driver) Has(ctx context.Context, keys [][]byte) ([]bool, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer d.g.Leave()
+	out := make([]bool, len(keys))
+	err := d.db.View(func(txn *badger.Txn) error {
+		for i, k := range keys {
+			if i%ctxEvery == ctxEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			_, err := txn.Get(k)
+			if errors.Is(err, badger.ErrKeyNotFound) || errors.Is(err, badger.ErrEmptyKey) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out[i] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("badgerkv: has: %w", err)
+	}
+	return out, nil
+}
+
 // checkedValue returns v, item's value as Badger gave it, or a
 // *kv.UnreadableError when Badger gave none for a value that has a size:
 // Badger (v4.9.6, iterator.go yieldItemValue) logs a failed value-log

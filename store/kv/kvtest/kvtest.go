@@ -39,6 +39,7 @@ func Run(t *testing.T, newDriver func(t *testing.T) kv.Driver) {
 		{"ImmutableKeepsValue", testImmutableKeepsValue},
 		{"PutSame", testPutSame},
 		{"GetSame", testGetSame},
+		{"Has", testHas},
 		{"OwnedSlices", testOwnedSlices},
 		{"InvalidRequests", testInvalid},
 		{"ScanModel", testScanModel},
@@ -291,6 +292,59 @@ func testGetSame(t *testing.T, d kv.Driver) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// testHas checks kv.Has — the driver's Has, and the GetMany it falls
+// back on without one — against GetMany: values put and put the same way
+// (a bulk, which the Badger driver packs), an empty value, a deleted key,
+// a key asked twice, an empty key, absent ones.
+func testHas(t *testing.T, d kv.Driver) {
+	ctx := context.Background()
+	put(t, d, rec("has\x00a", "1"), rec("has\x00empty", ""), rec("has\x00gone", "x"), rec("has\x00long", string(bytes.Repeat([]byte{9}, 1<<20))))
+	var recs []kv.Record
+	for i := range 500 {
+		recs = append(recs, kv.Record{Key: immKey(i), Value: immValue(i)})
+	}
+	must(t, "PutSame", kv.PutSame(ctx, d, recs))
+	commit(t, d, kv.Batch{Deletes: [][]byte{[]byte("has\x00gone")}, Sets: []kv.Record{rec("has\x00set", "s")}})
+	keys := [][]byte{[]byte("has\x00a"), []byte("has\x00absent"), []byte("has\x00empty"), []byte("has\x00gone"),
+		immKey(7), []byte("has\x00long"), nil, []byte("has\x00a"), []byte("has\x00set"), immKey(499), []byte("has")}
+	want := []bool{true, false, true, false, true, true, false, true, true, true, false}
+	vals, err := d.GetMany(ctx, keys)
+	must(t, "GetMany", err)
+	for i := range keys {
+		if (vals[i] != nil) != want[i] {
+			t.Fatalf("the test's own expectation: GetMany finds %q: %v, want %v", keys[i], vals[i] != nil, want[i])
+		}
+	}
+	// Without the driver's Has, kv.Has asks GetMany.
+	type plain struct{ kv.Driver }
+	for _, c := range []struct {
+		name string
+		d    kv.Driver
+	}{{"driver", d}, {"fallback", plain{d}}} {
+		got, err := kv.Has(ctx, c.d, keys)
+		must(t, c.name+" Has", err)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Has = %v, want %v", c.name, got, want)
+		}
+		if got, err := kv.Has(ctx, c.d, nil); err != nil || len(got) != 0 {
+			t.Errorf("%s: Has(nil) = %v, %v; want empty, nil", c.name, got, err)
+		}
+	}
+	// Many keys: more than one query or transaction part.
+	many := make([][]byte, 0, 5001)
+	for i := range 5000 {
+		many = append(many, immKey(i%1000))
+	}
+	many = append(many, []byte("has\x00a"))
+	got, err := kv.Has(ctx, d, many)
+	must(t, "Has", err)
+	for i, k := range many {
+		if w := i%1000 < 500 || i == 5000; got[i] != w {
+			t.Fatalf("Has(%q) = %v, want %v", k, got[i], w)
+		}
 	}
 }
 

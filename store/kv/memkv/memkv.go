@@ -116,6 +116,21 @@ func (d *Driver) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	return out, nil
 }
 
+// Has implements kv.Haser.
+func (d *Driver) Has(ctx context.Context, keys [][]byte) ([]bool, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer d.g.Leave()
+	out := make([]bool, len(keys))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, k := range keys {
+		_, out[i] = d.vals[string(k)]
+	}
+	return out, nil
+}
+
 // merge folds the added keys into the sorted list and drops deleted ones;
 // the caller holds mu.
 func (d *Driver) merge() {

@@ -344,41 +344,65 @@ func (d *Driver) Get(ctx context.Context, key []byte) ([]byte, error) {
 	return nonNil(v), nil
 }
 
-// getManyPart is how many keys one GetMany query asks for.
+// getManyPart is how many keys one GetMany or Has query asks for.
 const getManyPart = 2000
 
 // GetMany implements kv.Driver.
 func (d *Driver) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	if err := d.enter(ctx); err != nil {
+	out := make([][]byte, len(keys))
+	err := d.lookUp(ctx, "get many", keys, true, func(i int, v []byte) { out[i] = nonNil(v) })
+	if err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// Has implements kv.Haser with a query for the keys alone.
+func (d *Driver) Has(ctx context.Context, keys [][]byte) ([]bool, error) {
+	out := make([]bool, len(keys))
+	if err := d.lookUp(ctx, "has", keys, false, func(i int, _ []byte) { out[i] = true }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// lookUp asks for keys, getManyPart at a time, and calls found with the
+// index in keys of each one stored (every index, for a key asked twice)
+// and, with values, its value. what names the call in errors.
+func (d *Driver) lookUp(ctx context.Context, what string, keys [][]byte, values bool, found func(i int, v []byte)) error {
+	if err := d.enter(ctx); err != nil {
+		return err
+	}
 	defer d.g.Leave()
-	out := make([][]byte, len(keys))
+	cols := "k, NULL::bytea"
+	if values {
+		cols = "k, v"
+	}
 	for start := 0; start < len(keys); start += getManyPart {
 		part := keys[start:min(start+getManyPart, len(keys))]
 		at := make(map[string][]int, len(part))
 		for i, k := range part {
 			at[string(k)] = append(at[string(k)], start+i)
 		}
-		rows, err := d.pool.Query(ctx, "SELECT k, v FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", part)
+		rows, err := d.pool.Query(ctx, "SELECT "+cols+" FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", part)
 		if err != nil {
-			return nil, fmt.Errorf("pgkv: get many: %w", ctxErr(ctx, err))
+			return fmt.Errorf("pgkv: %s: %w", what, ctxErr(ctx, err))
 		}
 		for rows.Next() {
 			var k, v []byte
 			if err := rows.Scan(&k, &v); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("pgkv: get many: %w", err)
+				return fmt.Errorf("pgkv: %s: %w", what, err)
 			}
 			for _, i := range at[string(k)] {
-				out[i] = nonNil(v)
+				found(i, v)
 			}
 		}
 		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("pgkv: get many: %w", ctxErr(ctx, err))
+			return fmt.Errorf("pgkv: %s: %w", what, ctxErr(ctx, err))
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Scan implements kv.Driver with one query, a snapshot, whose rows stream
