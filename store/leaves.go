@@ -107,7 +107,7 @@ func (s *Store) writeCheckpoint(ctx context.Context, h hashing.Digest, leaves []
 // hash h, if any.
 func (s *Store) deleteCheckpoint(ctx context.Context, h hashing.Digest) error {
 	var dels [][]byte
-	if err := s.kv.Scan(ctx, prefixLeaves(h), nil, 0, func(k, _ []byte) error {
+	if err := kv.ScanKeys(ctx, s.kv, prefixLeaves(h), nil, 0, func(k []byte) error {
 		dels = append(dels, bytes.Clone(k))
 		return nil
 	}); err != nil {

@@ -133,7 +133,7 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	}
 	raw, _ := hex.DecodeString(prefix[:len(prefix)/2*2])
 	var matches []hashing.Digest
-	err = s.kv.Scan(ctx, append(prefixCommits(ctxID), raw...), nil, 0, func(k, _ []byte) error {
+	err = kv.ScanKeys(ctx, s.kv, append(prefixCommits(ctxID), raw...), nil, 0, func(k []byte) error {
 		var d hashing.Digest
 		copy(d[:], k[len(k)-32:])
 		if strings.HasPrefix(d.Hex(), prefix) {

@@ -71,7 +71,7 @@ func (s *Store) NoteSpill(ctx context.Context, d hashing.Digest, at time.Time) e
 // recorded as pruned_at.
 func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int) (int, error) {
 	var due [][]byte
-	err := s.kv.Scan(ctx, []byte(pSpill), nil, 0, func(k, _ []byte) error {
+	err := kv.ScanKeys(ctx, s.kv, []byte(pSpill), nil, 0, func(k []byte) error {
 		if len(k) != len(pSpill)+8+1+32 {
 			return nil
 		}

@@ -61,6 +61,11 @@
 // no record is seen twice. It checks ctx before each call of fn. An error
 // from fn stops the scan and is returned as is.
 //
+// A driver may also scan the keys alone (KeyScanner, through the
+// function ScanKeys, which falls back on Scan): the same keys in the same
+// order, no value read — a caller that deletes a prefix's records or
+// resolves an abbreviated commit id needs no more.
+//
 // ScanReverse(ctx, prefix, end, limit, fn): the same, for the keys with
 // prefix that are less than end (a nil end: no bound), in decreasing key
 // order — the newest seq entry of a context, a log newest first.

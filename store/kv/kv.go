@@ -394,6 +394,27 @@ func Has(ctx context.Context, d Driver, keys [][]byte) ([]bool, error) {
 	return out, nil
 }
 
+// KeyScanner is implemented by drivers that can scan keys without
+// reading their values: a caller that only needs to know which keys a
+// prefix holds (to delete them, to resolve an abbreviated commit id)
+// then reads no value — from the Badger driver's value log and packs, or
+// over the wire from PostgreSQL.
+type KeyScanner interface {
+	// ScanKeys calls fn with the keys Scan(ctx, prefix, start, limit)
+	// would visit, in the same order and under the same contract; the key
+	// is valid only during the call.
+	ScanKeys(ctx context.Context, prefix, start []byte, limit int, fn func(k []byte) error) error
+}
+
+// ScanKeys calls fn with the keys Scan would visit, through d's ScanKeys
+// when it has one and through Scan otherwise.
+func ScanKeys(ctx context.Context, d Driver, prefix, start []byte, limit int, fn func(k []byte) error) error {
+	if ks, ok := d.(KeyScanner); ok {
+		return ks.ScanKeys(ctx, prefix, start, limit, fn)
+	}
+	return d.Scan(ctx, prefix, start, limit, func(k, _ []byte) error { return fn(k) })
+}
+
 // SameGetter is implemented by drivers that can read records whose key
 // names their value — every write of the key carries the same bytes, as
 // for PutSame — without waiting for writes still in flight. A read of

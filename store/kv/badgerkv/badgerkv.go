@@ -620,7 +620,15 @@ func (e errStop) Error() string { return e.err.Error() }
 func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
 	return d.iterate(ctx, "scan", limit, badger.IteratorOptions{Prefix: prefix},
 		func(it *badger.Iterator) { it.Seek(kv.ScanStart(prefix, start)) },
-		func([]byte) (skip, end bool) { return false, false }, fn)
+		func([]byte) (skip, end bool) { return false, false }, fn, nil)
+}
+
+// ScanKeys implements kv.KeyScanner: an iterator that fetches no value,
+// so neither the value log nor a pack is read.
+func (d *Driver) ScanKeys(ctx context.Context, prefix, start []byte, limit int, fn func(k []byte) error) error {
+	return d.iterate(ctx, "scan keys", limit, badger.IteratorOptions{Prefix: prefix},
+		func(it *badger.Iterator) { it.Seek(kv.ScanStart(prefix, start)) },
+		func([]byte) (skip, end bool) { return false, false }, nil, fn)
 }
 
 // ScanReverse implements kv.Driver. It iterates without Badger's prefix
@@ -641,19 +649,20 @@ func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int,
 		}
 		return false, !bytes.HasPrefix(key, prefix)
 	}
-	return d.iterate(ctx, "scan reverse", limit, badger.IteratorOptions{Reverse: true}, seek, within, fn)
+	return d.iterate(ctx, "scan reverse", limit, badger.IteratorOptions{Reverse: true}, seek, within, fn, nil)
 }
 
 // iterate calls fn, in one read transaction, for the items of an
 // iterator with opts from where seek puts it: at most limit of them (0:
 // all), passing over those within says to skip and stopping at the first
-// it says ends the scan. what names the call in errors.
-func (d *Driver) iterate(ctx context.Context, what string, limit int, opts badger.IteratorOptions, seek func(*badger.Iterator), within func(key []byte) (skip, end bool), fn func(k, v []byte) error) error {
+// it says ends the scan. With fn nil it calls keyFn with the keys alone,
+// and no value is fetched. what names the call in errors.
+func (d *Driver) iterate(ctx context.Context, what string, limit int, opts badger.IteratorOptions, seek func(*badger.Iterator), within func(key []byte) (skip, end bool), fn func(k, v []byte) error, keyFn func(k []byte) error) error {
 	if err := d.enter(ctx); err != nil {
 		return err
 	}
 	defer d.g.Leave()
-	opts.PrefetchValues, opts.PrefetchSize = true, 100
+	opts.PrefetchValues, opts.PrefetchSize = fn != nil, 100
 	if limit > 0 && limit < opts.PrefetchSize {
 		opts.PrefetchSize = limit
 	}
@@ -673,16 +682,20 @@ func (d *Driver) iterate(ctx context.Context, what string, limit int, opts badge
 			if err := ctx.Err(); err != nil {
 				return errStop{err}
 			}
-			var lost error
-			err := item.Value(func(v []byte) error {
-				if v, lost = checkedValue(item, v); lost != nil {
-					return lost
-				}
-				if v, lost = d.resolve(item, v); lost != nil {
-					return lost
-				}
-				return fn(item.Key(), v)
-			})
+			var err, lost error
+			if fn == nil {
+				err = keyFn(item.Key())
+			} else {
+				err = item.Value(func(v []byte) error {
+					if v, lost = checkedValue(item, v); lost != nil {
+						return lost
+					}
+					if v, lost = d.resolve(item, v); lost != nil {
+						return lost
+					}
+					return fn(item.Key(), v)
+				})
+			}
 			if lost != nil {
 				return lost // an iterator holds its value-log files open: not collection
 			}

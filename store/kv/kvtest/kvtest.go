@@ -295,6 +295,10 @@ func testGetSame(t *testing.T, d kv.Driver) {
 	}
 }
 
+// bare hides a driver's optional methods (kv.Haser, kv.KeyScanner, …):
+// the kv functions that use them fall back on the Driver methods.
+type bare struct{ kv.Driver }
+
 // testHas checks kv.Has — the driver's Has, and the GetMany it falls
 // back on without one — against GetMany: values put and put the same way
 // (a bulk, which the Badger driver packs), an empty value, a deleted key,
@@ -319,11 +323,10 @@ func testHas(t *testing.T, d kv.Driver) {
 		}
 	}
 	// Without the driver's Has, kv.Has asks GetMany.
-	type plain struct{ kv.Driver }
 	for _, c := range []struct {
 		name string
 		d    kv.Driver
-	}{{"driver", d}, {"fallback", plain{d}}} {
+	}{{"driver", d}, {"fallback", bare{d}}} {
 		got, err := kv.Has(ctx, c.d, keys)
 		must(t, c.name+" Has", err)
 		if !slices.Equal(got, want) {
@@ -505,7 +508,18 @@ func testScanModel(t *testing.T, d kv.Driver) {
 	}
 	check := func(prefix, start []byte, limit int) {
 		t.Helper()
-		compare("Scan", prefix, start, limit, scanAll(t, d, prefix, start, limit), modelScan(model, prefix, start, limit))
+		want := modelScan(model, prefix, start, limit)
+		compare("Scan", prefix, start, limit, scanAll(t, d, prefix, start, limit), want)
+		// The keys alone, from the driver's ScanKeys and from the Scan
+		// kv.ScanKeys falls back on.
+		for _, sd := range []kv.Driver{d, bare{d}} {
+			var keys []kv.Record
+			must(t, "ScanKeys", kv.ScanKeys(context.Background(), sd, prefix, start, limit, func(k []byte) error {
+				keys = append(keys, kv.Record{Key: bytes.Clone(k), Value: model[string(k)]})
+				return nil
+			}))
+			compare(fmt.Sprintf("ScanKeys (%T)", sd), prefix, start, limit, keys, want)
+		}
 		// start doubles as the reverse scan's exclusive end.
 		compare("ScanReverse", prefix, start, limit, scanAllReverse(t, d, prefix, start, limit), modelScanReverse(model, prefix, start, limit))
 	}
@@ -595,6 +609,16 @@ func testScanCallbackError(t *testing.T, d kv.Driver) {
 	})
 	if !errors.Is(err, stop) || calls != 2 {
 		t.Errorf("ScanReverse with failing fn: err %v after %d calls, want the fn's error after 2", err, calls)
+	}
+	calls = 0
+	err = kv.ScanKeys(context.Background(), d, []byte("a"), nil, 0, func(k []byte) error {
+		if calls++; calls == 2 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || calls != 2 {
+		t.Errorf("ScanKeys with failing fn: err %v after %d calls, want the fn's error after 2", err, calls)
 	}
 }
 

@@ -408,21 +408,32 @@ func (d *Driver) lookUp(ctx context.Context, what string, keys [][]byte, values 
 // Scan implements kv.Driver with one query, a snapshot, whose rows stream
 // to fn; it holds a pool connection until it returns.
 func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
-	return d.scan(ctx, kv.ScanStart(prefix, start), kv.PrefixEnd(prefix), false, limit, fn)
+	return d.scan(ctx, kv.ScanStart(prefix, start), kv.PrefixEnd(prefix), false, limit, fn, nil)
+}
+
+// ScanKeys implements kv.KeyScanner like Scan, with a query for the keys
+// alone.
+func (d *Driver) ScanKeys(ctx context.Context, prefix, start []byte, limit int, fn func(k []byte) error) error {
+	return d.scan(ctx, kv.ScanStart(prefix, start), kv.PrefixEnd(prefix), false, limit, nil, fn)
 }
 
 // ScanReverse implements kv.Driver like Scan, in decreasing key order.
 func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int, fn func(k, v []byte) error) error {
-	return d.scan(ctx, prefix, kv.ScanEnd(prefix, end), true, limit, fn)
+	return d.scan(ctx, prefix, kv.ScanEnd(prefix, end), true, limit, fn, nil)
 }
 
-// scan streams the rows with from <= k < to (a nil to: no bound).
-func (d *Driver) scan(ctx context.Context, from, to []byte, reverse bool, limit int, fn func(k, v []byte) error) error {
+// scan streams the rows with from <= k < to (a nil to: no bound) to fn,
+// or with fn nil their keys alone, not asked of the server, to keyFn.
+func (d *Driver) scan(ctx context.Context, from, to []byte, reverse bool, limit int, fn func(k, v []byte) error, keyFn func(k []byte) error) error {
 	if err := d.enter(ctx); err != nil {
 		return err
 	}
 	defer d.g.Leave()
-	q := "SELECT k, v FROM " + d.kvT + " WHERE k >= $1"
+	cols := "k, v"
+	if fn == nil {
+		cols = "k, NULL::bytea"
+	}
+	q := "SELECT " + cols + " FROM " + d.kvT + " WHERE k >= $1"
 	args := []any{nonNil(from)}
 	if to != nil {
 		q += " AND k < $2"
@@ -448,7 +459,12 @@ func (d *Driver) scan(ctx context.Context, from, to []byte, reverse bool, limit 
 		if err := rows.Scan(&k, &v); err != nil {
 			return fmt.Errorf("pgkv: scan: %w", err)
 		}
-		if err := fn(k, nonNil(v)); err != nil {
+		if fn == nil {
+			err = keyFn(k)
+		} else {
+			err = fn(k, nonNil(v))
+		}
+		if err != nil {
 			return err
 		}
 	}
