@@ -426,14 +426,17 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 			if n == nil {
 				n = w.read[ref.id]
 			}
-			if n.leaf || n.legacy || !onBranch(n, muts[i].key, from[i]) {
+			c := -1
+			if !n.leaf && !n.legacy {
+				c, from[i], _ = childOnPath(n, muts[i].key, from[i], 0, nil) // an ordered branch: no error
+			}
+			if c < 0 {
 				// A key off the branch's prefix makes a new split above
 				// it: update reads nothing below.
 				at[i] = trieChild{}
 				continue
 			}
-			at[i] = n.children[keyNibble(muts[i].key, n.depth)]
-			from[i] = n.depth + 1
+			at[i] = n.children[c]
 			more = more || at[i].count > 0
 		}
 	}
@@ -732,28 +735,36 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 			v, _ := leafGet(n, key)
 			return v, nil
 		}
-		var c trieChild
-		if n.legacy {
-			if legacyPath == nil {
-				p := hashing.Digest(sha256.Sum256(key))
-				legacyPath = &p
-			}
-			if depth >= legacyMaxDepth {
-				return nil, fmt.Errorf("%w: legacy state map deeper than a hash", ErrCorrupt)
-			}
-			c = n.children[legacyNibble(*legacyPath, depth)]
-		} else {
-			if !onBranch(n, key, from) {
-				return nil, nil
-			}
-			c = n.children[keyNibble(key, n.depth)]
-			from = n.depth + 1
+		c, next, err := childOnPath(n, key, from, depth, &legacyPath)
+		if err != nil || c < 0 || n.children[c].count == 0 {
+			return nil, err
 		}
-		if c.count == 0 {
-			return nil, nil
-		}
-		id = c.id
+		id, from = n.children[c].id, next
 	}
+}
+
+// childOnPath returns which child of branch n key's path runs through,
+// or -1 when no entry below n can have key, and the first nibble of key
+// the branches below it have not compared yet. depth is n's level in the
+// descent and from the first nibble of key not compared with a branch's
+// before n (onBranch). A legacy (hashed) branch picks the child by key's
+// SHA-256, which *path holds once a legacy branch needed it (computed
+// then).
+func childOnPath(n *trieNode, key []byte, from, depth int, path **hashing.Digest) (int, int, error) {
+	if n.legacy {
+		if depth >= legacyMaxDepth {
+			return -1, from, fmt.Errorf("%w: legacy state map deeper than a hash", ErrCorrupt)
+		}
+		if *path == nil {
+			p := hashing.Digest(sha256.Sum256(key))
+			*path = &p
+		}
+		return legacyNibble(**path, depth), from, nil
+	}
+	if !onBranch(n, key, from) {
+		return -1, from, nil
+	}
+	return keyNibble(key, n.depth), n.depth + 1, nil
 }
 
 // onBranch reports whether key's path runs through the ordered branch n:
@@ -815,34 +826,28 @@ func trieGetMany(root trieChild, keys [][]byte, cached func(hashing.Digest) *tri
 				}
 				continue
 			}
+			if n.legacy && paths == nil {
+				paths = make([]*hashing.Digest, len(keys))
+			}
 			var parts [16][]int
+			from := g.from
 			for _, i := range g.keys {
-				var c int
+				var path **hashing.Digest
 				if n.legacy {
-					if depth >= legacyMaxDepth {
-						return fmt.Errorf("%w: legacy state map deeper than a hash", ErrCorrupt)
-					}
-					if paths == nil {
-						paths = make([]*hashing.Digest, len(keys))
-					}
-					if paths[i] == nil {
-						p := hashing.Digest(sha256.Sum256(keys[i]))
-						paths[i] = &p
-					}
-					c = legacyNibble(*paths[i], depth)
-				} else {
-					if !onBranch(n, keys[i], g.from) {
-						continue
-					}
-					c = keyNibble(keys[i], n.depth)
+					path = &paths[i]
 				}
-				if n.children[c].count > 0 {
+				c, below, err := childOnPath(n, keys[i], g.from, depth, path)
+				if err != nil {
+					return err
+				}
+				if c >= 0 && n.children[c].count > 0 {
 					parts[c] = append(parts[c], i)
+					from = below // the same for every key below n
 				}
 			}
 			for c, ks := range parts {
 				if len(ks) > 0 {
-					next = append(next, group{ref: n.children[c], keys: ks, from: n.depth + 1})
+					next = append(next, group{ref: n.children[c], keys: ks, from: from})
 				}
 			}
 		}

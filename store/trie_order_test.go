@@ -143,6 +143,13 @@ func checkAgainstOracle(t *testing.T, where string, src nodeSource, root trieChi
 		}
 	}
 	checkGetMany(t, where, src, root, oracle)
+	probed := 0
+	for k := range oracle {
+		if probed++; probed > 4 {
+			break
+		}
+		checkLookupsStop(t, where, src, root, k, oracle)
+	}
 	var walked []string
 	if err := trieWalk(src, root, func(k, v []byte) error {
 		if oracle[string(k)] != string(v) {
@@ -166,6 +173,56 @@ func checkAgainstOracle(t *testing.T, where string, src nodeSource, root trieChi
 	}
 	if want := slices.Sorted(maps.Keys(oracle)); !slices.Equal(walked, want) {
 		t.Fatalf("%s: walk is not the oracle's keys in order (%d keys, want %d)", where, len(walked), len(want))
+	}
+}
+
+// recordingSource is a node source that lists the nodes it gives out.
+type recordingSource struct {
+	nodeSource
+	read []*trieNode
+}
+
+func (r *recordingSource) node(id hashing.Digest) (*trieNode, error) {
+	n, err := r.nodeSource.node(id)
+	if err == nil {
+		r.read = append(r.read, n)
+	}
+	return n, err
+}
+
+// checkLookupsStop looks up, in an ordered trie, k with one nibble
+// changed — at each place in turn — and checks where each lookup stops:
+// every node it reads but the last is a branch whose entries' shared
+// nibbles (those before its split, as its prefix holds them) the key
+// has, so that a key that leaves the map's paths stops at the first
+// branch it is not under, whichever nibble it leaves them at. The answer
+// must be the oracle's.
+func checkLookupsStop(t *testing.T, where string, src nodeSource, root trieChild, k string, oracle map[string]string) {
+	t.Helper()
+	if root.count == 0 {
+		return
+	}
+	if n, err := src.node(root.id); err != nil || n.legacy {
+		return // a legacy trie's paths are its keys' hashes
+	}
+	for j := range 2 * len(k) {
+		off := []byte(k)
+		off[j/2] ^= 0x10 >> (4 * (j % 2)) // nibble j changed
+		rec := &recordingSource{nodeSource: src}
+		got, err := trieGet(rec, root, off)
+		if v, ok := oracle[string(off)]; err != nil || string(got) != v || (got == nil) == ok {
+			t.Fatalf("%s: get %q = %q, %v; want %q", where, off, got, err, v)
+		}
+		for i, n := range rec.read[:len(rec.read)-1] {
+			if n.leaf {
+				t.Fatalf("%s: the lookup of %q read on past a leaf", where, off)
+			}
+			for d := range n.depth {
+				if keyNibble(off, d) != keyNibble(n.prefix, d) {
+					t.Fatalf("%s: the lookup of %q (%q with nibble %d changed) went on past node %d of its path, a branch at nibble %d whose entries it leaves at nibble %d", where, off, k, j, i, n.depth, d)
+				}
+			}
+		}
 	}
 }
 
