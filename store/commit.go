@@ -1158,7 +1158,9 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 // unstored returns objs without those of the indexes large that are
 // stored already, asking the driver which in one call without reading
 // them (kv.Has). When it cannot tell, all are kept: writing an object
-// again writes the same bytes under the same key.
+// again writes the same bytes under the same key. A stored object whose
+// value is unreadable (corruption, which reads and fsck report) is not
+// written again either: a commit does not mend the store in passing.
 func (s *Store) unstored(objs []kv.Record, large []int) []kv.Record {
 	if len(large) == 0 {
 		return objs

@@ -176,16 +176,19 @@ func checkAgainstOracle(t *testing.T, where string, src nodeSource, root trieChi
 	}
 }
 
-// recordingSource is a node source that lists the nodes it gives out.
+// recordingSource is a node source that lists the nodes it gives out,
+// and their ids.
 type recordingSource struct {
 	nodeSource
 	read []*trieNode
+	ids  []hashing.Digest
 }
 
 func (r *recordingSource) node(id hashing.Digest) (*trieNode, error) {
 	n, err := r.nodeSource.node(id)
 	if err == nil {
 		r.read = append(r.read, n)
+		r.ids = append(r.ids, id)
 	}
 	return n, err
 }
@@ -196,7 +199,8 @@ func (r *recordingSource) node(id hashing.Digest) (*trieNode, error) {
 // nibbles (those before its split, as its prefix holds them) the key
 // has, so that a key that leaves the map's paths stops at the first
 // branch it is not under, whichever nibble it leaves them at. The answer
-// must be the oracle's.
+// must be the oracle's. trieGetMany, asked for all those keys at once,
+// must read no node that none of their lookups read.
 func checkLookupsStop(t *testing.T, where string, src nodeSource, root trieChild, k string, oracle map[string]string) {
 	t.Helper()
 	if root.count == 0 {
@@ -205,13 +209,19 @@ func checkLookupsStop(t *testing.T, where string, src nodeSource, root trieChild
 	if n, err := src.node(root.id); err != nil || n.legacy {
 		return // a legacy trie's paths are its keys' hashes
 	}
+	var offs [][]byte
+	onPaths := map[hashing.Digest]bool{}
 	for j := range 2 * len(k) {
 		off := []byte(k)
 		off[j/2] ^= 0x10 >> (4 * (j % 2)) // nibble j changed
+		offs = append(offs, off)
 		rec := &recordingSource{nodeSource: src}
 		got, err := trieGet(rec, root, off)
 		if v, ok := oracle[string(off)]; err != nil || string(got) != v || (got == nil) == ok {
 			t.Fatalf("%s: get %q = %q, %v; want %q", where, off, got, err, v)
+		}
+		for _, id := range rec.ids {
+			onPaths[id] = true
 		}
 		for i, n := range rec.read[:len(rec.read)-1] {
 			if n.leaf {
@@ -223,6 +233,28 @@ func checkLookupsStop(t *testing.T, where string, src nodeSource, root trieChild
 				}
 			}
 		}
+	}
+	read := func(ids []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+		m := make(map[hashing.Digest]*trieNode, len(ids))
+		for _, id := range ids {
+			if !onPaths[id] {
+				t.Fatalf("%s: trieGetMany of %q with each nibble changed read node %s, which no lookup of those keys reads", where, k, id.Short())
+			}
+			n, err := src.node(id)
+			if err != nil {
+				return nil, err
+			}
+			m[id] = n
+		}
+		return m, nil
+	}
+	found := func(i int, v []byte) {
+		if want, ok := oracle[string(offs[i])]; !ok || string(v) != want {
+			t.Fatalf("%s: trieGetMany found %q = %q; the oracle has %q (%v)", where, offs[i], v, want, ok)
+		}
+	}
+	if err := trieGetMany(root, offs, nil, read, found); err != nil {
+		t.Fatalf("%s: trieGetMany: %v", where, err)
 	}
 }
 

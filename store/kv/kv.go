@@ -369,9 +369,12 @@ func PutSame(ctx context.Context, d Driver, recs []Record) error {
 // Haser is implemented by drivers that can tell which keys have a value
 // without reading the values: a committer that writes a large
 // content-addressed record only when it is not stored yet asks this way,
-// instead of reading back every such record it finds. Has sees what
+// instead of reading back every such record it finds. Has sees the keys
 // GetMany would: a key whose write returned before the call, none whose
-// delete did; a key GetMany finds with an empty value has one.
+// delete did; a key GetMany finds with an empty value has one. It does
+// not read the values, so a key whose value the engine cannot give back
+// (GetMany's *UnreadableError: corruption, which fsck reports) has one
+// too.
 type Haser interface {
 	// Has reports, in the order of keys, whether each has a value.
 	Has(ctx context.Context, keys [][]byte) ([]bool, error)

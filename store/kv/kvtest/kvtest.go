@@ -939,6 +939,9 @@ func testCanceled(t *testing.T, d kv.Driver) {
 	isCanceled("GetMany", err)
 	_, err = kv.GetSame(ctx, d, [][]byte{[]byte("a")})
 	isCanceled("GetSame", err)
+	_, err = kv.Has(ctx, d, [][]byte{[]byte("a")})
+	isCanceled("Has", err)
+	isCanceled("ScanKeys", kv.ScanKeys(ctx, d, nil, nil, 0, func(k []byte) error { return nil }))
 	isCanceled("Scan", d.Scan(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
 	isCanceled("ScanReverse", d.ScanReverse(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
 	isCanceled("Commit", d.Commit(ctx, kv.Batch{Sets: []kv.Record{rec("d", "4")}, Swaps: []kv.Swap{{Key: []byte("r"), Absent: true, New: []byte("x")}}}))
@@ -969,6 +972,17 @@ func testCanceled(t *testing.T, d kv.Driver) {
 	if !errors.Is(err, context.Canceled) || calls != 1 {
 		t.Errorf("ScanReverse canceled in fn: err %v after %d calls, want context.Canceled after 1", err, calls)
 	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	calls = 0
+	err = kv.ScanKeys(ctx, d, nil, nil, 0, func(k []byte) error {
+		calls++
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || calls != 1 {
+		t.Errorf("ScanKeys canceled in fn: err %v after %d calls, want context.Canceled after 1", err, calls)
+	}
 }
 
 func testClosed(t *testing.T, d kv.Driver) {
@@ -988,6 +1002,9 @@ func testClosed(t *testing.T, d kv.Driver) {
 	closed("GetMany", err)
 	_, err = kv.GetSame(ctx, d, [][]byte{[]byte("a")})
 	closed("GetSame", err)
+	_, err = kv.Has(ctx, d, [][]byte{[]byte("a")})
+	closed("Has", err)
+	closed("ScanKeys", kv.ScanKeys(ctx, d, nil, nil, 0, func(k []byte) error { return nil }))
 	closed("Scan", d.Scan(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
 	closed("ScanReverse", d.ScanReverse(ctx, nil, nil, 0, func(k, v []byte) error { return nil }))
 	closed("Commit", d.Commit(ctx, kv.Batch{Sets: []kv.Record{rec("c", "3")}}))
