@@ -1050,8 +1050,7 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	// Payloads, content-addressed: nothing can refuse the commit from
 	// here on but I/O. Many of them are written by another goroutine while
 	// this one builds the state map.
-	var objs []kv.Record
-	var large []int // the indexes in objs of those to look for first
+	var objs, large []kv.Record // large: those to look for first
 	for _, ch := range d.changes {
 		if ch.Noop || ch.Op.Op != graph.OpPut || ch.Op.Data == nil {
 			continue
@@ -1061,12 +1060,14 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 			continue
 		}
 		g.objs[dg] = true
+		rec := kv.Record{Key: keyObj(dg), Value: ch.Op.Data}
 		if len(ch.Op.Data) >= objCheckMin {
-			large = append(large, len(objs))
+			large = append(large, rec)
+		} else {
+			objs = append(objs, rec)
 		}
-		objs = append(objs, kv.Record{Key: keyObj(dg), Value: ch.Op.Data})
 	}
-	objs = s.unstored(objs, large)
+	objs = append(objs, s.unstored(large)...)
 	if len(objs) >= asyncObjects {
 		g.writeAsync(objs)
 	} else {
@@ -1155,32 +1156,28 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	return c, nil
 }
 
-// unstored returns objs without those of the indexes large that are
-// stored already, asking the driver which in one call without reading
-// them (kv.Has). When it cannot tell, all are kept: writing an object
-// again writes the same bytes under the same key. A stored object whose
-// value is unreadable (corruption, which reads and fsck report) is not
-// written again either: a commit does not mend the store in passing.
-func (s *Store) unstored(objs []kv.Record, large []int) []kv.Record {
-	if len(large) == 0 {
-		return objs
+// unstored returns the objects of objs that are not stored yet, asking
+// the driver in one call that reads none of them (kv.Has). When it
+// cannot tell, all are returned: writing an object again writes the same
+// bytes under the same key. A stored object whose value is unreadable
+// (corruption, which reads and fsck report) is not written again either:
+// a commit does not mend the store in passing.
+func (s *Store) unstored(objs []kv.Record) []kv.Record {
+	if len(objs) == 0 {
+		return nil
 	}
-	keys := make([][]byte, len(large))
-	for i, j := range large {
-		keys[i] = objs[j].Key
+	keys := make([][]byte, len(objs))
+	for i, o := range objs {
+		keys[i] = o.Key
 	}
 	found, err := kv.Has(context.Background(), s.kv, keys)
 	if err != nil {
 		s.log.Debug("could not tell which payloads are stored; writing them all", "err", err)
 		return objs
 	}
-	stored := make([]bool, len(objs))
-	for i, j := range large {
-		stored[j] = found[i]
-	}
 	kept := objs[:0]
-	for j, o := range objs {
-		if !stored[j] {
+	for i, o := range objs {
+		if !found[i] {
 			kept = append(kept, o)
 		}
 	}

@@ -176,23 +176,6 @@ func checkAgainstOracle(t *testing.T, where string, src nodeSource, root trieChi
 	}
 }
 
-// recordingSource is a node source that lists the nodes it gives out,
-// and their ids.
-type recordingSource struct {
-	nodeSource
-	read []*trieNode
-	ids  []hashing.Digest
-}
-
-func (r *recordingSource) node(id hashing.Digest) (*trieNode, error) {
-	n, err := r.nodeSource.node(id)
-	if err == nil {
-		r.read = append(r.read, n)
-		r.ids = append(r.ids, id)
-	}
-	return n, err
-}
-
 // checkLookupsStop looks up, in an ordered trie, k with one nibble
 // changed — at each place in turn — and checks where each lookup stops:
 // every node it reads but the last is a branch whose entries' shared
@@ -203,10 +186,7 @@ func (r *recordingSource) node(id hashing.Digest) (*trieNode, error) {
 // must read no node that none of their lookups read.
 func checkLookupsStop(t *testing.T, where string, src nodeSource, root trieChild, k string, oracle map[string]string) {
 	t.Helper()
-	if root.count == 0 {
-		return
-	}
-	if n, err := src.node(root.id); err != nil || n.legacy {
+	if !orderedRoot(src, root) {
 		return // a legacy trie's paths are its keys' hashes
 	}
 	var offs [][]byte
@@ -215,7 +195,7 @@ func checkLookupsStop(t *testing.T, where string, src nodeSource, root trieChild
 		off := []byte(k)
 		off[j/2] ^= 0x10 >> (4 * (j % 2)) // nibble j changed
 		offs = append(offs, off)
-		rec := &recordingSource{nodeSource: src}
+		rec := &pathNodes{nodeSource: src}
 		got, err := trieGet(rec, root, off)
 		if v, ok := oracle[string(off)]; err != nil || string(got) != v || (got == nil) == ok {
 			t.Fatalf("%s: get %q = %q, %v; want %q", where, off, got, err, v)
@@ -223,7 +203,7 @@ func checkLookupsStop(t *testing.T, where string, src nodeSource, root trieChild
 		for _, id := range rec.ids {
 			onPaths[id] = true
 		}
-		for i, n := range rec.read[:len(rec.read)-1] {
+		for i, n := range rec.nodes[:len(rec.nodes)-1] {
 			if n.leaf {
 				t.Fatalf("%s: the lookup of %q read on past a leaf", where, off)
 			}
@@ -234,19 +214,14 @@ func checkLookupsStop(t *testing.T, where string, src nodeSource, root trieChild
 			}
 		}
 	}
+	fromSrc := readFrom(src)
 	read := func(ids []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
-		m := make(map[hashing.Digest]*trieNode, len(ids))
 		for _, id := range ids {
 			if !onPaths[id] {
 				t.Fatalf("%s: trieGetMany of %q with each nibble changed read node %s, which no lookup of those keys reads", where, k, id.Short())
 			}
-			n, err := src.node(id)
-			if err != nil {
-				return nil, err
-			}
-			m[id] = n
 		}
-		return m, nil
+		return fromSrc(ids)
 	}
 	found := func(i int, v []byte) {
 		if want, ok := oracle[string(offs[i])]; !ok || string(v) != want {
@@ -387,15 +362,31 @@ func readFrom(src nodeSource) func([]hashing.Digest) (map[hashing.Digest]*trieNo
 	}
 }
 
-// pathNodes is a nodeSource that records which nodes were asked for.
+// pathNodes is a nodeSource that records the nodes it gives out, and
+// their ids, in the order asked for.
 type pathNodes struct {
 	nodeSource
-	asked map[hashing.Digest]bool
+	ids   []hashing.Digest
+	nodes []*trieNode
 }
 
 func (p *pathNodes) node(id hashing.Digest) (*trieNode, error) {
-	p.asked[id] = true
-	return p.nodeSource.node(id)
+	n, err := p.nodeSource.node(id)
+	if err == nil {
+		p.ids = append(p.ids, id)
+		p.nodes = append(p.nodes, n)
+	}
+	return n, err
+}
+
+// orderedRoot reports whether root is a trie in src of the ordered
+// layout, not empty and not legacy (hashed).
+func orderedRoot(src nodeSource, root trieChild) bool {
+	if root.count == 0 {
+		return false
+	}
+	n, err := src.node(root.id)
+	return err == nil && !n.legacy
 }
 
 // checkWarmReadsPaths checks that a trie writer's warm holds exactly the
@@ -405,18 +396,19 @@ func (p *pathNodes) node(id hashing.Digest) (*trieNode, error) {
 // act). A legacy (hashed) map is rebuilt whole, not warmed.
 func checkWarmReadsPaths(t *testing.T, where string, src nodeSource, root trieChild, keys [][]byte) {
 	t.Helper()
-	if root.count == 0 {
-		return
-	}
-	if n, err := src.node(root.id); err != nil || n.legacy {
+	if !orderedRoot(src, root) {
 		return
 	}
 	read := readFrom(src)
 	none := func(hashing.Digest) *trieNode { return nil }
 	for _, k := range keys[:min(len(keys), 48)] {
-		walked := &pathNodes{nodeSource: src, asked: map[hashing.Digest]bool{}}
+		walked := &pathNodes{nodeSource: src}
 		if _, err := trieGet(walked, root, k); err != nil {
 			t.Fatalf("%s: get %q: %v", where, k, err)
+		}
+		asked := make(map[hashing.Digest]bool, len(walked.ids))
+		for _, id := range walked.ids {
+			asked[id] = true
 		}
 		muts := make([]trieMut, warmMin)
 		for i := range muts {
@@ -427,12 +419,12 @@ func checkWarmReadsPaths(t *testing.T, where string, src nodeSource, root trieCh
 			t.Fatalf("%s: warm %q: %v", where, k, err)
 		}
 		for id := range w.read {
-			if !walked.asked[id] {
+			if !asked[id] {
 				t.Fatalf("%s: warm for %q read node %s, below where its lookup stops", where, k, id.Short())
 			}
 		}
-		if len(w.read) != len(walked.asked) {
-			t.Fatalf("%s: warm for %q read %d nodes, its lookup walks %d", where, k, len(w.read), len(walked.asked))
+		if len(w.read) != len(asked) {
+			t.Fatalf("%s: warm for %q read %d nodes, its lookup walks %d", where, k, len(w.read), len(asked))
 		}
 	}
 }

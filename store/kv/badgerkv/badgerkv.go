@@ -538,29 +538,19 @@ func (d *Driver) getMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 // getIn reads keys in txn: their values in order, nil for a missing key.
 func (d *Driver) getIn(ctx context.Context, txn *badger.Txn, keys [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(keys))
-	for i, k := range keys {
-		if i%ctxEvery == ctxEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		item, err := txn.Get(k)
-		if errors.Is(err, badger.ErrKeyNotFound) || errors.Is(err, badger.ErrEmptyKey) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
+	err := eachFound(ctx, txn, keys, func(i int, item *badger.Item) error {
 		v, err := item.ValueCopy(nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if v, err = checkedValue(item, v); err != nil {
-			return nil, err
+			return err
 		}
-		if out[i], err = d.resolve(item, v); err != nil {
-			return nil, err
-		}
+		out[i], err = d.resolve(item, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -574,27 +564,39 @@ func (d *Driver) Has(ctx context.Context, keys [][]byte) ([]bool, error) {
 	defer d.g.Leave()
 	out := make([]bool, len(keys))
 	err := d.db.View(func(txn *badger.Txn) error {
-		for i, k := range keys {
-			if i%ctxEvery == ctxEvery-1 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			_, err := txn.Get(k)
-			if errors.Is(err, badger.ErrKeyNotFound) || errors.Is(err, badger.ErrEmptyKey) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
+		return eachFound(ctx, txn, keys, func(i int, _ *badger.Item) error {
 			out[i] = true
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("badgerkv: has: %w", err)
 	}
 	return out, nil
+}
+
+// eachFound looks keys up in txn and calls found with the index and item
+// of each one stored, checking ctx every ctxEvery keys; an empty key is
+// not stored.
+func eachFound(ctx context.Context, txn *badger.Txn, keys [][]byte, found func(i int, item *badger.Item) error) error {
+	for i, k := range keys {
+		if i%ctxEvery == ctxEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		item, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) || errors.Is(err, badger.ErrEmptyKey) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := found(i, item); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkedValue returns v, item's value as Badger gave it, or a
@@ -620,7 +622,7 @@ func (e errStop) Error() string { return e.err.Error() }
 func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
 	return d.iterate(ctx, "scan", limit, badger.IteratorOptions{Prefix: prefix},
 		func(it *badger.Iterator) { it.Seek(kv.ScanStart(prefix, start)) },
-		func([]byte) (skip, end bool) { return false, false }, fn, nil)
+		func([]byte) (skip, end bool) { return false, false }, true, fn)
 }
 
 // ScanKeys implements kv.KeyScanner: an iterator that fetches no value,
@@ -628,7 +630,7 @@ func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn f
 func (d *Driver) ScanKeys(ctx context.Context, prefix, start []byte, limit int, fn func(k []byte) error) error {
 	return d.iterate(ctx, "scan keys", limit, badger.IteratorOptions{Prefix: prefix},
 		func(it *badger.Iterator) { it.Seek(kv.ScanStart(prefix, start)) },
-		func([]byte) (skip, end bool) { return false, false }, nil, fn)
+		func([]byte) (skip, end bool) { return false, false }, false, func(k, _ []byte) error { return fn(k) })
 }
 
 // ScanReverse implements kv.Driver. It iterates without Badger's prefix
@@ -649,20 +651,20 @@ func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int,
 		}
 		return false, !bytes.HasPrefix(key, prefix)
 	}
-	return d.iterate(ctx, "scan reverse", limit, badger.IteratorOptions{Reverse: true}, seek, within, fn, nil)
+	return d.iterate(ctx, "scan reverse", limit, badger.IteratorOptions{Reverse: true}, seek, within, true, fn)
 }
 
 // iterate calls fn, in one read transaction, for the items of an
 // iterator with opts from where seek puts it: at most limit of them (0:
 // all), passing over those within says to skip and stopping at the first
-// it says ends the scan. With fn nil it calls keyFn with the keys alone,
-// and no value is fetched. what names the call in errors.
-func (d *Driver) iterate(ctx context.Context, what string, limit int, opts badger.IteratorOptions, seek func(*badger.Iterator), within func(key []byte) (skip, end bool), fn func(k, v []byte) error, keyFn func(k []byte) error) error {
+// it says ends the scan. Without values it fetches none and hands fn a
+// nil value. what names the call in errors.
+func (d *Driver) iterate(ctx context.Context, what string, limit int, opts badger.IteratorOptions, seek func(*badger.Iterator), within func(key []byte) (skip, end bool), values bool, fn func(k, v []byte) error) error {
 	if err := d.enter(ctx); err != nil {
 		return err
 	}
 	defer d.g.Leave()
-	opts.PrefetchValues, opts.PrefetchSize = fn != nil, 100
+	opts.PrefetchValues, opts.PrefetchSize = values, 100
 	if limit > 0 && limit < opts.PrefetchSize {
 		opts.PrefetchSize = limit
 	}
@@ -683,8 +685,8 @@ func (d *Driver) iterate(ctx context.Context, what string, limit int, opts badge
 				return errStop{err}
 			}
 			var err, lost error
-			if fn == nil {
-				err = keyFn(item.Key())
+			if !values {
+				err = fn(item.Key(), nil)
 			} else {
 				err = item.Value(func(v []byte) error {
 					if v, lost = checkedValue(item, v); lost != nil {

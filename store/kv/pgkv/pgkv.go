@@ -374,17 +374,13 @@ func (d *Driver) lookUp(ctx context.Context, what string, keys [][]byte, values 
 		return err
 	}
 	defer d.g.Leave()
-	cols := "k, NULL::bytea"
-	if values {
-		cols = "k, v"
-	}
 	for start := 0; start < len(keys); start += getManyPart {
 		part := keys[start:min(start+getManyPart, len(keys))]
 		at := make(map[string][]int, len(part))
 		for i, k := range part {
 			at[string(k)] = append(at[string(k)], start+i)
 		}
-		rows, err := d.pool.Query(ctx, "SELECT "+cols+" FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", part)
+		rows, err := d.pool.Query(ctx, "SELECT "+selected(values)+" FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", part)
 		if err != nil {
 			return fmt.Errorf("pgkv: %s: %w", what, ctxErr(ctx, err))
 		}
@@ -405,35 +401,42 @@ func (d *Driver) lookUp(ctx context.Context, what string, keys [][]byte, values 
 	return nil
 }
 
+// selected is what a query of records selects: the key and the value,
+// or without values the key and a NULL in the value's place (scanned as
+// a nil value), so that the server sends no value.
+func selected(values bool) string {
+	if values {
+		return "k, v"
+	}
+	return "k, NULL::bytea"
+}
+
 // Scan implements kv.Driver with one query, a snapshot, whose rows stream
 // to fn; it holds a pool connection until it returns.
 func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
-	return d.scan(ctx, kv.ScanStart(prefix, start), kv.PrefixEnd(prefix), false, limit, fn, nil)
+	return d.scan(ctx, kv.ScanStart(prefix, start), kv.PrefixEnd(prefix), false, limit, true, fn)
 }
 
 // ScanKeys implements kv.KeyScanner like Scan, with a query for the keys
 // alone.
 func (d *Driver) ScanKeys(ctx context.Context, prefix, start []byte, limit int, fn func(k []byte) error) error {
-	return d.scan(ctx, kv.ScanStart(prefix, start), kv.PrefixEnd(prefix), false, limit, nil, fn)
+	return d.scan(ctx, kv.ScanStart(prefix, start), kv.PrefixEnd(prefix), false, limit, false, func(k, _ []byte) error { return fn(k) })
 }
 
 // ScanReverse implements kv.Driver like Scan, in decreasing key order.
 func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int, fn func(k, v []byte) error) error {
-	return d.scan(ctx, prefix, kv.ScanEnd(prefix, end), true, limit, fn, nil)
+	return d.scan(ctx, prefix, kv.ScanEnd(prefix, end), true, limit, true, fn)
 }
 
-// scan streams the rows with from <= k < to (a nil to: no bound) to fn,
-// or with fn nil their keys alone, not asked of the server, to keyFn.
-func (d *Driver) scan(ctx context.Context, from, to []byte, reverse bool, limit int, fn func(k, v []byte) error, keyFn func(k []byte) error) error {
+// scan streams the rows with from <= k < to (a nil to: no bound) to fn;
+// without values it asks the server for the keys alone and hands fn a
+// nil value.
+func (d *Driver) scan(ctx context.Context, from, to []byte, reverse bool, limit int, values bool, fn func(k, v []byte) error) error {
 	if err := d.enter(ctx); err != nil {
 		return err
 	}
 	defer d.g.Leave()
-	cols := "k, v"
-	if fn == nil {
-		cols = "k, NULL::bytea"
-	}
-	q := "SELECT " + cols + " FROM " + d.kvT + " WHERE k >= $1"
+	q := "SELECT " + selected(values) + " FROM " + d.kvT + " WHERE k >= $1"
 	args := []any{nonNil(from)}
 	if to != nil {
 		q += " AND k < $2"
@@ -459,12 +462,10 @@ func (d *Driver) scan(ctx context.Context, from, to []byte, reverse bool, limit 
 		if err := rows.Scan(&k, &v); err != nil {
 			return fmt.Errorf("pgkv: scan: %w", err)
 		}
-		if fn == nil {
-			err = keyFn(k)
-		} else {
-			err = fn(k, nonNil(v))
+		if values {
+			v = nonNil(v)
 		}
-		if err != nil {
+		if err := fn(k, v); err != nil {
 			return err
 		}
 	}
