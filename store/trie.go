@@ -759,12 +759,24 @@ func childOnPath(n *trieNode, key []byte, from, depth int, path **hashing.Digest
 			p := hashing.Digest(sha256.Sum256(key))
 			*path = &p
 		}
-		return legacyNibble(**path, depth), from, nil
+		return legacyNibble(**path, depth), n.fromBelow(from), nil
 	}
 	if !onBranch(n, key, from) {
 		return -1, from, nil
 	}
-	return keyNibble(key, n.depth), n.depth + 1, nil
+	return keyNibble(key, n.depth), n.fromBelow(from), nil
+}
+
+// fromBelow returns the first nibble of a key whose path runs through
+// branch n that the branches below n have not compared, when its nibbles
+// before from were compared above n: the one after n's split nibble for
+// an ordered branch, from itself for a legacy branch (which compares a
+// hash, not the key). It is the same for every key below n.
+func (n *trieNode) fromBelow(from int) int {
+	if n.legacy {
+		return from
+	}
+	return n.depth + 1
 }
 
 // onBranch reports whether key's path runs through the ordered branch n:
@@ -830,24 +842,23 @@ func trieGetMany(root trieChild, keys [][]byte, cached func(hashing.Digest) *tri
 				paths = make([]*hashing.Digest, len(keys))
 			}
 			var parts [16][]int
-			from := g.from
 			for _, i := range g.keys {
 				var path **hashing.Digest
 				if n.legacy {
 					path = &paths[i]
 				}
-				c, below, err := childOnPath(n, keys[i], g.from, depth, path)
+				c, _, err := childOnPath(n, keys[i], g.from, depth, path)
 				if err != nil {
 					return err
 				}
 				if c >= 0 && n.children[c].count > 0 {
 					parts[c] = append(parts[c], i)
-					from = below // the same for every key below n
 				}
 			}
+			below := n.fromBelow(g.from)
 			for c, ks := range parts {
 				if len(ks) > 0 {
-					next = append(next, group{ref: n.children[c], keys: ks, from: from})
+					next = append(next, group{ref: n.children[c], keys: ks, from: below})
 				}
 			}
 		}
