@@ -139,13 +139,15 @@ type Driver struct {
 	commitMu sync.Mutex
 	// snaps is the read transaction GetSame shares (snapshot.go).
 	snaps *snapshots
-	// committing counts the Commit calls in progress, and lastCommit is
-	// when the last one began (Unix nanoseconds): while others commit, a
-	// bulk put gives way (putChunkRecords).
+	// committing counts the non-empty Commit calls writing, and
+	// lastCommit is when the last one began (Unix nanoseconds): while
+	// commits are made, a bulk put gives way (putChunkRecords).
 	committing, lastCommit atomic.Int64
 	// chunkRecords and chunkBytes bound a chunk of a bulk put that gives
-	// way; chunkAlways makes every bulk put give way. Tests change them.
+	// way, giveWay is how recent a commit makes it do so, and chunkAlways
+	// makes every bulk put give way. Tests change them.
 	chunkRecords, chunkBytes int
+	giveWay                  time.Duration
 	chunkAlways              bool
 }
 
@@ -199,7 +201,8 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	d := &Driver{db: db, packs: pk, trim: startTrimmer(opts.Dir, opts.MappedBytes, log), log: log, blog: blog, stop: make(chan struct{}), snaps: newSnapshots(db), chunkRecords: putChunkRecords, chunkBytes: putChunkBytes}
+	d := &Driver{db: db, packs: pk, trim: startTrimmer(opts.Dir, opts.MappedBytes, log), log: log, blog: blog, stop: make(chan struct{}), snaps: newSnapshots(db),
+		chunkRecords: putChunkRecords, chunkBytes: putChunkBytes, giveWay: giveWayWindow}
 	d.bg.Go(func() { d.snaps.run(d.stop) })
 	if !opts.NoSync {
 		// Without synced writes a collection's rewrite is not durable
@@ -356,51 +359,55 @@ func (d *Driver) enter(ctx context.Context) error {
 // context.
 const ctxEvery = 1024
 
-// PutImmutable implements kv.Driver: it looks each key up in one read
-// transaction and writes the missing ones.
+// PutImmutable implements kv.Driver: it looks each key up in a read
+// transaction (one a chunk, see put) and writes the missing ones.
 func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 	return d.put(ctx, "put immutable", recs, true)
 }
 
-// PutSame implements kv.SamePutter: the records go into one Badger
-// WriteBatch without a read of each key first, the values of a bulk put
-// into a pack (pack.go).
+// PutSame implements kv.SamePutter: the records go to Badger (one
+// WriteBatch a chunk, see put) without a read of each key first, the
+// values of a bulk put into a pack (pack.go).
 func (d *Driver) PutSame(ctx context.Context, recs []kv.Record) error {
 	return d.put(ctx, "put same", recs, false)
 }
 
 // Badger writes one batch at a time, and a transaction begun while a
-// batch is written waits for it: a commit of another context that
-// arrives during a bulk put written as one batch waits for all of it — up
-// to about 30 ms for the 12,000 records of a 10,000-artifact commit here.
-// So while other commits are being made (one in progress, or one begun
-// within giveWayWindow), a bulk put gives way: it is written in chunks
-// of at most putChunkRecords records and putChunkBytes bytes of keys and
-// values (a packed value counts as its pointer), each written and synced
-// before the next, and a commit arriving meanwhile waits for one chunk.
-// Each chunk costs a sync of its own — a 10,000-artifact bulk commit is
-// about 12 % slower in chunks — so a put with no other writer about goes
-// as one batch (docs/BENCHMARKS.md, "A bulk put that gives way"). A put's
-// records are content-addressed (or, for PutImmutable, never changed): a
-// put cut short between chunks leaves only records nothing refers to
-// yet, as a put cut short always could.
+// batch is written waits for it: a commit that arrives during a bulk put
+// written as one batch waits for all of it — up to about 30 ms for the
+// 12,000 records of a 10,000-artifact commit here. So while commits are
+// being made — a non-empty Commit in progress or begun within
+// giveWayWindow, whatever its context (the driver does not know whose
+// put is whose) — a bulk put gives way: it is written in chunks of at
+// most putChunkRecords records and putChunkBytes bytes of keys and values
+// (a packed value counts as its pointer), each written and synced before
+// the next, and a commit arriving meanwhile waits for one chunk. Each
+// chunk costs a sync of its own — a 10,000-artifact bulk commit is 12 %
+// slower when every put is chunked, about 10 % for the one that gives way
+// in the hub scenario — so a put with no commit about goes as one batch;
+// the choice is made again before each chunk, and a commit that arrives
+// during a batch waits for all of it (docs/BENCHMARKS.md, "A bulk put
+// that gives way").
 const (
 	putChunkRecords = 1024
 	putChunkBytes   = 1 << 20
 	giveWayWindow   = 10 * time.Millisecond
 )
 
-// othersCommitting reports whether a bulk put should give way (see
-// putChunkRecords): a commit is in progress, or one began within
-// giveWayWindow before now.
-func othersCommitting(inProgress int64, lastBegun, now time.Time) bool {
-	return inProgress > 0 || now.Sub(lastBegun) < giveWayWindow
+// commitsAbout reports whether a bulk put should give way (see
+// putChunkRecords): a commit is in progress, or one began within window
+// before now.
+func commitsAbout(inProgress int64, lastBegun, now time.Time, window time.Duration) bool {
+	return inProgress > 0 || now.Sub(lastBegun) < window
 }
 
-// put writes recs — in chunks while other commits are made, otherwise as
+// put writes recs — in chunks while commits are being made, otherwise as
 // one batch (putChunkRecords) — each through a WriteBatch; with keep, a
 // record whose key is stored already is left out (its stored value
-// stays). what names the call in errors.
+// stays; of two records of one key in different chunks, the first). A
+// put that fails may have stored the chunks before the one that failed:
+// its records are content-addressed or immutable, so they are records
+// nothing refers to yet. what names the call in errors.
 func (d *Driver) put(ctx context.Context, what string, recs []kv.Record, keep bool) error {
 	if err := d.enter(ctx); err != nil {
 		return err
@@ -424,8 +431,13 @@ func (d *Driver) put(ctx context.Context, what string, recs []kv.Record, keep bo
 	}
 	written := 0
 	for lo := 0; lo < len(recs); {
+		if lo > 0 {
+			if err := d.checkSync(); err != nil { // a chunk's sync failed: stop there
+				return err
+			}
+		}
 		hi := len(recs)
-		if d.chunkAlways || othersCommitting(d.committing.Load(), time.Unix(0, d.lastCommit.Load()), time.Now()) {
+		if d.chunkAlways || commitsAbout(d.committing.Load(), time.Unix(0, d.lastCommit.Load()), time.Now(), d.giveWay) {
 			hi = chunkEnd(recs, ptrs, lo, d.chunkRecords, d.chunkBytes)
 		}
 		var part []packPtr
@@ -449,10 +461,11 @@ func (d *Driver) put(ctx context.Context, what string, recs []kv.Record, keep bo
 // most maxRecs records and, past its first, maxBytes bytes of keys and
 // values as written (ptrs, when not nil, the pointers of packed values).
 func chunkEnd(recs []kv.Record, ptrs []packPtr, lo, maxRecs, maxBytes int) int {
+	maxRecs = max(1, maxRecs)
 	size := 0
 	for i := lo; i < len(recs) && i-lo < maxRecs; i++ {
 		n := len(recs[i].Key) + len(recs[i].Value)
-		if ptrs != nil && ptrs[i].n > 0 {
+		if packedAt(ptrs, i) {
 			n = len(recs[i].Key) + packPtrSize
 		}
 		if size += n; size > maxBytes && i > lo {
@@ -461,6 +474,10 @@ func chunkEnd(recs []kv.Record, ptrs []packPtr, lo, maxRecs, maxBytes int) int {
 	}
 	return min(len(recs), lo+maxRecs)
 }
+
+// packedAt reports whether record i's value is in a pack (ptrs: a put's
+// pack pointers, nil when none is packed).
+func packedAt(ptrs []packPtr, i int) bool { return ptrs != nil && ptrs[i].n > 0 }
 
 // putChunk writes recs (ptrs: their pack pointers, or nil) through one
 // WriteBatch, which splits them into transactions as large as Badger
@@ -492,7 +509,7 @@ func (d *Driver) putChunk(ctx context.Context, recs []kv.Record, ptrs []packPtr,
 				}
 			}
 			var err error
-			if ptrs != nil && ptrs[i].n > 0 {
+			if packedAt(ptrs, i) {
 				err = wb.SetEntry(badger.NewEntry(r.Key, ptrs[i].encode()).WithMeta(metaPacked))
 			} else {
 				err = wb.Set(r.Key, r.Value)
@@ -805,9 +822,6 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 		return err
 	}
 	defer d.g.Leave()
-	d.lastCommit.Store(time.Now().UnixNano())
-	d.committing.Add(1)
-	defer d.committing.Add(-1)
 	if err := d.checkSync(); err != nil {
 		return err
 	}
@@ -817,7 +831,11 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	// Every write is synced before Badger returns it (SyncWrites, unless
 	// NoSync), so an empty batch has nothing left to make durable.
 	if !b.Empty() {
-		if err := d.apply(ctx, &b); err != nil {
+		d.lastCommit.Store(time.Now().UnixNano())
+		d.committing.Add(1)
+		err := d.apply(ctx, &b)
+		d.committing.Add(-1)
+		if err != nil {
 			return err
 		}
 		if deletes(&b) {

@@ -12,15 +12,16 @@ import (
 	"github.com/artifactd/artifactd/store/kv/kvtest"
 )
 
-// openChunked opens a driver whose bulk puts give way in chunks of at
-// most records records and bytes bytes, every one when always is set.
-func openChunked(t *testing.T, records, bytes int, always bool) *Driver {
+// openChunked opens a driver in dir whose bulk puts give way in chunks
+// of at most records records and bytes bytes, every one when always is
+// set, and otherwise after a commit within a minute.
+func openChunked(t *testing.T, dir string, records, bytes int, always bool) *Driver {
 	t.Helper()
-	d, err := Open(context.Background(), Options{Dir: t.TempDir(), MemTableSize: 16 << 20})
+	d, err := Open(context.Background(), Options{Dir: dir, MemTableSize: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.chunkRecords, d.chunkBytes, d.chunkAlways = records, bytes, always
+	d.chunkRecords, d.chunkBytes, d.chunkAlways, d.giveWay = records, bytes, always, time.Minute
 	return d
 }
 
@@ -28,9 +29,11 @@ func openChunked(t *testing.T, records, bytes int, always bool) *Driver {
 // way in chunks of a few records, so that each put of more than three
 // records is written in several Badger writes.
 func TestConformanceSmallChunks(t *testing.T) {
-	kvtest.Run(t, func(t *testing.T) kv.Driver { return openChunked(t, 3, 256, true) })
+	kvtest.Run(t, func(t *testing.T) kv.Driver { return openChunked(t, t.TempDir(), 3, 256, true) })
 }
 
+// TestChunkEnd checks where a chunk of a bulk put ends: by count, by
+// bytes (a packed value counted as its pointer), never empty.
 func TestChunkEnd(t *testing.T) {
 	rec := func(key string, value int) kv.Record {
 		return kv.Record{Key: []byte(key), Value: make([]byte, value)}
@@ -53,6 +56,8 @@ func TestChunkEnd(t *testing.T) {
 		{"first over budget", nil, 2, 10, 25, 3, "c alone passes the budget, but a chunk has a record"},
 		{"packed counts its pointer", packed, 0, 10, 45, 3, "a, b and c's pointer make 41, d passes 45"},
 		{"unpacked counts its value", nil, 0, 10, 45, 2, "c's 100 bytes pass 45"},
+		{"packed from lo", packed, 1, 10, 35, 3, "b and c's pointer make 31, d passes 35"},
+		{"no count", nil, 1, 0, 1 << 20, 2, "a chunk has a record"},
 		{"one a chunk", nil, 1, 1, 1 << 20, 2, "one record"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,7 +68,9 @@ func TestChunkEnd(t *testing.T) {
 	}
 }
 
-func TestOthersCommitting(t *testing.T) {
+// TestCommitsAbout checks when a bulk put gives way: a commit in
+// progress, or one begun within the window.
+func TestCommitsAbout(t *testing.T) {
 	now := time.Date(2026, 12, 4, 22, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		inProgress int64
@@ -78,8 +85,8 @@ func TestOthersCommitting(t *testing.T) {
 		{0, 56 * 365 * 24 * time.Hour, false}, // never: the zero Unix time
 		{0, -time.Millisecond, true},          // a clock that stepped back: give way
 	} {
-		if got := othersCommitting(c.inProgress, now.Add(-c.ago), now); got != c.want {
-			t.Errorf("othersCommitting(%d in progress, last begun %v ago) = %v, want %v", c.inProgress, c.ago, got, c.want)
+		if got := commitsAbout(c.inProgress, now.Add(-c.ago), now, giveWayWindow); got != c.want {
+			t.Errorf("commitsAbout(%d in progress, last begun %v ago) = %v, want %v", c.inProgress, c.ago, got, c.want)
 		}
 	}
 }
@@ -99,13 +106,15 @@ func (c *errAfter) Err() error {
 }
 
 // TestPutGivesWayInChunks cancels bulk puts part way. A put that gives
-// way — while a commit is in progress, or with chunkAlways — stops at a
-// chunk's end, with the chunks before it stored whole and nothing after
-// them; one with no commit about is one batch, stored whole or not at
-// all. For PutSame (packed values and values in the tree) and for
-// PutImmutable, which keeps stored values.
+// way — while a commit is in progress, after a commit (a non-empty one:
+// an empty Commit writes nothing and does not count), or with
+// chunkAlways — stops at a chunk's end, with the chunks before it stored
+// whole and nothing after them; one with no commit about is one batch,
+// stored whole or not at all. For PutSame (its values packed, but for
+// every tenth, which stays in the tree) and for PutImmutable, which keeps
+// stored values.
 func TestPutGivesWayInChunks(t *testing.T) {
-	const chunk, total = 4, 22
+	const chunk, total = 16, 90 // 90 values of about 1 KiB: past packMinBytes
 	rng := rand.New(rand.NewPCG(4, 22))
 	for _, c := range []struct {
 		name string
@@ -114,19 +123,32 @@ func TestPutGivesWayInChunks(t *testing.T) {
 		{"PutSame", func(d *Driver, ctx context.Context, recs []kv.Record) error { return d.PutSame(ctx, recs) }},
 		{"PutImmutable", func(d *Driver, ctx context.Context, recs []kv.Record) error { return d.PutImmutable(ctx, recs) }},
 	} {
-		for _, mode := range []string{"always", "committing", "alone"} {
+		for _, mode := range []string{"always", "committing", "committed", "alone", "empty commit"} {
 			for calls := 3; calls <= 5; calls++ {
 				t.Run(fmt.Sprintf("%s/%s/%d", c.name, mode, calls), func(t *testing.T) {
-					d := openChunked(t, chunk, 1<<20, mode == "always")
+					dir := t.TempDir()
+					d := openChunked(t, dir, chunk, 1<<20, mode == "always")
 					defer d.Close()
-					if mode == "committing" {
+					switch mode {
+					case "committing":
 						d.committing.Add(1) // as during another goroutine's Commit
+					case "committed", "empty commit":
+						b := kv.Batch{}
+						if mode == "committed" {
+							b.Sets = []kv.Record{{Key: []byte("ref"), Value: []byte("c")}}
+						}
+						if err := d.Commit(context.Background(), b); err != nil {
+							t.Fatal(err)
+						}
 					}
 					recs := bulkRecords(rng, "k", total)
 					err := c.put(d, &errAfter{Context: context.Background(), n: calls}, recs)
 					stored := storedPrefix(t, d, recs)
+					if c.name == "PutSame" && stored > 0 && len(packFiles(t, dir)) == 0 {
+						t.Fatal("nothing packed: the test no longer puts packed values")
+					}
 					switch {
-					case mode == "alone":
+					case mode == "alone" || mode == "empty commit":
 						if err != nil || stored != total {
 							t.Fatalf("a put alone, cancelled after %d checks: %v, %d of %d stored; want one batch, stored whole", calls, err, stored, total)
 						}
