@@ -76,93 +76,37 @@ func readsDuring(b *testing.B, write func(ctx context.Context, d *badgerkv.Drive
 			if err := d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: probe, Value: []byte("x")}}}); err != nil {
 				b.Fatal(err)
 			}
-			var stop atomic.Bool
-			var wg sync.WaitGroup
-			errc := make(chan error, 1)
-			wg.Go(func() {
-				for i := 0; !stop.Load(); i++ {
-					if err := write(ctx, d, i); err != nil {
-						errc <- err
-						return
-					}
-				}
-			})
-			lat := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				t := time.Now()
+			timedDuring(b, func(i int) error { return write(ctx, d, i) }, func(int) error {
 				v, err := r.read(ctx, d, probe)
-				if err != nil {
-					b.Fatal(err)
+				if err == nil && string(v) != "x" {
+					err = fmt.Errorf("probe read %q", v)
 				}
-				if string(v) != "x" {
-					b.Fatalf("probe read %q", v)
-				}
-				lat = append(lat, time.Since(t))
-				time.Sleep(time.Millisecond)
-			}
-			b.StopTimer()
-			stop.Store(true)
-			wg.Wait()
-			select {
-			case err := <-errc:
-				b.Fatal(err)
-			default:
-			}
-			slices.Sort(lat)
-			q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
-			b.ReportMetric(q(0.5), "p50-µs")
-			b.ReportMetric(q(0.99), "p99-µs")
-			b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
-			b.ReportMetric(0, "ns/op")
+				return err
+			})
 		})
 	}
 }
 
-// BenchmarkCommitDuringBulkPuts measures one-record commits — another
-// context's one-artifact commit — while another goroutine writes what a
-// 10,000-artifact commit writes: PutSame of 12,000 records (2,000 of
-// 600 bytes, as its state-map nodes, and 10,000 of 290, as its payloads),
-// then a small Commit, over and over. Each of b.N commits starts 1 ms
-// after the last ended; the benchmark reports their p50, p99 and maximum.
-// Like the read benchmarks above it uses only the kv API.
-func BenchmarkCommitDuringBulkPuts(b *testing.B) {
-	ctx := context.Background()
-	d, err := badgerkv.Open(ctx, badgerkv.Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
+// timedDuring runs write(i) for i = 0, 1, … on another goroutine while
+// it times b.N calls op(i), one a millisecond after the last ended, and
+// reports their p50, p99 and maximum.
+func timedDuring(b *testing.B, write, op func(i int) error) {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
 	wg.Go(func() {
 		for i := 0; !stop.Load(); i++ {
-			recs := make([]kv.Record, 12_000)
-			for j := range recs {
-				v := make([]byte, 290)
-				if j < 2000 {
-					v = make([]byte, 600)
-				}
-				rand.Read(v)
-				recs[j] = kv.Record{Key: fmt.Appendf(nil, "bulk\x00%d-%d", i, j), Value: v}
-			}
-			if err := d.PutSame(ctx, recs); err != nil {
-				errc <- err
-				return
-			}
-			if err := d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: []byte("ref\x00bulk"), Value: fmt.Append(nil, i)}}}); err != nil {
+			if err := write(i); err != nil {
 				errc <- err
 				return
 			}
 		}
 	})
 	lat := make([]time.Duration, 0, b.N)
-	v := make([]byte, 700)
 	b.ResetTimer()
 	for i := range b.N {
 		t := time.Now()
-		if err := d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: fmt.Appendf(nil, "small\x00%d", i), Value: v}}}); err != nil {
+		if err := op(i); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t))
@@ -182,4 +126,38 @@ func BenchmarkCommitDuringBulkPuts(b *testing.B) {
 	b.ReportMetric(q(0.99), "p99-µs")
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkCommitDuringBulkPuts measures one-record commits — another
+// context's one-artifact commit — while another goroutine writes what a
+// 10,000-artifact commit writes: PutSame of 12,000 records (2,000 of
+// 600 bytes, as its state-map nodes, and 10,000 of 290, as its payloads),
+// then a small Commit, over and over. Each of b.N commits starts 1 ms
+// after the last ended; the benchmark reports their p50, p99 and maximum.
+// Like the read benchmarks above it uses only the kv API.
+func BenchmarkCommitDuringBulkPuts(b *testing.B) {
+	ctx := context.Background()
+	d, err := badgerkv.Open(ctx, badgerkv.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	small := make([]byte, 700)
+	timedDuring(b, func(i int) error {
+		recs := make([]kv.Record, 12_000)
+		for j := range recs {
+			v := make([]byte, 290)
+			if j < 2000 {
+				v = make([]byte, 600)
+			}
+			rand.Read(v)
+			recs[j] = kv.Record{Key: fmt.Appendf(nil, "bulk\x00%d-%d", i, j), Value: v}
+		}
+		if err := d.PutSame(ctx, recs); err != nil {
+			return err
+		}
+		return d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: []byte("ref\x00bulk"), Value: fmt.Append(nil, i)}}})
+	}, func(i int) error {
+		return d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: fmt.Appendf(nil, "small\x00%d", i), Value: small}}})
+	})
 }
