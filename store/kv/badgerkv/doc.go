@@ -21,6 +21,13 @@
 //     or a wrong checksum is a *kv.UnreadableError. Pack space is not
 //     reclaimed: the store never deletes what it puts with PutSame
 //     (kv.SamePutter); a delete drops the pointer.
+//   - Badger writes one batch at a time, so a commit that arrives while a
+//     bulk put is written waits for the whole put. While commits are
+//     being made (one writing, or one begun within 10 ms), a bulk put
+//     therefore gives way: it is written in chunks of 1,024 records or
+//     1 MiB, each synced before the next, and a commit waits for one
+//     chunk; alone, a put is one batch, since each chunk costs a sync
+//     (badgerkv.go, putChunkRecords).
 //   - Commit checks the swaps and writes the batch in one transaction.
 //     Commits are serialised by a mutex from the check to the
 //     transaction's end, which makes the check and the write one atomic
