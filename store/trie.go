@@ -428,7 +428,7 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 			}
 			c := -1
 			if !n.leaf && !n.legacy {
-				c, from[i], _ = childOnPath(n, muts[i].key, from[i], 0, nil) // an ordered branch: no error
+				c, _ = childOnPath(n, muts[i].key, from[i], 0, nil) // an ordered branch: no error
 			}
 			if c < 0 {
 				// A key off the branch's prefix makes a new split above
@@ -436,7 +436,7 @@ func (w *trieWriter) warm(root trieChild, muts []trieMut, cached func(hashing.Di
 				at[i] = trieChild{}
 				continue
 			}
-			at[i] = n.children[c]
+			at[i], from[i] = n.children[c], n.fromBelow(from[i])
 			more = more || at[i].count > 0
 		}
 	}
@@ -735,36 +735,35 @@ func trieGet(src nodeSource, root trieChild, key []byte) ([]byte, error) {
 			v, _ := leafGet(n, key)
 			return v, nil
 		}
-		c, next, err := childOnPath(n, key, from, depth, &legacyPath)
+		c, err := childOnPath(n, key, from, depth, &legacyPath)
 		if err != nil || c < 0 || n.children[c].count == 0 {
 			return nil, err
 		}
-		id, from = n.children[c].id, next
+		id, from = n.children[c].id, n.fromBelow(from)
 	}
 }
 
 // childOnPath returns which child of branch n key's path runs through,
-// or -1 when no entry below n can have key, and the first nibble of key
-// the branches below it have not compared yet. depth is n's level in the
-// descent and from the first nibble of key not compared with a branch's
-// before n (onBranch). A legacy (hashed) branch picks the child by key's
-// SHA-256, which *path holds once a legacy branch needed it (computed
-// then).
-func childOnPath(n *trieNode, key []byte, from, depth int, path **hashing.Digest) (int, int, error) {
+// or -1 when no entry below n can have key; the branches below compare
+// key from n.fromBelow(from). depth is n's level in the descent and from
+// the first nibble of key not compared with a branch's before n
+// (onBranch). A legacy (hashed) branch picks the child by key's SHA-256,
+// which *path holds once a legacy branch needed it (computed then).
+func childOnPath(n *trieNode, key []byte, from, depth int, path **hashing.Digest) (int, error) {
 	if n.legacy {
 		if depth >= legacyMaxDepth {
-			return -1, from, fmt.Errorf("%w: legacy state map deeper than a hash", ErrCorrupt)
+			return -1, fmt.Errorf("%w: legacy state map deeper than a hash", ErrCorrupt)
 		}
 		if *path == nil {
 			p := hashing.Digest(sha256.Sum256(key))
 			*path = &p
 		}
-		return legacyNibble(**path, depth), n.fromBelow(from), nil
+		return legacyNibble(**path, depth), nil
 	}
 	if !onBranch(n, key, from) {
-		return -1, from, nil
+		return -1, nil
 	}
-	return keyNibble(key, n.depth), n.fromBelow(from), nil
+	return keyNibble(key, n.depth), nil
 }
 
 // fromBelow returns the first nibble of a key whose path runs through
@@ -847,7 +846,7 @@ func trieGetMany(root trieChild, keys [][]byte, cached func(hashing.Digest) *tri
 				if n.legacy {
 					path = &paths[i]
 				}
-				c, _, err := childOnPath(n, keys[i], g.from, depth, path)
+				c, err := childOnPath(n, keys[i], g.from, depth, path)
 				if err != nil {
 					return err
 				}

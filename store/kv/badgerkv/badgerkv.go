@@ -144,11 +144,10 @@ type Driver struct {
 	// commits are made, a bulk put gives way (putChunkRecords).
 	committing, lastCommit atomic.Int64
 	// chunkRecords and chunkBytes bound a chunk of a bulk put that gives
-	// way, giveWay is how recent a commit makes it do so, and chunkAlways
-	// makes every bulk put give way. Tests change them.
+	// way, and giveWay is how recent a commit makes it do so (tests set
+	// them otherwise).
 	chunkRecords, chunkBytes int
 	giveWay                  time.Duration
-	chunkAlways              bool
 }
 
 var (
@@ -437,7 +436,7 @@ func (d *Driver) put(ctx context.Context, what string, recs []kv.Record, keep bo
 			}
 		}
 		hi := len(recs)
-		if d.chunkAlways || commitsAbout(d.committing.Load(), time.Unix(0, d.lastCommit.Load()), time.Now(), d.giveWay) {
+		if commitsAbout(d.committing.Load(), time.Unix(0, d.lastCommit.Load()), time.Now(), d.giveWay) {
 			hi = chunkEnd(recs, ptrs, lo, d.chunkRecords, d.chunkBytes)
 		}
 		var part []packPtr

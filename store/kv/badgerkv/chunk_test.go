@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -13,15 +14,20 @@ import (
 )
 
 // openChunked opens a driver in dir whose bulk puts give way in chunks
-// of at most records records and bytes bytes, every one when always is
-// set, and otherwise after a commit within a minute.
+// of at most records records and bytes bytes: every one when always is
+// set (a window longer than any time since the zero Unix time of a
+// driver that never committed), and otherwise after a commit within a
+// minute.
 func openChunked(t *testing.T, dir string, records, bytes int, always bool) *Driver {
 	t.Helper()
 	d, err := Open(context.Background(), Options{Dir: dir, MemTableSize: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.chunkRecords, d.chunkBytes, d.chunkAlways, d.giveWay = records, bytes, always, time.Minute
+	d.chunkRecords, d.chunkBytes, d.giveWay = records, bytes, time.Minute
+	if always {
+		d.giveWay = time.Duration(math.MaxInt64)
+	}
 	return d
 }
 
@@ -107,10 +113,10 @@ func (c *errAfter) Err() error {
 
 // TestPutGivesWayInChunks cancels bulk puts part way. A put that gives
 // way — while a commit is in progress, after a commit (a non-empty one:
-// an empty Commit writes nothing and does not count), or with
-// chunkAlways — stops at a chunk's end, with the chunks before it stored
-// whole and nothing after them; one with no commit about is one batch,
-// stored whole or not at all. For PutSame (its values packed, but for
+// an empty Commit writes nothing and does not count), or with an endless
+// window — stops at a chunk's end, with the chunks before it stored whole
+// and nothing after them; one with no commit about is one batch, stored
+// whole or not at all. For PutSame (its values packed, but for
 // every tenth, which stays in the tree) and for PutImmutable, which keeps
 // stored values.
 func TestPutGivesWayInChunks(t *testing.T) {
