@@ -60,9 +60,13 @@
 //     used when their estimated size passes 60 % of Options.CacheBytes
 //     (default 128 MiB; the node, payload and old-state caches share the
 //     rest), never while a commit group holds one nor the most recently
-//     used one (a context bigger than the budget stays cached alone rather
-//     than be loaded again on every read), and a reader caches a head it
-//     loaded only while it is still the branch's durable head.
+//     used one, and a reader caches a head it loaded only while it is
+//     still the branch's durable head. A big head, one that takes more
+//     than half that budget (a context of a million artifacts at the
+//     default), is kept beside it rather than opened again — reading all
+//     its leaves — whenever a small head needs the room: the one used
+//     last such head, while used within 30 s (bigHeadKeep); the other
+//     heads keep the whole budget beside it.
 //   - view: what Read hands a reader. At a branch head, the head pinned
 //     as a snapshot. At an older commit, the state loaded whole and
 //     cached (ReadCommit) when it fits the old-state cache (15 % of the

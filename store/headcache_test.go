@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -103,31 +105,45 @@ func TestHeadCacheBounded(t *testing.T) {
 	}
 }
 
-// TestHeadOverBudgetStaysCached checks that a head bigger than the whole
-// head budget (a context bigger than the cache) stays cached while it is
-// the most recently used one, instead of being loaded and dropped on
-// every read, and gives way once another head is used.
+// TestHeadOverBudgetStaysCached checks that a big head — one bigger than
+// half the head budget, or than all of it (a context bigger than the
+// cache) — stays cached while it is in use, instead of being loaded and
+// dropped on every read or whenever another context is used between two
+// of its own uses; that it does not take the budget from the other heads
+// meanwhile; that it gives way once it has been idle for bigHeadKeep; and
+// that of two such heads only the one used last is kept so.
 func TestHeadOverBudgetStaysCached(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true, CacheBytes: 64 << 10})
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true, CacheBytes: 160 << 10}) // three small heads fit in the head budget, a big one does not
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for _, id := range []string{"big", "small"} {
+	var now atomic.Int64 // the cache's clock, in Unix nanoseconds
+	now.Store(time.Unix(1_000_000, 0).UnixNano())
+	s.cacheClock = func() time.Time { return time.Unix(0, now.Load()) }
+	later := func(d time.Duration) { now.Add(int64(d)) }
+	for _, id := range []string{"mid", "big", "big2", "small", "small2", "small3"} {
 		if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var ops []graph.Op
-	for i := range 1000 {
+	for i := range 4000 {
 		ops = append(ops, hcPut(fmt.Sprintf("s%d", i), "claim"))
 	}
-	if _, err := s.Commit(ctx, CommitRequest{Context: "big", Author: "t", Message: "m", Ops: ops}); err != nil {
+	for _, id := range []string{"big", "big2"} {
+		if _, err := s.Commit(ctx, CommitRequest{Context: id, Author: "t", Message: "m", Ops: ops}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Commit(ctx, CommitRequest{Context: "mid", Author: "t", Message: "m", Ops: ops[:1600]}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Commit(ctx, CommitRequest{Context: "small", Author: "t", Message: "m", Ops: ops[:1]}); err != nil {
-		t.Fatal(err)
+	for _, id := range []string{"small", "small2", "small3"} {
+		if _, err := s.Commit(ctx, CommitRequest{Context: id, Author: "t", Message: "m", Ops: ops[:1]}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cached := func(id string) *head {
 		s.mu.Lock()
@@ -140,6 +156,25 @@ func TestHeadOverBudgetStaysCached(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A head between half the budget and all of it, with a small one
+	// beside it passing the budget: the small ones give way, not it. (The
+	// heads the commits left are whole; opened afresh, a head reads
+	// through its map.)
+	s.mu.Lock()
+	clear(s.heads)
+	s.mu.Unlock()
+	read("mid")
+	m := cached("mid")
+	if m == nil || m.cost.Load() <= s.headBudget/2 || m.cost.Load() > s.headBudget {
+		t.Fatalf("mid head cached %v, cost %d B (budget %d B): want it cached, between half the budget and all of it", m != nil, m.cost.Load(), s.headBudget)
+	}
+	for _, id := range []string{"small", "small2", "mid", "small3", "mid"} {
+		later(time.Second)
+		read(id)
+		if cached("mid") != m {
+			t.Fatalf("the mid head was dropped or loaded again after %s was read", id)
+		}
+	}
 	read("big")
 	h := cached("big")
 	if h == nil || h.cost.Load() <= s.headBudget {
@@ -149,8 +184,40 @@ func TestHeadOverBudgetStaysCached(t *testing.T) {
 	if cached("big") != h {
 		t.Fatal("a second read of the over-budget head loaded it again")
 	}
-	read("small")
-	if cached("big") != nil || cached("small") == nil {
-		t.Fatal("after another context's read the over-budget head should give way to it")
+	// Small contexts used between two uses of the big one: all stay, as
+	// they fit in the budget beside it.
+	for _, id := range []string{"small", "small2", "small3"} {
+		later(time.Second)
+		read(id)
+	}
+	if cached("big") != h {
+		t.Fatal("the over-budget head was dropped when other contexts were used a few seconds after it")
+	}
+	for _, id := range []string{"small", "small2", "small3"} {
+		if cached(id) == nil {
+			t.Fatalf("%s was dropped: the over-budget head took the budget from the others", id)
+		}
+	}
+	read("big")
+	if cached("big") != h {
+		t.Fatal("the over-budget head was loaded again")
+	}
+	// The other big head, used last, is the one kept: the first gives way.
+	later(time.Second)
+	read("big2")
+	if cached("big2") == nil || cached("big") != nil {
+		t.Fatalf("after big2 was used: big2 cached %v, big cached %v; want only big2", cached("big2") != nil, cached("big") != nil)
+	}
+	// Idle for longer than bigHeadKeep, it gives way to the next head opened.
+	later(bigHeadKeep + time.Second)
+	if _, err := s.Commit(ctx, CommitRequest{Context: "small", Author: "t", Message: "m", Ops: ops[1:2]}); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	delete(s.heads, headKey("small2", DefaultBranch))
+	s.mu.Unlock()
+	read("small2")
+	if cached("big2") != nil || cached("small2") == nil {
+		t.Fatalf("after %v idle: big2 cached %v, small2 cached %v; want big2 dropped", bigHeadKeep, cached("big2") != nil, cached("small2") != nil)
 	}
 }

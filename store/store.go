@@ -167,10 +167,12 @@ type Store struct {
 	closeOnce  sync.Once
 	closeErr   error
 
-	// headBudget bounds the estimated bytes of the cached heads; tick
-	// orders their use for eviction.
+	// headBudget bounds the estimated bytes of the cached heads, but for
+	// one that alone passes it (evictHeadsLocked); tick orders their use
+	// for eviction, and cacheClock tells how long ago a head was used.
 	headBudget int64
 	tick       atomic.Uint64
+	cacheClock func() time.Time
 
 	dir      string
 	reserve  atomic.Int64
@@ -248,10 +250,12 @@ type head struct {
 	// may hold commits it does not.
 	dropped bool
 	// cost is the estimated heap the head holds (stateCost), used the
-	// tick of its last use, and inGroup is set while a commit group holds
-	// it: such a head is never evicted.
+	// tick of its last use and usedAt its time (Store.cacheClock, Unix
+	// nanoseconds), and inGroup is set while a commit group holds it:
+	// such a head is never evicted.
 	cost    atomic.Int64
 	used    atomic.Uint64
+	usedAt  atomic.Int64
 	inGroup atomic.Bool
 	// store opens the head over its newest commit again (head.rebase).
 	store *Store
@@ -277,17 +281,40 @@ func (s *Store) newHead(ctxID, branch string, c *replay.Commit, st *graph.State,
 }
 
 // touch marks h as just used.
-func (s *Store) touch(h *head) { h.used.Store(s.tick.Add(1)) }
+func (s *Store) touch(h *head) {
+	h.used.Store(s.tick.Add(1))
+	h.usedAt.Store(s.cacheClock().UnixNano())
+}
+
+// bigHeadKeep is how long a big head (one that takes more than half the
+// head budget) stays cached after its last use while other heads are
+// used. Opening such a head again reads all its context hash's leaves —
+// 64 MB from its checkpoint at a million artifacts, or a walk of its
+// whole map, seconds, when it has none yet — so dropping it to make room
+// for a small head made a big context written between small ones reopen
+// on almost every commit (docs/BENCHMARKS.md, "A big context written
+// between small ones").
+const bigHeadKeep = 30 * time.Second
 
 // evictHeadsLocked drops the least recently used heads, never one a commit
 // group holds nor the most recently used one, until the cached heads fit
-// in nine tenths of the budget.
+// in nine tenths of the budget. The most recently used big head (more
+// than half the budget), if used within bigHeadKeep, is neither dropped
+// nor counted: the others keep the whole budget beside it, so the heads
+// hold at most the budget and that one head.
 // The caller holds s.mu. A dropped head is a cache entry only: its state is
 // on disk, and the next use loads it again.
 func (s *Store) evictHeadsLocked() {
 	total := s.headsCostLocked()
 	if total <= s.headBudget {
 		return
+	}
+	big := s.bigHeadLocked()
+	if big != nil {
+		total -= big.cost.Load()
+		if total <= s.headBudget {
+			return
+		}
 	}
 	type cand struct {
 		key  string
@@ -297,15 +324,15 @@ func (s *Store) evictHeadsLocked() {
 	}
 	cands := make([]cand, 0, len(s.heads))
 	for k, h := range s.heads {
-		if !h.inGroup.Load() {
+		if !h.inGroup.Load() && h != big {
 			cands = append(cands, cand{k, h, h.used.Load(), h.cost.Load()})
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].used < cands[j].used })
 	// The most recently used head stays even when it alone passes the
-	// budget (a context bigger than the cache): dropping it would make
-	// every read of that context load it again.
-	if len(cands) > 0 {
+	// budget: dropping it would make every read of that context load it
+	// again.
+	if len(cands) > 0 && (big == nil || cands[len(cands)-1].used > big.used.Load()) {
 		cands = cands[:len(cands)-1]
 	}
 	var evicted []*head
@@ -396,6 +423,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.cacheClock = time.Now
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -840,13 +868,30 @@ func checkedNode(id hashing.Digest, raw []byte) (*trieNode, error) {
 
 // CachedBytes estimates the Go heap the store's caches hold now: the
 // cached heads (stateCost) and the node, payload and old-state caches. It
-// stays within Options.CacheBytes, except while the one head kept past the
-// budget (a context bigger than the cache) is cached.
+// stays within Options.CacheBytes but for one big head (more than half
+// the head budget), kept beside the others while it is in use
+// (evictHeadsLocked).
 func (s *Store) CachedBytes() int64 {
 	s.mu.Lock()
 	n := s.headsCostLocked()
 	s.mu.Unlock()
 	return n + s.nodes.size() + s.objects.size() + s.states.size()
+}
+
+// bigHeadLocked returns the most recently used cached head that takes
+// more than half the head budget, if it was used within bigHeadKeep; else
+// nil. The caller holds s.mu.
+func (s *Store) bigHeadLocked() *head {
+	var big *head
+	for _, h := range s.heads {
+		if h.cost.Load() > s.headBudget/2 && (big == nil || h.used.Load() > big.used.Load()) {
+			big = h
+		}
+	}
+	if big == nil || s.cacheClock().Sub(time.Unix(0, big.usedAt.Load())) > bigHeadKeep {
+		return nil
+	}
+	return big
 }
 
 // headsCostLocked is the estimated heap of the cached heads. The caller
