@@ -93,14 +93,16 @@ func TestScenarios(t *testing.T) {
 				}
 			}},
 		{"big", []string{"--artifacts", "550", "--batch", "100"},
-			[]string{"artifacts", "commit_cpu_ns", "commit_ns", "fifth_commits", "first_fifth_artifacts_per_cpu_s", "first_fifth_artifacts_per_s", "last_fifth_artifacts_per_cpu_s", "last_fifth_artifacts_per_s", "one_artifact_commits", "rate_ratio_last_to_first", "rss_end_bytes"},
+			[]string{"artifacts", "commit_cpu_ns", "commit_ns", "fifth_commits", "first_fifth_artifacts_per_cpu_s", "first_fifth_artifacts_per_s", "last_fifth_artifacts_per_cpu_s", "last_fifth_artifacts_per_s", "one_artifact_commits", "one_artifact_commits_between_others", "other_context_commits", "rate_ratio_last_to_first", "rss_end_bytes"},
 			func(t *testing.T, r *scenarioResult) {
 				f := r.Big
-				// 6 bulk commits (5×100 + 50), a fifth of them rounded is 1.
-				if f.Artifacts != 550 || len(f.CommitNS) != 6 || len(f.CommitCPU) != 6 || f.FifthCommits != 1 || r.Commits != 6+200 || r.Artifacts != 750 || r.Edges != 549+200 {
+				// 6 bulk commits (5×100 + 50), a fifth of them rounded is 1;
+				// 200 one-artifact commits; 3 small contexts of 101
+				// artifacts, then 200 pairs of one-artifact commits.
+				if f.Artifacts != 550 || r.Contexts != 1+3 || len(f.CommitNS) != 6 || len(f.CommitCPU) != 6 || f.FifthCommits != 1 || r.Commits != 6+200+3+400 || r.Artifacts != 750+303+400 || r.Edges != 549+200+300+400 {
 					t.Fatalf("counts: %+v %+v", r, f)
 				}
-				if f.TipCommits.N != 200 || f.FirstFifthRate <= 0 || f.LastFifthRate <= 0 || f.RateRatio <= 0 || f.RSSEnd <= 0 {
+				if f.TipCommits.N != 200 || f.AltCommits.N != 200 || f.OtherCommits.N != 200 || f.FirstFifthRate <= 0 || f.LastFifthRate <= 0 || f.RateRatio <= 0 || f.RSSEnd <= 0 {
 					t.Fatalf("figures: %+v", f)
 				}
 			}},

@@ -281,12 +281,23 @@ type bigFigures struct {
 	LastFifthCPURate  float64 `json:"last_fifth_artifacts_per_cpu_s"`
 	RSSEnd            int64   `json:"rss_end_bytes"`
 	TipCommits        latency `json:"one_artifact_commits"`
-	artifactsCommit   []int
+	// Then 200 more one-artifact commits into the big context, each
+	// followed by one into one of three small contexts (agent runs of
+	// 101 artifacts) in turn: a big context written between other
+	// tenants' writes (AltCommits), and theirs (OtherCommits).
+	AltCommits      latency `json:"one_artifact_commits_between_others"`
+	OtherCommits    latency `json:"other_context_commits"`
+	artifactsCommit []int
 }
+
+// bigOthers is how many small contexts the big scenario writes to between
+// its last one-artifact commits.
+const bigOthers = 3
 
 // scenarioBig: one context growing to N artifacts and N-1 edges in bulk
 // commits, then 200 one-artifact commits, each derived_from a random
-// earlier artifact.
+// earlier artifact, then 200 more, each followed by a one-artifact commit
+// into one of bigOthers small contexts.
 func scenarioBig(ctx context.Context, r *scenarioRun) error {
 	cfg := r.cfg
 	r.res.Params.Artifacts, r.res.Params.Batch = cfg.artifacts, cfg.batch
@@ -346,7 +357,40 @@ func scenarioBig(ctx context.Context, r *scenarioRun) error {
 		return fmt.Sprintf("tip-%d", k), fmt.Sprintf("a%d", rng.IntN(cfg.artifacts))
 	}, id)
 	f.TipCommits = summarise(lat)
-	return err
+	if err != nil {
+		return err
+	}
+	r.phase("one-artifact commits between other contexts'")
+	others := make([]string, bigOthers)
+	for k := range others {
+		others[k] = fmt.Sprintf("%s-other-%d", r.prefix, k)
+		if err := r.c.createContext(ctx, others[k], "enforce"); err != nil {
+			return err
+		}
+		r.count(1, 0, 0, 0)
+		if err := ingestTree(ctx, r, others[k], rng, 101, 101, func(int, time.Duration, time.Duration) {}); err != nil {
+			return err
+		}
+	}
+	var alt, other []time.Duration
+	for k := range 200 {
+		l, err := tipCommits(ctx, r, 1, func(int) (string, string) {
+			return fmt.Sprintf("alt-%d", k), fmt.Sprintf("a%d", rng.IntN(cfg.artifacts))
+		}, id)
+		alt = append(alt, l...)
+		if err != nil {
+			return err
+		}
+		l, err = tipCommits(ctx, r, 1, func(int) (string, string) {
+			return fmt.Sprintf("alt-%d", k), fmt.Sprintf("a%d", rng.IntN(101))
+		}, others[k%bigOthers])
+		other = append(other, l...)
+		if err != nil {
+			return err
+		}
+	}
+	f.AltCommits, f.OtherCommits = summarise(alt), summarise(other)
+	return nil
 }
 
 // tipCommits makes n one-artifact commits in ctxID; next names the k-th
