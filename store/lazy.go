@@ -556,11 +556,14 @@ func (m *mapSource) Roots() iter.Seq2[string, string] {
 func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, hashing.Digest, error) {
 	var ckpt hashing.Digest
 	st, trust, err := s.openOver(context.Background(), info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
-		acc, walked, err := s.leavesAt(m, c)
+		acc, from, err := s.leavesAt(m, c)
 		if err != nil {
 			return nil, err
 		}
-		if !walked || wantsCheckpoint(c) && s.checkpointLater(c.ContextHash, acc.Leaves()) {
+		switch {
+		case from != (hashing.Digest{}):
+			ckpt = from
+		case wantsCheckpoint(c) && s.checkpointLater(c, info.ID, acc.Leaves()):
 			ckpt = c.ContextHash
 		}
 		return openedState(c)(graph.NewStateOver(rs, m, n, defs, acc))
@@ -601,17 +604,23 @@ func openedState(c *replay.Commit) func(*graph.State, error) (*graph.State, erro
 	}
 }
 
-// leavesAt returns the accumulator of commit c's context hash, its map m:
-// from c's leaf checkpoint when it has one, else built from a walk of m
-// and checked against c (walked).
-func (s *Store) leavesAt(m *mapSource, c *replay.Commit) (acc *hashing.Accumulator, walked bool, err error) {
+// leavesAt returns the accumulator of commit c's context hash, its map m,
+// and the context hash of the leaf checkpoint it started from: c's own
+// when it has one; else the one its context's hint names, with the diff
+// from that commit's map to c's applied (leavesSince); else none (the
+// zero digest), the accumulator built from a walk of m and checked
+// against c.
+func (s *Store) leavesAt(m *mapSource, c *replay.Commit) (acc *hashing.Accumulator, from hashing.Digest, err error) {
 	if wantsCheckpoint(c) {
 		if acc := s.readCheckpoint(m.ctx, c.ContextHash, c.Artifacts+c.Edges); acc != nil {
-			return acc, false, nil
+			return acc, c.ContextHash, nil
+		}
+		if acc, from := s.leavesSince(m, c); acc != nil {
+			return acc, from, nil
 		}
 	}
 	acc, err = s.leavesOf(m, c)
-	return acc, true, err
+	return acc, hashing.Digest{}, err
 }
 
 // definitionsIn returns the definition artifacts of the state map m of
@@ -663,13 +672,13 @@ func (s *Store) openAt(ctx context.Context, info ContextInfo, c *replay.Commit) 
 	})
 }
 
-// checkpointLater writes the leaf checkpoint of context hash h in the
-// background (Close waits for it) and reports whether it will; not once
-// the store is closing.
-func (s *Store) checkpointLater(h hashing.Digest, leaves []hashing.Digest) bool {
+// checkpointLater writes the leaf checkpoint of commit c of context ctxID,
+// whose leaves are leaves, in the background (Close waits for it), and
+// reports whether it will; not once the store is closing.
+func (s *Store) checkpointLater(c *replay.Commit, ctxID string, leaves []hashing.Digest) bool {
 	return s.inBackground(func() {
-		if err := s.writeCheckpoint(context.Background(), h, leaves, hashing.Digest{}); err != nil {
-			s.log.Warn("leaf checkpoint not written", "context_hash", h.Short(), "err", err)
+		if err := s.writeCheckpoint(context.Background(), c.ContextHash, leaves, hashing.Digest{}, &checkpointOf{ctxID, c.ID}); err != nil {
+			s.log.Warn("leaf checkpoint not written", "context_hash", c.ContextHash.Short(), "err", err)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv"
 )
 
@@ -222,12 +224,104 @@ func BenchmarkDeleteCheckpoint(b *testing.B) {
 	h := hashing.Sum([]byte("a context hash"))
 	for b.Loop() {
 		b.StopTimer()
-		if err := s.writeCheckpoint(ctx, h, leaves, hashing.Digest{}); err != nil {
+		if err := s.writeCheckpoint(ctx, h, leaves, hashing.Digest{}, nil); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
 		if err := s.deleteCheckpoint(ctx, h); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestReopenFromCheckpointHint: a head dropped from the cache without its
+// checkpoint (as a kill -9 drops it) is opened again from the checkpoint
+// its context's hint names and the diff of the two commits' maps — puts,
+// new versions, deletes, links, unlinks and changed edge attributes
+// between them — without walking its map; a hint whose checkpoint is gone
+// falls back to the walk; fsck accepts a sound hint and reports a
+// malformed one.
+func TestReopenFromCheckpointHint(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c1 := mustCommit(t, s, "big", append(claimChain(5000),
+		graph.Op{Op: graph.OpLink, From: "a00009", Rel: "cites", To: "a00008", Attrs: json.RawMessage(`{"w":1}`)})...)
+	if err := s.Close(); err != nil { // writes the head's checkpoint and the hint
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	defer s.Close()
+	if v, err := s.kv.Get(ctx, keyLeafAt("big")); err != nil || hashing.Digest(v) != c1.ID {
+		t.Fatalf("hint after Close: %x, %v; want %s", v, err, c1.ID.Short())
+	}
+	attrs := json.RawMessage(`{"w":1}`)
+	mustCommit(t, s, "big", put("n1", "claim", map[string]any{"n": 1}), link("n1", "derived_from", "a00007"),
+		graph.Op{Op: graph.OpLink, From: "n1", Rel: "cites", To: "a00008", Attrs: attrs})
+	mustCommit(t, s, "big", put("a00010", "claim", map[string]any{"i": "changed"}), graph.Op{Op: graph.OpUnlink, From: "a04999", Rel: "derived_from", To: "a04998"}, graph.Op{Op: graph.OpDelete, ID: "a04999"},
+		graph.Op{Op: graph.OpUnlink, From: "a00003", Rel: "derived_from", To: "a00002"},
+		graph.Op{Op: graph.OpLink, From: "n1", Rel: "cites", To: "a00008", Attrs: json.RawMessage(`{"w":2}`)},
+		graph.Op{Op: graph.OpLink, From: "a00009", Rel: "cites", To: "a00008", Attrs: json.RawMessage(`{"w":3}`)})
+	c3 := mustCommit(t, s, "big", put("n2", "claim", map[string]any{"n": 2}), link("n2", "derived_from", "n1"))
+	dropHeads := func() {
+		s.background.Wait()
+		s.mu.Lock()
+		clear(s.heads)
+		s.mu.Unlock()
+	}
+	reopened := func(want *replay.Commit) *head {
+		t.Helper()
+		if err := s.Read(ctx, "big", "", func(v *View) error {
+			if v.State.Hash() != want.ContextHash {
+				return fmt.Errorf("reopened at %s, want %s", v.State.Hash().Short(), want.ContextHash.Short())
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.head("big", DefaultBranch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.background.Wait()
+		return h
+	}
+	dropHeads()
+	if h := reopened(c3); h.ckpt != c1.ContextHash {
+		t.Fatalf("the head was not opened from the hint's checkpoint (its checkpoint: %s, want %s)", h.ckpt.Short(), c1.ContextHash.Short())
+	}
+	if n := checkpointRecords(t, s, c3.ContextHash); n != 0 {
+		t.Fatalf("%d checkpoint records of the reopened commit: it was walked", n)
+	}
+	c4 := mustCommit(t, s, "big", put("n3", "claim", map[string]any{"n": 3}), link("n3", "derived_from", "n2"))
+	mustCheck(t, s)
+
+	// A hint whose checkpoint is gone: the walk, which writes one.
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyLeafAt("big"), Value: c3.ID[:]}}}); err != nil {
+		t.Fatal(err)
+	}
+	dropHeads()
+	if h := reopened(c4); h.ckpt != c4.ContextHash || checkpointRecords(t, s, c4.ContextHash) == 0 {
+		t.Fatalf("after a hint without a checkpoint: head's checkpoint %s, want %s written by the walk", h.ckpt.Short(), c4.ContextHash.Short())
+	}
+	mustCommit(t, s, "big", put("n4", "claim", map[string]any{"n": 4}))
+
+	// fsck: a hint that is not a commit id.
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyLeafAt("big"), Value: []byte("short")}}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range rep.Defects {
+		found = found || d.Kind == "checkpoint" && d.Context == "big" && strings.Contains(d.Detail, "checkpoint hint of 5 bytes")
+	}
+	if !found {
+		t.Fatalf("fsck did not report the malformed hint: %+v", rep.Defects)
 	}
 }
