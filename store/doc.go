@@ -52,7 +52,9 @@
 //     afresh before it is called corrupt). Its
 //     context hash's leaves come from a leaf checkpoint (leaves.go:
 //     written after a walk, when the cache evicts a big head that has
-//     none, and at Close) or, failing one, a walk of the map. Once
+//     none, and at Close); failing one of its own commit, from the
+//     context's newest one (its hint) and the diff of the two commits'
+//     maps; failing that, a walk of the map. Once
 //     it holds 4,096 changes and no reader has it pinned it is opened
 //     again over its newest commit (head.rebase), so a head's memory is its
 //     leaves (about 40 bytes each) and a bounded set of changes. A head of
@@ -114,6 +116,7 @@
 //	type NUL <name>                    -> type record JSON (owned by the registry, not the chain)
 //	reldef NUL <name>                  -> relation record JSON (likewise)
 //	leaves NUL <context hash><u32 BE>  -> part i of a leaf checkpoint: up to 32,768 of the state's leaves, sorted (leaves.go)
+//	leafat NUL <ctx>                    -> the commit whose state the context's newest leaf checkpoint holds (a hint)
 //	rev NUL <ctx> NUL <to> NUL <commit> -> the edges commit first linked to to: { uvarint len(rel) rel uvarint len(from) from }*, sorted
 //
 // A state map's entries (trie.go) are 'a' id (an artifact's metadata),
