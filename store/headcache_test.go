@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,7 +116,9 @@ func TestHeadCacheBounded(t *testing.T) {
 // that of two such heads only the one used last is kept so.
 func TestHeadOverBudgetStaysCached(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true, CacheBytes: 160 << 10}) // three small heads fit in the head budget, a big one does not
+	logs := &lockedBuffer{}
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true, CacheBytes: 160 << 10, // three small heads fit in the head budget, a big one does not
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +211,18 @@ func TestHeadOverBudgetStaysCached(t *testing.T) {
 	read("big2")
 	if cached("big2") == nil || cached("big") != nil {
 		t.Fatalf("after big2 was used: big2 cached %v, big cached %v; want only big2", cached("big2") != nil, cached("big") != nil)
+	}
+	// A big head dropped in use is warned of, once a minute at most.
+	const warning = "head cache too small for the big contexts in use"
+	if n := strings.Count(logs.String(), warning); n != 1 || !strings.Contains(logs.String(), "context=big ") {
+		t.Fatalf("%d warnings that a big head in use was dropped, want 1 naming big:\n%s", n, logs)
+	}
+	later(time.Second)
+	read("big")
+	later(time.Second)
+	read("big2")
+	if n := strings.Count(logs.String(), warning); n != 1 {
+		t.Fatalf("%d warnings within a minute, want 1", n)
 	}
 	// Idle for longer than bigHeadKeep, it gives way to the next head opened.
 	later(bigHeadKeep + time.Second)

@@ -168,11 +168,14 @@ type Store struct {
 	closeErr   error
 
 	// headBudget bounds the estimated bytes of the cached heads, but for
-	// one that alone passes it (evictHeadsLocked); tick orders their use
-	// for eviction, and cacheClock tells how long ago a head was used.
+	// one big head in use (evictHeadsLocked); tick orders their use for
+	// eviction, cacheClock tells how long ago a head was used, and
+	// warnedBig when the store last warned that it dropped a big head in
+	// use (Unix nanoseconds by cacheClock).
 	headBudget int64
 	tick       atomic.Uint64
 	cacheClock func() time.Time
+	warnedBig  atomic.Int64
 
 	dir      string
 	reserve  atomic.Int64
@@ -343,8 +346,31 @@ func (s *Store) evictHeadsLocked() {
 		delete(s.heads, c.key)
 		total -= c.cost
 		evicted = append(evicted, c.h)
+		s.warnBigDropped(c.h)
 	}
 	s.checkpointEvicted(evicted)
+}
+
+// bigWarnEvery is how often at most the store warns that it dropped a big
+// head in use.
+const bigWarnEvery = time.Minute
+
+// warnBigDropped warns, at most once every bigWarnEvery, when the head
+// cache drops h although it is big and was used within bigHeadKeep: two
+// or more big contexts are in use at once, and each will be opened again
+// — from a checkpoint and a diff, a third of a second or more at a
+// million artifacts — on its next use. The caller holds s.mu.
+func (s *Store) warnBigDropped(h *head) {
+	now := s.cacheClock()
+	if h.cost.Load() <= s.headBudget/2 || now.Sub(time.Unix(0, h.usedAt.Load())) > bigHeadKeep {
+		return
+	}
+	last := s.warnedBig.Load()
+	if last != 0 && now.Sub(time.Unix(0, last)) < bigWarnEvery || !s.warnedBig.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	s.log.Warn("head cache too small for the big contexts in use: a head in use was dropped and will be opened again on its next use; raise the cache budget (serve --cache-bytes)",
+		"context", h.ctx, "branch", h.branch, "head_bytes", h.cost.Load(), "head_budget_bytes", s.headBudget)
 }
 
 var (
