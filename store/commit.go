@@ -822,11 +822,11 @@ func (g *group) head(ctxID, branch string) (*head, error) {
 	// A commit this group made is not durable yet: its map is read
 	// through the group's writer, whole. A durable one opens lazily.
 	_, pending := g.commits[ctxID+"\x00"+string(c.ID[:])]
-	st, trust, ckpt, err := s.openHead(g.tw, cs.info, c, !pending)
+	st, trust, base, err := s.openHead(g.tw, cs.info, c, !pending)
 	if err != nil {
 		return nil, err
 	}
-	h = s.newHead(ctxID, branch, c, st, trust, ckpt)
+	h = s.newHead(ctxID, branch, c, st, trust, base)
 	s.touch(h)
 	g.lock(h)
 	g.heads[key] = h

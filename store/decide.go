@@ -133,6 +133,7 @@ func (h *head) install(state *graph.State, trust *graph.TrustIndex, c *replay.Co
 		h.state, h.trust, h.pins = state, trust, new(atomic.Int32)
 	}
 	h.commit = c
+	h.changed += c.NumOps
 	h.collapse()
 	h.rebase()
 	// Readers hash the head's state: its root must be computed now, while

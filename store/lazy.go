@@ -553,22 +553,29 @@ func (m *mapSource) Roots() iter.Seq2[string, string] {
 // context hash is built from its leaves and checked against the commit,
 // the definitions are read with their payloads, and nothing else is
 // loaded — lookups read the map as they come.
-func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, hashing.Digest, error) {
-	var ckpt hashing.Digest
+func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, leafBase, error) {
+	var base leafBase
 	st, trust, err := s.openOver(context.Background(), info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
-		acc, from, err := s.leavesAt(m, c)
+		acc, from, changed, err := s.leavesAt(m, c)
 		if err != nil {
 			return nil, err
 		}
 		switch {
 		case from != (hashing.Digest{}):
-			ckpt = from
+			base = leafBase{from, changed}
 		case wantsCheckpoint(c) && s.checkpointLater(c, info.ID, acc.Leaves()):
-			ckpt = c.ContextHash
+			base = leafBase{ckpt: c.ContextHash}
 		}
 		return openedState(c)(graph.NewStateOver(rs, m, n, defs, acc))
 	})
-	return st, trust, ckpt, err
+	return st, trust, base, err
+}
+
+// leafBase is the leaf checkpoint a head was opened from (the zero digest:
+// none) and how many entries changed between its state and the head's.
+type leafBase struct {
+	ckpt    hashing.Digest
+	changed int
 }
 
 // openOver opens the state and trust index of commit c of context info
@@ -607,20 +614,20 @@ func openedState(c *replay.Commit) func(*graph.State, error) (*graph.State, erro
 // leavesAt returns the accumulator of commit c's context hash, its map m,
 // and the context hash of the leaf checkpoint it started from: c's own
 // when it has one; else the one its context's hint names, with the diff
-// from that commit's map to c's applied (leavesSince); else none (the
-// zero digest), the accumulator built from a walk of m and checked
-// against c.
-func (s *Store) leavesAt(m *mapSource, c *replay.Commit) (acc *hashing.Accumulator, from hashing.Digest, err error) {
+// from that commit's map to c's applied (leavesSince; changed counts its
+// entries); else none (the zero digest), the accumulator built from a
+// walk of m and checked against c.
+func (s *Store) leavesAt(m *mapSource, c *replay.Commit) (acc *hashing.Accumulator, from hashing.Digest, changed int, err error) {
 	if wantsCheckpoint(c) {
 		if acc := s.readCheckpoint(m.ctx, c.ContextHash, c.Artifacts+c.Edges); acc != nil {
-			return acc, c.ContextHash, nil
+			return acc, c.ContextHash, 0, nil
 		}
-		if acc, from := s.leavesSince(m, c); acc != nil {
-			return acc, from, nil
+		if acc, from, changed := s.leavesSince(m, c); acc != nil {
+			return acc, from, changed, nil
 		}
 	}
 	acc, err = s.leavesOf(m, c)
-	return acc, hashing.Digest{}, err
+	return acc, hashing.Digest{}, 0, err
 }
 
 // definitionsIn returns the definition artifacts of the state map m of
@@ -660,7 +667,7 @@ func (s *Store) definitionsIn(m *mapSource, c *replay.Commit) ([]*graph.Artifact
 func (s *Store) openAt(ctx context.Context, info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, error) {
 	return s.openOver(ctx, info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
 		leaves := func() *hashing.Accumulator {
-			acc, _, err := s.leavesAt(m, c)
+			acc, _, _, err := s.leavesAt(m, c)
 			if err != nil {
 				// The state's Err reports it, and the read fails.
 				m.fail(err)
@@ -726,15 +733,15 @@ func (s *Store) leavesOf(m *mapSource, c *replay.Commit) (*hashing.Accumulator, 
 // for a branch head: over its state map (openLazy) when lazy is set and
 // the map holds its index, else loaded whole through src (a map written
 // before format 3, or one whose nodes only src holds yet).
-func (s *Store) openHead(src nodeSource, info ContextInfo, c *replay.Commit, lazy bool) (*graph.State, *graph.TrustIndex, hashing.Digest, error) {
+func (s *Store) openHead(src nodeSource, info ContextInfo, c *replay.Commit, lazy bool) (*graph.State, *graph.TrustIndex, leafBase, error) {
 	if lazy && indexed(c) {
 		return s.openLazy(info, c)
 	}
 	st, err := s.loadState(src, info, c)
 	if err != nil {
-		return nil, nil, hashing.Digest{}, err
+		return nil, nil, leafBase{}, err
 	}
-	return st, graph.NewTrustIndexFor(st, s.baseFor), hashing.Digest{}, nil
+	return st, graph.NewTrustIndexFor(st, s.baseFor), leafBase{}, nil
 }
 
 // readErr returns the first failed read of the stored state under the

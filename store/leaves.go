@@ -153,24 +153,41 @@ func (s *Store) deleteCheckpoint(ctx context.Context, h hashing.Digest) error {
 
 // checkpointHead writes the leaf checkpoint of head h, locked by the
 // caller, when its state is big enough and the checkpoint it knows is not
-// of its commit.
-func (s *Store) checkpointHead(ctx context.Context, h *head) error {
+// of its commit. When evicted, it writes none either while that
+// checkpoint is the one its context's hint names and the head's entries
+// changed since are fewer than a sixteenth of its state (changedSince):
+// opening the head again from that checkpoint and the diff costs little
+// more than reading its own, and a big head dropped and opened in turn —
+// two big contexts in use with one head budget — would otherwise write
+// all its leaves again each time (64 MB at a million artifacts).
+func (s *Store) checkpointHead(ctx context.Context, h *head, evicted bool) error {
 	if !wantsCheckpoint(h.commit) || h.ckpt == h.commit.ContextHash || h.dropped {
 		return nil
+	}
+	if evicted && h.ckpt != (hashing.Digest{}) && changedSince*h.changed < h.commit.Artifacts+h.commit.Edges {
+		if base := s.hintedCommit(ctx, h.ctx); base != nil && base.ContextHash == h.ckpt {
+			return nil
+		}
 	}
 	if err := s.writeCheckpoint(ctx, h.commit.ContextHash, h.state.Leaves(), h.ckpt, &checkpointOf{h.ctx, h.commit.ID}); err != nil {
 		return err
 	}
-	h.ckpt = h.commit.ContextHash
+	h.ckpt, h.changed = h.commit.ContextHash, 0
 	return nil
 }
 
+// changedSince: an evicted head whose entries changed since its
+// checkpoint are fewer than 1/changedSince of its state writes no new one
+// (checkpointHead).
+const changedSince = 16
+
 // checkpointHeads writes the leaf checkpoints that heads lack, each under
-// its lock, warning of any it could not write.
-func (s *Store) checkpointHeads(ctx context.Context, heads []*head) {
+// its lock, warning of any it could not write; evicted says the heads
+// were just dropped from the cache (checkpointHead).
+func (s *Store) checkpointHeads(ctx context.Context, heads []*head, evicted bool) {
 	for _, h := range heads {
 		h.mu.Lock()
-		err := s.checkpointHead(ctx, h)
+		err := s.checkpointHead(ctx, h, evicted)
 		h.mu.Unlock()
 		if err != nil {
 			s.log.Warn("leaf checkpoint not written", "context", h.ctx, "branch", h.branch, "err", err)
@@ -186,7 +203,7 @@ func (s *Store) checkpointHeads(ctx context.Context, heads []*head) {
 // without.
 func (s *Store) checkpointEvicted(heads []*head) {
 	if len(heads) > 0 {
-		s.inBackground(func() { s.checkpointHeads(context.Background(), heads) })
+		s.inBackground(func() { s.checkpointHeads(context.Background(), heads, true) })
 	}
 }
 
@@ -199,7 +216,7 @@ func (s *Store) checkpointCached(ctx context.Context) {
 		heads = append(heads, h)
 	}
 	s.mu.Unlock()
-	s.checkpointHeads(ctx, heads)
+	s.checkpointHeads(ctx, heads, false)
 }
 
 // leafCheckpoints checks every leaf checkpoint: its records numbered from
@@ -251,33 +268,43 @@ func (k *checker) leafCheckpoints(ctx context.Context) error {
 // leavesSince returns the accumulator of commit c's context hash, its map
 // m, built from the checkpoint its context's hint names and the diff of
 // that checkpoint's commit's map to c's, with the context hash of that
-// checkpoint; or nil when there is no hint, what it names is gone or far
+// checkpoint and the number of entries the diff changed; or nil when there is no hint, what it names is gone or far
 // from c (its state less than half of c's, when walking c's map costs
 // about as much as the diff), or the leaves do not hash to c's context
 // hash (then logged: a hint or a checkpoint that does not check).
-func (s *Store) leavesSince(m *mapSource, c *replay.Commit) (*hashing.Accumulator, hashing.Digest) {
-	v, err := s.kv.Get(m.ctx, keyLeafAt(m.ctxID))
-	if err != nil || len(v) != len(hashing.Digest{}) {
-		return nil, hashing.Digest{}
-	}
-	base, err := s.commitRecord(m.ctxID, hashing.Digest(v))
-	if err != nil || base.ID == c.ID || !wantsCheckpoint(base) || !indexed(base) || 2*(base.Artifacts+base.Edges) < c.Artifacts+c.Edges {
-		return nil, hashing.Digest{}
+func (s *Store) leavesSince(m *mapSource, c *replay.Commit) (*hashing.Accumulator, hashing.Digest, int) {
+	base := s.hintedCommit(m.ctx, m.ctxID)
+	if base == nil || base.ID == c.ID || !wantsCheckpoint(base) || !indexed(base) || 2*(base.Artifacts+base.Edges) < c.Artifacts+c.Edges {
+		return nil, hashing.Digest{}, 0
 	}
 	acc := s.readCheckpoint(m.ctx, base.ContextHash, base.Artifacts+base.Edges)
 	if acc == nil {
-		return nil, hashing.Digest{}
+		return nil, hashing.Digest{}, 0
 	}
 	changes, err := diffCommits(m.ctx, s, base, c)
 	if err != nil {
-		return nil, hashing.Digest{}
+		return nil, hashing.Digest{}, 0
 	}
 	if !applyChanges(acc, changes) || acc.Len() != c.Artifacts+c.Edges || acc.Root() != c.ContextHash {
 		s.log.Warn("leaf checkpoint and state-map diff do not hash to the commit; walking the state map instead",
 			"context", m.ctxID, "commit", c.ID.Short(), "from", base.ID.Short())
-		return nil, hashing.Digest{}
+		return nil, hashing.Digest{}, 0
 	}
-	return acc, base.ContextHash
+	return acc, base.ContextHash, len(changes)
+}
+
+// hintedCommit returns the commit context ctxID's checkpoint hint names,
+// or nil when there is none or it does not read.
+func (s *Store) hintedCommit(ctx context.Context, ctxID string) *replay.Commit {
+	v, err := s.kv.Get(ctx, keyLeafAt(ctxID))
+	if err != nil || len(v) != len(hashing.Digest{}) {
+		return nil
+	}
+	c, err := s.commitRecord(ctxID, hashing.Digest(v))
+	if err != nil {
+		return nil
+	}
+	return c
 }
 
 // applyChanges applies to acc, the leaves of a state, what changes (a

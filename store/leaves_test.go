@@ -299,13 +299,48 @@ func TestReopenFromCheckpointHint(t *testing.T) {
 	c4 := mustCommit(t, s, "big", put("n3", "claim", map[string]any{"n": 3}), link("n3", "derived_from", "n2"))
 	mustCheck(t, s)
 
+	// Evicted with few changes since the hint's checkpoint, the head
+	// writes none and opens from that checkpoint again; with an eighth of
+	// its state changed, it writes its own and moves the hint.
+	evict := func() {
+		h, err := s.head("big", DefaultBranch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		delete(s.heads, headKey("big", DefaultBranch))
+		s.mu.Unlock()
+		s.checkpointEvicted([]*head{h})
+		s.background.Wait()
+	}
+	evict()
+	if n := checkpointRecords(t, s, c4.ContextHash); n != 0 {
+		t.Fatalf("an evicted head a few entries from the hint's checkpoint wrote %d records of its own", n)
+	}
+	if h := reopened(c4); h.ckpt != c1.ContextHash {
+		t.Fatalf("the head evicted without a checkpoint was not opened from the hint's (its checkpoint: %s)", h.ckpt.Short())
+	}
+	var many []graph.Op
+	for i := range (c4.Artifacts + c4.Edges) / (changedSince / 2) {
+		many = append(many, put(fmt.Sprintf("m%d", i), "claim", map[string]any{"m": i}))
+	}
+	c5 := mustCommit(t, s, "big", many...)
+	evict()
+	if v, err := s.kv.Get(ctx, keyLeafAt("big")); err != nil || hashing.Digest(v) != c5.ID || checkpointRecords(t, s, c5.ContextHash) == 0 {
+		t.Fatalf("an evicted head an eighth of its state from its checkpoint wrote none, or did not move the hint (%x, %v)", v, err)
+	}
+	if checkpointRecords(t, s, c1.ContextHash) != 0 {
+		t.Fatal("the checkpoint the head was opened from was kept beside its new one")
+	}
+
 	// A hint whose checkpoint is gone: the walk, which writes one.
 	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyLeafAt("big"), Value: c3.ID[:]}}}); err != nil {
 		t.Fatal(err)
 	}
+	c6 := mustCommit(t, s, "big", put("n5", "claim", map[string]any{"n": 5}))
 	dropHeads()
-	if h := reopened(c4); h.ckpt != c4.ContextHash || checkpointRecords(t, s, c4.ContextHash) == 0 {
-		t.Fatalf("after a hint without a checkpoint: head's checkpoint %s, want %s written by the walk", h.ckpt.Short(), c4.ContextHash.Short())
+	if h := reopened(c6); h.ckpt != c6.ContextHash || checkpointRecords(t, s, c6.ContextHash) == 0 {
+		t.Fatalf("after a hint without a checkpoint: head's checkpoint %s, want %s written by the walk", h.ckpt.Short(), c6.ContextHash.Short())
 	}
 	mustCommit(t, s, "big", put("n4", "claim", map[string]any{"n": 4}))
 

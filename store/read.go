@@ -189,11 +189,11 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, trust, ckpt, err := s.openHead(s, cs.info, c, true)
+	st, trust, base, err := s.openHead(s, cs.info, c, true)
 	if err != nil {
 		return nil, err
 	}
-	h = s.newHead(ctxID, branch, c, st, trust, ckpt)
+	h = s.newHead(ctxID, branch, c, st, trust, base)
 	s.touch(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -263,8 +263,11 @@ type head struct {
 	// store opens the head over its newest commit again (head.rebase).
 	store *Store
 	// ckpt is the context hash of the leaf checkpoint the head was opened
-	// from or last wrote (leaves.go), zero when none.
-	ckpt hashing.Digest
+	// from or last wrote (leaves.go), zero when none, and changed about
+	// how many of its entries changed since: the diff it was opened with,
+	// then the ops of each commit installed.
+	ckpt    hashing.Digest
+	changed int
 }
 
 // pinnedLayer is a state a branch head's current state is a fork over,
@@ -277,8 +280,8 @@ type pinnedLayer struct {
 
 // newHead returns the head of a branch at commit c with state st and
 // trust index trust (openHead).
-func (s *Store) newHead(ctxID, branch string, c *replay.Commit, st *graph.State, trust *graph.TrustIndex, ckpt hashing.Digest) *head {
-	h := &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: trust, pins: new(atomic.Int32), store: s, ckpt: ckpt}
+func (s *Store) newHead(ctxID, branch string, c *replay.Commit, st *graph.State, trust *graph.TrustIndex, base leafBase) *head {
+	h := &head{ctx: ctxID, branch: branch, commit: c, state: st, trust: trust, pins: new(atomic.Int32), store: s, ckpt: base.ckpt, changed: base.changed}
 	h.cost.Store(headCost(st))
 	return h
 }
