@@ -189,19 +189,7 @@ func TestCheckpointOnEviction(t *testing.T) {
 	if got := checkpointRecords(t, s, c.ContextHash); got != want {
 		t.Fatalf("the evicted head's checkpoint has %d records, want %d", got, want)
 	}
-	if err := s.Read(ctx, "big", "", func(v *View) error {
-		if v.State.Hash() != c.ContextHash {
-			return fmt.Errorf("reopened at %s, want %s", v.State.Hash().Short(), c.ContextHash.Short())
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	h, err := s.head("big", DefaultBranch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.ckpt != c.ContextHash {
+	if h := reopenedHead(t, s, "big", c); h.ckpt != c.ContextHash {
 		t.Fatalf("the reopened head was not opened from the checkpoint (its checkpoint: %s)", h.ckpt.Short())
 	}
 	mustCommit(t, s, "big", put("a05000", "claim", map[string]any{"i": 5000}), link("a05000", "derived_from", "a04999"))
@@ -232,6 +220,26 @@ func BenchmarkDeleteCheckpoint(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// reopenedHead reads context ctxID's main branch, checks that its state
+// hashes to want's context hash, and returns its head (opened by the read
+// when it was not cached).
+func reopenedHead(t *testing.T, s *Store, ctxID string, want *replay.Commit) *head {
+	t.Helper()
+	if err := s.Read(context.Background(), ctxID, "", func(v *View) error {
+		if v.State.Hash() != want.ContextHash {
+			return fmt.Errorf("reopened at %s, want %s", v.State.Hash().Short(), want.ContextHash.Short())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.head(ctxID, DefaultBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // TestReopenFromCheckpointHint: a head dropped from the cache without its
@@ -274,18 +282,7 @@ func TestReopenFromCheckpointHint(t *testing.T) {
 	}
 	reopened := func(want *replay.Commit) *head {
 		t.Helper()
-		if err := s.Read(ctx, "big", "", func(v *View) error {
-			if v.State.Hash() != want.ContextHash {
-				return fmt.Errorf("reopened at %s, want %s", v.State.Hash().Short(), want.ContextHash.Short())
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		h, err := s.head("big", DefaultBranch)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := reopenedHead(t, s, "big", want)
 		s.background.Wait()
 		return h
 	}
