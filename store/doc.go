@@ -68,7 +68,10 @@
 //     default), is kept beside it rather than opened again — reading all
 //     its leaves — whenever a small head needs the room: the one used
 //     last such head, while used within 30 s (bigHeadKeep); the other
-//     heads keep the whole budget beside it.
+//     heads keep the whole budget beside it. Dropping a big head in use
+//     (two big contexts at once) is warned of, once a minute at most; an
+//     evicted head writes no checkpoint while the one its context's hint
+//     names is a sixteenth of its state away or less (checkpointHead).
 //   - view: what Read hands a reader. At a branch head, the head pinned
 //     as a snapshot. At an older commit, the state loaded whole and
 //     cached (ReadCommit) when it fits the old-state cache (15 % of the
