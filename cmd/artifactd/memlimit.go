@@ -29,8 +29,9 @@ const limitEvery = time.Second
 // may hold budget bytes and hold cached bytes now, in a heap of which live
 // bytes were live after the last collection: the larger of budget and
 // cached plus memoryReserve, and at least one and a half times the live
-// heap. The caches pass their budget only while one head bigger than it is
-// cached alone, and Badger's table builds can hold 200 MB for a while; the
+// heap. The caches pass their budget only while a big head in use is kept
+// beside it (a context bigger than half the heads' share: store.Store's
+// head cache), and Badger's table builds can hold 200 MB for a while; the
 // limit then follows, since a limit near the live heap makes the collector
 // run almost without pause.
 func memoryLimit(budget, cached, live int64) int64 {
