@@ -874,6 +874,9 @@ func (s *Store) catchUp(ctx context.Context, h *head, target hashing.Digest) boo
 		dropPayloads(changes)
 		trust.Apply(state, changes)
 	}
+	for _, c := range chain[1:] {
+		h.changed += c.NumOps // install counts chain[0]'s
+	}
 	h.install(state, trust, chain[0])
 	return true
 }
