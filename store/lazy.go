@@ -556,14 +556,12 @@ func (m *mapSource) Roots() iter.Seq2[string, string] {
 func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, leafBase, error) {
 	var base leafBase
 	st, trust, err := s.openOver(context.Background(), info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
-		acc, from, changed, err := s.leavesAt(m, c)
+		acc, from, err := s.leavesAt(m, c)
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case from != (hashing.Digest{}):
-			base = leafBase{from, changed}
-		case wantsCheckpoint(c) && s.checkpointLater(c, info.ID, acc.Leaves()):
+		base = from
+		if from.ckpt == (hashing.Digest{}) && wantsCheckpoint(c) && s.checkpointLater(c, info.ID, acc.Leaves()) {
 			base = leafBase{ckpt: c.ContextHash}
 		}
 		return openedState(c)(graph.NewStateOver(rs, m, n, defs, acc))
@@ -612,22 +610,21 @@ func openedState(c *replay.Commit) func(*graph.State, error) (*graph.State, erro
 }
 
 // leavesAt returns the accumulator of commit c's context hash, its map m,
-// and the context hash of the leaf checkpoint it started from: c's own
-// when it has one; else the one its context's hint names, with the diff
-// from that commit's map to c's applied (leavesSince; changed counts its
-// entries); else none (the zero digest), the accumulator built from a
-// walk of m and checked against c.
-func (s *Store) leavesAt(m *mapSource, c *replay.Commit) (acc *hashing.Accumulator, from hashing.Digest, changed int, err error) {
+// and the leaf checkpoint it started from: c's own when it has one; else
+// the one its context's hint names, with the diff from that commit's map
+// to c's applied (leavesSince); else none (the zero leafBase), the
+// accumulator built from a walk of m and checked against c.
+func (s *Store) leavesAt(m *mapSource, c *replay.Commit) (*hashing.Accumulator, leafBase, error) {
 	if wantsCheckpoint(c) {
 		if acc := s.readCheckpoint(m.ctx, c.ContextHash, c.Artifacts+c.Edges); acc != nil {
-			return acc, c.ContextHash, 0, nil
+			return acc, leafBase{ckpt: c.ContextHash}, nil
 		}
-		if acc, from, changed := s.leavesSince(m, c); acc != nil {
-			return acc, from, changed, nil
+		if acc, from := s.leavesSince(m, c); acc != nil {
+			return acc, from, nil
 		}
 	}
-	acc, err = s.leavesOf(m, c)
-	return acc, hashing.Digest{}, 0, err
+	acc, err := s.leavesOf(m, c)
+	return acc, leafBase{}, err
 }
 
 // definitionsIn returns the definition artifacts of the state map m of
@@ -667,7 +664,7 @@ func (s *Store) definitionsIn(m *mapSource, c *replay.Commit) ([]*graph.Artifact
 func (s *Store) openAt(ctx context.Context, info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, error) {
 	return s.openOver(ctx, info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
 		leaves := func() *hashing.Accumulator {
-			acc, _, _, err := s.leavesAt(m, c)
+			acc, _, err := s.leavesAt(m, c)
 			if err != nil {
 				// The state's Err reports it, and the read fails.
 				m.fail(err)

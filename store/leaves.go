@@ -267,30 +267,31 @@ func (k *checker) leafCheckpoints(ctx context.Context) error {
 
 // leavesSince returns the accumulator of commit c's context hash, its map
 // m, built from the checkpoint its context's hint names and the diff of
-// that checkpoint's commit's map to c's, with the context hash of that
-// checkpoint and the number of entries the diff changed; or nil when there is no hint, what it names is gone or far
+// that checkpoint's commit's map to c's, with that checkpoint and the
+// number of entries the diff changed; or nil when there is no hint, what
+// it names is gone or far
 // from c (its state less than half of c's, when walking c's map costs
 // about as much as the diff), or the leaves do not hash to c's context
 // hash (then logged: a hint or a checkpoint that does not check).
-func (s *Store) leavesSince(m *mapSource, c *replay.Commit) (*hashing.Accumulator, hashing.Digest, int) {
+func (s *Store) leavesSince(m *mapSource, c *replay.Commit) (*hashing.Accumulator, leafBase) {
 	base := s.hintedCommit(m.ctx, m.ctxID)
 	if base == nil || base.ID == c.ID || !wantsCheckpoint(base) || !indexed(base) || 2*(base.Artifacts+base.Edges) < c.Artifacts+c.Edges {
-		return nil, hashing.Digest{}, 0
+		return nil, leafBase{}
 	}
 	acc := s.readCheckpoint(m.ctx, base.ContextHash, base.Artifacts+base.Edges)
 	if acc == nil {
-		return nil, hashing.Digest{}, 0
+		return nil, leafBase{}
 	}
 	changes, err := diffCommits(m.ctx, s, base, c)
 	if err != nil {
-		return nil, hashing.Digest{}, 0
+		return nil, leafBase{}
 	}
 	if !applyChanges(acc, changes) || acc.Len() != c.Artifacts+c.Edges || acc.Root() != c.ContextHash {
 		s.log.Warn("leaf checkpoint and state-map diff do not hash to the commit; walking the state map instead",
 			"context", m.ctxID, "commit", c.ID.Short(), "from", base.ID.Short())
-		return nil, hashing.Digest{}, 0
+		return nil, leafBase{}
 	}
-	return acc, base.ContextHash, len(changes)
+	return acc, leafBase{base.ContextHash, len(changes)}
 }
 
 // hintedCommit returns the commit context ctxID's checkpoint hint names,
@@ -311,35 +312,27 @@ func (s *Store) hintedCommit(ctx context.Context, ctxID string) *replay.Commit {
 // diff of that state's map to another's) change in them, and reports
 // whether every leaf removed was there and every leaf added was not.
 func applyChanges(acc *hashing.Accumulator, changes []Change) bool {
+	var gone, added []hashing.Digest
 	for _, ch := range changes {
-		var old, new *hashing.Digest
-		switch ch.Kind {
-		case "artifact":
-			if ch.Old != nil {
-				l := ch.Old.Leaf()
-				old = &l
-			}
-			if ch.New != nil {
-				l := ch.New.Leaf()
-				new = &l
-			}
-		case "edge":
-			if !ch.Added {
-				l := hashing.EdgeLeaf(ch.Edge.From, ch.Edge.Rel, ch.Edge.To, ch.OldAttrs)
-				old = &l
-			}
-			if !ch.Removed {
-				l := hashing.EdgeLeaf(ch.Edge.From, ch.Edge.Rel, ch.Edge.To, ch.NewAttrs)
-				new = &l
-			}
-		default:
-			continue
+		switch {
+		case ch.Kind == "artifact" && ch.Old != nil:
+			gone = append(gone, ch.Old.Leaf())
+		case ch.Kind == "edge" && !ch.Added:
+			gone = append(gone, hashing.EdgeLeaf(ch.Edge.From, ch.Edge.Rel, ch.Edge.To, ch.OldAttrs))
 		}
-		if old != nil && !acc.Remove(*old) || new != nil && !acc.Add(*new) {
+		switch {
+		case ch.Kind == "artifact" && ch.New != nil:
+			added = append(added, ch.New.Leaf())
+		case ch.Kind == "edge" && !ch.Removed:
+			added = append(added, hashing.EdgeLeaf(ch.Edge.From, ch.Edge.Rel, ch.Edge.To, ch.NewAttrs))
+		}
+	}
+	for _, l := range gone {
+		if !acc.Remove(l) {
 			return false
 		}
 	}
-	return true
+	return acc.AddBatch(added) == len(added)
 }
 
 // leafHints checks every context's checkpoint hint (keyLeafAt): it names,

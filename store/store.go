@@ -170,12 +170,12 @@ type Store struct {
 	// headBudget bounds the estimated bytes of the cached heads, but for
 	// one big head in use (evictHeadsLocked); tick orders their use for
 	// eviction, cacheClock tells how long ago a head was used, and
-	// warnedBig when the store last warned that it dropped a big head in
-	// use (Unix nanoseconds by cacheClock).
+	// warnedBig, guarded by mu, is when the store last warned that it
+	// dropped a big head in use.
 	headBudget int64
 	tick       atomic.Uint64
 	cacheClock func() time.Time
-	warnedBig  atomic.Int64
+	warnedBig  time.Time
 
 	dir      string
 	reserve  atomic.Int64
@@ -365,13 +365,10 @@ const bigWarnEvery = time.Minute
 // million artifacts — on its next use. The caller holds s.mu.
 func (s *Store) warnBigDropped(h *head) {
 	now := s.cacheClock()
-	if h.cost.Load() <= s.headBudget/2 || now.Sub(time.Unix(0, h.usedAt.Load())) > bigHeadKeep {
+	if !s.bigInUse(h, now) || !s.warnedBig.IsZero() && now.Sub(s.warnedBig) < bigWarnEvery {
 		return
 	}
-	last := s.warnedBig.Load()
-	if last != 0 && now.Sub(time.Unix(0, last)) < bigWarnEvery || !s.warnedBig.CompareAndSwap(last, now.UnixNano()) {
-		return
-	}
+	s.warnedBig = now
 	s.log.Warn("head cache too small for the big contexts in use: a head in use was dropped and will be opened again on its next use; raise the cache budget (serve --cache-bytes)",
 		"context", h.ctx, "branch", h.branch, "head_bytes", h.cost.Load(), "head_budget_bytes", s.headBudget)
 }
@@ -913,14 +910,23 @@ func (s *Store) CachedBytes() int64 {
 func (s *Store) bigHeadLocked() *head {
 	var big *head
 	for _, h := range s.heads {
-		if h.cost.Load() > s.headBudget/2 && (big == nil || h.used.Load() > big.used.Load()) {
+		if s.isBig(h) && (big == nil || h.used.Load() > big.used.Load()) {
 			big = h
 		}
 	}
-	if big == nil || s.cacheClock().Sub(time.Unix(0, big.usedAt.Load())) > bigHeadKeep {
+	if big == nil || !s.bigInUse(big, s.cacheClock()) {
 		return nil
 	}
 	return big
+}
+
+// isBig reports whether h takes more than half the head budget.
+func (s *Store) isBig(h *head) bool { return h.cost.Load() > s.headBudget/2 }
+
+// bigInUse reports whether h is big and was used within bigHeadKeep
+// before now.
+func (s *Store) bigInUse(h *head, now time.Time) bool {
+	return s.isBig(h) && now.Sub(time.Unix(0, h.usedAt.Load())) <= bigHeadKeep
 }
 
 // headsCostLocked is the estimated heap of the cached heads. The caller
