@@ -16,7 +16,7 @@ func TestPurity(t *testing.T) {
 	allowed := map[string]bool{
 		"bytes": true, "cmp": true, "crypto/sha256": true, "encoding/binary": true, "encoding/hex": true, "encoding/json": true,
 		"errors": true, "fmt": true, "math": true, "math/bits": true, "slices": true,
-		"strconv": true, "strings": true, "time": true, "unicode/utf8": true,
+		"strconv": true, "strings": true, "time": true, "unicode/utf16": true, "unicode/utf8": true,
 		// Marks save and restore SHA-256 states (encoding, hash), and
 		// big re-hashes spread buckets over goroutines (runtime, sync):
 		// no I/O, and the bytes do not depend on the schedule.

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/store"
@@ -80,7 +79,7 @@ func decodeCanonical(body []byte, schema string, dst any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(canon))
+	doc, err := hashing.DecodeCanonical(canon)
 	if err != nil {
 		return nil, &Error{Code: CodeInternal, Err: fmt.Errorf("decode canonical body: %w", err)}
 	}

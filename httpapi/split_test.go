@@ -218,3 +218,36 @@ func BenchmarkValidateCommitRequest(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDecodeCommitBody decodes, checks and validates a commit body as
+// handleCommit does (decodeCanonical: canonical form, schema document,
+// request schema, struct): one of 5,000 artifacts, each put and linked to
+// an earlier one as `artifactd bench --scenario big` sends them, and one
+// of a single artifact and its link.
+func BenchmarkDecodeCommitBody(b *testing.B) {
+	body := func(n int) []byte {
+		ops := make([]any, 0, 2*n)
+		for i := range n {
+			ops = append(ops, map[string]any{"op": "put", "artifact": map[string]any{"id": fmt.Sprintf("a%d", i), "type": "claim", "produced_by": "bench", "data": map[string]any{"text": fmt.Sprintf("claim a%d", i)}}})
+			ops = append(ops, map[string]any{"op": "link", "from": fmt.Sprintf("a%d", i), "rel": "derived_from", "to": fmt.Sprintf("a%d", i/2)})
+		}
+		raw, err := json.Marshal(map[string]any{"author": "bench", "message": "bulk", "ops": ops})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return raw
+	}
+	for _, n := range []int{5000, 1} {
+		raw := body(n)
+		b.Run(fmt.Sprintf("ops=%d", 2*n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				var in CommitInput
+				if _, err := decodeCanonical(raw, "commit", &in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

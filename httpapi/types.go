@@ -55,8 +55,8 @@ type splitSchema struct {
 	kinds       map[string]*jsonschema.Schema
 }
 
-// valid reports whether doc, a request body parsed by
-// jsonschema.UnmarshalJSON, is valid; false when it is not or when it
+// valid reports whether doc, a request body decoded as a generic value
+// (hashing.DecodeCanonical), is valid; false when it is not or when it
 // could not tell.
 func (s *splitSchema) valid(doc any) bool {
 	if s.shape.Validate(doc) != nil {

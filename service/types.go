@@ -272,7 +272,7 @@ func newTypeEntry(name string, role graph.Role, description string, schema []byt
 	if err != nil {
 		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(canon))
+	doc, err := hashing.DecodeCanonical(canon)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +322,8 @@ func CompileSchema(name string, doc any) (*jsonschema.Schema, error) {
 	return sch, nil
 }
 
-// Validate checks data (a value decoded with jsonschema.UnmarshalJSON)
+// Validate checks data (a generic value with json.Number numbers, as
+// hashing.DecodeCanonical and jsonschema.UnmarshalJSON decode JSON)
 // against the type's schema; field errors point below prefix.
 func (r *Registry) Validate(typ string, data any, prefix string) error {
 	e := r.entry(typ)

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/artifactd/artifactd/fault"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -308,7 +305,7 @@ func (s *Service) putArtifactGo(ctx context.Context, ctxID string, in ArtifactIn
 			return nil, classifyAt(err, "/edges/"+strconv.Itoa(i)+"/attrs")
 		}
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(canon))
+	doc, err := hashing.DecodeCanonical(canon)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +332,7 @@ func classifyAt(err error, prefix string) error {
 
 // PutDecoded is PutArtifact for a door that has already canonicalized
 // the request: in.Data is canonical JSON, data is the same value decoded
-// for schema validation (jsonschema.UnmarshalJSON) and parent is the
+// for schema validation (hashing.DecodeCanonical) and parent is the
 // parsed in.Parent (nil for none). Its rules and errors are PutArtifact's.
 func (s *Service) PutDecoded(ctx context.Context, ctxID string, in *ArtifactInput, data any, parent *hashing.Digest) (*ArtifactWrite, error) {
 	return s.writeArtifact(ctx, ctxID, in, data, parent, false)
@@ -483,7 +480,7 @@ func (s *Service) Commit(ctx context.Context, ctxID string, in CommitInput) (*Co
 				return nil, classifyAt(err, "/ops/"+strconv.Itoa(i)+"/artifact/data")
 			}
 			op.Artifact.Data = canon
-			if docs[i], err = jsonschema.UnmarshalJSON(bytes.NewReader(canon)); err != nil {
+			if docs[i], err = hashing.DecodeCanonical(canon); err != nil {
 				return nil, err
 			}
 		}

@@ -1,0 +1,255 @@
+package hashing
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// DecodeCanonical decodes canon, a JSON text [Canonicalize] returned, into
+// the generic value encoding/json's Decoder gives with UseNumber: objects
+// as map[string]any, arrays as []any, numbers as [json.Number] (their
+// canonical text), strings, booleans and nil. It is how a request body
+// already canonicalized is handed to a JSON Schema validator without
+// being parsed a third time by encoding/json, which for a 5,000-artifact
+// commit costs several times the canonicalization itself
+// (BenchmarkDecodeCanonical).
+//
+// It relies on what Canonicalize guarantees — well-formed JSON, valid
+// UTF-8, no duplicate keys, nesting within [MaxDepth] — and checks only
+// enough to never panic on other input: text that is not such a document
+// gets an error wrapping [ErrSyntax] or [ErrTooDeep], though not every
+// malformed text is caught (a string's invalid UTF-8 is kept as it is).
+//
+// Strings are cut from one string conversion of canon, so the values
+// share its memory: a caller keeping one small string of a large document
+// keeps the whole document's bytes alive.
+func DecodeCanonical(canon []byte) (any, error) {
+	d := decoder{s: string(canon)}
+	v, err := d.value(0)
+	if err != nil {
+		return nil, err
+	}
+	if d.pos != len(d.s) {
+		return nil, d.errorf(ErrSyntax, "unexpected %s after the value", describeByte(d.s[d.pos]))
+	}
+	return v, nil
+}
+
+// decoder is the state of one DecodeCanonical call.
+type decoder struct {
+	s   string
+	pos int
+}
+
+func (d *decoder) errorf(sentinel error, format string, args ...any) error {
+	return &CanonError{Err: sentinel, Offset: d.pos, Detail: fmt.Sprintf(format, args...)}
+}
+
+// value decodes the value at pos, inside depth open containers.
+func (d *decoder) value(depth int) (any, error) {
+	if d.pos >= len(d.s) {
+		return nil, d.errorf(ErrSyntax, "unexpected end of input, expected a value")
+	}
+	switch c := d.s[d.pos]; {
+	case c == '{':
+		return d.object(depth + 1)
+	case c == '[':
+		return d.array(depth + 1)
+	case c == '"':
+		return d.str()
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		start := d.pos
+		for d.pos < len(d.s) && strings.IndexByte("+-.0123456789eE", d.s[d.pos]) >= 0 {
+			d.pos++
+		}
+		return json.Number(d.s[start:d.pos]), nil
+	default:
+		return nil, d.errorf(ErrSyntax, "unexpected %s, expected a value", describeByte(c))
+	}
+}
+
+func (d *decoder) literal(word string) error {
+	if !strings.HasPrefix(d.s[d.pos:], word) {
+		return d.errorf(ErrSyntax, "invalid literal, expected %s", word)
+	}
+	d.pos += len(word)
+	return nil
+}
+
+// expect consumes byte c or fails naming what was wanted.
+func (d *decoder) expect(c byte, want string) error {
+	if d.pos >= len(d.s) {
+		return d.errorf(ErrSyntax, "unexpected end of input, expected %s", want)
+	}
+	if d.s[d.pos] != c {
+		return d.errorf(ErrSyntax, "unexpected %s, expected %s", describeByte(d.s[d.pos]), want)
+	}
+	d.pos++
+	return nil
+}
+
+func (d *decoder) object(depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, d.errorf(ErrTooDeep, "nesting deeper than %d", MaxDepth)
+	}
+	d.pos++ // '{'
+	m := make(map[string]any)
+	if d.pos < len(d.s) && d.s[d.pos] == '}' {
+		d.pos++
+		return m, nil
+	}
+	for {
+		if d.pos >= len(d.s) || d.s[d.pos] != '"' {
+			return nil, d.expect('"', "an object key")
+		}
+		k, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		if err := d.expect(':', "':'"); err != nil {
+			return nil, err
+		}
+		v, err := d.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = v
+		if d.pos < len(d.s) && d.s[d.pos] == ',' {
+			d.pos++
+			continue
+		}
+		return m, d.expect('}', "',' or '}'")
+	}
+}
+
+func (d *decoder) array(depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, d.errorf(ErrTooDeep, "nesting deeper than %d", MaxDepth)
+	}
+	d.pos++ // '['
+	a := []any{}
+	if d.pos < len(d.s) && d.s[d.pos] == ']' {
+		d.pos++
+		return a, nil
+	}
+	for {
+		v, err := d.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, v)
+		if d.pos < len(d.s) && d.s[d.pos] == ',' {
+			d.pos++
+			continue
+		}
+		return a, d.expect(']', "',' or ']'")
+	}
+}
+
+// str decodes the string at pos. One without escapes — nearly all of
+// them in canonical JSON, which escapes only '"', '\' and control
+// characters — is a substring of the document.
+func (d *decoder) str() (string, error) {
+	d.pos++ // '"'
+	start := d.pos
+	for d.pos < len(d.s) {
+		switch d.s[d.pos] {
+		case '"':
+			d.pos++
+			return d.s[start : d.pos-1], nil
+		case '\\':
+			return d.escaped(start)
+		}
+		d.pos++
+	}
+	return "", d.errorf(ErrSyntax, "unexpected end of input in a string")
+}
+
+// escaped decodes the rest of a string from its first backslash at pos;
+// the string began at start.
+func (d *decoder) escaped(start int) (string, error) {
+	b := []byte(d.s[start:d.pos])
+	for d.pos < len(d.s) {
+		c := d.s[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			return string(b), nil
+		case c != '\\':
+			b = append(b, c)
+			d.pos++
+			continue
+		}
+		if d.pos+1 >= len(d.s) {
+			break
+		}
+		e := d.s[d.pos+1]
+		d.pos += 2
+		switch e {
+		case '"', '\\', '/':
+			b = append(b, e)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, ok := d.hex4()
+			if !ok {
+				return "", d.errorf(ErrSyntax, "invalid \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				lo, ok := rune(0), false
+				if strings.HasPrefix(d.s[d.pos:], `\u`) {
+					d.pos += 2
+					lo, ok = d.hex4()
+				}
+				if r = utf16.DecodeRune(r, lo); !ok || r == utf8.RuneError {
+					return "", d.errorf(ErrLoneSurrogate, "lone surrogate in a \\u escape")
+				}
+			}
+			b = utf8.AppendRune(b, r)
+		default:
+			return "", d.errorf(ErrSyntax, "invalid escape \\%s", printable(e))
+		}
+	}
+	return "", d.errorf(ErrSyntax, "unexpected end of input in a string")
+}
+
+// hex4 reads the four hex digits of a \u escape at pos.
+func (d *decoder) hex4() (rune, bool) {
+	if d.pos+4 > len(d.s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(d.s[d.pos : d.pos+4]) {
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			v = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(v)
+	}
+	d.pos += 4
+	return r, true
+}
