@@ -130,7 +130,7 @@ func TestSplitSchemaAgreesWithWhole(t *testing.T) {
 	for i := range 6000 {
 		v := randomCommitRequest(rng, 1+i%6)
 		doc := parseDoc(t, v)
-		want := whole.Validate(doc) == nil
+		want := whole.lib.Validate(doc) == nil
 		if got := sp.valid(doc); got != want {
 			b, _ := json.Marshal(v)
 			t.Fatalf("split says valid=%v, whole schema %v, for %s", got, want, b)
@@ -155,7 +155,7 @@ func TestSplitSchemaAgreesWithWhole(t *testing.T) {
 			ops[rng.IntN(len(ops))] = map[string]any{"op": "link", "from": "a", "rel": "", "to": "b"}
 		}
 		doc := parseDoc(t, map[string]any{"ops": ops})
-		if got, want := sp.valid(doc), whole.Validate(doc) == nil; got != want || want != (k%2 == 0) {
+		if got, want := sp.valid(doc), whole.lib.Validate(doc) == nil; got != want || want != (k%2 == 0) {
 			t.Fatalf("big body %d: split says valid=%v, whole schema %v", k, got, want)
 		}
 	}
@@ -249,5 +249,28 @@ func BenchmarkDecodeCommitBody(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestRequestSchemasFast lists the request schemas checked without the
+// library's cost per value (schema.Fast): a schema change that loses its
+// fast check should be a decision, not an accident. The whole commit
+// schema ($ref, if/then) is checked through its split, whose parts all
+// have one.
+func TestRequestSchemasFast(t *testing.T) {
+	slow := map[string]bool{"commit": true, "tool-result": true, "fetch": true, "claim": true}
+	for name, rs := range requestSchemas {
+		if got := rs.fast != nil; got == slow[name] {
+			t.Errorf("request schema %q: fast check %v, want %v", name, got, !slow[name])
+		}
+	}
+	sp := requestSplits["commit"]
+	if sp.shape.fast == nil {
+		t.Error("the commit schema's shape has no fast check")
+	}
+	for kind, rs := range sp.kinds {
+		if rs.fast == nil {
+			t.Errorf("commit op %q has no fast check", kind)
+		}
 	}
 }

@@ -7,13 +7,31 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/artifactd/artifactd/schema"
 	"github.com/artifactd/artifactd/service"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
+// requestSchema is a compiled request body schema: the library's, which
+// explains a refusal with each pointer and rule, and the check of the
+// same schema that says only whether a body is valid, without the
+// library's cost per value, when the schema has one (schema.Fast).
+type requestSchema struct {
+	lib  *jsonschema.Schema
+	fast *schema.Fast
+}
+
+// valid reports whether doc is valid against r.
+func (r *requestSchema) valid(doc any) bool {
+	if r.fast != nil {
+		return r.fast.Valid(doc)
+	}
+	return r.lib.Validate(doc) == nil
+}
+
 // requestSchemas are the compiled request body schemas, by name.
-var requestSchemas = func() map[string]*jsonschema.Schema {
-	out := make(map[string]*jsonschema.Schema, len(requestSources))
+var requestSchemas = func() map[string]*requestSchema {
+	out := make(map[string]*requestSchema, len(requestSources))
 	for name, src := range requestSources {
 		out[name] = mustCompile("request-"+name, src)
 	}
@@ -22,7 +40,7 @@ var requestSchemas = func() map[string]*jsonschema.Schema {
 
 // mustCompile compiles one of the package's own schemas; a failure is a
 // bug in its source.
-func mustCompile(name, src string) *jsonschema.Schema {
+func mustCompile(name, src string) *requestSchema {
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(src))
 	if err != nil {
 		panic(fmt.Sprintf("httpapi: schema %s: %v", name, err))
@@ -31,7 +49,7 @@ func mustCompile(name, src string) *jsonschema.Schema {
 	if err != nil {
 		panic(fmt.Sprintf("httpapi: schema %s: %v", name, err))
 	}
-	return sch
+	return &requestSchema{lib: sch, fast: schema.CompileFast(doc)}
 }
 
 // A request schema whose array items pick a subschema by a member's value
@@ -48,18 +66,18 @@ func mustCompile(name, src string) *jsonschema.Schema {
 // schema, so that a refusal names the same pointers and rules.
 type splitSchema struct {
 	// shape is the request with its items only an array.
-	shape *jsonschema.Schema
+	shape *requestSchema
 	// items is the member holding the items; kind the member naming an
 	// item's kind; kinds the subschema of each kind.
 	items, kind string
-	kinds       map[string]*jsonschema.Schema
+	kinds       map[string]*requestSchema
 }
 
 // valid reports whether doc, a request body decoded as a generic value
 // (hashing.DecodeCanonical), is valid; false when it is not or when it
 // could not tell.
 func (s *splitSchema) valid(doc any) bool {
-	if s.shape.Validate(doc) != nil {
+	if !s.shape.valid(doc) {
 		return false
 	}
 	// The shape made doc an object with an array of items (or none).
@@ -96,7 +114,7 @@ func (s *splitSchema) validItems(items []any) bool {
 		item, _ := it.(map[string]any)
 		k, _ := item[s.kind].(string)
 		sch := s.kinds[k]
-		if sch == nil || sch.Validate(it) != nil {
+		if sch == nil || !sch.valid(it) {
 			return false
 		}
 	}
@@ -109,7 +127,7 @@ var requestSplits = map[string]*splitSchema{
 	"commit": {
 		shape: mustCompile("request-commit-shape", commitShapeRequest),
 		items: "ops", kind: "op",
-		kinds: map[string]*jsonschema.Schema{
+		kinds: map[string]*requestSchema{
 			"put":    mustCompile("request-commit-put", `{"$schema":"`+draft2020+`","allOf":[`+opPutSchema+`]}`),
 			"delete": mustCompile("request-commit-delete", `{"$schema":"`+draft2020+`","allOf":[`+opDeleteSchema+`]}`),
 			"link":   mustCompile("request-commit-link", `{"$schema":"`+draft2020+`","allOf":[`+opLinkSchema+`]}`),
@@ -118,16 +136,22 @@ var requestSplits = map[string]*splitSchema{
 	},
 }
 
-// validateRequest validates doc against request schema name, in parts
-// when it has a split, and names each pointer and rule a refusal breaks.
+// validateRequest validates doc against request schema name — in parts
+// when it has a split, with its fast check when it has one — and names
+// each pointer and rule a refusal breaks.
 func validateRequest(name string, doc any) error {
-	if sp := requestSplits[name]; sp != nil && sp.valid(doc) {
+	if sp := requestSplits[name]; sp != nil {
+		if sp.valid(doc) {
+			return nil
+		}
+	} else if requestSchemas[name].valid(doc) {
 		return nil
 	}
 	return validateWhole(name, doc)
 }
 
-// validateWhole validates doc against the whole of request schema name.
+// validateWhole validates doc against the whole of request schema name
+// with the library, whose refusal names each pointer and rule.
 func validateWhole(name string, doc any) error {
-	return service.ValidateAgainst(requestSchemas[name], doc, "", "the request body does not have the expected shape")
+	return service.ValidateAgainst(requestSchemas[name].lib, doc, "", "the request body does not have the expected shape")
 }
