@@ -7,4 +7,10 @@
 // bundle import validates every put against the type definition recorded
 // in the chain at that commit (graph.TypeDef), so that an imported copy
 // holds only data its own history allows.
+//
+// A schema of plain keywords only also compiles to a [Fast] check
+// ([CompileFast]), which answers valid or not as the library does, with
+// one walk of the value that allocates nothing; callers that validate
+// many values (a commit's ops and payloads) ask it first and the library
+// only for a refusal, whose pointers and rules it names.
 package schema
