@@ -1,8 +1,11 @@
 package hashing
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -23,11 +26,10 @@ import (
 // gets an error wrapping [ErrSyntax] or [ErrTooDeep], though not every
 // malformed text is caught (a string's invalid UTF-8 is kept as it is).
 //
-// Strings are cut from one string conversion of canon, so the values
-// share its memory: a caller keeping one small string of a large document
-// keeps the whole document's bytes alive.
+// The value shares no memory with canon: a caller may keep any part of
+// it (an artifact's id in a cache) without keeping the whole body alive.
 func DecodeCanonical(canon []byte) (any, error) {
-	d := decoder{s: string(canon)}
+	d := decoder{s: canon}
 	v, err := d.value(0)
 	if err != nil {
 		return nil, err
@@ -40,8 +42,12 @@ func DecodeCanonical(canon []byte) (any, error) {
 
 // decoder is the state of one DecodeCanonical call.
 type decoder struct {
-	s   string
+	s   []byte
 	pos int
+	// keys holds each object key decoded so far, so that the members a
+	// request repeats thousands of times ("op", "id", "data") are one
+	// string each, not one allocation each.
+	keys map[string]string
 }
 
 func (d *decoder) errorf(sentinel error, format string, args ...any) error {
@@ -59,7 +65,11 @@ func (d *decoder) value(depth int) (any, error) {
 	case c == '[':
 		return d.array(depth + 1)
 	case c == '"':
-		return d.str()
+		b, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		return string(b), nil
 	case c == 't':
 		return true, d.literal("true")
 	case c == 'f':
@@ -71,14 +81,14 @@ func (d *decoder) value(depth int) (any, error) {
 		for d.pos < len(d.s) && strings.IndexByte("+-.0123456789eE", d.s[d.pos]) >= 0 {
 			d.pos++
 		}
-		return json.Number(d.s[start:d.pos]), nil
+		return json.Number(d.s[start:d.pos]), nil // a copy
 	default:
 		return nil, d.errorf(ErrSyntax, "unexpected %s, expected a value", describeByte(c))
 	}
 }
 
 func (d *decoder) literal(word string) error {
-	if !strings.HasPrefix(d.s[d.pos:], word) {
+	if !bytes.HasPrefix(d.s[d.pos:], []byte(word)) {
 		return d.errorf(ErrSyntax, "invalid literal, expected %s", word)
 	}
 	d.pos += len(word)
@@ -111,7 +121,7 @@ func (d *decoder) object(depth int) (any, error) {
 		if d.pos >= len(d.s) || d.s[d.pos] != '"' {
 			return nil, d.expect('"', "an object key")
 		}
-		k, err := d.str()
+		k, err := d.key()
 		if err != nil {
 			return nil, err
 		}
@@ -155,10 +165,29 @@ func (d *decoder) array(depth int) (any, error) {
 	}
 }
 
-// str decodes the string at pos. One without escapes — nearly all of
-// them in canonical JSON, which escapes only '"', '\' and control
-// characters — is a substring of the document.
-func (d *decoder) str() (string, error) {
+// key decodes the object key at pos, as the string the document holds
+// for that key already when there is one.
+func (d *decoder) key() (string, error) {
+	b, err := d.str()
+	if err != nil {
+		return "", err
+	}
+	if k, ok := d.keys[string(b)]; ok {
+		return k, nil
+	}
+	if d.keys == nil {
+		d.keys = make(map[string]string)
+	}
+	k := string(b)
+	d.keys[k] = k
+	return k, nil
+}
+
+// str decodes the string at pos; the bytes are the document's own when
+// the string has no escapes (nearly all of them in canonical JSON, which
+// escapes only '"', '\\' and control characters), and are to be copied
+// before they are kept.
+func (d *decoder) str() ([]byte, error) {
 	d.pos++ // '"'
 	start := d.pos
 	for d.pos < len(d.s) {
@@ -171,19 +200,19 @@ func (d *decoder) str() (string, error) {
 		}
 		d.pos++
 	}
-	return "", d.errorf(ErrSyntax, "unexpected end of input in a string")
+	return nil, d.errorf(ErrSyntax, "unexpected end of input in a string")
 }
 
 // escaped decodes the rest of a string from its first backslash at pos;
 // the string began at start.
-func (d *decoder) escaped(start int) (string, error) {
-	b := []byte(d.s[start:d.pos])
+func (d *decoder) escaped(start int) ([]byte, error) {
+	b := bytes.Clone(d.s[start:d.pos])
 	for d.pos < len(d.s) {
 		c := d.s[d.pos]
 		switch {
 		case c == '"':
 			d.pos++
-			return string(b), nil
+			return b, nil
 		case c != '\\':
 			b = append(b, c)
 			d.pos++
@@ -210,24 +239,24 @@ func (d *decoder) escaped(start int) (string, error) {
 		case 'u':
 			r, ok := d.hex4()
 			if !ok {
-				return "", d.errorf(ErrSyntax, "invalid \\u escape")
+				return nil, d.errorf(ErrSyntax, "invalid \\u escape")
 			}
 			if utf16.IsSurrogate(r) {
 				lo, ok := rune(0), false
-				if strings.HasPrefix(d.s[d.pos:], `\u`) {
+				if bytes.HasPrefix(d.s[d.pos:], []byte(`\u`)) {
 					d.pos += 2
 					lo, ok = d.hex4()
 				}
 				if r = utf16.DecodeRune(r, lo); !ok || r == utf8.RuneError {
-					return "", d.errorf(ErrLoneSurrogate, "lone surrogate in a \\u escape")
+					return nil, d.errorf(ErrLoneSurrogate, "lone surrogate in a \\u escape")
 				}
 			}
 			b = utf8.AppendRune(b, r)
 		default:
-			return "", d.errorf(ErrSyntax, "invalid escape \\%s", printable(e))
+			return nil, d.errorf(ErrSyntax, "invalid escape \\%s", printable(e))
 		}
 	}
-	return "", d.errorf(ErrSyntax, "unexpected end of input in a string")
+	return nil, d.errorf(ErrSyntax, "unexpected end of input in a string")
 }
 
 // hex4 reads the four hex digits of a \u escape at pos.
@@ -236,7 +265,7 @@ func (d *decoder) hex4() (rune, bool) {
 		return 0, false
 	}
 	var r rune
-	for _, c := range []byte(d.s[d.pos : d.pos+4]) {
+	for _, c := range d.s[d.pos : d.pos+4] {
 		var v byte
 		switch {
 		case c >= '0' && c <= '9':
@@ -252,4 +281,85 @@ func (d *decoder) hex4() (rune, bool) {
 	}
 	d.pos += 4
 	return r, true
+}
+
+// AppendCanonical appends the canonical JSON of v, a value as
+// [DecodeCanonical] returns it (map[string]any, []any, string,
+// [json.Number], bool, nil), to dst: for a value DecodeCanonical read
+// from canon, exactly the bytes of canon it was read from. It is how a
+// door that decoded a canonical body takes the canonical bytes of a part
+// of it (an artifact's data) without parsing the body again. A number
+// must be in canonical form already (FormatNumber's), as DecodeCanonical
+// gives it; another number, or a value of another type, is an error
+// wrapping [ErrSyntax]. Nesting deeper than [MaxDepth] is [ErrTooDeep].
+func AppendCanonical(dst []byte, v any) ([]byte, error) {
+	return appendCanonical(dst, v, 0)
+}
+
+func appendCanonical(dst []byte, v any, depth int) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case bool:
+		if x {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case string:
+		return appendString(dst, x), nil
+	case json.Number:
+		if !canonicalNumber(string(x)) {
+			return dst, &CanonError{Err: ErrSyntax, Detail: fmt.Sprintf("number %q is not in canonical form", shorten([]byte(x)))}
+		}
+		return append(dst, x...), nil
+	case []any:
+		if depth >= MaxDepth {
+			return dst, &CanonError{Err: ErrTooDeep, Detail: fmt.Sprintf("nesting deeper than %d", MaxDepth)}
+		}
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendCanonical(dst, e, depth+1); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case map[string]any:
+		if depth >= MaxDepth {
+			return dst, &CanonError{Err: ErrTooDeep, Detail: fmt.Sprintf("nesting deeper than %d", MaxDepth)}
+		}
+		var small [8]string
+		keys := small[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b string) int { return compareUTF16([]byte(a), []byte(b)) })
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(appendString(dst, k), ':')
+			var err error
+			if dst, err = appendCanonical(dst, x[k], depth+1); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	}
+	return dst, &CanonError{Err: ErrSyntax, Detail: fmt.Sprintf("a value of type %T has no JSON form here", v)}
+}
+
+// canonicalNumber reports whether s is a number as FormatNumber writes
+// it.
+func canonicalNumber(s string) bool {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return false
+	}
+	var buf [32]byte
+	return string(appendNumber(buf[:0], f)) == s
 }

@@ -38,6 +38,43 @@ func checkDecode(t testing.TB, canon []byte) {
 	if want := decodeOracle(t, canon); !reflect.DeepEqual(got, want) {
 		t.Fatalf("DecodeCanonical(%q)\n got  %#v\n want %#v", canon, got, want)
 	}
+	again, err := AppendCanonical([]byte("x"), got)
+	if err != nil || !bytes.Equal(again, append([]byte("x"), canon...)) {
+		t.Fatalf("AppendCanonical(DecodeCanonical(%q)) = %q, %v", canon, again, err)
+	}
+}
+
+// TestAppendCanonicalRefuses gives AppendCanonical what DecodeCanonical
+// never returns: numbers not in canonical form, Go values JSON does not
+// have here, nesting past MaxDepth.
+func TestAppendCanonicalRefuses(t *testing.T) {
+	deep := any(map[string]any{})
+	for range MaxDepth {
+		deep = []any{deep}
+	}
+	for _, tc := range []struct {
+		v    any
+		want error
+	}{
+		{json.Number("1.0"), ErrSyntax},
+		{json.Number("1E3"), ErrSyntax},
+		{json.Number("-0"), ErrSyntax},
+		{json.Number("0x10"), ErrSyntax},
+		{map[string]any{"a": []any{json.Number("+1")}}, ErrSyntax},
+		{1.5, ErrSyntax},
+		{[]string{"a"}, ErrSyntax},
+		{deep, ErrTooDeep},
+	} {
+		if out, err := AppendCanonical(nil, tc.v); !errors.Is(err, tc.want) {
+			t.Fatalf("AppendCanonical(%#v) = %q, %v; want %v", tc.v, out, err, tc.want)
+		}
+	}
+	// Keys in UTF-16 order, not bytewise: U+10000 (a surrogate pair)
+	// before U+E000.
+	out, err := AppendCanonical(nil, map[string]any{"\ue000": json.Number("1"), "\U00010000": json.Number("2"), "a": "\u0001"})
+	if want := "{\"a\":\"\\u0001\",\"\U00010000\":2,\"\ue000\":1}"; err != nil || string(out) != want {
+		t.Fatalf("AppendCanonical = %s, %v; want %s", out, err, want)
+	}
 }
 
 // TestDecodeCanonicalOracle decodes the canonical form of the JCS inputs,
@@ -235,4 +272,22 @@ func BenchmarkDecodeCanonical(b *testing.B) {
 			decodeOracle(b, canon)
 		}
 	})
+}
+
+// TestDecodeCanonicalOwnsItsStrings changes the input after decoding it:
+// the value must not change (its strings are its own, so a caller may keep
+// one without keeping the body).
+func TestDecodeCanonicalOwnsItsStrings(t *testing.T) {
+	in := []byte(`{"id":"abc","n":12,"s":"x\ny","t":["uvw"]}`)
+	v, err := DecodeCanonical(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		in[i] = 'z'
+	}
+	want := map[string]any{"id": "abc", "n": json.Number("12"), "s": "x\ny", "t": []any{"uvw"}}
+	if !reflect.DeepEqual(v, want) {
+		t.Fatalf("after the input changed: %#v", v)
+	}
 }

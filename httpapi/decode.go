@@ -86,7 +86,12 @@ func decodeCanonical(body []byte, schema string, dst any) (any, error) {
 	if err := validateRequest(schema, doc); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(canon, dst); err != nil {
+	if fill := fromDoc[schema]; fill != nil {
+		err = fill(doc, dst)
+	} else {
+		err = json.Unmarshal(canon, dst)
+	}
+	if err != nil {
 		// The schema admits only what dst can hold; this is a bug.
 		return nil, &Error{Code: CodeInternal, Err: fmt.Errorf("decode %s body: %w", schema, err)}
 	}
