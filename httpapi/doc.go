@@ -40,9 +40,14 @@
 //
 // Every request body is read once, within the size limit, canonicalized
 // with hashing.Canonicalize (which refuses duplicate keys, unsafe integers,
-// lone surrogates and deep nesting with the exact pointer), checked
+// lone surrogates and deep nesting with the exact pointer), read from the
+// canonical bytes into a document (hashing.DecodeCanonical), checked
 // against the route's request schema (a commit's in parts, an op at a
-// time against its kind's schema: splitSchema), then decoded. A refused request
-// changes nothing: writes go through one store commit, and the store undoes
-// a refused commit before anything is written.
+// time against its kind's schema: splitSchema; a schema of plain keywords
+// by its schema.Fast check first, the library naming the pointers and
+// rules of a refusal), then decoded into the request's struct — from the
+// document for the artifact and commit writes (body.go), by json.Unmarshal
+// for the others. A refused request changes nothing: writes go through
+// one store commit, and the store undoes a refused commit before anything
+// is written.
 package httpapi
