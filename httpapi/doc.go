@@ -48,6 +48,5 @@
 // rules of a refusal), then decoded into the request's struct — from the
 // document for the artifact and commit writes (body.go), by json.Unmarshal
 // for the others. A refused request changes nothing: writes go through
-// one store commit, and the store undoes a refused commit before anything
-// is written.
+// one store commit, which the store decides before it writes anything.
 package httpapi
