@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,7 +220,7 @@ func (d *decoder) escaped(start int) ([]byte, error) {
 			continue
 		}
 		if d.pos+1 >= len(d.s) {
-			break
+			break // a backslash at the end: the string never closes
 		}
 		e := d.s[d.pos+1]
 		d.pos += 2
@@ -357,7 +358,7 @@ func appendCanonical(dst []byte, v any, depth int) ([]byte, error) {
 // it.
 func canonicalNumber(s string) bool {
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) { // ParseFloat takes "NaN", "Inf"
 		return false
 	}
 	var buf [32]byte

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/artifactd/artifactd/hashing"
@@ -20,8 +21,20 @@ import (
 // (hashing.AppendCanonical), which gives back the bytes it was read from.
 // Other requests are few and small and keep json.Unmarshal.
 var fromDoc = map[string]func(doc any, dst any) error{
-	"artifact": func(doc any, dst any) error { return artifactInputOf(doc, dst.(*ArtifactInput)) },
-	"commit":   func(doc any, dst any) error { return commitInputOf(doc, dst.(*CommitInput)) },
+	"artifact": filler(artifactInputOf),
+	"commit":   filler(commitInputOf),
+}
+
+// filler adapts fill to fromDoc: dst must be a *T, else the route passes
+// the wrong struct, which is an error, not a panic.
+func filler[T any](fill func(doc any, in *T) error) func(doc any, dst any) error {
+	return func(doc any, dst any) error {
+		in, ok := dst.(*T)
+		if !ok {
+			return fmt.Errorf("decode into %T: want %T", dst, in)
+		}
+		return fill(doc, in)
+	}
 }
 
 // artifactInputOf fills in from doc, a body valid against the artifact
@@ -29,7 +42,7 @@ var fromDoc = map[string]func(doc any, dst any) error{
 func artifactInputOf(doc any, in *ArtifactInput) error {
 	m, _ := doc.(map[string]any)
 	if m == nil {
-		return fmt.Errorf("the body is not an object")
+		return errors.New("the body is not an object")
 	}
 	in.ID, in.Type, in.ProducedBy = str(m, "id"), str(m, "type"), str(m, "produced_by")
 	in.Parent, in.Branch, in.Quarantine = str(m, "parent"), str(m, "branch"), str(m, "quarantine")
@@ -56,13 +69,13 @@ func artifactInputOf(doc any, in *ArtifactInput) error {
 func commitInputOf(doc any, in *CommitInput) error {
 	m, _ := doc.(map[string]any)
 	if m == nil {
-		return fmt.Errorf("the body is not an object")
+		return errors.New("the body is not an object")
 	}
 	in.Branch, in.Parent, in.Author = str(m, "branch"), str(m, "parent"), str(m, "author")
 	in.Message, in.Quarantine = str(m, "message"), str(m, "quarantine")
 	ops, ok := m["ops"].([]any)
 	if !ok {
-		return fmt.Errorf("the body has no ops")
+		return errors.New("the body has no ops")
 	}
 	in.Ops = make([]OpInput, len(ops))
 	var a arena

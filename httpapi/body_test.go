@@ -195,3 +195,15 @@ func BenchmarkFromDoc(b *testing.B) {
 		}
 	})
 }
+
+// TestFromDocWrongStruct hands a filler the wrong struct: an error, not a
+// panic.
+func TestFromDocWrongStruct(t *testing.T) {
+	doc := map[string]any{"ops": []any{}}
+	if err := fromDoc["commit"](doc, &ArtifactInput{}); err == nil {
+		t.Fatal("a commit body filled an ArtifactInput")
+	}
+	if err := fromDoc["artifact"](doc, nil); err == nil {
+		t.Fatal("a nil destination was filled")
+	}
+}

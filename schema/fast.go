@@ -3,16 +3,17 @@ package schema
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
 
 // Fast checks data against a JSON Schema (draft 2020-12) that uses only
 // the plain keywords of request bodies and of most artifact types — type
-// (but number and integer), enum and const of strings, required,
+// (except number and integer), enum and const of strings, required,
 // properties, additionalProperties, minLength, maxLength, pattern, items,
-// minItems, maxItems, allOf, anyOf, oneOf, not — with one walk of the data that allocates nothing.
-// The library's validator, which a commit's thousands of ops and payloads
+// minItems, maxItems, allOf, anyOf, oneOf, not — with one walk of the
+// data that allocates nothing. The library's validator, which a commit's thousands of ops and payloads
 // go through one by one, sets up its evaluation state for every value it
 // checks: for the body of a 5,000-artifact commit that was most of the
 // time and garbage of decoding it (BenchmarkDecodeCommitBody in httpapi).
@@ -73,48 +74,59 @@ func kindOf(v any) kinds {
 var typeKinds = map[string]kinds{"object": kindObject, "array": kindArray, "string": kindString, "boolean": kindBoolean, "null": kindNull}
 
 // annotations are keywords that do not change whether data is valid.
-var annotations = map[string]bool{"$schema": true, "$comment": true, "title": true, "description": true,
+var annotations = map[string]bool{"$comment": true, "title": true, "description": true,
 	"examples": true, "default": true, "deprecated": true, "readOnly": true, "writeOnly": true}
 
 // CompileFast returns the Fast check of doc, a schema the library compiled
 // (parsed as generic JSON: hashing.DecodeCanonical or
 // jsonschema.UnmarshalJSON), or nil when doc uses a keyword or a value
 // Fast does not know: $ref, number types, formats, enums of other than
-// strings, unknown keywords, and so on. $defs are ignored, as no schema
-// Fast compiles can refer to them.
+// strings, unknown keywords, counts past maxCount, a $schema other than
+// draft 2020-12 (under which the library reads keywords otherwise: draft
+// 4 has no const), and so on. $defs are ignored, as no schema Fast
+// compiles can refer to them.
 func CompileFast(doc any) *Fast {
-	f, ok := compileFast(doc, 0)
-	if !ok {
-		return nil
-	}
-	return f
+	return compileFast(doc, 0)
 }
 
 // maxFastDepth bounds the nesting of schemas CompileFast follows.
 const maxFastDepth = 64
 
-func compileFast(doc any, depth int) (*Fast, bool) {
+// maxCount is the largest minLength, maxLength, minItems or maxItems
+// Fast takes: far past any body or payload, and small enough that no
+// count overflows.
+const maxCount = 1 << 30
+
+// draft2020 is the $schema of the only draft Fast reads, with and
+// without its empty fragment.
+var draft2020 = map[string]bool{"https://json-schema.org/draft/2020-12/schema": true, "https://json-schema.org/draft/2020-12/schema#": true}
+
+// compileFast compiles doc at depth, or returns nil.
+func compileFast(doc any, depth int) *Fast {
 	if depth > maxFastDepth {
-		return nil, false
+		return nil
 	}
 	switch d := doc.(type) {
 	case bool:
-		return &Fast{always: d, never: !d}, true
+		return &Fast{always: d, never: !d}
 	case map[string]any:
 		f := &Fast{maxLen: -1, maxItems: -1}
 		for k, v := range d {
 			if !f.keyword(k, v, depth) {
-				return nil, false
+				return nil
 			}
 		}
-		return f, true
+		return f
 	}
-	return nil, false
+	return nil
 }
 
 // keyword compiles one keyword of a schema object into f.
 func (f *Fast) keyword(k string, v any, depth int) bool {
-	sub := func(v any) (*Fast, bool) { return compileFast(v, depth+1) }
+	sub := func(v any) (*Fast, bool) {
+		f := compileFast(v, depth+1)
+		return f, f != nil
+	}
 	list := func(v any) ([]*Fast, bool) {
 		a, ok := v.([]any)
 		if !ok || len(a) == 0 {
@@ -132,6 +144,9 @@ func (f *Fast) keyword(k string, v any, depth int) bool {
 	switch k {
 	case "$defs":
 		return true
+	case "$schema":
+		d, _ := v.(string)
+		return draft2020[d]
 	case "type":
 		names, isList := v.([]any)
 		if !isList {
@@ -235,14 +250,14 @@ func (f *Fast) keyword(k string, v any, depth int) bool {
 }
 
 // count reads a keyword's non-negative integer, written as one (5, not
-// 5.0).
+// 5.0), up to maxCount.
 func count(v any) (int, bool) {
 	n, isNum := v.(json.Number)
 	if !isNum {
 		return 0, false
 	}
 	i, err := strconv.Atoi(string(n))
-	return i, err == nil && i >= 0
+	return i, err == nil && i >= 0 && i <= maxCount
 }
 
 // Valid reports whether v, decoded JSON (objects as map[string]any,
@@ -255,7 +270,7 @@ func (f *Fast) Valid(v any) bool {
 		return false
 	}
 	for _, strs := range f.strs {
-		if !oneOf(strs, v) {
+		if s, ok := v.(string); !ok || !slices.Contains(strs, s) {
 			return false
 		}
 	}
@@ -310,20 +325,7 @@ func (f *Fast) Valid(v any) bool {
 	return f.not == nil || !f.not.Valid(v)
 }
 
-// oneOf reports whether v is one of strs.
-func oneOf(strs []string, v any) bool {
-	s, ok := v.(string)
-	if !ok {
-		return false
-	}
-	for _, x := range strs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
+// anyValid reports whether v is valid against one of fs at least.
 func anyValid(fs []*Fast, v any) bool {
 	for _, s := range fs {
 		if s.Valid(v) {
@@ -333,6 +335,7 @@ func anyValid(fs []*Fast, v any) bool {
 	return false
 }
 
+// countValid returns how many of fs v is valid against.
 func countValid(fs []*Fast, v any) int {
 	n := 0
 	for _, s := range fs {

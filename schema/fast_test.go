@@ -203,10 +203,41 @@ func TestCompileFastRefuses(t *testing.T) {
 		`{"properties":{"a":{"type":"integer"}}}`,
 		`{"allOf":[]}`,
 		`"string"`,
+		// Another draft: under draft 4 the library has no const, so Fast
+		// would refuse what the library passes (and pass it under not).
+		`{"$schema":"http://json-schema.org/draft-04/schema#","not":{"const":"a"}}`,
+		`{"items":{"$schema":"http://json-schema.org/draft-07/schema#"}}`,
+		// Counts past maxCount: one more than the largest int overflows.
+		`{"maxLength":9223372036854775807}`,
+		`{"not":{"maxLength":1073741825}}`,
+		`{"minLength":4611686018427387904}`,
+		`{"maxItems":1073741825}`,
 		`{"items":{"items":{"items":` + strings.Repeat(`{"items":`, 70) + `true` + strings.Repeat(`}`, 73),
 	} {
 		if f := CompileFast(parseJSON(t, s)); f != nil {
 			t.Fatalf("CompileFast(%s) = %+v, want nil", s, f)
+		}
+	}
+}
+
+// TestCompileFastDraft2020 compiles the dialect Fast reads, named with
+// and without its empty fragment, and the largest counts it takes.
+func TestCompileFastDraft2020(t *testing.T) {
+	for _, s := range []string{
+		`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"string","maxLength":1073741824}`,
+		`{"$schema":"https://json-schema.org/draft/2020-12/schema#","not":{"const":"a"}}`,
+	} {
+		doc := parseJSON(t, s)
+		f := CompileFast(doc)
+		if f == nil {
+			t.Fatalf("CompileFast(%s) = nil", s)
+		}
+		lib := libraryOf(t, doc)
+		for _, data := range []string{`"a"`, `"b"`, `1`} {
+			v := parseJSON(t, data)
+			if got, want := f.Valid(v), lib.Validate(v) == nil; got != want {
+				t.Fatalf("%s on %s: Fast %v, the library %v", s, data, got, want)
+			}
 		}
 	}
 }
