@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -85,19 +83,7 @@ func TestAppendCanonicalRefuses(t *testing.T) {
 // the vectors' artifact data and random documents (awkward strings,
 // numbers of every magnitude, nesting) and compares with encoding/json.
 func TestDecodeCanonicalOracle(t *testing.T) {
-	var inputs [][]byte
-	for _, name := range jcsFiles(t) {
-		b, err := os.ReadFile(filepath.Join(jcsDir, name+".input.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		inputs = append(inputs, b)
-	}
-	for _, s := range loadVectors(t).States {
-		for _, a := range s.Artifacts {
-			inputs = append(inputs, a.Data)
-		}
-	}
+	inputs := corpusInputs(t)
 	for seed := range uint64(500) {
 		v := randomValue(rand.New(rand.NewPCG(seed, 7)), 0)
 		b, err := json.Marshal(v)

@@ -352,19 +352,7 @@ func TestMarshal(t *testing.T) {
 // random documents, that canonical output is a fixed point and means the
 // same as the input to encoding/json.
 func TestIdempotentAndSemantic(t *testing.T) {
-	var inputs [][]byte
-	for _, name := range jcsFiles(t) {
-		b, err := os.ReadFile(filepath.Join(jcsDir, name+".input.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		inputs = append(inputs, b)
-	}
-	for _, s := range loadVectors(t).States {
-		for _, a := range s.Artifacts {
-			inputs = append(inputs, a.Data)
-		}
-	}
+	inputs := corpusInputs(t)
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		v := randomValue(rng, 0)
@@ -383,6 +371,26 @@ func TestIdempotentAndSemantic(t *testing.T) {
 	for _, in := range inputs {
 		checkCanonical(t, in)
 	}
+}
+
+// corpusInputs returns the JSON texts of the JCS test inputs and of the
+// vectors' artifact data.
+func corpusInputs(t *testing.T) [][]byte {
+	t.Helper()
+	var inputs [][]byte
+	for _, name := range jcsFiles(t) {
+		b, err := os.ReadFile(filepath.Join(jcsDir, name+".input.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, b)
+	}
+	for _, s := range loadVectors(t).States {
+		for _, a := range s.Artifacts {
+			inputs = append(inputs, a.Data)
+		}
+	}
+	return inputs
 }
 
 // checkCanonical fails t unless in canonicalizes to a fixed point that

@@ -159,12 +159,7 @@ func TestFromDocKnowsEveryField(t *testing.T) {
 // BenchmarkFromDoc fills the struct of a 5,000-artifact commit from its
 // document, and with json.Unmarshal of its canonical body.
 func BenchmarkFromDoc(b *testing.B) {
-	ops := make([]any, 0, 10000)
-	for i := range 5000 {
-		ops = append(ops, map[string]any{"op": "put", "artifact": map[string]any{"id": fmt.Sprintf("a%d", i), "type": "claim", "produced_by": "bench", "data": map[string]any{"text": fmt.Sprintf("claim a%d", i)}}},
-			map[string]any{"op": "link", "from": fmt.Sprintf("a%d", i), "rel": "derived_from", "to": fmt.Sprintf("a%d", i/2)})
-	}
-	raw, err := json.Marshal(map[string]any{"author": "bench", "message": "bulk", "ops": ops})
+	raw, err := json.Marshal(bulkCommitRequest(5000))
 	if err != nil {
 		b.Fatal(err)
 	}

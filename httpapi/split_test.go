@@ -192,15 +192,7 @@ func TestSplitSchemaRefusalsNameTheSamePointers(t *testing.T) {
 // --scenario big` sends them — against the whole commit schema and in
 // parts (splitSchema).
 func BenchmarkValidateCommitRequest(b *testing.B) {
-	const n = 5000
-	ops := make([]any, 0, 2*n)
-	for i := range n {
-		ops = append(ops, map[string]any{"op": "put", "artifact": map[string]any{"id": fmt.Sprintf("a%d", i), "type": "claim", "produced_by": "bench", "data": map[string]any{"text": fmt.Sprintf("claim a%d", i)}}})
-	}
-	for i := 1; i < n; i++ {
-		ops = append(ops, map[string]any{"op": "link", "from": fmt.Sprintf("a%d", i), "rel": "derived_from", "to": fmt.Sprintf("a%d", i/2)})
-	}
-	doc := parseDoc(b, map[string]any{"author": "bench", "message": "bulk", "ops": ops})
+	doc := parseDoc(b, bulkCommitRequest(5000))
 	b.Run("whole", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -225,20 +217,11 @@ func BenchmarkValidateCommitRequest(b *testing.B) {
 // an earlier one as `artifactd bench --scenario big` sends them, and one
 // of a single artifact and its link.
 func BenchmarkDecodeCommitBody(b *testing.B) {
-	body := func(n int) []byte {
-		ops := make([]any, 0, 2*n)
-		for i := range n {
-			ops = append(ops, map[string]any{"op": "put", "artifact": map[string]any{"id": fmt.Sprintf("a%d", i), "type": "claim", "produced_by": "bench", "data": map[string]any{"text": fmt.Sprintf("claim a%d", i)}}})
-			ops = append(ops, map[string]any{"op": "link", "from": fmt.Sprintf("a%d", i), "rel": "derived_from", "to": fmt.Sprintf("a%d", i/2)})
-		}
-		raw, err := json.Marshal(map[string]any{"author": "bench", "message": "bulk", "ops": ops})
+	for _, n := range []int{5000, 1} {
+		raw, err := json.Marshal(bulkCommitRequest(n))
 		if err != nil {
 			b.Fatal(err)
 		}
-		return raw
-	}
-	for _, n := range []int{5000, 1} {
-		raw := body(n)
 		b.Run(fmt.Sprintf("ops=%d", 2*n), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(raw)))
@@ -273,4 +256,16 @@ func TestRequestSchemasFast(t *testing.T) {
 			t.Errorf("commit op %q has no fast check", kind)
 		}
 	}
+}
+
+// bulkCommitRequest returns the body of a commit of n artifacts, each put
+// and linked to an earlier one (derived_from), as `artifactd bench
+// --scenario big` sends them.
+func bulkCommitRequest(n int) map[string]any {
+	ops := make([]any, 0, 2*n)
+	for i := range n {
+		ops = append(ops, map[string]any{"op": "put", "artifact": map[string]any{"id": fmt.Sprintf("a%d", i), "type": "claim", "produced_by": "bench", "data": map[string]any{"text": fmt.Sprintf("claim a%d", i)}}},
+			map[string]any{"op": "link", "from": fmt.Sprintf("a%d", i), "rel": "derived_from", "to": fmt.Sprintf("a%d", i/2)})
+	}
+	return map[string]any{"author": "bench", "message": "bulk", "ops": ops}
 }
