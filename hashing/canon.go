@@ -113,9 +113,9 @@ type canonicalizer struct {
 	scratch []byte
 
 	// Initial backing arrays, so small documents need no growth.
-	keysBuf    [512]byte
-	membersBuf [64]member
-	pathBuf    [16]pathElem
+	keysBuf    [128]byte
+	membersBuf [16]member
+	pathBuf    [8]pathElem
 }
 
 // member is one object member: its decoded key in keys and its canonical
