@@ -462,21 +462,26 @@ func (c *canonicalizer) hex4(at int) (rune, error) {
 	}
 	var r rune
 	for i := at + 2; i < at+6; i++ {
-		b := c.in[i]
-		var v byte
-		switch {
-		case '0' <= b && b <= '9':
-			v = b - '0'
-		case 'a' <= b && b <= 'f':
-			v = b - 'a' + 10
-		case 'A' <= b && b <= 'F':
-			v = b - 'A' + 10
-		default:
+		v, ok := hexValue(c.in[i])
+		if !ok {
 			return 0, c.errorf(ErrSyntax, i, "invalid JSON: invalid \\u escape at byte %d; want four hex digits", at)
 		}
-		r = r<<4 | rune(v)
+		r = r<<4 | v
 	}
 	return r, nil
+}
+
+// hexValue returns the value of the hex digit b, either case.
+func hexValue(b byte) (rune, bool) {
+	switch {
+	case '0' <= b && b <= '9':
+		return rune(b - '0'), true
+	case 'a' <= b && b <= 'f':
+		return rune(b-'a') + 10, true
+	case 'A' <= b && b <= 'F':
+		return rune(b-'A') + 10, true
+	}
+	return 0, false
 }
 
 // number parses a number at c.pos and appends its canonical form.

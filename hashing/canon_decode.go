@@ -267,18 +267,11 @@ func (d *decoder) hex4() (rune, bool) {
 	}
 	var r rune
 	for _, c := range d.s[d.pos : d.pos+4] {
-		var v byte
-		switch {
-		case c >= '0' && c <= '9':
-			v = c - '0'
-		case c >= 'a' && c <= 'f':
-			v = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			v = c - 'A' + 10
-		default:
+		v, ok := hexValue(c)
+		if !ok {
 			return 0, false
 		}
-		r = r<<4 | rune(v)
+		r = r<<4 | v
 	}
 	d.pos += 4
 	return r, true

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Fast checks data against a JSON Schema (draft 2020-12) that uses only
@@ -97,9 +99,12 @@ const maxFastDepth = 64
 // count overflows.
 const maxCount = 1 << 30
 
-// draft2020 is the $schema of the only draft Fast reads, with and
-// without its empty fragment.
-var draft2020 = map[string]bool{"https://json-schema.org/draft/2020-12/schema": true, "https://json-schema.org/draft/2020-12/schema#": true}
+// isDraft2020 reports whether uri, a $schema, names the only draft Fast
+// reads, with or without its empty fragment.
+func isDraft2020(uri string) bool {
+	u := jsonschema.Draft2020.String()
+	return uri == u || uri == u+"#"
+}
 
 // compileFast compiles doc at depth, or returns nil.
 func compileFast(doc any, depth int) *Fast {
@@ -146,7 +151,7 @@ func (f *Fast) keyword(k string, v any, depth int) bool {
 		return true
 	case "$schema":
 		d, _ := v.(string)
-		return draft2020[d]
+		return isDraft2020(d)
 	case "type":
 		names, isList := v.([]any)
 		if !isList {
