@@ -91,6 +91,10 @@ type table struct {
 	// mark (a small state has none).
 	marks *[256][]byte
 	span  int
+	// cold marks the buckets whose leaves are not held, read through c
+	// when first needed (cold.go); nil c: none.
+	cold bitset
+	c    *coldSet
 }
 
 // marksOf returns bucket b's marks.
@@ -241,6 +245,9 @@ func (a *Accumulator) Add(leaf Digest) bool {
 // addIn is Add on a whole accumulator.
 func (a *Accumulator) addIn(leaf Digest) bool {
 	b := leaf[0]
+	if !a.warm(b) {
+		return false
+	}
 	bucket := a.t.buckets[b]
 	i, found := search(bucket, &leaf)
 	if found {
@@ -276,6 +283,9 @@ func (a *Accumulator) Remove(leaf Digest) bool {
 // removeIn is Remove on a whole accumulator.
 func (a *Accumulator) removeIn(leaf Digest) bool {
 	b := leaf[0]
+	if !a.warm(b) {
+		return false
+	}
 	bucket := a.t.buckets[b]
 	i, found := search(bucket, &leaf)
 	if !found {
@@ -308,7 +318,8 @@ func (a *Accumulator) Has(leaf Digest) bool {
 	if a.under != nil {
 		return a.forkHas(leaf)
 	}
-	_, found := search(a.t.buckets[leaf[0]], &leaf)
+	bucket, _ := a.t.leavesAt(leaf[0])
+	_, found := search(bucket, &leaf)
 	return found
 }
 
@@ -348,7 +359,7 @@ func (a *Accumulator) Root() Digest {
 	var buf [len(contextDomain) + 256*(1+leafSize)]byte
 	line := append(buf[:0], contextDomain...)
 	for b := range a.t.buckets {
-		if len(a.t.buckets[b]) == 0 {
+		if len(a.t.buckets[b]) == 0 && !a.t.isCold(byte(b)) {
 			continue
 		}
 		line = append(line, byte(b))
@@ -470,6 +481,10 @@ func (a *Accumulator) AddBatch(leaves []Digest) int {
 		j := i
 		for j < len(sorted) && sorted[j][0] == b {
 			j++
+		}
+		if !a.warm(b) {
+			i = j
+			continue // unreadable: Err says so
 		}
 		old := a.t.buckets[b]
 		merged := make([]byte, 0, len(old)+(j-i)*leafSize)

@@ -28,6 +28,12 @@
 //     an [Accumulator] keeps so that a changed bucket is hashed again from
 //     the last mark before its first change rather than from its start
 //     (marks.go). Marks change how much is hashed, never the digest.
+//   - Cold accumulator: an [Accumulator] that knows each bucket's digest
+//     and length but holds none of its leaves ([NewColdAccumulator]): the
+//     context hash needs only the digests, and a bucket's leaves are asked
+//     of the caller's [BucketLoader] the first time an operation needs them,
+//     and checked against its digest (cold.go). The loader is the caller's:
+//     the package itself still reads nothing.
 //   - Context hash: SHA-256 of "artifactd/ctx/v1" followed, for each non-empty
 //     bucket in ascending order, by the bucket byte and the bucket digest
 //     ([ContextHash], or incrementally [Accumulator]). It depends only on the

@@ -69,6 +69,9 @@ func (a *Accumulator) applyDelta(b byte, d *bucketDelta) {
 		}
 		return
 	}
+	if !a.warm(b) {
+		return // unreadable: Err says so
+	}
 	keep := 0 // where the marks of a bucket left dirty stop being valid
 	if d.dirty {
 		keep = firstChange(a.t.buckets[b], d)
@@ -238,11 +241,13 @@ func (a *Accumulator) forkRoot() Digest {
 		if !d.dirty {
 			return
 		}
-		base := a.under.bucketBytes(b)
-		var marks []byte
+		var base, marks []byte
 		span := 0
 		if a.under.under == nil {
-			marks, span = a.under.t.marksOf(b), a.under.t.span
+			base, marks = a.under.t.leavesAt(b)
+			span = a.under.t.span
+		} else {
+			base = a.under.bucketBytes(b)
 		}
 		keep := firstChange(base, d)
 		bh, from := resumeBucket(marks, keep, span, d.size*leafSize)
@@ -273,6 +278,9 @@ func (a *Accumulator) forkRoot() Digest {
 func (a *Accumulator) bucketLen(b byte) int {
 	for x := a; ; x = x.under {
 		if x.under == nil {
+			if x.t.isCold(b) {
+				return x.t.c.lens[b]
+			}
 			return len(x.t.buckets[b]) / leafSize
 		}
 		if d := x.deltaAt(b); d != nil {
@@ -299,7 +307,8 @@ func (a *Accumulator) digestOf(b byte) Digest {
 // a fork changed.
 func (a *Accumulator) bucketBytes(b byte) []byte {
 	if a.under == nil {
-		return a.t.buckets[b]
+		leaves, _ := a.t.leavesAt(b)
+		return leaves
 	}
 	d := a.deltaAt(b)
 	if d == nil {

@@ -16,7 +16,14 @@ import (
 // agrees. Leaves come from a small pool with few first bytes, so buckets
 // fill up and changes often hit the same bucket, and big change sets take
 // Absorb's one-pass merge.
-func TestAccumulatorForkOracle(t *testing.T) {
+func TestAccumulatorForkOracle(t *testing.T) { forkOracle(t, false) }
+
+// TestColdAccumulatorForkOracle is the fork oracle over a head opened
+// cold (NewColdAccumulator over the first head's buckets): every bucket
+// is read the first time an operation needs its leaves.
+func TestColdAccumulatorForkOracle(t *testing.T) { forkOracle(t, true) }
+
+func forkOracle(t *testing.T, cold bool) {
 	for seed := range uint64(60) {
 		rng := rand.New(rand.NewPCG(seed, 0xf0))
 		pool := make([]Digest, 600)
@@ -30,6 +37,9 @@ func TestAccumulatorForkOracle(t *testing.T) {
 			l := pool[rng.IntN(len(pool))]
 			head.Add(l)
 			want[l] = true
+		}
+		if cold {
+			head = coldCopy(head, nil)
 		}
 		check := func(what string, a *Accumulator, set map[Digest]bool) {
 			t.Helper()
