@@ -114,7 +114,16 @@ func (s *State) accum() *hashing.Accumulator {
 // reads no source, or every read succeeded). A decision made on a state
 // whose Err is not nil may rest on entries that were there but could not
 // be read: its caller discards it.
+//
+// The context hash's leaves may be read on demand too (a head opened over
+// its buckets' records: hashing.NewColdAccumulator); a bucket that could
+// not be read is reported the same way.
 func (s *State) Err() error {
+	if acc := s.builtAcc(); acc != nil {
+		if err := acc.Err(); err != nil {
+			return err
+		}
+	}
 	x := s
 	for x.under != nil {
 		x = x.under
@@ -124,6 +133,38 @@ func (s *State) Err() error {
 	}
 	return x.src.Err()
 }
+
+// builtAcc returns s's accumulator, nil on a state opened by
+// NewStateOverHashLater that has not built it.
+func (s *State) builtAcc() *hashing.Accumulator {
+	l := s.later
+	if l == nil {
+		return s.acc
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return s.acc
+}
+
+// LeafBytes returns the bytes of context-hash leaves held in memory for s
+// and the states under it (hashing.Accumulator.Held of the accumulator at
+// the bottom of its forks; zero before a state opened by
+// NewStateOverHashLater builds it).
+func (s *State) LeafBytes() int {
+	x := s
+	for x.under != nil {
+		x = x.under
+	}
+	if acc := x.builtAcc(); acc != nil {
+		return acc.Held()
+	}
+	return 0
+}
+
+// LeafSet returns a copy of the accumulator of s's context-hash leaves
+// (hashing.Accumulator.Clone: buckets shared until either side changes
+// them), for a caller that stores them bucket by bucket.
+func (s *State) LeafSet() *hashing.Accumulator { return s.accum().Clone() }
 
 // IsLazy reports whether s, or the state at the bottom of its forks, reads
 // through a Source.

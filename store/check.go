@@ -145,6 +145,9 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	if err := k.leafCheckpoints(ctx); err != nil {
 		return rep, err
 	}
+	if err := k.leafTables(ctx); err != nil {
+		return rep, err
+	}
 	if err := k.leafHints(ctx); err != nil {
 		return rep, err
 	}

@@ -50,14 +50,19 @@
 //     behind another's write in flight (the Badger driver reads them in a
 //     shared snapshot; a record that fails its check is read again
 //     afresh before it is called corrupt). Its
-//     context hash's leaves come from a leaf checkpoint (leaves.go:
-//     written after a walk, when the cache evicts a big head that has
-//     none, and at Close); failing one of its own commit, from the
-//     context's newest one (its hint) and the diff of the two commits'
-//     maps; failing that, a walk of the map. Once
+//     context hash's leaves come from a leaf checkpoint (leaves.go,
+//     leafbuckets.go: written after a walk, when the cache evicts a big
+//     head that has none, and at Close), kept bucket by bucket: the head
+//     opens over the checkpoint's table of bucket digests holding no
+//     leaves (hashing.NewColdAccumulator), and a commit reads the buckets
+//     it changes — two of 256 for a one-artifact commit — each checked
+//     against its digest; failing a checkpoint of its own commit, from
+//     the context's newest one (its hint) and the diff of the two
+//     commits' maps; failing that, a walk of the map. Once
 //     it holds 4,096 changes and no reader has it pinned it is opened
-//     again over its newest commit (head.rebase), so a head's memory is its
-//     leaves (about 40 bytes each) and a bounded set of changes. A head of
+//     again over its newest commit (head.rebase), so a head's memory is
+//     the buckets its commits read (about 40 bytes a leaf) and a bounded
+//     set of changes. A head of
 //     an older map is loaded whole, as before. Heads are a cache: they are evicted least recently
 //     used when their estimated size passes 60 % of Options.CacheBytes
 //     (default 128 MiB; the node, payload and old-state caches share the
@@ -65,8 +70,8 @@
 //     used one, and a reader caches a head it loaded only while it is
 //     still the branch's durable head. A big head, one that takes more
 //     than half that budget (a context of a million artifacts at the
-//     default), is kept beside it rather than opened again — reading all
-//     its leaves — whenever a small head needs the room: the one used
+//     default), is kept beside it rather than opened again — reading
+//     its buckets again — whenever a small head needs the room: the one used
 //     last such head, while used within 30 s (bigHeadKeep); the other
 //     heads keep the whole budget beside it. Dropping a big head in use
 //     (two big contexts at once) is warned of, once a minute at most; an
@@ -118,7 +123,9 @@
 //	node NUL <node id>                 -> state-map node (id = SHA-256 of the bytes)
 //	type NUL <name>                    -> type record JSON (owned by the registry, not the chain)
 //	reldef NUL <name>                  -> relation record JSON (likewise)
-//	leaves NUL <context hash><u32 BE>  -> part i of a leaf checkpoint: up to 32,768 of the state's leaves, sorted (leaves.go)
+//	ltab NUL <ctx> NUL <context hash>  -> a leaf checkpoint's table: each non-empty bucket's number, uvarint length and digest (leafbuckets.go)
+//	lbkt NUL <ctx> NUL <bucket digest> -> the leaves of one bucket of the context's checkpoints, sorted
+//	leaves NUL <context hash><u32 BE>  -> part i of a leaf checkpoint kept whole by an earlier release: up to 32,768 of the state's leaves, sorted (leaves.go; read, then deleted)
 //	leafat NUL <ctx>                    -> the commit whose state the context's newest leaf checkpoint holds (a hint)
 //	rev NUL <ctx> NUL <to> NUL <commit> -> the edges commit first linked to to: { uvarint len(rel) rel uvarint len(from) from }*, sorted
 //

@@ -561,7 +561,7 @@ func (s *Store) openLazy(info ContextInfo, c *replay.Commit) (*graph.State, *gra
 			return nil, err
 		}
 		base = from
-		if from.ckpt == (hashing.Digest{}) && wantsCheckpoint(c) && s.checkpointLater(c, info.ID, acc.Leaves()) {
+		if from.ckpt == (hashing.Digest{}) && wantsCheckpoint(c) && s.checkpointLater(c, info.ID, acc.Clone()) {
 			base = leafBase{ckpt: c.ContextHash}
 		}
 		return openedState(c)(graph.NewStateOver(rs, m, n, defs, acc))
@@ -616,7 +616,7 @@ func openedState(c *replay.Commit) func(*graph.State, error) (*graph.State, erro
 // accumulator built from a walk of m and checked against c.
 func (s *Store) leavesAt(m *mapSource, c *replay.Commit) (*hashing.Accumulator, leafBase, error) {
 	if wantsCheckpoint(c) {
-		if acc := s.readCheckpoint(m.ctx, c.ContextHash, c.Artifacts+c.Edges); acc != nil {
+		if acc := s.readCheckpoint(m.ctx, m.ctxID, c); acc != nil {
 			return acc, leafBase{ckpt: c.ContextHash}, nil
 		}
 		if acc, from := s.leavesSince(m, c); acc != nil {
@@ -677,11 +677,12 @@ func (s *Store) openAt(ctx context.Context, info ContextInfo, c *replay.Commit) 
 }
 
 // checkpointLater writes the leaf checkpoint of commit c of context ctxID,
-// whose leaves are leaves, in the background (Close waits for it), and
-// reports whether it will; not once the store is closing.
-func (s *Store) checkpointLater(c *replay.Commit, ctxID string, leaves []hashing.Digest) bool {
+// whose leaves acc holds (a copy no one else changes), in the background
+// (Close waits for it), and reports whether it will; not once the store
+// is closing.
+func (s *Store) checkpointLater(c *replay.Commit, ctxID string, acc *hashing.Accumulator) bool {
 	return s.inBackground(func() {
-		if err := s.writeCheckpoint(context.Background(), c.ContextHash, leaves, hashing.Digest{}, &checkpointOf{ctxID, c.ID}); err != nil {
+		if err := s.writeCheckpoint(context.Background(), ctxID, acc, hashing.Digest{}, &c.ID); err != nil {
 			s.log.Warn("leaf checkpoint not written", "context_hash", c.ContextHash.Short(), "err", err)
 		}
 	})

@@ -11,19 +11,22 @@ import (
 	"github.com/artifactd/artifactd/store/kv"
 )
 
-// A leaf checkpoint keeps the sorted context-hash leaves of a state, so
-// that a head opened over its state map (openLazy) reads them in a few
-// records instead of walking every artifact and edge to hash them again:
+// A leaf checkpoint keeps the context-hash leaves of a state, so that a
+// head opened over its state map (openLazy) need not walk every artifact
+// and edge to hash them again. It is kept bucket by bucket
+// (leafbuckets.go): a table of the 256 buckets' digests, which checks
+// against the context hash it is named by, and a record per bucket, read
+// when a commit first touches that bucket. Releases before kept one whole
+// (a store written by them still has such checkpoints; they are read, and
+// deleted when the next checkpoint of their context is written):
 //
 //	leaves NUL <context hash><u32 BE i> -> leaves i·leafChunk … of the state, sorted, 32 bytes each
 //
-// The records are named by the context hash of the leaves they hold, so
-// they check themselves: the leaves must hash to their name, or they are
-// not used (and fsck reports them). They are derived data, written after
-// the fact — when a head is opened by walking its map, when the head
-// cache evicts a head that has none, and for every cached head at Close —
-// never in a commit's path; a head that writes a
-// newer one deletes the one it was opened from. States of fewer than
+// Checkpoints are derived data, written after the fact — when a head is
+// opened by walking its map, when the head cache evicts a head that has
+// none, and for every cached head at Close — never in a commit's path; a
+// head that writes a newer one deletes the one it was opened from, unless
+// another cached head was opened from it too. States of fewer than
 // leafCheckpointMin leaves have none: walking them costs less.
 //
 // Beside them, each context keeps a hint of the commit whose state its
@@ -34,12 +37,11 @@ import (
 // A head opened at a commit that has no checkpoint — one made after the
 // last checkpoint and before a kill -9, or dropped from the cache before
 // its own was written — starts from that checkpoint and applies the diff
-// of the two commits' maps (leavesSince) instead of walking its whole map:
-// at a million artifacts a checkpoint read and a small diff, about a
-// third of a second, against six to nine seconds of walk. The hint is
-// only a hint: what it names may be gone, or far from the commit opened,
-// and the leaves it gives are used only if they hash to that commit's
-// context hash.
+// of the two commits' maps (leavesSince) instead of walking its whole
+// map; the diff reads only the buckets it changes. The hint is only a
+// hint: what it names may be gone, or far from the commit opened, and the
+// leaves it gives are used only if they hash to that commit's context
+// hash.
 const (
 	pLeaves           = "leaves\x00"
 	pLeafAt           = "leafat\x00"
@@ -60,9 +62,16 @@ func keyLeaves(h hashing.Digest, i uint32) []byte {
 // to keep a leaf checkpoint.
 func wantsCheckpoint(c *replay.Commit) bool { return c.Artifacts+c.Edges >= leafCheckpointMin }
 
-// readCheckpoint returns the accumulator held by the leaf checkpoint of
-// context hash h, or nil when there is none, or none that checks.
-func (s *Store) readCheckpoint(ctx context.Context, h hashing.Digest, n int) *hashing.Accumulator {
+// readCheckpoint returns the accumulator held by context ctxID's leaf
+// checkpoint of commit c's state, or nil when there is none, or none that
+// checks: from its buckets' table (leafbuckets.go), the buckets read as
+// commits touch them; else from a checkpoint kept whole by an earlier
+// release (the leaves records), read and checked at once.
+func (s *Store) readCheckpoint(ctx context.Context, ctxID string, c *replay.Commit) *hashing.Accumulator {
+	if acc := s.readLeafTable(ctx, ctxID, c); acc != nil {
+		return acc
+	}
+	h, n := c.ContextHash, c.Artifacts+c.Edges
 	buf := make([]byte, 0, n*32)
 	next := uint32(0)
 	ok := true
@@ -75,6 +84,9 @@ func (s *Store) readCheckpoint(ctx context.Context, h hashing.Digest, n int) *ha
 		buf = append(buf, v...)
 		return nil
 	})
+	if next == 0 && err == nil {
+		return nil // none
+	}
 	if err != nil && err != errStopScan || !ok || len(buf) != n*32 {
 		if err != nil && err != errStopScan && ctx.Err() == nil { // a read that ended is not a bad checkpoint
 			s.log.Warn("leaf checkpoint unreadable; walking the state map instead", "context_hash", h.Short(), "err", err)
@@ -92,52 +104,62 @@ func (s *Store) readCheckpoint(ctx context.Context, h hashing.Digest, n int) *ha
 // errStopScan ends a scan early.
 var errStopScan = fmt.Errorf("store: stop scan")
 
-// checkpointOf names the commit whose state a checkpoint holds, for the
-// hint of its context (keyLeafAt).
-type checkpointOf struct {
-	ctxID  string
-	commit hashing.Digest
+// writeCheckpoint stores context ctxID's leaf checkpoint of the state
+// whose leaves acc holds — the records of the buckets the context does not
+// hold yet, then the table — points the context's hint at commit hint
+// (nil: leaves the hint as it is) and deletes the context's checkpoint of
+// context hash old (the zero digest: none) unless it is acc's. One
+// checkpoint is written at a time.
+func (s *Store) writeCheckpoint(ctx context.Context, ctxID string, acc *hashing.Accumulator, old hashing.Digest, hint *hashing.Digest) error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	return s.writeCheckpointLocked(ctx, ctxID, acc, old, hint)
 }
 
-// writeCheckpoint stores the leaf checkpoint of the state whose sorted
-// leaves are leaves and whose context hash is h, points the hint of its
-// context at it when of names the commit (nil: no hint), and deletes the
-// checkpoint of context hash old (the zero digest: none) unless it is h.
-func (s *Store) writeCheckpoint(ctx context.Context, h hashing.Digest, leaves []hashing.Digest, old hashing.Digest, of *checkpointOf) error {
-	var recs []kv.Record
-	for i := 0; i < len(leaves); i += leafChunk {
-		part := leaves[i:min(i+leafChunk, len(leaves))]
-		v := make([]byte, 0, 32*len(part))
-		for _, l := range part {
-			v = append(v, l[:]...)
-		}
-		recs = append(recs, kv.Record{Key: keyLeaves(h, uint32(i/leafChunk)), Value: v})
-	}
-	// PutImmutable, not PutSame: checkpoints are deleted when a newer one
-	// replaces them, and PutSame's records are kept where a delete need
-	// not free their space (kv.SamePutter). PutImmutable keeps a stored
-	// value, so a checkpoint of h that is there already — one that did
-	// not check, since the head was opened by a walk — goes first.
-	if err := s.deleteCheckpoint(ctx, h); err != nil {
+// writeCheckpointLocked is writeCheckpoint for a caller that holds
+// s.ckptMu.
+func (s *Store) writeCheckpointLocked(ctx context.Context, ctxID string, acc *hashing.Accumulator, old hashing.Digest, hint *hashing.Digest) error {
+	h := acc.Root()
+	if err := acc.Err(); err != nil {
 		return err
 	}
-	if err := s.kv.PutImmutable(ctx, recs); err != nil {
+	t, err := s.writeLeafBuckets(ctx, ctxID, acc)
+	if err != nil {
 		return err
 	}
-	if of != nil {
-		if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyLeafAt(of.ctxID), Value: bytes.Clone(of.commit[:])}}}); err != nil {
-			return err
-		}
+	b := kv.Batch{Sets: []kv.Record{{Key: keyLeafTable(ctxID, h), Value: t.encode()}}}
+	if hint != nil {
+		b.Sets = append(b.Sets, kv.Record{Key: keyLeafAt(ctxID), Value: bytes.Clone(hint[:])})
+	}
+	if err := s.kv.Commit(ctx, b); err != nil {
+		return err
+	}
+	if err := s.deleteLegacyCheckpoint(ctx, h); err != nil {
+		return err
 	}
 	if old == (hashing.Digest{}) || old == h {
 		return nil
 	}
-	return s.deleteCheckpoint(ctx, old)
+	return s.deleteCheckpoint(ctx, ctxID, old)
 }
 
-// deleteCheckpoint deletes the records of the leaf checkpoint of context
-// hash h, if any.
-func (s *Store) deleteCheckpoint(ctx context.Context, h hashing.Digest) error {
+// deleteCheckpoint deletes context ctxID's leaf checkpoint of context hash
+// h — its table, a checkpoint of h kept whole by an earlier release, and
+// the context's bucket records no table names any more; the caller holds
+// s.ckptMu.
+func (s *Store) deleteCheckpoint(ctx context.Context, ctxID string, h hashing.Digest) error {
+	if err := s.kv.Commit(ctx, kv.Batch{Deletes: [][]byte{keyLeafTable(ctxID, h)}}); err != nil {
+		return err
+	}
+	if err := s.deleteLegacyCheckpoint(ctx, h); err != nil {
+		return err
+	}
+	return s.sweepLeafBuckets(ctx, ctxID)
+}
+
+// deleteLegacyCheckpoint deletes the records of a leaf checkpoint of
+// context hash h kept whole (leaves records), if any.
+func (s *Store) deleteLegacyCheckpoint(ctx context.Context, h hashing.Digest) error {
 	var dels [][]byte
 	if err := kv.ScanKeys(ctx, s.kv, prefixLeaves(h), nil, 0, func(k []byte) error {
 		dels = append(dels, bytes.Clone(k))
@@ -169,11 +191,34 @@ func (s *Store) checkpointHead(ctx context.Context, h *head, evicted bool) error
 			return nil
 		}
 	}
-	if err := s.writeCheckpoint(ctx, h.commit.ContextHash, h.state.Leaves(), h.ckpt, &checkpointOf{h.ctx, h.commit.ID}); err != nil {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	old := h.ckpt
+	if s.openedFrom(h, old) {
+		old = hashing.Digest{} // another cached head reads its buckets
+	}
+	if err := s.writeCheckpointLocked(ctx, h.ctx, h.state.LeafSet(), old, &h.commit.ID); err != nil {
 		return err
 	}
 	h.ckpt, h.changed = h.commit.ContextHash, 0
 	return nil
+}
+
+// openedFrom reports whether a cached head other than h was opened from
+// (or last wrote) h's context's checkpoint of context hash ckpt. The
+// caller holds s.ckptMu, under which a cached head's ckpt changes.
+func (s *Store) openedFrom(h *head, ckpt hashing.Digest) bool {
+	if ckpt == (hashing.Digest{}) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range s.heads {
+		if o != h && o.ctx == h.ctx && o.ckpt == ckpt {
+			return true
+		}
+	}
+	return false
 }
 
 // changedSince: an evicted head whose entries changed since its
@@ -278,7 +323,7 @@ func (s *Store) leavesSince(m *mapSource, c *replay.Commit) (*hashing.Accumulato
 	if base == nil || base.ID == c.ID || !wantsCheckpoint(base) || !indexed(base) || 2*(base.Artifacts+base.Edges) < c.Artifacts+c.Edges {
 		return nil, leafBase{}
 	}
-	acc := s.readCheckpoint(m.ctx, base.ContextHash, base.Artifacts+base.Edges)
+	acc := s.readCheckpoint(m.ctx, m.ctxID, base)
 	if acc == nil {
 		return nil, leafBase{}
 	}
@@ -286,7 +331,7 @@ func (s *Store) leavesSince(m *mapSource, c *replay.Commit) (*hashing.Accumulato
 	if err != nil {
 		return nil, leafBase{}
 	}
-	if !applyChanges(acc, changes) || acc.Len() != c.Artifacts+c.Edges || acc.Root() != c.ContextHash {
+	if !applyChanges(acc, changes) || acc.Len() != c.Artifacts+c.Edges || acc.Root() != c.ContextHash || acc.Err() != nil {
 		s.log.Warn("leaf checkpoint and state-map diff do not hash to the commit; walking the state map instead",
 			"context", m.ctxID, "commit", c.ID.Short(), "from", base.ID.Short())
 		return nil, leafBase{}

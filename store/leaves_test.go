@@ -1,9 +1,9 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,16 +15,49 @@ import (
 	"github.com/artifactd/artifactd/store/kv"
 )
 
-// checkpointRecords returns how many leaf-checkpoint records the store
-// holds for context hash h.
-func checkpointRecords(t *testing.T, s *Store, h hashing.Digest) int {
+// checkpointRecords returns how many records hold context ctxID's leaf
+// checkpoint of context hash h: the bucket records its table names that
+// are stored, or the records of one kept whole by an earlier release.
+func checkpointRecords(t *testing.T, s *Store, ctxID string, h hashing.Digest) int {
 	t.Helper()
+	ctx := context.Background()
 	n := 0
-	if err := s.kv.Scan(context.Background(), prefixLeaves(h), nil, 0, func(_, _ []byte) error { n++; return nil }); err != nil {
+	if err := s.kv.Scan(ctx, prefixLeaves(h), nil, 0, func(_, _ []byte) error { n++; return nil }); err != nil {
 		t.Fatal(err)
+	}
+	v, err := s.kv.Get(ctx, keyLeafTable(ctxID, h))
+	if errors.Is(err, kv.ErrNotFound) {
+		return n
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := decodeLeafTable(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys [][]byte
+	for b := range 256 {
+		if tb.lens[b] > 0 {
+			keys = append(keys, keyLeafBucket(ctxID, tb.digests[b]))
+		}
+	}
+	have, err := kv.Has(ctx, s.kv, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range have {
+		if ok {
+			n++
+		}
 	}
 	return n
 }
+
+// allBuckets is how many buckets hold the leaves of a state of thousands
+// of artifacts and edges: every one (a state of 5,000 leaves leaves one
+// of 256 buckets empty with a chance of about 10^-6).
+const allBuckets = 256
 
 // claimChain returns the ops of n claims a00000 … each derived_from the
 // one before: n artifacts and n-1 edges.
@@ -59,12 +92,12 @@ func TestLeafCheckpoints(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	want := (c1.Artifacts + c1.Edges + leafChunk - 1) / leafChunk
+	want := allBuckets
 	s = openTest(t, dir)
-	if got := checkpointRecords(t, s, c1.ContextHash); got != want {
+	if got := checkpointRecords(t, s, "big", c1.ContextHash); got != want {
 		t.Fatalf("checkpoint of the big head: %d records, want %d", got, want)
 	}
-	if acc := s.readCheckpoint(ctx, c1.ContextHash, c1.Artifacts+c1.Edges); acc == nil || acc.Root() != c1.ContextHash {
+	if acc := s.readCheckpoint(ctx, "big", c1); acc == nil || acc.Root() != c1.ContextHash {
 		t.Fatal("the checkpoint does not read back")
 	}
 	var hashAt hashing.Digest
@@ -90,15 +123,28 @@ func TestLeafCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openTest(t, dir)
-	if checkpointRecords(t, s, c2.ContextHash) != want || checkpointRecords(t, s, c1.ContextHash) != 0 {
+	if checkpointRecords(t, s, "big", c2.ContextHash) != want || checkpointRecords(t, s, "big", c1.ContextHash) != 0 {
 		t.Fatalf("after a commit and Close: %d records of the new checkpoint, %d of the old (want %d, 0)",
-			checkpointRecords(t, s, c2.ContextHash), checkpointRecords(t, s, c1.ContextHash), want)
+			checkpointRecords(t, s, "big", c2.ContextHash), checkpointRecords(t, s, "big", c1.ContextHash), want)
 	}
 	if err := s.Read(ctx, "small", "", func(v *View) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	// Corrupt the checkpoint: one leaf changed.
-	key := keyLeaves(c2.ContextHash, 0)
+	// Corrupt a bucket of the checkpoint: one leaf changed. Its table
+	// still checks, so the head opens from it; fsck reports the bucket;
+	// the bucket, once needed, is read from the state map instead, and
+	// its record and the table naming it are deleted.
+	acc := s.readCheckpoint(ctx, "big", c2)
+	if acc == nil {
+		t.Fatal("the checkpoint does not read back")
+	}
+	var bad hashing.Digest
+	acc.Buckets(func(b byte, d hashing.Digest, _ int) {
+		if b == 0x42 {
+			bad = d
+		}
+	})
+	key := keyLeafBucket("big", bad)
 	v, err := s.kv.Get(ctx, key)
 	if err != nil {
 		t.Fatal(err)
@@ -107,20 +153,35 @@ func TestLeafCheckpoints(t *testing.T) {
 	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: key, Value: v}}}); err != nil {
 		t.Fatal(err)
 	}
-	if s.readCheckpoint(ctx, c2.ContextHash, c2.Artifacts+c2.Edges) != nil {
-		t.Fatal("a corrupt checkpoint was used")
-	}
 	rep, err := s.Check(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	found := false
 	for _, d := range rep.Defects {
-		found = found || d.Kind == "checkpoint" && strings.Contains(d.ID, c2.ContextHash.String())
+		found = found || d.Kind == "checkpoint" && d.Context == "big" && d.ID == c2.ContextHash.String() && strings.Contains(d.Detail, "bucket 42")
 	}
 	if !found {
 		t.Fatalf("fsck did not report the corrupt checkpoint: %+v", rep.Defects)
 	}
+	acc = s.readCheckpoint(ctx, "big", c2)
+	var wantLeaves []hashing.Digest
+	if err := s.Read(ctx, "big", "", func(v *View) error {
+		wantLeaves = v.State.Leaves()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := acc.Leaves(); acc.Err() != nil || !slices.Equal(got, wantLeaves) {
+		t.Fatalf("the corrupt bucket was not read from the state map (err %v)", acc.Err())
+	}
+	if _, err := s.kv.Get(ctx, key); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("the corrupt bucket record is still there (%v)", err)
+	}
+	if _, err := s.kv.Get(ctx, keyLeafTable("big", c2.ContextHash)); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("the table naming the corrupt bucket is still there (%v)", err)
+	}
+	mustCheck(t, s)
 	if err := s.Read(ctx, "big", "", func(v *View) error {
 		if v.State.Hash() != c2.ContextHash || v.State.NumArtifacts() != 5001 {
 			return fmt.Errorf("hash %s, %d artifacts", v.State.Hash().Short(), v.State.NumArtifacts())
@@ -140,7 +201,7 @@ func TestLeafCheckpoints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if checkpointRecords(t, s, c.ContextHash) != 0 {
+		if checkpointRecords(t, s, id, c.ContextHash) != 0 {
 			t.Fatal("a small head has a checkpoint")
 		}
 	}
@@ -162,7 +223,7 @@ func TestCheckpointOnEviction(t *testing.T) {
 	}
 	ops := claimChain(5000)
 	c := mustCommit(t, s, "big", ops...)
-	if got := checkpointRecords(t, s, c.ContextHash); got != 0 {
+	if got := checkpointRecords(t, s, "big", c.ContextHash); got != 0 {
 		t.Fatalf("a head made by a commit has %d checkpoint records before it is evicted", got)
 	}
 	cached := func() bool {
@@ -185,8 +246,8 @@ func TestCheckpointOnEviction(t *testing.T) {
 		mustCommit(t, s, id, small...)
 	}
 	s.background.Wait()
-	want := (c.Artifacts + c.Edges + leafChunk - 1) / leafChunk
-	if got := checkpointRecords(t, s, c.ContextHash); got != want {
+	want := allBuckets
+	if got := checkpointRecords(t, s, "big", c.ContextHash); got != want {
 		t.Fatalf("the evicted head's checkpoint has %d records, want %d", got, want)
 	}
 	if h := reopenedHead(t, s, "big", c); h.ckpt != c.ContextHash {
@@ -197,7 +258,8 @@ func TestCheckpointOnEviction(t *testing.T) {
 }
 
 // BenchmarkDeleteCheckpoint deletes the leaf checkpoint of a state of
-// two million leaves (64 MB in 62 records: the 1M scenario's context),
+// two million leaves (64 MB in 256 bucket records: the 1M scenario's
+// context),
 // as a head that writes a newer one does with the one it was opened
 // from; the checkpoint is written again, untimed, before each delete.
 func BenchmarkDeleteCheckpoint(b *testing.B) {
@@ -208,15 +270,16 @@ func BenchmarkDeleteCheckpoint(b *testing.B) {
 	for i := range leaves {
 		leaves[i] = hashing.Sum(fmt.Appendf(nil, "leaf %d", i))
 	}
-	slices.SortFunc(leaves, func(x, y hashing.Digest) int { return bytes.Compare(x[:], y[:]) })
-	h := hashing.Sum([]byte("a context hash"))
+	acc := hashing.NewAccumulator()
+	acc.AddBatch(leaves)
+	h := acc.Root()
 	for b.Loop() {
 		b.StopTimer()
-		if err := s.writeCheckpoint(ctx, h, leaves, hashing.Digest{}, nil); err != nil {
+		if err := s.writeCheckpoint(ctx, "bench", acc, hashing.Digest{}, nil); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := s.deleteCheckpoint(ctx, h); err != nil {
+		if err := s.deleteCheckpoint(ctx, "bench", h); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -290,7 +353,7 @@ func TestReopenFromCheckpointHint(t *testing.T) {
 	if h := reopened(c3); h.ckpt != c1.ContextHash {
 		t.Fatalf("the head was not opened from the hint's checkpoint (its checkpoint: %s, want %s)", h.ckpt.Short(), c1.ContextHash.Short())
 	}
-	if n := checkpointRecords(t, s, c3.ContextHash); n != 0 {
+	if n := checkpointRecords(t, s, "big", c3.ContextHash); n != 0 {
 		t.Fatalf("%d checkpoint records of the reopened commit: it was walked", n)
 	}
 	c4 := mustCommit(t, s, "big", put("n3", "claim", map[string]any{"n": 3}), link("n3", "derived_from", "n2"))
@@ -311,7 +374,7 @@ func TestReopenFromCheckpointHint(t *testing.T) {
 		s.background.Wait()
 	}
 	evict()
-	if n := checkpointRecords(t, s, c4.ContextHash); n != 0 {
+	if n := checkpointRecords(t, s, "big", c4.ContextHash); n != 0 {
 		t.Fatalf("an evicted head a few entries from the hint's checkpoint wrote %d records of its own", n)
 	}
 	if h := reopened(c4); h.ckpt != c1.ContextHash {
@@ -323,10 +386,10 @@ func TestReopenFromCheckpointHint(t *testing.T) {
 	}
 	c5 := mustCommit(t, s, "big", many...)
 	evict()
-	if v, err := s.kv.Get(ctx, keyLeafAt("big")); err != nil || hashing.Digest(v) != c5.ID || checkpointRecords(t, s, c5.ContextHash) == 0 {
+	if v, err := s.kv.Get(ctx, keyLeafAt("big")); err != nil || hashing.Digest(v) != c5.ID || checkpointRecords(t, s, "big", c5.ContextHash) == 0 {
 		t.Fatalf("an evicted head an eighth of its state from its checkpoint wrote none, or did not move the hint (%x, %v)", v, err)
 	}
-	if checkpointRecords(t, s, c1.ContextHash) != 0 {
+	if checkpointRecords(t, s, "big", c1.ContextHash) != 0 {
 		t.Fatal("the checkpoint the head was opened from was kept beside its new one")
 	}
 
@@ -336,7 +399,7 @@ func TestReopenFromCheckpointHint(t *testing.T) {
 	}
 	c6 := mustCommit(t, s, "big", put("n5", "claim", map[string]any{"n": 5}))
 	dropHeads()
-	if h := reopened(c6); h.ckpt != c6.ContextHash || checkpointRecords(t, s, c6.ContextHash) == 0 {
+	if h := reopened(c6); h.ckpt != c6.ContextHash || checkpointRecords(t, s, "big", c6.ContextHash) == 0 {
 		t.Fatalf("after a hint without a checkpoint: head's checkpoint %s, want %s written by the walk", h.ckpt.Short(), c6.ContextHash.Short())
 	}
 	mustCommit(t, s, "big", put("n4", "claim", map[string]any{"n": 4}))
@@ -356,4 +419,127 @@ func TestReopenFromCheckpointHint(t *testing.T) {
 	if !found {
 		t.Fatalf("fsck did not report the malformed hint: %+v", rep.Defects)
 	}
+}
+
+// TestColdHeadReadsTouchedBuckets: a big head reopened from its
+// checkpoint holds none of its leaves; a one-artifact commit reads the
+// buckets it changes (its artifact's and its link's), not the other 254,
+// and lands on the context hash a head loaded whole computes (fsck); the
+// next checkpoint writes only the buckets that changed.
+func TestColdHeadReadsTouchedBuckets(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c1 := mustCommit(t, s, "big", claimChain(5000)...)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	h := reopenedHead(t, s, "big", c1)
+	if h.ckpt != c1.ContextHash {
+		t.Fatal("the head was not opened from its checkpoint")
+	}
+	all := (c1.Artifacts + c1.Edges) * len(hashing.Digest{})
+	if got := h.state.LeafBytes(); got != 0 {
+		t.Fatalf("a head opened from its checkpoint holds %d bytes of leaves before a commit", got)
+	}
+	c2 := mustCommit(t, s, "big", put("a05000", "claim", map[string]any{"i": 5000}), link("a05000", "derived_from", "a04999"))
+	h, err := s.head("big", DefaultBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.state.LeafBytes(); got == 0 || got > all/50 {
+		t.Fatalf("after a one-artifact commit the head holds %d bytes of leaves (all of them: %d)", got, all)
+	}
+	mustCheck(t, s)
+	// Close writes the new checkpoint: two bucket records more, the old
+	// table gone, its two replaced buckets swept.
+	buckets := func() int {
+		n := 0
+		if err := kv.ScanKeys(ctx, s.kv, prefixLeafBuckets("big"), nil, 0, func([]byte) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := buckets(); got != allBuckets {
+		t.Fatalf("%d bucket records before the second checkpoint", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	defer s.Close()
+	if got := buckets(); got != allBuckets || checkpointRecords(t, s, "big", c2.ContextHash) != allBuckets || checkpointRecords(t, s, "big", c1.ContextHash) != 0 {
+		t.Fatalf("after the second checkpoint: %d bucket records, %d of its table, %d of the first", got,
+			checkpointRecords(t, s, "big", c2.ContextHash), checkpointRecords(t, s, "big", c1.ContextHash))
+	}
+	reopenedHead(t, s, "big", c2)
+	mustCommit(t, s, "big", put("a05001", "claim", map[string]any{"i": 5001}))
+	mustCheck(t, s)
+}
+
+// TestLegacyCheckpointRead: a leaf checkpoint kept whole, as releases
+// before bucket records wrote it, is still read; the next checkpoint of
+// its context replaces it with bucket records and deletes it.
+func TestLegacyCheckpointRead(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c1 := mustCommit(t, s, "big", claimChain(5000)...)
+	var leaves []hashing.Digest
+	if err := s.Read(ctx, "big", "", func(v *View) error {
+		leaves = v.State.Leaves()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	// Replace the checkpoint by one kept whole: parts of leafChunk leaves.
+	s.ckptMu.Lock()
+	if err := s.deleteCheckpoint(ctx, "big", c1.ContextHash); err != nil {
+		t.Fatal(err)
+	}
+	s.ckptMu.Unlock()
+	var recs []kv.Record
+	for i := 0; i < len(leaves); i += leafChunk / 4 { // several parts
+		var v []byte
+		for _, l := range leaves[i:min(i+leafChunk/4, len(leaves))] {
+			v = append(v, l[:]...)
+		}
+		recs = append(recs, kv.Record{Key: keyLeaves(c1.ContextHash, uint32(i/(leafChunk/4))), Value: v})
+	}
+	if err := s.kv.PutImmutable(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkpointRecords(t, s, "big", c1.ContextHash); got != len(recs) {
+		t.Fatalf("%d records of the whole checkpoint, want %d", got, len(recs))
+	}
+	if h := reopenedHead(t, s, "big", c1); h.ckpt != c1.ContextHash {
+		t.Fatal("the head was not opened from the checkpoint kept whole")
+	}
+	s.background.Wait()
+	if _, err := s.kv.Get(ctx, keyLeafTable("big", c1.ContextHash)); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("the head was opened by a walk, which wrote a table (%v)", err)
+	}
+	mustCheck(t, s)
+	c2 := mustCommit(t, s, "big", put("a05000", "claim", map[string]any{"i": 5000}))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	defer s.Close()
+	if checkpointRecords(t, s, "big", c1.ContextHash) != 0 || checkpointRecords(t, s, "big", c2.ContextHash) != allBuckets {
+		t.Fatalf("after the next checkpoint: %d records of the one kept whole, %d of the new one",
+			checkpointRecords(t, s, "big", c1.ContextHash), checkpointRecords(t, s, "big", c2.ContextHash))
+	}
+	mustCheck(t, s)
 }

@@ -162,10 +162,14 @@ type Store struct {
 	// background counts the leaf checkpoints being written after a head
 	// was opened by a walk; Close waits for them.
 	background sync.WaitGroup
-	closed     bool
-	done       chan struct{}
-	closeOnce  sync.Once
-	closeErr   error
+	// ckptMu orders the writes of leaf checkpoints (writeCheckpoint): a
+	// checkpoint's sweep of its context's bucket records must not run
+	// between another's bucket records and its table.
+	ckptMu    sync.Mutex
+	closed    bool
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
 
 	// headBudget bounds the estimated bytes of the cached heads, but for
 	// one big head in use (evictHeadsLocked); tick orders their use for
@@ -263,7 +267,8 @@ type head struct {
 	// store opens the head over its newest commit again (head.rebase).
 	store *Store
 	// ckpt is the context hash of the leaf checkpoint the head was opened
-	// from or last wrote (leaves.go), zero when none, and changed about
+	// from or last wrote (leaves.go; changed under Store.ckptMu once the
+	// head is cached), zero when none, and changed about
 	// how many of its entries changed since: the diff it was opened with,
 	// then the ops of each commit installed.
 	ckpt    hashing.Digest
@@ -294,12 +299,13 @@ func (s *Store) touch(h *head) {
 
 // bigHeadKeep is how long a big head (one that takes more than half the
 // head budget) stays cached after its last use while other heads are
-// used. Opening such a head again reads all its context hash's leaves —
-// 64 MB from its checkpoint at a million artifacts, or a walk of its
-// whole map, seconds, when it has none yet — so dropping it to make room
-// for a small head made a big context written between small ones reopen
-// on almost every commit (docs/BENCHMARKS.md, "A big context written
-// between small ones").
+// used. A head is big when it holds most of its context hash's buckets —
+// a bulk commit reads every one — and opening it again reads them again
+// as its commits touch them (64 MB at a million artifacts), or walks its
+// whole map, seconds, when it has no checkpoint yet; dropping it to make
+// room for a small head made a big context written between small ones
+// reopen on almost every commit (docs/BENCHMARKS.md, "A big context
+// written between small ones").
 const bigHeadKeep = 30 * time.Second
 
 // evictHeadsLocked drops the least recently used heads, never one a commit
@@ -361,8 +367,8 @@ const bigWarnEvery = time.Minute
 // warnBigDropped warns, at most once every bigWarnEvery, when the head
 // cache drops h although it is big and was used within bigHeadKeep: two
 // or more big contexts are in use at once, and each will be opened again
-// — from a checkpoint and a diff, a third of a second or more at a
-// million artifacts — on its next use. The caller holds s.mu.
+// — from a checkpoint and a diff, and its buckets read again as its
+// commits touch them — on its next use. The caller holds s.mu.
 func (s *Store) warnBigDropped(h *head) {
 	now := s.cacheClock()
 	if !s.bigInUse(h, now) || !s.warnedBig.IsZero() && now.Sub(s.warnedBig) < bigWarnEvery {
@@ -570,7 +576,7 @@ func headCost(st *graph.State) int64 {
 	if !st.IsLazy() {
 		return stateCost(st)
 	}
-	return 20<<10 + 40*int64(st.NumArtifacts()+st.NumEdges()) + 330*int64(st.OwnEntries())
+	return 20<<10 + int64(st.LeafBytes()) + 330*int64(st.OwnEntries())
 }
 
 func (s *Store) checkFormat(ctx context.Context) error {
