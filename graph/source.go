@@ -292,7 +292,8 @@ func (s *State) Rebase(src Source, n Counts) (*State, bool) {
 // still hold, once what s shows is stored (src) under its newest commit.
 // Unlike Rebase it leaves s and the states under it as they are, and
 // unlike Clone it reads nothing from the source: it costs the
-// accumulator's copy. n must be src's sizes and equal s's. It reports
+// accumulator's copy (the buckets the forks changed; buckets of a cold
+// accumulator they did not change stay unread: hashing.Accumulator.Clone). n must be src's sizes and equal s's. It reports
 // false, doing nothing, when s does not read through a source, was
 // opened by NewStateOverHashLater, or its sizes are not n.
 func (s *State) Reopen(src Source, n Counts) (*State, bool) {

@@ -192,9 +192,10 @@ func (a *Accumulator) warm(b byte) bool {
 	return true
 }
 
-// Held returns the bytes of leaves the accumulator holds: its buckets,
-// and the cold buckets read and not yet taken in. A fork holds only its
-// changes (not counted).
+// Held returns the bytes of leaves the accumulator holds, with their
+// marks: its buckets (their capacity: what the heap holds), and the cold
+// buckets read and not yet taken in. A fork holds only its changes (not
+// counted).
 func (a *Accumulator) Held() int {
 	if a.under != nil {
 		return 0
@@ -203,11 +204,11 @@ func (a *Accumulator) Held() int {
 	for b := range 256 {
 		if a.t.isCold(byte(b)) {
 			if w := a.t.c.got[b].Load(); w != nil {
-				n += len(w.leaves) + len(w.marks)
+				n += cap(w.leaves) + cap(w.marks)
 			}
 			continue
 		}
-		n += len(a.t.buckets[b]) + len(a.t.marksOf(byte(b)))
+		n += cap(a.t.buckets[b]) + cap(a.t.marksOf(byte(b)))
 	}
 	return n
 }

@@ -287,3 +287,50 @@ func TestColdAskedAgain(t *testing.T) {
 		t.Fatalf("a loader's error: asked %d times, Err %v", len(asked), failing.Err())
 	}
 }
+
+// TestColdCloneOfFork: a clone of a fork over a cold accumulator copies
+// the buckets the forks changed and keeps the others cold, reading
+// nothing more; it reports a bucket that could not be read.
+func TestColdCloneOfFork(t *testing.T) {
+	warm := NewAccumulator()
+	warm.AddBatch(spreadLeaves(256*40, 7))
+	reads := &readLog{}
+	cold := coldCopy(warm, reads)
+	x := Sum([]byte("x"))
+	x[0] = 9
+	for _, a := range []*Accumulator{warm, cold} {
+		g := a.Fork()
+		f := g.Fork()
+		f.Add(x)
+		g.Absorb(f)
+		c := g.Clone()
+		if c.under != nil || c.Root() != g.Root() || c.Len() != g.Len() {
+			t.Fatal("the clone of a fork differs from it")
+		}
+		if a == cold {
+			if c.Held() > 2*41*leafSize {
+				t.Fatalf("the clone of a fork over a cold accumulator holds %d bytes", c.Held())
+			}
+			if got := reads.list(); !slices.Equal(got, []byte{9}) {
+				t.Fatalf("the clone read buckets %v, want only the changed one", got)
+			}
+		}
+		if !slices.Equal(c.Leaves(), g.Leaves()) {
+			t.Fatal("leaves differ")
+		}
+	}
+	var digests [256]Digest
+	var lens [256]int
+	warm.Buckets(func(b byte, d Digest, n int) { digests[b], lens[b] = d, n })
+	failing := NewColdAccumulator(&digests, &lens, func(b byte, _ Digest, _ int, _ bool) ([]byte, error) {
+		if b == 9 {
+			return nil, errors.New("gone")
+		}
+		return bytes.Clone(warm.BucketLeaves(b)), nil
+	})
+	f := failing.Fork()
+	f.Add(x)
+	if c := f.Clone(); c.Err() == nil {
+		t.Fatal("the clone does not report the bucket its fork could not read")
+	}
+}

@@ -372,14 +372,28 @@ func (a *Accumulator) Root() Digest {
 
 // Clone returns an independent copy of a: changing either afterwards never
 // affects the other. It costs O(256), not O(leaves): buckets are shared
-// until one side changes them (copy on write). Clone updates a's
+// until one side changes them (copy on write). A clone of a fork copies
+// the buckets the forks changed (and those held under them): cold buckets
+// they did not change stay cold in the copy. Clone updates a's
 // bookkeeping, so like every other method it must not run concurrently with
 // a use of a.
 func (a *Accumulator) Clone() *Accumulator {
 	if a.under != nil {
-		// A whole copy of what the fork shows.
+		// A whole copy of what the fork shows; a bucket cold at the
+		// bottom that no fork of the chain changed stays cold in the
+		// copy, over the same cold set (whose failures it reports too).
+		bottom := a.under
+		for bottom.under != nil {
+			bottom = bottom.under
+		}
 		c := &Accumulator{t: newTable(), n: a.n}
+		c.t.c = bottom.t.c
 		for b := range 256 {
+			if bottom.t.isCold(byte(b)) && !a.changes(byte(b)) {
+				c.t.cold.set(byte(b))
+				c.t.digests[b] = bottom.t.digests[b]
+				continue
+			}
 			c.t.buckets[b] = bytes.Clone(a.bucketBytes(byte(b)))
 			if len(c.t.buckets[b]) > 0 {
 				c.t.dirty.set(byte(b))

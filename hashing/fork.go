@@ -274,6 +274,16 @@ func (a *Accumulator) forkRoot() Digest {
 	return a.root
 }
 
+// changes reports whether a fork, or a fork under it, changed bucket b.
+func (a *Accumulator) changes(b byte) bool {
+	for x := a; x.under != nil; x = x.under {
+		if x.deltaAt(b) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // bucketLen returns the number of leaves in bucket b.
 func (a *Accumulator) bucketLen(b byte) int {
 	for x := a; ; x = x.under {

@@ -125,6 +125,7 @@
 //	reldef NUL <name>                  -> relation record JSON (likewise)
 //	ltab NUL <ctx> NUL <context hash>  -> a leaf checkpoint's table: each non-empty bucket's number, uvarint length and digest (leafbuckets.go)
 //	lbkt NUL <ctx> NUL <bucket digest> -> the leaves of one bucket of the context's checkpoints, sorted
+//	lgen NUL <ctx>                      -> uint64 BE: the context's checkpoint generation, swapped by each table written and each sweep
 //	leaves NUL <context hash><u32 BE>  -> part i of a leaf checkpoint kept whole by an earlier release: up to 32,768 of the state's leaves, sorted (leaves.go; read, then deleted)
 //	leafat NUL <ctx>                    -> the commit whose state the context's newest leaf checkpoint holds (a hint)
 //	rev NUL <ctx> NUL <to> NUL <commit> -> the edges commit first linked to to: { uvarint len(rel) rel uvarint len(from) from }*, sorted

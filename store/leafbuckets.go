@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
@@ -33,14 +34,52 @@ import (
 //
 // Bucket records are kept per context, not shared by every context with
 // the same bucket, so that which are still needed is a question about
-// one context's few tables. One store writes one checkpoint at a time
-// (Store.ckptMu); two processes sharing a database may delete a bucket
-// the other's table, written a moment later, names — that table then
-// does not read, the head walks its map instead, and fsck says so.
+// one context's few tables. A context's checkpoint generation
+//
+//	lgen NUL <ctx>                       -> uint64 BE, moved by every table written and every sweep
+//
+// orders writers across processes: a table is committed with a swap of
+// the generation it read before it checked its buckets were stored, and a
+// sweep deletes with a swap of the one it read before it listed the
+// tables, so a sweep between a writer's buckets and its table makes the
+// writer check its buckets again (and a table is never committed naming
+// a bucket a sweep deleted). Within a store, writes take turns
+// (Store.ckptMu) as well.
+//
+// A head over a checkpoint whose buckets were swept meanwhile — another
+// cached head's checkpoint replaced the one both were opened from — reads
+// what it lacks from its commit's state map, all buckets at once in one
+// walk, as a head opened without a checkpoint does.
 const (
 	pLeafTable  = "ltab\x00"
 	pLeafBucket = "lbkt\x00"
+	pLeafGen    = "lgen\x00"
 )
+
+// keyLeafGen is the key of context ctxID's checkpoint generation.
+func keyLeafGen(ctxID string) []byte { return []byte(pLeafGen + ctxID) }
+
+// leafGen returns context ctxID's checkpoint generation and the swap that
+// moves it on: from absent, or from its value.
+func (s *Store) leafGen(ctx context.Context, ctxID string) (kv.Swap, error) {
+	key := keyLeafGen(ctxID)
+	v, err := s.kv.Get(ctx, key)
+	if errors.Is(err, kv.ErrNotFound) {
+		return kv.Swap{Key: key, Absent: true, New: binary.BigEndian.AppendUint64(nil, 1)}, nil
+	}
+	if err != nil {
+		return kv.Swap{}, err
+	}
+	var g uint64
+	if len(v) == 8 {
+		g = binary.BigEndian.Uint64(v)
+	}
+	return kv.Swap{Key: key, Old: v, New: binary.BigEndian.AppendUint64(nil, g+1)}, nil
+}
+
+// genRetries is how many times a checkpoint write or sweep that lost its
+// generation's swap to another process starts again.
+const genRetries = 8
 
 // prefixLeafTables is the prefix of context ctxID's checkpoint tables.
 func prefixLeafTables(ctxID string) []byte { return []byte(pLeafTable + ctxID + "\x00") }
@@ -121,12 +160,26 @@ func (t *leafTable) leaves() int {
 
 // bucketLoader reads context ctxID's bucket records under ctx, for the
 // checkpoint of commit c. A record that is missing, or that the
-// accumulator finds is not the bucket, is read from c's state map instead
-// (every leaf of its state, as a head opened without a checkpoint reads
-// them), and a record that was not the bucket is deleted, so the next
+// accumulator finds is not the bucket, is read from c's state map instead:
+// the first such read walks the map once for every bucket, and the
+// others take theirs from that walk. A record that was not its bucket is
+// deleted (in the background), with the tables naming it, so the next
 // checkpoint of the context writes it again. With c nil (fsck) there is
 // no second way.
 func (s *Store) bucketLoader(ctx context.Context, ctxID string, c *replay.Commit) hashing.BucketLoader {
+	var once sync.Once
+	var walked *[256][]byte
+	var walkErr error
+	fromMap := func(b byte, why string, err error) ([]byte, error) {
+		once.Do(func() {
+			s.log.Warn("leaf checkpoint bucket "+why+"; reading the checkpoint's buckets from the state map", "context", ctxID, "bucket", b, "err", err)
+			walked, walkErr = s.bucketsFromMap(ctx, ctxID, c)
+		})
+		if walkErr != nil {
+			return nil, walkErr
+		}
+		return walked[b], nil
+	}
 	return func(b byte, d hashing.Digest, _ int, again bool) ([]byte, error) {
 		key := keyLeafBucket(ctxID, d)
 		if !again {
@@ -134,17 +187,19 @@ func (s *Store) bucketLoader(ctx context.Context, ctxID string, c *replay.Commit
 			if err == nil || c == nil {
 				return v, err
 			}
-			s.log.Warn("leaf checkpoint bucket unreadable; reading it from the state map", "context", ctxID, "bucket", b, "err", err)
-		} else {
-			if c == nil {
-				return nil, errors.New("the record is not the bucket")
-			}
-			s.log.Warn("leaf checkpoint bucket does not hash to its name; reading it from the state map", "context", ctxID, "bucket", b)
-			if err := s.dropLeafBucket(ctx, ctxID, b, d); err != nil {
+			return fromMap(b, "unreadable", err)
+		}
+		if c == nil {
+			return nil, errors.New("the record is not the bucket")
+		}
+		// Not here: the loader may run under s.ckptMu (a checkpoint that
+		// reads a cold bucket) or a head's lock.
+		s.inBackground(func() {
+			if err := s.dropLeafBucket(context.Background(), ctxID, b, d); err != nil {
 				s.log.Warn("leaf checkpoint bucket not deleted", "context", ctxID, "bucket", b, "err", err)
 			}
-		}
-		return s.bucketFromMap(ctx, ctxID, c, b)
+		})
+		return fromMap(b, "does not hash to its name", nil)
 	}
 }
 
@@ -155,44 +210,48 @@ func (s *Store) bucketLoader(ctx context.Context, ctxID string, c *replay.Commit
 func (s *Store) dropLeafBucket(ctx context.Context, ctxID string, b byte, d hashing.Digest) error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
-	dels := [][]byte{keyLeafBucket(ctxID, d)}
-	prefix := prefixLeafTables(ctxID)
-	if err := s.kv.Scan(ctx, prefix, nil, 0, func(k, v []byte) error {
-		t, err := decodeLeafTable(v)
-		if err != nil || t.lens[b] > 0 && t.digests[b] == d {
-			dels = append(dels, bytes.Clone(k))
+	for try := 0; ; try++ {
+		gen, err := s.leafGen(ctx, ctxID)
+		if err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
+		dels := [][]byte{keyLeafBucket(ctxID, d)}
+		if err := s.kv.Scan(ctx, prefixLeafTables(ctxID), nil, 0, func(k, v []byte) error {
+			t, err := decodeLeafTable(v)
+			if err != nil || t.lens[b] > 0 && t.digests[b] == d {
+				dels = append(dels, bytes.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		err = s.kv.Commit(ctx, kv.Batch{Deletes: dels, Swaps: []kv.Swap{gen}})
+		if !errors.Is(err, kv.ErrConflict) || try == genRetries {
+			return err
+		}
 	}
-	return s.kv.Commit(ctx, kv.Batch{Deletes: dels})
 }
 
-// bucketFromMap returns bucket b of the leaves of commit c's state, read
-// from its state map.
-func (s *Store) bucketFromMap(ctx context.Context, ctxID string, c *replay.Commit, b byte) ([]byte, error) {
+// bucketsFromMap returns the leaves of commit c's state, read from its
+// state map, bucket by bucket.
+func (s *Store) bucketsFromMap(ctx context.Context, ctxID string, c *replay.Commit) (*[256][]byte, error) {
 	m := newMapSource(ctx, s, ctxID, c)
 	var leaves []hashing.Digest
 	for a := range m.Artifacts() {
-		if l := a.Leaf(); l[0] == b {
-			leaves = append(leaves, l)
-		}
+		leaves = append(leaves, a.Leaf())
 	}
 	for e := range m.Edges() {
-		if l := e.Leaf(); l[0] == b {
-			leaves = append(leaves, l)
-		}
+		leaves = append(leaves, e.Leaf())
 	}
 	if err := m.Err(); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(leaves, func(x, y hashing.Digest) int { return bytes.Compare(x[:], y[:]) })
-	out := make([]byte, 0, len(leaves)*len(hashing.Digest{}))
+	var out [256][]byte
 	for _, l := range leaves {
-		out = append(out, l[:]...)
+		out[l[0]] = append(out[l[0]], l[:]...)
 	}
-	return out, nil
+	return &out, nil
 }
 
 // readLeafTable returns a cold accumulator over context ctxID's checkpoint
@@ -273,43 +332,48 @@ func (s *Store) writeLeafBuckets(ctx context.Context, ctxID string, acc *hashing
 }
 
 // sweepLeafBuckets deletes context ctxID's bucket records that none of
-// its checkpoint tables names (a table that does not decode keeps them
-// all).
+// its checkpoint tables names, and its tables that do not decode (no head
+// opens from one).
 func (s *Store) sweepLeafBuckets(ctx context.Context, ctxID string) error {
-	named := map[hashing.Digest]bool{}
-	keepAll := false
-	if err := s.kv.Scan(ctx, prefixLeafTables(ctxID), nil, 0, func(_, v []byte) error {
-		t, err := decodeLeafTable(v)
+	for try := 0; ; try++ {
+		gen, err := s.leafGen(ctx, ctxID)
 		if err != nil {
-			keepAll = true
-			return errStopScan
+			return err
 		}
-		for b := range 256 {
-			if t.lens[b] > 0 {
-				named[t.digests[b]] = true
+		named := map[hashing.Digest]bool{}
+		var dels [][]byte
+		if err := s.kv.Scan(ctx, prefixLeafTables(ctxID), nil, 0, func(k, v []byte) error {
+			t, err := decodeLeafTable(v)
+			if err != nil {
+				dels = append(dels, bytes.Clone(k))
+				return nil
 			}
+			for b := range 256 {
+				if t.lens[b] > 0 {
+					named[t.digests[b]] = true
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		return nil
-	}); err != nil && err != errStopScan {
-		return err
-	}
-	if keepAll {
-		return nil
-	}
-	prefix := prefixLeafBuckets(ctxID)
-	var dels [][]byte
-	if err := kv.ScanKeys(ctx, s.kv, prefix, nil, 0, func(k []byte) error {
-		if len(k) != len(prefix)+32 || !named[hashing.Digest(k[len(prefix):])] {
-			dels = append(dels, bytes.Clone(k))
+		prefix := prefixLeafBuckets(ctxID)
+		if err := kv.ScanKeys(ctx, s.kv, prefix, nil, 0, func(k []byte) error {
+			if len(k) != len(prefix)+32 || !named[hashing.Digest(k[len(prefix):])] {
+				dels = append(dels, bytes.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
+		if len(dels) == 0 {
+			return nil
+		}
+		err = s.kv.Commit(ctx, kv.Batch{Deletes: dels, Swaps: []kv.Swap{gen}})
+		if !errors.Is(err, kv.ErrConflict) || try == genRetries {
+			return err
+		}
 	}
-	if len(dels) == 0 {
-		return nil
-	}
-	return s.kv.Commit(ctx, kv.Batch{Deletes: dels})
 }
 
 // leafTables checks every checkpoint table: it decodes, its buckets hash
@@ -358,6 +422,11 @@ func (k *checker) leafTables(ctx context.Context) error {
 		if err := acc.Err(); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			// A store in use may have replaced the checkpoint and swept
+			// its buckets since the tables were listed.
+			if _, gerr := k.s.kv.Get(ctx, keyLeafTable(tb.ctxID, tb.h)); errors.Is(gerr, kv.ErrNotFound) {
+				continue
 			}
 			defect(tb.ctxID, tb.h.String(), err.Error())
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/artifactd/artifactd/hashing"
@@ -123,16 +124,28 @@ func (s *Store) writeCheckpointLocked(ctx context.Context, ctxID string, acc *ha
 	if err := acc.Err(); err != nil {
 		return err
 	}
-	t, err := s.writeLeafBuckets(ctx, ctxID, acc)
-	if err != nil {
-		return err
-	}
-	b := kv.Batch{Sets: []kv.Record{{Key: keyLeafTable(ctxID, h), Value: t.encode()}}}
-	if hint != nil {
-		b.Sets = append(b.Sets, kv.Record{Key: keyLeafAt(ctxID), Value: bytes.Clone(hint[:])})
-	}
-	if err := s.kv.Commit(ctx, b); err != nil {
-		return err
+	for try := 0; ; try++ {
+		// The generation first: a sweep after it moves it, and the
+		// table's swap then fails (leafbuckets.go).
+		gen, err := s.leafGen(ctx, ctxID)
+		if err != nil {
+			return err
+		}
+		t, err := s.writeLeafBuckets(ctx, ctxID, acc)
+		if err != nil {
+			return err
+		}
+		b := kv.Batch{Sets: []kv.Record{{Key: keyLeafTable(ctxID, h), Value: t.encode()}}, Swaps: []kv.Swap{gen}}
+		if hint != nil {
+			b.Sets = append(b.Sets, kv.Record{Key: keyLeafAt(ctxID), Value: bytes.Clone(hint[:])})
+		}
+		err = s.kv.Commit(ctx, b)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, kv.ErrConflict) || try == genRetries {
+			return err
+		}
 	}
 	if err := s.deleteLegacyCheckpoint(ctx, h); err != nil {
 		return err
@@ -180,8 +193,9 @@ func (s *Store) deleteLegacyCheckpoint(ctx context.Context, h hashing.Digest) er
 // changed since are fewer than a sixteenth of its state (changedSince):
 // opening the head again from that checkpoint and the diff costs little
 // more than reading its own, and a big head dropped and opened in turn —
-// two big contexts in use with one head budget — would otherwise write
-// all its leaves again each time (64 MB at a million artifacts).
+// two big contexts in use with one head budget — would otherwise write a
+// checkpoint each time (the buckets its changes touched, up to all 256,
+// and a table).
 func (s *Store) checkpointHead(ctx context.Context, h *head, evicted bool) error {
 	if !wantsCheckpoint(h.commit) || h.ckpt == h.commit.ContextHash || h.dropped {
 		return nil

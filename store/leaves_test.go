@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -540,6 +542,175 @@ func TestLegacyCheckpointRead(t *testing.T) {
 	if checkpointRecords(t, s, "big", c1.ContextHash) != 0 || checkpointRecords(t, s, "big", c2.ContextHash) != allBuckets {
 		t.Fatalf("after the next checkpoint: %d records of the one kept whole, %d of the new one",
 			checkpointRecords(t, s, "big", c1.ContextHash), checkpointRecords(t, s, "big", c2.ContextHash))
+	}
+	mustCheck(t, s)
+}
+
+// TestColdHeadBucketsGoneOrBad: a head opened cold whose bucket records
+// are then all corrupt — with a reader pinned across a commit, so the
+// head is a fork over the pinned state and its checkpoint at Close reads
+// cold buckets while it holds the checkpoint lock — commits, reads and
+// closes (no deadlock), landing on the right context hashes; the bad
+// records go, with the tables naming them, and fsck is clean after. Then
+// every bucket record deleted: the next commit reads the buckets from the
+// state map.
+func TestColdHeadBucketsGoneOrBad(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c1 := mustCommit(t, s, "big", claimChain(5000)...)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	reopenedHead(t, s, "big", c1)
+	// Corrupt every bucket record.
+	var recs []kv.Record
+	if err := s.kv.Scan(ctx, prefixLeafBuckets("big"), nil, 0, func(k, v []byte) error {
+		v = bytes.Clone(v)
+		v[len(v)-1] ^= 1
+		recs = append(recs, kv.Record{Key: bytes.Clone(k), Value: v})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != allBuckets {
+		t.Fatalf("%d bucket records", len(recs))
+	}
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: recs}); err != nil {
+		t.Fatal(err)
+	}
+	// A reader pinned across a commit: the head becomes a fork over it.
+	in, hold, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.Read(ctx, "big", "", func(v *View) error {
+			close(in)
+			<-hold
+			return nil
+		})
+	}()
+	<-in
+	c2 := mustCommit(t, s, "big", put("a05000", "claim", map[string]any{"i": 5000}), link("a05000", "derived_from", "a04999"))
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Close did not return: the checkpoint waits on itself")
+	}
+	s = openTest(t, dir)
+	reopenedHead(t, s, "big", c2)
+	c3 := mustCommit(t, s, "big", put("a05001", "claim", map[string]any{"i": 5001}))
+	mustCheck(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	defer s.Close()
+	reopenedHead(t, s, "big", c3)
+	// Every bucket record gone.
+	var dels [][]byte
+	if err := kv.ScanKeys(ctx, s.kv, prefixLeafBuckets("big"), nil, 0, func(k []byte) error {
+		dels = append(dels, bytes.Clone(k))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.kv.Commit(ctx, kv.Batch{Deletes: dels}); err != nil {
+		t.Fatal(err)
+	}
+	var bulk []graph.Op
+	for i := range 600 {
+		bulk = append(bulk, put(fmt.Sprintf("g%d", i), "claim", map[string]any{"g": i}))
+	}
+	mustCommit(t, s, "big", bulk...)
+	// fsck reports the table whose records were deleted under it, and
+	// nothing else: the commits' hashes check.
+	rep, err := s.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range rep.Defects {
+		if d.Kind != "checkpoint" || d.ID != c3.ContextHash.String() {
+			t.Fatalf("fsck: %+v", d)
+		}
+	}
+	if len(rep.Defects) == 0 {
+		t.Fatal("fsck did not report the table whose buckets are gone")
+	}
+}
+
+// sweepBeforeTable is a driver that runs a sweep of context ctxID's
+// bucket records once, after the first bucket records a checkpoint puts
+// and before its table: the sweep deletes them (no table names them yet).
+type sweepBeforeTable struct {
+	kv.Driver
+	s     *Store
+	ctxID string
+	swept bool
+}
+
+func (d *sweepBeforeTable) PutImmutable(ctx context.Context, recs []kv.Record) error {
+	if err := d.Driver.PutImmutable(ctx, recs); err != nil {
+		return err
+	}
+	if !d.swept && len(recs) > 0 && bytes.HasPrefix(recs[0].Key, prefixLeafBuckets(d.ctxID)) {
+		d.swept = true
+		return d.s.sweepLeafBuckets(ctx, d.ctxID)
+	}
+	return nil
+}
+
+// TestCheckpointGenerationSwap: a sweep between a checkpoint's bucket
+// records and its table (another process's, in a shared database) moves
+// the context's checkpoint generation; the table's swap of it fails, and
+// the writer puts its buckets again before it commits the table — no
+// table names a bucket that is not stored.
+func TestCheckpointGenerationSwap(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c1 := mustCommit(t, s, "big", claimChain(5000)...)
+	var acc *hashing.Accumulator
+	if err := s.Read(ctx, "big", "", func(v *View) error {
+		acc = v.State.LeafSet()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.background.Wait()
+	orig := s.kv
+	d := &sweepBeforeTable{Driver: orig, s: s, ctxID: "big"}
+	s.kv = d
+	// A checkpoint of the same leaves under another context: none of its
+	// buckets is stored yet.
+	if _, err := s.CreateContext(ctx, "twin", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	d.ctxID = "twin"
+	err := s.writeCheckpoint(ctx, "twin", acc, hashing.Digest{}, nil)
+	s.kv = orig
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.swept {
+		t.Fatal("the sweep did not run between the buckets and the table")
+	}
+	if got := checkpointRecords(t, s, "twin", c1.ContextHash); got != allBuckets {
+		t.Fatalf("the table names %d stored buckets, want %d", got, allBuckets)
 	}
 	mustCheck(t, s)
 }
