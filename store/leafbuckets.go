@@ -172,6 +172,9 @@ func (s *Store) bucketLoader(ctx context.Context, ctxID string, c *replay.Commit
 	var walkErr error
 	fromMap := func(b byte, why string, err error) ([]byte, error) {
 		once.Do(func() {
+			if walkErr = ctx.Err(); walkErr != nil {
+				return // the read ended: nothing to warn of
+			}
 			s.log.Warn("leaf checkpoint bucket "+why+"; reading the checkpoint's buckets from the state map", "context", ctxID, "bucket", b, "err", err)
 			walked, walkErr = s.bucketsFromMap(ctx, ctxID, c)
 		})
