@@ -49,8 +49,9 @@ type coldSet struct {
 	// got[b] is bucket b as read, until a table takes it in.
 	got [256]atomic.Pointer[warmBucket]
 
-	mu  sync.Mutex // guards err
-	err error      // the first failed read
+	mu     sync.Mutex // guards err and failed
+	err    error      // the first failed read
+	failed bitset     // buckets whose read failed: not read again
 }
 
 // warmBucket is a cold bucket's leaves as read, and its marks.
@@ -97,13 +98,22 @@ func (a *Accumulator) Err() error {
 	return x.t.c.err
 }
 
-// fail records err as the set's failure unless it has one.
-func (c *coldSet) fail(err error) {
+// fail records that bucket b could not be read, and err as the set's
+// failure unless it has one.
+func (c *coldSet) fail(b byte, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.failed.set(b)
 	if c.err == nil {
 		c.err = err
 	}
+}
+
+// hasFailed reports whether a read of bucket b failed before.
+func (c *coldSet) hasFailed(b byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failed.has(b)
 }
 
 // bucket returns cold bucket b as read (reading it now if no one has),
@@ -112,12 +122,15 @@ func (c *coldSet) bucket(b byte) *warmBucket {
 	if w := c.got[b].Load(); w != nil {
 		return w
 	}
+	if c.hasFailed(b) {
+		return nil
+	}
 	w, err := c.read(b, false)
 	if err != nil && !errors.Is(err, errLoad) {
 		w, err = c.read(b, true)
 	}
 	if err != nil {
-		c.fail(err)
+		c.fail(b, err)
 		return nil
 	}
 	if c.got[b].CompareAndSwap(nil, w) {

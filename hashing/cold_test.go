@@ -334,3 +334,37 @@ func TestColdCloneOfFork(t *testing.T) {
 		t.Fatal("the clone does not report the bucket its fork could not read")
 	}
 }
+
+// TestColdForkAfterFailedReread: a fork whose base bucket was read, then
+// taken into a clone's table (which clears the shared copy), then cannot
+// be read again, reports the failure and does not panic.
+func TestColdForkAfterFailedReread(t *testing.T) {
+	warm := NewAccumulator()
+	warm.AddBatch(spreadLeaves(256*20, 8))
+	warm.Root()
+	var digests [256]Digest
+	var lens [256]int
+	warm.Buckets(func(b byte, d Digest, n int) { digests[b], lens[b] = d, n })
+	broken := false
+	cold := NewColdAccumulator(&digests, &lens, func(b byte, _ Digest, _ int, _ bool) ([]byte, error) {
+		if broken {
+			return nil, errors.New("gone")
+		}
+		return bytes.Clone(warm.BucketLeaves(b)), nil
+	})
+	in7 := warm.BucketLeaves(7)
+	clone := cold.Clone()
+	f := cold.Fork()
+	f.Remove(Digest(in7[0:leafSize]))
+	f.Remove(Digest(in7[5*leafSize : 6*leafSize]))
+	x := Sum([]byte("x"))
+	x[0] = 7
+	clone.Add(x) // takes bucket 7 into the clone's table
+	broken = true
+	f.Root()
+	f.Clone()
+	f.Leaves()
+	if f.Err() == nil {
+		t.Fatal("no error after a bucket could not be read again")
+	}
+}

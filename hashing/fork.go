@@ -353,7 +353,10 @@ func mergeBucket(base []byte, d *bucketDelta, write func([]byte)) {
 			write(leaf[:])
 			pos = at
 		} else {
-			pos = at + leafSize
+			// A removal past the end: base is not the bucket the change
+			// was made over (a cold bucket that could not be read, which
+			// Err reports) — go on without reading past it.
+			pos = min(at+leafSize, len(base))
 		}
 	}
 	if pos < len(base) {

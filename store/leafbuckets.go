@@ -159,29 +159,34 @@ func (t *leafTable) leaves() int {
 }
 
 // bucketLoader reads context ctxID's bucket records under ctx, for the
-// checkpoint of commit c. A record that is missing, or that the
-// accumulator finds is not the bucket, is read from c's state map instead:
-// the first such read walks the map once for every bucket, and the
-// others take theirs from that walk. A record that was not its bucket is
-// deleted (in the background), with the tables naming it, so the next
-// checkpoint of the context writes it again. With c nil (fsck) there is
-// no second way.
-func (s *Store) bucketLoader(ctx context.Context, ctxID string, c *replay.Commit) hashing.BucketLoader {
-	var once sync.Once
-	var walked *[256][]byte
-	var walkErr error
+// checkpoint of commit c whose table is t. A record that is missing, or
+// that the accumulator finds is not the bucket, is read from c's state
+// map instead: the first such read walks the map once for every bucket,
+// keeps the buckets whose records are missing (the others read as
+// usual) and hands each out once, so the walk's copy is not held beside
+// the accumulator's. A record that was not its bucket is deleted (in the
+// background), with the tables naming it, so the next checkpoint of the
+// context writes it again. With c nil (fsck) there is no second way.
+func (s *Store) bucketLoader(ctx context.Context, ctxID string, c *replay.Commit, t *leafTable) hashing.BucketLoader {
+	var mu sync.Mutex
+	var walked *[256][]byte // buckets from a walk, not handed out yet
 	fromMap := func(b byte, why string, err error) ([]byte, error) {
-		once.Do(func() {
-			if walkErr = ctx.Err(); walkErr != nil {
-				return // the read ended: nothing to warn of
+		mu.Lock()
+		defer mu.Unlock()
+		if walked == nil || walked[b] == nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err // the read ended: nothing to warn of
 			}
 			s.log.Warn("leaf checkpoint bucket "+why+"; reading the checkpoint's buckets from the state map", "context", ctxID, "bucket", b, "err", err)
-			walked, walkErr = s.bucketsFromMap(ctx, ctxID, c)
-		})
-		if walkErr != nil {
-			return nil, walkErr
+			all, err := s.bucketsFromMap(ctx, ctxID, c)
+			if err != nil {
+				return nil, err
+			}
+			walked = s.missingBuckets(ctx, ctxID, t, all, b)
 		}
-		return walked[b], nil
+		v := walked[b]
+		walked[b] = nil
+		return v, nil
 	}
 	return func(b byte, d hashing.Digest, _ int, again bool) ([]byte, error) {
 		key := keyLeafBucket(ctxID, d)
@@ -204,6 +209,31 @@ func (s *Store) bucketLoader(ctx context.Context, ctxID string, c *replay.Commit
 		})
 		return fromMap(b, "does not hash to its name", nil)
 	}
+}
+
+// missingBuckets keeps of all, the buckets of a walk of the state whose
+// checkpoint table is t, those whose records context ctxID lacks, and
+// bucket asked (its record is there but not the bucket); the others are
+// read from their records when asked.
+func (s *Store) missingBuckets(ctx context.Context, ctxID string, t *leafTable, all *[256][]byte, asked byte) *[256][]byte {
+	var keys [][]byte
+	var which []byte
+	for b := range 256 {
+		if t.lens[b] > 0 && byte(b) != asked {
+			keys = append(keys, keyLeafBucket(ctxID, t.digests[b]))
+			which = append(which, byte(b))
+		}
+	}
+	have, err := kv.Has(ctx, s.kv, keys)
+	if err != nil {
+		return all // keep them all: a later miss costs no walk
+	}
+	for i, b := range which {
+		if have[i] {
+			all[b] = nil
+		}
+	}
+	return all
 }
 
 // dropLeafBucket deletes context ctxID's record of bucket b of digest d,
@@ -275,7 +305,7 @@ func (s *Store) readLeafTable(ctx context.Context, ctxID string, c *replay.Commi
 	}
 	var acc *hashing.Accumulator
 	if err == nil {
-		acc = hashing.NewColdAccumulator(&t.digests, &t.lens, s.bucketLoader(ctx, ctxID, c))
+		acc = hashing.NewColdAccumulator(&t.digests, &t.lens, s.bucketLoader(ctx, ctxID, c, t))
 		if got := acc.Root(); got != h {
 			err = fmt.Errorf("its buckets hash to %s", got)
 		}
@@ -412,7 +442,7 @@ func (k *checker) leafTables(ctx context.Context) error {
 			defect(tb.ctxID, tb.h.String(), err.Error())
 			continue
 		}
-		acc := hashing.NewColdAccumulator(&t.digests, &t.lens, k.s.bucketLoader(ctx, tb.ctxID, nil))
+		acc := hashing.NewColdAccumulator(&t.digests, &t.lens, k.s.bucketLoader(ctx, tb.ctxID, nil, t))
 		if got := acc.Root(); got != tb.h {
 			defect(tb.ctxID, tb.h.String(), fmt.Sprintf("its buckets hash to %s", got))
 			continue
