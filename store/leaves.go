@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
@@ -196,7 +197,7 @@ func (s *Store) deleteLegacyCheckpoint(ctx context.Context, h hashing.Digest) er
 // two big contexts in use with one head budget — would otherwise write a
 // checkpoint each time (the buckets its changes touched, up to all 256,
 // and a table).
-func (s *Store) checkpointHead(ctx context.Context, h *head, evicted bool) error {
+func (s *Store) checkpointHead(ctx context.Context, h *head, evicted bool, batch []*head) error {
 	if !wantsCheckpoint(h.commit) || h.ckpt == h.commit.ContextHash || h.dropped {
 		return nil
 	}
@@ -208,7 +209,7 @@ func (s *Store) checkpointHead(ctx context.Context, h *head, evicted bool) error
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
 	old := h.ckpt
-	if s.openedFrom(h, old) {
+	if s.openedFrom(h, old, batch) {
 		old = hashing.Digest{} // another cached head reads its buckets
 	}
 	if err := s.writeCheckpointLocked(ctx, h.ctx, h.state.LeafSet(), old, &h.commit.ID); err != nil {
@@ -218,17 +219,23 @@ func (s *Store) checkpointHead(ctx context.Context, h *head, evicted bool) error
 	return nil
 }
 
-// openedFrom reports whether a cached head other than h was opened from
-// (or last wrote) h's context's checkpoint of context hash ckpt. The
-// caller holds s.ckptMu, under which a cached head's ckpt changes.
-func (s *Store) openedFrom(h *head, ckpt hashing.Digest) bool {
+// openedFrom reports whether a head other than h — a cached one, or one
+// of batch, the heads whose checkpoints are being written with h's (heads
+// evicted together are no longer cached) — was opened from (or last
+// wrote) h's context's checkpoint of context hash ckpt. The caller holds
+// s.ckptMu, under which a head's ckpt changes once it is cached.
+func (s *Store) openedFrom(h *head, ckpt hashing.Digest, batch []*head) bool {
 	if ckpt == (hashing.Digest{}) {
 		return false
+	}
+	uses := func(o *head) bool { return o != h && o.ctx == h.ctx && o.ckpt == ckpt }
+	if slices.ContainsFunc(batch, uses) {
+		return true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, o := range s.heads {
-		if o != h && o.ctx == h.ctx && o.ckpt == ckpt {
+		if uses(o) {
 			return true
 		}
 	}
@@ -246,7 +253,7 @@ const changedSince = 16
 func (s *Store) checkpointHeads(ctx context.Context, heads []*head, evicted bool) {
 	for _, h := range heads {
 		h.mu.Lock()
-		err := s.checkpointHead(ctx, h, evicted)
+		err := s.checkpointHead(ctx, h, evicted, heads)
 		h.mu.Unlock()
 		if err != nil {
 			s.log.Warn("leaf checkpoint not written", "context", h.ctx, "branch", h.branch, "err", err)

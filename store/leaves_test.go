@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -713,4 +715,88 @@ func TestCheckpointGenerationSwap(t *testing.T) {
 		t.Fatalf("the table names %d stored buckets, want %d", got, allBuckets)
 	}
 	mustCheck(t, s)
+}
+
+// TestCheckpointsEvictedTogether: two branch heads of a context opened
+// from one checkpoint, both changed and evicted in one batch: the first
+// to write keeps the checkpoint both were opened from (the other, no
+// longer cached, still reads its buckets), the second deletes it — and
+// neither reads a bucket from the state map.
+func TestCheckpointsEvictedTogether(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	open := func() *Store {
+		s, err := Open(ctx, Options{Dir: dir, Clock: testClock(), Logger: slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logs}, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c1 := mustCommit(t, s, "big", claimChain(5000)...)
+	if err := s.CreateBranch(ctx, "big", "dev", c1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	defer s.Close()
+	var heads []*head
+	for _, br := range []string{DefaultBranch, "dev"} {
+		var many []graph.Op
+		for i := range 1000 {
+			many = append(many, put(fmt.Sprintf("%s-%d", br, i), "claim", map[string]any{"i": i}))
+		}
+		if _, err := s.Commit(ctx, CommitRequest{Context: "big", Branch: br, Author: "t", Message: "m", Ops: many}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.head("big", br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.ckpt != c1.ContextHash {
+			t.Fatalf("branch %s: head opened from %s, not the checkpoint", br, h.ckpt.Short())
+		}
+		heads = append(heads, h)
+	}
+	s.mu.Lock()
+	for _, h := range heads {
+		delete(s.heads, headKey("big", h.branch))
+	}
+	s.mu.Unlock()
+	s.checkpointEvicted(heads)
+	s.background.Wait()
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if strings.Contains(out, "from the state map") {
+		t.Fatalf("a bucket was read from the state map:\n%s", out)
+	}
+	if checkpointRecords(t, s, "big", c1.ContextHash) != 0 {
+		t.Fatal("the checkpoint both heads were opened from was kept")
+	}
+	for _, h := range heads {
+		if checkpointRecords(t, s, "big", h.commit.ContextHash) != allBuckets {
+			t.Fatalf("branch %s: its checkpoint was not written whole", h.branch)
+		}
+	}
+	mustCheck(t, s)
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
