@@ -13,15 +13,12 @@ import (
 // coldCopy returns a cold accumulator of a's set whose loader reads a's
 // buckets (copies) and records each read in reads, when not nil.
 func coldCopy(a *Accumulator, reads *readLog) *Accumulator {
-	a.Root()
-	var digests [256]Digest
-	var lens [256]int
+	digests, lens := tableOf(a)
 	var stored [256][]byte
-	a.Buckets(func(b byte, d Digest, n int) {
-		digests[b], lens[b] = d, n
-		stored[b] = bytes.Clone(a.BucketLeaves(b))
-	})
-	return NewColdAccumulator(&digests, &lens, func(b byte, d Digest, n int, _ bool) ([]byte, error) {
+	for b := range 256 {
+		stored[b] = bytes.Clone(a.BucketLeaves(byte(b)))
+	}
+	return NewColdAccumulator(digests, lens, func(b byte, d Digest, n int, _ bool) ([]byte, error) {
 		if d != digests[b] || n != lens[b] {
 			return nil, errors.New("asked for another bucket than stored")
 		}
@@ -30,6 +27,16 @@ func coldCopy(a *Accumulator, reads *readLog) *Accumulator {
 		}
 		return bytes.Clone(stored[b]), nil
 	})
+}
+
+// tableOf returns the digests and lengths of a's buckets (its Root up to
+// date), as a store's checkpoint table holds them.
+func tableOf(a *Accumulator) (*[256]Digest, *[256]int) {
+	a.Root()
+	var digests [256]Digest
+	var lens [256]int
+	a.Buckets(func(b byte, d Digest, n int) { digests[b], lens[b] = d, n })
+	return &digests, &lens
 }
 
 // readLog records the buckets a loader read.
@@ -152,9 +159,7 @@ func TestColdBadBucket(t *testing.T) {
 	warm := NewAccumulator()
 	warm.AddBatch(spreadLeaves(512, 3))
 	warm.Root()
-	var digests [256]Digest
-	var lens [256]int
-	warm.Buckets(func(b byte, d Digest, n int) { digests[b], lens[b] = d, n })
+	digests, lens := tableOf(warm)
 	boom := errors.New("disk on fire")
 	for _, tc := range []struct {
 		name string
@@ -169,7 +174,7 @@ func TestColdBadBucket(t *testing.T) {
 			return x, nil
 		}, "hash to"},
 	} {
-		cold := NewColdAccumulator(&digests, &lens, tc.load)
+		cold := NewColdAccumulator(digests, lens, tc.load)
 
 		if cold.Root() != warm.Root() || cold.Err() != nil {
 			t.Fatalf("%s: the root needs no read", tc.name)
@@ -259,11 +264,9 @@ func TestColdAskedAgain(t *testing.T) {
 	warm := NewAccumulator()
 	warm.AddBatch(spreadLeaves(512, 6))
 	warm.Root()
-	var digests [256]Digest
-	var lens [256]int
-	warm.Buckets(func(b byte, d Digest, n int) { digests[b], lens[b] = d, n })
+	digests, lens := tableOf(warm)
 	var asked []bool
-	cold := NewColdAccumulator(&digests, &lens, func(b byte, _ Digest, _ int, again bool) ([]byte, error) {
+	cold := NewColdAccumulator(digests, lens, func(b byte, _ Digest, _ int, again bool) ([]byte, error) {
 		asked = append(asked, again)
 		x := bytes.Clone(warm.BucketLeaves(b))
 		if !again {
@@ -278,7 +281,7 @@ func TestColdAskedAgain(t *testing.T) {
 		t.Fatalf("asked %v, want [false true]", asked)
 	}
 	asked = nil
-	failing := NewColdAccumulator(&digests, &lens, func(byte, Digest, int, bool) ([]byte, error) {
+	failing := NewColdAccumulator(digests, lens, func(byte, Digest, int, bool) ([]byte, error) {
 		asked = append(asked, true)
 		return nil, errors.New("gone")
 	})
@@ -319,10 +322,8 @@ func TestColdCloneOfFork(t *testing.T) {
 			t.Fatal("leaves differ")
 		}
 	}
-	var digests [256]Digest
-	var lens [256]int
-	warm.Buckets(func(b byte, d Digest, n int) { digests[b], lens[b] = d, n })
-	failing := NewColdAccumulator(&digests, &lens, func(b byte, _ Digest, _ int, _ bool) ([]byte, error) {
+	digests, lens := tableOf(warm)
+	failing := NewColdAccumulator(digests, lens, func(b byte, _ Digest, _ int, _ bool) ([]byte, error) {
 		if b == 9 {
 			return nil, errors.New("gone")
 		}
@@ -342,11 +343,9 @@ func TestColdForkAfterFailedReread(t *testing.T) {
 	warm := NewAccumulator()
 	warm.AddBatch(spreadLeaves(256*20, 8))
 	warm.Root()
-	var digests [256]Digest
-	var lens [256]int
-	warm.Buckets(func(b byte, d Digest, n int) { digests[b], lens[b] = d, n })
+	digests, lens := tableOf(warm)
 	broken := false
-	cold := NewColdAccumulator(&digests, &lens, func(b byte, _ Digest, _ int, _ bool) ([]byte, error) {
+	cold := NewColdAccumulator(digests, lens, func(b byte, _ Digest, _ int, _ bool) ([]byte, error) {
 		if broken {
 			return nil, errors.New("gone")
 		}

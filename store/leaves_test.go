@@ -58,6 +58,22 @@ func checkpointRecords(t *testing.T, s *Store, ctxID string, h hashing.Digest) i
 	return n
 }
 
+// checkpointedBig makes, in a store at dir, context "big" of
+// claimChain(5000) in one commit, closes the store (which writes the
+// head's leaf checkpoint) and opens it again.
+func checkpointedBig(t *testing.T, dir string) (*Store, *replay.Commit) {
+	t.Helper()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(context.Background(), "big", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c := mustCommit(t, s, "big", claimChain(5000)...)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openTest(t, dir), c
+}
+
 // allBuckets is how many buckets hold the leaves of a state of thousands
 // of artifacts and edges: every one (a state of 5,000 leaves leaves one
 // of 256 buckets empty with a chance of about 10^-6).
@@ -433,15 +449,7 @@ func TestReopenFromCheckpointHint(t *testing.T) {
 func TestColdHeadReadsTouchedBuckets(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s := openTest(t, dir)
-	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
-	c1 := mustCommit(t, s, "big", claimChain(5000)...)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openTest(t, dir)
+	s, c1 := checkpointedBig(t, dir)
 	h := reopenedHead(t, s, "big", c1)
 	if h.ckpt != c1.ContextHash {
 		t.Fatal("the head was not opened from its checkpoint")
@@ -559,15 +567,7 @@ func TestLegacyCheckpointRead(t *testing.T) {
 func TestColdHeadBucketsGoneOrBad(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s := openTest(t, dir)
-	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
-	c1 := mustCommit(t, s, "big", claimChain(5000)...)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openTest(t, dir)
+	s, c1 := checkpointedBig(t, dir)
 	reopenedHead(t, s, "big", c1)
 	// Corrupt every bucket record.
 	var recs []kv.Record
