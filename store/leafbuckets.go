@@ -47,9 +47,10 @@ import (
 // (Store.ckptMu) as well.
 //
 // A head over a checkpoint whose buckets were swept meanwhile — another
-// cached head's checkpoint replaced the one both were opened from — reads
-// what it lacks from its commit's state map, all buckets at once in one
-// walk, as a head opened without a checkpoint does.
+// process's checkpoint replaced the one both were opened from, or a view
+// outside the head cache was — reads what it lacks from its commit's
+// state map, in one walk for all the buckets it lacks, as a head opened
+// without a checkpoint does.
 const (
 	pLeafTable  = "ltab\x00"
 	pLeafBucket = "lbkt\x00"
