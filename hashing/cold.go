@@ -42,10 +42,11 @@ var ErrBucket = errors.New("hashing: bucket unreadable")
 // coldSet is what a cold accumulator and its clones and forks share: how
 // to read the buckets not held, and what was read.
 type coldSet struct {
-	load    BucketLoader
-	span    int // the marks' span of the tables over the set
-	digests [256]Digest
-	lens    [256]int
+	load BucketLoader
+	span int // the marks' span of the tables over the set
+	// lens[b] is cold bucket b's length (its digest is in each table
+	// over the set, unchanged while the bucket is cold there).
+	lens [256]int
 	// got[b] is bucket b as read, until a table takes it in.
 	got [256]atomic.Pointer[warmBucket]
 
@@ -72,7 +73,7 @@ func NewColdAccumulator(digests *[256]Digest, lens *[256]int, load BucketLoader)
 		if lens[b] <= 0 {
 			continue
 		}
-		c.digests[b], c.lens[b] = digests[b], lens[b]
+		c.lens[b] = lens[b]
 		a.t.digests[b] = digests[b]
 		a.t.cold.set(byte(b))
 		a.n += lens[b]
@@ -86,10 +87,7 @@ func NewColdAccumulator(digests *[256]Digest, lens *[256]int, load BucketLoader)
 // forks report is not to be trusted: a bucket that could not be read
 // counts as empty.
 func (a *Accumulator) Err() error {
-	x := a
-	for x.under != nil {
-		x = x.under
-	}
+	x := a.bottom()
 	if x.t.c == nil {
 		return nil
 	}
@@ -116,18 +114,18 @@ func (c *coldSet) hasFailed(b byte) bool {
 	return c.failed.has(b)
 }
 
-// bucket returns cold bucket b as read (reading it now if no one has),
-// or nil when it cannot be read.
-func (c *coldSet) bucket(b byte) *warmBucket {
+// bucket returns cold bucket b, of digest d, as read (reading it now if
+// no one has), or nil when it cannot be read.
+func (c *coldSet) bucket(b byte, d Digest) *warmBucket {
 	if w := c.got[b].Load(); w != nil {
 		return w
 	}
 	if c.hasFailed(b) {
 		return nil
 	}
-	w, err := c.read(b, false)
+	w, err := c.read(b, d, false)
 	if err != nil && !errors.Is(err, errLoad) {
-		w, err = c.read(b, true)
+		w, err = c.read(b, d, true)
 	}
 	if err != nil {
 		c.fail(b, err)
@@ -145,11 +143,11 @@ func (c *coldSet) bucket(b byte) *warmBucket {
 // errLoad marks a failure of the loader itself (not asked again).
 var errLoad = errors.New("cannot read")
 
-// read reads bucket b with the loader and checks it: its length, and its
+// read reads bucket b of digest digest with the loader and checks it: its length, and its
 // digest, taking its marks on the way.
-func (c *coldSet) read(b byte, again bool) (*warmBucket, error) {
+func (c *coldSet) read(b byte, digest Digest, again bool) (*warmBucket, error) {
 	n := c.lens[b]
-	leaves, err := c.load(b, c.digests[b], n, again)
+	leaves, err := c.load(b, digest, n, again)
 	if err != nil {
 		return nil, fmt.Errorf("%w: bucket %02x: %w: %w", ErrBucket, b, errLoad, err)
 	}
@@ -159,8 +157,8 @@ func (c *coldSet) read(b byte, again bool) (*warmBucket, error) {
 	bh, _ := resumeBucket(nil, 0, c.span, len(leaves))
 	bh.write(leaves)
 	d, marks := bh.sum()
-	if d != c.digests[b] {
-		return nil, fmt.Errorf("%w: bucket %02x: its leaves hash to %s, not to %s", ErrBucket, b, d, c.digests[b])
+	if d != digest {
+		return nil, fmt.Errorf("%w: bucket %02x: its leaves hash to %s, not to %s", ErrBucket, b, d, digest)
 	}
 	return &warmBucket{leaves: leaves, marks: marks}, nil
 }
@@ -175,7 +173,7 @@ func (t *table) leavesAt(b byte) (leaves, marks []byte) {
 	if !t.isCold(b) {
 		return t.buckets[b], t.marksOf(b)
 	}
-	w := t.c.bucket(b)
+	w := t.c.bucket(b, t.digests[b])
 	if w == nil {
 		return nil, nil
 	}
@@ -191,7 +189,7 @@ func (a *Accumulator) warm(b byte) bool {
 	if !t.isCold(b) {
 		return true
 	}
-	w := t.c.bucket(b)
+	w := t.c.bucket(b, t.digests[b])
 	if w == nil {
 		return false
 	}

@@ -370,6 +370,15 @@ func (a *Accumulator) Root() Digest {
 	return a.root
 }
 
+// bottom returns the whole accumulator under a's forks (a itself when a
+// is whole).
+func (a *Accumulator) bottom() *Accumulator {
+	for a.under != nil {
+		a = a.under
+	}
+	return a
+}
+
 // Clone returns an independent copy of a: changing either afterwards never
 // affects the other. It costs O(256), not O(leaves): buckets are shared
 // until one side changes them (copy on write). A clone of a fork copies
@@ -382,10 +391,7 @@ func (a *Accumulator) Clone() *Accumulator {
 		// A whole copy of what the fork shows; a bucket cold at the
 		// bottom that no fork of the chain changed stays cold in the
 		// copy, over the same cold set (whose failures it reports too).
-		bottom := a.under
-		for bottom.under != nil {
-			bottom = bottom.under
-		}
+		bottom := a.bottom()
 		c := &Accumulator{t: newTable(), n: a.n}
 		c.t.c = bottom.t.c
 		for b := range 256 {

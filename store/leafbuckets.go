@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/artifactd/artifactd/hashing"
@@ -81,6 +80,28 @@ func (s *Store) leafGen(ctx context.Context, ctxID string) (kv.Swap, error) {
 // genRetries is how many times a checkpoint write or sweep that lost its
 // generation's swap to another process starts again.
 const genRetries = 8
+
+// withLeafGen commits the batch that build makes after it read context
+// ctxID's checkpoint generation, with the swap that moves it on, and
+// starts again (reading the generation, then building) when another
+// writer moved it first; nil from build commits nothing.
+func (s *Store) withLeafGen(ctx context.Context, ctxID string, build func() (*kv.Batch, error)) error {
+	for try := 0; ; try++ {
+		gen, err := s.leafGen(ctx, ctxID)
+		if err != nil {
+			return err
+		}
+		b, err := build()
+		if err != nil || b == nil {
+			return err
+		}
+		b.Swaps = append(b.Swaps, gen)
+		err = s.kv.Commit(ctx, *b)
+		if !errors.Is(err, kv.ErrConflict) || try == genRetries {
+			return err
+		}
+	}
+}
 
 // prefixLeafTables is the prefix of context ctxID's checkpoint tables.
 func prefixLeafTables(ctxID string) []byte { return []byte(pLeafTable + ctxID + "\x00") }
@@ -179,9 +200,13 @@ func (s *Store) bucketLoader(ctx context.Context, ctxID string, c *replay.Commit
 				return nil, err // the read ended: nothing to warn of
 			}
 			s.log.Warn("leaf checkpoint bucket "+why+"; reading the checkpoint's buckets from the state map", "context", ctxID, "bucket", b, "err", err)
-			all, err := s.bucketsFromMap(ctx, ctxID, c)
+			acc, err := s.leavesOf(newMapSource(ctx, s, ctxID, c), c)
 			if err != nil {
 				return nil, err
+			}
+			all := new([256][]byte)
+			for b := range all {
+				all[b] = acc.BucketLeaves(byte(b))
 			}
 			walked = s.missingBuckets(ctx, ctxID, t, all, b)
 		}
@@ -244,48 +269,17 @@ func (s *Store) missingBuckets(ctx context.Context, ctxID string, t *leafTable, 
 func (s *Store) dropLeafBucket(ctx context.Context, ctxID string, b byte, d hashing.Digest) error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
-	for try := 0; ; try++ {
-		gen, err := s.leafGen(ctx, ctxID)
-		if err != nil {
-			return err
-		}
+	return s.withLeafGen(ctx, ctxID, func() (*kv.Batch, error) {
 		dels := [][]byte{keyLeafBucket(ctxID, d)}
-		if err := s.kv.Scan(ctx, prefixLeafTables(ctxID), nil, 0, func(k, v []byte) error {
+		err := s.kv.Scan(ctx, prefixLeafTables(ctxID), nil, 0, func(k, v []byte) error {
 			t, err := decodeLeafTable(v)
 			if err != nil || t.lens[b] > 0 && t.digests[b] == d {
 				dels = append(dels, bytes.Clone(k))
 			}
 			return nil
-		}); err != nil {
-			return err
-		}
-		err = s.kv.Commit(ctx, kv.Batch{Deletes: dels, Swaps: []kv.Swap{gen}})
-		if !errors.Is(err, kv.ErrConflict) || try == genRetries {
-			return err
-		}
-	}
-}
-
-// bucketsFromMap returns the leaves of commit c's state, read from its
-// state map, bucket by bucket.
-func (s *Store) bucketsFromMap(ctx context.Context, ctxID string, c *replay.Commit) (*[256][]byte, error) {
-	m := newMapSource(ctx, s, ctxID, c)
-	var leaves []hashing.Digest
-	for a := range m.Artifacts() {
-		leaves = append(leaves, a.Leaf())
-	}
-	for e := range m.Edges() {
-		leaves = append(leaves, e.Leaf())
-	}
-	if err := m.Err(); err != nil {
-		return nil, err
-	}
-	slices.SortFunc(leaves, func(x, y hashing.Digest) int { return bytes.Compare(x[:], y[:]) })
-	var out [256][]byte
-	for _, l := range leaves {
-		out[l[0]] = append(out[l[0]], l[:]...)
-	}
-	return &out, nil
+		})
+		return &kv.Batch{Deletes: dels}, err
+	})
 }
 
 // readLeafTable returns a cold accumulator over context ctxID's checkpoint
@@ -369,11 +363,7 @@ func (s *Store) writeLeafBuckets(ctx context.Context, ctxID string, acc *hashing
 // its checkpoint tables names, and its tables that do not decode (no head
 // opens from one).
 func (s *Store) sweepLeafBuckets(ctx context.Context, ctxID string) error {
-	for try := 0; ; try++ {
-		gen, err := s.leafGen(ctx, ctxID)
-		if err != nil {
-			return err
-		}
+	return s.withLeafGen(ctx, ctxID, func() (*kv.Batch, error) {
 		named := map[hashing.Digest]bool{}
 		var dels [][]byte
 		if err := s.kv.Scan(ctx, prefixLeafTables(ctxID), nil, 0, func(k, v []byte) error {
@@ -389,7 +379,7 @@ func (s *Store) sweepLeafBuckets(ctx context.Context, ctxID string) error {
 			}
 			return nil
 		}); err != nil {
-			return err
+			return nil, err
 		}
 		prefix := prefixLeafBuckets(ctxID)
 		if err := kv.ScanKeys(ctx, s.kv, prefix, nil, 0, func(k []byte) error {
@@ -397,17 +387,11 @@ func (s *Store) sweepLeafBuckets(ctx context.Context, ctxID string) error {
 				dels = append(dels, bytes.Clone(k))
 			}
 			return nil
-		}); err != nil {
-			return err
+		}); err != nil || len(dels) == 0 {
+			return nil, err
 		}
-		if len(dels) == 0 {
-			return nil
-		}
-		err = s.kv.Commit(ctx, kv.Batch{Deletes: dels, Swaps: []kv.Swap{gen}})
-		if !errors.Is(err, kv.ErrConflict) || try == genRetries {
-			return err
-		}
-	}
+		return &kv.Batch{Deletes: dels}, nil
+	})
 }
 
 // leafTables checks every checkpoint table: it decodes, its buckets hash

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -125,28 +124,20 @@ func (s *Store) writeCheckpointLocked(ctx context.Context, ctxID string, acc *ha
 	if err := acc.Err(); err != nil {
 		return err
 	}
-	for try := 0; ; try++ {
-		// The generation first: a sweep after it moves it, and the
-		// table's swap then fails (leafbuckets.go).
-		gen, err := s.leafGen(ctx, ctxID)
-		if err != nil {
-			return err
-		}
+	// The generation is read first: a sweep after it moves it, and the
+	// table's swap then fails (leafbuckets.go).
+	if err := s.withLeafGen(ctx, ctxID, func() (*kv.Batch, error) {
 		t, err := s.writeLeafBuckets(ctx, ctxID, acc)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		b := kv.Batch{Sets: []kv.Record{{Key: keyLeafTable(ctxID, h), Value: t.encode()}}, Swaps: []kv.Swap{gen}}
+		b := &kv.Batch{Sets: []kv.Record{{Key: keyLeafTable(ctxID, h), Value: t.encode()}}}
 		if hint != nil {
 			b.Sets = append(b.Sets, kv.Record{Key: keyLeafAt(ctxID), Value: bytes.Clone(hint[:])})
 		}
-		err = s.kv.Commit(ctx, b)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, kv.ErrConflict) || try == genRetries {
-			return err
-		}
+		return b, nil
+	}); err != nil {
+		return err
 	}
 	if err := s.deleteLegacyCheckpoint(ctx, h); err != nil {
 		return err
