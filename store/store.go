@@ -183,6 +183,7 @@ type Store struct {
 
 	dir      string
 	reserve  atomic.Int64
+	space    freeSpace // checkSpace's last answer
 	rulesets *gate.Rulesets
 	// corrupt is the first corruption a read reported (NoteCorruption).
 	corrupt atomic.Pointer[error]

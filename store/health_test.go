@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/artifactd/artifactd/graph"
+)
+
+// TestSpaceCheckedWhenNear: the file system is asked again before every
+// write group once its last answer was within spaceMargin of the reserve,
+// and at most every spaceRecheck while it was far above it; a refused
+// write leaves the state as it was, and writes resume once space is back.
+func TestSpaceCheckedWhenNear(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	var mu sync.Mutex
+	free, asked := int64(100<<30), 0
+	s.space.Lock()
+	s.space.statfs = func(string) (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		return free, nil
+	}
+	s.space.at = time.Time{}
+	s.space.Unlock()
+	setFree := func(n int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		free = n
+	}
+	askedSince := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := asked
+		asked = 0
+		return n
+	}
+	s.SetReserveBytes(64 << 20)
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(id string) error {
+		_, err := s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: opsPut(id)})
+		return err
+	}
+
+	// Far above the reserve: one answer serves the commits that follow it
+	// within spaceRecheck.
+	askedSince()
+	start := time.Now()
+	for i := range 5 {
+		if err := commit("far" + string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := askedSince(); time.Since(start) < spaceRecheck && n > 1 {
+		t.Fatalf("far above the reserve, 5 commits within %s asked the file system %d times, want at most 1", spaceRecheck, n)
+	}
+	// Until it is stale: then the file system is asked again and the
+	// full disk is found.
+	setFree(10 << 20)
+	time.Sleep(spaceRecheck + 10*time.Millisecond)
+	before := mustCommitID(t, s, "c")
+	if err := commit("full"); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("commit on a full disk: %v, want ErrNoSpace", err)
+	}
+	if after := mustCommitID(t, s, "c"); after != before {
+		t.Fatal("a refused write moved the branch")
+	}
+
+	// Near the reserve, every write group asks.
+	setFree(512 << 20)
+	askedSince()
+	for i := range 3 {
+		if err := commit("near" + string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := askedSince(); n < 3 {
+		t.Fatalf("near the reserve, 3 commits asked the file system %d times, want 3 or more", n)
+	}
+	setFree(10 << 20)
+	if err := commit("full-again"); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("commit on a disk that filled since the last group: %v, want ErrNoSpace", err)
+	}
+	// A raised reserve counts at the next group, whatever was asked last.
+	setFree(100 << 30)
+	if err := commit("back"); err != nil {
+		t.Fatalf("writes do not resume once space is back: %v", err)
+	}
+	s.SetReserveBytes(200 << 30)
+	if err := commit("raised"); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("commit after the reserve was raised past the free space: %v, want ErrNoSpace", err)
+	}
+}
+
+func opsPut(id string) []graph.Op { return []graph.Op{put(id, "note", map[string]any{"id": id})} }
+
+// mustCommitID returns the id of the commit at the head of ctxID's
+// default branch.
+func mustCommitID(t *testing.T, s *Store, ctxID string) string {
+	t.Helper()
+	var id string
+	if err := s.Read(context.Background(), ctxID, DefaultBranch, func(v *View) error {
+		id = v.Commit.ID.String()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
