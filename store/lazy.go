@@ -682,7 +682,7 @@ func (s *Store) openAt(ctx context.Context, info ContextInfo, c *replay.Commit) 
 // is closing.
 func (s *Store) checkpointLater(c *replay.Commit, ctxID string, acc *hashing.Accumulator) bool {
 	return s.inBackground(func() {
-		if err := s.writeCheckpoint(context.Background(), ctxID, acc, hashing.Digest{}, &c.ID); err != nil {
+		if err := s.writeCheckpoint(context.Background(), ctxID, acc, &c.ID); err != nil {
 			s.log.Warn("leaf checkpoint not written", "context_hash", c.ContextHash.Short(), "err", err)
 		}
 	})

@@ -29,7 +29,7 @@ import (
 // checkpoint (64 MB). A checkpoint written later stores only the buckets
 // whose digests the context does not hold yet, and the records of a
 // context's buckets that none of its tables names any more are deleted
-// when one of its checkpoints is.
+// with the tables that go when another is written (sweepLeafTables).
 //
 // Bucket records are kept per context, not shared by every context with
 // the same bucket, so that which are still needed is a question about

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -25,9 +26,12 @@ import (
 //
 // Checkpoints are derived data, written after the fact — when a head is
 // opened by walking its map, when the head cache evicts a head that has
-// none, and for every cached head at Close — never in a commit's path; a
-// head that writes a newer one deletes the one it was opened from, unless
-// another cached head was opened from it too. States of fewer than
+// none, and for every cached head at Close — never in a commit's path.
+// Writing one deletes the context's checkpoints no head needs: all but
+// those of the commits its branches and its hint are at and those cached
+// heads were opened from (sweepLeafTables); on a store shared by several
+// processes, whose heads it cannot see, only the one the writing head was
+// opened from, unless another cached head was too. States of fewer than
 // leafCheckpointMin leaves have none: walking them costs less.
 //
 // Beside them, each context keeps a hint of the commit whose state its
@@ -108,18 +112,32 @@ var errStopScan = fmt.Errorf("store: stop scan")
 // writeCheckpoint stores context ctxID's leaf checkpoint of the state
 // whose leaves acc holds — the records of the buckets the context does not
 // hold yet, then the table — points the context's hint at commit hint
-// (nil: leaves the hint as it is) and deletes the context's checkpoint of
-// context hash old (the zero digest: none) unless it is acc's. One
-// checkpoint is written at a time.
-func (s *Store) writeCheckpoint(ctx context.Context, ctxID string, acc *hashing.Accumulator, old hashing.Digest, hint *hashing.Digest) error {
+// (nil: leaves the hint as it is) and deletes the context's checkpoints no
+// head needs any more (writeCheckpointLocked). One checkpoint is written
+// at a time.
+func (s *Store) writeCheckpoint(ctx context.Context, ctxID string, acc *hashing.Accumulator, hint *hashing.Digest) error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
-	return s.writeCheckpointLocked(ctx, ctxID, acc, old, hint)
+	return s.writeCheckpointLocked(ctx, ctxID, acc, hint, ckptBy{})
+}
+
+// ckptBy is who writes a checkpoint, for what it deletes after: the head
+// it is of (nil: none), the heads evicted with it (whose checkpoints they
+// will be reopened from stay), and the checkpoint the head was opened
+// from, when no other head was (the zero digest otherwise; what a store
+// shared by several processes deletes).
+type ckptBy struct {
+	head  *head
+	batch []*head
+	old   hashing.Digest
 }
 
 // writeCheckpointLocked is writeCheckpoint for a caller that holds
-// s.ckptMu.
-func (s *Store) writeCheckpointLocked(ctx context.Context, ctxID string, acc *hashing.Accumulator, old hashing.Digest, hint *hashing.Digest) error {
+// s.ckptMu. After the new table, a store of one process deletes every
+// table of the context no head needs (sweepLeafTables); a store shared
+// by several processes, whose heads it does not know, deletes only
+// by.old.
+func (s *Store) writeCheckpointLocked(ctx context.Context, ctxID string, acc *hashing.Accumulator, hint *hashing.Digest, by ckptBy) error {
 	h := acc.Root()
 	if err := acc.Err(); err != nil {
 		return err
@@ -142,10 +160,93 @@ func (s *Store) writeCheckpointLocked(ctx context.Context, ctxID string, acc *ha
 	if err := s.deleteLegacyCheckpoint(ctx, h); err != nil {
 		return err
 	}
-	if old == (hashing.Digest{}) || old == h {
+	if !s.shared {
+		return s.sweepLeafTables(ctx, ctxID, h, by)
+	}
+	if by.old == (hashing.Digest{}) || by.old == h {
 		return nil
 	}
-	return s.deleteCheckpoint(ctx, ctxID, old)
+	return s.deleteCheckpoint(ctx, ctxID, by.old)
+}
+
+// sweepLeafTables deletes context ctxID's checkpoint tables that no head
+// needs — all but newest, the tables of the commits the context's
+// branches and its hint are at, and those the cached heads other than
+// by.head, and the heads of by.batch, were opened from — with the
+// checkpoints an earlier release kept whole under their names, then the
+// bucket records no table left names. Deleting only the table a head was
+// opened from left behind one written just before a kill -9 (the new
+// table and the hint, then the old one's delete) and one two heads
+// shared when the second went without writing its own.
+func (s *Store) sweepLeafTables(ctx context.Context, ctxID string, newest hashing.Digest, by ckptBy) error {
+	keep := map[hashing.Digest]bool{newest: true}
+	uses := func(o *head) {
+		if o != by.head && o.ctx == ctxID {
+			keep[o.ckpt] = true
+		}
+	}
+	for _, o := range by.batch {
+		uses(o)
+	}
+	s.mu.Lock()
+	for _, o := range s.heads {
+		uses(o)
+	}
+	s.mu.Unlock()
+	var at []hashing.Digest // the commits the branches and the hint name
+	if err := s.kv.Scan(ctx, prefixRefs(ctxID), nil, 0, func(_, v []byte) error {
+		if len(v) == 32 {
+			at = append(at, hashing.Digest(v))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if v, err := s.kv.Get(ctx, keyLeafAt(ctxID)); err == nil && len(v) == 32 {
+		at = append(at, hashing.Digest(v))
+	} else if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	for _, id := range at {
+		c, err := s.commitRecord(ctxID, id)
+		if err != nil {
+			return fmt.Errorf("keep the checkpoint of commit %s: %w", id.Short(), err)
+		}
+		keep[c.ContextHash] = true
+	}
+	if by.old != (hashing.Digest{}) && !keep[by.old] {
+		// The head was opened from a checkpoint an earlier release kept
+		// whole, which no table names.
+		if err := s.deleteLegacyCheckpoint(ctx, by.old); err != nil {
+			return err
+		}
+	}
+	prefix := prefixLeafTables(ctxID)
+	var gone []hashing.Digest
+	if err := kv.ScanKeys(ctx, s.kv, prefix, nil, 0, func(k []byte) error {
+		if len(k) == len(prefix)+32 && !keep[hashing.Digest(k[len(prefix):])] {
+			gone = append(gone, hashing.Digest(k[len(prefix):]))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(gone) > 0 {
+		dels := make([][]byte, len(gone))
+		for i, h := range gone {
+			dels[i] = keyLeafTable(ctxID, h)
+		}
+		if err := s.kv.Commit(ctx, kv.Batch{Deletes: dels}); err != nil {
+			return err
+		}
+		for _, h := range gone {
+			if err := s.deleteLegacyCheckpoint(ctx, h); err != nil {
+				return err
+			}
+		}
+	}
+	// Also the bucket records of a checkpoint cut short.
+	return s.sweepLeafBuckets(ctx, ctxID)
 }
 
 // deleteCheckpoint deletes context ctxID's leaf checkpoint of context hash
@@ -199,11 +300,11 @@ func (s *Store) checkpointHead(ctx context.Context, h *head, evicted bool, batch
 	}
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
-	old := h.ckpt
-	if s.openedFrom(h, old, batch) {
-		old = hashing.Digest{} // another cached head reads its buckets
+	by := ckptBy{head: h, batch: batch, old: h.ckpt}
+	if s.openedFrom(h, by.old, batch) {
+		by.old = hashing.Digest{} // another cached head reads its buckets
 	}
-	if err := s.writeCheckpointLocked(ctx, h.ctx, h.state.LeafSet(), old, &h.commit.ID); err != nil {
+	if err := s.writeCheckpointLocked(ctx, h.ctx, h.state.LeafSet(), &h.commit.ID, by); err != nil {
 		return err
 	}
 	h.ckpt, h.changed = h.commit.ContextHash, 0

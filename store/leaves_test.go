@@ -295,7 +295,7 @@ func BenchmarkDeleteCheckpoint(b *testing.B) {
 	h := acc.Root()
 	for b.Loop() {
 		b.StopTimer()
-		if err := s.writeCheckpoint(ctx, "bench", acc, hashing.Digest{}, nil); err != nil {
+		if err := s.writeCheckpoint(ctx, "bench", acc, nil); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -703,7 +703,7 @@ func TestCheckpointGenerationSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.ctxID = "twin"
-	err := s.writeCheckpoint(ctx, "twin", acc, hashing.Digest{}, nil)
+	err := s.writeCheckpoint(ctx, "twin", acc, nil)
 	s.kv = orig
 	if err != nil {
 		t.Fatal(err)
@@ -799,4 +799,127 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// leavesOfCommit returns an accumulator of the leaves of the state at the
+// head of ctxID's default branch, which must be at commit want.
+func leavesOfCommit(t *testing.T, s *Store, ctxID string, want *replay.Commit) *hashing.Accumulator {
+	t.Helper()
+	var buf []byte
+	if err := s.Read(context.Background(), ctxID, "", func(v *View) error {
+		if v.Commit.ID != want.ID {
+			return fmt.Errorf("read at %s, want %s", v.Commit.ID.Short(), want.ID.Short())
+		}
+		for _, l := range v.State.Leaves() {
+			buf = append(buf, l[:]...)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	acc, err := hashing.AccumulatorOfSorted(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc.Root() != want.ContextHash {
+		t.Fatalf("leaves of %s hash to %s", want.ID.Short(), acc.Root().Short())
+	}
+	return acc
+}
+
+// unnamedBuckets returns how many of context ctxID's bucket records no
+// checkpoint table of the context names.
+func unnamedBuckets(t *testing.T, s *Store, ctxID string) int {
+	t.Helper()
+	ctx := context.Background()
+	named := map[hashing.Digest]bool{}
+	if err := s.kv.Scan(ctx, prefixLeafTables(ctxID), nil, 0, func(_, v []byte) error {
+		tb, err := decodeLeafTable(v)
+		if err != nil {
+			return err
+		}
+		for b := range 256 {
+			if tb.lens[b] > 0 {
+				named[tb.digests[b]] = true
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	prefix := prefixLeafBuckets(ctxID)
+	if err := kv.ScanKeys(ctx, s.kv, prefix, nil, 0, func(k []byte) error {
+		if !named[hashing.Digest(k[len(prefix):])] {
+			n++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestOrphanCheckpointsSwept: a checkpoint table no head needs — one of a
+// state no branch and no hint is at, no cached head was opened from, as a
+// kill -9 between a new table and the old one's delete leaves — goes, with
+// the bucket records only it named, at the next checkpoint of its
+// context; the table of another branch's head stays, and so do the
+// records of a checkpoint cut short until then.
+func TestOrphanCheckpointsSwept(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c1 := mustCommit(t, s, "big", claimChain(5000)...)
+	acc1 := leavesOfCommit(t, s, "big", c1)
+	c2 := mustCommit(t, s, "big", put("a05000", "claim", map[string]any{"i": 5000}), link("a05000", "derived_from", "a00000"))
+	acc2 := leavesOfCommit(t, s, "big", c2)
+	if err := s.CreateBranch(ctx, "big", "kept", c2.ID); err != nil {
+		t.Fatal(err)
+	}
+	c3 := mustCommit(t, s, "big", put("a05001", "claim", map[string]any{"i": 5001}))
+	// The table of the kept branch's head, then one of c1's state, which
+	// nothing is at: the second write keeps the first.
+	for _, acc := range []*hashing.Accumulator{acc2, acc1} {
+		if err := s.writeCheckpoint(ctx, "big", acc, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if checkpointRecords(t, s, "big", c1.ContextHash) != allBuckets || checkpointRecords(t, s, "big", c2.ContextHash) != allBuckets {
+		t.Fatalf("before: %d records of c1's checkpoint, %d of c2's, want %d each",
+			checkpointRecords(t, s, "big", c1.ContextHash), checkpointRecords(t, s, "big", c2.ContextHash), allBuckets)
+	}
+	// A bucket record no table names (a checkpoint cut short).
+	stray := hashing.Digest{0xAB}
+	if err := s.kv.PutImmutable(ctx, []kv.Record{{Key: keyLeafBucket("big", stray), Value: stray[:]}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := unnamedBuckets(t, s, "big"); n != 1 {
+		t.Fatalf("%d bucket records no table names, want the stray one", n)
+	}
+	// Close writes the head's checkpoint (c3's) and sweeps.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	defer s.Close()
+	if _, err := s.kv.Get(ctx, keyLeafTable("big", c1.ContextHash)); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("the table of c1's state, which nothing needs, is still there (%v)", err)
+	}
+	if got := checkpointRecords(t, s, "big", c2.ContextHash); got != allBuckets {
+		t.Fatalf("the kept branch's checkpoint has %d records, want %d", got, allBuckets)
+	}
+	if got := checkpointRecords(t, s, "big", c3.ContextHash); got != allBuckets {
+		t.Fatalf("the head's checkpoint has %d records, want %d", got, allBuckets)
+	}
+	if n := unnamedBuckets(t, s, "big"); n != 0 {
+		t.Fatalf("%d bucket records no table names are left", n)
+	}
+	if h := reopenedHead(t, s, "big", c3); h.ckpt != c3.ContextHash {
+		t.Fatal("the head was not opened from its checkpoint")
+	}
+	mustCheck(t, s)
 }
