@@ -3,12 +3,12 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"sort"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/internal/cores"
 )
 
 // Artifact is one typed JSON document of a state, with its derived version
@@ -447,7 +447,7 @@ const parallelLeaves = 8192
 // so a big state (a head loaded from its state map) hashes them on every
 // processor at once; the result does not depend on how.
 func leavesOf(artifacts []*Artifact, edges []*Edge) []hashing.Digest {
-	return leavesOn(artifacts, edges, min(runtime.GOMAXPROCS(0), (len(artifacts)+len(edges))/parallelLeaves))
+	return leavesOn(artifacts, edges, min(cores.Count(), (len(artifacts)+len(edges))/parallelLeaves))
 }
 
 // leavesOn is leavesOf on workers goroutines (one when fewer than two).

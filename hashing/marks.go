@@ -4,9 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"hash"
-	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/artifactd/artifactd/internal/cores"
 )
 
 // A bucket's digest is SHA-256 of all its leaves back to back (HASHING.md
@@ -129,7 +130,7 @@ type hashJob struct {
 // over costs more than it saves.
 const parallelBytes = 64 << 10
 
-// runHashJobs hashes the buckets of jobs, on up to GOMAXPROCS goroutines
+// runHashJobs hashes the buckets of jobs, on up to one goroutine a core
 // when there is enough to hash, then hands each job its result (done), in
 // order, on the calling goroutine: the jobs only read what they hash, and
 // only done stores.
@@ -138,7 +139,7 @@ func runHashJobs(jobs []hashJob) {
 	for i := range jobs {
 		total += jobs[i].bh.size
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(jobs), total/parallelBytes)
+	workers := min(cores.Count(), len(jobs), total/parallelBytes)
 	do := func(i int) { jobs[i].run(jobs[i].bh.write) }
 	if workers < 2 {
 		for i := range jobs {

@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/artifactd/artifactd/internal/cores"
 	"github.com/artifactd/artifactd/schema"
 	"github.com/artifactd/artifactd/service"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -83,7 +83,7 @@ func (s *splitSchema) valid(doc any) bool {
 	// The shape made doc an object with an array of items (or none).
 	m, _ := doc.(map[string]any)
 	items, _ := m[s.items].([]any)
-	parts := min(runtime.GOMAXPROCS(0), len(items)/splitPartItems)
+	parts := min(cores.Count(), len(items)/splitPartItems)
 	if parts < 2 {
 		return s.validItems(items)
 	}

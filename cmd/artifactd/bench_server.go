@@ -97,23 +97,28 @@ func newBenchServer(ctx context.Context, dir string, opts benchStore) (*benchSer
 
 func (s *benchServer) start(ctx context.Context) error {
 	reg := httpapi.NewRegistry()
+	restoreProcs := setServerProcs() // as serve does
 	st, err := store.Open(ctx, store.Options{Dir: s.dir, Logger: discardLogger(), NoSync: s.opts.NoSync,
 		CacheBytes: s.opts.CacheBytes, MappedBytes: s.opts.MappedBytes, ValueThreshold: s.opts.ValueThreshold,
 		TableBytes: s.opts.TableBytes})
 	if err != nil {
+		restoreProcs()
 		return fmt.Errorf("open store: %w", err)
 	}
 	if err := reg.Load(ctx, st); err != nil {
 		st.Close()
+		restoreProcs()
 		return fmt.Errorf("load types: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		st.Close()
+		restoreProcs()
 		return fmt.Errorf("listen: %w", err)
 	}
 	s.st = st
-	s.stopLimit = limitMemory(st, s.opts.CacheBytes) // as serve does, so the figures are serve's
+	limit := limitMemory(st, s.opts.CacheBytes) // as serve does, so the figures are serve's
+	s.stopLimit = func() { limit(); restoreProcs() }
 	s.srv = &http.Server{Handler: newServer(st, reg, serveConfig{Logger: discardLogger()}), ReadHeaderTimeout: 10 * time.Second}
 	s.base = "http://" + ln.Addr().String()
 	go func() { _ = s.srv.Serve(ln) }()

@@ -427,6 +427,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // serve runs the server until ctx ends, then shuts down gracefully:
 // in-flight requests (and their commits) finish, then the store closes.
 func serve(ctx context.Context, sp storeSpec, addr string, cfg serveConfig, stdout io.Writer) error {
+	defer setServerProcs()()
 	st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: cfg.Logger, CacheBytes: cfg.CacheBytes, MappedBytes: cfg.MappedBytes, ValueThreshold: cfg.ValueThreshold, TableBytes: cfg.TableBytes}, false)
 	if err != nil {
 		return err

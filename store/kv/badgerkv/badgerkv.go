@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
+	"github.com/artifactd/artifactd/internal/cores"
 	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/internal/guard"
 )
@@ -114,7 +114,7 @@ const valueLogDiscard = 0.5
 // numCompactors is how many compactions Badger runs at once (its default
 // is 4): each buffers the tables it builds, and more than the machine's
 // cores only adds their buffers. Badger needs at least 2.
-func numCompactors() int { return min(max(runtime.GOMAXPROCS(0), 2), 4) }
+func numCompactors() int { return min(max(cores.Count(), 2), 4) }
 
 // numMemtables is how many memtables Badger keeps (its default is 5):
 // with two, one takes writes while the other is flushed, and a server's
