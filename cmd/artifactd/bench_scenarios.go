@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	rtrace "runtime/trace"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -545,7 +546,13 @@ func (w *unrelatedWriter) during(ctx context.Context, fn func() error) ([]time.D
 		for { // at least one write, then until stopped
 			w.n++
 			t0 := time.Now()
-			if err := w.r.c.putArtifact(ctx, w.ctxID, fmt.Sprintf("n%d", w.n), "note", ""); err != nil {
+			var err error
+			// A region of its own, so that an execution trace of the
+			// scenario (--trace) shows each write's window.
+			rtrace.WithRegion(ctx, "unrelated-write", func() {
+				err = w.r.c.putArtifact(ctx, w.ctxID, fmt.Sprintf("n%d", w.n), "note", "")
+			})
+			if err != nil {
 				werr = err
 				return
 			}
