@@ -4,10 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"hash"
+	"runtime"
 	"sync"
 	"sync/atomic"
-
-	"github.com/artifactd/artifactd/internal/cores"
 )
 
 // A bucket's digest is SHA-256 of all its leaves back to back (HASHING.md
@@ -131,6 +130,8 @@ type hashJob struct {
 const parallelBytes = 64 << 10
 
 // runHashJobs hashes the buckets of jobs, on up to one goroutine a core
+// (GOMAXPROCS, or the CPUs when a server runs with more Ps than them:
+// internal/cores, which this package, standard library only, repeats)
 // when there is enough to hash, then hands each job its result (done), in
 // order, on the calling goroutine: the jobs only read what they hash, and
 // only done stores.
@@ -139,7 +140,7 @@ func runHashJobs(jobs []hashJob) {
 	for i := range jobs {
 		total += jobs[i].bh.size
 	}
-	workers := min(cores.Count(), len(jobs), total/parallelBytes)
+	workers := min(runtime.GOMAXPROCS(0), runtime.NumCPU(), len(jobs), total/parallelBytes)
 	do := func(i int) { jobs[i].run(jobs[i].bh.write) }
 	if workers < 2 {
 		for i := range jobs {
