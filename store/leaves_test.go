@@ -389,8 +389,8 @@ func TestReopenFromCheckpointHint(t *testing.T) {
 		}
 		s.mu.Lock()
 		delete(s.heads, headKey("big", DefaultBranch))
-		s.mu.Unlock()
 		s.checkpointEvicted([]*head{h})
+		s.mu.Unlock()
 		s.background.Wait()
 	}
 	evict()
@@ -769,8 +769,8 @@ func TestCheckpointsEvictedTogether(t *testing.T) {
 	for _, h := range heads {
 		delete(s.heads, headKey("big", h.branch))
 	}
-	s.mu.Unlock()
 	s.checkpointEvicted(heads)
+	s.mu.Unlock()
 	s.background.Wait()
 	mu.Lock()
 	out := logs.String()
@@ -922,4 +922,135 @@ func TestOrphanCheckpointsSwept(t *testing.T) {
 		t.Fatal("the head was not opened from its checkpoint")
 	}
 	mustCheck(t, s)
+}
+
+// TestCheckpointSweepPastUnreadableRef: a branch ref whose commit record
+// does not read (corruption fsck reports) neither fails a checkpoint
+// whose table and hint are written — the head takes it as its own — nor
+// stops the sweep: the table the head was opened from goes.
+func TestCheckpointSweepPastUnreadableRef(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, c1 := checkpointedBig(t, dir)
+	defer s.Close()
+	bogus := hashing.Digest{0xde, 0xad}
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyRef("big", "broken"), Value: bogus[:]}}}); err != nil {
+		t.Fatal(err)
+	}
+	h := reopenedHead(t, s, "big", c1)
+	if h.ckpt != c1.ContextHash {
+		t.Fatal("head not opened from c1's checkpoint")
+	}
+	tables := func() int {
+		n := 0
+		if err := kv.ScanKeys(ctx, s.kv, prefixLeafTables("big"), nil, 0, func([]byte) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i, id := range []string{"x1", "x2", "x3"} {
+		c := mustCommit(t, s, "big", put(id, "claim", map[string]any{"i": i}))
+		h.mu.Lock()
+		err := s.checkpointHead(ctx, h, false, nil)
+		ckpt := h.ckpt
+		h.mu.Unlock()
+		_, terr := s.kv.Get(ctx, keyLeafTable("big", c.ContextHash))
+		hint := s.hintedCommit(ctx, "big")
+		t.Logf("write %d: err=%v; table written=%v; hint moved=%v; head.ckpt is new=%v; tables now=%d",
+			i, err, terr == nil, hint != nil && hint.ID == c.ID, ckpt == c.ContextHash, tables())
+	}
+	if _, err := s.kv.Get(ctx, keyLeafTable("big", c1.ContextHash)); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("c1's table, which the head was opened from and no ref names, was never deleted (old rule deleted it); %d tables for one head", tables())
+	}
+	if h.ckpt == c1.ContextHash {
+		t.Errorf("head.ckpt still names c1's checkpoint although three newer ones were written")
+	}
+}
+
+// TestEvictedInEarlierBatchKeepsItsCheckpoint: two heads evicted in two
+// batches (two checkpointEvicted goroutines), the second batch's running
+// first: its sweep keeps the checkpoint the first batch's head was opened
+// from, which that head reads its cold buckets from when it writes its
+// own — not a walk of its state map.
+func TestEvictedInEarlierBatchKeepsItsCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	open := func() *Store {
+		s, err := Open(ctx, Options{Dir: dir, Clock: testClock(), Logger: slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logs}, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c1 := mustCommit(t, s, "big", claimChain(5000)...)
+	if err := s.CreateBranch(ctx, "big", "dev", c1.ID); err != nil {
+		t.Fatal(err)
+	}
+	var many []graph.Op
+	for i := range 1000 {
+		many = append(many, put(fmt.Sprintf("dev-%d", i), "claim", map[string]any{"i": i}))
+	}
+	if _, err := s.Commit(ctx, CommitRequest{Context: "big", Branch: "dev", Author: "t", Message: "m", Ops: many}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	defer s.Close()
+	// The hint at main's commit (as when main's checkpoint was written last).
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyLeafAt("big"), Value: c1.ID[:]}}}); err != nil {
+		t.Fatal(err)
+	}
+	var heads []*head
+	for _, br := range []string{DefaultBranch, "dev"} {
+		if _, err := s.Commit(ctx, CommitRequest{Context: "big", Branch: br, Author: "t", Message: "m", Ops: []graph.Op{put(br+"-one", "claim", map[string]any{"i": 1})}}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.head("big", br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.ckpt == ([32]byte{}) {
+			t.Fatalf("%s: head not opened from a checkpoint", br)
+		}
+		heads = append(heads, h)
+	}
+	main, dev := heads[0], heads[1]
+	s.background.Wait()
+	mu.Lock()
+	logs.Reset()
+	mu.Unlock()
+	// Two eviction batches, as evictHeadsLocked makes them: {main}, then
+	// {dev}. main's goroutine is held up (here: on main's lock), so dev's
+	// runs first.
+	main.mu.Lock()
+	s.mu.Lock()
+	delete(s.heads, headKey("big", main.branch))
+	s.checkpointEvicted([]*head{main})
+	delete(s.heads, headKey("big", dev.branch))
+	s.checkpointEvicted([]*head{dev})
+	s.mu.Unlock()
+	devHash := dev.commit.ContextHash
+	for {
+		if _, err := s.kv.Get(ctx, keyLeafTable("big", devHash)); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // its sweep
+	main.mu.Unlock()
+	s.background.Wait()
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if strings.Contains(out, "from the state map") {
+		t.Fatalf("main's checkpoint write walked its state map:\n%s", out)
+	}
 }

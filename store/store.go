@@ -200,6 +200,10 @@ type Store struct {
 	mu sync.Mutex // guards heads, headGen, moving and ctxs
 	// heads holds the in-memory state of branch heads, keyed ctx NUL branch.
 	heads map[string]*head
+	// evicting holds the heads dropped from heads whose checkpoints are
+	// still to be written (checkpointEvicted): a sweep keeps what they
+	// were opened from. Guarded by mu.
+	evicting map[*head]bool
 	// headGen counts the times the committer dropped heads; a reader that
 	// loaded a head caches it only if no drop happened meanwhile.
 	headGen uint64
@@ -436,6 +440,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		headBudget: cacheBytes(opts) * 60 / 100,
 		dir:        opts.Dir,
 		heads:      make(map[string]*head),
+		evicting:   make(map[*head]bool),
 		moving:     make(map[string]int),
 		ctxs:       make(map[string]*ctxState),
 	}
