@@ -724,28 +724,7 @@ func TestCheckpointGenerationSwap(t *testing.T) {
 // neither reads a bucket from the state map.
 func TestCheckpointsEvictedTogether(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	open := func() *Store {
-		s, err := Open(ctx, Options{Dir: dir, Clock: testClock(), Logger: slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logs}, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	s := open()
-	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
-	c1 := mustCommit(t, s, "big", claimChain(5000)...)
-	if err := s.CreateBranch(ctx, "big", "dev", c1.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = open()
+	s, c1, logged := bigWithDev(t, nil)
 	defer s.Close()
 	var heads []*head
 	for _, br := range []string{DefaultBranch, "dev"} {
@@ -772,10 +751,7 @@ func TestCheckpointsEvictedTogether(t *testing.T) {
 	s.checkpointEvicted(heads)
 	s.mu.Unlock()
 	s.background.Wait()
-	mu.Lock()
-	out := logs.String()
-	mu.Unlock()
-	if strings.Contains(out, "from the state map") {
+	if out := logged(); strings.Contains(out, "from the state map") {
 		t.Fatalf("a bucket was read from the state map:\n%s", out)
 	}
 	if checkpointRecords(t, s, "big", c1.ContextHash) != 0 {
@@ -787,6 +763,49 @@ func TestCheckpointsEvictedTogether(t *testing.T) {
 		}
 	}
 	mustCheck(t, s)
+}
+
+// bigWithDev makes, in a store of its own, context "big" (claimChain of
+// 5,000) with branch "dev" at its head, calls more (nil: nothing) on the
+// store, then closes it — which writes the heads' checkpoints — and
+// returns it reopened, with the chain's commit and a function that
+// returns what the reopened store logged since its last call.
+func bigWithDev(t *testing.T, more func(s *Store)) (*Store, *replay.Commit, func() string) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	open := func() *Store {
+		s, err := Open(ctx, Options{Dir: dir, Clock: testClock(), Logger: slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logs}, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c1 := mustCommit(t, s, "big", claimChain(5000)...)
+	if err := s.CreateBranch(ctx, "big", "dev", c1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if more != nil {
+		more(s)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	logged := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := logs.String()
+		logs.Reset()
+		return out
+	}
+	return s, c1, logged
 }
 
 // lockedWriter serializes writes to w.
@@ -974,35 +993,15 @@ func TestCheckpointSweepPastUnreadableRef(t *testing.T) {
 // own — not a walk of its state map.
 func TestEvictedInEarlierBatchKeepsItsCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	open := func() *Store {
-		s, err := Open(ctx, Options{Dir: dir, Clock: testClock(), Logger: slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logs}, nil))})
-		if err != nil {
+	s, c1, logged := bigWithDev(t, func(s *Store) {
+		var many []graph.Op
+		for i := range 1000 {
+			many = append(many, put(fmt.Sprintf("dev-%d", i), "claim", map[string]any{"i": i}))
+		}
+		if _, err := s.Commit(ctx, CommitRequest{Context: "big", Branch: "dev", Author: "t", Message: "m", Ops: many}); err != nil {
 			t.Fatal(err)
 		}
-		return s
-	}
-	s := open()
-	if _, err := s.CreateContext(ctx, "big", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
-	c1 := mustCommit(t, s, "big", claimChain(5000)...)
-	if err := s.CreateBranch(ctx, "big", "dev", c1.ID); err != nil {
-		t.Fatal(err)
-	}
-	var many []graph.Op
-	for i := range 1000 {
-		many = append(many, put(fmt.Sprintf("dev-%d", i), "claim", map[string]any{"i": i}))
-	}
-	if _, err := s.Commit(ctx, CommitRequest{Context: "big", Branch: "dev", Author: "t", Message: "m", Ops: many}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = open()
+	})
 	defer s.Close()
 	// The hint at main's commit (as when main's checkpoint was written last).
 	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyLeafAt("big"), Value: c1.ID[:]}}}); err != nil {
@@ -1024,9 +1023,7 @@ func TestEvictedInEarlierBatchKeepsItsCheckpoint(t *testing.T) {
 	}
 	main, dev := heads[0], heads[1]
 	s.background.Wait()
-	mu.Lock()
-	logs.Reset()
-	mu.Unlock()
+	logged() // what the opens logged
 	// Two eviction batches, as evictHeadsLocked makes them: {main}, then
 	// {dev}. main's goroutine is held up (here: on main's lock), so dev's
 	// runs first.
@@ -1047,10 +1044,7 @@ func TestEvictedInEarlierBatchKeepsItsCheckpoint(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // its sweep
 	main.mu.Unlock()
 	s.background.Wait()
-	mu.Lock()
-	out := logs.String()
-	mu.Unlock()
-	if strings.Contains(out, "from the state map") {
+	if out := logged(); strings.Contains(out, "from the state map") {
 		t.Fatalf("main's checkpoint write walked its state map:\n%s", out)
 	}
 }
