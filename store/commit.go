@@ -822,8 +822,10 @@ func (g *group) head(ctxID, branch string) (*head, error) {
 	// A commit this group made is not durable yet: its map is read
 	// through the group's writer, whole. A durable one opens lazily.
 	_, pending := g.commits[ctxID+"\x00"+string(c.ID[:])]
+	opened := s.openingHead(ctxID)
 	st, trust, base, err := s.openHead(g.tw, cs.info, c, !pending)
 	if err != nil {
+		opened()
 		return nil, err
 	}
 	h = s.newHead(ctxID, branch, c, st, trust, base)
@@ -832,6 +834,7 @@ func (g *group) head(ctxID, branch string) (*head, error) {
 	g.heads[key] = h
 	s.mu.Lock()
 	s.heads[key] = h
+	s.openedLocked(ctxID)
 	s.evictHeadsLocked()
 	s.mu.Unlock()
 	return h, nil

@@ -177,7 +177,9 @@ func (s *Store) writeCheckpointLocked(ctx context.Context, ctxID string, acc *ha
 // sweepLeafTables deletes context ctxID's checkpoint tables that no head
 // needs — all but newest, the tables of the commits the context's
 // branches and its hint are at, and those the cached heads other than
-// by.head, and the heads of by.batch, were opened from — with the
+// by.head, the heads of by.batch and the evicted heads still to write
+// theirs were opened from; none while a head of the context is being
+// opened (Store.opening), which may have read one not cached yet — with the
 // checkpoints an earlier release kept whole under their names, then the
 // bucket records no table left names. Deleting only the table a head was
 // opened from left behind one written just before a kill -9 (the new
@@ -200,6 +202,7 @@ func (s *Store) sweepLeafTables(ctx context.Context, ctxID string, newest hashin
 	for o := range s.evicting {
 		uses(o)
 	}
+	opening := s.opening[ctxID] > 0
 	s.mu.Unlock()
 	var at []hashing.Digest // the commits the branches and the hint name
 	if err := s.kv.Scan(ctx, prefixRefs(ctxID), nil, 0, func(_, v []byte) error {
@@ -235,7 +238,7 @@ func (s *Store) sweepLeafTables(ctx context.Context, ctxID string, newest hashin
 	prefix := prefixLeafTables(ctxID)
 	var gone []hashing.Digest
 	if err := kv.ScanKeys(ctx, s.kv, prefix, nil, 0, func(k []byte) error {
-		if len(k) == len(prefix)+32 && !keep[hashing.Digest(k[len(prefix):])] {
+		if !opening && len(k) == len(prefix)+32 && !keep[hashing.Digest(k[len(prefix):])] {
 			gone = append(gone, hashing.Digest(k[len(prefix):]))
 		}
 		return nil
@@ -343,6 +346,28 @@ func (s *Store) openedFrom(h *head, ckpt hashing.Digest, batch []*head) bool {
 		}
 	}
 	return false
+}
+
+// openingHead notes that a head of context ctxID is being opened, until
+// the returned func runs or the caller, holding s.mu, calls
+// openedLocked: a checkpoint sweep meanwhile deletes none of the
+// context's tables (sweepLeafTables).
+func (s *Store) openingHead(ctxID string) (opened func()) {
+	s.mu.Lock()
+	s.opening[ctxID]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.openedLocked(ctxID)
+		s.mu.Unlock()
+	}
+}
+
+// openedLocked undoes openingHead; the caller holds s.mu.
+func (s *Store) openedLocked(ctxID string) {
+	if s.opening[ctxID]--; s.opening[ctxID] <= 0 {
+		delete(s.opening, ctxID)
+	}
 }
 
 // changedSince: an evicted head whose entries changed since its

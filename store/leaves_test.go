@@ -1048,3 +1048,88 @@ func TestEvictedInEarlierBatchKeepsItsCheckpoint(t *testing.T) {
 		t.Fatalf("main's checkpoint write walked its state map:\n%s", out)
 	}
 }
+
+// getHook runs fn once, right after a Get of key returned.
+type getHook struct {
+	kv.Driver
+	key  []byte
+	once sync.Once
+	fn   func()
+}
+
+func (d *getHook) Get(ctx context.Context, k []byte) ([]byte, error) {
+	v, err := d.Driver.Get(ctx, k)
+	if bytes.Equal(k, d.key) {
+		d.once.Do(d.fn)
+	}
+	return v, err
+}
+
+// TestOpeningHeadKeepsItsCheckpoint: a checkpoint of another branch
+// written while a head is being opened from the hint's checkpoint
+// (leavesSince) — between the open's read of the table and its bucket
+// reads — deletes no table of the context (Store.opening), so the head
+// reads its buckets from the checkpoint, not a walk of its map.
+func TestOpeningHeadKeepsItsCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, c1 := checkpointedBig(t, dir)
+	s.Close()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	s, err := Open(ctx, Options{Dir: dir, Clock: testClock(), Logger: slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateBranch(ctx, "big", "dev", c1.ID); err != nil {
+		t.Fatal(err)
+	}
+	var many []graph.Op
+	for i := range 1000 {
+		many = append(many, put(fmt.Sprintf("dev-%d", i), "claim", map[string]any{"i": i}))
+	}
+	d1, err := s.Commit(ctx, CommitRequest{Context: "big", Branch: "dev", Author: "t", Message: "m", Ops: many})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, s, "big", put("main-one", "claim", map[string]any{"i": 1}))
+	hdev, err := s.head("big", "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	devAcc := hdev.state.LeafSet().Clone()
+	devAcc.Root()
+	// Both heads dropped without a checkpoint (as a kill -9 would): the
+	// hint still names c1.
+	s.background.Wait()
+	s.mu.Lock()
+	clear(s.heads)
+	s.mu.Unlock()
+	if hc := s.hintedCommit(ctx, "big"); hc == nil || hc.ID != c1.ID {
+		t.Fatal("hint not at c1")
+	}
+	orig := s.kv
+	s.kv = &getHook{Driver: orig, key: keyLeafTable("big", c1.ContextHash), fn: func() {
+		if err := s.writeCheckpoint(ctx, "big", devAcc, &d1.Commit.ID); err != nil {
+			t.Error(err)
+		}
+	}}
+	mu.Lock()
+	logs.Reset()
+	mu.Unlock()
+	h, err := s.head("big", DefaultBranch)
+	s.kv = orig
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ckpt != c1.ContextHash {
+		t.Fatalf("main not opened from c1's checkpoint and the diff")
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if strings.Contains(out, "from the state map") {
+		t.Fatalf("the head being opened from c1's checkpoint walked its map:\n%s", out)
+	}
+}

@@ -189,14 +189,17 @@ func (s *Store) head(ctxID, branch string) (*head, error) {
 	if err != nil {
 		return nil, err
 	}
+	opened := s.openingHead(ctxID)
 	st, trust, base, err := s.openHead(s, cs.info, c, true)
 	if err != nil {
+		opened()
 		return nil, err
 	}
 	h = s.newHead(ctxID, branch, c, st, trust, base)
 	s.touch(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.openedLocked(ctxID) // cached by now, or left to the reader
 	if existing := s.heads[key]; existing != nil {
 		return existing, nil
 	}

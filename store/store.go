@@ -204,6 +204,10 @@ type Store struct {
 	// still to be written (checkpointEvicted): a sweep keeps what they
 	// were opened from. Guarded by mu.
 	evicting map[*head]bool
+	// opening counts, by context, the heads being opened (openHead) and
+	// not cached yet: a checkpoint sweep deletes no table of such a
+	// context, which the head may have been opened from. Guarded by mu.
+	opening map[string]int
 	// headGen counts the times the committer dropped heads; a reader that
 	// loaded a head caches it only if no drop happened meanwhile.
 	headGen uint64
@@ -441,6 +445,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		dir:        opts.Dir,
 		heads:      make(map[string]*head),
 		evicting:   make(map[*head]bool),
+		opening:    make(map[string]int),
 		moving:     make(map[string]int),
 		ctxs:       make(map[string]*ctxState),
 	}
