@@ -60,8 +60,9 @@
 //     the context's newest one (its hint) and the diff of the two
 //     commits' maps; failing that, a walk of the map. A checkpoint
 //     written deletes those of the context no head needs (none of its
-//     branches or its hint is at them, no cached head was opened from
-//     them). Once
+//     branches or its hint is at them, no cached head, nor one evicted
+//     and still to write its own, was opened from them; none while a
+//     head of the context is being opened). Once
 //     it holds 4,096 changes and no reader has it pinned it is opened
 //     again over its newest commit (head.rebase), so a head's memory is
 //     the buckets its commits read (about 40 bytes a leaf) and a bounded
