@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/artifactd/artifactd/gate/fetch"
 	"github.com/artifactd/artifactd/gate/render"
 	"github.com/artifactd/artifactd/httpapi"
+	"github.com/artifactd/artifactd/internal/cores"
 	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 	"github.com/artifactd/artifactd/web"
@@ -484,7 +486,8 @@ func serve(ctx context.Context, sp storeSpec, addr string, cfg serveConfig, stdo
 		cfg.FetchMode, cfg.RenderMode = "off", "off"
 	}
 	fmt.Fprintf(stdout, "artifactd: serving http://%s (data %s, auth %s, server-side fetch %s, render %s)\n", ln.Addr(), sp, auth, cfg.FetchMode, cfg.RenderMode)
-	cfg.Logger.Info("serving", "addr", ln.Addr().String(), "data", sp.String(), "auth", auth, "fetch", cfg.FetchMode, "render", cfg.RenderMode)
+	cfg.Logger.Info("serving", "addr", ln.Addr().String(), "data", sp.String(), "auth", auth, "fetch", cfg.FetchMode, "render", cfg.RenderMode,
+		"gomaxprocs", runtime.GOMAXPROCS(0), "cores", cores.Count()) // setServerProcs
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if cfg.SpillRetention > 0 {
