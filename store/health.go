@@ -37,11 +37,7 @@ func (s *Store) checkSpace() error {
 	if s.space.free-reserve > spaceMargin && time.Since(s.space.at) < spaceRecheck {
 		return nil
 	}
-	statfs := s.space.statfs
-	if statfs == nil {
-		statfs = freeBytes
-	}
-	free, err := statfs(s.dir)
+	free, err := s.space.statfs(s.dir)
 	if err != nil {
 		s.space.at = time.Time{}
 		// A vanished or unreadable directory cannot take writes.
@@ -68,7 +64,7 @@ type freeSpace struct {
 	sync.Mutex
 	free int64     // bytes free for unprivileged writes
 	at   time.Time // when asked; zero: ask next time
-	// statfs asks the file system of dir (nil: freeBytes; tests set it).
+	// statfs asks the file system of dir (freeBytes; tests replace it).
 	statfs func(dir string) (int64, error)
 }
 

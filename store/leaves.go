@@ -171,108 +171,75 @@ func (s *Store) writeCheckpointLocked(ctx context.Context, ctxID string, acc *ha
 	if by.old == (hashing.Digest{}) || by.old == h {
 		return nil
 	}
-	return s.deleteCheckpoint(ctx, ctxID, by.old)
+	return s.deleteCheckpoints(ctx, ctxID, by.old)
 }
 
 // sweepLeafTables deletes context ctxID's checkpoint tables that no head
 // needs — all but newest, the tables of the commits the context's
-// branches and its hint are at, and those the cached heads other than
-// by.head, the heads of by.batch and the evicted heads still to write
-// theirs were opened from; none while a head of the context is being
-// opened (Store.opening), which may have read one not cached yet — with the
-// checkpoints an earlier release kept whole under their names, then the
-// bucket records no table left names. Deleting only the table a head was
-// opened from left behind one written just before a kill -9 (the new
-// table and the hint, then the old one's delete) and one two heads
-// shared when the second went without writing its own.
+// branches and its hint are at, and those other heads than by.head were
+// opened from (tablesInUse); none while a head of the context is being
+// opened (Store.opening), which may have read one not cached yet — with
+// the checkpoints an earlier release kept whole under their names (by.old
+// among them), then the bucket records no table left names. Deleting only
+// the table a head was opened from left behind one written just before a
+// kill -9 (the new table and the hint, then the old one's delete) and one
+// two heads shared when the second went without writing its own.
 func (s *Store) sweepLeafTables(ctx context.Context, ctxID string, newest hashing.Digest, by ckptBy) error {
-	keep := map[hashing.Digest]bool{newest: true}
-	uses := func(o *head) {
-		if o != by.head && o.ctx == ctxID {
-			keep[o.ckpt] = true
-		}
-	}
-	for _, o := range by.batch {
-		uses(o)
-	}
-	s.mu.Lock()
-	for _, o := range s.heads {
-		uses(o)
-	}
-	for o := range s.evicting {
-		uses(o)
-	}
-	opening := s.opening[ctxID] > 0
-	s.mu.Unlock()
-	var at []hashing.Digest // the commits the branches and the hint name
-	if err := s.kv.Scan(ctx, prefixRefs(ctxID), nil, 0, func(_, v []byte) error {
-		if len(v) == 32 {
-			at = append(at, hashing.Digest(v))
-		}
-		return nil
-	}); err != nil {
+	keep, opening := s.tablesInUse(ctxID, by.head, by.batch)
+	keep[newest] = true
+	branches, err := s.Branches(ctx, ctxID)
+	if err != nil {
 		return err
 	}
-	if v, err := s.kv.Get(ctx, keyLeafAt(ctxID)); err == nil && len(v) == 32 {
-		at = append(at, hashing.Digest(v))
-	} else if err != nil && !errors.Is(err, kv.ErrNotFound) {
-		return err
-	}
-	for _, id := range at {
-		c, err := s.commitRecord(ctxID, id)
+	for _, br := range branches {
+		c, err := s.commitRecord(ctxID, br.Head)
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt) {
 			continue // no head opens at a commit that does not read (fsck reports it)
 		}
 		if err != nil {
-			return fmt.Errorf("keep the checkpoint of commit %s: %w", id.Short(), err)
+			return fmt.Errorf("keep the checkpoint of branch %q: %w", br.Name, err)
 		}
 		keep[c.ContextHash] = true
 	}
-	if by.old != (hashing.Digest{}) && !keep[by.old] {
-		// The head was opened from a checkpoint an earlier release kept
-		// whole, which no table names.
-		if err := s.deleteLegacyCheckpoint(ctx, by.old); err != nil {
+	if c := s.hintedCommit(ctx, ctxID); c != nil {
+		keep[c.ContextHash] = true
+	}
+	var gone []hashing.Digest
+	if !opening {
+		prefix := prefixLeafTables(ctxID)
+		if err := kv.ScanKeys(ctx, s.kv, prefix, nil, 0, func(k []byte) error {
+			if len(k) == len(prefix)+32 && !keep[hashing.Digest(k[len(prefix):])] {
+				gone = append(gone, hashing.Digest(k[len(prefix):]))
+			}
+			return nil
+		}); err != nil {
 			return err
 		}
-	}
-	prefix := prefixLeafTables(ctxID)
-	var gone []hashing.Digest
-	if err := kv.ScanKeys(ctx, s.kv, prefix, nil, 0, func(k []byte) error {
-		if !opening && len(k) == len(prefix)+32 && !keep[hashing.Digest(k[len(prefix):])] {
-			gone = append(gone, hashing.Digest(k[len(prefix):]))
+		if by.old != (hashing.Digest{}) && !keep[by.old] && !slices.Contains(gone, by.old) {
+			gone = append(gone, by.old) // kept whole by an earlier release: no table
 		}
-		return nil
-	}); err != nil {
-		return err
 	}
-	if len(gone) > 0 {
-		dels := make([][]byte, len(gone))
-		for i, h := range gone {
+	return s.deleteCheckpoints(ctx, ctxID, gone...)
+}
+
+// deleteCheckpoints deletes context ctxID's leaf checkpoints of context
+// hashes hs — their tables and any kept whole by an earlier release under
+// them — then the context's bucket records no table names any more (also
+// those of a checkpoint cut short); the caller holds s.ckptMu.
+func (s *Store) deleteCheckpoints(ctx context.Context, ctxID string, hs ...hashing.Digest) error {
+	if len(hs) > 0 {
+		dels := make([][]byte, len(hs))
+		for i, h := range hs {
 			dels[i] = keyLeafTable(ctxID, h)
 		}
 		if err := s.kv.Commit(ctx, kv.Batch{Deletes: dels}); err != nil {
 			return err
 		}
-		for _, h := range gone {
-			if err := s.deleteLegacyCheckpoint(ctx, h); err != nil {
-				return err
-			}
+	}
+	for _, h := range hs {
+		if err := s.deleteLegacyCheckpoint(ctx, h); err != nil {
+			return err
 		}
-	}
-	// Also the bucket records of a checkpoint cut short.
-	return s.sweepLeafBuckets(ctx, ctxID)
-}
-
-// deleteCheckpoint deletes context ctxID's leaf checkpoint of context hash
-// h — its table, a checkpoint of h kept whole by an earlier release, and
-// the context's bucket records no table names any more; the caller holds
-// s.ckptMu.
-func (s *Store) deleteCheckpoint(ctx context.Context, ctxID string, h hashing.Digest) error {
-	if err := s.kv.Commit(ctx, kv.Batch{Deletes: [][]byte{keyLeafTable(ctxID, h)}}); err != nil {
-		return err
-	}
-	if err := s.deleteLegacyCheckpoint(ctx, h); err != nil {
-		return err
 	}
 	return s.sweepLeafBuckets(ctx, ctxID)
 }
@@ -325,27 +292,43 @@ func (s *Store) checkpointHead(ctx context.Context, h *head, evicted bool, batch
 	return nil
 }
 
-// openedFrom reports whether a head other than h — a cached one, or one
-// of batch, the heads whose checkpoints are being written with h's (heads
-// evicted together are no longer cached) — was opened from (or last
-// wrote) h's context's checkpoint of context hash ckpt. The caller holds
-// s.ckptMu, under which a head's ckpt changes once it is cached.
+// openedFrom reports whether a head other than h was opened from (or
+// last wrote) h's context's checkpoint of context hash ckpt
+// (tablesInUse). The caller holds s.ckptMu.
 func (s *Store) openedFrom(h *head, ckpt hashing.Digest, batch []*head) bool {
 	if ckpt == (hashing.Digest{}) {
 		return false
 	}
-	uses := func(o *head) bool { return o != h && o.ctx == h.ctx && o.ckpt == ckpt }
-	if slices.ContainsFunc(batch, uses) {
-		return true
+	inUse, _ := s.tablesInUse(h.ctx, h, batch)
+	return inUse[ckpt]
+}
+
+// tablesInUse returns the checkpoints of context ctxID that heads other
+// than self were opened from (or last wrote) — cached heads, heads
+// evicted whose own checkpoints are still to be written (s.evicting), and
+// the heads of batch, whose checkpoints are being written with self's —
+// and whether a head of the context is being opened (s.opening). The
+// caller holds s.ckptMu, under which a head's ckpt changes once it is
+// cached.
+func (s *Store) tablesInUse(ctxID string, self *head, batch []*head) (inUse map[hashing.Digest]bool, opening bool) {
+	inUse = make(map[hashing.Digest]bool)
+	uses := func(o *head) {
+		if o != self && o.ctx == ctxID && o.ckpt != (hashing.Digest{}) {
+			inUse[o.ckpt] = true
+		}
+	}
+	for _, o := range batch {
+		uses(o)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, o := range s.heads {
-		if uses(o) {
-			return true
-		}
+		uses(o)
 	}
-	return false
+	for o := range s.evicting {
+		uses(o)
+	}
+	return inUse, s.opening[ctxID] > 0
 }
 
 // openingHead notes that a head of context ctxID is being opened, until
@@ -405,17 +388,18 @@ func (s *Store) checkpointEvicted(heads []*head) {
 	for _, h := range heads {
 		s.evicting[h] = true
 	}
-	done := func() {
-		s.mu.Lock()
+	written := func() {
 		for _, h := range heads {
 			delete(s.evicting, h)
 		}
-		s.mu.Unlock()
 	}
-	if !s.inBackground(func() { s.checkpointHeads(context.Background(), heads, true); done() }) {
-		for _, h := range heads {
-			delete(s.evicting, h) // the caller holds s.mu
-		}
+	if !s.inBackground(func() {
+		s.checkpointHeads(context.Background(), heads, true)
+		s.mu.Lock()
+		written()
+		s.mu.Unlock()
+	}) {
+		written() // none will be: the store is closing
 	}
 }
 

@@ -299,7 +299,7 @@ func BenchmarkDeleteCheckpoint(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := s.deleteCheckpoint(ctx, "bench", h); err != nil {
+		if err := s.deleteCheckpoints(ctx, "bench", h); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -517,7 +517,7 @@ func TestLegacyCheckpointRead(t *testing.T) {
 	s = openTest(t, dir)
 	// Replace the checkpoint by one kept whole: parts of leafChunk leaves.
 	s.ckptMu.Lock()
-	if err := s.deleteCheckpoint(ctx, "big", c1.ContextHash); err != nil {
+	if err := s.deleteCheckpoints(ctx, "big", c1.ContextHash); err != nil {
 		t.Fatal(err)
 	}
 	s.ckptMu.Unlock()

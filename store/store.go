@@ -443,6 +443,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		states:     newLRU[string](cacheBytes(opts)*15/100, func(m *materialized) int64 { return stateCost(m.state) }),
 		headBudget: cacheBytes(opts) * 60 / 100,
 		dir:        opts.Dir,
+		space:      freeSpace{statfs: freeBytes},
 		heads:      make(map[string]*head),
 		evicting:   make(map[*head]bool),
 		opening:    make(map[string]int),

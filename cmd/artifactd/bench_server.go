@@ -27,7 +27,7 @@ type benchServer struct {
 	srv  *http.Server
 	base string // "http://127.0.0.1:port" of the running server
 	// stopLimit ends the memory limit's following of the store's caches
-	// (limitMemory).
+	// (limitMemory) and gives GOMAXPROCS back (setServerProcs).
 	stopLimit func()
 }
 
@@ -95,25 +95,27 @@ func newBenchServer(ctx context.Context, dir string, opts benchStore) (*benchSer
 	return s, nil
 }
 
-func (s *benchServer) start(ctx context.Context) error {
+func (s *benchServer) start(ctx context.Context) (err error) {
 	reg := httpapi.NewRegistry()
 	restoreProcs := setServerProcs() // as serve does
+	defer func() {
+		if err != nil {
+			restoreProcs()
+		}
+	}()
 	st, err := store.Open(ctx, store.Options{Dir: s.dir, Logger: discardLogger(), NoSync: s.opts.NoSync,
 		CacheBytes: s.opts.CacheBytes, MappedBytes: s.opts.MappedBytes, ValueThreshold: s.opts.ValueThreshold,
 		TableBytes: s.opts.TableBytes})
 	if err != nil {
-		restoreProcs()
 		return fmt.Errorf("open store: %w", err)
 	}
 	if err := reg.Load(ctx, st); err != nil {
 		st.Close()
-		restoreProcs()
 		return fmt.Errorf("load types: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		st.Close()
-		restoreProcs()
 		return fmt.Errorf("listen: %w", err)
 	}
 	s.st = st

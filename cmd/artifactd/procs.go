@@ -1,11 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -73,10 +72,10 @@ func cpuQuota(root string) bool {
 			continue
 		}
 		v2 := parts[0] == "0" && parts[1] == ""
-		if !v2 && !hasField(parts[1], ",", "cpu") {
+		if !v2 && !slices.Contains(strings.Split(parts[1], ","), "cpu") {
 			continue
 		}
-		mount, mroot, ok := cgroupMount(mi, v2)
+		mount, mroot, ok := cgroupMount(string(mi), v2)
 		if !ok {
 			continue
 		}
@@ -103,11 +102,10 @@ func cpuQuota(root string) bool {
 // cgroupMount returns where the cgroup hierarchy that holds the cpu
 // controller (v1) or the unified one (v2) is mounted, and the path within
 // the hierarchy that mount shows, from the lines of a mountinfo file.
-func cgroupMount(mountinfo []byte, v2 bool) (mount, root string, ok bool) {
-	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
-	for sc.Scan() {
+func cgroupMount(mountinfo string, v2 bool) (mount, root string, ok bool) {
+	for line := range strings.Lines(mountinfo) {
 		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		pre, post, found := strings.Cut(sc.Text(), " - ")
+		pre, post, found := strings.Cut(strings.TrimSpace(line), " - ")
 		if !found {
 			continue
 		}
@@ -115,13 +113,9 @@ func cgroupMount(mountinfo []byte, v2 bool) (mount, root string, ok bool) {
 		if len(f) < 5 || len(g) < 3 {
 			continue
 		}
-		switch {
-		case v2 && g[0] == "cgroup2":
-		case !v2 && g[0] == "cgroup" && hasField(g[2], ",", "cpu"):
-		default:
-			continue
+		if v2 && g[0] == "cgroup2" || !v2 && g[0] == "cgroup" && slices.Contains(strings.Split(g[2], ","), "cpu") {
+			return f[4], f[3], true
 		}
-		return f[4], f[3], true
 	}
 	return "", "", false
 }
@@ -141,14 +135,4 @@ func limited(name string, v2 bool) bool {
 	}
 	q, err := strconv.ParseInt(f[0], 10, 64)
 	return err == nil && q > 0
-}
-
-// hasField reports whether the list s, separated by sep, holds field.
-func hasField(s, sep, field string) bool {
-	for f := range strings.SplitSeq(s, sep) {
-		if f == field {
-			return true
-		}
-	}
-	return false
 }

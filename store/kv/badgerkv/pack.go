@@ -136,7 +136,7 @@ type packs struct {
 	// for milliseconds (15–21 ms seen beside the hub scenario's bulk
 	// commit).
 	failed atomic.Pointer[error]
-	// syncFile syncs a pack file (nil: its Sync; tests make it fail).
+	// syncFile syncs a pack file (its Sync; tests make it fail).
 	syncFile func(*os.File) error
 
 	rmu   sync.RWMutex // guards files and closed
@@ -150,7 +150,7 @@ type packs struct {
 // packs directory (synced into dir unless noSync) if missing.
 func openPacks(dir string, noSync bool) (*packs, error) {
 	pd := filepath.Join(dir, packDir)
-	p := &packs{dir: pd, noSync: noSync, files: make(map[uint32]*os.File)}
+	p := &packs{dir: pd, noSync: noSync, files: make(map[uint32]*os.File), syncFile: (*os.File).Sync}
 	entries, err := os.ReadDir(pd)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := os.Mkdir(pd, 0o755); err != nil {
@@ -244,11 +244,7 @@ func (p *packs) write(vals [][]byte) ([]packPtr, error) {
 		return nil, fmt.Errorf("badgerkv: write pack: %w", err)
 	}
 	if !p.noSync {
-		sync := (*os.File).Sync
-		if p.syncFile != nil {
-			sync = p.syncFile
-		}
-		if err := sync(p.w); err != nil {
+		if err := p.syncFile(p.w); err != nil {
 			err = fmt.Errorf("badgerkv: sync pack %s: %w (no write is accepted after a failed sync)", p.w.Name(), err)
 			p.failed.Store(&err)
 			p.closeWriter()
