@@ -36,18 +36,25 @@ func serverProcs(procs, cpus int, quota, envSet bool) int {
 }
 
 // setServerProcs sets GOMAXPROCS for a server (serverProcs) and returns
-// what undoes it: the runtime's default again, which it keeps following
-// as the CPUs the process may use change (setting GOMAXPROCS back to a
-// number would stop that).
+// what undoes it (applyProcs).
 func setServerProcs() (restore func()) {
 	_, envSet := os.LookupEnv("GOMAXPROCS")
 	was := runtime.GOMAXPROCS(0)
-	n := serverProcs(was, runtime.NumCPU(), cpuQuota("/"), envSet)
+	set := func(n int) { runtime.GOMAXPROCS(n) }
+	return applyProcs(was, serverProcs(was, runtime.NumCPU(), cpuQuota("/"), envSet), set, runtime.SetDefaultGOMAXPROCS)
+}
+
+// applyProcs moves GOMAXPROCS from was to n with set, when they differ,
+// and returns what undoes it: setDefault, the runtime's default again,
+// which it keeps following as the CPUs the process may use change —
+// setting the old number back would stop that (Go 1.25 and later) — or
+// nothing when nothing changed.
+func applyProcs(was, n int, set func(int), setDefault func()) (restore func()) {
 	if n == was {
 		return func() {}
 	}
-	runtime.GOMAXPROCS(n)
-	return runtime.SetDefaultGOMAXPROCS
+	set(n)
+	return setDefault
 }
 
 // cpuQuota reports whether a cgroup CPU limit applies to this process,

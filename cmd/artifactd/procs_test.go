@@ -90,3 +90,29 @@ func TestCPUQuota(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyProcsRestoresDefault: a server's GOMAXPROCS is undone by giving
+// the runtime its default back, never by setting the old number (which
+// would stop the runtime following the CPUs the process may use); when
+// nothing changed, nothing is set either way.
+func TestApplyProcsRestoresDefault(t *testing.T) {
+	var sets []int
+	defaults := 0
+	set := func(n int) { sets = append(sets, n) }
+	setDefault := func() { defaults++ }
+
+	restore := applyProcs(2, 4, set, setDefault)
+	if len(sets) != 1 || sets[0] != 4 || defaults != 0 {
+		t.Fatalf("applying 4 over 2: set %v, default %d times", sets, defaults)
+	}
+	restore()
+	if len(sets) != 1 || defaults != 1 {
+		t.Fatalf("undoing it: set %v (want only the 4), default %d times (want 1)", sets, defaults)
+	}
+
+	sets, defaults = nil, 0
+	applyProcs(2, 2, set, setDefault)()
+	if len(sets) != 0 || defaults != 0 {
+		t.Fatalf("no change: set %v, default %d times", sets, defaults)
+	}
+}
