@@ -86,21 +86,26 @@ func Audit(s *State, answerID string, trust func(id string) Trust, data DataFunc
 		trust = ComputeTrust(s, s.Base(nil)).Trust
 	}
 	r := &AuditReport{AuditMeta: meta, Answer: answerID, Edges: []*Edge{}, Sources: []AuditSource{}}
-	depth := map[string]int{answerID: 0}
-	order := s.walkProvenance(answerID, func(from string, e *Edge, reached bool) bool {
+	// depth[i] is the depth of order[i]: the walk is breadth first, so
+	// the artifacts of one depth are a run of the order, and sorting each
+	// run by id sorts the whole by depth, then id.
+	depth := []int{0}
+	order := s.walkProvenance(answerID, func(from int, e *Edge, reached bool) bool {
 		r.Edges = append(r.Edges, e)
 		if reached {
-			depth[e.To] = depth[from] + 1
+			depth = append(depth, depth[from]+1)
 		}
 		return true
 	})
 	SortEdges(r.Edges)
-	slices.SortFunc(order, func(a, b string) int {
-		if depth[a] != depth[b] {
-			return depth[a] - depth[b]
+	for lo := 0; lo < len(order); {
+		hi := lo + 1
+		for hi < len(order) && depth[hi] == depth[lo] {
+			hi++
 		}
-		return strings.Compare(a, b)
-	})
+		slices.Sort(order[lo:hi])
+		lo = hi
+	}
 	arts := make([]*Artifact, len(order))
 	for i, id := range order {
 		arts[i] = s.art(id)
@@ -132,7 +137,7 @@ func Audit(s *State, answerID string, trust func(id string) Trust, data DataFunc
 		a := arts[i]
 		tr := trust(id)
 		r.Artifacts = append(r.Artifacts, AuditArtifact{ID: id, Type: a.Type, Version: a.Version,
-			ContentHash: a.ContentHash, ProducedBy: a.ProducedBy, Depth: depth[id], Trust: tr})
+			ContentHash: a.ContentHash, ProducedBy: a.ProducedBy, Depth: depth[i], Trust: tr})
 		switch tr.Status {
 		case StatusConfirmed:
 			r.Summary.Confirmed++
@@ -171,7 +176,7 @@ func (s *State) ProvenanceWithin(id string, limit int) bool {
 	}
 	n := 1
 	within := true
-	s.walkProvenance(id, func(_ string, _ *Edge, reached bool) bool {
+	s.walkProvenance(id, func(_ int, _ *Edge, reached bool) bool {
 		if reached {
 			if n == limit {
 				within = false
@@ -186,10 +191,11 @@ func (s *State) ProvenanceWithin(id string, limit int) bool {
 
 // walkProvenance walks the dependency edges from id breadth first — what
 // an audit of id reports — calling edge with each edge walked, the
-// artifact it leaves and whether it reaches an artifact for the first
-// time; the walk stops when edge returns false. It returns the artifacts
-// reached, id first, in the order reached.
-func (s *State) walkProvenance(id string, edge func(from string, e *Edge, reached bool) bool) []string {
+// position in the walk's order of the artifact it leaves, and whether it
+// reaches an artifact for the first time; the walk stops when edge
+// returns false. It returns the artifacts reached, id first, in the order
+// reached.
+func (s *State) walkProvenance(id string, edge func(from int, e *Edge, reached bool) bool) []string {
 	seen := map[string]bool{id: true}
 	order := []string{id}
 	for i := 0; i < len(order); i++ {
@@ -198,7 +204,7 @@ func (s *State) walkProvenance(id string, edge func(from string, e *Edge, reache
 				continue
 			}
 			reached := !seen[k.To]
-			if !edge(order[i], e, reached) {
+			if !edge(i, e, reached) {
 				return order
 			}
 			if reached {
