@@ -435,7 +435,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 				return err
 			}
 		}
-		st, err := s.loadState(s, cs.info, c)
+		st, err := s.loadState(context.Background(), s, cs.info, c, prefetchWorkers)
 		if err != nil {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 			continue

@@ -330,7 +330,7 @@ func headIsStored(t *testing.T, s *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := s.loadState(s, ContextInfo{ID: "c", Quarantine: ModeObserve}, c)
+	st, err := s.loadState(context.Background(), s, ContextInfo{ID: "c", Quarantine: ModeObserve}, c, prefetchWorkers)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func TestIndexFollowsCommits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := s.loadState(s, cs.info, c)
+			st, err := s.loadState(context.Background(), s, cs.info, c, prefetchWorkers)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -292,7 +292,9 @@ func (m *mapSource) scanWindows(ref trieChild, prefix []byte, fn func(k, v []byt
 	var src nodeSource = m
 	if ref.count > scanDirect {
 		var err error
-		if src, err = m.s.prefetchTrie(m.ctx, m.s, ref); err != nil {
+		// A scan this big is a read of much of the map (an export, a
+		// listing, a hub's edges): a reader's share of the processors.
+		if src, err = m.s.prefetchTrie(m.ctx, m.s, ref, readerWorkers()); err != nil {
 			return false, err
 		}
 	}
@@ -735,7 +737,7 @@ func (s *Store) openHead(src nodeSource, info ContextInfo, c *replay.Commit, laz
 	if lazy && indexed(c) {
 		return s.openLazy(info, c)
 	}
-	st, err := s.loadState(src, info, c)
+	st, err := s.loadState(context.Background(), src, info, c, prefetchWorkers)
 	if err != nil {
 		return nil, nil, leafBase{}, err
 	}
@@ -822,7 +824,7 @@ func (v *View) Whole(ctx context.Context) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	whole, err := v.store.loadState(v.store, cs.info, v.Commit)
+	whole, err := v.store.loadState(ctx, v.store, cs.info, v.Commit, readerWorkers())
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/internal/cores"
 	"github.com/artifactd/artifactd/store/kv"
 )
 
@@ -16,11 +17,22 @@ import (
 // a lookup through Badger's levels or a round trip to PostgreSQL. A
 // prefetch reads it a level at a time instead: the nodes of a level not
 // already in memory in parts of prefetchPart keys, one GetMany each, up to
-// prefetchWorkers at once.
+// prefetchWorkers at once — or, for a read on behalf of a client, up to
+// readerWorkers.
 const (
 	prefetchPart    = 1024
 	prefetchWorkers = 4
 )
+
+// readerWorkers is how many parts of a prefetch a client's read reads at
+// once (a view loaded whole for an audit, a scan of a big part of a map):
+// half the cores, at least one. A read that took every processor for its
+// node reads left another context's commit waiting to be scheduled: in
+// traces of the hub scenario, the slowest one-artifact writes during a
+// deep audit (24–40 ms) each fell in the audit's whole load, its four
+// readers running while the committer stood runnable (docs/BENCHMARKS.md,
+// "A reader's prefetch leaves the committer a processor").
+func readerWorkers() int { return max(1, cores.Count()/2) }
 
 // prefetched is a nodeSource that serves the nodes a prefetch read and
 // asks src for any other.
@@ -38,9 +50,9 @@ func (p *prefetched) node(id hashing.Digest) (*trieNode, error) {
 
 // prefetchTrie reads every node of the trie at root that is not in memory
 // (src's own nodes when it is a trieWriter, the node cache) a level at a
-// time, checks and decodes each, caches it, and returns a source serving
-// them, for a walk of the whole trie.
-func (s *Store) prefetchTrie(ctx context.Context, src nodeSource, root trieChild) (nodeSource, error) {
+// time, up to workers parts at once, checks and decodes each, caches it,
+// and returns a source serving them, for a walk of the whole trie.
+func (s *Store) prefetchTrie(ctx context.Context, src nodeSource, root trieChild, workers int) (nodeSource, error) {
 	p := &prefetched{m: make(map[hashing.Digest]*trieNode), src: src}
 	if root.count == 0 {
 		return p, nil
@@ -58,7 +70,7 @@ func (s *Store) prefetchTrie(ctx context.Context, src nodeSource, root trieChild
 				missing = append(missing, id)
 			}
 		}
-		if err := s.readNodes(ctx, missing, p.m); err != nil {
+		if err := s.readNodes(ctx, missing, p.m, workers); err != nil {
 			return nil, err
 		}
 		var next []hashing.Digest
@@ -88,14 +100,15 @@ func (s *Store) cachedNode(id hashing.Digest) *trieNode {
 func (s *Store) readNodesFunc(ctx context.Context) func([]hashing.Digest) (map[hashing.Digest]*trieNode, error) {
 	return func(ids []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
 		m := make(map[hashing.Digest]*trieNode, len(ids))
-		return m, s.readNodes(ctx, ids, m)
+		return m, s.readNodes(ctx, ids, m, prefetchWorkers)
 	}
 }
 
-// readNodes reads ids with readMany and adds the checked, decoded nodes
-// to m (and to the node cache). On an error m is unchanged.
-func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashing.Digest]*trieNode) error {
-	nodes, err := readMany(ctx, s, ids, prefetchWorkers, keyNode, func(id hashing.Digest, raw []byte) (*trieNode, error) {
+// readNodes reads ids with readMany, up to workers parts at once, and
+// adds the checked, decoded nodes to m (and to the node cache). On an
+// error m is unchanged.
+func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashing.Digest]*trieNode, workers int) error {
+	nodes, err := readMany(ctx, s, ids, workers, keyNode, func(id hashing.Digest, raw []byte) (*trieNode, error) {
 		if raw == nil {
 			return nil, missingNode(id)
 		}
@@ -113,15 +126,15 @@ func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashi
 
 // readMany reads the records keyOf names for ids — content-addressed
 // records the store never deletes, read with kv.GetSame so that they do
-// not wait behind writes in flight — in parts of prefetchPart, up to
+// not wait behind writes in flight — in parts of s.readPart, up to
 // workers parts at once, and returns what check makes of each (raw nil:
 // missing), in the order of ids.
 func readMany[T any](ctx context.Context, s *Store, ids []hashing.Digest, workers int, keyOf func(hashing.Digest) []byte, check func(hashing.Digest, []byte) (T, error)) ([]T, error) {
 	out := make([]T, len(ids))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
-	for start := 0; start < len(ids) && gctx.Err() == nil; start += prefetchPart {
-		part, res := ids[start:min(start+prefetchPart, len(ids))], out[start:]
+	for start := 0; start < len(ids) && gctx.Err() == nil; start += s.readPart {
+		part, res := ids[start:min(start+s.readPart, len(ids))], out[start:]
 		g.Go(func() error {
 			keys := make([][]byte, len(part))
 			for i, id := range part {
@@ -171,7 +184,7 @@ func (s *Store) upgradeStateMap(tw *trieWriter, ctxID string, root trieChild) (t
 		return root, err
 	}
 	start := time.Now()
-	src, err := s.prefetchTrie(context.Background(), tw, root)
+	src, err := s.prefetchTrie(context.Background(), tw, root, prefetchWorkers)
 	if err != nil {
 		return trieChild{}, fmt.Errorf("read legacy state map: %w", err)
 	}

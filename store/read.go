@@ -224,9 +224,10 @@ func (s *Store) dropHead(h *head) {
 }
 
 // loadState materializes the state of a commit of context info from its
-// state map (read through src; metadata only: artifact Data is nil but for
+// state map (read through src, its nodes prefetched up to workers parts at
+// once, under ctx; metadata only: artifact Data is nil but for
 // definitions) and checks it against the commit's context hash.
-func (s *Store) loadState(src nodeSource, info ContextInfo, c *replay.Commit) (*graph.State, error) {
+func (s *Store) loadState(ctx context.Context, src nodeSource, info ContextInfo, c *replay.Commit, workers int) (*graph.State, error) {
 	rs, err := info.ruleset()
 	if err != nil {
 		return nil, err
@@ -235,7 +236,7 @@ func (s *Store) loadState(src nodeSource, info ContextInfo, c *replay.Commit) (*
 	edges := make([]*graph.Edge, 0, c.Edges)
 	var tombs []graph.Tombstone
 	root := trieChild{id: c.Root, count: c.RootCount}
-	if src, err = s.prefetchTrie(context.Background(), src, root); err != nil {
+	if src, err = s.prefetchTrie(ctx, src, root, workers); err != nil {
 		return nil, fmt.Errorf("load state of commit %s: %w", c.ID.Short(), err)
 	}
 	err = trieWalk(src, root, func(k, v []byte) error {
@@ -532,7 +533,7 @@ func (s *Store) readWhole(ctxID string, c *replay.Commit, key string, fn func(v 
 	if err != nil {
 		return err
 	}
-	st, err := s.loadState(s, cs.info, c)
+	st, err := s.loadState(context.Background(), s, cs.info, c, readerWorkers())
 	if err != nil {
 		return err
 	}

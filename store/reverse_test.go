@@ -86,7 +86,7 @@ func TestReverseIndexApart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("commit %d: %v", i, err)
 		}
-		whole, err := s.loadState(s, cs.info, c)
+		whole, err := s.loadState(context.Background(), s, cs.info, c, prefetchWorkers)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestFormat3StoreKeepsReverseInMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole, err := s.loadState(s, cs.info, c)
+	whole, err := s.loadState(context.Background(), s, cs.info, c, prefetchWorkers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func reverseIndexAcrossBranches(t *testing.T, cacheBytes int64) {
 		}
 		out := map[string][]string{}
 		for _, br := range heads {
-			st, err := s.loadState(s, cs.info, mustResolve(t, s, "c", br))
+			st, err := s.loadState(context.Background(), s, cs.info, mustResolve(t, s, "c", br), prefetchWorkers)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -148,7 +148,11 @@ type Store struct {
 	log    *slog.Logger
 	clock  func() time.Time
 	noSync bool
-	batch  int
+	// readPart is how many records readMany asks the driver for at once:
+	// prefetchPart (a test makes it smaller, to read a small map in many
+	// parts).
+	readPart int
+	batch    int
 	// writeReverseInMap makes the store write new state maps as format 3
 	// did, each edge again in the map as an 'r' entry (reverseInMap); set
 	// only by tests of stores written so.
@@ -436,6 +440,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log:        opts.Logger,
 		clock:      opts.Clock,
 		noSync:     opts.NoSync,
+		readPart:   prefetchPart,
 		batch:      opts.MaxBatch,
 		done:       make(chan struct{}),
 		nodes:      newNodeCache(cacheBytes(opts) * 15 / 100),
