@@ -1122,7 +1122,7 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	if m := hf.mapSource(); m != nil {
 		cached = m.cachedNode // and what the decision read ahead
 	}
-	if err := g.tw.warm(parentRoot, muts, cached, s.readNodesFunc(context.Background())); err != nil {
+	if err := g.tw.warm(parentRoot, muts, cached, s.readNodesFunc(context.Background(), prefetchWorkers)); err != nil {
 		return nil, fmt.Errorf("read state map: %w", err)
 	}
 	root, err := g.tw.apply(parentRoot, muts)

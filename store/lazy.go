@@ -27,9 +27,13 @@ type mapSource struct {
 	// walk of the map stops at its next window once ctx ends, and the
 	// view reports ctx's error as a failed read. A head's map reads under
 	// context.Background: it outlives any one read.
-	ctx   context.Context
-	root  trieChild
-	types map[string]int
+	ctx context.Context
+	// workers is how many parts of its nodes a read of the map reads at
+	// once (prefetchWorkers; readerWorkers for a view at an old commit,
+	// a client's read): its scans, read-ahead and batched lookups.
+	workers int
+	root    trieChild
+	types   map[string]int
 	// revApart is set when the map holds no reverse edges: they are in
 	// the context's reverse index (format 4; In).
 	revApart bool
@@ -166,7 +170,7 @@ func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
 		}
 	}
 	w := newTrieWriter(m.s)
-	if err := w.warm(m.root, keys, m.s.cachedNode, m.s.readNodesFunc(m.ctx)); err != nil {
+	if err := w.warm(m.root, keys, m.s.cachedNode, m.s.readNodesFunc(m.ctx, m.workers)); err != nil {
 		return func() {}, err
 	}
 	if len(w.read) == 0 {
@@ -185,7 +189,7 @@ func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
 // empty), read under ctx (mapSource.ctx): a read's context for a view,
 // context.Background for a head.
 func newMapSource(ctx context.Context, s *Store, ctxID string, c *replay.Commit) *mapSource {
-	m := &mapSource{s: s, ctxID: ctxID, ctx: ctx, root: trieChild{id: c.Root, count: c.RootCount}, revApart: true}
+	m := &mapSource{s: s, ctxID: ctxID, ctx: ctx, workers: prefetchWorkers, root: trieChild{id: c.Root, count: c.RootCount}, revApart: true}
 	if c.Index != nil {
 		m.types = c.Index.Types
 		m.revApart = c.Index.ReverseApart
@@ -292,9 +296,7 @@ func (m *mapSource) scanWindows(ref trieChild, prefix []byte, fn func(k, v []byt
 	var src nodeSource = m
 	if ref.count > scanDirect {
 		var err error
-		// A scan this big is a read of much of the map (an export, a
-		// listing, a hub's edges): a reader's share of the processors.
-		if src, err = m.s.prefetchTrie(m.ctx, m.s, ref, readerWorkers()); err != nil {
+		if src, err = m.s.prefetchTrie(m.ctx, m.s, ref, m.workers); err != nil {
 			return false, err
 		}
 	}
@@ -389,7 +391,7 @@ func (m *mapSource) In(id string) []*graph.Edge {
 	// A hub's edges are thousands of lookups: one descent for all of
 	// them, each level's uncached nodes read in one batch.
 	vals := make([][]byte, len(keys))
-	if err := trieGetMany(m.root, tks, m.cachedNode, m.s.readNodesFunc(m.ctx), func(i int, v []byte) { vals[i] = v }); err != nil {
+	if err := trieGetMany(m.root, tks, m.cachedNode, m.s.readNodesFunc(m.ctx, m.workers), func(i int, v []byte) { vals[i] = v }); err != nil {
 		m.fail(fmt.Errorf("read the edges into %q: %w", id, err))
 		return nil
 	}
@@ -665,6 +667,7 @@ func (s *Store) definitionsIn(m *mapSource, c *replay.Commit) ([]*graph.Artifact
 // whole load does.
 func (s *Store) openAt(ctx context.Context, info ContextInfo, c *replay.Commit) (*graph.State, *graph.TrustIndex, error) {
 	return s.openOver(ctx, info, c, func(m *mapSource, rs *graph.Ruleset, n graph.Counts, defs []*graph.Artifact) (*graph.State, error) {
+		m.workers = readerWorkers() // a client's read
 		leaves := func() *hashing.Accumulator {
 			acc, _, err := s.leavesAt(m, c)
 			if err != nil {

@@ -25,14 +25,21 @@ const (
 )
 
 // readerWorkers is how many parts of a prefetch a client's read reads at
-// once (a view loaded whole for an audit, a scan of a big part of a map):
-// half the cores, at least one. A read that took every processor for its
-// node reads left another context's commit waiting to be scheduled: in
-// traces of the hub scenario, the slowest one-artifact writes during a
-// deep audit (24–40 ms) each fell in the audit's whole load, its four
-// readers running while the committer stood runnable (docs/BENCHMARKS.md,
-// "A reader's prefetch leaves the committer a processor").
-func readerWorkers() int { return max(1, cores.Count()/2) }
+// once (a view loaded whole for an audit, the map of a view at an old
+// commit): half the cores, at least one, and never more than
+// prefetchWorkers (each part holds a connection of a PostgreSQL driver's
+// pool, which the committer needs too). A read that took every processor
+// for its node reads left another context's commit waiting to be
+// scheduled: in traces of the hub scenario, the slowest one-artifact
+// writes during a deep audit (24–40 ms) each fell in the audit's whole
+// load, its four readers running while the committer stood runnable
+// (docs/BENCHMARKS.md, "A reader's prefetch leaves the committer a
+// processor"). A view at a branch head reads through the head's map,
+// with prefetchWorkers.
+func readerWorkers() int { return readerWorkersOf(cores.Count()) }
+
+// readerWorkersOf is readerWorkers on n cores.
+func readerWorkersOf(n int) int { return min(prefetchWorkers, max(1, n/2)) }
 
 // prefetched is a nodeSource that serves the nodes a prefetch read and
 // asks src for any other.
@@ -96,11 +103,12 @@ func (s *Store) cachedNode(id hashing.Digest) *trieNode {
 	return n
 }
 
-// readNodesFunc is readNodes as a trieWriter's read for warm.
-func (s *Store) readNodesFunc(ctx context.Context) func([]hashing.Digest) (map[hashing.Digest]*trieNode, error) {
+// readNodesFunc is readNodes, up to workers parts at once, as a
+// trieWriter's read for warm.
+func (s *Store) readNodesFunc(ctx context.Context, workers int) func([]hashing.Digest) (map[hashing.Digest]*trieNode, error) {
 	return func(ids []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
 		m := make(map[hashing.Digest]*trieNode, len(ids))
-		return m, s.readNodes(ctx, ids, m, prefetchWorkers)
+		return m, s.readNodes(ctx, ids, m, workers)
 	}
 }
 

@@ -2,11 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/store/kv"
 )
 
@@ -35,10 +38,11 @@ func (d *inFlightKV) GetMany(ctx context.Context, keys [][]byte) ([][]byte, erro
 }
 
 // TestReaderPrefetchLeavesProcessors: a view loaded whole for a read (an
-// audit's, View.Whole) reads its map's nodes at most readerWorkers parts
-// at once — half the cores — while a head loaded whole for the committer
-// still reads prefetchWorkers at once. A read that took every processor
-// left other contexts' commits waiting to be scheduled.
+// audit's, View.Whole) and a view of an old commit walking its map read
+// the map's nodes at most readerWorkers parts at once — half the cores —
+// while a head loaded whole for the committer still reads
+// prefetchWorkers at once. A read that took every processor left other
+// contexts' commits waiting to be scheduled.
 func TestReaderPrefetchLeavesProcessors(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	if readerWorkers() >= prefetchWorkers {
@@ -73,6 +77,19 @@ func TestReaderPrefetchLeavesProcessors(t *testing.T) {
 			_, _, _, err := s.openHead(s, cs.info, c, false)
 			return err
 		}, prefetchWorkers},
+		{"a view of an old commit walking its map", func() error {
+			return s.ReadSparse(ctx, "big", c, func(v *View) error {
+				if !v.State.IsLazy() {
+					t.Fatal("the view is not over its map")
+				}
+				n := 0
+				v.State.RangeEdges(func(*graph.Edge) bool { n++; return true })
+				if n != 4999 {
+					t.Fatalf("walked %d edges, want 4999", n)
+				}
+				return nil
+			})
+		}, readerWorkers()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s.nodes.clear()
@@ -91,5 +108,103 @@ func TestReaderPrefetchLeavesProcessors(t *testing.T) {
 				t.Errorf("at most %d parts read at once over %d reads, want %d", d.hi, d.calls, tc.want)
 			}
 		})
+	}
+}
+
+// TestLazyHeadOpenKeepsPrefetchWorkers: a head opened over its map walks
+// it for its context hash's leaves when it is too small for a checkpoint
+// (leavesAt); that walk is the committer's and other readers', and reads
+// prefetchWorkers parts at once, not a client's share.
+func TestLazyHeadOpenKeepsPrefetchWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(context.Background(), "mid", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	c := mustCommit(t, s, "mid", claimChain(2000)...)
+	if wantsCheckpoint(c) || !indexed(c) {
+		t.Fatal("want an indexed state below leafCheckpointMin")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	defer s.Close()
+	cs, err := s.ctxState("mid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.nodes.clear()
+	orig := s.kv
+	d := &inFlightKV{Driver: orig}
+	s.kv, s.readPart = d, 8
+	_, _, _, err = s.openHead(s, cs.info, c, true)
+	s.kv, s.readPart = orig, prefetchPart
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.hi != prefetchWorkers {
+		t.Errorf("a head opened over its map read at most %d parts at once over %d reads, want prefetchWorkers (%d)", d.hi, d.calls, prefetchWorkers)
+	}
+}
+
+// TestReaderWorkersOf: half the cores, at least one, at most
+// prefetchWorkers — a big machine's read does not take a PostgreSQL
+// driver's whole pool.
+func TestReaderWorkersOf(t *testing.T) {
+	for _, tc := range []struct{ cores, want int }{{1, 1}, {2, 1}, {3, 1}, {4, 2}, {6, 3}, {8, 4}, {16, 4}, {64, 4}} {
+		if got := readerWorkersOf(tc.cores); got != tc.want {
+			t.Errorf("readerWorkersOf(%d) = %d, want %d", tc.cores, got, tc.want)
+		}
+	}
+}
+
+// cancelAfterKV cancels a read's context at its after-th GetMany.
+type cancelAfterKV struct {
+	kv.Driver
+	n      atomic.Int64
+	after  int64
+	cancel context.CancelFunc
+}
+
+func (d *cancelAfterKV) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	if d.n.Add(1) == d.after {
+		d.cancel()
+	}
+	return d.Driver.GetMany(ctx, keys)
+}
+
+// TestWholeCancelledMidway: a view's whole load reads under the read's
+// context; cancelled part way, it returns the context's error — not
+// corruption, and the store stays healthy — and the next load is whole.
+func TestWholeCancelledMidway(t *testing.T) {
+	s, _ := checkpointedBig(t, t.TempDir())
+	defer s.Close()
+	for _, after := range []int64{1, 2, 3, 5, 8} {
+		s.nodes.clear()
+		ctx, cancel := context.WithCancel(context.Background())
+		orig := s.kv
+		d := &cancelAfterKV{Driver: orig, after: after, cancel: cancel}
+		s.kv, s.readPart = d, 8
+		err := s.Read(ctx, "big", "", func(v *View) error { _, err := v.Whole(ctx); return err })
+		s.kv, s.readPart = orig, prefetchPart
+		cancel()
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrCorrupt) {
+			t.Fatalf("cancelled after %d reads: %v", after, err)
+		}
+		if h := s.Health(); h != nil {
+			t.Fatalf("health after a cancelled Whole: %v", h)
+		}
+		var n int
+		if err := s.Read(context.Background(), "big", "", func(v *View) error {
+			w, err := v.Whole(context.Background())
+			if err == nil {
+				n = w.State.NumArtifacts()
+			}
+			return err
+		}); err != nil || n != 5000 {
+			t.Fatalf("Whole after a cancelled one: %d artifacts, %v", n, err)
+		}
 	}
 }
