@@ -41,9 +41,10 @@
 //     point read of a map whose leaves do not fit costs one read, its
 //     leaf), an artifact's edges are one prefix each way, and whole
 //     reads walk a prefix a window at a time, each window's nodes read a
-//     level at a time (prefetch.go; a client's read with half the cores,
-//     so that the committer is not left waiting for a processor behind
-//     it — readerWorkers); a request of many ops first reads
+//     level at a time (prefetch.go; a view loaded whole or of an old
+//     commit with half the cores, so that the committer is not left
+//     waiting for a processor behind it — readerWorkers); a request of
+//     many ops first reads
 //     the nodes its lookups will need a level at a time (readAhead), and
 //     until it is decided the map keeps what its lookups found, absent
 //     keys included, since a decision asks for most entries several times.
