@@ -295,24 +295,8 @@ func TestLocatorsPrefilter(t *testing.T) {
 func TestProvenanceWithin(t *testing.T) {
 	checked := 0
 	for seed := range uint64(40) {
-		r := rand.New(rand.NewPCG(seed, 7))
-		const nids = 24
-		s := NewState(nil)
-		for range 30 {
-			f := s.Fork()
-			if _, err := f.ApplyOps(forkOps(r, s, nids, seed%2 == 0)); err == nil {
-				if err := s.Absorb(f); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		snap := wholeCopy(s)
-		src := newStateSource(snap)
-		lz, err := NewStateOver(s.ruleset, src, Counts{s.nArt, s.nTomb, s.nEdge}, definitionsOf(snap), s.acc.Clone())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range nids + 1 {
+		s, lz, src := forkGenState(t, seed)
+		for i := range forkGenIDs + 1 {
 			id := "n" + strconv.Itoa(i)
 			size := 0
 			if rep, err := Audit(s, id, nil, nil, AuditMeta{}); err == nil {
@@ -354,4 +338,33 @@ func TestProvenanceWithin(t *testing.T) {
 	if n := src.points.Load(); n > 1+50+1+3000+1+2999 {
 		t.Fatalf("three walks read the source %d times", n)
 	}
+}
+
+// forkGenIDs is how many ids forkGenState's ops draw from (n0, n1, …).
+const forkGenIDs = 24
+
+// forkGenState returns a state the fork oracle's generator builds from
+// seed (30 forks of random ops over forkGenIDs ids — mixed relations,
+// some not dependencies, links made and unmade — with a hub for even
+// seeds, each absorbed when it applies), and the same state read over a
+// source, with the source.
+func forkGenState(t *testing.T, seed uint64) (whole, overSource *State, src *stateSource) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	s := NewState(nil)
+	for range 30 {
+		f := s.Fork()
+		if _, err := f.ApplyOps(forkOps(r, s, forkGenIDs, seed%2 == 0)); err == nil {
+			if err := s.Absorb(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	snap := wholeCopy(s)
+	src = newStateSource(snap)
+	lz, err := NewStateOver(s.ruleset, src, Counts{s.nArt, s.nTomb, s.nEdge}, definitionsOf(snap), s.acc.Clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, lz, src
 }
