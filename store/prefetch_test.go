@@ -175,36 +175,58 @@ func (d *cancelAfterKV) GetMany(ctx context.Context, keys [][]byte) ([][]byte, e
 	return d.Driver.GetMany(ctx, keys)
 }
 
-// TestWholeCancelledMidway: a view's whole load reads under the read's
-// context; cancelled part way, it returns the context's error — not
-// corruption, and the store stays healthy — and the next load is whole.
+// TestWholeCancelledMidway: a view's whole load (View.Whole) and an old
+// commit's (ReadCommit) read under the read's context; cancelled part
+// way, each returns the context's error — not corruption, the store
+// stays healthy, nothing is cached — and the next load is whole.
 func TestWholeCancelledMidway(t *testing.T) {
-	s, _ := checkpointedBig(t, t.TempDir())
+	s, c := checkpointedBig(t, t.TempDir())
 	defer s.Close()
-	for _, after := range []int64{1, 2, 3, 5, 8} {
-		s.nodes.clear()
-		ctx, cancel := context.WithCancel(context.Background())
-		orig := s.kv
-		d := &cancelAfterKV{Driver: orig, after: after, cancel: cancel}
-		s.kv, s.readPart = d, 8
-		err := s.Read(ctx, "big", "", func(v *View) error { _, err := v.Whole(ctx); return err })
-		s.kv, s.readPart = orig, prefetchPart
-		cancel()
-		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrCorrupt) {
-			t.Fatalf("cancelled after %d reads: %v", after, err)
-		}
-		if h := s.Health(); h != nil {
-			t.Fatalf("health after a cancelled Whole: %v", h)
-		}
-		var n int
-		if err := s.Read(context.Background(), "big", "", func(v *View) error {
-			w, err := v.Whole(context.Background())
-			if err == nil {
-				n = w.State.NumArtifacts()
+	loads := []struct {
+		name string
+		load func(ctx context.Context) (int, error)
+	}{
+		{"View.Whole", func(ctx context.Context) (n int, err error) {
+			err = s.Read(ctx, "big", "", func(v *View) error {
+				w, err := v.Whole(ctx)
+				if err == nil {
+					n = w.State.NumArtifacts()
+				}
+				return err
+			})
+			return n, err
+		}},
+		{"ReadCommit", func(ctx context.Context) (n int, err error) {
+			err = s.ReadCommit(ctx, "big", c, func(v *View) error {
+				n = v.State.NumArtifacts()
+				return nil
+			})
+			return n, err
+		}},
+	}
+	for _, l := range loads {
+		for _, after := range []int64{1, 2, 3, 5, 8} {
+			s.nodes.clear()
+			ctx, cancel := context.WithCancel(context.Background())
+			orig := s.kv
+			d := &cancelAfterKV{Driver: orig, after: after, cancel: cancel}
+			s.kv, s.readPart = d, 8
+			_, err := l.load(ctx)
+			s.kv, s.readPart = orig, prefetchPart
+			cancel()
+			if !errors.Is(err, context.Canceled) || errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%s cancelled after %d reads: %v", l.name, after, err)
 			}
-			return err
-		}); err != nil || n != 5000 {
-			t.Fatalf("Whole after a cancelled one: %d artifacts, %v", n, err)
+			if h := s.Health(); h != nil {
+				t.Fatalf("health after a cancelled %s: %v", l.name, h)
+			}
+			if _, ok := s.states.get(stateKey("big", c)); ok {
+				t.Fatalf("%s cancelled after %d reads cached a state", l.name, after)
+			}
+			if n, err := l.load(context.Background()); err != nil || n != 5000 {
+				t.Fatalf("%s after a cancelled one: %d artifacts, %v", l.name, n, err)
+			}
+			s.states.clear()
 		}
 	}
 }

@@ -473,7 +473,7 @@ func (s *Store) ReadSparse(ctx context.Context, ctxID string, c *replay.Commit, 
 		return fn(m.view(s, ctxID, c))
 	}
 	if !indexed(c) {
-		return s.readWhole(ctxID, c, key, fn)
+		return s.readWhole(ctx, ctxID, c, key, fn)
 	}
 	return s.readMap(ctx, ctxID, c, fn)
 }
@@ -522,18 +522,18 @@ func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, 
 	if m, ok := s.states.get(key); ok {
 		return fn(m.view(s, ctxID, c))
 	}
-	return s.readWhole(ctxID, c, key, fn)
+	return s.readWhole(ctx, ctxID, c, key, fn)
 }
 
-// readWhole loads commit c's state whole, caches it in the old-state
-// cache under key (stateKey; the caller found nothing there) and calls fn
-// with a view of it.
-func (s *Store) readWhole(ctxID string, c *replay.Commit, key string, fn func(v *View) error) error {
+// readWhole loads commit c's state whole under ctx, caches it in the
+// old-state cache under key (stateKey; the caller found nothing there)
+// and calls fn with a view of it. A load cut short by ctx caches nothing.
+func (s *Store) readWhole(ctx context.Context, ctxID string, c *replay.Commit, key string, fn func(v *View) error) error {
 	cs, err := s.ctxState(ctxID)
 	if err != nil {
 		return err
 	}
-	st, err := s.loadState(context.Background(), s, cs.info, c, readerWorkers())
+	st, err := s.loadState(ctx, s, cs.info, c, readerWorkers())
 	if err != nil {
 		return err
 	}
