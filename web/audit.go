@@ -2,23 +2,64 @@ package web
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
-// maxAuditSaid bounds the rows of an audit that get their short text.
-const maxAuditSaid = 1000
+// maxAuditRows bounds the artifacts, and the sources, an audit page lists
+// (the report's first: nearest to the answer, then by id), and the report
+// a page puts in its Markdown and Mermaid text areas. A deeper report is
+// downloaded whole (?format=json or markdown): the page of a 100,000-deep
+// chain was 65 MB of HTML that took seconds to build and no browser could
+// use.
+const maxAuditRows = 1000
 
 // auditView is the audit report of one answer.
 type auditView struct {
 	Report *graph.AuditReport
-	// Said holds the short text of each artifact of the report (the
-	// first maxAuditSaid).
-	Said     map[string]string
-	Answer   string
-	Markdown string
-	Mermaid  string
+	// Rows are the report's artifacts the page lists (at most
+	// maxAuditRows), Sources its sources (as many); Said holds the short
+	// text of each of Rows.
+	Rows    []graph.AuditArtifact
+	Sources []graph.AuditSource
+	Said    map[string]string
+	Answer  string
+	// Markdown and Mermaid are the report's texts to copy, empty when it
+	// is longer than maxAuditRows; JSONURL and MarkdownURL download it
+	// whole.
+	Markdown, Mermaid    string
+	JSONURL, MarkdownURL string
+}
+
+// Truncated reports whether the page lists fewer artifacts than the
+// report holds.
+func (v auditView) Truncated() bool { return len(v.Rows) < len(v.Report.Artifacts) }
+
+// MaxRows is maxAuditRows, for the page to name.
+func (v auditView) MaxRows() int { return maxAuditRows }
+
+// SourcesTruncated reports whether the page lists fewer sources than the
+// report holds.
+func (v auditView) SourcesTruncated() bool { return len(v.Sources) < len(v.Report.Sources) }
+
+// auditFormats are the ?format= values of an audit page besides the page
+// itself: the whole report as a download.
+var auditFormats = map[string]string{
+	"json":     "application/json",
+	"markdown": "text/markdown; charset=utf-8",
+}
+
+// auditDownloadURL is the address of the whole report of id's audit in
+// format (a key of auditFormats).
+func auditDownloadURL(ctx, id, at, format string) string {
+	u := auditURL(ctx, id, at)
+	if strings.Contains(u, "?") {
+		return u + "&format=" + format
+	}
+	return u + "?format=" + format
 }
 
 // handleAudit shows what an answer rests on over dependency edges, with
@@ -26,8 +67,16 @@ type auditView struct {
 // graph as Mermaid in text areas to copy. Both texts come from the graph
 // package, which escapes every client string for its format; here they are
 // only ever text content.
+//
+// With ?format=json or ?format=markdown it answers the whole report as a
+// download instead, the JSON streamed as the API's audit writes it.
 func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id string) {
 	at := r.URL.Query().Get("at")
+	format := r.URL.Query().Get("format")
+	if _, ok := auditFormats[format]; format != "" && !ok {
+		s.problem(w, r, &problem{Code: codeInvalidQuery, Detail: "parameter format: must be json or markdown (or absent, for the page)"})
+		return
+	}
 	var view auditView
 	var shown *commitInfo
 	_, ok := s.read(w, r, ctxID, func(v *store.View) error {
@@ -40,17 +89,23 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 			return err
 		}
 		view.Report = rep
+		if format != "" {
+			return nil
+		}
+		view.Rows = rep.Artifacts[:min(len(rep.Artifacts), maxAuditRows)]
+		view.Sources = rep.Sources[:min(len(rep.Sources), maxAuditRows)]
 		view.Said = map[string]string{}
-		for i, aa := range rep.Artifacts {
-			if i >= maxAuditSaid {
-				break
-			}
+		for _, aa := range view.Rows {
 			if art := v.State.Artifact(aa.ID); art != nil {
 				view.Said[aa.ID] = cut(s.said.get(art, v.Data), saidRow)
 			}
 		}
 		if art := v.State.Artifact(id); art != nil {
 			view.Answer = s.said.get(art, v.Data)
+		}
+		view.JSONURL, view.MarkdownURL = auditDownloadURL(ctxID, id, at, "json"), auditDownloadURL(ctxID, id, at, "markdown")
+		if len(rep.Artifacts) > maxAuditRows {
+			return nil
 		}
 		view.Markdown = rep.Markdown()
 		sg := &graph.Subgraph{Edges: rep.Edges}
@@ -65,6 +120,30 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 	if !ok {
 		return
 	}
+	if format != "" {
+		s.downloadAudit(w, r, view.Report, format)
+		return
+	}
 	p := &page{Title: "Audit · " + id, Ctx: ctxID, Nav: "audit", At: at, Commit: shown}
 	s.render(w, r, http.StatusOK, "audit", p, view)
+}
+
+// downloadAudit answers rep whole in format (a key of auditFormats), as
+// an attachment: a browser saves it rather than shows it.
+func (s *server) downloadAudit(w http.ResponseWriter, r *http.Request, rep *graph.AuditReport, format string) {
+	h := w.Header()
+	h.Set("Content-Type", auditFormats[format])
+	h.Set("Cache-Control", "no-store")
+	ext := map[string]string{"json": "json", "markdown": "md"}[format]
+	h.Set("Content-Disposition", `attachment; filename="audit.`+ext+`"`)
+	serverTiming(h, r)
+	if format == "markdown" {
+		_, _ = w.Write([]byte(rep.Markdown()))
+		return
+	}
+	if err := service.WriteAuditJSON(w, rep); err != nil {
+		// Part of the report may be on its way: all that is left is to
+		// stop, and say so in the log.
+		s.log.Warn("web: audit download cut short", "path", r.URL.Path, "err", err)
+	}
 }
