@@ -1,6 +1,7 @@
 package web
 
 import (
+	"io"
 	"net/http"
 	"strings"
 
@@ -17,6 +18,16 @@ import (
 // use.
 const maxAuditRows = 1000
 
+// maxAuditNames bounds the ids a page names in one place: the poison
+// roots of the verdict, the artifacts that name one source. The rest are
+// counted.
+const maxAuditNames = 20
+
+// maxAuditCopy bounds the Markdown and the Mermaid flowchart a page puts
+// in its text areas, in bytes (a report within maxAuditRows artifacts can
+// still have tens of thousands of edges, or roots repeated on every row).
+const maxAuditCopy = 1 << 20
+
 // auditView is the audit report of one answer.
 type auditView struct {
 	Report *graph.AuditReport
@@ -24,14 +35,33 @@ type auditView struct {
 	// maxAuditRows), Sources its sources (as many); Said holds the short
 	// text of each of Rows.
 	Rows    []graph.AuditArtifact
-	Sources []graph.AuditSource
+	Sources []auditSourceRow
 	Said    map[string]string
 	Answer  string
-	// Markdown and Mermaid are the report's texts to copy, empty when it
-	// is longer than maxAuditRows; JSONURL and MarkdownURL download it
-	// whole.
+	// Roots are the answer's poison roots the verdict names (at most
+	// maxAuditNames), MoreRoots how many it leaves out.
+	Roots     []string
+	MoreRoots int
+	// Markdown and Mermaid are the report's texts to copy, empty when
+	// they would pass maxAuditRows artifacts or maxAuditCopy bytes;
+	// JSONURL and MarkdownURL download the report whole, at the commit
+	// the page shows.
 	Markdown, Mermaid    string
 	JSONURL, MarkdownURL string
+}
+
+// auditSourceRow is one source as the page lists it: its locator, the
+// first maxAuditNames artifacts that name it, and how many more do.
+type auditSourceRow struct {
+	Locator string
+	Named   []string
+	More    int
+}
+
+// firstNames returns ids cut to maxAuditNames, and how many it left out.
+func firstNames(ids []string) ([]string, int) {
+	n := min(len(ids), maxAuditNames)
+	return ids[:n], len(ids) - n
 }
 
 // Truncated reports whether the page lists fewer artifacts than the
@@ -44,6 +74,10 @@ func (v auditView) MaxRows() int { return maxAuditRows }
 // SourcesTruncated reports whether the page lists fewer sources than the
 // report holds.
 func (v auditView) SourcesTruncated() bool { return len(v.Sources) < len(v.Report.Sources) }
+
+// TooLongToCopy reports whether the page leaves the Markdown and the
+// flowchart out.
+func (v auditView) TooLongToCopy() bool { return v.Markdown == "" }
 
 // auditFormats are the ?format= values of an audit page besides the page
 // itself: the whole report as a download.
@@ -93,7 +127,11 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 			return nil
 		}
 		view.Rows = rep.Artifacts[:min(len(rep.Artifacts), maxAuditRows)]
-		view.Sources = rep.Sources[:min(len(rep.Sources), maxAuditRows)]
+		for _, src := range rep.Sources[:min(len(rep.Sources), maxAuditRows)] {
+			named, more := firstNames(src.Artifacts)
+			view.Sources = append(view.Sources, auditSourceRow{Locator: src.Locator, Named: named, More: more})
+		}
+		view.Roots, view.MoreRoots = firstNames(rep.Trust.Roots)
 		view.Said = map[string]string{}
 		for _, aa := range view.Rows {
 			if art := v.State.Artifact(aa.ID); art != nil {
@@ -103,18 +141,26 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 		if art := v.State.Artifact(id); art != nil {
 			view.Answer = s.said.get(art, v.Data)
 		}
-		view.JSONURL, view.MarkdownURL = auditDownloadURL(ctxID, id, at, "json"), auditDownloadURL(ctxID, id, at, "markdown")
-		if len(rep.Artifacts) > maxAuditRows {
+		// The downloads name the commit shown, not the ref: a commit
+		// landing meanwhile does not change the report they give.
+		pinned := v.Commit.ID.String()
+		view.JSONURL, view.MarkdownURL = auditDownloadURL(ctxID, id, pinned, "json"), auditDownloadURL(ctxID, id, pinned, "markdown")
+		if len(rep.Artifacts) > maxAuditRows || len(rep.Edges) > maxAuditCopy/64 {
 			return nil
 		}
-		view.Markdown = rep.Markdown()
+		md := rep.Markdown()
+		if len(md) > maxAuditCopy {
+			return nil
+		}
 		sg := &graph.Subgraph{Edges: rep.Edges}
 		for _, a := range rep.Artifacts {
 			if art := wv.State.Artifact(a.ID); art != nil {
 				sg.Nodes = append(sg.Nodes, art)
 			}
 		}
-		view.Mermaid = graph.Mermaid(sg, wv.Trust.Explainer(wv.State))
+		if mm := graph.Mermaid(sg, wv.Trust.Explainer(wv.State)); len(mm) <= maxAuditCopy {
+			view.Markdown, view.Mermaid = md, mm
+		}
 		return nil
 	})
 	if !ok {
@@ -138,7 +184,7 @@ func (s *server) downloadAudit(w http.ResponseWriter, r *http.Request, rep *grap
 	h.Set("Content-Disposition", `attachment; filename="audit.`+ext+`"`)
 	serverTiming(h, r)
 	if format == "markdown" {
-		_, _ = w.Write([]byte(rep.Markdown()))
+		_, _ = io.WriteString(w, rep.Markdown())
 		return
 	}
 	if err := service.WriteAuditJSON(w, rep); err != nil {

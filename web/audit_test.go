@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -17,7 +18,8 @@ import (
 // TestAuditPageBounded: the audit page of an answer resting on more than
 // maxAuditRows artifacts lists the nearest maxAuditRows (by depth, then
 // id) and as many sources, says so, leaves the Markdown and the Mermaid
-// flowchart out, and links the whole report, which ?format=json answers
+// flowchart out, and links the whole report at the commit it shows, which
+// ?format=json answers
 // byte for byte as the API's audit writes it and ?format=markdown as its
 // Markdown — both as attachments. An unknown format is a 400 naming the
 // parameter.
@@ -35,8 +37,9 @@ func TestAuditPageBounded(t *testing.T) {
 			ops = append(ops, linkOp(id(i), "derived_from", id(i-1)))
 		}
 	}
-	commit(t, s, "chain", "", "t", "chain", ops...)
+	head := commit(t, s, "chain", "", "t", "chain", ops...)
 	h := New(Options{Store: s, Logger: quietLogger()})
+	pinned := "?at=" + url.QueryEscape(head.ID.String()) + "&amp;format="
 	tip := id(n - 1)
 	page := "/ui/contexts/chain/audit/" + tip
 
@@ -52,8 +55,9 @@ func TestAuditPageBounded(t *testing.T) {
 		`id="audit-truncated"`, "the 1,000 nearest to the answer (by depth, then id) of 1,200",
 		`id="audit-sources-truncated"`, "The first 1,000 of 1,200",
 		`id="audit-copy-long"`,
-		`href="/ui/contexts/chain/audit/` + tip + `?at=main&amp;format=json"`,
-		`href="/ui/contexts/chain/audit/` + tip + `?at=main&amp;format=markdown"`,
+		// the downloads name the commit shown, not the branch asked for
+		`href="/ui/contexts/chain/audit/` + tip + pinned + `json"`,
+		`href="/ui/contexts/chain/audit/` + tip + pinned + `markdown"`,
 		">" + id(n-1000) + "<", // the farthest listed
 	} {
 		if !strings.Contains(body, want) {
@@ -119,5 +123,77 @@ func TestAuditPageSmallUnchanged(t *testing.T) {
 		if strings.Contains(body, not) {
 			t.Errorf("the page has %q", not)
 		}
+	}
+}
+
+// TestAuditPageNamesBounded: an answer resting on many poison roots, all
+// naming one source, gets a verdict naming maxAuditNames of its roots and
+// a source naming maxAuditNames of its artifacts, each with the count of
+// the rest; a report of few artifacts but many edges leaves its Markdown
+// and flowchart out (maxAuditCopy) and lists every artifact.
+func TestAuditPageNamesBounded(t *testing.T) {
+	s := openStore(t)
+	for _, c := range []string{"roots", "dense"} {
+		if _, err := s.CreateContext(context.Background(), c, store.ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const roots = 3 * maxAuditNames
+	const shared = "https://example.com/same"
+	ops := []graph.Op{putOp(t, "answer", "claim", "agent", map[string]any{"text": "the answer", "url": shared})}
+	for i := range roots {
+		id := fmt.Sprintf("f%03d", i)
+		ops = append(ops, putOp(t, id, "fetch_verdict", "gate/v1", fetchVerdict(shared, shared, 200, "text/html", "", "FAILED", "transport.empty_body", "empty")),
+			linkOp("answer", "supported_by", id))
+	}
+	commit(t, s, "roots", "", "t", "roots", ops...)
+
+	const dense = 200 // 19,900 edges: more than maxAuditCopy/64
+	ops = nil
+	for i := range dense {
+		id := fmt.Sprintf("d%03d", i)
+		ops = append(ops, putOp(t, id, "claim", "agent", map[string]any{"text": id}))
+		for j := range i {
+			ops = append(ops, linkOp(id, "derived_from", fmt.Sprintf("d%03d", j)))
+		}
+	}
+	commit(t, s, "dense", "", "t", "dense", ops...)
+	h := New(Options{Store: s, Logger: quietLogger()})
+
+	_, body := get(t, h, "/ui/contexts/roots/audit/answer")
+	checkHTML(t, "roots", body)
+	i := strings.Index(body, `id="audit-verdict"`)
+	j := strings.Index(body[i:], "</section>")
+	verdict := body[i : i+j]
+	verdict, _, _ = strings.Cut(verdict, "The path to a poison root") // the roots' sentence
+	if n := strings.Count(verdict, `href="/ui/contexts/roots/artifacts/f`); n != maxAuditNames {
+		t.Errorf("the verdict links %d roots, want %d", n, maxAuditNames)
+	}
+	if want := fmt.Sprintf("and %d more", roots-maxAuditNames); !strings.Contains(verdict, want) {
+		t.Errorf("the verdict lacks %q", want)
+	}
+	i = strings.Index(body, `<ul class="sources-list">`)
+	j = strings.Index(body[i:], "</ul>")
+	sources := body[i : i+j]
+	if n := strings.Count(sources, ", ") + 1; n != maxAuditNames {
+		t.Errorf("the source names %d artifacts, want %d", n, maxAuditNames)
+	}
+	if want := fmt.Sprintf("and %d more", roots+1-maxAuditNames); !strings.Contains(sources, want) {
+		t.Errorf("the source lacks %q", want)
+	}
+	if !strings.Contains(body, `id="audit-md"`) {
+		t.Error("a report of 61 artifacts lost its Markdown")
+	}
+
+	_, body = get(t, h, fmt.Sprintf("/ui/contexts/dense/audit/d%03d", dense-1))
+	checkHTML(t, "dense", body)
+	if rows := strings.Count(body, `<td class="num" data-label="depth">`); rows != dense {
+		t.Errorf("the dense report lists %d artifacts, want %d", rows, dense)
+	}
+	if !strings.Contains(body, `id="audit-copy-long"`) || strings.Contains(body, `id="audit-md"`) || strings.Contains(body, `id="audit-truncated"`) {
+		t.Error("the dense report's page should list every artifact and leave the Markdown out")
+	}
+	if len(body) > 2<<20 {
+		t.Errorf("the dense report's page is %d bytes", len(body))
 	}
 }

@@ -97,7 +97,9 @@ const (
 //	                                      (?up=&down=&expand=&path=&group=&find=; older ?dir=&depth=)
 //	/ui/contexts/{ctx}/quarantine         poison roots and what they quarantine
 //	/ui/contexts/{ctx}/diff               what changed between two commits (?from=&to=)
-//	/ui/contexts/{ctx}/audit/{id}         audit report with Markdown and Mermaid
+//	/ui/contexts/{ctx}/audit/{id}         audit report with Markdown and Mermaid (the nearest
+//	                                      1,000 artifacts of a bigger one; ?format=json|markdown:
+//	                                      the whole report, as a download)
 //	/ui/assets/{file}                     embedded CSS and JS
 //	/ui/login, /ui/logout                 token form (only when Options.Tokens is set)
 //
