@@ -75,3 +75,38 @@ func BenchmarkAuditDeepChain(b *testing.B) {
 		})
 	}
 }
+
+// TestExplainReadsNoHubDependents: explaining an artifact that rests on a
+// quarantined hub walks up from it, never down the hub's thousands of
+// dependents — the UI explains every node it draws around a hub, and a
+// walk of the hub's in-edges for each took seconds. The explanation is
+// the whole state's.
+func TestExplainReadsNoHubDependents(t *testing.T) {
+	const dependents = 5000
+	s := NewState(nil)
+	ops := []Op{tqFetch("poison", "FAILED", "transport.empty_body"), tqPut("hub", "claim"), tqLink("hub", "derived_from", "poison")}
+	for i := range dependents {
+		id := fmt.Sprintf("d%04d", i)
+		ops = append(ops, tqPut(id, "claim"), tqLink(id, "derived_from", "hub"))
+	}
+	tqApply(t, s, ops...)
+	idx := NewTrustIndex(s, tqBase)
+	src := newStateSource(wholeCopy(s))
+	lz, err := NewStateOver(s.ruleset, src, Counts{s.nArt, s.nTomb, s.nEdge}, definitionsOf(s), s.acc.Clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"d0042", "d4999", "hub"} {
+		before := src.edgesRead.Load()
+		got := idx.Explain(lz, id)
+		if read := src.edgesRead.Load() - before; read > 10 {
+			t.Errorf("explaining %s read %d edges of the source", id, read)
+		}
+		if want := idx.Explain(s, id); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s over a source:\n got %s\nwant %s", id, tqDescribe(got), tqDescribe(want))
+		}
+		if got.Status != StatusQuarantined || !reflect.DeepEqual(got.Roots, []string{"poison"}) {
+			t.Errorf("%s: %s", id, tqDescribe(got))
+		}
+	}
+}

@@ -549,25 +549,33 @@ func (tx *trustTxn) explain(s *State, id string) Trust {
 	}
 	// The unconfirmed ancestors of id: every node on a path from id to a
 	// poison root is unconfirmed, so this region holds all of its roots.
+	// preds[j] are the region's nodes with a dependency edge to order[j].
 	order := []string{id}
 	pos := map[string]int{id: 0}
+	preds := [][]int{nil}
 	for i := 0; i < len(order); i++ {
 		for k := range s.outOf(order[i]).all() {
 			if !s.rels.Depends(k.Rel) {
 				continue
 			}
-			if _, seen := pos[k.To]; seen {
-				continue
+			j, seen := pos[k.To]
+			if !seen {
+				if d, ok := tx.get(k.To); !ok || d.conf {
+					continue
+				}
+				j = len(order)
+				pos[k.To] = j
+				order = append(order, k.To)
+				preds = append(preds, nil)
 			}
-			if d, ok := tx.get(k.To); !ok || d.conf {
-				continue
-			}
-			pos[k.To] = len(order)
-			order = append(order, k.To)
+			preds[j] = append(preds[j], i)
 		}
 	}
 	// Distance to the nearest root, by a breadth-first walk down from all
-	// roots at once, within the region.
+	// roots at once, within the region — over the edges the walk up found,
+	// not the roots' dependents: a root or a hub on the way may have
+	// thousands outside the region, and the UI explains every node it
+	// draws.
 	dist := make([]int32, len(order))
 	var queue []int
 	var roots []string
@@ -581,11 +589,8 @@ func (tx *trustTxn) explain(s *State, id string) Trust {
 	}
 	for q := 0; q < len(queue); q++ {
 		y := queue[q]
-		for k := range s.inOf(order[y]).all() {
-			if !s.rels.Depends(k.Rel) {
-				continue
-			}
-			if j, ok := pos[k.From]; ok && dist[j] < 0 {
+		for _, j := range preds[y] {
+			if dist[j] < 0 {
 				dist[j] = dist[y] + 1
 				queue = append(queue, j)
 			}
