@@ -247,7 +247,8 @@ func (s *State) TouchedTypes() []string {
 }
 
 // TypeCounts returns the number of live artifacts of each type in use.
-// It walks the artifacts of a state that is not whole.
+// It walks the artifacts of a state that is not whole, unless its source
+// names its types (TypeLister).
 func (s *State) TypeCounts() map[string]int {
 	counts := make(map[string]int)
 	if s.whole() {
@@ -256,10 +257,37 @@ func (s *State) TypeCounts() map[string]int {
 		}
 		return counts
 	}
+	bottom := s
+	for bottom.under != nil {
+		bottom = bottom.under
+	}
+	if tl, ok := bottom.src.(TypeLister); ok {
+		// The source's types and the layers' own counts, each counted
+		// where countOf finds it: no walk.
+		names := tl.TypeNames()
+		for x := s; x != nil; x = x.under {
+			for typ := range x.typeCount {
+				names = append(names, typ)
+			}
+		}
+		for _, typ := range names {
+			if n := s.countOf(typ); n > 0 {
+				counts[typ] = n
+			}
+		}
+		return counts
+	}
 	for _, a := range s.allArtifacts() {
 		counts[a.Type]++
 	}
 	return counts
+}
+
+// TypeLister is a Source that names every type its artifacts have (whose
+// counts TypeCount gives), so that State.TypeCounts of a state over it
+// reads no artifact.
+type TypeLister interface {
+	TypeNames() []string
 }
 
 // LeavesOf returns the context-hash leaves of artifacts and then of

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -586,4 +588,48 @@ func edgeKeys(es []*Edge) []string {
 		out[i] = e.Key().String()
 	}
 	return out
+}
+
+// TypeNames implements TypeLister: the types of the state it serves.
+func (src *stateSource) TypeNames() []string {
+	var names []string
+	for typ := range src.s.TypeCounts() {
+		names = append(names, typ)
+	}
+	return names
+}
+
+// TestTypeCountsFromLister: a state over a source that names its types
+// counts them without a walk — the source's counts and its layers' own —
+// and gets the whole state's counts, after forks that put, retype and
+// delete artifacts on top of it, and with none.
+func TestTypeCountsFromLister(t *testing.T) {
+	for seed := range uint64(20) {
+		s, lz, src := forkGenState(t, seed)
+		walks := src.walks.Load()
+		if got, want := lz.TypeCounts(), s.TypeCounts(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: over a source %v, whole %v", seed, got, want)
+		}
+		r := rand.New(rand.NewPCG(seed, 99))
+		whole := wholeCopy(s)
+		for range 5 {
+			ops := forkOps(r, whole, forkGenIDs, false)
+			f := lz.Fork()
+			if _, err := f.ApplyOps(ops); err != nil {
+				continue
+			}
+			if err := lz.Absorb(f); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := whole.ApplyOps(ops); err != nil {
+				t.Fatalf("seed %d: the whole state refused what the fork took: %v", seed, err)
+			}
+			if got, want := lz.TypeCounts(), whole.TypeCounts(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d, after a fork: over a source %v, whole %v", seed, got, want)
+			}
+		}
+		if n := src.walks.Load() - walks; n != 0 {
+			t.Fatalf("seed %d: TypeCounts walked the source %d times", seed, n)
+		}
+	}
 }

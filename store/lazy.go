@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -423,6 +424,10 @@ func (m *mapSource) edgesUnder(prefix []byte, split func([]byte) (graph.EdgeKey,
 // TypeCount returns the live artifacts of type typ, from the commit's
 // record.
 func (m *mapSource) TypeCount(typ string) int { return m.types[typ] }
+
+// TypeNames implements graph.TypeLister: the types the map's index
+// counts.
+func (m *mapSource) TypeNames() []string { return slices.Collect(maps.Keys(m.types)) }
 
 // Artifacts yields every artifact's metadata, in id order.
 func (m *mapSource) Artifacts() iter.Seq[*graph.Artifact] { return m.artifactsUnder("") }

@@ -197,3 +197,62 @@ func TestAuditPageNamesBounded(t *testing.T) {
 		t.Errorf("the dense report's page is %d bytes", len(body))
 	}
 }
+
+// TestContextListUnfilteredMatchesFiltered: the context page without a
+// search or filter (which looks up only its page's artifacts) lists what
+// the same page does with a filter every artifact passes (which looks up
+// every artifact) — the rows, their order, the counts, the types — on the
+// first, a middle and the last page and one past it, and over the state
+// map after a restart as well as on a head made by commits.
+func TestContextListUnfilteredMatchesFiltered(t *testing.T) {
+	dir := t.TempDir()
+	so := store.Options{Dir: dir, Clock: testClock(), NoSync: true, Logger: quietLogger()}
+	testBackend(t, &so)
+	s, err := store.Open(context.Background(), so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateContext(context.Background(), "claims", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	const n = 2*artifactsPerPage + 37
+	var ops []graph.Op
+	for i := range n {
+		ops = append(ops, putOp(t, fmt.Sprintf("s%d", i), "claim", "agent", map[string]any{"text": fmt.Sprintf("claim %d", i)}))
+		if i > 0 {
+			ops = append(ops, linkOp(fmt.Sprintf("s%d", i), "derived_from", fmt.Sprintf("s%d", i/2)))
+		}
+	}
+	commit(t, s, "claims", "", "t", "claims", ops...)
+	rowsOf := func(body string) string {
+		i := strings.Index(body, "<tbody")
+		j := strings.Index(body[i:], "</tbody>")
+		return body[i : i+j]
+	}
+	check := func(h http.Handler, what string) {
+		for _, page := range []int{1, 2, 3, 4} {
+			p := fmt.Sprintf("/ui/contexts/claims?page=%d", page)
+			_, all := get(t, h, p)
+			_, typed := get(t, h, p+"&type=claim")
+			if rowsOf(all) != rowsOf(typed) {
+				t.Errorf("%s, page %d: the unfiltered rows differ from the filtered ones", what, page)
+			}
+			if page <= 3 && !strings.Contains(all, fmt.Sprintf("of %d", n)) {
+				t.Errorf("%s, page %d: no count of %d", what, page, n)
+			}
+			if want := fmt.Sprintf(`<option value="claim">claim (%d)</option>`, n); !strings.Contains(all, want) {
+				t.Errorf("%s, page %d: the type list lacks %s", what, page, want)
+			}
+		}
+	}
+	check(New(Options{Store: s, Logger: quietLogger()}), "a head made by commits")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = store.Open(context.Background(), so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check(New(Options{Store: s, Logger: quietLogger()}), "after a restart")
+}

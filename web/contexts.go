@@ -257,21 +257,36 @@ func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID str
 // text matches ids (all of them) and, when it is not an id fragment of
 // too many, the short texts of what the artifacts said (up to
 // maxTextScan data reads). It is one pass over the state's ids plus the
-// rows of one page.
+// rows of one page; without a search or a filter only the page's
+// artifacts are looked up (a state read through its map looks each up
+// in the map: a million of them took 15 s), and the types' counts are
+// the state's (State.TypeCounts, from the map's index).
 func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) {
 	st, tr := v.State, v.Trust
 	search := view.Search
 	needle := strings.ToLower(search.Q)
-	types := map[string]int{}
+	types := st.TypeCounts()
 	ids := st.ArtifactIDs()
 	naturalSort(ids)
 	view.Total = len(ids)
 	from := (pageNo - 1) * artifactsPerPage
 	data := func(a *graph.Artifact) (json.RawMessage, error) { return v.Data(a) }
+	row := func(id string, a *graph.Artifact, status graph.Status) artifactRow {
+		return artifactRow{ID: id, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy, Status: status,
+			Said: cut(s.said.get(a, data), saidRow)}
+	}
+	if search == (searchQuery{}) {
+		view.Matched = len(ids)
+		for _, id := range ids[min(from, len(ids)):min(from+artifactsPerPage, len(ids))] {
+			if a := st.Artifact(id); a != nil {
+				view.Rows = append(view.Rows, row(id, a, tr.Status(id)))
+			}
+		}
+		ids = nil // nothing to match
+	}
 	scanned := 0
 	for _, id := range ids {
 		a := st.Artifact(id)
-		types[a.Type]++
 		if search.Type != "" && a.Type != search.Type {
 			continue
 		}
@@ -293,8 +308,7 @@ func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) 
 			continue
 		}
 		if view.Matched >= from && view.Matched < from+artifactsPerPage {
-			view.Rows = append(view.Rows, artifactRow{ID: id, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy, Status: status,
-				Said: cut(s.said.get(a, data), saidRow)})
+			view.Rows = append(view.Rows, row(id, a, status))
 		}
 		view.Matched++
 	}
