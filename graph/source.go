@@ -248,7 +248,9 @@ func (s *State) TouchedTypes() []string {
 
 // TypeCounts returns the number of live artifacts of each type in use.
 // It walks the artifacts of a state that is not whole, unless its source
-// names its types (TypeLister).
+// names its types (TypeLister): the counts are then the source's (a
+// store's index of them) and its layers', so a check of that index must
+// count a whole state.
 func (s *State) TypeCounts() map[string]int {
 	counts := make(map[string]int)
 	if s.whole() {
