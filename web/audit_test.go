@@ -256,3 +256,38 @@ func TestContextListUnfilteredMatchesFiltered(t *testing.T) {
 	defer s.Close()
 	check(New(Options{Store: s, Logger: quietLogger()}), "after a restart")
 }
+
+// TestContextPageHugePageNumber: a page number whose offset would
+// overflow renders, past the last page, instead of panicking on a slice
+// with a negative bound (or listing the first rows as a page before the
+// first, as it once did).
+func TestContextPageHugePageNumber(t *testing.T) {
+	s := openStore(t)
+	if _, err := s.CreateContext(context.Background(), "claims", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var ops []graph.Op
+	for i := range 150 {
+		ops = append(ops, putOp(t, fmt.Sprintf("s%d", i), "claim", "agent", map[string]any{"text": fmt.Sprintf("claim %d", i)}))
+	}
+	commit(t, s, "claims", "", "t", "claims", ops...)
+	h := New(Options{Store: s, Logger: quietLogger()})
+	for _, page := range []string{"184467440737095517", "92233720368547760", "9223372036854775807", "3"} {
+		for _, filter := range []string{"", "&type=claim"} {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Errorf("page=%s%s: panic: %v", page, filter, p)
+					}
+				}()
+				res, body := get(t, h, "/ui/contexts/claims?page="+page+filter)
+				if res.StatusCode != http.StatusOK {
+					t.Errorf("page=%s%s: status %d", page, filter, res.StatusCode)
+				}
+				if strings.Contains(body, `<td class="id"`) {
+					t.Errorf("page=%s%s: lists artifacts past the last page", page, filter)
+				}
+			}()
+		}
+	}
+}

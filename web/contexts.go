@@ -269,6 +269,9 @@ func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) 
 	ids := st.ArtifactIDs()
 	naturalSort(ids)
 	view.Total = len(ids)
+	// A page past the last shows none; one far past it must not
+	// overflow the offset.
+	pageNo = min(pageNo, len(ids)/artifactsPerPage+2)
 	from := (pageNo - 1) * artifactsPerPage
 	data := func(a *graph.Artifact) (json.RawMessage, error) { return v.Data(a) }
 	row := func(id string, a *graph.Artifact, status graph.Status) artifactRow {
