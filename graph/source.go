@@ -259,11 +259,7 @@ func (s *State) TypeCounts() map[string]int {
 		}
 		return counts
 	}
-	bottom := s
-	for bottom.under != nil {
-		bottom = bottom.under
-	}
-	if tl, ok := bottom.src.(TypeLister); ok {
+	if tl, ok := s.Source().(TypeLister); ok {
 		// The source's types and the layers' own counts, each counted
 		// where countOf finds it: no walk.
 		names := tl.TypeNames()

@@ -3,7 +3,6 @@ package web
 import (
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/service"
@@ -25,8 +24,13 @@ const maxAuditNames = 20
 
 // maxAuditCopy bounds the Markdown and the Mermaid flowchart a page puts
 // in its text areas, in bytes (a report within maxAuditRows artifacts can
-// still have tens of thousands of edges, or roots repeated on every row).
-const maxAuditCopy = 1 << 20
+// still have tens of thousands of edges, or roots repeated on every row);
+// maxAuditCopyEdges is the most edges a report may have for the page to
+// build them at all (each edge a line of each, at least 64 bytes).
+const (
+	maxAuditCopy      = 1 << 20
+	maxAuditCopyEdges = maxAuditCopy / 64
+)
 
 // auditView is the audit report of one answer.
 type auditView struct {
@@ -79,21 +83,21 @@ func (v auditView) SourcesTruncated() bool { return len(v.Sources) < len(v.Repor
 // flowchart out.
 func (v auditView) TooLongToCopy() bool { return v.Markdown == "" }
 
+// auditFormat is a download of the whole report: its content type and
+// its file name.
+type auditFormat struct{ contentType, file string }
+
 // auditFormats are the ?format= values of an audit page besides the page
 // itself: the whole report as a download.
-var auditFormats = map[string]string{
-	"json":     "application/json",
-	"markdown": "text/markdown; charset=utf-8",
+var auditFormats = map[string]auditFormat{
+	"json":     {"application/json", "audit.json"},
+	"markdown": {"text/markdown; charset=utf-8", "audit.md"},
 }
 
 // auditDownloadURL is the address of the whole report of id's audit in
 // format (a key of auditFormats).
 func auditDownloadURL(ctx, id, at, format string) string {
-	u := auditURL(ctx, id, at)
-	if strings.Contains(u, "?") {
-		return u + "&format=" + format
-	}
-	return u + "?format=" + format
+	return idURL(ctx, "audit", id, "at", at, "format", format)
 }
 
 // handleAudit shows what an answer rests on over dependency edges, with
@@ -115,7 +119,8 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 	var shown *commitInfo
 	_, ok := s.read(w, r, ctxID, func(v *store.View) error {
 		shown = newCommitInfo(v.Commit, v.Branch)
-		if v.State.Artifact(id) == nil {
+		answer := v.State.Artifact(id)
+		if answer == nil {
 			return &problem{Code: codeNotFound, Detail: "no artifact with this id at commit " + v.Commit.ID.Short()}
 		}
 		rep, wv, err := v.Audit(r.Context(), id)
@@ -138,14 +143,12 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 				view.Said[aa.ID] = cut(s.said.get(art, v.Data), saidRow)
 			}
 		}
-		if art := v.State.Artifact(id); art != nil {
-			view.Answer = s.said.get(art, v.Data)
-		}
+		view.Answer = s.said.get(answer, v.Data)
 		// The downloads name the commit shown, not the ref: a commit
 		// landing meanwhile does not change the report they give.
 		pinned := v.Commit.ID.String()
 		view.JSONURL, view.MarkdownURL = auditDownloadURL(ctxID, id, pinned, "json"), auditDownloadURL(ctxID, id, pinned, "markdown")
-		if len(rep.Artifacts) > maxAuditRows || len(rep.Edges) > maxAuditCopy/64 {
+		if len(rep.Artifacts) > maxAuditRows || len(rep.Edges) > maxAuditCopyEdges {
 			return nil
 		}
 		md := rep.Markdown()
@@ -177,11 +180,11 @@ func (s *server) handleAudit(w http.ResponseWriter, r *http.Request, ctxID, id s
 // downloadAudit answers rep whole in format (a key of auditFormats), as
 // an attachment: a browser saves it rather than shows it.
 func (s *server) downloadAudit(w http.ResponseWriter, r *http.Request, rep *graph.AuditReport, format string) {
+	f := auditFormats[format]
 	h := w.Header()
-	h.Set("Content-Type", auditFormats[format])
+	h.Set("Content-Type", f.contentType)
 	h.Set("Cache-Control", "no-store")
-	ext := map[string]string{"json": "json", "markdown": "md"}[format]
-	h.Set("Content-Disposition", `attachment; filename="audit.`+ext+`"`)
+	h.Set("Content-Disposition", `attachment; filename="`+f.file+`"`)
 	serverTiming(h, r)
 	if format == "markdown" {
 		_, _ = io.WriteString(w, rep.Markdown())

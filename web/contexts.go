@@ -278,17 +278,20 @@ func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) 
 		return artifactRow{ID: id, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy, Status: status,
 			Said: cut(s.said.get(a, data), saidRow)}
 	}
-	if search == (searchQuery{}) {
-		view.Matched = len(ids)
-		for _, id := range ids[min(from, len(ids)):min(from+artifactsPerPage, len(ids))] {
-			if a := st.Artifact(id); a != nil {
-				view.Rows = append(view.Rows, row(id, a, tr.Status(id)))
-			}
-		}
-		ids = nil // nothing to match
-	}
+	filtered := search != (searchQuery{})
 	scanned := 0
 	for _, id := range ids {
+		inPage := view.Matched >= from && view.Matched < from+artifactsPerPage
+		if !filtered {
+			// Every artifact matches: look up the page's only.
+			if inPage {
+				if a := st.Artifact(id); a != nil {
+					view.Rows = append(view.Rows, row(id, a, tr.Status(id)))
+				}
+			}
+			view.Matched++
+			continue
+		}
 		a := st.Artifact(id)
 		if search.Type != "" && a.Type != search.Type {
 			continue
@@ -310,7 +313,7 @@ func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) 
 		if !statusMatches(search.Status, status) {
 			continue
 		}
-		if view.Matched >= from && view.Matched < from+artifactsPerPage {
+		if inPage {
 			view.Rows = append(view.Rows, row(id, a, status))
 		}
 		view.Matched++

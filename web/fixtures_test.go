@@ -293,10 +293,17 @@ func loadHostile(t testing.TB, s *store.Store, ctxID string) (first, head *repla
 // nearest fetch and on the previous claim of their group.
 func loadBig(t testing.TB, s *store.Store, ctxID string, n int) *replay.Commit {
 	t.Helper()
+	return loadContext(t, s, ctxID, bigOps(t, n)...)
+}
+
+// loadContext creates context ctxID (observe mode) and commits ops to it
+// in one commit.
+func loadContext(t testing.TB, s *store.Store, ctxID string, ops ...graph.Op) *replay.Commit {
+	t.Helper()
 	if _, err := s.CreateContext(context.Background(), ctxID, store.ModeObserve); err != nil {
 		t.Fatal(err)
 	}
-	return commit(t, s, ctxID, "", "bench", "load", bigOps(t, n)...)
+	return commit(t, s, ctxID, "", "bench", "load", ops...)
 }
 
 // bigOps are the ops loadBig commits.

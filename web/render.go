@@ -259,22 +259,23 @@ func ctxURL(ctx, at string) string {
 }
 
 func artifactURL(ctx, id, at string) string {
-	return idURL(ctx, "artifacts", id, at)
+	return idURL(ctx, "artifacts", id, "at", at)
 }
 
 func auditURL(ctx, id, at string) string {
-	return idURL(ctx, "audit", id, at)
+	return idURL(ctx, "audit", id, "at", at)
 }
 
-// idURL is the address of a page about one artifact. The ids "." and ".."
-// cannot be path segments (browsers resolve them, escaped or not), so they
-// go in the query: /ui/contexts/{ctx}/artifacts/?id=..
-func idURL(ctx, page, id, at string) string {
+// idURL is the address of a page about one artifact, with the query's
+// name/value pairs kv (query). The ids "." and ".." cannot be path
+// segments (browsers resolve them, escaped or not), so they go in the
+// query: /ui/contexts/{ctx}/artifacts/?id=..
+func idURL(ctx, page, id string, kv ...string) string {
 	base := prefixCtx + url.PathEscape(ctx) + "/" + page + "/"
 	if id == "." || id == ".." {
-		return base + query("id", id, "at", at)
+		return base + query(append([]string{"id", id}, kv...)...)
 	}
-	return base + url.PathEscape(id) + query("at", at)
+	return base + url.PathEscape(id) + query(kv...)
 }
 
 func graphURL(ctx, root, at, dir string) string {
