@@ -256,65 +256,43 @@ func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID str
 // matching artifacts, in natural id order (s2 before s10). The search
 // text matches ids (all of them) and, when it is not an id fragment of
 // too many, the short texts of what the artifacts said (up to
-// maxTextScan data reads). It is one pass over the state's ids plus the
-// rows of one page; without a search or a filter only the page's
-// artifacts are looked up (a state read through its map looks each up
-// in the map: a million of them took 15 s), and the types' counts are
-// the state's (State.TypeCounts, from the map's index).
+// maxTextScan data reads). The artifacts that can match are found in
+// one pass (candidates); then only the page's artifacts and those whose
+// text is searched are looked up — a state read through its map looks
+// each up in the map, and a million such lookups took 7–15 s. The types'
+// counts are the state's (State.TypeCounts, from the map's index).
 func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) {
 	st, tr := v.State, v.Trust
 	search := view.Search
 	needle := strings.ToLower(search.Q)
 	types := st.TypeCounts()
-	ids := st.ArtifactIDs()
-	naturalSort(ids)
-	view.Total = len(ids)
+	cands := candidates(st, tr, search)
+	slices.SortFunc(cands, func(a, b candidate) int { return compareIDs(a.id, b.id) })
+	view.Total = st.NumArtifacts()
 	// A page past the last shows none; one far past it must not
 	// overflow the offset.
-	pageNo = min(pageNo, len(ids)/artifactsPerPage+2)
+	pageNo = min(pageNo, len(cands)/artifactsPerPage+2)
 	from := (pageNo - 1) * artifactsPerPage
 	data := func(a *graph.Artifact) (json.RawMessage, error) { return v.Data(a) }
-	row := func(id string, a *graph.Artifact, status graph.Status) artifactRow {
-		return artifactRow{ID: id, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy, Status: status,
-			Said: cut(s.said.get(a, data), saidRow)}
-	}
-	filtered := search != (searchQuery{})
 	scanned := 0
-	for _, id := range ids {
-		inPage := view.Matched >= from && view.Matched < from+artifactsPerPage
-		if !filtered {
-			// Every artifact matches: look up the page's only.
-			if inPage {
-				if a := st.Artifact(id); a != nil {
-					view.Rows = append(view.Rows, row(id, a, tr.Status(id)))
-				}
-			}
-			view.Matched++
-			continue
-		}
-		a := st.Artifact(id)
-		if search.Type != "" && a.Type != search.Type {
-			continue
-		}
-		if search.Producer != "" && a.ProducedBy != search.Producer {
-			continue
-		}
-		if needle != "" && !strings.Contains(strings.ToLower(id), needle) {
+	for i := range cands {
+		c := &cands[i]
+		if needle != "" && !strings.Contains(strings.ToLower(c.id), needle) {
 			if scanned >= maxTextScan {
 				view.TextCapped = true
 				continue
 			}
 			scanned++
-			if !strings.Contains(strings.ToLower(s.said.get(a, data)), needle) {
+			a := c.artifact(st)
+			if a == nil || !strings.Contains(strings.ToLower(s.said.get(a, data)), needle) {
 				continue
 			}
 		}
-		status := tr.Status(id)
-		if !statusMatches(search.Status, status) {
-			continue
-		}
-		if inPage {
-			view.Rows = append(view.Rows, row(id, a, status))
+		if view.Matched >= from && view.Matched < from+artifactsPerPage {
+			if a := c.artifact(st); a != nil {
+				view.Rows = append(view.Rows, artifactRow{ID: c.id, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy,
+					Status: tr.Status(c.id), Said: cut(s.said.get(a, data), saidRow)})
+			}
 		}
 		view.Matched++
 	}
@@ -345,6 +323,78 @@ func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) 
 		o.Selected = o.Value == search.Status
 		view.Statuses = append(view.Statuses, o)
 	}
+}
+
+// candidate is an artifact that may match a search: its id, and its
+// metadata once something read it.
+type candidate struct {
+	id string
+	a  *graph.Artifact
+}
+
+// artifact returns c's metadata, looking it up in st the first time.
+func (c *candidate) artifact(st *graph.State) *graph.Artifact {
+	if c.a == nil {
+		c.a = st.Artifact(c.id)
+	}
+	return c.a
+}
+
+// candidates returns, in no particular order, the artifacts of st that
+// pass search's type, producer and trust filters (the text is matched
+// later, in page order), reading as little as each filter needs:
+//
+//   - a type or producer filter: one pass over the artifacts' metadata,
+//     which it keeps;
+//   - a trust filter other than "confirmed" alone: the unconfirmed
+//     artifacts the trust index lists, and nothing else;
+//   - otherwise the ids alone.
+//
+// A trust filter judges an artifact the index does not list as
+// unconfirmed as confirmed, as the index does.
+func candidates(st *graph.State, tr *graph.TrustIndex, search searchQuery) []candidate {
+	var unconfirmed map[string]graph.Status
+	if search.Status != "" {
+		unconfirmed = make(map[string]graph.Status)
+		for id, status := range tr.Unconfirmed() {
+			unconfirmed[id] = status
+		}
+	}
+	trusted := func(id string) bool {
+		if unconfirmed == nil {
+			return true
+		}
+		status, ok := unconfirmed[id]
+		if !ok {
+			status = graph.StatusConfirmed
+		}
+		return statusMatches(search.Status, status)
+	}
+	var out []candidate
+	switch {
+	case search.Type != "" || search.Producer != "":
+		st.RangeArtifacts(func(a *graph.Artifact) bool {
+			if (search.Type == "" || a.Type == search.Type) && (search.Producer == "" || a.ProducedBy == search.Producer) && trusted(a.ID) {
+				out = append(out, candidate{id: a.ID, a: a})
+			}
+			return true
+		})
+	case unconfirmed != nil && !statusMatches(search.Status, graph.StatusConfirmed):
+		for id, status := range unconfirmed {
+			if statusMatches(search.Status, status) {
+				out = append(out, candidate{id: id})
+			}
+		}
+	default:
+		ids := st.ArtifactIDs()
+		out = make([]candidate, 0, len(ids))
+		for _, id := range ids {
+			if trusted(id) {
+				out = append(out, candidate{id: id})
+			}
+		}
+	}
+	return out
 }
 
 func statusMatches(filter string, st graph.Status) bool {

@@ -2,8 +2,12 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,4 +103,141 @@ func claimOps(t testing.TB, n int) []graph.Op {
 		}
 	}
 	return ops
+}
+
+// TestContextSearchMatchesOracle: the context page's list — the rows,
+// their order and trust, the counts, the pages — is, for every
+// combination of search text, type, producer and trust filter and on the
+// first, second and a page past the last, what the plain algorithm it
+// replaced gives (collectOracle: every id in natural order, each looked
+// up and judged by the trust index). It is checked on a head made by
+// commits and, after a restart, over the state map, on a context with
+// poison roots and what they quarantine.
+func TestContextSearchMatchesOracle(t *testing.T) {
+	dir := t.TempDir()
+	so := store.Options{Dir: dir, Clock: testClock(), NoSync: true, Logger: quietLogger()}
+	s, err := store.Open(context.Background(), so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := bigOps(t, 1200)
+	ops = append(ops, putOp(t, "x7", "claim", "other", map[string]any{"text": "a00017 said again"}))
+	ops = append(ops, linkOp("x7", "derived_from", "a01000"))
+	loadContext(t, s, "big", ops...)
+	queries := 0
+	check := func(what string) {
+		h := New(Options{Store: s, Logger: quietLogger()}).(*server)
+		err := s.Read(context.Background(), "big", "", func(v *store.View) error {
+			if sum := v.Trust.Summary(); sum.PoisonRoots < 3 || sum.Quarantined < 20 {
+				t.Fatalf("%s: the fixture has %d poison roots and %d quarantined; the test needs both", what, sum.PoisonRoots, sum.Quarantined)
+			}
+			for _, q := range []string{"", "a0001", "claim a0002", "A00", "said", "zzz"} {
+				for _, typ := range []string{"", "claim", "fetch_verdict", "nope"} {
+					for _, status := range []string{"", "unconfirmed", "poison_root", "quarantined", "confirmed", "bogus"} {
+						for _, producer := range []string{"", "agent", "other"} {
+							for _, page := range []int{1, 2, 40} {
+								search := searchQuery{Q: q, Type: typ, Status: status, Producer: producer}
+								got, want := contextView{Search: search}, contextView{Search: search}
+								h.collectArtifacts(v, &got, page)
+								h.collectOracle(v, &want, page)
+								if !reflect.DeepEqual(got, want) {
+									t.Fatalf("%s, %+v page %d: got %d matched, %d rows (%s); want %d matched, %d rows (%s)", what, search, page,
+										got.Matched, len(got.Rows), firstRow(got.Rows), want.Matched, len(want.Rows), firstRow(want.Rows))
+								}
+								queries++
+							}
+						}
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("a head made by commits")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = store.Open(context.Background(), so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check("after a restart")
+	if queries != 2*6*4*6*3*3 {
+		t.Fatalf("compared %d queries", queries)
+	}
+}
+
+// firstRow names the first of rows, for a failure's message.
+func firstRow(rows []artifactRow) string {
+	if len(rows) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("first %s, %s", rows[0].ID, rows[0].Status)
+}
+
+// collectOracle is the context page's list as it was first written: every
+// id in natural order, each artifact looked up and its trust asked of the
+// index, then filtered and paged.
+func (s *server) collectOracle(v *store.View, view *contextView, pageNo int) {
+	st, tr := v.State, v.Trust
+	search := view.Search
+	needle := strings.ToLower(search.Q)
+	types := st.TypeCounts()
+	var ids []string
+	st.RangeArtifacts(func(a *graph.Artifact) bool {
+		ids = append(ids, a.ID)
+		return true
+	})
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := naturalCompare(a, b); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	view.Total = len(ids)
+	from := (pageNo - 1) * artifactsPerPage
+	data := func(a *graph.Artifact) (json.RawMessage, error) { return v.Data(a) }
+	for _, id := range ids {
+		a := st.Artifact(id)
+		status := tr.Status(id)
+		switch {
+		case search.Type != "" && a.Type != search.Type,
+			search.Producer != "" && a.ProducedBy != search.Producer,
+			needle != "" && !strings.Contains(strings.ToLower(id), needle) && !strings.Contains(strings.ToLower(s.said.get(a, data)), needle),
+			search.Status == "unconfirmed" && status == graph.StatusConfirmed,
+			search.Status != "" && search.Status != "unconfirmed" && string(status) != search.Status:
+			continue
+		}
+		if view.Matched >= from && view.Matched < from+artifactsPerPage {
+			view.Rows = append(view.Rows, artifactRow{ID: id, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy,
+				Status: status, Said: cut(s.said.get(a, data), saidRow)})
+		}
+		view.Matched++
+	}
+	if search.Q != "" && st.Artifact(search.Q) != nil {
+		view.ExactMatch = search.Q
+	}
+	view.Pages = max(1, (view.Matched+artifactsPerPage-1)/artifactsPerPage)
+	view.PageNo = min(pageNo, view.Pages)
+	if len(view.Rows) > 0 {
+		view.First = from + 1
+		view.Last = from + len(view.Rows)
+	}
+	for _, t := range slices.Sorted(maps.Keys(types)) {
+		view.Types = append(view.Types, typeCount{Name: t, N: types[t], Selected: t == search.Type})
+	}
+	for _, o := range []statusOption{
+		{Value: "", Label: "any trust"},
+		{Value: "unconfirmed", Label: "unconfirmed"},
+		{Value: string(graph.StatusPoisonRoot), Label: "poison root"},
+		{Value: string(graph.StatusQuarantined), Label: "quarantined"},
+		{Value: string(graph.StatusConfirmed), Label: "confirmed"},
+	} {
+		o.Selected = o.Value == search.Status
+		view.Statuses = append(view.Statuses, o)
+	}
 }

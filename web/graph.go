@@ -552,7 +552,8 @@ func neighbourhood(st *graph.State, root string, up, down int, expand, path []st
 }
 
 // findArtifacts searches ids (all of them) and short texts (of the first
-// maxTextScan artifacts in natural id order) for needle, case-insensitive.
+// maxTextScan artifacts in natural id order) for needle, case-insensitive,
+// looking up only the artifacts it lists or whose text it reads.
 func (s *server) findArtifacts(v *store.View, needle string, urlOf func(id string) string) ([]matchRow, bool, int) {
 	low := strings.ToLower(needle)
 	ids := v.State.ArtifactIDs()
@@ -570,11 +571,18 @@ func (s *server) findArtifacts(v *store.View, needle string, urlOf func(id strin
 			if id == needle {
 				continue
 			}
-			a := v.State.Artifact(id)
-			var hit bool
+			// An artifact is looked up only when its id matched or its
+			// text is read: a state read through its map looks each up
+			// in the map.
+			var a *graph.Artifact
 			var text string
 			if pass == 0 {
-				hit = strings.Contains(strings.ToLower(id), low)
+				if !strings.Contains(strings.ToLower(id), low) {
+					continue
+				}
+				if a = v.State.Artifact(id); a == nil {
+					continue
+				}
 			} else {
 				if strings.Contains(strings.ToLower(id), low) {
 					continue // listed in the first pass
@@ -583,11 +591,13 @@ func (s *server) findArtifacts(v *store.View, needle string, urlOf func(id strin
 					break
 				}
 				scanned++
+				if a = v.State.Artifact(id); a == nil {
+					continue
+				}
 				text = s.said.get(a, data)
-				hit = strings.Contains(strings.ToLower(text), low)
-			}
-			if !hit {
-				continue
+				if !strings.Contains(strings.ToLower(text), low) {
+					continue
+				}
 			}
 			if len(out) >= maxMatches {
 				more = true
