@@ -18,6 +18,13 @@ const (
 	logPerPage       = 30
 )
 
+// minListedIDs and maxListedIDs bound the ids sortedIDs keeps: those of
+// states of at least the first, up to the second in all.
+const (
+	minListedIDs = 20_000
+	maxListedIDs = 2_000_000
+)
+
 // contextsPerPage is the page size of the contexts list.
 const contextsPerPage = 50
 
@@ -266,8 +273,7 @@ func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) 
 	search := view.Search
 	needle := strings.ToLower(search.Q)
 	types := st.TypeCounts()
-	cands := candidates(st, tr, search)
-	slices.SortFunc(cands, func(a, b candidate) int { return compareIDs(a.id, b.id) })
+	cands := s.candidates(v, search)
 	view.Total = st.NumArtifacts()
 	// A page past the last shows none; one far past it must not
 	// overflow the offset.
@@ -340,19 +346,20 @@ func (c *candidate) artifact(st *graph.State) *graph.Artifact {
 	return c.a
 }
 
-// candidates returns, in no particular order, the artifacts of st that
-// pass search's type, producer and trust filters (the text is matched
-// later, in page order), reading as little as each filter needs:
+// candidates returns, in natural id order, the artifacts of v's state
+// that pass search's type, producer and trust filters (the text is
+// matched later, in page order), reading as little as each filter needs:
 //
 //   - a type or producer filter: one pass over the artifacts' metadata,
 //     which it keeps;
 //   - a trust filter other than "confirmed" alone: the unconfirmed
 //     artifacts the trust index lists, and nothing else;
-//   - otherwise the ids alone.
+//   - otherwise the ids alone (sortedIDs).
 //
 // A trust filter judges an artifact the index does not list as
 // unconfirmed as confirmed, as the index does.
-func candidates(st *graph.State, tr *graph.TrustIndex, search searchQuery) []candidate {
+func (s *server) candidates(v *store.View, search searchQuery) []candidate {
+	st, tr := v.State, v.Trust
 	var unconfirmed map[string]graph.Status
 	if search.Status != "" {
 		unconfirmed = make(map[string]graph.Status)
@@ -386,15 +393,35 @@ func candidates(st *graph.State, tr *graph.TrustIndex, search searchQuery) []can
 			}
 		}
 	default:
-		ids := st.ArtifactIDs()
+		ids := s.sortedIDs(v)
 		out = make([]candidate, 0, len(ids))
 		for _, id := range ids {
 			if trusted(id) {
 				out = append(out, candidate{id: id})
 			}
 		}
+		return out
 	}
+	slices.SortFunc(out, func(a, b candidate) int { return compareIDs(a.id, b.id) })
 	return out
+}
+
+// sortedIDs returns the ids of v's state in natural order. The caller
+// must not change the slice: the ids of a state of at least
+// s.minListed artifacts are kept by commit (a state is immutable), so
+// that paging through a big context's artifacts, or searching it again,
+// does not list and sort them all again — a million took 1.8–2.8 s.
+func (s *server) sortedIDs(v *store.View) []string {
+	key := string(v.Commit.ID[:])
+	if ids, ok := s.ids.get(key); ok {
+		return ids
+	}
+	ids := v.State.ArtifactIDs()
+	naturalSort(ids)
+	if len(ids) >= s.minListed {
+		s.ids.put(key, ids)
+	}
+	return ids
 }
 
 func statusMatches(filter string, st graph.Status) bool {

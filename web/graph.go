@@ -556,8 +556,7 @@ func neighbourhood(st *graph.State, root string, up, down int, expand, path []st
 // looking up only the artifacts it lists or whose text it reads.
 func (s *server) findArtifacts(v *store.View, needle string, urlOf func(id string) string) ([]matchRow, bool, int) {
 	low := strings.ToLower(needle)
-	ids := v.State.ArtifactIDs()
-	naturalSort(ids)
+	ids := s.sortedIDs(v)
 	var out []matchRow
 	more := false
 	scanned := 0

@@ -111,21 +111,30 @@ func (c *chain) find(cm *replay.Commit) int {
 	return i
 }
 
-// lru is a small least-recently-used map, safe for concurrent use.
+// lru is a small least-recently-used map, safe for concurrent use. It
+// holds entries up to max in all, each costing cost(v) (1 when cost is
+// nil); an entry costing more than max alone is not kept.
 type lru[V any] struct {
-	mu    sync.Mutex // guards ll and byKey
+	mu    sync.Mutex // guards ll, byKey and size
 	max   int
+	cost  func(V) int
+	size  int
 	ll    *list.List // of *lruEntry[V], most recent first
 	byKey map[string]*list.Element
 }
 
 type lruEntry[V any] struct {
-	key string
-	val V
+	key  string
+	val  V
+	cost int
 }
 
-func newLRU[V any](max int) *lru[V] {
-	return &lru[V]{max: max, ll: list.New(), byKey: map[string]*list.Element{}}
+// newLRU returns an lru of at most max entries.
+func newLRU[V any](max int) *lru[V] { return newSizedLRU[V](max, nil) }
+
+// newSizedLRU returns an lru whose entries cost cost(v) each, max in all.
+func newSizedLRU[V any](max int, cost func(V) int) *lru[V] {
+	return &lru[V]{max: max, cost: cost, ll: list.New(), byKey: map[string]*list.Element{}}
 }
 
 func (c *lru[V]) get(key string) (V, bool) {
@@ -140,19 +149,31 @@ func (c *lru[V]) get(key string) (V, bool) {
 }
 
 func (c *lru[V]) put(key string, v V) {
+	cost := 1
+	if c.cost != nil {
+		cost = c.cost(v)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byKey[key]; ok {
-		el.Value.(*lruEntry[V]).val = v
-		c.ll.MoveToFront(el)
+		c.remove(el)
+	}
+	if cost > c.max {
 		return
 	}
-	c.byKey[key] = c.ll.PushFront(&lruEntry[V]{key: key, val: v})
-	for c.ll.Len() > c.max {
-		last := c.ll.Back()
-		c.ll.Remove(last)
-		delete(c.byKey, last.Value.(*lruEntry[V]).key)
+	c.byKey[key] = c.ll.PushFront(&lruEntry[V]{key: key, val: v, cost: cost})
+	c.size += cost
+	for c.size > c.max {
+		c.remove(c.ll.Back())
 	}
+}
+
+// remove drops el; c.mu must be held.
+func (c *lru[V]) remove(el *list.Element) {
+	e := el.Value.(*lruEntry[V])
+	c.ll.Remove(el)
+	delete(c.byKey, e.key)
+	c.size -= e.cost
 }
 
 // commitKey keys a commit of a context in the travel caches.

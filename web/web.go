@@ -45,6 +45,11 @@ type server struct {
 	// steps what each commit changed; both are immutable per commit.
 	chains *lru[*chain]
 	steps  *lru[*stepSummary]
+	// ids caches big states' artifact ids in natural order by commit
+	// (sortedIDs): those of states of at least minListed artifacts
+	// (minListedIDs; tests lower it), up to maxListedIDs ids in all.
+	ids       *lru[[]string]
+	minListed int
 }
 
 // New returns the read-only browser UI as an http.Handler meant to be
@@ -72,6 +77,8 @@ func New(opts Options) http.Handler {
 		overviews: newOverviewCache(32),
 		chains:    newLRU[*chain](16),
 		steps:     newLRU[*stepSummary](4096),
+		ids:       newSizedLRU(maxListedIDs, func(ids []string) int { return len(ids) }),
+		minListed: minListedIDs,
 	}
 }
 
