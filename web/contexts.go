@@ -18,11 +18,12 @@ const (
 	logPerPage       = 30
 )
 
-// minListedIDs and maxListedIDs bound the ids sortedIDs keeps: those of
-// states of at least the first, up to the second in all.
+// minListedIDs and maxListedBytes bound the ids sortedIDs keeps: those
+// of states of at least minListedIDs artifacts, up to maxListedBytes in
+// all (idsCost: a million ids of 10 bytes cost 26 MB).
 const (
-	minListedIDs = 20_000
-	maxListedIDs = 2_000_000
+	minListedIDs   = 20_000
+	maxListedBytes = 64 << 20
 )
 
 // contextsPerPage is the page size of the contexts list.
@@ -261,9 +262,10 @@ func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID str
 
 // collectArtifacts fills the search options and the requested page of
 // matching artifacts, in natural id order (s2 before s10). The search
-// text matches ids (all of them) and, when it is not an id fragment of
-// too many, the short texts of what the artifacts said (up to
-// maxTextScan data reads). The artifacts that can match are found in
+// text matches the ids of the artifacts the other filters keep (all of
+// them) and, when it is not an id fragment of too many, the short texts
+// of what they said (up to s.textScan data reads, in id order, among the
+// artifacts the filters keep). The artifacts that can match are found in
 // one pass (candidates); then only the page's artifacts and those whose
 // text is searched are looked up — a state read through its map looks
 // each up in the map, and a million such lookups took 7–15 s. The types'
@@ -284,7 +286,7 @@ func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) 
 	for i := range cands {
 		c := &cands[i]
 		if needle != "" && !strings.Contains(strings.ToLower(c.id), needle) {
-			if scanned >= maxTextScan {
+			if scanned >= s.textScan {
 				view.TextCapped = true
 				continue
 			}
@@ -408,9 +410,11 @@ func (s *server) candidates(v *store.View, search searchQuery) []candidate {
 
 // sortedIDs returns the ids of v's state in natural order. The caller
 // must not change the slice: the ids of a state of at least
-// s.minListed artifacts are kept by commit (a state is immutable), so
-// that paging through a big context's artifacts, or searching it again,
-// does not list and sort them all again — a million took 1.8–2.8 s.
+// s.minListed artifacts are kept by commit (a state is immutable, and a
+// commit's id covers its context hash), so that paging through a big
+// context's artifacts, or searching it again, does not list and sort
+// them all again — a million took 1.8–2.8 s. A list a failed or
+// cancelled read cut short (v.Err) is not kept.
 func (s *server) sortedIDs(v *store.View) []string {
 	key := string(v.Commit.ID[:])
 	if ids, ok := s.ids.get(key); ok {
@@ -418,10 +422,20 @@ func (s *server) sortedIDs(v *store.View) []string {
 	}
 	ids := v.State.ArtifactIDs()
 	naturalSort(ids)
-	if len(ids) >= s.minListed {
+	if len(ids) >= s.minListed && v.Err() == nil {
 		s.ids.put(key, ids)
 	}
 	return ids
+}
+
+// idsCost is what a list of ids kept by sortedIDs costs: its strings'
+// bytes and headers (a pointer and a length each).
+func idsCost(ids []string) int {
+	n := len(ids) * 16
+	for _, id := range ids {
+		n += len(id)
+	}
+	return n
 }
 
 func statusMatches(filter string, st graph.Status) bool {

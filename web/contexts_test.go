@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
@@ -106,14 +107,17 @@ func claimOps(t testing.TB, n int) []graph.Op {
 }
 
 // TestContextSearchMatchesOracle: the context page's list — the rows,
-// their order and trust, the counts, the pages — is, for every
-// combination of search text, type, producer and trust filter and on the
-// first, second and a page past the last, what the plain algorithm it
-// replaced gives (collectOracle: every id in natural order, each looked
-// up and judged by the trust index). It is checked on a head made by
-// commits and, after a restart, over the state map, on a context with
-// poison roots and what they quarantine, by a server that keeps the
-// state's sorted ids (sortedIDs) and by one that does not.
+// their order and trust, the counts, the pages, the text search's limit
+// — is, for every combination of search text, type, producer and trust
+// filter and on the first, second and a page past the last, what the
+// plain algorithm gives (collectOracle: every id in natural order, each
+// looked up and judged by the trust index). It is checked on a context
+// with poison roots and what they quarantine, on a head made by commits
+// and, after a restart, over the state map at the first commit and at a
+// second that deletes, adds and lifts a poison root; by a server that
+// keeps no sorted ids at this size, by one that keeps every state's
+// (sortedIDs; the same server reads both commits), and by one whose text
+// search stops after 40 texts.
 func TestContextSearchMatchesOracle(t *testing.T) {
 	dir := t.TempDir()
 	so := store.Options{Dir: dir, Clock: testClock(), NoSync: true, Logger: quietLogger()}
@@ -131,53 +135,31 @@ func TestContextSearchMatchesOracle(t *testing.T) {
 		ops = append(ops, putOp(t, id, "note", "other", map[string]any{"text": "note " + id}))
 		ops = append(ops, linkOp(id, "derived_from", fmt.Sprintf("a%05d", 500*(i%2)+1)))
 	}
-	loadContext(t, s, "big", ops...)
-	var check1 func(h *server, what string)
+	first := loadContext(t, s, "big", ops...)
 	queries := 0
-	check := func(what string) {
-		// A server that keeps the sorted ids of every state, and one
-		// that keeps none at this size.
+	check := func(what string, refs ...string) {
+		plain := New(Options{Store: s, Logger: quietLogger()}).(*server)
 		listing := New(Options{Store: s, Logger: quietLogger()}).(*server)
 		listing.minListed = 1
-		for _, h := range []*server{New(Options{Store: s, Logger: quietLogger()}).(*server), listing} {
-			check1(h, what)
-		}
-	}
-	check1 = func(h *server, what string) {
-		err := s.Read(context.Background(), "big", "", func(v *store.View) error {
-			rows := h.oracleRows(v)
-			if sum := v.Trust.Summary(); sum.PoisonRoots < 3 || sum.Quarantined < 20 {
-				t.Fatalf("%s: the fixture has %d poison roots and %d quarantined; the test needs both", what, sum.PoisonRoots, sum.Quarantined)
-			}
-			for _, q := range []string{"", "a0001", "n1", "claim a0002", "said", "zzz"} {
-				for _, typ := range []string{"", "claim", "note", "fetch_verdict", "nope"} {
-					for _, status := range []string{"", "unconfirmed", "poison_root", "quarantined", "confirmed", "bogus"} {
-						for _, producer := range []string{"", "agent", "other"} {
-							for _, page := range []int{1, 2, 40} {
-								search := searchQuery{Q: q, Type: typ, Status: status, Producer: producer}
-								got, want := contextView{Search: search}, contextView{Search: search}
-								h.collectArtifacts(v, &got, page)
-								h.collectOracle(v, rows, &want, page)
-								if !reflect.DeepEqual(got, want) {
-									t.Fatalf("%s, %+v page %d: got %d matched, %d rows (%s); want %d matched, %d rows (%s)", what, search, page,
-										got.Matched, len(got.Rows), firstRow(got.Rows), want.Matched, len(want.Rows), firstRow(want.Rows))
-								}
-								queries++
-							}
-						}
+		capped := New(Options{Store: s, Logger: quietLogger()}).(*server)
+		capped.textScan = 40
+		for _, h := range []*server{plain, listing, capped} {
+			for _, ref := range refs {
+				err := s.Read(context.Background(), "big", ref, func(v *store.View) error {
+					checkAgainstOracle(t, h, v, fmt.Sprintf("%s, at %q, keeping ids from %d, reading %d texts", what, ref, h.minListed, h.textScan))
+					queries += 1620
+					if _, kept := h.ids.get(string(v.Commit.ID[:])); kept != (h.minListed == 1) {
+						t.Errorf("%s at %q: sorted ids kept: %v, with a minimum of %d", what, ref, kept, h.minListed)
 					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
 				}
 			}
-			if _, kept := h.ids.get(string(v.Commit.ID[:])); kept != (h.minListed == 1) {
-				t.Errorf("%s: sorted ids kept: %v, with a minimum of %d", what, kept, h.minListed)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
 	}
-	check("a head made by commits")
+	check("a head made by commits", "")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -186,9 +168,110 @@ func TestContextSearchMatchesOracle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	check("after a restart")
-	if queries != 2*2*6*5*6*3*3 {
+	commit(t, s, "big", "", "agent", "second",
+		graph.Op{Op: graph.OpUnlink, From: "n3", Rel: "derived_from", To: "a00501"},
+		graph.Op{Op: graph.OpDelete, ID: "n3"},
+		putOp(t, "n1000", "note", "other", map[string]any{"text": "note n1000"}),
+		putOp(t, "a01000", "fetch_verdict", "gate/v1", map[string]any{"verdict": "RETRIEVED", "url": "https://example.com/a01000"}))
+	check("after a restart", first.ID.Hex(), "")
+	if queries != 9*1620 {
 		t.Fatalf("compared %d queries", queries)
+	}
+}
+
+// checkAgainstOracle compares h's list of v's artifacts with the
+// oracle's for 1,620 searches.
+func checkAgainstOracle(t *testing.T, h *server, v *store.View, what string) {
+	t.Helper()
+	rows := h.oracleRows(v)
+	if sum := v.Trust.Summary(); sum.PoisonRoots < 2 || sum.Quarantined < 20 {
+		t.Fatalf("%s: the fixture has %d poison roots and %d quarantined; the test needs both", what, sum.PoisonRoots, sum.Quarantined)
+	}
+	for _, q := range []string{"", "a0001", "n1", "claim a0002", "said", "zzz"} {
+		for _, typ := range []string{"", "claim", "note", "fetch_verdict", "nope"} {
+			for _, status := range []string{"", "unconfirmed", "poison_root", "quarantined", "confirmed", "bogus"} {
+				for _, producer := range []string{"", "agent", "other"} {
+					for _, page := range []int{1, 2, 40} {
+						search := searchQuery{Q: q, Type: typ, Status: status, Producer: producer}
+						got, want := contextView{Search: search}, contextView{Search: search}
+						h.collectArtifacts(v, &got, page)
+						h.collectOracle(v, rows, &want, page)
+						if !reflect.DeepEqual(got, want) {
+							t.Fatalf("%s, %+v page %d: got %d matched, %d rows (%s), text capped %v; want %d matched, %d rows (%s), text capped %v", what, search, page,
+								got.Matched, len(got.Rows), firstRow(got.Rows), got.TextCapped, want.Matched, len(want.Rows), firstRow(want.Rows), want.TextCapped)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// cutCtx is a request's context that ends once its Err has been asked
+// left times: a client that goes away while a page walks a state map.
+type cutCtx struct {
+	context.Context
+	left atomic.Int64
+}
+
+func (c *cutCtx) Err() error {
+	if c.left.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestSortedIDsNotKeptFromACutRead: a read of a big commit through its
+// state map (at a commit's id, a state past the old-state cache) that
+// ends while the ids are listed gets part of them; they are not kept, so
+// the next reader of that commit — the branch head, whose commit is the
+// same — lists every artifact. Kept, they once made the head's page list
+// 22,223 of 70,000.
+func TestSortedIDsNotKeptFromACutRead(t *testing.T) {
+	so := store.Options{Dir: t.TempDir(), Clock: testClock(), NoSync: true, Logger: quietLogger(), CacheBytes: 1 << 20}
+	s, err := store.Open(context.Background(), so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 70_000 // more than two of a map scan's windows
+	ops := make([]graph.Op, 0, n)
+	for i := range n {
+		ops = append(ops, putOp(t, fmt.Sprintf("s%d", i), "claim", "agent", map[string]any{"text": "c"}))
+	}
+	head := loadContext(t, s, "big", ops...)
+	h := New(Options{Store: s, Logger: quietLogger()}).(*server)
+	cut := false
+	for k := int64(1); k < 400 && !cut; k++ {
+		ctx := &cutCtx{Context: context.Background()}
+		ctx.left.Store(1 << 40)
+		_ = s.Read(ctx, "big", head.ID.Hex(), func(v *store.View) error {
+			ctx.left.Store(k)
+			if got := len(h.sortedIDs(v)); got >= h.minListed && got < n {
+				cut = true
+				if v.Err() == nil {
+					t.Fatalf("a read that listed %d of %d ids reports no error", got, n)
+				}
+			}
+			return nil
+		})
+	}
+	if !cut {
+		t.Fatal("no read was cut short while it listed the ids: the test no longer tests what it says")
+	}
+	if _, kept := h.ids.get(string(head.ID[:])); kept {
+		t.Error("a cut list of ids was kept")
+	}
+	err = s.Read(context.Background(), "big", "", func(v *store.View) error {
+		view := contextView{}
+		h.collectArtifacts(v, &view, 1)
+		if view.Matched != n {
+			t.Errorf("after a cut read, the head's page lists %d artifacts of %d", view.Matched, n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -231,9 +314,10 @@ func (s *server) oracleRows(v *store.View) []oracleRow {
 	return rows
 }
 
-// collectOracle is the context page's list as it was first written: every
+// collectOracle is the context page's list by the plain algorithm: every
 // id in natural order, each artifact looked up and its trust asked of the
-// index (rows, from oracleRows), then filtered and paged.
+// index (rows, from oracleRows), filtered by type, producer and trust,
+// then by text, then paged.
 func (s *server) collectOracle(v *store.View, rows []oracleRow, view *contextView, pageNo int) {
 	st := v.State
 	search := view.Search
@@ -241,15 +325,27 @@ func (s *server) collectOracle(v *store.View, rows []oracleRow, view *contextVie
 	types := st.TypeCounts()
 	view.Total = len(rows)
 	from := (pageNo - 1) * artifactsPerPage
+	scanned := 0
 	for _, r := range rows {
 		a, status := r.a, r.status
 		switch {
 		case search.Type != "" && a.Type != search.Type,
 			search.Producer != "" && a.ProducedBy != search.Producer,
-			needle != "" && !strings.Contains(strings.ToLower(a.ID), needle) && !strings.Contains(strings.ToLower(r.said), needle),
 			search.Status == "unconfirmed" && status == graph.StatusConfirmed,
 			search.Status != "" && search.Status != "unconfirmed" && string(status) != search.Status:
 			continue
+		}
+		// The text is searched after the other filters, in id order, in
+		// at most s.textScan texts.
+		if needle != "" && !strings.Contains(strings.ToLower(a.ID), needle) {
+			if scanned >= s.textScan {
+				view.TextCapped = true
+				continue
+			}
+			scanned++
+			if !strings.Contains(strings.ToLower(r.said), needle) {
+				continue
+			}
 		}
 		if view.Matched >= from && view.Matched < from+artifactsPerPage {
 			view.Rows = append(view.Rows, artifactRow{ID: a.ID, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy,

@@ -586,7 +586,7 @@ func (s *server) findArtifacts(v *store.View, needle string, urlOf func(id strin
 				if strings.Contains(strings.ToLower(id), low) {
 					continue // listed in the first pass
 				}
-				if scanned >= maxTextScan {
+				if scanned >= s.textScan {
 					break
 				}
 				scanned++

@@ -47,9 +47,12 @@ type server struct {
 	steps  *lru[*stepSummary]
 	// ids caches big states' artifact ids in natural order by commit
 	// (sortedIDs): those of states of at least minListed artifacts
-	// (minListedIDs; tests lower it), up to maxListedIDs ids in all.
+	// (minListedIDs; tests lower it), up to maxListedBytes in all.
 	ids       *lru[[]string]
 	minListed int
+	// textScan bounds how many artifacts' texts a search reads
+	// (maxTextScan; tests lower it).
+	textScan int
 }
 
 // New returns the read-only browser UI as an http.Handler meant to be
@@ -77,8 +80,9 @@ func New(opts Options) http.Handler {
 		overviews: newOverviewCache(32),
 		chains:    newLRU[*chain](16),
 		steps:     newLRU[*stepSummary](4096),
-		ids:       newSizedLRU(maxListedIDs, func(ids []string) int { return len(ids) }),
+		ids:       newSizedLRU(maxListedBytes, idsCost),
 		minListed: minListedIDs,
+		textScan:  maxTextScan,
 	}
 }
 
