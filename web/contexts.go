@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -313,12 +314,15 @@ func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) 
 		view.First = from + 1
 		view.Last = from + len(view.Rows)
 	}
-	names := make([]string, 0, len(types))
-	for t := range types {
-		names = append(names, t)
-	}
-	slices.Sort(names)
-	for _, t := range names {
+	fillSearchOptions(view, types)
+}
+
+// fillSearchOptions fills the type and trust choices of view's search
+// form: the state's types with their counts, by name, and the trust
+// filters, each marked when it is the search's.
+func fillSearchOptions(view *contextView, types map[string]int) {
+	search := view.Search
+	for _, t := range slices.Sorted(maps.Keys(types)) {
 		view.Types = append(view.Types, typeCount{Name: t, N: types[t], Selected: t == search.Type})
 	}
 	for _, o := range []statusOption{

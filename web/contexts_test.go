@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -362,17 +361,5 @@ func (s *server) collectOracle(v *store.View, rows []oracleRow, view *contextVie
 		view.First = from + 1
 		view.Last = from + len(view.Rows)
 	}
-	for _, t := range slices.Sorted(maps.Keys(types)) {
-		view.Types = append(view.Types, typeCount{Name: t, N: types[t], Selected: t == search.Type})
-	}
-	for _, o := range []statusOption{
-		{Value: "", Label: "any trust"},
-		{Value: "unconfirmed", Label: "unconfirmed"},
-		{Value: string(graph.StatusPoisonRoot), Label: "poison root"},
-		{Value: string(graph.StatusQuarantined), Label: "quarantined"},
-		{Value: string(graph.StatusConfirmed), Label: "confirmed"},
-	} {
-		o.Selected = o.Value == search.Status
-		view.Statuses = append(view.Statuses, o)
-	}
+	fillSearchOptions(view, types)
 }
