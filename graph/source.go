@@ -2,7 +2,9 @@ package graph
 
 import (
 	"iter"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/artifactd/artifactd/hashing"
@@ -279,6 +281,127 @@ func (s *State) TypeCounts() map[string]int {
 		counts[a.Type]++
 	}
 	return counts
+}
+
+// Ranger is a Source that yields, in key order, its artifacts whose ids
+// and its edges whose keys sort after a given one, reading about what it
+// yields (an ordered state map read from that key's place):
+// State.ArtifactsAfter and State.EdgesAfter then page through a big
+// state without walking it whole.
+type Ranger interface {
+	ArtifactsAfter(after string) iter.Seq[*Artifact]
+	EdgesAfter(after EdgeKey) iter.Seq[*Edge]
+}
+
+// ArtifactsAfter yields the artifacts of s whose ids sort bytewise after
+// after (every artifact for ""), in id order, until the caller stops:
+// a page from a cursor. Over a source that ranges (Ranger) it reads what
+// it yields and what the layers above the source hold; otherwise it
+// sorts every id first, as ArtifactIDs does.
+func (s *State) ArtifactsAfter(after string) iter.Seq[*Artifact] {
+	return func(yield func(*Artifact) bool) {
+		rg, ok := s.ranger()
+		if !ok {
+			ids := s.ArtifactIDs()
+			i, found := slices.BinarySearch(ids, after)
+			if found {
+				i++
+			}
+			for _, id := range ids[i:] {
+				if !yield(s.art(id)) {
+					return
+				}
+			}
+			return
+		}
+		layers := func(x *State) map[string]*Artifact { return x.artifacts }
+		mergeAfter(s, layers, after, strings.Compare, func(a *Artifact) string { return a.ID }, rg.ArtifactsAfter(after), yield)
+	}
+}
+
+// EdgesAfter yields the edges of s whose keys sort after after's (every
+// edge for the zero key), in key order — From, then Rel, then To, each
+// bytewise, as Edges sorts them — until the caller stops. It reads as
+// ArtifactsAfter does.
+func (s *State) EdgesAfter(after EdgeKey) iter.Seq[*Edge] {
+	return func(yield func(*Edge) bool) {
+		rg, ok := s.ranger()
+		if !ok {
+			edges := s.Edges()
+			i := sort.Search(len(edges), func(i int) bool { return compareEdgeKeys(edges[i].Key(), after) > 0 })
+			for _, e := range edges[i:] {
+				if !yield(e) {
+					return
+				}
+			}
+			return
+		}
+		layers := func(x *State) map[EdgeKey]*Edge { return x.edges }
+		mergeAfter(s, layers, after, compareEdgeKeys, (*Edge).Key, rg.EdgesAfter(after), yield)
+	}
+}
+
+// compareEdgeKeys orders edge keys as Edges sorts them.
+func compareEdgeKeys(a, b EdgeKey) int {
+	switch {
+	case edgeLess(a, b):
+		return -1
+	case edgeLess(b, a):
+		return 1
+	}
+	return 0
+}
+
+// ranger returns the source under s's bottom layer if it ranges.
+func (s *State) ranger() (Ranger, bool) {
+	bottom := s
+	for bottom.under != nil {
+		bottom = bottom.under
+	}
+	rg, ok := bottom.src.(Ranger)
+	return rg, ok
+}
+
+// mergeAfter yields, in key order, the entries of s after after: those
+// the source yields in order (fromSrc), but for the keys a layer above it
+// holds (live, or a removal marker), merged with the layers' own live
+// entries after after (each key's from the highest layer holding it).
+func mergeAfter[K comparable, V comparable](s *State, layer func(*State) map[K]V, after K, cmp func(a, b K) int, key func(V) K, fromSrc iter.Seq[V], yield func(V) bool) {
+	var zero V
+	hidden := map[K]bool{}
+	var own []V
+	for x := s; x != nil; x = x.under {
+		for k, v := range layer(x) {
+			if hidden[k] {
+				continue
+			}
+			hidden[k] = true
+			if v != zero && cmp(k, after) > 0 {
+				own = append(own, v)
+			}
+		}
+	}
+	slices.SortFunc(own, func(a, b V) int { return cmp(key(a), key(b)) })
+	i := 0
+	for v := range fromSrc {
+		k := key(v)
+		for ; i < len(own) && cmp(key(own[i]), k) < 0; i++ {
+			if !yield(own[i]) {
+				return
+			}
+		}
+		if hidden[k] {
+			continue
+		}
+		if !yield(v) {
+			return
+		}
+	}
+	for ; i < len(own); i++ {
+		if !yield(own[i]) {
+			return
+		}
+	}
 }
 
 // TypeLister is a Source that names every type its artifacts have (whose

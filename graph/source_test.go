@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -630,6 +631,197 @@ func TestTypeCountsFromLister(t *testing.T) {
 		}
 		if n := src.walks.Load() - walks; n != 0 {
 			t.Fatalf("seed %d: TypeCounts walked the source %d times", seed, n)
+		}
+	}
+}
+
+// rangingSource is a stateSource that also yields its artifacts and
+// edges in key order from a given key (Ranger), counting the artifacts it
+// yields that way.
+type rangingSource struct {
+	*stateSource
+	ranged atomic.Int64
+}
+
+func (src *rangingSource) EdgesAfter(after EdgeKey) iter.Seq[*Edge] {
+	return func(yield func(*Edge) bool) {
+		for _, e := range src.s.Edges() {
+			if compareEdgeKeys(e.Key(), after) > 0 && !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+func (src *rangingSource) ArtifactsAfter(after string) iter.Seq[*Artifact] {
+	return func(yield func(*Artifact) bool) {
+		for _, id := range src.s.ArtifactIDs() {
+			if id <= after {
+				continue
+			}
+			src.ranged.Add(1)
+			if !yield(src.s.Artifact(id)) {
+				return
+			}
+		}
+	}
+}
+
+// TestArtifactsAfter: a state's artifacts after an id, in id order, are
+// its ids sorted and cut there (the oracle), and its edges after an edge
+// key its edges sorted and cut there — a whole state, one over a
+// source that cannot range (sorted whole), and one over a source that
+// can, with layers above it: forks absorbed (which put, retype and
+// delete) and one fork not — from no id, every id, ids between and past
+// them; stopped early, the same prefix. Over a ranging source it never
+// walks the source whole, and reads no further than it yields.
+func TestArtifactsAfter(t *testing.T) {
+	for seed := range uint64(12) {
+		s, plain, _ := forkGenState(t, seed)
+		snap := wholeCopy(s)
+		rsrc := &rangingSource{stateSource: newStateSource(snap)}
+		ranged, err := NewStateOver(s.ruleset, rsrc, Counts{snap.nArt, snap.nTomb, snap.nEdge}, definitionsOf(snap), snap.acc.Clone())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(seed, 5))
+		whole := wholeCopy(s)
+		for step := range 6 {
+			ops := forkOps(r, whole, forkGenIDs, false)
+			f := ranged.Fork()
+			if _, err := f.ApplyOps(ops); err != nil {
+				continue
+			}
+			if _, err := whole.ApplyOps(ops); err != nil {
+				t.Fatalf("seed %d: the whole state refused what the fork took: %v", seed, err)
+			}
+			top := f // the last fork stays a layer above the others
+			if step < 5 {
+				if err := ranged.Absorb(f); err != nil {
+					t.Fatal(err)
+				}
+				top = ranged
+			}
+			ids := whole.ArtifactIDs()
+			afters := []string{"", "~", " "}
+			for _, id := range ids {
+				afters = append(afters, id, id+"!", id[:len(id)-1])
+			}
+			walks := rsrc.walks.Load()
+			for _, after := range afters {
+				var want []string
+				for _, id := range ids {
+					if id > after {
+						want = append(want, id)
+					}
+				}
+				checkAfter(t, fmt.Sprintf("seed %d step %d, whole, after %q", seed, step, after), whole, after, want)
+				checkAfter(t, fmt.Sprintf("seed %d step %d, over a ranging source, after %q", seed, step, after), top, after, want)
+				if step == 0 {
+					// The state over a source that cannot range is the
+					// one before the steps.
+					var before []string
+					for _, id := range s.ArtifactIDs() {
+						if id > after {
+							before = append(before, id)
+						}
+					}
+					checkAfter(t, fmt.Sprintf("seed %d, over a plain source, after %q", seed, after), plain, after, before)
+				}
+			}
+			edges := whole.Edges()
+			edgeAfters := []EdgeKey{{}, {From: "~"}}
+			for _, e := range edges {
+				k := e.Key()
+				edgeAfters = append(edgeAfters, k, EdgeKey{From: k.From}, EdgeKey{From: k.From + "!"}, EdgeKey{From: k.From, Rel: k.Rel, To: k.To + "!"})
+			}
+			for _, after := range edgeAfters {
+				var want []EdgeKey
+				for _, e := range edges {
+					if compareEdgeKeys(e.Key(), after) > 0 {
+						want = append(want, e.Key())
+					}
+				}
+				checkEdgesAfter(t, fmt.Sprintf("seed %d step %d, whole, after %v", seed, step, after), whole, after, want)
+				checkEdgesAfter(t, fmt.Sprintf("seed %d step %d, over a ranging source, after %v", seed, step, after), top, after, want)
+				if step == 0 {
+					var before []EdgeKey
+					for _, e := range s.Edges() {
+						if compareEdgeKeys(e.Key(), after) > 0 {
+							before = append(before, e.Key())
+						}
+					}
+					checkEdgesAfter(t, fmt.Sprintf("seed %d, over a plain source, after %v", seed, after), plain, after, before)
+				}
+			}
+			if n := rsrc.walks.Load() - walks; n != 0 {
+				t.Fatalf("seed %d: ArtifactsAfter or EdgesAfter walked the ranging source %d times", seed, n)
+			}
+			// Stopped after one artifact, the source yields at most that
+			// one and those the layers changed or deleted.
+			changed := 0
+			for _, id := range snap.ArtifactIDs() {
+				if top.Artifact(id) != snap.Artifact(id) {
+					changed++
+				}
+			}
+			before := rsrc.ranged.Load()
+			for range top.ArtifactsAfter("") {
+				break
+			}
+			if n := rsrc.ranged.Load() - before; n > int64(1+changed) {
+				t.Fatalf("seed %d: one artifact read %d from the source, where the layers changed %d", seed, n, changed)
+			}
+		}
+	}
+}
+
+// checkEdgesAfter checks st's edges after after, in full and stopped
+// after two, against want.
+func checkEdgesAfter(t *testing.T, what string, st *State, after EdgeKey, want []EdgeKey) {
+	t.Helper()
+	for _, stop := range []int{-1, 2} {
+		var got []EdgeKey
+		for e := range st.EdgesAfter(after) {
+			if e == nil || !reflect.DeepEqual(st.Edge(e.Key()), e) {
+				t.Fatalf("%s: yielded %v, the state has %v", what, e, st.Edge(e.Key()))
+			}
+			got = append(got, e.Key())
+			if len(got) == stop {
+				break
+			}
+		}
+		w := want
+		if stop > 0 && len(w) > stop {
+			w = w[:stop]
+		}
+		if !slices.Equal(got, w) {
+			t.Fatalf("%s (stopping after %d): %v, want %v", what, stop, got, w)
+		}
+	}
+}
+
+// checkAfter checks st's artifacts after after, in full and stopped
+// after two, against want.
+func checkAfter(t *testing.T, what string, st *State, after string, want []string) {
+	t.Helper()
+	for _, stop := range []int{-1, 2} {
+		var got []string
+		for a := range st.ArtifactsAfter(after) {
+			if a == nil || !reflect.DeepEqual(st.Artifact(a.ID), a) {
+				t.Fatalf("%s: yielded %v, the state has %v", what, a, st.Artifact(a.ID))
+			}
+			got = append(got, a.ID)
+			if len(got) == stop {
+				break
+			}
+		}
+		w := want
+		if stop > 0 && len(w) > stop {
+			w = w[:stop]
+		}
+		if !slices.Equal(got, w) {
+			t.Fatalf("%s (stopping after %d): %q, want %q", what, stop, got, w)
 		}
 	}
 }

@@ -26,6 +26,10 @@ type env struct {
 	srv   *Server
 	ts    *httptest.Server
 	token string // sent as a bearer token when set
+	// so and o are what the store and the server were opened with
+	// (reopen).
+	so store.Options
+	o  Options
 }
 
 type envOption func(*Options, *store.Options)
@@ -42,6 +46,11 @@ func withTokens(text string) envOption {
 
 func withMaxBody(n int64) envOption {
 	return func(o *Options, _ *store.Options) { o.MaxBodyBytes = n }
+}
+
+// inDir keeps the store in dir, in Badger (reopen needs its files).
+func inDir(dir string) envOption {
+	return func(_ *Options, so *store.Options) { so.Dir = dir }
 }
 
 func withClock(now time.Time) envOption {
@@ -73,17 +82,42 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	o.Store = st
 	srv := New(o)
 	ts := httptest.NewServer(srv)
-	e := &env{t: t, st: st, srv: srv, ts: ts}
-	t.Cleanup(func() {
-		ts.Close()
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-		if n := srv.Panics(); n != 0 {
-			t.Errorf("%d handler panics were recovered", n)
-		}
-	})
+	e := &env{t: t, st: st, srv: srv, ts: ts, so: so, o: o}
+	t.Cleanup(e.close)
 	return e
+}
+
+// close stops the server and closes the store.
+func (e *env) close() {
+	e.ts.Close()
+	if err := e.st.Close(); err != nil {
+		e.t.Errorf("close store: %v", err)
+	}
+	if n := e.srv.Panics(); n != 0 {
+		e.t.Errorf("%d handler panics were recovered", n)
+	}
+}
+
+// reopen restarts the server over its store opened again: the heads are
+// then read through their state maps. The store must be in a directory
+// of its own (inDir).
+func (e *env) reopen() {
+	e.t.Helper()
+	if e.so.Dir == "" {
+		e.t.Fatal("reopen: the store has no directory (inDir)")
+	}
+	e.close()
+	st, err := store.Open(context.Background(), e.so)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	reg := NewRegistry()
+	if err := reg.Load(context.Background(), st); err != nil {
+		e.t.Fatal(err)
+	}
+	e.o.Store, e.o.Types = st, reg
+	e.st, e.srv = st, New(e.o)
+	e.ts = httptest.NewServer(e.srv)
 }
 
 // resp is a response read in full.

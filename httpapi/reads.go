@@ -86,17 +86,10 @@ func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) {
 	}
 	typ := r.URL.Query().Get("type")
 	s.readView(w, r, func(v *store.View) (any, error) {
-		ids := v.State.ArtifactIDs()
-		i := 0
-		if cursor != "" {
-			i = sort.SearchStrings(ids, cursor)
-			if i < len(ids) && ids[i] == cursor {
-				i++
-			}
-		}
+		// From the cursor's place: a page of a big state reads about the
+		// page, not every id before it (State.ArtifactsAfter).
 		out := page[ArtifactView]{Commit: &v.Commit.ID, Items: []ArtifactView{}}
-		for ; i < len(ids); i++ {
-			a := v.State.Artifact(ids[i])
+		for a := range v.State.ArtifactsAfter(cursor) {
 			if typ != "" && a.Type != typ {
 				continue
 			}
@@ -260,6 +253,15 @@ func (s *Server) handleProvenance(w http.ResponseWriter, r *http.Request) {
 // edgeKey is the cursor key of an edge (ids and relations hold no NUL).
 func edgeKey(e *graph.Edge) string { return e.From + "\x00" + e.Rel + "\x00" + e.To }
 
+// cursorEdge is the edge key a cursor of the edge list names (edgeKey;
+// the zero key for none). A cursor of fewer parts names the key its parts
+// begin: the edges after it are those whose edgeKey sorts after it.
+func cursorEdge(cursor string) graph.EdgeKey {
+	from, rest, _ := strings.Cut(cursor, "\x00")
+	rel, to, _ := strings.Cut(rest, "\x00")
+	return graph.EdgeKey{From: from, Rel: rel, To: to}
+}
+
 // handleListEdges is GET /v1/contexts/{ctx}/edges: edges sorted by (from,
 // rel, to), with ?from= ?rel= ?to= filters and cursor pages.
 func (s *Server) handleListEdges(w http.ResponseWriter, r *http.Request) {
@@ -271,19 +273,22 @@ func (s *Server) handleListEdges(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	from, rel, to := q.Get("from"), q.Get("rel"), q.Get("to")
 	s.readView(w, r, func(v *store.View) (any, error) {
-		var edges []*graph.Edge
+		// One artifact's edges, or every edge from the cursor's place: a
+		// page of a big state reads about the page (State.EdgesAfter).
+		edges := v.State.EdgesAfter(cursorEdge(cursor))
 		if from != "" {
-			edges = v.State.Out(from)
-		} else {
-			edges = v.State.Edges()
-		}
-		i := 0
-		if cursor != "" {
-			i = sort.Search(len(edges), func(i int) bool { return edgeKey(edges[i]) > cursor })
+			edges = func(yield func(*graph.Edge) bool) {
+				out := v.State.Out(from)
+				i := sort.Search(len(out), func(i int) bool { return edgeKey(out[i]) > cursor })
+				for _, e := range out[i:] {
+					if !yield(e) {
+						return
+					}
+				}
+			}
 		}
 		out := page[*graph.Edge]{Commit: &v.Commit.ID, Items: []*graph.Edge{}}
-		for ; i < len(edges); i++ {
-			e := edges[i]
+		for e := range edges {
 			if (rel != "" && e.Rel != rel) || (to != "" && e.To != to) {
 				continue
 			}

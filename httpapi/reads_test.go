@@ -2,14 +2,19 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/artifactd/artifactd/store"
 )
 
 func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
@@ -415,4 +420,124 @@ func TestSchemasCompile(t *testing.T) {
 			t.Errorf("%s accepts {}", rec.Name)
 		}
 	}
+}
+
+// TestPaginationOverTheMap: after a restart, a head is read through its
+// state map, and a page of artifacts or edges starts at the cursor's
+// place in the map (State.ArtifactsAfter, State.EdgesAfter) rather than
+// after a walk of them all. Paged with small and large limits and
+// filters — at the head, with commits since the restart that add ids and
+// edges between others, delete, unlink and retype (layers above the
+// map), and at the commit before them (the map alone) — every artifact
+// and edge comes once, in key order.
+func TestPaginationOverTheMap(t *testing.T) {
+	e := newEnv(t, inDir(t.TempDir()))
+	e.createContext("pages", "observe")
+	types := map[string]string{}
+	edges := map[string]bool{} // by edgeKey
+	var ops []any
+	put := func(id, typ string) {
+		ops = append(ops, map[string]any{"op": "put", "artifact": map[string]any{"id": id, "type": typ, "data": map[string]any{"text": id}}})
+		types[id] = typ
+	}
+	link := func(op, from, rel, to string) {
+		ops = append(ops, map[string]any{"op": op, "from": from, "rel": rel, "to": to})
+		edges[from+"\x00"+rel+"\x00"+to] = op == "link"
+	}
+	id := func(i int) string { return fmt.Sprintf("a/%03d é", i) } // ids with a slash and non-ASCII
+	for i := 0; i < 400; i++ {
+		typ := "note"
+		if i%3 == 0 {
+			typ = "claim"
+		}
+		put(id(i), typ)
+		if i%4 == 0 && i > 0 { // only every fourth artifact has edges
+			link("link", id(i), "mentions", id(i-4))
+			link("link", id(i), "cites", id(0))
+		}
+	}
+	e.must(e.post("/v1/contexts/pages/commits", map[string]any{"ops": ops}), 201)
+	first := e.must(e.get("/v1/contexts/pages/hash"), 200)["commit"].(string)
+	typesBefore, edgesBefore := maps.Clone(types), maps.Clone(edges)
+	e.reopen()
+	if err := e.st.Read(context.Background(), "pages", "", func(v *store.View) error {
+		if !v.State.IsLazy() {
+			t.Error("after a restart the head is not read through its state map")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < 3; k++ {
+		ops = nil
+		for i := k; i < 400; i += 37 {
+			between := fmt.Sprintf("%s/%d", id(i), k) // between a/i and a/i+1
+			put(between, "note")
+			link("link", between, "cites", id(i-i%4))
+		}
+		for i := 5 + k; i < 400; i += 41 {
+			if _, ok := types[id(i)]; ok && i%4 != 0 {
+				ops = append(ops, map[string]any{"op": "delete", "id": id(i)})
+				delete(types, id(i))
+			}
+		}
+		for i := 8 + 4*k; i < 400; i += 48 {
+			link("unlink", id(i), "mentions", id(i-4))
+		}
+		put(id(7+k*50), "claim") // retyped, or put again
+		put("zz last", "note")
+		e.must(e.post("/v1/contexts/pages/commits", map[string]any{"ops": ops}), 201)
+	}
+	listed := func(m map[string]any) string { return m["id"].(string) + " " + m["type"].(string) }
+	want := func(of map[string]string, typ string) []string {
+		var out []string
+		for _, id := range slices.Sorted(maps.Keys(of)) {
+			if typ == "" || of[id] == typ {
+				out = append(out, id+" "+of[id])
+			}
+		}
+		return out
+	}
+	edgeListed := func(m map[string]any) string {
+		return m["from"].(string) + "\x00" + m["rel"].(string) + "\x00" + m["to"].(string)
+	}
+	wantEdges := func(of map[string]bool, rel string) []string {
+		var out []string
+		for _, k := range slices.Sorted(maps.Keys(of)) {
+			if of[k] && (rel == "" || strings.Split(k, "\x00")[1] == rel) {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	for _, at := range []struct {
+		query string
+		types map[string]string
+		edges map[string]bool
+	}{{"", types, edges}, {"&at=" + first, typesBefore, edgesBefore}} {
+		for _, limit := range []int{1, 7, 100, 1000} {
+			if got, w := e.pageAll(fmt.Sprintf("/v1/contexts/pages/artifacts?limit=%d%s", limit, at.query), listed), want(at.types, ""); !slices.Equal(got, w) {
+				t.Fatalf("artifacts, limit %d%s: %d, want %d (first %q, want %q)", limit, at.query, len(got), len(w), firstOf(got), firstOf(w))
+			}
+			if got, w := e.pageAll(fmt.Sprintf("/v1/contexts/pages/edges?limit=%d%s", limit, at.query), edgeListed), wantEdges(at.edges, ""); !slices.Equal(got, w) {
+				t.Fatalf("edges, limit %d%s: %d, want %d (first %q, want %q)", limit, at.query, len(got), len(w), firstOf(got), firstOf(w))
+			}
+		}
+		for _, typ := range []string{"note", "claim"} {
+			if got, w := e.pageAll("/v1/contexts/pages/artifacts?limit=9&type="+typ+at.query, listed), want(at.types, typ); !slices.Equal(got, w) {
+				t.Fatalf("type %s%s: %d artifacts, want %d", typ, at.query, len(got), len(w))
+			}
+		}
+		if got, w := e.pageAll("/v1/contexts/pages/edges?limit=9&rel=mentions"+at.query, edgeListed), wantEdges(at.edges, "mentions"); !slices.Equal(got, w) {
+			t.Fatalf("rel mentions%s: %d edges, want %d", at.query, len(got), len(w))
+		}
+	}
+}
+
+// firstOf returns the first of keys, or "".
+func firstOf(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
 }

@@ -447,6 +447,52 @@ func (m *mapSource) artifactsUnder(prefix string) iter.Seq[*graph.Artifact] {
 	}
 }
 
+// ArtifactsAfter implements graph.Ranger: the artifacts whose ids sort
+// after after, in id order, read from after's place in the map
+// (trieWalkFrom) rather than from its first artifact.
+func (m *mapSource) ArtifactsAfter(after string) iter.Seq[*graph.Artifact] {
+	return func(yield func(*graph.Artifact) bool) {
+		m.walkAfter('a', tkArtifact(after), func(k, v []byte) bool {
+			av, err := decodeArtifactVal(v)
+			if err != nil {
+				m.fail(fmt.Errorf("artifact %q: %w", k[1:], err))
+				return false
+			}
+			return yield(av.artifact(string(k[1:])))
+		})
+	}
+}
+
+// EdgesAfter implements graph.Ranger: the edges whose keys sort after
+// after's, in key order (the map's order of edge keys is (From, Rel,
+// To): their parts hold no zero byte), read from after's place.
+func (m *mapSource) EdgesAfter(after graph.EdgeKey) iter.Seq[*graph.Edge] {
+	return func(yield func(*graph.Edge) bool) {
+		m.walkAfter('e', tkEdge(after), func(k, v []byte) bool {
+			ek, err := splitEdgeKey(k)
+			if err != nil {
+				m.fail(err)
+				return false
+			}
+			return yield(edgeOf(ek, v))
+		})
+	}
+}
+
+// walkAfter calls fn for the map's entries of kind (a key's first byte)
+// whose keys sort after key, in key order, until fn returns false; a
+// failure is kept.
+func (m *mapSource) walkAfter(kind byte, key []byte, fn func(k, v []byte) bool) {
+	if err := m.ctx.Err(); err != nil {
+		m.fail(err)
+		return
+	}
+	// The least key past key: key and a zero byte.
+	if err := trieWalkFrom(m, m.root, []byte{kind}, append(key, 0), fn); err != nil {
+		m.fail(err)
+	}
+}
+
 // Tombstones yields every tombstone, in id order.
 func (m *mapSource) Tombstones() iter.Seq2[string, int64] {
 	return func(yield func(string, int64) bool) {

@@ -1016,6 +1016,81 @@ func walkPrefixed(src nodeSource, n *trieNode, prefix []byte, fn func(key, val [
 	return true, nil
 }
 
+// trieWalkFrom calls fn for every entry below root (an ordered trie)
+// whose key starts with prefix and is not less than from, in key order,
+// until fn returns false. It descends along from's path, skipping every
+// subtree whose keys all sort before from without reading it, so it
+// reads about the depth of the trie plus what it yields: a page of a big
+// map from a cursor. fn must not retain key or val beyond the call
+// unless it copies them.
+func trieWalkFrom(src nodeSource, root trieChild, prefix, from []byte, fn func(key, val []byte) bool) error {
+	sub, err := triePrefixRoot(src, root, prefix)
+	if err != nil || sub.count == 0 {
+		return err
+	}
+	if bytes.Compare(from, prefix) < 0 {
+		from = prefix // the least key that starts with prefix
+	}
+	n, err := src.node(sub.id)
+	if err != nil {
+		return err
+	}
+	_, err = walkFrom(src, n, prefix, from, fn)
+	return err
+}
+
+// walkFrom calls fn for the entries below n that start with prefix and
+// are not less than from (nil: every entry), in order; it reports false
+// once fn did or once it met a key past those that start with prefix
+// (the keys are in order, so none after it does either). from is at
+// least prefix.
+func walkFrom(src nodeSource, n *trieNode, prefix, from []byte, fn func(key, val []byte) bool) (bool, error) {
+	if n.leaf {
+		i := 0
+		if from != nil {
+			i, _ = slices.BinarySearchFunc(n.entries, from, func(e trieEntry, k []byte) int { return bytes.Compare(e.key, k) })
+		}
+		for _, e := range n.entries[i:] {
+			if !bytes.HasPrefix(e.key, prefix) || !fn(e.key, e.val) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	first := 0
+	if from != nil {
+		// Every entry below n has the first n.depth nibbles of n.prefix.
+		// Where from's path leaves them, either all those entries sort
+		// after from or none does.
+		if d := divergence(n.prefix, from, 0, n.depth); d < n.depth {
+			if keyNibble(from, d) > keyNibble(n.prefix, d) {
+				return true, nil
+			}
+			from = nil
+		} else {
+			first = keyNibble(from, n.depth)
+		}
+	}
+	for c := first; c < len(n.children); c++ {
+		ref := n.children[c]
+		if ref.count == 0 {
+			continue
+		}
+		child, err := src.node(ref.id)
+		if err != nil {
+			return false, err
+		}
+		bound := from
+		if c > first {
+			bound = nil // past from's nibble: every key sorts after from
+		}
+		if more, err := walkFrom(src, child, prefix, bound, fn); !more || err != nil {
+			return more, err
+		}
+	}
+	return true, nil
+}
+
 // trieDiff calls fn for every key whose value differs between the tries at
 // a and b (old nil = added, new nil = removed). Shared subtrees are skipped
 // without being read; the rest costs about what differs (a diff across a

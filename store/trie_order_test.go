@@ -98,6 +98,9 @@ func TestOrderedTrieAgainstMap(t *testing.T) {
 					where := fmt.Sprintf("seed %d batch %d", seed, batch)
 					checkAgainstOracle(t, where, nodes, root, oracle)
 					checkOrderedShape(t, nodes, root, 0, nil)
+					if batch%8 == 7 {
+						checkWalkFrom(t, where, nodes, root, oracle)
+					}
 					if scratch := buildFrom(t, nodes, oracle); scratch != root {
 						t.Fatalf("%s: incremental root %s/%d, from scratch %s/%d", where, root.id.Short(), root.count, scratch.id.Short(), scratch.count)
 					}
@@ -246,6 +249,91 @@ func offPathKeys(k string) []string {
 	lo[0] ^= 0x01
 	return []string{string(hi), string(lo)}
 }
+
+// checkWalkFrom checks trieWalkFrom on an ordered trie against the
+// oracle's keys in order: for prefixes of none, one and two bytes and
+// from keys the map holds, keys just past them, keys off their paths,
+// keys before, between and after every key, the entries yielded are
+// exactly the oracle's that start with the prefix and are not less than
+// from, in order; one stopped after two yields exactly those, having
+// read about the nodes on from's path and on the paths of those two.
+func checkWalkFrom(t *testing.T, where string, src nodeSource, root trieChild, oracle map[string]string) {
+	t.Helper()
+	if !orderedRoot(src, root) {
+		return
+	}
+	height := trieHeight(t, src, root)
+	sorted := slices.Sorted(maps.Keys(oracle))
+	froms := []string{"", "\x00", "\xff", "\xff\xff"}
+	prefixes := []string{""}
+	// About a dozen keys, spread over the map.
+	step := max(1, len(sorted)/12)
+	for i, k := range sorted {
+		if i%step != 0 {
+			continue
+		}
+		froms = append(froms, k, k+"\x00", k+"\x01")
+		froms = append(froms, offPathKeys(k)...)
+		if len(k) > 1 {
+			froms = append(froms, k[:len(k)-1], k[:len(k)/2])
+		}
+		if len(prefixes) < 5 && len(k) > 0 {
+			prefixes = append(prefixes, k[:1])
+			if len(k) > 1 {
+				prefixes = append(prefixes, k[:2])
+			}
+		}
+	}
+	for _, prefix := range prefixes {
+		for _, from := range froms {
+			var want []string
+			for _, k := range sorted {
+				if strings.HasPrefix(k, prefix) && k >= from {
+					want = append(want, k)
+				}
+			}
+			for _, stop := range []int{-1, 2} {
+				var got []string
+				rec := &readCounter{nodeSource: src}
+				err := trieWalkFrom(rec, root, []byte(prefix), []byte(from), func(k, v []byte) bool {
+					if oracle[string(k)] != string(v) {
+						t.Fatalf("%s: walk from %q under %q gave %q=%q, oracle %q", where, from, prefix, k, v, oracle[string(k)])
+					}
+					got = append(got, string(k))
+					return len(got) != stop
+				})
+				if err != nil {
+					t.Fatalf("%s: walk from %q under %q: %v", where, from, prefix, err)
+				}
+				w := want
+				if stop > 0 && len(w) > stop {
+					w = w[:stop]
+				}
+				if !slices.Equal(got, w) {
+					t.Fatalf("%s: walk from %q under %q (stopping after %d) gave %d keys %q…, want %d %q…", where, from, prefix, stop, len(got), firstKeys(got), len(w), firstKeys(w))
+				}
+				// Down from's path, then up and down once a key.
+				if limit := 2 * height * (2 + stop); stop > 0 && rec.reads > limit {
+					t.Fatalf("%s: walk from %q under %q, stopped after %d keys, read %d nodes; a trie %d high allows %d", where, from, prefix, stop, rec.reads, height, limit)
+				}
+			}
+		}
+	}
+}
+
+// readCounter counts the nodes read through it.
+type readCounter struct {
+	nodeSource
+	reads int
+}
+
+func (r *readCounter) node(id hashing.Digest) (*trieNode, error) {
+	r.reads++
+	return r.nodeSource.node(id)
+}
+
+// firstKeys returns the first few of keys, for a failure's message.
+func firstKeys(keys []string) []string { return keys[:min(len(keys), 3)] }
 
 // checkGetMany checks trieGetMany against the oracle: every key present,
 // absent keys, a key asked twice, in a shuffled order, each found key
