@@ -354,11 +354,7 @@ func compareEdgeKeys(a, b EdgeKey) int {
 
 // ranger returns the source under s's bottom layer if it ranges.
 func (s *State) ranger() (Ranger, bool) {
-	bottom := s
-	for bottom.under != nil {
-		bottom = bottom.under
-	}
-	rg, ok := bottom.src.(Ranger)
+	rg, ok := s.Source().(Ranger)
 	return rg, ok
 }
 

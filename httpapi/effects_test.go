@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -305,5 +306,46 @@ func TestReplaySendsNothing(t *testing.T) {
 	sort.Strings(statuses)
 	if fmt.Sprint(statuses) != "[claimed sent sent]" {
 		t.Fatalf("replayed statuses %v", statuses)
+	}
+}
+
+// TestEffectsOverTheMap: after a restart, the outbox's list and claim
+// read the effects from their ids' place in the state map; artifacts
+// whose ids sort just before, among and after the effects' ("effect",
+// "effect-1", "effect:" and "effect:hand" written by hand, "effects")
+// are not effects, and effects made since the restart (above the map)
+// are listed and claimed with the others.
+func TestEffectsOverTheMap(t *testing.T) {
+	e := newEnv(t, inDir(t.TempDir()))
+	e.createContext("o", "")
+	var ops []any
+	for _, id := range []string{"a", "effect", "effect-1", "effect9", "effect:", "effect:hand", "effects", "zz"} {
+		ops = append(ops, map[string]any{"op": "put", "artifact": map[string]any{"id": id, "type": "note", "data": map[string]any{"text": id}}})
+	}
+	e.must(e.post("/v1/contexts/o/commits", map[string]any{"ops": ops}), 201)
+	var want []string
+	enqueue := func(from, to int) {
+		for i := from; i < to; i++ {
+			want = append(want, effect(e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": fmt.Sprint("k", i), "kind": "job"}), 201))["id"].(string))
+		}
+		sort.Strings(want)
+	}
+	enqueue(0, 30)
+	e.reopen()
+	enqueue(30, 35)
+	var listed []string
+	for _, x := range e.must(e.get("/v1/contexts/o/effects?limit=1000"), 200)["items"].([]any) {
+		listed = append(listed, x.(map[string]any)["id"].(string))
+	}
+	if !slices.Equal(listed, want) {
+		t.Fatalf("listed %d effects (%q…), want %d (%q…)", len(listed), firstOf(listed), len(want), firstOf(want))
+	}
+	var claimed []string
+	for _, x := range e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "w", "limit": 100}), 200)["effects"].([]any) {
+		claimed = append(claimed, x.(map[string]any)["id"].(string))
+	}
+	sort.Strings(claimed)
+	if !slices.Equal(claimed, want) {
+		t.Fatalf("claimed %d effects, want %d", len(claimed), len(want))
 	}
 }

@@ -82,11 +82,14 @@ const (
 	casAttempts = 32
 )
 
+// effectPrefix starts the id of every effect (EffectID).
+const effectPrefix = "effect:"
+
 // EffectID returns the id of the effect with an idempotency key:
 // "effect:" and the first 32 hex digits of the key's SHA-256.
 func EffectID(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return "effect:" + hex.EncodeToString(sum[:16])
+	return effectPrefix + hex.EncodeToString(sum[:16])
 }
 
 // EffectInput is POST /v1/contexts/{ctx}/effects.
@@ -415,25 +418,38 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 	return nil, fault.Errorf(fault.Conflict, "the outbox is busy: other workers kept winning; claim again")
 }
 
-// effectsOf returns every effect of a view, sorted by id.
+// effectsOf returns every effect of a view, sorted by id. It reads the
+// ids from effectPrefix's place on (State.ArtifactsAfter), so a claim in a
+// big context reads its effects, not every artifact.
 func effectsOf(v *store.View) ([]EffectView, error) {
-	ids := v.State.ArtifactIDs()
-	i := sort.SearchStrings(ids, "effect:")
 	var out []EffectView
-	for ; i < len(ids) && strings.HasPrefix(ids[i], "effect:"); i++ {
-		a := v.State.Artifact(ids[i])
+	add := func(a *graph.Artifact) error {
 		if a.Type != TypeEffect {
-			continue
+			return nil
 		}
 		e, err := effectView(v, a)
 		if err != nil {
 			var ae *fault.Error
 			if errors.As(err, &ae) {
-				continue // not an outbox effect (written by hand)
+				return nil // not an outbox effect (written by hand)
 			}
-			return nil, err
+			return err
 		}
 		out = append(out, e)
+		return nil
+	}
+	if a := v.State.Artifact(effectPrefix); a != nil {
+		if err := add(a); err != nil {
+			return nil, err
+		}
+	}
+	for a := range v.State.ArtifactsAfter(effectPrefix) {
+		if !strings.HasPrefix(a.ID, effectPrefix) {
+			break
+		}
+		if err := add(a); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
