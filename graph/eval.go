@@ -46,7 +46,8 @@ func Evaluate(s *State, trust *TrustReport) Evaluation {
 // EvaluateWith evaluates the artifacts of type answer and claim of s.
 // trust must be the report of s (when nil it is computed with
 // RoleBase(roleOf, nil)); roleOf (s.RoleOf when nil) tells which types
-// are sources. It walks the ancestors of each answer.
+// are sources. It walks the ancestors of each answer, and passes once
+// over the artifacts and once over the edges.
 func EvaluateWith(s *State, trust *TrustReport, roleOf func(typ string) (Role, bool)) Evaluation {
 	if roleOf == nil {
 		roleOf = s.RoleOf
@@ -69,34 +70,54 @@ func EvaluateWith(s *State, trust *TrustReport, roleOf func(typ string) (Role, b
 		r, ok := roleOf(a.Type)
 		return ok && (r == RoleSource || r == RoleFetchVerdict)
 	}
-	total := 0
-	for _, id := range s.ArtifactIDs() {
-		a := s.art(id)
+	// One pass over the artifacts for the claims and answers, and one
+	// over the edges for the claims that depend on something: a state
+	// read through its map reads each once, where a lookup of every
+	// artifact and of every claim's edges read the map a million times.
+	claims := map[string]bool{}
+	var answers []string
+	s.RangeArtifacts(func(a *Artifact) bool {
 		switch a.Type {
 		case "claim":
-			if len(s.DependsOn(id)) == 0 {
-				ev.DanglingClaims = append(ev.DanglingClaims, id)
-			}
+			claims[a.ID] = true
 		case "answer":
-			ae := AnswerEval{ID: id, Status: trust.Trust(id).Status}
-			for _, anc := range Ancestors(s, id, 0) {
-				if !isSource(s.art(anc)) {
-					continue
-				}
-				ae.Sources++
-				if trust.Trust(anc).Status == StatusConfirmed {
-					ae.ConfirmedSources++
-				}
-			}
-			ae.Supported = ae.Status == StatusConfirmed && ae.ConfirmedSources > 0
-			total += ae.Sources
-			if ae.Supported {
-				ev.SupportedAnswers++
-			} else {
-				ev.UnsupportedAnswers = append(ev.UnsupportedAnswers, id)
-			}
-			ev.Answers = append(ev.Answers, ae)
+			answers = append(answers, a.ID)
 		}
+		return true
+	})
+	if len(claims) > 0 {
+		s.RangeEdges(func(e *Edge) bool {
+			if s.rels.Depends(e.Rel) {
+				delete(claims, e.From)
+			}
+			return true
+		})
+	}
+	for id := range claims {
+		ev.DanglingClaims = append(ev.DanglingClaims, id)
+	}
+	slices.Sort(ev.DanglingClaims)
+	slices.Sort(answers)
+	total := 0
+	for _, id := range answers {
+		ae := AnswerEval{ID: id, Status: trust.Trust(id).Status}
+		for _, anc := range Ancestors(s, id, 0) {
+			if !isSource(s.art(anc)) {
+				continue
+			}
+			ae.Sources++
+			if trust.Trust(anc).Status == StatusConfirmed {
+				ae.ConfirmedSources++
+			}
+		}
+		ae.Supported = ae.Status == StatusConfirmed && ae.ConfirmedSources > 0
+		total += ae.Sources
+		if ae.Supported {
+			ev.SupportedAnswers++
+		} else {
+			ev.UnsupportedAnswers = append(ev.UnsupportedAnswers, id)
+		}
+		ev.Answers = append(ev.Answers, ae)
 	}
 	if n := len(ev.Answers); n > 0 {
 		ev.SupportedShare = float64(ev.SupportedAnswers) / float64(n)
