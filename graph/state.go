@@ -3,7 +3,9 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -258,12 +260,14 @@ func (s *State) ArtifactIDs() []string {
 	return ids
 }
 
-// Artifacts returns all artifacts sorted by id.
+// Artifacts returns all artifacts sorted by id, from one pass over them
+// (a state read through its map does not look each one up again).
 func (s *State) Artifacts() []*Artifact {
 	out := make([]*Artifact, 0, s.nArt)
-	for _, id := range s.ArtifactIDs() {
-		out = append(out, s.art(id))
+	for _, a := range s.allArtifacts() {
+		out = append(out, a)
 	}
+	slices.SortFunc(out, func(a, b *Artifact) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
