@@ -361,7 +361,11 @@ func (s *State) ranger() (Ranger, bool) {
 // mergeAfter yields, in key order, the entries of s after after: those
 // the source yields in order (fromSrc), but for the keys a layer above it
 // holds (live, or a removal marker), merged with the layers' own live
-// entries after after (each key's from the highest layer holding it).
+// entries after after (each key's from the highest layer holding it). An
+// entry of the source that is not after after is passed over: a map
+// orders edge keys by their bytes, which is their order only for keys
+// without a zero byte in From or Rel, as stored edges are but a cursor
+// need not be.
 func mergeAfter[K comparable, V comparable](s *State, layer func(*State) map[K]V, after K, cmp func(a, b K) int, key func(V) K, fromSrc iter.Seq[V], yield func(V) bool) {
 	var zero V
 	hidden := map[K]bool{}
@@ -381,6 +385,9 @@ func mergeAfter[K comparable, V comparable](s *State, layer func(*State) map[K]V
 	i := 0
 	for v := range fromSrc {
 		k := key(v)
+		if cmp(k, after) <= 0 {
+			continue
+		}
 		for ; i < len(own) && cmp(key(own[i]), k) < 0; i++ {
 			if !yield(own[i]) {
 				return

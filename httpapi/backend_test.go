@@ -8,8 +8,9 @@ import (
 )
 
 // testBackend points so at the backend storetest.EnvStore selects
-// (ARTIFACTD_TEST_STORE=postgres: a schema of its own per test).
-func testBackend(t testing.TB, so *store.Options) {
+// (ARTIFACTD_TEST_STORE=postgres: a schema of its own per test) and
+// returns what points so at it again after a close (storetest.Backend).
+func testBackend(t testing.TB, so *store.Options) (again func(*store.Options)) {
 	t.Helper()
-	storetest.Backend(t, so, "httpapi")
+	return storetest.Backend(t, so, "httpapi")
 }

@@ -316,7 +316,7 @@ func TestReplaySendsNothing(t *testing.T) {
 // are not effects, and effects made since the restart (above the map)
 // are listed and claimed with the others.
 func TestEffectsOverTheMap(t *testing.T) {
-	e := newEnv(t, inDir(t.TempDir()))
+	e := newEnv(t)
 	e.createContext("o", "")
 	var ops []any
 	for _, id := range []string{"a", "effect", "effect-1", "effect9", "effect:", "effect:hand", "effects", "zz"} {

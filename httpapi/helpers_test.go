@@ -26,10 +26,11 @@ type env struct {
 	srv   *Server
 	ts    *httptest.Server
 	token string // sent as a bearer token when set
-	// so and o are what the store and the server were opened with
-	// (reopen).
-	so store.Options
-	o  Options
+	// so and o are what the store and the server were opened with, and
+	// again points so at the same store anew (reopen).
+	so    store.Options
+	o     Options
+	again func(*store.Options)
 }
 
 type envOption func(*Options, *store.Options)
@@ -48,9 +49,11 @@ func withMaxBody(n int64) envOption {
 	return func(o *Options, _ *store.Options) { o.MaxBodyBytes = n }
 }
 
-// inDir keeps the store in dir, in Badger (reopen needs its files).
-func inDir(dir string) envOption {
-	return func(_ *Options, so *store.Options) { so.Dir = dir }
+// withCacheBytes gives the store a cache budget of n bytes: with a small
+// one, a view of an old commit is read through its state map rather than
+// loaded whole.
+func withCacheBytes(n int64) envOption {
+	return func(_ *Options, so *store.Options) { so.CacheBytes = n }
 }
 
 func withClock(now time.Time) envOption {
@@ -69,8 +72,9 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	for _, f := range opts {
 		f(&o, &so)
 	}
+	again := func(*store.Options) {}
 	if so.Dir == tmp {
-		testBackend(t, &so) // a test that names its directory reads Badger's files
+		again = testBackend(t, &so) // a test that names its directory reads Badger's files
 	}
 	st, err := store.Open(ctx, so)
 	if err != nil {
@@ -82,7 +86,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	o.Store = st
 	srv := New(o)
 	ts := httptest.NewServer(srv)
-	e := &env{t: t, st: st, srv: srv, ts: ts, so: so, o: o}
+	e := &env{t: t, st: st, srv: srv, ts: ts, so: so, o: o, again: again}
 	t.Cleanup(e.close)
 	return e
 }
@@ -98,15 +102,12 @@ func (e *env) close() {
 	}
 }
 
-// reopen restarts the server over its store opened again: the heads are
-// then read through their state maps. The store must be in a directory
-// of its own (inDir).
+// reopen restarts the server over its store opened again (on the backend
+// the test runs on): the heads are then read through their state maps.
 func (e *env) reopen() {
 	e.t.Helper()
-	if e.so.Dir == "" {
-		e.t.Fatal("reopen: the store has no directory (inDir)")
-	}
 	e.close()
+	e.again(&e.so)
 	st, err := store.Open(context.Background(), e.so)
 	if err != nil {
 		e.t.Fatal(err)

@@ -481,17 +481,37 @@ func (m *mapSource) EdgesAfter(after graph.EdgeKey) iter.Seq[*graph.Edge] {
 
 // walkAfter calls fn for the map's entries of kind (a key's first byte)
 // whose keys sort after key, in key order, until fn returns false; a
-// failure is kept.
+// failure is kept. Like scan, it stops once m.ctx ends (checked every
+// afterCheck entries): a filtered page whose filter matches little may
+// walk far.
 func (m *mapSource) walkAfter(kind byte, key []byte, fn func(k, v []byte) bool) {
 	if err := m.ctx.Err(); err != nil {
 		m.fail(err)
 		return
 	}
+	n := 0
+	var ended error
+	each := func(k, v []byte) bool {
+		if n++; n%afterCheck == 0 {
+			if ended = m.ctx.Err(); ended != nil {
+				return false
+			}
+		}
+		return fn(k, v)
+	}
 	// The least key past key: key and a zero byte.
-	if err := trieWalkFrom(m, m.root, []byte{kind}, append(key, 0), fn); err != nil {
+	err := trieWalkFrom(m, m.root, []byte{kind}, append(key, 0), each)
+	if err == nil {
+		err = ended
+	}
+	if err != nil {
 		m.fail(err)
 	}
 }
+
+// afterCheck is how many entries walkAfter yields between two looks at
+// its context.
+const afterCheck = 1024
 
 // Tombstones yields every tombstone, in id order.
 func (m *mapSource) Tombstones() iter.Seq2[string, int64] {

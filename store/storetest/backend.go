@@ -23,12 +23,16 @@ const EnvStore = "ARTIFACTD_TEST_STORE"
 // Backend points so at the backend EnvStore selects. On PostgreSQL the
 // test's schema is named after prefix, and its records are deleted when
 // the test ends (after the store's own cleanup closes the store, if that
-// is registered later).
-func Backend(t testing.TB, so *store.Options, prefix string) {
+// is registered later). It returns again, which points so at the same
+// store anew for a test that closes its store and opens it again (a
+// store's Close closes its driver): on PostgreSQL a new driver over the
+// same schema, closed when the test ends; on Badger nothing (so.Dir
+// names the store).
+func Backend(t testing.TB, so *store.Options, prefix string) (again func(so *store.Options)) {
 	t.Helper()
 	switch b := os.Getenv(EnvStore); b {
 	case "", "badger":
-		return
+		return func(*store.Options) {}
 	case "postgres":
 	default:
 		t.Fatalf("%s=%q: want badger or postgres", EnvStore, b)
@@ -39,14 +43,17 @@ func Backend(t testing.TB, so *store.Options, prefix string) {
 	}
 	ctx := context.Background()
 	schema := fmt.Sprintf("%s_%d_%d", prefix, time.Now().UnixNano(), rand.Uint32())
-	drv, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
-	if err != nil {
-		t.Fatalf("open PostgreSQL: %v", err)
+	open := func(so *store.Options) {
+		drv, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
+		if err != nil {
+			t.Fatalf("open PostgreSQL: %v", err)
+		}
+		so.Driver = drv
+		so.ReserveBytes = -1 // no data directory whose free space to watch
+		t.Cleanup(func() { _ = drv.Close() })
 	}
-	so.Driver = drv
-	so.ReserveBytes = -1 // no data directory whose free space to watch
+	open(so)
 	t.Cleanup(func() {
-		_ = drv.Close()
 		d, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
 		if err != nil {
 			t.Errorf("clear schema %s: %v", schema, err)
@@ -64,4 +71,5 @@ func Backend(t testing.TB, so *store.Options, prefix string) {
 			t.Errorf("clear schema %s: %v", schema, err)
 		}
 	})
+	return open
 }

@@ -101,6 +101,43 @@ func testHoldExcludes(t *testing.T, d kv.Driver) {
 	wantValue(t, d, "c", []byte("new"))
 }
 
+// LockQueue is what a driver's tests may add to it for the conformance
+// suite: how many holds wait on a key held. With it, a waiter counts as
+// queued once it waits, however slow the machine; without it, a waiter
+// is given queueGrace.
+type LockQueue interface {
+	LockWaiters(ctx context.Context) (int, error)
+}
+
+// queueGrace is how long a waiter is given to queue on a driver that
+// cannot tell (LockQueue).
+const queueGrace = 150 * time.Millisecond
+
+// waitQueued returns once n holds wait on d's keys (LockQueue), or after
+// queueGrace on a driver that cannot tell.
+func waitQueued(t *testing.T, d kv.Driver, n int) {
+	t.Helper()
+	q, ok := d.(LockQueue)
+	if !ok {
+		time.Sleep(queueGrace)
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := q.LockWaiters(context.Background())
+		if err != nil {
+			t.Fatalf("LockWaiters: %v", err)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d holds wait after 30s, want %d", got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // testHoldOrder: holders of one key take their turns in the order they
 // asked for it.
 func testHoldOrder(t *testing.T, d kv.Driver) {
@@ -126,7 +163,7 @@ func testHoldOrder(t *testing.T, d kv.Driver) {
 			h.Release()
 		}()
 		// Let waiter i queue before waiter i+1 asks.
-		time.Sleep(150 * time.Millisecond)
+		waitQueued(t, d, i+1)
 	}
 	first.Release()
 	wg.Wait()

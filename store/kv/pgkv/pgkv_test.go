@@ -62,20 +62,54 @@ func open(ctx context.Context, t testing.TB, schema string, bulk pgkv.BulkMethod
 }
 
 func TestConformance(t *testing.T) {
+	dsn := testDSN(t)
 	for _, bulk := range []struct {
 		name string
 		m    pgkv.BulkMethod
 	}{{"unnest", pgkv.BulkUnnest}, {"copy", pgkv.BulkCopy}} {
 		t.Run(bulk.name, func(t *testing.T) {
 			kvtest.Run(t, func(t *testing.T) kv.Driver {
-				d, err := open(context.Background(), t, freshSchema(t), bulk.m)
+				schema := freshSchema(t)
+				d, err := pgkv.Open(context.Background(), pgkv.Options{DSN: withApp(dsn, schema), Schema: schema, Bulk: bulk.m})
 				if err != nil {
 					t.Fatal(err)
 				}
-				return d
+				return queuedDriver{Driver: d, dsn: dsn, app: schema}
 			})
 		})
 	}
+}
+
+// queuedDriver is a driver whose sessions are named app, which tells the
+// conformance suite how many of them wait on a lock (kvtest.LockQueue):
+// a hold's waiter is queued once its session waits, however long the
+// machine took to send its query.
+type queuedDriver struct {
+	*pgkv.Driver
+	dsn, app string
+}
+
+func (d queuedDriver) LockWaiters(ctx context.Context) (int, error) {
+	conn, err := pgx.Connect(ctx, d.dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", d.app).Scan(&n)
+	return n, err
+}
+
+// withApp returns dsn with its sessions named app (application_name).
+func withApp(dsn, app string) string {
+	if !strings.Contains(dsn, "://") {
+		return dsn + " application_name=" + app
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "application_name=" + app
 }
 
 // TestCrash kills the client mid-commit; the server then finishes or
@@ -83,20 +117,10 @@ func TestConformance(t *testing.T) {
 // named after its schema so that the test can wait for them to end.
 func TestCrash(t *testing.T) {
 	dsn := testDSN(t)
-	withApp := func(schema string) string {
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
-		}
-		if !strings.Contains(dsn, "://") {
-			return dsn + " application_name=" + schema
-		}
-		return dsn + sep + "application_name=" + schema
-	}
 	kvtest.RunCrash(t, kvtest.CrashTarget{
 		Fresh: func(t *testing.T) string { return freshSchema(t) },
 		Open: func(ctx context.Context, schema string) (kv.Driver, error) {
-			return pgkv.Open(ctx, pgkv.Options{DSN: withApp(schema), Schema: schema})
+			return pgkv.Open(ctx, pgkv.Options{DSN: withApp(dsn, schema), Schema: schema})
 		},
 		Settle: func(ctx context.Context, schema string) error {
 			conn, err := pgx.Connect(ctx, dsn)
