@@ -780,13 +780,28 @@ func TestArtifactsAfter(t *testing.T) {
 // after two, against want.
 func checkEdgesAfter(t *testing.T, what string, st *State, after EdgeKey, want []EdgeKey) {
 	t.Helper()
+	checkSeqAfter(t, what, func() iter.Seq[*Edge] { return st.EdgesAfter(after) }, (*Edge).Key, st.Edge, want)
+}
+
+// checkAfter checks st's artifacts after after, in full and stopped
+// after two, against want.
+func checkAfter(t *testing.T, what string, st *State, after string, want []string) {
+	t.Helper()
+	checkSeqAfter(t, what, func() iter.Seq[*Artifact] { return st.ArtifactsAfter(after) }, func(a *Artifact) string { return a.ID }, st.Artifact, want)
+}
+
+// checkSeqAfter checks the keys seq yields, in full and stopped after
+// two, against want, and each entry against what lookup gives for its
+// key.
+func checkSeqAfter[V any, K comparable](t *testing.T, what string, seq func() iter.Seq[*V], key func(*V) K, lookup func(K) *V, want []K) {
+	t.Helper()
 	for _, stop := range []int{-1, 2} {
-		var got []EdgeKey
-		for e := range st.EdgesAfter(after) {
-			if e == nil || !reflect.DeepEqual(st.Edge(e.Key()), e) {
-				t.Fatalf("%s: yielded %v, the state has %v", what, e, st.Edge(e.Key()))
+		var got []K
+		for v := range seq() {
+			if v == nil || !reflect.DeepEqual(lookup(key(v)), v) {
+				t.Fatalf("%s: yielded %v, the state has %v", what, v, lookup(key(v)))
 			}
-			got = append(got, e.Key())
+			got = append(got, key(v))
 			if len(got) == stop {
 				break
 			}
@@ -797,31 +812,6 @@ func checkEdgesAfter(t *testing.T, what string, st *State, after EdgeKey, want [
 		}
 		if !slices.Equal(got, w) {
 			t.Fatalf("%s (stopping after %d): %v, want %v", what, stop, got, w)
-		}
-	}
-}
-
-// checkAfter checks st's artifacts after after, in full and stopped
-// after two, against want.
-func checkAfter(t *testing.T, what string, st *State, after string, want []string) {
-	t.Helper()
-	for _, stop := range []int{-1, 2} {
-		var got []string
-		for a := range st.ArtifactsAfter(after) {
-			if a == nil || !reflect.DeepEqual(st.Artifact(a.ID), a) {
-				t.Fatalf("%s: yielded %v, the state has %v", what, a, st.Artifact(a.ID))
-			}
-			got = append(got, a.ID)
-			if len(got) == stop {
-				break
-			}
-		}
-		w := want
-		if stop > 0 && len(w) > stop {
-			w = w[:stop]
-		}
-		if !slices.Equal(got, w) {
-			t.Fatalf("%s (stopping after %d): %q, want %q", what, stop, got, w)
 		}
 	}
 }

@@ -294,7 +294,7 @@ func checkWalkFrom(t *testing.T, where string, src nodeSource, root trieChild, o
 			}
 			for _, stop := range []int{-1, 2} {
 				var got []string
-				rec := &readCounter{nodeSource: src}
+				rec := &countingNodes{nodeSource: src}
 				err := trieWalkFrom(rec, root, []byte(prefix), []byte(from), func(k, v []byte) bool {
 					if oracle[string(k)] != string(v) {
 						t.Fatalf("%s: walk from %q under %q gave %q=%q, oracle %q", where, from, prefix, k, v, oracle[string(k)])
@@ -319,17 +319,6 @@ func checkWalkFrom(t *testing.T, where string, src nodeSource, root trieChild, o
 			}
 		}
 	}
-}
-
-// readCounter counts the nodes read through it.
-type readCounter struct {
-	nodeSource
-	reads int
-}
-
-func (r *readCounter) node(id hashing.Digest) (*trieNode, error) {
-	r.reads++
-	return r.nodeSource.node(id)
 }
 
 // firstKeys returns the first few of keys, for a failure's message.
@@ -845,7 +834,7 @@ func TestOrderedDiffReadsWhatDiffers(t *testing.T) {
 			}
 			nodes.absorb(w)
 			for _, dir := range [][2]trieChild{{base, next}, {next, base}} {
-				src := &countingNodes{memNodes: nodes}
+				src := &countingNodes{nodeSource: nodes}
 				changes := 0
 				if err := trieDiff(src, dir[0], dir[1], func(k, o, n []byte) error { changes++; return nil }); err != nil {
 					t.Fatal(err)
@@ -1005,7 +994,7 @@ func TestTriePrefixWalk(t *testing.T) {
 						want = append(want, k+"="+oracle[k])
 					}
 				}
-				src := &countingNodes{memNodes: nodes}
+				src := &countingNodes{nodeSource: nodes}
 				var got []string
 				if err := triePrefixWalk(src, root, []byte(p), func(k, v []byte) bool {
 					got = append(got, string(k)+"="+string(v))

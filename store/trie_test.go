@@ -68,13 +68,13 @@ func TestDecodeNodeRejectsGarbage(t *testing.T) {
 
 // countingNodes is a node source that counts its point reads.
 type countingNodes struct {
-	memNodes
+	nodeSource
 	reads int
 }
 
 func (c *countingNodes) node(id hashing.Digest) (*trieNode, error) {
 	c.reads++
-	return c.memNodes.node(id)
+	return c.nodeSource.node(id)
 }
 
 // TestTrieGetStopsOffABranch checks that a lookup of a key off a branch's
@@ -101,7 +101,7 @@ func TestTrieGetStopsOffABranch(t *testing.T) {
 	if rootNode.leaf || rootNode.depth != 1 || keyNibble([]byte("q"), 1) != keyNibble([]byte("a"), 1) {
 		t.Fatalf("fixture: root leaf=%v depth %d; want a branch on the low nibble of the first byte", rootNode.leaf, rootNode.depth)
 	}
-	src := &countingNodes{memNodes: base}
+	src := &countingNodes{nodeSource: base}
 	var keys [][]byte
 	for i := range 200 {
 		k := fmt.Appendf(nil, "q%d", i*25)
@@ -177,7 +177,7 @@ func TestTrieWarm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src := &countingNodes{memNodes: base}
+			src := &countingNodes{nodeSource: base}
 			warmed := newTrieWriter(src)
 			calls, ids := 0, 0
 			read := func(want []hashing.Digest) (map[hashing.Digest]*trieNode, error) {
