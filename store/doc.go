@@ -101,7 +101,10 @@
 //     (Planning.DiffFrom, which sees the group's unwritten nodes). A
 //     diff's far side is read over its map too, and a comparison of two
 //     runs (of one context or two) is the diff of their maps
-//     (DiffStates).
+//     (DiffStates). A page of a list (the artifacts or edges after a
+//     cursor, the outbox's effects) is a walk of the map from the
+//     cursor's key (trieWalkFrom through graph.Ranger): it skips, unread,
+//     what sorts before the cursor, and stops with the read's context.
 //   - definitions: the types and relations a context uses, recorded in
 //     its own history as artifactd.type/… and artifactd.relation/…
 //     artifacts (graph.DefinitionOps decides which a commit must record;
