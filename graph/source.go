@@ -297,25 +297,16 @@ type Ranger interface {
 // after (every artifact for ""), in id order, until the caller stops:
 // a page from a cursor. Over a source that ranges (Ranger) it reads what
 // it yields and what the layers above the source hold; otherwise it
-// sorts every id first, as ArtifactIDs does.
+// sorts every artifact first (State.Artifacts).
 func (s *State) ArtifactsAfter(after string) iter.Seq[*Artifact] {
 	return func(yield func(*Artifact) bool) {
-		rg, ok := s.ranger()
-		if !ok {
-			ids := s.ArtifactIDs()
-			i, found := slices.BinarySearch(ids, after)
-			if found {
-				i++
-			}
-			for _, id := range ids[i:] {
-				if !yield(s.art(id)) {
-					return
-				}
-			}
+		id := func(a *Artifact) string { return a.ID }
+		if rg, ok := s.ranger(); ok {
+			layers := func(x *State) map[string]*Artifact { return x.artifacts }
+			mergeAfter(s, layers, after, strings.Compare, id, rg.ArtifactsAfter(after), yield)
 			return
 		}
-		layers := func(x *State) map[string]*Artifact { return x.artifacts }
-		mergeAfter(s, layers, after, strings.Compare, func(a *Artifact) string { return a.ID }, rg.ArtifactsAfter(after), yield)
+		sortedAfter(s.Artifacts(), after, strings.Compare, id, yield)
 	}
 }
 
@@ -325,31 +316,24 @@ func (s *State) ArtifactsAfter(after string) iter.Seq[*Artifact] {
 // ArtifactsAfter does.
 func (s *State) EdgesAfter(after EdgeKey) iter.Seq[*Edge] {
 	return func(yield func(*Edge) bool) {
-		rg, ok := s.ranger()
-		if !ok {
-			edges := s.Edges()
-			i := sort.Search(len(edges), func(i int) bool { return compareEdgeKeys(edges[i].Key(), after) > 0 })
-			for _, e := range edges[i:] {
-				if !yield(e) {
-					return
-				}
-			}
+		if rg, ok := s.ranger(); ok {
+			layers := func(x *State) map[EdgeKey]*Edge { return x.edges }
+			mergeAfter(s, layers, after, compareEdgeKeys, (*Edge).Key, rg.EdgesAfter(after), yield)
 			return
 		}
-		layers := func(x *State) map[EdgeKey]*Edge { return x.edges }
-		mergeAfter(s, layers, after, compareEdgeKeys, (*Edge).Key, rg.EdgesAfter(after), yield)
+		sortedAfter(s.Edges(), after, compareEdgeKeys, (*Edge).Key, yield)
 	}
 }
 
-// compareEdgeKeys orders edge keys as Edges sorts them.
-func compareEdgeKeys(a, b EdgeKey) int {
-	switch {
-	case edgeLess(a, b):
-		return -1
-	case edgeLess(b, a):
-		return 1
+// sortedAfter yields the entries of sorted (in key order) whose keys
+// sort after after: a state without a source that ranges.
+func sortedAfter[K, V any](sorted []V, after K, cmp func(a, b K) int, key func(V) K, yield func(V) bool) {
+	i := sort.Search(len(sorted), func(i int) bool { return cmp(key(sorted[i]), after) > 0 })
+	for _, v := range sorted[i:] {
+		if !yield(v) {
+			return
+		}
 	}
-	return 0
 }
 
 // ranger returns the source under s's bottom layer if it ranges.

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -283,17 +284,13 @@ func (s *State) Edges() []*Edge {
 
 // SortEdges sorts edges by (from, rel, to), bytewise.
 func SortEdges(es []*Edge) {
-	sort.Slice(es, func(i, j int) bool { return edgeLess(es[i].Key(), es[j].Key()) })
+	slices.SortFunc(es, func(a, b *Edge) int { return compareEdgeKeys(a.Key(), b.Key()) })
 }
 
-func edgeLess(a, b EdgeKey) bool {
-	if a.From != b.From {
-		return a.From < b.From
-	}
-	if a.Rel != b.Rel {
-		return a.Rel < b.Rel
-	}
-	return a.To < b.To
+// compareEdgeKeys orders edge keys by (from, rel, to), bytewise, as
+// SortEdges sorts edges.
+func compareEdgeKeys(a, b EdgeKey) int {
+	return cmp.Or(strings.Compare(a.From, b.From), strings.Compare(a.Rel, b.Rel), strings.Compare(a.To, b.To))
 }
 
 // Out returns the edges leaving id, sorted.

@@ -272,7 +272,7 @@ const (
 
 // scanWindows walks the subtree at ref as scan does, prefetching each
 // part of at most scanWindow entries before walking it; it reports false
-// once fn did.
+// once fn did, or once the walk passed the keys under prefix.
 func (m *mapSource) scanWindows(ref trieChild, prefix []byte, fn func(k, v []byte) bool) (bool, error) {
 	if err := m.ctx.Err(); err != nil {
 		return false, err
@@ -305,7 +305,7 @@ func (m *mapSource) scanWindows(ref trieChild, prefix []byte, fn func(k, v []byt
 	if err != nil {
 		return false, err
 	}
-	return walkPrefixed(src, n, prefix, fn)
+	return walkFrom(src, n, prefix, prefix, fn)
 }
 
 // Artifact returns id's metadata (no Data), or nil.

@@ -943,28 +943,9 @@ func trieWalk(src nodeSource, root trieChild, fn func(key, val []byte) error) er
 	return nil
 }
 
-// triePrefixWalk calls fn for every entry below root (an ordered trie)
-// whose key starts with prefix, in key order, until fn returns false. It
-// follows prefix's nibbles down to the subtree that holds every such key
-// (triePrefixRoot), so it reads about the depth of the trie plus what it
-// yields. fn must not retain key or val beyond the call unless it copies
-// them.
-func triePrefixWalk(src nodeSource, root trieChild, prefix []byte, fn func(key, val []byte) bool) error {
-	sub, err := triePrefixRoot(src, root, prefix)
-	if err != nil || sub.count == 0 {
-		return err
-	}
-	n, err := src.node(sub.id)
-	if err != nil {
-		return err
-	}
-	_, err = walkPrefixed(src, n, prefix, fn)
-	return err
-}
-
 // triePrefixRoot returns the smallest subtree below root (an ordered
 // trie) that holds every entry whose key starts with prefix — those below
-// it that do not are filtered by walkPrefixed — or the empty one when no
+// it that do not are passed over by walkFrom — or the empty one when no
 // key can.
 func triePrefixRoot(src nodeSource, root trieChild, prefix []byte) (trieChild, error) {
 	ref := root
@@ -990,38 +971,14 @@ func triePrefixRoot(src nodeSource, root trieChild, prefix []byte) (trieChild, e
 	return trieChild{}, nil
 }
 
-// walkPrefixed calls fn for the entries below n whose key starts with
-// prefix, in order; it reports false once fn did.
-func walkPrefixed(src nodeSource, n *trieNode, prefix []byte, fn func(key, val []byte) bool) (bool, error) {
-	if n.leaf {
-		for _, e := range n.entries {
-			if bytes.HasPrefix(e.key, prefix) && !fn(e.key, e.val) {
-				return false, nil
-			}
-		}
-		return true, nil
-	}
-	for _, c := range n.children {
-		if c.count == 0 {
-			continue
-		}
-		child, err := src.node(c.id)
-		if err != nil {
-			return false, err
-		}
-		if more, err := walkPrefixed(src, child, prefix, fn); !more || err != nil {
-			return more, err
-		}
-	}
-	return true, nil
-}
-
 // trieWalkFrom calls fn for every entry below root (an ordered trie)
 // whose key starts with prefix and is not less than from, in key order,
-// until fn returns false. It descends along from's path, skipping every
-// subtree whose keys all sort before from without reading it, so it
-// reads about the depth of the trie plus what it yields: a page of a big
-// map from a cursor. fn must not retain key or val beyond the call
+// until fn returns false. It follows prefix's nibbles down to the subtree
+// that holds every such key (triePrefixRoot), then descends along from's
+// path, skipping every subtree whose keys all sort before from without
+// reading it, so it reads about the depth of the trie plus what it
+// yields: a page of a big map from a cursor, or with from = prefix every
+// key under a prefix. fn must not retain key or val beyond the call
 // unless it copies them.
 func trieWalkFrom(src nodeSource, root trieChild, prefix, from []byte, fn func(key, val []byte) bool) error {
 	sub, err := triePrefixRoot(src, root, prefix)

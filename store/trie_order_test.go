@@ -996,7 +996,7 @@ func TestTriePrefixWalk(t *testing.T) {
 				}
 				src := &countingNodes{nodeSource: nodes}
 				var got []string
-				if err := triePrefixWalk(src, root, []byte(p), func(k, v []byte) bool {
+				if err := trieWalkFrom(src, root, []byte(p), []byte(p), func(k, v []byte) bool {
 					got = append(got, string(k)+"="+string(v))
 					return true
 				}); err != nil {
@@ -1010,7 +1010,7 @@ func TestTriePrefixWalk(t *testing.T) {
 				}
 				if len(want) > 1 {
 					n := 0
-					if err := triePrefixWalk(nodes, root, []byte(p), func(k, v []byte) bool { n++; return n < 2 }); err != nil || n != 2 {
+					if err := trieWalkFrom(nodes, root, []byte(p), []byte(p), func(k, v []byte) bool { n++; return n < 2 }); err != nil || n != 2 {
 						t.Fatalf("prefix %q: a walk told to stop after 2 yielded %d (%v)", p, n, err)
 					}
 				}

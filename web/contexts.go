@@ -365,23 +365,13 @@ func (c *candidate) artifact(st *graph.State) *graph.Artifact {
 // A trust filter judges an artifact the index does not list as
 // unconfirmed as confirmed, as the index does.
 func (s *server) candidates(v *store.View, search searchQuery) []candidate {
-	st, tr := v.State, v.Trust
-	var unconfirmed map[string]graph.Status
+	st := v.State
+	var unconfirmed unconfirmedSet
 	if search.Status != "" {
-		unconfirmed = make(map[string]graph.Status)
-		for id, status := range tr.Unconfirmed() {
-			unconfirmed[id] = status
-		}
+		unconfirmed = unconfirmedOf(v.Trust)
 	}
 	trusted := func(id string) bool {
-		if unconfirmed == nil {
-			return true
-		}
-		status, ok := unconfirmed[id]
-		if !ok {
-			status = graph.StatusConfirmed
-		}
-		return statusMatches(search.Status, status)
+		return unconfirmed == nil || statusMatches(search.Status, unconfirmed.status(id))
 	}
 	var out []candidate
 	switch {

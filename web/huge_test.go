@@ -83,7 +83,7 @@ func TestHugeContextGraphs(t *testing.T) {
 		var body string
 		cpu0 := cpuTime()
 		for range 3 {
-			srv.overviews = newOverviewCache(32) // a first visit: nothing clustered yet
+			srv.overviews = newLRU[*clusterSet](overviewsKept) // a first visit: nothing clustered yet
 			d, b := serveTimed(t, h, p.path)
 			first, body = append(first, d), b
 		}
@@ -177,7 +177,7 @@ func BenchmarkHugeOverviewCold(b *testing.B) {
 	h := New(Options{Store: s, Logger: quietLogger()}).(*server)
 	serve(b, h, "/ui/contexts/huge/graph")
 	loopCPU(b, func() {
-		h.overviews = newOverviewCache(32)
+		h.overviews = newLRU[*clusterSet](overviewsKept)
 		serve(b, h, "/ui/contexts/huge/graph")
 	})
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"container/list"
 	"math"
 	"slices"
 	"strconv"
@@ -22,6 +21,9 @@ const (
 	clusterSamples = 3
 	// otherGroup names the merged cluster.
 	otherGroup = "(other)"
+	// overviewsKept is how many overviews (by commit and grouping) the
+	// server keeps.
+	overviewsKept = 32
 )
 
 // clusterKey is what an artifact is grouped by.
@@ -61,20 +63,9 @@ func (s *server) clusters(v *store.View, group string) *clusterSet {
 	if cs, ok := s.overviews.get(key); ok {
 		return cs
 	}
-	// The artifacts the pass meets exist: those the index does not list
-	// as unconfirmed are confirmed (one walk of the few, not a lookup
-	// per artifact).
-	unconfirmed := map[string]graph.Status{}
-	for id, st := range v.Trust.Unconfirmed() {
-		unconfirmed[id] = st
-	}
-	status := func(id string) graph.Status {
-		if st, ok := unconfirmed[id]; ok {
-			return st
-		}
-		return graph.StatusConfirmed
-	}
-	cs := buildClusters(v.State, status, group)
+	// The artifacts the pass meets exist, so their status is what the
+	// index's unconfirmed list says.
+	cs := buildClusters(v.State, unconfirmedOf(v.Trust).status, group)
 	if v.Err() == nil { // not what a failed or cancelled read left out
 		s.overviews.put(key, cs)
 	}
@@ -421,45 +412,26 @@ func (cs *clusterSet) drawing(ctx, at, group string) *drawing {
 	return d
 }
 
-// overviewCache keeps cluster sets by commit and grouping; entries never
-// go stale (a commit is immutable) and the least recently used beyond max
-// are dropped.
-type overviewCache struct {
-	mu    sync.Mutex // guards ll and byKey
-	max   int
-	ll    *list.List // of *overviewEntry, most recent first
-	byKey map[string]*list.Element
-}
+// unconfirmedSet is the status of each unconfirmed artifact of a state,
+// from its trust index's list of them: one walk of the few, not a lookup
+// per artifact.
+type unconfirmedSet map[string]graph.Status
 
-type overviewEntry struct {
-	key string
-	cs  *clusterSet
-}
-
-func newOverviewCache(max int) *overviewCache {
-	return &overviewCache{max: max, ll: list.New(), byKey: map[string]*list.Element{}}
-}
-
-func (c *overviewCache) get(key string) (*clusterSet, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.byKey[key]; ok {
-		c.ll.MoveToFront(el)
-		return el.Value.(*overviewEntry).cs, true
+// unconfirmedOf lists tr's unconfirmed artifacts.
+func unconfirmedOf(tr *graph.TrustIndex) unconfirmedSet {
+	u := unconfirmedSet{}
+	for id, st := range tr.Unconfirmed() {
+		u[id] = st
 	}
-	return nil, false
+	return u
 }
 
-func (c *overviewCache) put(key string, cs *clusterSet) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byKey[key]; ok {
-		return
+// status returns the status of id, an artifact of the state: its listed
+// one, else confirmed (as the index judges an artifact it does not list
+// as unconfirmed).
+func (u unconfirmedSet) status(id string) graph.Status {
+	if st, ok := u[id]; ok {
+		return st
 	}
-	c.byKey[key] = c.ll.PushFront(&overviewEntry{key: key, cs: cs})
-	for c.ll.Len() > c.max {
-		old := c.ll.Back()
-		delete(c.byKey, old.Value.(*overviewEntry).key)
-		c.ll.Remove(old)
-	}
+	return graph.StatusConfirmed
 }

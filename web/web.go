@@ -39,8 +39,9 @@ type server struct {
 	pics   *pictureCache
 	// said caches the short texts of artifacts by content hash.
 	said *saidCache
-	// overviews caches clustered overviews by commit.
-	overviews *overviewCache
+	// overviews caches clustered overviews by commit and grouping (the
+	// overviewsKept most recently used).
+	overviews *lru[*clusterSet]
 	// chains caches first-parent commit chains by their head commit, and
 	// steps what each commit changed; both are immutable per commit.
 	chains *lru[*chain]
@@ -77,7 +78,7 @@ func New(opts Options) http.Handler {
 		pics:   newPictureCache(48 << 20),
 		said:   newSaidCache(200_000),
 
-		overviews: newOverviewCache(32),
+		overviews: newLRU[*clusterSet](overviewsKept),
 		chains:    newLRU[*chain](16),
 		steps:     newLRU[*stepSummary](4096),
 		ids:       newSizedLRU(maxListedBytes, idsCost),
