@@ -435,7 +435,10 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 				return err
 			}
 		}
-		st, err := s.loadState(context.Background(), s, cs.info, c, prefetchWorkers)
+		st, err := s.loadState(ctx, s, cs.info, c, prefetchWorkers)
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("load the head of branch %q of %q: %w", b.Name, ctxID, ctx.Err())
+		}
 		if err != nil {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 			continue
@@ -443,7 +446,9 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		if err := s.checkMapIndex(c, st); err != nil {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 		}
-		k.gateBlobs(ctxID, b.Name, st)
+		if err := k.gateBlobs(ctx, ctxID, b.Name, st); err != nil {
+			return err
+		}
 		if apart {
 			batch = append(batch, pendingHead{branch: b.Name, c: c})
 			batchStates = append(batchStates, st)
@@ -544,8 +549,9 @@ func (k *checker) stateMap(ctxID string, c *replay.Commit) bool {
 
 // gateBlobs reports every gate output of a branch head (fetch_verdict,
 // tool_error, tool_output) that names a blob the store does not hold: its
-// verdict or cut could no longer be checked against the bytes.
-func (k *checker) gateBlobs(ctxID, branch string, st *graph.State) {
+// verdict or cut could no longer be checked against the bytes. It fails
+// only when ctx ends: a blob it could not look up then is not reported.
+func (k *checker) gateBlobs(ctx context.Context, ctxID, branch string, st *graph.State) error {
 	s := k.s
 	for _, a := range st.Artifacts() {
 		if !gateOutput(a.Type) {
@@ -559,15 +565,19 @@ func (k *checker) gateBlobs(ctxID, branch string, st *graph.State) {
 			d, err := hashing.ParseDigest(ref)
 			if err == nil {
 				var ok bool
-				if ok, err = s.HasBlob(context.Background(), d); err == nil && ok {
+				if ok, err = s.HasBlob(ctx, d); err == nil && ok {
 					continue
 				}
-				if _, pruned := s.BlobPruned(context.Background(), d); pruned && a.Type != "fetch_verdict" {
+				if _, pruned := s.BlobPruned(ctx, d); pruned && a.Type != "fetch_verdict" {
 					continue // a spilled output pruned after its window
+				}
+				if ctx.Err() != nil {
+					return fmt.Errorf("look up the blobs of branch %q of %q: %w", branch, ctxID, ctx.Err())
 				}
 			}
 			k.add(Defect{Kind: "blob", Context: ctxID, ID: a.ID,
 				Detail: fmt.Sprintf("%s %q at the head of branch %q names blob %s, which is not stored", a.Type, a.ID, branch, ref)})
 		}
 	}
+	return nil
 }
