@@ -325,6 +325,30 @@ func (s *State) EdgesAfter(after EdgeKey) iter.Seq[*Edge] {
 	}
 }
 
+// OutAfter yields the edges leaving id whose keys sort after after's, in
+// key order, until the caller stops: a page of one artifact's edges from
+// a cursor. Over a source that ranges (Ranger) it reads about what it
+// yields, however many edges leave id — they are one run of the edges'
+// key order; otherwise it sorts id's edges first (State.Out).
+func (s *State) OutAfter(id string, after EdgeKey) iter.Seq[*Edge] {
+	return func(yield func(*Edge) bool) {
+		if _, ok := s.ranger(); !ok {
+			sortedAfter(s.Out(id), after, compareEdgeKeys, (*Edge).Key, yield)
+			return
+		}
+		// No edge has an empty relation, so every edge leaving id
+		// sorts after {From: id}.
+		if start := (EdgeKey{From: id}); compareEdgeKeys(after, start) < 0 {
+			after = start
+		}
+		for e := range s.EdgesAfter(after) {
+			if e.From != id || !yield(e) {
+				return
+			}
+		}
+	}
+}
+
 // sortedAfter yields the entries of sorted (in key order) whose keys
 // sort after after: a state without a source that ranges.
 func sortedAfter[K, V any](sorted []V, after K, cmp func(a, b K) int, key func(V) K, yield func(V) bool) {

@@ -754,8 +754,35 @@ func TestArtifactsAfter(t *testing.T) {
 					checkEdgesAfter(t, fmt.Sprintf("seed %d, over a plain source, after %v", seed, after), plain, after, before)
 				}
 			}
+			// One artifact's edges after a key: before its first, at
+			// each of its own, between them, and past its last.
+			outOf := map[string][]EdgeKey{"~": nil}
+			for _, e := range edges {
+				outOf[e.From] = append(outOf[e.From], e.Key())
+			}
+			for id, keys := range outOf {
+				afters := []EdgeKey{{}, {From: id}, {From: id + "!"}, {From: "~"}}
+				for _, k := range keys {
+					afters = append(afters, k, EdgeKey{From: k.From, Rel: k.Rel, To: k.To + "!"})
+				}
+				for _, after := range afters {
+					var want []EdgeKey
+					for _, k := range keys {
+						if compareEdgeKeys(k, after) > 0 {
+							want = append(want, k)
+						}
+					}
+					for _, c := range []struct {
+						name string
+						st   *State
+					}{{"whole", whole}, {"over a ranging source", top}} {
+						checkSeqAfter(t, fmt.Sprintf("seed %d step %d, %s, out of %q after %v", seed, step, c.name, id, after),
+							func() iter.Seq[*Edge] { return c.st.OutAfter(id, after) }, (*Edge).Key, c.st.Edge, want)
+					}
+				}
+			}
 			if n := rsrc.walks.Load() - walks; n != 0 {
-				t.Fatalf("seed %d: ArtifactsAfter or EdgesAfter walked the ranging source %d times", seed, n)
+				t.Fatalf("seed %d: ArtifactsAfter, EdgesAfter or OutAfter walked the ranging source %d times", seed, n)
 			}
 			// Stopped after one artifact, the source yields at most that
 			// one and those the layers changed or deleted.

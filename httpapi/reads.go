@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 
 	"github.com/artifactd/artifactd/graph"
@@ -273,19 +272,12 @@ func (s *Server) handleListEdges(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	from, rel, to := q.Get("from"), q.Get("rel"), q.Get("to")
 	s.readView(w, r, func(v *store.View) (any, error) {
-		// One artifact's edges, or every edge from the cursor's place: a
-		// page of a big state reads about the page (State.EdgesAfter).
+		// Every edge, or one artifact's, from the cursor's place: a page
+		// of a big state reads about the page (State.EdgesAfter,
+		// State.OutAfter).
 		edges := v.State.EdgesAfter(cursorEdge(cursor))
 		if from != "" {
-			edges = func(yield func(*graph.Edge) bool) {
-				out := v.State.Out(from)
-				i := sort.Search(len(out), func(i int) bool { return edgeKey(out[i]) > cursor })
-				for _, e := range out[i:] {
-					if !yield(e) {
-						return
-					}
-				}
-			}
+			edges = v.State.OutAfter(from, cursorEdge(cursor))
 		}
 		out := page[*graph.Edge]{Commit: &v.Commit.ID, Items: []*graph.Edge{}}
 		for e := range edges {

@@ -533,6 +533,21 @@ func TestPaginationOverTheMap(t *testing.T) {
 		if got, w := e.pageAll("/v1/contexts/pages/edges?limit=9&rel=mentions"+at.query, edgeListed), wantEdges(at.edges, "mentions"); !slices.Equal(got, w) {
 			t.Fatalf("rel mentions%s: %d edges, want %d", at.query, len(got), len(w))
 		}
+		// One artifact's edges: two, one left after an unlink, those of
+		// an id between others, none, and an id no artifact has.
+		for _, from := range []string{id(4), id(8), id(396), fmt.Sprintf("%s/%d", id(38), 1), id(1), "a/"} {
+			var w []string
+			for _, k := range wantEdges(at.edges, "") {
+				if strings.Split(k, "\x00")[0] == from {
+					w = append(w, k)
+				}
+			}
+			for _, limit := range []int{1, 2, 9} {
+				if got := e.pageAll(fmt.Sprintf("/v1/contexts/pages/edges?limit=%d&from=%s%s", limit, url.QueryEscape(from), at.query), edgeListed); !slices.Equal(got, w) {
+					t.Fatalf("edges from %q, limit %d%s: %q, want %q", from, limit, at.query, got, w)
+				}
+			}
+		}
 	}
 }
 
