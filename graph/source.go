@@ -349,6 +349,17 @@ func (s *State) OutAfter(id string, after EdgeKey) iter.Seq[*Edge] {
 	}
 }
 
+// InAfter yields the edges arriving at id whose keys sort after after's,
+// in key order, until the caller stops: a page of the edges into one
+// artifact from a cursor. They are spread over the edges' key order, so
+// it reads them all first (State.In, the reverse index): a page costs the
+// artifact's in-degree, not the state.
+func (s *State) InAfter(id string, after EdgeKey) iter.Seq[*Edge] {
+	return func(yield func(*Edge) bool) {
+		sortedAfter(s.In(id), after, compareEdgeKeys, (*Edge).Key, yield)
+	}
+}
+
 // sortedAfter yields the entries of sorted (in key order) whose keys
 // sort after after: a state without a source that ranges.
 func sortedAfter[K, V any](sorted []V, after K, cmp func(a, b K) int, key func(V) K, yield func(V) bool) {

@@ -760,6 +760,31 @@ func TestArtifactsAfter(t *testing.T) {
 			for _, e := range edges {
 				outOf[e.From] = append(outOf[e.From], e.Key())
 			}
+			inTo := map[string][]EdgeKey{"~": nil}
+			for _, e := range edges {
+				inTo[e.To] = append(inTo[e.To], e.Key())
+			}
+			for id, keys := range inTo {
+				afters := []EdgeKey{{}, {From: "~"}}
+				for _, k := range keys {
+					afters = append(afters, k, EdgeKey{From: k.From}, EdgeKey{From: k.From, Rel: k.Rel, To: k.To + "!"})
+				}
+				for _, after := range afters {
+					var want []EdgeKey
+					for _, k := range keys {
+						if compareEdgeKeys(k, after) > 0 {
+							want = append(want, k)
+						}
+					}
+					for _, c := range []struct {
+						name string
+						st   *State
+					}{{"whole", whole}, {"over a ranging source", top}} {
+						checkSeqAfter(t, fmt.Sprintf("seed %d step %d, %s, into %q after %v", seed, step, c.name, id, after),
+							func() iter.Seq[*Edge] { return c.st.InAfter(id, after) }, (*Edge).Key, c.st.Edge, want)
+					}
+				}
+			}
 			for id, keys := range outOf {
 				afters := []EdgeKey{{}, {From: id}, {From: id + "!"}, {From: "~"}}
 				for _, k := range keys {

@@ -272,12 +272,16 @@ func (s *Server) handleListEdges(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	from, rel, to := q.Get("from"), q.Get("rel"), q.Get("to")
 	s.readView(w, r, func(v *store.View) (any, error) {
-		// Every edge, or one artifact's, from the cursor's place: a page
-		// of a big state reads about the page (State.EdgesAfter,
-		// State.OutAfter).
+		// Every edge, or those leaving or reaching one artifact, from the
+		// cursor's place: a page of a big state reads about the page
+		// (State.EdgesAfter, State.OutAfter), or the artifact's edges in
+		// (State.InAfter) — never the whole state to find a few.
 		edges := v.State.EdgesAfter(cursorEdge(cursor))
-		if from != "" {
+		switch {
+		case from != "":
 			edges = v.State.OutAfter(from, cursorEdge(cursor))
+		case to != "":
+			edges = v.State.InAfter(to, cursorEdge(cursor))
 		}
 		out := page[*graph.Edge]{Commit: &v.Commit.ID, Items: []*graph.Edge{}}
 		for e := range edges {

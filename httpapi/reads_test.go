@@ -533,6 +533,21 @@ func TestPaginationOverTheMap(t *testing.T) {
 		if got, w := e.pageAll("/v1/contexts/pages/edges?limit=9&rel=mentions"+at.query, edgeListed), wantEdges(at.edges, "mentions"); !slices.Equal(got, w) {
 			t.Fatalf("rel mentions%s: %d edges, want %d", at.query, len(got), len(w))
 		}
+		// The edges into one artifact: many, one, none, and an id no
+		// artifact has.
+		for _, to := range []string{id(0), id(4), id(396), id(1), "a/"} {
+			var w []string
+			for _, k := range wantEdges(at.edges, "") {
+				if strings.Split(k, "\x00")[2] == to {
+					w = append(w, k)
+				}
+			}
+			for _, limit := range []int{1, 9, 100} {
+				if got := e.pageAll(fmt.Sprintf("/v1/contexts/pages/edges?limit=%d&to=%s%s", limit, url.QueryEscape(to), at.query), edgeListed); !slices.Equal(got, w) {
+					t.Fatalf("edges into %q, limit %d%s: %q, want %q", to, limit, at.query, got, w)
+				}
+			}
+		}
 		// One artifact's edges: two, one left after an unlink, those of
 		// an id between others, none, and an id no artifact has.
 		for _, from := range []string{id(4), id(8), id(396), fmt.Sprintf("%s/%d", id(38), 1), id(1), "a/"} {
