@@ -2,6 +2,7 @@ package graph
 
 import (
 	"iter"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -271,10 +272,12 @@ func (s *State) TypeCounts() map[string]int {
 			}
 		}
 		for _, typ := range names {
-			if n := s.countOf(typ); n > 0 {
-				counts[typ] = n
+			if _, done := counts[typ]; done {
+				continue // named by the source and a layer, or by two layers
 			}
+			counts[typ] = s.countOf(typ)
 		}
+		maps.DeleteFunc(counts, func(_ string, n int) bool { return n <= 0 })
 		return counts
 	}
 	for _, a := range s.allArtifacts() {

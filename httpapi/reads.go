@@ -86,9 +86,22 @@ func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) {
 	typ := r.URL.Query().Get("type")
 	s.readView(w, r, func(v *store.View) (any, error) {
 		// From the cursor's place: a page of a big state reads about the
-		// page, not every id before it (State.ArtifactsAfter).
+		// page, not every id before it (State.ArtifactsAfter). A type
+		// filter reads on until the page is full, but not past the
+		// state's last artifact of the type when the walk started at the
+		// first (the state counts its types from its index), and not at
+		// all for a type the state does not hold.
 		out := page[ArtifactView]{Commit: &v.Commit.ID, Items: []ArtifactView{}}
+		left := -1 // artifacts of the type still to come, when known
+		if typ != "" {
+			if left = v.State.TypeCounts()[typ]; cursor != "" && left > 0 {
+				left = -1
+			}
+		}
 		for a := range v.State.ArtifactsAfter(cursor) {
+			if left == 0 {
+				break
+			}
 			if typ != "" && a.Type != typ {
 				continue
 			}
@@ -99,6 +112,9 @@ func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) {
 			av := artifactView(a)
 			av.Trust = &graph.Trust{ID: a.ID, Status: v.Trust.Status(a.ID)}
 			out.Items = append(out.Items, av)
+			if left > 0 {
+				left--
+			}
 		}
 		return out, nil
 	})

@@ -525,9 +525,11 @@ func TestPaginationOverTheMap(t *testing.T) {
 				t.Fatalf("edges, limit %d%s: %d, want %d (first %q, want %q)", limit, at.query, len(got), len(w), firstOf(got), firstOf(w))
 			}
 		}
-		for _, typ := range []string{"note", "claim"} {
-			if got, w := e.pageAll("/v1/contexts/pages/artifacts?limit=9&type="+typ+at.query, listed), want(at.types, typ); !slices.Equal(got, w) {
-				t.Fatalf("type %s%s: %d artifacts, want %d", typ, at.query, len(got), len(w))
+		for _, typ := range []string{"note", "claim", "question"} {
+			for _, limit := range []int{9, 1000} { // many pages; one, which stops at the type's last artifact
+				if got, w := e.pageAll(fmt.Sprintf("/v1/contexts/pages/artifacts?limit=%d&type=%s%s", limit, typ, at.query), listed), want(at.types, typ); !slices.Equal(got, w) {
+					t.Fatalf("type %s, limit %d%s: %d artifacts, want %d", typ, limit, at.query, len(got), len(w))
+				}
 			}
 		}
 		if got, w := e.pageAll("/v1/contexts/pages/edges?limit=9&rel=mentions"+at.query, edgeListed), wantEdges(at.edges, "mentions"); !slices.Equal(got, w) {
