@@ -760,6 +760,33 @@ func TestArtifactsAfter(t *testing.T) {
 			for _, e := range edges {
 				outOf[e.From] = append(outOf[e.From], e.Key())
 			}
+			if step == 0 {
+				// Over a source that cannot range: the state before the
+				// steps.
+				out, in := map[string][]EdgeKey{}, map[string][]EdgeKey{}
+				for _, e := range s.Edges() {
+					out[e.From] = append(out[e.From], e.Key())
+					in[e.To] = append(in[e.To], e.Key())
+				}
+				for _, c := range []struct {
+					dir  string
+					of   map[string][]EdgeKey
+					list func(id string, after EdgeKey) iter.Seq[*Edge]
+				}{{"out of", out, plain.OutAfter}, {"into", in, plain.InAfter}} {
+					for id, keys := range c.of {
+						for _, after := range append([]EdgeKey{{}, {From: id}}, keys...) {
+							var want []EdgeKey
+							for _, k := range keys {
+								if compareEdgeKeys(k, after) > 0 {
+									want = append(want, k)
+								}
+							}
+							checkSeqAfter(t, fmt.Sprintf("seed %d, over a plain source, %s %q after %v", seed, c.dir, id, after),
+								func() iter.Seq[*Edge] { return c.list(id, after) }, (*Edge).Key, plain.Edge, want)
+						}
+					}
+				}
+			}
 			inTo := map[string][]EdgeKey{"~": nil}
 			for _, e := range edges {
 				inTo[e.To] = append(inTo[e.To], e.Key())

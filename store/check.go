@@ -443,7 +443,10 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 			continue
 		}
-		if err := s.checkMapIndex(c, st); err != nil {
+		if err := s.checkMapIndex(ctx, c, st); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("check the index of branch %q of %q: %w", b.Name, ctxID, ctx.Err())
+			}
 			k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: fmt.Sprintf("head of branch %q: %v", b.Name, err)})
 		}
 		if err := k.gateBlobs(ctx, ctxID, b.Name, st); err != nil {

@@ -129,3 +129,81 @@ func TestCheckStopsWhenCancelledLookingUpBlobs(t *testing.T) {
 		t.Errorf("the check looked up %d more blobs after it was cancelled", n)
 	}
 }
+
+// cancelAfterLoad is a driver that cancels a context at the first read of
+// state-map nodes made under a context that cannot end (a walk through
+// the store's own node reads) once nodes were read under one that can
+// (a head's load under the check's context), and counts the node reads
+// after that.
+type cancelAfterLoad struct {
+	*memkv.Driver
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	loaded bool // nodes were read under a context that can end
+	fired  bool
+	after  int
+}
+
+func (d *cancelAfterLoad) saw(ctx context.Context, keys [][]byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cancel == nil || len(keys) == 0 || !bytes.HasPrefix(keys[0], []byte(pNode)) {
+		return
+	}
+	switch {
+	case d.fired:
+		d.after++
+	case ctx.Done() != nil:
+		d.loaded = true
+	case d.loaded:
+		d.fired = true
+		d.cancel()
+	}
+}
+
+func (d *cancelAfterLoad) Get(ctx context.Context, key []byte) ([]byte, error) {
+	d.saw(ctx, [][]byte{key})
+	return d.Driver.Get(ctx, key)
+}
+
+func (d *cancelAfterLoad) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	d.saw(ctx, keys)
+	return d.Driver.GetMany(ctx, keys)
+}
+
+// TestCheckStopsWhenCancelledCheckingAHeadsIndex: fsck cancelled while it
+// walks a branch head's map to check its index (after the head loaded,
+// with a node cache too small to hold the map) fails with the
+// cancellation and reads no more of the map.
+func TestCheckStopsWhenCancelledCheckingAHeadsIndex(t *testing.T) {
+	d := &cancelAfterLoad{Driver: memkv.New()}
+	s := openWithContext(t, Options{Driver: d, ReserveBytes: -1, CacheBytes: MinCacheBytes})
+	var ops []graph.Op
+	for i := range 5000 {
+		ops = append(ops, notePut(fmt.Sprintf("a%d", i), i, "x"))
+	}
+	mustCommit(t, s, "c", ops...)
+	mustCheck(t, s)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d.mu.Lock()
+	d.cancel = cancel
+	d.mu.Unlock()
+	rep, err := s.Check(ctx)
+	d.mu.Lock()
+	fired, after := d.fired, d.after
+	d.mu.Unlock()
+	if !fired {
+		t.Fatal("the check read no state-map node after the head's load: the fixture's map fits the node cache")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("check cancelled while checking a head's index: %v, defects %v; want context.Canceled", err, rep.Defects)
+	}
+	if len(rep.Defects) != 0 {
+		t.Errorf("a cancelled check reported defects: %v", rep.Defects)
+	}
+	if after != 0 {
+		t.Errorf("the check read %d more batches of state-map nodes after it was cancelled", after)
+	}
+}

@@ -18,8 +18,9 @@ import (
 // and the sizes its record keeps with what they must be for st, the
 // state at c loaded whole, and its trust index computed afresh. A map
 // whose reverse edges are apart is checked against the context's reverse
-// index by checkReverseIndexOf. A commit without an index passes.
-func (s *Store) checkMapIndex(c *replay.Commit, st *graph.State) error {
+// index by checkReverseIndexOf. A commit without an index passes. The
+// walk of the map stops when ctx ends, failing with ctx's error.
+func (s *Store) checkMapIndex(ctx context.Context, c *replay.Commit, st *graph.State) error {
 	if c.Index == nil {
 		return nil
 	}
@@ -29,6 +30,9 @@ func (s *Store) checkMapIndex(c *replay.Commit, st *graph.State) error {
 	slices.SortFunc(want, func(a, b trieMut) int { return bytes.Compare(a.key, b.key) })
 	var got []trieMut
 	err := trieWalk(s, trieChild{id: c.Root, count: c.RootCount}, func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		switch k[0] {
 		case 'r':
 			if _, err := splitRevKey(k); err != nil {

@@ -197,7 +197,7 @@ func (s *Store) checkIndex(ctx context.Context, ctxID string, c *replay.Commit, 
 			return err
 		}
 	}
-	return s.checkMapIndex(c, st)
+	return s.checkMapIndex(ctx, c, st)
 }
 
 // checkReverseIndex checks that the reverse index of context ctxID names
