@@ -1,12 +1,15 @@
 package web
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -50,17 +53,13 @@ type compareCell struct {
 	URL     string
 }
 
-// compareEntry is what one side knows about an artifact.
-type compareEntry struct {
-	a      *graph.Artifact
-	status graph.Status
-}
-
 // handleCompare compares two runs: the state of context ?a= at ?a_at=
 // with that of ?b= at ?b_at= (branch heads of main by default). It shows
 // both commits and context hashes — equal hashes mean the same state —
 // and every artifact that exists on one side only, differs in content,
-// type or producer, or differs in trust. Each state is read on its own.
+// type or producer, or differs in trust: the store's diff of the two
+// states' maps, and the artifacts each side's trust index lists as
+// unconfirmed (compareRuns).
 func (s *server) handleCompare(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.URL.Query()
@@ -81,7 +80,7 @@ func (s *server) handleCompare(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "compare", p, view)
 		return
 	}
-	left := map[string]compareEntry{}
+	var reads [2]sideRead
 	for i, side := range []*compareSide{&view.A, &view.B} {
 		name := "a"
 		if i == 1 {
@@ -94,12 +93,8 @@ func (s *server) handleCompare(w http.ResponseWriter, r *http.Request) {
 		err := s.store.Read(ctx, side.Ctx, side.At, func(v *store.View) error {
 			side.Commit = newCommitInfo(v.Commit, v.Branch)
 			side.Summary = v.Trust.Summary()
-			if i == 0 {
-				left = sideEntries(v)
-				return nil
-			}
-			compareWith(v, left, &view)
-			return nil
+			reads[i] = sideRead{commit: v.Commit, unconfirmed: unconfirmedOf(v.Trust)}
+			return v.Err() // a list cut short by the read's end is not compared
 		})
 		if err != nil {
 			what := "context " + quoteRef(side.Ctx) + " or commit " + quoteRef(side.At) + " (parameter " + name + ")"
@@ -107,93 +102,133 @@ func (s *server) handleCompare(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// What is left in the map exists in A only.
-	var onlyA []string
-	for id := range left {
-		onlyA = append(onlyA, id)
-	}
-	naturalSort(onlyA)
-	for _, id := range onlyA {
-		view.OnlyA++
-		view.Differing++
-		if len(view.Rows) >= maxCompareRows {
-			view.More++
-			continue
-		}
-		e := left[id]
-		view.Rows = append(view.Rows, compareRow{ID: id, Kind: "only in A", A: &compareCell{Type: e.a.Type, Version: e.a.Version, Hash: e.a.ContentHash, Status: e.status,
-			URL: artifactURL(view.A.Ctx, id, view.A.Commit.ID)}})
+	if err := s.compareRuns(ctx, &view, reads[0], reads[1]); err != nil {
+		s.problem(w, r, storeProblem(err, "the states of "+quoteRef(view.A.Ctx)+" and "+quoteRef(view.B.Ctx)))
+		return
 	}
 	view.Ready = true
 	view.Same = view.A.Commit.ContextHash == view.B.Commit.ContextHash
 	s.render(w, r, http.StatusOK, "compare", p, view)
 }
 
-// sideEntries returns the artifacts of v's state, without their data,
-// with their trust, in one pass over the state: each status comes from
-// the few artifacts the trust index lists as unconfirmed
-// (unconfirmedOf), not from a lookup per artifact — over a state map a
-// million lookups took seconds.
-func sideEntries(v *store.View) map[string]compareEntry {
-	unconfirmed := unconfirmedOf(v.Trust)
-	out := make(map[string]compareEntry, v.State.NumArtifacts())
-	v.State.RangeArtifacts(func(a *graph.Artifact) bool {
-		c := *a // the view is valid only inside the callback
-		c.Data = nil
-		out[a.ID] = compareEntry{a: &c, status: unconfirmed.status(a.ID)}
-		return true
-	})
-	return out
+// sideRead is what the comparison keeps of one side's read: its commit
+// and the artifacts its trust index lists as unconfirmed.
+type sideRead struct {
+	commit      *replay.Commit
+	unconfirmed unconfirmedSet
 }
 
-// compareWith passes once over side B's state against the entries of
-// side A, taking every matched id out of left, and appends the rows that
-// differ, in natural id order, up to maxCompareRows (counting the rest in
-// More).
-func compareWith(v *store.View, left map[string]compareEntry, view *compareView) {
-	unconfirmed := unconfirmedOf(v.Trust)
-	type differing struct {
-		row compareRow
-		b   compareEntry
-		inA bool
+// compareRuns fills view's rows and counts from the store's diff of the
+// two sides' state maps (Store.DiffStates: what differs, read without
+// loading either state — for two commits of one context, only the parts
+// their maps do not share) and the two sides' unconfirmed artifacts: an
+// artifact whose status differs is unconfirmed on one side at least.
+// The rows of the artifacts side B has come first, then those only A
+// has, each in natural id order, up to maxCompareRows (the rest counted
+// in More).
+func (s *server) compareRuns(ctx context.Context, view *compareView, a, b sideRead) error {
+	d := &replay.DiffResult{}
+	if a.commit.ContextHash != b.commit.ContextHash {
+		var err error
+		if d, err = s.store.DiffStates(ctx, a.commit, b.commit); err != nil {
+			return err
+		}
 	}
-	var diffs []differing
-	v.State.RangeArtifacts(func(a *graph.Artifact) bool {
-		bs := unconfirmed.status(a.ID)
-		e, inA := left[a.ID]
-		delete(left, a.ID)
-		row := compareRow{ID: a.ID}
-		switch {
-		case !inA:
-			row.Kind = "only in B"
-			view.OnlyB++
-		case e.a.ContentHash != a.ContentHash || e.a.Type != a.Type || e.a.ProducedBy != a.ProducedBy:
-			row.Kind = "differs"
-			view.Changed++
-		case e.status != bs:
-			row.Kind = "trust differs"
-			view.TrustDiffs++
-		default:
-			return true
+	type diffRow struct {
+		id, kind string
+		a, b     *replay.ArtifactVersion // nil: to be looked up (same on both sides)
+	}
+	var inB []diffRow
+	oneSide := make(map[string]bool, len(d.Added)+len(d.Removed))
+	for _, ch := range d.Added {
+		inB = append(inB, diffRow{id: ch.ID, kind: "only in B", b: ch.New})
+		oneSide[ch.ID] = true
+	}
+	for _, ch := range d.Removed {
+		oneSide[ch.ID] = true
+	}
+	view.OnlyB = len(d.Added)
+	differs := map[string]bool{}
+	versionOnly := map[string]replay.ArtifactChange{}
+	for _, ch := range d.Changed {
+		if ch.Old.ContentHash == ch.New.ContentHash && ch.Old.Type == ch.New.Type && ch.Old.ProducedBy == ch.New.ProducedBy {
+			versionOnly[ch.ID] = ch
+			continue
 		}
-		b := *a
-		b.Data = nil
-		diffs = append(diffs, differing{row: row, b: compareEntry{a: &b, status: bs}, inA: inA})
-		if inA {
-			diffs[len(diffs)-1].row.A = &compareCell{Type: e.a.Type, Version: e.a.Version, Hash: e.a.ContentHash, Status: e.status,
-				URL: artifactURL(view.A.Ctx, a.ID, view.A.Commit.ID)}
+		inB = append(inB, diffRow{id: ch.ID, kind: "differs", a: ch.Old, b: ch.New})
+		differs[ch.ID] = true
+		view.Changed++
+	}
+	trustDiffers := func(id string) {
+		if oneSide[id] || differs[id] || a.unconfirmed.status(id) == b.unconfirmed.status(id) {
+			return
 		}
-		return true
-	})
-	slices.SortFunc(diffs, func(x, y differing) int { return compareIDs(x.row.ID, y.row.ID) })
-	for _, d := range diffs {
+		row := diffRow{id: id, kind: "trust differs"}
+		if ch, ok := versionOnly[id]; ok {
+			row.a, row.b = ch.Old, ch.New
+		}
+		inB = append(inB, row)
+		view.TrustDiffs++
+	}
+	for id := range a.unconfirmed {
+		trustDiffers(id)
+	}
+	for id := range b.unconfirmed {
+		if _, seen := a.unconfirmed[id]; !seen {
+			trustDiffers(id)
+		}
+	}
+	slices.SortFunc(inB, func(x, y diffRow) int { return compareIDs(x.id, y.id) })
+	shown := inB[:min(len(inB), maxCompareRows)]
+	// A row of trust alone shows the artifact as both sides have it.
+	var lookup []int
+	for i, r := range shown {
+		if r.a == nil && r.kind == "trust differs" {
+			lookup = append(lookup, i)
+		}
+	}
+	if len(lookup) > 0 {
+		err := s.store.Read(ctx, view.B.Ctx, b.commit.ID.Hex(), func(v *store.View) error {
+			for _, i := range lookup {
+				art := v.State.Artifact(shown[i].id)
+				if art == nil {
+					return fmt.Errorf("%w: artifact %q, unconfirmed and unchanged, is not in the state", store.ErrCorrupt, shown[i].id)
+				}
+				ver := &replay.ArtifactVersion{Type: art.Type, Version: art.Version, ContentHash: art.ContentHash, ProducedBy: art.ProducedBy}
+				shown[i].a, shown[i].b = ver, ver
+			}
+			return v.Err()
+		})
+		if err != nil {
+			return err
+		}
+	}
+	cell := func(ver *replay.ArtifactVersion, st graph.Status, url string) *compareCell {
+		return &compareCell{Type: ver.Type, Version: ver.Version, Hash: ver.ContentHash, Status: st, URL: url}
+	}
+	for i, r := range inB {
+		view.Differing++
+		if i >= len(shown) {
+			view.More++
+			continue
+		}
+		row := compareRow{ID: r.id, Kind: r.kind, B: cell(r.b, b.unconfirmed.status(r.id), artifactURL(view.B.Ctx, r.id, b.commit.ID.Hex()))}
+		if r.kind != "only in B" {
+			row.A = cell(r.a, a.unconfirmed.status(r.id), artifactURL(view.A.Ctx, r.id, view.A.Commit.ID))
+		}
+		view.Rows = append(view.Rows, row)
+	}
+	removed := slices.Clone(d.Removed)
+	slices.SortFunc(removed, func(x, y replay.ArtifactChange) int { return compareIDs(x.ID, y.ID) })
+	view.OnlyA = len(removed)
+	for _, ch := range removed {
 		view.Differing++
 		if len(view.Rows) >= maxCompareRows {
 			view.More++
 			continue
 		}
-		b := d.b.a
-		d.row.B = &compareCell{Type: b.Type, Version: b.Version, Hash: b.ContentHash, Status: d.b.status, URL: artifactURL(view.B.Ctx, b.ID, v.Commit.ID.Hex())}
-		view.Rows = append(view.Rows, d.row)
+		view.Rows = append(view.Rows, compareRow{ID: ch.ID, Kind: "only in A",
+			A: cell(ch.Old, a.unconfirmed.status(ch.ID), artifactURL(view.A.Ctx, ch.ID, view.A.Commit.ID))})
 	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
@@ -42,7 +43,11 @@ func TestCompareMatchesOracle(t *testing.T) {
 	// A poison root confirmed by a new verdict: its dependents' trust
 	// differs while their content does not.
 	ops = append(ops, putOp(t, "a00500", "fetch_verdict", "gate/v1", map[string]any{"verdict": "RETRIEVED", "url": "https://example.com/a00500"}))
-	yNext := commit(t, s, "y", "", "agent", "second", ops...)
+	commit(t, s, "y", "", "agent", "second", ops...)
+	// Rewritten and put back: a later version with the same content,
+	// whose trust differs too (it rests on the root confirmed above).
+	commit(t, s, "y", "", "agent", "third", putOp(t, "a00505", "claim", "agent", map[string]any{"text": "for a while"}))
+	yNext := commit(t, s, "y", "", "agent", "fourth", putOp(t, "a00505", "claim", "agent", map[string]any{"text": "claim a00505", "n": 505}))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -50,17 +55,24 @@ func TestCompareMatchesOracle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	h := New(Options{Store: s, Logger: quietLogger()}).(*server)
 
 	sides := []struct{ ctx, at string }{{"x", ""}, {"y", ""}, {"y", y.ID.Hex()}, {"x", x.ID.Hex()}, {"y", yNext.ID.Hex()}}
 	var seen [5]bool
 	for _, a := range sides {
 		for _, b := range sides {
-			got := compareSides(t, s, a.ctx, a.at, b.ctx, b.at, sideEntries, compareWith)
-			want := compareSides(t, s, a.ctx, a.at, b.ctx, b.at, oracleEntries, oracleCompareWith)
+			got := compareSides(t, h, a.ctx, a.at, b.ctx, b.at, false)
+			want := compareSides(t, h, a.ctx, a.at, b.ctx, b.at, true)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s@%q vs %s@%q: differing %d (more %d, only A %d, only B %d, changed %d, trust %d), rows %d; oracle %d (%d, %d, %d, %d, %d), rows %d",
 					a.ctx, a.at, b.ctx, b.at, got.Differing, got.More, got.OnlyA, got.OnlyB, got.Changed, got.TrustDiffs, len(got.Rows),
 					want.Differing, want.More, want.OnlyA, want.OnlyB, want.Changed, want.TrustDiffs, len(want.Rows))
+			}
+			if a.ctx == "x" && a.at == "" && b.ctx == "y" && b.at == "" {
+				i := slices.IndexFunc(got.Rows, func(r compareRow) bool { return r.ID == "a00505" })
+				if i < 0 || got.Rows[i].Kind != "trust differs" || got.Rows[i].A.Version != 1 || got.Rows[i].B.Version != 3 {
+					t.Errorf("a later version with the same content and other trust: row %+v; want trust differs, versions 1 and 3", got.Rows[max(i, 0)])
+				}
 			}
 			seen[0] = seen[0] || got.More > 0
 			seen[1] = seen[1] || got.OnlyA > 0
@@ -74,24 +86,25 @@ func TestCompareMatchesOracle(t *testing.T) {
 	}
 }
 
-// compareSides fills a compare view of a@aAt against b@bAt with the given
-// passes, as handleCompare does (without the artifacts only in A, which
-// it appends itself): the rows and counts are what the test compares.
-func compareSides(t *testing.T, s *store.Store, a, aAt, b, bAt string,
-	entries func(*store.View) map[string]compareEntry, with func(*store.View, map[string]compareEntry, *compareView)) compareView {
+// compareSides compares a@aAt with b@bAt as handleCompare does, with
+// the page's comparison (compareRuns) or the oracle's.
+func compareSides(t *testing.T, h *server, a, aAt, b, bAt string, oracle bool) compareView {
 	t.Helper()
+	ctx := context.Background()
 	view := compareView{A: compareSide{Ctx: a, At: aAt}, B: compareSide{Ctx: b, At: bAt}}
-	var left map[string]compareEntry
+	var reads [2]sideRead
+	left := map[string]compareEntry{}
 	for i, side := range []*compareSide{&view.A, &view.B} {
-		err := s.Read(context.Background(), side.Ctx, side.At, func(v *store.View) error {
+		err := h.store.Read(ctx, side.Ctx, side.At, func(v *store.View) error {
 			if side.At == "" && !v.State.IsLazy() {
 				t.Errorf("the head of %s is not read through its state map", side.Ctx)
 			}
 			side.Commit = newCommitInfo(v.Commit, v.Branch)
-			if i == 0 {
-				left = entries(v)
-			} else {
-				with(v, left, &view)
+			reads[i] = sideRead{commit: v.Commit, unconfirmed: unconfirmedOf(v.Trust)}
+			if oracle && i == 0 {
+				left = oracleEntries(v)
+			} else if oracle {
+				oracleCompareWith(v, left, &view)
 			}
 			return nil
 		})
@@ -99,8 +112,20 @@ func compareSides(t *testing.T, s *store.Store, a, aAt, b, bAt string,
 			t.Fatal(err)
 		}
 	}
-	view.OnlyA = len(left)
+	if oracle {
+		oracleOnlyA(left, &view)
+		return view
+	}
+	if err := h.compareRuns(ctx, &view, reads[0], reads[1]); err != nil {
+		t.Fatal(err)
+	}
 	return view
+}
+
+// compareEntry is what the oracle knows of an artifact of side A.
+type compareEntry struct {
+	a      *graph.Artifact
+	status graph.Status
 }
 
 // oracleEntries is side A as the page read it before: every artifact's
@@ -113,6 +138,27 @@ func oracleEntries(v *store.View) map[string]compareEntry {
 		out[id] = compareEntry{a: &c, status: v.Trust.Status(id)}
 	}
 	return out
+}
+
+// oracleOnlyA appends, as the page did before, the rows of the artifacts
+// left in A alone.
+func oracleOnlyA(left map[string]compareEntry, view *compareView) {
+	var onlyA []string
+	for id := range left {
+		onlyA = append(onlyA, id)
+	}
+	naturalSort(onlyA)
+	for _, id := range onlyA {
+		view.OnlyA++
+		view.Differing++
+		if len(view.Rows) >= maxCompareRows {
+			view.More++
+			continue
+		}
+		e := left[id]
+		view.Rows = append(view.Rows, compareRow{ID: id, Kind: "only in A", A: &compareCell{Type: e.a.Type, Version: e.a.Version, Hash: e.a.ContentHash, Status: e.status,
+			URL: artifactURL(view.A.Ctx, id, view.A.Commit.ID)}})
+	}
 }
 
 // oracleCompareWith is side B as the page read it before: its ids sorted
