@@ -302,6 +302,9 @@ type View struct {
 	ctxID  string
 }
 
+// ContextID returns the id of the context the view reads.
+func (v *View) ContextID() string { return v.ctxID }
+
 // Data returns an artifact's canonical data.
 func (v *View) Data(a *graph.Artifact) (json.RawMessage, error) {
 	if a.Data != nil {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -26,6 +28,16 @@ const (
 	minListedIDs   = 20_000
 	maxListedBytes = 64 << 20
 )
+
+// listedContexts bounds the contexts whose last kept list of ids sortedIDs
+// remembers, to derive the list of a later commit from it.
+const listedContexts = 256
+
+// listedIDs is the list of ids sortedIDs keeps for a commit.
+type listedIDs struct {
+	commit *replay.Commit
+	ids    []string
+}
 
 // contextsPerPage is the page size of the contexts list.
 const contextsPerPage = 50
@@ -201,7 +213,7 @@ func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID str
 		shown = newCommitInfo(v.Commit, v.Branch)
 		head = v.Commit.ID
 		view.Summary = v.Trust.Summary()
-		s.collectArtifacts(v, &view, pageNo)
+		s.collectArtifacts(r.Context(), v, &view, pageNo)
 		return nil
 	})
 	if !ok {
@@ -271,12 +283,12 @@ func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID str
 // text is searched are looked up — a state read through its map looks
 // each up in the map, and a million such lookups took 7–15 s. The types'
 // counts are the state's (State.TypeCounts, from the map's index).
-func (s *server) collectArtifacts(v *store.View, view *contextView, pageNo int) {
+func (s *server) collectArtifacts(ctx context.Context, v *store.View, view *contextView, pageNo int) {
 	st, tr := v.State, v.Trust
 	search := view.Search
 	needle := strings.ToLower(search.Q)
 	types := st.TypeCounts()
-	cands := s.candidates(v, search)
+	cands := s.candidates(ctx, v, search)
 	view.Total = st.NumArtifacts()
 	// A page past the last shows none; one far past it must not
 	// overflow the offset.
@@ -364,7 +376,7 @@ func (c *candidate) artifact(st *graph.State) *graph.Artifact {
 //
 // A trust filter judges an artifact the index does not list as
 // unconfirmed as confirmed, as the index does.
-func (s *server) candidates(v *store.View, search searchQuery) []candidate {
+func (s *server) candidates(ctx context.Context, v *store.View, search searchQuery) []candidate {
 	st := v.State
 	var unconfirmed unconfirmedSet
 	if search.Status != "" {
@@ -389,7 +401,7 @@ func (s *server) candidates(v *store.View, search searchQuery) []candidate {
 			}
 		}
 	default:
-		ids := s.sortedIDs(v)
+		ids := s.sortedIDs(ctx, v)
 		out = make([]candidate, 0, len(ids))
 		for _, id := range ids {
 			if trusted(id) {
@@ -407,19 +419,73 @@ func (s *server) candidates(v *store.View, search searchQuery) []candidate {
 // s.minListed artifacts are kept by commit (a state is immutable, and a
 // commit's id covers its context hash), so that paging through a big
 // context's artifacts, or searching it again, does not list and sort
-// them all again — a million took 1.8–2.8 s. A list a failed or
+// them all again — a million took 1.8–2.8 s. The list of another commit
+// of the context is derived from the last one kept, through the diff of
+// their maps (Store.DiffStates, which reads only what differs) when the
+// two differ by at most a quarter of its ids, so that a context written
+// to is not listed whole again after each commit. A list a failed or
 // cancelled read cut short (v.Err) is not kept.
-func (s *server) sortedIDs(v *store.View) []string {
+func (s *server) sortedIDs(ctx context.Context, v *store.View) []string {
+	ctxID := v.ContextID()
 	key := string(v.Commit.ID[:])
-	if ids, ok := s.ids.get(key); ok {
-		return ids
+	if l, ok := s.ids.get(key); ok {
+		return l.ids
 	}
-	ids := v.State.ArtifactIDs()
-	naturalSort(ids)
+	ids, ok := s.derivedIDs(ctx, ctxID, v.Commit)
+	if !ok {
+		ids = v.State.ArtifactIDs()
+		naturalSort(ids)
+		s.listings.Add(1)
+	}
 	if len(ids) >= s.minListed && v.Err() == nil {
-		s.ids.put(key, ids)
+		s.ids.put(key, &listedIDs{commit: v.Commit, ids: ids})
+		s.listedAt.put(ctxID, key)
 	}
 	return ids
+}
+
+// derivedIDs returns the ids of the state at commit c of context ctxID
+// in natural order, from the list kept last for another commit of the
+// context and the diff of the two commits' maps; false when there is no
+// such list, the two differ by more than a quarter of it, or the diff
+// fails (the caller then lists the state whole).
+func (s *server) derivedIDs(ctx context.Context, ctxID string, c *replay.Commit) ([]string, bool) {
+	key, ok := s.listedAt.get(ctxID)
+	if !ok {
+		return nil, false
+	}
+	prev, ok := s.ids.get(key)
+	if !ok {
+		return nil, false
+	}
+	most := len(prev.ids) / 4
+	if c.Artifacts > prev.commit.Artifacts+most || c.Artifacts < prev.commit.Artifacts-most {
+		return nil, false
+	}
+	d, err := s.store.DiffStates(ctx, prev.commit, c)
+	if err != nil || len(d.Added)+len(d.Removed) > most {
+		return nil, false
+	}
+	removed := make(map[string]bool, len(d.Removed))
+	for _, ch := range d.Removed {
+		removed[ch.ID] = true
+	}
+	added := make([]string, len(d.Added))
+	for i, ch := range d.Added {
+		added[i] = ch.ID
+	}
+	naturalSort(added)
+	ids := make([]string, 0, len(prev.ids)-len(d.Removed)+len(d.Added))
+	for _, id := range prev.ids {
+		if removed[id] {
+			continue
+		}
+		for len(added) > 0 && compareIDs(added[0], id) < 0 {
+			ids, added = append(ids, added[0]), added[1:]
+		}
+		ids = append(ids, id)
+	}
+	return append(ids, added...), true
 }
 
 // idsCost is what a list of ids kept by sortedIDs costs: its strings'

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -193,7 +194,7 @@ func checkAgainstOracle(t *testing.T, h *server, v *store.View, what string) {
 					for _, page := range []int{1, 2, 40} {
 						search := searchQuery{Q: q, Type: typ, Status: status, Producer: producer}
 						got, want := contextView{Search: search}, contextView{Search: search}
-						h.collectArtifacts(v, &got, page)
+						h.collectArtifacts(context.Background(), v, &got, page)
 						h.collectOracle(v, rows, &want, page)
 						if !reflect.DeepEqual(got, want) {
 							t.Fatalf("%s, %+v page %d: got %d matched, %d rows (%s), text capped %v; want %d matched, %d rows (%s), text capped %v", what, search, page,
@@ -246,7 +247,7 @@ func TestSortedIDsNotKeptFromACutRead(t *testing.T) {
 		ctx.left.Store(1 << 40)
 		_ = s.Read(ctx, "big", head.ID.Hex(), func(v *store.View) error {
 			ctx.left.Store(k)
-			if got := len(h.sortedIDs(v)); got >= h.minListed && got < n {
+			if got := len(h.sortedIDs(context.Background(), v)); got >= h.minListed && got < n {
 				cut = true
 				if v.Err() == nil {
 					t.Fatalf("a read that listed %d of %d ids reports no error", got, n)
@@ -263,7 +264,7 @@ func TestSortedIDsNotKeptFromACutRead(t *testing.T) {
 	}
 	err = s.Read(context.Background(), "big", "", func(v *store.View) error {
 		view := contextView{}
-		h.collectArtifacts(v, &view, 1)
+		h.collectArtifacts(context.Background(), v, &view, 1)
 		if view.Matched != n {
 			t.Errorf("after a cut read, the head's page lists %d artifacts of %d", view.Matched, n)
 		}
@@ -362,4 +363,91 @@ func (s *server) collectOracle(v *store.View, rows []oracleRow, view *contextVie
 		view.Last = from + len(view.Rows)
 	}
 	fillSearchOptions(view, types)
+}
+
+// TestSortedIDsDerivedFromTheLastKept: the list of ids of a later (or an
+// earlier) commit of a context is derived from the list kept last for
+// the context, through the diff of the two maps, and equals a listing of
+// the whole state; a commit that changes more than a quarter of the ids,
+// or a context with no list kept, is listed whole.
+func TestSortedIDsDerivedFromTheLastKept(t *testing.T) {
+	dir := t.TempDir()
+	so := store.Options{Dir: dir, Clock: testClock(), NoSync: true, Logger: quietLogger()}
+	s, err := store.Open(context.Background(), so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ops []graph.Op
+	for i := range 3000 {
+		ops = append(ops, putOp(t, fmt.Sprintf("s%d", i), "claim", "agent", map[string]any{"n": i}))
+	}
+	first := loadContext(t, s, "c", ops...)
+	loadContext(t, s, "other", ops[:100]...)
+	ops = nil
+	for i := 0; i < 3000; i += 7 { // between the others in natural order, and before and after all
+		ops = append(ops, putOp(t, fmt.Sprintf("s%da", i), "note", "agent", map[string]any{"n": i}))
+	}
+	ops = append(ops, putOp(t, "a", "note", "agent", map[string]any{"n": 0}), putOp(t, "z9", "note", "agent", map[string]any{"n": 0}))
+	for i := 3; i < 3000; i += 11 {
+		ops = append(ops, graph.Op{Op: graph.OpDelete, ID: fmt.Sprintf("s%d", i)})
+	}
+	ops = append(ops, putOp(t, "s5", "note", "other", map[string]any{"n": "rewritten"}))
+	second := commit(t, s, "c", "", "agent", "changes", ops...)
+	ops = nil
+	for i := range 1200 {
+		ops = append(ops, putOp(t, fmt.Sprintf("t%d", i), "note", "agent", map[string]any{"n": i}))
+	}
+	third := commit(t, s, "c", "", "agent", "many", ops...)
+
+	list := func(h *server, ctxID string, c *replay.Commit) []string {
+		t.Helper()
+		var got []string
+		err := s.Read(context.Background(), ctxID, c.ID.Hex(), func(v *store.View) error {
+			got = h.sortedIDs(context.Background(), v)
+			want := v.State.ArtifactIDs()
+			naturalSort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s at %s: %d ids listed, want %d", ctxID, c.ID.Short(), len(got), len(want))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	h := New(Options{Store: s, Logger: quietLogger()}).(*server)
+	h.minListed = 1
+	for _, step := range []struct {
+		what     string
+		ctxID    string
+		c        *replay.Commit
+		listings int64
+	}{
+		{"the first commit, listed whole", "c", first, 1},
+		{"the second, derived from the first", "c", second, 1},
+		{"the first again, kept", "c", first, 1},
+		{"another context, listed whole", "other", first, 2},
+		{"the third, a commit of 1,200 new ids (more than a quarter), listed whole", "c", third, 3},
+		{"the first, derived back from the second (listed whole anew)", "c", first, 4},
+	} {
+		c := step.c
+		if step.ctxID == "other" {
+			err := s.Read(context.Background(), "other", "", func(v *store.View) error { c = v.Commit; return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step.listings == 4 {
+			// Only the second's list may serve: drop the others.
+			h.ids = newSizedLRU(maxListedBytes, func(l *listedIDs) int { return idsCost(l.ids) })
+			h.listedAt = newLRU[string](listedContexts)
+			list(h, "c", second)
+		}
+		list(h, step.ctxID, c)
+		if n := h.listings.Load(); n != step.listings {
+			t.Errorf("%s: %d whole listings so far, want %d", step.what, n, step.listings)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"html/template"
 	"net/http"
@@ -318,7 +319,7 @@ func (s *server) handleGraph(w http.ResponseWriter, r *http.Request, ctxID strin
 		view.Total = v.State.NumArtifacts()
 		data := func(a *graph.Artifact) (json.RawMessage, error) { return v.Data(a) }
 		if gq.find != "" {
-			view.Matches, view.MatchesMore, view.TextScanned = s.findArtifacts(v, gq.find, func(id string) string {
+			view.Matches, view.MatchesMore, view.TextScanned = s.findArtifacts(r.Context(), v, gq.find, func(id string) string {
 				g := gq
 				g.root, g.expand, g.path = id, nil, false
 				return g.url(ctxID, at)
@@ -554,9 +555,9 @@ func neighbourhood(st *graph.State, root string, up, down int, expand, path []st
 // findArtifacts searches ids (all of them) and short texts (of the first
 // maxTextScan artifacts in natural id order) for needle, case-insensitive,
 // looking up only the artifacts it lists or whose text it reads.
-func (s *server) findArtifacts(v *store.View, needle string, urlOf func(id string) string) ([]matchRow, bool, int) {
+func (s *server) findArtifacts(ctx context.Context, v *store.View, needle string, urlOf func(id string) string) ([]matchRow, bool, int) {
 	low := strings.ToLower(needle)
-	ids := s.sortedIDs(v)
+	ids := s.sortedIDs(ctx, v)
 	var out []matchRow
 	more := false
 	scanned := 0

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/artifactd/artifactd/store"
@@ -49,8 +50,14 @@ type server struct {
 	// ids caches big states' artifact ids in natural order by commit
 	// (sortedIDs): those of states of at least minListed artifacts
 	// (minListedIDs; tests lower it), up to maxListedBytes in all.
-	ids       *lru[[]string]
+	// listedAt names, by context, the commit whose list it kept last, from
+	// which the next commit's list is derived through the maps' diff.
+	ids       *lru[*listedIDs]
+	listedAt  *lru[string]
 	minListed int
+	// listings counts the lists of ids sortedIDs made by a pass over a
+	// whole state (tests read it).
+	listings atomic.Int64
 	// textScan bounds how many artifacts' texts a search reads
 	// (maxTextScan; tests lower it).
 	textScan int
@@ -81,7 +88,8 @@ func New(opts Options) http.Handler {
 		overviews: newLRU[*clusterSet](overviewsKept),
 		chains:    newLRU[*chain](16),
 		steps:     newLRU[*stepSummary](4096),
-		ids:       newSizedLRU(maxListedBytes, idsCost),
+		ids:       newSizedLRU(maxListedBytes, func(l *listedIDs) int { return idsCost(l.ids) }),
+		listedAt:  newLRU[string](listedContexts),
 		minListed: minListedIDs,
 		textScan:  maxTextScan,
 	}
