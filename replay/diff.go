@@ -117,6 +117,33 @@ type EdgeDelta struct {
 // order does not matter.
 func NewDiff(arts []ArtifactDelta, edges []EdgeDelta) *DiffResult {
 	d := emptyDiff()
+	// Each list sized first: the diff of two unrelated big states holds
+	// millions, and growing the lists copied them again and again.
+	var nAdded, nRemoved, nChanged, eAdded, eRemoved, eChanged int
+	for _, a := range arts {
+		switch {
+		case a.Old == nil && a.New == nil:
+		case a.Old == nil:
+			nAdded++
+		case a.New == nil:
+			nRemoved++
+		default:
+			nChanged++
+		}
+	}
+	for _, e := range edges {
+		switch {
+		case !e.OldPresent && !e.NewPresent:
+		case !e.OldPresent:
+			eAdded++
+		case !e.NewPresent:
+			eRemoved++
+		default:
+			eChanged++
+		}
+	}
+	d.Added, d.Removed, d.Changed = make([]ArtifactChange, 0, nAdded), make([]ArtifactChange, 0, nRemoved), make([]ArtifactChange, 0, nChanged)
+	d.EdgesAdded, d.EdgesRemoved, d.EdgesChanged = make([]EdgeChange, 0, eAdded), make([]EdgeChange, 0, eRemoved), make([]EdgeChange, 0, eChanged)
 	for _, a := range arts {
 		switch {
 		case a.Old == nil && a.New == nil:

@@ -123,9 +123,13 @@ func diffSize(d *replay.DiffResult) int {
 // DiffStates reports what differs between the states at commits from
 // and to, of one context or of two, without trust (DiffCommits as a
 // replay.DiffResult): it reads only the parts of their state maps that
-// differ and never loads a state.
+// differ, a level at a time (prefetchDiff), and never loads a state.
 func (s *Store) DiffStates(ctx context.Context, from, to *replay.Commit) (*replay.DiffResult, error) {
-	return rawDiffOver(ctx, s, from, to)
+	src, err := s.prefetchDiff(ctx, s, trieChild{id: from.Root, count: from.RootCount}, trieChild{id: to.Root, count: to.RootCount}, readerWorkers())
+	if err != nil {
+		return nil, err
+	}
+	return rawDiffOver(ctx, src, from, to)
 }
 
 // rawDiffOver is DiffStates reading nodes from src.
@@ -134,8 +138,14 @@ func rawDiffOver(ctx context.Context, src nodeSource, from, to *replay.Commit) (
 	if err != nil {
 		return nil, err
 	}
-	var arts []replay.ArtifactDelta
-	var edges []replay.EdgeDelta
+	nArts := 0
+	for _, ch := range changes {
+		if ch.Kind == "artifact" {
+			nArts++
+		}
+	}
+	arts := make([]replay.ArtifactDelta, 0, nArts)
+	edges := make([]replay.EdgeDelta, 0, len(changes)-nArts)
 	for _, ch := range changes {
 		switch ch.Kind {
 		case "artifact":

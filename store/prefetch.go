@@ -97,6 +97,70 @@ func (s *Store) prefetchTrie(ctx context.Context, src nodeSource, root trieChild
 	return p, nil
 }
 
+// prefetchDiff reads, a level at a time as prefetchTrie does, the nodes
+// trieDiff of the tries at a and b will read — both sides' nodes where
+// they differ, nothing below a subtree they share — and returns a source
+// serving them: a diff of two maps that share little (two contexts' runs)
+// then costs a driver call per level and part rather than one per node.
+// It follows the diff's own steps (diffStep).
+func (s *Store) prefetchDiff(ctx context.Context, src nodeSource, a, b trieChild, workers int) (nodeSource, error) {
+	p := &prefetched{m: make(map[hashing.Digest]*trieNode), src: src}
+	type pair struct{ a, b trieChild }
+	level := []pair{{a, b}}
+	for len(level) > 0 {
+		var missing []hashing.Digest
+		asked := make(map[hashing.Digest]bool)
+		want := func(c trieChild) {
+			if c.count == 0 || p.m[c.id] != nil || asked[c.id] {
+				return
+			}
+			if n, ok := s.nodes.get(c.id); ok {
+				p.m[c.id] = n
+				return
+			}
+			asked[c.id] = true
+			missing = append(missing, c.id)
+		}
+		for _, pr := range level {
+			want(pr.a)
+			want(pr.b)
+		}
+		if err := s.readNodes(ctx, missing, p.m, workers); err != nil {
+			return nil, err
+		}
+		var next []pair
+		for _, pr := range level {
+			na, nb := p.m[pr.a.id], p.m[pr.b.id]
+			if pr.a.count == 0 {
+				na = nil
+			}
+			if pr.b.count == 0 {
+				nb = nil
+			}
+			if ca, cb, aligned := diffStep(pr.a, na, pr.b, nb); aligned {
+				for i := range ca {
+					if ca[i] != cb[i] {
+						next = append(next, pair{ca[i], cb[i]})
+					}
+				}
+				continue
+			}
+			for _, n := range []*trieNode{na, nb} { // read whole
+				if n == nil || n.leaf {
+					continue
+				}
+				for _, c := range n.children {
+					if c.count > 0 {
+						next = append(next, pair{a: c})
+					}
+				}
+			}
+		}
+		level = next
+	}
+	return p, nil
+}
+
 // cachedNode returns node id from the node cache, or nil.
 func (s *Store) cachedNode(id hashing.Digest) *trieNode {
 	n, _ := s.nodes.get(id)

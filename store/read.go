@@ -1,13 +1,13 @@
 package store
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/artifactd/artifactd/graph"
@@ -769,17 +769,25 @@ func diffCommits(ctx context.Context, src nodeSource, a, b *replay.Commit) ([]Ch
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Kind != out[j].Kind {
-			return out[i].Kind < out[j].Kind
-		}
-		if out[i].Kind == "artifact" {
-			return out[i].ID < out[j].ID
-		}
-		x, y := out[i].Edge, out[j].Edge
-		return bytes.Compare([]byte(x.From+"\x00"+x.Rel+"\x00"+x.To), []byte(y.From+"\x00"+y.Rel+"\x00"+y.To)) < 0
-	})
+	// An ordered map's diff comes in key order ('a' before 'e'), which is
+	// this order; a legacy one's in hash order.
+	if !slices.IsSortedFunc(out, compareChanges) {
+		slices.SortFunc(out, compareChanges)
+	}
 	return out, nil
+}
+
+// compareChanges orders changes as DiffCommits lists them: artifacts by
+// id, then edges by from, rel and to (ids and relations hold no zero
+// byte, so this is the order of their state-map keys).
+func compareChanges(x, y Change) int {
+	if c := strings.Compare(x.Kind, y.Kind); c != 0 {
+		return c
+	}
+	if x.Kind == "artifact" {
+		return strings.Compare(x.ID, y.ID)
+	}
+	return cmp.Or(strings.Compare(x.Edge.From, y.Edge.From), strings.Compare(x.Edge.Rel, y.Edge.Rel), strings.Compare(x.Edge.To, y.Edge.To))
 }
 
 func sameMeta(a, b *graph.Artifact) bool {

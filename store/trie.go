@@ -1068,14 +1068,43 @@ func trieDiff(src nodeSource, a, b trieChild, fn func(key, old, new []byte) erro
 			return err
 		}
 	}
-	if na != nil && nb != nil && !na.leaf && !nb.leaf && na.legacy == nb.legacy {
-		if na.legacy {
-			// Legacy nodes split at their depth in the trie: children align.
-			return diffChildren(src, *na.children, *nb.children, fn)
-		}
-		return diffBranches(src, a, na, b, nb, fn)
+	if ca, cb, aligned := diffStep(a, na, b, nb); aligned {
+		return diffChildren(src, ca, cb, fn)
 	}
 	return diffSorted(src, na, nb, fn)
+}
+
+// diffStep says how trieDiff goes on below a and b, whose nodes are na
+// and nb (nil: an empty side): child by child, ca[i] against cb[i]
+// (aligned), or else by reading both subtrees whole (diffSorted). Two
+// branches of one layout align: legacy nodes split at their depth in the
+// trie; ordered ones split at one nibble align child by child, and
+// otherwise the shallower split's child on the deeper one's prefix is
+// diffed against the deeper branch and its other children hold what only
+// its side has — unless the prefixes part before both splits, and the
+// two sides share nothing.
+func diffStep(a trieChild, na *trieNode, b trieChild, nb *trieNode) (ca, cb [16]trieChild, aligned bool) {
+	if na == nil || nb == nil || na.leaf || nb.leaf || na.legacy != nb.legacy {
+		return ca, cb, false
+	}
+	if na.legacy {
+		return *na.children, *nb.children, true
+	}
+	shallow := min(na.depth, nb.depth)
+	if divergence(na.prefix, nb.prefix, 0, shallow) < shallow {
+		return ca, cb, false
+	}
+	switch {
+	case na.depth == nb.depth:
+		return *na.children, *nb.children, true
+	case na.depth < nb.depth:
+		ca = *na.children
+		cb[keyNibble(nb.prefix, na.depth)] = b
+	default:
+		cb = *nb.children
+		ca[keyNibble(na.prefix, nb.depth)] = a
+	}
+	return ca, cb, true
 }
 
 // diffChildren diffs two branches child by child.
@@ -1088,37 +1117,17 @@ func diffChildren(src nodeSource, ca, cb [16]trieChild, fn func(key, old, new []
 	return nil
 }
 
-// diffBranches diffs two ordered branches. Split at one nibble they diff
-// child by child. Otherwise the shallower split's child on the deeper
-// one's prefix is diffed against the deeper branch and its other children
-// hold what only its side has, unless the prefixes part before both
-// splits, and the two sides share nothing.
-func diffBranches(src nodeSource, a trieChild, na *trieNode, b trieChild, nb *trieNode, fn func(key, old, new []byte) error) error {
-	shallow := min(na.depth, nb.depth)
-	if divergence(na.prefix, nb.prefix, 0, shallow) < shallow {
-		return diffSorted(src, na, nb, fn)
-	}
-	if na.depth == nb.depth {
-		return diffChildren(src, *na.children, *nb.children, fn)
-	}
-	var ca, cb [16]trieChild
-	if na.depth < nb.depth {
-		ca = *na.children
-		cb[keyNibble(nb.prefix, na.depth)] = b
-	} else {
-		cb = *nb.children
-		ca[keyNibble(na.prefix, nb.depth)] = a
-	}
-	return diffChildren(src, ca, cb, fn)
-}
-
 // sortedEntries returns every entry below n (nil: none), read through
 // src, in key order (a legacy subtree's are sorted).
 func sortedEntries(src nodeSource, n *trieNode) ([]trieEntry, error) {
 	if n == nil {
 		return nil, nil
 	}
-	entries, err := collectEntries(src, n, nil)
+	size := len(n.entries)
+	if !n.leaf {
+		size = n.total
+	}
+	entries, err := collectEntries(src, n, make([]trieEntry, 0, size))
 	if err == nil && n.legacy {
 		slices.SortFunc(entries, func(x, y trieEntry) int { return bytes.Compare(x.key, y.key) })
 	}

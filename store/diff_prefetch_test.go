@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+	"testing"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv/memkv"
+)
+
+// nodeCalls is a driver that counts its calls that read state-map nodes.
+type nodeCalls struct {
+	*memkv.Driver
+	calls atomic.Int64
+}
+
+func (d *nodeCalls) Get(ctx context.Context, key []byte) ([]byte, error) {
+	d.calls.Add(1)
+	return d.Driver.Get(ctx, key)
+}
+
+func (d *nodeCalls) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	d.calls.Add(1)
+	return d.Driver.GetMany(ctx, keys)
+}
+
+// TestDiffStatesPrefetched: the diff of two maps read a level at a time
+// (prefetchDiff) is the diff read a node at a time — between two
+// contexts' runs, which share nothing, between commits of one context,
+// and between a state and an empty one — and with the node cache empty,
+// the diff of two contexts' maps of 3,000 artifacts and edges each, or
+// of one of them and the empty map (read whole), makes a few driver
+// calls a level instead of one a node.
+func TestDiffStatesPrefetched(t *testing.T) {
+	ctx := context.Background()
+	d := &nodeCalls{Driver: memkv.New()}
+	s := openWithContext(t, Options{Driver: d, ReserveBytes: -1})
+	run := func(ctxID string, seed int) []*replay.Commit {
+		if ctxID != "c" {
+			if _, err := s.CreateContext(ctx, ctxID, ModeObserve); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var commits []*replay.Commit
+		for part := range 3 {
+			var ops []graph.Op
+			for i := part * 1000; i < (part+1)*1000; i++ {
+				id := fmt.Sprintf("a%d", i)
+				ops = append(ops, notePut(id, i*seed, "run"))
+				if i > 0 {
+					ops = append(ops, graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: fmt.Sprintf("a%d", (i*7919+seed)%i)})
+				}
+			}
+			commits = append(commits, mustCommit(t, s, ctxID, ops...))
+		}
+		return commits
+	}
+	c := run("c", 1)
+	o := run("o", 2)
+	empty := &replay.Commit{}
+	pairs := []struct {
+		what     string
+		from, to *replay.Commit
+	}{
+		{"two contexts' runs", c[2], o[2]},
+		{"the same, the other way", o[2], c[2]},
+		{"one context's first and last commits", c[0], c[2]},
+		{"one context's last two commits", c[2], c[1]},
+		{"a state and an empty one", c[2], empty},
+		{"an empty state and one", empty, o[1]},
+		{"a commit and itself", c[1], c[1]},
+	}
+	for _, p := range pairs {
+		want, err := rawDiffOver(ctx, s, p.from, p.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.nodes.clear()
+		before := d.calls.Load()
+		got, err := s.DiffStates(ctx, p.from, p.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := d.calls.Load() - before
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the prefetched diff differs: %d added, %d removed, %d changed, %d edges added, %d removed; want %d, %d, %d, %d, %d",
+				p.what, len(got.Added), len(got.Removed), len(got.Changed), len(got.EdgesAdded), len(got.EdgesRemoved),
+				len(want.Added), len(want.Removed), len(want.Changed), len(want.EdgesAdded), len(want.EdgesRemoved))
+		}
+		if p.what == "two contexts' runs" {
+			if len(want.Changed) < 2990 || len(want.EdgesAdded) < 2900 {
+				t.Fatalf("%s: %d artifacts changed, %d edges added: the runs share more than the test means", p.what, len(want.Changed), len(want.EdgesAdded))
+			}
+		}
+		if (p.what == "two contexts' runs" || p.what == "a state and an empty one") && calls > 24 {
+			t.Errorf("%s: %d driver calls with the node cache empty; want a few a level", p.what, calls)
+		}
+	}
+}
