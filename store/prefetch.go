@@ -105,6 +105,9 @@ func (s *Store) prefetchTrie(ctx context.Context, src nodeSource, root trieChild
 // It follows the diff's own steps (diffStep).
 func (s *Store) prefetchDiff(ctx context.Context, src nodeSource, a, b trieChild, workers int) (nodeSource, error) {
 	p := &prefetched{m: make(map[hashing.Digest]*trieNode), src: src}
+	if a == b {
+		return p, nil // the diff reads nothing
+	}
 	type pair struct{ a, b trieChild }
 	level := []pair{{a, b}}
 	for len(level) > 0 {

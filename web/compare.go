@@ -124,9 +124,9 @@ func (s *server) compare(ctx context.Context, view *compareView) (*compareSide, 
 		err := s.store.Read(ctx, side.Ctx, side.At, func(v *store.View) error {
 			side.Commit = newCommitInfo(v.Commit, v.Branch)
 			side.Summary = v.Trust.Summary()
-			reads[i] = sideRead{commit: v.Commit, unconfirmed: unconfirmedOf(v.Trust)}
 			switch {
 			case sameContext:
+				reads[i] = sideRead{commit: v.Commit, unconfirmed: unconfirmedOf(v.Trust)}
 			case i == 0:
 				left = sideEntries(v)
 			default:

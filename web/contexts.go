@@ -463,7 +463,13 @@ func (s *server) derivedIDs(ctx context.Context, ctxID string, c *replay.Commit)
 		return nil, false
 	}
 	d, err := s.store.DiffStates(ctx, prev.commit, c)
-	if err != nil || len(d.Added)+len(d.Removed) > most {
+	if err != nil {
+		// The whole listing then reads the map again and fails where it
+		// must; corruption met here is noted all the same.
+		s.store.NoteCorruption(err)
+		return nil, false
+	}
+	if len(d.Added)+len(d.Removed) > most {
 		return nil, false
 	}
 	removed := make(map[string]bool, len(d.Removed))
