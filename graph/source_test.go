@@ -774,19 +774,15 @@ func TestArtifactsAfter(t *testing.T) {
 					list func(id string, after EdgeKey) iter.Seq[*Edge]
 				}{{"out of", out, plain.OutAfter}, {"into", in, plain.InAfter}} {
 					for id, keys := range c.of {
-						for _, after := range append([]EdgeKey{{}, {From: id}}, keys...) {
-							var want []EdgeKey
-							for _, k := range keys {
-								if compareEdgeKeys(k, after) > 0 {
-									want = append(want, k)
-								}
-							}
-							checkSeqAfter(t, fmt.Sprintf("seed %d, over a plain source, %s %q after %v", seed, c.dir, id, after),
-								func() iter.Seq[*Edge] { return c.list(id, after) }, (*Edge).Key, plain.Edge, want)
-						}
+						checkEdgesOf(t, fmt.Sprintf("seed %d, over a plain source, %s %q", seed, c.dir, id), plain, keys,
+							append([]EdgeKey{{}, {From: id}}, keys...), func(after EdgeKey) iter.Seq[*Edge] { return c.list(id, after) })
 					}
 				}
 			}
+			states := []struct {
+				name string
+				st   *State
+			}{{"whole", whole}, {"over a ranging source", top}}
 			inTo := map[string][]EdgeKey{"~": nil}
 			for _, e := range edges {
 				inTo[e.To] = append(inTo[e.To], e.Key())
@@ -796,20 +792,9 @@ func TestArtifactsAfter(t *testing.T) {
 				for _, k := range keys {
 					afters = append(afters, k, EdgeKey{From: k.From}, EdgeKey{From: k.From, Rel: k.Rel, To: k.To + "!"})
 				}
-				for _, after := range afters {
-					var want []EdgeKey
-					for _, k := range keys {
-						if compareEdgeKeys(k, after) > 0 {
-							want = append(want, k)
-						}
-					}
-					for _, c := range []struct {
-						name string
-						st   *State
-					}{{"whole", whole}, {"over a ranging source", top}} {
-						checkSeqAfter(t, fmt.Sprintf("seed %d step %d, %s, into %q after %v", seed, step, c.name, id, after),
-							func() iter.Seq[*Edge] { return c.st.InAfter(id, after) }, (*Edge).Key, c.st.Edge, want)
-					}
+				for _, c := range states {
+					checkEdgesOf(t, fmt.Sprintf("seed %d step %d, %s, into %q", seed, step, c.name, id), c.st, keys, afters,
+						func(after EdgeKey) iter.Seq[*Edge] { return c.st.InAfter(id, after) })
 				}
 			}
 			for id, keys := range outOf {
@@ -817,20 +802,9 @@ func TestArtifactsAfter(t *testing.T) {
 				for _, k := range keys {
 					afters = append(afters, k, EdgeKey{From: k.From, Rel: k.Rel, To: k.To + "!"})
 				}
-				for _, after := range afters {
-					var want []EdgeKey
-					for _, k := range keys {
-						if compareEdgeKeys(k, after) > 0 {
-							want = append(want, k)
-						}
-					}
-					for _, c := range []struct {
-						name string
-						st   *State
-					}{{"whole", whole}, {"over a ranging source", top}} {
-						checkSeqAfter(t, fmt.Sprintf("seed %d step %d, %s, out of %q after %v", seed, step, c.name, id, after),
-							func() iter.Seq[*Edge] { return c.st.OutAfter(id, after) }, (*Edge).Key, c.st.Edge, want)
-					}
+				for _, c := range states {
+					checkEdgesOf(t, fmt.Sprintf("seed %d step %d, %s, out of %q", seed, step, c.name, id), c.st, keys, afters,
+						func(after EdgeKey) iter.Seq[*Edge] { return c.st.OutAfter(id, after) })
 				}
 			}
 			if n := rsrc.walks.Load() - walks; n != 0 {
@@ -852,6 +826,22 @@ func TestArtifactsAfter(t *testing.T) {
 				t.Fatalf("seed %d: one artifact read %d from the source, where the layers changed %d", seed, n, changed)
 			}
 		}
+	}
+}
+
+// checkEdgesOf checks, for each of afters, the edges list yields after
+// it — of one artifact of st, whose edges' keys are keys, sorted —
+// against those of keys past it.
+func checkEdgesOf(t *testing.T, what string, st *State, keys, afters []EdgeKey, list func(after EdgeKey) iter.Seq[*Edge]) {
+	t.Helper()
+	for _, after := range afters {
+		var want []EdgeKey
+		for _, k := range keys {
+			if compareEdgeKeys(k, after) > 0 {
+				want = append(want, k)
+			}
+		}
+		checkSeqAfter(t, fmt.Sprintf("%s after %v", what, after), func() iter.Seq[*Edge] { return list(after) }, (*Edge).Key, st.Edge, want)
 	}
 }
 
