@@ -113,7 +113,8 @@ func (s *server) handleCompare(w http.ResponseWriter, r *http.Request) {
 //   - two contexts: their maps share nothing (an entry names the commit
 //     that wrote it), and a diff would read both whole, edges and index
 //     included, so it passes once over each side's artifacts instead
-//     (sideEntries, compareWith) — 8 s for a million against 15 s.
+//     (sideEntries, compareWith): 5.6–5.8 s for a million artifacts
+//     against a small run, where the diff took 15 s (docs/BENCHMARKS.md).
 //
 // A read that fails returns its side.
 func (s *server) compare(ctx context.Context, view *compareView) (*compareSide, error) {
