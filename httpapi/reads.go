@@ -98,6 +98,9 @@ func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) {
 				left = -1
 			}
 		}
+		if left == 0 {
+			return out, nil // nothing of the type, or nothing left of it
+		}
 		for a := range v.State.ArtifactsAfter(cursor) {
 			if left == 0 {
 				break

@@ -114,64 +114,87 @@ type EdgeDelta struct {
 
 // NewDiff classifies raw deltas into a DiffResult (without trust). Deltas
 // that do not differ (same metadata, same attrs) are dropped; the input
-// order does not matter.
+// order does not matter. Each list is sized before it is filled: the
+// diff of two unrelated big states holds millions, and growing the lists
+// copied them again and again.
 func NewDiff(arts []ArtifactDelta, edges []EdgeDelta) *DiffResult {
 	d := emptyDiff()
-	// Each list sized first: the diff of two unrelated big states holds
-	// millions, and growing the lists copied them again and again.
-	var nAdded, nRemoved, nChanged, eAdded, eRemoved, eChanged int
+	var nArts [4]int
 	for _, a := range arts {
-		switch {
-		case a.Old == nil && a.New == nil:
-		case a.Old == nil:
-			nAdded++
-		case a.New == nil:
-			nRemoved++
-		default:
-			nChanged++
-		}
+		nArts[a.kind()]++
 	}
+	var nEdges [4]int
 	for _, e := range edges {
-		switch {
-		case !e.OldPresent && !e.NewPresent:
-		case !e.OldPresent:
-			eAdded++
-		case !e.NewPresent:
-			eRemoved++
-		default:
-			eChanged++
-		}
+		nEdges[e.kind()]++
 	}
-	d.Added, d.Removed, d.Changed = make([]ArtifactChange, 0, nAdded), make([]ArtifactChange, 0, nRemoved), make([]ArtifactChange, 0, nChanged)
-	d.EdgesAdded, d.EdgesRemoved, d.EdgesChanged = make([]EdgeChange, 0, eAdded), make([]EdgeChange, 0, eRemoved), make([]EdgeChange, 0, eChanged)
+	d.Added, d.Removed, d.Changed = make([]ArtifactChange, 0, nArts[deltaAdded]), make([]ArtifactChange, 0, nArts[deltaRemoved]), make([]ArtifactChange, 0, nArts[deltaChanged])
+	d.EdgesAdded, d.EdgesRemoved, d.EdgesChanged = make([]EdgeChange, 0, nEdges[deltaAdded]), make([]EdgeChange, 0, nEdges[deltaRemoved]), make([]EdgeChange, 0, nEdges[deltaChanged])
 	for _, a := range arts {
-		switch {
-		case a.Old == nil && a.New == nil:
-		case a.Old == nil:
+		switch a.kind() {
+		case deltaAdded:
 			d.Added = append(d.Added, ArtifactChange{ID: a.ID, New: versionOf(a.New)})
-		case a.New == nil:
+		case deltaRemoved:
 			d.Removed = append(d.Removed, ArtifactChange{ID: a.ID, Old: versionOf(a.Old)})
-		case !sameArtifactMeta(a.Old, a.New) || a.Old.Version != a.New.Version:
+		case deltaChanged:
 			d.Changed = append(d.Changed, ArtifactChange{ID: a.ID, Old: versionOf(a.Old), New: versionOf(a.New)})
 		}
 	}
 	for _, e := range edges {
 		ch := EdgeChange{From: e.Key.From, Rel: e.Key.Rel, To: e.Key.To}
-		switch {
-		case !e.OldPresent && !e.NewPresent:
-		case !e.OldPresent:
+		switch e.kind() {
+		case deltaAdded:
 			ch.NewAttrs = e.NewAttrs
 			d.EdgesAdded = append(d.EdgesAdded, ch)
-		case !e.NewPresent:
+		case deltaRemoved:
 			ch.OldAttrs = e.OldAttrs
 			d.EdgesRemoved = append(d.EdgesRemoved, ch)
-		case !bytes.Equal(e.OldAttrs, e.NewAttrs):
+		case deltaChanged:
 			ch.OldAttrs, ch.NewAttrs = e.OldAttrs, e.NewAttrs
 			d.EdgesChanged = append(d.EdgesChanged, ch)
 		}
 	}
 	d.sort()
 	return d
+}
+
+// The kinds of a raw delta: what NewDiff makes of it.
+const (
+	deltaSame = iota // no difference: dropped
+	deltaAdded
+	deltaRemoved
+	deltaChanged
+)
+
+// kind says what a is: added, removed, changed (its metadata or its
+// version), or the same on both sides.
+func (a ArtifactDelta) kind() int {
+	switch {
+	case a.Old == nil && a.New == nil:
+		return deltaSame
+	case a.Old == nil:
+		return deltaAdded
+	case a.New == nil:
+		return deltaRemoved
+	case !sameArtifactMeta(a.Old, a.New) || a.Old.Version != a.New.Version:
+		return deltaChanged
+	}
+	return deltaSame
+}
+
+// kind says what e is: added, removed, changed (its attrs), or the same
+// on both sides.
+func (e EdgeDelta) kind() int {
+	switch {
+	case !e.OldPresent && !e.NewPresent:
+		return deltaSame
+	case !e.OldPresent:
+		return deltaAdded
+	case !e.NewPresent:
+		return deltaRemoved
+	case !bytes.Equal(e.OldAttrs, e.NewAttrs):
+		return deltaChanged
+	}
+	return deltaSame
 }
 
 func emptyDiff() *DiffResult {

@@ -578,8 +578,12 @@ func (k *checker) gateBlobs(ctx context.Context, ctxID, branch string, st *graph
 					return fmt.Errorf("look up the blobs of branch %q of %q: %w", branch, ctxID, ctx.Err())
 				}
 			}
+			why := "which is not stored"
+			if err != nil {
+				why = "which could not be looked up: " + err.Error()
+			}
 			k.add(Defect{Kind: "blob", Context: ctxID, ID: a.ID,
-				Detail: fmt.Sprintf("%s %q at the head of branch %q names blob %s, which is not stored", a.Type, a.ID, branch, ref)})
+				Detail: fmt.Sprintf("%s %q at the head of branch %q names blob %s, %s", a.Type, a.ID, branch, ref, why)})
 		}
 	}
 	return nil

@@ -99,9 +99,11 @@
 //     two sides changed: the diff from the base to theirs, and in the
 //     committer the diff from the base to the head it lands on
 //     (Planning.DiffFrom, which sees the group's unwritten nodes). A
-//     diff's far side is read over its map too, and a comparison of two
-//     runs (of one context or two) is the diff of their maps
-//     (DiffStates). A page of a list (the artifacts or edges after a
+//     diff's far side is read over its map too, and the API's comparison
+//     of two runs (of one context or two) is the diff of their maps
+//     (DiffStates, which reads what differs a level at a time and holds
+//     what it read until it ends); the UI diffs two commits of one
+//     context so and passes over the artifacts of two contexts. A page of a list (the artifacts or edges after a
 //     cursor, the outbox's effects) is a walk of the map from the
 //     cursor's key (trieWalkFrom through graph.Ranger): it skips, unread,
 //     what sorts before the cursor, and stops with the read's context.

@@ -123,7 +123,9 @@ func diffSize(d *replay.DiffResult) int {
 // DiffStates reports what differs between the states at commits from
 // and to, of one context or of two, without trust (DiffCommits as a
 // replay.DiffResult): it reads only the parts of their state maps that
-// differ, a level at a time (prefetchDiff), and never loads a state.
+// differ, a level at a time (prefetchDiff), and never loads a state. The
+// nodes it reads are held until it ends: two maps that share nothing
+// are both held, decoded, at once.
 func (s *Store) DiffStates(ctx context.Context, from, to *replay.Commit) (*replay.DiffResult, error) {
 	src, err := s.prefetchDiff(ctx, s, trieChild{id: from.Root, count: from.RootCount}, trieChild{id: to.Root, count: to.RootCount}, readerWorkers())
 	if err != nil {

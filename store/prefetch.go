@@ -64,20 +64,9 @@ func (s *Store) prefetchTrie(ctx context.Context, src nodeSource, root trieChild
 	if root.count == 0 {
 		return p, nil
 	}
-	tw, _ := src.(*trieWriter)
 	level := []hashing.Digest{root.id}
 	for len(level) > 0 {
-		var missing []hashing.Digest
-		for _, id := range level {
-			if tw != nil && tw.nodes[id] != nil {
-				p.m[id] = tw.nodes[id]
-			} else if n, ok := s.nodes.get(id); ok {
-				p.m[id] = n
-			} else {
-				missing = append(missing, id)
-			}
-		}
-		if err := s.readNodes(ctx, missing, p.m, workers); err != nil {
+		if err := s.readLevel(ctx, p, level, workers); err != nil {
 			return nil, err
 		}
 		var next []hashing.Digest
@@ -111,24 +100,15 @@ func (s *Store) prefetchDiff(ctx context.Context, src nodeSource, a, b trieChild
 	type pair struct{ a, b trieChild }
 	level := []pair{{a, b}}
 	for len(level) > 0 {
-		var missing []hashing.Digest
-		asked := make(map[hashing.Digest]bool)
-		want := func(c trieChild) {
-			if c.count == 0 || p.m[c.id] != nil || asked[c.id] {
-				return
-			}
-			if n, ok := s.nodes.get(c.id); ok {
-				p.m[c.id] = n
-				return
-			}
-			asked[c.id] = true
-			missing = append(missing, c.id)
-		}
+		ids := make([]hashing.Digest, 0, 2*len(level))
 		for _, pr := range level {
-			want(pr.a)
-			want(pr.b)
+			for _, c := range []trieChild{pr.a, pr.b} {
+				if c.count > 0 {
+					ids = append(ids, c.id)
+				}
+			}
 		}
-		if err := s.readNodes(ctx, missing, p.m, workers); err != nil {
+		if err := s.readLevel(ctx, p, ids, workers); err != nil {
 			return nil, err
 		}
 		var next []pair
@@ -162,6 +142,30 @@ func (s *Store) prefetchDiff(ctx context.Context, src nodeSource, a, b trieChild
 		level = next
 	}
 	return p, nil
+}
+
+// readLevel puts into p the nodes ids names that it lacks: those in
+// memory already (the unwritten nodes of p's source when it is a
+// trieWriter, the node cache), the rest read in parts, up to workers at
+// once.
+func (s *Store) readLevel(ctx context.Context, p *prefetched, ids []hashing.Digest, workers int) error {
+	tw, _ := p.src.(*trieWriter)
+	var missing []hashing.Digest
+	asked := make(map[hashing.Digest]bool, len(ids))
+	for _, id := range ids {
+		if p.m[id] != nil || asked[id] {
+			continue
+		}
+		if tw != nil && tw.nodes[id] != nil {
+			p.m[id] = tw.nodes[id]
+		} else if n, ok := s.nodes.get(id); ok {
+			p.m[id] = n
+		} else {
+			asked[id] = true
+			missing = append(missing, id)
+		}
+	}
+	return s.readNodes(ctx, missing, p.m, workers)
 }
 
 // cachedNode returns node id from the node cache, or nil.

@@ -58,9 +58,8 @@ type compareCell struct {
 // with that of ?b= at ?b_at= (branch heads of main by default). It shows
 // both commits and context hashes — equal hashes mean the same state —
 // and every artifact that exists on one side only, differs in content,
-// type or producer, or differs in trust: the store's diff of the two
-// states' maps, and the artifacts each side's trust index lists as
-// unconfirmed (compareRuns).
+// type or producer, or differs in trust, found the way that reads least
+// (compare).
 func (s *server) handleCompare(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.URL.Query()
@@ -81,20 +80,16 @@ func (s *server) handleCompare(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "compare", p, view)
 		return
 	}
-	for i, side := range []*compareSide{&view.A, &view.B} {
+	for _, side := range []*compareSide{&view.A, &view.B} {
 		if store.ValidateContextID(side.Ctx) != nil {
-			s.problem(w, r, &problem{Code: codeNotFound, Detail: "no context " + quoteRef(side.Ctx) + " (parameter " + []string{"a", "b"}[i] + ")"})
+			s.problem(w, r, &problem{Code: codeNotFound, Detail: "no context " + quoteRef(side.Ctx) + " (parameter " + view.param(side) + ")"})
 			return
 		}
 	}
 	if side, err := s.compare(ctx, &view); err != nil {
 		what := "the states of " + quoteRef(view.A.Ctx) + " and " + quoteRef(view.B.Ctx)
 		if side != nil {
-			name := "a"
-			if side == &view.B {
-				name = "b"
-			}
-			what = "context " + quoteRef(side.Ctx) + " or commit " + quoteRef(side.At) + " (parameter " + name + ")"
+			what = "context " + quoteRef(side.Ctx) + " or commit " + quoteRef(side.At) + " (parameter " + view.param(side) + ")"
 		}
 		s.problem(w, r, storeProblem(err, what))
 		return
@@ -169,14 +164,51 @@ func (s *server) compareRuns(ctx context.Context, view *compareView, a, b sideRe
 			return err
 		}
 	}
-	type diffRow struct {
-		id, kind string
-		a, b     *replay.ArtifactVersion // nil: to be looked up (same on both sides)
+	inB := classifyDiff(d, a, b, view)
+	slices.SortFunc(inB, func(x, y diffRow) int { return compareIDs(x.id, y.id) })
+	shown := inB[:min(len(inB), maxCompareRows)]
+	if err := s.lookUpUnchanged(ctx, view.B.Ctx, b.commit, shown); err != nil {
+		return err
 	}
-	var inB []diffRow
+	for _, r := range inB {
+		if view.room() {
+			row := compareRow{ID: r.id, Kind: r.kind, B: cellOf(*r.b, b.unconfirmed.status(r.id), artifactURL(view.B.Ctx, r.id, b.commit.ID.Hex()))}
+			if r.kind != "only in B" {
+				row.A = cellOf(*r.a, a.unconfirmed.status(r.id), artifactURL(view.A.Ctx, r.id, view.A.Commit.ID))
+			}
+			view.Rows = append(view.Rows, row)
+		}
+	}
+	removed := slices.Clone(d.Removed)
+	slices.SortFunc(removed, func(x, y replay.ArtifactChange) int { return compareIDs(x.ID, y.ID) })
+	view.OnlyA = len(removed)
+	for _, ch := range removed {
+		if view.room() {
+			view.Rows = append(view.Rows, compareRow{ID: ch.ID, Kind: "only in A",
+				A: cellOf(*ch.Old, a.unconfirmed.status(ch.ID), artifactURL(view.A.Ctx, ch.ID, view.A.Commit.ID))})
+		}
+	}
+	return nil
+}
+
+// diffRow is a row of compareRuns before its cells: the artifact as each
+// side has it, nil where a row of trust alone still has to look it up
+// (the same on both sides).
+type diffRow struct {
+	id, kind string
+	a, b     *replay.ArtifactVersion
+}
+
+// classifyDiff returns, unsorted, the rows of the artifacts side B has
+// that differ — only in B, other content, or trust alone — and counts
+// them in view. An artifact on one side only or of other content is
+// listed as such whatever its trust; one whose version alone changed (a
+// content written and then written back) differs only if its trust does.
+func classifyDiff(d *replay.DiffResult, a, b sideRead, view *compareView) []diffRow {
+	var rows []diffRow
 	oneSide := make(map[string]bool, len(d.Added)+len(d.Removed))
 	for _, ch := range d.Added {
-		inB = append(inB, diffRow{id: ch.ID, kind: "only in B", b: ch.New})
+		rows = append(rows, diffRow{id: ch.ID, kind: "only in B", b: ch.New})
 		oneSide[ch.ID] = true
 	}
 	for _, ch := range d.Removed {
@@ -186,11 +218,11 @@ func (s *server) compareRuns(ctx context.Context, view *compareView, a, b sideRe
 	differs := map[string]bool{}
 	versionOnly := map[string]replay.ArtifactChange{}
 	for _, ch := range d.Changed {
-		if ch.Old.ContentHash == ch.New.ContentHash && ch.Old.Type == ch.New.Type && ch.Old.ProducedBy == ch.New.ProducedBy {
+		if sameContent(*ch.Old, *ch.New) {
 			versionOnly[ch.ID] = ch
 			continue
 		}
-		inB = append(inB, diffRow{id: ch.ID, kind: "differs", a: ch.Old, b: ch.New})
+		rows = append(rows, diffRow{id: ch.ID, kind: "differs", a: ch.Old, b: ch.New})
 		differs[ch.ID] = true
 		view.Changed++
 	}
@@ -202,7 +234,7 @@ func (s *server) compareRuns(ctx context.Context, view *compareView, a, b sideRe
 		if ch, ok := versionOnly[id]; ok {
 			row.a, row.b = ch.Old, ch.New
 		}
-		inB = append(inB, row)
+		rows = append(rows, row)
 		view.TrustDiffs++
 	}
 	for id := range a.unconfirmed {
@@ -213,59 +245,33 @@ func (s *server) compareRuns(ctx context.Context, view *compareView, a, b sideRe
 			trustDiffers(id)
 		}
 	}
-	slices.SortFunc(inB, func(x, y diffRow) int { return compareIDs(x.id, y.id) })
-	shown := inB[:min(len(inB), maxCompareRows)]
-	// A row of trust alone shows the artifact as both sides have it.
+	return rows
+}
+
+// lookUpUnchanged fills in the artifacts of the rows that still lack
+// them (rows of trust alone, whose artifact the diff did not name: the
+// same on both sides), each looked up at commit c of context ctxID.
+func (s *server) lookUpUnchanged(ctx context.Context, ctxID string, c *replay.Commit, rows []diffRow) error {
 	var lookup []int
-	for i, r := range shown {
-		if r.a == nil && r.kind == "trust differs" {
+	for i, r := range rows {
+		if r.a == nil {
 			lookup = append(lookup, i)
 		}
 	}
-	if len(lookup) > 0 {
-		err := s.store.Read(ctx, view.B.Ctx, b.commit.ID.Hex(), func(v *store.View) error {
-			for _, i := range lookup {
-				art := v.State.Artifact(shown[i].id)
-				if art == nil {
-					return fmt.Errorf("%w: artifact %q, unconfirmed and unchanged, is not in the state", store.ErrCorrupt, shown[i].id)
-				}
-				ver := &replay.ArtifactVersion{Type: art.Type, Version: art.Version, ContentHash: art.ContentHash, ProducedBy: art.ProducedBy}
-				shown[i].a, shown[i].b = ver, ver
+	if len(lookup) == 0 {
+		return nil
+	}
+	return s.store.Read(ctx, ctxID, c.ID.Hex(), func(v *store.View) error {
+		for _, i := range lookup {
+			art := v.State.Artifact(rows[i].id)
+			if art == nil {
+				return fmt.Errorf("%w: artifact %q, unconfirmed and unchanged, is not in the state", store.ErrCorrupt, rows[i].id)
 			}
-			return v.Err()
-		})
-		if err != nil {
-			return err
+			ver := versionOf(art)
+			rows[i].a, rows[i].b = &ver, &ver
 		}
-	}
-	cell := func(ver *replay.ArtifactVersion, st graph.Status, url string) *compareCell {
-		return &compareCell{Type: ver.Type, Version: ver.Version, Hash: ver.ContentHash, Status: st, URL: url}
-	}
-	for i, r := range inB {
-		view.Differing++
-		if i >= len(shown) {
-			view.More++
-			continue
-		}
-		row := compareRow{ID: r.id, Kind: r.kind, B: cell(r.b, b.unconfirmed.status(r.id), artifactURL(view.B.Ctx, r.id, b.commit.ID.Hex()))}
-		if r.kind != "only in B" {
-			row.A = cell(r.a, a.unconfirmed.status(r.id), artifactURL(view.A.Ctx, r.id, view.A.Commit.ID))
-		}
-		view.Rows = append(view.Rows, row)
-	}
-	removed := slices.Clone(d.Removed)
-	slices.SortFunc(removed, func(x, y replay.ArtifactChange) int { return compareIDs(x.ID, y.ID) })
-	view.OnlyA = len(removed)
-	for _, ch := range removed {
-		view.Differing++
-		if len(view.Rows) >= maxCompareRows {
-			view.More++
-			continue
-		}
-		view.Rows = append(view.Rows, compareRow{ID: ch.ID, Kind: "only in A",
-			A: cell(ch.Old, a.unconfirmed.status(ch.ID), artifactURL(view.A.Ctx, ch.ID, view.A.Commit.ID))})
-	}
-	return nil
+		return v.Err()
+	})
 }
 
 // compareEntry is what a pass over side A knows of an artifact.
@@ -299,7 +305,8 @@ func compareWith(v *store.View, left map[string]compareEntry, view *compareView)
 	unconfirmed := unconfirmedOf(v.Trust)
 	type differing struct {
 		row compareRow
-		b   compareEntry
+		b   replay.ArtifactVersion
+		st  graph.Status
 	}
 	var diffs []differing
 	v.State.RangeArtifacts(func(a *graph.Artifact) bool {
@@ -311,7 +318,7 @@ func compareWith(v *store.View, left map[string]compareEntry, view *compareView)
 		case !inA:
 			row.Kind = "only in B"
 			view.OnlyB++
-		case e.a.ContentHash != a.ContentHash || e.a.Type != a.Type || e.a.ProducedBy != a.ProducedBy:
+		case !sameContent(versionOf(e.a), versionOf(a)):
 			row.Kind = "differs"
 			view.Changed++
 		case e.status != bs:
@@ -321,24 +328,17 @@ func compareWith(v *store.View, left map[string]compareEntry, view *compareView)
 			return true
 		}
 		if inA {
-			row.A = &compareCell{Type: e.a.Type, Version: e.a.Version, Hash: e.a.ContentHash, Status: e.status,
-				URL: artifactURL(view.A.Ctx, a.ID, view.A.Commit.ID)}
+			row.A = cellOf(versionOf(e.a), e.status, artifactURL(view.A.Ctx, a.ID, view.A.Commit.ID))
 		}
-		b := *a
-		b.Data = nil
-		diffs = append(diffs, differing{row: row, b: compareEntry{a: &b, status: bs}})
+		diffs = append(diffs, differing{row: row, b: versionOf(a), st: bs})
 		return true
 	})
 	slices.SortFunc(diffs, func(x, y differing) int { return compareIDs(x.row.ID, y.row.ID) })
 	for _, d := range diffs {
-		view.Differing++
-		if len(view.Rows) >= maxCompareRows {
-			view.More++
-			continue
+		if view.room() {
+			d.row.B = cellOf(d.b, d.st, artifactURL(view.B.Ctx, d.row.ID, v.Commit.ID.Hex()))
+			view.Rows = append(view.Rows, d.row)
 		}
-		b := d.b.a
-		d.row.B = &compareCell{Type: b.Type, Version: b.Version, Hash: b.ContentHash, Status: d.b.status, URL: artifactURL(view.B.Ctx, b.ID, v.Commit.ID.Hex())}
-		view.Rows = append(view.Rows, d.row)
 	}
 }
 
@@ -349,13 +349,45 @@ func onlyInA(left map[string]compareEntry, view *compareView) {
 	naturalSort(ids)
 	view.OnlyA = len(ids)
 	for _, id := range ids {
-		view.Differing++
-		if len(view.Rows) >= maxCompareRows {
-			view.More++
-			continue
+		if view.room() {
+			e := left[id]
+			view.Rows = append(view.Rows, compareRow{ID: id, Kind: "only in A", A: cellOf(versionOf(e.a), e.status, artifactURL(view.A.Ctx, id, view.A.Commit.ID))})
 		}
-		e := left[id]
-		view.Rows = append(view.Rows, compareRow{ID: id, Kind: "only in A", A: &compareCell{Type: e.a.Type, Version: e.a.Version, Hash: e.a.ContentHash, Status: e.status,
-			URL: artifactURL(view.A.Ctx, id, view.A.Commit.ID)}})
 	}
+}
+
+// room counts one more differing artifact and reports whether its row
+// is shown: the first maxCompareRows are, the rest are counted in More.
+func (v *compareView) room() bool {
+	v.Differing++
+	if len(v.Rows) >= maxCompareRows {
+		v.More++
+		return false
+	}
+	return true
+}
+
+// param names the query parameter of one side of v: "a" or "b".
+func (v *compareView) param(side *compareSide) string {
+	if side == &v.B {
+		return "b"
+	}
+	return "a"
+}
+
+// versionOf is what a comparison shows of an artifact.
+func versionOf(a *graph.Artifact) replay.ArtifactVersion {
+	return replay.ArtifactVersion{Type: a.Type, Version: a.Version, ContentHash: a.ContentHash, ProducedBy: a.ProducedBy}
+}
+
+// sameContent reports whether two versions of an artifact hold the same
+// content, type and producer, whatever their version numbers.
+func sameContent(x, y replay.ArtifactVersion) bool {
+	return x.ContentHash == y.ContentHash && x.Type == y.Type && x.ProducedBy == y.ProducedBy
+}
+
+// cellOf is one side's cell of a row: the artifact's version there, its
+// trust there, and the link to it.
+func cellOf(ver replay.ArtifactVersion, st graph.Status, url string) *compareCell {
+	return &compareCell{Type: ver.Type, Version: ver.Version, Hash: ver.ContentHash, Status: st, URL: url}
 }

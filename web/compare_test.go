@@ -42,6 +42,8 @@ func TestCompareMatchesOracle(t *testing.T) {
 	}
 	// A poison root confirmed by a new verdict: its dependents' trust
 	// differs while their content does not.
+	// The same content from another producer.
+	ops = append(ops, putOp(t, "a00011", "claim", "someone else", map[string]any{"text": "claim a00011", "n": 11}))
 	ops = append(ops, putOp(t, "a00500", "fetch_verdict", "gate/v1", map[string]any{"verdict": "RETRIEVED", "url": "https://example.com/a00500"}))
 	commit(t, s, "y", "", "agent", "second", ops...)
 	// Rewritten and put back: a later version with the same content,

@@ -50,9 +50,9 @@ type server struct {
 	// ids caches big states' artifact ids in natural order by commit
 	// (sortedIDs): those of states of at least minListed artifacts
 	// (minListedIDs; tests lower it), up to maxListedBytes in all.
-	// listedAt names, by context, the commit whose list it kept last, from
-	// which the next commit's list is derived through the maps' diff.
-	ids       *lru[*listedIDs]
+	ids *lru[*listedIDs]
+	// listedAt names, by context, the commit whose list ids kept last,
+	// from which another commit's list is derived (derivedIDs).
 	listedAt  *lru[string]
 	minListed int
 	// listings counts the lists of ids sortedIDs made by a pass over a
