@@ -287,45 +287,66 @@ func (s *State) TypeCounts() map[string]int {
 }
 
 // Ranger is a Source that yields, in key order, its artifacts whose ids
-// and its edges whose keys sort after a given one, reading about what it
-// yields (an ordered state map read from that key's place):
-// State.ArtifactsAfter and State.EdgesAfter then page through a big
-// state without walking it whole.
+// and its edges whose keys sort at or after a given one, reading about
+// what it yields (an ordered state map read from that key's place):
+// State.ArtifactsFrom, State.ArtifactsAfter and State.EdgesAfter then
+// page through a big state without walking it whole.
 type Ranger interface {
-	ArtifactsAfter(after string) iter.Seq[*Artifact]
-	EdgesAfter(after EdgeKey) iter.Seq[*Edge]
+	ArtifactsFrom(from string) iter.Seq[*Artifact]
+	EdgesFrom(from EdgeKey) iter.Seq[*Edge]
 }
 
-// ArtifactsAfter yields the artifacts of s whose ids sort bytewise after
-// after (every artifact for ""), in id order, until the caller stops:
-// a page from a cursor. Over a source that ranges (Ranger) it reads what
-// it yields and what the layers above the source hold; otherwise it
-// sorts every artifact first (State.Artifacts).
-func (s *State) ArtifactsAfter(after string) iter.Seq[*Artifact] {
+// ArtifactsFrom yields the artifacts of s whose ids sort bytewise at or
+// after from (every artifact for ""), in id order, until the caller
+// stops: the artifacts under a prefix, or a page from a cursor. Over a
+// source that ranges (Ranger) it reads what it yields and what the layers
+// above the source hold; otherwise it sorts every artifact first
+// (State.Artifacts).
+func (s *State) ArtifactsFrom(from string) iter.Seq[*Artifact] {
 	return func(yield func(*Artifact) bool) {
 		id := func(a *Artifact) string { return a.ID }
 		if rg, ok := s.ranger(); ok {
 			layers := func(x *State) map[string]*Artifact { return x.artifacts }
-			mergeAfter(s, layers, after, strings.Compare, id, rg.ArtifactsAfter(after), yield)
+			mergeFrom(s, layers, from, strings.Compare, id, rg.ArtifactsFrom(from), yield)
 			return
 		}
-		sortedAfter(s.Artifacts(), after, strings.Compare, id, yield)
+		sortedFrom(s.Artifacts(), from, strings.Compare, id, yield)
 	}
+}
+
+// ArtifactsAfter yields the artifacts of s whose ids sort bytewise after
+// after, in id order, as ArtifactsFrom does: the least id past after is
+// after and a zero byte.
+func (s *State) ArtifactsAfter(after string) iter.Seq[*Artifact] {
+	return s.ArtifactsFrom(after + "\x00")
 }
 
 // EdgesAfter yields the edges of s whose keys sort after after's (every
 // edge for the zero key), in key order — From, then Rel, then To, each
 // bytewise, as Edges sorts them — until the caller stops. It reads as
-// ArtifactsAfter does.
+// ArtifactsFrom does.
 func (s *State) EdgesAfter(after EdgeKey) iter.Seq[*Edge] {
+	return s.edgesFrom(keyPast(after))
+}
+
+// edgesFrom yields the edges of s whose keys sort at or after from, in
+// key order.
+func (s *State) edgesFrom(from EdgeKey) iter.Seq[*Edge] {
 	return func(yield func(*Edge) bool) {
 		if rg, ok := s.ranger(); ok {
 			layers := func(x *State) map[EdgeKey]*Edge { return x.edges }
-			mergeAfter(s, layers, after, compareEdgeKeys, (*Edge).Key, rg.EdgesAfter(after), yield)
+			mergeFrom(s, layers, from, EdgeKey.Compare, (*Edge).Key, rg.EdgesFrom(from), yield)
 			return
 		}
-		sortedAfter(s.Edges(), after, compareEdgeKeys, (*Edge).Key, yield)
+		sortedFrom(s.Edges(), from, EdgeKey.Compare, (*Edge).Key, yield)
 	}
+}
+
+// keyPast returns the least edge key that sorts after k: k with a zero
+// byte after its To.
+func keyPast(k EdgeKey) EdgeKey {
+	k.To += "\x00"
+	return k
 }
 
 // OutAfter yields the edges leaving id whose keys sort after after's, in
@@ -334,17 +355,18 @@ func (s *State) EdgesAfter(after EdgeKey) iter.Seq[*Edge] {
 // yields, however many edges leave id — they are one run of the edges'
 // key order; otherwise it sorts id's edges first (State.Out).
 func (s *State) OutAfter(id string, after EdgeKey) iter.Seq[*Edge] {
+	from := keyPast(after)
 	return func(yield func(*Edge) bool) {
 		if _, ok := s.ranger(); !ok {
-			sortedAfter(s.Out(id), after, compareEdgeKeys, (*Edge).Key, yield)
+			sortedFrom(s.Out(id), from, EdgeKey.Compare, (*Edge).Key, yield)
 			return
 		}
-		// No edge has an empty relation, so every edge leaving id
-		// sorts after {From: id}.
-		if start := (EdgeKey{From: id}); compareEdgeKeys(after, start) < 0 {
-			after = start
+		// Every edge leaving id sorts at or after {From: id}.
+		start := EdgeKey{From: id}
+		if from.Compare(start) > 0 {
+			start = from
 		}
-		for e := range s.EdgesAfter(after) {
+		for e := range s.edgesFrom(start) {
 			if e.From != id || !yield(e) {
 				return
 			}
@@ -359,14 +381,14 @@ func (s *State) OutAfter(id string, after EdgeKey) iter.Seq[*Edge] {
 // artifact's in-degree, not the state.
 func (s *State) InAfter(id string, after EdgeKey) iter.Seq[*Edge] {
 	return func(yield func(*Edge) bool) {
-		sortedAfter(s.In(id), after, compareEdgeKeys, (*Edge).Key, yield)
+		sortedFrom(s.In(id), keyPast(after), EdgeKey.Compare, (*Edge).Key, yield)
 	}
 }
 
-// sortedAfter yields the entries of sorted (in key order) whose keys
-// sort after after: a state without a source that ranges.
-func sortedAfter[K, V any](sorted []V, after K, cmp func(a, b K) int, key func(V) K, yield func(V) bool) {
-	i := sort.Search(len(sorted), func(i int) bool { return cmp(key(sorted[i]), after) > 0 })
+// sortedFrom yields the entries of sorted (in key order) whose keys sort
+// at or after from: a state without a source that ranges.
+func sortedFrom[K, V any](sorted []V, from K, cmp func(a, b K) int, key func(V) K, yield func(V) bool) {
+	i := sort.Search(len(sorted), func(i int) bool { return cmp(key(sorted[i]), from) >= 0 })
 	for _, v := range sorted[i:] {
 		if !yield(v) {
 			return
@@ -380,15 +402,15 @@ func (s *State) ranger() (Ranger, bool) {
 	return rg, ok
 }
 
-// mergeAfter yields, in key order, the entries of s after after: those
-// the source yields in order (fromSrc), but for the keys a layer above it
-// holds (live, or a removal marker), merged with the layers' own live
-// entries after after (each key's from the highest layer holding it). An
-// entry of the source that is not after after is passed over: a map
-// orders edge keys by their bytes, which is their order only for keys
-// without a zero byte in From or Rel, as stored edges are but a cursor
-// need not be.
-func mergeAfter[K comparable, V comparable](s *State, layer func(*State) map[K]V, after K, cmp func(a, b K) int, key func(V) K, fromSrc iter.Seq[V], yield func(V) bool) {
+// mergeFrom yields, in key order, the entries of s at or after from:
+// those the source yields in order (fromSrc), but for the keys a layer
+// above it holds (live, or a removal marker), merged with the layers' own
+// live entries at or after from (each key's from the highest layer
+// holding it). An entry of the source that sorts before from is passed
+// over: a map orders edge keys by their bytes, which is their order only
+// for keys without a zero byte in From or Rel, as stored edges are but a
+// cursor need not be.
+func mergeFrom[K comparable, V comparable](s *State, layer func(*State) map[K]V, from K, cmp func(a, b K) int, key func(V) K, fromSrc iter.Seq[V], yield func(V) bool) {
 	var zero V
 	hidden := map[K]bool{}
 	var own []V
@@ -398,7 +420,7 @@ func mergeAfter[K comparable, V comparable](s *State, layer func(*State) map[K]V
 				continue
 			}
 			hidden[k] = true
-			if v != zero && cmp(k, after) > 0 {
+			if v != zero && cmp(k, from) >= 0 {
 				own = append(own, v)
 			}
 		}
@@ -407,7 +429,7 @@ func mergeAfter[K comparable, V comparable](s *State, layer func(*State) map[K]V
 	i := 0
 	for v := range fromSrc {
 		k := key(v)
-		if cmp(k, after) <= 0 {
+		if cmp(k, from) < 0 {
 			continue
 		}
 		for ; i < len(own) && cmp(key(own[i]), k) < 0; i++ {

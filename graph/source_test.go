@@ -643,20 +643,20 @@ type rangingSource struct {
 	ranged atomic.Int64
 }
 
-func (src *rangingSource) EdgesAfter(after EdgeKey) iter.Seq[*Edge] {
+func (src *rangingSource) EdgesFrom(from EdgeKey) iter.Seq[*Edge] {
 	return func(yield func(*Edge) bool) {
 		for _, e := range src.s.Edges() {
-			if compareEdgeKeys(e.Key(), after) > 0 && !yield(e) {
+			if e.Key().Compare(from) >= 0 && !yield(e) {
 				return
 			}
 		}
 	}
 }
 
-func (src *rangingSource) ArtifactsAfter(after string) iter.Seq[*Artifact] {
+func (src *rangingSource) ArtifactsFrom(from string) iter.Seq[*Artifact] {
 	return func(yield func(*Artifact) bool) {
 		for _, id := range src.s.ArtifactIDs() {
-			if id <= after {
+			if id < from {
 				continue
 			}
 			src.ranged.Add(1)
@@ -738,7 +738,7 @@ func TestArtifactsAfter(t *testing.T) {
 			for _, after := range edgeAfters {
 				var want []EdgeKey
 				for _, e := range edges {
-					if compareEdgeKeys(e.Key(), after) > 0 {
+					if e.Key().Compare(after) > 0 {
 						want = append(want, e.Key())
 					}
 				}
@@ -747,7 +747,7 @@ func TestArtifactsAfter(t *testing.T) {
 				if step == 0 {
 					var before []EdgeKey
 					for _, e := range s.Edges() {
-						if compareEdgeKeys(e.Key(), after) > 0 {
+						if e.Key().Compare(after) > 0 {
 							before = append(before, e.Key())
 						}
 					}
@@ -837,7 +837,7 @@ func checkEdgesOf(t *testing.T, what string, st *State, keys, afters []EdgeKey, 
 	for _, after := range afters {
 		var want []EdgeKey
 		for _, k := range keys {
-			if compareEdgeKeys(k, after) > 0 {
+			if k.Compare(after) > 0 {
 				want = append(want, k)
 			}
 		}
@@ -881,6 +881,34 @@ func checkSeqAfter[V any, K comparable](t *testing.T, what string, seq func() it
 		}
 		if !slices.Equal(got, w) {
 			t.Fatalf("%s (stopping after %d): %v, want %v", what, stop, got, w)
+		}
+	}
+}
+
+// TestArtifactsFromIncludesItsKey: ArtifactsFrom yields the artifact
+// whose id is from itself, then those after it — over a whole state, a
+// ranging source and a fork above it — as the outbox's walk from the
+// prefix of effect ids needs.
+func TestArtifactsFromIncludesItsKey(t *testing.T) {
+	s, _, _ := forkGenState(t, 3)
+	snap := wholeCopy(s)
+	ranged, err := NewStateOver(s.ruleset, &rangingSource{stateSource: newStateSource(snap)}, Counts{snap.nArt, snap.nTomb, snap.nEdge}, definitionsOf(snap), snap.acc.Clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := snap.ArtifactIDs()
+	if len(ids) < 3 {
+		t.Fatalf("the fixture has %d artifacts", len(ids))
+	}
+	for _, st := range []*State{snap, ranged, ranged.Fork()} {
+		for i, from := range ids {
+			var got []string
+			for a := range st.ArtifactsFrom(from) {
+				got = append(got, a.ID)
+			}
+			if !slices.Equal(got, ids[i:]) {
+				t.Fatalf("from %q: %q, want %q", from, got, ids[i:])
+			}
 		}
 	}
 }

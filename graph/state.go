@@ -284,13 +284,15 @@ func (s *State) Edges() []*Edge {
 
 // SortEdges sorts edges by (from, rel, to), bytewise.
 func SortEdges(es []*Edge) {
-	slices.SortFunc(es, func(a, b *Edge) int { return compareEdgeKeys(a.Key(), b.Key()) })
+	slices.SortFunc(es, func(a, b *Edge) int { return a.Key().Compare(b.Key()) })
 }
 
-// compareEdgeKeys orders edge keys by (from, rel, to), bytewise, as
-// SortEdges sorts edges.
-func compareEdgeKeys(a, b EdgeKey) int {
-	return cmp.Or(strings.Compare(a.From, b.From), strings.Compare(a.Rel, b.Rel), strings.Compare(a.To, b.To))
+// Compare orders edge keys by (from, rel, to), bytewise, as SortEdges
+// sorts edges, and returns -1, 0 or +1 as k sorts before, with or after
+// o. Ids and relations hold no zero byte, so it is also the order of the
+// keys joined with zero bytes between their parts.
+func (k EdgeKey) Compare(o EdgeKey) int {
+	return cmp.Or(strings.Compare(k.From, o.From), strings.Compare(k.Rel, o.Rel), strings.Compare(k.To, o.To))
 }
 
 // Out returns the edges leaving id, sorted.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"strings"
@@ -94,12 +95,13 @@ func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) {
 		out := page[ArtifactView]{Commit: &v.Commit.ID, Items: []ArtifactView{}}
 		left := -1 // artifacts of the type still to come, when known
 		if typ != "" {
-			if left = v.State.TypeCounts()[typ]; cursor != "" && left > 0 {
-				left = -1
+			n := v.State.TypeCounts()[typ]
+			if n == 0 {
+				return out, nil
 			}
-		}
-		if left == 0 {
-			return out, nil // nothing of the type, or nothing left of it
+			if cursor == "" {
+				left = n
+			}
 		}
 		for a := range v.State.ArtifactsAfter(cursor) {
 			if left == 0 {
@@ -295,12 +297,15 @@ func (s *Server) handleListEdges(w http.ResponseWriter, r *http.Request) {
 		// cursor's place: a page of a big state reads about the page
 		// (State.EdgesAfter, State.OutAfter), or the artifact's edges in
 		// (State.InAfter) — never the whole state to find a few.
-		edges := v.State.EdgesAfter(cursorEdge(cursor))
+		after := cursorEdge(cursor)
+		var edges iter.Seq[*graph.Edge]
 		switch {
 		case from != "":
-			edges = v.State.OutAfter(from, cursorEdge(cursor))
+			edges = v.State.OutAfter(from, after)
 		case to != "":
-			edges = v.State.InAfter(to, cursorEdge(cursor))
+			edges = v.State.InAfter(to, after)
+		default:
+			edges = v.State.EdgesAfter(after)
 		}
 		out := page[*graph.Edge]{Commit: &v.Commit.ID, Items: []*graph.Edge{}}
 		for e := range edges {

@@ -212,15 +212,8 @@ func (d *DiffResult) sort() {
 	sort.Slice(d.Trust, func(i, j int) bool { return d.Trust[i].ID < d.Trust[j].ID })
 }
 
-func edgeKeyLess(a, b graph.EdgeKey) bool {
-	if a.From != b.From {
-		return a.From < b.From
-	}
-	if a.Rel != b.Rel {
-		return a.Rel < b.Rel
-	}
-	return a.To < b.To
-}
+// edgeKeyLess orders edge keys as graph.EdgeKey.Compare does.
+func edgeKeyLess(a, b graph.EdgeKey) bool { return a.Compare(b) < 0 }
 
 // sameArtifactMeta reports whether two artifacts have the same value,
 // ignoring the version: the same type, content and producer.

@@ -188,9 +188,10 @@ func ParseCompareSide(param, v string) (ctxID, ref string, err error) {
 // holds no lock a committer needs while it works. Two refs of one
 // context cost what differs between them; two contexts share little of
 // their maps, and the diff reads most of both, a level at a time,
-// holding the nodes it read (not the states) until it ends. The producer of an edge whose from artifact did not change
-// is read at side a through its map (store.ReadSparse: a point lookup
-// each, not the state loaded whole, unless its map predates format 3).
+// holding the nodes it read (not the states) until it ends. The
+// producer of an edge whose from artifact did not change is read at side
+// a through its map (store.ReadSparse: a point lookup each, not the state
+// loaded whole, unless its map predates format 3).
 func CompareRuns(ctx context.Context, st *store.Store, ctxA, refA, ctxB, refB string) (Comparison, error) {
 	ca, err := st.Resolve(ctx, ctxA, refA)
 	if err != nil {

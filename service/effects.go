@@ -419,7 +419,7 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 }
 
 // effectsOf returns every effect of a view, sorted by id. It reads the
-// ids from effectPrefix's place on (State.ArtifactsAfter), so a claim in a
+// ids from effectPrefix's place on (State.ArtifactsFrom), so a claim in a
 // big context reads its effects, not every artifact.
 func effectsOf(v *store.View) ([]EffectView, error) {
 	var out []EffectView
@@ -438,12 +438,7 @@ func effectsOf(v *store.View) ([]EffectView, error) {
 		out = append(out, e)
 		return nil
 	}
-	if a := v.State.Artifact(effectPrefix); a != nil {
-		if err := add(a); err != nil {
-			return nil, err
-		}
-	}
-	for a := range v.State.ArtifactsAfter(effectPrefix) {
+	for a := range v.State.ArtifactsFrom(effectPrefix) {
 		if !strings.HasPrefix(a.ID, effectPrefix) {
 			break
 		}

@@ -447,12 +447,12 @@ func (m *mapSource) artifactsUnder(prefix string) iter.Seq[*graph.Artifact] {
 	}
 }
 
-// ArtifactsAfter implements graph.Ranger: the artifacts whose ids sort
-// after after, in id order, read from after's place in the map
+// ArtifactsFrom implements graph.Ranger: the artifacts whose ids sort at
+// or after from, in id order, read from from's place in the map
 // (trieWalkFrom) rather than from its first artifact.
-func (m *mapSource) ArtifactsAfter(after string) iter.Seq[*graph.Artifact] {
+func (m *mapSource) ArtifactsFrom(from string) iter.Seq[*graph.Artifact] {
 	return func(yield func(*graph.Artifact) bool) {
-		m.walkAfter('a', tkArtifact(after), func(k, v []byte) bool {
+		m.walkFromKey('a', tkArtifact(from), func(k, v []byte) bool {
 			av, err := decodeArtifactVal(v)
 			if err != nil {
 				m.fail(fmt.Errorf("artifact %q: %w", k[1:], err))
@@ -463,12 +463,12 @@ func (m *mapSource) ArtifactsAfter(after string) iter.Seq[*graph.Artifact] {
 	}
 }
 
-// EdgesAfter implements graph.Ranger: the edges whose keys sort after
-// after's, in key order (the map's order of edge keys is (From, Rel,
-// To): their parts hold no zero byte), read from after's place.
-func (m *mapSource) EdgesAfter(after graph.EdgeKey) iter.Seq[*graph.Edge] {
+// EdgesFrom implements graph.Ranger: the edges whose keys sort at or
+// after from's, in key order (the map's order of edge keys is (From,
+// Rel, To): their parts hold no zero byte), read from from's place.
+func (m *mapSource) EdgesFrom(from graph.EdgeKey) iter.Seq[*graph.Edge] {
 	return func(yield func(*graph.Edge) bool) {
-		m.walkAfter('e', tkEdge(after), func(k, v []byte) bool {
+		m.walkFromKey('e', tkEdge(from), func(k, v []byte) bool {
 			ek, err := splitEdgeKey(k)
 			if err != nil {
 				m.fail(err)
@@ -479,12 +479,12 @@ func (m *mapSource) EdgesAfter(after graph.EdgeKey) iter.Seq[*graph.Edge] {
 	}
 }
 
-// walkAfter calls fn for the map's entries of kind (a key's first byte)
-// whose keys sort after key, in key order, until fn returns false; a
-// failure is kept. Like scan, it stops once m.ctx ends (checked every
-// afterCheck entries): a filtered page whose filter matches little may
-// walk far.
-func (m *mapSource) walkAfter(kind byte, key []byte, fn func(k, v []byte) bool) {
+// walkFromKey calls fn for the map's entries of kind (a key's first
+// byte) whose keys sort at or after key, in key order, until fn returns
+// false; a failure is kept. Like scan, it stops once m.ctx ends (checked
+// every afterCheck entries): a filtered page whose filter matches little
+// may walk far.
+func (m *mapSource) walkFromKey(kind byte, key []byte, fn func(k, v []byte) bool) {
 	if err := m.ctx.Err(); err != nil {
 		m.fail(err)
 		return
@@ -499,8 +499,7 @@ func (m *mapSource) walkAfter(kind byte, key []byte, fn func(k, v []byte) bool) 
 		}
 		return fn(k, v)
 	}
-	// The least key past key: key and a zero byte.
-	err := trieWalkFrom(m, m.root, []byte{kind}, append(key, 0), each)
+	err := trieWalkFrom(m, m.root, []byte{kind}, key, each)
 	if err == nil {
 		err = ended
 	}
@@ -509,7 +508,7 @@ func (m *mapSource) walkAfter(kind byte, key []byte, fn func(k, v []byte) bool) 
 	}
 }
 
-// afterCheck is how many entries walkAfter yields between two looks at
+// afterCheck is how many entries walkFromKey yields between two looks at
 // its context.
 const afterCheck = 1024
 

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -787,7 +786,7 @@ func compareChanges(x, y Change) int {
 	if x.Kind == "artifact" {
 		return strings.Compare(x.ID, y.ID)
 	}
-	return cmp.Or(strings.Compare(x.Edge.From, y.Edge.From), strings.Compare(x.Edge.Rel, y.Edge.Rel), strings.Compare(x.Edge.To, y.Edge.To))
+	return x.Edge.Compare(y.Edge)
 }
 
 func sameMeta(a, b *graph.Artifact) bool {
