@@ -12,19 +12,22 @@ import (
 	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
-// nodeCalls is a driver that counts its calls that read state-map nodes.
+// nodeCalls is a driver that counts its point-read calls (those that read
+// state-map nodes among others) and the keys they ask for.
 type nodeCalls struct {
 	*memkv.Driver
-	calls atomic.Int64
+	calls, keys atomic.Int64
 }
 
 func (d *nodeCalls) Get(ctx context.Context, key []byte) ([]byte, error) {
 	d.calls.Add(1)
+	d.keys.Add(1)
 	return d.Driver.Get(ctx, key)
 }
 
 func (d *nodeCalls) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	d.calls.Add(1)
+	d.keys.Add(int64(len(keys)))
 	return d.Driver.GetMany(ctx, keys)
 }
 

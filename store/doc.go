@@ -105,7 +105,7 @@
 //     what it read until it ends); the UI diffs two commits of one
 //     context so and passes over the artifacts of two contexts. A page of a list (the artifacts or edges after a
 //     cursor, the outbox's effects) is a walk of the map from the
-//     cursor's key (trieWalkFrom through graph.Ranger): it skips, unread,
+//     cursor's key (mapSource.walk through graph.Ranger): it skips, unread,
 //     what sorts before the cursor, and stops with the read's context.
 //   - definitions: the types and relations a context uses, recorded in
 //     its own history as artifactd.type/… and artifactd.relation/…

@@ -249,63 +249,121 @@ func (m *mapSource) get(key []byte) []byte {
 }
 
 // scan calls fn for every entry whose key starts with prefix, in key
-// order, until fn returns false; a failure is kept. A few entries are a
-// walk through the node cache; many are read a window at a time, each
-// window's nodes a level at a time (prefetchTrie), as a head is loaded.
+// order, until fn returns false; a failure is kept (walk).
 func (m *mapSource) scan(prefix []byte, fn func(k, v []byte) bool) {
+	m.walk(prefix, prefix, fn)
+}
+
+// walk calls fn for the entries whose keys start with prefix and sort at
+// or after from, in key order, until fn returns false; a failure is
+// kept. It is the one walk of a key range: a page from a cursor, an
+// artifact's edges, every artifact. It descends to from's place
+// (skipping, unread, what sorts before it) and goes on a window at a
+// time: a subtree of at most scanDirect entries is walked through the
+// node cache, a larger one is read ahead first, a level at a time
+// (prefetchFrom). Windows start at scanDirect entries and double, up to
+// scanWindow, so a page that fills within its first entries reads about
+// what it yields, and a long walk (a filter that matches little, a whole
+// list) reads in batches. It stops once m.ctx ends, checked at every
+// window and every afterCheck entries.
+func (m *mapSource) walk(prefix, from []byte, fn func(k, v []byte) bool) {
+	if bytes.Compare(from, prefix) < 0 {
+		from = prefix // the least key that starts with prefix
+	}
+	w := m.s.newRangeWalk(m.ctx, m, m.workers, prefix, fn)
 	sub, err := triePrefixRoot(m, m.root, prefix)
 	if err == nil && sub.count > 0 {
-		_, err = m.scanWindows(sub, prefix, fn)
+		_, err = w.walk(sub, from)
+	}
+	if err == nil {
+		err = w.ended
 	}
 	if err != nil {
 		m.fail(err)
 	}
 }
 
-// scanWindow is the most entries a scan reads ahead at once; a part of
-// at most scanDirect entries (an artifact's edges, most often) is walked
-// through the node cache without reading ahead.
+// scanWindow is the most entries a walk reads ahead at once; a part of at
+// most scanDirect entries (an artifact's edges, most often, or the first
+// part of a page) is walked through the node cache without reading ahead.
 const (
 	scanWindow = 32 << 10
 	scanDirect = 256
 )
 
-// scanWindows walks the subtree at ref as scan does, prefetching each
-// part of at most scanWindow entries before walking it; it reports false
-// once fn did, or once the walk passed the keys under prefix.
-func (m *mapSource) scanWindows(ref trieChild, prefix []byte, fn func(k, v []byte) bool) (bool, error) {
-	if err := m.ctx.Err(); err != nil {
+// afterCheck is how many entries a walk yields between two looks at its
+// context: a filtered page whose filter matches little may walk far
+// within one window.
+const afterCheck = 1024
+
+// rangeWalk is one walk of a key range under way (mapSource.walk, a
+// side of a diff): it reads through src, and ahead through the store,
+// under ctx, up to workers parts at once.
+type rangeWalk struct {
+	s       *Store
+	src     nodeSource
+	ctx     context.Context
+	workers int
+	prefix  []byte
+	fn      func(k, v []byte) bool
+	// window is the most entries the walk's next read ahead covers.
+	window int
+	// n counts the entries yielded; ended is ctx's error once a check
+	// found it ended.
+	n     int
+	ended error
+}
+
+// newRangeWalk returns a walk of the keys under prefix through src that
+// calls fn, its first window scanDirect entries.
+func (s *Store) newRangeWalk(ctx context.Context, src nodeSource, workers int, prefix []byte, fn func(k, v []byte) bool) *rangeWalk {
+	return &rangeWalk{s: s, src: src, ctx: ctx, workers: workers, prefix: prefix, fn: fn, window: scanDirect}
+}
+
+// walk walks the entries below ref not less than from (nil: all), as
+// mapSource.walk does; it reports false once the walk is over (fn said
+// so, a key passed the prefix, or the context ended).
+func (w *rangeWalk) walk(ref trieChild, from []byte) (bool, error) {
+	if err := w.ctx.Err(); err != nil {
 		return false, err
 	}
-	if ref.count > scanWindow {
-		n, err := m.node(ref.id)
-		if err != nil {
-			return false, err
-		}
-		if !n.leaf {
-			for _, c := range n.children {
-				if c.count == 0 {
-					continue
-				}
-				if more, err := m.scanWindows(c, prefix, fn); !more || err != nil {
-					return more, err
-				}
-			}
-			return true, nil
-		}
-	}
-	var src nodeSource = m
-	if ref.count > scanDirect {
-		var err error
-		if src, err = m.s.prefetchTrie(m.ctx, m.s, ref, m.workers); err != nil {
-			return false, err
-		}
-	}
-	n, err := src.node(ref.id)
+	n, err := w.src.node(ref.id)
 	if err != nil {
 		return false, err
 	}
-	return walkFrom(src, n, prefix, prefix, fn)
+	if ref.count > w.window && !n.leaf {
+		first, from, reach := fromChild(n, from)
+		if !reach {
+			return true, nil
+		}
+		for c := first; c < len(n.children); c++ {
+			if n.children[c].count == 0 {
+				continue
+			}
+			if more, err := w.walk(n.children[c], childFrom(c, first, from)); !more || err != nil {
+				return more, err
+			}
+		}
+		return true, nil
+	}
+	src := w.src
+	if ref.count > scanDirect {
+		if src, err = w.s.prefetchFrom(w.ctx, w.src, ref, from, w.workers); err != nil {
+			return false, err
+		}
+	}
+	w.window = min(2*w.window, scanWindow)
+	return walkFrom(src, n, w.prefix, from, w.each)
+}
+
+// each yields one entry, looking at the context every afterCheck.
+func (w *rangeWalk) each(k, v []byte) bool {
+	if w.n++; w.n%afterCheck == 0 {
+		if w.ended = w.ctx.Err(); w.ended != nil {
+			return false
+		}
+	}
+	return w.fn(k, v)
 }
 
 // Artifact returns id's metadata (no Data), or nil.
@@ -449,10 +507,10 @@ func (m *mapSource) artifactsUnder(prefix string) iter.Seq[*graph.Artifact] {
 
 // ArtifactsFrom implements graph.Ranger: the artifacts whose ids sort at
 // or after from, in id order, read from from's place in the map
-// (trieWalkFrom) rather than from its first artifact.
+// (walk) rather than from its first artifact.
 func (m *mapSource) ArtifactsFrom(from string) iter.Seq[*graph.Artifact] {
 	return func(yield func(*graph.Artifact) bool) {
-		m.walkFromKey('a', tkArtifact(from), func(k, v []byte) bool {
+		m.walk([]byte{'a'}, tkArtifact(from), func(k, v []byte) bool {
 			av, err := decodeArtifactVal(v)
 			if err != nil {
 				m.fail(fmt.Errorf("artifact %q: %w", k[1:], err))
@@ -468,7 +526,7 @@ func (m *mapSource) ArtifactsFrom(from string) iter.Seq[*graph.Artifact] {
 // Rel, To): their parts hold no zero byte), read from from's place.
 func (m *mapSource) EdgesFrom(from graph.EdgeKey) iter.Seq[*graph.Edge] {
 	return func(yield func(*graph.Edge) bool) {
-		m.walkFromKey('e', tkEdge(from), func(k, v []byte) bool {
+		m.walk([]byte{'e'}, tkEdge(from), func(k, v []byte) bool {
 			ek, err := splitEdgeKey(k)
 			if err != nil {
 				m.fail(err)
@@ -478,39 +536,6 @@ func (m *mapSource) EdgesFrom(from graph.EdgeKey) iter.Seq[*graph.Edge] {
 		})
 	}
 }
-
-// walkFromKey calls fn for the map's entries of kind (a key's first
-// byte) whose keys sort at or after key, in key order, until fn returns
-// false; a failure is kept. Like scan, it stops once m.ctx ends (checked
-// every afterCheck entries): a filtered page whose filter matches little
-// may walk far.
-func (m *mapSource) walkFromKey(kind byte, key []byte, fn func(k, v []byte) bool) {
-	if err := m.ctx.Err(); err != nil {
-		m.fail(err)
-		return
-	}
-	n := 0
-	var ended error
-	each := func(k, v []byte) bool {
-		if n++; n%afterCheck == 0 {
-			if ended = m.ctx.Err(); ended != nil {
-				return false
-			}
-		}
-		return fn(k, v)
-	}
-	err := trieWalkFrom(m, m.root, []byte{kind}, key, each)
-	if err == nil {
-		err = ended
-	}
-	if err != nil {
-		m.fail(err)
-	}
-}
-
-// afterCheck is how many entries walkFromKey yields between two looks at
-// its context.
-const afterCheck = 1024
 
 // Tombstones yields every tombstone, in id order.
 func (m *mapSource) Tombstones() iter.Seq2[string, int64] {

@@ -60,28 +60,47 @@ func (p *prefetched) node(id hashing.Digest) (*trieNode, error) {
 // time, up to workers parts at once, checks and decodes each, caches it,
 // and returns a source serving them, for a walk of the whole trie.
 func (s *Store) prefetchTrie(ctx context.Context, src nodeSource, root trieChild, workers int) (nodeSource, error) {
+	return s.prefetchFrom(ctx, src, root, nil, workers)
+}
+
+// prefetchFrom is prefetchTrie for a walk of the keys not less than from
+// (nil: every key; walkFrom): it reads the nodes that walk reads and
+// none whose keys all sort before from.
+func (s *Store) prefetchFrom(ctx context.Context, src nodeSource, root trieChild, from []byte, workers int) (nodeSource, error) {
 	p := &prefetched{m: make(map[hashing.Digest]*trieNode), src: src}
 	if root.count == 0 {
 		return p, nil
 	}
-	level := []hashing.Digest{root.id}
+	type bound struct {
+		id   hashing.Digest
+		from []byte
+	}
+	level := []bound{{root.id, from}}
+	ids := []hashing.Digest{root.id}
 	for len(level) > 0 {
-		if err := s.readLevel(ctx, p, level, workers); err != nil {
+		if err := s.readLevel(ctx, p, ids, workers); err != nil {
 			return nil, err
 		}
-		var next []hashing.Digest
-		for _, id := range level {
-			n := p.m[id]
+		var next []bound
+		for _, b := range level {
+			n := p.m[b.id]
 			if n.leaf {
 				continue
 			}
-			for _, c := range n.children {
-				if c.count > 0 {
-					next = append(next, c.id)
+			first, from, reach := fromChild(n, b.from)
+			if !reach {
+				continue
+			}
+			for c := first; c < len(n.children); c++ {
+				if ref := n.children[c]; ref.count > 0 {
+					next = append(next, bound{ref.id, childFrom(c, first, from)})
 				}
 			}
 		}
-		level = next
+		level, ids = next, ids[:0]
+		for _, b := range level {
+			ids = append(ids, b.id)
+		}
 	}
 	return p, nil
 }

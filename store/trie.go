@@ -971,31 +971,6 @@ func triePrefixRoot(src nodeSource, root trieChild, prefix []byte) (trieChild, e
 	return trieChild{}, nil
 }
 
-// trieWalkFrom calls fn for every entry below root (an ordered trie)
-// whose key starts with prefix and is not less than from, in key order,
-// until fn returns false. It follows prefix's nibbles down to the subtree
-// that holds every such key (triePrefixRoot), then descends along from's
-// path, skipping every subtree whose keys all sort before from without
-// reading it, so it reads about the depth of the trie plus what it
-// yields: a page of a big map from a cursor, or with from = prefix every
-// key under a prefix. fn must not retain key or val beyond the call
-// unless it copies them.
-func trieWalkFrom(src nodeSource, root trieChild, prefix, from []byte, fn func(key, val []byte) bool) error {
-	sub, err := triePrefixRoot(src, root, prefix)
-	if err != nil || sub.count == 0 {
-		return err
-	}
-	if bytes.Compare(from, prefix) < 0 {
-		from = prefix // the least key that starts with prefix
-	}
-	n, err := src.node(sub.id)
-	if err != nil {
-		return err
-	}
-	_, err = walkFrom(src, n, prefix, from, fn)
-	return err
-}
-
 // walkFrom calls fn for the entries below n that start with prefix and
 // are not less than from (nil: every entry), in order; it reports false
 // once fn did or once it met a key past those that start with prefix
@@ -1014,19 +989,9 @@ func walkFrom(src nodeSource, n *trieNode, prefix, from []byte, fn func(key, val
 		}
 		return true, nil
 	}
-	first := 0
-	if from != nil {
-		// Every entry below n has the first n.depth nibbles of n.prefix.
-		// Where from's path leaves them, either all those entries sort
-		// after from or none does.
-		if d := divergence(n.prefix, from, 0, n.depth); d < n.depth {
-			if keyNibble(from, d) > keyNibble(n.prefix, d) {
-				return true, nil
-			}
-			from = nil
-		} else {
-			first = keyNibble(from, n.depth)
-		}
+	first, from, reach := fromChild(n, from)
+	if !reach {
+		return true, nil
 	}
 	for c := first; c < len(n.children); c++ {
 		ref := n.children[c]
@@ -1037,15 +1002,41 @@ func walkFrom(src nodeSource, n *trieNode, prefix, from []byte, fn func(key, val
 		if err != nil {
 			return false, err
 		}
-		bound := from
-		if c > first {
-			bound = nil // past from's nibble: every key sorts after from
-		}
-		if more, err := walkFrom(src, child, prefix, bound, fn); !more || err != nil {
+		if more, err := walkFrom(src, child, prefix, childFrom(c, first, from), fn); !more || err != nil {
 			return more, err
 		}
 	}
 	return true, nil
+}
+
+// fromChild says where a walk of the keys not less than from (nil: every
+// key) goes on below branch n: reach is false when every entry below n
+// sorts before from; otherwise from child first on, bounded by next
+// there (nil when every key below n sorts at or after from).
+func fromChild(n *trieNode, from []byte) (first int, next []byte, reach bool) {
+	if from == nil {
+		return 0, nil, true
+	}
+	// Every entry below n has the first n.depth nibbles of n.prefix.
+	// Where from's path leaves them, either all those entries sort after
+	// from or none does.
+	if d := divergence(n.prefix, from, 0, n.depth); d < n.depth {
+		if keyNibble(from, d) > keyNibble(n.prefix, d) {
+			return 0, nil, false
+		}
+		return 0, nil, true
+	}
+	return keyNibble(from, n.depth), from, true
+}
+
+// childFrom is the bound of a walk from next (fromChild) in child c of a
+// branch it goes on in from child first: past from's nibble every key
+// sorts after from.
+func childFrom(c, first int, next []byte) []byte {
+	if c > first {
+		return nil
+	}
+	return next
 }
 
 // trieDiff calls fn for every key whose value differs between the tries at

@@ -1040,3 +1040,26 @@ func BenchmarkTrieGetTrust(b *testing.B) {
 		}
 	}
 }
+
+// trieWalkFrom calls fn for every entry below root (an ordered trie)
+// whose key starts with prefix and is not less than from, in key order,
+// until fn returns false: mapSource.walk without its windows, for the
+// tests of walkFrom. It follows prefix's nibbles down to the subtree that
+// holds every such key (triePrefixRoot), then descends along from's path,
+// skipping every subtree whose keys all sort before from without reading
+// it.
+func trieWalkFrom(src nodeSource, root trieChild, prefix, from []byte, fn func(key, val []byte) bool) error {
+	sub, err := triePrefixRoot(src, root, prefix)
+	if err != nil || sub.count == 0 {
+		return err
+	}
+	if bytes.Compare(from, prefix) < 0 {
+		from = prefix // the least key that starts with prefix
+	}
+	n, err := src.node(sub.id)
+	if err != nil {
+		return err
+	}
+	_, err = walkFrom(src, n, prefix, from, fn)
+	return err
+}

@@ -11,6 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
 	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/kvtest"
 	"github.com/artifactd/artifactd/store/kv/pgkv"
@@ -189,4 +192,80 @@ func TestStoreBigCommit(t *testing.T) {
 		return d
 	}, 100_000)
 	t.Logf("one commit of 100,000 artifacts and 99,999 edges on PostgreSQL: %s; a second store's first read of the head (its whole state map): %s", took.Commit.Round(time.Millisecond), took.ColdRead.Round(time.Millisecond))
+}
+
+// BenchmarkStoreWalk reads, through a store on PostgreSQL opened afresh
+// (its node cache empty), an old commit of a context of 50,000 artifacts
+// over its state map: every artifact from the first ("whole"), and a
+// page of 100 from a cursor in the middle ("page") — what a listing of
+// a big context, and a filtered page that walks far, cost in round
+// trips.
+func BenchmarkStoreWalk(b *testing.B) {
+	ctx := context.Background()
+	schema := freshSchema(b)
+	opts := func() store.Options {
+		d, err := open(ctx, b, schema, pgkv.BulkUnnest)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return store.Options{Driver: d, ReserveBytes: -1}
+	}
+	s, err := store.Open(ctx, opts())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.CreateContext(ctx, "c", store.ModeObserve); err != nil {
+		b.Fatal(err)
+	}
+	const n = 50_000
+	var old *replay.Commit
+	for part := range 5 {
+		var ops []graph.Op
+		for i := part * n / 5; i < (part+1)*n/5; i++ {
+			ops = append(ops, graph.Op{Op: graph.OpPut, ID: fmt.Sprintf("a%06d", i), Type: "note", Data: []byte(`{"text":"a note"}`)})
+		}
+		res, err := s.Commit(ctx, store.CommitRequest{Context: "c", Author: "b", Message: "part", Ops: ops})
+		if err != nil {
+			b.Fatal(err)
+		}
+		old = res.Commit
+	}
+	if _, err := s.Commit(ctx, store.CommitRequest{Context: "c", Author: "b", Message: "later", Ops: []graph.Op{{Op: graph.OpPut, ID: "later", Type: "note", Data: []byte(`{}`)}}}); err != nil {
+		b.Fatal(err)
+	}
+	_ = s.Close()
+	for _, bc := range []struct {
+		name   string
+		cursor string
+		max    int
+	}{{"whole", "", n}, {"page", fmt.Sprintf("a%06d", n/2), 100}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				s, err := store.Open(ctx, opts())
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				got := 0
+				err = s.ReadSparse(ctx, "c", old, func(v *store.View) error {
+					if !v.State.IsLazy() {
+						return fmt.Errorf("the old commit is not read through its map")
+					}
+					for range v.State.ArtifactsAfter(bc.cursor) {
+						if got++; got == bc.max {
+							break
+						}
+					}
+					return nil
+				})
+				b.StopTimer()
+				if err != nil || got != bc.max {
+					b.Fatalf("%d artifacts, err %v; want %d", got, err, bc.max)
+				}
+				_ = s.Close()
+				b.StartTimer()
+			}
+		})
+	}
 }
