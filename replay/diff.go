@@ -118,7 +118,6 @@ type EdgeDelta struct {
 // diff of two unrelated big states holds millions, and growing the lists
 // copied them again and again.
 func NewDiff(arts []ArtifactDelta, edges []EdgeDelta) *DiffResult {
-	d := emptyDiff()
 	var nArts [4]int
 	for _, a := range arts {
 		nArts[a.kind()]++
@@ -127,34 +126,64 @@ func NewDiff(arts []ArtifactDelta, edges []EdgeDelta) *DiffResult {
 	for _, e := range edges {
 		nEdges[e.kind()]++
 	}
+	b := &DiffBuilder{d: emptyDiff()}
+	d := b.d
 	d.Added, d.Removed, d.Changed = make([]ArtifactChange, 0, nArts[deltaAdded]), make([]ArtifactChange, 0, nArts[deltaRemoved]), make([]ArtifactChange, 0, nArts[deltaChanged])
 	d.EdgesAdded, d.EdgesRemoved, d.EdgesChanged = make([]EdgeChange, 0, nEdges[deltaAdded]), make([]EdgeChange, 0, nEdges[deltaRemoved]), make([]EdgeChange, 0, nEdges[deltaChanged])
 	for _, a := range arts {
-		switch a.kind() {
-		case deltaAdded:
-			d.Added = append(d.Added, ArtifactChange{ID: a.ID, New: versionOf(a.New)})
-		case deltaRemoved:
-			d.Removed = append(d.Removed, ArtifactChange{ID: a.ID, Old: versionOf(a.Old)})
-		case deltaChanged:
-			d.Changed = append(d.Changed, ArtifactChange{ID: a.ID, Old: versionOf(a.Old), New: versionOf(a.New)})
-		}
+		b.AddArtifact(a)
 	}
 	for _, e := range edges {
-		ch := EdgeChange{From: e.Key.From, Rel: e.Key.Rel, To: e.Key.To}
-		switch e.kind() {
-		case deltaAdded:
-			ch.NewAttrs = e.NewAttrs
-			d.EdgesAdded = append(d.EdgesAdded, ch)
-		case deltaRemoved:
-			ch.OldAttrs = e.OldAttrs
-			d.EdgesRemoved = append(d.EdgesRemoved, ch)
-		case deltaChanged:
-			ch.OldAttrs, ch.NewAttrs = e.OldAttrs, e.NewAttrs
-			d.EdgesChanged = append(d.EdgesChanged, ch)
-		}
+		b.AddEdge(e)
 	}
-	d.sort()
-	return d
+	return b.Result()
+}
+
+// DiffBuilder makes a DiffResult (without trust) of raw deltas handed to
+// it one at a time, as NewDiff does of a list of them: a caller that
+// finds a big diff piece by piece (the store's diff of two state maps)
+// then holds the result alone, not a list of deltas beside it. The zero
+// value is not ready: use NewDiffBuilder.
+type DiffBuilder struct{ d *DiffResult }
+
+// NewDiffBuilder returns a builder of an empty diff.
+func NewDiffBuilder() *DiffBuilder { return &DiffBuilder{d: emptyDiff()} }
+
+// AddArtifact adds a, dropped when it does not differ.
+func (b *DiffBuilder) AddArtifact(a ArtifactDelta) {
+	d := b.d
+	switch a.kind() {
+	case deltaAdded:
+		d.Added = append(d.Added, ArtifactChange{ID: a.ID, New: versionOf(a.New)})
+	case deltaRemoved:
+		d.Removed = append(d.Removed, ArtifactChange{ID: a.ID, Old: versionOf(a.Old)})
+	case deltaChanged:
+		d.Changed = append(d.Changed, ArtifactChange{ID: a.ID, Old: versionOf(a.Old), New: versionOf(a.New)})
+	}
+}
+
+// AddEdge adds e, dropped when it does not differ.
+func (b *DiffBuilder) AddEdge(e EdgeDelta) {
+	d := b.d
+	ch := EdgeChange{From: e.Key.From, Rel: e.Key.Rel, To: e.Key.To}
+	switch e.kind() {
+	case deltaAdded:
+		ch.NewAttrs = e.NewAttrs
+		d.EdgesAdded = append(d.EdgesAdded, ch)
+	case deltaRemoved:
+		ch.OldAttrs = e.OldAttrs
+		d.EdgesRemoved = append(d.EdgesRemoved, ch)
+	case deltaChanged:
+		ch.OldAttrs, ch.NewAttrs = e.OldAttrs, e.NewAttrs
+		d.EdgesChanged = append(d.EdgesChanged, ch)
+	}
+}
+
+// Result returns the diff, its lists sorted. The builder must not be used
+// after it.
+func (b *DiffBuilder) Result() *DiffResult {
+	b.d.sort()
+	return b.d
 }
 
 // The kinds of a raw delta: what NewDiff makes of it.

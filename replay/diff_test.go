@@ -266,3 +266,48 @@ func baseLoading(states ...*graph.State) graph.BaseFunc {
 		return graph.VerdictFromData(data[a.ContentHash])
 	})
 }
+
+// TestDiffBuilderMatchesNewDiff: deltas handed to a DiffBuilder one at a
+// time, in any order, make the diff NewDiff makes of them as a list —
+// added, removed, changed and same artifacts and edges, over random
+// delta lists.
+func TestDiffBuilderMatchesNewDiff(t *testing.T) {
+	art := func(r *rand.Rand, id string) *graph.Artifact {
+		if r.IntN(4) == 0 {
+			return nil
+		}
+		return &graph.Artifact{ID: id, Type: []string{"claim", "note"}[r.IntN(2)], Version: int64(1 + r.IntN(2)),
+			ContentHash: hashing.Sum([]byte{byte(r.IntN(2))}), ProducedBy: []string{"", "m"}[r.IntN(2)]}
+	}
+	attrs := func(r *rand.Rand) []byte {
+		if r.IntN(2) == 0 {
+			return nil
+		}
+		return []byte(fmt.Sprintf(`{"w":%d}`, r.IntN(2)))
+	}
+	for seed := uint64(1); seed <= 50; seed++ {
+		r := rand.New(rand.NewPCG(seed, 11))
+		var arts []ArtifactDelta
+		var edges []EdgeDelta
+		for i := range r.IntN(60) {
+			id := fmt.Sprintf("a%d", i)
+			arts = append(arts, ArtifactDelta{ID: id, Old: art(r, id), New: art(r, id)})
+		}
+		for i := range r.IntN(60) {
+			edges = append(edges, EdgeDelta{Key: graph.EdgeKey{From: fmt.Sprintf("a%d", i), Rel: "cites", To: "b"},
+				OldPresent: r.IntN(3) > 0, NewPresent: r.IntN(3) > 0, OldAttrs: attrs(r), NewAttrs: attrs(r)})
+		}
+		want := diffLine(NewDiff(arts, edges))
+		b := NewDiffBuilder()
+		for _, i := range r.Perm(len(arts) + len(edges)) {
+			if i < len(arts) {
+				b.AddArtifact(arts[i])
+			} else {
+				b.AddEdge(edges[i-len(arts)])
+			}
+		}
+		if got := diffLine(b.Result()); got != want {
+			t.Fatalf("seed %d: the builder made\n%s\nwant\n%s", seed, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync/atomic"
@@ -105,5 +106,82 @@ func TestDiffStatesPrefetched(t *testing.T) {
 		if (p.what == "two contexts' runs" || p.what == "a state and an empty one") && calls > 24 {
 			t.Errorf("%s: %d driver calls with the node cache empty; want a few a level", p.what, calls)
 		}
+	}
+}
+
+// TestDiffWindowsMatchTheWholeDiff: a diff read a window at a time
+// (diffWindows, with windows far smaller than the maps) lists exactly
+// what the diff read node by node does — between commits of one context
+// (aligned windows), between two contexts whose ids share nothing (the
+// merged walks, the larger side pushed either way), between a state and
+// the empty one, and between maps with a few shared and many distinct
+// keys — and stops with its context.
+func TestDiffWindowsMatchTheWholeDiff(t *testing.T) {
+	ctx := context.Background()
+	s := openWithContext(t, Options{NoSync: true})
+	s.diffWindow = 300
+	run := func(ctxID, prefix string, n, seed int) []*replay.Commit {
+		if ctxID != "c" {
+			if _, err := s.CreateContext(ctx, ctxID, ModeObserve); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var commits []*replay.Commit
+		for part := range 3 {
+			var ops []graph.Op
+			for i := part * n / 3; i < (part+1)*n/3; i++ {
+				id := fmt.Sprintf("%s%d", prefix, i)
+				ops = append(ops, notePut(id, i*seed, "run"))
+				if i > 0 {
+					ops = append(ops, graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: fmt.Sprintf("%s%d", prefix, (i*7919+seed)%i)})
+				}
+			}
+			if part == 2 {
+				// Shared keys, one with the same value on both sides.
+				ops = append(ops, notePut("shared-1", 1, "same"), notePut("shared-2", seed, "differs"))
+			}
+			commits = append(commits, mustCommit(t, s, ctxID, ops...))
+		}
+		return commits
+	}
+	c := run("c", "a", 3000, 1)
+	o := run("o", "s", 1200, 2)
+	p := run("p", "a", 2000, 3)
+	empty := &replay.Commit{}
+	for _, pr := range []struct {
+		what     string
+		from, to *replay.Commit
+	}{
+		{"one context's first and last commits", c[0], c[2]},
+		{"one context's last two commits", c[2], c[1]},
+		{"two contexts sharing no id, the larger first", c[2], o[2]},
+		{"the same, the smaller first", o[2], c[2]},
+		{"two contexts with the same ids", c[2], p[2]},
+		{"the same, the other way", p[1], c[2]},
+		{"a state and an empty one", c[2], empty},
+		{"an empty state and one", empty, o[1]},
+	} {
+		want, err := rawDiffOver(ctx, s, pr.from, pr.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.from != pr.to && len(want.Added)+len(want.Removed)+len(want.Changed) == 0 {
+			t.Fatalf("%s: the diff is empty; the test means it not to be", pr.what)
+		}
+		s.nodes.clear()
+		got, err := s.DiffStates(ctx, pr.from, pr.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the diff in windows differs: %d added, %d removed, %d changed, %d edges added, %d removed; want %d, %d, %d, %d, %d",
+				pr.what, len(got.Added), len(got.Removed), len(got.Changed), len(got.EdgesAdded), len(got.EdgesRemoved),
+				len(want.Added), len(want.Removed), len(want.Changed), len(want.EdgesAdded), len(want.EdgesRemoved))
+		}
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.DiffStates(rctx, c[2], o[2]); !errors.Is(err, context.Canceled) {
+		t.Errorf("a diff under an ended context: %v, want context.Canceled", err)
 	}
 }

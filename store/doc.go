@@ -101,10 +101,12 @@
 //     (Planning.DiffFrom, which sees the group's unwritten nodes). A
 //     diff's far side is read over its map too, and the API's comparison
 //     of two runs (of one context or two) is the diff of their maps
-//     (DiffStates, which reads what differs a level at a time and holds
-//     what it read until it ends); the UI diffs two commits of one
-//     context so and passes over the artifacts of two contexts. A page of a list (the artifacts or edges after a
-//     cursor, the outbox's effects) is a walk of the map from the
+//     (DiffStates, which reads what differs a window at a time, each a
+//     level at a time, and lets each window go before the next:
+//     diffWindows); the UI diffs two commits of one context so and
+//     passes over the artifacts of two contexts. A page of a list (the
+//     artifacts or edges after a cursor, the outbox's effects) is a walk
+//     of the map from the
 //     cursor's key (mapSource.walk through graph.Ranger): it skips, unread,
 //     what sorts before the cursor, and stops with the read's context.
 //   - definitions: the types and relations a context uses, recorded in

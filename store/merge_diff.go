@@ -123,41 +123,42 @@ func diffSize(d *replay.DiffResult) int {
 // DiffStates reports what differs between the states at commits from
 // and to, of one context or of two, without trust (DiffCommits as a
 // replay.DiffResult): it reads only the parts of their state maps that
-// differ, a level at a time (prefetchDiff), and never loads a state. The
-// nodes it reads are held until it ends: two maps that share nothing
-// are both held, decoded, at once.
+// differ and never loads a state. It reads them a window at a time
+// (diffWindows): what it holds of the maps at once is bounded however
+// big they are and however little they share, beside the result itself.
 func (s *Store) DiffStates(ctx context.Context, from, to *replay.Commit) (*replay.DiffResult, error) {
-	src, err := s.prefetchDiff(ctx, s, trieChild{id: from.Root, count: from.RootCount}, trieChild{id: to.Root, count: to.RootCount}, readerWorkers())
-	if err != nil {
+	b := replay.NewDiffBuilder()
+	if err := s.diffWindows(ctx, rootOf(from), rootOf(to), readerWorkers(), addTo(ctx, b)); err != nil {
 		return nil, err
 	}
-	return rawDiffOver(ctx, src, from, to)
+	return b.Result(), nil
 }
 
-// rawDiffOver is DiffStates reading nodes from src.
+// rawDiffOver is DiffStates reading nodes from src as they are needed: a
+// source that holds them (the committer's trie writer).
 func rawDiffOver(ctx context.Context, src nodeSource, from, to *replay.Commit) (*replay.DiffResult, error) {
-	changes, err := diffCommits(ctx, src, from, to)
-	if err != nil {
+	b := replay.NewDiffBuilder()
+	if err := trieDiff(src, rootOf(from), rootOf(to), addTo(ctx, b)); err != nil {
 		return nil, err
 	}
-	nArts := 0
-	for _, ch := range changes {
-		if ch.Kind == "artifact" {
-			nArts++
-		}
-	}
-	arts := make([]replay.ArtifactDelta, 0, nArts)
-	edges := make([]replay.EdgeDelta, 0, len(changes)-nArts)
-	for _, ch := range changes {
+	return b.Result(), nil
+}
+
+// rootOf is the root of commit c's state map.
+func rootOf(c *replay.Commit) trieChild { return trieChild{id: c.Root, count: c.RootCount} }
+
+// addTo returns a trieDiff callback adding each change (changeOf) to b,
+// which stops once ctx ends.
+func addTo(ctx context.Context, b *replay.DiffBuilder) func(k, old, new []byte) error {
+	return eachChange(ctx, func(ch Change) {
 		switch ch.Kind {
 		case "artifact":
-			arts = append(arts, replay.ArtifactDelta{ID: ch.ID, Old: ch.Old, New: ch.New})
+			b.AddArtifact(replay.ArtifactDelta{ID: ch.ID, Old: ch.Old, New: ch.New})
 		case "edge":
-			edges = append(edges, replay.EdgeDelta{Key: ch.Edge, OldPresent: !ch.Added, NewPresent: !ch.Removed,
+			b.AddEdge(replay.EdgeDelta{Key: ch.Edge, OldPresent: !ch.Added, NewPresent: !ch.Removed,
 				OldAttrs: nilIfEmpty(ch.OldAttrs), NewAttrs: nilIfEmpty(ch.NewAttrs)})
 		}
-	}
-	return replay.NewDiff(arts, edges), nil
+	})
 }
 
 func nilIfEmpty(b []byte) []byte {

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -161,6 +163,135 @@ func (s *Store) prefetchDiff(ctx context.Context, src nodeSource, a, b trieChild
 		level = next
 	}
 	return p, nil
+}
+
+// diffWindow is the most entries, both sides together, a diff of two
+// maps reads ahead at once (diffWindows).
+const diffWindow = 64 << 10
+
+// diffWindows calls fn for every key whose value differs between the
+// tries at a and b, in key order, as trieDiff does, through the store
+// under ctx, up to workers parts at once — a window at a time, so that
+// what it holds of the two maps is bounded whatever their size. A pair
+// of subtrees of at most diffWindow entries together is read ahead
+// (prefetchDiff), diffed and let go before the next. A larger pair is
+// gone down child by child where the two align (diffStep); where they do
+// not — one side a leaf or empty, or the sides share nothing below —
+// each side is walked a window at a time (rangeWalk) and the two walks
+// are merged in key order. A legacy subtree (format 1, in hash order) is
+// read whole, as trieDiff reads it.
+func (s *Store) diffWindows(ctx context.Context, a, b trieChild, workers int, fn func(key, old, new []byte) error) error {
+	if a == b {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if a.count+b.count <= s.diffWindow {
+		src, err := s.prefetchDiff(ctx, s, a, b, workers)
+		if err != nil {
+			return err
+		}
+		return trieDiff(src, a, b, fn)
+	}
+	var na, nb *trieNode
+	var err error
+	if a.count > 0 {
+		if na, err = s.node(a.id); err != nil {
+			return err
+		}
+	}
+	if b.count > 0 {
+		if nb, err = s.node(b.id); err != nil {
+			return err
+		}
+	}
+	if ca, cb, aligned := diffStep(a, na, b, nb); aligned {
+		for i := range ca {
+			if err := s.diffWindows(ctx, ca[i], cb[i], workers, fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if (na != nil && na.legacy) || (nb != nil && nb.legacy) {
+		src, err := s.prefetchDiff(ctx, s, a, b, workers)
+		if err != nil {
+			return err
+		}
+		return trieDiff(src, a, b, fn)
+	}
+	return s.mergeWalks(ctx, a, b, workers, fn)
+}
+
+// mergeWalks diffs the subtrees at a and b (ordered tries) by walking
+// both in key order a window at a time and merging the two walks: the
+// larger side pushes its entries, the other is pulled one at a time.
+func (s *Store) mergeWalks(ctx context.Context, a, b trieChild, workers int, fn func(key, old, new []byte) error) error {
+	push, pull, swapped := a, b, false
+	if b.count > a.count {
+		push, pull, swapped = b, a, true
+	}
+	// emit reports a key whose entries differ: p from the pushed side, q
+	// from the pulled one (nil: absent).
+	emit := func(k, p, q []byte) error {
+		if swapped {
+			return fn(k, q, p)
+		}
+		return fn(k, p, q)
+	}
+	var pullErr error
+	next, stop := iter.Pull2(s.entries(ctx, pull, workers, &pullErr))
+	defer stop()
+	kq, vq, more := next()
+	var err error
+	w := s.newRangeWalk(ctx, s, workers, nil, func(kp, vp []byte) bool {
+		for more && bytes.Compare(kq, kp) < 0 {
+			if err = emit(kq, nil, vq); err != nil {
+				return false
+			}
+			kq, vq, more = next()
+		}
+		switch {
+		case more && bytes.Equal(kq, kp):
+			if !bytes.Equal(vp, vq) {
+				err = emit(kp, vp, vq)
+			}
+			kq, vq, more = next()
+		default:
+			err = emit(kp, vp, nil)
+		}
+		return err == nil
+	})
+	_, walkErr := w.walk(push, nil)
+	for err == nil && walkErr == nil && w.ended == nil && more {
+		err = emit(kq, nil, vq)
+		kq, vq, more = next()
+	}
+	stop()
+	for _, e := range []error{err, walkErr, w.ended, pullErr} {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// entries yields every entry below ref (an ordered trie), in key order,
+// read a window at a time (rangeWalk); a failed read ends it, kept in
+// *errp.
+func (s *Store) entries(ctx context.Context, ref trieChild, workers int, errp *error) iter.Seq2[[]byte, []byte] {
+	return func(yield func(k, v []byte) bool) {
+		if ref.count == 0 {
+			return
+		}
+		w := s.newRangeWalk(ctx, s, workers, nil, yield)
+		_, err := w.walk(ref, nil)
+		if err == nil {
+			err = w.ended
+		}
+		*errp = err
+	}
 }
 
 // readLevel puts into p the nodes ids names that it lacks: those in

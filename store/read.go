@@ -726,46 +726,7 @@ func (s *Store) DiffCommits(ctx context.Context, a, b *replay.Commit) ([]Change,
 // diffCommits is DiffCommits reading nodes from src.
 func diffCommits(ctx context.Context, src nodeSource, a, b *replay.Commit) ([]Change, error) {
 	var out []Change
-	seen := 0
-	err := trieDiff(src, trieChild{id: a.Root, count: a.RootCount}, trieChild{id: b.Root, count: b.RootCount}, func(k, old, new []byte) error {
-		if seen++; seen%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		switch k[0] {
-		case 'a':
-			ch := Change{Kind: "artifact", ID: string(k[1:]), Added: old == nil, Removed: new == nil}
-			if old != nil {
-				av, err := decodeArtifactVal(old)
-				if err != nil {
-					return err
-				}
-				ch.Old = av.artifact(ch.ID)
-			}
-			if new != nil {
-				av, err := decodeArtifactVal(new)
-				if err != nil {
-					return err
-				}
-				ch.New = av.artifact(ch.ID)
-			}
-			// The commit that wrote a version is in the value; equal
-			// versions differ only when rewritten identically by a merge.
-			if ch.Old != nil && ch.New != nil && sameMeta(ch.Old, ch.New) {
-				return nil
-			}
-			out = append(out, ch)
-		case 'e':
-			ek, err := splitEdgeKey(k)
-			if err != nil {
-				return err
-			}
-			out = append(out, Change{Kind: "edge", Edge: ek, OldAttrs: decodeEdgeVal(old), NewAttrs: decodeEdgeVal(new), Added: old == nil, Removed: new == nil})
-		}
-		return nil
-	})
-	if err != nil {
+	if err := trieDiff(src, rootOf(a), rootOf(b), eachChange(ctx, func(ch Change) { out = append(out, ch) })); err != nil {
 		return nil, err
 	}
 	// An ordered map's diff comes in key order ('a' before 'e'), which is
@@ -774,6 +735,60 @@ func diffCommits(ctx context.Context, src nodeSource, a, b *replay.Commit) ([]Ch
 		slices.SortFunc(out, compareChanges)
 	}
 	return out, nil
+}
+
+// eachChange returns a trieDiff callback that calls add with the change
+// of each artifact and edge entry that differs (changeOf), and stops with
+// ctx's error once ctx ends, checked every 1,024 entries.
+func eachChange(ctx context.Context, add func(Change)) func(k, old, new []byte) error {
+	seen := 0
+	return func(k, old, new []byte) error {
+		if seen++; seen%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		ch, ok, err := changeOf(k, old, new)
+		if ok {
+			add(ch)
+		}
+		return err
+	}
+}
+
+// changeOf is the change of the map entry k from old to new (nil:
+// absent); ok is false for an entry a diff does not list — a tombstone,
+// a trust or reverse entry — and for an artifact written again with the
+// same metadata.
+func changeOf(k, old, new []byte) (ch Change, ok bool, err error) {
+	switch k[0] {
+	case 'a':
+		ch = Change{Kind: "artifact", ID: string(k[1:]), Added: old == nil, Removed: new == nil}
+		if old != nil {
+			av, err := decodeArtifactVal(old)
+			if err != nil {
+				return Change{}, false, err
+			}
+			ch.Old = av.artifact(ch.ID)
+		}
+		if new != nil {
+			av, err := decodeArtifactVal(new)
+			if err != nil {
+				return Change{}, false, err
+			}
+			ch.New = av.artifact(ch.ID)
+		}
+		// The commit that wrote a version is in the value; equal versions
+		// differ only when rewritten identically by a merge.
+		return ch, ch.Old == nil || ch.New == nil || !sameMeta(ch.Old, ch.New), nil
+	case 'e':
+		ek, err := splitEdgeKey(k)
+		if err != nil {
+			return Change{}, false, err
+		}
+		return Change{Kind: "edge", Edge: ek, OldAttrs: decodeEdgeVal(old), NewAttrs: decodeEdgeVal(new), Added: old == nil, Removed: new == nil}, true, nil
+	}
+	return Change{}, false, nil
 }
 
 // compareChanges orders changes as DiffCommits lists them: artifacts by

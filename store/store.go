@@ -148,6 +148,9 @@ type Store struct {
 	log    *slog.Logger
 	clock  func() time.Time
 	noSync bool
+	// diffWindow is the most entries a diff of two maps reads ahead at
+	// once (diffWindows; tests make it small).
+	diffWindow int
 	// readPart is how many records readMany asks the driver for at once:
 	// prefetchPart (a test makes it smaller, to read a small map in many
 	// parts).
@@ -441,6 +444,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		clock:      opts.Clock,
 		noSync:     opts.NoSync,
 		readPart:   prefetchPart,
+		diffWindow: diffWindow,
 		batch:      opts.MaxBatch,
 		done:       make(chan struct{}),
 		nodes:      newNodeCache(cacheBytes(opts) * 15 / 100),
