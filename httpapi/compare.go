@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"io"
 	"net/http"
 
 	"github.com/artifactd/artifactd/service"
@@ -8,6 +9,8 @@ import (
 
 // handleCompare is GET /v1/compare?a=CTX[@REF]&b=CTX[@REF]: are two runs
 // the same, and where do they diverge. It needs read on both contexts.
+// The answer is streamed: the comparison of two big runs lists every
+// artifact of each.
 func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var ids, refs [2]string
@@ -32,5 +35,5 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	s.writeStream(w, r, func(w io.Writer) error { return service.WriteComparisonJSON(w, &out) })
 }

@@ -494,7 +494,12 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 		s.respondRead(w, r, etag, out, err)
 		return
 	}
-	s.respondRead(w, r, etag, d, err)
+	if err != nil {
+		s.respondRead(w, r, etag, nil, err)
+		return
+	}
+	// Streamed: a diff of two big states lists millions of changes.
+	s.respondRead(w, r, etag, jsonStream(func(w io.Writer) error { return service.WriteDiffJSON(w, d) }), nil)
 }
 
 // maxDataDiffs bounds how many changed artifacts of one diff get their

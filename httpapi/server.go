@@ -422,8 +422,20 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 }
 
 // jsonStream is a JSON response of a read written a piece at a time (a
-// deep audit is tens of megabytes, which a whole Marshal would hold twice).
+// deep audit is tens of megabytes, a comparison of two big runs hundreds,
+// which a whole Marshal would hold two or three times over).
 type jsonStream func(io.Writer) error
+
+// writeStream answers 200 with the JSON write writes.
+func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, write jsonStream) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if err := write(w); err != nil {
+		// The status is sent; the client sees a cut body (and no final
+		// chunk), which is all that is left to tell it.
+		s.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+}
 
 // textBody is a non-JSON response of a read (Mermaid, DOT, Markdown).
 type textBody struct {
@@ -515,13 +527,7 @@ func (s *Server) respondRead(w http.ResponseWriter, r *http.Request, etag string
 		w.Header().Set("ETag", etag)
 	}
 	if write, ok := out.(jsonStream); ok {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		if err := write(w); err != nil {
-			// The status is sent; the client sees a cut body (and no
-			// final chunk), which is all that is left to tell it.
-			s.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "err", err)
-		}
+		s.writeStream(w, r, write)
 		return
 	}
 	if tb, ok := out.(textBody); ok {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
 )
 
 // TestWriteAuditJSONIsMarshal: the streamed report is byte for byte what
@@ -108,5 +109,146 @@ func TestWriteAuditJSONWriteError(t *testing.T) {
 	}
 	if err := WriteAuditJSON(&failingWriter{n: 100 << 10}, rep); err == nil || err.Error() != "connection reset" {
 		t.Fatalf("error %v; want the writer's", err)
+	}
+}
+
+// fieldNames lists the members of struct type T, in order.
+func fieldNames[T any]() []string {
+	var names []string
+	for f := range reflect.TypeFor[T]().Fields() {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// oddText returns a random short string of characters JSON escapes or
+// HTML would.
+func oddText(rng *rand.Rand) string {
+	r := []rune("ab<>&\"\\é✓\n\t\u2028")
+	out := make([]rune, rng.IntN(8))
+	for i := range out {
+		out[i] = r[rng.IntN(len(r))]
+	}
+	return string(out)
+}
+
+// TestWriteComparisonJSONIsMarshal: the streamed comparison is byte for
+// byte what Marshal writes — equal and unequal, nil and empty lists, odd
+// strings, edge attributes present and absent, random ones; a comparison
+// type that gains a member fails here until WriteComparisonJSON writes it.
+func TestWriteComparisonJSONIsMarshal(t *testing.T) {
+	if got, want := fieldNames[Comparison](), []string{"Equal", "A", "B", "Divergences"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Comparison has members %v; WriteComparisonJSON writes %v", got, want)
+	}
+	if got, want := fieldNames[ProducerDivergence](), []string{"Producer", "OnlyInA", "OnlyInB", "Changed", "EdgesOnlyInA", "EdgesOnlyInB", "EdgesChanged"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("ProducerDivergence has members %v; WriteComparisonJSON writes %v", got, want)
+	}
+	rng := rand.New(rand.NewPCG(8, 9))
+	version := func() replay.ArtifactVersion {
+		return replay.ArtifactVersion{Type: oddText(rng), Version: rng.Int64N(5), ContentHash: hashing.Sum([]byte(oddText(rng))), ProducedBy: oddText(rng)}
+	}
+	attrs := func() json.RawMessage {
+		if rng.IntN(2) == 0 {
+			return nil
+		}
+		return json.RawMessage(`{"w":"<&>"}`)
+	}
+	cases := []*Comparison{
+		{},
+		{Equal: true, A: CompareSide{Context: "a", Commit: hashing.Sum([]byte("a"))}, B: CompareSide{Context: "b", Ref: "main"}, Divergences: []ProducerDivergence{}},
+		{Divergences: []ProducerDivergence{{}}},
+	}
+	for range 200 {
+		c := &Comparison{Equal: rng.IntN(2) == 0, A: CompareSide{Context: oddText(rng), Ref: oddText(rng), ContextHash: hashing.Sum([]byte{1})}, B: CompareSide{Context: oddText(rng)}}
+		for range rng.IntN(4) {
+			d := ProducerDivergence{Producer: oddText(rng)}
+			if rng.IntN(3) > 0 {
+				d.OnlyInA, d.OnlyInB, d.Changed = []ComparedArtifact{}, []ComparedArtifact{}, []ChangedArtifact{}
+				d.EdgesOnlyInA, d.EdgesOnlyInB, d.EdgesChanged = []graph.EdgeKey{}, []graph.EdgeKey{}, []ChangedEdge{}
+			}
+			for range rng.IntN(6) {
+				d.OnlyInA = append(d.OnlyInA, ComparedArtifact{ID: oddText(rng), ArtifactVersion: version()})
+				d.OnlyInB = append(d.OnlyInB, ComparedArtifact{ID: oddText(rng), ArtifactVersion: version()})
+				d.Changed = append(d.Changed, ChangedArtifact{ID: oddText(rng), Fields: []string{"type"}, A: version(), B: version()})
+				k := graph.EdgeKey{From: oddText(rng), Rel: oddText(rng), To: oddText(rng)}
+				d.EdgesOnlyInA = append(d.EdgesOnlyInA, k)
+				d.EdgesOnlyInB = append(d.EdgesOnlyInB, k)
+				d.EdgesChanged = append(d.EdgesChanged, ChangedEdge{EdgeKey: k, AAttrs: attrs(), BAttrs: attrs()})
+			}
+			c.Divergences = append(c.Divergences, d)
+		}
+		cases = append(cases, c)
+	}
+	for i, c := range cases {
+		want, err := Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := WriteComparisonJSON(&got, c); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("case %d: streamed\n%s\nMarshal\n%s", i, got.Bytes(), want)
+		}
+	}
+}
+
+// TestWriteDiffJSONIsMarshal: the streamed diff is byte for byte what
+// Marshal writes — with and without its commits and hashes, nil and empty
+// lists, odd strings, attributes, trust changes, random ones; a diff type
+// that gains a member fails here until WriteDiffJSON writes it.
+func TestWriteDiffJSONIsMarshal(t *testing.T) {
+	want := []string{"From", "To", "FromHash", "ToHash", "Added", "Removed", "Changed", "EdgesAdded", "EdgesRemoved", "EdgesChanged", "Trust"}
+	if got := fieldNames[replay.DiffResult](); !reflect.DeepEqual(got, want) {
+		t.Fatalf("replay.DiffResult has members %v; WriteDiffJSON writes %v", got, want)
+	}
+	rng := rand.New(rand.NewPCG(10, 11))
+	version := func() *replay.ArtifactVersion {
+		if rng.IntN(4) == 0 {
+			return nil
+		}
+		return &replay.ArtifactVersion{Type: oddText(rng), Version: rng.Int64N(5), ContentHash: hashing.Sum([]byte(oddText(rng))), ProducedBy: oddText(rng)}
+	}
+	digest := func() hashing.Digest {
+		if rng.IntN(2) == 0 {
+			return hashing.Digest{}
+		}
+		return hashing.Sum([]byte(oddText(rng)))
+	}
+	cases := []*replay.DiffResult{{}, {From: hashing.Sum([]byte("f")), ToHash: hashing.Sum([]byte("t")), Added: []replay.ArtifactChange{}, Trust: []replay.TrustChange{}}}
+	for range 200 {
+		d := &replay.DiffResult{From: digest(), To: digest(), FromHash: digest(), ToHash: digest()}
+		if rng.IntN(3) > 0 {
+			d.Added, d.Removed, d.Changed = []replay.ArtifactChange{}, []replay.ArtifactChange{}, []replay.ArtifactChange{}
+			d.EdgesAdded, d.EdgesRemoved, d.EdgesChanged, d.Trust = []replay.EdgeChange{}, []replay.EdgeChange{}, []replay.EdgeChange{}, []replay.TrustChange{}
+		}
+		for range rng.IntN(6) {
+			d.Added = append(d.Added, replay.ArtifactChange{ID: oddText(rng), New: version()})
+			d.Removed = append(d.Removed, replay.ArtifactChange{ID: oddText(rng), Old: version()})
+			d.Changed = append(d.Changed, replay.ArtifactChange{ID: oddText(rng), Old: version(), New: version()})
+			e := replay.EdgeChange{From: oddText(rng), Rel: oddText(rng), To: oddText(rng)}
+			if rng.IntN(2) == 0 {
+				e.OldAttrs, e.NewAttrs = json.RawMessage(`{"a":"<"}`), json.RawMessage(`[1,"&"]`)
+			}
+			d.EdgesAdded = append(d.EdgesAdded, e)
+			d.EdgesRemoved = append(d.EdgesRemoved, e)
+			d.EdgesChanged = append(d.EdgesChanged, e)
+			d.Trust = append(d.Trust, replay.TrustChange{ID: oddText(rng), Old: graph.StatusConfirmed, New: graph.StatusQuarantined})
+		}
+		cases = append(cases, d)
+	}
+	for i, d := range cases {
+		want, err := Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := WriteDiffJSON(&got, d); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("case %d: streamed\n%s\nMarshal\n%s", i, got.Bytes(), want)
+		}
 	}
 }
