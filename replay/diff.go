@@ -142,16 +142,23 @@ func NewDiff(arts []ArtifactDelta, edges []EdgeDelta) *DiffResult {
 // DiffBuilder makes a DiffResult (without trust) of raw deltas handed to
 // it one at a time, as NewDiff does of a list of them: a caller that
 // finds a big diff piece by piece (the store's diff of two state maps)
-// then holds the result alone, not a list of deltas beside it. The zero
-// value is not ready: use NewDiffBuilder.
+// then holds the result alone, not a list of deltas beside it. Its lists
+// grow as deltas come (append's growth, a copy now and then), where
+// NewDiff, which sees them all first, sizes them once. The zero value is
+// an empty diff.
 type DiffBuilder struct{ d *DiffResult }
 
-// NewDiffBuilder returns a builder of an empty diff.
-func NewDiffBuilder() *DiffBuilder { return &DiffBuilder{d: emptyDiff()} }
+// diff returns the diff under way, empty at first.
+func (b *DiffBuilder) diff() *DiffResult {
+	if b.d == nil {
+		b.d = emptyDiff()
+	}
+	return b.d
+}
 
 // AddArtifact adds a, dropped when it does not differ.
 func (b *DiffBuilder) AddArtifact(a ArtifactDelta) {
-	d := b.d
+	d := b.diff()
 	switch a.kind() {
 	case deltaAdded:
 		d.Added = append(d.Added, ArtifactChange{ID: a.ID, New: versionOf(a.New)})
@@ -164,7 +171,7 @@ func (b *DiffBuilder) AddArtifact(a ArtifactDelta) {
 
 // AddEdge adds e, dropped when it does not differ.
 func (b *DiffBuilder) AddEdge(e EdgeDelta) {
-	d := b.d
+	d := b.diff()
 	ch := EdgeChange{From: e.Key.From, Rel: e.Key.Rel, To: e.Key.To}
 	switch e.kind() {
 	case deltaAdded:
@@ -182,8 +189,9 @@ func (b *DiffBuilder) AddEdge(e EdgeDelta) {
 // Result returns the diff, its lists sorted. The builder must not be used
 // after it.
 func (b *DiffBuilder) Result() *DiffResult {
-	b.d.sort()
-	return b.d
+	d := b.diff()
+	d.sort()
+	return d
 }
 
 // The kinds of a raw delta: what NewDiff makes of it.

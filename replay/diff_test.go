@@ -298,7 +298,7 @@ func TestDiffBuilderMatchesNewDiff(t *testing.T) {
 				OldPresent: r.IntN(3) > 0, NewPresent: r.IntN(3) > 0, OldAttrs: attrs(r), NewAttrs: attrs(r)})
 		}
 		want := diffLine(NewDiff(arts, edges))
-		b := NewDiffBuilder()
+		var b DiffBuilder
 		for _, i := range r.Perm(len(arts) + len(edges)) {
 			if i < len(arts) {
 				b.AddArtifact(arts[i])

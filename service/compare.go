@@ -187,8 +187,8 @@ func ParseCompareSide(param, v string) (ctxID, ref string, err error) {
 // through the store's diff of their state maps (store.DiffStates), and
 // holds no lock a committer needs while it works. Two refs of one
 // context cost what differs between them; two contexts share little of
-// their maps, and the diff reads most of both, a level at a time,
-// holding the nodes it read (not the states) until it ends. The
+// their maps, and the diff reads most of both, a window at a time,
+// holding its result (not the states, nor the nodes it read). The
 // producer of an edge whose from artifact did not change is read at side
 // a through its map (store.ReadSparse: a point lookup each, not the state
 // loaded whole, unless its map predates format 3).

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
@@ -183,5 +185,70 @@ func TestDiffWindowsMatchTheWholeDiff(t *testing.T) {
 	cancel()
 	if _, err := s.DiffStates(rctx, c[2], o[2]); !errors.Is(err, context.Canceled) {
 		t.Errorf("a diff under an ended context: %v, want context.Canceled", err)
+	}
+}
+
+// TestMergeWalksStopsAtAFailedRead: when a node of the side the merge of
+// two walks pulls is gone, the merge returns the failed read without
+// going on through the side it pushes — a diff read node by node would
+// call fn no more either.
+func TestMergeWalksStopsAtAFailedRead(t *testing.T) {
+	ctx := context.Background()
+	d := memkv.New()
+	s := openWithContext(t, Options{Driver: d, ReserveBytes: -1})
+	s.diffWindow = 300
+	fill := func(ctxID, format string, n int) *replay.Commit {
+		if ctxID != "c" {
+			if _, err := s.CreateContext(ctx, ctxID, ModeObserve); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ops []graph.Op
+		for i := range n {
+			ops = append(ops, notePut(fmt.Sprintf(format, i), i, "x"))
+		}
+		return mustCommit(t, s, ctxID, ops...)
+	}
+	small, big := fill("c", "a0%05d", 3000), fill("o", "a1%05d", 8000)
+	// A leaf of the small side's artifacts, half way through them.
+	var leaves []trieChild
+	var collect func(ref trieChild) error
+	collect = func(ref trieChild) error {
+		n, err := s.node(ref.id)
+		if err != nil || n.leaf {
+			if err == nil && len(n.entries) > 0 && bytes.HasPrefix(n.entries[0].key, []byte("aa0")) {
+				leaves = append(leaves, ref)
+			}
+			return err
+		}
+		for _, c := range n.children {
+			if c.count > 0 {
+				if err := collect(c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := collect(rootOf(small)); err != nil {
+		t.Fatal(err)
+	}
+	gone := leaves[len(leaves)/2]
+	if err := d.Commit(ctx, kv.Batch{Deletes: [][]byte{keyNode(gone.id)}}); err != nil {
+		t.Fatal(err)
+	}
+	s.nodes.clear()
+	for _, order := range [][2]*replay.Commit{{small, big}, {big, small}} {
+		calls := 0
+		err := s.diffWindows(ctx, rootOf(order[0]), rootOf(order[1]), 2, func(k, old, new []byte) error {
+			calls++
+			return nil
+		})
+		if !errors.Is(err, errNodeMissing) {
+			t.Fatalf("a diff with a node gone: %v, want the missing node", err)
+		}
+		if calls >= 3000 {
+			t.Errorf("the merge called fn %d times; the side it pulls failed half way through its 3,000 entries", calls)
+		}
 	}
 }

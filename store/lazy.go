@@ -327,30 +327,37 @@ func (w *rangeWalk) walk(ref trieChild, from []byte) (bool, error) {
 	if err := w.ctx.Err(); err != nil {
 		return false, err
 	}
-	n, err := w.src.node(ref.id)
-	if err != nil {
-		return false, err
-	}
-	if ref.count > w.window && !n.leaf {
-		first, from, reach := fromChild(n, from)
-		if !reach {
+	if ref.count > w.window { // a branch (a leaf holds at most maxLeaf): go down
+		n, err := w.src.node(ref.id)
+		if err != nil {
+			return false, err
+		}
+		if !n.leaf {
+			first, from, reach := fromChild(n, from)
+			if !reach {
+				return true, nil
+			}
+			for c := first; c < len(n.children); c++ {
+				if n.children[c].count == 0 {
+					continue
+				}
+				if more, err := w.walk(n.children[c], childFrom(c, first, from)); !more || err != nil {
+					return more, err
+				}
+			}
 			return true, nil
 		}
-		for c := first; c < len(n.children); c++ {
-			if n.children[c].count == 0 {
-				continue
-			}
-			if more, err := w.walk(n.children[c], childFrom(c, first, from)); !more || err != nil {
-				return more, err
-			}
-		}
-		return true, nil
 	}
 	src := w.src
 	if ref.count > scanDirect {
+		var err error
 		if src, err = w.s.prefetchFrom(w.ctx, w.src, ref, from, w.workers); err != nil {
 			return false, err
 		}
+	}
+	n, err := src.node(ref.id)
+	if err != nil {
+		return false, err
 	}
 	w.window = min(2*w.window, scanWindow)
 	return walkFrom(src, n, w.prefix, from, w.each)

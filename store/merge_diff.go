@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
@@ -125,10 +126,12 @@ func diffSize(d *replay.DiffResult) int {
 // replay.DiffResult): it reads only the parts of their state maps that
 // differ and never loads a state. It reads them a window at a time
 // (diffWindows): what it holds of the maps at once is bounded however
-// big they are and however little they share, beside the result itself.
+// big they are and however little they share, beside the result itself
+// — except for maps written before format 2, whose differing subtrees
+// are read whole.
 func (s *Store) DiffStates(ctx context.Context, from, to *replay.Commit) (*replay.DiffResult, error) {
-	b := replay.NewDiffBuilder()
-	if err := s.diffWindows(ctx, rootOf(from), rootOf(to), readerWorkers(), addTo(ctx, b)); err != nil {
+	var b replay.DiffBuilder
+	if err := s.diffWindows(ctx, rootOf(from), rootOf(to), readerWorkers(), addTo(ctx, &b)); err != nil {
 		return nil, err
 	}
 	return b.Result(), nil
@@ -137,8 +140,8 @@ func (s *Store) DiffStates(ctx context.Context, from, to *replay.Commit) (*repla
 // rawDiffOver is DiffStates reading nodes from src as they are needed: a
 // source that holds them (the committer's trie writer).
 func rawDiffOver(ctx context.Context, src nodeSource, from, to *replay.Commit) (*replay.DiffResult, error) {
-	b := replay.NewDiffBuilder()
-	if err := trieDiff(src, rootOf(from), rootOf(to), addTo(ctx, b)); err != nil {
+	var b replay.DiffBuilder
+	if err := trieDiff(src, rootOf(from), rootOf(to), addTo(ctx, &b)); err != nil {
 		return nil, err
 	}
 	return b.Result(), nil
@@ -161,9 +164,11 @@ func addTo(ctx context.Context, b *replay.DiffBuilder) func(k, old, new []byte) 
 	})
 }
 
+// nilIfEmpty returns a copy of b, or nil when b is empty: an edge's attrs
+// as a diff lists them, which must not keep the node they were read from.
 func nilIfEmpty(b []byte) []byte {
 	if len(b) == 0 {
 		return nil
 	}
-	return b
+	return bytes.Clone(b)
 }

@@ -226,7 +226,9 @@ func (s *Store) diffWindows(ctx context.Context, a, b trieChild, workers int, fn
 
 // mergeWalks diffs the subtrees at a and b (ordered tries) by walking
 // both in key order a window at a time and merging the two walks: the
-// larger side pushes its entries, the other is pulled one at a time.
+// larger side pushes its entries, the other is pulled one at a time. It
+// ends at the first error — fn's, a failed read of either side, or ctx's
+// once it ends — and returns it, calling fn no more after it.
 func (s *Store) mergeWalks(ctx context.Context, a, b trieChild, workers int, fn func(key, old, new []byte) error) error {
 	push, pull, swapped := a, b, false
 	if b.count > a.count {
@@ -243,33 +245,47 @@ func (s *Store) mergeWalks(ctx context.Context, a, b trieChild, workers int, fn 
 	var pullErr error
 	next, stop := iter.Pull2(s.entries(ctx, pull, workers, &pullErr))
 	defer stop()
-	kq, vq, more := next()
-	var err error
+	var kq, vq []byte
+	var more bool
+	// advance pulls the next entry of the pulled side; a failed read
+	// there ends the merge.
+	advance := func() error {
+		if kq, vq, more = next(); !more {
+			return pullErr
+		}
+		return nil
+	}
+	err := advance()
 	w := s.newRangeWalk(ctx, s, workers, nil, func(kp, vp []byte) bool {
-		for more && bytes.Compare(kq, kp) < 0 {
-			if err = emit(kq, nil, vq); err != nil {
-				return false
+		for err == nil && more && bytes.Compare(kq, kp) < 0 {
+			if err = emit(kq, nil, vq); err == nil {
+				err = advance()
 			}
-			kq, vq, more = next()
 		}
 		switch {
+		case err != nil:
 		case more && bytes.Equal(kq, kp):
 			if !bytes.Equal(vp, vq) {
 				err = emit(kp, vp, vq)
 			}
-			kq, vq, more = next()
+			if err == nil {
+				err = advance()
+			}
 		default:
 			err = emit(kp, vp, nil)
 		}
 		return err == nil
 	})
-	_, walkErr := w.walk(push, nil)
-	for err == nil && walkErr == nil && w.ended == nil && more {
-		err = emit(kq, nil, vq)
-		kq, vq, more = next()
+	var walkErr error
+	if err == nil {
+		_, walkErr = w.walk(push, nil)
 	}
-	stop()
-	for _, e := range []error{err, walkErr, w.ended, pullErr} {
+	for err == nil && walkErr == nil && w.ended == nil && more {
+		if err = emit(kq, nil, vq); err == nil {
+			err = advance()
+		}
+	}
+	for _, e := range []error{err, walkErr, w.ended} {
 		if e != nil {
 			return e
 		}
@@ -278,8 +294,9 @@ func (s *Store) mergeWalks(ctx context.Context, a, b trieChild, workers int, fn 
 }
 
 // entries yields every entry below ref (an ordered trie), in key order,
-// read a window at a time (rangeWalk); a failed read ends it, kept in
-// *errp.
+// read a window at a time (rangeWalk). A failed read or the end of ctx
+// ends it; once it has ended, *errp holds why (nil: every entry yielded,
+// or the caller stopped).
 func (s *Store) entries(ctx context.Context, ref trieChild, workers int, errp *error) iter.Seq2[[]byte, []byte] {
 	return func(yield func(k, v []byte) bool) {
 		if ref.count == 0 {
