@@ -2,12 +2,10 @@ package web
 
 import (
 	"bytes"
-	"container/list"
 	"context"
 	"fmt"
 	"sync"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/goccy/go-graphviz"
 )
 
@@ -54,38 +52,27 @@ func layoutSVG(ctx context.Context, dot string) (svg []byte, err error) {
 // links and tooltips). A picture is a pure function of its drawing, and
 // the drawing of a page is a function of the commit (immutable), so
 // entries never go stale; the least recently used are dropped beyond
-// maxBytes.
-type pictureCache struct {
-	mu       sync.Mutex // guards everything below
-	maxBytes int
-	size     int
-	ll       *list.List // of *picEntry, most recent first
-	byKey    map[uint64]*list.Element
-}
+// the cache's bytes (an lru keyed by the drawing, each entry costing its
+// drawing and its picture).
+type pictureCache struct{ lru *lru[cachedSVG] }
 
-type picEntry struct {
-	key uint64
-	dot string
-	svg string
+// cachedSVG is a cached SVG and the length of the drawing it is kept by.
+type cachedSVG struct {
+	svg     string
+	drawing int
 }
 
 func newPictureCache(maxBytes int) *pictureCache {
-	return &pictureCache{maxBytes: maxBytes, ll: list.New(), byKey: map[uint64]*list.Element{}}
+	return &pictureCache{lru: newSizedLRU(maxBytes, func(p cachedSVG) int { return len(p.svg) + p.drawing })}
 }
 
 // svg returns the sanitized SVG of d, laying it out when not cached.
 // class and label go on the root element (they are part of the key).
 func (c *pictureCache) svg(ctx context.Context, d *drawing, class, label string) (string, error) {
 	full := class + "\x00" + label + "\x00" + d.key()
-	key := xxhash.Sum64String(full)
-	c.mu.Lock()
-	if el, ok := c.byKey[key]; ok && el.Value.(*picEntry).dot == full {
-		c.ll.MoveToFront(el)
-		out := el.Value.(*picEntry).svg
-		c.mu.Unlock()
-		return out, nil
+	if p, ok := c.lru.get(full); ok {
+		return p.svg, nil
 	}
-	c.mu.Unlock()
 
 	raw, err := layoutSVG(ctx, d.dot)
 	if err != nil {
@@ -100,21 +87,6 @@ func (c *pictureCache) svg(ctx context.Context, d *drawing, class, label string)
 		return "", err
 	}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.byKey[key]; ok {
-		c.size -= len(el.Value.(*picEntry).svg) + len(el.Value.(*picEntry).dot)
-		c.ll.Remove(el)
-	}
-	e := &picEntry{key: key, dot: full, svg: out}
-	c.byKey[key] = c.ll.PushFront(e)
-	c.size += len(out) + len(full)
-	for c.size > c.maxBytes && c.ll.Len() > 1 {
-		old := c.ll.Back()
-		oe := old.Value.(*picEntry)
-		c.size -= len(oe.svg) + len(oe.dot)
-		delete(c.byKey, oe.key)
-		c.ll.Remove(old)
-	}
+	c.lru.put(full, cachedSVG{svg: out, drawing: len(full)})
 	return out, nil
 }
