@@ -158,14 +158,25 @@ func (b *DiffBuilder) diff() *DiffResult {
 
 // AddArtifact adds a, dropped when it does not differ.
 func (b *DiffBuilder) AddArtifact(a ArtifactDelta) {
+	if a.kind() != deltaSame {
+		b.AddVersions(a.ID, versionOf(a.Old), versionOf(a.New))
+	}
+}
+
+// AddVersions adds artifact id at versions old and new (nil where it is
+// absent), dropped when they do not differ: AddArtifact for a caller that
+// reads versions (the store's diff of two maps), which then makes no
+// artifact only to drop it.
+func (b *DiffBuilder) AddVersions(id string, old, new *ArtifactVersion) {
 	d := b.diff()
-	switch a.kind() {
-	case deltaAdded:
-		d.Added = append(d.Added, ArtifactChange{ID: a.ID, New: versionOf(a.New)})
-	case deltaRemoved:
-		d.Removed = append(d.Removed, ArtifactChange{ID: a.ID, Old: versionOf(a.Old)})
-	case deltaChanged:
-		d.Changed = append(d.Changed, ArtifactChange{ID: a.ID, Old: versionOf(a.Old), New: versionOf(a.New)})
+	switch {
+	case old == nil && new == nil:
+	case old == nil:
+		d.Added = append(d.Added, ArtifactChange{ID: id, New: new})
+	case new == nil:
+		d.Removed = append(d.Removed, ArtifactChange{ID: id, Old: old})
+	case *old != *new:
+		d.Changed = append(d.Changed, ArtifactChange{ID: id, Old: old, New: new})
 	}
 }
 

@@ -97,19 +97,30 @@ func Compare(a, b CompareSide, sa, sb *graph.State) Comparison {
 // CompareDiff is Compare given what differs between the two states
 // (d, from a to b, without trust) and the producer of an artifact as side
 // a has it, else as side b has it (producerOf, asked only about the from
-// artifacts of edges that differ). It is pure. When the sides' context
-// hashes are equal, d and producerOf are not used.
+// artifacts of edges that differ). It does no I/O. It takes d: each of
+// its lists is let go once grouped (set to nil), so that the comparison
+// of two big runs does not hold the diff and the comparison at once.
+// When the sides' context hashes are equal, d and producerOf are not
+// used.
 func CompareDiff(a, b CompareSide, d *replay.DiffResult, producerOf func(id string) string) Comparison {
 	out := Comparison{Equal: a.ContextHash == b.ContextHash, A: a, B: b, Divergences: []ProducerDivergence{}}
 	if out.Equal {
 		return out
 	}
+	// Each group's lists are sized first: grown by append, the lists of
+	// two big runs' comparison were garbage several times their size.
+	sizes := groupSizes(d, producerOf)
 	groups := map[string]*ProducerDivergence{}
 	group := func(p string) *ProducerDivergence {
 		g := groups[p]
 		if g == nil {
-			g = &ProducerDivergence{Producer: p, OnlyInA: []ComparedArtifact{}, OnlyInB: []ComparedArtifact{}, Changed: []ChangedArtifact{},
-				EdgesOnlyInA: []graph.EdgeKey{}, EdgesOnlyInB: []graph.EdgeKey{}, EdgesChanged: []ChangedEdge{}}
+			n := sizes[p]
+			if n == nil {
+				n = new([6]int)
+			}
+			g = &ProducerDivergence{Producer: p, OnlyInA: make([]ComparedArtifact, 0, n[0]), OnlyInB: make([]ComparedArtifact, 0, n[1]),
+				Changed: make([]ChangedArtifact, 0, n[2]), EdgesOnlyInA: make([]graph.EdgeKey, 0, n[3]),
+				EdgesOnlyInB: make([]graph.EdgeKey, 0, n[4]), EdgesChanged: make([]ChangedEdge, 0, n[5])}
 			groups[p] = g
 		}
 		return g
@@ -118,10 +129,12 @@ func CompareDiff(a, b CompareSide, d *replay.DiffResult, producerOf func(id stri
 		g := group(c.Old.ProducedBy)
 		g.OnlyInA = append(g.OnlyInA, ComparedArtifact{ID: c.ID, ArtifactVersion: *c.Old})
 	}
+	d.Removed = nil
 	for _, c := range d.Added { // in b, not in a
 		g := group(c.New.ProducedBy)
 		g.OnlyInB = append(g.OnlyInB, ComparedArtifact{ID: c.ID, ArtifactVersion: *c.New})
 	}
+	d.Added = nil
 	for _, c := range d.Changed {
 		var fields []string
 		if c.Old.ContentHash != c.New.ContentHash {
@@ -139,18 +152,22 @@ func CompareDiff(a, b CompareSide, d *replay.DiffResult, producerOf func(id stri
 		g := group(c.Old.ProducedBy)
 		g.Changed = append(g.Changed, ChangedArtifact{ID: c.ID, Fields: fields, A: *c.Old, B: *c.New})
 	}
+	d.Changed = nil
 	for _, e := range d.EdgesRemoved {
 		g := group(producerOf(e.From))
 		g.EdgesOnlyInA = append(g.EdgesOnlyInA, e.Key())
 	}
+	d.EdgesRemoved = nil
 	for _, e := range d.EdgesAdded {
 		g := group(producerOf(e.From))
 		g.EdgesOnlyInB = append(g.EdgesOnlyInB, e.Key())
 	}
+	d.EdgesAdded = nil
 	for _, e := range d.EdgesChanged {
 		g := group(producerOf(e.From))
 		g.EdgesChanged = append(g.EdgesChanged, ChangedEdge{EdgeKey: e.Key(), AAttrs: nullIfEmpty(e.OldAttrs), BAttrs: nullIfEmpty(e.NewAttrs)})
 	}
+	d.EdgesChanged = nil
 	names := make([]string, 0, len(groups))
 	for p := range groups {
 		names = append(names, p)
@@ -160,6 +177,35 @@ func CompareDiff(a, b CompareSide, d *replay.DiffResult, producerOf func(id stri
 		out.Divergences = append(out.Divergences, *groups[p])
 	}
 	return out
+}
+
+// groupSizes counts, by producer, the entries of each of a divergence's
+// lists (in ProducerDivergence's order) that CompareDiff will make of d.
+func groupSizes(d *replay.DiffResult, producerOf func(id string) string) map[string]*[6]int {
+	sizes := map[string]*[6]int{}
+	add := func(p string, list int) {
+		n := sizes[p]
+		if n == nil {
+			n = new([6]int)
+			sizes[p] = n
+		}
+		n[list]++
+	}
+	for _, c := range d.Removed {
+		add(c.Old.ProducedBy, 0)
+	}
+	for _, c := range d.Added {
+		add(c.New.ProducedBy, 1)
+	}
+	for _, c := range d.Changed {
+		add(c.Old.ProducedBy, 2)
+	}
+	for i, l := range [][]replay.EdgeChange{d.EdgesRemoved, d.EdgesAdded, d.EdgesChanged} {
+		for _, e := range l {
+			add(producerOf(e.From), 3+i)
+		}
+	}
+	return sizes
 }
 
 func nullIfEmpty(raw json.RawMessage) json.RawMessage {

@@ -231,3 +231,53 @@ func TestCompareRunsLoadsNeitherSideWhole(t *testing.T) {
 		t.Fatalf("comparing grew the caches by %d bytes; loading side a whole grows them by %d: the comparison loaded a state whole", compared, whole)
 	}
 }
+
+// TestCompareDiffSizesItsGroupsAndTakesTheDiff: over random pairs of
+// states, CompareDiff's groups hold lists sized exactly (no growth
+// garbage: two big runs' comparison lists millions), and it lets each of
+// the diff's lists go once grouped.
+func TestCompareDiffSizesItsGroupsAndTakesTheDiff(t *testing.T) {
+	for seed := uint64(1); seed <= 30; seed++ {
+		r := rand.New(rand.NewPCG(seed, 3))
+		var states [2]*graph.State
+		for i := range states {
+			st := graph.NewState(nil)
+			for range 6 {
+				if ops := compareOps(r, st); len(ops) > 0 {
+					next := st.Clone()
+					if _, err := next.ApplyOps(ops); err == nil {
+						st = next
+					}
+				}
+			}
+			states[i] = st
+		}
+		d := replay.Diff(states[0], states[1], nil, nil)
+		if d.Empty() {
+			continue
+		}
+		producerOf := func(id string) string {
+			for _, st := range states {
+				if a := st.Artifact(id); a != nil {
+					return a.ProducedBy
+				}
+			}
+			return ""
+		}
+		out := CompareDiff(CompareSide{Context: "a"}, CompareSide{Context: "b", ContextHash: hashing.Sum([]byte("b"))}, d, producerOf)
+		for _, g := range out.Divergences {
+			for name, lc := range map[string][2]int{
+				"only_in_a": {len(g.OnlyInA), cap(g.OnlyInA)}, "only_in_b": {len(g.OnlyInB), cap(g.OnlyInB)},
+				"changed": {len(g.Changed), cap(g.Changed)}, "edges_only_in_a": {len(g.EdgesOnlyInA), cap(g.EdgesOnlyInA)},
+				"edges_only_in_b": {len(g.EdgesOnlyInB), cap(g.EdgesOnlyInB)}, "edges_changed": {len(g.EdgesChanged), cap(g.EdgesChanged)},
+			} {
+				if lc[0] != lc[1] {
+					t.Fatalf("seed %d, producer %q: %s holds %d in room for %d", seed, g.Producer, name, lc[0], lc[1])
+				}
+			}
+		}
+		if d.Added != nil || d.Removed != nil || d.Changed != nil || d.EdgesAdded != nil || d.EdgesRemoved != nil || d.EdgesChanged != nil {
+			t.Fatalf("seed %d: the diff's lists are still held after CompareDiff", seed)
+		}
+	}
+}

@@ -170,6 +170,13 @@ func TestDiffWindowsMatchTheWholeDiff(t *testing.T) {
 		if pr.from != pr.to && len(want.Added)+len(want.Removed)+len(want.Changed) == 0 {
 			t.Fatalf("%s: the diff is empty; the test means it not to be", pr.what)
 		}
+		// And against the diff of the two states loaded whole.
+		whole := wholeDiff(t, s, pr.from, pr.to)
+		if !reflect.DeepEqual(whole, want) {
+			t.Errorf("%s: the maps' diff differs from the whole states' diff: %d added, %d removed, %d changed, %d edges added, %d removed; want %d, %d, %d, %d, %d",
+				pr.what, len(want.Added), len(want.Removed), len(want.Changed), len(want.EdgesAdded), len(want.EdgesRemoved),
+				len(whole.Added), len(whole.Removed), len(whole.Changed), len(whole.EdgesAdded), len(whole.EdgesRemoved))
+		}
 		s.nodes.clear()
 		got, err := s.DiffStates(ctx, pr.from, pr.to)
 		if err != nil {
@@ -251,4 +258,25 @@ func TestMergeWalksStopsAtAFailedRead(t *testing.T) {
 			t.Errorf("the merge called fn %d times; the side it pulls failed half way through its 3,000 entries", calls)
 		}
 	}
+}
+
+// wholeDiff is replay.Diff of the states at commits from and to (the
+// empty commit: the empty state) loaded whole, without trust.
+func wholeDiff(t *testing.T, s *Store, from, to *replay.Commit) *replay.DiffResult {
+	t.Helper()
+	ctx := context.Background()
+	load := func(c *replay.Commit) *graph.State {
+		if c.RootCount == 0 {
+			return graph.NewState(nil)
+		}
+		var st *graph.State
+		for _, ctxID := range []string{"c", "o", "p"} {
+			if err := s.ReadCommit(ctx, ctxID, c, func(v *View) error { st = v.State.Clone(); return nil }); err == nil {
+				return st
+			}
+		}
+		t.Fatalf("commit %s is of none of the test's contexts", c.ID.Short())
+		return nil
+	}
+	return replay.Diff(load(from), load(to), nil, nil)
 }

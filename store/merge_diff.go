@@ -150,18 +150,49 @@ func rawDiffOver(ctx context.Context, src nodeSource, from, to *replay.Commit) (
 // rootOf is the root of commit c's state map.
 func rootOf(c *replay.Commit) trieChild { return trieChild{id: c.Root, count: c.RootCount} }
 
-// addTo returns a trieDiff callback adding each change (changeOf) to b,
-// which stops once ctx ends.
+// addTo returns a trieDiff callback adding each artifact and edge entry
+// that differs to b, as changeOf reads it, which stops once ctx ends
+// (checked every 1,024 entries).
 func addTo(ctx context.Context, b *replay.DiffBuilder) func(k, old, new []byte) error {
-	return eachChange(ctx, func(ch Change) {
-		switch ch.Kind {
-		case "artifact":
-			b.AddArtifact(replay.ArtifactDelta{ID: ch.ID, Old: ch.Old, New: ch.New})
-		case "edge":
-			b.AddEdge(replay.EdgeDelta{Key: ch.Edge, OldPresent: !ch.Added, NewPresent: !ch.Removed,
-				OldAttrs: nilIfEmpty(ch.OldAttrs), NewAttrs: nilIfEmpty(ch.NewAttrs)})
+	check := everyCheck(ctx)
+	return func(k, old, new []byte) error {
+		if err := check(); err != nil {
+			return err
 		}
-	})
+		switch k[0] {
+		case 'a':
+			ov, err := versionOfVal(old)
+			if err != nil {
+				return err
+			}
+			nv, err := versionOfVal(new)
+			if err != nil {
+				return err
+			}
+			b.AddVersions(string(k[1:]), ov, nv)
+		case 'e':
+			ek, err := splitEdgeKey(k)
+			if err != nil {
+				return err
+			}
+			b.AddEdge(replay.EdgeDelta{Key: ek, OldPresent: old != nil, NewPresent: new != nil,
+				OldAttrs: nilIfEmpty(decodeEdgeVal(old)), NewAttrs: nilIfEmpty(decodeEdgeVal(new))})
+		}
+		return nil
+	}
+}
+
+// versionOfVal returns the version an artifact entry's value (nil:
+// absent) holds, or nil.
+func versionOfVal(v []byte) (*replay.ArtifactVersion, error) {
+	if v == nil {
+		return nil, nil
+	}
+	av, err := decodeArtifactVal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &replay.ArtifactVersion{Type: av.typ, Version: av.version, ContentHash: av.contentHash, ProducedBy: av.producedBy}, nil
 }
 
 // nilIfEmpty returns a copy of b, or nil when b is empty: an edge's attrs

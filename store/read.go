@@ -741,18 +741,28 @@ func diffCommits(ctx context.Context, src nodeSource, a, b *replay.Commit) ([]Ch
 // of each artifact and edge entry that differs (changeOf), and stops with
 // ctx's error once ctx ends, checked every 1,024 entries.
 func eachChange(ctx context.Context, add func(Change)) func(k, old, new []byte) error {
-	seen := 0
+	check := everyCheck(ctx)
 	return func(k, old, new []byte) error {
-		if seen++; seen%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		if err := check(); err != nil {
+			return err
 		}
 		ch, ok, err := changeOf(k, old, new)
 		if ok {
 			add(ch)
 		}
 		return err
+	}
+}
+
+// everyCheck returns a look at ctx that looks every 1,024th call: a diff
+// calls it for each entry that differs.
+func everyCheck(ctx context.Context) func() error {
+	seen := 0
+	return func() error {
+		if seen++; seen%1024 == 0 {
+			return ctx.Err()
+		}
+		return nil
 	}
 }
 
