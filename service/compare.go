@@ -97,9 +97,10 @@ func Compare(a, b CompareSide, sa, sb *graph.State) Comparison {
 // CompareDiff is Compare given what differs between the two states
 // (d, from a to b, without trust) and the producer of an artifact as side
 // a has it, else as side b has it (producerOf, asked only about the from
-// artifacts of edges that differ). It does no I/O. It takes d: each of
-// its lists is let go once grouped (set to nil), so that the comparison
-// of two big runs does not hold the diff and the comparison at once.
+// artifacts of edges that differ). It does no I/O. It takes d: each list
+// it groups (all but Trust) is let go once grouped (set to nil), so that
+// the comparison of two big runs does not hold the diff and the
+// comparison at once.
 // When the sides' context hashes are equal, d and producerOf are not
 // used.
 func CompareDiff(a, b CompareSide, d *replay.DiffResult, producerOf func(id string) string) Comparison {

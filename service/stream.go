@@ -107,6 +107,8 @@ type streamer struct {
 	enc *json.Encoder
 }
 
+// newStreamer returns a streamer writing to w through a buffer of
+// streamBuffer bytes.
 func newStreamer(w io.Writer) *streamer {
 	st := &streamer{bw: bufio.NewWriterSize(w, streamBuffer)}
 	st.enc = json.NewEncoder(&st.buf)
