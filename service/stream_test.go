@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -72,19 +73,7 @@ func TestWriteAuditJSONIsMarshal(t *testing.T) {
 		}
 		cases = append(cases, rep)
 	}
-	for i, rep := range cases {
-		want, err := Marshal(rep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got bytes.Buffer
-		if err := WriteAuditJSON(&got, rep); err != nil {
-			t.Fatalf("case %d: %v", i, err)
-		}
-		if !bytes.Equal(got.Bytes(), want) {
-			t.Fatalf("case %d: streamed\n%s\nMarshal\n%s", i, got.Bytes(), want)
-		}
-	}
+	checkIsMarshal(t, cases, WriteAuditJSON)
 }
 
 // failingWriter fails once it has taken n bytes.
@@ -179,19 +168,7 @@ func TestWriteComparisonJSONIsMarshal(t *testing.T) {
 		}
 		cases = append(cases, c)
 	}
-	for i, c := range cases {
-		want, err := Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got bytes.Buffer
-		if err := WriteComparisonJSON(&got, c); err != nil {
-			t.Fatalf("case %d: %v", i, err)
-		}
-		if !bytes.Equal(got.Bytes(), want) {
-			t.Fatalf("case %d: streamed\n%s\nMarshal\n%s", i, got.Bytes(), want)
-		}
-	}
+	checkIsMarshal(t, cases, WriteComparisonJSON)
 }
 
 // TestWriteDiffJSONIsMarshal: the streamed diff is byte for byte what
@@ -238,13 +215,20 @@ func TestWriteDiffJSONIsMarshal(t *testing.T) {
 		}
 		cases = append(cases, d)
 	}
-	for i, d := range cases {
-		want, err := Marshal(d)
+	checkIsMarshal(t, cases, WriteDiffJSON)
+}
+
+// checkIsMarshal checks that write writes each of cases as the bytes
+// Marshal returns.
+func checkIsMarshal[T any](t *testing.T, cases []T, write func(io.Writer, T) error) {
+	t.Helper()
+	for i, v := range cases {
+		want, err := Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		if err := WriteDiffJSON(&got, d); err != nil {
+		if err := write(&got, v); err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
 		if !bytes.Equal(got.Bytes(), want) {

@@ -45,28 +45,8 @@ func TestDiffStatesPrefetched(t *testing.T) {
 	ctx := context.Background()
 	d := &nodeCalls{Driver: memkv.New()}
 	s := openWithContext(t, Options{Driver: d, ReserveBytes: -1})
-	run := func(ctxID string, seed int) []*replay.Commit {
-		if ctxID != "c" {
-			if _, err := s.CreateContext(ctx, ctxID, ModeObserve); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var commits []*replay.Commit
-		for part := range 3 {
-			var ops []graph.Op
-			for i := part * 1000; i < (part+1)*1000; i++ {
-				id := fmt.Sprintf("a%d", i)
-				ops = append(ops, notePut(id, i*seed, "run"))
-				if i > 0 {
-					ops = append(ops, graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: fmt.Sprintf("a%d", (i*7919+seed)%i)})
-				}
-			}
-			commits = append(commits, mustCommit(t, s, ctxID, ops...))
-		}
-		return commits
-	}
-	c := run("c", 1)
-	o := run("o", 2)
+	c := diffRun(t, s, "c", "a", 3000, 1, false)
+	o := diffRun(t, s, "o", "a", 3000, 2, false)
 	empty := &replay.Commit{}
 	pairs := []struct {
 		what     string
@@ -122,33 +102,9 @@ func TestDiffWindowsMatchTheWholeDiff(t *testing.T) {
 	ctx := context.Background()
 	s := openWithContext(t, Options{NoSync: true})
 	s.diffWindow = 300
-	run := func(ctxID, prefix string, n, seed int) []*replay.Commit {
-		if ctxID != "c" {
-			if _, err := s.CreateContext(ctx, ctxID, ModeObserve); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var commits []*replay.Commit
-		for part := range 3 {
-			var ops []graph.Op
-			for i := part * n / 3; i < (part+1)*n/3; i++ {
-				id := fmt.Sprintf("%s%d", prefix, i)
-				ops = append(ops, notePut(id, i*seed, "run"))
-				if i > 0 {
-					ops = append(ops, graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: fmt.Sprintf("%s%d", prefix, (i*7919+seed)%i)})
-				}
-			}
-			if part == 2 {
-				// Shared keys, one with the same value on both sides.
-				ops = append(ops, notePut("shared-1", 1, "same"), notePut("shared-2", seed, "differs"))
-			}
-			commits = append(commits, mustCommit(t, s, ctxID, ops...))
-		}
-		return commits
-	}
-	c := run("c", "a", 3000, 1)
-	o := run("o", "s", 1200, 2)
-	p := run("p", "a", 2000, 3)
+	c := diffRun(t, s, "c", "a", 3000, 1, true)
+	o := diffRun(t, s, "o", "s", 1200, 2, true)
+	p := diffRun(t, s, "p", "a", 2000, 3, true)
 	empty := &replay.Commit{}
 	for _, pr := range []struct {
 		what     string
@@ -279,4 +235,34 @@ func wholeDiff(t *testing.T, s *Store, from, to *replay.Commit) *replay.DiffResu
 		return nil
 	}
 	return replay.Diff(load(from), load(to), nil, nil)
+}
+
+// diffRun writes, in three commits into context ctxID (created unless it
+// is "c"), n artifacts prefix0, prefix1, … each (but the first) derived
+// from an earlier one picked by seed, and returns the commits; with
+// shared, the last commit also writes two artifacts every such run has,
+// one the same in all, one differing by seed.
+func diffRun(t *testing.T, s *Store, ctxID, prefix string, n, seed int, shared bool) []*replay.Commit {
+	t.Helper()
+	if ctxID != "c" {
+		if _, err := s.CreateContext(context.Background(), ctxID, ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var commits []*replay.Commit
+	for part := range 3 {
+		var ops []graph.Op
+		for i := part * n / 3; i < (part+1)*n/3; i++ {
+			id := fmt.Sprintf("%s%d", prefix, i)
+			ops = append(ops, notePut(id, i*seed, "run"))
+			if i > 0 {
+				ops = append(ops, graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: fmt.Sprintf("%s%d", prefix, (i*7919+seed)%i)})
+			}
+		}
+		if part == 2 && shared {
+			ops = append(ops, notePut("shared-1", 1, "same"), notePut("shared-2", seed, "differs"))
+		}
+		commits = append(commits, mustCommit(t, s, ctxID, ops...))
+	}
+	return commits
 }

@@ -194,17 +194,9 @@ func (s *Store) diffWindows(ctx context.Context, a, b trieChild, workers int, fn
 		}
 		return trieDiff(src, a, b, fn)
 	}
-	var na, nb *trieNode
-	var err error
-	if a.count > 0 {
-		if na, err = s.node(a.id); err != nil {
-			return err
-		}
-	}
-	if b.count > 0 {
-		if nb, err = s.node(b.id); err != nil {
-			return err
-		}
+	na, nb, err := nodePair(s, a, b)
+	if err != nil {
+		return err
 	}
 	if ca, cb, aligned := diffStep(a, na, b, nb); aligned {
 		for i := range ca {

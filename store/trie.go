@@ -1047,22 +1047,29 @@ func trieDiff(src nodeSource, a, b trieChild, fn func(key, old, new []byte) erro
 	if a == b {
 		return nil
 	}
-	var na, nb *trieNode
-	var err error
-	if a.count > 0 {
-		if na, err = src.node(a.id); err != nil {
-			return err
-		}
-	}
-	if b.count > 0 {
-		if nb, err = src.node(b.id); err != nil {
-			return err
-		}
+	na, nb, err := nodePair(src, a, b)
+	if err != nil {
+		return err
 	}
 	if ca, cb, aligned := diffStep(a, na, b, nb); aligned {
 		return diffChildren(src, ca, cb, fn)
 	}
 	return diffSorted(src, na, nb, fn)
+}
+
+// nodePair reads the nodes of a and b through src, nil for an empty side.
+func nodePair(src nodeSource, a, b trieChild) (na, nb *trieNode, err error) {
+	if a.count > 0 {
+		if na, err = src.node(a.id); err != nil {
+			return nil, nil, err
+		}
+	}
+	if b.count > 0 {
+		if nb, err = src.node(b.id); err != nil {
+			return nil, nil, err
+		}
+	}
+	return na, nb, nil
 }
 
 // diffStep says how trieDiff goes on below a and b, whose nodes are na
