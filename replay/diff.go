@@ -23,12 +23,24 @@ type ArtifactVersion struct {
 	ProducedBy  string         `json:"produced_by"`
 }
 
+// VersionOf returns a's version: what a diff or a comparison shows of it.
+func VersionOf(a *graph.Artifact) ArtifactVersion {
+	return ArtifactVersion{Type: a.Type, Version: a.Version, ContentHash: a.ContentHash, ProducedBy: a.ProducedBy}
+}
+
+// SameContent reports whether v and o hold the same content, type and
+// producer, whatever their version numbers.
+func (v ArtifactVersion) SameContent(o ArtifactVersion) bool {
+	return v.ContentHash == o.ContentHash && v.Type == o.Type && v.ProducedBy == o.ProducedBy
+}
+
 // versionOf returns a's version, or nil for a nil artifact.
 func versionOf(a *graph.Artifact) *ArtifactVersion {
 	if a == nil {
 		return nil
 	}
-	return &ArtifactVersion{Type: a.Type, Version: a.Version, ContentHash: a.ContentHash, ProducedBy: a.ProducedBy}
+	v := VersionOf(a)
+	return &v
 }
 
 // artifact rebuilds a payload-less artifact from a version.

@@ -291,9 +291,9 @@ const (
 	scanDirect = 256
 )
 
-// afterCheck is how many entries a walk yields between two looks at its
-// context: a filtered page whose filter matches little may walk far
-// within one window.
+// afterCheck is how many entries a walk yields, or a diff finds, between
+// two looks at its context (everyCheck): a filtered page whose filter
+// matches little may walk far within one window.
 const afterCheck = 1024
 
 // rangeWalk is one walk of a key range under way (mapSource.walk, a
@@ -308,16 +308,16 @@ type rangeWalk struct {
 	fn      func(k, v []byte) bool
 	// window is the most entries the walk's next read ahead covers.
 	window int
-	// n counts the entries yielded; ended is ctx's error once a check
-	// found it ended.
-	n     int
+	// check looks at ctx every afterCheck entries; ended is ctx's error
+	// once it found it ended.
+	check func() error
 	ended error
 }
 
 // newRangeWalk returns a walk of the keys under prefix through src that
 // calls fn, its first window scanDirect entries.
 func (s *Store) newRangeWalk(ctx context.Context, src nodeSource, workers int, prefix []byte, fn func(k, v []byte) bool) *rangeWalk {
-	return &rangeWalk{s: s, src: src, ctx: ctx, workers: workers, prefix: prefix, fn: fn, window: scanDirect}
+	return &rangeWalk{s: s, src: src, ctx: ctx, workers: workers, prefix: prefix, fn: fn, window: scanDirect, check: everyCheck(ctx)}
 }
 
 // walk walks the entries below ref not less than from (nil: all), as
@@ -365,10 +365,8 @@ func (w *rangeWalk) walk(ref trieChild, from []byte) (bool, error) {
 
 // each yields one entry, looking at the context every afterCheck.
 func (w *rangeWalk) each(k, v []byte) bool {
-	if w.n++; w.n%afterCheck == 0 {
-		if w.ended = w.ctx.Err(); w.ended != nil {
-			return false
-		}
+	if w.ended = w.check(); w.ended != nil {
+		return false
 	}
 	return w.fn(k, v)
 }

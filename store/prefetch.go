@@ -78,8 +78,11 @@ func (s *Store) prefetchFrom(ctx context.Context, src nodeSource, root trieChild
 		from []byte
 	}
 	level := []bound{{root.id, from}}
-	ids := []hashing.Digest{root.id}
 	for len(level) > 0 {
+		ids := make([]hashing.Digest, len(level))
+		for i, b := range level {
+			ids[i] = b.id
+		}
 		if err := s.readLevel(ctx, p, ids, workers); err != nil {
 			return nil, err
 		}
@@ -99,10 +102,7 @@ func (s *Store) prefetchFrom(ctx context.Context, src nodeSource, root trieChild
 				}
 			}
 		}
-		level, ids = next, ids[:0]
-		for _, b := range level {
-			ids = append(ids, b.id)
-		}
+		level = next
 	}
 	return p, nil
 }
@@ -187,33 +187,28 @@ func (s *Store) diffWindows(ctx context.Context, a, b trieChild, workers int, fn
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if a.count+b.count <= s.diffWindow {
-		src, err := s.prefetchDiff(ctx, s, a, b, workers)
+	if a.count+b.count > s.diffWindow {
+		na, nb, err := nodePair(s, a, b)
 		if err != nil {
 			return err
 		}
-		return trieDiff(src, a, b, fn)
+		if ca, cb, aligned := diffStep(a, na, b, nb); aligned {
+			for i := range ca {
+				if err := s.diffWindows(ctx, ca[i], cb[i], workers, fn); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if (na == nil || !na.legacy) && (nb == nil || !nb.legacy) {
+			return s.mergeWalks(ctx, a, b, workers, fn)
+		}
 	}
-	na, nb, err := nodePair(s, a, b)
+	src, err := s.prefetchDiff(ctx, s, a, b, workers)
 	if err != nil {
 		return err
 	}
-	if ca, cb, aligned := diffStep(a, na, b, nb); aligned {
-		for i := range ca {
-			if err := s.diffWindows(ctx, ca[i], cb[i], workers, fn); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if (na != nil && na.legacy) || (nb != nil && nb.legacy) {
-		src, err := s.prefetchDiff(ctx, s, a, b, workers)
-		if err != nil {
-			return err
-		}
-		return trieDiff(src, a, b, fn)
-	}
-	return s.mergeWalks(ctx, a, b, workers, fn)
+	return trieDiff(src, a, b, fn)
 }
 
 // mergeWalks diffs the subtrees at a and b (ordered tries) by walking

@@ -754,12 +754,13 @@ func eachChange(ctx context.Context, add func(Change)) func(k, old, new []byte) 
 	}
 }
 
-// everyCheck returns a look at ctx that looks every 1,024th call: a diff
-// calls it for each entry that differs.
+// everyCheck returns a look at ctx that looks every afterCheck-th call:
+// a diff calls it for each entry that differs, a walk for each entry it
+// yields.
 func everyCheck(ctx context.Context) func() error {
 	seen := 0
 	return func() error {
-		if seen++; seen%1024 == 0 {
+		if seen++; seen%afterCheck == 0 {
 			return ctx.Err()
 		}
 		return nil

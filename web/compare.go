@@ -179,7 +179,7 @@ func (s *server) compareRuns(ctx context.Context, view *compareView, a, b sideRe
 			view.Rows = append(view.Rows, row)
 		}
 	}
-	removed := slices.Clone(d.Removed)
+	removed := d.Removed // the diff is this comparison's own
 	slices.SortFunc(removed, func(x, y replay.ArtifactChange) int { return compareIDs(x.ID, y.ID) })
 	view.OnlyA = len(removed)
 	for _, ch := range removed {
@@ -218,7 +218,7 @@ func classifyDiff(d *replay.DiffResult, a, b sideRead, view *compareView) []diff
 	differs := map[string]bool{}
 	versionOnly := map[string]replay.ArtifactChange{}
 	for _, ch := range d.Changed {
-		if sameContent(*ch.Old, *ch.New) {
+		if ch.Old.SameContent(*ch.New) {
 			versionOnly[ch.ID] = ch
 			continue
 		}
@@ -267,7 +267,7 @@ func (s *server) lookUpUnchanged(ctx context.Context, ctxID string, c *replay.Co
 			if art == nil {
 				return fmt.Errorf("%w: artifact %q, unconfirmed and unchanged, is not in the state", store.ErrCorrupt, rows[i].id)
 			}
-			ver := versionOf(art)
+			ver := replay.VersionOf(art)
 			rows[i].a, rows[i].b = &ver, &ver
 		}
 		return v.Err()
@@ -276,7 +276,7 @@ func (s *server) lookUpUnchanged(ctx context.Context, ctxID string, c *replay.Co
 
 // compareEntry is what a pass over side A knows of an artifact.
 type compareEntry struct {
-	a      *graph.Artifact
+	ver    replay.ArtifactVersion
 	status graph.Status
 }
 
@@ -289,9 +289,7 @@ func sideEntries(v *store.View) map[string]compareEntry {
 	unconfirmed := unconfirmedOf(v.Trust)
 	out := make(map[string]compareEntry, v.State.NumArtifacts())
 	v.State.RangeArtifacts(func(a *graph.Artifact) bool {
-		c := *a // the view is valid only inside the callback
-		c.Data = nil
-		out[a.ID] = compareEntry{a: &c, status: unconfirmed.status(a.ID)}
+		out[a.ID] = compareEntry{ver: replay.VersionOf(a), status: unconfirmed.status(a.ID)}
 		return true
 	})
 	return out
@@ -318,7 +316,7 @@ func compareWith(v *store.View, left map[string]compareEntry, view *compareView)
 		case !inA:
 			row.Kind = "only in B"
 			view.OnlyB++
-		case !sameContent(versionOf(e.a), versionOf(a)):
+		case !e.ver.SameContent(replay.VersionOf(a)):
 			row.Kind = "differs"
 			view.Changed++
 		case e.status != bs:
@@ -328,9 +326,9 @@ func compareWith(v *store.View, left map[string]compareEntry, view *compareView)
 			return true
 		}
 		if inA {
-			row.A = cellOf(versionOf(e.a), e.status, artifactURL(view.A.Ctx, a.ID, view.A.Commit.ID))
+			row.A = cellOf(e.ver, e.status, artifactURL(view.A.Ctx, a.ID, view.A.Commit.ID))
 		}
-		diffs = append(diffs, differing{row: row, b: versionOf(a), st: bs})
+		diffs = append(diffs, differing{row: row, b: replay.VersionOf(a), st: bs})
 		return true
 	})
 	slices.SortFunc(diffs, func(x, y differing) int { return compareIDs(x.row.ID, y.row.ID) })
@@ -351,7 +349,7 @@ func onlyInA(left map[string]compareEntry, view *compareView) {
 	for _, id := range ids {
 		if view.room() {
 			e := left[id]
-			view.Rows = append(view.Rows, compareRow{ID: id, Kind: "only in A", A: cellOf(versionOf(e.a), e.status, artifactURL(view.A.Ctx, id, view.A.Commit.ID))})
+			view.Rows = append(view.Rows, compareRow{ID: id, Kind: "only in A", A: cellOf(e.ver, e.status, artifactURL(view.A.Ctx, id, view.A.Commit.ID))})
 		}
 	}
 }
@@ -373,17 +371,6 @@ func (v *compareView) param(side *compareSide) string {
 		return "b"
 	}
 	return "a"
-}
-
-// versionOf is what a comparison shows of an artifact.
-func versionOf(a *graph.Artifact) replay.ArtifactVersion {
-	return replay.ArtifactVersion{Type: a.Type, Version: a.Version, ContentHash: a.ContentHash, ProducedBy: a.ProducedBy}
-}
-
-// sameContent reports whether two versions of an artifact hold the same
-// content, type and producer, whatever their version numbers.
-func sameContent(x, y replay.ArtifactVersion) bool {
-	return x.ContentHash == y.ContentHash && x.Type == y.Type && x.ProducedBy == y.ProducedBy
 }
 
 // cellOf is one side's cell of a row: the artifact's version there, its

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -130,9 +131,7 @@ func compareSides(t *testing.T, h *server, a, aAt, b, bAt string, oracle bool) c
 func oracleEntries(v *store.View) map[string]compareEntry {
 	out := map[string]compareEntry{}
 	for _, id := range v.State.ArtifactIDs() {
-		c := *v.State.Artifact(id)
-		c.Data = nil
-		out[id] = compareEntry{a: &c, status: v.Trust.Status(id)}
+		out[id] = compareEntry{ver: replay.VersionOf(v.State.Artifact(id)), status: v.Trust.Status(id)}
 	}
 	return out
 }
@@ -153,7 +152,7 @@ func oracleOnlyA(left map[string]compareEntry, view *compareView) {
 			continue
 		}
 		e := left[id]
-		view.Rows = append(view.Rows, compareRow{ID: id, Kind: "only in A", A: &compareCell{Type: e.a.Type, Version: e.a.Version, Hash: e.a.ContentHash, Status: e.status,
+		view.Rows = append(view.Rows, compareRow{ID: id, Kind: "only in A", A: &compareCell{Type: e.ver.Type, Version: e.ver.Version, Hash: e.ver.ContentHash, Status: e.status,
 			URL: artifactURL(view.A.Ctx, id, view.A.Commit.ID)}})
 	}
 }
@@ -173,7 +172,7 @@ func oracleCompareWith(v *store.View, left map[string]compareEntry, view *compar
 		case !inA:
 			row.Kind = "only in B"
 			view.OnlyB++
-		case e.a.ContentHash != b.ContentHash || e.a.Type != b.Type || e.a.ProducedBy != b.ProducedBy:
+		case e.ver.ContentHash != b.ContentHash || e.ver.Type != b.Type || e.ver.ProducedBy != b.ProducedBy:
 			row.Kind = "differs"
 			view.Changed++
 		case e.status != bs:
@@ -189,7 +188,7 @@ func oracleCompareWith(v *store.View, left map[string]compareEntry, view *compar
 		}
 		row.B = &compareCell{Type: b.Type, Version: b.Version, Hash: b.ContentHash, Status: bs, URL: artifactURL(view.B.Ctx, id, v.Commit.ID.Hex())}
 		if inA {
-			row.A = &compareCell{Type: e.a.Type, Version: e.a.Version, Hash: e.a.ContentHash, Status: e.status,
+			row.A = &compareCell{Type: e.ver.Type, Version: e.ver.Version, Hash: e.ver.ContentHash, Status: e.status,
 				URL: artifactURL(view.A.Ctx, id, view.A.Commit.ID)}
 		}
 		view.Rows = append(view.Rows, row)
