@@ -289,7 +289,7 @@ func TestOverviewNotKeptFromAFailedRead(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	err := st.ReadSparse(rctx, "c", old, func(v *store.View) error {
 		cancel() // the browser leaves
-		if n := count(s.clusters(v, "type")); n == 300 {
+		if n := count(s.clusters(rctx, v, "type")); n == 300 {
 			return fmt.Errorf("the overview of a read whose context ended counts all %d artifacts", n)
 		}
 		return nil
@@ -298,7 +298,7 @@ func TestOverviewNotKeptFromAFailedRead(t *testing.T) {
 		t.Fatalf("the cancelled read: %v", err)
 	}
 	if err := st.ReadSparse(ctx, "c", old, func(v *store.View) error {
-		if n := count(s.clusters(v, "type")); n != 300 {
+		if n := count(s.clusters(ctx, v, "type")); n != 300 {
 			return fmt.Errorf("the overview after a cancelled read counts %d artifacts, the state holds 300", n)
 		}
 		return nil

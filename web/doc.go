@@ -93,7 +93,11 @@
 // context renders in 5–25 ms (TestBigContextTimes, BenchmarkContextPage10k).
 // The overview of a 100k-artifact context is one pass over its artifacts
 // and their out-edges (TestHugeContextGraphs, BenchmarkBuildClusters100k),
-// cached by commit, and its picture by its DOT; a neighbourhood touches
-// only the artifacts it draws. Every page reports its server time in a
+// cached by commit, and its picture by its DOT. The overview of a later
+// commit of the context is derived from the last one's tally through the
+// diff of the two commits (derivedTally), so a page reloaded while an
+// agent writes costs what the commits changed, not the context's size
+// (BenchmarkHugeOverviewAfterCommit). A neighbourhood touches only the
+// artifacts it draws. Every page reports its server time in a
 // Server-Timing header (app;dur=<ms>), which the browser tests read.
 package web

@@ -330,7 +330,7 @@ func (s *server) handleGraph(w http.ResponseWriter, r *http.Request, ctxID strin
 		}
 		if gq.root == "" && view.Total > wholeNodes {
 			view.Mode = "overview"
-			cl := s.clusters(v, gq.group)
+			cl := s.clusters(r.Context(), v, gq.group)
 			view.Clusters, view.NumEdges = cl.rows(ctxID, at, gq.group), len(cl.edges)
 			pic = cl.drawing(ctxID, at, gq.group)
 			view.DOT = pic.dot

@@ -178,6 +178,25 @@ func BenchmarkHugeOverviewCold(b *testing.B) {
 	serve(b, h, "/ui/contexts/huge/graph")
 	loopCPU(b, func() {
 		h.overviews = newLRU[*clusterSet](overviewsKept)
+		h.tallies = newSizedLRU(maxTallyBytes, tallyCost)
+		serve(b, h, "/ui/contexts/huge/graph")
+	})
+}
+
+// BenchmarkHugeOverviewAfterCommit commits one artifact to the 100k
+// context and renders its overview, on every iteration: the page a
+// person watching an agent write reloads (its overview derived from the
+// one before; its layout new, since the counts changed).
+func BenchmarkHugeOverviewAfterCommit(b *testing.B) {
+	s := openStore(b)
+	loadBig(b, s, "huge", hugeN)
+	h := New(Options{Store: s, Logger: quietLogger()})
+	serve(b, h, "/ui/contexts/huge/graph")
+	i := 0
+	loopCPU(b, func() {
+		i++
+		id := "late" + strconv.Itoa(i)
+		commit(b, s, "huge", "", "bench", id, putOp(b, id, "claim", "agent", map[string]any{"i": i}), linkOp(id, "derived_from", "a00010"))
 		serve(b, h, "/ui/contexts/huge/graph")
 	})
 }

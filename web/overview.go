@@ -1,11 +1,11 @@
 package web
 
 import (
+	"context"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/store"
@@ -45,7 +45,6 @@ type clusterEdge struct {
 	dep      bool
 	n        int
 	rels     map[string]int
-	counts   []int // by relation number, while counting
 }
 
 // clusterSet is the overview of one state: clusters sorted by count, then
@@ -57,220 +56,37 @@ type clusterSet struct {
 
 // clusters returns the overview of v's state grouped by group (type,
 // producer or trust), from the cache when this commit was seen before
-// (a commit's state and trust never change).
-func (s *server) clusters(v *store.View, group string) *clusterSet {
+// (a commit's state and trust never change); else from its tally,
+// derived from the one kept for another commit of the context when the
+// two differ little (derivedTally), or counted over the whole state. A
+// tally a failed or cancelled read cut short (v.Err) is not kept, nor is
+// its overview.
+func (s *server) clusters(ctx context.Context, v *store.View, group string) *clusterSet {
 	key := v.Commit.ID.String() + "\x00" + group
 	if cs, ok := s.overviews.get(key); ok {
 		return cs
 	}
-	// The artifacts the pass meets exist, so their status is what the
-	// index's unconfirmed list says.
-	cs := buildClusters(v.State, unconfirmedOf(v.Trust).status, group)
+	t, ok := s.derivedTally(ctx, v, group)
+	if !ok {
+		// The artifacts the pass meets exist, so their status is what
+		// the index's unconfirmed list says.
+		t = buildTally(v.State, unconfirmedOf(v.Trust).status, group)
+	}
+	cs := t.clusterSet(v.State.Relations())
 	if v.Err() == nil { // not what a failed or cancelled read left out
 		s.overviews.put(key, cs)
+		if k := (&keptTally{commit: v.Commit, t: t}); tallyCost(k) <= maxTallyBytes/4 {
+			s.tallies.put(v.ContextID()+"\x00"+group, k)
+		}
 	}
 	return cs
 }
 
-// buildClusters groups every artifact by (group value, trust status) and
-// counts the edges between groups. One pass over artifacts and one over
-// edges, no sorting of the whole state: linear in its size.
+// buildClusters is the overview of st grouped by group, status giving
+// each artifact's trust status, counted over the whole state: linear in
+// its size, no sorting of the whole state.
 func buildClusters(st *graph.State, status func(id string) graph.Status, group string) *clusterSet {
-	keyOf := func(a *graph.Artifact) clusterKey {
-		k := clusterKey{status: status(a.ID)}
-		switch group {
-		case "type":
-			k.value = a.Type
-		case "producer":
-			k.value = a.ProducedBy
-			if k.value == "" {
-				k.value = "(none)"
-			}
-		}
-		return k
-	}
-	// One pass over artifacts gives each key a provisional cluster
-	// number, kept per id so that the edge pass costs one lookup per end
-	// (measured: cheaper than looking up each end's artifact and trust,
-	// and far cheaper than walking 100k small out-edge maps).
-	byKey := map[clusterKey]int32{}
-	var all []*cluster
-	of := make(map[string]int32, st.NumArtifacts())
-	st.RangeArtifacts(func(a *graph.Artifact) bool {
-		k := keyOf(a)
-		i, ok := byKey[k]
-		if !ok {
-			i = int32(len(all))
-			byKey[k] = i
-			all = append(all, &cluster{key: k})
-		}
-		c := all[i]
-		c.n++
-		c.samples = keepSmallest(c.samples, a.ID)
-		of[a.ID] = i
-		return true
-	})
-	order := make([]int32, len(all))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(x, y int32) int {
-		a, b := all[x], all[y]
-		if a.n != b.n {
-			return b.n - a.n
-		}
-		if c := strings.Compare(a.key.value, b.key.value); c != 0 {
-			return c
-		}
-		return strings.Compare(string(a.key.status), string(b.key.status))
-	})
-	// Final numbers: by count; past maxClusters the smallest merge into
-	// one per status.
-	final := make([]int, len(all))
-	cs := &clusterSet{}
-	others := map[graph.Status]int{}
-	for rank, i := range order {
-		c := all[i]
-		if rank < maxClusters-3 || len(all) <= maxClusters {
-			final[i] = len(cs.clusters)
-			cs.clusters = append(cs.clusters, *c)
-			continue
-		}
-		o, ok := others[c.key.status]
-		if !ok {
-			o = len(cs.clusters)
-			others[c.key.status] = o
-			cs.clusters = append(cs.clusters, cluster{key: clusterKey{value: otherGroup, status: c.key.status}})
-		}
-		oc := &cs.clusters[o]
-		oc.n += c.n
-		for _, id := range c.samples {
-			oc.samples = keepSmallest(oc.samples, id)
-		}
-		final[i] = o
-	}
-	clusterOf := func(id string) (int, bool) {
-		i, ok := of[id]
-		if !ok {
-			return 0, false
-		}
-		return final[i], true
-	}
-	edges := countEdges(st, clusterOf, len(cs.clusters))
-	for _, ce := range edges {
-		if ce != nil {
-			cs.edges = append(cs.edges, ce)
-		}
-	}
-	slices.SortFunc(cs.edges, func(a, b *clusterEdge) int {
-		if a.from != b.from {
-			return a.from - b.from
-		}
-		if a.to != b.to {
-			return a.to - b.to
-		}
-		if a.dep == b.dep {
-			return 0
-		}
-		if a.dep {
-			return -1
-		}
-		return 1
-	})
-	return cs
-}
-
-// countEdges counts every edge of the state by (cluster of its source,
-// cluster of its target, depends): clusterOf gives an artifact's cluster
-// among n. The counts live in a dense table (n is at most maxClusters)
-// and relations in a short list, so the pass allocates next to nothing.
-func countEdges(st *graph.State, clusterOf func(id string) (int, bool), n int) []*clusterEdge {
-	// Two workers share the pass (the state is only read): each takes the
-	// edges whose source id ends in a byte of its parity.
-	var parts [2][]*clusterEdge
-	var wg sync.WaitGroup
-	for w := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			parts[w] = countEdgesOf(st, clusterOf, n, func(id string) bool { return len(id) > 0 && int(id[len(id)-1]&1) == w })
-		}()
-	}
-	wg.Wait()
-	for i, ce := range parts[1] {
-		switch have := parts[0][i]; {
-		case ce == nil:
-		case have == nil:
-			parts[0][i] = ce
-		default:
-			have.n += ce.n
-			for r, c := range ce.rels {
-				have.rels[r] += c
-			}
-		}
-	}
-	return parts[0]
-}
-
-// countEdgesOf is countEdges over the artifacts mine accepts.
-func countEdgesOf(st *graph.State, clusterOf func(id string) (int, bool), n int, mine func(id string) bool) []*clusterEdge {
-	rels := st.Relations()
-	type relInfo struct {
-		name string
-		dep  bool
-	}
-	var known []relInfo
-	table := make([]*clusterEdge, n*n*2)
-	count := func(from int, e *graph.Edge) {
-		to, ok := clusterOf(e.To)
-		if !ok {
-			return
-		}
-		ri := -1
-		for i := range known {
-			if known[i].name == e.Rel {
-				ri = i
-				break
-			}
-		}
-		if ri < 0 {
-			ri = len(known)
-			known = append(known, relInfo{e.Rel, rels.Depends(e.Rel)})
-		}
-		dep := known[ri].dep
-		slot := (from*n+to)*2 + b2i(dep)
-		ce := table[slot]
-		if ce == nil {
-			ce = &clusterEdge{from: from, to: to, dep: dep, rels: map[string]int{}, counts: make([]int, 0, 4)}
-			table[slot] = ce
-		}
-		ce.n++
-		for len(ce.counts) <= ri {
-			ce.counts = append(ce.counts, 0)
-		}
-		ce.counts[ri]++
-	}
-	st.RangeEdges(func(e *graph.Edge) bool {
-		if !mine(e.From) {
-			return true
-		}
-		if from, ok := clusterOf(e.From); ok {
-			count(from, e)
-		}
-		return true
-	})
-	for _, ce := range table {
-		if ce == nil {
-			continue
-		}
-		for i, c := range ce.counts {
-			if c > 0 {
-				ce.rels[known[i].name] = c
-			}
-		}
-		ce.counts = nil
-	}
-	return table
+	return buildTally(st, status, group).clusterSet(st.Relations())
 }
 
 func b2i(b bool) int {

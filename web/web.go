@@ -43,6 +43,12 @@ type server struct {
 	// overviews caches clustered overviews by commit and grouping (the
 	// overviewsKept most recently used).
 	overviews *lru[*clusterSet]
+	// tallies keeps, by context and grouping, the tally of the commit
+	// whose overview was drawn last, from which another commit's is
+	// derived (derivedTally), up to maxTallyBytes in all.
+	tallies *lru[*keptTally]
+	// derivations counts the tallies derivedTally made (tests read it).
+	derivations atomic.Int64
 	// chains caches first-parent commit chains by their head commit, and
 	// steps what each commit changed; both are immutable per commit.
 	chains *lru[*chain]
@@ -86,6 +92,7 @@ func New(opts Options) http.Handler {
 		said:   newSaidCache(200_000),
 
 		overviews: newLRU[*clusterSet](overviewsKept),
+		tallies:   newSizedLRU(maxTallyBytes, tallyCost),
 		chains:    newLRU[*chain](16),
 		steps:     newLRU[*stepSummary](4096),
 		ids:       newSizedLRU(maxListedBytes, func(l *listedIDs) int { return idsCost(l.ids) }),

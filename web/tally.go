@@ -1,0 +1,504 @@
+package web
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
+)
+
+// Tally limits.
+const (
+	// tallySamples is how many of its smallest ids a tallied key keeps:
+	// more than the clusterSamples an overview shows, so that a derived
+	// tally can lose a few of them before it must be counted again.
+	tallySamples = 8
+	// maxTallyBytes bounds what the kept tallies cost in all
+	// (tallyCost); one that costs more than a quarter of it (a grouping
+	// by producer with thousands of producers) is not kept.
+	maxTallyBytes = 8 << 20
+	// deriveShare is the share of a state's artifacts (1/deriveShare)
+	// that may differ, counting artifacts, trust changes and edges, for a
+	// tally to be derived rather than counted again: each difference
+	// costs a few point reads of the two maps, where counting walks them
+	// in order.
+	deriveShare = 16
+	// denseKeys is the most keys whose edges buildTally counts in a
+	// table of every pair of keys.
+	denseKeys = 256
+)
+
+// tally is an overview before its clusters are ranked and merged: every
+// key (group value and trust status) with its count and smallest ids,
+// and the edges between artifacts of two keys counted by relation. An
+// edge counts only when both its ends are artifacts of the state. A tally
+// is what can be derived from another commit's through the diff of the
+// two; its clusterSet is what a page draws.
+type tally struct {
+	keys  map[clusterKey]*tallied
+	edges map[tallyEdge]int
+}
+
+// tallied is one key of a tally.
+type tallied struct {
+	n int
+	// samples are the key's smallest ids in natural order: all n of
+	// them while there are at most tallySamples, else the tallySamples
+	// first — or, in a derived tally, at least the first
+	// min(clusterSamples, n) of them.
+	samples []string
+}
+
+// tallyEdge is one count of a tally's edges.
+type tallyEdge struct {
+	from, to clusterKey
+	rel      string
+}
+
+// keptTally is the tally of a context's state at one commit, kept so
+// that the next commit's can be derived from it.
+type keptTally struct {
+	commit *replay.Commit
+	t      *tally
+}
+
+// tallyCost is what a kept tally costs, roughly: its entries, their keys'
+// strings and its samples.
+func tallyCost(k *keptTally) int {
+	n := 0
+	for key, c := range k.t.keys {
+		n += 96 + len(key.value) + len(key.status)
+		for _, id := range c.samples {
+			n += 16 + len(id)
+		}
+	}
+	for e := range k.t.edges {
+		n += 96 + len(e.from.value) + len(e.to.value) + len(e.rel)
+	}
+	return n
+}
+
+// clusterKeyOf returns the key of artifact a, whose trust status is
+// status, when the overview is grouped by group.
+func clusterKeyOf(a *graph.Artifact, status graph.Status, group string) clusterKey {
+	k := clusterKey{status: status}
+	switch group {
+	case "type":
+		k.value = a.Type
+	case "producer":
+		k.value = a.ProducedBy
+		if k.value == "" {
+			k.value = "(none)"
+		}
+	}
+	return k
+}
+
+// add counts id, an artifact of the key, keeping the smallest ids.
+func (c *tallied) add(id string) {
+	m := len(c.samples)
+	all := m == c.n
+	c.n++
+	if !all && (m == 0 || !naturalLess(id, c.samples[m-1])) {
+		return
+	}
+	i, _ := slices.BinarySearchFunc(c.samples, id, compareIDs)
+	c.samples = slices.Insert(c.samples, i, id)
+	if len(c.samples) > tallySamples {
+		c.samples = c.samples[:tallySamples]
+	}
+}
+
+// remove uncounts id, an artifact of the key. It reports whether the
+// samples left still hold the first min(clusterSamples, n) ids: false
+// when too many of them left for the next ones to be known.
+func (c *tallied) remove(id string) bool {
+	c.n--
+	if i := slices.Index(c.samples, id); i >= 0 {
+		c.samples = slices.Delete(c.samples, i, i+1)
+	}
+	return c.n >= 0 && len(c.samples) >= min(clusterSamples, c.n)
+}
+
+// buildTally counts the tally of st grouped by group, status giving each
+// artifact's trust status: one pass over the artifacts, one over the
+// edges shared by two workers.
+func buildTally(st *graph.State, status func(id string) graph.Status, group string) *tally {
+	// Each key gets a number, kept per id so that the edge pass costs
+	// one lookup per end (measured: cheaper than looking up each end's
+	// artifact and trust, and far cheaper than walking 100k small
+	// out-edge maps).
+	byKey := map[clusterKey]int32{}
+	var keys []clusterKey
+	var all []*tallied
+	of := make(map[string]int32, st.NumArtifacts())
+	st.RangeArtifacts(func(a *graph.Artifact) bool {
+		k := clusterKeyOf(a, status(a.ID), group)
+		i, ok := byKey[k]
+		if !ok {
+			i = int32(len(all))
+			byKey[k] = i
+			keys = append(keys, k)
+			all = append(all, &tallied{})
+		}
+		all[i].add(a.ID)
+		of[a.ID] = i
+		return true
+	})
+	t := &tally{keys: make(map[clusterKey]*tallied, len(all))}
+	for i, k := range keys {
+		t.keys[k] = all[i]
+	}
+	// Two workers share the edge pass (the state is only read): each
+	// takes the edges whose source id ends in a byte of its parity.
+	var parts [2]map[tallyEdge]int
+	var wg sync.WaitGroup
+	for w := range parts {
+		wg.Go(func() {
+			parts[w] = countTallyEdges(st, of, keys, func(id string) bool { return len(id) > 0 && int(id[len(id)-1]&1) == w })
+		})
+	}
+	wg.Wait()
+	t.edges = parts[0]
+	for e, n := range parts[1] {
+		t.edges[e] += n
+	}
+	return t
+}
+
+// countTallyEdges counts the edges of st whose source mine accepts and
+// whose ends are both artifacts of st, by the keys of their ends and
+// their relation: of numbers each artifact's key in keys. The counts live
+// in a dense table while there are few keys (and relations in a short
+// list), so that the pass allocates next to nothing; past that, in a map.
+func countTallyEdges(st *graph.State, of map[string]int32, keys []clusterKey, mine func(id string) bool) map[tallyEdge]int {
+	type slot struct{ from, to, rel int32 }
+	var rels []string
+	var sparse map[slot]int
+	var dense [][]int // by from*len(keys)+to, then by relation
+	nk := len(keys)
+	if nk <= denseKeys {
+		dense = make([][]int, nk*nk)
+	} else {
+		sparse = map[slot]int{}
+	}
+	st.RangeEdges(func(e *graph.Edge) bool {
+		if !mine(e.From) {
+			return true
+		}
+		from, ok := of[e.From]
+		if !ok {
+			return true
+		}
+		to, ok := of[e.To]
+		if !ok {
+			return true
+		}
+		ri := slices.Index(rels, e.Rel)
+		if ri < 0 {
+			ri = len(rels)
+			rels = append(rels, e.Rel)
+		}
+		if dense == nil {
+			sparse[slot{from, to, int32(ri)}]++
+			return true
+		}
+		c := dense[int(from)*nk+int(to)]
+		for len(c) <= ri {
+			c = append(c, 0)
+		}
+		c[ri]++
+		dense[int(from)*nk+int(to)] = c
+		return true
+	})
+	out := map[tallyEdge]int{}
+	for s, n := range sparse {
+		out[tallyEdge{keys[s.from], keys[s.to], rels[s.rel]}] = n
+	}
+	for i, c := range dense {
+		for ri, n := range c {
+			if n > 0 {
+				out[tallyEdge{keys[i/nk], keys[i%nk], rels[ri]}] = n
+			}
+		}
+	}
+	return out
+}
+
+// clone returns a copy of t that can be changed without changing t.
+func (t *tally) clone() *tally {
+	c := &tally{keys: make(map[clusterKey]*tallied, len(t.keys)), edges: make(map[tallyEdge]int, len(t.edges))}
+	for k, v := range t.keys {
+		c.keys[k] = &tallied{n: v.n, samples: slices.Clone(v.samples)}
+	}
+	for e, n := range t.edges {
+		c.edges[e] = n
+	}
+	return c
+}
+
+// apply changes t, the tally of the state old shows, into that of the
+// state cur shows, given d, what differs between the two with trust
+// (store.Diff): each artifact d names moves from its key in old to its
+// key in cur, and with it the edges touching it; d's edges are added or
+// removed. An artifact d does not name has the same key in both. It
+// reports false (t is then half changed) when the move of the artifacts
+// and edges would take more than budget edges, or a key lost the ids it
+// shows: the caller then counts the tally again.
+func (t *tally) apply(d *replay.DiffResult, old, cur *store.View, group string, budget int) bool {
+	keyIn := func(v *store.View, id string) (clusterKey, bool) {
+		a := v.State.Artifact(id)
+		if a == nil {
+			return clusterKey{}, false
+		}
+		return clusterKeyOf(a, statusIn(v.Trust, id), group), true
+	}
+	type ends struct {
+		old, cur     clusterKey
+		inOld, inCur bool
+	}
+	named := map[string]*ends{}
+	for _, l := range [][]replay.ArtifactChange{d.Added, d.Removed, d.Changed} {
+		for _, c := range l {
+			named[c.ID] = &ends{}
+		}
+	}
+	for _, c := range d.Trust {
+		named[c.ID] = &ends{}
+	}
+	ids := make([]string, 0, len(named))
+	for id := range named {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // the same order each time, for the samples' sake
+	var moved []string
+	for _, id := range ids {
+		e := named[id]
+		e.old, e.inOld = keyIn(old, id)
+		e.cur, e.inCur = keyIn(cur, id)
+		if e.inOld == e.inCur && (!e.inOld || e.old == e.cur) {
+			continue
+		}
+		moved = append(moved, id)
+		if e.inOld {
+			c := t.keys[e.old]
+			if c == nil || !c.remove(id) {
+				return false
+			}
+			if c.n == 0 {
+				delete(t.keys, e.old)
+			}
+		}
+	}
+	for _, id := range moved {
+		if e := named[id]; e.inCur {
+			c := t.keys[e.cur]
+			if c == nil {
+				c = &tallied{}
+				t.keys[e.cur] = c
+			}
+			c.add(id)
+		}
+	}
+	// The keys of the ends of edges: named artifacts' as found, any
+	// other's (the same in both states) looked up once.
+	same := map[string]*ends{}
+	endsOf := func(id string) *ends {
+		if e := named[id]; e != nil {
+			return e
+		}
+		e := same[id]
+		if e == nil {
+			e = &ends{}
+			e.cur, e.inCur = keyIn(cur, id)
+			e.old, e.inOld = e.cur, e.inCur
+			same[id] = e
+		}
+		return e
+	}
+	ok := true
+	bump := func(k graph.EdgeKey, inCur bool, by int) {
+		f, to := endsOf(k.From), endsOf(k.To)
+		var te tallyEdge
+		switch {
+		case inCur && f.inCur && to.inCur:
+			te = tallyEdge{f.cur, to.cur, k.Rel}
+		case !inCur && f.inOld && to.inOld:
+			te = tallyEdge{f.old, to.old, k.Rel}
+		default:
+			return
+		}
+		n := t.edges[te] + by
+		switch {
+		case n > 0:
+			t.edges[te] = n
+		case n == 0:
+			delete(t.edges, te)
+		default:
+			ok = false // cannot happen: t was not old's tally
+		}
+	}
+	seen := map[graph.EdgeKey]bool{}
+	for _, e := range d.EdgesRemoved {
+		seen[e.Key()] = true
+		bump(e.Key(), false, -1)
+	}
+	for _, e := range d.EdgesAdded {
+		seen[e.Key()] = true
+		bump(e.Key(), true, 1)
+	}
+	// The other edges touching a moved artifact are in both states:
+	// each moves from its ends' keys in old to their keys in cur.
+	for _, id := range moved {
+		for _, edges := range [2][]*graph.Edge{cur.State.Out(id), cur.State.In(id)} {
+			for _, e := range edges {
+				k := e.Key()
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				if budget--; budget < 0 {
+					return false
+				}
+				bump(k, false, -1)
+				bump(k, true, 1)
+			}
+		}
+	}
+	return ok
+}
+
+// statusIn returns the trust status of id, an artifact of tr's state, as
+// the overview counts it: an artifact the index does not list is
+// confirmed (unconfirmedSet.status).
+func statusIn(tr *graph.TrustIndex, id string) graph.Status {
+	if st := tr.Status(id); st != "" {
+		return st
+	}
+	return graph.StatusConfirmed
+}
+
+// clusterSet ranks t's keys by count into the overview's clusters —
+// past maxClusters the smallest merged into one per status — and counts
+// the edges between clusters, each depending or not under rels.
+func (t *tally) clusterSet(rels graph.Relations) *clusterSet {
+	keys := make([]clusterKey, 0, len(t.keys))
+	for k := range t.keys {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b clusterKey) int {
+		if na, nb := t.keys[a].n, t.keys[b].n; na != nb {
+			return nb - na
+		}
+		if c := strings.Compare(a.value, b.value); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.status), string(b.status))
+	})
+	final := make(map[clusterKey]int, len(keys))
+	cs := &clusterSet{}
+	others := map[graph.Status]int{}
+	for rank, k := range keys {
+		c := t.keys[k]
+		shown := c.samples[:min(len(c.samples), clusterSamples)]
+		if rank < maxClusters-3 || len(keys) <= maxClusters {
+			final[k] = len(cs.clusters)
+			cs.clusters = append(cs.clusters, cluster{key: k, n: c.n, samples: slices.Clone(shown)})
+			continue
+		}
+		o, ok := others[k.status]
+		if !ok {
+			o = len(cs.clusters)
+			others[k.status] = o
+			cs.clusters = append(cs.clusters, cluster{key: clusterKey{value: otherGroup, status: k.status}})
+		}
+		oc := &cs.clusters[o]
+		oc.n += c.n
+		for _, id := range shown {
+			oc.samples = keepSmallest(oc.samples, id)
+		}
+		final[k] = o
+	}
+	n := len(cs.clusters)
+	table := make([]*clusterEdge, n*n*2)
+	for e, count := range t.edges {
+		from, to, dep := final[e.from], final[e.to], rels.Depends(e.rel)
+		slot := (from*n+to)*2 + b2i(dep)
+		ce := table[slot]
+		if ce == nil {
+			ce = &clusterEdge{from: from, to: to, dep: dep, rels: map[string]int{}}
+			table[slot] = ce
+		}
+		ce.n += count
+		ce.rels[e.rel] += count
+	}
+	for _, ce := range table {
+		if ce != nil {
+			cs.edges = append(cs.edges, ce)
+		}
+	}
+	slices.SortFunc(cs.edges, func(a, b *clusterEdge) int {
+		if a.from != b.from {
+			return a.from - b.from
+		}
+		if a.to != b.to {
+			return a.to - b.to
+		}
+		if a.dep == b.dep {
+			return 0
+		}
+		if a.dep {
+			return -1
+		}
+		return 1
+	})
+	return cs
+}
+
+// derivedTally returns the tally of v's state grouped by group from the
+// one kept for another commit of v's context and what differs between
+// the two commits, trust included (Store.Diff, which reads only what
+// differs); false when there is none, the two differ by more than
+// 1/deriveShare of the state, or a read fails (the caller then counts the
+// tally over the whole state, and fails where it must).
+func (s *server) derivedTally(ctx context.Context, v *store.View, group string) (*tally, bool) {
+	ctxID := v.ContextID()
+	kept, ok := s.tallies.get(ctxID + "\x00" + group)
+	if !ok {
+		return nil, false
+	}
+	if kept.commit.ID == v.Commit.ID {
+		return kept.t, true
+	}
+	most := max(v.Commit.Artifacts, kept.commit.Artifacts) / deriveShare
+	if v.Commit.Artifacts > kept.commit.Artifacts+most || v.Commit.Artifacts < kept.commit.Artifacts-most {
+		return nil, false
+	}
+	d, err := s.store.Diff(ctx, ctxID, kept.commit, v.Commit)
+	if err != nil {
+		s.store.NoteCorruption(err)
+		return nil, false
+	}
+	budget := most - len(d.Added) - len(d.Removed) - len(d.Changed) - len(d.Trust) - len(d.EdgesAdded) - len(d.EdgesRemoved)
+	if budget < 0 {
+		return nil, false
+	}
+	t := kept.t.clone()
+	err = s.store.ReadSparse(ctx, ctxID, kept.commit, func(old *store.View) error {
+		ok = t.apply(d, old, v, group, budget) && old.Err() == nil
+		return nil
+	})
+	if err != nil {
+		s.store.NoteCorruption(err)
+		return nil, false
+	}
+	if !ok || v.Err() != nil {
+		return nil, false
+	}
+	s.derivations.Add(1)
+	return t, true
+}

@@ -1,0 +1,214 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
+)
+
+// TestTalliedKeepsTheSmallestIDs: after any sequence of adds and removes,
+// a tallied key counts its members, its samples are the smallest of them
+// in natural order, and remove reports false exactly when fewer than
+// min(clusterSamples, n) are left to show — checked against the sorted
+// members.
+func TestTalliedKeepsTheSmallestIDs(t *testing.T) {
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		var c tallied
+		var members []string
+		for step := range 200 {
+			if len(members) > 0 && r.IntN(3) == 0 {
+				id := members[r.IntN(len(members))]
+				members = slices.DeleteFunc(members, func(m string) bool { return m == id })
+				ok := c.remove(id)
+				if want := len(c.samples) >= min(clusterSamples, len(members)); ok != want {
+					t.Fatalf("seed %d step %d: remove(%s) = %v with %d samples of %d", seed, step, id, ok, len(c.samples), len(members))
+				}
+				if !ok {
+					break // the caller counts again: nothing more is promised
+				}
+			} else {
+				id := fmt.Sprintf("s%d", r.IntN(1000))
+				if slices.Contains(members, id) {
+					continue
+				}
+				members = append(members, id)
+				c.add(id)
+			}
+			naturalSort(members)
+			if c.n != len(members) {
+				t.Fatalf("seed %d step %d: n %d, %d members", seed, step, c.n, len(members))
+			}
+			if len(c.samples) > tallySamples || !slices.Equal(c.samples, members[:len(c.samples)]) {
+				t.Fatalf("seed %d step %d: samples %v, members begin %v", seed, step, c.samples, members[:min(len(members), tallySamples)])
+			}
+		}
+	}
+}
+
+// tallyOps returns a random small commit over a context loadBig(n)
+// wrote: new and rewritten claims (another type or producer now and
+// then), gate verdicts turned FAILED or RETRIEVED (whose dependents'
+// trust changes with them), deletes, links and unlinks.
+func tallyOps(t *testing.T, r *rand.Rand, n, k int) []graph.Op {
+	id := func() string {
+		if r.IntN(4) == 0 {
+			return fmt.Sprintf("x%03d", r.IntN(60))
+		}
+		return fmt.Sprintf("a%05d", r.IntN(n))
+	}
+	rels := []string{"derived_from", "supported_by", "cites"}
+	var ops []graph.Op
+	for range 1 + r.IntN(5) {
+		switch r.IntN(6) {
+		case 0, 1:
+			typ := []string{"claim", "note", "summary"}[r.IntN(3)]
+			by := []string{"agent", "other", ""}[r.IntN(3)]
+			ops = append(ops, putOp(t, id(), typ, by, map[string]any{"k": k, "v": r.IntN(1e6)}))
+		case 2:
+			verdict, reason := "RETRIEVED", ""
+			if r.IntN(2) == 0 {
+				verdict, reason = "FAILED", "transport.status_5xx"
+			}
+			f := fmt.Sprintf("a%05d", r.IntN(n/10)*10)
+			ops = append(ops, putOp(t, f, "fetch_verdict", "gate/v1", map[string]any{"verdict": verdict, "reason": reason, "url": "https://example.com/" + f, "k": k}))
+		case 3:
+			ops = append(ops, graph.Op{Op: graph.OpDelete, ID: id()})
+		case 4:
+			ops = append(ops, linkOp(id(), rels[r.IntN(len(rels))], id()))
+		case 5:
+			ops = append(ops, graph.Op{Op: graph.OpUnlink, From: id(), Rel: rels[r.IntN(len(rels))], To: id()})
+		}
+	}
+	return ops
+}
+
+// TestDerivedTallyMatchesCounted is the oracle of derivedTally: over a
+// context of 2,000 artifacts changed by random small commits (trust
+// moving with gate verdicts, artifacts changing type and producer,
+// deletes, links, unlinks), the overview derived from the tally of an
+// earlier or later commit through the diff of the two is the overview
+// counted over the whole state, for each grouping — and most of them are
+// derived, not counted again.
+func TestDerivedTallyMatchesCounted(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	const n = 2000
+	commits := []*replay.Commit{loadBig(t, st, "c", n)}
+	r := rand.New(rand.NewPCG(11, 3))
+	for k := 0; len(commits) < 40; k++ {
+		res, err := st.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: fmt.Sprint(k), Ops: tallyOps(t, r, n, k)})
+		if err != nil {
+			continue // a cycle, a missing end, a delete of nothing: refused, nothing written
+		}
+		commits = append(commits, res.Commit)
+	}
+	counted := func(c *replay.Commit, group string) (*tally, *clusterSet) {
+		var tl *tally
+		var cs *clusterSet
+		if err := st.ReadSparse(ctx, "c", c, func(v *store.View) error {
+			tl = buildTally(v.State, unconfirmedOf(v.Trust).status, group)
+			cs = tl.clusterSet(v.State.Relations())
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return tl, cs
+	}
+	s := New(Options{Store: st, Logger: quietLogger()}).(*server)
+	tries, derived := 0, 0
+	for _, group := range []string{"type", "producer", "trust"} {
+		for i := 1; i < len(commits); i++ {
+			// From the commit before, one some commits back, or one after.
+			from := commits[i-1]
+			switch r.IntN(3) {
+			case 1:
+				from = commits[max(0, i-1-r.IntN(6))]
+			case 2:
+				if i+1 < len(commits) {
+					from = commits[i+1]
+				}
+			}
+			base, _ := counted(from, group)
+			s.tallies.put("c\x00"+group, &keptTally{commit: from, t: base})
+			wantT, want := counted(commits[i], group)
+			var got *clusterSet
+			var gotT *tally
+			ok := false
+			if err := st.ReadSparse(ctx, "c", commits[i], func(v *store.View) error {
+				gotT, ok = s.derivedTally(ctx, v, group)
+				if ok {
+					got = gotT.clusterSet(v.State.Relations())
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			tries++
+			if !ok {
+				continue
+			}
+			derived++
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("group %s, commit %d from %s: derived overview\n%s\ncounted\n%s", group, i, from.ID.Short(), dumpClusters(got), dumpClusters(want))
+			}
+			if !reflect.DeepEqual(gotT.edges, wantT.edges) || len(gotT.keys) != len(wantT.keys) {
+				t.Fatalf("group %s, commit %d: derived tally %d keys, edges %v; counted %d keys, edges %v", group, i, len(gotT.keys), gotT.edges, len(wantT.keys), wantT.edges)
+			}
+			for key, c := range wantT.keys {
+				g := gotT.keys[key]
+				if g == nil || g.n != c.n || !slices.Equal(g.samples, c.samples[:len(g.samples)]) {
+					t.Fatalf("group %s, commit %d, key %v: derived %+v, counted %+v", group, i, key, g, c)
+				}
+			}
+		}
+	}
+	if derived < tries*2/3 {
+		t.Fatalf("%d of %d overviews derived: the oracle barely ran", derived, tries)
+	}
+	t.Logf("%d of %d overviews derived", derived, tries)
+}
+
+// dumpClusters writes an overview for a failure message.
+func dumpClusters(cs *clusterSet) string {
+	var b strings.Builder
+	for i, c := range cs.clusters {
+		fmt.Fprintf(&b, "  %d %v n=%d samples=%v\n", i, c.key, c.n, c.samples)
+	}
+	for _, e := range cs.edges {
+		fmt.Fprintf(&b, "  %d->%d dep=%v n=%d %v\n", e.from, e.to, e.dep, e.n, e.rels)
+	}
+	return b.String()
+}
+
+// TestOverviewDerivedAfterACommit: over HTTP, the overview of a big
+// context after a commit is derived from the one drawn before it, and
+// counts what the commit added.
+func TestOverviewDerivedAfterACommit(t *testing.T) {
+	st := openStore(t)
+	loadBig(t, st, "big", 600)
+	h := New(Options{Store: st, Logger: quietLogger()})
+	s := h.(*server)
+	_, body := get(t, h, "/ui/contexts/big/graph")
+	if !strings.Contains(body, "600 artifacts in") {
+		t.Fatalf("no overview:\n%s", excerpt(body, "graph-count"))
+	}
+	commit(t, st, "big", "", "t", "one more", putOp(t, "z1", "claim", "agent", map[string]any{"z": 1}), linkOp("z1", "derived_from", "a00010"))
+	before := s.derivations.Load()
+	_, body = get(t, h, "/ui/contexts/big/graph")
+	if !strings.Contains(body, "601 artifacts in") {
+		t.Fatalf("the overview after a commit:\n%s", excerpt(body, "graph-count"))
+	}
+	if got := s.derivations.Load() - before; got != 1 {
+		t.Fatalf("%d overviews derived after one commit, want 1", got)
+	}
+	checkHTML(t, "derived overview", body)
+}
