@@ -21,22 +21,48 @@ const (
 	logPerPage       = 30
 )
 
-// minListedIDs and maxListedBytes bound the ids sortedIDs keeps: those
-// of states of at least minListedIDs artifacts, up to maxListedBytes in
-// all (idsCost: a million ids of 10 bytes cost 26 MB).
+// minListedIDs and maxListedBytes bound the lists of ids listIDs keeps:
+// those of states of at least minListedIDs artifacts, up to
+// maxListedBytes in all (idsCost: a million ids of 10 bytes cost 26 MB).
 const (
 	minListedIDs   = 20_000
 	maxListedBytes = 64 << 20
 )
 
-// listedContexts bounds the contexts whose last kept list of ids sortedIDs
-// remembers, to derive the list of a later commit from it.
+// listedContexts bounds the lists (by context and filter) whose last kept
+// commit listIDs remembers, to derive the list of a later commit from it.
 const listedContexts = 256
 
-// listedIDs is the list of ids sortedIDs keeps for a commit.
+// listedIDs is a list of ids listIDs keeps for a commit.
 type listedIDs struct {
 	commit *replay.Commit
 	ids    []string
+}
+
+// listFilter names a list of ids listIDs makes: the artifacts of a type
+// and of a producer ("" for any), or, zero, all of them.
+type listFilter struct{ typ, producer string }
+
+// matches reports whether an artifact of type typ produced by producer
+// is in the list.
+func (f listFilter) matches(typ, producer string) bool {
+	return (f.typ == "" || typ == f.typ) && producerMatches(f.producer, producer)
+}
+
+// suffix is what f adds to the keys of its lists: nothing for all ids.
+func (f listFilter) suffix() string {
+	if f == (listFilter{}) {
+		return ""
+	}
+	return "\x00" + f.typ + "\x00" + f.producer
+}
+
+// producerMatches reports whether an artifact produced by producer passes
+// the producer filter: any producer for "", and for "(none)" — the
+// overview's name of the artifacts without one, which its cluster links
+// to — those without one as well as those named so.
+func producerMatches(filter, producer string) bool {
+	return filter == "" || producer == filter || filter == noProducer && producer == ""
 }
 
 // contextsPerPage is the page size of the contexts list.
@@ -368,16 +394,15 @@ func (c *candidate) artifact(st *graph.State) *graph.Artifact {
 // that pass search's type, producer and trust filters (the text is
 // matched later, in page order), reading as little as each filter needs:
 //
-//   - a type or producer filter: one pass over the artifacts' metadata,
-//     which it keeps;
 //   - a trust filter other than "confirmed" alone: the unconfirmed
 //     artifacts the trust index lists, and nothing else;
-//   - otherwise the ids alone (sortedIDs).
+//   - otherwise the ids of the type and producer asked for, or all of
+//     them (listIDs: kept by commit, or derived from another commit's),
+//     with the trust filter applied to each.
 //
 // A trust filter judges an artifact the index does not list as
 // unconfirmed as confirmed, as the index does.
 func (s *server) candidates(ctx context.Context, v *store.View, search searchQuery) []candidate {
-	st := v.State
 	var unconfirmed unconfirmedSet
 	if search.Status != "" {
 		unconfirmed = unconfirmedOf(v.Trust)
@@ -385,103 +410,132 @@ func (s *server) candidates(ctx context.Context, v *store.View, search searchQue
 	trusted := func(id string) bool {
 		return unconfirmed == nil || statusMatches(search.Status, unconfirmed.status(id))
 	}
-	var out []candidate
-	switch {
-	case search.Type != "" || search.Producer != "":
-		st.RangeArtifacts(func(a *graph.Artifact) bool {
-			if (search.Type == "" || a.Type == search.Type) && (search.Producer == "" || a.ProducedBy == search.Producer) && trusted(a.ID) {
-				out = append(out, candidate{id: a.ID, a: a})
-			}
-			return true
-		})
-	case unconfirmed != nil && !statusMatches(search.Status, graph.StatusConfirmed):
+	if unconfirmed != nil && search.Type == "" && search.Producer == "" && !statusMatches(search.Status, graph.StatusConfirmed) {
+		var out []candidate
 		for id, status := range unconfirmed {
 			if statusMatches(search.Status, status) {
 				out = append(out, candidate{id: id})
 			}
 		}
-	default:
-		ids := s.sortedIDs(ctx, v)
-		out = make([]candidate, 0, len(ids))
-		for _, id := range ids {
-			if trusted(id) {
-				out = append(out, candidate{id: id})
-			}
-		}
+		slices.SortFunc(out, func(a, b candidate) int { return compareIDs(a.id, b.id) })
 		return out
 	}
-	slices.SortFunc(out, func(a, b candidate) int { return compareIDs(a.id, b.id) })
+	ids := s.listIDs(ctx, v, listFilter{typ: search.Type, producer: search.Producer})
+	out := make([]candidate, 0, len(ids))
+	for _, id := range ids {
+		if trusted(id) {
+			out = append(out, candidate{id: id})
+		}
+	}
 	return out
 }
 
-// sortedIDs returns the ids of v's state in natural order. The caller
-// must not change the slice: the ids of a state of at least
-// s.minListed artifacts are kept by commit (a state is immutable, and a
-// commit's id covers its context hash), so that paging through a big
-// context's artifacts, or searching it again, does not list and sort
-// them all again — a million took 1.8–2.8 s. The list of another commit
-// of the context is derived from the last one kept, through the diff of
-// their maps (Store.DiffStates, which reads only what differs) when the
-// two differ by at most a quarter of its ids, so that a context written
-// to is not listed whole again after each commit. A list a failed or
-// cancelled read cut short (v.Err) is not kept.
+// sortedIDs returns the ids of v's state in natural order (listIDs of
+// them all). The caller must not change the slice.
 func (s *server) sortedIDs(ctx context.Context, v *store.View) []string {
+	return s.listIDs(ctx, v, listFilter{})
+}
+
+// listIDs returns the ids of the artifacts of v's state that f keeps, in
+// natural order. The caller must not change the slice: the lists of a
+// state of at least s.minListed artifacts are kept by commit and filter
+// (a state is immutable, and a commit's id covers its context hash), so
+// that paging through a big context's artifacts, or a type's, or
+// searching them again, does not pass over the state and sort it again —
+// a million took 1.8–2.8 s. The list of another commit of the context is
+// derived from the last one kept with the same filter, through the diff
+// of their maps (Store.DiffStates, which reads only what differs), when
+// the two differ by at most a quarter of the state's artifacts, so that a
+// context written to is not listed whole again after each commit. A list
+// a failed or cancelled read cut short (v.Err) is not kept.
+func (s *server) listIDs(ctx context.Context, v *store.View, f listFilter) []string {
 	ctxID := v.ContextID()
-	key := string(v.Commit.ID[:])
+	key := string(v.Commit.ID[:]) + f.suffix()
 	if l, ok := s.ids.get(key); ok {
 		return l.ids
 	}
-	ids, ok := s.derivedIDs(ctx, ctxID, v.Commit)
+	ids, from, ok := s.derivedIDs(ctx, ctxID, v.Commit, f)
 	if !ok {
-		ids = v.State.ArtifactIDs()
+		if f == (listFilter{}) {
+			ids = v.State.ArtifactIDs()
+		} else {
+			v.State.RangeArtifacts(func(a *graph.Artifact) bool {
+				if f.matches(a.Type, a.ProducedBy) {
+					ids = append(ids, a.ID)
+				}
+				return true
+			})
+		}
 		naturalSort(ids)
 		s.listings.Add(1)
 	}
-	if len(ids) >= s.minListed && v.Err() == nil {
+	if v.State.NumArtifacts() >= s.minListed && v.Err() == nil {
+		// The list derived from gives way to the new one: a context
+		// being written to keeps one list per filter, not one a commit.
+		if ok {
+			s.ids.drop(from)
+		}
 		s.ids.put(key, &listedIDs{commit: v.Commit, ids: ids})
-		s.listedAt.put(ctxID, key)
+		s.listedAt.put(ctxID+f.suffix(), key)
 	}
 	return ids
 }
 
-// derivedIDs returns the ids of the state at commit c of context ctxID
-// in natural order, from the list kept last for another commit of the
-// context and the diff of the two commits' maps; false when there is no
-// such list, the two differ by more than a quarter of it, or the diff
-// fails (the caller then lists the state whole).
-func (s *server) derivedIDs(ctx context.Context, ctxID string, c *replay.Commit) ([]string, bool) {
-	key, ok := s.listedAt.get(ctxID)
+// derivedIDs returns the ids f keeps of the state at commit c of context
+// ctxID in natural order, from the list kept last with f for another
+// commit of the context (whose key it returns) and the diff of the two
+// commits' maps; false when there is no such list, the two differ by more
+// than a quarter of the state's artifacts, or the diff fails (the caller
+// then lists the state whole).
+func (s *server) derivedIDs(ctx context.Context, ctxID string, c *replay.Commit, f listFilter) ([]string, string, bool) {
+	key, ok := s.listedAt.get(ctxID + f.suffix())
 	if !ok {
-		return nil, false
+		return nil, "", false
 	}
 	prev, ok := s.ids.get(key)
 	if !ok {
-		return nil, false
+		return nil, "", false
 	}
-	most := len(prev.ids) / 4
+	most := max(prev.commit.Artifacts, c.Artifacts) / 4
 	if c.Artifacts > prev.commit.Artifacts+most || c.Artifacts < prev.commit.Artifacts-most {
-		return nil, false
+		return nil, "", false
 	}
 	d, err := s.store.DiffStates(ctx, prev.commit, c)
 	if err != nil {
 		// The whole listing then reads the map again and fails where it
 		// must; corruption met here is noted all the same.
 		s.store.NoteCorruption(err)
-		return nil, false
+		return nil, "", false
 	}
-	if len(d.Added)+len(d.Removed) > most {
-		return nil, false
+	if len(d.Added)+len(d.Removed)+len(d.Changed) > most {
+		return nil, "", false
 	}
-	removed := make(map[string]bool, len(d.Removed))
+	// What leaves the list and what joins it: for all ids, the removed
+	// and the added; for a type or producer, also the changed artifacts
+	// that moved out of it or into it.
+	removed := map[string]bool{}
+	var added []string
 	for _, ch := range d.Removed {
-		removed[ch.ID] = true
+		if f.matches(ch.Old.Type, ch.Old.ProducedBy) {
+			removed[ch.ID] = true
+		}
 	}
-	added := make([]string, len(d.Added))
-	for i, ch := range d.Added {
-		added[i] = ch.ID
+	for _, ch := range d.Added {
+		if f.matches(ch.New.Type, ch.New.ProducedBy) {
+			added = append(added, ch.ID)
+		}
+	}
+	for _, ch := range d.Changed {
+		was, is := f.matches(ch.Old.Type, ch.Old.ProducedBy), f.matches(ch.New.Type, ch.New.ProducedBy)
+		switch {
+		case was && !is:
+			removed[ch.ID] = true
+		case is && !was:
+			added = append(added, ch.ID)
+		}
 	}
 	naturalSort(added)
-	ids := make([]string, 0, len(prev.ids)-len(d.Removed)+len(d.Added))
+	ids := make([]string, 0, len(prev.ids)-len(removed)+len(added))
 	for _, id := range prev.ids {
 		if removed[id] {
 			continue
@@ -491,10 +545,10 @@ func (s *server) derivedIDs(ctx context.Context, ctxID string, c *replay.Commit)
 		}
 		ids = append(ids, id)
 	}
-	return append(ids, added...), true
+	return append(ids, added...), key, true
 }
 
-// idsCost is what a list of ids kept by sortedIDs costs: its strings'
+// idsCost is what a list of ids kept by listIDs costs: its strings'
 // bytes and headers (a pointer and a length each).
 func idsCost(ids []string) int {
 	n := len(ids) * 16

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"reflect"
 	"slices"
@@ -448,6 +449,86 @@ func TestSortedIDsDerivedFromTheLastKept(t *testing.T) {
 		list(h, step.ctxID, c)
 		if n := h.listings.Load(); n != step.listings {
 			t.Errorf("%s: %d whole listings so far, want %d", step.what, n, step.listings)
+		}
+	}
+}
+
+// TestFilteredListsFollowCommits: the list of a type's or a producer's
+// ids (or both) is kept by commit and filter, and a later or earlier
+// commit's is derived from it through the diff of the two maps —
+// artifacts put, deleted, and moved into or out of the filter by a new
+// type or producer — and equals the filter applied to the whole state.
+// The producer filter "(none)", the overview's group of the artifacts
+// without a producer, keeps those.
+func TestFilteredListsFollowCommits(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	var ops []graph.Op
+	for i := range 2000 {
+		typ, by := "claim", "agent"
+		switch i % 5 {
+		case 1:
+			typ = "note"
+		case 2:
+			by = ""
+		case 3:
+			by = "other"
+		}
+		ops = append(ops, putOp(t, fmt.Sprintf("s%d", i), typ, by, map[string]any{"n": i}))
+	}
+	commits := []*replay.Commit{loadContext(t, st, "c", ops...)}
+	r := rand.New(rand.NewPCG(5, 9))
+	for k := range 12 {
+		ops = nil
+		for range 1 + r.IntN(40) {
+			id := fmt.Sprintf("s%d", r.IntN(2200))
+			switch r.IntN(4) {
+			case 0:
+				ops = append(ops, graph.Op{Op: graph.OpDelete, ID: id})
+			default:
+				typ := []string{"claim", "note", "summary"}[r.IntN(3)]
+				by := []string{"agent", "other", ""}[r.IntN(3)]
+				ops = append(ops, putOp(t, id, typ, by, map[string]any{"k": k}))
+			}
+		}
+		res, err := st.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: fmt.Sprint(k), Ops: ops})
+		if err != nil {
+			continue // a delete of nothing: refused
+		}
+		commits = append(commits, res.Commit)
+	}
+	filters := []listFilter{{typ: "note"}, {producer: "other"}, {typ: "claim", producer: "agent"}, {producer: noProducer}, {}}
+	h := New(Options{Store: st, Logger: quietLogger()}).(*server)
+	h.minListed = 1
+	for _, f := range filters {
+		before := h.listings.Load()
+		order := r.Perm(len(commits))
+		for _, i := range order {
+			err := st.ReadSparse(ctx, "c", commits[i], func(v *store.View) error {
+				got := h.listIDs(ctx, v, f)
+				var want []string
+				v.State.RangeArtifacts(func(a *graph.Artifact) bool {
+					if (f.typ == "" || a.Type == f.typ) && (f.producer == "" || a.ProducedBy == f.producer || f.producer == noProducer && a.ProducedBy == "") {
+						want = append(want, a.ID)
+					}
+					return true
+				})
+				naturalSort(want)
+				if !slices.Equal(got, want) {
+					return fmt.Errorf("filter %+v at commit %d: %d ids listed, want %d", f, i, len(got), len(want))
+				}
+				if f.producer == noProducer && len(want) == 0 {
+					return fmt.Errorf("the (none) filter keeps nothing at commit %d", i)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The first list is made whole; the others are derived.
+		if n := h.listings.Load() - before; n != 1 {
+			t.Errorf("filter %+v: %d of %d lists made whole, want 1", f, n, len(commits))
 		}
 	}
 }

@@ -32,6 +32,11 @@ const (
 	denseKeys = 256
 )
 
+// noProducer is the overview's group of the artifacts without a
+// producer; the context page's producer filter of that name keeps them
+// (producerMatches).
+const noProducer = "(none)"
+
 // tally is an overview before its clusters are ranked and merged: every
 // key (group value and trust status) with its count and smallest ids,
 // and the edges between artifacts of two keys counted by relation. An
@@ -92,7 +97,7 @@ func clusterKeyOf(a *graph.Artifact, status graph.Status, group string) clusterK
 	case "producer":
 		k.value = a.ProducedBy
 		if k.value == "" {
-			k.value = "(none)"
+			k.value = noProducer
 		}
 	}
 	return k

@@ -212,3 +212,29 @@ func TestOverviewDerivedAfterACommit(t *testing.T) {
 	}
 	checkHTML(t, "derived overview", body)
 }
+
+// TestOverviewNoProducerClusterLists: the overview grouped by producer
+// names the artifacts without one "(none)", and its cluster's link lists
+// exactly those.
+func TestOverviewNoProducerClusterLists(t *testing.T) {
+	st := openStore(t)
+	var ops []graph.Op
+	for i := range 300 {
+		by := "agent"
+		if i%3 == 0 {
+			by = ""
+		}
+		ops = append(ops, putOp(t, fmt.Sprintf("n%d", i), "claim", by, map[string]any{"i": i}))
+	}
+	loadContext(t, st, "c", ops...)
+	h := New(Options{Store: st, Logger: quietLogger()})
+	_, body := get(t, h, "/ui/contexts/c/graph?group=producer")
+	link := "producer=%28none%29"
+	if !strings.Contains(body, link) {
+		t.Fatalf("no link to the (none) cluster's list:\n%s", excerpt(body, "clusters"))
+	}
+	_, body = get(t, h, "/ui/contexts/c?status=confirmed&"+link)
+	if !strings.Contains(body, "Artifacts 1–100 of 100 matching") {
+		t.Fatalf("the (none) cluster's list:\n%s", excerpt(body, "list-count"))
+	}
+}

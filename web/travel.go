@@ -168,6 +168,15 @@ func (c *lru[V]) put(key string, v V) {
 	}
 }
 
+// drop drops the entry of key, if there is one.
+func (c *lru[V]) drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[key]; ok {
+		c.remove(el)
+	}
+}
+
 // remove drops el; c.mu must be held.
 func (c *lru[V]) remove(el *list.Element) {
 	e := el.Value.(*lruEntry[V])
