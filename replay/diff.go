@@ -318,13 +318,16 @@ func Diff(from, to *graph.State, trustFrom, trustTo StatusFunc) *DiffResult {
 		return d
 	}
 	for _, id := range to.ArtifactIDs() {
-		d.addTrust(id, trustFrom(id), trustTo(id))
+		d.AddTrust(id, trustFrom(id), trustTo(id))
 	}
 	return d
 }
 
-// addTrust records a status change by the rule of DiffResult.Trust.
-func (d *DiffResult) addTrust(id string, old, new graph.Status) {
+// AddTrust records that artifact id's status was old on the from side
+// and is new on the to side ("" where it is absent), by the rule of
+// DiffResult.Trust: nothing when they are the same, when it was removed,
+// or when it was added confirmed. Calls must come in the order of ids.
+func (d *DiffResult) AddTrust(id string, old, new graph.Status) {
 	if old == new || new == "" || (old == "" && new == graph.StatusConfirmed) {
 		return
 	}
@@ -349,7 +352,16 @@ const (
 // those are examined: the cost is that set and its dependency edges, not
 // the size of the state. The result equals Diff's with both states.
 func DiffTrust(d *DiffResult, known *graph.State, status StatusFunc, knownSide Side, base graph.BaseFunc) {
-	diffTrust(d, stateView{known, status}, knownSide, base)
+	diffTrust(d, stateView{known, status}, knownSide, base, 0)
+}
+
+// DiffTrustWithin is DiffTrust for a caller that would rather do without
+// the trust of a big change (a page that can count its state whole
+// instead): once more than limit artifacts may have changed trust it
+// stops, leaves d.Trust empty and reports false. A limit of 0 or less is
+// no limit.
+func DiffTrustWithin(d *DiffResult, known *graph.State, status StatusFunc, knownSide Side, base graph.BaseFunc, limit int) bool {
+	return diffTrust(d, stateView{known, status}, knownSide, base, limit)
 }
 
 // DiffTrustVia fills d.Trust when neither of its states is at hand but a
@@ -359,26 +371,40 @@ func DiffTrust(d *DiffResult, known *graph.State, status StatusFunc, knownSide S
 // it, and the trust of d follows as in DiffTrust; the cost follows the
 // two diffs, not the size of the states.
 func DiffTrustVia(d *DiffResult, known *graph.State, status StatusFunc, side Side, sideToKnown *DiffResult, base graph.BaseFunc) {
-	rels := known.Relations()
-	view := newOverlay(sideToKnown, stateView{known, status}, SideTo, base, rels)
-	diffTrust(d, view, side, base)
+	DiffTrustViaWithin(d, known, status, side, sideToKnown, base, 0)
 }
 
-func diffTrust(d *DiffResult, known trustView, knownSide Side, base graph.BaseFunc) {
-	o := newOverlay(d, known, knownSide, base, known.relations())
+// DiffTrustViaWithin is DiffTrustVia bounded as DiffTrustWithin is: it
+// reports false, d.Trust empty, once more than limit artifacts may have
+// changed trust between d's two states (what may have changed between
+// the third state and d's is not bounded).
+func DiffTrustViaWithin(d *DiffResult, known *graph.State, status StatusFunc, side Side, sideToKnown *DiffResult, base graph.BaseFunc, limit int) bool {
+	rels := known.Relations()
+	view := newOverlay(sideToKnown, stateView{known, status}, SideTo, base, rels, 0)
+	return diffTrust(d, view, side, base, limit)
+}
+
+// diffTrust fills d.Trust from known on knownSide; false (d.Trust empty)
+// when more than limit artifacts (limit > 0) may have changed trust.
+func diffTrust(d *DiffResult, known trustView, knownSide Side, base graph.BaseFunc, limit int) bool {
+	o := newOverlay(d, known, knownSide, base, known.relations(), limit)
+	d.Trust = d.Trust[:0]
+	if o.over {
+		return false
+	}
 	ids := make([]string, 0, len(o.affected))
 	for id := range o.affected {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	d.Trust = d.Trust[:0]
 	for _, id := range ids {
 		if knownSide == SideTo {
-			d.addTrust(id, o.status(id), known.status(id))
+			d.AddTrust(id, o.status(id), known.status(id))
 		} else {
-			d.addTrust(id, known.status(id), o.status(id))
+			d.AddTrust(id, known.status(id), o.status(id))
 		}
 	}
+	return true
 }
 
 // trustView is what computing trust needs of a state: its artifacts, its
@@ -449,9 +475,15 @@ type overlay struct {
 	// of those).
 	affected map[string]bool
 	memo     map[string]graph.Status
+	// over is set when affected would pass the limit newOverlay was
+	// given: the overlay is then incomplete and must not be read.
+	over bool
 }
 
-func newOverlay(d *DiffResult, known trustView, knownSide Side, base graph.BaseFunc, rels graph.Relations) *overlay {
+// newOverlay returns the state on the other side of d from known. With a
+// limit > 0 it stops once more than limit artifacts may have changed
+// trust, and sets over.
+func newOverlay(d *DiffResult, known trustView, knownSide Side, base graph.BaseFunc, rels graph.Relations, limit int) *overlay {
 	n := len(d.Added) + len(d.Removed) + len(d.Changed)
 	o := &overlay{known: known, base: base, rels: rels,
 		arts: make(map[string]*graph.Artifact, n), bases: make(map[string]bool, len(d.Changed)),
@@ -465,10 +497,15 @@ func newOverlay(d *DiffResult, known trustView, knownSide Side, base graph.BaseF
 	}
 	var queue []string
 	touch := func(id string) {
-		if !o.affected[id] {
-			o.affected[id] = true
-			queue = append(queue, id)
+		if o.affected[id] || o.over {
+			return
 		}
+		if limit > 0 && len(o.affected) >= limit {
+			o.over = true
+			return
+		}
+		o.affected[id] = true
+		queue = append(queue, id)
 	}
 	for _, l := range [][]ArtifactChange{d.Added, d.Removed} {
 		for _, c := range l {
@@ -505,7 +542,7 @@ func newOverlay(d *DiffResult, known trustView, knownSide Side, base graph.BaseF
 			touch(e.From)
 		}
 	}
-	for len(queue) > 0 {
+	for len(queue) > 0 && !o.over {
 		id := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
 		for _, dep := range known.depSources(id) {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 
+	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/replay"
 )
 
@@ -21,29 +23,58 @@ var errHeadMoved = errors.New("branch head moved")
 //   - when from or to is a branch head, that head;
 //   - otherwise main's head, through the diff from to (or from) to it
 //     (replay.DiffTrustVia), unless both are larger than a quarter of the
-//     state, in which case the state at to is read over its state map
-//     (ReadSparse: the trust of what the diff touches, read where the map
-//     keeps it), or loaded whole if it already is, or its map predates
-//     format 3.
+//     state or the head's definitions are not theirs, in which case the
+//     state at to is read over its state map (ReadSparse: the trust of
+//     what the diff touches, read where the map keeps it), or loaded
+//     whole if it already is, or its map predates format 3.
+//
+// One state judges both sides only when both define the same types and
+// relations; when from and to do not (a type or relation defined,
+// changed or dropped between them), the trust each side's own index
+// keeps is compared instead, over the artifacts either lists as not
+// confirmed (diffTrustBySides).
 //
 // Errors: ErrNotFound (context), ErrCorrupt, I/O errors, ctx's error when
 // ctx ends first.
 func (s *Store) Diff(ctx context.Context, ctxID string, from, to *replay.Commit) (*replay.DiffResult, error) {
+	d, _, err := s.diff(ctx, ctxID, from, to, 0)
+	return d, err
+}
+
+// DiffWithin is Diff for a caller that can do without a big diff (a page
+// that can count its state whole instead): it reports false, and no
+// diff, when more than limit artifacts and edges differ or more than
+// limit artifacts may have changed trust, having stopped computing as
+// soon as it knew.
+func (s *Store) DiffWithin(ctx context.Context, ctxID string, from, to *replay.Commit, limit int) (*replay.DiffResult, bool, error) {
+	return s.diff(ctx, ctxID, from, to, max(limit, 1))
+}
+
+// diff is Diff, and DiffWithin when limit > 0.
+func (s *Store) diff(ctx context.Context, ctxID string, from, to *replay.Commit, limit int) (*replay.DiffResult, bool, error) {
 	if _, err := s.GetContext(ctx, ctxID); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	d, err := s.DiffStates(ctx, from, to)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if limit > 0 && diffSize(d) > limit {
+		return nil, false, nil
 	}
 	d.From, d.To, d.FromHash, d.ToHash = from.ID, to.ID, from.ContextHash, to.ContextHash
 	if d.Empty() {
-		return d, nil
+		return d, true, nil
+	}
+	if definitionsDiffer(d) {
+		ok, err := s.diffTrustBySides(ctx, ctxID, d, from, to, limit)
+		return d, ok, err
 	}
 	branches, err := s.Branches(ctx, ctxID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	ok := true
 	for _, side := range []replay.Side{replay.SideTo, replay.SideFrom} {
 		want := to
 		if side == replay.SideFrom {
@@ -57,64 +88,150 @@ func (s *Store) Diff(ctx context.Context, ctxID string, from, to *replay.Commit)
 				if v.Commit.ID != want.ID {
 					return errHeadMoved
 				}
-				replay.DiffTrust(d, v.State, v.Trust.Status, side, v.Base())
+				ok = replay.DiffTrustWithin(d, v.State, v.Trust.Status, side, v.Base(), limit)
 				return nil
 			})
 			if !errors.Is(err, errHeadMoved) {
-				return d, err
+				return d, ok, err
 			}
 		}
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		done, err := s.diffTrustViaMain(ctx, ctxID, d, from, to)
+		done, ok, err := s.diffTrustViaMain(ctx, ctxID, d, from, to, limit)
 		if errors.Is(err, errHeadMoved) {
 			continue
 		}
 		if err != nil || done {
-			return d, err
+			return d, ok, err
 		}
-		break // the diffs to main are too large
+		break // the diffs to main are too large, or main's definitions are not theirs
 	}
 	err = s.ReadSparse(ctx, ctxID, to, func(v *View) error {
-		replay.DiffTrust(d, v.State, v.Trust.Status, replay.SideTo, v.Base())
+		ok = replay.DiffTrustWithin(d, v.State, v.Trust.Status, replay.SideTo, v.Base(), limit)
 		return nil
 	})
-	return d, err
+	return d, ok, err
+}
+
+// definitionsDiffer reports whether the two states of d define other
+// types or relations: a definition artifact (graph.IsDefinitionType) is
+// among what differs.
+func definitionsDiffer(d *replay.DiffResult) bool {
+	for _, l := range [][]replay.ArtifactChange{d.Added, d.Removed, d.Changed} {
+		for _, c := range l {
+			for _, v := range []*replay.ArtifactVersion{c.Old, c.New} {
+				if v != nil && graph.IsDefinitionType(v.Type) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// diffTrustBySides fills d.Trust from the trust index of each side, for
+// commits whose definitions differ, which no one state can judge both
+// sides by: the artifacts either index lists as not confirmed, and those
+// present on one side only, each with its status on each side (an
+// artifact present and not listed is confirmed). It reports false, d.Trust
+// empty, when those are more than limit (limit > 0).
+func (s *Store) diffTrustBySides(ctx context.Context, ctxID string, d *replay.DiffResult, from, to *replay.Commit, limit int) (bool, error) {
+	d.Trust = d.Trust[:0]
+	listed := func(c *replay.Commit) (map[string]graph.Status, bool, error) {
+		m := map[string]graph.Status{}
+		over := false
+		err := s.ReadSparse(ctx, ctxID, c, func(v *View) error {
+			for id, st := range v.Trust.Unconfirmed() {
+				if limit > 0 && len(m) >= limit {
+					over = true
+					break
+				}
+				m[id] = st
+			}
+			return nil
+		})
+		return m, !over, err
+	}
+	old, ok, err := listed(from)
+	if err != nil || !ok {
+		return false, err
+	}
+	cur, ok, err := listed(to)
+	if err != nil || !ok {
+		return false, err
+	}
+	added, removed := map[string]bool{}, map[string]bool{}
+	for _, c := range d.Added {
+		added[c.ID] = true
+	}
+	for _, c := range d.Removed {
+		removed[c.ID] = true
+	}
+	ids := make([]string, 0, len(old)+len(cur)+len(added)+len(removed))
+	for _, m := range []map[string]graph.Status{old, cur} {
+		for id := range m {
+			ids = append(ids, id)
+		}
+	}
+	for _, m := range []map[string]bool{added, removed} {
+		for id := range m {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	// An artifact either lists is present on that side; one neither
+	// lists is confirmed where present.
+	statusOn := func(listed map[string]graph.Status, absent map[string]bool, id string) graph.Status {
+		if st, ok := listed[id]; ok {
+			return st
+		}
+		if absent[id] {
+			return ""
+		}
+		return graph.StatusConfirmed
+	}
+	for _, id := range ids {
+		d.AddTrust(id, statusOn(old, added, id), statusOn(cur, removed, id))
+	}
+	return true, nil
 }
 
 // diffTrustViaMain fills d.Trust from main's in-memory head, through
 // the diff from to (or, when that is large, from from) to the head. It
-// reports false when both diffs are too large to be worth it, and
-// errHeadMoved when main moved meanwhile.
-func (s *Store) diffTrustViaMain(ctx context.Context, ctxID string, d *replay.DiffResult, from, to *replay.Commit) (bool, error) {
+// reports false (not done) when both diffs are too large to be worth it
+// or the head's definitions are not those of the side it is diffed
+// with, and errHeadMoved when main moved meanwhile; ok is
+// DiffTrustViaWithin's.
+func (s *Store) diffTrustViaMain(ctx context.Context, ctxID string, d *replay.DiffResult, from, to *replay.Commit, limit int) (done, ok bool, err error) {
 	h, err := s.branchHead(ctx, ctxID, DefaultBranch)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	limit := (h.Artifacts + h.Edges) / 4
+	most := (h.Artifacts + h.Edges) / 4
 	side, via := replay.SideTo, (*replay.DiffResult)(nil)
 	for _, c := range []*replay.Commit{to, from} {
 		dh, err := s.DiffStates(ctx, c, h)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
-		if diffSize(dh) <= limit {
+		if diffSize(dh) <= most && !definitionsDiffer(dh) {
 			via = dh
 			break
 		}
 		side = replay.SideFrom
 	}
 	if via == nil {
-		return false, nil
+		return false, false, nil
 	}
 	err = s.Read(ctx, ctxID, DefaultBranch, func(v *View) error {
 		if v.Commit.ID != h.ID {
 			return errHeadMoved
 		}
-		replay.DiffTrustVia(d, v.State, v.Trust.Status, side, via, v.Base())
+		ok = replay.DiffTrustViaWithin(d, v.State, v.Trust.Status, side, via, v.Base(), limit)
 		return nil
 	})
-	return err == nil, err
+	return err == nil, ok, err
 }
 
 func diffSize(d *replay.DiffResult) int {

@@ -152,3 +152,113 @@ func TestStoreDiffMatchesFullDiff(t *testing.T) {
 		t.Fatalf("self diff: %+v %v", d, err)
 	}
 }
+
+// TestStoreDiffTrustAcrossDefinitions: between commits that define other
+// types or relations (a branch defining a type, main a dependency
+// relation, the branch the same relation as not one), the store's diff
+// reports the trust changes each side's own definitions give — checked
+// against replay.Diff of the two whole states with their own trust
+// indexes, for every ordered pair, heads and not; DiffWithin with room
+// gives the same diff, and with none reports false.
+func TestStoreDiffTrustAcrossDefinitions(t *testing.T) {
+	ctx := context.Background()
+	s := mOpen(t, t.TempDir())
+	if _, err := s.CreateContext(ctx, "d", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	m0 := mCommit(t, s, "d", "main",
+		mPut("f0", "fetch_verdict", map[string]any{"verdict": "FAILED"}), mPut("f1", "fetch_verdict", map[string]any{"verdict": "RETRIEVED"}),
+		mPut("y1", "claim", map[string]any{"y": 1}), mLink("y1", "derived_from", "f0"),
+		mPut("q1", "claim", map[string]any{"q": 1}), mLink("q1", "derived_from", "f1"), mLink("q1", "supported_by", "y1"),
+		mPut("k0", "claim", map[string]any{"k": 0}), mLink("k0", "derived_from", "f1"))
+	if err := s.CreateBranch(ctx, "d", "b", m0.ID); err != nil {
+		t.Fatal(err)
+	}
+	commitDefs := func(branch string, types []graph.TypeDef, rels []graph.RelationDef, ops ...graph.Op) *replay.Commit {
+		res, err := s.Commit(ctx, store.CommitRequest{Context: "d", Branch: branch, Author: "t", Message: "m", Types: types, Relations: rels, Ops: ops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Commit
+	}
+	m1 := commitDefs("main", nil, []graph.RelationDef{{Name: "rests_on", Depends: true}}, mLink("k0", "rests_on", "f0"))
+	b1 := commitDefs("b", []graph.TypeDef{{Name: "mytype", Role: graph.RoleDerived}}, nil,
+		mPut("z1", "mytype", map[string]any{"z": 1}), mPut("k1", "claim", map[string]any{"k": 1}), mLink("k1", "derived_from", "z1"),
+		mUnlink("y1", "derived_from", "f0"), mLink("y1", "supported_by", "k1"))
+	m2 := mCommit(t, s, "d", "main", mPut("c1", "claim", map[string]any{"c": 1}), mLink("c1", "derived_from", "k0"))
+	b2 := commitDefs("b", nil, []graph.RelationDef{{Name: "rests_on", Depends: false}}, mLink("k1", "rests_on", "f0"))
+	b3 := mCommit(t, s, "d", "b", mPut("c2", "claim", map[string]any{"c": 2}), mLink("c2", "derived_from", "k1"))
+	full := func(from, to *replay.Commit) string {
+		var d *replay.DiffResult
+		err := s.ReadCommit(ctx, "d", from, func(fv *store.View) error {
+			return s.ReadCommit(ctx, "d", to, func(tv *store.View) error {
+				d = replay.Diff(fv.State, tv.State, fv.Trust.Status, tv.Trust.Status)
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.From, d.To, d.FromHash, d.ToHash = from.ID, to.ID, from.ContextHash, to.ContextHash
+		b, _ := json.Marshal(d)
+		return string(b)
+	}
+	commits := map[string]*replay.Commit{"m0": m0, "m1": m1, "m2": m2, "b1": b1, "b2": b2, "b3": b3}
+	trustChanges := 0
+	for fn, from := range commits {
+		for tn, to := range commits {
+			if fn == tn {
+				continue
+			}
+			d, err := s.Diff(ctx, "d", from, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			trustChanges += len(d.Trust)
+			got, _ := json.Marshal(d)
+			if want := full(from, to); string(got) != want {
+				t.Errorf("%s -> %s:\n got %s\nwant %s", fn, tn, got, want)
+			}
+			w, ok, err := s.DiffWithin(ctx, "d", from, to, 1000)
+			if err != nil || !ok {
+				t.Fatalf("%s -> %s within 1,000: %v %v", fn, tn, ok, err)
+			}
+			if again, _ := json.Marshal(w); string(again) != string(got) {
+				t.Errorf("%s -> %s within 1,000:\n got %s\nwant %s", fn, tn, again, got)
+			}
+			if _, ok, err := s.DiffWithin(ctx, "d", from, to, 1); err != nil || ok {
+				t.Errorf("%s -> %s within 1: %v %v, want false", fn, tn, ok, err)
+			}
+		}
+	}
+	if trustChanges == 0 {
+		t.Fatal("no trust changed between any two commits: the test checks nothing")
+	}
+}
+
+// TestDiffWithinStopsAtABigTrustChange: a one-artifact change that moves
+// the trust of many dependents (a gate verdict turned FAILED under a
+// thousand claims) is within a limit of two artifacts and edges, but not
+// within the trust its dependents would need: DiffWithin reports false,
+// and Diff lists all of them.
+func TestDiffWithinStopsAtABigTrustChange(t *testing.T) {
+	ctx := context.Background()
+	s := mOpen(t, t.TempDir())
+	if _, err := s.CreateContext(ctx, "d", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	ops := []graph.Op{mPut("hub", "fetch_verdict", map[string]any{"verdict": "RETRIEVED"})}
+	for i := range 1000 {
+		id := fmt.Sprintf("c%04d", i)
+		ops = append(ops, mPut(id, "claim", map[string]any{"i": i}), mLink(id, "derived_from", "hub"))
+	}
+	before := mCommit(t, s, "d", "main", ops...)
+	after := mCommit(t, s, "d", "main", mPut("hub", "fetch_verdict", map[string]any{"verdict": "FAILED"}))
+	if _, ok, err := s.DiffWithin(ctx, "d", before, after, 100); err != nil || ok {
+		t.Fatalf("within 100: %v %v, want false", ok, err)
+	}
+	d, ok, err := s.DiffWithin(ctx, "d", before, after, 2000)
+	if err != nil || !ok || len(d.Trust) != 1001 {
+		t.Fatalf("within 2,000: %v %v, %d trust changes, want 1,001", ok, err, len(d.Trust))
+	}
+}

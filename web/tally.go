@@ -466,10 +466,12 @@ func (t *tally) clusterSet(rels graph.Relations) *clusterSet {
 
 // derivedTally returns the tally of v's state grouped by group from the
 // one kept for another commit of v's context and what differs between
-// the two commits, trust included (Store.Diff, which reads only what
-// differs); false when there is none, the two differ by more than
-// 1/deriveShare of the state, or a read fails (the caller then counts the
-// tally over the whole state, and fails where it must).
+// the two commits, trust included (Store.DiffWithin, which reads only
+// what differs, and stops once it is too much); false when there is
+// none, the two differ by more than 1/deriveShare of the state (their
+// artifacts, edges, trust changes and the edges of the artifacts that
+// move), or a read fails (the caller then counts the tally over the whole
+// state, and fails where it must).
 func (s *server) derivedTally(ctx context.Context, v *store.View, group string) (*tally, bool) {
 	ctxID := v.ContextID()
 	kept, ok := s.tallies.get(ctxID + "\x00" + group)
@@ -483,9 +485,12 @@ func (s *server) derivedTally(ctx context.Context, v *store.View, group string) 
 	if v.Commit.Artifacts > kept.commit.Artifacts+most || v.Commit.Artifacts < kept.commit.Artifacts-most {
 		return nil, false
 	}
-	d, err := s.store.Diff(ctx, ctxID, kept.commit, v.Commit)
+	d, ok, err := s.store.DiffWithin(ctx, ctxID, kept.commit, v.Commit, most)
 	if err != nil {
 		s.store.NoteCorruption(err)
+		return nil, false
+	}
+	if !ok {
 		return nil, false
 	}
 	budget := most - len(d.Added) - len(d.Removed) - len(d.Changed) - len(d.Trust) - len(d.EdgesAdded) - len(d.EdgesRemoved)

@@ -238,3 +238,52 @@ func TestOverviewNoProducerClusterLists(t *testing.T) {
 		t.Fatalf("the (none) cluster's list:\n%s", excerpt(body, "list-count"))
 	}
 }
+
+// TestDerivedTallyAcrossDefinitions: an overview derived between a
+// commit that defines a type and one that does not (a branch and main)
+// counts the trust each side's own definitions give — the diff's trust
+// once judged both sides by one side's, and the derived overview showed
+// an artifact confirmed that is quarantined.
+func TestDerivedTallyAcrossDefinitions(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	loadBig(t, st, "c", 2000)
+	head := commit(t, st, "c", "", "t", "y1",
+		putOp(t, "y1", "claim", "agent", map[string]any{"y": 1}), linkOp("y1", "derived_from", "a00000"),
+		putOp(t, "q1", "claim", "agent", map[string]any{"q": 1}), linkOp("q1", "derived_from", "a00000"), linkOp("q1", "supported_by", "a00011"))
+	if err := st.CreateBranch(ctx, "c", "b", head.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Commit(ctx, store.CommitRequest{Context: "c", Branch: "b", Author: "t", Message: "mytype",
+		Types: []graph.TypeDef{{Name: "mytype", Role: graph.RoleDerived}},
+		Ops: []graph.Op{putOp(t, "z1", "mytype", "agent", map[string]any{"z": 1}), putOp(t, "k1", "claim", "agent", map[string]any{"k": 1}),
+			linkOp("k1", "derived_from", "z1"), {Op: graph.OpUnlink, From: "y1", Rel: "derived_from", To: "a00000"}, linkOp("y1", "supported_by", "k1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Store: st, Logger: quietLogger()}).(*server)
+	for _, p := range [][2]*replay.Commit{{res.Commit, head}, {head, res.Commit}} {
+		for _, group := range []string{"type", "producer", "trust"} {
+			var base *tally
+			if err := st.ReadSparse(ctx, "c", p[0], func(v *store.View) error {
+				base = buildTally(v.State, unconfirmedOf(v.Trust).status, group)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			s.tallies.put("c\x00"+group, &keptTally{commit: p[0], t: base})
+			if err := st.ReadSparse(ctx, "c", p[1], func(v *store.View) error {
+				got, ok := s.derivedTally(ctx, v, group)
+				if !ok {
+					return fmt.Errorf("group %s: not derived", group)
+				}
+				if want := buildClusters(v.State, unconfirmedOf(v.Trust).status, group); !reflect.DeepEqual(got.clusterSet(v.State.Relations()), want) {
+					return fmt.Errorf("group %s, %s -> %s: derived\n%s\ncounted\n%s", group, p[0].ID.Short(), p[1].ID.Short(), dumpClusters(got.clusterSet(v.State.Relations())), dumpClusters(want))
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
