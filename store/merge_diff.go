@@ -44,10 +44,16 @@ func (s *Store) Diff(ctx context.Context, ctxID string, from, to *replay.Commit)
 // DiffWithin is Diff for a caller that can do without a big diff (a page
 // that can count its state whole instead): it reports false, and no
 // diff, when more than limit artifacts and edges differ or more than
-// limit artifacts may have changed trust, having stopped computing as
-// soon as it knew.
+// limit artifacts may have changed trust (through main's head, those
+// between the two commits; between commits whose definitions differ,
+// those either lists as not confirmed), having stopped computing as soon
+// as it knew. A limit below 1 is taken as 1.
 func (s *Store) DiffWithin(ctx context.Context, ctxID string, from, to *replay.Commit, limit int) (*replay.DiffResult, bool, error) {
-	return s.diff(ctx, ctxID, from, to, max(limit, 1))
+	d, ok, err := s.diff(ctx, ctxID, from, to, max(limit, 1))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return d, true, nil
 }
 
 // diff is Diff, and DiffWithin when limit > 0.

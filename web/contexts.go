@@ -33,11 +33,17 @@ const (
 // commit listIDs remembers, to derive the list of a later commit from it.
 const listedContexts = 256
 
-// listedIDs is a list of ids listIDs keeps for a commit.
+// listedIDs is a list of ids listIDs keeps for a commit, under key.
 type listedIDs struct {
 	commit *replay.Commit
+	key    string
 	ids    []string
 }
+
+// cost is what l costs in the cache: its ids, its key (a filter's text
+// can be long) and the entry itself, so that a list that holds nothing
+// still counts.
+func (l *listedIDs) cost() int { return idsCost(l.ids) + len(l.key) + 128 }
 
 // listFilter names a list of ids listIDs makes: the artifacts of a type
 // and of a producer ("" for any), or, zero, all of them.
@@ -49,12 +55,14 @@ func (f listFilter) matches(typ, producer string) bool {
 	return (f.typ == "" || typ == f.typ) && producerMatches(f.producer, producer)
 }
 
-// suffix is what f adds to the keys of its lists: nothing for all ids.
+// suffix is what f adds to the keys of its lists: nothing for all ids;
+// else the type's length, the type and the producer, so that no two
+// filters share a suffix whatever bytes they hold.
 func (f listFilter) suffix() string {
 	if f == (listFilter{}) {
 		return ""
 	}
-	return "\x00" + f.typ + "\x00" + f.producer
+	return "\x00" + strconv.Itoa(len(f.typ)) + ":" + f.typ + f.producer
 }
 
 // producerMatches reports whether an artifact produced by producer passes
@@ -475,7 +483,7 @@ func (s *server) listIDs(ctx context.Context, v *store.View, f listFilter) []str
 		if ok {
 			s.ids.drop(from)
 		}
-		s.ids.put(key, &listedIDs{commit: v.Commit, ids: ids})
+		s.ids.put(key, &listedIDs{commit: v.Commit, key: key, ids: ids})
 		s.listedAt.put(ctxID+f.suffix(), key)
 	}
 	return ids

@@ -442,7 +442,7 @@ func TestSortedIDsDerivedFromTheLastKept(t *testing.T) {
 		}
 		if step.listings == 4 {
 			// Only the second's list may serve: drop the others.
-			h.ids = newSizedLRU(maxListedBytes, func(l *listedIDs) int { return idsCost(l.ids) })
+			h.ids = newSizedLRU(maxListedBytes, (*listedIDs).cost)
 			h.listedAt = newLRU[string](listedContexts)
 			list(h, "c", second)
 		}
@@ -530,5 +530,48 @@ func TestFilteredListsFollowCommits(t *testing.T) {
 		if n := h.listings.Load() - before; n != 1 {
 			t.Errorf("filter %+v: %d of %d lists made whole, want 1", f, n, len(commits))
 		}
+	}
+}
+
+// TestKeptListsAreBounded: lists a filter keeps that hold nothing still
+// count in the cache, with their filters' text: distinct long filters
+// matching nothing do not pile up past the cache's bound.
+func TestKeptListsAreBounded(t *testing.T) {
+	st := openStore(t)
+	loadBig(t, st, "c", 600)
+	h := New(Options{Store: st, Logger: quietLogger()}).(*server)
+	h.minListed = 100
+	h.ids = newSizedLRU(1<<20, (*listedIDs).cost)
+	pad := strings.Repeat("x", 16<<10)
+	for i := range 200 {
+		if res, _ := get(t, h, fmt.Sprintf("/ui/contexts/c?type=t%d%s", i, pad)); res.StatusCode != http.StatusOK {
+			t.Fatalf("status %d", res.StatusCode)
+		}
+	}
+	h.ids.mu.Lock()
+	n, size := len(h.ids.byKey), h.ids.size
+	h.ids.mu.Unlock()
+	if size > 1<<20 || n >= 200 || n == 0 {
+		t.Fatalf("after 200 filters matching nothing the cache holds %d lists costing %d bytes, want some, under 1 MiB", n, size)
+	}
+}
+
+// TestListFiltersDoNotShareKeys: a type and a producer that hold a NUL
+// byte make no filter's key another's.
+func TestListFiltersDoNotShareKeys(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	c := loadContext(t, st, "c", putOp(t, "s1", "claim", "p\x00q", map[string]any{"n": 1}), putOp(t, "s2", "claim", "agent", map[string]any{"n": 2}))
+	h := New(Options{Store: st, Logger: quietLogger()}).(*server)
+	h.minListed = 1
+	if err := st.ReadSparse(ctx, "c", c, func(v *store.View) error {
+		a := h.listIDs(ctx, v, listFilter{typ: "claim", producer: "p\x00q"})
+		b := h.listIDs(ctx, v, listFilter{typ: "claim\x00p", producer: "q"})
+		if !slices.Equal(a, []string{"s1"}) || len(b) != 0 {
+			return fmt.Errorf("lists %q and %q, want [s1] and none", a, b)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

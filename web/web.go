@@ -95,7 +95,7 @@ func New(opts Options) http.Handler {
 		tallies:   newSizedLRU(maxTallyBytes, tallyCost),
 		chains:    newLRU[*chain](16),
 		steps:     newLRU[*stepSummary](4096),
-		ids:       newSizedLRU(maxListedBytes, func(l *listedIDs) int { return idsCost(l.ids) }),
+		ids:       newSizedLRU(maxListedBytes, (*listedIDs).cost),
 		listedAt:  newLRU[string](listedContexts),
 		minListed: minListedIDs,
 		textScan:  maxTextScan,
