@@ -360,7 +360,16 @@ func (sc MergeScope) sorted() ([]string, []graph.EdgeKey) {
 // states are read through their state maps). With a scope that holds
 // what it must, it returns what Merge returns.
 func MergeWithin(base, ours, theirs *graph.State, scope MergeScope, resolutions map[string]Resolution) (*MergePlan, error) {
-	m := &merger{base: base, ours: ours, theirs: theirs, res: resolutions,
+	return MergeWithinData(base, ours, theirs, scope, resolutions, nil)
+}
+
+// MergeWithinData is MergeWithin for a theirs state that may not hold its
+// artifacts' data (a state read through its map): data reads the data of
+// the definitions (graph.IsDefinitionType) the merge takes from theirs,
+// which the merged ops must carry; a failed read fails the merge. With
+// data nil it is MergeWithin.
+func MergeWithinData(base, ours, theirs *graph.State, scope MergeScope, resolutions map[string]Resolution, data graph.DataFunc) (*MergePlan, error) {
+	m := &merger{base: base, ours: ours, theirs: theirs, res: resolutions, data: data,
 		used:    map[string]bool{},
 		art:     map[string]*artOutcome{},
 		edge:    map[graph.EdgeKey]*edgeOutcome{},
@@ -410,6 +419,9 @@ type merger struct {
 	// added holds, per source id, the dependency edges the merge may add
 	// to ours (set by checkCycles).
 	added map[string][]graph.EdgeKey
+	// data reads the data of theirs' definitions when theirs does not
+	// hold it (MergeWithinData); nil when it does.
+	data graph.DataFunc
 }
 
 // resolution returns the resolution for key, marking it used.
@@ -448,7 +460,18 @@ func (m *merger) takeTheirs(id string, t *graph.Artifact) *graph.Op {
 	if last := m.ours.LastVersion(id); v <= last {
 		v = last + 1
 	}
-	return &graph.Op{Op: graph.OpPut, ID: id, Type: t.Type, Version: v, ContentHash: t.ContentHash, ProducedBy: t.ProducedBy, Data: t.Data}
+	data := t.Data
+	if data == nil && graph.IsDefinitionType(t.Type) && m.data != nil {
+		// A definition's put carries its data: ours learns the type or
+		// relation from it.
+		got, err := m.data([]*graph.Artifact{t})
+		if err != nil {
+			m.errs = append(m.errs, fmt.Errorf("replay: read definition %q: %w", id, err))
+		} else {
+			data = got[0]
+		}
+	}
+	return &graph.Op{Op: graph.OpPut, ID: id, Type: t.Type, Version: v, ContentHash: t.ContentHash, ProducedBy: t.ProducedBy, Data: data}
 }
 
 // valueOp returns the put of a resolved value for artifact id.

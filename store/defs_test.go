@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
@@ -59,4 +60,51 @@ func TestDefinitionsThroughCommitMergeAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	judge(mOpen(t, dir))
+}
+
+// TestThreeWayMergeCarriesDefinitions: a merge that is not a fast
+// forward takes the branch's type and relation definitions with their
+// data (its state read through its map holds none), and the merged
+// head judges by them. It failed ("a definition must carry its data")
+// until the merge read the definitions' data.
+func TestThreeWayMergeCarriesDefinitions(t *testing.T) {
+	ctx := context.Background()
+	s := mOpen(t, t.TempDir())
+	if _, err := s.CreateContext(ctx, "d", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	base := mCommit(t, s, "d", "main", mPut("a", "claim", map[string]any{"a": 1}), mPut("b", "claim", map[string]any{"b": 1}))
+	if err := s.CreateBranch(ctx, "d", "br", base.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, store.CommitRequest{Context: "d", Branch: "br", Author: "t", Message: "defs",
+		Types:     []graph.TypeDef{{Name: "ledger", Role: graph.RoleSource}},
+		Relations: []graph.RelationDef{{Name: "rdep", Depends: true}},
+		Ops:       []graph.Op{mPut("l", "ledger", map[string]any{"usd": 1}), mLink("a", "rdep", "b"), mLink("a", "rdep", "l")}}); err != nil {
+		t.Fatal(err)
+	}
+	mCommit(t, s, "d", "main", mPut("c", "claim", map[string]any{"c": 1}))
+	res, err := s.Merge(ctx, "d", "main", "br", nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Commit.Parents) != 2 {
+		t.Fatalf("the merge has %d parents, want 2 (not a fast forward)", len(res.Commit.Parents))
+	}
+	if err := s.Read(ctx, "d", "main", func(v *store.View) error {
+		if r, ok := v.State.RoleOf("ledger"); !ok || r != graph.RoleSource {
+			return fmt.Errorf("ledger's role after the merge: %q %v", r, ok)
+		}
+		if !v.State.Relations().Depends("rdep") {
+			return fmt.Errorf("rdep is not a dependency relation after the merge")
+		}
+		for _, id := range []string{"l", "c"} {
+			if v.State.Artifact(id) == nil {
+				return fmt.Errorf("%s is missing after the merge", id)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

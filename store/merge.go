@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -137,7 +138,8 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 					if err != nil {
 						return nil, err
 					}
-					p, err := replay.MergeWithin(base.State, st, t.State, replay.ScopeOf(oursDiff, theirsDiff), resolutions)
+					p, err := replay.MergeWithinData(base.State, st, t.State, replay.ScopeOf(oursDiff, theirsDiff), resolutions,
+						func(arts []*graph.Artifact) ([]json.RawMessage, error) { return t.DataMany(ctx, arts) })
 					// A read of base or theirs that failed looked like an
 					// absent entry: refuse the plan made on it (the views
 					// report the error when the read ends).
