@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -354,6 +355,10 @@ func (d *Driver) enter(ctx context.Context) error {
 	return nil
 }
 
+// sortedLookups is the fewest keys eachFound looks up in their order
+// rather than as given.
+const sortedLookups = 16
+
 // ctxEvery is how many records a long loop handles between checks of its
 // context.
 const ctxEvery = 1024
@@ -633,6 +638,7 @@ func (d *Driver) getMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 // getIn reads keys in txn: their values in order, nil for a missing key.
 func (d *Driver) getIn(ctx context.Context, txn *badger.Txn, keys [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(keys))
+	var packed []packedRead
 	err := eachFound(ctx, txn, keys, func(i int, item *badger.Item) error {
 		v, err := item.ValueCopy(nil)
 		if err != nil {
@@ -641,7 +647,27 @@ func (d *Driver) getIn(ctx context.Context, txn *badger.Txn, keys [][]byte) ([][
 		if v, err = checkedValue(item, v); err != nil {
 			return err
 		}
-		out[i], err = d.resolve(item, v)
+		if item.UserMeta()&metaPacked == 0 {
+			out[i] = v
+			return nil
+		}
+		ptr, ok := decodePackPtr(v)
+		if !ok {
+			return &kv.UnreadableError{Key: item.KeyCopy(nil), Why: fmt.Sprintf("malformed pack pointer (%d bytes)", len(v))}
+		}
+		packed = append(packed, packedRead{i: i, ptr: ptr})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The packed values last, in the order of the packs: neighbours in
+	// a pack are read together (packs.readMany).
+	err = d.packs.readMany(packed, func(i int, v []byte, err error) error {
+		if errors.Is(err, errPackRecord) {
+			return &kv.UnreadableError{Key: slices.Clone(keys[i]), Why: err.Error()}
+		}
+		out[i] = v
 		return err
 	})
 	if err != nil {
@@ -671,11 +697,22 @@ func (d *Driver) Has(ctx context.Context, keys [][]byte) ([]bool, error) {
 }
 
 // eachFound looks keys up in txn and calls found with the index and item
-// of each one stored, checking ctx every ctxEvery keys; an empty key is
-// not stored.
+// of each one stored — in the order of the keys when there are
+// sortedLookups or more — checking ctx every ctxEvery keys; an empty key
+// is not stored.
 func eachFound(ctx context.Context, txn *badger.Txn, keys [][]byte, found func(i int, item *badger.Item) error) error {
-	for i, k := range keys {
-		if i%ctxEvery == ctxEvery-1 {
+	// In the order of the keys: a batch of many (a walk's level of a
+	// state map) then meets each table block once, not at random.
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	if len(keys) >= sortedLookups {
+		slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	}
+	for n, i := range order {
+		k := keys[i]
+		if n%ctxEvery == ctxEvery-1 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package badgerkv
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -303,6 +305,82 @@ func (p *packs) read(ptr packPtr) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the %d bytes at %d of %s fail their checksum", errPackRecord, ptr.n, ptr.off, packName(ptr.fid))
 	}
 	return v, nil
+}
+
+// Bounds of the reads readMany joins.
+const (
+	// joinGap is the most bytes between two values that one read
+	// covers: what a read of both costs less than two reads.
+	joinGap = 4 << 10
+	// joinMax is the most bytes one read covers.
+	joinMax = 1 << 20
+)
+
+// packedRead is one value readMany reads: the i-th of a batch, at ptr.
+type packedRead struct {
+	i   int
+	ptr packPtr
+}
+
+// readMany reads the values rs point to, each checked as read checks it,
+// calling got with each one's index and value. Values that lie near one
+// another in a pack (a bulk commit's nodes, written one after another,
+// which a walk of a subtree reads together) are read with one pread: rs
+// is sorted by pack and offset, and a run of values at most joinGap apart,
+// up to joinMax bytes in all, is read at once. A run that cannot be read
+// whole is read a value at a time, so that an error names its value.
+func (p *packs) readMany(rs []packedRead, got func(i int, v []byte, err error) error) error {
+	slices.SortFunc(rs, func(a, b packedRead) int {
+		if c := cmp.Compare(a.ptr.fid, b.ptr.fid); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ptr.off, b.ptr.off)
+	})
+	var buf []byte
+	for len(rs) > 0 {
+		start, end := rs[0].ptr.off, rs[0].ptr.off+uint64(rs[0].ptr.n)
+		k := 1
+		for ; k < len(rs); k++ {
+			q := rs[k].ptr
+			if q.fid != rs[0].ptr.fid || q.off > end+joinGap || max(end, q.off+uint64(q.n))-start > joinMax {
+				break
+			}
+			end = max(end, q.off+uint64(q.n))
+		}
+		run := rs[:k]
+		rs = rs[k:]
+		if len(run) == 1 {
+			v, err := p.read(run[0].ptr)
+			if err := got(run[0].i, v, err); err != nil {
+				return err
+			}
+			continue
+		}
+		f, err := p.file(run[0].ptr.fid)
+		if err == nil {
+			buf = slices.Grow(buf[:0], int(end-start))[:end-start]
+			_, err = f.ReadAt(buf, int64(start))
+		}
+		for _, r := range run {
+			if err != nil { // the run as a whole: each value alone names its fault
+				v, err := p.read(r.ptr)
+				if err := got(r.i, v, err); err != nil {
+					return err
+				}
+				continue
+			}
+			v := slices.Clone(buf[r.ptr.off-start : r.ptr.off-start+uint64(r.ptr.n)])
+			var bad error
+			if crc32.Checksum(v, castagnoli) != r.ptr.crc {
+				bad = fmt.Errorf("%w: the %d bytes at %d of %s fail their checksum", errPackRecord, r.ptr.n, r.ptr.off, packName(r.ptr.fid))
+				v = nil
+			}
+			if err := got(r.i, v, bad); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // file returns pack fid open for reading.

@@ -425,3 +425,69 @@ func TestCommitDoesNotWaitForPackWriter(t *testing.T) {
 		t.Fatal("a commit waited for the pack writer")
 	}
 }
+
+// TestPackJoinedReadsNameTheDamagedValue: GetMany reads neighbouring
+// packed values with one read; a value in the middle of such a run
+// whose bytes changed is still a *kv.UnreadableError naming its key,
+// and the others, asked in any order and some twice, read back.
+func TestPackJoinedReadsNameTheDamagedValue(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := openPackTest(t, dir)
+	rng := rand.New(rand.NewPCG(7, 8))
+	bulk := bulkRecords(rng, "p/", 400)
+	if err := d.PutSame(ctx, bulk); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var packed []int
+	for i, r := range bulk {
+		if len(r.Value) >= packMinValue {
+			packed = append(packed, i)
+		}
+	}
+	mid := packed[len(packed)/2]
+	var off int64
+	for _, r := range bulk[:mid] {
+		if len(r.Value) >= packMinValue {
+			off += int64(len(r.Value))
+		}
+	}
+	path := filepath.Join(dir, packDir, packName(0))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off+3); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x10
+	if _, err := f.WriteAt(b, off+3); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+
+	d = openPackTest(t, dir)
+	defer d.Close()
+	all := slices.Clone(bulk)
+	all = append(all, bulk[:50]...) // some keys twice
+	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	_, err = d.GetMany(ctx, keysOf(all))
+	var lost *kv.UnreadableError
+	if !errors.As(err, &lost) || !bytes.Equal(lost.Key, bulk[mid].Key) || !bytes.Contains([]byte(lost.Why), []byte("fail their checksum")) {
+		t.Fatalf("GetMany over a damaged value amid its neighbours: %v, want a *kv.UnreadableError naming %s", err, bulk[mid].Key)
+	}
+	rest := slices.DeleteFunc(all, func(r kv.Record) bool { return bytes.Equal(r.Key, bulk[mid].Key) })
+	vals, err := d.GetMany(ctx, keysOf(rest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rest {
+		if !bytes.Equal(vals[i], r.Value) {
+			t.Fatalf("%s read back %d bytes, want %d", r.Key, len(vals[i]), len(r.Value))
+		}
+	}
+}
