@@ -17,8 +17,11 @@
 //     its value lies (pack.go). Compactions then never copy those values,
 //     and small commits, whose records go to the tree as before, sync
 //     nothing more. A packed value is read with one pread through the page
-//     cache and checked against its CRC-32C; a missing pack, a short read
-//     or a wrong checksum is a *kv.UnreadableError. Pack space is not
+//     cache and checked against its CRC-32C; a batched read (GetMany,
+//     GetSame) reads values lying within 4 KiB of one another in a pack
+//     with one pread of up to 1 MiB, and looks 16 keys or more up in the
+//     order of the keys. A missing pack, a short read or a wrong checksum
+//     is a *kv.UnreadableError naming the value's key. Pack space is not
 //     reclaimed: the store never deletes what it puts with PutSame
 //     (kv.SamePutter); a delete drops the pointer.
 //   - Badger writes one batch at a time, so a commit that arrives while a

@@ -38,9 +38,10 @@ import (
 //
 // Reads resolve a pointer with one read of the pack file (pread, through
 // the page cache: no mapping, so nothing the process's resident size
-// counts or the trimmer must page out) and check the value against the
-// CRC-32C the pointer holds; a missing file, a short read or a wrong
-// checksum is a *kv.UnreadableError, corruption. A pack is synced before
+// counts or the trimmer must page out; a batched read joins neighbouring
+// values into one, readMany) and check the value against the CRC-32C the
+// pointer holds; a missing file, a short read or a wrong checksum is a
+// *kv.UnreadableError, corruption. A pack is synced before
 // the write that points into it, and a new pack file's name before its
 // first pointer (the directory is synced), so a crash leaves at most
 // bytes nothing points to. After an open, writes go to a new file: a pack
