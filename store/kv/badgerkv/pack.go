@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -295,6 +296,9 @@ func (p *packs) read(ptr packPtr) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := p.fits(f, ptr); err != nil {
+		return nil, err
+	}
 	v := make([]byte, ptr.n)
 	if _, err := f.ReadAt(v, int64(ptr.off)); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -380,6 +384,31 @@ func (p *packs) readMany(rs []packedRead, got func(i int, v []byte, err error) e
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkedBytes is the length past which a value's pointer is checked
+// against its pack's size before the value is read: a damaged pointer
+// must not make the reader allocate gigabytes.
+const checkedBytes = 1 << 20
+
+// fits returns errPackRecord when ptr, a pointer into f, asks for a value
+// of more than checkedBytes that lies past the end of f, or at an offset
+// no file has.
+func (p *packs) fits(f *os.File, ptr packPtr) error {
+	if ptr.off > math.MaxInt64-uint64(ptr.n) {
+		return fmt.Errorf("%w: %s holds no %d bytes at %d", errPackRecord, packName(ptr.fid), ptr.n, ptr.off)
+	}
+	if ptr.n <= checkedBytes {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("badgerkv: read pack %s: %w", packName(ptr.fid), err)
+	}
+	if int64(ptr.off)+int64(ptr.n) > fi.Size() {
+		return fmt.Errorf("%w: %s holds no %d bytes at %d", errPackRecord, packName(ptr.fid), ptr.n, ptr.off)
 	}
 	return nil
 }

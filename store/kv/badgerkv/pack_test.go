@@ -8,12 +8,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/artifactd/artifactd/store/kv"
+	"github.com/dgraph-io/badger/v4"
 )
 
 func openPackTest(t *testing.T, dir string) *Driver {
@@ -488,6 +490,40 @@ func TestPackJoinedReadsNameTheDamagedValue(t *testing.T) {
 	for i, r := range rest {
 		if !bytes.Equal(vals[i], r.Value) {
 			t.Fatalf("%s read back %d bytes, want %d", r.Key, len(vals[i]), len(r.Value))
+		}
+	}
+}
+
+// TestPackWildPointerIsCorruption: a packed pointer damaged into asking
+// for gigabytes, or for bytes at an offset no file has, is a
+// *kv.UnreadableError naming its key, read without allocating what it
+// asks for.
+func TestPackWildPointerIsCorruption(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := openPackTest(t, dir)
+	defer d.Close()
+	bulk := bulkRecords(rand.New(rand.NewPCG(9, 10)), "p/", 200)
+	if err := d.PutSame(ctx, bulk); err != nil {
+		t.Fatal(err)
+	}
+	for _, ptr := range []packPtr{{fid: 0, off: 0, n: 1<<32 - 1}, {fid: 0, off: 1<<64 - 10, n: 200}} {
+		key := []byte("wild")
+		if err := d.db.Update(func(txn *badger.Txn) error {
+			return txn.SetEntry(badger.NewEntry(key, ptr.encode()).WithMeta(metaPacked))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := d.GetMany(ctx, [][]byte{key})
+		runtime.ReadMemStats(&after)
+		var lost *kv.UnreadableError
+		if !errors.As(err, &lost) || !bytes.Equal(lost.Key, key) || !bytes.Contains([]byte(lost.Why), []byte("holds no")) {
+			t.Fatalf("pointer %+v: %v, want a *kv.UnreadableError naming %q", ptr, err, key)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+			t.Fatalf("pointer %+v: the read allocated %d bytes", ptr, grew)
 		}
 	}
 }
