@@ -95,21 +95,7 @@ func TestStoreDiffMatchesFullDiff(t *testing.T) {
 			commits = append(commits, res.Commit)
 		}
 	}
-	full := func(from, to *replay.Commit) string {
-		var d *replay.DiffResult
-		err := s.ReadCommit(ctx, "d", from, func(fv *store.View) error {
-			return s.ReadCommit(ctx, "d", to, func(tv *store.View) error {
-				d = replay.Diff(fv.State, tv.State, fv.Trust.Status, tv.Trust.Status)
-				return nil
-			})
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.From, d.To, d.FromHash, d.ToHash = from.ID, to.ID, from.ContextHash, to.ContextHash
-		b, _ := json.Marshal(d)
-		return string(b)
-	}
+	full := func(from, to *replay.Commit) string { return wholeDiffJSON(t, s, "d", from, to) }
 	head := commits[len(commits)-1]
 	n := len(commits)
 	pairs := [][2]*replay.Commit{{commits[0], head}, {head, commits[0]}, {commits[5], commits[30]}, {commits[30], commits[5]},
@@ -188,21 +174,7 @@ func TestStoreDiffTrustAcrossDefinitions(t *testing.T) {
 	m2 := mCommit(t, s, "d", "main", mPut("c1", "claim", map[string]any{"c": 1}), mLink("c1", "derived_from", "k0"))
 	b2 := commitDefs("b", nil, []graph.RelationDef{{Name: "rests_on", Depends: false}}, mLink("k1", "rests_on", "f0"))
 	b3 := mCommit(t, s, "d", "b", mPut("c2", "claim", map[string]any{"c": 2}), mLink("c2", "derived_from", "k1"))
-	full := func(from, to *replay.Commit) string {
-		var d *replay.DiffResult
-		err := s.ReadCommit(ctx, "d", from, func(fv *store.View) error {
-			return s.ReadCommit(ctx, "d", to, func(tv *store.View) error {
-				d = replay.Diff(fv.State, tv.State, fv.Trust.Status, tv.Trust.Status)
-				return nil
-			})
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.From, d.To, d.FromHash, d.ToHash = from.ID, to.ID, from.ContextHash, to.ContextHash
-		b, _ := json.Marshal(d)
-		return string(b)
-	}
+	full := func(from, to *replay.Commit) string { return wholeDiffJSON(t, s, "d", from, to) }
 	commits := map[string]*replay.Commit{"m0": m0, "m1": m1, "m2": m2, "b1": b1, "b2": b2, "b3": b3}
 	trustChanges := 0
 	for fn, from := range commits {
@@ -261,4 +233,25 @@ func TestDiffWithinStopsAtABigTrustChange(t *testing.T) {
 	if err != nil || !ok || len(d.Trust) != 1001 {
 		t.Fatalf("within 2,000: %v %v, %d trust changes, want 1,001", ok, err, len(d.Trust))
 	}
+}
+
+// wholeDiffJSON is the oracle of the store's diff: replay.Diff of the
+// states at from and to of context ctxID, each loaded whole with its own
+// trust index, as JSON.
+func wholeDiffJSON(t *testing.T, s *store.Store, ctxID string, from, to *replay.Commit) string {
+	t.Helper()
+	ctx := context.Background()
+	var d *replay.DiffResult
+	err := s.ReadCommit(ctx, ctxID, from, func(fv *store.View) error {
+		return s.ReadCommit(ctx, ctxID, to, func(tv *store.View) error {
+			d = replay.Diff(fv.State, tv.State, fv.Trust.Status, tv.Trust.Status)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.From, d.To, d.FromHash, d.ToHash = from.ID, to.ID, from.ContextHash, to.ContextHash
+	b, _ := json.Marshal(d)
+	return string(b)
 }
