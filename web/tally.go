@@ -344,7 +344,7 @@ func (t *tally) apply(d *replay.DiffResult, old, cur *store.View, group string, 
 		case n == 0:
 			delete(t.edges, te)
 		default:
-			ok = false // cannot happen: t was not old's tally
+			ok = false // only when t was not the tally of old: count again
 		}
 	}
 	seen := map[graph.EdgeKey]bool{}
