@@ -96,27 +96,6 @@ func b2i(b bool) int {
 	return 0
 }
 
-// keepSmallest keeps the clusterSamples first ids in natural order.
-func keepSmallest(ids []string, id string) []string {
-	if len(ids) == clusterSamples && !naturalLess(id, ids[len(ids)-1]) {
-		return ids
-	}
-	i, _ := slices.BinarySearchFunc(ids, id, func(a, b string) int {
-		if naturalLess(a, b) {
-			return -1
-		}
-		if naturalLess(b, a) {
-			return 1
-		}
-		return 0
-	})
-	ids = slices.Insert(ids, i, id)
-	if len(ids) > clusterSamples {
-		ids = ids[:clusterSamples]
-	}
-	return ids
-}
-
 // clusterRow is one cluster in the overview's table.
 type clusterRow struct {
 	Value   string

@@ -423,10 +423,14 @@ func (t *tally) clusterSet(rels graph.Relations) *clusterSet {
 		}
 		oc := &cs.clusters[o]
 		oc.n += c.n
-		for _, id := range shown {
-			oc.samples = keepSmallest(oc.samples, id)
-		}
+		oc.samples = append(oc.samples, shown...)
 		final[k] = o
+	}
+	// A merged cluster offers the first of its clusters' samples.
+	for _, o := range others {
+		oc := &cs.clusters[o]
+		naturalSort(oc.samples)
+		oc.samples = oc.samples[:min(len(oc.samples), clusterSamples)]
 	}
 	n := len(cs.clusters)
 	table := make([]*clusterEdge, n*n*2)

@@ -287,3 +287,37 @@ func TestDerivedTallyAcrossDefinitions(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherClusterOffersTheFirstSamples: past maxClusters keys the
+// smallest merge into one "(other)" cluster per status, which counts
+// them all and offers the first clusterSamples of their ids in natural
+// order.
+func TestOtherClusterOffersTheFirstSamples(t *testing.T) {
+	st := graph.NewState(nil)
+	var ops []graph.Op
+	for k := range 50 {
+		for i := range 60 - k { // key k has 60-k artifacts: ranked by count
+			ops = append(ops, putOp(t, fmt.Sprintf("p%d-%d", k, i), fmt.Sprintf("type%02d", k), "agent", map[string]any{"i": i}))
+		}
+	}
+	if _, err := st.ApplyOps(ops); err != nil {
+		t.Fatal(err)
+	}
+	cs := buildClusters(st, func(string) graph.Status { return graph.StatusConfirmed }, "type")
+	other := cs.clusters[len(cs.clusters)-1]
+	if other.key.value != otherGroup || len(cs.clusters) != maxClusters-2 {
+		t.Fatalf("%d clusters, the last %v: want %d, the last (other)", len(cs.clusters), other.key, maxClusters-2)
+	}
+	var merged []string
+	n := 0
+	for k := maxClusters - 3; k < 50; k++ {
+		for i := range 60 - k {
+			merged = append(merged, fmt.Sprintf("p%d-%d", k, i))
+		}
+		n += 60 - k
+	}
+	naturalSort(merged)
+	if other.n != n || !slices.Equal(other.samples, merged[:clusterSamples]) {
+		t.Fatalf("(other): %d artifacts, samples %v; want %d, %v", other.n, other.samples, n, merged[:clusterSamples])
+	}
+}

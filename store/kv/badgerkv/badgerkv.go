@@ -571,18 +571,35 @@ func (d *Driver) packBulk(recs []kv.Record) ([]packPtr, error) {
 // read from the pack. A pointer that leads nowhere is a
 // *kv.UnreadableError.
 func (d *Driver) resolve(item *badger.Item, v []byte) ([]byte, error) {
+	ptr, packed, err := itemPack(item, v)
+	if !packed || err != nil {
+		return v, err
+	}
+	out, err := d.packs.read(ptr)
+	return out, unreadable(item.KeyCopy(nil), err)
+}
+
+// itemPack reports whether item, whose value in the tree is v, is packed,
+// and where: a *kv.UnreadableError when v is not a pointer.
+func itemPack(item *badger.Item, v []byte) (packPtr, bool, error) {
 	if item.UserMeta()&metaPacked == 0 {
-		return v, nil
+		return packPtr{}, false, nil
 	}
 	ptr, ok := decodePackPtr(v)
 	if !ok {
-		return nil, &kv.UnreadableError{Key: item.KeyCopy(nil), Why: fmt.Sprintf("malformed pack pointer (%d bytes)", len(v))}
+		return packPtr{}, true, &kv.UnreadableError{Key: item.KeyCopy(nil), Why: fmt.Sprintf("malformed pack pointer (%d bytes)", len(v))}
 	}
-	out, err := d.packs.read(ptr)
+	return ptr, true, nil
+}
+
+// unreadable returns err, the failed read of key's packed value, as
+// the driver reports it: errPackRecord as a *kv.UnreadableError naming
+// key, any other error as it is.
+func unreadable(key []byte, err error) error {
 	if errors.Is(err, errPackRecord) {
-		return nil, &kv.UnreadableError{Key: item.KeyCopy(nil), Why: err.Error()}
+		return &kv.UnreadableError{Key: key, Why: err.Error()}
 	}
-	return out, err
+	return err
 }
 
 // Get implements kv.Driver.
@@ -647,15 +664,15 @@ func (d *Driver) getIn(ctx context.Context, txn *badger.Txn, keys [][]byte) ([][
 		if v, err = checkedValue(item, v); err != nil {
 			return err
 		}
-		if item.UserMeta()&metaPacked == 0 {
+		ptr, isPacked, err := itemPack(item, v)
+		switch {
+		case err != nil:
+			return err
+		case !isPacked:
 			out[i] = v
-			return nil
+		default:
+			packed = append(packed, packedRead{i: i, ptr: ptr})
 		}
-		ptr, ok := decodePackPtr(v)
-		if !ok {
-			return &kv.UnreadableError{Key: item.KeyCopy(nil), Why: fmt.Sprintf("malformed pack pointer (%d bytes)", len(v))}
-		}
-		packed = append(packed, packedRead{i: i, ptr: ptr})
 		return nil
 	})
 	if err != nil {
@@ -664,11 +681,8 @@ func (d *Driver) getIn(ctx context.Context, txn *badger.Txn, keys [][]byte) ([][
 	// The packed values last, in the order of the packs: neighbours in
 	// a pack are read together (packs.readMany).
 	err = d.packs.readMany(packed, func(i int, v []byte, err error) error {
-		if errors.Is(err, errPackRecord) {
-			return &kv.UnreadableError{Key: slices.Clone(keys[i]), Why: err.Error()}
-		}
 		out[i] = v
-		return err
+		return unreadable(slices.Clone(keys[i]), err)
 	})
 	if err != nil {
 		return nil, err

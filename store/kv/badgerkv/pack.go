@@ -302,14 +302,25 @@ func (p *packs) read(ptr packPtr) ([]byte, error) {
 	v := make([]byte, ptr.n)
 	if _, err := f.ReadAt(v, int64(ptr.off)); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: %s holds no %d bytes at %d", errPackRecord, packName(ptr.fid), ptr.n, ptr.off)
+			return nil, ptr.missing()
 		}
 		return nil, fmt.Errorf("badgerkv: read pack %s: %w", packName(ptr.fid), err)
 	}
+	return v, ptr.check(v)
+}
+
+// missing is the errPackRecord of a value its pack does not hold.
+func (ptr packPtr) missing() error {
+	return fmt.Errorf("%w: %s holds no %d bytes at %d", errPackRecord, packName(ptr.fid), ptr.n, ptr.off)
+}
+
+// check returns the errPackRecord of v, the bytes ptr points to, when
+// they fail the CRC-32C ptr holds.
+func (ptr packPtr) check(v []byte) error {
 	if crc32.Checksum(v, castagnoli) != ptr.crc {
-		return nil, fmt.Errorf("%w: the %d bytes at %d of %s fail their checksum", errPackRecord, ptr.n, ptr.off, packName(ptr.fid))
+		return fmt.Errorf("%w: the %d bytes at %d of %s fail their checksum", errPackRecord, ptr.n, ptr.off, packName(ptr.fid))
 	}
-	return v, nil
+	return nil
 }
 
 // Bounds of the reads readMany joins.
@@ -375,9 +386,8 @@ func (p *packs) readMany(rs []packedRead, got func(i int, v []byte, err error) e
 				continue
 			}
 			v := slices.Clone(buf[r.ptr.off-start : r.ptr.off-start+uint64(r.ptr.n)])
-			var bad error
-			if crc32.Checksum(v, castagnoli) != r.ptr.crc {
-				bad = fmt.Errorf("%w: the %d bytes at %d of %s fail their checksum", errPackRecord, r.ptr.n, r.ptr.off, packName(r.ptr.fid))
+			bad := r.ptr.check(v)
+			if bad != nil {
 				v = nil
 			}
 			if err := got(r.i, v, bad); err != nil {
@@ -398,7 +408,7 @@ const checkedBytes = 1 << 20
 // no file has.
 func (p *packs) fits(f *os.File, ptr packPtr) error {
 	if ptr.off > math.MaxInt64-uint64(ptr.n) {
-		return fmt.Errorf("%w: %s holds no %d bytes at %d", errPackRecord, packName(ptr.fid), ptr.n, ptr.off)
+		return ptr.missing()
 	}
 	if ptr.n <= checkedBytes {
 		return nil
@@ -408,7 +418,7 @@ func (p *packs) fits(f *os.File, ptr packPtr) error {
 		return fmt.Errorf("badgerkv: read pack %s: %w", packName(ptr.fid), err)
 	}
 	if int64(ptr.off)+int64(ptr.n) > fi.Size() {
-		return fmt.Errorf("%w: %s holds no %d bytes at %d", errPackRecord, packName(ptr.fid), ptr.n, ptr.off)
+		return ptr.missing()
 	}
 	return nil
 }
