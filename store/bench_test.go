@@ -475,7 +475,7 @@ func BenchmarkArtifactAtOld(b *testing.B) {
 				if mode == "cold" {
 					b.StopTimer()
 					s.nodes.clear()
-					s.objects.clear()
+					s.objects.Clear()
 					b.StartTimer()
 				}
 				if n == 0 {

@@ -153,8 +153,8 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	}
 	// Drop caches so that the chain checks read from disk.
 	s.nodes.clear()
-	s.objects.clear()
-	s.states.clear()
+	s.objects.Clear()
+	s.states.Clear()
 
 	ctxs, err := k.contexts(ctx)
 	if err != nil {

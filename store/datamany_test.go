@@ -33,7 +33,7 @@ func TestDataMany(t *testing.T) {
 	for from := 0; from < n; from += 1000 {
 		mustCommit(t, s, "c", ops[from:min(from+1000, n)]...)
 	}
-	s.objects.clear()
+	s.objects.Clear()
 	// Warm the cache with a few, and hand one artifact its data already.
 	if err := s.Read(ctx, "c", "", func(v *View) error {
 		arts := make([]*graph.Artifact, 0, n)
@@ -67,7 +67,7 @@ func TestDataMany(t *testing.T) {
 	}
 
 	// A cancelled read returns the cancellation, never payloads left out.
-	s.objects.clear()
+	s.objects.Clear()
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := s.Read(ctx, "c", "", func(v *View) error {
@@ -89,7 +89,7 @@ func TestDataMany(t *testing.T) {
 		if err := s.kv.Commit(ctx, b); err != nil {
 			t.Fatal(err)
 		}
-		s.objects.clear()
+		s.objects.Clear()
 		err := s.Read(ctx, "c", "", func(v *View) error {
 			_, err := v.DataMany(ctx, []*graph.Artifact{v.State.Artifact("a00001"), v.State.Artifact("a00007")})
 			return err

@@ -305,7 +305,7 @@ func TestReadAtOldCommitThroughTheMap(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(want, "s399 claim v1 quarantined") || commitStateCost(old) <= s.states.max {
+	if !strings.Contains(want, "s399 claim v1 quarantined") || commitStateCost(old) <= s.states.Max() {
 		t.Fatalf("the fixture is not what the test needs:\n%.500s", want)
 	}
 	if err := s.Read(ctx, "c", old.ID.String(), func(v *View) error {
@@ -485,8 +485,8 @@ func TestReadSparseLoadsNothingWhole(t *testing.T) {
 	old := mustCommit(t, s, "c", ops...)
 	mustCommit(t, s, "c", put("a00", "claim", map[string]any{"i": -1}),
 		graph.Op{Op: graph.OpUnlink, From: "a49", Rel: "derived_from", To: "a48"}, graph.Op{Op: graph.OpDelete, ID: "a49"})
-	if commitStateCost(old) > s.states.max {
-		t.Fatalf("the fixture's state (%d) does not fit the old-state cache (%d)", commitStateCost(old), s.states.max)
+	if commitStateCost(old) > s.states.Max() {
+		t.Fatalf("the fixture's state (%d) does not fit the old-state cache (%d)", commitStateCost(old), s.states.Max())
 	}
 	look := func(v *View) (string, error) {
 		a, b := v.State.Artifact("a00"), v.State.Artifact("a49")
@@ -511,11 +511,11 @@ func TestReadSparseLoadsNothingWhole(t *testing.T) {
 		return got
 	}
 	sparse := read("ReadSparse, nothing cached", s.ReadSparse, true)
-	if n := s.states.size(); n != 0 {
+	if n := s.states.Size(); n != 0 {
 		t.Fatalf("ReadSparse filled the old-state cache: %d bytes", n)
 	}
 	whole := read("ReadAt", s.ReadAt, false)
-	if s.states.size() == 0 {
+	if s.states.Size() == 0 {
 		t.Fatal("ReadAt of a small old state did not cache it")
 	}
 	cached := read("ReadSparse, cached", s.ReadSparse, false)

@@ -220,13 +220,13 @@ func TestWholeCancelledMidway(t *testing.T) {
 			if h := s.Health(); h != nil {
 				t.Fatalf("health after a cancelled %s: %v", l.name, h)
 			}
-			if _, ok := s.states.get(stateKey("big", c)); ok {
+			if _, ok := s.states.Get(stateKey("big", c)); ok {
 				t.Fatalf("%s cancelled after %d reads cached a state", l.name, after)
 			}
 			if n, err := l.load(context.Background()); err != nil || n != 5000 {
 				t.Fatalf("%s after a cancelled one: %d artifacts, %v", l.name, n, err)
 			}
-			s.states.clear()
+			s.states.Clear()
 		}
 	}
 }

@@ -329,7 +329,7 @@ func (v *View) DataMany(ctx context.Context, arts []*graph.Artifact) ([]json.Raw
 		if _, ok := at[a.ContentHash]; ok {
 			continue
 		}
-		if b, ok := v.store.objects.get(a.ContentHash); ok {
+		if b, ok := v.store.objects.Get(a.ContentHash); ok {
 			out[i] = b
 			continue
 		}
@@ -447,7 +447,7 @@ func (s *Store) ReadAt(ctx context.Context, ctxID string, c *replay.Commit, fn f
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !indexed(c) || commitStateCost(c) <= s.states.max {
+	if !indexed(c) || commitStateCost(c) <= s.states.Max() {
 		return s.ReadCommit(ctx, ctxID, c, fn)
 	}
 	return s.readMap(ctx, ctxID, c, fn)
@@ -471,7 +471,7 @@ func (s *Store) ReadSparse(ctx context.Context, ctxID string, c *replay.Commit, 
 		return err
 	}
 	key := stateKey(ctxID, c)
-	if m, ok := s.states.get(key); ok {
+	if m, ok := s.states.Get(key); ok {
 		return fn(m.view(s, ctxID, c))
 	}
 	if !indexed(c) {
@@ -521,7 +521,7 @@ func stateKey(ctxID string, c *replay.Commit) string { return ctxID + "\x00" + s
 // using a state loaded here only when it is cached.
 func (s *Store) ReadCommit(ctx context.Context, ctxID string, c *replay.Commit, fn func(v *View) error) error {
 	key := stateKey(ctxID, c)
-	if m, ok := s.states.get(key); ok {
+	if m, ok := s.states.Get(key); ok {
 		return fn(m.view(s, ctxID, c))
 	}
 	return s.readWhole(ctx, ctxID, c, key, fn)
@@ -541,7 +541,7 @@ func (s *Store) readWhole(ctx context.Context, ctxID string, c *replay.Commit, k
 	}
 	m := &materialized{state: st, trust: graph.NewTrustIndexFor(st, s.baseFor)}
 	st.Share() // readers clone it concurrently (a merge's plan)
-	s.states.put(key, m)
+	s.states.Put(key, m)
 	return fn(m.view(s, ctxID, c))
 }
 

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -21,6 +20,7 @@ import (
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/internal/lru"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/badgerkv"
@@ -196,8 +196,8 @@ type Store struct {
 	corrupt atomic.Pointer[error]
 
 	nodes   *nodeCache
-	objects *lru[hashing.Digest, []byte]
-	states  *lru[string, *materialized]
+	objects *lru.Cache[hashing.Digest, []byte]
+	states  *lru.Cache[string, *materialized]
 
 	// txnBytes and txnCount bound what the committer writes in a single
 	// Commit (half of the driver's kv.Limits); a larger group puts its
@@ -448,8 +448,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		batch:      opts.MaxBatch,
 		done:       make(chan struct{}),
 		nodes:      newNodeCache(cacheBytes(opts) * 15 / 100),
-		objects:    newLRU[hashing.Digest](cacheBytes(opts)*10/100, func(b []byte) int64 { return int64(len(b)) + 64 }),
-		states:     newLRU[string](cacheBytes(opts)*15/100, func(m *materialized) int64 { return stateCost(m.state) }),
+		objects:    lru.New[hashing.Digest](cacheBytes(opts)*10/100, func(b []byte) int64 { return int64(len(b)) + 64 }),
+		states:     lru.New[string](cacheBytes(opts)*15/100, func(m *materialized) int64 { return stateCost(m.state) }),
 		headBudget: cacheBytes(opts) * 60 / 100,
 		dir:        opts.Dir,
 		space:      freeSpace{statfs: freeBytes},
@@ -800,7 +800,7 @@ func beUint64(b []byte) uint64 {
 func (s *Store) Object(ctx context.Context, d hashing.Digest) ([]byte, error) { return s.object(d) }
 
 func (s *Store) object(d hashing.Digest) ([]byte, error) {
-	if b, ok := s.objects.get(d); ok {
+	if b, ok := s.objects.Get(d); ok {
 		return b, nil
 	}
 	return sameChecked(s, keyObj(d), func() error { return nil }, func(raw []byte) ([]byte, error) { return s.checkedObject(d, raw) })
@@ -816,7 +816,7 @@ func (s *Store) checkedObject(d hashing.Digest, raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: object %s does not match its content hash", ErrCorrupt, d)
 	}
 	if len(raw) <= 4096 {
-		s.objects.put(d, raw)
+		s.objects.Put(d, raw)
 	}
 	return raw, nil
 }
@@ -928,7 +928,7 @@ func (s *Store) CachedBytes() int64 {
 	s.mu.Lock()
 	n := s.headsCostLocked()
 	s.mu.Unlock()
-	return n + s.nodes.size() + s.objects.size() + s.states.size()
+	return n + s.nodes.size() + s.objects.Size() + s.states.Size()
 }
 
 // bigHeadLocked returns the most recently used cached head that takes
@@ -964,80 +964,6 @@ func (s *Store) headsCostLocked() int64 {
 		n += h.cost.Load()
 	}
 	return n
-}
-
-// ---- a small LRU ----
-
-// lru is a least-recently-used cache bounded by the sum of its entries'
-// costs (bytes, estimated by cost).
-type lru[K comparable, V any] struct {
-	mu    sync.Mutex // guards ll, items and used
-	max   int64
-	used  int64
-	cost  func(V) int64
-	ll    *list.List
-	items map[K]*list.Element
-}
-
-type lruEntry[K comparable, V any] struct {
-	k    K
-	v    V
-	cost int64
-}
-
-// newLRU returns a cache holding entries whose costs sum to at most max;
-// an entry costing more than max is not kept.
-func newLRU[K comparable, V any](max int64, cost func(V) int64) *lru[K, V] {
-	return &lru[K, V]{max: max, cost: cost, ll: list.New(), items: make(map[K]*list.Element)}
-}
-
-func (c *lru[K, V]) get(k K) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.items[k]; ok {
-		c.ll.MoveToFront(e)
-		return e.Value.(*lruEntry[K, V]).v, true
-	}
-	var zero V
-	return zero, false
-}
-
-func (c *lru[K, V]) put(k K, v V) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cost := c.cost(v)
-	if e, ok := c.items[k]; ok {
-		en := e.Value.(*lruEntry[K, V])
-		c.used += cost - en.cost
-		en.v, en.cost = v, cost
-		c.ll.MoveToFront(e)
-	} else {
-		c.items[k] = c.ll.PushFront(&lruEntry[K, V]{k, v, cost})
-		c.used += cost
-	}
-	for c.used > c.max && c.ll.Len() > 0 {
-		last := c.ll.Back()
-		en := last.Value.(*lruEntry[K, V])
-		c.ll.Remove(last)
-		delete(c.items, en.k)
-		c.used -= en.cost
-	}
-}
-
-// size is the summed cost of the cached entries.
-func (c *lru[K, V]) size() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.used
-}
-
-// clear empties the cache.
-func (c *lru[K, V]) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.ll.Init()
-	clear(c.items)
-	c.used = 0
 }
 
 // getCopy returns a copy of the value stored under key, or missing() when

@@ -62,7 +62,7 @@ func TestWalkOverTheMapMatchesWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.states.clear() // so that ReadSparse reads through the map
+	s.states.Clear() // so that ReadSparse reads through the map
 	slices.Sort(ids)
 	slices.SortFunc(keys, graph.EdgeKey.Compare)
 	var hubOut []graph.EdgeKey

@@ -43,7 +43,7 @@ type listedIDs struct {
 // cost is what l costs in the cache: its ids, its key (a filter's text
 // can be long) and the entry itself, so that a list that holds nothing
 // still counts.
-func (l *listedIDs) cost() int { return idsCost(l.ids) + len(l.key) + 128 }
+func (l *listedIDs) cost() int64 { return int64(idsCost(l.ids) + len(l.key) + 128) }
 
 // listFilter names a list of ids listIDs makes: the artifacts of a type
 // and of a producer ("" for any), or, zero, all of them.
@@ -459,7 +459,7 @@ func (s *server) sortedIDs(ctx context.Context, v *store.View) []string {
 func (s *server) listIDs(ctx context.Context, v *store.View, f listFilter) []string {
 	ctxID := v.ContextID()
 	key := string(v.Commit.ID[:]) + f.suffix()
-	if l, ok := s.ids.get(key); ok {
+	if l, ok := s.ids.Get(key); ok {
 		return l.ids
 	}
 	ids, from, ok := s.derivedIDs(ctx, ctxID, v.Commit, f)
@@ -481,10 +481,10 @@ func (s *server) listIDs(ctx context.Context, v *store.View, f listFilter) []str
 		// The list derived from gives way to the new one: a context
 		// being written to keeps one list per filter, not one a commit.
 		if ok {
-			s.ids.drop(from)
+			s.ids.Drop(from)
 		}
-		s.ids.put(key, &listedIDs{commit: v.Commit, key: key, ids: ids})
-		s.listedAt.put(ctxID+f.suffix(), key)
+		s.ids.Put(key, &listedIDs{commit: v.Commit, key: key, ids: ids})
+		s.listedAt.Put(ctxID+f.suffix(), key)
 	}
 	return ids
 }
@@ -496,11 +496,11 @@ func (s *server) listIDs(ctx context.Context, v *store.View, f listFilter) []str
 // than a quarter of the state's artifacts, or the diff fails (the caller
 // then lists the state whole).
 func (s *server) derivedIDs(ctx context.Context, ctxID string, c *replay.Commit, f listFilter) ([]string, string, bool) {
-	key, ok := s.listedAt.get(ctxID + f.suffix())
+	key, ok := s.listedAt.Get(ctxID + f.suffix())
 	if !ok {
 		return nil, "", false
 	}
-	prev, ok := s.ids.get(key)
+	prev, ok := s.ids.Get(key)
 	if !ok {
 		return nil, "", false
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/artifactd/artifactd/internal/lru"
 	"math/rand/v2"
 	"net/http"
 	"reflect"
@@ -149,7 +150,7 @@ func TestContextSearchMatchesOracle(t *testing.T) {
 				err := s.Read(context.Background(), "big", ref, func(v *store.View) error {
 					checkAgainstOracle(t, h, v, fmt.Sprintf("%s, at %q, keeping ids from %d, reading %d texts", what, ref, h.minListed, h.textScan))
 					queries += 1620
-					if _, kept := h.ids.get(string(v.Commit.ID[:])); kept != (h.minListed == 1) {
+					if _, kept := h.ids.Get(string(v.Commit.ID[:])); kept != (h.minListed == 1) {
 						t.Errorf("%s at %q: sorted ids kept: %v, with a minimum of %d", what, ref, kept, h.minListed)
 					}
 					return nil
@@ -260,7 +261,7 @@ func TestSortedIDsNotKeptFromACutRead(t *testing.T) {
 	if !cut {
 		t.Fatal("no read was cut short while it listed the ids: the test no longer tests what it says")
 	}
-	if _, kept := h.ids.get(string(head.ID[:])); kept {
+	if _, kept := h.ids.Get(string(head.ID[:])); kept {
 		t.Error("a cut list of ids was kept")
 	}
 	err = s.Read(context.Background(), "big", "", func(v *store.View) error {
@@ -442,8 +443,8 @@ func TestSortedIDsDerivedFromTheLastKept(t *testing.T) {
 		}
 		if step.listings == 4 {
 			// Only the second's list may serve: drop the others.
-			h.ids = newSizedLRU(maxListedBytes, (*listedIDs).cost)
-			h.listedAt = newLRU[string](listedContexts)
+			h.ids = lru.New[string](maxListedBytes, (*listedIDs).cost)
+			h.listedAt = lru.New[string, string](listedContexts, nil)
 			list(h, "c", second)
 		}
 		list(h, step.ctxID, c)
@@ -541,16 +542,14 @@ func TestKeptListsAreBounded(t *testing.T) {
 	loadBig(t, st, "c", 600)
 	h := New(Options{Store: st, Logger: quietLogger()}).(*server)
 	h.minListed = 100
-	h.ids = newSizedLRU(1<<20, (*listedIDs).cost)
+	h.ids = lru.New[string](1<<20, (*listedIDs).cost)
 	pad := strings.Repeat("x", 16<<10)
 	for i := range 200 {
 		if res, _ := get(t, h, fmt.Sprintf("/ui/contexts/c?type=t%d%s", i, pad)); res.StatusCode != http.StatusOK {
 			t.Fatalf("status %d", res.StatusCode)
 		}
 	}
-	h.ids.mu.Lock()
-	n, size := len(h.ids.byKey), h.ids.size
-	h.ids.mu.Unlock()
+	n, size := h.ids.Len(), h.ids.Size()
 	if size > 1<<20 || n >= 200 || n == 0 {
 		t.Fatalf("after 200 filters matching nothing the cache holds %d lists costing %d bytes, want some, under 1 MiB", n, size)
 	}

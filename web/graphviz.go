@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/artifactd/artifactd/internal/lru"
 	"sync"
 
 	"github.com/goccy/go-graphviz"
@@ -54,7 +55,7 @@ func layoutSVG(ctx context.Context, dot string) (svg []byte, err error) {
 // entries never go stale; the least recently used are dropped beyond
 // the cache's bytes (an lru keyed by the drawing, each entry costing its
 // drawing and its picture).
-type pictureCache struct{ lru *lru[cachedSVG] }
+type pictureCache struct{ lru *lru.Cache[string, cachedSVG] }
 
 // cachedSVG is a cached SVG and the length of the drawing it is kept by.
 type cachedSVG struct {
@@ -63,14 +64,14 @@ type cachedSVG struct {
 }
 
 func newPictureCache(maxBytes int) *pictureCache {
-	return &pictureCache{lru: newSizedLRU(maxBytes, func(p cachedSVG) int { return len(p.svg) + p.drawing })}
+	return &pictureCache{lru: lru.New[string](int64(maxBytes), func(p cachedSVG) int64 { return int64(len(p.svg) + p.drawing) })}
 }
 
 // svg returns the sanitized SVG of d, laying it out when not cached.
 // class and label go on the root element (they are part of the key).
 func (c *pictureCache) svg(ctx context.Context, d *drawing, class, label string) (string, error) {
 	full := class + "\x00" + label + "\x00" + d.key()
-	if p, ok := c.lru.get(full); ok {
+	if p, ok := c.lru.Get(full); ok {
 		return p.svg, nil
 	}
 
@@ -87,6 +88,6 @@ func (c *pictureCache) svg(ctx context.Context, d *drawing, class, label string)
 		return "", err
 	}
 
-	c.lru.put(full, cachedSVG{svg: out, drawing: len(full)})
+	c.lru.Put(full, cachedSVG{svg: out, drawing: len(full)})
 	return out, nil
 }

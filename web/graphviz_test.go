@@ -22,7 +22,7 @@ func TestPictureCacheKeepsAndDrops(t *testing.T) {
 	if !strings.Contains(first, "<svg") {
 		t.Fatalf("not an SVG: %.200s", first)
 	}
-	if _, ok := big.lru.get("provenance\x00one\x00" + one.key()); !ok {
+	if _, ok := big.lru.Get("provenance\x00one\x00" + one.key()); !ok {
 		t.Fatal("a picture laid out is not kept")
 	}
 	again, err := big.svg(ctx, one, "provenance", "one")
@@ -48,10 +48,10 @@ func TestPictureCacheKeepsAndDrops(t *testing.T) {
 	if _, err := small.svg(ctx, two, "provenance", "two"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := small.lru.get("provenance\x00one\x00" + one.key()); ok {
+	if _, ok := small.lru.Get("provenance\x00one\x00" + one.key()); ok {
 		t.Error("past the cache's bytes, the least recently used picture is still kept")
 	}
-	if _, ok := small.lru.get("provenance\x00two\x00" + two.key()); !ok {
+	if _, ok := small.lru.Get("provenance\x00two\x00" + two.key()); !ok {
 		t.Error("the picture laid out last is not kept")
 	}
 }

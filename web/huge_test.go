@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/artifactd/artifactd/internal/lru"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -83,7 +84,7 @@ func TestHugeContextGraphs(t *testing.T) {
 		var body string
 		cpu0 := cpuTime()
 		for range 3 {
-			srv.overviews = newLRU[*clusterSet](overviewsKept) // a first visit: nothing clustered yet
+			srv.overviews = lru.New[string, *clusterSet](overviewsKept, nil) // a first visit: nothing clustered yet
 			d, b := serveTimed(t, h, p.path)
 			first, body = append(first, d), b
 		}
@@ -177,8 +178,8 @@ func BenchmarkHugeOverviewCold(b *testing.B) {
 	h := New(Options{Store: s, Logger: quietLogger()}).(*server)
 	serve(b, h, "/ui/contexts/huge/graph")
 	loopCPU(b, func() {
-		h.overviews = newLRU[*clusterSet](overviewsKept)
-		h.tallies = newSizedLRU(maxTallyBytes, tallyCost)
+		h.overviews = lru.New[string, *clusterSet](overviewsKept, nil)
+		h.tallies = lru.New[string](maxTallyBytes, tallyCost)
 		serve(b, h, "/ui/contexts/huge/graph")
 	})
 }

@@ -63,7 +63,7 @@ type clusterSet struct {
 // its overview.
 func (s *server) clusters(ctx context.Context, v *store.View, group string) *clusterSet {
 	key := v.Commit.ID.String() + "\x00" + group
-	if cs, ok := s.overviews.get(key); ok {
+	if cs, ok := s.overviews.Get(key); ok {
 		return cs
 	}
 	t, ok := s.derivedTally(ctx, v, group)
@@ -74,9 +74,9 @@ func (s *server) clusters(ctx context.Context, v *store.View, group string) *clu
 	}
 	cs := t.clusterSet(v.State.Relations())
 	if v.Err() == nil { // not what a failed or cancelled read left out
-		s.overviews.put(key, cs)
+		s.overviews.Put(key, cs)
 		if k := (&keptTally{commit: v.Commit, t: t}); tallyCost(k) <= maxTallyBytes/4 {
-			s.tallies.put(v.ContextID()+"\x00"+group, k)
+			s.tallies.Put(v.ContextID()+"\x00"+group, k)
 		}
 	}
 	return cs

@@ -73,16 +73,16 @@ type keptTally struct {
 
 // tallyCost is what a kept tally costs, roughly: its entries, their keys'
 // strings and its samples.
-func tallyCost(k *keptTally) int {
-	n := 0
+func tallyCost(k *keptTally) int64 {
+	var n int64
 	for key, c := range k.t.keys {
-		n += 96 + len(key.value) + len(key.status)
+		n += 96 + int64(len(key.value)+len(key.status))
 		for _, id := range c.samples {
-			n += 16 + len(id)
+			n += 16 + int64(len(id))
 		}
 	}
 	for e := range k.t.edges {
-		n += 96 + len(e.from.value) + len(e.to.value) + len(e.rel)
+		n += 96 + int64(len(e.from.value)+len(e.to.value)+len(e.rel))
 	}
 	return n
 }
@@ -478,7 +478,7 @@ func (t *tally) clusterSet(rels graph.Relations) *clusterSet {
 // state, and fails where it must).
 func (s *server) derivedTally(ctx context.Context, v *store.View, group string) (*tally, bool) {
 	ctxID := v.ContextID()
-	kept, ok := s.tallies.get(ctxID + "\x00" + group)
+	kept, ok := s.tallies.Get(ctxID + "\x00" + group)
 	if !ok {
 		return nil, false
 	}

@@ -138,7 +138,7 @@ func TestDerivedTallyMatchesCounted(t *testing.T) {
 				}
 			}
 			base, _ := counted(from, group)
-			s.tallies.put("c\x00"+group, &keptTally{commit: from, t: base})
+			s.tallies.Put("c\x00"+group, &keptTally{commit: from, t: base})
 			wantT, want := counted(commits[i], group)
 			var got *clusterSet
 			var gotT *tally
@@ -271,7 +271,7 @@ func TestDerivedTallyAcrossDefinitions(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			s.tallies.put("c\x00"+group, &keptTally{commit: p[0], t: base})
+			s.tallies.Put("c\x00"+group, &keptTally{commit: p[0], t: base})
 			if err := st.ReadSparse(ctx, "c", p[1], func(v *store.View) error {
 				got, ok := s.derivedTally(ctx, v, group)
 				if !ok {

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
@@ -111,80 +109,6 @@ func (c *chain) find(cm *replay.Commit) int {
 	return i
 }
 
-// lru is a small least-recently-used map, safe for concurrent use. It
-// holds entries up to max in all, each costing cost(v) (1 when cost is
-// nil); an entry costing more than max alone is not kept.
-type lru[V any] struct {
-	mu    sync.Mutex // guards ll, byKey and size
-	max   int
-	cost  func(V) int
-	size  int
-	ll    *list.List // of *lruEntry[V], most recent first
-	byKey map[string]*list.Element
-}
-
-type lruEntry[V any] struct {
-	key  string
-	val  V
-	cost int
-}
-
-// newLRU returns an lru of at most max entries.
-func newLRU[V any](max int) *lru[V] { return newSizedLRU[V](max, nil) }
-
-// newSizedLRU returns an lru whose entries cost cost(v) each, max in all.
-func newSizedLRU[V any](max int, cost func(V) int) *lru[V] {
-	return &lru[V]{max: max, cost: cost, ll: list.New(), byKey: map[string]*list.Element{}}
-}
-
-func (c *lru[V]) get(key string) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.byKey[key]; ok {
-		c.ll.MoveToFront(el)
-		return el.Value.(*lruEntry[V]).val, true
-	}
-	var zero V
-	return zero, false
-}
-
-func (c *lru[V]) put(key string, v V) {
-	cost := 1
-	if c.cost != nil {
-		cost = c.cost(v)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.byKey[key]; ok {
-		c.remove(el)
-	}
-	if cost > c.max {
-		return
-	}
-	c.byKey[key] = c.ll.PushFront(&lruEntry[V]{key: key, val: v, cost: cost})
-	c.size += cost
-	for c.size > c.max {
-		c.remove(c.ll.Back())
-	}
-}
-
-// drop drops the entry of key, if there is one.
-func (c *lru[V]) drop(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.byKey[key]; ok {
-		c.remove(el)
-	}
-}
-
-// remove drops el; c.mu must be held.
-func (c *lru[V]) remove(el *list.Element) {
-	e := el.Value.(*lruEntry[V])
-	c.ll.Remove(el)
-	delete(c.byKey, e.key)
-	c.size -= e.cost
-}
-
 // commitKey keys a commit of a context in the travel caches.
 func commitKey(ctxID string, id hashing.Digest) string { return ctxID + "\x00" + string(id[:]) }
 
@@ -192,7 +116,7 @@ func commitKey(ctxID string, id hashing.Digest) string { return ctxID + "\x00" +
 // maxChain commits). A chain is immutable, so it is cached by its head;
 // a head one commit past a cached one costs one commit read.
 func (s *server) chainTo(ctx context.Context, ctxID string, head *replay.Commit) (*chain, error) {
-	if c, ok := s.chains.get(commitKey(ctxID, head.ID)); ok {
+	if c, ok := s.chains.Get(commitKey(ctxID, head.ID)); ok {
 		return c, nil
 	}
 	var walked []*replay.Commit // newest first
@@ -200,7 +124,7 @@ func (s *server) chainTo(ctx context.Context, ctxID string, head *replay.Commit)
 	cur := head
 	for len(walked) < maxChain {
 		if len(walked) > 0 {
-			if c, ok := s.chains.get(commitKey(ctxID, cur.ID)); ok {
+			if c, ok := s.chains.Get(commitKey(ctxID, cur.ID)); ok {
 				base = c
 				break
 			}
@@ -230,7 +154,7 @@ func (s *server) chainTo(ctx context.Context, ctxID string, head *replay.Commit)
 		out.ids = append(out.ids, walked[i].ID)
 		out.seqs = append(out.seqs, walked[i].Seq)
 	}
-	s.chains.put(commitKey(ctxID, head.ID), out)
+	s.chains.Put(commitKey(ctxID, head.ID), out)
 	return out, nil
 }
 
@@ -384,13 +308,13 @@ func (s *server) travelControl(r *http.Request, p *page) {
 // more than maxStepDiff ops is summarized from the commits' counts.
 func (s *server) stepOf(ctx context.Context, ctxID string, c *replay.Commit) *stepSummary {
 	key := commitKey(ctxID, c.ID)
-	if st, ok := s.steps.get(key); ok {
+	if st, ok := s.steps.Get(key); ok {
 		return st
 	}
 	st := &stepSummary{Ops: c.NumOps, Merge: len(c.Parents) > 1}
 	if len(c.Parents) == 0 {
 		st.Root = true
-		s.steps.put(key, st)
+		s.steps.Put(key, st)
 		return st
 	}
 	parent, err := s.store.GetCommit(ctx, ctxID, c.Parents[0])
@@ -402,7 +326,7 @@ func (s *server) stepOf(ctx context.Context, ctxID string, c *replay.Commit) *st
 	if c.NumOps > maxStepDiff {
 		st.Large = true
 		st.ArtifactsDelta, st.EdgesDelta = c.Artifacts-parent.Artifacts, c.Edges-parent.Edges
-		s.steps.put(key, st)
+		s.steps.Put(key, st)
 		return st
 	}
 	d, err := s.store.Diff(ctx, ctxID, parent, c)
@@ -413,7 +337,7 @@ func (s *server) stepOf(ctx context.Context, ctxID string, c *replay.Commit) *st
 		return nil
 	}
 	summarizeStep(st, d, func(id string) string { return artifactURL(ctxID, id, c.ID.Hex()) })
-	s.steps.put(key, st)
+	s.steps.Put(key, st)
 	return st
 }
 

@@ -3,7 +3,6 @@ package web
 import (
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -140,52 +139,5 @@ func TestTravelPastAnArtifactsCreation(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"status":404`) {
 		t.Errorf("JSON: %d %s", rec.Code, rec.Body.String())
-	}
-}
-
-// TestSizedLRU: an lru whose entries cost their length keeps the newest
-// entries within its bound, evicts the least recently used first, keeps
-// nothing that alone exceeds the bound, and counts a replaced entry once.
-func TestSizedLRU(t *testing.T) {
-	c := newSizedLRU(10, func(s []string) int { return len(s) })
-	ids := func(n int) []string { return make([]string, n) }
-	steps := []struct {
-		put  string
-		n    int
-		get  string // read after the put, making it the most recent
-		want []string
-		size int
-	}{
-		{put: "a", n: 4, want: []string{"a"}, size: 4},
-		{put: "b", n: 4, get: "a", want: []string{"a", "b"}, size: 8},
-		{put: "c", n: 4, want: []string{"a", "c"}, size: 8},  // b least recent
-		{put: "d", n: 11, want: []string{"a", "c"}, size: 8}, // too big alone
-		{put: "a", n: 6, want: []string{"a", "c"}, size: 10}, // replaced, counted once
-		{put: "e", n: 1, want: []string{"a", "e"}, size: 7},  // c least recent
-		{put: "f", n: 10, want: []string{"f"}, size: 10},     // everything else goes
-		{put: "f", n: 11, want: []string{}, size: 0},         // its replacement too big
-	}
-	for i, st := range steps {
-		c.put(st.put, ids(st.n))
-		if st.get != "" {
-			if _, ok := c.get(st.get); !ok {
-				t.Fatalf("step %d: %s missing", i, st.get)
-			}
-		}
-		var kept []string
-		for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
-			if _, ok := c.byKey[k]; ok {
-				kept = append(kept, k)
-			}
-		}
-		if !slices.Equal(kept, st.want) {
-			t.Fatalf("step %d (put %s, %d): kept %v, want %v", i, st.put, st.n, kept, st.want)
-		}
-		if c.size != st.size || c.ll.Len() != len(st.want) {
-			t.Fatalf("step %d: size %d over %d entries, want %d over %d", i, c.size, c.ll.Len(), st.size, len(st.want))
-		}
-	}
-	if v, ok := c.get("f"); ok || v != nil {
-		t.Fatalf("get of an evicted entry: %v, %v", v, ok)
 	}
 }

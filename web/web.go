@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"github.com/artifactd/artifactd/internal/lru"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -42,24 +43,24 @@ type server struct {
 	said *saidCache
 	// overviews caches clustered overviews by commit and grouping (the
 	// overviewsKept most recently used).
-	overviews *lru[*clusterSet]
+	overviews *lru.Cache[string, *clusterSet]
 	// tallies keeps, by context and grouping, the tally of the commit
 	// whose overview was drawn last, from which another commit's is
 	// derived (derivedTally), up to maxTallyBytes in all.
-	tallies *lru[*keptTally]
+	tallies *lru.Cache[string, *keptTally]
 	// derivations counts the tallies derivedTally made (tests read it).
 	derivations atomic.Int64
 	// chains caches first-parent commit chains by their head commit, and
 	// steps what each commit changed; both are immutable per commit.
-	chains *lru[*chain]
-	steps  *lru[*stepSummary]
+	chains *lru.Cache[string, *chain]
+	steps  *lru.Cache[string, *stepSummary]
 	// ids caches big states' artifact ids in natural order by commit
 	// (sortedIDs): those of states of at least minListed artifacts
 	// (minListedIDs; tests lower it), up to maxListedBytes in all.
-	ids *lru[*listedIDs]
+	ids *lru.Cache[string, *listedIDs]
 	// listedAt names, by context, the commit whose list ids kept last,
 	// from which another commit's list is derived (derivedIDs).
-	listedAt  *lru[string]
+	listedAt  *lru.Cache[string, string]
 	minListed int
 	// listings counts the lists of ids sortedIDs made by a pass over a
 	// whole state (tests read it).
@@ -91,12 +92,12 @@ func New(opts Options) http.Handler {
 		pics:   newPictureCache(48 << 20),
 		said:   newSaidCache(200_000),
 
-		overviews: newLRU[*clusterSet](overviewsKept),
-		tallies:   newSizedLRU(maxTallyBytes, tallyCost),
-		chains:    newLRU[*chain](16),
-		steps:     newLRU[*stepSummary](4096),
-		ids:       newSizedLRU(maxListedBytes, (*listedIDs).cost),
-		listedAt:  newLRU[string](listedContexts),
+		overviews: lru.New[string, *clusterSet](overviewsKept, nil),
+		tallies:   lru.New[string](maxTallyBytes, tallyCost),
+		chains:    lru.New[string, *chain](16, nil),
+		steps:     lru.New[string, *stepSummary](4096, nil),
+		ids:       lru.New[string](maxListedBytes, (*listedIDs).cost),
+		listedAt:  lru.New[string, string](listedContexts, nil),
 		minListed: minListedIDs,
 		textScan:  maxTextScan,
 	}
