@@ -55,10 +55,101 @@ func EvaluateWith(s *State, trust *TrustReport, roleOf func(typ string) (Role, b
 	if trust == nil {
 		trust = ComputeTrust(s, RoleBase(roleOf, nil))
 	}
+	j := judge{s: s, roleOf: roleOf, status: func(id string) Status { return trust.Trust(id).Status }}
+	return j.whole(trust.BlastRadius, len(trust.PoisonRoots))
+}
+
+// EvaluateIndexed is Evaluate judged by t, the trust index that follows
+// s, with the definitions in force at s: the same evaluation as with
+// t's report, without building the report (which passes over every
+// artifact): the counts are t's summary, and an answer's sources are
+// judged by a lookup each.
+func EvaluateIndexed(s *State, t *TrustIndex) Evaluation {
+	sum := t.Summary()
+	return indexJudge(s, t).whole(sum.Quarantined, sum.PoisonRoots)
+}
+
+// EvaluateAfter is EvaluateIndexed of s and t derived from prev, the
+// evaluation of another state of the same context, and touched: every
+// artifact that differs between the two states (added, removed or
+// changed) and the source of every edge that differs (added, removed or
+// with other attributes), in any order, repeats allowed. The dangling
+// claims and the answers are those of prev, judged again for the touched
+// artifacts only; each answer's sources are walked again, their trust or
+// their type's role may have moved. It costs what touched names plus
+// those walks: no pass over s.
+//
+// The two states may define different types and relations: a definition
+// is never deleted and its role or dependency never changes (defs.go), so
+// one defined since prev can only make a type known — which moves
+// whether an artifact is a source, and the walks judge that again — or
+// add a relation no edge of prev's state had (an edge needs its relation
+// defined), so no claim's dependencies move with it.
+func EvaluateAfter(prev Evaluation, s *State, t *TrustIndex, touched []string) Evaluation {
+	sum := t.Summary()
+	j := indexJudge(s, t)
+	dangling := make(map[string]bool, len(prev.DanglingClaims))
+	for _, id := range prev.DanglingClaims {
+		dangling[id] = true
+	}
+	answers := make(map[string]bool, len(prev.Answers))
+	for _, a := range prev.Answers {
+		answers[a.ID] = true
+	}
+	for _, id := range touched {
+		a := s.art(id)
+		delete(dangling, id)
+		delete(answers, id)
+		switch {
+		case a == nil:
+		case a.Type == "claim" && !j.dependsOnSomething(id):
+			dangling[id] = true
+		case a.Type == "answer":
+			answers[id] = true
+		}
+	}
+	ev := j.start(sum.Quarantined, sum.PoisonRoots)
+	for id := range dangling {
+		ev.DanglingClaims = append(ev.DanglingClaims, id)
+	}
+	slices.Sort(ev.DanglingClaims)
+	ids := make([]string, 0, len(answers))
+	for id := range answers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	j.answers(&ev, ids)
+	return ev
+}
+
+// judge is what an evaluation reads: the state, which types are sources,
+// and each artifact's trust status.
+type judge struct {
+	s      *State
+	roleOf func(typ string) (Role, bool)
+	status func(id string) Status
+}
+
+// indexJudge judges s by its trust index t with the definitions in
+// force at s. An artifact the index does not list is confirmed (the
+// index of a state read through its map lists only what is not), as a
+// report judges one.
+func indexJudge(s *State, t *TrustIndex) judge {
+	return judge{s: s, roleOf: s.RoleOf, status: func(id string) Status {
+		if st := t.Status(id); st != "" {
+			return st
+		}
+		return StatusConfirmed
+	}}
+}
+
+// start returns an evaluation of j's state with its counts and empty
+// lists.
+func (j judge) start(quarantined, poisonRoots int) Evaluation {
 	ev := Evaluation{
-		Artifacts:          s.nArt,
-		Quarantined:        trust.BlastRadius,
-		PoisonRoots:        len(trust.PoisonRoots),
+		Artifacts:          j.s.nArt,
+		Quarantined:        quarantined,
+		PoisonRoots:        poisonRoots,
 		Answers:            []AnswerEval{},
 		UnsupportedAnswers: []string{},
 		DanglingClaims:     []string{},
@@ -66,14 +157,17 @@ func EvaluateWith(s *State, trust *TrustReport, roleOf func(typ string) (Role, b
 	if ev.Artifacts > 0 {
 		ev.QuarantinedShare = float64(ev.Quarantined) / float64(ev.Artifacts)
 	}
-	isSource := func(a *Artifact) bool {
-		r, ok := roleOf(a.Type)
-		return ok && (r == RoleSource || r == RoleFetchVerdict)
-	}
-	// One pass over the artifacts for the claims and answers, and one
-	// over the edges for the claims that depend on something: a state
-	// read through its map reads each once, where a lookup of every
-	// artifact and of every claim's edges read the map a million times.
+	return ev
+}
+
+// whole evaluates j's state with one pass over its artifacts for the
+// claims and answers, and one over its edges for the claims that depend
+// on something: a state read through its map reads each once, where a
+// lookup of every artifact and of every claim's edges read the map a
+// million times.
+func (j judge) whole(quarantined, poisonRoots int) Evaluation {
+	s := j.s
+	ev := j.start(quarantined, poisonRoots)
 	claims := map[string]bool{}
 	var answers []string
 	s.RangeArtifacts(func(a *Artifact) bool {
@@ -98,15 +192,34 @@ func EvaluateWith(s *State, trust *TrustReport, roleOf func(typ string) (Role, b
 	}
 	slices.Sort(ev.DanglingClaims)
 	slices.Sort(answers)
+	j.answers(&ev, answers)
+	return ev
+}
+
+// dependsOnSomething reports whether an edge of a dependency relation
+// leaves id.
+func (j judge) dependsOnSomething(id string) bool {
+	for k := range j.s.outOf(id).all() {
+		if j.s.rels.Depends(k.Rel) {
+			return true
+		}
+	}
+	return false
+}
+
+// answers judges each of ids, answers of j's state in order, by walking
+// its ancestors for sources, and fills ev's answers, shares and
+// unsupported list.
+func (j judge) answers(ev *Evaluation, ids []string) {
 	total := 0
-	for _, id := range answers {
-		ae := AnswerEval{ID: id, Status: trust.Trust(id).Status}
-		for _, anc := range Ancestors(s, id, 0) {
-			if !isSource(s.art(anc)) {
+	for _, id := range ids {
+		ae := AnswerEval{ID: id, Status: j.status(id)}
+		for _, anc := range Ancestors(j.s, id, 0) {
+			if !j.isSource(j.s.art(anc)) {
 				continue
 			}
 			ae.Sources++
-			if trust.Trust(anc).Status == StatusConfirmed {
+			if j.status(anc) == StatusConfirmed {
 				ae.ConfirmedSources++
 			}
 		}
@@ -123,6 +236,11 @@ func EvaluateWith(s *State, trust *TrustReport, roleOf func(typ string) (Role, b
 		ev.SupportedShare = float64(ev.SupportedAnswers) / float64(n)
 		ev.MeanSourcesPerAnswer = float64(total) / float64(n)
 	}
-	slices.Sort(ev.UnsupportedAnswers)
-	return ev
+}
+
+// isSource reports whether a is of a source type: a source or a fetch
+// verdict.
+func (j judge) isSource(a *Artifact) bool {
+	r, ok := j.roleOf(a.Type)
+	return ok && (r == RoleSource || r == RoleFetchVerdict)
 }

@@ -135,3 +135,94 @@ func evaluateOracle(s *State, trust *TrustReport) Evaluation {
 	}
 	return ev
 }
+
+// TestEvaluateAfterMatchesOracle: along random histories (the fork
+// generator's ops: claims, answers, sources and fetch verdicts, linked by
+// mixed relations, links made and unmade, types changed, deletes), the
+// evaluation judged by the trust index (EvaluateIndexed) and the one
+// derived from the evaluation of a state one to four steps back
+// (EvaluateAfter, given what differs between the two) both equal the
+// plain algorithm's, for the state whole and over a source with its index
+// over a source; the generator defines a user source type and a user
+// dependency relation now and then, so some pairs differ in definitions.
+func TestEvaluateAfterMatchesOracle(t *testing.T) {
+	baseOf := func(st *State) BaseFunc { return st.Base(nil) }
+	derived, moved := 0, 0
+	for seed := range uint64(60) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		s := NewState(nil)
+		var history []*State
+		var evals []Evaluation
+		for step := range 25 {
+			f := s.Clone()
+			if _, err := f.ApplyOps(forkOps(r, s, forkGenIDs, seed%2 == 0)); err != nil {
+				continue
+			}
+			s = f
+			idx := NewTrustIndexFor(s, baseOf)
+			want := evaluateOracle(s, ComputeTrust(s, RoleBase(s.RoleOf, nil)))
+			lz := overSource(t, s.Clone())
+			views := map[string]struct {
+				st  *State
+				idx *TrustIndex
+			}{"whole": {s, idx}, "over a source": {lz, overTrust(NewTrustIndexFor(lz, baseOf), baseOf)}}
+			for name, v := range views {
+				if got := EvaluateIndexed(v.st, v.idx); !reflect.DeepEqual(got, want) {
+					t.Fatalf("seed %d step %d, %s, indexed:\n got %+v\nwant %+v", seed, step, name, got, want)
+				}
+				for back := 1; back <= 4 && back <= len(history); back++ {
+					old := history[len(history)-back]
+					touched := evalTouched(old, s)
+					got := EvaluateAfter(evals[len(evals)-back], v.st, v.idx, touched)
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("seed %d step %d, %s, derived from %d back (touched %v):\n got %+v\nwant %+v", seed, step, name, back, touched, got, want)
+					}
+					derived++
+					if !slices.Equal(evals[len(evals)-back].DanglingClaims, want.DanglingClaims) ||
+						!reflect.DeepEqual(evals[len(evals)-back].Answers, want.Answers) {
+						moved++
+					}
+				}
+			}
+			history = append(history, s)
+			evals = append(evals, want)
+		}
+	}
+	if derived < 1000 || moved < derived/4 {
+		t.Fatalf("%d evaluations derived, %d of them from one whose claims or answers differed: the test needs more", derived, moved)
+	}
+}
+
+// evalTouched is what EvaluateAfter needs of two states, found by
+// comparing them whole: the artifacts that differ (present on one side
+// only, or with other metadata) and the sources of the edges that differ
+// (present on one side only, or with other attributes).
+func evalTouched(a, b *State) (touched []string) {
+	seen := map[string]bool{}
+	for _, id := range append(a.ArtifactIDs(), b.ArtifactIDs()...) {
+		x, y := a.Artifact(id), b.Artifact(id)
+		if seen[id] || x != nil && y != nil && x.Type == y.Type && x.Version == y.Version && x.ContentHash == y.ContentHash && x.ProducedBy == y.ProducedBy {
+			continue
+		}
+		seen[id] = true
+		touched = append(touched, id)
+	}
+	edges := func(s *State) map[EdgeKey]string {
+		m := map[EdgeKey]string{}
+		for _, e := range s.Edges() {
+			m[e.Key()] = string(e.Attrs)
+		}
+		return m
+	}
+	ea, eb := edges(a), edges(b)
+	for _, m := range []map[EdgeKey]string{ea, eb} {
+		for k := range m {
+			x, inA := ea[k]
+			y, inB := eb[k]
+			if inA != inB || x != y {
+				touched = append(touched, k.From)
+			}
+		}
+	}
+	return touched
+}

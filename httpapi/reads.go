@@ -444,7 +444,7 @@ func (s *Server) handleQuarantine(w http.ResponseWriter, r *http.Request) {
 // handleEval is GET /v1/contexts/{ctx}/eval?at=.
 func (s *Server) handleEval(w http.ResponseWriter, r *http.Request) {
 	ctxID, _ := ctxParam(r)
-	s.readView(w, r, func(v *store.View) (any, error) { return service.EvalOf(ctxID, v), nil })
+	s.readView(w, r, func(v *store.View) (any, error) { return s.svc.Eval(r.Context(), ctxID, v), nil })
 }
 
 // handleDiff is GET /v1/contexts/{ctx}/diff?from=&to=: what changed from

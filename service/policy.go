@@ -38,18 +38,3 @@ func QuarantineOf(v *store.View) QuarantineReport {
 	}
 	return out
 }
-
-// EvalReport is GET .../eval and `artifactd eval --json`: the structural
-// evaluation of the state at one commit (graph.Evaluate).
-type EvalReport struct {
-	Context     string `json:"context"`
-	Commit      string `json:"commit"`
-	ContextHash string `json:"context_hash"`
-	graph.Evaluation
-}
-
-// EvalOf evaluates a view with the definitions in force at its commit.
-func EvalOf(ctxID string, v *store.View) EvalReport {
-	return EvalReport{Context: ctxID, Commit: v.Commit.ID.String(), ContextHash: v.Commit.ContextHash.String(),
-		Evaluation: graph.Evaluate(v.State, v.Trust.Report(v.State))}
-}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/internal/lru"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -80,6 +81,12 @@ type Service struct {
 	sanitize  gate.SanitizeOptions
 
 	commits, noops atomic.Int64
+
+	// evals keeps the evaluation made last of each context (Eval), up
+	// to maxEvalBytes in all; evalDerivations counts those Eval derived
+	// from one kept (tests read it).
+	evals           *lru.Cache[string, *keptEval]
+	evalDerivations atomic.Int64
 }
 
 // New returns the service over opts.Store.
@@ -89,6 +96,7 @@ func New(opts Options) *Service {
 		allowFetch: opts.AllowFetch, fetcher: opts.Fetcher, render: opts.Render,
 		sanitize: opts.Sanitize, clock: opts.Clock, rules: opts.GateRules,
 		rulesets: gate.BuiltinRulesets(), leaseKey: opts.LeaseKey,
+		evals: lru.New[string](maxEvalBytes, evalCost),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
