@@ -9,8 +9,11 @@
 // gate's recording of fetches (classify, render, store the body, commit a
 // fetch_verdict that its receipt bears out) and of tool results, recorded
 // model calls, the outbox state machine, the type and relation registry,
-// merges with checked resolutions, verify while serving, run comparison
-// and the trust reports. It does no I/O of its own: it reads and writes
+// merges with checked resolutions, verify while serving, run comparison,
+// the trust reports and the structural evaluation (Eval keeps the one it
+// made last per context and evaluates the next commit from it and what
+// differs, so a dashboard polling a big context does not pass over it
+// again after every commit). It does no I/O of its own: it reads and writes
 // through *store.Store, fetches through a Fetcher and renders through a
 // Renderer that the door supplies, and takes its time from Options.Clock.
 // It imports no door and no net/http (store/kv's TestLayers keeps that).
