@@ -79,12 +79,13 @@ func EvaluateIndexed(s *State, t *TrustIndex) Evaluation {
 // their type's role may have moved. It costs what touched names plus
 // those walks: no pass over s.
 //
-// The two states may define different types and relations: a definition
-// is never deleted and its role or dependency never changes (defs.go), so
-// one defined since prev can only make a type known — which moves
-// whether an artifact is a source, and the walks judge that again — or
-// add a relation no edge of prev's state had (an edge needs its relation
-// defined), so no claim's dependencies move with it.
+// The two states may define different types: a type's definition only
+// moves which artifacts are sources, and the walks judge that again. They
+// must define each relation alike, or touched must name every claim with
+// an edge of a relation defined otherwise: along one history a relation's
+// dependency never changes (defs.go), but two branches, or a branch reset
+// and written again, may define one name with another dependency, which
+// moves the claims resting on its edges with no change to them.
 func EvaluateAfter(prev Evaluation, s *State, t *TrustIndex, touched []string) Evaluation {
 	sum := t.Summary()
 	j := indexJudge(s, t)

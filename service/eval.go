@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"slices"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/replay"
@@ -36,10 +37,12 @@ func reportOf(ctxID string, v *store.View, ev graph.Evaluation) EvalReport {
 // differs between the two commits' states (Store.DiffStates, which reads
 // only what differs): the claims and answers among the artifacts that
 // differ, or whose edges do, are judged again, and every answer's sources
-// are walked again (graph.EvaluateAfter), also when a type or relation
-// was defined between the two. The evaluation is made whole when there is
-// none kept, or when the two differ by more than 1/evalDeriveShare of the
-// state's artifacts.
+// are walked again (graph.EvaluateAfter), also when a type was defined
+// between the two. The evaluation is made whole when there is none kept,
+// when the two differ by more than 1/evalDeriveShare of the state's
+// artifacts, or when a relation's definition differs between them (on
+// two branches, or a branch reset and written again, one name may carry
+// another dependency, which moves claims the diff does not name).
 const (
 	evalDeriveShare = 16
 	// maxEvalBytes bounds what the kept evaluations cost in all; one
@@ -83,7 +86,16 @@ func (s *Service) Eval(ctx context.Context, ctxID string, v *store.View) EvalRep
 			s.evals.Put(ctxID, k)
 		}
 	}
-	return reportOf(ctxID, v, ev)
+	// What is kept is never handed out: the caller may change its report.
+	return reportOf(ctxID, v, cloneEval(ev))
+}
+
+// cloneEval returns ev with lists of its own.
+func cloneEval(ev graph.Evaluation) graph.Evaluation {
+	ev.Answers = slices.Clone(ev.Answers)
+	ev.UnsupportedAnswers = slices.Clone(ev.UnsupportedAnswers)
+	ev.DanglingClaims = slices.Clone(ev.DanglingClaims)
+	return ev
 }
 
 // derivedEval returns the evaluation of v from the one kept for ctxID,
@@ -113,6 +125,11 @@ func (s *Service) derivedEval(ctx context.Context, ctxID string, v *store.View) 
 	var touched []string
 	for _, l := range [][]replay.ArtifactChange{d.Added, d.Removed, d.Changed} {
 		for _, c := range l {
+			if c.Old != nil && c.Old.Type == graph.TypeRelationDef || c.New != nil && c.New.Type == graph.TypeRelationDef {
+				// Another definition of a relation: graph.EvaluateAfter
+				// does not carry an evaluation across it.
+				return graph.Evaluation{}, false
+			}
 			touched = append(touched, c.ID)
 		}
 	}

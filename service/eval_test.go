@@ -203,3 +203,94 @@ func indexOf(commits []*replay.Commit, c *replay.Commit) int {
 	}
 	return -1
 }
+
+// TestEvalAcrossRelationDefinitions: two branches define one relation
+// with another dependency and link the same claim by it. The diff of
+// their heads names only the definition, yet the claim rests on nothing
+// on one branch and on something on the other: the evaluation of each
+// head, asked after the other's, must be the whole one.
+func TestEvalAcrossRelationDefinitions(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := newService(t)
+	st := svc.Store()
+	ops := []graph.Op{{Op: graph.OpPut, ID: "q", Type: "question", Data: json.RawMessage(`{"text":"q"}`)},
+		{Op: graph.OpPut, ID: "c1", Type: "claim", Data: json.RawMessage(`{"text":"c"}`)}}
+	for i := range 40 {
+		ops = append(ops, graph.Op{Op: graph.OpPut, ID: fmt.Sprintf("n%02d", i), Type: "note", Data: json.RawMessage(`{"text":"n"}`)})
+	}
+	base, err := st.Commit(ctx, store.CommitRequest{Context: "o", Author: "t", Message: "base", Ops: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads := map[string]*replay.Commit{}
+	for _, b := range []struct {
+		name    string
+		depends bool
+	}{{"a", true}, {"b", false}} {
+		if err := st.CreateBranch(ctx, "o", b.name, base.Commit.ID); err != nil {
+			t.Fatal(err)
+		}
+		var defs []graph.Op
+		err := st.Read(ctx, "o", b.name, func(v *store.View) error {
+			var err error
+			defs, err = graph.DefinitionOps(v.State, nil, []graph.RelationDef{{Name: "leans_on", Depends: b.depends, Description: "l"}})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Commit(ctx, store.CommitRequest{Context: "o", Branch: b.name, Author: "t", Message: "def", Ops: defs}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := st.Commit(ctx, store.CommitRequest{Context: "o", Branch: b.name, Author: "t", Message: "link",
+			Ops: []graph.Op{{Op: graph.OpLink, From: "c1", Rel: "leans_on", To: "q"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads[b.name] = res.Commit
+	}
+	for _, name := range []string{"a", "b", "a", "b"} {
+		err := st.ReadAt(ctx, "o", heads[name], func(v *store.View) error {
+			got, want := svc.Eval(ctx, "o", v), graph.EvaluateWith(v.State, v.Trust.Report(v.State), nil)
+			if !reflect.DeepEqual(got.Evaluation, want) {
+				t.Errorf("branch %s: dangling %v, want %v", name, got.DanglingClaims, want.DanglingClaims)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestEvalReportsAreTheirOwn: a caller that changes the report Eval gave
+// it does not change the next one (what the service keeps is never handed
+// out).
+func TestEvalReportsAreTheirOwn(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := newService(t)
+	st := svc.Store()
+	res, err := st.Commit(ctx, store.CommitRequest{Context: "o", Author: "t", Message: "m", Ops: []graph.Op{
+		{Op: graph.OpPut, ID: "c", Type: "claim", Data: json.RawMessage(`{"text":"c"}`)},
+		{Op: graph.OpPut, ID: "ans", Type: "answer", Data: json.RawMessage(`{"text":"a"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, second EvalReport
+	for _, rep := range []*EvalReport{&first, &second} {
+		if err := st.ReadAt(ctx, "o", res.Commit, func(v *store.View) error { *rep = svc.Eval(ctx, "o", v); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Answers) != 1 || len(rep.DanglingClaims) != 1 || len(rep.UnsupportedAnswers) != 1 {
+			t.Fatalf("report %+v", rep.Evaluation)
+		}
+		rep.Answers[0].ID, rep.DanglingClaims[0], rep.UnsupportedAnswers[0] = "changed", "changed", "changed"
+	}
+	var third EvalReport
+	if err := st.ReadAt(ctx, "o", res.Commit, func(v *store.View) error { third = svc.Eval(ctx, "o", v); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if third.Answers[0].ID != "ans" || third.DanglingClaims[0] != "c" || third.UnsupportedAnswers[0] != "ans" {
+		t.Fatalf("a caller's change reached the kept evaluation: %+v", third.Evaluation)
+	}
+}
