@@ -63,7 +63,7 @@ type Planning struct {
 	Commit func(hashing.Digest) (*replay.Commit, error)
 	// DiffFrom returns what differs between commit c's state and the
 	// head's (without trust), reading only the parts of their state maps
-	// that differ (DiffCommits).
+	// that differ (DiffStates).
 	DiffFrom func(c *replay.Commit) (*replay.DiffResult, error)
 }
 

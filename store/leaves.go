@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv"
@@ -478,16 +479,16 @@ func (s *Store) leavesSince(m *mapSource, c *replay.Commit) (*hashing.Accumulato
 	if acc == nil {
 		return nil, leafBase{}
 	}
-	changes, err := diffCommits(m.ctx, s, base, c)
+	d, err := s.DiffStates(m.ctx, base, c)
 	if err != nil {
 		return nil, leafBase{}
 	}
-	if !applyChanges(acc, changes) || acc.Len() != c.Artifacts+c.Edges || acc.Root() != c.ContextHash || acc.Err() != nil {
+	if !applyDiff(acc, d) || acc.Len() != c.Artifacts+c.Edges || acc.Root() != c.ContextHash || acc.Err() != nil {
 		s.log.Warn("leaf checkpoint and state-map diff do not hash to the commit; walking the state map instead",
 			"context", m.ctxID, "commit", c.ID.Short(), "from", base.ID.Short())
 		return nil, leafBase{}
 	}
-	return acc, leafBase{base.ContextHash, len(changes)}
+	return acc, leafBase{base.ContextHash, len(d.Added) + len(d.Removed) + len(d.Changed) + len(d.EdgesAdded) + len(d.EdgesRemoved) + len(d.EdgesChanged)}
 }
 
 // hintedCommit returns the commit context ctxID's checkpoint hint names,
@@ -504,24 +505,36 @@ func (s *Store) hintedCommit(ctx context.Context, ctxID string) *replay.Commit {
 	return c
 }
 
-// applyChanges applies to acc, the leaves of a state, what changes (a
-// diff of that state's map to another's) change in them, and reports
+// applyDiff applies to acc, the leaves of a state, what d (a diff of that
+// state's map to another's, without trust) changes in them, and reports
 // whether every leaf removed was there and every leaf added was not.
-func applyChanges(acc *hashing.Accumulator, changes []Change) bool {
+func applyDiff(acc *hashing.Accumulator, d *replay.DiffResult) bool {
+	leaf := func(id string, v *replay.ArtifactVersion) hashing.Digest {
+		return (&graph.Artifact{ID: id, Type: v.Type, Version: v.Version, ContentHash: v.ContentHash, ProducedBy: v.ProducedBy}).Leaf()
+	}
+	edge := func(e replay.EdgeChange, attrs []byte) hashing.Digest {
+		return hashing.EdgeLeaf(e.From, e.Rel, e.To, attrs)
+	}
 	var gone, added []hashing.Digest
-	for _, ch := range changes {
-		switch {
-		case ch.Kind == "artifact" && ch.Old != nil:
-			gone = append(gone, ch.Old.Leaf())
-		case ch.Kind == "edge" && !ch.Added:
-			gone = append(gone, hashing.EdgeLeaf(ch.Edge.From, ch.Edge.Rel, ch.Edge.To, ch.OldAttrs))
+	for _, l := range [][]replay.ArtifactChange{d.Added, d.Removed, d.Changed} {
+		for _, c := range l {
+			if c.Old != nil {
+				gone = append(gone, leaf(c.ID, c.Old))
+			}
+			if c.New != nil {
+				added = append(added, leaf(c.ID, c.New))
+			}
 		}
-		switch {
-		case ch.Kind == "artifact" && ch.New != nil:
-			added = append(added, ch.New.Leaf())
-		case ch.Kind == "edge" && !ch.Removed:
-			added = append(added, hashing.EdgeLeaf(ch.Edge.From, ch.Edge.Rel, ch.Edge.To, ch.NewAttrs))
-		}
+	}
+	for _, e := range d.EdgesRemoved {
+		gone = append(gone, edge(e, e.OldAttrs))
+	}
+	for _, e := range d.EdgesAdded {
+		added = append(added, edge(e, e.NewAttrs))
+	}
+	for _, e := range d.EdgesChanged {
+		gone = append(gone, edge(e, e.OldAttrs))
+		added = append(added, edge(e, e.NewAttrs))
 	}
 	for _, l := range gone {
 		if !acc.Remove(l) {

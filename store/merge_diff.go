@@ -16,7 +16,7 @@ var errHeadMoved = errors.New("branch head moved")
 
 // Diff reports what differs between the states at commits from and to of
 // a context, with trust changes. It reads only the parts of the commits'
-// state maps that differ (DiffCommits) and computes trust for the
+// state maps that differ (DiffStates) and computes trust for the
 // artifacts whose trust may have changed only (replay.DiffTrust), against
 // a state the store holds in memory:
 //
@@ -245,8 +245,7 @@ func diffSize(d *replay.DiffResult) int {
 }
 
 // DiffStates reports what differs between the states at commits from
-// and to, of one context or of two, without trust (DiffCommits as a
-// replay.DiffResult): it reads only the parts of their state maps that
+// and to, of one context or of two, without trust: it reads only the parts of their state maps that
 // differ and never loads a state. It reads them a window at a time
 // (diffWindows): what it holds of the maps at once is bounded however
 // big they are and however little they share, beside the result itself
@@ -274,7 +273,8 @@ func rawDiffOver(ctx context.Context, src nodeSource, from, to *replay.Commit) (
 func rootOf(c *replay.Commit) trieChild { return trieChild{id: c.Root, count: c.RootCount} }
 
 // addTo returns a trieDiff callback adding each artifact and edge entry
-// that differs to b, as changeOf reads it, which stops once ctx ends
+// that differs to b (an artifact's version and an edge's attrs on each
+// side), which stops once ctx ends
 // (checked every 1,024 entries).
 func addTo(ctx context.Context, b *replay.DiffBuilder) func(k, old, new []byte) error {
 	check := everyCheck(ctx)

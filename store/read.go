@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/artifactd/artifactd/graph"
@@ -700,60 +699,6 @@ func (s *Store) Ops(ctx context.Context, ctxID string, c *replay.Commit) ([]grap
 	return ops, nil
 }
 
-// Change is one difference between two states' maps.
-type Change struct {
-	Kind string // "artifact", "edge", "tombstone"
-	ID   string // artifact id (artifact, tombstone)
-	Edge graph.EdgeKey
-	Old  *graph.Artifact // artifact before (nil when added)
-	New  *graph.Artifact // artifact after (nil when removed)
-	// OldAttrs/NewAttrs and Added/Removed describe edges.
-	OldAttrs, NewAttrs []byte
-	Added, Removed     bool
-}
-
-// DiffCommits lists what differs between the states at a and b, reading
-// only the parts of their state maps that differ. Results are sorted:
-// artifacts by id, then edges.
-// The commits may be of two contexts (the nodes of every map are in one
-// store); their maps then share little (an artifact's entry names the
-// commit that wrote it), and the diff reads most of both. It stops when
-// ctx ends, checked every 1,024 entries that differ.
-func (s *Store) DiffCommits(ctx context.Context, a, b *replay.Commit) ([]Change, error) {
-	return diffCommits(ctx, s, a, b)
-}
-
-// diffCommits is DiffCommits reading nodes from src.
-func diffCommits(ctx context.Context, src nodeSource, a, b *replay.Commit) ([]Change, error) {
-	var out []Change
-	if err := trieDiff(src, rootOf(a), rootOf(b), eachChange(ctx, func(ch Change) { out = append(out, ch) })); err != nil {
-		return nil, err
-	}
-	// An ordered map's diff comes in key order ('a' before 'e'), which is
-	// this order; a legacy one's in hash order.
-	if !slices.IsSortedFunc(out, compareChanges) {
-		slices.SortFunc(out, compareChanges)
-	}
-	return out, nil
-}
-
-// eachChange returns a trieDiff callback that calls add with the change
-// of each artifact and edge entry that differs (changeOf), and stops with
-// ctx's error once ctx ends, checked every 1,024 entries.
-func eachChange(ctx context.Context, add func(Change)) func(k, old, new []byte) error {
-	check := everyCheck(ctx)
-	return func(k, old, new []byte) error {
-		if err := check(); err != nil {
-			return err
-		}
-		ch, ok, err := changeOf(k, old, new)
-		if ok {
-			add(ch)
-		}
-		return err
-	}
-}
-
 // everyCheck returns a look at ctx that looks every afterCheck-th call:
 // a diff calls it for each entry that differs, a walk for each entry it
 // yields.
@@ -765,56 +710,4 @@ func everyCheck(ctx context.Context) func() error {
 		}
 		return nil
 	}
-}
-
-// changeOf is the change of the map entry k from old to new (nil:
-// absent); ok is false for an entry a diff does not list — a tombstone,
-// a trust or reverse entry — and for an artifact written again with the
-// same metadata.
-func changeOf(k, old, new []byte) (ch Change, ok bool, err error) {
-	switch k[0] {
-	case 'a':
-		ch = Change{Kind: "artifact", ID: string(k[1:]), Added: old == nil, Removed: new == nil}
-		if old != nil {
-			av, err := decodeArtifactVal(old)
-			if err != nil {
-				return Change{}, false, err
-			}
-			ch.Old = av.artifact(ch.ID)
-		}
-		if new != nil {
-			av, err := decodeArtifactVal(new)
-			if err != nil {
-				return Change{}, false, err
-			}
-			ch.New = av.artifact(ch.ID)
-		}
-		// The commit that wrote a version is in the value; equal versions
-		// differ only when rewritten identically by a merge.
-		return ch, ch.Old == nil || ch.New == nil || !sameMeta(ch.Old, ch.New), nil
-	case 'e':
-		ek, err := splitEdgeKey(k)
-		if err != nil {
-			return Change{}, false, err
-		}
-		return Change{Kind: "edge", Edge: ek, OldAttrs: decodeEdgeVal(old), NewAttrs: decodeEdgeVal(new), Added: old == nil, Removed: new == nil}, true, nil
-	}
-	return Change{}, false, nil
-}
-
-// compareChanges orders changes as DiffCommits lists them: artifacts by
-// id, then edges by from, rel and to (ids and relations hold no zero
-// byte, so this is the order of their state-map keys).
-func compareChanges(x, y Change) int {
-	if c := strings.Compare(x.Kind, y.Kind); c != 0 {
-		return c
-	}
-	if x.Kind == "artifact" {
-		return strings.Compare(x.ID, y.ID)
-	}
-	return x.Edge.Compare(y.Edge)
-}
-
-func sameMeta(a, b *graph.Artifact) bool {
-	return a.Version == b.Version && a.Type == b.Type && a.ContentHash == b.ContentHash && a.ProducedBy == b.ProducedBy
 }

@@ -19,23 +19,16 @@ import (
 type seen struct {
 	hash    hashing.Digest
 	history []Version
-	diff    []Change
+	diff    *replay.DiffResult
 }
 
-// String renders s with the artifacts its changes point to.
+// String renders s, its diff as JSON (every list sorted).
 func (s seen) String() string {
-	out := fmt.Sprintf("hash %s\nhistory %+v\n", s.hash, s.history)
-	for _, ch := range s.diff {
-		var old, new graph.Artifact
-		if ch.Old != nil {
-			old = *ch.Old
-		}
-		if ch.New != nil {
-			new = *ch.New
-		}
-		out += fmt.Sprintf("%s %s %s %+v %+v %x %x %v %v\n", ch.Kind, ch.ID, ch.Edge, old, new, ch.OldAttrs, ch.NewAttrs, ch.Added, ch.Removed)
+	d, err := json.Marshal(s.diff)
+	if err != nil {
+		return err.Error()
 	}
-	return out
+	return fmt.Sprintf("hash %s\nhistory %+v\ndiff %s\n", s.hash, s.history, d)
 }
 
 // downgrade rewrites the store at dir as a binary of format 1 or 2 left
@@ -140,7 +133,7 @@ func testStoreUpgrades(t *testing.T, format string) {
 			t.Fatal(err)
 		}
 		out.history = h
-		if out.diff, err = s.DiffCommits(ctx, c1, c); err != nil {
+		if out.diff, err = s.DiffStates(ctx, c1, c); err != nil {
 			t.Fatal(err)
 		}
 		return out
@@ -180,15 +173,24 @@ func testStoreUpgrades(t *testing.T, format string) {
 			t.Fatalf("commit %s after the upgrade: legacy %v, %v, index %+v", c.ID.Short(), legacy, err, c.Index)
 		}
 	}
-	diff, err := s.DiffCommits(ctx, c2, c3)
+	diff, err := s.DiffStates(ctx, c2, c3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, ch := range diff {
-		names = append(names, fmt.Sprintf("%s %s%s added=%v removed=%v", ch.Kind, ch.ID, ch.Edge, ch.Added, ch.Removed))
+	for _, a := range diff.Added {
+		names = append(names, "added "+a.ID)
 	}
-	want := []string{"artifact step-200 -->  added=true removed=false", "edge step-200 -derived_from-> step-118 added=true removed=false"}
+	for _, a := range append(diff.Removed, diff.Changed...) {
+		names = append(names, "removed or changed "+a.ID)
+	}
+	for _, e := range diff.EdgesAdded {
+		names = append(names, "edge added "+graph.EdgeKey{From: e.From, Rel: e.Rel, To: e.To}.String())
+	}
+	for _, e := range append(diff.EdgesRemoved, diff.EdgesChanged...) {
+		names = append(names, "edge removed or changed "+graph.EdgeKey{From: e.From, Rel: e.Rel, To: e.To}.String())
+	}
+	want := []string{"added step-200", "edge added step-200 -derived_from-> step-118"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("diff across the upgrade: %q, want %q", names, want)
 	}
