@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -141,7 +142,13 @@ func buildTally(st *graph.State, status func(id string) graph.Status, group stri
 	var keys []clusterKey
 	var all []*tallied
 	of := make(map[string]int32, st.NumArtifacts())
+	// Every sampleEvery-th id, to split the edges' key order in two.
+	sampleEvery := max(1, st.NumArtifacts()/splitSamples)
+	var sample []string
 	st.RangeArtifacts(func(a *graph.Artifact) bool {
+		if len(of)%sampleEvery == 0 {
+			sample = append(sample, a.ID)
+		}
 		k := clusterKeyOf(a, status(a.ID), group)
 		i, ok := byKey[k]
 		if !ok {
@@ -158,14 +165,10 @@ func buildTally(st *graph.State, status func(id string) graph.Status, group stri
 	for i, k := range keys {
 		t.keys[k] = all[i]
 	}
-	// Two workers share the edge pass (the state is only read): each
-	// takes the edges whose source id ends in a byte of its parity.
 	var parts [2]map[tallyEdge]int
 	var wg sync.WaitGroup
-	for w := range parts {
-		wg.Go(func() {
-			parts[w] = countTallyEdges(st, of, keys, func(id string) bool { return len(id) > 0 && int(id[len(id)-1]&1) == w })
-		})
+	for w, edges := range edgeHalves(st, sample) {
+		wg.Go(func() { parts[w] = countTallyEdges(edges, of, keys) })
 	}
 	wg.Wait()
 	t.edges = parts[0]
@@ -175,12 +178,55 @@ func buildTally(st *graph.State, status func(id string) graph.Status, group stri
 	return t
 }
 
-// countTallyEdges counts the edges of st whose source mine accepts and
-// whose ends are both artifacts of st, by the keys of their ends and
-// their relation: of numbers each artifact's key in keys. The counts live
-// in a dense table while there are few keys (and relations in a short
-// list), so that the pass allocates next to nothing; past that, in a map.
-func countTallyEdges(st *graph.State, of map[string]int32, keys []clusterKey, mine func(id string) bool) map[tallyEdge]int {
+// splitSamples is about how many ids buildTally samples to split the
+// edges' key order in two.
+const splitSamples = 1024
+
+// edgeHalves returns two sequences that together yield every edge of st
+// once, for two workers to share the edge pass (the state is only read).
+// Over a state map that reads in key order (graph.Ranger) each is one
+// half of that order, split at the median of sample (ids of st): each
+// edge is read from the map once, where two passes each skipping half
+// the edges read every edge twice — at a million edges, a second of
+// lookups and decoding. Otherwise (a state in memory, or no sample) each
+// takes the edges whose source id ends in a byte of its parity.
+func edgeHalves(st *graph.State, sample []string) [2]iter.Seq[*graph.Edge] {
+	if _, ok := st.Source().(graph.Ranger); ok && len(sample) > 0 {
+		slices.Sort(sample)
+		mid := sample[len(sample)/2]
+		return [2]iter.Seq[*graph.Edge]{
+			func(yield func(*graph.Edge) bool) {
+				for e := range st.EdgesAfter(graph.EdgeKey{}) {
+					if e.From >= mid || !yield(e) {
+						return
+					}
+				}
+			},
+			// Every edge from mid on: no key sorts between {mid} and
+			// mid's first edge (a relation is never empty).
+			st.EdgesAfter(graph.EdgeKey{From: mid}),
+		}
+	}
+	var out [2]iter.Seq[*graph.Edge]
+	for w := range out {
+		out[w] = func(yield func(*graph.Edge) bool) {
+			st.RangeEdges(func(e *graph.Edge) bool {
+				if len(e.From) == 0 || int(e.From[len(e.From)-1]&1) != w {
+					return true
+				}
+				return yield(e)
+			})
+		}
+	}
+	return out
+}
+
+// countTallyEdges counts the edges edges yields whose ends are both
+// artifacts of the state, by the keys of their ends and their relation:
+// of numbers each artifact's key in keys. The counts live in a dense
+// table while there are few keys (and relations in a short list), so
+// that the pass allocates next to nothing; past that, in a map.
+func countTallyEdges(edges iter.Seq[*graph.Edge], of map[string]int32, keys []clusterKey) map[tallyEdge]int {
 	type slot struct{ from, to, rel int32 }
 	var rels []string
 	var sparse map[slot]int
@@ -191,17 +237,14 @@ func countTallyEdges(st *graph.State, of map[string]int32, keys []clusterKey, mi
 	} else {
 		sparse = map[slot]int{}
 	}
-	st.RangeEdges(func(e *graph.Edge) bool {
-		if !mine(e.From) {
-			return true
-		}
+	for e := range edges {
 		from, ok := of[e.From]
 		if !ok {
-			return true
+			continue
 		}
 		to, ok := of[e.To]
 		if !ok {
-			return true
+			continue
 		}
 		ri := slices.Index(rels, e.Rel)
 		if ri < 0 {
@@ -210,7 +253,7 @@ func countTallyEdges(st *graph.State, of map[string]int32, keys []clusterKey, mi
 		}
 		if dense == nil {
 			sparse[slot{from, to, int32(ri)}]++
-			return true
+			continue
 		}
 		c := dense[int(from)*nk+int(to)]
 		for len(c) <= ri {
@@ -218,8 +261,7 @@ func countTallyEdges(st *graph.State, of map[string]int32, keys []clusterKey, mi
 		}
 		c[ri]++
 		dense[int(from)*nk+int(to)] = c
-		return true
-	})
+	}
 	out := map[tallyEdge]int{}
 	for s, n := range sparse {
 		out[tallyEdge{keys[s.from], keys[s.to], rels[s.rel]}] = n

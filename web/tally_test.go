@@ -321,3 +321,61 @@ func TestOtherClusterOffersTheFirstSamples(t *testing.T) {
 		t.Fatalf("(other): %d artifacts, samples %v; want %d, %v", other.n, other.samples, n, merged[:clusterSamples])
 	}
 }
+
+// TestTallyEdgesSplitInKeyOrder: over a state map (a view at an old
+// commit, and a head with commits layered over its map after a restart),
+// buildTally's edge pass is split in two halves of the edges' key order;
+// its edge counts equal a plain count over every edge of the state, for
+// each grouping — no edge counted twice or left out at the split.
+func TestTallyEdgesSplitInKeyOrder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	open := func() *store.Store {
+		st, err := store.Open(ctx, store.Options{Dir: dir, Clock: testClock(), NoSync: true, Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	st := open()
+	const n = 3000
+	first := loadBig(t, st, "c", n)
+	r := rand.New(rand.NewPCG(5, 35))
+	for k := 0; k < 30; k++ {
+		_, _ = st.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: fmt.Sprint(k), Ops: tallyOps(t, r, n, k)})
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = open()
+	defer st.Close()
+	for k := 30; k < 33; k++ { // layers over the reopened head's map
+		_, _ = st.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: fmt.Sprint(k), Ops: tallyOps(t, r, n, k)})
+	}
+	check := func(v *store.View, where string) {
+		if _, ok := v.State.Source().(graph.Ranger); !ok {
+			t.Fatalf("%s: the view does not read a state map in key order; the test needs one", where)
+		}
+		status := unconfirmedOf(v.Trust).status
+		for _, group := range []string{"type", "producer", "trust"} {
+			got := buildTally(v.State, status, group)
+			want := map[tallyEdge]int{}
+			for _, e := range v.State.Edges() {
+				from, to := v.State.Artifact(e.From), v.State.Artifact(e.To)
+				if from == nil || to == nil {
+					continue
+				}
+				want[tallyEdge{clusterKeyOf(from, status(from.ID), group), clusterKeyOf(to, status(to.ID), group), e.Rel}]++
+			}
+			if !reflect.DeepEqual(got.edges, want) {
+				t.Fatalf("%s, group %s: edges\n got %v\nwant %v", where, group, got.edges, want)
+			}
+		}
+	}
+	if err := st.ReadSparse(ctx, "c", first, func(v *store.View) error { check(v, "the first commit"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Read(ctx, "c", "", func(v *store.View) error { check(v, "the head"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
