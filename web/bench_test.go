@@ -13,7 +13,7 @@ import (
 
 // bigPages are the pages of a 10k-artifact context and their budgets.
 // The diff is of the commit that added all 10k artifacts and 17k edges:
-// store.DiffCommits alone takes 60–400 ms for its 27k changes here, so it
+// the state maps' diff alone takes 60–400 ms for its 27k changes here, so it
 // gets a looser budget; the page itself shows the first 500 of each list.
 var bigPages = []struct {
 	name, path string
