@@ -1,6 +1,9 @@
 package graph
 
-import "slices"
+import (
+	"iter"
+	"slices"
+)
 
 // AnswerEval is the structural evaluation of one answer. Sources counts
 // the distinct source artifacts among its dependency ancestors (role
@@ -168,6 +171,9 @@ func (j judge) start(quarantined, poisonRoots int) Evaluation {
 // million times.
 func (j judge) whole(quarantined, poisonRoots int) Evaluation {
 	s := j.s
+	if _, ok := s.ranger(); ok {
+		return j.wholeInOrder(quarantined, poisonRoots)
+	}
 	ev := j.start(quarantined, poisonRoots)
 	claims := map[string]bool{}
 	var answers []string
@@ -193,6 +199,50 @@ func (j judge) whole(quarantined, poisonRoots int) Evaluation {
 	}
 	slices.Sort(ev.DanglingClaims)
 	slices.Sort(answers)
+	j.answers(&ev, answers)
+	return ev
+}
+
+// wholeInOrder is whole over a source that reads in key order (a state
+// map): the artifacts in id order and the edges in key order, whose
+// source ids come in that same order, are walked side by side, so each
+// claim meets the edges leaving it as the walk passes them — no set of
+// every claim (a million strings in a map, at a million claims), and no
+// edge read before the first claim.
+func (j judge) wholeInOrder(quarantined, poisonRoots int) Evaluation {
+	s := j.s
+	ev := j.start(quarantined, poisonRoots)
+	var answers []string
+	var next func() (*Edge, bool)
+	var e *Edge
+	more := true
+	for a := range s.ArtifactsFrom("") {
+		switch a.Type {
+		case "answer":
+			answers = append(answers, a.ID)
+			continue
+		case "claim":
+		default:
+			continue
+		}
+		if next == nil {
+			pull, stop := iter.Pull(s.EdgesAfter(EdgeKey{}))
+			defer stop()
+			next = pull
+			e, more = next()
+		}
+		for more && e.From < a.ID {
+			e, more = next()
+		}
+		depends := false
+		for more && e.From == a.ID {
+			depends = depends || s.rels.Depends(e.Rel)
+			e, more = next()
+		}
+		if !depends {
+			ev.DanglingClaims = append(ev.DanglingClaims, a.ID)
+		}
+	}
 	j.answers(&ev, answers)
 	return ev
 }

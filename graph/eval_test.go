@@ -74,16 +74,33 @@ func TestEvaluateMatchesOracle(t *testing.T) {
 		s, lz, _ := forkGenState(t, seed)
 		f := lz.Fork()
 		r := rand.New(rand.NewPCG(seed, 3))
-		if _, err := f.ApplyOps(forkOps(r, s, forkGenIDs, false)); err != nil {
-			f = lz
+		ops := forkOps(r, s, forkGenIDs, false)
+		if _, err := f.ApplyOps(ops); err != nil {
+			f, ops = lz, nil
 		}
-		for name, st := range map[string]*State{"whole": s, "over a source": lz, "a fork over a source": f} {
+		// Over a source that reads in key order, the claims meet their
+		// edges in a walk side by side (wholeInOrder).
+		snap := wholeCopy(s)
+		rsrc := &rangingSource{stateSource: newStateSource(snap)}
+		ranged, err := NewStateOver(s.ruleset, rsrc, Counts{snap.nArt, snap.nTomb, snap.nEdge}, definitionsOf(snap), snap.acc.Clone())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rf := ranged.Fork()
+		if _, err := rf.ApplyOps(ops); err != nil {
+			t.Fatal(err)
+		}
+		for name, st := range map[string]*State{"whole": s, "over a source": lz, "a fork over a source": f,
+			"over a ranging source": ranged, "a fork over a ranging source": rf} {
 			got, want := Evaluate(st, nil), evaluateOracle(st, ComputeTrust(st, RoleBase(st.RoleOf, nil)))
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("seed %d, %s:\n got %+v\nwant %+v", seed, name, got, want)
 			}
 			dangling += len(got.DanglingClaims)
 			answers += len(got.Answers)
+		}
+		if snap.nArt > 0 && rsrc.ranged.Load() == 0 {
+			t.Fatalf("seed %d: the states over a ranging source were not walked in key order", seed)
 		}
 	}
 	if dangling == 0 || answers == 0 {
