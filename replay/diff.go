@@ -104,8 +104,24 @@ type DiffResult struct {
 }
 
 // Empty reports whether nothing differs (trust included).
-func (d *DiffResult) Empty() bool {
-	return len(d.Added)+len(d.Removed)+len(d.Changed)+len(d.EdgesAdded)+len(d.EdgesRemoved)+len(d.EdgesChanged)+len(d.Trust) == 0
+func (d *DiffResult) Empty() bool { return d.Len()+len(d.Trust) == 0 }
+
+// Len is how many artifacts and edges differ (trust changes not counted).
+func (d *DiffResult) Len() int {
+	return len(d.Added) + len(d.Removed) + len(d.Changed) + len(d.EdgesAdded) + len(d.EdgesRemoved) + len(d.EdgesChanged)
+}
+
+// HasType reports whether an artifact that differs is of a type is
+// accepts, on either side.
+func (d *DiffResult) HasType(is func(typ string) bool) bool {
+	for _, l := range [][]ArtifactChange{d.Added, d.Removed, d.Changed} {
+		for _, c := range l {
+			if c.Old != nil && is(c.Old.Type) || c.New != nil && is(c.New.Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ArtifactDelta is one raw difference between two states' artifacts, as a
@@ -208,6 +224,9 @@ func (b *DiffBuilder) AddEdge(e EdgeDelta) {
 		d.EdgesChanged = append(d.EdgesChanged, ch)
 	}
 }
+
+// Len is how many artifacts and edges the diff under way holds.
+func (b *DiffBuilder) Len() int { return b.diff().Len() }
 
 // Result returns the diff, its lists sorted. The builder must not be used
 // after it.

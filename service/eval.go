@@ -77,7 +77,14 @@ func evalCost(k *keptEval) int64 {
 // view whose reads failed is evaluated whole and not kept; the read's
 // error reaches the caller through the store's Read.
 func (s *Service) Eval(ctx context.Context, ctxID string, v *store.View) EvalReport {
-	ev, ok := s.derivedEval(ctx, ctxID, v)
+	kept, ok := s.evals.Get(ctxID)
+	if ok && kept.commit.ID == v.Commit.ID {
+		return reportOf(ctxID, v, cloneEval(kept.ev))
+	}
+	var ev graph.Evaluation
+	if ok {
+		ev, ok = s.derivedEval(ctx, v, kept)
+	}
 	if !ok {
 		ev = graph.EvaluateIndexed(v.State, v.Trust)
 	}
@@ -98,38 +105,26 @@ func cloneEval(ev graph.Evaluation) graph.Evaluation {
 	return ev
 }
 
-// derivedEval returns the evaluation of v from the one kept for ctxID,
-// when there is one and it can be derived (see evalDeriveShare).
-func (s *Service) derivedEval(ctx context.Context, ctxID string, v *store.View) (graph.Evaluation, bool) {
-	kept, ok := s.evals.Get(ctxID)
-	if !ok {
-		return graph.Evaluation{}, false
-	}
-	if kept.commit.ID == v.Commit.ID {
-		return kept.ev, true
-	}
+// derivedEval returns the evaluation of v from kept, the one kept for
+// another commit of v's context, when it can be derived (see
+// evalDeriveShare).
+func (s *Service) derivedEval(ctx context.Context, v *store.View, kept *keptEval) (graph.Evaluation, bool) {
 	most := max(v.Commit.Artifacts, kept.commit.Artifacts) / evalDeriveShare
-	if v.Commit.Artifacts > kept.commit.Artifacts+most || v.Commit.Artifacts < kept.commit.Artifacts-most {
-		return graph.Evaluation{}, false
-	}
-	d, err := s.st.DiffStates(ctx, kept.commit, v.Commit)
+	d, ok, err := s.st.DiffStatesWithin(ctx, kept.commit, v.Commit, most)
 	if err != nil {
 		// The whole evaluation then reads the state again and fails
 		// where it must; corruption met here is noted all the same.
 		s.st.NoteCorruption(err)
 		return graph.Evaluation{}, false
 	}
-	if len(d.Added)+len(d.Removed)+len(d.Changed)+len(d.EdgesAdded)+len(d.EdgesRemoved)+len(d.EdgesChanged) > most {
+	// graph.EvaluateAfter does not carry an evaluation across another
+	// definition of a relation.
+	if !ok || d.HasType(func(typ string) bool { return typ == graph.TypeRelationDef }) {
 		return graph.Evaluation{}, false
 	}
 	var touched []string
 	for _, l := range [][]replay.ArtifactChange{d.Added, d.Removed, d.Changed} {
 		for _, c := range l {
-			if c.Old != nil && c.Old.Type == graph.TypeRelationDef || c.New != nil && c.New.Type == graph.TypeRelationDef {
-				// Another definition of a relation: graph.EvaluateAfter
-				// does not carry an evaluation across it.
-				return graph.Evaluation{}, false
-			}
 			touched = append(touched, c.ID)
 		}
 	}

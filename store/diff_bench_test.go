@@ -18,7 +18,9 @@ import (
 // differs: the API's comparison of two unrelated runs), and one of them
 // with a run of 1,000, the node cache emptied before each. peak-MB is the
 // most the live heap grew above its level before the diff (sampled every
-// millisecond, after a collection), the result included.
+// millisecond, after a collection), the result included. apart-within-1000
+// is the first with DiffStatesWithin and a limit of 1,000: the walk stops
+// once it has met more.
 func BenchmarkDiffTwoRuns(b *testing.B) {
 	ctx := context.Background()
 	s := benchOpen(b, b.TempDir(), true)
@@ -49,7 +51,8 @@ func BenchmarkDiffTwoRuns(b *testing.B) {
 	for _, bc := range []struct {
 		name     string
 		from, to *replay.Commit
-	}{{"apart", x, y}, {"big-small", x, small}} {
+		within   int
+	}{{"apart", x, y, 0}, {"big-small", x, small, 0}, {"apart-within-1000", x, y, 1000}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var peak int64
 			var n int
@@ -59,13 +62,24 @@ func BenchmarkDiffTwoRuns(b *testing.B) {
 				runtime.GC()
 				stop := sampleHeap(&peak)
 				b.StartTimer()
-				d, err := s.DiffStates(ctx, bc.from, bc.to)
+				var d *replay.DiffResult
+				var err error
+				if bc.within > 0 {
+					var ok bool
+					d, ok, err = s.DiffStatesWithin(ctx, bc.from, bc.to, bc.within)
+					if ok {
+						b.Fatalf("within %d: the diff fitted", bc.within)
+					}
+					d = &replay.DiffResult{}
+				} else {
+					d, err = s.DiffStates(ctx, bc.from, bc.to)
+				}
 				b.StopTimer()
 				stop()
 				if err != nil {
 					b.Fatal(err)
 				}
-				n = len(d.Added) + len(d.Removed) + len(d.Changed) + len(d.EdgesAdded) + len(d.EdgesRemoved)
+				n = d.Len()
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(peak)/(1<<20), "peak-MB")

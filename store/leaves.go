@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv"
@@ -488,7 +487,7 @@ func (s *Store) leavesSince(m *mapSource, c *replay.Commit) (*hashing.Accumulato
 			"context", m.ctxID, "commit", c.ID.Short(), "from", base.ID.Short())
 		return nil, leafBase{}
 	}
-	return acc, leafBase{base.ContextHash, len(d.Added) + len(d.Removed) + len(d.Changed) + len(d.EdgesAdded) + len(d.EdgesRemoved) + len(d.EdgesChanged)}
+	return acc, leafBase{base.ContextHash, d.Len()}
 }
 
 // hintedCommit returns the commit context ctxID's checkpoint hint names,
@@ -510,7 +509,7 @@ func (s *Store) hintedCommit(ctx context.Context, ctxID string) *replay.Commit {
 // whether every leaf removed was there and every leaf added was not.
 func applyDiff(acc *hashing.Accumulator, d *replay.DiffResult) bool {
 	leaf := func(id string, v *replay.ArtifactVersion) hashing.Digest {
-		return (&graph.Artifact{ID: id, Type: v.Type, Version: v.Version, ContentHash: v.ContentHash, ProducedBy: v.ProducedBy}).Leaf()
+		return hashing.ArtifactLeaf(id, v.Type, v.Version, v.ContentHash, v.ProducedBy)
 	}
 	edge := func(e replay.EdgeChange, attrs []byte) hashing.Digest {
 		return hashing.EdgeLeaf(e.From, e.Rel, e.To, attrs)

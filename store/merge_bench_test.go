@@ -97,7 +97,10 @@ func buildDiffFixture(b *testing.B) (*store.Store, []*replay.Commit) {
 //     state is in memory);
 //   - old: between two commits that are not heads (trust through main's
 //     head, with two more state-map diffs);
-//   - statemap-only: DiffStates alone, without trust.
+//   - statemap-only: DiffStates alone, without trust;
+//   - statemap-within-1000: DiffStatesWithin with a limit of 1,000, which
+//     the commits' counts of artifacts and edges already pass: answered
+//     without a read.
 //
 // cpu-ms/op is the process CPU time per diff: on a busy machine ns/op
 // includes time spent waiting for a CPU.
@@ -150,6 +153,15 @@ func BenchmarkDiff(b *testing.B) {
 		}
 		reportCPU(b, cpu0)
 		b.ReportMetric(float64(n), "changes")
+	})
+	b.Run("statemap-within-1000", func(b *testing.B) {
+		cpu0, _ := processCPU()
+		for b.Loop() {
+			if _, ok, err := s.DiffStatesWithin(ctx, from, head, 1000); err != nil || ok {
+				b.Fatalf("within 1,000: %v, %v; the fixture's diff is bigger", ok, err)
+			}
+		}
+		reportCPU(b, cpu0)
 	})
 }
 

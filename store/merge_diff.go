@@ -61,18 +61,15 @@ func (s *Store) diff(ctx context.Context, ctxID string, from, to *replay.Commit,
 	if _, err := s.GetContext(ctx, ctxID); err != nil {
 		return nil, false, err
 	}
-	d, err := s.DiffStates(ctx, from, to)
-	if err != nil {
+	d, ok, err := s.diffStates(ctx, from, to, limit)
+	if err != nil || !ok {
 		return nil, false, err
-	}
-	if limit > 0 && diffSize(d) > limit {
-		return nil, false, nil
 	}
 	d.From, d.To, d.FromHash, d.ToHash = from.ID, to.ID, from.ContextHash, to.ContextHash
 	if d.Empty() {
 		return d, true, nil
 	}
-	if definitionsDiffer(d) {
+	if d.HasType(graph.IsDefinitionType) {
 		ok, err := s.diffTrustBySides(ctx, ctxID, d, from, to, limit)
 		return d, ok, err
 	}
@@ -80,7 +77,6 @@ func (s *Store) diff(ctx context.Context, ctxID string, from, to *replay.Commit,
 	if err != nil {
 		return nil, false, err
 	}
-	ok := true
 	for _, side := range []replay.Side{replay.SideTo, replay.SideFrom} {
 		want := to
 		if side == replay.SideFrom {
@@ -117,22 +113,6 @@ func (s *Store) diff(ctx context.Context, ctxID string, from, to *replay.Commit,
 		return nil
 	})
 	return d, ok, err
-}
-
-// definitionsDiffer reports whether the two states of d define other
-// types or relations: a definition artifact (graph.IsDefinitionType) is
-// among what differs.
-func definitionsDiffer(d *replay.DiffResult) bool {
-	for _, l := range [][]replay.ArtifactChange{d.Added, d.Removed, d.Changed} {
-		for _, c := range l {
-			for _, v := range []*replay.ArtifactVersion{c.Old, c.New} {
-				if v != nil && graph.IsDefinitionType(v.Type) {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // diffTrustBySides fills d.Trust from the trust index of each side, for
@@ -221,7 +201,7 @@ func (s *Store) diffTrustViaMain(ctx context.Context, ctxID string, d *replay.Di
 		if err != nil {
 			return false, false, err
 		}
-		if diffSize(dh) <= most && !definitionsDiffer(dh) {
+		if dh.Len() <= most && !dh.HasType(graph.IsDefinitionType) {
 			via = dh
 			break
 		}
@@ -240,24 +220,57 @@ func (s *Store) diffTrustViaMain(ctx context.Context, ctxID string, d *replay.Di
 	return err == nil, ok, err
 }
 
-func diffSize(d *replay.DiffResult) int {
-	return len(d.Added) + len(d.Removed) + len(d.Changed) + len(d.EdgesAdded) + len(d.EdgesRemoved) + len(d.EdgesChanged)
+// DiffStates reports what differs between the states at commits from
+// and to, of one context or of two, without trust: it reads only the
+// parts of their state maps that differ and never loads a state. It reads
+// them a window at a time (diffWindows): what it holds of the maps at
+// once is bounded however big they are and however little they share,
+// beside the result itself — except for maps written before format 2,
+// whose differing subtrees are read whole.
+func (s *Store) DiffStates(ctx context.Context, from, to *replay.Commit) (*replay.DiffResult, error) {
+	d, _, err := s.diffStates(ctx, from, to, 0)
+	return d, err
 }
 
-// DiffStates reports what differs between the states at commits from
-// and to, of one context or of two, without trust: it reads only the parts of their state maps that
-// differ and never loads a state. It reads them a window at a time
-// (diffWindows): what it holds of the maps at once is bounded however
-// big they are and however little they share, beside the result itself
-// — except for maps written before format 2, whose differing subtrees
-// are read whole.
-func (s *Store) DiffStates(ctx context.Context, from, to *replay.Commit) (*replay.DiffResult, error) {
-	var b replay.DiffBuilder
-	if err := s.diffWindows(ctx, rootOf(from), rootOf(to), readerWorkers(), addTo(ctx, &b)); err != nil {
-		return nil, err
-	}
-	return b.Result(), nil
+// DiffStatesWithin is DiffStates for a caller that can do without a big
+// diff (one that can count a state whole instead): it reports false, and
+// no diff, when more than limit artifacts and edges differ — before it
+// reads anything when the two commits' counts of artifacts and edges
+// already differ by more, else as soon as its walk has met more. A limit
+// below 1 is taken as 1.
+func (s *Store) DiffStatesWithin(ctx context.Context, from, to *replay.Commit, limit int) (*replay.DiffResult, bool, error) {
+	return s.diffStates(ctx, from, to, max(limit, 1))
 }
+
+// errDiffPast stops the walk of a bounded diff (diffStates).
+var errDiffPast = errors.New("store: the diff passed its limit")
+
+// diffStates is DiffStates, and DiffStatesWithin when limit > 0.
+func (s *Store) diffStates(ctx context.Context, from, to *replay.Commit, limit int) (*replay.DiffResult, bool, error) {
+	if limit > 0 && abs(from.Artifacts-to.Artifacts)+abs(from.Edges-to.Edges) > limit {
+		return nil, false, nil // each artifact or edge one side lacks differs
+	}
+	var b replay.DiffBuilder
+	add := addTo(ctx, &b)
+	err := s.diffWindows(ctx, rootOf(from), rootOf(to), readerWorkers(), func(k, old, new []byte) error {
+		if err := add(k, old, new); err != nil {
+			return err
+		}
+		if limit > 0 && b.Len() > limit {
+			return errDiffPast
+		}
+		return nil
+	})
+	if errors.Is(err, errDiffPast) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return b.Result(), true, nil
+}
+
+func abs(n int) int { return max(n, -n) }
 
 // rawDiffOver is DiffStates reading nodes from src as they are needed: a
 // source that holds them (the committer's trie writer).
@@ -274,8 +287,7 @@ func rootOf(c *replay.Commit) trieChild { return trieChild{id: c.Root, count: c.
 
 // addTo returns a trieDiff callback adding each artifact and edge entry
 // that differs to b (an artifact's version and an edge's attrs on each
-// side), which stops once ctx ends
-// (checked every 1,024 entries).
+// side), which stops once ctx ends (checked every 1,024 entries).
 func addTo(ctx context.Context, b *replay.DiffBuilder) func(k, old, new []byte) error {
 	check := everyCheck(ctx)
 	return func(k, old, new []byte) error {

@@ -255,3 +255,78 @@ func wholeDiffJSON(t *testing.T, s *store.Store, ctxID string, from, to *replay.
 	b, _ := json.Marshal(d)
 	return string(b)
 }
+
+// TestDiffStatesWithin: over every pair of commits of a history that
+// puts, rewrites, deletes, links and unlinks, DiffStatesWithin with
+// limits around each pair's diff gives the diff DiffStates gives when it
+// holds at most limit artifacts and edges, and false (no diff) when it
+// holds more.
+func TestDiffStatesWithin(t *testing.T) {
+	ctx := context.Background()
+	s := mOpen(t, t.TempDir())
+	if _, err := s.CreateContext(ctx, "d", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(35, 1))
+	commits := []*replay.Commit{mHead(t, s, "d", "main")}
+	for i := range 60 {
+		var ops []graph.Op
+		for range 1 + r.IntN(8) {
+			id := fmt.Sprintf("a%02d", r.IntN(40))
+			switch r.IntN(4) {
+			case 0, 1:
+				ops = append(ops, mPut(id, "claim", map[string]any{"i": i, "r": r.IntN(3)}))
+			case 2:
+				ops = append(ops, mLink(id, "mentions", fmt.Sprintf("a%02d", r.IntN(40))))
+			default:
+				ops = append(ops, graph.Op{Op: graph.OpDelete, ID: id})
+			}
+		}
+		for len(ops) > 0 {
+			res, err := s.Commit(ctx, store.CommitRequest{Context: "d", Author: "t", Message: "m", Ops: ops})
+			if err == nil {
+				if !res.Noop {
+					commits = append(commits, res.Commit)
+				}
+				break
+			}
+			ops = ops[1:]
+		}
+	}
+	checked, refused := 0, 0
+	for _, from := range commits {
+		for _, to := range commits {
+			want, err := s.DiffStates(ctx, from, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantJSON, _ := json.Marshal(want)
+			for _, limit := range []int{want.Len() - 1, want.Len(), want.Len() + 1} {
+				if limit < 1 {
+					continue
+				}
+				got, ok, err := s.DiffStatesWithin(ctx, from, to, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok != (want.Len() <= limit) {
+					t.Fatalf("%s..%s within %d: %v, the diff holds %d", from.ID.Short(), to.ID.Short(), limit, ok, want.Len())
+				}
+				if !ok {
+					refused++
+					if got != nil {
+						t.Fatalf("a refused diff came with a result")
+					}
+					continue
+				}
+				if b, _ := json.Marshal(got); string(b) != string(wantJSON) {
+					t.Fatalf("%s..%s within %d:\n got %s\nwant %s", from.ID.Short(), to.ID.Short(), limit, b, wantJSON)
+				}
+				checked++
+			}
+		}
+	}
+	if len(commits) < 20 || refused == 0 || checked == 0 {
+		t.Fatalf("%d commits, %d diffs checked, %d refused: the test needs more", len(commits), checked, refused)
+	}
+}

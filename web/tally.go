@@ -528,9 +528,6 @@ func (s *server) derivedTally(ctx context.Context, v *store.View, group string) 
 		return kept.t, true
 	}
 	most := max(v.Commit.Artifacts, kept.commit.Artifacts) / deriveShare
-	if v.Commit.Artifacts > kept.commit.Artifacts+most || v.Commit.Artifacts < kept.commit.Artifacts-most {
-		return nil, false
-	}
 	d, ok, err := s.store.DiffWithin(ctx, ctxID, kept.commit, v.Commit, most)
 	if err != nil {
 		s.store.NoteCorruption(err)
