@@ -66,11 +66,11 @@ func BenchmarkDiffTwoRuns(b *testing.B) {
 				var err error
 				if bc.within > 0 {
 					var ok bool
-					d, ok, err = s.DiffStatesWithin(ctx, bc.from, bc.to, bc.within)
+					_, ok, err = s.DiffStatesWithin(ctx, bc.from, bc.to, bc.within)
 					if ok {
 						b.Fatalf("within %d: the diff fitted", bc.within)
 					}
-					d = &replay.DiffResult{}
+					d = &replay.DiffResult{} // refused: no diff
 				} else {
 					d, err = s.DiffStates(ctx, bc.from, bc.to)
 				}
