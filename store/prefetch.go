@@ -265,7 +265,7 @@ func (s *Store) mergeWalks(ctx context.Context, a, b trieChild, workers int, fn 
 	})
 	var walkErr error
 	if err == nil {
-		_, walkErr = w.walk(push, nil)
+		_, walkErr = w.run(push, nil)
 	}
 	for err == nil && walkErr == nil && w.ended == nil && more {
 		if err = emit(kq, nil, vq); err == nil {
@@ -290,7 +290,7 @@ func (s *Store) entries(ctx context.Context, ref trieChild, workers int, errp *e
 			return
 		}
 		w := s.newRangeWalk(ctx, s, workers, nil, yield)
-		_, err := w.walk(ref, nil)
+		_, err := w.run(ref, nil)
 		if err == nil {
 			err = w.ended
 		}
