@@ -61,7 +61,7 @@ func (s *Store) diff(ctx context.Context, ctxID string, from, to *replay.Commit,
 	if _, err := s.GetContext(ctx, ctxID); err != nil {
 		return nil, false, err
 	}
-	d, ok, err := s.diffStates(ctx, from, to, limit)
+	d, ok, err := s.diffStates(ctx, from, to, limit, false)
 	if err != nil || !ok {
 		return nil, false, err
 	}
@@ -228,7 +228,7 @@ func (s *Store) diffTrustViaMain(ctx context.Context, ctxID string, d *replay.Di
 // beside the result itself — except for maps written before format 2,
 // whose differing subtrees are read whole.
 func (s *Store) DiffStates(ctx context.Context, from, to *replay.Commit) (*replay.DiffResult, error) {
-	d, _, err := s.diffStates(ctx, from, to, 0)
+	d, _, err := s.diffStates(ctx, from, to, 0, false)
 	return d, err
 }
 
@@ -239,24 +239,52 @@ func (s *Store) DiffStates(ctx context.Context, from, to *replay.Commit) (*repla
 // already differ by more, else as soon as its walk has met more. A limit
 // below 1 is taken as 1.
 func (s *Store) DiffStatesWithin(ctx context.Context, from, to *replay.Commit, limit int) (*replay.DiffResult, bool, error) {
-	return s.diffStates(ctx, from, to, max(limit, 1))
+	return s.diffStates(ctx, from, to, max(limit, 1), false)
+}
+
+// DiffArtifactsWithin is DiffStatesWithin over the artifacts alone: the
+// diff's Added, Removed and Changed, its edge lists empty, or false when
+// more than limit artifacts differ. It reads only the part of the two
+// maps that holds artifacts (their edges, however many differ, are not
+// walked), for a caller that follows the artifacts of a state from one
+// commit to another — a list of ids by type, say.
+func (s *Store) DiffArtifactsWithin(ctx context.Context, from, to *replay.Commit, limit int) (*replay.DiffResult, bool, error) {
+	return s.diffStates(ctx, from, to, max(limit, 1), true)
 }
 
 // errDiffPast stops the walk of a bounded diff (diffStates).
 var errDiffPast = errors.New("store: the diff passed its limit")
 
-// diffStates is DiffStates, and DiffStatesWithin when limit > 0.
-func (s *Store) diffStates(ctx context.Context, from, to *replay.Commit, limit int) (*replay.DiffResult, bool, error) {
-	if limit > 0 && abs(from.Artifacts-to.Artifacts)+abs(from.Edges-to.Edges) > limit {
+// diffStates is DiffStates, and DiffStatesWithin when limit > 0; with
+// artifacts, DiffArtifactsWithin.
+func (s *Store) diffStates(ctx context.Context, from, to *replay.Commit, limit int, artifacts bool) (*replay.DiffResult, bool, error) {
+	differ := abs(from.Artifacts - to.Artifacts)
+	if !artifacts {
+		differ += abs(from.Edges - to.Edges)
+	}
+	if limit > 0 && differ > limit {
 		return nil, false, nil // each artifact or edge one side lacks differs
 	}
-	var b replay.DiffBuilder
-	add := addTo(ctx, &b)
-	err := s.diffWindows(ctx, rootOf(from), rootOf(to), readerWorkers(), func(k, old, new []byte) error {
+	a, b := rootOf(from), rootOf(to)
+	if artifacts {
+		var err error
+		if a, err = s.artifactsRoot(a); err == nil {
+			b, err = s.artifactsRoot(b)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	var d replay.DiffBuilder
+	add := addTo(ctx, &d)
+	err := s.diffWindows(ctx, a, b, readerWorkers(), func(k, old, new []byte) error {
+		if artifacts && k[0] != pArtifactEntry {
+			return nil // an entry the artifacts' subtree shares a leaf with
+		}
 		if err := add(k, old, new); err != nil {
 			return err
 		}
-		if limit > 0 && b.Len() > limit {
+		if limit > 0 && d.Len() > limit {
 			return errDiffPast
 		}
 		return nil
@@ -267,7 +295,24 @@ func (s *Store) diffStates(ctx context.Context, from, to *replay.Commit, limit i
 	if err != nil {
 		return nil, false, err
 	}
-	return b.Result(), true, nil
+	return d.Result(), true, nil
+}
+
+// artifactsRoot returns the subtree of the state map at root that holds
+// its artifacts (triePrefixRoot), or root itself for a map of format 1,
+// whose hashed layout keeps no key range together.
+func (s *Store) artifactsRoot(root trieChild) (trieChild, error) {
+	if root.count == 0 {
+		return root, nil
+	}
+	n, err := s.node(root.id)
+	if err != nil {
+		return trieChild{}, err
+	}
+	if n.legacy {
+		return root, nil
+	}
+	return triePrefixRoot(s, root, []byte{pArtifactEntry})
 }
 
 func abs(n int) int { return max(n, -n) }

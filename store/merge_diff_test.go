@@ -330,3 +330,84 @@ func TestDiffStatesWithin(t *testing.T) {
 		t.Fatalf("%d commits, %d diffs checked, %d refused: the test needs more", len(commits), checked, refused)
 	}
 }
+
+// TestDiffArtifactsWithin: over every pair of commits of a history that
+// puts, rewrites, deletes, links and unlinks, DiffArtifactsWithin with
+// limits around the number of artifacts that differ gives DiffStates's
+// artifact lists, and no edges, when they hold at most limit entries,
+// and false (no diff) when they hold more.
+func TestDiffArtifactsWithin(t *testing.T) {
+	ctx := context.Background()
+	s := mOpen(t, t.TempDir())
+	if _, err := s.CreateContext(ctx, "d", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(36, 2))
+	commits := []*replay.Commit{mHead(t, s, "d", "main")}
+	for i := range 60 {
+		var ops []graph.Op
+		for range 1 + r.IntN(8) {
+			id := fmt.Sprintf("a%02d", r.IntN(40))
+			switch r.IntN(5) {
+			case 0, 1:
+				ops = append(ops, mPut(id, []string{"claim", "note"}[r.IntN(2)], map[string]any{"i": i, "r": r.IntN(3)}))
+			case 2, 3:
+				ops = append(ops, mLink(id, "mentions", fmt.Sprintf("a%02d", r.IntN(40))))
+			default:
+				ops = append(ops, graph.Op{Op: graph.OpDelete, ID: id})
+			}
+		}
+		for len(ops) > 0 {
+			res, err := s.Commit(ctx, store.CommitRequest{Context: "d", Author: "t", Message: "m", Ops: ops})
+			if err == nil {
+				if !res.Noop {
+					commits = append(commits, res.Commit)
+				}
+				break
+			}
+			ops = ops[1:]
+		}
+	}
+	checked, refused, edgesToo := 0, 0, 0
+	for _, from := range commits {
+		for _, to := range commits {
+			whole, err := s.DiffStates(ctx, from, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &replay.DiffResult{Added: whole.Added, Removed: whole.Removed, Changed: whole.Changed,
+				EdgesAdded: []replay.EdgeChange{}, EdgesRemoved: []replay.EdgeChange{}, EdgesChanged: []replay.EdgeChange{}, Trust: whole.Trust}
+			wantJSON, _ := json.Marshal(want)
+			if len(whole.EdgesAdded)+len(whole.EdgesRemoved) > 0 {
+				edgesToo++
+			}
+			n := want.Len()
+			for _, limit := range []int{n - 1, n, n + 1} {
+				if limit < 1 {
+					continue
+				}
+				got, ok, err := s.DiffArtifactsWithin(ctx, from, to, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok != (n <= limit) {
+					t.Fatalf("%s..%s within %d: %v, %d artifacts differ", from.ID.Short(), to.ID.Short(), limit, ok, n)
+				}
+				if !ok {
+					refused++
+					if got != nil {
+						t.Fatalf("a refused diff came with a result")
+					}
+					continue
+				}
+				if b, _ := json.Marshal(got); string(b) != string(wantJSON) {
+					t.Fatalf("%s..%s within %d:\n got %s\nwant %s", from.ID.Short(), to.ID.Short(), limit, b, wantJSON)
+				}
+				checked++
+			}
+		}
+	}
+	if len(commits) < 20 || refused == 0 || checked == 0 || edgesToo == 0 {
+		t.Fatalf("%d commits, %d diffs checked, %d refused, %d with edges: the test needs more", len(commits), checked, refused, edgesToo)
+	}
+}

@@ -136,6 +136,17 @@ func testStoreUpgrades(t *testing.T, format string) {
 		if out.diff, err = s.DiffStates(ctx, c1, c); err != nil {
 			t.Fatal(err)
 		}
+		// The artifacts alone, through the artifacts' part of each map
+		// (a legacy map's whole, which keeps no key range together).
+		arts, ok, err := s.DiffArtifactsWithin(ctx, c1, c, 1000)
+		if err != nil || !ok {
+			t.Fatalf("DiffArtifactsWithin: %v, %v", ok, err)
+		}
+		got, _ := json.Marshal([]any{arts.Added, arts.Removed, arts.Changed})
+		want, _ := json.Marshal([]any{out.diff.Added, out.diff.Removed, out.diff.Changed})
+		if string(got) != string(want) {
+			t.Fatalf("the artifacts' diff %s, the whole diff's artifacts %s", got, want)
+		}
 		return out
 	}
 	before := map[hashing.Digest]seen{c1.ID: look(s, c1), c2.ID: look(s, c2)}

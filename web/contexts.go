@@ -452,8 +452,9 @@ func (s *server) sortedIDs(ctx context.Context, v *store.View) []string {
 // searching them again, does not pass over the state and sort it again —
 // a million took 1.8–2.8 s. The list of another commit of the context is
 // derived from the last one kept with the same filter, through the diff
-// of their maps (Store.DiffStates, which reads only what differs), when
-// the two differ by at most a quarter of the state's artifacts, so that a
+// of their artifacts (Store.DiffArtifactsWithin, which reads only the
+// artifacts that differ, and stops once they are too many), when the two
+// differ by at most a quarter of the state's artifacts, so that a
 // context written to is not listed whole again after each commit. A list
 // a failed or cancelled read cut short (v.Err) is not kept.
 func (s *server) listIDs(ctx context.Context, v *store.View, f listFilter) []string {
@@ -505,17 +506,14 @@ func (s *server) derivedIDs(ctx context.Context, ctxID string, c *replay.Commit,
 		return nil, "", false
 	}
 	most := max(prev.commit.Artifacts, c.Artifacts) / 4
-	if c.Artifacts > prev.commit.Artifacts+most || c.Artifacts < prev.commit.Artifacts-most {
-		return nil, "", false
-	}
-	d, err := s.store.DiffStates(ctx, prev.commit, c)
+	d, ok, err := s.store.DiffArtifactsWithin(ctx, prev.commit, c, most)
 	if err != nil {
 		// The whole listing then reads the map again and fails where it
 		// must; corruption met here is noted all the same.
 		s.store.NoteCorruption(err)
 		return nil, "", false
 	}
-	if len(d.Added)+len(d.Removed)+len(d.Changed) > most {
+	if !ok {
 		return nil, "", false
 	}
 	// What leaves the list and what joins it: for all ids, the removed
