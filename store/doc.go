@@ -41,7 +41,8 @@
 //     point read of a map whose leaves do not fit costs one read, its
 //     leaf), an artifact's edges are one prefix each way, and whole
 //     reads walk a prefix a window at a time, each window's nodes read a
-//     level at a time (prefetch.go; a view loaded whole or of an old
+//     level at a time, the next window's while this one's entries are
+//     yielded (rangeWalk; prefetch.go; a view loaded whole or of an old
 //     commit with half the cores, so that the committer is not left
 //     waiting for a processor behind it — readerWorkers); a request of
 //     many ops first reads
@@ -104,7 +105,9 @@
 //     (DiffStates, which reads what differs a window at a time, each a
 //     level at a time, and lets each window go before the next:
 //     diffWindows); the UI diffs two commits of one context so and
-//     passes over the artifacts of two contexts. A page of a list (the
+//     passes over the artifacts of two contexts, and carries a list of
+//     ids to another commit through the diff of the artifacts' part of
+//     the two maps alone (DiffArtifactsWithin). A page of a list (the
 //     artifacts or edges after a cursor, the outbox's effects) is a walk
 //     of the map from the
 //     cursor's key (mapSource.walk through graph.Ranger): it skips, unread,
