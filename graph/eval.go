@@ -3,6 +3,7 @@ package graph
 import (
 	"iter"
 	"slices"
+	"sync"
 )
 
 // AnswerEval is the structural evaluation of one answer. Sources counts
@@ -208,15 +209,45 @@ func (j judge) whole(quarantined, poisonRoots int) Evaluation {
 // source ids come in that same order, are walked side by side, so each
 // claim meets the edges leaving it as the walk passes them — no set of
 // every claim (a million strings in a map, at a million claims), and no
-// edge read before the first claim.
+// edge read before the first claim. Over a source that splits its
+// artifacts (Splitter), two workers walk the two halves of that order.
 func (j judge) wholeInOrder(quarantined, poisonRoots int) Evaluation {
 	s := j.s
 	ev := j.start(quarantined, poisonRoots)
-	var answers []string
+	arts, mid := s.ArtifactHalves()
+	edges := [2]iter.Seq[*Edge]{s.EdgesAfter(EdgeKey{}), func(func(*Edge) bool) {}}
+	if mid != "" {
+		edges = [2]iter.Seq[*Edge]{
+			func(yield func(*Edge) bool) {
+				for e := range s.EdgesAfter(EdgeKey{}) {
+					if e.From >= mid || !yield(e) {
+						return
+					}
+				}
+			},
+			// No edge key sorts between {mid} and mid's first edge.
+			s.EdgesAfter(EdgeKey{From: mid}),
+		}
+	}
+	var dangling, answers [2][]string
+	var wg sync.WaitGroup
+	for w := range arts {
+		wg.Go(func() { dangling[w], answers[w] = j.claimsInOrder(arts[w], edges[w]) })
+	}
+	wg.Wait()
+	ev.DanglingClaims = append(append(ev.DanglingClaims, dangling[0]...), dangling[1]...)
+	j.answers(&ev, append(answers[0], answers[1]...))
+	return ev
+}
+
+// claimsInOrder walks arts, artifacts in id order, and edges, the edges
+// leaving them in key order, side by side: it returns the claims no edge
+// of a dependency relation leaves, and the answers, in id order.
+func (j judge) claimsInOrder(arts iter.Seq[*Artifact], edges iter.Seq[*Edge]) (dangling, answers []string) {
 	var next func() (*Edge, bool)
 	var e *Edge
 	more := true
-	for a := range s.ArtifactsFrom("") {
+	for a := range arts {
 		switch a.Type {
 		case "answer":
 			answers = append(answers, a.ID)
@@ -226,7 +257,7 @@ func (j judge) wholeInOrder(quarantined, poisonRoots int) Evaluation {
 			continue
 		}
 		if next == nil {
-			pull, stop := iter.Pull(s.EdgesAfter(EdgeKey{}))
+			pull, stop := iter.Pull(edges)
 			defer stop()
 			next = pull
 			e, more = next()
@@ -236,15 +267,14 @@ func (j judge) wholeInOrder(quarantined, poisonRoots int) Evaluation {
 		}
 		depends := false
 		for more && e.From == a.ID {
-			depends = depends || s.rels.Depends(e.Rel)
+			depends = depends || j.s.rels.Depends(e.Rel)
 			e, more = next()
 		}
 		if !depends {
-			ev.DanglingClaims = append(ev.DanglingClaims, a.ID)
+			dangling = append(dangling, a.ID)
 		}
 	}
-	j.answers(&ev, answers)
-	return ev
+	return dangling, answers
 }
 
 // dependsOnSomething reports whether an edge of a dependency relation

@@ -90,8 +90,23 @@ func TestEvaluateMatchesOracle(t *testing.T) {
 		if _, err := rf.ApplyOps(ops); err != nil {
 			t.Fatal(err)
 		}
+		// Over a source that splits its artifacts, two workers walk the
+		// two halves, each side by side with its half of the edges.
+		ssrc := &splittingSource{rangingSource: &rangingSource{stateSource: newStateSource(snap)}}
+		if ids := snap.ArtifactIDs(); len(ids) > 0 {
+			ssrc.mid = ids[r.IntN(len(ids))]
+		}
+		split, err := NewStateOver(s.ruleset, ssrc, Counts{snap.nArt, snap.nTomb, snap.nEdge}, definitionsOf(snap), snap.acc.Clone())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sf := split.Fork()
+		if _, err := sf.ApplyOps(ops); err != nil {
+			t.Fatal(err)
+		}
 		for name, st := range map[string]*State{"whole": s, "over a source": lz, "a fork over a source": f,
-			"over a ranging source": ranged, "a fork over a ranging source": rf} {
+			"over a ranging source": ranged, "a fork over a ranging source": rf,
+			"over a splitting source": split, "a fork over a splitting source": sf} {
 			got, want := Evaluate(st, nil), evaluateOracle(st, ComputeTrust(st, RoleBase(st.RoleOf, nil)))
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("seed %d, %s:\n got %+v\nwant %+v", seed, name, got, want)

@@ -296,6 +296,43 @@ type Ranger interface {
 	EdgesFrom(from EdgeKey) iter.Seq[*Edge]
 }
 
+// Splitter is a Ranger that can name, cheaply, an id near the middle of
+// its artifacts' ids (a state map reads one path down its trie): a pass
+// over a big state's artifacts can then be shared by two workers
+// (State.ArtifactHalves).
+type Splitter interface {
+	Ranger
+	// MiddleArtifact returns an id that about half of the source's
+	// artifacts sort before, or false when it has too few to be worth
+	// splitting or cannot tell.
+	MiddleArtifact() (string, bool)
+}
+
+// ArtifactHalves returns two sequences that together yield every
+// artifact of s once, each in id order, every id of the first before
+// every id of the second, and the id they meet at: over a source that
+// can split its artifacts (Splitter), its middle id, so that two
+// workers share a pass over a big state; otherwise the first yields
+// every artifact (ArtifactsFrom) and the second none, and the id is "".
+func (s *State) ArtifactHalves() ([2]iter.Seq[*Artifact], string) {
+	sp, ok := s.Source().(Splitter)
+	var mid string
+	if ok {
+		mid, ok = sp.MiddleArtifact()
+	}
+	if !ok || mid == "" {
+		return [2]iter.Seq[*Artifact]{s.ArtifactsFrom(""), func(func(*Artifact) bool) {}}, ""
+	}
+	first := func(yield func(*Artifact) bool) {
+		for a := range s.ArtifactsFrom("") {
+			if a.ID >= mid || !yield(a) {
+				return
+			}
+		}
+	}
+	return [2]iter.Seq[*Artifact]{first, s.ArtifactsFrom(mid)}, mid
+}
+
 // ArtifactsFrom yields the artifacts of s whose ids sort bytewise at or
 // after from (every artifact for ""), in id order, until the caller
 // stops: the artifacts under a prefix, or a page from a cursor. Over a

@@ -912,3 +912,84 @@ func TestArtifactsFromIncludesItsKey(t *testing.T) {
 		}
 	}
 }
+
+// splittingSource is a rangingSource that names a given id as the middle
+// of its artifacts (Splitter).
+type splittingSource struct {
+	*rangingSource
+	mid string
+}
+
+func (src *splittingSource) MiddleArtifact() (string, bool) { return src.mid, src.mid != "" }
+
+// TestArtifactHalves: over a source that splits its artifacts, with
+// layers above it (forks absorbed, which put, retype and delete, and one
+// fork not), the two halves end to end are the state's ids in order, each
+// half's ids on its side of the middle, whatever id the source names —
+// one of its own, one between, before or past them all, one only a layer
+// holds — and ArtifactIDs is the oracle's. Without a middle, the first
+// half is every artifact.
+func TestArtifactHalves(t *testing.T) {
+	for seed := range uint64(8) {
+		s, _, _ := forkGenState(t, seed)
+		snap := wholeCopy(s)
+		ssrc := &splittingSource{rangingSource: &rangingSource{stateSource: newStateSource(snap)}}
+		split, err := NewStateOver(s.ruleset, ssrc, Counts{snap.nArt, snap.nTomb, snap.nEdge}, definitionsOf(snap), snap.acc.Clone())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(seed, 9))
+		whole := wholeCopy(s)
+		for step := range 6 {
+			ops := forkOps(r, whole, forkGenIDs, false)
+			f := split.Fork()
+			if _, err := f.ApplyOps(ops); err != nil {
+				continue
+			}
+			if _, err := whole.ApplyOps(ops); err != nil {
+				t.Fatalf("seed %d: the whole state refused what the fork took: %v", seed, err)
+			}
+			top := f
+			if step < 5 {
+				if err := split.Absorb(f); err != nil {
+					t.Fatal(err)
+				}
+				top = split
+			}
+			want := whole.ArtifactIDs()
+			mids := []string{"", " ", "~~~~"}
+			for _, id := range snap.ArtifactIDs() {
+				mids = append(mids, id, id+"!")
+			}
+			if len(want) > 0 {
+				mids = append(mids, want[len(want)/2], want[0], want[len(want)-1])
+			}
+			for _, mid := range mids {
+				ssrc.mid = mid
+				where := fmt.Sprintf("seed %d step %d, middle %q", seed, step, mid)
+				halves, at := top.ArtifactHalves()
+				if at != mid {
+					t.Fatalf("%s: the halves meet at %q", where, at)
+				}
+				var got []string
+				for h, half := range halves {
+					for a := range half {
+						if mid != "" && (h == 0) != (a.ID < mid) {
+							t.Fatalf("%s: %q in half %d", where, a.ID, h)
+						}
+						if mid == "" && h == 1 {
+							t.Fatalf("%s: no middle, yet the second half yields %q", where, a.ID)
+						}
+						got = append(got, a.ID)
+					}
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: the halves yield %q, want %q", where, got, want)
+				}
+				if ids := top.ArtifactIDs(); !slices.Equal(ids, want) {
+					t.Fatalf("%s: ArtifactIDs %q, want %q", where, ids, want)
+				}
+			}
+		}
+	}
+}

@@ -253,6 +253,24 @@ func (s *State) LastVersion(id string) int64 {
 
 // ArtifactIDs returns all artifact ids, sorted bytewise.
 func (s *State) ArtifactIDs() []string {
+	if halves, mid := s.ArtifactHalves(); mid != "" {
+		// Two workers, each a half of the id order: their lists end to
+		// end are in order.
+		var second []string
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for a := range halves[1] {
+				second = append(second, a.ID)
+			}
+		}()
+		ids := make([]string, 0, s.nArt)
+		for a := range halves[0] {
+			ids = append(ids, a.ID)
+		}
+		<-done
+		return append(ids, second...)
+	}
 	ids := make([]string, 0, s.nArt)
 	for id := range s.allArtifacts() {
 		ids = append(ids, id)

@@ -602,6 +602,61 @@ func (m *mapSource) ArtifactsFrom(from string) iter.Seq[*graph.Artifact] {
 	}
 }
 
+// splitMin is the fewest entries of the map's artifacts' part that
+// MiddleArtifact splits: below it a pass over them is short enough for
+// one worker.
+const splitMin = 8192
+
+// MiddleArtifact implements graph.Splitter: the id of the artifact at
+// the middle of the map's artifacts, found down one path of the trie by
+// the counts its branches keep (a node or two read, the branches above
+// them most often cached).
+func (m *mapSource) MiddleArtifact() (string, bool) {
+	prefix := []byte{pArtifactEntry}
+	ref, err := triePrefixRoot(m, m.root, prefix)
+	if err != nil {
+		m.fail(err)
+		return "", false
+	}
+	if ref.count < splitMin {
+		return "", false
+	}
+	// A branch that holds every artifact holds nothing else (its entries
+	// share the prefix), so its middle entry is the middle artifact.
+	want := ref.count / 2
+	for {
+		n, err := m.node(ref.id)
+		if err != nil {
+			m.fail(err)
+			return "", false
+		}
+		if n.leaf {
+			if want >= len(n.entries) {
+				return "", false // the counts do not add up: let the walk find out
+			}
+			k := n.entries[want].key
+			if !bytes.HasPrefix(k, prefix) {
+				return "", false
+			}
+			return string(k[1:]), true
+		}
+		next := false
+		for _, c := range n.children {
+			if want < c.count {
+				ref, next = c, true
+				break
+			}
+			want -= c.count
+		}
+		if !next {
+			return "", false
+		}
+	}
+}
+
+// The map is split for a pass over its artifacts by two workers.
+var _ graph.Splitter = (*mapSource)(nil)
+
 // EdgesFrom implements graph.Ranger: the edges whose keys sort at or
 // after from's, in key order (the map's order of edge keys is (From,
 // Rel, To): their parts hold no zero byte), read from from's place.

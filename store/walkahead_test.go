@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -128,4 +129,50 @@ func mustNode(t *testing.T, s *Store, ref trieChild) *trieNode {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestMiddleArtifact: the middle a map names is the artifact half of its
+// artifacts sort before — whatever other entries (edges, tombstones,
+// trust) it holds around them — and a map of fewer than splitMin
+// artifacts is not split; a view of it lists its ids in order through
+// the two halves.
+func TestMiddleArtifact(t *testing.T) {
+	ctx := context.Background()
+	s := openWithContext(t, Options{Driver: memkv.New(), ReserveBytes: -1})
+	for _, n := range []int{splitMin - 1, splitMin, 3*splitMin + 17} {
+		ctxID := fmt.Sprintf("c%d", n)
+		if _, err := s.CreateContext(ctx, ctxID, ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+		var ops []graph.Op
+		var ids []string
+		for i := range n {
+			id := fmt.Sprintf("%x", i*7919%100003)
+			ids = append(ids, id)
+			ops = append(ops, notePut(id, i, "x"))
+			if i > 0 {
+				ops = append(ops, link(id, "mentions", ids[i/2]))
+			}
+		}
+		ops = append(ops, notePut("zz-gone", 0, "x"))
+		mustCommit(t, s, ctxID, ops...)
+		c := mustCommit(t, s, ctxID, graph.Op{Op: graph.OpDelete, ID: "zz-gone"})
+		slices.Sort(ids)
+		mid, ok := newMapSource(ctx, s, ctxID, c).MiddleArtifact()
+		switch {
+		case n < splitMin && ok:
+			t.Errorf("%d artifacts: split at %q, want no split", n, mid)
+		case n >= splitMin && (!ok || mid != ids[len(ids)/2]):
+			t.Errorf("%d artifacts: split at %q, %v; want %q", n, mid, ok, ids[len(ids)/2])
+		}
+		s.nodes.clear()
+		if err := s.ReadCommit(ctx, ctxID, c, func(v *View) error {
+			if got := v.State.ArtifactIDs(); !slices.Equal(got, ids) {
+				t.Errorf("%d artifacts: a view lists %d ids, not the %d in order", n, len(got), len(ids))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

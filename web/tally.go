@@ -119,6 +119,19 @@ func (c *tallied) add(id string) {
 	}
 }
 
+// merge adds o, the same key counted over other artifacts, to c: the
+// counts add, and the smallest ids of both are the smallest of the
+// union (each holds its own smallest).
+func (c *tallied) merge(o *tallied) {
+	c.n += o.n
+	if len(o.samples) == 0 {
+		return
+	}
+	samples := append(slices.Clone(c.samples), o.samples...)
+	slices.SortFunc(samples, compareIDs)
+	c.samples = samples[:min(len(samples), tallySamples)]
+}
+
 // remove uncounts id, an artifact of the key. It reports whether the
 // samples left still hold the first min(clusterSamples, n) ids: false
 // when too many of them left for the next ones to be known.
@@ -131,44 +144,121 @@ func (c *tallied) remove(id string) bool {
 }
 
 // buildTally counts the tally of st grouped by group, status giving each
-// artifact's trust status: one pass over the artifacts, one over the
-// edges shared by two workers.
+// artifact's trust status: one pass over the artifacts — shared by two
+// workers, each a half of the id order, over a state map that splits
+// them (graph.State.ArtifactHalves) — and one over the edges, shared by
+// two workers.
 func buildTally(st *graph.State, status func(id string) graph.Status, group string) *tally {
+	halves, mid := st.ArtifactHalves()
+	if mid == "" {
+		return buildTallyOnce(st, status, group)
+	}
+	var parts [2]*tallyPart
+	var wg sync.WaitGroup
+	for w := range parts {
+		wg.Go(func() { parts[w] = countTallyArtifacts(halves[w], status, group, st.NumArtifacts()/2, 0) })
+	}
+	wg.Wait()
+	// One numbering of the keys of both halves: each half's own numbers
+	// map to it through remap.
+	t := &tally{keys: map[clusterKey]*tallied{}}
+	byKey := map[clusterKey]int32{}
+	var keys []clusterKey
+	var remap [2][]int32
+	for w, p := range parts {
+		for i, k := range p.keys {
+			g, ok := byKey[k]
+			if !ok {
+				g = int32(len(keys))
+				byKey[k] = g
+				keys = append(keys, k)
+				t.keys[k] = &tallied{}
+			}
+			t.keys[k].merge(p.all[i])
+			remap[w] = append(remap[w], g)
+		}
+	}
+	// An edge's source lies in the half its worker reads; its target in
+	// the half its id sorts into.
+	of := func(id string) (int32, bool) {
+		w := 0
+		if id >= mid {
+			w = 1
+		}
+		i, ok := parts[w].of[id]
+		if !ok {
+			return 0, false
+		}
+		return remap[w][i], true
+	}
+	var counted [2]map[tallyEdge]int
+	for w, edges := range edgesAround(st, mid) {
+		wg.Go(func() { counted[w] = countTallyEdges(edges, of, keys) })
+	}
+	wg.Wait()
+	t.edges = counted[0]
+	for e, n := range counted[1] {
+		t.edges[e] += n
+	}
+	return t
+}
+
+// tallyPart is what one pass over artifacts counted: each key numbered
+// (byKey, keys), its count and smallest ids (all), and each artifact's
+// key by its number (of).
+type tallyPart struct {
+	byKey  map[clusterKey]int32
+	keys   []clusterKey
+	all    []*tallied
+	of     map[string]int32
+	sample []string
+}
+
+// countTallyArtifacts counts the artifacts arts yields, grouped by group,
+// for a state of about size of them; with sampleEvery > 0 it also keeps
+// every sampleEvery-th id.
+func countTallyArtifacts(arts iter.Seq[*graph.Artifact], status func(id string) graph.Status, group string, size, sampleEvery int) *tallyPart {
+	p := &tallyPart{byKey: map[clusterKey]int32{}, of: make(map[string]int32, size)}
+	for a := range arts {
+		if sampleEvery > 0 && len(p.of)%sampleEvery == 0 {
+			p.sample = append(p.sample, a.ID)
+		}
+		k := clusterKeyOf(a, status(a.ID), group)
+		i, ok := p.byKey[k]
+		if !ok {
+			i = int32(len(p.all))
+			p.byKey[k] = i
+			p.keys = append(p.keys, k)
+			p.all = append(p.all, &tallied{})
+		}
+		p.all[i].add(a.ID)
+		p.of[a.ID] = i
+	}
+	return p
+}
+
+// buildTallyOnce is buildTally with one pass over the artifacts.
+func buildTallyOnce(st *graph.State, status func(id string) graph.Status, group string) *tally {
 	// Each key gets a number, kept per id so that the edge pass costs
 	// one lookup per end (measured: cheaper than looking up each end's
 	// artifact and trust, and far cheaper than walking 100k small
-	// out-edge maps).
-	byKey := map[clusterKey]int32{}
-	var keys []clusterKey
-	var all []*tallied
-	of := make(map[string]int32, st.NumArtifacts())
-	// Every sampleEvery-th id, to split the edges' key order in two.
+	// out-edge maps). Every sampleEvery-th id is kept, to split the
+	// edges' key order in two.
 	sampleEvery := max(1, st.NumArtifacts()/splitSamples)
-	var sample []string
-	st.RangeArtifacts(func(a *graph.Artifact) bool {
-		if len(of)%sampleEvery == 0 {
-			sample = append(sample, a.ID)
-		}
-		k := clusterKeyOf(a, status(a.ID), group)
-		i, ok := byKey[k]
-		if !ok {
-			i = int32(len(all))
-			byKey[k] = i
-			keys = append(keys, k)
-			all = append(all, &tallied{})
-		}
-		all[i].add(a.ID)
-		of[a.ID] = i
-		return true
-	})
-	t := &tally{keys: make(map[clusterKey]*tallied, len(all))}
-	for i, k := range keys {
-		t.keys[k] = all[i]
+	arts := func(yield func(*graph.Artifact) bool) { st.RangeArtifacts(yield) }
+	p := countTallyArtifacts(arts, status, group, st.NumArtifacts(), sampleEvery)
+	t := &tally{keys: make(map[clusterKey]*tallied, len(p.all))}
+	for i, k := range p.keys {
+		t.keys[k] = p.all[i]
+	}
+	of := func(id string) (int32, bool) {
+		i, ok := p.of[id]
+		return i, ok
 	}
 	var parts [2]map[tallyEdge]int
 	var wg sync.WaitGroup
-	for w, edges := range edgeHalves(st, sample) {
-		wg.Go(func() { parts[w] = countTallyEdges(edges, of, keys) })
+	for w, edges := range edgeHalves(st, p.sample) {
+		wg.Go(func() { parts[w] = countTallyEdges(edges, of, p.keys) })
 	}
 	wg.Wait()
 	t.edges = parts[0]
@@ -193,19 +283,7 @@ const splitSamples = 1024
 func edgeHalves(st *graph.State, sample []string) [2]iter.Seq[*graph.Edge] {
 	if _, ok := st.Source().(graph.Ranger); ok && len(sample) > 0 {
 		slices.Sort(sample)
-		mid := sample[len(sample)/2]
-		return [2]iter.Seq[*graph.Edge]{
-			func(yield func(*graph.Edge) bool) {
-				for e := range st.EdgesAfter(graph.EdgeKey{}) {
-					if e.From >= mid || !yield(e) {
-						return
-					}
-				}
-			},
-			// Every edge from mid on: no key sorts between {mid} and
-			// mid's first edge (a relation is never empty).
-			st.EdgesAfter(graph.EdgeKey{From: mid}),
-		}
+		return edgesAround(st, sample[len(sample)/2])
 	}
 	var out [2]iter.Seq[*graph.Edge]
 	for w := range out {
@@ -221,12 +299,30 @@ func edgeHalves(st *graph.State, sample []string) [2]iter.Seq[*graph.Edge] {
 	return out
 }
 
+// edgesAround returns the edges of st, a state over a map that reads in
+// key order, in two halves of that order: those whose source id sorts
+// before mid, and the others.
+func edgesAround(st *graph.State, mid string) [2]iter.Seq[*graph.Edge] {
+	return [2]iter.Seq[*graph.Edge]{
+		func(yield func(*graph.Edge) bool) {
+			for e := range st.EdgesAfter(graph.EdgeKey{}) {
+				if e.From >= mid || !yield(e) {
+					return
+				}
+			}
+		},
+		// Every edge from mid on: no key sorts between {mid} and
+		// mid's first edge (a relation is never empty).
+		st.EdgesAfter(graph.EdgeKey{From: mid}),
+	}
+}
+
 // countTallyEdges counts the edges edges yields whose ends are both
 // artifacts of the state, by the keys of their ends and their relation:
-// of numbers each artifact's key in keys. The counts live in a dense
+// of gives each artifact's key by its number in keys. The counts live in a dense
 // table while there are few keys (and relations in a short list), so
 // that the pass allocates next to nothing; past that, in a map.
-func countTallyEdges(edges iter.Seq[*graph.Edge], of map[string]int32, keys []clusterKey) map[tallyEdge]int {
+func countTallyEdges(edges iter.Seq[*graph.Edge], of func(id string) (int32, bool), keys []clusterKey) map[tallyEdge]int {
 	type slot struct{ from, to, rel int32 }
 	var rels []string
 	var sparse map[slot]int
@@ -238,11 +334,11 @@ func countTallyEdges(edges iter.Seq[*graph.Edge], of map[string]int32, keys []cl
 		sparse = map[slot]int{}
 	}
 	for e := range edges {
-		from, ok := of[e.From]
+		from, ok := of(e.From)
 		if !ok {
 			continue
 		}
-		to, ok := of[e.To]
+		to, ok := of(e.To)
 		if !ok {
 			continue
 		}

@@ -324,10 +324,19 @@ func TestOtherClusterOffersTheFirstSamples(t *testing.T) {
 
 // TestTallyEdgesSplitInKeyOrder: over a state map (a view at an old
 // commit, and a head with commits layered over its map after a restart),
-// buildTally's edge pass is split in two halves of the edges' key order;
-// its edge counts equal a plain count over every edge of the state, for
-// each grouping — no edge counted twice or left out at the split.
+// buildTally's edge pass is split in two halves of the edges' key order,
+// and over a map of at least the store's split size its pass over the
+// artifacts too (graph.State.ArtifactHalves); its counts, samples and
+// edge counts equal a plain count over every artifact and edge of the
+// state, for each grouping — nothing counted twice or left out at a
+// split.
 func TestTallyEdgesSplitInKeyOrder(t *testing.T) {
+	for _, n := range []int{3000, 9000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) { testTallySplit(t, n) })
+	}
+}
+
+func testTallySplit(t *testing.T, n int) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	open := func() *store.Store {
@@ -338,8 +347,10 @@ func TestTallyEdgesSplitInKeyOrder(t *testing.T) {
 		return st
 	}
 	st := open()
-	const n = 3000
-	first := loadBig(t, st, "c", n)
+	loadBig(t, st, "c", n)
+	// An id in the second half of the byte order whose natural place is
+	// among the first claims': merging the halves' samples must sort.
+	first := commit(t, st, "c", "", "agent", "short id", putOp(t, "a05", "claim", "agent", map[string]any{"text": "short"}), linkOp("a05", "derived_from", "a00000"))
 	r := rand.New(rand.NewPCG(5, 35))
 	for k := 0; k < 30; k++ {
 		_, _ = st.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: fmt.Sprint(k), Ops: tallyOps(t, r, n, k)})
@@ -356,6 +367,9 @@ func TestTallyEdgesSplitInKeyOrder(t *testing.T) {
 		if _, ok := v.State.Source().(graph.Ranger); !ok {
 			t.Fatalf("%s: the view does not read a state map in key order; the test needs one", where)
 		}
+		if _, mid := v.State.ArtifactHalves(); (mid != "") != (n >= 8192) {
+			t.Fatalf("%s: %d artifacts split at %q", where, n, mid)
+		}
 		status := unconfirmedOf(v.Trust).status
 		for _, group := range []string{"type", "producer", "trust"} {
 			got := buildTally(v.State, status, group)
@@ -369,6 +383,21 @@ func TestTallyEdgesSplitInKeyOrder(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got.edges, want) {
 				t.Fatalf("%s, group %s: edges\n got %v\nwant %v", where, group, got.edges, want)
+			}
+			ids := map[clusterKey][]string{}
+			for _, a := range v.State.Artifacts() {
+				k := clusterKeyOf(a, status(a.ID), group)
+				ids[k] = append(ids[k], a.ID)
+			}
+			if len(got.keys) != len(ids) {
+				t.Fatalf("%s, group %s: %d keys, want %d", where, group, len(got.keys), len(ids))
+			}
+			for k, l := range ids {
+				slices.SortFunc(l, compareIDs)
+				c := got.keys[k]
+				if c == nil || c.n != len(l) || !slices.Equal(c.samples, l[:min(len(l), tallySamples)]) {
+					t.Fatalf("%s, group %s, key %v: %+v, want %d artifacts, samples %v", where, group, k, c, len(l), l[:min(len(l), tallySamples)])
+				}
 			}
 		}
 	}
