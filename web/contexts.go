@@ -452,9 +452,10 @@ func (s *server) sortedIDs(ctx context.Context, v *store.View) []string {
 // searching them again, does not pass over the state and sort it again —
 // a million took 1.8–2.8 s. The list of another commit of the context is
 // derived from the last one kept with the same filter, through the diff
-// of their artifacts (Store.DiffArtifactsWithin, which reads only the
-// artifacts that differ, and stops once they are too many), when the two
-// differ by at most a quarter of the state's artifacts, so that a
+// of their artifacts (Store.DiffArtifactsWithin, which reads the part of
+// each map that holds artifacts, where they differ, and stops once too
+// many do), when the two differ by at most a quarter of the state's
+// artifacts (one, for a state of fewer than four), so that a
 // context written to is not listed whole again after each commit. A list
 // a failed or cancelled read cut short (v.Err) is not kept.
 func (s *server) listIDs(ctx context.Context, v *store.View, f listFilter) []string {
@@ -493,9 +494,10 @@ func (s *server) listIDs(ctx context.Context, v *store.View, f listFilter) []str
 // derivedIDs returns the ids f keeps of the state at commit c of context
 // ctxID in natural order, from the list kept last with f for another
 // commit of the context (whose key it returns) and the diff of the two
-// commits' maps; false when there is no such list, the two differ by more
-// than a quarter of the state's artifacts, or the diff fails (the caller
-// then lists the state whole).
+// commits' artifacts; false when there is no such list, the two differ
+// by more than a quarter of the state's artifacts (one, for a state of
+// fewer than four), or the diff fails (the caller then lists the state
+// whole).
 func (s *server) derivedIDs(ctx context.Context, ctxID string, c *replay.Commit, f listFilter) ([]string, string, bool) {
 	key, ok := s.listedAt.Get(ctxID + f.suffix())
 	if !ok {
