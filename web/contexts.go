@@ -330,23 +330,25 @@ func (s *server) collectArtifacts(ctx context.Context, v *store.View, view *cont
 	from := (pageNo - 1) * artifactsPerPage
 	data := func(a *graph.Artifact) (json.RawMessage, error) { return v.Data(a) }
 	scanned := 0
-	for i := range cands {
-		c := &cands[i]
-		if needle != "" && !strings.Contains(strings.ToLower(c.id), needle) {
+	for _, id := range cands {
+		var a *graph.Artifact // looked up once, when something needs it
+		if needle != "" && !strings.Contains(strings.ToLower(id), needle) {
 			if scanned >= s.textScan {
 				view.TextCapped = true
 				continue
 			}
 			scanned++
-			a := c.artifact(st)
-			if a == nil || !strings.Contains(strings.ToLower(s.said.get(a, data)), needle) {
+			if a = st.Artifact(id); a == nil || !strings.Contains(strings.ToLower(s.said.get(a, data)), needle) {
 				continue
 			}
 		}
 		if view.Matched >= from && view.Matched < from+artifactsPerPage {
-			if a := c.artifact(st); a != nil {
-				view.Rows = append(view.Rows, artifactRow{ID: c.id, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy,
-					Status: tr.Status(c.id), Said: cut(s.said.get(a, data), saidRow)})
+			if a == nil {
+				a = st.Artifact(id)
+			}
+			if a != nil {
+				view.Rows = append(view.Rows, artifactRow{ID: id, Type: a.Type, Version: a.Version, ProducedBy: a.ProducedBy,
+					Status: tr.Status(id), Said: cut(s.said.get(a, data), saidRow)})
 			}
 		}
 		view.Matched++
@@ -383,56 +385,43 @@ func fillSearchOptions(view *contextView, types map[string]int) {
 	}
 }
 
-// candidate is an artifact that may match a search: its id, and its
-// metadata once something read it.
-type candidate struct {
-	id string
-	a  *graph.Artifact
-}
-
-// artifact returns c's metadata, looking it up in st the first time.
-func (c *candidate) artifact(st *graph.State) *graph.Artifact {
-	if c.a == nil {
-		c.a = st.Artifact(c.id)
-	}
-	return c.a
-}
-
-// candidates returns, in natural id order, the artifacts of v's state
-// that pass search's type, producer and trust filters (the text is
-// matched later, in page order), reading as little as each filter needs:
+// candidates returns, in natural id order, the ids of the artifacts of
+// v's state that pass search's type, producer and trust filters (the text
+// is matched later, in page order), reading as little as each filter
+// needs:
 //
 //   - a trust filter other than "confirmed" alone: the unconfirmed
 //     artifacts the trust index lists, and nothing else;
 //   - otherwise the ids of the type and producer asked for, or all of
 //     them (listIDs: kept by commit, or derived from another commit's),
-//     with the trust filter applied to each.
+//     with the trust filter applied to each — without one, that list
+//     itself, which the caller must not change.
 //
 // A trust filter judges an artifact the index does not list as
 // unconfirmed as confirmed, as the index does.
-func (s *server) candidates(ctx context.Context, v *store.View, search searchQuery) []candidate {
+func (s *server) candidates(ctx context.Context, v *store.View, search searchQuery) []string {
 	var unconfirmed unconfirmedSet
 	if search.Status != "" {
 		unconfirmed = unconfirmedOf(v.Trust)
 	}
-	trusted := func(id string) bool {
-		return unconfirmed == nil || statusMatches(search.Status, unconfirmed.status(id))
-	}
 	if unconfirmed != nil && search.Type == "" && search.Producer == "" && !statusMatches(search.Status, graph.StatusConfirmed) {
-		var out []candidate
+		var out []string
 		for id, status := range unconfirmed {
 			if statusMatches(search.Status, status) {
-				out = append(out, candidate{id: id})
+				out = append(out, id)
 			}
 		}
-		slices.SortFunc(out, func(a, b candidate) int { return compareIDs(a.id, b.id) })
+		slices.SortFunc(out, compareIDs)
 		return out
 	}
 	ids := s.listIDs(ctx, v, listFilter{typ: search.Type, producer: search.Producer})
-	out := make([]candidate, 0, len(ids))
+	if unconfirmed == nil {
+		return ids
+	}
+	var out []string
 	for _, id := range ids {
-		if trusted(id) {
-			out = append(out, candidate{id: id})
+		if statusMatches(search.Status, unconfirmed.status(id)) {
+			out = append(out, id)
 		}
 	}
 	return out
