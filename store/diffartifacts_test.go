@@ -3,25 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
-	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/memkv"
 )
-
-// countedReads is a driver that counts the keys its batched reads ask
-// for.
-type countedReads struct {
-	kv.Driver
-	keys atomic.Int64
-}
-
-func (d *countedReads) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	d.keys.Add(int64(len(keys)))
-	return d.Driver.GetMany(ctx, keys)
-}
 
 // TestDiffArtifactsReadsNoEdges: between two commits that differ by one
 // artifact and 20,000 edges, DiffArtifactsWithin reads a few nodes of
@@ -29,7 +15,7 @@ func (d *countedReads) GetMany(ctx context.Context, keys [][]byte) ([][]byte, er
 // the edges' hundreds of leaves; and it finds the one artifact.
 func TestDiffArtifactsReadsNoEdges(t *testing.T) {
 	ctx := context.Background()
-	d := &countedReads{Driver: memkv.New()}
+	d := &nodeCalls{Driver: memkv.New()}
 	s := openWithContext(t, Options{Driver: d, ReserveBytes: -1})
 	var ops []graph.Op
 	for i := range 20_000 {

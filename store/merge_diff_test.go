@@ -267,32 +267,7 @@ func TestDiffStatesWithin(t *testing.T) {
 	if _, err := s.CreateContext(ctx, "d", store.ModeObserve); err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(35, 1))
-	commits := []*replay.Commit{mHead(t, s, "d", "main")}
-	for i := range 60 {
-		var ops []graph.Op
-		for range 1 + r.IntN(8) {
-			id := fmt.Sprintf("a%02d", r.IntN(40))
-			switch r.IntN(4) {
-			case 0, 1:
-				ops = append(ops, mPut(id, "claim", map[string]any{"i": i, "r": r.IntN(3)}))
-			case 2:
-				ops = append(ops, mLink(id, "mentions", fmt.Sprintf("a%02d", r.IntN(40))))
-			default:
-				ops = append(ops, graph.Op{Op: graph.OpDelete, ID: id})
-			}
-		}
-		for len(ops) > 0 {
-			res, err := s.Commit(ctx, store.CommitRequest{Context: "d", Author: "t", Message: "m", Ops: ops})
-			if err == nil {
-				if !res.Noop {
-					commits = append(commits, res.Commit)
-				}
-				break
-			}
-			ops = ops[1:]
-		}
-	}
+	commits := randomHistory(t, s, "d", rand.New(rand.NewPCG(35, 1)))
 	checked, refused := 0, 0
 	for _, from := range commits {
 		for _, to := range commits {
@@ -342,32 +317,7 @@ func TestDiffArtifactsWithin(t *testing.T) {
 	if _, err := s.CreateContext(ctx, "d", store.ModeObserve); err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(36, 2))
-	commits := []*replay.Commit{mHead(t, s, "d", "main")}
-	for i := range 60 {
-		var ops []graph.Op
-		for range 1 + r.IntN(8) {
-			id := fmt.Sprintf("a%02d", r.IntN(40))
-			switch r.IntN(5) {
-			case 0, 1:
-				ops = append(ops, mPut(id, []string{"claim", "note"}[r.IntN(2)], map[string]any{"i": i, "r": r.IntN(3)}))
-			case 2, 3:
-				ops = append(ops, mLink(id, "mentions", fmt.Sprintf("a%02d", r.IntN(40))))
-			default:
-				ops = append(ops, graph.Op{Op: graph.OpDelete, ID: id})
-			}
-		}
-		for len(ops) > 0 {
-			res, err := s.Commit(ctx, store.CommitRequest{Context: "d", Author: "t", Message: "m", Ops: ops})
-			if err == nil {
-				if !res.Noop {
-					commits = append(commits, res.Commit)
-				}
-				break
-			}
-			ops = ops[1:]
-		}
-	}
+	commits := randomHistory(t, s, "d", rand.New(rand.NewPCG(36, 2)))
 	checked, refused, edgesToo := 0, 0, 0
 	for _, from := range commits {
 		for _, to := range commits {
@@ -410,4 +360,39 @@ func TestDiffArtifactsWithin(t *testing.T) {
 	if len(commits) < 20 || refused == 0 || checked == 0 || edgesToo == 0 {
 		t.Fatalf("%d commits, %d diffs checked, %d refused, %d with edges: the test needs more", len(commits), checked, refused, edgesToo)
 	}
+}
+
+// randomHistory makes 60 commits of random puts (two types), links and
+// deletes among 40 artifacts in context ctxID, dropping each commit's
+// first op until the rest is taken, and returns the head before them and
+// every commit that changed something.
+func randomHistory(t *testing.T, s *store.Store, ctxID string, r *rand.Rand) []*replay.Commit {
+	t.Helper()
+	ctx := context.Background()
+	commits := []*replay.Commit{mHead(t, s, ctxID, "main")}
+	for i := range 60 {
+		var ops []graph.Op
+		for range 1 + r.IntN(8) {
+			id := fmt.Sprintf("a%02d", r.IntN(40))
+			switch r.IntN(5) {
+			case 0, 1:
+				ops = append(ops, mPut(id, []string{"claim", "note"}[r.IntN(2)], map[string]any{"i": i, "r": r.IntN(3)}))
+			case 2, 3:
+				ops = append(ops, mLink(id, "mentions", fmt.Sprintf("a%02d", r.IntN(40))))
+			default:
+				ops = append(ops, graph.Op{Op: graph.OpDelete, ID: id})
+			}
+		}
+		for len(ops) > 0 {
+			res, err := s.Commit(ctx, store.CommitRequest{Context: ctxID, Author: "t", Message: "m", Ops: ops})
+			if err == nil {
+				if !res.Noop {
+					commits = append(commits, res.Commit)
+				}
+				break
+			}
+			ops = ops[1:]
+		}
+	}
+	return commits
 }
