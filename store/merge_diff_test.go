@@ -256,109 +256,75 @@ func wholeDiffJSON(t *testing.T, s *store.Store, ctxID string, from, to *replay.
 	return string(b)
 }
 
-// TestDiffStatesWithin: over every pair of commits of a history that
-// puts, rewrites, deletes, links and unlinks, DiffStatesWithin with
-// limits around each pair's diff gives the diff DiffStates gives when it
-// holds at most limit artifacts and edges, and false (no diff) when it
-// holds more.
-func TestDiffStatesWithin(t *testing.T) {
+// TestDiffWithin: over every pair of commits of a history that puts,
+// retypes, deletes, links and unlinks, a bounded diff with limits around
+// the size of the diff it bounds gives that diff when it holds at most
+// limit entries, and false (no diff) when it holds more:
+// DiffStatesWithin bounds DiffStates (artifacts and edges), and
+// DiffArtifactsWithin its artifact lists alone (and gives no edges).
+func TestDiffWithin(t *testing.T) {
 	ctx := context.Background()
-	s := mOpen(t, t.TempDir())
-	if _, err := s.CreateContext(ctx, "d", store.ModeObserve); err != nil {
-		t.Fatal(err)
-	}
-	commits := randomHistory(t, s, "d", rand.New(rand.NewPCG(35, 1)))
-	checked, refused := 0, 0
-	for _, from := range commits {
-		for _, to := range commits {
-			want, err := s.DiffStates(ctx, from, to)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantJSON, _ := json.Marshal(want)
-			for _, limit := range []int{want.Len() - 1, want.Len(), want.Len() + 1} {
-				if limit < 1 {
-					continue
-				}
-				got, ok, err := s.DiffStatesWithin(ctx, from, to, limit)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ok != (want.Len() <= limit) {
-					t.Fatalf("%s..%s within %d: %v, the diff holds %d", from.ID.Short(), to.ID.Short(), limit, ok, want.Len())
-				}
-				if !ok {
-					refused++
-					if got != nil {
-						t.Fatalf("a refused diff came with a result")
-					}
-					continue
-				}
-				if b, _ := json.Marshal(got); string(b) != string(wantJSON) {
-					t.Fatalf("%s..%s within %d:\n got %s\nwant %s", from.ID.Short(), to.ID.Short(), limit, b, wantJSON)
-				}
-				checked++
-			}
-		}
-	}
-	if len(commits) < 20 || refused == 0 || checked == 0 {
-		t.Fatalf("%d commits, %d diffs checked, %d refused: the test needs more", len(commits), checked, refused)
-	}
-}
-
-// TestDiffArtifactsWithin: over every pair of commits of a history that
-// puts, rewrites, deletes, links and unlinks, DiffArtifactsWithin with
-// limits around the number of artifacts that differ gives DiffStates's
-// artifact lists, and no edges, when they hold at most limit entries,
-// and false (no diff) when they hold more.
-func TestDiffArtifactsWithin(t *testing.T) {
-	ctx := context.Background()
-	s := mOpen(t, t.TempDir())
-	if _, err := s.CreateContext(ctx, "d", store.ModeObserve); err != nil {
-		t.Fatal(err)
-	}
-	commits := randomHistory(t, s, "d", rand.New(rand.NewPCG(36, 2)))
-	checked, refused, edgesToo := 0, 0, 0
-	for _, from := range commits {
-		for _, to := range commits {
-			whole, err := s.DiffStates(ctx, from, to)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := &replay.DiffResult{Added: whole.Added, Removed: whole.Removed, Changed: whole.Changed,
+	type bounded func(ctx context.Context, from, to *replay.Commit, limit int) (*replay.DiffResult, bool, error)
+	for _, c := range []struct {
+		name   string
+		within func(*store.Store) bounded
+		// of is the part of the whole diff the bounded one gives.
+		of func(whole *replay.DiffResult) *replay.DiffResult
+	}{
+		{"states", func(s *store.Store) bounded { return s.DiffStatesWithin }, func(whole *replay.DiffResult) *replay.DiffResult { return whole }},
+		{"artifacts", func(s *store.Store) bounded { return s.DiffArtifactsWithin }, func(whole *replay.DiffResult) *replay.DiffResult {
+			return &replay.DiffResult{Added: whole.Added, Removed: whole.Removed, Changed: whole.Changed,
 				EdgesAdded: []replay.EdgeChange{}, EdgesRemoved: []replay.EdgeChange{}, EdgesChanged: []replay.EdgeChange{}, Trust: whole.Trust}
-			wantJSON, _ := json.Marshal(want)
-			if len(whole.EdgesAdded)+len(whole.EdgesRemoved) > 0 {
-				edgesToo++
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := mOpen(t, t.TempDir())
+			if _, err := s.CreateContext(ctx, "d", store.ModeObserve); err != nil {
+				t.Fatal(err)
 			}
-			n := want.Len()
-			for _, limit := range []int{n - 1, n, n + 1} {
-				if limit < 1 {
-					continue
-				}
-				got, ok, err := s.DiffArtifactsWithin(ctx, from, to, limit)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ok != (n <= limit) {
-					t.Fatalf("%s..%s within %d: %v, %d artifacts differ", from.ID.Short(), to.ID.Short(), limit, ok, n)
-				}
-				if !ok {
-					refused++
-					if got != nil {
-						t.Fatalf("a refused diff came with a result")
+			commits := randomHistory(t, s, "d", rand.New(rand.NewPCG(35, 1)))
+			within := c.within(s)
+			checked, refused, edges := 0, 0, 0
+			for _, from := range commits {
+				for _, to := range commits {
+					whole, err := s.DiffStates(ctx, from, to)
+					if err != nil {
+						t.Fatal(err)
 					}
-					continue
+					if len(whole.EdgesAdded)+len(whole.EdgesRemoved) > 0 {
+						edges++
+					}
+					want := c.of(whole)
+					wantJSON, _ := json.Marshal(want)
+					for _, limit := range []int{want.Len() - 1, want.Len(), want.Len() + 1} {
+						if limit < 1 {
+							continue
+						}
+						got, ok, err := within(ctx, from, to, limit)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if ok != (want.Len() <= limit) {
+							t.Fatalf("%s..%s within %d: %v, the diff holds %d", from.ID.Short(), to.ID.Short(), limit, ok, want.Len())
+						}
+						if !ok {
+							refused++
+							if got != nil {
+								t.Fatalf("a refused diff came with a result")
+							}
+							continue
+						}
+						if b, _ := json.Marshal(got); string(b) != string(wantJSON) {
+							t.Fatalf("%s..%s within %d:\n got %s\nwant %s", from.ID.Short(), to.ID.Short(), limit, b, wantJSON)
+						}
+						checked++
+					}
 				}
-				if b, _ := json.Marshal(got); string(b) != string(wantJSON) {
-					t.Fatalf("%s..%s within %d:\n got %s\nwant %s", from.ID.Short(), to.ID.Short(), limit, b, wantJSON)
-				}
-				checked++
 			}
-		}
-	}
-	if len(commits) < 20 || refused == 0 || checked == 0 || edgesToo == 0 {
-		t.Fatalf("%d commits, %d diffs checked, %d refused, %d with edges: the test needs more", len(commits), checked, refused, edgesToo)
+			if len(commits) < 20 || refused == 0 || checked == 0 || edges == 0 {
+				t.Fatalf("%d commits, %d diffs checked, %d refused, %d with edges: the test needs more", len(commits), checked, refused, edges)
+			}
+		})
 	}
 }
 
