@@ -217,17 +217,7 @@ func (j judge) wholeInOrder(quarantined, poisonRoots int) Evaluation {
 	arts, mid := s.ArtifactHalves()
 	edges := [2]iter.Seq[*Edge]{s.EdgesAfter(EdgeKey{}), func(func(*Edge) bool) {}}
 	if mid != "" {
-		edges = [2]iter.Seq[*Edge]{
-			func(yield func(*Edge) bool) {
-				for e := range s.EdgesAfter(EdgeKey{}) {
-					if e.From >= mid || !yield(e) {
-						return
-					}
-				}
-			},
-			// No edge key sorts between {mid} and mid's first edge.
-			s.EdgesAfter(EdgeKey{From: mid}),
-		}
+		edges = s.EdgesAround(mid)
 	}
 	var dangling, answers [2][]string
 	var wg sync.WaitGroup

@@ -333,6 +333,25 @@ func (s *State) ArtifactHalves() ([2]iter.Seq[*Artifact], string) {
 	return [2]iter.Seq[*Artifact]{first, s.ArtifactsFrom(mid)}, mid
 }
 
+// EdgesAround returns the edges of s in two halves of their key order,
+// read as EdgesAfter reads them: those whose source id sorts before mid,
+// and the others — the edges of the two halves of ArtifactHalves, for
+// the workers that walk them.
+func (s *State) EdgesAround(mid string) [2]iter.Seq[*Edge] {
+	return [2]iter.Seq[*Edge]{
+		func(yield func(*Edge) bool) {
+			for e := range s.EdgesAfter(EdgeKey{}) {
+				if e.From >= mid || !yield(e) {
+					return
+				}
+			}
+		},
+		// Every edge from mid on: no key sorts between {mid} and mid's
+		// first edge (a relation is never empty).
+		s.EdgesAfter(EdgeKey{From: mid}),
+	}
+}
+
 // ArtifactsFrom yields the artifacts of s whose ids sort bytewise at or
 // after from (every artifact for ""), in id order, until the caller
 // stops: the artifacts under a prefix, or a page from a cursor. Over a

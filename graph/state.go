@@ -257,18 +257,17 @@ func (s *State) ArtifactIDs() []string {
 		// Two workers, each a half of the id order: their lists end to
 		// end are in order.
 		var second []string
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
+		var wg sync.WaitGroup
+		wg.Go(func() {
 			for a := range halves[1] {
 				second = append(second, a.ID)
 			}
-		}()
+		})
 		ids := make([]string, 0, s.nArt)
 		for a := range halves[0] {
 			ids = append(ids, a.ID)
 		}
-		<-done
+		wg.Wait()
 		return append(ids, second...)
 	}
 	ids := make([]string, 0, s.nArt)

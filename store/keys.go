@@ -172,15 +172,9 @@ func tkRev(k graph.EdgeKey) []byte {
 	b = append(append(b, k.Rel...), 0)
 	return append(b, k.From...)
 }
-
-// pArtifactEntry is the first byte of an artifact's key in a state map.
-const pArtifactEntry = 'a'
-
-func tkTrust(id string) []byte { return append(append(make([]byte, 0, 1+len(id)), 'q'), id...) }
-func tkArtifact(id string) []byte {
-	return append(append(make([]byte, 0, 1+len(id)), pArtifactEntry), id...)
-}
-func tkTomb(id string) []byte { return append(append(make([]byte, 0, 1+len(id)), 't'), id...) }
+func tkTrust(id string) []byte    { return append(append(make([]byte, 0, 1+len(id)), 'q'), id...) }
+func tkArtifact(id string) []byte { return append(append(make([]byte, 0, 1+len(id)), 'a'), id...) }
+func tkTomb(id string) []byte     { return append(append(make([]byte, 0, 1+len(id)), 't'), id...) }
 func tkEdge(k graph.EdgeKey) []byte {
 	b := make([]byte, 0, 3+len(k.From)+len(k.Rel)+len(k.To))
 	b = append(append(append(b, 'e'), k.From...), 0)

@@ -612,7 +612,7 @@ const splitMin = 8192
 // the counts its branches keep (a node or two read, the branches above
 // them most often cached).
 func (m *mapSource) MiddleArtifact() (string, bool) {
-	prefix := []byte{pArtifactEntry}
+	prefix := tkArtifact("")
 	ref, err := triePrefixRoot(m, m.root, prefix)
 	if err != nil {
 		m.fail(err)

@@ -266,6 +266,7 @@ func (s *Store) diffStates(ctx context.Context, from, to *replay.Commit, limit i
 		return nil, false, nil // each artifact or edge one side lacks differs
 	}
 	a, b := rootOf(from), rootOf(to)
+	prefix := tkArtifact("")
 	if artifacts {
 		var err error
 		if a, err = s.artifactsRoot(a); err == nil {
@@ -278,7 +279,7 @@ func (s *Store) diffStates(ctx context.Context, from, to *replay.Commit, limit i
 	var d replay.DiffBuilder
 	add := addTo(ctx, &d)
 	err := s.diffWindows(ctx, a, b, readerWorkers(), func(k, old, new []byte) error {
-		if artifacts && k[0] != pArtifactEntry {
+		if artifacts && !bytes.HasPrefix(k, prefix) {
 			return nil // an entry the artifacts' subtree shares a leaf with
 		}
 		if err := add(k, old, new); err != nil {
@@ -312,7 +313,7 @@ func (s *Store) artifactsRoot(root trieChild) (trieChild, error) {
 	if n.legacy {
 		return root, nil
 	}
-	return triePrefixRoot(s, root, []byte{pArtifactEntry})
+	return triePrefixRoot(s, root, tkArtifact(""))
 }
 
 func abs(n int) int { return max(n, -n) }

@@ -147,16 +147,25 @@ func (c *tallied) remove(id string) bool {
 // artifact's trust status: one pass over the artifacts — shared by two
 // workers, each a half of the id order, over a state map that splits
 // them (graph.State.ArtifactHalves) — and one over the edges, shared by
-// two workers.
+// two workers. Each key gets a number, kept per id, so that the edge
+// pass costs one lookup per end (measured: cheaper than looking up each
+// end's artifact and trust, and far cheaper than walking 100k small
+// out-edge maps).
 func buildTally(st *graph.State, status func(id string) graph.Status, group string) *tally {
-	halves, mid := st.ArtifactHalves()
+	arts, mid := st.ArtifactHalves()
+	n := st.NumArtifacts()
+	sizes, sampleEvery := [2]int{n / 2, n / 2}, 0
 	if mid == "" {
-		return buildTallyOnce(st, status, group)
+		// One pass (the second half is empty), in whatever order the
+		// state holds its artifacts, keeping every sampleEvery-th id to
+		// split the edges' key order in two (edgeHalves).
+		arts[0] = func(yield func(*graph.Artifact) bool) { st.RangeArtifacts(yield) }
+		sizes, sampleEvery = [2]int{n, 0}, max(1, n/splitSamples)
 	}
 	var parts [2]*tallyPart
 	var wg sync.WaitGroup
 	for w := range parts {
-		wg.Go(func() { parts[w] = countTallyArtifacts(halves[w], status, group, st.NumArtifacts()/2, 0) })
+		wg.Go(func() { parts[w] = countTallyArtifacts(arts[w], status, group, sizes[w], sampleEvery) })
 	}
 	wg.Wait()
 	// One numbering of the keys of both halves: each half's own numbers
@@ -178,11 +187,10 @@ func buildTally(st *graph.State, status func(id string) graph.Status, group stri
 			remap[w] = append(remap[w], g)
 		}
 	}
-	// An edge's source lies in the half its worker reads; its target in
-	// the half its id sorts into.
+	// An edge's end lies in the half its id sorts into.
 	of := func(id string) (int32, bool) {
 		w := 0
-		if id >= mid {
+		if mid != "" && id >= mid {
 			w = 1
 		}
 		i, ok := parts[w].of[id]
@@ -191,9 +199,13 @@ func buildTally(st *graph.State, status func(id string) graph.Status, group stri
 		}
 		return remap[w][i], true
 	}
+	edges := st.EdgesAround(mid)
+	if mid == "" {
+		edges = edgeHalves(st, parts[0].sample)
+	}
 	var counted [2]map[tallyEdge]int
-	for w, edges := range edgesAround(st, mid) {
-		wg.Go(func() { counted[w] = countTallyEdges(edges, of, keys) })
+	for w := range edges {
+		wg.Go(func() { counted[w] = countTallyEdges(edges[w], of, keys) })
 	}
 	wg.Wait()
 	t.edges = counted[0]
@@ -204,8 +216,8 @@ func buildTally(st *graph.State, status func(id string) graph.Status, group stri
 }
 
 // tallyPart is what one pass over artifacts counted: each key numbered
-// (byKey, keys), its count and smallest ids (all), and each artifact's
-// key by its number (of).
+// (byKey, keys), its count and smallest ids (all), each artifact's key by
+// its number (of), and every sampleEvery-th id (sample).
 type tallyPart struct {
 	byKey  map[clusterKey]int32
 	keys   []clusterKey
@@ -237,37 +249,6 @@ func countTallyArtifacts(arts iter.Seq[*graph.Artifact], status func(id string) 
 	return p
 }
 
-// buildTallyOnce is buildTally with one pass over the artifacts.
-func buildTallyOnce(st *graph.State, status func(id string) graph.Status, group string) *tally {
-	// Each key gets a number, kept per id so that the edge pass costs
-	// one lookup per end (measured: cheaper than looking up each end's
-	// artifact and trust, and far cheaper than walking 100k small
-	// out-edge maps). Every sampleEvery-th id is kept, to split the
-	// edges' key order in two.
-	sampleEvery := max(1, st.NumArtifacts()/splitSamples)
-	arts := func(yield func(*graph.Artifact) bool) { st.RangeArtifacts(yield) }
-	p := countTallyArtifacts(arts, status, group, st.NumArtifacts(), sampleEvery)
-	t := &tally{keys: make(map[clusterKey]*tallied, len(p.all))}
-	for i, k := range p.keys {
-		t.keys[k] = p.all[i]
-	}
-	of := func(id string) (int32, bool) {
-		i, ok := p.of[id]
-		return i, ok
-	}
-	var parts [2]map[tallyEdge]int
-	var wg sync.WaitGroup
-	for w, edges := range edgeHalves(st, p.sample) {
-		wg.Go(func() { parts[w] = countTallyEdges(edges, of, p.keys) })
-	}
-	wg.Wait()
-	t.edges = parts[0]
-	for e, n := range parts[1] {
-		t.edges[e] += n
-	}
-	return t
-}
-
 // splitSamples is about how many ids buildTally samples to split the
 // edges' key order in two.
 const splitSamples = 1024
@@ -283,7 +264,7 @@ const splitSamples = 1024
 func edgeHalves(st *graph.State, sample []string) [2]iter.Seq[*graph.Edge] {
 	if _, ok := st.Source().(graph.Ranger); ok && len(sample) > 0 {
 		slices.Sort(sample)
-		return edgesAround(st, sample[len(sample)/2])
+		return st.EdgesAround(sample[len(sample)/2])
 	}
 	var out [2]iter.Seq[*graph.Edge]
 	for w := range out {
@@ -297,24 +278,6 @@ func edgeHalves(st *graph.State, sample []string) [2]iter.Seq[*graph.Edge] {
 		}
 	}
 	return out
-}
-
-// edgesAround returns the edges of st, a state over a map that reads in
-// key order, in two halves of that order: those whose source id sorts
-// before mid, and the others.
-func edgesAround(st *graph.State, mid string) [2]iter.Seq[*graph.Edge] {
-	return [2]iter.Seq[*graph.Edge]{
-		func(yield func(*graph.Edge) bool) {
-			for e := range st.EdgesAfter(graph.EdgeKey{}) {
-				if e.From >= mid || !yield(e) {
-					return
-				}
-			}
-		},
-		// Every edge from mid on: no key sorts between {mid} and
-		// mid's first edge (a relation is never empty).
-		st.EdgesAfter(graph.EdgeKey{From: mid}),
-	}
 }
 
 // countTallyEdges counts the edges edges yields whose ends are both
