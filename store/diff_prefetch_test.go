@@ -20,6 +20,8 @@ import (
 type nodeCalls struct {
 	*memkv.Driver
 	calls, keys atomic.Int64
+	// failCall, when set, is the number of the GetMany call that fails.
+	failCall atomic.Int64
 }
 
 func (d *nodeCalls) Get(ctx context.Context, key []byte) ([]byte, error) {
@@ -29,7 +31,9 @@ func (d *nodeCalls) Get(ctx context.Context, key []byte) ([]byte, error) {
 }
 
 func (d *nodeCalls) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
-	d.calls.Add(1)
+	if n := d.calls.Add(1); n == d.failCall.Load() {
+		return nil, errors.New("a read that fails once")
+	}
 	d.keys.Add(int64(len(keys)))
 	return d.Driver.GetMany(ctx, keys)
 }

@@ -46,7 +46,10 @@
 //     commit with half the cores, so that the committer is not left
 //     waiting for a processor behind it — readerWorkers); a request of
 //     many ops first reads
-//     the nodes its lookups will need a level at a time (readAhead), and
+//     the nodes its lookups will need a level at a time (readAhead) — of
+//     a big one, those of its first 4,096 keys, and the rest in parts of
+//     as many from a goroutine of their own while it is decided, a lookup
+//     that needs a part not read yet waiting for it — and
 //     until it is decided the map keeps what its lookups found, absent
 //     keys included, since a decision asks for most entries several times.
 //     Nodes and the payloads reads serve, content-addressed, are read

@@ -53,6 +53,61 @@ type mapSource struct {
 type readWindow struct {
 	nodes map[hashing.Digest]*trieNode
 	seen  *lookupMemo // nil: lookups walk the map each time
+	// later, when not nil, reads the nodes of the request's later ops
+	// while its first ones are decided (readAhead).
+	later *laterReads
+}
+
+// find returns node id if the window holds it: read before the decision
+// began, or by a part of the later reads already done — or, with wait,
+// by one still to come (it waits for the reads until it finds the node
+// or they end). Nil when the window does not hold it.
+func (win *readWindow) find(id hashing.Digest, wait bool) *trieNode {
+	if n := win.nodes[id]; n != nil {
+		return n
+	}
+	if win.later == nil {
+		return nil
+	}
+	return win.later.find(id, wait)
+}
+
+// laterReads reads the nodes of a big request's later ops a part at a
+// time, in the order of the ops, from a goroutine of its own, while the
+// committer decides the first ones (mapSource.readAhead).
+type laterReads struct {
+	// parts[i] is what the i-th part read (nil if the reads stopped
+	// before it); it is set before ready[i] is closed, and never after.
+	parts []map[hashing.Digest]*trieNode
+	ready []chan struct{}
+	stop  context.CancelFunc
+	ended chan struct{} // closed when the goroutine returns
+}
+
+// find returns node id from the parts read, in order; with wait, a part
+// still being read is waited for.
+func (l *laterReads) find(id hashing.Digest, wait bool) *trieNode {
+	for i, ready := range l.ready {
+		if wait {
+			<-ready
+		} else {
+			select {
+			case <-ready:
+			default:
+				return nil // the parts are done in order: none after this one is
+			}
+		}
+		if n := l.parts[i][id]; n != nil {
+			return n
+		}
+	}
+	return nil
+}
+
+// finish stops the reads and waits for their goroutine.
+func (l *laterReads) finish() {
+	l.stop()
+	<-l.ended
 }
 
 // lookupMemo is what a window of a map's lookups found, by key, up to max
@@ -100,8 +155,18 @@ func (l *lookupMemo) keep(key, v []byte) {
 // store's node cache.
 func (m *mapSource) node(id hashing.Digest) (*trieNode, error) {
 	if win := m.ahead.Load(); win != nil {
-		if n := win.nodes[id]; n != nil {
+		if n := win.find(id, false); n != nil {
 			return n, nil
+		}
+		if win.later != nil {
+			// Not read yet: a node the cache holds needs no wait; one the
+			// later reads will bring is not read twice.
+			if n := m.s.cachedNode(id); n != nil {
+				return n, nil
+			}
+			if n := win.find(id, true); n != nil {
+				return n, nil
+			}
 		}
 	}
 	return m.s.node(id)
@@ -111,7 +176,7 @@ func (m *mapSource) node(id hashing.Digest) (*trieNode, error) {
 // cache, else nil.
 func (m *mapSource) cachedNode(id hashing.Digest) *trieNode {
 	if win := m.ahead.Load(); win != nil {
-		if n := win.nodes[id]; n != nil {
+		if n := win.find(id, false); n != nil {
 			return n
 		}
 	}
@@ -141,6 +206,11 @@ const readAheadMin = 64
 // context, docs/BENCHMARKS.md).
 const memoReads = 16
 
+// aheadPart is the most keys of a request readAhead reads before the
+// decision begins; the rest it reads in parts of as many while the
+// decision goes on.
+const aheadPart = 4096
+
 // readAhead reads, a level at a time, the nodes on the paths of the
 // entries ops will look up (their artifacts, tombstones, trust entries
 // and edges, both ways), so that deciding them reads memory rather than
@@ -151,7 +221,46 @@ const memoReads = 16
 // (seen): a decision asks for most entries several times — a
 // 5,000-artifact commit with a link each made about 88,000 lookups for
 // 30,000 keys.
+//
+// Only the nodes of the first aheadPart keys are read before readAhead
+// returns: the decision goes through the ops in order, and the nodes of
+// the later ones are read meanwhile, a part at a time, by a goroutine of
+// their own (laterReads), so that the reads use the processor the
+// decision leaves idle. A lookup that needs a node of a part not read
+// yet waits for it rather than reading it twice. done stops the reads
+// and waits for them.
 func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
+	keys := m.aheadKeys(ops)
+	first := keys
+	if part := m.s.aheadPart; len(keys) > 2*part {
+		first = keys[:part]
+	}
+	w := newTrieWriter(m.s)
+	if err := w.warm(m.root, first, m.s.cachedNode, m.s.readNodesFunc(m.ctx, m.workers)); err != nil {
+		return func() {}, err
+	}
+	if len(w.read) == 0 {
+		return func() {}, nil
+	}
+	win := &readWindow{nodes: w.read}
+	if len(w.read)*memoReads >= len(first) {
+		win.seen = newLookupMemo(len(keys))
+	}
+	if len(first) < len(keys) {
+		win.later = m.readLater(keys[len(first):], w.read)
+	}
+	m.ahead.Store(win)
+	return func() {
+		m.ahead.Store(nil)
+		if win.later != nil {
+			win.later.finish()
+		}
+	}, nil
+}
+
+// aheadKeys are the keys readAhead reads the paths of for ops, in the
+// order of the ops.
+func (m *mapSource) aheadKeys(ops []graph.Op) []trieMut {
 	var keys []trieMut
 	add := func(k []byte) { keys = append(keys, trieMut{key: k}) }
 	for _, op := range ops {
@@ -170,19 +279,53 @@ func (m *mapSource) readAhead(ops []graph.Op) (done func(), err error) {
 			add(tkTrust(op.To))
 		}
 	}
-	w := newTrieWriter(m.s)
-	if err := w.warm(m.root, keys, m.s.cachedNode, m.s.readNodesFunc(m.ctx, m.workers)); err != nil {
-		return func() {}, err
+	return keys
+}
+
+// readLater starts reading the nodes on the paths of keys, aheadPart at
+// a time, each part a level at a time like readAhead's first; first is
+// what that one read. A read that fails stops them: the lookups that
+// needed its nodes read them themselves, and fail as they must.
+func (m *mapSource) readLater(keys []trieMut, first map[hashing.Digest]*trieNode) *laterReads {
+	part := m.s.aheadPart
+	n := (len(keys) + part - 1) / part
+	ctx, stop := context.WithCancel(m.ctx)
+	l := &laterReads{parts: make([]map[hashing.Digest]*trieNode, n), ready: make([]chan struct{}, n), stop: stop, ended: make(chan struct{})}
+	for i := range l.ready {
+		l.ready[i] = make(chan struct{})
 	}
-	if len(w.read) == 0 {
-		return func() {}, nil
-	}
-	win := &readWindow{nodes: w.read}
-	if len(w.read)*memoReads >= len(keys) {
-		win.seen = newLookupMemo(len(keys))
-	}
-	m.ahead.Store(win)
-	return func() { m.ahead.Store(nil) }, nil
+	read := m.s.readNodesFunc(ctx, m.workers)
+	go func() {
+		defer close(l.ended)
+		i := 0
+		defer func() {
+			for ; i < n; i++ {
+				close(l.ready[i]) // stopped: the parts left hold nothing
+			}
+		}()
+		// The nodes read so far (the branches the parts share, most
+		// often) are not read again.
+		cached := func(id hashing.Digest) *trieNode {
+			if nd := first[id]; nd != nil {
+				return nd
+			}
+			for _, p := range l.parts[:i] {
+				if nd := p[id]; nd != nil {
+					return nd
+				}
+			}
+			return m.s.cachedNode(id)
+		}
+		for ; i < n; i++ {
+			w := newTrieWriter(m.s)
+			if err := w.warm(m.root, keys[i*part:min(len(keys), (i+1)*part)], cached, read); err != nil {
+				return
+			}
+			l.parts[i] = w.read
+			close(l.ready[i])
+		}
+	}()
+	return l
 }
 
 // newMapSource returns the source of the state map of commit c of

@@ -113,11 +113,20 @@ func reopenedDerived(t *testing.T, n int, idFmt string, from func(i int) int, ex
 // TestReadAheadBigCommit: a commit of hundreds of ops onto a head opened
 // over its map (its lookups read ahead) decides and writes what the same
 // commit decides on the state loaded whole: the same context hash, an
-// index that checks, a refusal where the whole state refuses.
+// index that checks, a refusal where the whole state refuses — with its
+// keys read ahead at once, and with most of them read in parts while it
+// is decided (aheadPart).
 func TestReadAheadBigCommit(t *testing.T) {
+	for _, part := range []int{aheadPart, 100} {
+		t.Run(fmt.Sprintf("part %d", part), func(t *testing.T) { testReadAheadBigCommit(t, part) })
+	}
+}
+
+func testReadAheadBigCommit(t *testing.T, part int) {
 	ctx := context.Background()
 	s := reopenedDerived(t, 3000, "a%04d", func(i int) int { return (i*7919 + 13) % i })
 	defer s.Close()
+	s.aheadPart = part
 	var next []graph.Op
 	for i := range 300 {
 		id := fmt.Sprintf("b%04d", i)

@@ -155,7 +155,11 @@ type Store struct {
 	// prefetchPart (a test makes it smaller, to read a small map in many
 	// parts).
 	readPart int
-	batch    int
+	// aheadPart is how many keys of a big request the committer reads
+	// ahead before deciding it, and then reads in parts of as many while
+	// it decides (mapSource.readAhead): aheadPart, fewer in tests.
+	aheadPart int
+	batch     int
 	// writeReverseInMap makes the store write new state maps as format 3
 	// did, each edge again in the map as an 'r' entry (reverseInMap); set
 	// only by tests of stores written so.
@@ -444,6 +448,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		clock:      opts.Clock,
 		noSync:     opts.NoSync,
 		readPart:   prefetchPart,
+		aheadPart:  aheadPart,
 		diffWindow: diffWindow,
 		batch:      opts.MaxBatch,
 		done:       make(chan struct{}),
