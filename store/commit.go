@@ -1002,7 +1002,8 @@ func (g *group) commit(r *writeReq) error {
 		return err
 	}
 	hf := g.fork(h)
-	if m := hf.mapSource(); m != nil && len(req.Ops) >= readAheadMin {
+	m := hf.mapSource()
+	if m != nil && len(req.Ops) >= readAheadMin {
 		done, err := m.readAhead(req.Ops)
 		defer done()
 		if err != nil {
@@ -1012,6 +1013,15 @@ func (g *group) commit(r *writeReq) error {
 		}
 	}
 	d, err := g.decide(hf, cs, r)
+	if m != nil {
+		// The reads of the request's later keys, made while it was
+		// decided, refuse it as the first ones do when one failed.
+		if rerr := m.settleReads(); rerr != nil {
+			g.unreadable[h] = true
+			g.s.NoteCorruption(rerr)
+			return fmt.Errorf("read the state of branch %q: %w", req.Branch, rerr)
+		}
+	}
 	if rerr := hf.readErr(); rerr != nil {
 		// The decision may rest on entries that were stored but could
 		// not be read: refuse it, and load the head afresh next time.

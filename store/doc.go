@@ -49,7 +49,8 @@
 //     the nodes its lookups will need a level at a time (readAhead) — of
 //     a big one, those of its first 4,096 keys, and the rest in parts of
 //     as many from a goroutine of their own while it is decided, a lookup
-//     that needs a part not read yet waiting for it — and
+//     that needs a node not read yet waiting for the part being read —
+//     and
 //     until it is decided the map keeps what its lookups found, absent
 //     keys included, since a decision asks for most entries several times.
 //     Nodes and the payloads reads serve, content-addressed, are read
