@@ -13,8 +13,26 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv/memkv"
 )
+
+// notesAndLinks commits notes a0000… to context "c" of s, and returns
+// the commit and 600 links from new artifacts to a%04d of i*7919 mod
+// targets for the i-th link (targets above notes name absent ones).
+func notesAndLinks(t *testing.T, s *Store, notes, targets int) (*replay.Commit, []graph.Op) {
+	t.Helper()
+	var ops []graph.Op
+	for i := range notes {
+		ops = append(ops, notePut(fmt.Sprintf("a%04d", i), i, "x"))
+	}
+	c := mustCommit(t, s, "c", ops...)
+	var links []graph.Op
+	for i := range 600 {
+		links = append(links, link(fmt.Sprintf("n%03d", i), "derived_from", fmt.Sprintf("a%04d", (i*7919)%targets)))
+	}
+	return c, links
+}
 
 // TestReadAheadInParts: a request whose keys are read ahead in parts
 // while it is decided finds, through the map, exactly what a walk of the
@@ -27,16 +45,8 @@ func TestReadAheadInParts(t *testing.T) {
 	ctx := context.Background()
 	d := &nodeCalls{Driver: memkv.New()}
 	s := openWithContext(t, Options{Driver: d, ReserveBytes: -1})
-	var ops []graph.Op
-	for i := range 3000 {
-		ops = append(ops, notePut(fmt.Sprintf("a%04d", i), i, "x"))
-	}
-	c := mustCommit(t, s, "c", ops...)
 	// Links to artifacts spread over the map, a sixth of them absent.
-	var next []graph.Op
-	for i := range 600 {
-		next = append(next, link(fmt.Sprintf("n%03d", i), "derived_from", fmt.Sprintf("a%04d", (i*7919)%3600)))
-	}
+	c, next := notesAndLinks(t, s, 3000, 3600)
 	plain := newMapSource(ctx, s, "c", c)
 	keys := plain.aheadKeys(next)
 	want := make([][]byte, len(keys))
@@ -164,16 +174,8 @@ func TestReadAheadLaterPartsWaits(t *testing.T) {
 	d := &heldReads{Driver: memkv.New(), delay: 100 * time.Millisecond}
 	s := openWithContext(t, Options{Driver: d, ReserveBytes: -1})
 	s.aheadPart = 100
-	var ops []graph.Op
-	for i := range 6000 {
-		ops = append(ops, notePut(fmt.Sprintf("a%04d", i), i, "x"))
-	}
-	c := mustCommit(t, s, "c", ops...)
 	// Links to artifacts spread over all but the last of them.
-	var next []graph.Op
-	for i := range 600 {
-		next = append(next, link(fmt.Sprintf("n%03d", i), "derived_from", fmt.Sprintf("a%04d", (i*7919)%5000)))
-	}
+	c, next := notesAndLinks(t, s, 6000, 5000)
 
 	m := newMapSource(ctx, s, "c", c)
 	s.nodes.clear()
