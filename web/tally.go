@@ -595,6 +595,9 @@ func (s *server) derivedTally(ctx context.Context, v *store.View, group string) 
 	if !ok {
 		return nil, false
 	}
+	// An edge whose attributes changed (d.EdgesChanged) costs the tally
+	// nothing: it counts edges by relation between clusters, not their
+	// attributes.
 	budget := most - len(d.Added) - len(d.Removed) - len(d.Changed) - len(d.Trust) - len(d.EdgesAdded) - len(d.EdgesRemoved)
 	if budget < 0 {
 		return nil, false

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -68,7 +69,7 @@ func tallyOps(t *testing.T, r *rand.Rand, n, k int) []graph.Op {
 	rels := []string{"derived_from", "supported_by", "cites"}
 	var ops []graph.Op
 	for range 1 + r.IntN(5) {
-		switch r.IntN(6) {
+		switch r.IntN(7) {
 		case 0, 1:
 			typ := []string{"claim", "note", "summary"}[r.IntN(3)]
 			by := []string{"agent", "other", ""}[r.IntN(3)]
@@ -86,6 +87,13 @@ func tallyOps(t *testing.T, r *rand.Rand, n, k int) []graph.Op {
 			ops = append(ops, linkOp(id(), rels[r.IntN(len(rels))], id()))
 		case 5:
 			ops = append(ops, graph.Op{Op: graph.OpUnlink, From: id(), Rel: rels[r.IntN(len(rels))], To: id()})
+		case 6:
+			// An edge of loadBig's linked again with other attributes:
+			// changed, not added or removed.
+			i := r.IntN(n/10)*10 + 1 + r.IntN(9)
+			op := linkOp(fmt.Sprintf("a%05d", i), "derived_from", fmt.Sprintf("a%05d", i-i%10))
+			op.Attrs = json.RawMessage(fmt.Sprintf(`{"w":%d}`, r.IntN(3)))
+			ops = append(ops, op)
 		}
 	}
 	return ops
@@ -94,7 +102,8 @@ func tallyOps(t *testing.T, r *rand.Rand, n, k int) []graph.Op {
 // TestDerivedTallyMatchesCounted is the oracle of derivedTally: over a
 // context of 2,000 artifacts changed by random small commits (trust
 // moving with gate verdicts, artifacts changing type and producer,
-// deletes, links, unlinks), the overview derived from the tally of an
+// deletes, links, unlinks, edges whose attributes change), the overview
+// derived from the tally of an
 // earlier or later commit through the diff of the two is the overview
 // counted over the whole state, for each grouping — and most of them are
 // derived, not counted again.
@@ -110,6 +119,17 @@ func TestDerivedTallyMatchesCounted(t *testing.T) {
 			continue // a cycle, a missing end, a delete of nothing: refused, nothing written
 		}
 		commits = append(commits, res.Commit)
+	}
+	attrsChanged := 0
+	for i := 1; i < len(commits); i++ {
+		d, err := st.DiffStates(ctx, commits[i-1], commits[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrsChanged += len(d.EdgesChanged)
+	}
+	if attrsChanged == 0 {
+		t.Fatal("no commit changes an edge's attributes: the oracle does not cover them")
 	}
 	counted := func(c *replay.Commit, group string) (*tally, *clusterSet) {
 		var tl *tally
