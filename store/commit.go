@@ -1007,9 +1007,7 @@ func (g *group) commit(r *writeReq) error {
 		done, err := m.readAhead(req.Ops)
 		defer done()
 		if err != nil {
-			g.unreadable[h] = true
-			g.s.NoteCorruption(err)
-			return fmt.Errorf("read the state of branch %q: %w", req.Branch, err)
+			return g.unreadableState(h, req.Branch, err)
 		}
 	}
 	d, err := g.decide(hf, cs, r)
@@ -1017,17 +1015,13 @@ func (g *group) commit(r *writeReq) error {
 		// The reads of the request's later keys, made while it was
 		// decided, refuse it as the first ones do when one failed.
 		if rerr := m.settleReads(); rerr != nil {
-			g.unreadable[h] = true
-			g.s.NoteCorruption(rerr)
-			return fmt.Errorf("read the state of branch %q: %w", req.Branch, rerr)
+			return g.unreadableState(h, req.Branch, rerr)
 		}
 	}
 	if rerr := hf.readErr(); rerr != nil {
 		// The decision may rest on entries that were stored but could
-		// not be read: refuse it, and load the head afresh next time.
-		g.unreadable[h] = true
-		g.s.NoteCorruption(rerr)
-		return fmt.Errorf("read the state of branch %q: %w", req.Branch, rerr)
+		// not be read.
+		return g.unreadableState(h, req.Branch, rerr)
 	}
 	if err != nil {
 		return err
@@ -1049,6 +1043,15 @@ func (g *group) commit(r *writeReq) error {
 	}
 	g.answer(r, func(err error) { r.resp <- writeResp{res: res, err: err} })
 	return nil
+}
+
+// unreadableState refuses a request on head h of branch, whose stored
+// state could not be read (err): the corruption is noted, and the head is
+// loaded afresh next time.
+func (g *group) unreadableState(h *head, branch string, err error) error {
+	g.unreadable[h] = true
+	g.s.NoteCorruption(err)
+	return fmt.Errorf("read the state of branch %q: %w", branch, err)
 }
 
 // stage writes what commit d records on the group's view hf of a branch

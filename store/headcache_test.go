@@ -164,9 +164,7 @@ func TestHeadOverBudgetStaysCached(t *testing.T) {
 	// beside it passing the budget: the small ones give way, not it. (The
 	// heads the commits left are whole; opened afresh, a head reads
 	// through its map.)
-	s.mu.Lock()
-	clear(s.heads)
-	s.mu.Unlock()
+	forgetHeads(s)
 	read("mid")
 	m := cached("mid")
 	if m == nil || m.cost.Load() <= s.headBudget/2 || m.cost.Load() > s.headBudget {

@@ -357,19 +357,13 @@ func TestReopenFromCheckpointHint(t *testing.T) {
 		graph.Op{Op: graph.OpLink, From: "n1", Rel: "cites", To: "a00008", Attrs: json.RawMessage(`{"w":2}`)},
 		graph.Op{Op: graph.OpLink, From: "a00009", Rel: "cites", To: "a00008", Attrs: json.RawMessage(`{"w":3}`)})
 	c3 := mustCommit(t, s, "big", put("n2", "claim", map[string]any{"n": 2}), link("n2", "derived_from", "n1"))
-	dropHeads := func() {
-		s.background.Wait()
-		s.mu.Lock()
-		clear(s.heads)
-		s.mu.Unlock()
-	}
 	reopened := func(want *replay.Commit) *head {
 		t.Helper()
 		h := reopenedHead(t, s, "big", want)
 		s.background.Wait()
 		return h
 	}
-	dropHeads()
+	forgetHeads(s)
 	if h := reopened(c3); h.ckpt != c1.ContextHash {
 		t.Fatalf("the head was not opened from the hint's checkpoint (its checkpoint: %s, want %s)", h.ckpt.Short(), c1.ContextHash.Short())
 	}
@@ -418,7 +412,7 @@ func TestReopenFromCheckpointHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	c6 := mustCommit(t, s, "big", put("n5", "claim", map[string]any{"n": 5}))
-	dropHeads()
+	forgetHeads(s)
 	if h := reopened(c6); h.ckpt != c6.ContextHash || checkpointRecords(t, s, "big", c6.ContextHash) == 0 {
 		t.Fatalf("after a hint without a checkpoint: head's checkpoint %s, want %s written by the walk", h.ckpt.Short(), c6.ContextHash.Short())
 	}
@@ -1102,10 +1096,7 @@ func TestOpeningHeadKeepsItsCheckpoint(t *testing.T) {
 	devAcc.Root()
 	// Both heads dropped without a checkpoint (as a kill -9 would): the
 	// hint still names c1.
-	s.background.Wait()
-	s.mu.Lock()
-	clear(s.heads)
-	s.mu.Unlock()
+	forgetHeads(s)
 	if hc := s.hintedCommit(ctx, "big"); hc == nil || hc.ID != c1.ID {
 		t.Fatal("hint not at c1")
 	}

@@ -226,12 +226,6 @@ func TestReadAheadLaterPartsWaits(t *testing.T) {
 	// Through Commit, the head opened over its map, reads quick: a read
 	// of a leaf only the request's last part needs fails.
 	d.delay = 0
-	dropHeads := func() {
-		s.background.Wait()
-		s.mu.Lock()
-		clear(s.heads)
-		s.mu.Unlock()
-	}
 	var commit []graph.Op
 	for i, op := range next {
 		commit = append(commit, notePut(op.From, i, "n"), op)
@@ -286,7 +280,7 @@ func TestReadAheadLaterPartsWaits(t *testing.T) {
 	}
 	done()
 	// The commit is refused, and the branch stays where it was.
-	dropHeads()
+	forgetHeads(s)
 	s.nodes.clear()
 	_, err = s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: commit})
 	if err == nil || !strings.Contains(err.Error(), "a read that fails") {
@@ -296,7 +290,7 @@ func TestReadAheadLaterPartsWaits(t *testing.T) {
 		t.Fatalf("after the refused commit the branch is at %v (%v), want %s", head, err, c.ID.Short())
 	}
 	d.failKey.Store(nil)
-	dropHeads()
+	forgetHeads(s)
 	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: commit}); err != nil {
 		t.Fatalf("the same commit once the reads succeed: %v", err)
 	}

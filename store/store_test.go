@@ -62,6 +62,16 @@ func mustCommit(t testing.TB, s *Store, ctxID string, ops ...graph.Op) *replay.C
 	return res.Commit
 }
 
+// forgetHeads drops every head s caches, once its background writes
+// (checkpoints) are done, as a restart without them would: the next use
+// of a branch opens its head afresh, over its map.
+func forgetHeads(s *Store) {
+	s.background.Wait()
+	s.mu.Lock()
+	clear(s.heads)
+	s.mu.Unlock()
+}
+
 func mustCheck(t testing.TB, s *Store) {
 	t.Helper()
 	rep, err := s.Check(context.Background())

@@ -199,8 +199,10 @@ func buildTally(st *graph.State, status func(id string) graph.Status, group stri
 		}
 		return remap[w][i], true
 	}
-	edges := st.EdgesAround(mid)
-	if mid == "" {
+	var edges [2]iter.Seq[*graph.Edge]
+	if mid != "" {
+		edges = st.EdgesAround(mid)
+	} else {
 		edges = edgeHalves(st, parts[0].sample)
 	}
 	var counted [2]map[tallyEdge]int
