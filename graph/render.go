@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Colours of the trust classes, shared by Mermaid and DOT output.
@@ -138,9 +139,11 @@ func DOT(sg *Subgraph, trust func(id string) Trust) string {
 
 // DOTString returns s as a quoted DOT string for a label or tooltip
 // (escString): " and \ are backslash-escaped, a line break becomes \n,
-// other control characters become spaces, and &, < and > become the
-// character entities &amp; &#60; &#62; (which Graphviz decodes), so the
-// DOT text can also be embedded in HTML as is.
+// other control characters become spaces, the noncharacters U+FFFE and
+// U+FFFF (which XML forbids, so an SVG holding them does not parse)
+// become U+FFFD, and &, < and > become the character entities &amp;
+// &#60; &#62; (which Graphviz decodes), so the DOT text can also be
+// embedded in HTML as is.
 func DOTString(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
@@ -153,6 +156,8 @@ func DOTString(s string) string {
 			b.WriteString(`\n`)
 		case unicode.IsControl(r) || r == 0x2028 || r == 0x2029:
 			b.WriteByte(' ')
+		case r == 0xFFFE || r == 0xFFFF:
+			b.WriteRune(utf8.RuneError)
 		case r == '&':
 			b.WriteString("&amp;")
 		case r == '<':

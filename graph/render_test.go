@@ -268,13 +268,14 @@ func TestMermaidText(t *testing.T) {
 
 func TestDOTString(t *testing.T) {
 	tests := map[string]string{
-		"s1":        `"s1"`,
-		`a"b\c`:     `"a\"b\\c"`,
-		"x\ny\rz":   `"x\ny z"`,
-		"<b>&":      `"&#60;b&#62;&amp;"`,
-		`\N\G`:      `"\\N\\G"`,
-		"東京":        `"東京"`,
-		"tab\there": `"tab here"`,
+		"s1":             `"s1"`,
+		`a"b\c`:          `"a\"b\\c"`,
+		"x\ny\rz":        `"x\ny z"`,
+		"<b>&":           `"&#60;b&#62;&amp;"`,
+		`\N\G`:           `"\\N\\G"`,
+		"東京":             `"東京"`,
+		"tab\there":      `"tab here"`,
+		"a\ufffeb\uffff": "\"a\ufffdb\ufffd\"",
 	}
 	for in, want := range tests {
 		if got := DOTString(in); got != want {

@@ -114,9 +114,14 @@ func sameOrigin(r *http.Request) bool {
 }
 
 // safeNext returns next when it is a path on this site, else "/": the
-// login form must not become an open redirect.
+// login form must not become an open redirect. A backslash is refused
+// wherever it stands: browsers read it as a slash, and http.Redirect
+// cleans the path, so "/./\evil.example" would leave as "/\evil.example",
+// which a browser follows to another host. Control characters, which
+// browsers strip from a URL before reading it, are refused too.
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsFunc(next, func(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }) {
 		return "/"
 	}
 	u, err := url.Parse(next)

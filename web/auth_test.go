@@ -48,9 +48,11 @@ func TestTokenLogin(t *testing.T) {
 	if res := post(url.Values{"token": {"reader-token"}}, "Origin", "https://evil.example"); res.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-site post: %d", res.StatusCode)
 	}
-	res = post(url.Values{"token": {"reader-token"}, "next": {"//evil.example/x"}}, "Origin", "http://example.com")
-	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/" {
-		t.Errorf("open redirect: %d %q", res.StatusCode, res.Header.Get("Location"))
+	for _, next := range []string{"//evil.example/x", "/./\\evil.example", "/a/../\\evil.example"} {
+		res = post(url.Values{"token": {"reader-token"}, "next": {next}}, "Origin", "http://example.com")
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/" {
+			t.Errorf("open redirect to %q: %d %q", next, res.StatusCode, res.Header.Get("Location"))
+		}
 	}
 	res = post(url.Values{"token": {"reader-token"}, "next": {"/ui/contexts/poison-plan"}})
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/ui/contexts/poison-plan" {
@@ -83,6 +85,13 @@ func TestSafeNext(t *testing.T) {
 	for in, want := range map[string]string{
 		"": "/", "/": "/", "/ui/contexts/a?at=main": "/ui/contexts/a?at=main",
 		"//evil.example": "/", "/\\evil.example": "/", "https://evil.example/": "/", "javascript:alert(1)": "/", "ui/x": "/",
+		// http.Redirect cleans these to "/\evil.example", which a browser
+		// reads as "//evil.example".
+		"/./\\evil.example": "/", "/a/../\\evil.example": "/", "/ui\\x": "/",
+		// Browsers strip tabs and line breaks before reading a URL.
+		"/\t/evil.example": "/", "/\n/evil.example": "/", "/ui/\x7f": "/",
+		// An encoded backslash is a path on this site, and stays one.
+		"/ui/contexts/a%5Cb": "/ui/contexts/a%5Cb",
 	} {
 		if got := safeNext(in); got != want {
 			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)

@@ -74,6 +74,7 @@ func TestSanitizeSVG(t *testing.T) {
 // DOT quoting and checks that Graphviz saw exactly the nodes and edges we
 // wrote, with labels intact and only our links.
 func TestDOTInjection(t *testing.T) {
+	const nonChars = " \ufffe\uffff"
 	st := graph.NewState(nil)
 	var ops []graph.Op
 	ids := append([]string{"plain", `back\slash\N\G\L`, "entity &amp; &#60; &lt; &bogus;"}, hostileIDs...)
@@ -91,7 +92,10 @@ func TestDOTInjection(t *testing.T) {
 	saids := map[string]string{}
 	for _, a := range sg.Nodes {
 		trust[a.ID] = graph.Trust{ID: a.ID, Status: graph.StatusConfirmed}
-		saids[a.ID] = "said " + a.ID // hostile text in the label and tooltip too
+		// Hostile text in the label and tooltip too, ending in the two
+		// noncharacters XML forbids: the SVG Graphviz writes must still
+		// parse.
+		saids[a.ID] = "said " + a.ID + nonChars
 	}
 	d := buildDOT("c", "main", graphQuery{}, picture{nodes: sg.Nodes, edges: sg.Edges}, trust, saids, st.Relations().Depends)
 	raw, err := layoutSVG(context.Background(), d.dot)
@@ -115,7 +119,7 @@ func TestDOTInjection(t *testing.T) {
 			t.Errorf("no link for %q", id)
 		}
 		var tip strings.Builder
-		escapeXML(&tip, id+" (claim) — confirmed\n“said "+id+"”")
+		escapeXML(&tip, id+" (claim) — confirmed\n“said "+id+nonChars+"”")
 		if !strings.Contains(out, "<title>"+tip.String()+"</title>") {
 			t.Errorf("tooltip of %q not literal", id)
 		}
