@@ -58,3 +58,73 @@ func TestMerge(t *testing.T) {
 		t.Fatalf("fast-forward: %v", f)
 	}
 }
+
+// TestMergeKeepsGateOutputs: a value resolution cannot replace a gate's
+// verdict or tool error, on either side, nor write an effect or a verdict;
+// taking a side's gate output still merges. Each refusal names the
+// resolution and leaves the head where it was.
+func TestMergeKeepsGateOutputs(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("g", "observe")
+	fetch := func(branch, body string) {
+		t.Helper()
+		e.must(e.post("/v1/contexts/g/fetches", map[string]any{"id": "f1", "branch": branch, "url": "https://g.example/",
+			"status": 200, "content_type": "text/plain", "body": body}), 201)
+	}
+	toolErr := func(branch, msg string) {
+		t.Helper()
+		e.must(e.post("/v1/contexts/g/tool-results", map[string]any{"id": "t1", "branch": branch, "tool": "read_file", "ok": false, "error": msg}), 201)
+	}
+	note := func(branch, text string) {
+		t.Helper()
+		e.must(e.post("/v1/contexts/g/artifacts", map[string]any{"id": "n", "branch": branch, "type": "note", "data": map[string]any{"text": text}}), 201)
+	}
+	fetch("main", "")
+	toolErr("main", "permission denied")
+	note("main", "base")
+	e.must(e.post("/v1/contexts/g/branches", map[string]any{"name": "side"}), 201)
+	// The verdict on main stays FAILED (an empty body); side's read.
+	fetch("main", " ")
+	fetch("side", "a report long enough to count as a real read of the page")
+	toolErr("main", "disk full")
+	toolErr("side", "timed out")
+	note("main", "ours")
+	note("side", "theirs")
+
+	before := e.must(e.get("/v1/contexts/g/hash"), 200)["commit"]
+	takeRest := map[string]any{"take": "ours"}
+	for _, c := range []struct {
+		name, key, pointer string
+		res                map[string]any
+	}{
+		{"a verdict made a note", "f1", "/resolutions/f1/value", map[string]any{"type": "note", "value": map[string]any{"text": "RETRIEVED fine"}}},
+		{"a verdict given a value", "f1", "/resolutions/f1/value", map[string]any{"value": map[string]any{"url": "https://g.example/", "verdict": "RETRIEVED"}}},
+		{"a tool error made a claim", "t1", "/resolutions/t1/value", map[string]any{"type": "claim", "value": map[string]any{"text": "fine"}}},
+		{"a note made an effect", "n", "/resolutions/n/type", map[string]any{"type": "effect", "value": map[string]any{"status": "sent"}}},
+		{"a note made a verdict", "n", "/resolutions/n/type", map[string]any{"type": "fetch_verdict", "value": map[string]any{"verdict": "RETRIEVED"}}},
+		{"a note made a tool output", "n", "/resolutions/n/type", map[string]any{"type": "tool_output", "value": map[string]any{"text": "ok"}}},
+	} {
+		res := map[string]any{"f1": takeRest, "t1": takeRest, "n": takeRest}
+		res[c.key] = c.res
+		r := e.post("/v1/contexts/g/merge", map[string]any{"theirs": "side", "resolutions": res})
+		p := e.must(r, 422)
+		errs, _ := p["errors"].([]any)
+		if p["type"] != ProblemTypePrefix+CodeReservedType || len(errs) != 1 || errs[0].(map[string]any)["pointer"] != c.pointer {
+			t.Errorf("%s: %d %s", c.name, r.status, r.body)
+		}
+		if after := e.must(e.get("/v1/contexts/g/hash"), 200)["commit"]; after != before {
+			t.Fatalf("%s: a refused merge moved the head", c.name)
+		}
+	}
+	// Taking a side's gate outputs merges; the verdict is theirs, the
+	// gate's.
+	e.must(e.post("/v1/contexts/g/merge", map[string]any{"theirs": "side", "resolutions": map[string]any{
+		"f1": map[string]any{"take": "theirs"}, "t1": map[string]any{"take": "ours"}, "n": map[string]any{"value": map[string]any{"text": "both"}}}}), 201)
+	f1 := e.must(e.get("/v1/contexts/g/artifacts/f1"), 200)
+	if f1["type"] != "fetch_verdict" || f1["produced_by"] != "gate" {
+		t.Fatalf("f1 after the merge: %v", f1)
+	}
+	if t1 := e.must(e.get("/v1/contexts/g/artifacts/t1"), 200); t1["type"] != "tool_error" {
+		t.Fatalf("t1 after the merge: %v", t1)
+	}
+}

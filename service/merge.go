@@ -48,10 +48,16 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 }
 
 // checkResolutions holds value resolutions of artifacts to the client's
-// rules: the data must match its type's schema, and no value may become a
-// fetch_verdict (only the gate writes verdicts). Take-resolutions copy a
-// version one side already has and need no check.
+// rules: the data must match its type's schema, no value may be of a
+// reserved type (a fetch_verdict, which only the gate writes; an effect,
+// which only the outbox does) or a gate output, and none may replace an
+// artifact that is one of those on either side: a gate's verdict or tool
+// error is superseded only by a new gate result, never by a client's
+// value, or a merge would turn a FAILED read into a confirmed note.
+// Take-resolutions copy a version one side already has and need no
+// check.
 func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeInput) error {
+	var sides []*replay.Commit // ours, theirs: resolved on first need
 	for key, res := range in.Resolutions {
 		ptr := "/resolutions/" + escapePointer(key)
 		if res.Take != "" && len(res.Value) > 0 {
@@ -61,28 +67,38 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 		if len(res.Value) == 0 || strings.HasPrefix(key, "edge:") || strings.HasPrefix(key, "cycle:") {
 			continue
 		}
-		typ := res.Type
-		if typ == "" {
-			// The merged version keeps ours' type, else theirs'.
+		if sides == nil {
 			for _, ref := range []string{in.Ours, in.Theirs} {
 				c, err := s.st.Resolve(ctx, ctxID, ref)
 				if err != nil {
 					return err
 				}
-				a, _, err := s.st.ArtifactAt(ctx, ctxID, c, key)
-				if errors.Is(err, store.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				typ = a.Type
-				break
+				sides = append(sides, c)
 			}
 		}
-		if typ == TypeFetchVerdict || gateOwned[typ] != "" {
-			return &fault.Error{Code: fault.ReservedType, Detail: fmt.Sprintf("a merge resolution cannot write a %s value (only the gate writes one): take ours or theirs", typ),
-				Errors: []fault.FieldError{{Pointer: ptr + "/value", Rule: "reserved", Detail: "gate output"}}}
+		// The merged version keeps ours' type, else theirs', unless the
+		// resolution names one.
+		typ := res.Type
+		for _, c := range sides {
+			a, _, err := s.st.ArtifactAt(ctx, ctxID, c, key)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if owner := gateWriter(a.Type); owner != "" {
+				return &fault.Error{Code: fault.ReservedType,
+					Detail: fmt.Sprintf("a merge resolution cannot replace the %s %q with a value: only %s writes it; take ours or theirs", a.Type, key, owner),
+					Errors: []fault.FieldError{{Pointer: ptr + "/value", Rule: "reserved", Detail: a.Type}}}
+			}
+			if typ == "" {
+				typ = a.Type
+			}
+		}
+		if owner := gateWriter(typ); owner != "" {
+			return &fault.Error{Code: fault.ReservedType, Detail: fmt.Sprintf("a merge resolution cannot write a %s value: only %s writes one; take ours or theirs", typ, owner),
+				Errors: []fault.FieldError{{Pointer: ptr + "/type", Rule: "reserved", Detail: typ}}}
 		}
 		if typ != "" {
 			if err := s.types.Validate(typ, mustDecode(res.Value), ptr+"/value"); err != nil {
@@ -91,4 +107,13 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 		}
 	}
 	return nil
+}
+
+// gateWriter returns the only path that writes artifacts of typ, a
+// reserved type or a gate output, or "" when clients may write them.
+func gateWriter(typ string) string {
+	if w := reservedWriters[typ]; w != "" {
+		return w
+	}
+	return gateOwned[typ]
 }

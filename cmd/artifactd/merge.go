@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -49,13 +50,20 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, exitUsage, "merge: %v", err)
 	}
-	st, err := openExisting(ctx, stf)
+	sp, err := stf.resolve()
+	if err != nil {
+		return fail(stderr, exitUsage, "merge: %v", err)
+	}
+	st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: discardLogger()}, true)
 	if err != nil {
 		return fail(stderr, exitUsage, "merge: %v", err)
 	}
 	defer st.Close()
+	// Through the service, as the API merges: a value resolution follows
+	// its type's schema and cannot replace or forge a gate output.
+	svc := newService(st, reg, serveConfig{Logger: discardLogger()}, nil)
 	rep := mergeReport{Into: *into, Theirs: pos[0]}
-	out, err := st.Merge(ctx, *ctxID, *into, pos[0], res, *author, *message)
+	out, err := svc.Merge(ctx, *ctxID, service.MergeInput{Ours: *into, Theirs: pos[0], Resolutions: res, Author: *author, Message: *message})
 	var ce *replay.ConflictError
 	switch {
 	case errors.As(err, &ce):

@@ -56,6 +56,13 @@ func TestCLIBranchDiffMerge(t *testing.T) {
 	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.Status != "conflict" || len(rep.Conflicts) != 1 || rep.Conflicts[0].Key != "c" {
 		t.Fatalf("conflicting merge --json: %d %s", code, out)
 	}
+	// A value must follow its type's schema, as over the API (the CLI
+	// merges through the service), and changes nothing when it does not.
+	code, _, errOut = runCLI(t, "merge", "--data", dir, "--context", "run-1", "--into", "ours", "theirs",
+		"--resolve-value", `c={"text":5}`)
+	if code != 2 || !strings.Contains(errOut, "schema") {
+		t.Fatalf("a value against the schema: %d %s", code, errOut)
+	}
 	// Resolved with a value.
 	code, out, errOut = runCLI(t, "merge", "--data", dir, "--context", "run-1", "--into", "ours", "theirs",
 		"--resolve-value", `c={"text":"3 EUR"}`, "--json")
