@@ -31,10 +31,13 @@ type schemaCostError struct {
 // checkSchemaCost refuses, before a schema is registered, one whose
 // validation cost could explode or never end: a $ref cycle that does not
 // descend into the data (`{"$ref":"#"}` fails every put), a $ref that does
-// not resolve inside the schema, and an expansion of more than
-// maxSchemaExpansion subschemas for one value. Recursion through a
-// descending keyword (a tree of items) is allowed: each level of the data
-// pays once. doc is the schema decoded into maps and slices.
+// not resolve inside the schema (and $dynamicRef, or an $id below the
+// root, which would make a $ref resolve elsewhere than this walk does), an
+// expansion of more than maxSchemaExpansion subschemas for one value, and
+// a recursion that applies one subschema twice at one place of the data
+// (checkBranching). Recursion through a descending keyword (a tree of
+// items) is allowed: each level of the data pays once. doc is the schema
+// decoded into maps and slices.
 func checkSchemaCost(doc any) *schemaCostError {
 	c := &costWalk{root: doc, memo: map[string]int{}, onStack: map[string]bool{}}
 	n, err := c.cost(doc, "")
@@ -44,7 +47,7 @@ func checkSchemaCost(doc any) *schemaCostError {
 	if n > maxSchemaExpansion {
 		return &schemaCostError{"", "cost", fmt.Sprintf("validating one value would evaluate more than %d subschemas (the schema's $refs expand to %d); flatten the anyOf/oneOf/$ref nesting", maxSchemaExpansion, n)}
 	}
-	return nil
+	return checkBranching(doc)
 }
 
 type costWalk struct {
@@ -88,6 +91,12 @@ func (c *costWalk) cost(s any, ptr string) (int, *schemaCostError) {
 				return 1, nil
 			}
 		}
+	}
+	if _, ok := obj["$dynamicRef"]; ok {
+		return 0, &schemaCostError{ptr + "/$dynamicRef", "local_ref", "$dynamicRef is not supported: use $ref with a JSON pointer inside the schema (#/$defs/name)"}
+	}
+	if _, ok := obj["$id"]; ok && ptr != "" {
+		return 0, &schemaCostError{ptr + "/$id", "local_ref", "$id is allowed only at the schema's root: a $ref inside a subschema with an $id of its own would resolve against that subschema"}
 	}
 	c.onStack[ptr] = true
 	c.stack = append(c.stack, frameInfo{ptr: ptr})
