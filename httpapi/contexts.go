@@ -118,7 +118,13 @@ func (s *Server) handleEnsureContext(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// The body may omit the id: take it from the path, then check the
-		// body against the same schema as POST /v1/contexts.
+		// body against the same schema as POST /v1/contexts. The bytes
+		// sent are held to canonical JSON first: once re-marshalled, a key
+		// given twice or a lone surrogate would be gone unseen.
+		if _, err := hashing.Canonicalize(body); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		var m map[string]json.RawMessage
 		if json.Unmarshal(body, &m) == nil && m != nil && m["id"] == nil {
 			m["id"], _ = json.Marshal(ctxID)

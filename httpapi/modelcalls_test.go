@@ -35,6 +35,17 @@ func TestEnsureContext(t *testing.T) {
 	if r := e.send(req{method: "PUT", path: "/v1/contexts/fresh"}); r.status != 201 || r.obj(t)["quarantine"] != "enforce" {
 		t.Fatalf("PUT without a body: %d %s", r.status, r.body)
 	}
+	// A body without the id is held to canonical JSON as any other: a
+	// key twice is refused, and no context is made in the weaker mode.
+	for _, body := range []string{`{"quarantine":"enforce","quarantine":"observe"}`, `{"quarantine":"observe","\ud800":1}`} {
+		r := e.send(req{method: "PUT", path: "/v1/contexts/twice", body: body})
+		if r.status != 400 && r.status != 422 {
+			t.Errorf("PUT %s: %d %s", body, r.status, r.body)
+		}
+		if r := e.get("/v1/contexts/twice"); r.status != 404 {
+			t.Fatalf("a refused PUT %s made the context: %d %s", body, r.status, r.body)
+		}
+	}
 }
 
 // TestModelCallRecord: a recorded call is found by the hash of its
