@@ -284,6 +284,10 @@ func TestMalformedRequestsGetProblems(t *testing.T) {
 		{"bad json", req{method: "POST", path: "/v1/contexts/p/artifacts", body: `{"type":`}, 400},
 		{"wrong content type", req{method: "POST", path: "/v1/contexts/p/artifacts", body: `{}`, header: map[string]string{"Content-Type": "text/plain"}}, 415},
 		{"bad path escape in id", req{method: "GET", path: "/v1/contexts/p/artifacts/a%2Fb%zz"}, 0},
+		// No route decodes a content coding: a body said to be compressed
+		// is refused, not read as it is.
+		{"gzip body", req{method: "POST", path: "/v1/contexts/p/artifacts", body: `{"type":"note","data":{"text":"a"}}`, header: map[string]string{"Content-Encoding": "gzip"}}, 415},
+		{"coded blob", req{method: "POST", path: "/v1/contexts/p/blobs", body: "some bytes", header: map[string]string{"Content-Type": "application/octet-stream", "Content-Encoding": "identity, br"}}, 415},
 	} {
 		if c.status == 0 {
 			continue // net/http itself refuses a request URI that does not parse (text/plain 400)
@@ -297,6 +301,11 @@ func TestMalformedRequestsGetProblems(t *testing.T) {
 			t.Errorf("%s: state changed", c.name)
 		}
 	}
+	if r := e.get("/v1/contexts/p/blobs/" + hashing.ContentHash([]byte("some bytes")).String()); r.status != 404 {
+		t.Errorf("a refused blob was stored: %d", r.status)
+	}
+	// identity is no coding at all.
+	e.must(e.send(req{method: "POST", path: "/v1/contexts/p/artifacts", body: `{"type":"note","data":{"text":"a"}}`, header: map[string]string{"Content-Encoding": "identity"}}), 201)
 }
 
 // startServer serves srv like artifactd serve does, on a limited loopback

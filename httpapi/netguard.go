@@ -26,7 +26,10 @@ import (
 //  5. A write marked cross-site or same-site by the browser (Origin,
 //     Sec-Fetch-Site) from an origin not in AllowOrigins → 403.
 //  6. A query that does not decode (bad percent-encoding) → 400.
-//  7. A body over LargeBodyBytes (or of unknown length) takes one of
+//  7. A body sent with a Content-Encoding other than identity → 415: no
+//     route decodes gzip or any other coding, and a blob stored from a
+//     compressed body would hold bytes its sender did not mean.
+//  8. A body over LargeBodyBytes (or of unknown length) takes one of
 //     MaxLargeBodies slots, or gets 503 with Retry-After; every body must
 //     arrive within BodyTimeout (408 otherwise).
 //
@@ -131,6 +134,12 @@ func (s *Server) netGuard(next http.Handler) http.Handler {
 				Errors: []FieldError{{Parameter: "query", Rule: "percent_encoding", Detail: err.Error()}}})
 			return
 		}
+		if ce := contentCoding(r.Header); ce != "" {
+			s.writeError(w, r, &Error{Code: CodeUnsupportedMedia,
+				Detail: fmt.Sprintf("Content-Encoding %q is not accepted: send the body as it is (identity)", ce),
+				Errors: []FieldError{{Parameter: "Content-Encoding", Rule: "identity", Detail: "only identity is accepted"}}})
+			return
+		}
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			if r.ContentLength < 0 || r.ContentLength > s.largeBody {
 				select {
@@ -148,6 +157,19 @@ func (s *Server) netGuard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// contentCoding returns the request's Content-Encoding when it names a
+// coding other than identity, else "".
+func contentCoding(h http.Header) string {
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return v
+			}
+		}
+	}
+	return ""
 }
 
 // headerBytes is the size of the request line and headers as sent.
