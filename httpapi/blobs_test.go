@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -314,4 +315,49 @@ func localRequest(method, target string, body io.Reader) *http.Request {
 	r := httptest.NewRequest(method, target, body)
 	r.Host, r.RemoteAddr = "127.0.0.1", "127.0.0.1:40000"
 	return r
+}
+
+// TestRefusedGateWriteHoldsNoBlob: a tool result or a fetch whose
+// artifact is refused (a dangling edge, a missing branch) leaves its
+// context holding none of the blobs it stored; the same write accepted
+// holds them, and again as a no-op still does.
+func TestRefusedGateWriteHoldsNoBlob(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("c", "")
+	held := func(text string) int {
+		t.Helper()
+		return e.get("/v1/contexts/c/blobs/" + hashing.Sum([]byte(text)).String()).status
+	}
+	out := "a tool's output that no one else wrote, " + strings.Repeat("long ", 400)
+	body := "a fetched report that only this test fetched, long enough to be read as a page"
+	before := e.hash("c")
+	for _, r := range []*resp{
+		e.post("/v1/contexts/c/tool-results", map[string]any{"id": "t1", "tool": "read_file", "ok": true, "output": out,
+			"edges": []any{map[string]any{"rel": "uses", "to": "nosuch"}}}),
+		e.post("/v1/contexts/c/tool-results", map[string]any{"id": "t1", "tool": "read_file", "ok": true, "output": out, "branch": "nosuch"}),
+		e.post("/v1/contexts/c/fetches", map[string]any{"id": "f1", "url": "https://c.example/", "status": 200, "content_type": "text/plain", "body": body,
+			"edges": []any{map[string]any{"rel": "uses", "to": "nosuch"}}}),
+		e.post("/v1/contexts/c/fetches", map[string]any{"id": "f1", "url": "https://c.example/", "status": 200, "content_type": "text/plain", "body": body, "branch": "nosuch"}),
+	} {
+		if r.status != 404 && r.status != 422 {
+			t.Fatalf("refused write: %d %s", r.status, r.body)
+		}
+	}
+	if e.hash("c") != before {
+		t.Fatal("a refused write moved the head")
+	}
+	if s := held(out); s != 404 {
+		t.Errorf("the refused tool output's blob: %d, want 404", s)
+	}
+	if s := held(body); s != 404 {
+		t.Errorf("the refused fetch's body: %d, want 404", s)
+	}
+	// Accepted, each holds its blob; written again (a no-op), still.
+	for _, status := range []int{201, 200} {
+		e.must(e.post("/v1/contexts/c/tool-results", map[string]any{"id": "t1", "tool": "read_file", "ok": true, "output": out}), status)
+		e.must(e.post("/v1/contexts/c/fetches", map[string]any{"id": "f1", "url": "https://c.example/", "status": 200, "content_type": "text/plain", "body": body}), status)
+		if held(out) != 200 || held(body) != 200 {
+			t.Fatalf("accepted writes' blobs: %d %d", held(out), held(body))
+		}
+	}
 }

@@ -144,6 +144,7 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	}
 	res := gate.ClassifyWith(ev, s.rules)
 	data := VerdictData{FetchedBy: by, ProducedBy: truncateChars(s.sanitizeOptions().Mask(in.ProducedBy), maxToolNameChars)}
+	var held heldBlobs // the bodies, held with the verdict's commit
 	if s.render != nil && res.Verdict == gate.Unknown && res.Reason == gate.ReasonScriptShell {
 		rendered, rerr := s.render.Render(ctx, ev)
 		if rerr != nil {
@@ -153,7 +154,7 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 			data.RenderError = s.sanitizeOptions().Mask(rerr.Error())
 			s.log.Warn("render failed", "context", ctxID, "url", res.Receipt.URL, "err", data.RenderError)
 		} else {
-			shell, err := s.putBody(ctx, ctxID, ev.Body, res.Receipt)
+			shell, err := putBody(ctx, s.st, &held, ev.Body, res.Receipt)
 			if err != nil {
 				return nil, err
 			}
@@ -161,7 +162,7 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 			ev, res = rendered, gate.ClassifyWith(rendered, s.rules)
 		}
 	}
-	blob, err := s.putBody(ctx, ctxID, ev.Body, res.Receipt)
+	blob, err := putBody(ctx, s.st, &held, ev.Body, res.Receipt)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +179,7 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	aw, err := s.putArtifactGo(ctx, ctxID, ArtifactInput{
 		ID: in.ID, Type: TypeFetchVerdict, ProducedBy: "gate", Data: raw,
 		Edges: in.Edges, Branch: in.Branch, Quarantine: in.Quarantine,
-	}, true)
+	}, true, &held)
 	if err != nil {
 		return nil, err
 	}
@@ -209,10 +210,11 @@ func (s *Service) fetchText(ctx context.Context, ctxID string, fw *FetchWrite, t
 	return nil
 }
 
-// putBody stores a fetched body, held by context ctxID, and checks that
-// its address is the one the receipt names.
-func (s *Service) putBody(ctx context.Context, ctxID string, body []byte, rc gate.Receipt) (string, error) {
-	d, err := s.st.PutContextBlob(ctx, ctxID, body)
+// putBody stores a fetched body, which the verdict's commit makes the
+// context hold (held), and checks that its address is the one the
+// receipt names.
+func putBody(ctx context.Context, st *store.Store, held *heldBlobs, body []byte, rc gate.Receipt) (string, error) {
+	d, err := held.put(ctx, st, body)
 	if err != nil {
 		return "", err
 	}

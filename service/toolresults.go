@@ -63,8 +63,9 @@ type ToolOutputData struct {
 // output is sanitised with the server's options (Options.Sanitize): masked
 // first (gate.SanitizeError, gate.PrepareOutput), the masked full text
 // stored as a blob, then the model view made; the tool name is masked too.
-// The artifact is written with the client's rules (PutArtifact). Errors
-// are *fault.Error values.
+// The artifact is written with the client's rules (PutArtifact); the
+// context comes to hold the blob with its commit, so a refused write
+// leaves it holding nothing new. Errors are *fault.Error values.
 func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolResultInput) (*ArtifactWrite, error) {
 	if _, err := s.st.GetContext(ctx, ctxID); err != nil {
 		return nil, err
@@ -73,20 +74,19 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 	tool := truncateChars(opt.Mask(in.Tool), maxToolNameChars)
 	var typ string
 	var data any
+	var held heldBlobs
 	if !in.OK {
 		msg := ""
 		if in.Error != nil {
 			msg = *in.Error
 		}
 		v := gate.SanitizeError(msg, opt)
-		d, err := s.st.PutContextBlob(ctx, ctxID, []byte(v.Masked))
+		d, err := held.put(ctx, s.st, []byte(v.Masked))
 		if err != nil {
 			return nil, err
 		}
 		if v.Spilled || v.Truncated {
-			if err := s.st.NoteSpill(ctx, d, s.clock()); err != nil {
-				return nil, err
-			}
+			held.spills = append(held.spills, d)
 		}
 		typ = TypeToolError
 		data = ToolErrorData{Tool: tool, ModelView: v.ModelView, TotalChars: v.TotalChars, Truncated: v.Truncated, Spilled: v.Spilled, FullBlob: d.String()}
@@ -96,15 +96,13 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 			out = *in.Output
 		}
 		full := gate.PrepareOutput(out, opt)
-		d, err := s.st.PutContextBlob(ctx, ctxID, []byte(full))
+		d, err := held.put(ctx, s.st, []byte(full))
 		if err != nil {
 			return nil, err
 		}
 		v := gate.SanitizeOutput(full, d.String(), opt)
 		if v.OmittedChars > 0 || v.Truncated {
-			if err := s.st.NoteSpill(ctx, d, s.clock()); err != nil {
-				return nil, err
-			}
+			held.spills = append(held.spills, d)
 		}
 		typ = TypeToolOutput
 		data = ToolOutputData{Tool: tool, ModelView: v.ModelView, TotalChars: v.TotalChars, OmittedChars: v.OmittedChars, Truncated: v.Truncated, FullBlob: d.String()}
@@ -116,7 +114,7 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 	return s.putArtifactGo(ctx, ctxID, ArtifactInput{
 		ID: in.ID, Type: typ, ProducedBy: in.ProducedBy, Data: raw,
 		Edges: in.Edges, Branch: in.Branch, Quarantine: in.Quarantine,
-	}, true)
+	}, true, &held)
 }
 
 // truncateChars cuts s to at most n characters.

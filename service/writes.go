@@ -271,7 +271,7 @@ func DerivedID(typ string, contentHash hashing.Digest) string {
 // are refused, and the artifact and its edges are committed atomically.
 // Errors are *fault.Error values.
 func (s *Service) PutArtifact(ctx context.Context, ctxID string, in ArtifactInput) (*ArtifactWrite, error) {
-	return s.putArtifactGo(ctx, ctxID, in, false)
+	return s.putArtifactGo(ctx, ctxID, in, false, nil)
 }
 
 // GatePutArtifact is PutArtifact for the gate: it may write reserved types
@@ -288,10 +288,31 @@ func (s *Service) GatePutArtifact(ctx context.Context, ctxID string, in Artifact
 			return nil, err
 		}
 	}
-	return s.putArtifactGo(ctx, ctxID, in, true)
+	return s.putArtifactGo(ctx, ctxID, in, true, nil)
 }
 
-func (s *Service) putArtifactGo(ctx context.Context, ctxID string, in ArtifactInput, gate bool) (*ArtifactWrite, error) {
+// heldBlobs are the blobs a gate write stores before its artifact (a tool
+// output's full text, a fetched body): the context comes to hold them
+// with the artifact's commit (store.CommitRequest.Blobs), so a refused
+// write leaves it holding none of them. Their bytes stay stored, held by
+// no context, and the same bytes put again cost nothing.
+type heldBlobs struct {
+	blobs, spills []hashing.Digest
+}
+
+// put stores data as a blob the write's commit makes the context hold.
+func (h *heldBlobs) put(ctx context.Context, st *store.Store, data []byte) (hashing.Digest, error) {
+	d, err := st.PutBlob(ctx, data)
+	if err != nil {
+		return d, err
+	}
+	h.blobs = append(h.blobs, d)
+	return d, nil
+}
+
+// putArtifactGo writes in (gate: with the gate's rules); held, when not
+// nil, are blobs its commit makes the context hold.
+func (s *Service) putArtifactGo(ctx context.Context, ctxID string, in ArtifactInput, gate bool, held *heldBlobs) (*ArtifactWrite, error) {
 	canon, err := hashing.CanonicalizeObject(in.Data)
 	if err != nil {
 		return nil, classifyAt(err, "/data")
@@ -317,7 +338,7 @@ func (s *Service) putArtifactGo(ctx context.Context, ctxID string, in ArtifactIn
 		}
 		parent = &d
 	}
-	return s.writeArtifact(ctx, ctxID, &in, doc, parent, gate)
+	return s.writeArtifact(ctx, ctxID, &in, doc, parent, gate, held)
 }
 
 // classifyAt classifies a canonicalisation error found in a member of the
@@ -335,12 +356,12 @@ func classifyAt(err error, prefix string) error {
 // for schema validation (hashing.DecodeCanonical) and parent is the
 // parsed in.Parent (nil for none). Its rules and errors are PutArtifact's.
 func (s *Service) PutDecoded(ctx context.Context, ctxID string, in *ArtifactInput, data any, parent *hashing.Digest) (*ArtifactWrite, error) {
-	return s.writeArtifact(ctx, ctxID, in, data, parent, false)
+	return s.writeArtifact(ctx, ctxID, in, data, parent, false, nil)
 }
 
 // writeArtifact commits one artifact and its edges. in.Data is canonical
 // and data is the same value decoded for schema validation.
-func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactInput, data any, parent *hashing.Digest, gate bool) (*ArtifactWrite, error) {
+func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactInput, data any, parent *hashing.Digest, gate bool, held *heldBlobs) (*ArtifactWrite, error) {
 	if !gate || in.Type != TypeFetchVerdict {
 		if err := reservedType(in.Type, "/type"); err != nil {
 			return nil, err
@@ -374,6 +395,9 @@ func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactI
 		Message: "put " + id, Ops: ops, Mode: mode,
 	}
 	req.Types, req.Relations = s.types.definitions(ops)
+	if held != nil {
+		req.Blobs, req.Spills = held.blobs, held.spills
+	}
 	req.Check = clientCheck
 	if gate {
 		req.Check = gateCheck
@@ -390,6 +414,16 @@ func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactI
 			}
 			return "/edges/" + strconv.Itoa(i-1) + field
 		})
+	}
+	if res.Noop && held != nil {
+		// The artifact was there already: the context holds its blobs as
+		// the write that made it did (or does now: a client's own record
+		// of a gate output may name bytes no context held).
+		for _, d := range held.blobs {
+			if _, err := s.st.AddBlobMember(ctx, ctxID, d); err != nil {
+				return nil, err
+			}
+		}
 	}
 	s.countWrite(res.Noop)
 	out := &ArtifactWrite{Commit: res.Commit.ID, ContextHash: res.Commit.ContextHash, Noop: res.Noop, Tainted: taintViews(res.Tainted)}

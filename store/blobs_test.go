@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv"
@@ -338,3 +339,51 @@ func kvBatchSet(k, v []byte) kv.Batch {
 }
 
 func kvBatchDelete(k []byte) kv.Batch { return kv.Batch{Deletes: [][]byte{k}} }
+
+// TestCommitHoldsItsBlobs: the blobs and spills a commit names are
+// written with it, and a commit refused (by its check) writes neither; a
+// commit that changes nothing records neither either.
+func TestCommitHoldsItsBlobs(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeEnforce); err != nil {
+		t.Fatal(err)
+	}
+	put := func(text string) hashing.Digest {
+		d, err := s.PutBlob(ctx, []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	kept, refused, again := put("kept bytes"), put("refused bytes"), put("bytes of a no-op")
+	refuse := errors.New("refused by its check")
+	_, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{notePut("r", 0, "r")}, Blobs: []hashing.Digest{refused}, Spills: []hashing.Digest{refused},
+		Check: func(*graph.State, []graph.Change) error { return refuse }})
+	if !errors.Is(err, refuse) {
+		t.Fatalf("refused commit: %v", err)
+	}
+	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{notePut("k", 0, "k")}, Blobs: []hashing.Digest{kept, kept}, Spills: []hashing.Digest{kept}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{notePut("k", 0, "k")}, Blobs: []hashing.Digest{again}, Spills: []hashing.Digest{again}})
+	if err != nil || !res.Noop {
+		t.Fatalf("no-op commit: %v %+v", err, res)
+	}
+	for d, want := range map[hashing.Digest]bool{kept: true, refused: false, again: false} {
+		if held, err := s.BlobMember(ctx, "c", d); err != nil || held != want {
+			t.Errorf("blob %s held %v (%v), want %v", d.Short(), held, err, want)
+		}
+	}
+	// Only the accepted commit's spill was noted: pruning everything noted
+	// prunes it alone.
+	n, err := s.PruneSpills(ctx, time.Now().Add(time.Hour), time.Now(), 0)
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d (%v), want 1", n, err)
+	}
+	if _, err := s.GetBlob(ctx, refused); err != nil {
+		t.Fatalf("the refused commit's bytes were pruned: %v", err)
+	}
+	mustCheck(t, s)
+}

@@ -51,6 +51,15 @@ type CommitRequest struct {
 	// relations meant.
 	Types     []graph.TypeDef
 	Relations []graph.RelationDef
+	// Blobs are blobs the commit's artifacts name (a gate output's full
+	// text, a fetched body) that the context comes to hold with the
+	// commit: their membership is written in the commit's own atomic
+	// write, so a refused commit leaves the context holding nothing new.
+	// Their bytes must be stored already (PutBlob). Spills are those among
+	// them cut for the model's view, noted for PruneSpills at the commit's
+	// time. A commit that changes nothing (Noop) records neither.
+	Blobs  []hashing.Digest
+	Spills []hashing.Digest
 }
 
 // Planning is what CommitRequest.OpsFrom reads in the committer besides
@@ -1167,6 +1176,12 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	}
 	g.set(keyCommit(req.Context, c.ID), rec)
 	g.absent = append(g.absent, kv.Record{Key: keySeq(req.Context, c.Seq), Value: c.ID[:]})
+	for _, b := range req.Blobs {
+		g.set(keyBlobMember(req.Context, b), []byte{})
+	}
+	for _, b := range req.Spills {
+		g.set(keySpill(when, b), []byte{})
+	}
 	// Later requests of the group (a branch reset or a fast-forward merge
 	// checking the head it expects) must see this ref move, not the disk's.
 	parent := hf.commit.ID

@@ -139,7 +139,7 @@
 //	blob NUL <sha256>                  -> raw bytes (a blob of at most BlobChunkSize bytes, or any blob written before chunking)
 //	blobm NUL <sha256>                 -> manifest of a larger blob: 0x01, uvarint size, uvarint chunk size, SHA-256 of each chunk
 //	blobc NUL <sha256><u32 BE>         -> chunk i of a larger blob (written before its manifest)
-//	cblob NUL <ctx> NUL <sha256>       -> "" (the context holds the blob: it may read it)
+//	cblob NUL <ctx> NUL <sha256>       -> "" (the context holds the blob: it may read it; a gate output's blobs are held in its commit's write, CommitRequest.Blobs)
 //	meta NUL blob-members              -> "1" (BackfillBlobMembers ran)
 //	node NUL <node id>                 -> state-map node (id = SHA-256 of the bytes)
 //	type NUL <name>                    -> type record JSON (owned by the registry, not the chain)
