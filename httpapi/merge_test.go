@@ -128,3 +128,38 @@ func TestMergeKeepsGateOutputs(t *testing.T) {
 		t.Fatalf("t1 after the merge: %v", t1)
 	}
 }
+
+// TestWriteRefusalsNameTheField: a resolution that takes no side and
+// gives no value, a take that is neither side, a value for a cycle, a
+// commit id as the branch to merge into, and a write to a branch whose
+// name is not one are 422s naming their field, with nothing written.
+func TestWriteRefusalsNameTheField(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("w", "observe")
+	e.must(e.post("/v1/contexts/w/artifacts", map[string]any{"id": "a", "type": "note", "data": map[string]any{"text": "a"}}), 201)
+	e.must(e.post("/v1/contexts/w/branches", map[string]any{"name": "side"}), 201)
+	head := e.must(e.get("/v1/contexts/w/hash"), 200)["commit"].(string)
+	for _, c := range []struct {
+		name, path, pointer string
+		body                map[string]any
+	}{
+		{"empty resolution", "/v1/contexts/w/merge", "/resolutions/a", map[string]any{"theirs": "side", "resolutions": map[string]any{"a": map[string]any{}}}},
+		{"take neither side", "/v1/contexts/w/merge", "/resolutions/a/take", map[string]any{"theirs": "side", "resolutions": map[string]any{"a": map[string]any{"take": "mine"}}}},
+		{"value for a cycle", "/v1/contexts/w/merge", "/resolutions/cycle:a/value", map[string]any{"theirs": "side", "resolutions": map[string]any{"cycle:a": map[string]any{"value": map[string]any{}}}}},
+		{"commit id as ours", "/v1/contexts/w/merge", "/ours", map[string]any{"theirs": "side", "ours": head}},
+		{"artifact on a bad branch", "/v1/contexts/w/artifacts", "/branch", map[string]any{"type": "note", "data": map[string]any{"text": "b"}, "branch": "a b"}},
+		{"commit on a bad branch", "/v1/contexts/w/commits", "/branch", map[string]any{"branch": "a b", "ops": []any{map[string]any{"op": "delete", "id": "a"}}}},
+		{"tool result on a bad branch", "/v1/contexts/w/tool-results", "/branch", map[string]any{"tool": "t", "ok": true, "output": "x", "branch": "../x"}},
+		{"fetch on a bad branch", "/v1/contexts/w/fetches", "/branch", map[string]any{"url": "https://w.example/", "status": 200, "body": "x", "branch": head}},
+	} {
+		r := e.post(c.path, c.body)
+		p := e.must(r, 422)
+		errs, _ := p["errors"].([]any)
+		if len(errs) == 0 || errs[0].(map[string]any)["pointer"] != c.pointer {
+			t.Errorf("%s: %s", c.name, r.body)
+		}
+	}
+	if got := e.must(e.get("/v1/contexts/w/hash"), 200)["commit"]; got != head {
+		t.Fatal("a refused write moved the head")
+	}
+}

@@ -34,6 +34,10 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 			return nil, PointTo(err, p[0])
 		}
 	}
+	// Theirs may be any commit; ours is the branch the merge moves.
+	if err := checkBranchField(in.Ours, "/ours"); err != nil {
+		return nil, err
+	}
 	if err := s.checkResolutions(ctx, ctxID, &in); err != nil {
 		return nil, err
 	}
@@ -60,9 +64,19 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 	var sides []*replay.Commit // ours, theirs: resolved on first need
 	for key, res := range in.Resolutions {
 		ptr := "/resolutions/" + escapePointer(key)
-		if res.Take != "" && len(res.Value) > 0 {
+		switch {
+		case res.Take != "" && len(res.Value) > 0:
 			return &fault.Error{Code: fault.Invalid, Detail: "a resolution takes a side or gives a value, not both",
 				Errors: []fault.FieldError{{Pointer: ptr, Rule: "oneOf", Detail: "take or value"}}}
+		case res.Take == "" && len(res.Value) == 0:
+			return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("the resolution of %q takes no side and gives no value", key),
+				Errors: []fault.FieldError{{Pointer: ptr, Rule: "oneOf", Detail: "take or value"}}}
+		case res.Take != "" && res.Take != replay.TakeOurs && res.Take != replay.TakeTheirs:
+			return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("take must be %q or %q, not %q", replay.TakeOurs, replay.TakeTheirs, res.Take),
+				Errors: []fault.FieldError{{Pointer: ptr + "/take", Rule: "enum", Detail: "ours or theirs"}}}
+		case len(res.Value) > 0 && strings.HasPrefix(key, "cycle:"):
+			return &fault.Error{Code: fault.Invalid, Detail: "a cycle is resolved by taking a side: ours drops theirs' edge that closes it, theirs keeps it",
+				Errors: []fault.FieldError{{Pointer: ptr + "/value", Rule: "not", Detail: "take ours or theirs"}}}
 		}
 		if len(res.Value) == 0 || strings.HasPrefix(key, "edge:") || strings.HasPrefix(key, "cycle:") {
 			continue

@@ -36,3 +36,14 @@ func PointTo(err error, ptr string) error {
 	}
 	return err
 }
+
+// checkBranchField refuses a branch named in a write's body that is not a
+// branch name (422 naming ptr), rather than looking it up and answering
+// that no such branch exists; "" (the default, main) passes.
+func checkBranchField(branch, ptr string) error {
+	if branch == "" || store.ValidateBranch(branch) == nil {
+		return nil
+	}
+	return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("%q is not a branch name", branch),
+		Errors: []fault.FieldError{{Pointer: ptr, Rule: "pattern", Detail: "1-100 of [A-Za-z0-9._/-], starting with a letter, digit or _"}}}
+}

@@ -362,6 +362,9 @@ func (s *Service) PutDecoded(ctx context.Context, ctxID string, in *ArtifactInpu
 // writeArtifact commits one artifact and its edges. in.Data is canonical
 // and data is the same value decoded for schema validation.
 func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactInput, data any, parent *hashing.Digest, gate bool, held *heldBlobs) (*ArtifactWrite, error) {
+	if err := checkBranchField(in.Branch, "/branch"); err != nil {
+		return nil, err
+	}
 	if !gate || in.Type != TypeFetchVerdict {
 		if err := reservedType(in.Type, "/type"); err != nil {
 			return nil, err
@@ -541,6 +544,9 @@ func (s *Service) CommitDecoded(ctx context.Context, ctxID string, in *CommitInp
 // commit applies in; docs[i] is op i's artifact data decoded for schema
 // validation.
 func (s *Service) commit(ctx context.Context, ctxID string, in *CommitInput, docs []any, parent *hashing.Digest) (*CommitWrite, error) {
+	if err := checkBranchField(in.Branch, "/branch"); err != nil {
+		return nil, err
+	}
 	if err := s.types.Refresh(ctx, s.st); err != nil {
 		return nil, err
 	}
