@@ -94,6 +94,13 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusCreated, info)
 }
 
+// badContextID is the refusal of a context id in the path that no
+// context may have, where the request would create it.
+func badContextID() *Error {
+	return &Error{Code: CodeValidation, Detail: "the context id in the path is not valid",
+		Errors: []FieldError{{Parameter: "ctx", Rule: "context_id", Detail: "1-128 characters of [A-Za-z0-9._-], not . or .."}}}
+}
+
 // handleEnsureContext is PUT /v1/contexts/{ctx}: create the context if it
 // does not exist (201), answer 200 with the record when it exists with the
 // same settings, 409 when its settings differ. The body is optional:
@@ -102,8 +109,7 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleEnsureContext(w http.ResponseWriter, r *http.Request) {
 	ctxID, err := ctxParam(r)
 	if err != nil {
-		s.writeError(w, r, &Error{Code: CodeValidation, Detail: "the context id in the path is not valid",
-			Errors: []FieldError{{Parameter: "ctx", Rule: "context_id", Detail: "1-128 characters of [A-Za-z0-9._-], not . or .."}}})
+		s.writeError(w, r, badContextID()) // the guard answers it first
 		return
 	}
 	body, err := readBody(w, r, s.maxBody)

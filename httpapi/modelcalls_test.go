@@ -35,6 +35,18 @@ func TestEnsureContext(t *testing.T) {
 	if r := e.send(req{method: "PUT", path: "/v1/contexts/fresh"}); r.status != 201 || r.obj(t)["quarantine"] != "enforce" {
 		t.Fatalf("PUT without a body: %d %s", r.status, r.body)
 	}
+	// An id no context may have cannot be made (422 naming the path's
+	// parameter); reading it is a 404 as before.
+	for _, bad := range []string{"a%20b", "..", "a%2Fb"} {
+		r := e.send(req{method: "PUT", path: "/v1/contexts/" + bad})
+		p := e.must(r, 422)
+		if errs, _ := p["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["parameter"] != "ctx" || errs[0].(map[string]any)["rule"] != "context_id" {
+			t.Errorf("PUT %s: %s", bad, r.body)
+		}
+		if r := e.get("/v1/contexts/" + bad); r.status != 404 {
+			t.Errorf("GET %s: %d", bad, r.status)
+		}
+	}
 	// A body without the id is held to canonical JSON as any other: a
 	// key twice is refused, and no context is made in the weaker mode.
 	for _, body := range []string{`{"quarantine":"enforce","quarantine":"observe"}`, `{"quarantine":"observe","\ud800":1}`} {

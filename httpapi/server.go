@@ -213,11 +213,15 @@ type route struct {
 	handler         http.HandlerFunc
 	// scope is the token scope needed; ScopeNone routes are public.
 	scope Scope
-	// on says where the scope applies: "ctx" (the {ctx} parameter), ""
-	// (any context) or "*" (every context).
+	// on says where the scope applies: "ctx" (the {ctx} parameter),
+	// onNewCtx (the same, for the route that creates it), "" (any
+	// context) or "*" (every context).
 	on  string
 	doc opDoc
 }
+
+// onNewCtx is route.on for the route that creates the {ctx} it names.
+const onNewCtx = "new ctx"
 
 // routes lists every route of the API in one place.
 func (s *Server) routes() []route {
@@ -231,7 +235,7 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/contexts", s.handleCreateContext, ScopeWrite, "", docCreateContext},
 		// Contexts.
 		{"GET", "/v1/contexts/{ctx}", s.handleDescribeContext, ScopeRead, "ctx", docDescribeContext}, // branches, head, hash, counts, trust summary
-		{"PUT", "/v1/contexts/{ctx}", s.handleEnsureContext, ScopeWrite, "ctx", docEnsureContext},    // create if absent; 200 when the same, 409 when different
+		{"PUT", "/v1/contexts/{ctx}", s.handleEnsureContext, ScopeWrite, onNewCtx, docEnsureContext}, // create if absent; 200 when the same, 409 when different
 		{"GET", "/v1/compare", s.handleCompare, ScopeRead, "", docCompare},                           // ?a=CTX[@REF]&b=CTX[@REF]: same run, or where it diverges
 		// Commits: history and the general write.
 		{"POST", "/v1/contexts/{ctx}/commits", s.handleCommit, ScopeWrite, "ctx", docCommit},         // one atomic commit of ops
@@ -335,15 +339,19 @@ func (s *Server) guard(rt route) http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		on := rt.on
-		if on == "ctx" {
+		if on == "ctx" || on == onNewCtx {
 			// Authenticate first (401), then refuse what cannot name a
-			// context (404) before checking grants on it.
+			// context (404; 422 where the request would create it) before
+			// checking grants on it.
 			if _, err := s.authenticate(r); err != nil {
 				s.writeError(w, r, err)
 				return
 			}
 			id, err := ctxParam(r)
 			if err != nil {
+				if on == onNewCtx {
+					err = badContextID()
+				}
 				s.writeError(w, r, err)
 				return
 			}
