@@ -349,3 +349,48 @@ func TestEffectsOverTheMap(t *testing.T) {
 		t.Fatalf("claimed %d effects, want %d", len(claimed), len(want))
 	}
 }
+
+// TestEffectRestingOnPoisonIsHeld: in an enforce context an effect whose
+// support became poisoned after it was recorded is not handed to a
+// worker until its trust is confirmed again; and no client may link or
+// unlink an edge from an effect, which would rewrite what it rests on.
+func TestEffectRestingOnPoisonIsHeld(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("h", "enforce")
+	fetch := func(body string) {
+		t.Helper()
+		e.must(e.post("/v1/contexts/h/fetches", map[string]any{"id": "f", "url": "https://h.example/", "status": 200, "content_type": "text/plain", "body": body}), 201)
+	}
+	good := "a report the agent really read, long enough to count as a page of text"
+	fetch(good)
+	e.must(e.post("/v1/contexts/h/artifacts", map[string]any{"id": "c", "type": "claim", "data": map[string]any{"text": "the price is 3 EUR"},
+		"edges": []any{map[string]any{"rel": "derived_from", "to": "f"}}}), 201)
+	id := effect(e.must(e.post("/v1/contexts/h/effects", map[string]any{"idempotency_key": "k", "kind": "webhook",
+		"edges": []any{map[string]any{"rel": "supported_by", "to": "c"}}}), 201))["id"].(string)
+	claim := func() []any {
+		t.Helper()
+		return e.must(e.post("/v1/contexts/h/effects/claim", map[string]any{"worker": "w", "lease_seconds": 1}), 200)["effects"].([]any)
+	}
+	fetch("") // read again: FAILED, and the effect rests on it
+	if got := claim(); len(got) != 0 {
+		t.Fatalf("an effect resting on a FAILED read was claimed: %v", got)
+	}
+	fetch(good) // read again: RETRIEVED
+	if got := claim(); len(got) != 1 || got[0].(map[string]any)["id"] != id {
+		t.Fatalf("the effect once its support is confirmed again: %v", got)
+	}
+	before := e.hash("h")
+	for _, op := range []map[string]any{
+		{"op": "unlink", "from": id, "rel": "supported_by", "to": "c"},
+		{"op": "link", "from": id, "rel": "supported_by", "to": "f"},
+	} {
+		r := e.post("/v1/contexts/h/commits", map[string]any{"ops": []any{op}})
+		p := e.must(r, 422)
+		if errs, _ := p["errors"].([]any); p["type"] != ProblemTypePrefix+CodeReservedType || len(errs) != 1 || errs[0].(map[string]any)["pointer"] != "/ops/0/from" {
+			t.Errorf("%v: %s", op["op"], r.body)
+		}
+	}
+	if e.hash("h") != before {
+		t.Fatal("a refused edge op changed the context")
+	}
+}

@@ -243,3 +243,31 @@ func TestSecretsNeverStored(t *testing.T) {
 		}
 	}
 }
+
+// TestToolResultCannotReplaceReserved: a tool result written at the id of
+// a fetch verdict or of an effect is refused (409), so a FAILED verdict
+// does not become a confirmed tool output and an effect stays in the
+// outbox; the state is unchanged.
+func TestToolResultCannotReplaceReserved(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("r", "enforce")
+	e.must(e.post("/v1/contexts/r/fetches", map[string]any{"id": "fetch:price", "url": "https://r.example/", "status": 200, "content_type": "text/plain", "body": ""}), 201)
+	created := e.must(e.post("/v1/contexts/r/effects", map[string]any{"idempotency_key": "k1", "kind": "webhook"}), 201)
+	effectID := effect(created)["id"].(string)
+	before := e.hash("r")
+	for _, id := range []string{"fetch:price", effectID} {
+		r := e.post("/v1/contexts/r/tool-results", map[string]any{"id": id, "tool": "t", "ok": true, "output": `{"price":19.99}`})
+		if r.status != 409 {
+			t.Errorf("tool result at %q: %d %s", id, r.status, r.body)
+		}
+	}
+	if e.hash("r") != before {
+		t.Fatal("a refused tool result changed the context")
+	}
+	if a := e.must(e.get("/v1/contexts/r/artifacts/fetch:price"), 200); a["type"] != "fetch_verdict" {
+		t.Fatalf("fetch:price is now %v", a["type"])
+	}
+	if items := e.must(e.get("/v1/contexts/r/effects"), 200)["items"].([]any); len(items) != 1 {
+		t.Fatalf("effects after the refused writes: %v", items)
+	}
+}

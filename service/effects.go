@@ -350,7 +350,11 @@ func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput
 }
 
 // ClaimEffects leases up to in.Limit claimable effects (pending, or claimed
-// with an expired lease), oldest first, to in.Worker in one commit.
+// with an expired lease), oldest first, to in.Worker in one commit. In an
+// enforce context an effect that rests on an unconfirmed artifact is held
+// back: what it rests on became poisoned or quarantined after it was
+// recorded (a fetch read again and FAILED), and a side effect must not
+// go out on it; it is claimable again once its trust is confirmed.
 func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput) (*ClaimWrite, error) {
 	if in.LeaseSeconds <= 0 {
 		in.LeaseSeconds = defaultLeaseSeconds
@@ -358,6 +362,11 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 	if in.Limit <= 0 {
 		in.Limit = 1
 	}
+	info, err := s.st.GetContext(ctx, ctxID)
+	if err != nil {
+		return nil, err
+	}
+	enforce := info.Quarantine == store.ModeEnforce
 	for range casAttempts {
 		now := s.now()
 		var picked []EffectView
@@ -367,9 +376,13 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 				return err
 			}
 			for _, e := range all {
-				if e.Status == EffectPending || leaseExpired(e.EffectData, now) {
-					picked = append(picked, e)
+				if e.Status != EffectPending && !leaseExpired(e.EffectData, now) {
+					continue
 				}
+				if st := v.Trust.Status(e.ID); enforce && st != "" && st != graph.StatusConfirmed {
+					continue
+				}
+				picked = append(picked, e)
 			}
 			return nil
 		})

@@ -328,13 +328,24 @@ func verdictError(ptr, rule, detail string) *fault.Error {
 
 // gateCheck runs inside the commit pipeline for the gate path: a
 // fetch_verdict may replace only a fetch_verdict, never an artifact of
-// another type that happens to have its id.
+// another type that happens to have its id; and no gate output (a tool
+// result) may replace an artifact of a reserved type — a FAILED verdict
+// would otherwise become a confirmed tool output, or an effect vanish
+// from the outbox with its idempotency key spent.
 func gateCheck(_ *graph.State, changes []graph.Change) error {
 	for i, ch := range changes {
-		if ch.Noop || ch.Next == nil || ch.Next.Type != TypeFetchVerdict || ch.Prev == nil || ch.Prev.Type == TypeFetchVerdict {
+		if ch.Noop || ch.Next == nil || ch.Prev == nil || ch.Prev.Type == ch.Next.Type {
 			continue
 		}
-		detail := fmt.Sprintf("artifact %q is a %s; a fetch verdict cannot replace it: use another id", ch.Op.ID, ch.Prev.Type)
+		var detail string
+		switch {
+		case ch.Next.Type == TypeFetchVerdict:
+			detail = fmt.Sprintf("artifact %q is a %s; a fetch verdict cannot replace it: use another id", ch.Op.ID, ch.Prev.Type)
+		case reservedWriters[ch.Prev.Type] != "":
+			detail = fmt.Sprintf("artifact %q is a %s, which only %s writes; a %s cannot replace it: use another id", ch.Op.ID, ch.Prev.Type, reservedWriters[ch.Prev.Type], ch.Next.Type)
+		default:
+			continue
+		}
 		return &indexedError{index: i, field: "/id", err: &fault.Error{Code: fault.Conflict, Detail: detail, Errors: []fault.FieldError{{Rule: "type"}}}}
 	}
 	return nil

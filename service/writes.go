@@ -194,13 +194,23 @@ func reservedType(typ, pointer string) error {
 
 // reservedCheck returns a commit check that refuses any op writing,
 // overwriting or deleting an artifact of a reserved type other than
-// allowed ("" allows none). It runs inside the commit pipeline on the state
-// after the ops, so it also sees artifacts written by earlier commits.
+// allowed ("" allows none), or linking or unlinking an edge from one (an
+// effect's provenance is what the outbox recorded with it). It runs
+// inside the commit pipeline on the state after the ops, so it also sees
+// artifacts written by earlier commits.
 func reservedCheck(allowed string) func(*graph.State, []graph.Change) error {
-	return func(_ *graph.State, changes []graph.Change) error {
+	return func(st *graph.State, changes []graph.Change) error {
 		for i, ch := range changes {
 			if ch.Noop {
 				continue
+			}
+			if ch.Op.Op == graph.OpLink || ch.Op.Op == graph.OpUnlink {
+				from := st.Artifact(ch.Op.From)
+				if from == nil || reservedWriters[from.Type] == "" || from.Type == allowed {
+					continue
+				}
+				detail := fmt.Sprintf("clients cannot %s an edge from the %s %q: only %s writes its edges", ch.Op.Op, from.Type, ch.Op.From, reservedWriters[from.Type])
+				return &indexedError{index: i, field: "/from", err: &fault.Error{Code: fault.ReservedType, Detail: detail, Errors: []fault.FieldError{{Rule: "reserved"}}}}
 			}
 			var what, field, typ string
 			switch {
