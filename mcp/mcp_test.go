@@ -236,6 +236,21 @@ func coreFlow(t *testing.T, cs *sdk.ClientSession, ctxID string) {
 	if failed.Verdict != "FAILED" || failed.Artifact.ID != "fetch:price" {
 		t.Fatalf("empty body: %+v", failed)
 	}
+	// Every door holds evidence and tool results to the request's shape:
+	// a body with no address is no read, a file read names its path, a
+	// successful tool result has an output.
+	for _, c := range []struct {
+		tool, want string
+		args       map[string]any
+	}{
+		{"submit_fetch", "url", map[string]any{"context": ctxID, "id": "fetch:nowhere", "status": 200, "body": "a page of text long enough to be read"}},
+		{"submit_fetch", "path", map[string]any{"context": ctxID, "id": "fetch:nofile", "kind": "file", "body": "a file's text long enough to be read"}},
+		{"record_tool_result", "output", map[string]any{"context": ctxID, "id": "t:nothing", "tool": "t", "ok": true}},
+	} {
+		if got := refused(t, cs, c.tool, c.args); !strings.Contains(strings.ToLower(got), c.want) {
+			t.Errorf("%s %v: %q does not name %s", c.tool, c.args, got, c.want)
+		}
+	}
 
 	// A claim on the failed fetch is refused, naming the root and the path.
 	msg := refused(t, cs, "record_artifact", map[string]any{

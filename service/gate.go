@@ -246,6 +246,9 @@ func (s *Service) evidence(ctx context.Context, in FetchInput) (gate.Evidence, s
 		}
 		return ev, FetchedByArtifactd, nil
 	}
+	if err := checkEvidenceShape(in); err != nil {
+		return gate.Evidence{}, "", err
+	}
 	ev := gate.Evidence{Kind: in.Kind, URL: in.URL, FinalURL: in.FinalURL, Redirects: in.Redirects, Status: in.Status, Headers: in.Headers,
 		Path: in.Path, Size: in.Size, Tool: in.Tool, ContentType: in.ContentType}
 	if in.Error != nil {
@@ -266,6 +269,30 @@ func (s *Service) evidence(ctx context.Context, in FetchInput) (gate.Evidence, s
 		ev.Body = b
 	}
 	return ev, FetchedByAgent, nil
+}
+
+// checkEvidenceShape holds evidence sent by the caller to the rules of
+// the fetch request schema, for every door (an MCP client calls the
+// service without the HTTP schema): a known kind, a path for a file read
+// and a URL for any other, and a status and size in range. Without them
+// a body alone, with no address, would be recorded as a read.
+func checkEvidenceShape(in FetchInput) error {
+	field := func(ptr, rule, detail string) error {
+		return &fault.Error{Code: fault.Invalid, Detail: detail, Errors: []fault.FieldError{{Pointer: ptr, Rule: rule, Detail: detail}}}
+	}
+	switch {
+	case in.Kind != "" && in.Kind != gate.ReadHTTP && in.Kind != gate.ReadFile && in.Kind != gate.ReadTool:
+		return field("/kind", "enum", fmt.Sprintf("kind must be http, file or tool, not %q", in.Kind))
+	case in.Kind == gate.ReadFile && in.Path == "":
+		return field("/path", "required", "a file read names its path")
+	case in.Kind != gate.ReadFile && in.URL == "":
+		return field("/url", "required", "a read names its URL")
+	case in.Status < 0 || in.Status > 999:
+		return field("/status", "maximum", "status must be 0-999")
+	case in.Size != nil && *in.Size < 0:
+		return field("/size", "minimum", "size must be at least 0")
+	}
+	return nil
 }
 
 // ignoredClaims lists the verdict claims present in a request.

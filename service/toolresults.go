@@ -4,6 +4,7 @@ import (
 	"context"
 	"unicode/utf8"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
 )
 
@@ -69,6 +70,16 @@ type ToolOutputData struct {
 func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolResultInput) (*ArtifactWrite, error) {
 	if _, err := s.st.GetContext(ctx, ctxID); err != nil {
 		return nil, err
+	}
+	// The request schema's rule, for every door: an error when not ok, an
+	// output when ok, never both.
+	switch {
+	case in.OK && (in.Output == nil || in.Error != nil):
+		return nil, &fault.Error{Code: fault.Invalid, Detail: "a successful tool result has an output and no error",
+			Errors: []fault.FieldError{{Pointer: "/output", Rule: "required", Detail: "ok is true: give output, not error"}}}
+	case !in.OK && (in.Error == nil || in.Output != nil):
+		return nil, &fault.Error{Code: fault.Invalid, Detail: "a failed tool result has an error and no output",
+			Errors: []fault.FieldError{{Pointer: "/error", Rule: "required", Detail: "ok is false: give error, not output"}}}
 	}
 	opt := s.sanitizeOptions()
 	tool := truncateChars(opt.Mask(in.Tool), maxToolNameChars)
