@@ -27,7 +27,7 @@ import (
 // verdict is RETRIEVED, 1 when it was recorded as FAILED or UNKNOWN, 2 when
 // nothing was recorded (usage, policy refusal, server or store error).
 func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("fetch", "URL --context ID [--id ID] [--server URL [--token T] | --data DIR | --store SPEC [--allow-private-fetch] [--render]] [--json]", stderr)
+	fs := newFlagSet("fetch", "URL --context ID [--id ID] [--server URL [--token T] | --data DIR | --store SPEC [--allow-private-fetch] [--render] [--gate-rules FILE] [--secrets FILE]] [--json]", stderr)
 	ctxID := fs.String("context", "", "context to record the verdict in (required)")
 	id := fs.String("id", "", "id of the fetch_verdict (default: derived from its content)")
 	server := fs.String("server", "", "base URL of a running artifactd (started with --allow-fetch); default: use --data")
@@ -36,6 +36,7 @@ func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	allowPrivate := fs.Bool("allow-private-fetch", false, "with --data: also fetch loopback and private addresses (development only)")
 	renderOn := fs.Bool("render", false, "with --data: render a script shell in headless chromium and classify it again")
 	asJSON := fs.Bool("json", false, "print the whole answer as JSON")
+	gf := addGateFlags(fs) // with --data; a server has its own
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -46,14 +47,14 @@ func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	in := service.FetchInput{ID: *id, URL: pos[0], Perform: true}
 	var out *service.FetchWrite
 	if *server != "" {
-		if *allowPrivate || *renderOn {
-			return fail(stderr, exitUsage, "fetch: --allow-private-fetch and --render are the server's flags with --server")
+		if *allowPrivate || *renderOn || gf.given() {
+			return fail(stderr, exitUsage, "fetch: --allow-private-fetch, --render, --gate-rules and --secrets are the server's flags with --server")
 		}
 		out, err = fetchThroughServer(ctx, *server, *token, *ctxID, in)
 	} else {
 		var sp storeSpec
 		if sp, err = stf.resolve(); err == nil {
-			out, err = fetchIntoStore(ctx, sp, *ctxID, in, *allowPrivate, *renderOn)
+			out, err = fetchIntoStore(ctx, sp, *ctxID, in, *allowPrivate, *renderOn, gf)
 		}
 	}
 	if err != nil {
@@ -121,8 +122,11 @@ func fetchThroughServer(ctx context.Context, base, token, ctxID string, in servi
 
 // fetchIntoStore fetches in this process and records the verdict in the
 // data directory, through the same Go path as the server.
-func fetchIntoStore(ctx context.Context, sp storeSpec, ctxID string, in service.FetchInput, allowPrivate, renderOn bool) (*service.FetchWrite, error) {
+func fetchIntoStore(ctx context.Context, sp storeSpec, ctxID string, in service.FetchInput, allowPrivate, renderOn bool, gf gateFlags) (*service.FetchWrite, error) {
 	cfg := serveConfig{Logger: discardLogger()}
+	if err := gf.load(&cfg); err != nil {
+		return nil, err
+	}
 	if err := gateTiers(&cfg, true, allowPrivate, renderOn); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,6 +85,22 @@ func TestFetchCommandStore(t *testing.T) {
 	}
 	if rc, _, _ := run("fetch", site.URL+"/article", "--context", "nope", "--data", dir, "--allow-private-fetch"); rc != exitUsage {
 		t.Fatalf("unknown context: exit %d", rc)
+	}
+	// --secrets masks the fetched text stored and shown, as serve's does.
+	secrets := filepath.Join(t.TempDir(), "secrets")
+	if err := os.WriteFile(secrets, []byte("19.99 USD\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rc, stdout, stderr = run("fetch", site.URL+"/article", "--context", "c", "--id", "masked", "--data", dir, "--allow-private-fetch", "--secrets", secrets, "--json")
+	out = nil
+	if err := json.Unmarshal([]byte(stdout), &out); rc != exitOK || err != nil {
+		t.Fatalf("--secrets: exit %d: %s%s", rc, stdout, stderr)
+	}
+	if text, _ := out["text"].(string); text == "" || strings.Contains(text, "19.99") {
+		t.Fatalf("the secret in the fetched text: %q", text)
+	}
+	if rc, _, stderr := run("fetch", site.URL+"/article", "--context", "c", "--server", "http://127.0.0.1:1", "--secrets", secrets); rc != exitUsage || !strings.Contains(stderr, "server's flags") {
+		t.Fatalf("--secrets with --server: exit %d: %s", rc, stderr)
 	}
 }
 

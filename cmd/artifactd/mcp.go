@@ -19,11 +19,12 @@ import (
 // running server (--server URL, with --token or $ARTIFACTD_TOKEN) or
 // opening a data directory itself (--data DIR; stop serve first).
 func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("mcp", "(--server URL [--token T] | --data DIR | --store SPEC) [--allow-fetch]", stderr)
+	fs := newFlagSet("mcp", "(--server URL [--token T] | (--data DIR | --store SPEC) [--gate-rules FILE] [--secrets FILE]) [--allow-fetch]", stderr)
 	server := fs.String("server", "", "base URL of a running artifactd serve (e.g. http://127.0.0.1:7070)")
 	token := fs.String("token", "", "bearer token for --server (default: $ARTIFACTD_TOKEN)")
 	stf := addStoreFlags(fs, "", "data directory to open instead of --server (default "+defaultDataDir+" when --server is not given)")
 	allowFetch := fs.Bool("allow-fetch", false, "add the fetch_url tool: with --server the server must run with --allow-fetch; with --data this process fetches (public addresses only)")
+	gf := addGateFlags(fs) // with --data; a server has its own
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -37,6 +38,9 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *server != "" && (*stf.data != "" || *stf.spec != "") {
 		return fail(stderr, exitUsage, "mcp: give --server or --data (or --store), not both")
+	}
+	if *server != "" && gf.given() {
+		return fail(stderr, exitUsage, "mcp: --gate-rules and --secrets are the server's flags with --server")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := mcp.Options{AllowFetch: *allowFetch, Version: mcpVersion(), Logger: logger}
@@ -53,6 +57,9 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer st.Close()
 		cfg := serveConfig{Logger: logger}
+		if err := gf.load(&cfg); err != nil {
+			return fail(stderr, exitUsage, "mcp: %v", err)
+		}
 		if err := gateTiers(&cfg, *allowFetch, false, false); err != nil {
 			return fail(stderr, exitUsage, "mcp: %v", err)
 		}

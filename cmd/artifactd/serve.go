@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -139,6 +140,35 @@ func knownRulesets(path string) (*gate.Rulesets, error) {
 		return rs, err
 	}
 	return rs, rs.Add(r)
+}
+
+// gateFlags are --gate-rules and --secrets, which every command that
+// records through the service in its own process takes (serve, mcp
+// --data, fetch --data): a verdict's ruleset and the masking of stored
+// text must not depend on the door a write came through.
+type gateFlags struct{ rules, secrets *string }
+
+// addGateFlags defines the gate flags on fs.
+func addGateFlags(fs *flag.FlagSet) gateFlags {
+	return gateFlags{
+		rules:   fs.String("gate-rules", "", "gate ruleset file (JSON, format 1, usually extending gate/v2) for new fetch verdicts"),
+		secrets: fs.String("secrets", "", "file of secret values, one per line, masked by value in tool results, fetched text and effect errors"),
+	}
+}
+
+// given reports whether either gate flag was set.
+func (g gateFlags) given() bool { return *g.rules != "" || *g.secrets != "" }
+
+// load reads the files the gate flags name into cfg.
+func (g gateFlags) load(cfg *serveConfig) error {
+	var err error
+	if cfg.GateRules, err = loadGateRules(*g.rules); err != nil {
+		return fmt.Errorf("--gate-rules: %w", err)
+	}
+	if cfg.Secrets, err = loadSecrets(*g.secrets); err != nil {
+		return fmt.Errorf("--secrets: %w", err)
+	}
+	return nil
 }
 
 // loadGateRules reads a ruleset file (serve --gate-rules); "" means none.
@@ -356,12 +386,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&nl.IdleTimeout, "idle-timeout", defaultIdleTimeout, "time an idle keep-alive connection stays open")
 	fs.IntVar(&nl.MaxLargeBodies, "max-large-bodies", httpapi.DefaultMaxLargeBodies, "request bodies over 1 MiB (or of unknown length) read at once (503 beyond)")
 	spillRetention := fs.Duration("spill-retention", 0, "prune the bytes of spilled full tool outputs older than this (e.g. 720h); the artifacts keep their digests and the blobs answer 410 Gone; 0 keeps them")
-	gateRules := fs.String("gate-rules", "", "gate ruleset file (JSON, format 1, usually extending gate/v2) for new fetch verdicts")
+	gf := addGateFlags(fs)
 	cacheBytes := fs.Int64("cache-bytes", store.DefaultCacheBytes, "memory budget of the store's caches (branch heads, state-map nodes, payloads); the Go runtime's soft limit is it plus 192 MiB, raised to 1.5 times the live heap when that is more, unless GOMEMLIMIT is set")
 	mappedBytes := fs.Int64("mapped-bytes", store.DefaultMappedBytes, "resident pages of the embedded database's mapped files past which they are paged out (Linux; -1: no bound)")
 	valueThreshold := fs.Int64("value-threshold", store.DefaultValueThreshold, "size in bytes from which the embedded database keeps a value in its value log, not its tree (up to 1048576; -1: every value below 1 MiB in the tree, where compactions copy it again from level to level)")
 	tableBytes := fs.Int64("table-bytes", store.DefaultTableBytes, "size in bytes of the embedded database's tables below level 0 (64 KiB to 64 MiB): smaller keeps commits from waiting long behind compactions, larger keeps fewer files open (about two per MiB of tree at the default)")
-	secretsFile := fs.String("secrets", "", "file of secret values, one per line, masked by value in tool results and effect errors")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -394,11 +423,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg := serveConfig{Tokens: tokens, Insecure: *insecure, MaxBody: *maxBody, Logger: logger,
 		AllowOrigins: origins, AllowHosts: hosts, Net: nl}
-	if cfg.GateRules, err = loadGateRules(*gateRules); err != nil {
-		return fail(stderr, exitUsage, "serve: --gate-rules: %v", err)
-	}
-	if cfg.Secrets, err = loadSecrets(*secretsFile); err != nil {
-		return fail(stderr, exitUsage, "serve: --secrets: %v", err)
+	if err := gf.load(&cfg); err != nil {
+		return fail(stderr, exitUsage, "serve: %v", err)
 	}
 	if *spillRetention < 0 {
 		return fail(stderr, exitUsage, "serve: --spill-retention must not be negative")
