@@ -420,3 +420,21 @@ func TestStreamableHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardOpenServerHost: on a server with no tokens, /mcp refuses a Host
+// that is not a loopback name with the API's 421, as every API route does
+// (a web page reaching it through DNS rebinding), and lets loopback in.
+func TestGuardOpenServerHost(t *testing.T) {
+	a := newAPI(t, "")
+	h := mcp.Guard(a.srv, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	for host, want := range map[string]int{"evil.example": http.StatusMisdirectedRequest, "evil.example:7070": http.StatusMisdirectedRequest,
+		"127.0.0.1:7070": http.StatusNoContent, "localhost": http.StatusNoContent} {
+		req := httptest.NewRequest("POST", "/mcp", bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)))
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want || (want != http.StatusNoContent && rec.Header().Get("Content-Type") != "application/problem+json") {
+			t.Errorf("Host %s: %d %s, want %d", host, rec.Code, rec.Header().Get("Content-Type"), want)
+		}
+	}
+}

@@ -253,11 +253,14 @@ func trustAnswer(ctxID, at string, a *ArtifactView) *TrustAnswer {
 	return out
 }
 
-// Guard refuses, with the API's own 401 problem, an MCP request whose
-// Authorization header the API does not accept, before a session exists:
-// it asks api for GET /v1/relations (read scope on any context, which any
-// valid token has) with the request's header. With no tokens configured
-// every request passes. Tool calls are then authorized one by one by the
+// Guard refuses, with the API's own problem, an MCP request the API would
+// refuse before routing it, before a session exists: one whose
+// Authorization header the API does not accept (401), and, on a server
+// with no tokens, one whose Host is not a loopback name (421, the
+// API's guard against DNS rebinding), or one on a connection kept for
+// health checks (503). It asks api for GET /v1/relations (read scope on
+// any context, which any valid token has) with the request's Host and
+// Authorization. Tool calls are then authorized one by one by the
 // Backend (NewHandlerBackend).
 func Guard(api, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -266,12 +269,14 @@ func Guard(api, next http.Handler) http.Handler {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
+		probe.Host = r.Host
 		if h := r.Header.Get("Authorization"); h != "" {
 			probe.Header.Set("Authorization", h)
 		}
 		rec := &recorder{header: http.Header{}}
 		api.ServeHTTP(rec, probe)
-		if rec.status == http.StatusUnauthorized {
+		switch rec.status {
+		case http.StatusUnauthorized, http.StatusMisdirectedRequest, http.StatusServiceUnavailable:
 			for k, v := range rec.header {
 				w.Header()[k] = v
 			}
