@@ -394,3 +394,24 @@ func TestEffectRestingOnPoisonIsHeld(t *testing.T) {
 		t.Fatal("a refused edge op changed the context")
 	}
 }
+
+// TestEffectIDsAreTheOutboxs: a client's artifact, a commit's put or a
+// tool result at the id an idempotency key's effect will have is refused,
+// so the key stays usable; the effect is then created as usual.
+func TestEffectIDsAreTheOutboxs(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("o", "observe")
+	id := EffectID("k-later")
+	for _, r := range []*resp{
+		e.post("/v1/contexts/o/artifacts", map[string]any{"id": id, "type": "note", "data": map[string]any{"text": "squatting"}}),
+		e.post("/v1/contexts/o/commits", map[string]any{"ops": []any{map[string]any{"op": "put", "artifact": map[string]any{"id": id, "type": "note", "data": map[string]any{"text": "x"}}}}}),
+		e.post("/v1/contexts/o/tool-results", map[string]any{"id": id, "tool": "t", "ok": true, "output": "x"}),
+	} {
+		if p := e.must(r, 422); p["type"] != ProblemTypePrefix+CodeReservedType {
+			t.Errorf("a put at %s: %s", id, r.body)
+		}
+	}
+	if got := effect(e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": "k-later", "kind": "webhook"}), 201))["id"]; got != id {
+		t.Fatalf("effect id %v, want %s", got, id)
+	}
+}

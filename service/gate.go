@@ -361,7 +361,13 @@ func verdictError(ptr, rule, detail string) *fault.Error {
 // from the outbox with its idempotency key spent.
 func gateCheck(_ *graph.State, changes []graph.Change) error {
 	for i, ch := range changes {
-		if ch.Noop || ch.Next == nil || ch.Prev == nil || ch.Prev.Type == ch.Next.Type {
+		if ch.Noop || ch.Next == nil {
+			continue
+		}
+		if ch.Prev == nil || ch.Prev.Type == ch.Next.Type {
+			if err := effectIDCheck(i, ch); err != nil {
+				return err
+			}
 			continue
 		}
 		var detail string

@@ -212,6 +212,9 @@ func reservedCheck(allowed string) func(*graph.State, []graph.Change) error {
 				detail := fmt.Sprintf("clients cannot %s an edge from the %s %q: only %s writes its edges", ch.Op.Op, from.Type, ch.Op.From, reservedWriters[from.Type])
 				return &indexedError{index: i, field: "/from", err: &fault.Error{Code: fault.ReservedType, Detail: detail, Errors: []fault.FieldError{{Rule: "reserved"}}}}
 			}
+			if err := effectIDCheck(i, ch); err != nil {
+				return err
+			}
 			var what, field, typ string
 			switch {
 			case ch.Next != nil && reservedWriters[ch.Next.Type] != "" && ch.Next.Type != allowed:
@@ -237,6 +240,32 @@ func reservedCheck(allowed string) func(*graph.State, []graph.Change) error {
 		}
 		return nil
 	}
+}
+
+// effectIDCheck refuses a put of an artifact that is not an effect at an
+// id of the outbox's (EffectID: effect: and 32 hex digits of a key's
+// digest): it would take the id of the effect that key names, and the
+// outbox could never record it.
+func effectIDCheck(i int, ch graph.Change) error {
+	if ch.Op.Op != graph.OpPut || ch.Next == nil || ch.Next.Type == TypeEffect || !isEffectID(ch.Op.ID) {
+		return nil
+	}
+	detail := fmt.Sprintf("ids of the form %s<32 hex digits> are the outbox's (an idempotency key's effect): a %s cannot take %q", effectPrefix, ch.Next.Type, ch.Op.ID)
+	return &indexedError{index: i, field: "/id", err: &fault.Error{Code: fault.ReservedType, Detail: detail, Errors: []fault.FieldError{{Rule: "reserved"}}}}
+}
+
+// isEffectID reports whether id has the form of EffectID's ids.
+func isEffectID(id string) bool {
+	hex, ok := strings.CutPrefix(id, effectPrefix)
+	if !ok || len(hex) != 32 {
+		return false
+	}
+	for _, c := range hex {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // clientCheck is the commit check of every client write: no reserved type.
