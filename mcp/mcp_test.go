@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -311,6 +312,11 @@ func coreFlow(t *testing.T, cs *sdk.ClientSession, ctxID string) {
 	}
 	if !slices.Contains(ids, "fetch:price") || !slices.Contains(ids, "c1") || len(p.Edges) < 2 {
 		t.Fatalf("provenance: %+v", p)
+	}
+	// The HTTP route's bounds hold on every transport.
+	for _, q := range []map[string]any{{"depth": -7}, {"depth": 1001}, {"max_nodes": 100000000}, {"max_nodes": -1}} {
+		q["context"], q["id"] = ctxID, "a1"
+		wantContains(t, fmt.Sprint("provenance ", q), refused(t, cs, "provenance", q), "400")
 	}
 	pm := ok[mcp.Provenance](t, cs, "provenance", map[string]any{"context": ctxID, "id": "a1", "format": "mermaid"})
 	wantContains(t, "mermaid", pm.Text, "flowchart")

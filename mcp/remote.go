@@ -216,7 +216,7 @@ func (b *Remote) Provenance(ctx context.Context, ctxID string, q ProvenanceQuery
 		depth = strconv.Itoa(*q.Depth)
 	}
 	maxNodes := ""
-	if q.MaxNodes > 0 {
+	if q.MaxNodes != 0 {
 		maxNodes = strconv.Itoa(q.MaxNodes)
 	}
 	v := query("at", q.At, "depth", depth, "max_nodes", maxNodes, "format", q.Format)
