@@ -677,8 +677,19 @@ func (b *Bundle) Verify(ctx context.Context, ref string, opts Options) (*Result,
 	commits, missing := b.ordered, (*ChainError)(nil)
 	for i, c := range b.ordered {
 		for _, p := range c.Parents {
-			if b.commits[p] == nil && missing == nil {
+			if missing != nil {
+				break
+			}
+			switch pc := b.commits[p]; {
+			case pc == nil:
 				missing = &ChainError{Commit: c.ID, Seq: c.Seq, Reason: fmt.Sprintf("its parent %s is not in the bundle (a commit line was removed?)", p.Short())}
+			case pc.Seq >= c.Seq:
+				// Seq is outside the id: a parent must come first, or a
+				// store that imports the bundle holds a chain it cannot
+				// fold (replay.Fold walks parents to lower seqs).
+				missing = &ChainError{Commit: c.ID, Seq: c.Seq, Reason: fmt.Sprintf("its parent %s has seq %d, not below its own", p.Short(), pc.Seq)}
+			}
+			if missing != nil {
 				commits = b.ordered[:i]
 			}
 		}
@@ -712,7 +723,14 @@ func (b *Bundle) Verify(ctx context.Context, ref string, opts Options) (*Result,
 // checkRest checks what a fold does not: branch heads, blobs, unreadable
 // lines and the header's counts.
 func (b *Bundle) checkRest() error {
+	names := map[string]bool{}
 	for _, br := range b.Header.Branches {
+		if names[br.Name] {
+			// Which head would be the branch's? A verifier reads the
+			// first, an importer might set the last.
+			return fmt.Errorf("%w: the header names branch %q twice", ErrBundle, br.Name)
+		}
+		names[br.Name] = true
 		if b.commits[br.Head] == nil {
 			return &ChainError{Commit: br.Head, Reason: fmt.Sprintf("the head of branch %q is not in the bundle (a commit line was removed?)", br.Name)}
 		}

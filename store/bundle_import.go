@@ -32,7 +32,9 @@ type ImportResult struct {
 // commit's first parent when needed) in observe mode, as history is not
 // re-judged; the context keeps the bundle's quarantine setting. Then the
 // bundle's branches are set. The context holds every blob the bundle
-// carries or lists as pruned (AddBlobMember). Errors: ErrExists (the context exists),
+// carries, and those it lists as pruned (only blobs its tool outputs
+// name) unless this store holds their bytes for another context: those
+// stay the other's. Errors: ErrExists (the context exists),
 // ErrInvalid (a bundle this store cannot reproduce), the bundle's
 // verification error (*replay.ChainError, replay.ErrBundle), and I/O
 // errors; after a failure part-way the context is left partially imported
@@ -70,6 +72,15 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 		}
 	}
 	for d, at := range b.PrunedBlobs() {
+		// Bytes this store holds for another context stay theirs: the
+		// bundle does not carry them, so the imported context gets no
+		// access to them, and they are not pruned.
+		if held, err := s.HasBlob(ctx, d); err != nil || held {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err := s.markPruned(d, at); err != nil {
 			return nil, err
 		}
@@ -77,7 +88,7 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 			return nil, err
 		}
 	}
-	if err := s.importRoot(ctx, ctxID, plan.mode, plan.created, plan.root); err != nil {
+	if err := s.importRoot(ctx, ctxID, plan.mode, plan.rootTime, plan.root); err != nil {
 		return nil, err
 	}
 	partial := func(err error) error {
@@ -169,23 +180,34 @@ func checkGateOutputs(ctx context.Context, b *replay.Bundle, rulesets *gate.Rule
 		data, ok := b.Blob(d)
 		return data, ok, nil
 	}
-	checked := map[hashing.Digest]bool{}
+	// Checked by type and content: the same data under another type (a
+	// tool output put first) is no verdict, and a verdict's check must
+	// still run.
+	type put struct {
+		typ string
+		ch  hashing.Digest
+	}
+	checked := map[put]bool{}
+	// spilled are the blobs tool outputs name: the only ones a bundle may
+	// list as pruned.
+	spilled := map[hashing.Digest]bool{}
 	for _, c := range b.Commits() {
 		ops, err := b.Ops(ctx, c)
 		if err != nil {
 			return err
 		}
 		for _, op := range ops {
-			if op.Op != graph.OpPut || checked[op.ContentHash] || !gateOutput(op.Type) {
+			if op.Op != graph.OpPut || checked[put{op.Type, op.ContentHash}] || !gateOutput(op.Type) {
 				continue
 			}
-			checked[op.ContentHash] = true
+			checked[put{op.Type, op.ContentHash}] = true
 			data, err := b.Object(ctx, op.ContentHash)
 			if err != nil {
 				return err
 			}
 			for _, ref := range gate.BlobRefs(op.Type, data) {
 				if d, err := hashing.ParseDigest(ref); err == nil && op.Type != "fetch_verdict" {
+					spilled[d] = true
 					if _, pruned := b.Pruned(d); pruned {
 						continue // a spilled output pruned after its window
 					}
@@ -200,6 +222,13 @@ func checkGateOutputs(ctx context.Context, b *replay.Bundle, rulesets *gate.Rule
 					return fmt.Errorf("%w: fetch_verdict %q (commit %s) is not borne out by its evidence: %w", ErrInvalid, op.ID, c.ID.Short(), err)
 				}
 			}
+		}
+	}
+	for d := range b.PrunedBlobs() {
+		if !spilled[d] {
+			// A pruned line makes the importing context hold a blob it
+			// does not carry: only a tool output's own may be listed.
+			return fmt.Errorf("%w: the bundle lists blob %s as pruned, but no tool output in it names that blob", ErrInvalid, d.Short())
 		}
 	}
 	return nil
@@ -255,6 +284,7 @@ func gateOutput(typ string) bool {
 type importPlan struct {
 	mode, created string
 	root          *replay.Commit
+	rootTime      time.Time
 	commits       []*replay.Commit // after the root, Seq order
 	times         []time.Time
 }
@@ -276,10 +306,15 @@ func planImport(b *replay.Bundle) (*importPlan, error) {
 	if _, ok := b.Header.Branch(DefaultBranch); !ok {
 		return nil, fmt.Errorf("%w: the bundle has no %q branch", ErrInvalid, DefaultBranch)
 	}
+	names := map[string]bool{}
 	for _, br := range b.Header.Branches {
 		if err := ValidateBranch(br.Name); err != nil {
 			return nil, err
 		}
+		if names[br.Name] {
+			return nil, fmt.Errorf("%w: the bundle names branch %q twice", ErrInvalid, br.Name)
+		}
+		names[br.Name] = true
 	}
 	commits := b.Commits()
 	if len(commits) == 0 {
@@ -291,6 +326,10 @@ func planImport(b *replay.Bundle) (*importPlan, error) {
 	}
 	if p.created == "" {
 		p.created = p.root.Time
+	}
+	var err error
+	if p.rootTime, err = checkRoot(p.root, p.created); err != nil {
+		return nil, err
 	}
 	for _, c := range commits[1:] {
 		if len(c.Parents) == 0 {
@@ -306,20 +345,26 @@ func planImport(b *replay.Bundle) (*importPlan, error) {
 	return p, nil
 }
 
-// importRoot creates the context with the bundle's root commit. A root
-// commit is always the empty "create context" commit written by
-// CreateContext, so recreating it at the bundle's time reproduces its id;
-// anything else is refused.
-func (s *Store) importRoot(ctx context.Context, ctxID, mode, created string, root *replay.Commit) error {
+// checkRoot checks that root, a bundle's root commit, is the empty
+// "create context" commit CreateContext writes, at the time the
+// context's settings give (created), so that recreating it reproduces its
+// id; it returns that time.
+func checkRoot(root *replay.Commit, created string) (time.Time, error) {
 	at, err := time.Parse(time.RFC3339Nano, root.Time)
 	if err != nil || hashing.FormatTime(at) != root.Time || created != root.Time {
-		return fmt.Errorf("%w: root commit %s has time %q (context created %q); want one RFC 3339 UTC time", ErrInvalid, root.ID.Short(), root.Time, created)
+		return time.Time{}, fmt.Errorf("%w: root commit %s has time %q (context created %q); want one RFC 3339 UTC time", ErrInvalid, root.ID.Short(), root.Time, created)
 	}
 	rs := graph.RulesetOf(root.Message)
 	if len(root.Parents) != 0 || root.NumOps != 0 || root.Author != "artifactd" ||
 		(root.Message != "create context" && root.Message != graph.RootMessage(rs)) {
-		return fmt.Errorf("%w: root commit %s is not a context's creation commit", ErrInvalid, root.ID.Short())
+		return time.Time{}, fmt.Errorf("%w: root commit %s is not a context's creation commit", ErrInvalid, root.ID.Short())
 	}
+	return at, nil
+}
+
+// importRoot creates the context with the bundle's root commit, checked
+// by planImport (checkRoot) and created at.
+func (s *Store) importRoot(ctx context.Context, ctxID, mode string, at time.Time, root *replay.Commit) error {
 	if _, err := s.createContext(ctx, ctxID, mode, at, root.Message); err != nil {
 		return err
 	}

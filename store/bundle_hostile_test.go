@@ -1,0 +1,234 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
+)
+
+// A bundle is untrusted input: these tests edit a real export line by
+// line, as someone handing over a bundle could, and check that verify or
+// import refuses it and that a refused import leaves the store as it was.
+
+// bundleLines exports ctxID and returns its lines as JSON objects
+// (numbers kept as written).
+func bundleLines(t *testing.T, s *store.Store, ctxID string) []map[string]any {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := s.Export(context.Background(), ctxID, "", &buf); err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for l := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
+		dec := json.NewDecoder(strings.NewReader(l))
+		dec.UseNumber()
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// readLines reads lines back as a bundle.
+func readLines(t *testing.T, lines []map[string]any) *replay.Bundle {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, l := range lines {
+		b, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(append(b, '\n'))
+	}
+	b, err := replay.ReadBundle(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// refusedCleanly imports b into a new store and checks that it is
+// refused with ErrInvalid (or a bundle error) and that nothing was
+// written: no context, no blob.
+func refusedCleanly(t *testing.T, b *replay.Bundle, ctxID string) {
+	t.Helper()
+	ctx := context.Background()
+	dst := mOpen(t, t.TempDir())
+	_, err := dst.Import(ctx, b, "")
+	if err == nil || (!errors.Is(err, store.ErrInvalid) && !errors.Is(err, replay.ErrBundle) && !errors.As(err, new(*replay.ChainError))) {
+		t.Fatalf("import: %v, want a refusal", err)
+	}
+	if _, gerr := dst.GetContext(ctx, ctxID); gerr == nil {
+		t.Fatalf("a refused import (%v) left context %q behind", err, ctxID)
+	}
+	for _, d := range b.Blobs() {
+		if has, _ := dst.HasBlob(ctx, d); has {
+			t.Fatalf("a refused import (%v) left blob %s", err, d.Short())
+		}
+	}
+}
+
+// TestImportChecksAVerdictBehindTheSameData: a forged RETRIEVED verdict
+// (FAILED evidence edited) is refused even when a tool output with the
+// same data comes first in its commit.
+func TestImportChecksAVerdictBehindTheSameData(t *testing.T) {
+	ctx := context.Background()
+	src := mOpen(t, t.TempDir())
+	if _, err := src.CreateContext(ctx, "run", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	res := gate.Classify(gate.Evidence{URL: "https://shop.example/p", Status: 200})
+	if res.Verdict != gate.Failed {
+		t.Fatalf("fixture: %s", res.Verdict)
+	}
+	d := gate.NewVerdictData(res, gate.FetchedByAgent)
+	d.Verdict, d.Reason, d.Layer = gate.Retrieved, "", ""
+	d.Receipt.Verdict, d.Receipt.Reason, d.Receipt.Layer = gate.Retrieved, "", ""
+	raw, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forged map[string]any
+	if err := json.Unmarshal(raw, &forged); err != nil {
+		t.Fatal(err)
+	}
+	mCommit(t, src, "run", "main", mPut("decoy", "tool_output", forged), mPut("f", "fetch_verdict", forged))
+	b := readLines(t, bundleLines(t, src, "run"))
+	if err := store.CheckBundle(ctx, b, nil); err == nil || !strings.Contains(err.Error(), `fetch_verdict "f"`) {
+		t.Fatalf("CheckBundle: %v", err)
+	}
+	refusedCleanly(t, b, "run")
+}
+
+// TestImportPrunedLines: a bundle may list as pruned only a blob one of
+// its tool outputs names, and a blob the importing store holds for
+// another context is neither granted to the imported one nor marked
+// pruned.
+func TestImportPrunedLines(t *testing.T) {
+	ctx := context.Background()
+	victim := mOpen(t, t.TempDir())
+	if _, err := victim.CreateContext(ctx, "secret", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	d, err := victim.PutContextBlob(ctx, "secret", []byte("api-key=hunter2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pruned := func(lines []map[string]any) []map[string]any {
+		lines[0]["pruned"] = 1
+		return append(lines, map[string]any{"type": "pruned", "hash": d.String(), "pruned_at": "2026-01-01T00:00:00Z"})
+	}
+	// Named by nothing in the bundle: refused.
+	src := mOpen(t, t.TempDir())
+	if _, err := src.CreateContext(ctx, "evil", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	mCommit(t, src, "evil", "main", mPut("n", "note", map[string]any{"x": 1}))
+	b := readLines(t, pruned(bundleLines(t, src, "evil")))
+	if _, err := victim.Import(ctx, b, ""); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "pruned") {
+		t.Fatalf("a pruned line no tool output names: %v", err)
+	}
+	// Named by a tool output: imported, but the victim's bytes stay its.
+	if _, err := src.CreateContext(ctx, "evil2", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	mCommit(t, src, "evil2", "main", mPut("t", "tool_output", map[string]any{"tool": "t", "model_view": "…", "total_chars": 15, "full_blob": d.String()}))
+	b = readLines(t, pruned(bundleLines(t, src, "evil2")))
+	if _, err := victim.Import(ctx, b, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := victim.GetContextBlob(ctx, "evil2", d); err == nil {
+		t.Fatalf("the imported context reads another's blob: %q", got)
+	}
+	if _, ok := victim.BlobPruned(ctx, d); ok {
+		t.Fatal("a blob the store holds was marked pruned")
+	}
+	if got, err := victim.GetContextBlob(ctx, "secret", d); err != nil || string(got) != "api-key=hunter2" {
+		t.Fatalf("the owner's read: %q %v", got, err)
+	}
+}
+
+// TestImportRefusesAmbiguousOrDisorderedHistory: a header naming a branch
+// twice (which head is the branch?), and a parent listed after its child
+// (a chain the importing store could not fold), fail verification, and
+// import writes nothing.
+func TestImportRefusesAmbiguousOrDisorderedHistory(t *testing.T) {
+	ctx := context.Background()
+	src := mOpen(t, t.TempDir())
+	mBundleFixture(t, src)
+	head := func(lines []map[string]any, name string) any {
+		for _, br := range lines[0]["branches"].([]any) {
+			if br.(map[string]any)["name"] == name {
+				return br.(map[string]any)["head"]
+			}
+		}
+		t.Fatalf("no branch %s", name)
+		return nil
+	}
+	for _, c := range []struct {
+		name string
+		edit func(lines []map[string]any)
+	}{
+		{"exp twice", func(lines []map[string]any) {
+			lines[0]["branches"] = append(lines[0]["branches"].([]any), map[string]any{"name": "exp", "head": head(lines, "exp")})
+		}},
+		{"main twice", func(lines []map[string]any) {
+			lines[0]["branches"] = append(lines[0]["branches"].([]any), map[string]any{"name": "main", "head": head(lines, "exp")})
+		}},
+		{"a merge's parent after it", func(lines []map[string]any) {
+			at := map[string]map[string]any{}
+			var merge map[string]any
+			for _, l := range lines {
+				if l["type"] == "commit" {
+					at[l["id"].(string)] = l
+					if len(l["parents"].([]any)) == 2 {
+						merge = l
+					}
+				}
+			}
+			seq, _ := merge["seq"].(json.Number).Int64()
+			at[merge["parents"].([]any)[1].(string)]["seq"] = json.Number(strings.TrimSpace(string(must(json.Marshal(seq + 100)))))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lines := bundleLines(t, src, "run-1")
+			c.edit(lines)
+			b := readLines(t, lines)
+			if _, err := b.Verify(ctx, "", replay.Options{}); err == nil {
+				t.Fatal("the bundle verifies")
+			}
+			refusedCleanly(t, b, "run-1")
+		})
+	}
+}
+
+// TestRefusedImportLeavesNothing: a bundle whose root commit cannot be
+// recreated (the header's unhashed creation time edited) is refused
+// before any blob is written.
+func TestRefusedImportLeavesNothing(t *testing.T) {
+	src := mOpen(t, t.TempDir())
+	mBundleFixture(t, src)
+	lines := bundleLines(t, src, "run-1")
+	lines[0]["settings"].(map[string]any)["created"] = "2001-01-01T00:00:00Z"
+	b := readLines(t, lines)
+	if len(b.Blobs()) == 0 {
+		t.Fatal("fixture: the bundle carries no blob")
+	}
+	refusedCleanly(t, b, "run-1")
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
