@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -244,6 +245,17 @@ func checkObject(ctx context.Context, src Source, id string, d hashing.Digest) e
 	}
 	if got := hashing.ContentHash(b); got != d {
 		return fmt.Errorf("payload of %q does not match its content hash %s (it hashes to %s)", id, d, got)
+	}
+	// HASHING.md §2: the content hash is of the data's canonical JSON, so
+	// a payload in any other form (keys out of order, a key twice, a
+	// number written another way) is a hash nobody can reproduce from the
+	// data.
+	if c, err := hashing.CanonicalizeObject(b); err != nil || !bytes.Equal(c, b) {
+		why := "it is not in canonical form (HASHING.md §1)"
+		if err != nil {
+			why = err.Error()
+		}
+		return fmt.Errorf("payload of %q (%s) is not canonical JSON: %s", id, d.Short(), why)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 )
@@ -231,4 +233,57 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// TestBundleRefusesNonCanonicalObjects: a put whose payload is not in
+// canonical form (keys out of order, a number written otherwise, a key
+// twice), with a content hash computed over those very bytes, fails
+// verification: HASHING.md §2 hashes the canonical JSON, so nobody could
+// reproduce that content hash from the data.
+func TestBundleRefusesNonCanonicalObjects(t *testing.T) {
+	for _, raw := range []string{`{"b": 1, "a": 2.50}`, `{"a":1,"a":2}`, `{"a":1.0}`, `{"a":"\u0041"}`} {
+		t.Run(raw, func(t *testing.T) {
+			ctx := context.Background()
+			src := mOpen(t, t.TempDir())
+			if _, err := src.CreateContext(ctx, "x", store.ModeObserve); err != nil {
+				t.Fatal(err)
+			}
+			root := mHead(t, src, "x", "main")
+			data := []byte(raw)
+			h := hashing.ContentHash(data)
+			ops := []graph.Op{{Op: graph.OpPut, ID: "n", Type: "note", Version: 1, ContentHash: h}}
+			rs, err := graph.LookupRuleset("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := graph.NewStateFor(rs)
+			if _, err := st.ApplyOps(ops); err != nil {
+				t.Fatal(err)
+			}
+			c, err := replay.NewCommit([]hashing.Digest{root.ID}, ops, st.Hash(), "t", "m", "2026-05-06T07:08:10Z")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Seq = root.Seq + 1
+			var buf bytes.Buffer
+			bw, err := replay.NewBundleWriter(&buf, replay.BundleHeader{Context: "x", Settings: replay.BundleSettings{Quarantine: "observe", Created: root.Time},
+				Branches: []replay.BundleBranch{{Name: "main", Head: c.ID}}, Commits: 2, Objects: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, err := range []error{bw.Commit(root, nil), bw.Commit(c, ops), bw.Object(h, data), bw.Close()} {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			b, err := replay.ReadBundle(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Verify(ctx, "", replay.Options{}); err == nil || !strings.Contains(err.Error(), "canonical") {
+				t.Fatalf("verify: %v", err)
+			}
+			refusedCleanly(t, b, "x")
+		})
+	}
 }

@@ -99,8 +99,10 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	}
 	rep := k.rep
 	if err := k.scan(ctx, pObj, "object", func(d hashing.Digest, v []byte) error {
-		if _, err := hashing.CanonicalizeObject(v); err != nil {
+		if c, err := hashing.CanonicalizeObject(v); err != nil {
 			return fmt.Errorf("not canonical JSON: %w", err)
+		} else if !bytes.Equal(c, v) {
+			return errors.New("not in canonical form (HASHING.md §1), so its content hash is not the data's")
 		}
 		if hashing.ContentHash(v) != d {
 			return errors.New("bytes do not match the content hash")
