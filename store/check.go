@@ -284,6 +284,43 @@ func (c *checkSource) Ops(ctx context.Context, cm *replay.Commit) ([]graph.Op, e
 	return ops, nil
 }
 
+// parents reports a parent of any of commits (the context's, in seq
+// order; failed are those already reported) that is not a readable commit
+// of the seq index with a lower seq: the fold checks first parents as it
+// goes, but a merge's other parents only when a walk reaches them, and a
+// replay of the merge (replay --verify) would fail on them.
+func (k *checker) parents(ctxID string, commits []*replay.Commit, failed map[hashing.Digest]bool) {
+	seqOf := make(map[hashing.Digest]uint64, len(commits))
+	for _, c := range commits {
+		seqOf[c.ID] = c.Seq
+	}
+	reported := map[hashing.Digest]bool{}
+	for _, c := range commits {
+		for i, p := range c.Parents {
+			if failed[p] || reported[p] {
+				continue
+			}
+			seq, indexed := seqOf[p]
+			var why string
+			switch {
+			case indexed && seq >= c.Seq:
+				why = fmt.Sprintf("its parent %s has seq %d, not below its own %d", p.Short(), seq, c.Seq)
+			case !indexed:
+				if _, err := k.s.commitRecord(ctxID, p); err != nil {
+					why = fmt.Sprintf("its parent %s (%d of %d) cannot be read: %v", p.Short(), i+1, len(c.Parents), err)
+				} else {
+					why = fmt.Sprintf("its parent %s is not in the context's seq index", p.Short())
+				}
+				reported[p] = true
+			default:
+				continue
+			}
+			failed[c.ID] = true
+			k.add(Defect{Kind: "commit", Context: ctxID, ID: c.ID.String(), Detail: why})
+		}
+	}
+}
+
 func (k *checker) context(ctx context.Context, ctxID string) error {
 	s := k.s
 	ids, err := k.seqIndex(ctx, ctxID)
@@ -316,6 +353,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		}
 		commits = append(commits, c)
 	}
+	k.parents(ctxID, commits, failed)
 	// Replay the chain; the fold checks ops, ids and context hashes.
 	src := &checkSource{k: k, ctxID: ctxID, failed: failed}
 	replayed := make(map[hashing.Digest]bool)
