@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -211,22 +212,9 @@ func (g *branchGraph) entries() ([]string, []letter) {
 		letters = append(letters, l)
 	}
 	slices.SortFunc(letters, func(a, b letter) int {
-		if a.kind != b.kind {
-			return int(a.kind) - int(b.kind)
-		}
-		return compareStrings(a.name, b.name)
+		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.name, b.name))
 	})
 	return entries, letters
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // samePlaceCycle returns a subschema on a cycle of same-place keywords
