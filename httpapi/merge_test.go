@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -161,5 +163,40 @@ func TestWriteRefusalsNameTheField(t *testing.T) {
 	}
 	if got := e.must(e.get("/v1/contexts/w/hash"), 200)["commit"]; got != head {
 		t.Fatal("a refused write moved the head")
+	}
+}
+
+// TestMergeValueRacesAGateWrite: a merge whose value resolution was
+// checked while ours had no artifact at its key, racing a fetch that
+// records a verdict there, never ends with the verdict replaced by the
+// client's value: the rule is checked again in the committer, on the
+// head the merge lands on. Without that, about half of the races
+// replaced the gate's FAILED verdict with a confirmed note.
+func TestMergeValueRacesAGateWrite(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("r", "observe")
+	e.must(e.post("/v1/contexts/r/artifacts", map[string]any{"id": "base", "type": "note", "data": map[string]any{"text": "base"}}), 201)
+	for i := range 30 {
+		key, branch := fmt.Sprintf("k%d", i), fmt.Sprintf("feat%d", i)
+		e.must(e.post("/v1/contexts/r/branches", map[string]any{"name": branch}), 201)
+		e.must(e.post("/v1/contexts/r/artifacts", map[string]any{"id": key, "branch": branch, "type": "note", "data": map[string]any{"text": "theirs"}}), 201)
+		var wg sync.WaitGroup
+		var merged, fetched *resp
+		wg.Go(func() {
+			merged = e.post("/v1/contexts/r/merge", map[string]any{"theirs": branch, "resolutions": map[string]any{
+				key: map[string]any{"type": "note", "value": map[string]any{"text": "the client says fine"}}}})
+		})
+		wg.Go(func() {
+			fetched = e.post("/v1/contexts/r/fetches", map[string]any{"id": key, "url": "https://r.example/", "status": 500, "body": ""})
+		})
+		wg.Wait()
+		a := e.must(e.get("/v1/contexts/r/artifacts/"+key), 200)
+		data, _ := a["data"].(map[string]any)
+		switch {
+		case fetched.status == 201 && (a["type"] != "fetch_verdict" || data["receipt"] == nil):
+			t.Fatalf("race %d: the gate's verdict was replaced (merge %d %s): %v", i, merged.status, merged.body, a)
+		case merged.status != 201 && merged.status != 200 && merged.status != 422 && merged.status != 409:
+			t.Fatalf("race %d: merge %d %s", i, merged.status, merged.body)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/artifactd/artifactd/fault"
+	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 )
@@ -38,10 +39,19 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 	if err := checkBranchField(in.Ours, "/ours"); err != nil {
 		return nil, err
 	}
-	if err := s.checkResolutions(ctx, ctxID, &in); err != nil {
+	// Theirs is resolved once: the resolutions are checked against the
+	// commit that is merged, whatever its branch does meanwhile.
+	tc, err := s.st.Resolve(ctx, ctxID, in.Theirs)
+	if err != nil {
+		return nil, PointTo(err, "/theirs")
+	}
+	if err := s.checkResolutions(ctx, ctxID, &in, tc); err != nil {
 		return nil, err
 	}
-	res, err := s.st.Merge(ctx, ctxID, in.Ours, in.Theirs, in.Resolutions, in.Author, in.Message)
+	if in.Message == "" {
+		in.Message = fmt.Sprintf("merge %s into %s", in.Theirs, in.Ours)
+	}
+	res, err := s.st.MergeChecked(ctx, ctxID, in.Ours, tc.ID.String(), in.Resolutions, in.Author, in.Message, valuesCheck(in.Resolutions))
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +70,7 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 // value, or a merge would turn a FAILED read into a confirmed note.
 // Take-resolutions copy a version one side already has and need no
 // check.
-func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeInput) error {
+func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeInput, theirs *replay.Commit) error {
 	var sides []*replay.Commit // ours, theirs: resolved on first need
 	for key, res := range in.Resolutions {
 		ptr := "/resolutions/" + escapePointer(key)
@@ -82,13 +92,11 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 			continue
 		}
 		if sides == nil {
-			for _, ref := range []string{in.Ours, in.Theirs} {
-				c, err := s.st.Resolve(ctx, ctxID, ref)
-				if err != nil {
-					return err
-				}
-				sides = append(sides, c)
+			ours, err := s.st.Resolve(ctx, ctxID, in.Ours)
+			if err != nil {
+				return err
 			}
+			sides = []*replay.Commit{ours, theirs}
 		}
 		// The merged version keeps ours' type, else theirs', unless the
 		// resolution names one.
@@ -121,6 +129,33 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 		}
 	}
 	return nil
+}
+
+// valuesCheck is the merge commit's check, run in the committer: the
+// artifact a value resolution writes must not replace a reserved type or
+// a gate output on ours as the merge lands on it (a verdict recorded
+// there after checkResolutions looked), nor be one. Theirs is the commit
+// checkResolutions read.
+func valuesCheck(resolutions map[string]replay.Resolution) func(*graph.State, []graph.Change) error {
+	return func(_ *graph.State, changes []graph.Change) error {
+		for _, ch := range changes {
+			res, ok := resolutions[ch.Op.ID]
+			if ch.Noop || !ok || len(res.Value) == 0 || ch.Op.Op != graph.OpPut {
+				continue
+			}
+			for _, a := range []*graph.Artifact{ch.Prev, ch.Next} {
+				if a == nil {
+					continue
+				}
+				if owner := gateWriter(a.Type); owner != "" {
+					return &fault.Error{Code: fault.ReservedType,
+						Detail: fmt.Sprintf("a merge resolution cannot give %q a value: it is a %s on ours now, which only %s writes; take ours or theirs", ch.Op.ID, a.Type, owner),
+						Errors: []fault.FieldError{{Pointer: "/resolutions/" + escapePointer(ch.Op.ID) + "/value", Rule: "reserved", Detail: a.Type}}}
+				}
+			}
+		}
+		return nil
+	}
 }
 
 // gateWriter returns the only path that writes artifacts of typ, a

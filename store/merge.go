@@ -50,12 +50,21 @@ type MergeResult struct {
 // A fast-forward moves the branch with ResetBranchIf, so a commit on ours
 // racing with it makes the merge fail with ErrStale instead of being lost.
 func (s *Store) Merge(ctx context.Context, ctxID, ours, theirs string, resolutions map[string]replay.Resolution, author, message string) (*MergeResult, error) {
+	return s.MergeChecked(ctx, ctxID, ours, theirs, resolutions, author, message, nil)
+}
+
+// MergeChecked is Merge with check, when not nil, run in the committer on
+// the merge commit as CommitRequest.Check is: on the state the merge
+// lands on and the changes of its ops, so a rule about what the merge
+// replaces holds against commits that landed on ours after the caller
+// looked. A fast-forward writes no commit and runs no check.
+func (s *Store) MergeChecked(ctx context.Context, ctxID, ours, theirs string, resolutions map[string]replay.Resolution, author, message string, check func(*graph.State, []graph.Change) error) (*MergeResult, error) {
 	if err := ValidateBranch(ours); err != nil {
 		return nil, err
 	}
 	// A fast-forward that finds ours moved is a merge now: once more.
 	for attempt := 0; ; attempt++ {
-		res, err := s.merge(ctx, ctxID, ours, theirs, resolutions, author, message)
+		res, err := s.merge(ctx, ctxID, ours, theirs, resolutions, author, message, check)
 		if errors.Is(err, errMergeAgain) && attempt < maxMergeAttempts {
 			continue
 		}
@@ -79,7 +88,7 @@ var errMergeAgain = errors.New("merge again")
 // merge was prepared the committer walks to check they keep its base.
 const maxMergeFollow = 4096
 
-func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutions map[string]replay.Resolution, author, message string) (*MergeResult, error) {
+func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutions map[string]replay.Resolution, author, message string, check func(*graph.State, []graph.Change) error) (*MergeResult, error) {
 	oursHead, err := s.branchHead(ctx, ctxID, ours)
 	if err != nil {
 		return nil, err
@@ -129,7 +138,7 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 	err = s.ReadSparse(ctx, ctxID, setup.Base, func(base *View) error {
 		return s.ReadSparse(ctx, ctxID, tc, func(t *View) error {
 			cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours,
-				ExtraParents: []hashing.Digest{tc.ID}, Author: author, Message: message,
+				ExtraParents: []hashing.Digest{tc.ID}, Author: author, Message: message, Check: check,
 				OpsFrom: func(st *graph.State, at Planning) ([]graph.Op, error) {
 					if err := keepsBase(at.Head, oursHead.ID, at.Commit); err != nil {
 						return nil, err
