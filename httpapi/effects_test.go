@@ -415,3 +415,38 @@ func TestEffectIDsAreTheOutboxs(t *testing.T) {
 		t.Fatalf("effect id %v, want %s", got, id)
 	}
 }
+
+// TestClaimRacesPoison: in an enforce context, a claim racing a tool
+// result that turns the effect's support into a tool error never commits
+// a lease of an effect that is unconfirmed at the claim's own commit: the
+// claim's trust rule is checked again in the committer.
+func TestClaimRacesPoison(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("p", "enforce")
+	for i := range 30 {
+		w, key := fmt.Sprintf("w%d", i), fmt.Sprintf("k%d", i)
+		e.must(e.post("/v1/contexts/p/tool-results", map[string]any{"id": w, "tool": "t", "ok": true, "output": "fine"}), 201)
+		id := effect(e.must(e.post("/v1/contexts/p/effects", map[string]any{"idempotency_key": key, "kind": "job",
+			"edges": []any{map[string]any{"rel": "uses", "to": w}}}), 201))["id"].(string)
+		var wg sync.WaitGroup
+		var claimed *resp
+		wg.Go(func() {
+			claimed = e.post("/v1/contexts/p/effects/claim", map[string]any{"worker": "w", "limit": 100})
+		})
+		wg.Go(func() {
+			e.must(e.post("/v1/contexts/p/tool-results", map[string]any{"id": w, "tool": "t", "ok": false, "error": "it broke"}), 201)
+		})
+		wg.Wait()
+		out := e.must(claimed, 200)
+		for _, x := range out["effects"].([]any) {
+			if x.(map[string]any)["id"] != id {
+				continue
+			}
+			at := out["commit"].(string)
+			a := e.must(e.get("/v1/contexts/p/artifacts/"+id+"?at="+at), 200)
+			if st := a["trust"].(map[string]any)["status"]; st != "confirmed" {
+				t.Fatalf("race %d: the claim %s leased %s, %v there", i, at, id, st)
+			}
+		}
+	}
+}

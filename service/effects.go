@@ -253,14 +253,36 @@ func leaseExpired(d EffectData, now time.Time) bool {
 // commitEffects commits puts of effects under the compare-and-set of
 // expected, on main.
 func (s *Service) commitEffects(ctx context.Context, ctxID, author, msg string, ops []graph.Op, expected map[string]hashing.Digest) (store.CommitResult, error) {
-	return s.st.Commit(ctx, store.CommitRequest{Context: ctxID, Author: author, Message: msg, Ops: ops,
+	return s.commitEffectsHeld(ctx, ctxID, author, msg, ops, expected, nil)
+}
+
+// commitEffectsHeld is commitEffects that also refuses, with errHeld, to
+// commit while one of held (effects being claimed) rests on an
+// unconfirmed artifact in the head it lands on.
+func (s *Service) commitEffectsHeld(ctx context.Context, ctxID, author, msg string, ops []graph.Op, expected map[string]hashing.Digest, held []string) (store.CommitResult, error) {
+	req := store.CommitRequest{Context: ctxID, Author: author, Message: msg, Ops: ops,
 		Check: func(st *graph.State, changes []graph.Change) error {
 			if err := effectCheck(st, changes); err != nil {
 				return err
 			}
 			return casCheck(expected)(st, changes)
-		}})
+		}}
+	if len(held) > 0 {
+		req.CheckTrust = func(status func(string) graph.Status) error {
+			for _, id := range held {
+				if st := status(id); st != "" && st != graph.StatusConfirmed {
+					return errHeld
+				}
+			}
+			return nil
+		}
+	}
+	return s.st.Commit(ctx, req)
 }
+
+// errHeld refuses a claim whose effects came to rest on an unconfirmed
+// artifact after they were picked: the claim is decided again.
+var errHeld = errors.New("an effect being claimed rests on an unconfirmed artifact now")
 
 func (s *Service) viewOf(id string, d EffectData, res store.CommitResult, now time.Time) EffectView {
 	ev := EffectView{ID: id, EffectData: d, LeaseExpired: leaseExpired(d, now)}
@@ -412,8 +434,12 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 			ops[i] = graph.Op{Op: graph.OpPut, ID: e.ID, Type: TypeEffect, ProducedBy: "outbox", Data: raw}
 			datas[i], ids[i] = d, e.ID
 		}
-		res, err := s.commitEffects(ctx, ctxID, in.Worker, fmt.Sprintf("claim %d effect(s) for %s", len(ops), in.Worker), ops, expected)
-		if errors.Is(err, errCASConflict) {
+		var held []string
+		if enforce {
+			held = ids // checked again on the head the claim lands on
+		}
+		res, err := s.commitEffectsHeld(ctx, ctxID, in.Worker, fmt.Sprintf("claim %d effect(s) for %s", len(ops), in.Worker), ops, expected, held)
+		if errors.Is(err, errCASConflict) || errors.Is(err, errHeld) {
 			continue
 		}
 		if err != nil {

@@ -60,6 +60,12 @@ type CommitRequest struct {
 	// time. A commit that changes nothing (Noop) records neither.
 	Blobs  []hashing.Digest
 	Spills []hashing.Digest
+	// CheckTrust, when set, runs after Check, on the trust the commit
+	// would leave (status gives an artifact's; "" is confirmed): an error
+	// refuses the commit. A rule about trust that the caller read before
+	// committing (the outbox's claim of effects) then holds for the head
+	// the commit lands on.
+	CheckTrust func(status func(id string) graph.Status) error
 }
 
 // Planning is what CommitRequest.OpsFrom reads in the committer besides

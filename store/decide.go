@@ -235,6 +235,11 @@ func (g *group) decide(hf *headFork, cs *ctxState, r *writeReq) (*decision, erro
 	if d.mode == ModeEnforce && len(d.tainted) > 0 {
 		return nil, d.tainted[0]
 	}
+	if req.CheckTrust != nil {
+		if err := req.CheckTrust(d.trust.Status); err != nil {
+			return nil, err
+		}
+	}
 	d.recorded = graph.RecordedOps(d.changes)
 	return d, nil
 }
