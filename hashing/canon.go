@@ -3,6 +3,7 @@ package hashing
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -58,6 +59,25 @@ func Canonicalize(raw []byte) ([]byte, error) {
 // [ErrNotObject]; invalid JSON gets the error Canonicalize gives.
 func CanonicalizeObject(raw []byte) ([]byte, error) {
 	return canonicalize(raw, true)
+}
+
+// ErrNotCanonicalForm is [CheckCanonicalObject]'s error for a JSON object
+// that canonicalizes, to other bytes.
+var ErrNotCanonicalForm = errors.New("not in canonical form (HASHING.md §1)")
+
+// CheckCanonicalObject reports whether raw is a JSON object written in
+// exactly its canonical form, as HASHING.md §2 hashes it: nil, the error
+// [CanonicalizeObject] gives, or [ErrNotCanonicalForm] (keys out of order,
+// a number or string written another way, whitespace).
+func CheckCanonicalObject(raw []byte) error {
+	c, err := CanonicalizeObject(raw)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(c, raw) {
+		return ErrNotCanonicalForm
+	}
+	return nil
 }
 
 // Marshal returns the canonical JSON of v: encoding/json's Marshal followed

@@ -554,3 +554,21 @@ func canonicalObject(keys []string) string {
 	b.WriteByte('}')
 	return b.String()
 }
+
+func TestCheckCanonicalObject(t *testing.T) {
+	for raw, want := range map[string]error{
+		`{"a":2.5,"b":1}`:     nil,
+		`{"b":1,"a":2.5}`:     ErrNotCanonicalForm,
+		`{"a": 1}`:            ErrNotCanonicalForm,
+		`{"a":1.0}`:           ErrNotCanonicalForm,
+		`{"a":"\u0041"}`:      ErrNotCanonicalForm,
+		`{"a":1,"a":2}`:       ErrDuplicateKey,
+		`[1]`:                 ErrNotObject,
+		`{"a":"<b>&"}`:        nil,
+		`{"a":{"c":1,"b":2}}`: ErrNotCanonicalForm,
+	} {
+		if err := CheckCanonicalObject([]byte(raw)); !errors.Is(err, want) || (want == nil) != (err == nil) {
+			t.Errorf("CheckCanonicalObject(%s) = %v, want %v", raw, err, want)
+		}
+	}
+}

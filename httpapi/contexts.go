@@ -124,15 +124,16 @@ func (s *Server) handleEnsureContext(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// The body may omit the id: take it from the path, then check the
-		// body against the same schema as POST /v1/contexts. The bytes
-		// sent are held to canonical JSON first: once re-marshalled, a key
-		// given twice or a lone surrogate would be gone unseen.
-		if _, err := hashing.Canonicalize(body); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+		// body against the same schema as POST /v1/contexts. A body that
+		// is rewritten so is held to canonical JSON first: once
+		// re-marshalled, a key given twice or a lone surrogate would be
+		// gone unseen.
 		var m map[string]json.RawMessage
 		if json.Unmarshal(body, &m) == nil && m != nil && m["id"] == nil {
+			if _, err := hashing.Canonicalize(body); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 			m["id"], _ = json.Marshal(ctxID)
 			body, _ = json.Marshal(m)
 		}

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -250,12 +249,8 @@ func checkObject(ctx context.Context, src Source, id string, d hashing.Digest) e
 	// a payload in any other form (keys out of order, a key twice, a
 	// number written another way) is a hash nobody can reproduce from the
 	// data.
-	if c, err := hashing.CanonicalizeObject(b); err != nil || !bytes.Equal(c, b) {
-		why := "it is not in canonical form (HASHING.md §1)"
-		if err != nil {
-			why = err.Error()
-		}
-		return fmt.Errorf("payload of %q (%s) is not canonical JSON: %s", id, d.Short(), why)
+	if err := hashing.CheckCanonicalObject(b); err != nil {
+		return fmt.Errorf("payload of %q (%s) is not canonical JSON: %w", id, d.Short(), err)
 	}
 	return nil
 }

@@ -270,7 +270,7 @@ func (s *Service) commitEffectsHeld(ctx context.Context, ctxID, author, msg stri
 	if len(held) > 0 {
 		req.CheckTrust = func(status func(string) graph.Status) error {
 			for _, id := range held {
-				if st := status(id); st != "" && st != graph.StatusConfirmed {
+				if unconfirmed(status(id)) {
 					return errHeld
 				}
 			}
@@ -279,6 +279,10 @@ func (s *Service) commitEffectsHeld(ctx context.Context, ctxID, author, msg stri
 	}
 	return s.st.Commit(ctx, req)
 }
+
+// unconfirmed reports whether st, a trust index's status ("" for an
+// artifact it does not list), is other than confirmed.
+func unconfirmed(st graph.Status) bool { return st != "" && st != graph.StatusConfirmed }
 
 // errHeld refuses a claim whose effects came to rest on an unconfirmed
 // artifact after they were picked: the claim is decided again.
@@ -401,7 +405,7 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 				if e.Status != EffectPending && !leaseExpired(e.EffectData, now) {
 					continue
 				}
-				if st := v.Trust.Status(e.ID); enforce && st != "" && st != graph.StatusConfirmed {
+				if enforce && unconfirmed(v.Trust.Status(e.ID)) {
 					continue
 				}
 				picked = append(picked, e)

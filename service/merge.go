@@ -88,7 +88,7 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 			return &fault.Error{Code: fault.Invalid, Detail: "a cycle is resolved by taking a side: ours drops theirs' edge that closes it, theirs keeps it",
 				Errors: []fault.FieldError{{Pointer: ptr + "/value", Rule: "not", Detail: "take ours or theirs"}}}
 		}
-		if len(res.Value) == 0 || strings.HasPrefix(key, "edge:") || strings.HasPrefix(key, "cycle:") {
+		if len(res.Value) == 0 || strings.HasPrefix(key, "edge:") { // a cycle's value was refused above
 			continue
 		}
 		if sides == nil {
@@ -110,17 +110,14 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 				return err
 			}
 			if owner := gateWriter(a.Type); owner != "" {
-				return &fault.Error{Code: fault.ReservedType,
-					Detail: fmt.Sprintf("a merge resolution cannot replace the %s %q with a value: only %s writes it; take ours or theirs", a.Type, key, owner),
-					Errors: []fault.FieldError{{Pointer: ptr + "/value", Rule: "reserved", Detail: a.Type}}}
+				return reservedResolution(ptr+"/value", a.Type, fmt.Sprintf("a merge resolution cannot replace the %s %q with a value: only %s writes it; take ours or theirs", a.Type, key, owner))
 			}
 			if typ == "" {
 				typ = a.Type
 			}
 		}
 		if owner := gateWriter(typ); owner != "" {
-			return &fault.Error{Code: fault.ReservedType, Detail: fmt.Sprintf("a merge resolution cannot write a %s value: only %s writes one; take ours or theirs", typ, owner),
-				Errors: []fault.FieldError{{Pointer: ptr + "/type", Rule: "reserved", Detail: typ}}}
+			return reservedResolution(ptr+"/type", typ, fmt.Sprintf("a merge resolution cannot write a %s value: only %s writes one; take ours or theirs", typ, owner))
 		}
 		if typ != "" {
 			if err := s.types.Validate(typ, mustDecode(res.Value), ptr+"/value"); err != nil {
@@ -148,14 +145,20 @@ func valuesCheck(resolutions map[string]replay.Resolution) func(*graph.State, []
 					continue
 				}
 				if owner := gateWriter(a.Type); owner != "" {
-					return &fault.Error{Code: fault.ReservedType,
-						Detail: fmt.Sprintf("a merge resolution cannot give %q a value: it is a %s on ours now, which only %s writes; take ours or theirs", ch.Op.ID, a.Type, owner),
-						Errors: []fault.FieldError{{Pointer: "/resolutions/" + escapePointer(ch.Op.ID) + "/value", Rule: "reserved", Detail: a.Type}}}
+					return reservedResolution("/resolutions/"+escapePointer(ch.Op.ID)+"/value", a.Type,
+						fmt.Sprintf("a merge resolution cannot give %q a value: it is a %s on ours now, which only %s writes; take ours or theirs", ch.Op.ID, a.Type, owner))
 				}
 			}
 		}
 		return nil
 	}
+}
+
+// reservedResolution refuses a value resolution over a reserved type or a
+// gate output (typ), naming the field at ptr.
+func reservedResolution(ptr, typ, detail string) error {
+	return &fault.Error{Code: fault.ReservedType, Detail: detail,
+		Errors: []fault.FieldError{{Pointer: ptr, Rule: "reserved", Detail: typ}}}
 }
 
 // gateWriter returns the only path that writes artifacts of typ, a

@@ -63,8 +63,8 @@ func (e branchEdge) applies(l letter) bool {
 // checkBranching refuses doc, a schema that checkSchemaCost accepted, when
 // its recursion can evaluate a subschema twice at one place of the data
 // per level of nesting.
-func checkBranching(doc any) *schemaCostError {
-	g := &branchGraph{nodes: map[string]*branchNode{}, walk: &costWalk{root: doc}}
+func checkBranching(doc any, walk *costWalk) *schemaCostError {
+	g := &branchGraph{nodes: map[string]*branchNode{}, walk: walk}
 	g.add(doc, "")
 	if p := g.samePlaceCycle(); p != "" {
 		// checkSchemaCost's walk reuses what it found of a subschema, so
@@ -85,7 +85,7 @@ func checkBranching(doc any) *schemaCostError {
 		for i, l := range letters {
 			for x, ways := range reach {
 				for _, e := range g.nodes[x].down {
-					if e.applies(l) && g.nodes[e.to] != nil {
+					if e.applies(l) { // add made every edge's node
 						row[i] = addWays(row[i], e.to, ways)
 					}
 				}

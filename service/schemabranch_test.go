@@ -23,7 +23,7 @@ func TestBranchingAgreesWithWalks(t *testing.T) {
 		if _, err := c.cost(doc, ""); err != nil {
 			continue // refused before the branching check: a same-place cycle
 		}
-		err := checkBranching(doc)
+		err := checkBranching(doc, c)
 		if err != nil && err.rule == "cyclic_ref" {
 			continue // a same-place cycle the cost walk's memo hid
 		}

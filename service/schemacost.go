@@ -47,7 +47,7 @@ func checkSchemaCost(doc any) *schemaCostError {
 	if n > maxSchemaExpansion {
 		return &schemaCostError{"", "cost", fmt.Sprintf("validating one value would evaluate more than %d subschemas (the schema's $refs expand to %d); flatten the anyOf/oneOf/$ref nesting", maxSchemaExpansion, n)}
 	}
-	return checkBranching(doc)
+	return checkBranching(doc, c)
 }
 
 type costWalk struct {

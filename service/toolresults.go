@@ -87,11 +87,7 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 	var data any
 	var held heldBlobs
 	if !in.OK {
-		msg := ""
-		if in.Error != nil {
-			msg = *in.Error
-		}
-		v := gate.SanitizeError(msg, opt)
+		v := gate.SanitizeError(*in.Error, opt)
 		d, err := held.put(ctx, s.st, []byte(v.Masked))
 		if err != nil {
 			return nil, err
@@ -102,11 +98,7 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 		typ = TypeToolError
 		data = ToolErrorData{Tool: tool, ModelView: v.ModelView, TotalChars: v.TotalChars, Truncated: v.Truncated, Spilled: v.Spilled, FullBlob: d.String()}
 	} else {
-		out := ""
-		if in.Output != nil {
-			out = *in.Output
-		}
-		full := gate.PrepareOutput(out, opt)
+		full := gate.PrepareOutput(*in.Output, opt)
 		d, err := held.put(ctx, s.st, []byte(full))
 		if err != nil {
 			return nil, err

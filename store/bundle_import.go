@@ -306,15 +306,10 @@ func planImport(b *replay.Bundle) (*importPlan, error) {
 	if _, ok := b.Header.Branch(DefaultBranch); !ok {
 		return nil, fmt.Errorf("%w: the bundle has no %q branch", ErrInvalid, DefaultBranch)
 	}
-	names := map[string]bool{}
-	for _, br := range b.Header.Branches {
+	for _, br := range b.Header.Branches { // Verify refused a name given twice
 		if err := ValidateBranch(br.Name); err != nil {
 			return nil, err
 		}
-		if names[br.Name] {
-			return nil, fmt.Errorf("%w: the bundle names branch %q twice", ErrInvalid, br.Name)
-		}
-		names[br.Name] = true
 	}
 	commits := b.Commits()
 	if len(commits) == 0 {

@@ -99,10 +99,11 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	}
 	rep := k.rep
 	if err := k.scan(ctx, pObj, "object", func(d hashing.Digest, v []byte) error {
-		if c, err := hashing.CanonicalizeObject(v); err != nil {
+		switch err := hashing.CheckCanonicalObject(v); {
+		case errors.Is(err, hashing.ErrNotCanonicalForm):
+			return fmt.Errorf("%w, so its content hash is not the data's", err)
+		case err != nil:
 			return fmt.Errorf("not canonical JSON: %w", err)
-		} else if !bytes.Equal(c, v) {
-			return errors.New("not in canonical form (HASHING.md §1), so its content hash is not the data's")
 		}
 		if hashing.ContentHash(v) != d {
 			return errors.New("bytes do not match the content hash")

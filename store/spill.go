@@ -55,15 +55,6 @@ func keySpill(at time.Time, d hashing.Digest) []byte {
 
 func keyPruned(d hashing.Digest) []byte { return append([]byte(pPruned), d[:]...) }
 
-// NoteSpill records that blob d holds a spilled full output stored at at,
-// so that PruneSpills may prune it once the retention window has passed.
-func (s *Store) NoteSpill(ctx context.Context, d hashing.Digest, at time.Time) error {
-	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keySpill(at, d), Value: []byte{}}}}); err != nil {
-		return fmt.Errorf("note spill: %w", err)
-	}
-	return nil
-}
-
 // PruneSpills prunes the bytes of every spilled output noted before
 // cutoff (oldest first, at most limit; limit ≤ 0 means all) and returns how
 // many it pruned. A blob that is also stored for another reason is pruned
