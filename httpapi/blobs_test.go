@@ -361,3 +361,42 @@ func TestRefusedGateWriteHoldsNoBlob(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadAnswersAsGet: HEAD on a GET route is its GET without the body,
+// under the same guard: a held blob's size and ETag with no bytes, a
+// JSON read's status, the 404 and 403 of a GET. HEAD on these routes
+// answered 405 before.
+func TestHeadAnswersAsGet(t *testing.T) {
+	e := newEnv(t, withTokens(tenancyTokens))
+	for _, id := range []string{"team-a-1", "team-b-1"} {
+		e.must(e.send(req{method: "POST", path: "/v1/contexts", body: map[string]any{"id": id}, header: as(admin)}), 201)
+	}
+	data := []byte("bytes of team a, read by size alone")
+	d := e.must(e.send(req{method: "POST", path: "/v1/contexts/team-a-1/blobs", body: data, header: as(teamA)}), 201)["digest"].(string)
+	for _, c := range []struct {
+		path, tok string
+		status    int
+		length    string
+	}{
+		{"/v1/contexts/team-a-1/blobs/" + d, teamA, 200, fmt.Sprint(len(data))},
+		{"/v1/blobs/" + d, admin, 200, fmt.Sprint(len(data))},
+		{"/v1/contexts/team-b-1/blobs/" + d, teamB, 404, ""},
+		{"/v1/contexts/team-a-1/blobs/" + d, teamB, 403, ""},
+		{"/v1/blobs/" + d, teamA, 403, ""},
+		{"/v1/contexts/team-a-1", teamA, 200, ""},
+		{"/v1/contexts/team-a-1/artifacts/none", teamA, 404, ""},
+	} {
+		get := e.send(req{method: "GET", path: c.path, header: as(c.tok)})
+		head := e.send(req{method: "HEAD", path: c.path, header: as(c.tok)})
+		if head.status != c.status || get.status != c.status || len(head.body) != 0 {
+			t.Errorf("HEAD %s: %d with %d bytes (GET %d), want %d and no body", c.path, head.status, len(head.body), get.status, c.status)
+		}
+		if head.header.Get("Content-Type") != get.header.Get("Content-Type") || head.header.Get("ETag") != get.header.Get("ETag") {
+			t.Errorf("HEAD %s: Content-Type %q ETag %q, GET's %q %q", c.path, head.header.Get("Content-Type"), head.header.Get("ETag"),
+				get.header.Get("Content-Type"), get.header.Get("ETag"))
+		}
+		if c.length != "" && head.header.Get("Content-Length") != c.length {
+			t.Errorf("HEAD %s: Content-Length %q, want %s", c.path, head.header.Get("Content-Length"), c.length)
+		}
+	}
+}

@@ -74,12 +74,13 @@ func TestMethodNotAllowed(t *testing.T) {
 			for _, c := range []struct {
 				method, path, allow string
 			}{
-				{"POST", "/v1/contexts/m", "GET, PUT"},
-				{"PUT", "/v1/contexts/m/commits", "GET, POST"},
+				{"POST", "/v1/contexts/m", "GET, HEAD, PUT"},
+				{"PUT", "/v1/contexts/m/commits", "GET, HEAD, POST"},
 				{"GET", "/v1/contexts/m/effects/claim", "POST"},
 				{"DELETE", "/v1/blobs", "POST"},
-				{"POST", "/v1/types/x", "GET, PUT"},
-				{"DELETE", "/v1/contexts/m/artifacts/a%2Fb", "GET"},
+				{"HEAD", "/v1/contexts/m/effects/claim", "POST"},
+				{"POST", "/v1/types/x", "GET, HEAD, PUT"},
+				{"DELETE", "/v1/contexts/m/artifacts/a%2Fb", "GET, HEAD"},
 			} {
 				r := e.send(req{method: c.method, path: c.path})
 				if r.status != 405 || r.header.Get("Allow") != c.allow || r.header.Get("Content-Type") != "application/problem+json" {

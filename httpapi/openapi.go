@@ -244,6 +244,9 @@ func (s *Server) OpenAPI() map[string]any {
 			paths[rt.pattern] = item
 		}
 		item[strings.ToLower(rt.method)] = operation(rt)
+		if rt.method == http.MethodGet {
+			item["head"] = headOperation(operation(rt))
+		}
 	}
 	schemas := map[string]any{}
 	for name, src := range resultSchemas {
@@ -422,6 +425,26 @@ func operation(rt route) map[string]any {
 	} else {
 		op["security"] = []any{}
 	}
+	return op
+}
+
+// headOperation is the HEAD twin of a GET operation get: the same
+// parameters, statuses and headers, and no body in any answer.
+func headOperation(get map[string]any) map[string]any {
+	op := map[string]any{}
+	for k, v := range get {
+		op[k] = v
+	}
+	op["operationId"] = get["operationId"].(string) + "Head"
+	op["summary"] = "The headers of: " + get["summary"].(string)
+	responses := map[string]any{}
+	for code, r := range get["responses"].(map[string]any) {
+		if m, ok := r.(map[string]any); ok && m["content"] != nil {
+			r = map[string]any{"description": m["description"].(string) + " (no body)"}
+		}
+		responses[code] = r
+	}
+	op["responses"] = responses
 	return op
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
@@ -88,6 +89,15 @@ func (v *openAPIValidator) check(method, path string, r *resp) {
 			return
 		}
 	}
+	if method == http.MethodHead {
+		// A declared status, and never a body.
+		if len(r.body) != 0 {
+			v.t.Errorf("%s %s (%s): %d with a body of %d bytes", method, path, id, r.status, len(r.body))
+			return
+		}
+		v.seen[id] = true
+		return
+	}
 	if ref, ok := decl["$ref"].(string); ok {
 		pointer = strings.TrimPrefix(ref, "#")
 		decl = v.resolve(pointer)
@@ -147,6 +157,13 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 		t.Helper()
 		r := e.send(req{method: method, path: path, body: body})
 		v.check(method, path, r)
+		if method == http.MethodGet {
+			head := e.send(req{method: http.MethodHead, path: path})
+			if head.status != r.status {
+				t.Errorf("HEAD %s: %d, GET %d", path, head.status, r.status)
+			}
+			v.check(http.MethodHead, path, head)
+		}
 		if len(r.body) == 0 || r.body[0] != '{' {
 			return nil
 		}

@@ -297,8 +297,15 @@ func (s *Server) newRouter(ui http.Handler) chi.Router {
 	r.NotFound(s.noRoute)
 	r.MethodNotAllowed(s.noRoute)
 	for _, rt := range s.routes() {
-		r.Method(rt.method, rt.pattern, s.guard(rt))
+		h := s.guard(rt)
+		r.Method(rt.method, rt.pattern, h)
 		s.api.Method(rt.method, rt.pattern, http.NotFoundHandler())
+		if rt.method == http.MethodGet {
+			// HEAD is GET without the body (RFC 9110 §9.3.2): the same
+			// guard and handler; net/http drops what it writes.
+			r.Method(http.MethodHead, rt.pattern, h)
+			s.api.Method(http.MethodHead, rt.pattern, http.NotFoundHandler())
+		}
 	}
 	if ui != nil {
 		r.Handle("/v1/*", http.HandlerFunc(s.noRoute))
@@ -308,7 +315,7 @@ func (s *Server) newRouter(ui http.Handler) chi.Router {
 }
 
 // routeMethods are the methods the API routes use, in Allow order.
-var routeMethods = []string{"GET", "POST", "PUT"}
+var routeMethods = []string{"GET", "HEAD", "POST", "PUT"}
 
 // noRoute answers a request that no API route takes: 405 with Allow when
 // the path is an API route for other methods, else 404.

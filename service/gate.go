@@ -169,6 +169,10 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	data.Verdict, data.Reason, data.Layer = res.Verdict, res.Reason, res.Layer
 	data.URL, data.FinalURL, data.Status = res.Receipt.URL, res.Receipt.FinalURL, res.Receipt.Status
 	data.Receipt, data.BodyBlob = res.Receipt, blob
+	text, textBlob, err := s.fetchText(ctx, &held, res.Text)
+	if err != nil {
+		return nil, err
+	}
 	raw, err := canonicalData(data)
 	if err != nil {
 		return nil, err
@@ -185,29 +189,28 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	}
 	fw := &FetchWrite{Verdict: res.Verdict, Layer: res.Layer, Reason: res.Reason, BodyBlob: blob,
 		Rendered: data.RenderedFrom != nil, Ignored: ignoredClaims(in), ArtifactWrite: *aw}
-	if err := s.fetchText(ctx, ctxID, fw, res.Text); err != nil {
-		return nil, err
+	if textBlob != "" {
+		fw.TextBlob, fw.TextChars = textBlob, utf8.RuneCountInString(text)
+		fw.Text = truncateChars(text, MaxFetchTextChars)
+		fw.TextTruncated = fw.TextChars > MaxFetchTextChars
 	}
 	return fw, nil
 }
 
-// fetchText puts the extracted text in the answer: masked with the
-// declared secrets, cut to MaxFetchTextChars, the whole stored as a blob
-// that context ctxID holds.
-func (s *Service) fetchText(ctx context.Context, ctxID string, fw *FetchWrite, text string) error {
+// fetchText masks the extracted text with the declared secrets and stores
+// the whole as a blob that the verdict's commit makes the context hold
+// (held), so that a refused or failed write leaves the context holding
+// none of it. It returns the masked text and its blob ("" for no text).
+func (s *Service) fetchText(ctx context.Context, held *heldBlobs, text string) (string, string, error) {
 	if text == "" {
-		return nil
+		return "", "", nil
 	}
 	text = s.sanitizeOptions().Secrets.Mask(text)
-	d, err := s.st.PutContextBlob(ctx, ctxID, []byte(text))
+	d, err := held.put(ctx, s.st, []byte(text))
 	if err != nil {
-		return err
+		return "", "", err
 	}
-	fw.TextBlob = d.String()
-	fw.TextChars = utf8.RuneCountInString(text)
-	fw.Text = truncateChars(text, MaxFetchTextChars)
-	fw.TextTruncated = fw.TextChars > MaxFetchTextChars
-	return nil
+	return text, d.String(), nil
 }
 
 // putBody stores a fetched body, which the verdict's commit makes the
