@@ -131,6 +131,14 @@ func (sg *Subgraph) depends(rel string) bool {
 // DefaultMaxNodes is the node limit of Provenance.
 const DefaultMaxNodes = 500
 
+// MaxProvenanceDepth and MaxProvenanceNodes bound what a client may ask of
+// one provenance walk (its depth and node limit), at every door, so a walk
+// costs the same whichever door asks.
+const (
+	MaxProvenanceDepth = 1000
+	MaxProvenanceNodes = 10000
+)
+
 // Provenance returns the provenance subgraph of id: the artifacts reached
 // from id by following edges of every relation outward (from an artifact
 // to what it rests on, mentions, cites…), so it holds id's dependency

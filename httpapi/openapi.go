@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"github.com/artifactd/artifactd/graph"
 	"net/http"
 	"regexp"
 	"sort"
@@ -34,8 +35,8 @@ var queryParams = map[string]map[string]any{
 	"type":      {"description": "Only artifacts of this type.", "schema": map[string]any{"type": "string"}},
 	"rel":       {"description": "Only edges of this relation.", "schema": map[string]any{"type": "string"}},
 	"dir":       {"description": "Edge direction relative to the artifact.", "schema": map[string]any{"enum": []string{"out", "in", "both"}}},
-	"depth":     {"description": "Most edges away from the artifact (-1: no limit).", "schema": map[string]any{"type": "integer", "minimum": -1}},
-	"max_nodes": {"description": "Most artifacts in the subgraph (default 500).", "schema": map[string]any{"type": "integer", "minimum": 1}},
+	"depth":     {"description": "Most edges away from the artifact (-1: no limit).", "schema": map[string]any{"type": "integer", "minimum": -1, "maximum": graph.MaxProvenanceDepth}},
+	"max_nodes": {"description": "Most artifacts in the subgraph (default 500).", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": graph.MaxProvenanceNodes}},
 	"format":    {"description": "Response format.", "schema": map[string]any{"type": "string"}},
 	"from":      {"description": "Diff: the old commit or branch (required). Edges: only edges leaving this artifact.", "schema": map[string]any{"type": "string"}},
 	"to":        {"description": "Diff: the new commit or branch (default main). Edges: only edges arriving at this artifact.", "schema": map[string]any{"type": "string"}},

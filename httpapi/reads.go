@@ -233,12 +233,12 @@ func (s *Server) handleProvenance(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	depth, err := intQuery(r, "depth", -1, -1, 1000)
+	depth, err := intQuery(r, "depth", -1, -1, graph.MaxProvenanceDepth)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	maxNodes, err := intQuery(r, "max_nodes", graph.DefaultMaxNodes, 1, 10000)
+	maxNodes, err := intQuery(r, "max_nodes", graph.DefaultMaxNodes, 1, graph.MaxProvenanceNodes)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -109,11 +109,11 @@ func (b *InProcess) Provenance(ctx context.Context, ctxID string, q ProvenanceQu
 	if q.MaxNodes != 0 {
 		maxNodes = q.MaxNodes
 	}
-	// The HTTP route's bounds, so a walk costs what it costs there.
+	// The bounds of every door, so a walk costs what it costs over HTTP.
 	for _, p := range []struct {
 		name           string
 		v, least, most int
-	}{{"depth", depth, -1, 1000}, {"max_nodes", maxNodes, 1, 10000}} {
+	}{{"depth", depth, -1, graph.MaxProvenanceDepth}, {"max_nodes", maxNodes, 1, graph.MaxProvenanceNodes}} {
 		if p.v < p.least || p.v > p.most {
 			return nil, &Problem{Status: 400, Code: "invalid-query", Detail: fmt.Sprintf("%s must be an integer from %d to %d", p.name, p.least, p.most),
 				Errors: []FieldError{{Parameter: p.name, Rule: "range", Detail: fmt.Sprintf("want %d..%d", p.least, p.most)}}}

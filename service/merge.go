@@ -48,10 +48,8 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 	if err := s.checkResolutions(ctx, ctxID, &in, tc); err != nil {
 		return nil, err
 	}
-	if in.Message == "" {
-		in.Message = fmt.Sprintf("merge %s into %s", in.Theirs, in.Ours)
-	}
-	res, err := s.st.MergeChecked(ctx, ctxID, in.Ours, tc.ID.String(), in.Resolutions, in.Author, in.Message, valuesCheck(in.Resolutions))
+	res, err := s.st.MergeWith(ctx, store.MergeRequest{Context: ctxID, Ours: in.Ours, Theirs: tc, TheirsName: in.Theirs,
+		Resolutions: in.Resolutions, Author: in.Author, Message: in.Message, Check: valuesCheck(in.Resolutions)})
 	if err != nil {
 		return nil, err
 	}

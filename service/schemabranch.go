@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 )
 
 // A recursive schema (a tree through items or properties) costs each
@@ -149,44 +148,14 @@ func (g *branchGraph) add(s any, ptr string) {
 			same(target, tptr)
 		}
 	}
-	for _, k := range sameLocationObject {
-		same(obj[k], ptr+"/"+k)
-	}
-	for _, k := range sameLocationArray {
-		arr, _ := obj[k].([]any)
-		for i, v := range arr {
-			same(v, ptr+"/"+k+"/"+strconv.Itoa(i))
+	eachSubschema(obj, ptr, func(v any, p string, part byte, name string) bool {
+		if part == 0 {
+			same(v, p)
+		} else {
+			down(part, name, v, p)
 		}
-	}
-	for _, k := range sameLocationMap {
-		m, _ := obj[k].(map[string]any)
-		for name, v := range m {
-			same(v, ptr+"/"+k+"/"+escapePointer(name))
-		}
-	}
-	for _, k := range []string{"additionalProperties", "unevaluatedProperties"} {
-		down('o', "", obj[k], ptr+"/"+k)
-	}
-	for _, k := range []string{"items", "contains", "unevaluatedItems"} {
-		down('a', "", obj[k], ptr+"/"+k)
-	}
-	down('k', "", obj["propertyNames"], ptr+"/propertyNames")
-	if arr, ok := obj["prefixItems"].([]any); ok {
-		for i, v := range arr {
-			down('a', strconv.Itoa(i), v, ptr+"/prefixItems/"+strconv.Itoa(i))
-		}
-	}
-	if m, ok := obj["properties"].(map[string]any); ok {
-		for name, v := range m {
-			down('o', name, v, ptr+"/properties/"+escapePointer(name))
-		}
-	}
-	if m, ok := obj["patternProperties"].(map[string]any); ok {
-		for pat, v := range m {
-			// A pattern may match any name: it applies with every letter.
-			down('o', "", v, ptr+"/patternProperties/"+escapePointer(pat))
-		}
-	}
+		return false
+	})
 }
 
 // entries returns the subschemas a descending keyword leads to, sorted,

@@ -12,16 +12,75 @@ import (
 // two levels (1.4 KB cost 3.2 s and 700 MB per put at depth 20).
 const maxSchemaExpansion = 5000
 
-// sameLocation are the keywords whose subschemas apply to the same value;
-// descending are those that apply to a part of it (a member, an item).
-var (
-	sameLocationObject = []string{"not", "if", "then", "else"}
-	sameLocationArray  = []string{"allOf", "anyOf", "oneOf"}
-	sameLocationMap    = []string{"dependentSchemas"}
-	descendingObject   = []string{"additionalProperties", "items", "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems"}
-	descendingArray    = []string{"prefixItems"}
-	descendingMap      = []string{"properties", "patternProperties"}
-)
+// applicator is a keyword whose value holds subschemas: how it holds them
+// (shape: '1' one, '[' an array, '{' a map by name) and the part of the
+// value they apply to (part: 0 the same value, 'o' a member, 'a' an item,
+// 'k' a member's name). A named applicator's array index or map key names
+// the item or member (prefixItems, properties); patternProperties' keys
+// are patterns, which may match any name.
+type applicator struct {
+	name        string
+	shape, part byte
+	named       bool
+}
+
+// applicators are every keyword the cost walk and the branching check
+// descend through ($ref apart): one list, so the two checks see the same
+// schema.
+var applicators = []applicator{
+	{name: "not", shape: '1'}, {name: "if", shape: '1'}, {name: "then", shape: '1'}, {name: "else", shape: '1'},
+	{name: "allOf", shape: '['}, {name: "anyOf", shape: '['}, {name: "oneOf", shape: '['},
+	{name: "dependentSchemas", shape: '{'},
+	{name: "additionalProperties", shape: '1', part: 'o'}, {name: "unevaluatedProperties", shape: '1', part: 'o'},
+	{name: "items", shape: '1', part: 'a'}, {name: "contains", shape: '1', part: 'a'}, {name: "unevaluatedItems", shape: '1', part: 'a'},
+	{name: "propertyNames", shape: '1', part: 'k'},
+	{name: "prefixItems", shape: '[', part: 'a', named: true},
+	{name: "properties", shape: '{', part: 'o', named: true},
+	{name: "patternProperties", shape: '{', part: 'o'},
+}
+
+// eachSubschema calls fn, in the order of applicators, for each value obj
+// holds through one (a one-subschema keyword's value whatever its type,
+// each element of an array, each value of a map): the value, its pointer,
+// the part of the data it applies to, and the member or index that part
+// is ("" for any). It stops at fn's first error.
+func eachSubschema[E comparable](obj map[string]any, ptr string, fn func(v any, p string, part byte, name string) E) E {
+	var zero E
+	for _, a := range applicators {
+		base := ptr + "/" + a.name
+		switch a.shape {
+		case '1':
+			if v, ok := obj[a.name]; ok {
+				if err := fn(v, base, a.part, ""); err != zero {
+					return err
+				}
+			}
+		case '[':
+			arr, _ := obj[a.name].([]any)
+			for i, v := range arr {
+				name := ""
+				if a.named {
+					name = strconv.Itoa(i)
+				}
+				if err := fn(v, base+"/"+strconv.Itoa(i), a.part, name); err != zero {
+					return err
+				}
+			}
+		case '{':
+			m, _ := obj[a.name].(map[string]any)
+			for key, v := range m {
+				name := ""
+				if a.named {
+					name = key
+				}
+				if err := fn(v, base+"/"+escapePointer(key), a.part, name); err != zero {
+					return err
+				}
+			}
+		}
+	}
+	return zero
+}
 
 // schemaCostError says why a schema is refused at registration.
 type schemaCostError struct {
@@ -132,45 +191,10 @@ func (c *costWalk) cost(s any, ptr string) (int, *schemaCostError) {
 			return 0, err
 		}
 	}
-	for _, k := range sameLocationObject {
-		if v, ok := obj[k]; ok {
-			if err := visit(v, ptr+"/"+k, false); err != nil {
-				return 0, err
-			}
-		}
-	}
-	for _, k := range descendingObject {
-		if v, ok := obj[k]; ok {
-			if err := visit(v, ptr+"/"+k, true); err != nil {
-				return 0, err
-			}
-		}
-	}
-	for _, group := range []struct {
-		keys     []string
-		descends bool
-	}{{sameLocationArray, false}, {descendingArray, true}} {
-		for _, k := range group.keys {
-			arr, _ := obj[k].([]any)
-			for i, v := range arr {
-				if err := visit(v, ptr+"/"+k+"/"+strconv.Itoa(i), group.descends); err != nil {
-					return 0, err
-				}
-			}
-		}
-	}
-	for _, group := range []struct {
-		keys     []string
-		descends bool
-	}{{sameLocationMap, false}, {descendingMap, true}} {
-		for _, k := range group.keys {
-			m, _ := obj[k].(map[string]any)
-			for name, v := range m {
-				if err := visit(v, ptr+"/"+k+"/"+escapePointer(name), group.descends); err != nil {
-					return 0, err
-				}
-			}
-		}
+	if err := eachSubschema(obj, ptr, func(v any, p string, part byte, _ string) *schemaCostError {
+		return visit(v, p, part != 0)
+	}); err != nil {
+		return 0, err
 	}
 	// $defs are reached through $refs only; an unreferenced one costs
 	// nothing, but it must itself be sound.

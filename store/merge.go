@@ -50,26 +50,65 @@ type MergeResult struct {
 // A fast-forward moves the branch with ResetBranchIf, so a commit on ours
 // racing with it makes the merge fail with ErrStale instead of being lost.
 func (s *Store) Merge(ctx context.Context, ctxID, ours, theirs string, resolutions map[string]replay.Resolution, author, message string) (*MergeResult, error) {
-	return s.MergeChecked(ctx, ctxID, ours, theirs, resolutions, author, message, nil)
-}
-
-// MergeChecked is Merge with check, when not nil, run in the committer on
-// the merge commit as CommitRequest.Check is: on the state the merge
-// lands on and the changes of its ops, so a rule about what the merge
-// replaces holds against commits that landed on ours after the caller
-// looked. A fast-forward writes no commit and runs no check.
-func (s *Store) MergeChecked(ctx context.Context, ctxID, ours, theirs string, resolutions map[string]replay.Resolution, author, message string, check func(*graph.State, []graph.Change) error) (*MergeResult, error) {
 	if err := ValidateBranch(ours); err != nil {
 		return nil, err
 	}
+	tc, err := s.Resolve(ctx, ctxID, theirs)
+	if err != nil {
+		return nil, err
+	}
+	return s.MergeWith(ctx, MergeRequest{Context: ctxID, Ours: ours, Theirs: tc, TheirsName: theirs,
+		Resolutions: resolutions, Author: author, Message: message})
+}
+
+// MergeRequest is a merge for MergeWith: Merge's arguments, with theirs
+// already resolved and a check of the merge commit.
+type MergeRequest struct {
+	Context, Ours string
+	// Theirs is the commit merged in, which the caller resolved: the
+	// merge takes that commit whatever its branch does meanwhile.
+	Theirs *replay.Commit
+	// TheirsName is the ref Theirs was resolved from, for the default
+	// message ("" names the commit).
+	TheirsName  string
+	Resolutions map[string]replay.Resolution
+	// Author and Message default as Merge's do.
+	Author, Message string
+	// Check, when not nil, runs in the committer on the merge commit as
+	// CommitRequest.Check does: on the state the merge lands on and the
+	// changes of its ops, so a rule about what the merge replaces holds
+	// against commits that landed on ours after the caller looked. A
+	// fast-forward writes no commit and runs no check.
+	Check func(*graph.State, []graph.Change) error
+}
+
+// MergeWith is Merge of a request whose theirs is resolved (Merge's
+// errors, but the ones of resolving theirs).
+func (s *Store) MergeWith(ctx context.Context, req MergeRequest) (*MergeResult, error) {
+	if err := ValidateBranch(req.Ours); err != nil {
+		return nil, err
+	}
+	if req.Theirs == nil {
+		return nil, errors.New("store: MergeWith without theirs")
+	}
+	if req.Author == "" {
+		req.Author = "artifactd"
+	}
+	if req.Message == "" {
+		name := req.TheirsName
+		if name == "" {
+			name = req.Theirs.ID.String()
+		}
+		req.Message = fmt.Sprintf("merge %s into %s", name, req.Ours)
+	}
 	// A fast-forward that finds ours moved is a merge now: once more.
 	for attempt := 0; ; attempt++ {
-		res, err := s.merge(ctx, ctxID, ours, theirs, resolutions, author, message, check)
+		res, err := s.merge(ctx, &req)
 		if errors.Is(err, errMergeAgain) && attempt < maxMergeAttempts {
 			continue
 		}
 		if errors.Is(err, errMergeAgain) {
-			return nil, fmt.Errorf("%w: branch %q kept moving during the merge; merge again", ErrStale, ours)
+			return nil, fmt.Errorf("%w: branch %q kept moving during the merge; merge again", ErrStale, req.Ours)
 		}
 		return res, err
 	}
@@ -88,12 +127,9 @@ var errMergeAgain = errors.New("merge again")
 // merge was prepared the committer walks to check they keep its base.
 const maxMergeFollow = 4096
 
-func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutions map[string]replay.Resolution, author, message string, check func(*graph.State, []graph.Change) error) (*MergeResult, error) {
+func (s *Store) merge(ctx context.Context, req *MergeRequest) (*MergeResult, error) {
+	ctxID, ours, tc := req.Context, req.Ours, req.Theirs
 	oursHead, err := s.branchHead(ctx, ctxID, ours)
-	if err != nil {
-		return nil, err
-	}
-	tc, err := s.Resolve(ctx, ctxID, theirs)
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +152,6 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 		res.Commit = tc
 		return res, nil
 	}
-	if author == "" {
-		author = "artifactd"
-	}
-	if message == "" {
-		message = fmt.Sprintf("merge %s into %s", theirs, ours)
-	}
 	// The merge is planned in the committer, against the head it lands
 	// on: plain commits that landed on ours since it was prepared keep its
 	// merge base, so they are merged too instead of making it stale. It
@@ -138,7 +168,7 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 	err = s.ReadSparse(ctx, ctxID, setup.Base, func(base *View) error {
 		return s.ReadSparse(ctx, ctxID, tc, func(t *View) error {
 			cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours,
-				ExtraParents: []hashing.Digest{tc.ID}, Author: author, Message: message, Check: check,
+				ExtraParents: []hashing.Digest{tc.ID}, Author: req.Author, Message: req.Message, Check: req.Check,
 				OpsFrom: func(st *graph.State, at Planning) ([]graph.Op, error) {
 					if err := keepsBase(at.Head, oursHead.ID, at.Commit); err != nil {
 						return nil, err
@@ -147,7 +177,7 @@ func (s *Store) merge(ctx context.Context, ctxID, ours, theirs string, resolutio
 					if err != nil {
 						return nil, err
 					}
-					p, err := replay.MergeWithinData(base.State, st, t.State, replay.ScopeOf(oursDiff, theirsDiff), resolutions,
+					p, err := replay.MergeWithinData(base.State, st, t.State, replay.ScopeOf(oursDiff, theirsDiff), req.Resolutions,
 						func(arts []*graph.Artifact) ([]json.RawMessage, error) { return t.DataMany(ctx, arts) })
 					// A read of base or theirs that failed looked like an
 					// absent entry: refuse the plan made on it (the views
