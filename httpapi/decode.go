@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/artifactd/artifactd/service"
 	"io"
 	"mime"
 	"net/http"
@@ -67,6 +68,27 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, schema strin
 		return nil, err
 	}
 	return decodeCanonical(body, schema, dst)
+}
+
+// DecodeRequest checks body, the JSON of a request whose body schema is
+// name ("artifact", "commit", "fetch", "tool-result", "verify"…), as
+// the HTTP door checks a request body once read — at most maxBody bytes
+// (DefaultMaxBodyBytes when ≤ 0; 413), canonical JSON (400 naming the
+// pointer and rule), the request schema (422 naming each pointer) — and
+// decodes it into dst. Other doors call it so that they refuse what HTTP
+// refuses, with the same problems.
+func DecodeRequest(body []byte, maxBody int64, name string, dst any) error {
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyBytes
+	}
+	if int64(len(body)) > maxBody {
+		return classify(&http.MaxBytesError{Limit: maxBody})
+	}
+	if requestSchemas[name] == nil {
+		return &Error{Code: CodeInternal, Err: fmt.Errorf("no request schema %q", name)}
+	}
+	_, err := decodeCanonical(body, name, dst)
+	return err
 }
 
 // decodeCanonical is decodeJSON after the body was read.
@@ -150,20 +172,6 @@ func ctxParam(r *http.Request) (string, error) {
 	return id, nil
 }
 
-// refParam validates a commit or branch reference typed by a client
-// (?at=, ?from=, cursor…): "" is the default branch.
-func refParam(name, v string) error {
-	if v == "" || store.ValidateBranch(v) == nil {
-		return nil
-	}
-	if _, err := hashing.HexPrefix(v); err == nil {
-		return nil
-	}
-	return &Error{Code: CodeInvalidRef,
-		Detail: fmt.Sprintf("%s=%q is neither a branch name nor a commit id (sha256:<hex>, bare hex, or a unique prefix of at least 8 hex digits)", name, v),
-		Errors: []FieldError{{Parameter: name, Rule: "ref", Detail: "not a branch name or commit id"}}}
-}
-
 // intQuery parses an integer query parameter within [lo, hi].
 func intQuery(r *http.Request, name string, def, lo, hi int) (int, error) {
 	v := r.URL.Query().Get(name)
@@ -206,16 +214,13 @@ func parseParent(r *http.Request, field string) (*hashing.Digest, error) {
 			return nil, nil
 		}
 	}
-	if !strings.HasPrefix(v, "sha256:") {
-		v = "sha256:" + v
+	d, err := service.ParseParent(v)
+	if err != nil && ptr == "" {
+		return nil, &Error{Code: CodeValidation, Detail: "parent must be a full commit id",
+			Errors: []FieldError{{Parameter: "If-Match", Rule: "commit_id", Detail: "want the full head commit id"}}}
 	}
-	d, err := hashing.ParseDigest(v)
 	if err != nil {
-		fe := FieldError{Pointer: ptr, Rule: "commit_id", Detail: "want sha256:<64 hex digits>"}
-		if ptr == "" {
-			fe = FieldError{Parameter: "If-Match", Rule: "commit_id", Detail: "want the full head commit id"}
-		}
-		return nil, &Error{Code: CodeValidation, Detail: "parent must be a full commit id", Errors: []FieldError{fe}}
+		return nil, err
 	}
 	return &d, nil
 }

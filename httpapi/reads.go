@@ -159,7 +159,7 @@ func (s *Server) resolveAt(w http.ResponseWriter, r *http.Request, param string)
 		return "", nil, "", false
 	}
 	at := r.URL.Query().Get(param)
-	if err := refParam(param, at); err != nil {
+	if err := service.CheckRef(param, at); err != nil {
 		s.writeError(w, r, err)
 		return "", nil, "", false
 	}
@@ -346,7 +346,7 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	at := r.URL.Query().Get("at")
-	if err := refParam("at", at); err != nil {
+	if err := service.CheckRef("at", at); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -473,7 +473,7 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	var sides [2]*replay.Commit
 	for i, p := range [][2]string{{"from", fromRef}, {"to", toRef}} {
-		if err := refParam(p[0], p[1]); err != nil {
+		if err := service.CheckRef(p[0], p[1]); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -666,7 +666,7 @@ func (s *Server) handleGetCommit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := refParam("commit", ref); err != nil {
+	if err := service.CheckRef("commit", ref); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

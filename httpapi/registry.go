@@ -54,7 +54,7 @@ func (s *Server) handleCreateBranch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &Error{Code: CodeValidation, Detail: service.Classify(err).Detail, Errors: []FieldError{{Pointer: "/name", Rule: "pattern", Detail: "bad branch name"}}})
 		return
 	}
-	if err := refParam("at", in.At); err != nil {
+	if err := service.CheckRef("at", in.At); err != nil {
 		s.writeError(w, r, pointTo(err, "/at"))
 		return
 	}
@@ -119,7 +119,7 @@ func (s *Server) handleResetBranch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(CodeNotFound, "no branch %q", branch))
 		return
 	}
-	if err := refParam("to", in.To); err != nil {
+	if err := service.CheckRef("to", in.To); err != nil {
 		s.writeError(w, r, pointTo(err, "/to"))
 		return
 	}

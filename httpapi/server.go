@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -342,7 +344,13 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 // guard wraps a handler with its authorization check.
 func (s *Server) guard(rt route) http.HandlerFunc {
 	if rt.scope == ScopeNone {
-		return rt.handler
+		return func(w http.ResponseWriter, r *http.Request) {
+			if err := singleParams(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			rt.handler(w, r)
+		}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		on := rt.on
@@ -368,8 +376,34 @@ func (s *Server) guard(rt route) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
+		if err := singleParams(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		rt.handler(w, r)
 	}
+}
+
+// singleParams refuses a query that gives a parameter twice: every
+// parameter of the API takes one value, and acting on the first of two
+// (limit=5&limit=5000) would act on what the client may not have meant.
+func singleParams(r *http.Request) error {
+	q := r.URL.Query()
+	names := make([]string, 0, len(q))
+	for name, vs := range q {
+		if len(vs) > 1 {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	e := &Error{Code: CodeInvalidQuery, Detail: fmt.Sprintf("query parameter %s is given %d times; give each parameter once", quoteJSON(names[0]), len(q[names[0]]))}
+	for _, n := range names {
+		e.Errors = append(e.Errors, FieldError{Parameter: n, Rule: "single", Detail: "given more than once"})
+	}
+	return e
 }
 
 // recoverer turns a handler panic into a logged 500 problem. Tests assert
@@ -509,7 +543,7 @@ func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt str
 		return
 	}
 	at := r.URL.Query().Get("at")
-	if err := refParam("at", at); err != nil {
+	if err := service.CheckRef("at", at); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,7 +37,7 @@ func NewInProcess(svc *service.Service, log *slog.Logger) *InProcess {
 
 // PutArtifact implements Backend.
 func (b *InProcess) PutArtifact(ctx context.Context, ctxID string, in ArtifactBody) (*ArtifactWrite, error) {
-	hin, err := convert[service.ArtifactInput](in)
+	hin, err := request[service.ArtifactInput](b, in, "artifact")
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func (b *InProcess) PutArtifact(ctx context.Context, ctxID string, in ArtifactBo
 
 // Commit implements Backend.
 func (b *InProcess) Commit(ctx context.Context, ctxID string, in CommitBody) (*CommitWrite, error) {
-	hin, err := convert[service.CommitInput](in)
+	hin, err := request[service.CommitInput](b, in, "commit")
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +57,7 @@ func (b *InProcess) Commit(ctx context.Context, ctxID string, in CommitBody) (*C
 
 // RecordFetch implements Backend.
 func (b *InProcess) RecordFetch(ctx context.Context, ctxID string, in FetchBody) (*FetchWrite, error) {
-	hin, err := convert[service.FetchInput](in)
+	hin, err := request[service.FetchInput](b, in, "fetch")
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func (b *InProcess) RecordFetch(ctx context.Context, ctxID string, in FetchBody)
 
 // RecordToolResult implements Backend.
 func (b *InProcess) RecordToolResult(ctx context.Context, ctxID string, in ToolResultBody) (*ArtifactWrite, error) {
-	hin, err := convert[service.ToolResultInput](in)
+	hin, err := request[service.ToolResultInput](b, in, "tool-result")
 	if err != nil {
 		return nil, err
 	}
@@ -76,13 +77,20 @@ func (b *InProcess) RecordToolResult(ctx context.Context, ctxID string, in ToolR
 
 // Verify implements Backend.
 func (b *InProcess) Verify(ctx context.Context, ctxID string, in VerifyBody) (*VerifyResult, error) {
-	out, err := b.svc.Verify(ctx, ctxID, service.VerifyInput{Hash: in.Hash, At: in.At})
+	hin, err := request[service.VerifyInput](b, in, "verify")
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.svc.Verify(ctx, ctxID, *hin)
 	return answer[VerifyResult](b, out, err)
 }
 
 // Artifact implements Backend: the artifact at at with its data, its
 // explained trust and the commit that wrote its version.
 func (b *InProcess) Artifact(ctx context.Context, ctxID, id, at string) (*ArtifactView, error) {
+	if err := service.CheckRef("at", at); err != nil {
+		return nil, b.problem(err)
+	}
 	var out any
 	err := b.st.Read(ctx, ctxID, at, func(v *store.View) error {
 		if v.State.Artifact(id) == nil {
@@ -102,6 +110,9 @@ func (b *InProcess) Artifact(ctx context.Context, ctxID, id, at string) (*Artifa
 
 // Provenance implements Backend.
 func (b *InProcess) Provenance(ctx context.Context, ctxID string, q ProvenanceQuery) (*Provenance, error) {
+	if err := service.CheckRef("at", q.At); err != nil {
+		return nil, b.problem(err)
+	}
 	depth, maxNodes := -1, graph.DefaultMaxNodes
 	if q.Depth != nil {
 		depth = *q.Depth
@@ -166,6 +177,9 @@ func (b *InProcess) Provenance(ctx context.Context, ctxID string, q ProvenanceQu
 
 // Audit implements Backend.
 func (b *InProcess) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Audit, error) {
+	if err := service.CheckRef("at", q.At); err != nil {
+		return nil, b.problem(err)
+	}
 	if q.Format != "" && q.Format != "json" && q.Format != "markdown" {
 		return nil, &Problem{Status: 400, Code: "invalid-query", Detail: "format must be json or markdown",
 			Errors: []FieldError{{Parameter: "format", Rule: "enum", Detail: "want json or markdown"}}}
@@ -199,6 +213,11 @@ func (b *InProcess) Diff(ctx context.Context, ctxID, from, to string) (*Diff, er
 		return nil, &Problem{Status: 400, Code: "invalid-query", Detail: "from is required",
 			Errors: []FieldError{{Parameter: "from", Rule: "required", Detail: "missing"}}}
 	}
+	for _, r := range [][2]string{{"from", from}, {"to", to}} {
+		if err := service.CheckRef(r[0], r[1]); err != nil {
+			return nil, b.problem(err)
+		}
+	}
 	fc, err := b.st.Resolve(ctx, ctxID, from)
 	if err != nil {
 		return nil, b.problem(err)
@@ -209,6 +228,22 @@ func (b *InProcess) Diff(ctx context.Context, ctxID, from, to string) (*Diff, er
 	}
 	d, err := b.st.Diff(ctx, ctxID, fc, tc)
 	return answer[Diff](b, d, err)
+}
+
+// request checks in, the body the remote backend would send, as the HTTP
+// door checks a request's body (httpapi.DecodeRequest: its size, canonical
+// JSON, the request schema of route schema), and decodes it into the
+// service's input: the two backends refuse the same requests alike.
+func request[T any](b *InProcess, in any, schema string) (*T, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", in, err)
+	}
+	out := new(T)
+	if err := httpapi.DecodeRequest(raw, 0, schema, out); err != nil {
+		return nil, b.problem(err)
+	}
+	return out, nil
 }
 
 // answer converts a result of the server or the store into the tools'
@@ -239,11 +274,22 @@ func (b *InProcess) problem(err error) error {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	he := service.Classify(err)
+	if he.Code == fault.Corrupt {
+		// As the HTTP door does: the store refuses writes from now on
+		// and reports itself unready.
+		b.st.NoteCorruption(err)
+	}
 	if he.Code == fault.Internal {
 		b.log.Error("mcp: internal error", "err", err)
 		return &Problem{Status: httpapi.StatusOf(he.Code), Code: string(he.Code), Detail: "the server could not complete the request; the error was logged"}
 	}
-	p = &Problem{Status: httpapi.StatusOf(he.Code), Code: string(he.Code), Detail: he.Detail}
+	return problemOf(he)
+}
+
+// problemOf is the *Problem of a classified refusal, with the status the
+// HTTP door answers it with.
+func problemOf(he *fault.Error) *Problem {
+	p := &Problem{Status: httpapi.StatusOf(he.Code), Code: string(he.Code), Detail: he.Detail}
 	for _, f := range he.Errors {
 		p.Errors = append(p.Errors, FieldError{Pointer: f.Pointer, Parameter: f.Parameter, Rule: f.Rule, Detail: f.Detail})
 	}

@@ -128,9 +128,13 @@ func (b *Remote) do(ctx context.Context, method, path string, q url.Values, body
 		return "", fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
 		return "", fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+	}
+	if len(raw) > maxAnswerBytes {
+		// Never a cut answer passed on as whole.
+		return "", fmt.Errorf("%s %s: the answer exceeds %d bytes; ask for less (a lower max_nodes or depth)", method, path, maxAnswerBytes)
 	}
 	if resp.StatusCode >= 300 {
 		if p, ok := problemFromJSON(resp.StatusCode, raw); ok {
@@ -222,11 +226,19 @@ func (b *Remote) Provenance(ctx context.Context, ctxID string, q ProvenanceQuery
 	v := query("at", q.At, "depth", depth, "max_nodes", maxNodes, "format", q.Format)
 	path := ctxPath(ctxID, "artifacts", q.ID, "provenance")
 	if q.Format == "mermaid" || q.Format == "dot" {
+		// The JSON form first, for its commit and whether the walk was
+		// cut (the text answer says neither); then the text at that
+		// commit, as Audit does.
+		meta := &Provenance{}
+		if _, err := b.do(ctx, http.MethodGet, path, query("at", q.At, "depth", depth, "max_nodes", maxNodes), nil, meta); err != nil {
+			return nil, err
+		}
+		v.Set("at", meta.Commit)
 		text, err := b.do(ctx, http.MethodGet, path, v, nil, nil)
 		if err != nil {
 			return nil, err
 		}
-		return &Provenance{ID: q.ID, Format: q.Format, Text: text}, nil
+		return &Provenance{ID: q.ID, Commit: meta.Commit, Format: q.Format, Truncated: meta.Truncated, Text: text}, nil
 	}
 	out := &Provenance{}
 	_, err := b.do(ctx, http.MethodGet, path, v, nil, out)

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/service"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -134,6 +136,7 @@ func NewServer(b Backend, opts Options) *sdk.Server {
 			"build claims on it with record_artifact and edges, ask check_trust before you build on something, " +
 			"and end with audit and verify. A write that rests on an unconfirmed fetch is refused with the poison root and the path.",
 	})
+	s.AddReceivingMiddleware(canonicalArguments)
 	write := &sdk.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)}
 	read := &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
 
@@ -222,6 +225,26 @@ func tool[In, Out any](call func(context.Context, In) (*Out, error)) sdk.ToolHan
 			return nil, nil, err
 		}
 		return nil, out, nil
+	}
+}
+
+// canonicalArguments refuses a tool call whose arguments are not
+// canonical JSON (hashing.Canonicalize: duplicate keys, integers past
+// 2^53, lone surrogates…) with the problem the HTTP API answers such a
+// body with, before the SDK decodes them: its decoding into Go values
+// would round such a number, keep one of two keys and replace a lone
+// surrogate, and the tool would store data the agent did not send.
+// Arguments that are canonical decode to the same values the hash is of.
+func canonicalArguments(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if call, ok := req.(*sdk.CallToolRequest); ok && call.Params != nil && len(call.Params.Arguments) > 0 {
+			if _, err := hashing.Canonicalize(call.Params.Arguments); err != nil {
+				var res sdk.CallToolResult
+				res.SetError(problemOf(service.Classify(err)))
+				return &res, nil
+			}
+		}
+		return next(ctx, method, req)
 	}
 }
 

@@ -393,6 +393,17 @@ func flattenValidation(ve *jsonschema.ValidationError, prefix string, out *[]fau
 			*out = append(*out, fault.FieldError{Pointer: ptr + "/" + escapePointer(p), Rule: "additionalProperties", Detail: "unknown property " + quoteJSON(p)})
 		}
 		return
+	case *kind.FalseSchema:
+		// A schema of false: the value may not be there at all.
+		detail := "no value is allowed here"
+		if n := len(ve.InstanceLocation); n > 0 {
+			detail = "property " + quoteJSON(ve.InstanceLocation[n-1]) + " is not allowed here"
+		}
+		*out = append(*out, fault.FieldError{Pointer: ptr, Rule: "not_allowed", Detail: detail})
+		return
+	}
+	if rule == "" {
+		rule = "schema" // every kind names a keyword but false schemas; keep a rule all the same
 	}
 	*out = append(*out, fault.FieldError{Pointer: ptr, Rule: rule, Detail: ve.ErrorKind.LocalizedString(printer)})
 }

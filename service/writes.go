@@ -371,13 +371,28 @@ func (s *Service) putArtifactGo(ctx context.Context, ctxID string, in ArtifactIn
 	}
 	var parent *hashing.Digest
 	if in.Parent != "" {
-		d, err := hashing.ParseDigest(in.Parent)
+		d, err := ParseParent(in.Parent)
 		if err != nil {
-			return nil, &fault.Error{Code: fault.Invalid, Detail: "parent must be a full commit id", Errors: []fault.FieldError{{Pointer: "/parent", Rule: "commit_id", Detail: err.Error()}}}
+			return nil, err
 		}
 		parent = &d
 	}
 	return s.writeArtifact(ctx, ctxID, &in, doc, parent, gate, held)
+}
+
+// ParseParent reads the parent commit a write expects its branch's head
+// to be: a full commit id, with or without its "sha256:" prefix, as the
+// request schemas admit. The error is a 422 naming /parent.
+func ParseParent(v string) (hashing.Digest, error) {
+	if !strings.HasPrefix(v, "sha256:") {
+		v = "sha256:" + v
+	}
+	d, err := hashing.ParseDigest(v)
+	if err != nil {
+		return d, &fault.Error{Code: fault.Invalid, Detail: "parent must be a full commit id",
+			Errors: []fault.FieldError{{Pointer: "/parent", Rule: "commit_id", Detail: "want sha256:<64 lower-case hex digits>"}}}
+	}
+	return d, nil
 }
 
 // classifyAt classifies a canonicalisation error found in a member of the
@@ -563,9 +578,9 @@ func (s *Service) Commit(ctx context.Context, ctxID string, in CommitInput) (*Co
 	}
 	var parent *hashing.Digest
 	if in.Parent != "" {
-		d, err := hashing.ParseDigest(in.Parent)
+		d, err := ParseParent(in.Parent)
 		if err != nil {
-			return nil, &fault.Error{Code: fault.Invalid, Detail: "parent must be a full commit id", Errors: []fault.FieldError{{Pointer: "/parent", Rule: "commit_id", Detail: err.Error()}}}
+			return nil, err
 		}
 		parent = &d
 	}
