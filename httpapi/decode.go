@@ -39,16 +39,20 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 
 // requireJSON checks that the request declares a JSON body.
 func requireJSON(r *http.Request) error {
+	refuse := func(detail string) error {
+		return &Error{Code: CodeUnsupportedMedia, Detail: detail,
+			Errors: []FieldError{{Parameter: "Content-Type", Rule: "media_type", Detail: "want application/json (UTF-8)"}}}
+	}
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
-		return errorf(CodeUnsupportedMedia, "send the body with Content-Type: application/json")
+		return refuse("send the body with Content-Type: application/json")
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
-		return errorf(CodeUnsupportedMedia, "Content-Type %q is not accepted here; send application/json", ct)
+		return refuse(fmt.Sprintf("Content-Type %q is not accepted here; send application/json", ct))
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return errorf(CodeUnsupportedMedia, "charset %q is not accepted; JSON is UTF-8", cs)
+		return refuse(fmt.Sprintf("charset %q is not accepted; JSON is UTF-8", cs))
 	}
 	return nil
 }
