@@ -690,6 +690,22 @@ func testSwap(t *testing.T, d kv.Driver) {
 	wantConflict(t, err, map[string][]byte{string(r): nil})
 	commit(t, d, kv.Batch{Swaps: []kv.Swap{{Key: r, Absent: true, New: []byte("again")}}})
 	wantValue(t, d, string(r), []byte("again"))
+	// "Absent, and stays absent": held for a missing key, and a conflict
+	// naming the value of one that exists, which stays.
+	commit(t, d, kv.Batch{Swaps: []kv.Swap{{Key: []byte("never"), Absent: true, Delete: true}}, Sets: []kv.Record{rec("beside", "b")}})
+	wantValue(t, d, "never", nil)
+	wantValue(t, d, "beside", []byte("b"))
+	err = d.Commit(ctx, kv.Batch{Swaps: []kv.Swap{{Key: r, Absent: true, Delete: true}}})
+	wantConflict(t, err, map[string][]byte{string(r): []byte("again")})
+	wantValue(t, d, string(r), []byte("again"))
+	if l, ok := d.(kv.Locker); ok {
+		h, err := l.Lock(ctx, [][]byte{r})
+		must(t, "lock", err)
+		defer h.Release()
+		err = h.Commit(ctx, kv.Batch{Swaps: []kv.Swap{{Key: r, Absent: true, Delete: true}}})
+		wantConflict(t, err, map[string][]byte{string(r): []byte("again")})
+		wantValue(t, d, string(r), []byte("again"))
+	}
 }
 
 func testSwapAllOrNothing(t *testing.T, d kv.Driver) {

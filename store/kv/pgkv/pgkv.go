@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -44,14 +45,16 @@ type Options struct {
 	// or DefaultMaxConns). Scan holds one connection while it runs; a fn
 	// that calls the driver needs another. Half the pool may be holds
 	// (Lock); a Lock beyond that waits for one to end before it asks the
-	// server.
+	// server. Open refuses a pool of fewer than 2 (ErrInvalid): a holder
+	// reads while its hold keeps a connection.
 	MaxConns int32
 	// Bulk selects how PutImmutable sends records.
 	Bulk BulkMethod
 	// HoldIdleTimeout ends a hold (Lock) whose holder sends nothing for
 	// this long — a process frozen rather than killed; a killed one's
 	// connection closes and its locks go at once — so that the other
-	// processes' writes go on. 0: DefaultHoldIdleTimeout.
+	// processes' writes go on. 0: DefaultHoldIdleTimeout; at most about
+	// 24.8 days (PostgreSQL's 2^31-1 ms), longer is taken as that.
 	HoldIdleTimeout time.Duration
 }
 
@@ -99,13 +102,20 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	case !strings.Contains(opts.DSN, "pool_max_conns"):
 		cfg.MaxConns = DefaultMaxConns
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("pgkv: connect: %w", err)
+	if cfg.MaxConns < 2 {
+		// A hold keeps its connection while its holder reads: with one
+		// connection the holder's reads would wait for ever.
+		return nil, fmt.Errorf("%w: pgkv: a pool of %d connection cannot serve a hold and its holder's reads; give at least 2 (MaxConns or pool_max_conns)", kv.ErrInvalid, cfg.MaxConns)
 	}
 	idle := opts.HoldIdleTimeout
 	if idle <= 0 {
 		idle = DefaultHoldIdleTimeout
+	}
+	// PostgreSQL takes the timeout in milliseconds as a 32-bit integer.
+	idle = min(idle, math.MaxInt32*time.Millisecond)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgkv: connect: %w", err)
 	}
 	d := &Driver{
 		pool:      pool,
@@ -548,9 +558,15 @@ func (h *hold) keepAlive(every time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), every)
 		_, err := h.conn.Exec(ctx, "SELECT 1")
 		cancel()
+		if err != nil {
+			// The transaction is gone with its connection (the server
+			// ended it for silence, or the link broke): the Commit that
+			// follows writes nothing and says so.
+			h.lost = err
+		}
 		h.mu.Unlock()
 		if err != nil {
-			return // the Commit that follows reports it
+			return
 		}
 	}
 }
@@ -560,6 +576,7 @@ func (h *hold) keepAlive(every time.Duration) {
 type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
 // hold is a kv.Hold of the PostgreSQL driver: an open transaction.
@@ -572,6 +589,9 @@ type hold struct {
 	stop      chan struct{}
 	done      bool
 	committed bool // COMMIT went through: nothing to roll back
+	// lost is the error of a keep-alive that failed: the transaction is
+	// gone, and Commit is a conflict without sending anything.
+	lost error
 }
 
 // Commit implements kv.Hold: the batch is written in the hold's
@@ -588,6 +608,9 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 		return fmt.Errorf("%w: pgkv: commit of a hold that ended", kv.ErrInvalid)
 	}
 	defer h.end()
+	if h.lost != nil {
+		return &kv.ConflictError{Cause: fmt.Errorf("pgkv: the hold's transaction ended before its commit: %w", h.lost)}
+	}
 	d := h.d
 	order, sets := commitOrder(b)
 	conflict, err := d.apply(ctx, h.conn, &b, order, sets)
@@ -720,16 +743,18 @@ func (d *Driver) apply(ctx context.Context, q querier, b *kv.Batch, order []int,
 // the swaps whose expectation failed (the caller then rolls back).
 func (d *Driver) write(ctx context.Context, tx querier, b *kv.Batch, order []int, sets []kv.Record) ([]int, error) {
 	var batch pgx.Batch
-	deletes := b.Deletes
+	var placeholders [][]byte
 	for _, i := range order {
 		s := &b.Swaps[i]
 		switch {
 		case s.Absent && s.Delete:
 			// "Absent, and stays absent": a placeholder insert takes the
-			// key's lock and fails when the key exists; the deletes below
-			// remove it.
+			// key's lock and fails when the key exists. It is deleted
+			// after the results are read, and only when every swap held:
+			// a delete in this round trip would also remove the key that
+			// exists, so that the conflict could not name its value.
 			batch.Queue("INSERT INTO "+d.kvT+" (k, v) VALUES ($1, ''::bytea) ON CONFLICT (k) DO NOTHING", s.Key)
-			deletes = append(slices.Clip(deletes), s.Key)
+			placeholders = append(placeholders, s.Key)
 		case s.Absent:
 			batch.Queue("INSERT INTO "+d.kvT+" (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING", s.Key, nonNil(s.New))
 		case s.Delete:
@@ -743,8 +768,8 @@ func (d *Driver) write(ctx context.Context, tx querier, b *kv.Batch, order []int
 		batch.Queue("INSERT INTO "+d.kvT+" (k, v) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS t(k, v) ON CONFLICT (k) DO UPDATE SET v = excluded.v", keys, vals)
 		return nil
 	})
-	if len(deletes) > 0 {
-		batch.Queue("DELETE FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", deletes)
+	if len(b.Deletes) > 0 {
+		batch.Queue("DELETE FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", b.Deletes)
 	}
 	res := tx.SendBatch(ctx, &batch)
 	var failed []int
@@ -760,6 +785,11 @@ func (d *Driver) write(ctx context.Context, tx querier, b *kv.Batch, order []int
 	}
 	if err := res.Close(); err != nil {
 		return nil, err
+	}
+	if len(failed) == 0 && len(placeholders) > 0 {
+		if _, err := tx.Exec(ctx, "DELETE FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", placeholders); err != nil {
+			return nil, err
+		}
 	}
 	slices.Sort(failed)
 	return failed, nil
