@@ -1,12 +1,14 @@
 package web
 
 import (
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strings"
 )
 
-// cookieName holds the token the user typed into the login form.
+// cookieName holds the token the user typed into the login form, in
+// unpadded base64url.
 const cookieName = "artifactd_ui_token"
 
 // maxLoginBody bounds the login form body.
@@ -18,8 +20,10 @@ func (s *server) authorized(r *http.Request) bool {
 	if s.tokens == nil {
 		return true
 	}
-	if c, err := r.Cookie(cookieName); err == nil && c.Value != "" && s.tokens(c.Value) {
-		return true
+	if c, err := r.Cookie(cookieName); err == nil && c.Value != "" {
+		if tok, err := base64.RawURLEncoding.DecodeString(c.Value); err == nil && len(tok) > 0 && s.tokens(string(tok)) {
+			return true
+		}
 	}
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && tok != "" && s.tokens(tok) {
 		return true
@@ -71,8 +75,11 @@ func (s *server) handleLogin(w http.ResponseWriter, r *http.Request) {
 			s.render(w, r, http.StatusUnauthorized, "login", &page{Title: "Sign in"}, loginView{Next: next, Error: "That token was not accepted."})
 			return
 		}
+		// Encoded: a cookie value takes a few ASCII characters only, and
+		// net/http drops the others (a token with '"', ';', '\' or
+		// letters past ASCII came back changed and never matched).
 		http.SetCookie(w, &http.Cookie{
-			Name: cookieName, Value: tok, Path: "/",
+			Name: cookieName, Value: base64.RawURLEncoding.EncodeToString([]byte(tok)), Path: "/",
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 		})
 		http.Redirect(w, r, next, http.StatusSeeOther)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -59,7 +60,7 @@ func TestTokenLogin(t *testing.T) {
 		t.Fatalf("login: %d %q", res.StatusCode, res.Header.Get("Location"))
 	}
 	cookies := res.Cookies()
-	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Value != "reader-token" {
+	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Value != base64.RawURLEncoding.EncodeToString([]byte("reader-token")) {
 		t.Fatalf("cookie: %+v", cookies)
 	}
 	res, body = get(t, h, "/ui/contexts/poison-plan", "Cookie", cookies[0].Name+"="+cookies[0].Value)
@@ -95,6 +96,34 @@ func TestSafeNext(t *testing.T) {
 	} {
 		if got := safeNext(in); got != want {
 			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestLoginTokenWithAnyCharacters: a token with characters a cookie value
+// may not hold ('"', '\\', ';', letters past ASCII) signs in and stays
+// signed in. The raw token went into the cookie before, net/http dropped
+// those characters, and every page sent the user back to the form.
+func TestLoginTokenWithAnyCharacters(t *testing.T) {
+	s := openStore(t)
+	loadContext(t, s, "c", putOp(t, "a", "claim", "agent", map[string]any{"text": "one"}))
+	for _, tok := range []string{`reader"token-0123456789`, `reader\token-0123456789`, "reader;token=0123456789", "reader-tökén-0123456789"} {
+		h := New(Options{Store: s, Logger: quietLogger(), Tokens: func(got string) bool { return got == tok }})
+		req := httptest.NewRequest(http.MethodPost, "/ui/login", strings.NewReader(url.Values{"token": {tok}, "next": {"/ui/contexts/c"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		res := rec.Result()
+		if res.StatusCode != http.StatusSeeOther || len(res.Cookies()) != 1 {
+			t.Fatalf("token %q: login status %d, cookies %v", tok, res.StatusCode, res.Cookies())
+		}
+		c := res.Cookies()[0]
+		if strings.Contains(c.Value, "token") {
+			t.Errorf("token %q: the cookie holds it raw: %q", tok, c.Value)
+		}
+		res2, _ := get(t, h, "/ui/contexts/c", "Cookie", c.Name+"="+c.Value)
+		if res2.StatusCode != http.StatusOK {
+			t.Errorf("token %q: signed in, but the next page answers %d (Location %q)", tok, res2.StatusCode, res2.Header.Get("Location"))
 		}
 	}
 }

@@ -19,8 +19,15 @@ const (
 	// maxPictureNodes caps the artifacts drawn; more are left out with a
 	// visible "truncated" note.
 	maxPictureNodes = 500
-	// maxPictureEdges caps the edges drawn among them.
+	// maxPictureEdges caps the edges drawn among them, and
+	// maxDrawnDegree the edges drawn at one artifact: the layout's time
+	// grows with the edges' density, not their number alone (60
+	// artifacts and 1,500 edges among them took Graphviz 10 s with its
+	// iteration limits lowered, and minutes without), so past this many
+	// edges at a node the rest are left out of the picture (the table
+	// lists them all) with the "truncated" note.
 	maxPictureEdges = 1500
+	maxDrawnDegree  = 12
 	// edgeLabelNodes: pictures with at most this many nodes get relation
 	// labels on their edges (larger ones have them as tooltips only, which
 	// keeps the layout readable and fast).
@@ -98,8 +105,11 @@ const (
 	maxMatches = 25
 	// maxTextScan bounds how many artifacts' data a text search reads.
 	maxTextScan = 20_000
-	// maxExpand bounds the expanded nodes a neighbourhood URL may name.
-	maxExpand = 50
+	// maxExpand bounds the expanded nodes a neighbourhood URL may name,
+	// and maxExpandBytes their ids' bytes: every node's links repeat the
+	// list, so a page grows with nodes × the list.
+	maxExpand      = 50
+	maxExpandBytes = 2048
 )
 
 // picture is the part of a state one graph page draws.
@@ -109,6 +119,42 @@ type picture struct {
 	truncated bool
 	// onPath marks the artifacts of the path to the poison root.
 	onPath map[string]bool
+}
+
+// drawnEdges returns the edges a picture draws, in their order: at most
+// maxPictureEdges, and at most maxDrawnDegree at any artifact — except
+// the edges of the path to the poison root and those at the root, which
+// are kept first, within maxPictureEdges.
+func drawnEdges(edges []*graph.Edge, root string, onPath map[string]bool) []*graph.Edge {
+	degree := map[string]int{}
+	keep := make([]bool, len(edges))
+	n := 0
+	take := func(i int) {
+		keep[i] = true
+		degree[edges[i].From]++
+		degree[edges[i].To]++
+		n++
+	}
+	for i, e := range edges {
+		if n < maxPictureEdges && (e.From == root || e.To == root || onPath[e.From] && onPath[e.To]) {
+			take(i)
+		}
+	}
+	for i, e := range edges {
+		if n < maxPictureEdges && !keep[i] && degree[e.From] < maxDrawnDegree && degree[e.To] < maxDrawnDegree {
+			take(i)
+		}
+	}
+	if n == len(edges) {
+		return edges
+	}
+	out := make([]*graph.Edge, 0, n)
+	for i, e := range edges {
+		if keep[i] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // graphView is the graph page's model.
@@ -250,9 +296,11 @@ func parseGraphQuery(q map[string][]string) (graphQuery, *problem) {
 	if gq.group == "" {
 		gq.group = "type"
 	}
+	size := 0
 	for _, e := range q["expand"] {
-		if e != "" && !slices.Contains(gq.expand, e) && len(gq.expand) < maxExpand {
+		if e != "" && !slices.Contains(gq.expand, e) && len(gq.expand) < maxExpand && size+len(e) <= maxExpandBytes {
 			gq.expand = append(gq.expand, e)
+			size += len(e)
 		}
 	}
 	return gq, nil
@@ -328,6 +376,10 @@ func (s *server) handleGraph(w http.ResponseWriter, r *http.Request, ctxID strin
 		if gq.root != "" && v.State.Artifact(gq.root) == nil {
 			return &problem{Code: codeNotFound, Detail: "no artifact with the root id at commit " + v.Commit.ID.Short()}
 		}
+		// Only artifacts of the state are expanded, and only they are
+		// carried on in the page's links.
+		gq.expand = slices.DeleteFunc(gq.expand, func(id string) bool { return v.State.Artifact(id) == nil })
+		view.Expand = gq.expand
 		if gq.root == "" && view.Total > wholeNodes {
 			view.Mode = "overview"
 			cl := s.clusters(r.Context(), v, gq.group)
@@ -361,8 +413,8 @@ func (s *server) handleGraph(w http.ResponseWriter, r *http.Request, ctxID strin
 			sel = neighbourhood(v.State, gq.root, gq.up, gq.down, gq.expand, path)
 			view.RootSaid = s.said.get(v.State.Artifact(gq.root), data)
 		}
-		if len(sel.edges) > maxPictureEdges {
-			sel.edges, sel.truncated = sel.edges[:maxPictureEdges], true
+		if kept := drawnEdges(sel.edges, gq.root, sel.onPath); len(kept) < len(sel.edges) {
+			sel.edges, sel.truncated = kept, true
 		}
 		rels := v.State.Relations()
 		statuses := map[string]graph.Trust{}

@@ -3,28 +3,49 @@ package web
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"github.com/artifactd/artifactd/internal/lru"
-	"sync"
+	"time"
 
+	"github.com/artifactd/artifactd/internal/lru"
 	"github.com/goccy/go-graphviz"
 )
 
 // gv is the one Graphviz instance of the process. go-graphviz runs
 // Graphviz compiled to WebAssembly in a single module instance shared by
 // the whole process, which is not safe for concurrent use, so every call
-// into it holds gv.mu — across all handlers New returns.
-var gv struct {
-	mu sync.Mutex // guards g and every go-graphviz call
-	g  *graphviz.Graphviz
-}
+// into it holds gv's turn (turn, a channel of one) — across all handlers
+// New returns. A layout cannot be stopped once it runs (the module does
+// not end with a context), so a request waits for its turn at most
+// layoutWait, or until it ends: a slow picture of one context keeps no
+// other page from answering, which then shows its table without the
+// picture.
+var gv = struct {
+	turn chan struct{} // holds a token while a call into go-graphviz runs
+	g    *graphviz.Graphviz
+}{turn: make(chan struct{}, 1)}
+
+// layoutWait bounds how long a request waits for Graphviz while another
+// picture is laid out.
+const layoutWait = 5 * time.Second
+
+// errLayoutBusy is layoutSVG's error when the turn did not come in time.
+var errLayoutBusy = errors.New("web: graphviz is busy with another picture")
 
 // layoutSVG lays out a DOT graph with the dot engine and returns
 // Graphviz's SVG. A panic inside go-graphviz (it panics on WebAssembly
 // errors) is turned into an error.
 func layoutSVG(ctx context.Context, dot string) (svg []byte, err error) {
-	gv.mu.Lock()
-	defer gv.mu.Unlock()
+	wait := time.NewTimer(layoutWait)
+	defer wait.Stop()
+	select {
+	case gv.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", errLayoutBusy, ctx.Err())
+	case <-wait.C:
+		return nil, errLayoutBusy
+	}
+	defer func() { <-gv.turn }()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("web: graphviz panicked: %v", p)
@@ -57,10 +78,13 @@ func layoutSVG(ctx context.Context, dot string) (svg []byte, err error) {
 // drawing and its picture).
 type pictureCache struct{ lru *lru.Cache[string, cachedSVG] }
 
-// cachedSVG is a cached SVG and the length of the drawing it is kept by.
+// cachedSVG is a cached SVG and the length of the drawing it is kept by;
+// failed marks a drawing Graphviz could not lay out, which is not tried
+// again (its table stands for it).
 type cachedSVG struct {
 	svg     string
 	drawing int
+	failed  error
 }
 
 func newPictureCache(maxBytes int) *pictureCache {
@@ -72,10 +96,17 @@ func newPictureCache(maxBytes int) *pictureCache {
 func (c *pictureCache) svg(ctx context.Context, d *drawing, class, label string) (string, error) {
 	full := class + "\x00" + label + "\x00" + d.key()
 	if p, ok := c.lru.Get(full); ok {
+		if p.failed != nil {
+			return "", p.failed
+		}
 		return p.svg, nil
 	}
 
 	raw, err := layoutSVG(ctx, d.dot)
+	if err != nil && !errors.Is(err, errLayoutBusy) && ctx.Err() == nil {
+		// Not again: a failure costs its layout once, not on every visit.
+		c.lru.Put(full, cachedSVG{drawing: len(full), failed: err})
+	}
 	if err != nil {
 		return "", err
 	}

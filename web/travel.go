@@ -166,7 +166,10 @@ func (s *server) chainTo(ctx context.Context, ctxID string, head *replay.Commit)
 func (s *server) travelChain(ctx context.Context, ctxID string, c *replay.Commit, branch, on string) (string, *chain, int, error) {
 	if branch != "" {
 		ch, err := s.chainTo(ctx, ctxID, c)
-		return branch, ch, len(ch.ids) - 1, err
+		if err != nil {
+			return "", nil, 0, err
+		}
+		return branch, ch, len(ch.ids) - 1, nil
 	}
 	names := []string{}
 	if on != "" && store.ValidateBranch(on) == nil {
@@ -200,7 +203,10 @@ func (s *server) travelChain(ctx context.Context, ctxID string, c *replay.Commit
 		}
 	}
 	ch, err := s.chainTo(ctx, ctxID, c)
-	return "", ch, len(ch.ids) - 1, err
+	if err != nil {
+		return "", nil, 0, err
+	}
+	return "", ch, len(ch.ids) - 1, nil
 }
 
 // travelQuery is the page's query without what the control sets: at=,

@@ -1,10 +1,17 @@
 package web
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/artifactd/artifactd/store"
+	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
 // travelPart is the time-travel control of a page.
@@ -139,5 +146,57 @@ func TestTravelPastAnArtifactsCreation(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"status":404`) {
 		t.Errorf("JSON: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+// failingGetKV is memkv whose Get fails for one key once armed.
+type failingGetKV struct {
+	*memkv.Driver
+	fail atomic.Pointer[[]byte]
+}
+
+func (d *failingGetKV) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if k := d.fail.Load(); k != nil && bytes.Equal(*k, key) {
+		return nil, errors.New("injected read error")
+	}
+	return d.Driver.Get(ctx, key)
+}
+
+// TestTravelControlLeftOutWhenItsChainFails: a page whose commit chain
+// cannot be read (a parent commit's record fails) is served without the
+// time-travel control; the control dereferenced the missing chain and
+// the handler panicked before.
+func TestTravelControlLeftOutWhenItsChainFails(t *testing.T) {
+	drv := &failingGetKV{Driver: memkv.New()}
+	s, err := store.Open(context.Background(), store.Options{Driver: drv, Clock: testClock(), NoSync: true, Logger: quietLogger(), ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	loadContext(t, s, "c", putOp(t, "a", "claim", "agent", map[string]any{"text": "one"}))
+	c2 := commit(t, s, "c", "", "agent", "two", putOp(t, "b", "claim", "agent", map[string]any{"text": "two"}))
+	parent := c2.Parents[0]
+	key := append([]byte("cmt\x00c\x00"), parent[:]...)
+	if _, err := drv.Driver.Get(context.Background(), key); err != nil {
+		t.Fatalf("the parent's commit record is not at %q: %v", key, err)
+	}
+	drv.fail.Store(&key)
+	h := New(Options{Store: s, Logger: quietLogger()})
+	// The quarantine page needs the chain for its control alone: it is
+	// served. The context page lists the chain's commits too: a read
+	// failure is its 500, not a panic.
+	for target, want := range map[string]int{"/ui/contexts/c/quarantine": 200, "/ui/contexts/c": 500} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("GET %s: handler panicked: %v", target, p)
+				}
+			}()
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+			if rec.Code != want {
+				t.Errorf("GET %s: %d, want %d", target, rec.Code, want)
+			}
+		}()
 	}
 }
