@@ -62,3 +62,19 @@ func BenchmarkSanitizeOutput(b *testing.B) {
 		SanitizeOutput(full, "sha256:feed", opt)
 	}
 }
+
+// BenchmarkClassifyStrayEndTags classifies a megabyte of end tags that
+// close nothing behind the most open elements the scan keeps: each such
+// tag scanned the whole stack before the open elements were counted.
+func BenchmarkClassifyStrayEndTags(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("<html><body>" + strings.Repeat("<div>", maxOpenElements))
+	for sb.Len() < 1<<20 {
+		sb.WriteString("</b></x-y>")
+	}
+	ev := htmlEvidence(sb.String())
+	b.SetBytes(int64(sb.Len()))
+	for b.Loop() {
+		Classify(ev)
+	}
+}

@@ -68,6 +68,12 @@ func decodeContent(raw []byte, header string, maxBytes int) contentDecoding {
 		}
 	}
 	d := contentDecoding{body: raw}
+	if len(codings) > MaxContentCodings {
+		// Each layer may decode to maxBytes: a thousand stacked codings
+		// of a small body cost a thousand such decodes.
+		d.status, d.detail = decodeUnsupported, fmt.Sprintf("%d content codings; at most %d are decoded", len(codings), MaxContentCodings)
+		return d
+	}
 	for i := len(codings) - 1; i >= 0; i-- {
 		out, err := decodeOne(d.body, codings[i], maxBytes)
 		if err != nil && err != errTooLarge && i == len(codings)-1 && looksTextual(d.body) {
@@ -92,6 +98,11 @@ func decodeContent(raw []byte, header string, maxBytes int) contentDecoding {
 	}
 	return d
 }
+
+// MaxContentCodings is the most Content-Encoding codings a body may
+// stack (browsers send and servers use one, rarely two); a body with more
+// is not decoded.
+const MaxContentCodings = 4
 
 var (
 	errUnsupportedCoding = errors.New("unsupported content coding")

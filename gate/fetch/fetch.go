@@ -142,11 +142,12 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (gate.Evidence, erro
 	if err != nil {
 		return ev, err
 	}
+	// The timeout bounds the whole exchange, the first lookup included.
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
 	if err := f.checkHost(ctx, u.Hostname()); err != nil {
 		return ev, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return ev, fmt.Errorf("%w: %v", ErrURL, err)
@@ -240,16 +241,32 @@ func visited(u *url.URL, via []*http.Request) bool {
 }
 
 // errorText is the transport error as the classifier should read it: the
-// url.Error wrapper ("Get \"…\": ") is dropped, the cause is kept.
+// url.Error wrapper ("Get \"…\": ") is dropped, the cause is kept — but
+// not what it says of this machine, which the evidence would carry to the
+// agent: a connection's local address (net.OpError.Source) and the
+// resolver a lookup asked (net.DNSError.Server).
 func errorText(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timeout: " + err.Error()
+	text := err.Error()
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Source != nil {
+		public := *oe
+		public.Source = nil
+		text = strings.Replace(text, oe.Error(), public.Error(), 1)
 	}
-	return err.Error()
+	var de *net.DNSError
+	if errors.As(err, &de) && de.Server != "" {
+		public := *de
+		public.Server = ""
+		text = strings.Replace(text, de.Error(), public.Error(), 1)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout: " + text
+	}
+	return text
 }
 
 // flattenHeaders keeps one value per header name, lower-cased.

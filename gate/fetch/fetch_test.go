@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -401,5 +402,51 @@ func TestFetchTLS(t *testing.T) {
 	ev, err = f.Fetch(t.Context(), "http://"+addr+"/")
 	if err != nil || ev.Error == "" || gate.Classify(ev).Reason != gate.ReasonTransportError {
 		t.Fatalf("closed port: %v %+v", err, ev)
+	}
+}
+
+// deadlineResolver records whether the first lookup had a deadline.
+type deadlineResolver struct{ deadline time.Time }
+
+func (r *deadlineResolver) LookupNetIP(ctx context.Context, _, _ string) ([]netip.Addr, error) {
+	if r.deadline.IsZero() {
+		r.deadline, _ = ctx.Deadline()
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: "slow-dns.example", IsNotFound: true}
+}
+
+// TestTimeoutBoundsTheFirstLookup: the fetch's timeout covers the lookup
+// done before the request; it ran on the caller's context before, so a
+// slow resolver could hold a fetch for its whole retry budget.
+func TestTimeoutBoundsTheFirstLookup(t *testing.T) {
+	r := &deadlineResolver{}
+	f := New(Options{Resolver: r, Timeout: 200 * time.Millisecond})
+	start := time.Now()
+	if _, err := f.Fetch(context.Background(), "http://slow-dns.example/"); err != nil {
+		t.Logf("fetch: %v", err)
+	}
+	if r.deadline.IsZero() || r.deadline.After(start.Add(time.Second)) {
+		t.Errorf("the first lookup's deadline is %v, want within the 200 ms timeout of %v", r.deadline, start)
+	}
+}
+
+// TestErrorTextKeepsThisMachineOut: a transport error's text, which the
+// evidence carries to the agent, names neither the local address of the
+// connection nor the resolver a lookup asked; what the classifier reads
+// (the operation, the remote address, the cause, a timeout) stays.
+func TestErrorTextKeepsThisMachineOut(t *testing.T) {
+	local := &net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 49966}
+	remote := &net.TCPAddr{IP: net.ParseIP("93.184.216.34"), Port: 443}
+	reset := fmt.Errorf("reading: %w", &net.OpError{Op: "read", Net: "tcp", Source: local, Addr: remote, Err: syscall.ECONNRESET})
+	if got := errorText(reset); strings.Contains(got, "10.1.2.3") || !strings.Contains(got, "93.184.216.34:443") || !strings.Contains(got, "connection reset") {
+		t.Errorf("reset: %q", got)
+	}
+	dns := &url.Error{Op: "Get", URL: "http://x.invalid/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", Server: "10.255.255.53:53", IsNotFound: true}}}
+	if got := errorText(dns); strings.Contains(got, "10.255.255.53") || !strings.Contains(got, "lookup x.invalid") || !strings.Contains(got, "no such host") {
+		t.Errorf("lookup: %q", got)
+	}
+	slow := &net.OpError{Op: "dial", Net: "tcp", Source: local, Addr: remote, Err: context.DeadlineExceeded}
+	if got := errorText(slow); !strings.HasPrefix(got, "timeout: ") || strings.Contains(got, "10.1.2.3") {
+		t.Errorf("timeout: %q", got)
 	}
 }

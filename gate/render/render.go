@@ -363,6 +363,11 @@ func refuse(tab context.Context, id fetch.RequestID) {
 // decompressed and kept the header).
 func decodeBody(b []byte, encoding string) ([]byte, error) {
 	codings := strings.Split(strings.ToLower(encoding), ",")
+	if len(codings) > gate.MaxContentCodings {
+		// Each layer may decode to DefaultMaxOutputBytes, outside the
+		// render's time limit: not a thousand of them.
+		return nil, fmt.Errorf("render: %d content codings; at most %d are decoded", len(codings), gate.MaxContentCodings)
+	}
 	for i := len(codings) - 1; i >= 0; i-- {
 		var rd io.Reader
 		switch c := strings.TrimSpace(codings[i]); c {

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -241,5 +243,23 @@ func TestBrowserHasNoNetwork(t *testing.T) {
 	}
 	if got := s.requests(); len(got) != 0 {
 		t.Fatalf("the browser reached the site: %v", got)
+	}
+}
+
+// TestDecodeBodyBoundsItsCodings: a body stacking more than
+// gate.MaxContentCodings codings is refused before any is decoded (each
+// layer may decode to DefaultMaxOutputBytes, and the decode ran outside
+// the render's time limit: 500 layers of a 40 KB body took 10 s); one
+// coding decodes. No browser is started.
+func TestDecodeBodyBoundsItsCodings(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write([]byte("<p>a page</p>"))
+	_ = zw.Close()
+	if out, err := decodeBody(buf.Bytes(), "gzip"); err != nil || string(out) != "<p>a page</p>" {
+		t.Fatalf("one coding: %q %v", out, err)
+	}
+	if _, err := decodeBody(buf.Bytes(), strings.Repeat("identity, ", gate.MaxContentCodings)+"gzip"); err == nil || !strings.Contains(err.Error(), "content codings") {
+		t.Errorf("%d codings: %v", gate.MaxContentCodings+1, err)
 	}
 }
