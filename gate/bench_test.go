@@ -78,3 +78,19 @@ func BenchmarkClassifyStrayEndTags(b *testing.B) {
 		Classify(ev)
 	}
 }
+
+// BenchmarkMaskSecretsRepeatedFields masks 64 KiB of field names whose
+// values are refused, and of Authorization headers whose credential is a
+// placeholder: each value was read again from every separator inside it,
+// which made the pass quadratic.
+func BenchmarkMaskSecretsRepeatedFields(b *testing.B) {
+	for _, unit := range []string{"a_key=", "authorization:$"} {
+		s := strings.Repeat(unit, (64<<10)/len(unit))
+		b.Run(strings.Trim(unit, "=:$"), func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				MaskSecrets(s)
+			}
+		})
+	}
+}

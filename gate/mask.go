@@ -268,10 +268,15 @@ func credentialEdits(s string) []edit {
 		if i > 0 && isWordByte(s[i-1]) {
 			continue
 		}
-		if m := reAuthorization.FindStringSubmatchIndex(s[i:]); m != nil && !placeholder(s[i+m[4]:i+m[5]]) {
-			edits = append(edits, edit{i + m[4], i + m[5], maskToken(s[i+m[4] : i+m[5]])})
-			covered = append(covered, [2]int{i, i + m[1]})
+		if m := reAuthorization.FindStringSubmatchIndex(s[i:]); m != nil {
+			// Past the match either way: a placeholder credential
+			// (${TOKEN}) read again at every later keyword inside it made
+			// the pass quadratic.
 			off = i + m[1]
+			if !placeholder(s[i+m[4] : i+m[5]]) {
+				edits = append(edits, edit{i + m[4], i + m[5], maskToken(s[i+m[4] : i+m[5]])})
+				covered = append(covered, [2]int{i, i + m[1]})
+			}
 		}
 	}
 	auth := edits
@@ -362,6 +367,9 @@ func fieldEdits(s string) []edit {
 		if j > 0 && (s[j-1] == '"' || s[j-1] == '\'') {
 			quote = s[j-1]
 			j--
+			if j > 0 && s[j-1] == '\\' {
+				j-- // an escaped quote: a name quoted inside a JSON string
+			}
 		}
 		k := j
 		for k > 0 && j-k < maxFieldName && isTagNameChar(s[k-1]) {
@@ -391,20 +399,32 @@ func fieldEdits(s string) []edit {
 			}
 			v += w
 		}
-		stop := isValueStop
+		stop := isQuotedValueStop
 		if quoted {
+			// A quoted value, or one quoted with escapes inside a JSON
+			// string ({\"password\": \"…\"} quoted in an error).
+			if v+1 < len(s) && s[v] == '\\' && s[v+1] == quote {
+				v++
+			}
 			if v == len(s) || (s[v] != '"' && s[v] != '\'') {
 				continue
 			}
 			v++
-			stop = isQuotedValueStop
-		} else if v < len(s) && (s[v] == '"' || s[v] == '\'') {
-			v++
+		} else {
+			stop = isValueStop
+			if v < len(s) && (s[v] == '"' || s[v] == '\'') {
+				v++
+			}
 		}
 		e := v
 		for e < len(s) && !stop(s[e]) && (s[e] < utf8.RuneSelf || spaceWidth(s, e) == 0) {
 			e++
 		}
+		// A value read and refused is not read again from a separator
+		// inside it (a_key=a_key=… read the rest of the text at every
+		// '='): the pass stays linear, at the cost of a field written
+		// inside another's refused value (x_key=a=password=…).
+		next = e
 		if e == v || !strings.ContainsFunc(s[v:e], isAlnumRune) || (keyName && !tokenLike(s[v:e])) {
 			continue
 		}

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -122,6 +123,24 @@ type ErrorView struct {
 	Spilled bool `json:"spilled"`
 }
 
+// safeAgain makes a capped structured error safe again: capStructured
+// decodes the object's strings and keys and writes them out again, so an
+// escape the first pass read past (a secret or a role tag written with
+// \u0026 or \u003c) is now plain text. The view is masked and
+// neutralised once more; false when that leaves it invalid JSON or over
+// the limit (the caller then cuts it as plain text).
+func safeAgain(capped *string, opt SanitizeOptions) bool {
+	again := modelSafe(*capped, neutraliseError, opt)
+	if again == *capped {
+		return true
+	}
+	if !json.Valid([]byte(again)) || utf8.RuneCountInString(again) > opt.MaxErrorChars {
+		return false
+	}
+	*capped = again
+	return true
+}
+
 // SanitizeError frames a tool error for a model. It is pure and
 // deterministic; invalid UTF-8 in msg becomes U+FFFD. The model view holds
 // no complete role tag, chat-template token or CDATA marker, whatever msg
@@ -129,10 +148,10 @@ type ErrorView struct {
 func SanitizeError(msg string, opt SanitizeOptions) ErrorView {
 	opt = opt.norm()
 	masked := opt.mask(strings.ToValidUTF8(msg, "\uFFFD"))
-	body := modelSafe(masked, neutraliseError, opt)
+	body := modelSafe(defangTags(masked), neutraliseError, opt)
 	v := ErrorView{Masked: masked, TotalChars: utf8.RuneCountInString(masked)}
 	if utf8.RuneCountInString(body) > opt.MaxErrorChars {
-		if capped, ok := capStructured(body, opt.MaxErrorChars); ok {
+		if capped, ok := capStructured(body, opt.MaxErrorChars); ok && safeAgain(&capped, opt) {
 			// A JSON object error stays one valid JSON object: its error
 			// text is cut (with TruncationMarker inside the string), its
 			// side fields are kept.
@@ -192,6 +211,9 @@ func SanitizeOutput(full string, blobRef string, opt SanitizeOptions) OutputView
 	opt = opt.norm()
 	full = opt.mask(strings.ToValidUTF8(full, "\uFFFD"))
 	total := utf8.RuneCountInString(full)
+	// Only the gate writes a notice line: one in the tool's own text
+	// could point the model at another blob.
+	full = defangTags(full)
 	v := OutputView{BlobRef: blobRef, TotalChars: total}
 	limit := opt.MaxOutputChars
 	if total <= limit {
@@ -261,6 +283,18 @@ func modelSafe(s string, clean func(string) string, opt SanitizeOptions) string 
 	}
 	return s
 }
+
+// defangTags turns the gate's own framing tags inside a tool's text
+// (OutputNoticeTag, ErrorPrefix) into look-alikes with parentheses, so
+// that only the gate's lines carry them; the length is kept.
+func defangTags(s string) string {
+	if !strings.Contains(s, "[OUTPUT TRUNCATED: ") && !strings.Contains(s, "[TOOL_ERROR] ") {
+		return s
+	}
+	return tagDefanger.Replace(s)
+}
+
+var tagDefanger = strings.NewReplacer(OutputNoticeTag, "(OUTPUT TRUNCATED: ", ErrorPrefix, "(TOOL_ERROR) ")
 
 // outputNotice is the omission line of a shortened output.
 func outputNotice(omitted, total int, ref string) string {

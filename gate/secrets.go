@@ -1,12 +1,14 @@
 package gate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -75,7 +77,9 @@ func (s Secrets) Add(values ...string) (Secrets, error) {
 	}
 	n := s.n
 	for i, v := range values {
-		v = strings.TrimSpace(v)
+		// A byte-order mark is not part of a value (a secrets file saved
+		// by an editor that writes one).
+		v = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), "\ufeff"))
 		switch {
 		case !utf8.ValidString(v):
 			return Secrets{}, &SecretError{i, "not valid UTF-8"}
@@ -108,12 +112,62 @@ func (s Secrets) Add(values ...string) (Secrets, error) {
 }
 
 // secretForms returns a value and the forms it takes inside URLs and JSON
-// strings.
+// strings, as the usual encoders write them: Go's and Python's query and
+// path escapes (Python's quote escapes '+' and '=' and keeps '/'), and the
+// inside of a JSON string from Go (&, <, > as \u00XX), from an encoder
+// that escapes every character past ASCII (Python's json.dumps: \u00e4,
+// or \u00E4) and from one that also escapes '/' (PHP's json_encode).
 func secretForms(v string) []string {
-	out := []string{v, url.QueryEscape(v), url.PathEscape(v)}
+	out := []string{v, url.QueryEscape(v), url.PathEscape(v), percentEscape(v, false), percentEscape(v, true)}
 	q := strconv.Quote(v)
 	out = append(out, q[1:len(q)-1])
+	js := []string{jsonASCII(v, "%04x"), jsonASCII(v, "%04X")}
+	if b, err := json.Marshal(v); err == nil {
+		js = append(js, string(b[1:len(b)-1]))
+	}
+	for _, f := range js {
+		out = append(out, f, strings.ReplaceAll(f, "/", `\/`))
+	}
 	return out
+}
+
+// percentEscape escapes every byte of v but the unreserved characters of
+// RFC 3986 (and '/' when keepSlash) as %XX.
+func percentEscape(v string, keepSlash bool) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~', keepSlash && c == '/':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// jsonASCII is the inside of a JSON string of v as an encoder that
+// escapes every character past ASCII writes it: those as \u escapes
+// (pairs past U+FFFF) in hex format hexFmt, '"', '\\' and the controls
+// escaped, everything else as it is.
+func jsonASCII(v, hexFmt string) string {
+	var b strings.Builder
+	for _, r := range v {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r > 0x7e && r <= 0xFFFF:
+			fmt.Fprintf(&b, `\u`+hexFmt, r)
+		case r > 0xFFFF:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u`+hexFmt+`\u`+hexFmt, hi, lo)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // Len returns the number of distinct values declared.

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/artifactd/artifactd/fault"
@@ -83,6 +84,16 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 	}
 	opt := s.sanitizeOptions()
 	tool := truncateChars(opt.Mask(in.Tool), maxToolNameChars)
+	// The id and the edges' attributes name and join artifacts: masked,
+	// they would name others. A declared secret in them is refused.
+	if err := refuseSecret(opt, "/id", in.ID); err != nil {
+		return nil, err
+	}
+	for i, e := range in.Edges {
+		if err := refuseSecret(opt, "/edges/"+strconv.Itoa(i)+"/attrs", string(e.Attrs)); err != nil {
+			return nil, err
+		}
+	}
 	var typ string
 	var data any
 	var held heldBlobs
@@ -115,9 +126,19 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 		return nil, err
 	}
 	return s.putArtifactGo(ctx, ctxID, ArtifactInput{
-		ID: in.ID, Type: typ, ProducedBy: in.ProducedBy, Data: raw,
+		ID: in.ID, Type: typ, ProducedBy: opt.Mask(in.ProducedBy), Data: raw,
 		Edges: in.Edges, Branch: in.Branch, Quarantine: in.Quarantine,
 	}, true, &held)
+}
+
+// refuseSecret refuses v, the value at pointer ptr of a gate write, when
+// it holds a declared secret.
+func refuseSecret(opt gate.SanitizeOptions, ptr, v string) error {
+	if v == "" || opt.Secrets.Mask(v) == v {
+		return nil
+	}
+	return &fault.Error{Code: fault.Invalid, Detail: ptr[1:] + " holds a declared secret",
+		Errors: []fault.FieldError{{Pointer: ptr, Rule: "no_secret", Detail: "a declared secret may not be stored here; it cannot be masked without changing what the value names"}}}
 }
 
 // truncateChars cuts s to at most n characters.

@@ -1,0 +1,74 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/artifactd/artifactd/fault"
+	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/store"
+	"github.com/artifactd/artifactd/store/kv/memkv"
+)
+
+// TestToolResultKeepsDeclaredSecretsOut: a tool result's produced_by is
+// masked as a fetch's is (it was stored as sent), and a declared secret in
+// its id or an edge's attributes, which masking would change into another
+// name, is refused with nothing written.
+func TestToolResultKeepsDeclaredSecretsOut(t *testing.T) {
+	const secret = "Qx7vLm2Rp9Kw"
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(ctx, store.Options{Driver: memkv.New(), Logger: log, ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg := NewRegistry()
+	if err := reg.Load(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	sec, err := gate.NewSecrets([]string{secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Store: st, Types: reg, Logger: log, LeaseKey: make([]byte, 32), Sanitize: gate.SanitizeOptions{Secrets: sec}})
+	if _, err := st.CreateContext(ctx, "k", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	out := "fine"
+	if _, err := s.RecordToolResult(ctx, "k", ToolResultInput{ID: "t0", Tool: "ls", OK: true, Output: &out}); err != nil {
+		t.Fatal(err)
+	}
+	aw, err := s.RecordToolResult(ctx, "k", ToolResultInput{ID: "t1", Tool: "ls", OK: true, Output: &out, ProducedBy: "agent-login:" + secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(aw.Artifact.ProducedBy, secret) {
+		t.Errorf("produced_by stored with the secret: %q", aw.Artifact.ProducedBy)
+	}
+	head := aw.Commit
+	for _, c := range []struct {
+		in  ToolResultInput
+		ptr string
+	}{
+		{ToolResultInput{ID: "login-" + secret, Tool: "ls", OK: true, Output: &out}, "/id"},
+		{ToolResultInput{ID: "t2", Tool: "ls", OK: true, Output: &out, Edges: []EdgeInput{{Rel: "uses", To: "t0", Attrs: json.RawMessage(`{"note":"pw ` + secret + `"}`)}}}, "/edges/0/attrs"},
+	} {
+		_, err := s.RecordToolResult(ctx, "k", c.in)
+		fe, ok := fault.As(err)
+		if !ok || fe.Code != fault.Invalid || len(fe.Errors) != 1 || fe.Errors[0].Pointer != c.ptr || fe.Errors[0].Rule != "no_secret" {
+			t.Errorf("%s: %v, want 422 no_secret at %s", c.ptr, err, c.ptr)
+		}
+	}
+	var now string
+	if err := st.Read(ctx, "k", "", func(v *store.View) error { now = v.Commit.ID.String(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if now != head.String() {
+		t.Errorf("a refused write moved the head")
+	}
+}
