@@ -211,7 +211,7 @@ func (c *Client) RecordFetch(ctx context.Context, ctxID string, req FetchRequest
 // main).
 func (c *Client) GetArtifact(ctx context.Context, ctxID, id, at string) (*Artifact, error) {
 	var out Artifact
-	_, err := c.do(ctx, http.MethodGet, withAt(ctxPath(ctxID, "artifacts", url.PathEscape(id)), at), nil, &out)
+	_, err := c.do(ctx, http.MethodGet, withAt(ctxPath(ctxID, "artifacts", PathEscape(id)), at), nil, &out)
 	return &out, err
 }
 
@@ -225,7 +225,7 @@ func (c *Client) Hash(ctx context.Context, ctxID, at string) (*Hash, error) {
 // Audit returns what the answer id rests on.
 func (c *Client) Audit(ctx context.Context, ctxID, id string) (*Audit, error) {
 	var out Audit
-	_, err := c.do(ctx, http.MethodGet, ctxPath(ctxID, "audit", url.PathEscape(id)), nil, &out)
+	_, err := c.do(ctx, http.MethodGet, ctxPath(ctxID, "audit", PathEscape(id)), nil, &out)
 	return &out, err
 }
 

@@ -41,7 +41,10 @@ func WithRetries(n int, backoff time.Duration) Option {
 // New returns a client of the server at baseURL (e.g.
 // "http://127.0.0.1:7070").
 func New(baseURL string, opts ...Option) *Client {
-	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: &http.Client{Timeout: 30 * time.Second}, retries: 2, backoff: 100 * time.Millisecond}
+	// The API never redirects a request it serves: a redirect followed
+	// would decode another resource's answer as this one's.
+	hc := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: hc, retries: 2, backoff: 100 * time.Millisecond}
 	for _, o := range opts {
 		o(c)
 	}
@@ -128,8 +131,17 @@ func decodeProblem(method, u string, status int, body []byte) *Problem {
 }
 
 // PathEscape escapes one path segment (an artifact id "doc/1" becomes
-// "doc%2F1").
-func PathEscape(s string) string { return url.PathEscape(s) }
+// "doc%2F1"; "." and ".." become "%2E" and "%2E%2E", which no URL
+// resolution takes for a dot segment).
+func PathEscape(s string) string {
+	switch s {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(s)
+}
 
 // do sends one request and decodes a 2xx JSON body into out (when not
 // nil). A non-2xx answer is a *Problem. Safe requests are retried.
@@ -207,7 +219,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte) (in
 }
 
 func ctxPath(ctxID string, rest ...string) string {
-	p := "/v1/contexts/" + url.PathEscape(ctxID)
+	p := "/v1/contexts/" + PathEscape(ctxID)
 	for _, r := range rest {
 		p += "/" + r
 	}

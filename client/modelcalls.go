@@ -56,7 +56,7 @@ type ModelCall struct {
 // ("" for main); a call never recorded is a not-found *Problem.
 func (c *Client) GetModelCall(ctx context.Context, ctxID, requestHash, at string) (*ModelCall, error) {
 	var out ModelCall
-	_, err := c.do(ctx, http.MethodGet, withAt(ctxPath(ctxID, "model-calls", requestHash), at), nil, &out)
+	_, err := c.do(ctx, http.MethodGet, withAt(ctxPath(ctxID, "model-calls", PathEscape(requestHash)), at), nil, &out)
 	return &out, err
 }
 
@@ -125,13 +125,16 @@ func (r *ModelRecorder) Call(ctx context.Context, req ModelRequest, call func(ct
 			return nil, fmt.Errorf("encode model response: %w", err)
 		}
 	}
-	var reqAny, respAny any
-	raw, _ := json.Marshal(req)
-	_ = json.Unmarshal(raw, &reqAny)
-	_ = json.Unmarshal(response, &respAny)
+	// The request and the response go as they are: a decode into Go
+	// values would round a number past 2^53, and the record would answer
+	// another response than the one returned.
+	rawReq, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode model request: %w", err)
+	}
 	_, err = r.Client.PutArtifact(ctx, r.Context, ArtifactRequest{
 		ID: "model_call:" + strings.TrimPrefix(h, "sha256:"), Type: "model_call", ProducedBy: r.ProducedBy,
-		Data: map[string]any{"model": req.Model, "request_hash": h, "request": reqAny, "response": respAny},
+		Data: map[string]any{"model": req.Model, "request_hash": h, "request": json.RawMessage(rawReq), "response": json.RawMessage(response)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("record model call: %w", err)
