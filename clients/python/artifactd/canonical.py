@@ -67,7 +67,9 @@ def _encode(v: Any, out: list[str], depth: int) -> None:
     elif v is False:
         out.append("false")
     elif isinstance(v, int):
-        if abs(v) > MAX_SAFE:
+        # Past 2^53 an integer is taken only when it is digit for digit the
+        # canonical form of its double (10**20), as the server takes it.
+        if abs(v) > MAX_SAFE and (abs(v) >= 2**1024 or _number(float(v)) != str(v)):
             raise CanonicalError(f"integer {v} exceeds 2^53; send it as a string")
         out.append(str(v))
     elif isinstance(v, float):
@@ -87,9 +89,10 @@ def _encode(v: Any, out: list[str], depth: int) -> None:
         out.append("]")
     elif isinstance(v, dict):
         out.append("{")
-        for i, k in enumerate(sorted(v, key=_key)):
+        for k in v:
             if not isinstance(k, str):
                 raise CanonicalError(f"object key {k!r} is not a string")
+        for i, k in enumerate(sorted(v, key=_key)):
             if i:
                 out.append(",")
             _encode(k, out, depth + 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -94,8 +95,36 @@ def _problem(method: str, url: str, status: int, raw: bytes) -> Problem:
 
 
 def q(s: str) -> str:
-    """Percent-encode one path segment (an id "doc/1" becomes "doc%2F1")."""
+    """Percent-encode one path segment (an id "doc/1" becomes "doc%2F1";
+    "." and ".." become "%2E" and "%2E%2E", never a dot segment)."""
+    if s in (".", ".."):
+        return "%2E" * len(s)
     return urllib.parse.quote(s, safe="")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """The API never redirects a request it serves: a redirect is an error
+    (an HTTPError), never another resource's answer taken for this one."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[override]
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
+def _read(res: Any, deadline: float) -> bytes:
+    """Read an answer whole before deadline (time.monotonic): the socket
+    timeout bounds each read, not the answer, which a server sending a
+    byte at a time could hold open for ever."""
+    parts: List[bytes] = []
+    while True:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the answer did not arrive within the timeout")
+        chunk = res.read1(65536) if hasattr(res, "read1") else res.read(65536)
+        if not chunk:
+            return b"".join(parts)
+        parts.append(chunk)
 
 
 class Client:
@@ -135,23 +164,26 @@ class Client:
                 req.add_header("Content-Type", "application/json")
             if self.token:
                 req.add_header("Authorization", "Bearer " + self.token)
+            deadline = time.monotonic() + self.timeout
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as res:
-                    raw = res.read()
+                with _opener.open(req, timeout=self.timeout) as res:
+                    raw = _read(res, deadline)
                     ctype = res.headers.get("Content-Type", "")
+                if ctype.startswith("application/json") and raw:
+                    return json.loads(raw.decode("utf-8"))
             except urllib.error.HTTPError as e:
                 p = _problem(method, path, e.code, e.read())
                 if e.code != 503:
                     raise p from None
                 last = p
                 continue
-            except (urllib.error.URLError, OSError) as e:
+            except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
+                # Also an answer cut short or past the deadline, or a 2xx
+                # whose JSON does not parse.
                 last = TransportError(f"{method} {path}: {e}")
                 continue
             if not raw:
                 return None
-            if ctype.startswith("application/json"):
-                return json.loads(raw.decode("utf-8"))
             return raw.decode("utf-8", "replace")
         assert last is not None
         raise last
@@ -206,11 +238,18 @@ class Client:
         """One atomic commit of ops (put, delete, link, unlink)."""
         return self.request("POST", f"/v1/contexts/{q(ctx)}/commits", {"ops": ops, **fields})
 
-    def record_fetch(self, ctx: str, url: str, status: int, body: str = "", headers: Optional[Mapping[str, str]] = None,
-                     id: Optional[str] = None, **fields: Any) -> Dict[str, Any]:
+    def record_fetch(self, ctx: str, url: str, status: Optional[int] = None, body: Optional[str] = None,
+                     headers: Optional[Mapping[str, str]] = None, id: Optional[str] = None, **fields: Any) -> Dict[str, Any]:
         """Send fetch evidence through the gate: the server judges it
-        (RETRIEVED, FAILED, UNKNOWN) and commits the fetch_verdict."""
-        payload: Dict[str, Any] = {"url": url, "status": status, "body": body, **fields}
+        (RETRIEVED, FAILED, UNKNOWN) and commits the fetch_verdict. Give
+        the body as text (``body``) or as bytes in base64
+        (``body_base64=...``), not both; a transport error (``error=...``)
+        or a file or tool read has no status."""
+        payload: Dict[str, Any] = {"url": url, **fields}
+        if status is not None:
+            payload["status"] = status
+        if body is not None:
+            payload["body"] = body
         if headers:
             payload["headers"] = dict(headers)
         if id is not None:
