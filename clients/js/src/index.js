@@ -86,6 +86,9 @@ export class ArtifactdClient {
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.retries = options.retries ?? 2;
     this.backoffMs = options.backoffMs ?? 100;
+    // Each attempt, its answer read whole included, ends within timeoutMs
+    // (0: no limit), as the Go and Python clients' requests do.
+    this.timeoutMs = options.timeoutMs ?? 30000;
   }
 
   async request(method, path, body, { contentType, raw } = {}) {
@@ -110,20 +113,30 @@ export class ArtifactdClient {
         }
       }
       if (this.token) headers.Authorization = `Bearer ${this.token}`;
+      const signal = this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs) : undefined;
       let res;
+      let answer;
       try {
-        res = await this.fetch(this.baseUrl + path, { method, headers, body: payload });
+        res = await this.fetch(this.baseUrl + path, { method, headers, body: payload, signal, redirect: "manual" });
+        // The answer is read within the same attempt: one cut short is a
+        // transport error, retried like a failed connection.
+        answer = res.ok && raw ? new Uint8Array(await res.arrayBuffer()) : await res.text();
       } catch (err) {
         last = new Error(`${method} ${path}: ${err.message}`, { cause: err });
         continue;
       }
       if (res.ok) {
-        if (raw) return new Uint8Array(await res.arrayBuffer());
-        const text = await res.text();
-        if (!text) return undefined;
-        return (res.headers.get("content-type") ?? "").startsWith("application/json") ? JSON.parse(text) : text;
+        if (raw) return answer;
+        if (!answer) return undefined;
+        if (!(res.headers.get("content-type") ?? "").startsWith("application/json")) return answer;
+        try {
+          return JSON.parse(answer);
+        } catch (err) {
+          last = new Error(`${method} ${path}: the answer is not JSON: ${err.message}`, { cause: err });
+          continue;
+        }
       }
-      last = problem(method, path, res.status, await res.text());
+      last = problem(method, path, res.status, answer);
       if (res.status !== 503) throw last;
     }
     throw last;

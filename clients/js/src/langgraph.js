@@ -97,7 +97,10 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
   /** The context that holds a thread. */
   async contextFor(threadId) {
     const name = this.prefix + threadId;
-    if (CONTEXT_ID.test(name) && name !== "." && name !== "..") return name;
+    // A thread id that reads like a hashed one (32 hex digits) is hashed
+    // too: taken as it is, it would name the context of the thread whose
+    // id hashes to it.
+    if (CONTEXT_ID.test(name) && name !== "." && name !== ".." && !/^[0-9a-f]{32}$/.test(String(threadId))) return name;
     return this.prefix + (await sha256Digest(String(threadId))).slice(7, 39);
   }
 
@@ -149,6 +152,11 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
 
   async #tuple(ctx, threadId, ns, art, at) {
     const d = art.data;
+    if (d.thread_id !== String(threadId)) {
+      // Another thread's checkpoint in this thread's context: never hand
+      // it out as this thread's.
+      throw new Error(`ArtifactdSaver: context ${ctx} holds a checkpoint of thread ${JSON.stringify(d.thread_id)}, not ${JSON.stringify(String(threadId))}`);
+    }
     const checkpoint = await this.#decode(ctx, d.checkpoint);
     const metadata = await this.#decode(ctx, d.metadata);
     const rel = await this.client.related(ctx, art.id, { at, rel: "responds_to", dir: "in" });
@@ -249,7 +257,14 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const parentId = config.configurable?.checkpoint_id;
     const [cp, md] = await Promise.all([this.#encode(ctx, checkpoint), this.#encode(ctx, metadata)]);
     const out = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
-    for (let i = 0; i < Math.max(1, this.attempts); i++) {
+    // A stale parent while this namespace's head is still parentId is no
+    // conflict: the thread's own pending writes, or another namespace of
+    // it (a subgraph), moved the context's head. Those are retried
+    // without counting against attempts, within a bound and with a short
+    // jittered pause; a changed namespace head is a conflict at once.
+    const most = Math.max(1, this.attempts) * 20;
+    for (let i = 0, counted = 0; counted < Math.max(1, this.attempts) && i < most; i++) {
+      if (i) await new Promise((r) => setTimeout(r, 2 + Math.random() * Math.min(50, 2 * i)));
       const head = (await this.client.hash(ctx)).commit;
       const latest = (await this.#get(ctx, headID(ns), head))?.data.checkpoint_id ?? null;
       if (latest === checkpoint.id) return out; // already written (a retried request)
@@ -288,9 +303,10 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
         // The head moved: maybe only pending writes of this thread, maybe
         // another writer's checkpoint. Re-read and check again.
         if (!(e instanceof StaleParentError)) throw e;
+        if (latest !== (parentId ?? null)) counted++;
       }
     }
-    throw new Error(`ArtifactdSaver.put: the head of thread "${threadId}" kept moving; gave up after ${this.attempts} attempts`);
+    throw new Error(`ArtifactdSaver.put: the head of thread "${threadId}" kept moving; gave up after ${most} tries`);
   }
 
   putWrites(config, writes, taskId, taskPath) {
