@@ -142,6 +142,7 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	if err != nil {
 		return nil, err
 	}
+	ev = maskEvidence(ev, s.sanitizeOptions().Secrets)
 	res := gate.ClassifyWith(ev, s.rules)
 	data := VerdictData{FetchedBy: by, ProducedBy: truncateChars(s.sanitizeOptions().Mask(in.ProducedBy), maxToolNameChars)}
 	var held heldBlobs // the bodies, held with the verdict's commit
@@ -211,6 +212,28 @@ func (s *Service) fetchText(ctx context.Context, held *heldBlobs, text string) (
 		return "", "", err
 	}
 	return text, d.String(), nil
+}
+
+// maskEvidence is ev with the declared secrets masked in what the verdict
+// records as it is — the URLs, the redirects, the path, the tool, the
+// transport error — before it is classified, so that a re-derivation
+// from the stored verdict meets the same text. The body stays as it was
+// fetched (it is the evidence); a title read from it is not masked.
+func maskEvidence(ev gate.Evidence, sec gate.Secrets) gate.Evidence {
+	if sec.Len() == 0 {
+		return ev
+	}
+	ev.URL, ev.FinalURL = sec.Mask(ev.URL), sec.Mask(ev.FinalURL)
+	ev.Path, ev.Tool, ev.Error = sec.Mask(ev.Path), sec.Mask(ev.Tool), sec.Mask(ev.Error)
+	if len(ev.Redirects) > 0 {
+		rs := make([]gate.Redirect, len(ev.Redirects))
+		for i, r := range ev.Redirects {
+			r.URL = sec.Mask(r.URL)
+			rs[i] = r
+		}
+		ev.Redirects = rs
+	}
+	return ev
 }
 
 // putBody stores a fetched body, which the verdict's commit makes the

@@ -72,3 +72,57 @@ func TestToolResultKeepsDeclaredSecretsOut(t *testing.T) {
 		t.Errorf("a refused write moved the head")
 	}
 }
+
+// TestFetchVerdictKeepsDeclaredSecretsOut: a declared secret in a fetch's
+// URL, final URL, redirects or transport error is masked in the verdict
+// it records (they were stored as sent), and the verdict still verifies
+// against its evidence.
+func TestFetchVerdictKeepsDeclaredSecretsOut(t *testing.T) {
+	const secret = "Qx7vLm2Rp9Kw"
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(ctx, store.Options{Driver: memkv.New(), Logger: log, ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg := NewRegistry()
+	if err := reg.Load(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	sec, err := gate.NewSecrets([]string{secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Store: st, Types: reg, Logger: log, LeaseKey: make([]byte, 32), Sanitize: gate.SanitizeOptions{Secrets: sec}})
+	if _, err := st.CreateContext(ctx, "k", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	body := "<html><head><title>Report</title></head><body><p>" + strings.Repeat("The harbour ferry crosses the bay every forty minutes. ", 10) + "</p></body></html>"
+	fw, err := s.RecordFetch(ctx, "k", FetchInput{
+		ID: "f1", URL: "https://api.example/v1/report?sig=" + secret,
+		FinalURL:  "https://api.example/v1/done#s=" + secret,
+		Redirects: []gate.Redirect{{URL: "https://api.example/v1/report?sig=" + secret, Status: 302}},
+		Status:    200, Headers: map[string]string{"Content-Type": "text/html"}, Body: &body,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(fw.Artifact.Data), secret) {
+		t.Errorf("the declared secret is stored in the verdict:\n%s", fw.Artifact.Data)
+	}
+	if fw.Verdict != gate.Retrieved {
+		t.Errorf("verdict %s %s", fw.Verdict, fw.Reason)
+	}
+	if err := s.verifyVerdict(ctx, "k", fw.Artifact.Data, true); err != nil {
+		t.Errorf("the recorded verdict does not verify against its evidence: %v", err)
+	}
+	errText := "dial tcp: lookup " + secret + ".internal: no such host"
+	fw, err = s.RecordFetch(ctx, "k", FetchInput{ID: "f2", URL: "https://" + secret + ".internal/", Error: &errText})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(fw.Artifact.Data), secret) || fw.Verdict != gate.Failed {
+		t.Errorf("%s: the declared secret is stored in the verdict:\n%s", fw.Verdict, fw.Artifact.Data)
+	}
+}
