@@ -53,6 +53,27 @@ const checkpointID = (ns, id) => `checkpoint:${ns}:${id}`;
 const writesID = (ns, id, task) => `writes:${ns}:${id}:${task}`;
 const headID = (ns) => `head:${ns}`;
 
+// MAX_INLINE_DEPTH and MAX_INLINE_BYTES bound a value kept inline in a
+// checkpoint or a write: the server refuses a body nested deeper than 64
+// levels, counted from the body's root (a value sits up to about ten
+// levels down), or over 8 MiB (a commit carries a checkpoint and its
+// metadata, a write several values). Larger values go to blobs.
+const MAX_INLINE_DEPTH = 48;
+const MAX_INLINE_BYTES = 1 << 20;
+
+/** The nesting depth of a JSON value (a scalar is 0). */
+function depthOf(v) {
+  let most = 0;
+  const stack = [[v, 0]];
+  while (stack.length) {
+    const [x, d] = stack.pop();
+    if (x === null || typeof x !== "object") continue;
+    most = Math.max(most, d + 1);
+    for (const y of Array.isArray(x) ? x : Object.values(x)) stack.push([y, d + 1]);
+  }
+  return most;
+}
+
 export class ArtifactdSaver extends BaseCheckpointSaver {
   /**
    * @param {object} options
@@ -125,9 +146,13 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const [type, bytes] = await this.serde.dumpsTyped(value);
     if (type === "json") {
       try {
-        const parsed = JSON.parse(typeof bytes === "string" ? bytes : decoder.decode(bytes));
+        const text = typeof bytes === "string" ? bytes : decoder.decode(bytes);
+        const parsed = JSON.parse(text);
         canonicalize(parsed); // refuses what the server would refuse
-        return { serde: type, value: parsed };
+        // Inline only what the request that carries it may hold: the
+        // server counts nesting from the body's root, where a value sits
+        // some levels down, and bounds the body's bytes.
+        if (depthOf(parsed) <= MAX_INLINE_DEPTH && text.length <= MAX_INLINE_BYTES) return { serde: type, value: parsed };
       } catch {
         // fall through to a blob
       }

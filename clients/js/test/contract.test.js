@@ -99,3 +99,20 @@ test("two threads never share a context", async () => {
   assert.equal(await saver.getTuple(cfg(b)), undefined);
   assert.equal((await saver.getTuple(cfg(a))).checkpoint.channel_values.owner, "thread A");
 });
+
+test("the saver keeps a deep or a large state in a blob", async () => {
+  // A state 58 levels deep, or of 9 MB, passed the saver's own check and
+  // was refused by the server (too_deep, payload-too-large).
+  const client = new ArtifactdClient(server.url);
+  const saver = new ArtifactdSaver({ client });
+  let deep = "leaf";
+  for (let i = 0; i < 58; i++) deep = { d: deep };
+  const doc = "retrieved page text. ".repeat(450000);
+  for (const [thread, values] of [["deep", { deep }], ["big", { doc }]]) {
+    const cp = { ...emptyCheckpoint(), id: uuid6(-1), channel_values: values };
+    const config = { configurable: { thread_id: thread, checkpoint_ns: "" } };
+    const saved = await saver.put(config, cp, { source: "input", step: -1, parents: {} }, {});
+    const back = await saver.getTuple(saved);
+    assert.deepEqual(back.checkpoint.channel_values, values);
+  }
+});
