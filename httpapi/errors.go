@@ -71,7 +71,7 @@ var problemTable = map[fault.Code]struct {
 	CodeInvalidRef:       {http.StatusBadRequest, "Invalid commit or branch reference"},
 	CodeAmbiguousRef:     {http.StatusBadRequest, "Ambiguous commit prefix"},
 	CodeUnauthorized:     {http.StatusUnauthorized, "Missing or unknown bearer token"},
-	CodeForbidden:        {http.StatusForbidden, "Token does not grant this access"},
+	CodeForbidden:        {http.StatusForbidden, "Not allowed"},
 	CodeNotFound:         {http.StatusNotFound, "Not found"},
 	CodeMethodNotAllowed: {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeStaleParent:      {http.StatusConflict, "Stale parent commit"},

@@ -36,7 +36,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	var cmp service.Comparison
 	if *server != "" {
-		if cmp, err = compareRemote(ctx, *server, *a, *b); err != nil {
+		if cmp, err = compareRemote(ctx, serverURL(*server), *a, *b); err != nil {
 			return fail(stderr, exitUsage, "compare: %v", err)
 		}
 	} else {

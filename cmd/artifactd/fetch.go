@@ -50,7 +50,7 @@ func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if *allowPrivate || *renderOn || gf.given() {
 			return fail(stderr, exitUsage, "fetch: --allow-private-fetch, --render, --gate-rules and --secrets are the server's flags with --server")
 		}
-		out, err = fetchThroughServer(ctx, *server, *token, *ctxID, in)
+		out, err = fetchThroughServer(ctx, serverURL(*server), *token, *ctxID, in)
 	} else {
 		var sp storeSpec
 		if sp, err = stf.resolve(); err == nil {

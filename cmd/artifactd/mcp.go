@@ -46,7 +46,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts := mcp.Options{AllowFetch: *allowFetch, Version: mcpVersion(), Logger: logger}
 	var backend mcp.Backend
 	if *server != "" {
-		backend = mcp.NewRemote(*server, tokenOr(*token), nil)
+		backend = mcp.NewRemote(serverURL(*server), tokenOr(*token), nil)
 	} else {
 		if sp.isZero() {
 			sp = storeSpec{Dir: defaultDataDir}

@@ -14,6 +14,15 @@ import (
 	"github.com/artifactd/artifactd/service"
 )
 
+// serverURL is a --server value as a base URL: "host:port" (as curl takes
+// it, and as the docs' examples write it) is http://host:port.
+func serverURL(s string) string {
+	if s == "" || strings.Contains(s, "://") {
+		return s
+	}
+	return "http://" + s
+}
+
 // tokenOr returns token, or $ARTIFACTD_TOKEN when it is empty.
 func tokenOr(token string) string {
 	if token != "" {

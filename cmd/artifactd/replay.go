@@ -67,7 +67,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if *ctxID == "" || !verifySet {
 			return fail(stderr, exitUsage, "replay --server: --context and --verify are required")
 		}
-		return replayServer(ctx, *server, tokenOr(*token), *ctxID, *at, *verify, *asJSON, stdout, stderr)
+		return replayServer(ctx, serverURL(*server), tokenOr(*token), *ctxID, *at, *verify, *asJSON, stdout, stderr)
 	}
 	opts := replay.Options{Objects: replay.ObjectsFinal}
 	if *all {

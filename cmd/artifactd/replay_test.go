@@ -199,3 +199,19 @@ func TestReplayJSON(t *testing.T) {
 		t.Fatalf("report counts %+v, head records %d artifacts, %d edges", rep, head.Artifacts, head.Edges)
 	}
 }
+
+// TestServerURLTakesHostPort: --server takes "host:port" as curl does
+// (the API's first-session example writes B=localhost:7070); it failed
+// with "unsupported protocol scheme" before.
+func TestServerURLTakesHostPort(t *testing.T) {
+	for in, want := range map[string]string{
+		"localhost:7070":        "http://localhost:7070",
+		"http://127.0.0.1:7070": "http://127.0.0.1:7070",
+		"https://a.example":     "https://a.example",
+		"":                      "",
+	} {
+		if got := serverURL(in); got != want {
+			t.Errorf("serverURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
