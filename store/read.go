@@ -103,14 +103,24 @@ func missingIsCorrupt(err error, ctxID string, id hashing.Digest, from string) e
 
 // Resolve turns a reference into a commit: "" (the main head), a branch
 // name, a full "sha256:<hex>" id, bare hex, or a unique prefix of at least
-// 8 hex digits. A branch name wins over a hash prefix. A prefix that
-// matches nothing is ErrNotFound; one that matches several is ErrAmbiguous.
+// 8 hex digits. A branch name wins over a hash prefix, but a full id
+// (64 hex digits) of a commit of the context is that commit, even when a
+// branch has its digits for a name: a proof of a commit's hash cannot be
+// pointed at another commit. A prefix that matches nothing is
+// ErrNotFound; one that matches several is ErrAmbiguous.
 func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit, error) {
 	if _, err := s.ctxState(ctxID); err != nil {
 		return nil, err
 	}
 	if ref == "" {
 		ref = DefaultBranch
+	}
+	if prefix, err := hashing.HexPrefix(ref); err == nil && len(prefix) == 64 && ValidateBranch(ref) == nil {
+		d, _ := hashing.ParseDigest("sha256:" + prefix)
+		c, err := s.commitRecord(ctxID, d)
+		if err == nil || !errors.Is(err, ErrNotFound) {
+			return c, err
+		}
 	}
 	if ValidateBranch(ref) == nil {
 		d, err := s.ref(ctxID, ref)

@@ -64,7 +64,11 @@ func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		printJSON(stdout, out)
 	} else {
 		a := out.Artifact
-		fmt.Fprintf(stdout, "%s %s", out.Verdict, a.Trust.Status)
+		trust := "unknown" // an answer without trust (its read after the write failed)
+		if a.Trust != nil {
+			trust = string(a.Trust.Status)
+		}
+		fmt.Fprintf(stdout, "%s %s", out.Verdict, trust)
 		if out.Reason != "" {
 			fmt.Fprintf(stdout, " (%s)", out.Reason)
 		}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/service"
 )
 
@@ -72,11 +74,31 @@ func replayServer(ctx context.Context, base, token, ctxID, at, want string, asJS
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return fail(stderr, exitUsage, "replay: the server's answer is not a verify result: %v", err)
 	}
-	ok := v.Match
+	// The verdict is this command's, from the hash the server rebuilt: a
+	// server that says "match" for another hash is not taken at its word.
+	ok, err := replay.MatchHash(v.ContextHash, want)
+	if err != nil {
+		return fail(stderr, exitUsage, "replay: --verify: %v", err)
+	}
+	if ok != v.Match {
+		return fail(stderr, exitUsage, "replay: the server says match=%v for hash %s, which %s %q", v.Match, v.ContextHash, map[bool]string{true: "matches", false: "does not match"}[ok], want)
+	}
 	rep := replayReport{Context: ctxID, Commit: v.Commit, ContextHash: v.ContextHash, Commits: v.Commits, Ops: v.Ops,
 		Verify: want, Verified: &ok, MatchesCommit: v.MatchesCommit, Server: base}
 	if asJSON {
-		printJSON(stdout, rep)
+		// What the server replayed: no counts of objects, artifacts,
+		// edges and types, which it does not report.
+		printJSON(stdout, struct {
+			Context       string          `json:"context"`
+			Commit        hashing.Digest  `json:"commit"`
+			ContextHash   hashing.Digest  `json:"context_hash"`
+			Commits       int             `json:"commits_replayed"`
+			Ops           int             `json:"ops_replayed"`
+			Verify        string          `json:"verify,omitempty"`
+			Verified      *bool           `json:"verified,omitempty"`
+			MatchesCommit *hashing.Digest `json:"matches_commit,omitempty"`
+			Server        string          `json:"server"`
+		}{rep.Context, rep.Commit, rep.ContextHash, rep.Commits, rep.Ops, rep.Verify, rep.Verified, rep.MatchesCommit, rep.Server})
 	} else {
 		fmt.Fprintf(stdout, "context:      %s (replayed by %s)\n", ctxID, base)
 		fmt.Fprintf(stdout, "commit:       %s\n", v.Commit)

@@ -124,6 +124,10 @@ func (f *storeFlags) resolve() (storeSpec, error) {
 		if *f.data == "" {
 			return storeSpec{}, errors.New("--data: empty: expected a directory")
 		}
+		if strings.Contains(*f.data, "://") {
+			// Never a directory named after a database URL.
+			return storeSpec{}, fmt.Errorf("--data %q is a URL, not a directory: name a database with --store", *f.data)
+		}
 		return storeSpec{Dir: *f.data}, nil
 	}
 	if env := os.Getenv(envStore); env != "" {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 )
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -17,6 +18,11 @@ func mustExist(dir string) error {
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("data directory %s is not a directory", dir)
+	}
+	// A directory a store was never created in: opening it would make
+	// one there (and report it healthy).
+	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err != nil {
+		return fmt.Errorf("data directory %s holds no artifactd store (no MANIFEST); check the path", dir)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -157,6 +158,22 @@ var (
 	_ kv.SameGetter = (*Driver)(nil)
 )
 
+// checkManifest refuses a directory that holds Badger's tables or value
+// logs but no MANIFEST: Badger would start an empty database there and
+// write its first table over the old one, losing what the tables hold.
+func checkManifest(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for _, pat := range []string{"*.sst", "*.vlog"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, pat)); len(m) > 0 {
+			return fmt.Errorf("%w: badgerkv: %s holds %s but no MANIFEST: the store is damaged (restore the MANIFEST or the directory from a backup); opening it would start an empty store over its tables",
+				kv.ErrCorrupt, dir, filepath.Base(m[0]))
+		}
+	}
+	return nil
+}
+
 // Open opens (or creates) a Badger database in opts.Dir.
 func Open(ctx context.Context, opts Options) (*Driver, error) {
 	if opts.Dir == "" {
@@ -172,6 +189,9 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if err := checkManifest(opts.Dir); err != nil {
+		return nil, err
 	}
 	if err := RemoveEmptyLogs(opts.Dir, log); err != nil {
 		return nil, err

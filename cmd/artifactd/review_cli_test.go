@@ -1,0 +1,117 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReadsRefuseWhatIsNoStore: fsck (a read) refuses a directory that
+// holds no store instead of creating one there and reporting it healthy,
+// and refuses a store whose MANIFEST is lost instead of opening it, which
+// started an empty database over its tables: the store was gone even
+// once the MANIFEST was put back.
+func TestReadsRefuseWhatIsNoStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "notes")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "todo.txt"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runArtifactd(t, "fsck", "--data", dir)
+	if ents, _ := os.ReadDir(dir); code == 0 || len(ents) != 1 || !strings.Contains(errOut, "holds no artifactd store") {
+		t.Errorf("fsck of a directory that is no store: exit %d, %d entries after, %s", code, len(ents), errOut)
+	}
+
+	f := newVerifyFixture(t)
+	man, err := os.ReadFile(filepath.Join(f.dir, "MANIFEST"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(f.dir, "MANIFEST")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"fsck", "--data", f.dir}, {"import", "--data", f.dir, "nothing.jsonl"}} {
+		if code, _, errOut := runArtifactd(t, args...); code == 0 {
+			t.Errorf("%s on a store without its MANIFEST: exit 0 (%s)", args[0], errOut)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "MANIFEST"), man, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runArtifactd(t, "fsck", "--data", f.dir); code != 0 || !strings.Contains(out, "checked 1 contexts, 4 commits") {
+		t.Errorf("the store after its MANIFEST came back: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestDataIsNeverAURL: --data with a database URL is refused, naming
+// --store; it became a directory called "postgres:" before.
+func TestDataIsNeverAURL(t *testing.T) {
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	code, _, errOut := runArtifactd(t, "demo", "--data", "postgresql://me@db:5432/prod")
+	if ents, _ := os.ReadDir(dir); code == 0 || len(ents) != 0 || !strings.Contains(errOut, "--store") {
+		t.Errorf("demo --data postgresql://…: exit %d, %d entries made, %s", code, len(ents), errOut)
+	}
+}
+
+// TestFetchServerAnswerWithoutTrust: an answer without trust (the server
+// leaves it out when its read after the write fails) is printed as
+// unknown trust; the command panicked.
+func TestFetchServerAnswerWithoutTrust(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"verdict":"RETRIEVED","body_blob":"sha256:00","commit":"sha256:`+strings.Repeat("0", 64)+`","artifact":{"id":"f1","type":"fetch_verdict","version":1}}`)
+	}))
+	defer srv.Close()
+	code, out, errOut := runArtifactd(t, "fetch", "--server", srv.URL, "--context", "c", "https://example.com/")
+	if code != 0 || !strings.Contains(out, "RETRIEVED unknown") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestReplayServerChecksTheHashItself: replay --server judges the match
+// from the hash the server rebuilt, not from the server's "match": a
+// server saying match for another hash was believed.
+func TestReplayServerChecksTheHashItself(t *testing.T) {
+	got := "sha256:" + strings.Repeat("ab", 32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"match":true,"context_hash":"`+got+`","commit":"sha256:`+strings.Repeat("0", 64)+`","commits":3,"ops":3}`)
+	}))
+	defer srv.Close()
+	if code, out, errOut := runArtifactd(t, "replay", "--server", srv.URL, "--context", "c", "--verify", "sha256:"+strings.Repeat("cd", 32)); code == 0 {
+		t.Errorf("replay --verify of another hash: exit 0\n%s%s", out, errOut)
+	}
+	code, out, errOut := runArtifactd(t, "replay", "--server", srv.URL, "--context", "c", "--verify", got, "--json")
+	if code != 0 || strings.Contains(out, `"artifacts"`) {
+		t.Errorf("replay --verify of the rebuilt hash: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestFullCommitIDIsTheCommit: a branch named with a commit's 64 hex
+// digits does not hide that commit from --at: replay --at <id> --verify
+// checked the branch's head instead.
+func TestFullCommitIDIsTheCommit(t *testing.T) {
+	f := newVerifyFixture(t)
+	first, head := f.commits[0], f.head()
+	if code, _, errOut := runArtifactd(t, "branch", "--data", f.dir, "--context", "c", first.ID.Hex(), "--at", "main"); code != 0 {
+		t.Fatalf("branch: %s", errOut)
+	}
+	if code, _, _ := runArtifactd(t, "replay", "--data", f.dir, "--context", "c", "--at", first.ID.Hex(), "--verify", head.ContextHash.String()); code == 0 {
+		t.Errorf("replay --at %s verifies the head's hash", first.ID.Short())
+	}
+	if code, out, errOut := runArtifactd(t, "replay", "--data", f.dir, "--context", "c", "--at", first.ID.Hex(), "--verify", first.ContextHash.String()); code != 0 {
+		t.Errorf("replay --at %s --verify its own hash: exit %d\n%s%s", first.ID.Short(), code, out, errOut)
+	}
+}
