@@ -149,7 +149,9 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 }
 
 // CheckBundle runs, on a bundle that already verified, the checks Import
-// makes before writing anything: every fetch_verdict re-derived from its
+// makes before writing anything: the plan (settings, branches, a root
+// commit it can recreate, no commit the store would not write), every
+// fetch_verdict re-derived from its
 // receipt and body with the ruleset its receipt names (rulesets; the
 // built-in ones when nil), every blob a gate output names present (or
 // pruned, for a spilled tool output), every put valid against its type's
@@ -158,6 +160,10 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 func CheckBundle(ctx context.Context, b *replay.Bundle, rulesets *gate.Rulesets) error {
 	if rulesets == nil {
 		rulesets = gate.BuiltinRulesets()
+	}
+	if _, err := planImport(b); err != nil {
+		// What import would refuse before writing, replay refuses too.
+		return err
 	}
 	if err := checkGateOutputs(ctx, b, rulesets); err != nil {
 		return err
@@ -329,6 +335,11 @@ func planImport(b *replay.Bundle) (*importPlan, error) {
 	for _, c := range commits[1:] {
 		if len(c.Parents) == 0 {
 			return nil, fmt.Errorf("%w: commit %s is a second root commit; a context has one", ErrInvalid, c.ID.Short())
+		}
+		if len(c.Parents) == 1 && c.NumOps == 0 {
+			// The committer writes no commit that changes nothing: the
+			// import would stop part-way at it.
+			return nil, fmt.Errorf("%w: commit %s has no ops and one parent; no store writes such a commit, so it cannot be recreated", ErrInvalid, c.ID.Short())
 		}
 		t, err := time.Parse(time.RFC3339Nano, c.Time)
 		if err != nil || hashing.FormatTime(t) != c.Time {

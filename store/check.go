@@ -54,8 +54,11 @@ type checkNode struct {
 
 // checker is the state of one Check run.
 type checker struct {
-	s       *Store
-	rep     *CheckReport
+	s   *Store
+	rep *CheckReport
+	// created is each context's creation time as its record says, which
+	// its root commit's time must be.
+	created map[string]string
 	objects map[hashing.Digest]struct{} // sound objects
 	nodes   map[hashing.Digest]checkNode
 	// reached holds the nodes already walked from some commit's root, and
@@ -182,6 +185,18 @@ func (k *checker) contexts(ctx context.Context) ([]string, error) {
 			k.add(Defect{Kind: "context", ID: fmt.Sprintf("%q", key[len(pCtx):]), Detail: "context record does not decode to this context"})
 			return nil
 		}
+		// Its settings as the store writes them: a flipped byte in the
+		// quarantine mode turned enforcement off unnoticed.
+		if info.Quarantine != ModeEnforce && info.Quarantine != ModeObserve {
+			k.add(Defect{Kind: "context", Context: info.ID, ID: info.ID, Detail: fmt.Sprintf("quarantine setting %q is neither %q nor %q", info.Quarantine, ModeEnforce, ModeObserve)})
+		}
+		if _, err := info.ruleset(); err != nil {
+			k.add(Defect{Kind: "context", Context: info.ID, ID: info.ID, Detail: err.Error()})
+		}
+		if k.created == nil {
+			k.created = map[string]string{}
+		}
+		k.created[info.ID] = info.Created
 		ids = append(ids, info.ID)
 		return nil
 	}, func(key []byte, why string) {
@@ -355,6 +370,15 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		commits = append(commits, c)
 	}
 	k.parents(ctxID, commits, failed)
+	for _, c := range commits {
+		if len(c.Parents) == 0 && c.Time != k.created[ctxID] {
+			k.add(Defect{Kind: "context", Context: ctxID, ID: ctxID, Detail: fmt.Sprintf("context record says created %q, its root commit %s %q", k.created[ctxID], c.ID.Short(), c.Time)})
+		}
+	}
+	if _, err := s.ref(ctxID, DefaultBranch); errors.Is(err, ErrNotFound) {
+		// No call removes a context's main branch: its absence is damage.
+		k.add(Defect{Kind: "ref", Context: ctxID, ID: DefaultBranch, Detail: "the context has no main branch"})
+	}
 	// Replay the chain; the fold checks ops, ids and context hashes.
 	src := &checkSource{k: k, ctxID: ctxID, failed: failed}
 	replayed := make(map[hashing.Digest]bool)

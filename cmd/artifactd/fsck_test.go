@@ -301,3 +301,57 @@ func TestFsckCorruptPack(t *testing.T) {
 		t.Fatalf("replay --verify: exit %d, want 2\n%s\n%s", code, out, errOut)
 	}
 }
+
+// deleteKey deletes one record of a stopped store, as lost data would.
+func deleteKey(t *testing.T, dir string, key []byte) {
+	t.Helper()
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(key) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFsckChecksTheContextRecord: fsck reports a context record whose
+// quarantine mode or creation time is not what the store wrote, and a
+// context without its main branch. Each passed as sound before: the
+// first turned enforcement off, the second made the context's export
+// refuse to import, the third made every read of the context fail.
+func TestFsckChecksTheContextRecord(t *testing.T) {
+	has := func(defects []fsckDefect, kind, detail string) bool {
+		for _, d := range defects {
+			if d.Kind == kind && strings.Contains(d.Detail, detail) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		name, kind, detail string
+		damage             func(dir string)
+	}{
+		{"quarantine mode", "context", "quarantine setting", func(dir string) {
+			flipByte(t, dir, []byte("ctx\x00c"), func(v []byte) int { return bytes.Index(v, []byte(`"quarantine":"`)) + len(`"quarantine":"`) + 2 })
+		}},
+		{"creation time", "context", "its root commit", func(dir string) {
+			flipByte(t, dir, []byte("ctx\x00c"), func(v []byte) int { return bytes.Index(v, []byte(`"created":"`)) + len(`"created":"20`) + 1 })
+		}},
+		{"main branch", "ref", "no main branch", func(dir string) { deleteKey(t, dir, []byte("ref\x00c\x00main")) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newVerifyFixture(t)
+			c.damage(f.dir)
+			code, defects, _ := fsckDefects(t, f.dir)
+			if code == 0 || !has(defects, c.kind, c.detail) {
+				t.Errorf("fsck: exit %d, defects %+v; want a %s defect saying %q", code, defects, c.kind, c.detail)
+			}
+		})
+	}
+}

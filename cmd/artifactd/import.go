@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/artifactd/artifactd/store"
 )
@@ -33,12 +34,27 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, exitUsage, "import: %v", err)
 	}
+	// A data directory this import makes is removed again when the import
+	// is refused: a mistyped --data leaves nothing behind.
+	made := false
+	if !sp.isPostgres() {
+		if _, err := os.Stat(sp.Dir); os.IsNotExist(err) {
+			made = true
+		}
+	}
 	st, err := openSpec(ctx, sp, store.Options{Logger: discardLogger(), Rulesets: rulesets}, false)
 	if err != nil {
 		return fail(stderr, exitUsage, "import: %v", err)
 	}
-	defer st.Close()
 	res, err := st.Import(ctx, b, *as)
+	if cerr := st.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil && made {
+		if rerr := os.RemoveAll(sp.Dir); rerr != nil {
+			fmt.Fprintf(stderr, "artifactd: import: remove %s: %v\n", sp.Dir, rerr)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrExists) {
 			return fail(stderr, exitUsage, "import: %v\n  hint: import it under another id with --as NEWID", err)

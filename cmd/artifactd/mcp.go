@@ -51,11 +51,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if sp.isZero() {
 			sp = storeSpec{Dir: defaultDataDir}
 		}
-		st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: logger}, false)
-		if err != nil {
-			return fail(stderr, exitUsage, "mcp: %v", err)
-		}
-		defer st.Close()
+		// The flags' files first: a refusal leaves no store behind.
 		cfg := serveConfig{Logger: logger}
 		if err := gf.load(&cfg); err != nil {
 			return fail(stderr, exitUsage, "mcp: %v", err)
@@ -63,6 +59,11 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err := gateTiers(&cfg, *allowFetch, false, false); err != nil {
 			return fail(stderr, exitUsage, "mcp: %v", err)
 		}
+		st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: logger}, false)
+		if err != nil {
+			return fail(stderr, exitUsage, "mcp: %v", err)
+		}
+		defer st.Close()
 		backend = mcp.NewInProcess(newService(st, reg, cfg, nil), logger)
 	}
 	t := &sdk.IOTransport{Reader: io.NopCloser(os.Stdin), Writer: nopWriteCloser{stdout}}

@@ -115,3 +115,36 @@ func TestFullCommitIDIsTheCommit(t *testing.T) {
 		t.Errorf("replay --at %s --verify its own hash: exit %d\n%s%s", first.ID.Short(), code, out, errOut)
 	}
 }
+
+// TestRefusedCommandsLeaveNoDataDirectory: a refused import into a data
+// directory that did not exist, and mcp with a --gate-rules file that does
+// not exist, leave no directory behind (both made an empty store there).
+func TestRefusedCommandsLeaveNoDataDirectory(t *testing.T) {
+	f := newVerifyFixture(t)
+	bundle := filepath.Join(t.TempDir(), "b.jsonl")
+	if code, _, errOut := runArtifactd(t, "export", "--data", f.dir, "--context", "c", "-o", bundle); code != 0 {
+		t.Fatal(errOut)
+	}
+	raw, err := os.ReadFile(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, raw[:len(raw)-40], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "typo")
+	if code, _, errOut := runArtifactd(t, "import", "--data", dst, bad); code == 0 {
+		t.Fatalf("a truncated bundle imported: %s", errOut)
+	}
+	if _, err := os.Stat(dst); err == nil {
+		t.Errorf("a refused import left data directory %s", dst)
+	}
+	mdir := filepath.Join(t.TempDir(), "mcpnew")
+	if code, _, _ := runArtifactd(t, "mcp", "--data", mdir, "--gate-rules", filepath.Join(t.TempDir(), "none.json")); code == 0 {
+		t.Fatal("mcp with a missing --gate-rules file started")
+	}
+	if _, err := os.Stat(mdir); err == nil {
+		t.Errorf("a refused mcp left data directory %s", mdir)
+	}
+}
