@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
@@ -172,7 +173,29 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			return rep, err
 		}
 	}
+	if err := k.orphanRefs(ctx); err != nil {
+		return rep, err
+	}
 	return rep, nil
+}
+
+// orphanRefs reports the contexts that have branches but no context
+// record (a lost record: every command then takes the context for absent).
+func (k *checker) orphanRefs(ctx context.Context) error {
+	seen := map[string]bool{}
+	return kv.ScanKeys(ctx, k.s.kv, []byte(pRef), nil, 0, func(key []byte) error {
+		id, _, ok := strings.Cut(string(key[len(pRef):]), "\x00")
+		if !ok || seen[id] {
+			return nil
+		}
+		seen[id] = true
+		if _, known := k.created[id]; !known {
+			if _, err := k.s.kv.Get(ctx, keyCtx(id)); errors.Is(err, kv.ErrNotFound) {
+				k.add(Defect{Kind: "context", Context: id, ID: id, Detail: "the context has branches but no context record"})
+			}
+		}
+		return nil
+	})
 }
 
 // contexts lists the contexts whose records read and decode, and reports

@@ -355,3 +355,29 @@ func TestFsckChecksTheContextRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestLostContextRecord: a context whose record is lost while its
+// branches remain is reported by fsck (it said "checked 0 contexts … ok"),
+// and migrate refuses the source before writing anything into the
+// destination (it copied every record first, then refused).
+func TestLostContextRecord(t *testing.T) {
+	f := newVerifyFixture(t)
+	deleteKey(t, f.dir, []byte("ctx\x00c"))
+	code, defects, _ := fsckDefects(t, f.dir)
+	found := false
+	for _, d := range defects {
+		found = found || d.Kind == "context" && strings.Contains(d.Detail, "no context record")
+	}
+	if code == 0 || !found {
+		t.Errorf("fsck: exit %d, defects %+v", code, defects)
+	}
+	dst := filepath.Join(t.TempDir(), "dst")
+	if code, _, errOut := runArtifactd(t, "migrate", "--from", f.dir, "--to", dst); code == 0 || !strings.Contains(errOut, "nothing was written") {
+		t.Errorf("migrate: exit %d %s", code, errOut)
+	}
+	if ents, _ := os.ReadDir(dst); len(ents) > 0 {
+		if code, _, errOut := runArtifactd(t, "migrate", "--from", f.dir, "--to", dst); strings.Contains(errOut, "already holds records") {
+			t.Errorf("the refused migrate left records in the destination (%d entries): %d %s", len(ents), code, errOut)
+		}
+	}
+}

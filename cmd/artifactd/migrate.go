@@ -125,6 +125,23 @@ func migrateCopy(ctx context.Context, src, dst storeSpec, intoNonempty bool, pro
 	} else if err != nil {
 		return stats, nil, fmt.Errorf("--from: %w", err)
 	}
+	// Refs without their context record cannot be carried over: say so
+	// before anything is written, not after every record was copied.
+	ctxs := map[string]bool{}
+	if err := kv.ScanKeys(ctx, sd, ctxPrefix, nil, 0, func(k []byte) error {
+		ctxs[string(k[len(ctxPrefix):])] = true
+		return nil
+	}); err != nil {
+		return stats, nil, fmt.Errorf("--from: %w", err)
+	}
+	if err := kv.ScanKeys(ctx, sd, refPrefix, nil, 0, func(k []byte) error {
+		if id, _, _ := strings.Cut(string(k[len(refPrefix):]), "\x00"); !ctxs[id] {
+			return fmt.Errorf("--from: context %q has refs but no context record (run fsck on the source); nothing was written", id)
+		}
+		return nil
+	}); err != nil {
+		return stats, nil, err
+	}
 	dd, err := openDriver(ctx, dst, false)
 	if err != nil {
 		return stats, nil, fmt.Errorf("--to: %w", err)
