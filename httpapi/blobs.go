@@ -38,14 +38,19 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 // writeBlob streams a request body into the store (never whole in memory)
 // and returns what was stored.
 func (s *Server) writeBlob(w http.ResponseWriter, r *http.Request) (store.BlobInfo, error) {
+	// The body limit's own problem would point at this very route.
+	tooLarge := errorf(CodeTooLarge, "the blob exceeds %d bytes, the most one upload holds; split it, or store it elsewhere and record where", s.maxBlob)
 	if r.ContentLength > s.maxBlob {
-		return store.BlobInfo{}, &http.MaxBytesError{Limit: s.maxBlob}
+		return store.BlobInfo{}, tooLarge
 	}
 	body := &bodyReader{r: http.MaxBytesReader(w, r.Body, s.maxBlob)}
 	info, err := s.st.WriteBlob(r.Context(), body)
 	if err != nil && body.err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(body.err, &mbe) || isTimeout(body.err) {
+		if errors.As(body.err, &mbe) {
+			return info, tooLarge
+		}
+		if isTimeout(body.err) {
 			return info, body.err
 		}
 		return info, errorf(CodeMalformedJSON, "could not read the request body: %v", body.err)
