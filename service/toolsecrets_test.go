@@ -14,24 +14,25 @@ import (
 	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
-// TestToolResultKeepsDeclaredSecretsOut: a tool result's produced_by is
-// masked as a fetch's is (it was stored as sent), and a declared secret in
-// its id or an edge's attributes, which masking would change into another
-// name, is refused with nothing written.
-func TestToolResultKeepsDeclaredSecretsOut(t *testing.T) {
-	const secret = "Qx7vLm2Rp9Kw"
+// declaredSecret is the secret secretService declares.
+const declaredSecret = "Qx7vLm2Rp9Kw"
+
+// secretService is a service over an in-memory store that declares
+// declaredSecret, with an observe context "k".
+func secretService(t *testing.T) (*Service, *store.Store) {
+	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := store.Open(ctx, store.Options{Driver: memkv.New(), Logger: log, ReserveBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	reg := NewRegistry()
 	if err := reg.Load(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	sec, err := gate.NewSecrets([]string{secret})
+	sec, err := gate.NewSecrets([]string{declaredSecret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +40,17 @@ func TestToolResultKeepsDeclaredSecretsOut(t *testing.T) {
 	if _, err := st.CreateContext(ctx, "k", store.ModeObserve); err != nil {
 		t.Fatal(err)
 	}
+	return s, st
+}
+
+// TestToolResultKeepsDeclaredSecretsOut: a tool result's produced_by is
+// masked as a fetch's is (it was stored as sent), and a declared secret in
+// its id or an edge's attributes, which masking would change into another
+// name, is refused with nothing written.
+func TestToolResultKeepsDeclaredSecretsOut(t *testing.T) {
+	const secret = declaredSecret
+	ctx := context.Background()
+	s, st := secretService(t)
 	out := "fine"
 	if _, err := s.RecordToolResult(ctx, "k", ToolResultInput{ID: "t0", Tool: "ls", OK: true, Output: &out}); err != nil {
 		t.Fatal(err)
@@ -78,26 +90,9 @@ func TestToolResultKeepsDeclaredSecretsOut(t *testing.T) {
 // it records (they were stored as sent), and the verdict still verifies
 // against its evidence.
 func TestFetchVerdictKeepsDeclaredSecretsOut(t *testing.T) {
-	const secret = "Qx7vLm2Rp9Kw"
+	const secret = declaredSecret
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(ctx, store.Options{Driver: memkv.New(), Logger: log, ReserveBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	reg := NewRegistry()
-	if err := reg.Load(ctx, st); err != nil {
-		t.Fatal(err)
-	}
-	sec, err := gate.NewSecrets([]string{secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(Options{Store: st, Types: reg, Logger: log, LeaseKey: make([]byte, 32), Sanitize: gate.SanitizeOptions{Secrets: sec}})
-	if _, err := st.CreateContext(ctx, "k", store.ModeObserve); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := secretService(t)
 	body := "<html><head><title>Report</title></head><body><p>" + strings.Repeat("The harbour ferry crosses the bay every forty minutes. ", 10) + "</p></body></html>"
 	fw, err := s.RecordFetch(ctx, "k", FetchInput{
 		ID: "f1", URL: "https://api.example/v1/report?sig=" + secret,
