@@ -463,6 +463,17 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		k.add(Defect{Kind: "ref", Context: ctxID, ID: "*", Detail: err.Error()})
 		return nil
 	}
+	indexed := make(map[hashing.Digest]bool, len(ids))
+	for _, e := range ids {
+		indexed[e.id] = true
+	}
+	for _, br := range branches {
+		if !indexed[br.Head] && !failed[br.Head] {
+			// A head no seq entry names: no parent check meets it, and an
+			// export of the context would leave it out.
+			k.add(Defect{Kind: "ref", Context: ctxID, ID: br.Name, Detail: fmt.Sprintf("the head %s of branch %q is not in the context's seq index", br.Head.Short(), br.Name)})
+		}
+	}
 	// The heads whose reverse edges are apart are checked against the
 	// context's reverse index together, one pass over it for as many
 	// heads as fit the head budget at once, not one pass each.

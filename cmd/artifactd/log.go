@@ -21,6 +21,9 @@ func runLog(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *ctxID == "" {
 		return fail(stderr, exitUsage, "log: --context is required")
 	}
+	if *n < 0 {
+		return fail(stderr, exitUsage, "log: -n %d: give a count of commits, or 0 for all", *n)
+	}
 	st, err := openExisting(ctx, stf)
 	if err != nil {
 		return fail(stderr, exitUsage, "log: %v", err)
