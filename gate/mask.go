@@ -399,7 +399,7 @@ func fieldEdits(s string) []edit {
 			}
 			v += w
 		}
-		stop := isQuotedValueStop
+		var stop func(byte) bool
 		if quoted {
 			// A quoted value, or one quoted with escapes inside a JSON
 			// string ({\"password\": \"…\"} quoted in an error).
@@ -410,6 +410,7 @@ func fieldEdits(s string) []edit {
 				continue
 			}
 			v++
+			stop = isQuotedValueStop
 		} else {
 			stop = isValueStop
 			if v < len(s) && (s[v] == '"' || s[v] == '\'') {

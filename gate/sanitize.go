@@ -288,7 +288,7 @@ func modelSafe(s string, clean func(string) string, opt SanitizeOptions) string 
 // (OutputNoticeTag, ErrorPrefix) into look-alikes with parentheses, so
 // that only the gate's lines carry them; the length is kept.
 func defangTags(s string) string {
-	if !strings.Contains(s, "[OUTPUT TRUNCATED: ") && !strings.Contains(s, "[TOOL_ERROR] ") {
+	if !strings.Contains(s, OutputNoticeTag) && !strings.Contains(s, ErrorPrefix) {
 		return s
 	}
 	return tagDefanger.Replace(s)

@@ -2,13 +2,14 @@ package httpapi
 
 import (
 	"encoding/json"
-	"github.com/artifactd/artifactd/graph"
 	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/artifactd/artifactd/graph"
 )
 
 // opDoc is what the OpenAPI document says about one route.
@@ -244,9 +245,10 @@ func (s *Server) OpenAPI() map[string]any {
 			item = map[string]any{}
 			paths[rt.pattern] = item
 		}
-		item[strings.ToLower(rt.method)] = operation(rt)
+		op := operation(rt)
+		item[strings.ToLower(rt.method)] = op
 		if rt.method == http.MethodGet {
-			item["head"] = headOperation(operation(rt))
+			item["head"] = headOperation(op)
 		}
 	}
 	schemas := map[string]any{}

@@ -343,36 +343,8 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 
 // guard wraps a handler with its authorization check.
 func (s *Server) guard(rt route) http.HandlerFunc {
-	if rt.scope == ScopeNone {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if err := singleParams(r); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			rt.handler(w, r)
-		}
-	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		on := rt.on
-		if on == "ctx" || on == onNewCtx {
-			// Authenticate first (401), then refuse what cannot name a
-			// context (404; 422 where the request would create it) before
-			// checking grants on it.
-			if _, err := s.authenticate(r); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			id, err := ctxParam(r)
-			if err != nil {
-				if on == onNewCtx {
-					err = badContextID()
-				}
-				s.writeError(w, r, err)
-				return
-			}
-			on = id
-		}
-		if err := s.authorize(r, rt.scope, on); err != nil {
+		if err := s.allowed(r, rt); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -382,6 +354,31 @@ func (s *Server) guard(rt route) http.HandlerFunc {
 		}
 		rt.handler(w, r)
 	}
+}
+
+// allowed checks r's authorization for rt (public routes need none).
+func (s *Server) allowed(r *http.Request, rt route) error {
+	if rt.scope == ScopeNone {
+		return nil
+	}
+	on := rt.on
+	if on == "ctx" || on == onNewCtx {
+		// Authenticate first (401), then refuse what cannot name a
+		// context (404; 422 where the request would create it) before
+		// checking grants on it.
+		if _, err := s.authenticate(r); err != nil {
+			return err
+		}
+		id, err := ctxParam(r)
+		if err != nil {
+			if on == onNewCtx {
+				err = badContextID()
+			}
+			return err
+		}
+		on = id
+	}
+	return s.authorize(r, rt.scope, on)
 }
 
 // singleParams refuses a query that gives a parameter twice: every

@@ -142,9 +142,10 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	if err != nil {
 		return nil, err
 	}
-	ev = maskEvidence(ev, s.sanitizeOptions().Secrets)
+	opt := s.sanitizeOptions()
+	ev = maskEvidence(ev, opt.Secrets)
 	res := gate.ClassifyWith(ev, s.rules)
-	data := VerdictData{FetchedBy: by, ProducedBy: truncateChars(s.sanitizeOptions().Mask(in.ProducedBy), maxToolNameChars)}
+	data := VerdictData{FetchedBy: by, ProducedBy: truncateChars(opt.Mask(in.ProducedBy), maxToolNameChars)}
 	var held heldBlobs // the bodies, held with the verdict's commit
 	if s.render != nil && res.Verdict == gate.Unknown && res.Reason == gate.ReasonScriptShell {
 		rendered, rerr := s.render.Render(ctx, ev)
@@ -152,7 +153,7 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			data.RenderError = s.sanitizeOptions().Mask(rerr.Error())
+			data.RenderError = opt.Mask(rerr.Error())
 			s.log.Warn("render failed", "context", ctxID, "url", res.Receipt.URL, "err", data.RenderError)
 		} else {
 			shell, err := putBody(ctx, s.st, &held, ev.Body, res.Receipt)
@@ -170,7 +171,7 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	data.Verdict, data.Reason, data.Layer = res.Verdict, res.Reason, res.Layer
 	data.URL, data.FinalURL, data.Status = res.Receipt.URL, res.Receipt.FinalURL, res.Receipt.Status
 	data.Receipt, data.BodyBlob = res.Receipt, blob
-	text, textBlob, err := s.fetchText(ctx, &held, res.Text)
+	text, textBlob, err := s.fetchText(ctx, opt.Secrets, &held, res.Text)
 	if err != nil {
 		return nil, err
 	}
@@ -198,15 +199,15 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	return fw, nil
 }
 
-// fetchText masks the extracted text with the declared secrets and stores
+// fetchText masks the extracted text with the declared secrets (sec) and stores
 // the whole as a blob that the verdict's commit makes the context hold
 // (held), so that a refused or failed write leaves the context holding
 // none of it. It returns the masked text and its blob ("" for no text).
-func (s *Service) fetchText(ctx context.Context, held *heldBlobs, text string) (string, string, error) {
+func (s *Service) fetchText(ctx context.Context, sec gate.Secrets, held *heldBlobs, text string) (string, string, error) {
 	if text == "" {
 		return "", "", nil
 	}
-	text = s.sanitizeOptions().Secrets.Mask(text)
+	text = sec.Mask(text)
 	d, err := held.put(ctx, s.st, []byte(text))
 	if err != nil {
 		return "", "", err

@@ -100,6 +100,7 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		nodes:    make(map[hashing.Digest]checkNode),
 		reached:  make(map[hashing.Digest]bool),
 		reported: make(map[hashing.Digest]bool),
+		created:  make(map[string]string),
 	}
 	rep := k.rep
 	if err := k.scan(ctx, pObj, "object", func(d hashing.Digest, v []byte) error {
@@ -215,9 +216,6 @@ func (k *checker) contexts(ctx context.Context) ([]string, error) {
 		}
 		if _, err := info.ruleset(); err != nil {
 			k.add(Defect{Kind: "context", Context: info.ID, ID: info.ID, Detail: err.Error()})
-		}
-		if k.created == nil {
-			k.created = map[string]string{}
 		}
 		k.created[info.ID] = info.Created
 		ids = append(ids, info.ID)

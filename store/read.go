@@ -115,12 +115,15 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	if ref == "" {
 		ref = DefaultBranch
 	}
-	if prefix, err := hashing.HexPrefix(ref); err == nil && len(prefix) == 64 && ValidateBranch(ref) == nil {
+	prefix, perr := hashing.HexPrefix(ref)
+	var fullErr error // a full id's miss, once a branch of its digits is looked for too
+	if perr == nil && len(prefix) == 64 {
 		d, _ := hashing.ParseDigest("sha256:" + prefix)
 		c, err := s.commitRecord(ctxID, d)
 		if err == nil || !errors.Is(err, ErrNotFound) {
 			return c, err
 		}
+		fullErr = err
 	}
 	if ValidateBranch(ref) == nil {
 		d, err := s.ref(ctxID, ref)
@@ -131,17 +134,15 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 			return nil, err
 		}
 	}
-	prefix, err := hashing.HexPrefix(ref)
-	if err != nil {
+	if perr != nil {
 		return nil, fmt.Errorf("%w: %q is neither a branch of context %q nor a commit id (want sha256:<hex>, bare hex or a prefix of at least 8 hex digits)", ErrNotFound, ref, ctxID)
 	}
-	if len(prefix) == 64 {
-		d, _ := hashing.ParseDigest("sha256:" + prefix)
-		return s.commitRecord(ctxID, d)
+	if fullErr != nil {
+		return nil, fullErr
 	}
 	raw, _ := hex.DecodeString(prefix[:len(prefix)/2*2])
 	var matches []hashing.Digest
-	err = kv.ScanKeys(ctx, s.kv, append(prefixCommits(ctxID), raw...), nil, 0, func(k []byte) error {
+	err := kv.ScanKeys(ctx, s.kv, append(prefixCommits(ctxID), raw...), nil, 0, func(k []byte) error {
 		var d hashing.Digest
 		copy(d[:], k[len(k)-32:])
 		if strings.HasPrefix(d.Hex(), prefix) {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/service"
 )
@@ -86,19 +85,7 @@ func replayServer(ctx context.Context, base, token, ctxID, at, want string, asJS
 	rep := replayReport{Context: ctxID, Commit: v.Commit, ContextHash: v.ContextHash, Commits: v.Commits, Ops: v.Ops,
 		Verify: want, Verified: &ok, MatchesCommit: v.MatchesCommit, Server: base}
 	if asJSON {
-		// What the server replayed: no counts of objects, artifacts,
-		// edges and types, which it does not report.
-		printJSON(stdout, struct {
-			Context       string          `json:"context"`
-			Commit        hashing.Digest  `json:"commit"`
-			ContextHash   hashing.Digest  `json:"context_hash"`
-			Commits       int             `json:"commits_replayed"`
-			Ops           int             `json:"ops_replayed"`
-			Verify        string          `json:"verify,omitempty"`
-			Verified      *bool           `json:"verified,omitempty"`
-			MatchesCommit *hashing.Digest `json:"matches_commit,omitempty"`
-			Server        string          `json:"server"`
-		}{rep.Context, rep.Commit, rep.ContextHash, rep.Commits, rep.Ops, rep.Verify, rep.Verified, rep.MatchesCommit, rep.Server})
+		printJSON(stdout, rep) // no counts: the server reports none
 	} else {
 		fmt.Fprintf(stdout, "context:      %s (replayed by %s)\n", ctxID, base)
 		fmt.Fprintf(stdout, "commit:       %s\n", v.Commit)

@@ -23,17 +23,24 @@ type replayReport struct {
 	ContextHash hashing.Digest `json:"context_hash"`
 	Commits     int            `json:"commits_replayed"`
 	Ops         int            `json:"ops_replayed"`
-	Objects     int            `json:"objects_checked"`
-	Artifacts   int            `json:"artifacts"`
-	Edges       int            `json:"edges"`
-	Types       map[string]int `json:"types"`
-	Verify      string         `json:"verify,omitempty"`
-	Verified    *bool          `json:"verified,omitempty"`
+	// replayCounts are what a replay here counts; nil (left out of the
+	// JSON) for a replay a server made (--server), which reports none.
+	*replayCounts
+	Verify   string `json:"verify,omitempty"`
+	Verified *bool  `json:"verified,omitempty"`
 	// MatchesCommit names, on a mismatch, the newest older commit of the
 	// same first-parent line whose state has the expected hash.
 	MatchesCommit *hashing.Digest `json:"matches_commit,omitempty"`
 	// Server is the server that replayed the chain (--server).
 	Server string `json:"server,omitempty"`
+}
+
+// replayCounts are the counts of a replay made here.
+type replayCounts struct {
+	Objects   int            `json:"objects_checked"`
+	Artifacts int            `json:"artifacts"`
+	Edges     int            `json:"edges"`
+	Types     map[string]int `json:"types"`
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -98,8 +105,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	rep := replayReport{
 		Context: ctxName, Commit: res.Commit.ID, ContextHash: res.State.Hash(),
-		Commits: res.Commits, Ops: res.Ops, Objects: res.Objects,
-		Artifacts: res.State.NumArtifacts(), Edges: res.State.NumEdges(), Types: map[string]int{},
+		Commits: res.Commits, Ops: res.Ops, replayCounts: &replayCounts{Objects: res.Objects,
+			Artifacts: res.State.NumArtifacts(), Edges: res.State.NumEdges(), Types: map[string]int{}},
 	}
 	for _, a := range res.State.Artifacts() {
 		rep.Types[a.Type]++

@@ -558,12 +558,10 @@ func (h *hold) keepAlive(every time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), every)
 		_, err := h.conn.Exec(ctx, "SELECT 1")
 		cancel()
-		if err != nil {
-			// The transaction is gone with its connection (the server
-			// ended it for silence, or the link broke): the Commit that
-			// follows writes nothing and says so.
-			h.lost = err
-		}
+		// On an error the transaction is gone with its connection (the
+		// server ended it for silence, or the link broke): the Commit that
+		// follows writes nothing and says so.
+		h.lost = err
 		h.mu.Unlock()
 		if err != nil {
 			return
