@@ -183,9 +183,11 @@ func intQuery(r *http.Request, name string, def, lo, hi int) (int, error) {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		return 0, &Error{Code: CodeInvalidQuery, Detail: fmt.Sprintf("%s must be an integer from %d to %d", name, lo, hi),
-			Errors: []FieldError{{Parameter: name, Rule: "range", Detail: fmt.Sprintf("want %d..%d", lo, hi)}}}
+	if err != nil {
+		n = lo - 1 // not an integer: refused as out of the range
+	}
+	if err := service.CheckRange(name, n, lo, hi); err != nil {
+		return 0, err
 	}
 	return n, nil
 }
@@ -193,17 +195,7 @@ func intQuery(r *http.Request, name string, def, lo, hi int) (int, error) {
 // enumQuery parses a query parameter that takes one of a few values; the
 // first is the default.
 func enumQuery(r *http.Request, name string, values ...string) (string, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return values[0], nil
-	}
-	for _, ok := range values {
-		if v == ok {
-			return v, nil
-		}
-	}
-	return "", &Error{Code: CodeInvalidQuery, Detail: fmt.Sprintf("%s must be one of %s", name, strings.Join(values, ", ")),
-		Errors: []FieldError{{Parameter: name, Rule: "enum", Detail: "want " + strings.Join(values, ", ")}}}
+	return service.CheckEnum(name, r.URL.Query().Get(name), values...)
 }
 
 // parseParent reads an expected parent commit from the body field or the

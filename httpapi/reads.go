@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bufio"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -134,20 +133,7 @@ func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctxID, _ := ctxParam(r)
-	s.readView(w, r, func(v *store.View) (any, error) {
-		if v.State.Artifact(id) == nil {
-			return nil, missingArtifact(id, v.Commit)
-		}
-		a, wrote, err := s.st.ArtifactAt(r.Context(), ctxID, v.Commit, id)
-		if err != nil {
-			return nil, err
-		}
-		av := artifactView(a)
-		av.Data = a.Data
-		t := v.Trust.Explain(v.State, id)
-		av.Trust, av.WrittenIn = &t, &wrote
-		return av, nil
-	})
+	s.readView(w, r, func(v *store.View) (any, error) { return s.svc.ArtifactAt(r.Context(), ctxID, v, id) })
 }
 
 // resolveAt resolves ?at= to a commit and handles the ETag; ok is false
@@ -243,30 +229,22 @@ func (s *Server) handleProvenance(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	format, err := enumQuery(r, "format", "json", "mermaid", "dot")
+	format, err := enumQuery(r, "format", service.FormatJSON, service.FormatMermaid, service.FormatDOT)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.readView(w, r, func(v *store.View) (any, error) {
-		sg := graph.ProvenanceLimit(v.State, id, depth, maxNodes)
-		if sg == nil {
-			return nil, missingArtifact(id, v.Commit)
+		p, err := service.ProvenanceAt(v, id, service.ProvenanceQuery{Depth: depth, MaxNodes: maxNodes, Format: format})
+		switch {
+		case err != nil:
+			return nil, err
+		case format == service.FormatMermaid:
+			return textBody{"text/vnd.mermaid; charset=utf-8", p.Text}, nil
+		case format == service.FormatDOT:
+			return textBody{"text/vnd.graphviz; charset=utf-8", p.Text}, nil
 		}
-		trust := func(id string) graph.Trust { return v.Trust.Explain(v.State, id) }
-		switch format {
-		case "mermaid":
-			return textBody{"text/vnd.mermaid; charset=utf-8", graph.Mermaid(sg, trust)}, nil
-		case "dot":
-			return textBody{"text/vnd.graphviz; charset=utf-8", graph.DOT(sg, trust)}, nil
-		}
-		nodes := make([]ArtifactView, len(sg.Nodes))
-		for i, a := range sg.Nodes {
-			nodes[i] = artifactView(a)
-			t := trust(a.ID)
-			nodes[i].Trust = &t
-		}
-		return map[string]any{"id": id, "commit": v.Commit.ID, "nodes": nodes, "edges": nonNil(sg.Edges), "truncated": sg.Truncated}, nil
+		return p, nil
 	})
 }
 
@@ -452,7 +430,8 @@ func (s *Server) handleEval(w http.ResponseWriter, r *http.Request) {
 // changed, edges, and the artifacts whose trust status changed
 // (store.Diff, the same result as `artifactd diff --json`). With
 // ?data=true every changed artifact also carries "data": the JSON
-// pointers whose values differ, with old and new values (DiffWithData).
+// pointers whose values differ, with old and new values
+// (service.DiffWithData).
 func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	ctxID, err := ctxParam(r)
 	if err != nil {
@@ -460,27 +439,16 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	fromRef, toRef := q.Get("from"), q.Get("to")
 	data, err := enumQuery(r, "data", "false", "true")
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	withData := data == "true"
-	if fromRef == "" {
-		s.writeError(w, r, &Error{Code: CodeInvalidQuery, Detail: "from is required", Errors: []FieldError{{Parameter: "from", Rule: "required", Detail: "missing"}}})
+	sides, err := s.svc.DiffSides(r.Context(), ctxID, q.Get("from"), q.Get("to"))
+	if err != nil {
+		s.writeError(w, r, err)
 		return
-	}
-	var sides [2]*replay.Commit
-	for i, p := range [][2]string{{"from", fromRef}, {"to", toRef}} {
-		if err := service.CheckRef(p[0], p[1]); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if sides[i], err = s.st.Resolve(r.Context(), ctxID, p[1]); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
 	}
 	etag := etagFor(sides[1].ID, r, sides[0].ID.String())
 	if notModified(r, etag) {
@@ -489,8 +457,8 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := s.st.Diff(r.Context(), ctxID, sides[0], sides[1])
 	if err == nil && withData {
-		var out *DiffWithData
-		out, err = s.diffData(r.Context(), ctxID, sides, d)
+		var out *service.DiffWithData
+		out, err = s.svc.DiffData(r.Context(), ctxID, sides, d)
 		s.respondRead(w, r, etag, out, err)
 		return
 	}
@@ -502,68 +470,6 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	s.respondRead(w, r, etag, jsonStream(func(w io.Writer) error { return service.WriteDiffJSON(w, d) }), nil)
 }
 
-// maxDataDiffs bounds how many changed artifacts of one diff get their
-// field-level changes (?data=true); the rest are marked data_omitted.
-const maxDataDiffs = 1000
-
-// maxDataChanges bounds the field-level changes listed per artifact.
-const maxDataChanges = 200
-
-// DiffWithData is the diff document of ?data=true: every changed
-// artifact also lists the JSON pointers whose values differ.
-type DiffWithData struct {
-	*replay.DiffResult
-	// Changed shadows DiffResult.Changed with the field-level changes.
-	Changed []ChangedWithData `json:"changed"`
-}
-
-// ChangedWithData is a changed artifact with its field-level changes
-// (replay.DataDiff of the old and new data).
-type ChangedWithData struct {
-	replay.ArtifactChange
-	Data []replay.DataChange `json:"data"`
-	// DataTruncated says more than maxDataChanges changes were found.
-	DataTruncated bool `json:"data_truncated,omitempty"`
-	// DataOmitted says the diff had more than maxDataDiffs changed
-	// artifacts and this one's data was not compared.
-	DataOmitted bool `json:"data_omitted,omitempty"`
-}
-
-// diffData adds the field-level changes to d's changed artifacts, reading
-// both versions' data by point lookups at the two commits.
-func (s *Server) diffData(ctx context.Context, ctxID string, sides [2]*replay.Commit, d *replay.DiffResult) (*DiffWithData, error) {
-	out := &DiffWithData{DiffResult: d, Changed: make([]ChangedWithData, len(d.Changed))}
-	for i, c := range d.Changed {
-		out.Changed[i] = ChangedWithData{ArtifactChange: c, Data: []replay.DataChange{}}
-		if i >= maxDataDiffs {
-			out.Changed[i].DataOmitted = true
-			continue
-		}
-		if c.Old == nil || c.New == nil || c.Old.ContentHash == c.New.ContentHash {
-			continue
-		}
-		var docs [2][]byte
-		for j, side := range sides {
-			a, _, err := s.st.ArtifactAt(ctx, ctxID, side, c.ID)
-			if err != nil {
-				return nil, fmt.Errorf("httpapi: diff data of %q: %w", c.ID, err)
-			}
-			docs[j] = a.Data
-		}
-		dc, err := replay.DataDiff(docs[0], docs[1])
-		if err != nil {
-			return nil, fmt.Errorf("httpapi: diff data of %q: %w", c.ID, err)
-		}
-		if len(dc) > maxDataChanges {
-			dc, out.Changed[i].DataTruncated = dc[:maxDataChanges], true
-		}
-		if dc != nil {
-			out.Changed[i].Data = dc
-		}
-	}
-	return out, nil
-}
-
 // handleAudit is GET /v1/contexts/{ctx}/audit/{id}?format=json|markdown:
 // everything an answer rests on, with trust and sources.
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
@@ -572,20 +478,17 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	format, err := enumQuery(r, "format", "json", "markdown")
+	format, err := enumQuery(r, "format", service.AuditJSON, service.AuditMarkdown)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.readView(w, r, func(v *store.View) (any, error) {
-		if v.State.Artifact(id) == nil {
-			return nil, missingArtifact(id, v.Commit)
-		}
-		rep, _, err := v.Audit(r.Context(), id)
+		rep, err := service.AuditAt(r.Context(), v, id)
 		if err != nil {
 			return nil, err
 		}
-		if format == "markdown" {
+		if format == service.AuditMarkdown {
 			return textBody{"text/markdown; charset=utf-8", rep.Markdown()}, nil
 		}
 		return jsonStream(func(w io.Writer) error { return service.WriteAuditJSON(w, rep) }), nil

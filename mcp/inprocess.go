@@ -88,90 +88,47 @@ func (b *InProcess) Verify(ctx context.Context, ctxID string, in VerifyBody) (*V
 // Artifact implements Backend: the artifact at at with its data, its
 // explained trust and the commit that wrote its version.
 func (b *InProcess) Artifact(ctx context.Context, ctxID, id, at string) (*ArtifactView, error) {
-	if err := service.CheckRef("at", at); err != nil {
-		return nil, b.problem(err)
-	}
-	var out any
-	err := b.st.Read(ctx, ctxID, at, func(v *store.View) error {
-		if v.State.Artifact(id) == nil {
-			return missing(id, v)
-		}
-		a, wrote, err := b.st.ArtifactAt(ctx, ctxID, v.Commit, id)
-		if err != nil {
-			return err
-		}
-		t := v.Trust.Explain(v.State, id)
-		out = service.ArtifactView{ID: a.ID, Type: a.Type, Version: a.Version, ContentHash: a.ContentHash,
-			ProducedBy: a.ProducedBy, Data: a.Data, Trust: &t, WrittenIn: &wrote}
-		return nil
+	out, err := read(ctx, b, ctxID, at, func(v *store.View) (*service.ArtifactView, error) {
+		return b.svc.ArtifactAt(ctx, ctxID, v, id)
 	})
 	return answer[ArtifactView](b, out, err)
 }
 
 // Provenance implements Backend.
 func (b *InProcess) Provenance(ctx context.Context, ctxID string, q ProvenanceQuery) (*Provenance, error) {
+	sq := service.ProvenanceQuery{Depth: -1, MaxNodes: q.MaxNodes, Format: q.Format}
+	if q.Depth != nil {
+		sq.Depth = *q.Depth
+	}
+	if sq.MaxNodes == 0 {
+		sq.MaxNodes = graph.DefaultMaxNodes
+	}
 	if err := service.CheckRef("at", q.At); err != nil {
 		return nil, b.problem(err)
 	}
-	depth, maxNodes := -1, graph.DefaultMaxNodes
-	if q.Depth != nil {
-		depth = *q.Depth
+	// Checked before the read, as the HTTP door checks its query.
+	sq, err := sq.Check()
+	if err != nil {
+		return nil, b.problem(err)
 	}
-	if q.MaxNodes != 0 {
-		maxNodes = q.MaxNodes
-	}
-	// The bounds of every door, so a walk costs what it costs over HTTP.
-	for _, p := range []struct {
-		name           string
-		v, least, most int
-	}{{"depth", depth, -1, graph.MaxProvenanceDepth}, {"max_nodes", maxNodes, 1, graph.MaxProvenanceNodes}} {
-		if p.v < p.least || p.v > p.most {
-			return nil, &Problem{Status: 400, Code: "invalid-query", Detail: fmt.Sprintf("%s must be an integer from %d to %d", p.name, p.least, p.most),
-				Errors: []FieldError{{Parameter: p.name, Rule: "range", Detail: fmt.Sprintf("want %d..%d", p.least, p.most)}}}
-		}
-	}
-	format := q.Format
-	if format == "" {
-		format = "json"
-	}
-	if format != "json" && format != "mermaid" && format != "dot" {
-		return nil, &Problem{Status: 400, Code: "invalid-query", Detail: "format must be json, mermaid or dot",
-			Errors: []FieldError{{Parameter: "format", Rule: "enum", Detail: "want json, mermaid or dot"}}}
-	}
-	var out *Provenance
-	err := b.st.Read(ctx, ctxID, q.At, func(v *store.View) error {
-		sg := graph.ProvenanceLimit(v.State, q.ID, depth, maxNodes)
-		if sg == nil {
-			return missing(q.ID, v)
-		}
-		trust := func(id string) graph.Trust { return v.Trust.Explain(v.State, id) }
-		out = &Provenance{ID: q.ID, Commit: v.Commit.ID.String(), Format: format, Truncated: sg.Truncated}
-		switch format {
-		case "mermaid":
-			out.Text = graph.Mermaid(sg, trust)
-			return nil
-		case "dot":
-			out.Text = graph.DOT(sg, trust)
-			return nil
-		}
-		nodes := make([]service.ArtifactView, len(sg.Nodes))
-		for i, a := range sg.Nodes {
-			t := trust(a.ID)
-			nodes[i] = service.ArtifactView{ID: a.ID, Type: a.Type, Version: a.Version, ContentHash: a.ContentHash, ProducedBy: a.ProducedBy, Trust: &t}
-		}
-		conv, err := convert[struct {
-			Nodes []ArtifactView `json:"nodes"`
-			Edges []Edge         `json:"edges"`
-		}](map[string]any{"nodes": nodes, "edges": sg.Edges})
-		if err != nil {
-			return err
-		}
-		out.Nodes, out.Edges = conv.Nodes, conv.Edges
-		return nil
+	p, err := read(ctx, b, ctxID, q.At, func(v *store.View) (*service.Provenance, error) {
+		return service.ProvenanceAt(v, q.ID, sq)
 	})
 	if err != nil {
 		return nil, b.problem(err)
 	}
+	out := &Provenance{ID: p.ID, Commit: p.Commit.String(), Format: p.Format, Truncated: p.Truncated, Text: p.Text}
+	if p.Format != service.FormatJSON {
+		return out, nil
+	}
+	conv, err := convert[struct {
+		Nodes []ArtifactView `json:"nodes"`
+		Edges []Edge         `json:"edges"`
+	}](p)
+	if err != nil {
+		return nil, b.problem(err)
+	}
+	out.Nodes, out.Edges = conv.Nodes, conv.Edges
 	return out, nil
 }
 
@@ -180,24 +137,17 @@ func (b *InProcess) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Aud
 	if err := service.CheckRef("at", q.At); err != nil {
 		return nil, b.problem(err)
 	}
-	if q.Format != "" && q.Format != "json" && q.Format != "markdown" {
-		return nil, &Problem{Status: 400, Code: "invalid-query", Detail: "format must be json or markdown",
-			Errors: []FieldError{{Parameter: "format", Rule: "enum", Detail: "want json or markdown"}}}
+	format, err := service.CheckEnum("format", q.Format, service.AuditJSON, service.AuditMarkdown)
+	if err != nil {
+		return nil, b.problem(err)
 	}
-	var (
-		rep *graph.AuditReport
-		md  string
-	)
-	err := b.st.Read(ctx, ctxID, q.At, func(v *store.View) error {
-		if v.State.Artifact(q.ID) == nil {
-			return missing(q.ID, v)
-		}
-		var err error
-		rep, _, err = v.Audit(ctx, q.ID)
-		if err == nil && q.Format == "markdown" {
+	var md string
+	rep, err := read(ctx, b, ctxID, q.At, func(v *store.View) (*graph.AuditReport, error) {
+		rep, err := service.AuditAt(ctx, v, q.ID)
+		if err == nil && format == service.AuditMarkdown {
 			md = rep.Markdown()
 		}
-		return err
+		return rep, err
 	})
 	out, err := answer[Audit](b, rep, err)
 	if err != nil {
@@ -209,25 +159,27 @@ func (b *InProcess) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Aud
 
 // Diff implements Backend.
 func (b *InProcess) Diff(ctx context.Context, ctxID, from, to string) (*Diff, error) {
-	if from == "" {
-		return nil, &Problem{Status: 400, Code: "invalid-query", Detail: "from is required",
-			Errors: []FieldError{{Parameter: "from", Rule: "required", Detail: "missing"}}}
-	}
-	for _, r := range [][2]string{{"from", from}, {"to", to}} {
-		if err := service.CheckRef(r[0], r[1]); err != nil {
-			return nil, b.problem(err)
-		}
-	}
-	fc, err := b.st.Resolve(ctx, ctxID, from)
+	sides, err := b.svc.DiffSides(ctx, ctxID, from, to)
 	if err != nil {
 		return nil, b.problem(err)
 	}
-	tc, err := b.st.Resolve(ctx, ctxID, to)
-	if err != nil {
-		return nil, b.problem(err)
-	}
-	d, err := b.st.Diff(ctx, ctxID, fc, tc)
+	d, err := b.st.Diff(ctx, ctxID, sides[0], sides[1])
 	return answer[Diff](b, d, err)
+}
+
+// read runs fn on the view of context ctxID at at (a branch or commit
+// reference, checked as the HTTP door checks ?at=) and returns its result.
+func read[T any](ctx context.Context, b *InProcess, ctxID, at string, fn func(v *store.View) (T, error)) (T, error) {
+	var out T
+	if err := service.CheckRef("at", at); err != nil {
+		return out, err
+	}
+	err := b.st.Read(ctx, ctxID, at, func(v *store.View) error {
+		var err error
+		out, err = fn(v)
+		return err
+	})
+	return out, err
 }
 
 // request checks in, the body the remote backend would send, as the HTTP
@@ -253,11 +205,6 @@ func answer[T any](b *InProcess, v any, err error) (*T, error) {
 		return nil, b.problem(err)
 	}
 	return convert[T](v)
-}
-
-// missing is the 404 of an artifact absent at a view's commit.
-func missing(id string, v *store.View) error {
-	return &Problem{Status: 404, Code: "not-found", Detail: fmt.Sprintf("no artifact %q at commit %s", id, v.Commit.ID.Short())}
 }
 
 // problem maps an error to a *Problem through the one vocabulary: the

@@ -13,7 +13,10 @@
 // the trust reports and the structural evaluation (Eval keeps the one it
 // made last per context and evaluates the next commit from it and what
 // differs, so a dashboard polling a big context does not pass over it
-// again after every commit). It does no I/O of its own: it reads and writes
+// again after every commit), and the reads whose rules every door shares
+// (reads.go: an artifact with its trust and writer, provenance within its
+// bounds and formats, the audit, a diff's two ends and its field-level
+// data), which httpapi and the MCP tools call on a view they opened. It does no I/O of its own: it reads and writes
 // through *store.Store, fetches through a Fetcher and renders through a
 // Renderer that the door supplies, and takes its time from Options.Clock.
 // It imports no door and no net/http (store/kv's TestLayers keeps that).
