@@ -135,22 +135,49 @@ type writeResp struct {
 	err  error
 }
 
+// maxQueued bounds the requests queued for one context: a submit beyond
+// it waits (or gives up with its context) until the context's committer
+// takes the next group.
+const maxQueued = 1024
+
+// ctxQueue is one context's queued requests, in the order submitted.
+type ctxQueue struct {
+	reqs []*writeReq
+	// room is closed, and replaced, whenever the committer takes
+	// requests: a submit waiting for room tries again.
+	room chan struct{}
+}
+
 func (s *Store) submit(ctx context.Context, r *writeReq) (writeResp, error) {
 	r.ctx = ctx
 	r.resp = make(chan writeResp, 1)
-	// The read lock keeps Close from closing the lane while the request
-	// is handed over (the committer goes on draining its lane meanwhile).
-	s.closeMu.RLock()
-	if s.closed {
-		s.closeMu.RUnlock()
-		return writeResp{}, ErrClosed
-	}
-	select {
-	case s.laneOf(r.ctxID) <- r:
-		s.closeMu.RUnlock()
-	case <-ctx.Done():
-		s.closeMu.RUnlock()
-		return writeResp{}, ctx.Err()
+	for {
+		s.closeMu.Lock()
+		if s.closed {
+			s.closeMu.Unlock()
+			return writeResp{}, ErrClosed
+		}
+		q := s.queues[r.ctxID]
+		if q == nil {
+			// The context's first request since its queue last ran
+			// dry: it gets a committer of its own.
+			q = &ctxQueue{room: make(chan struct{})}
+			s.queues[r.ctxID] = q
+			s.committers.Add(1)
+			go s.committer(r.ctxID, q)
+		}
+		if len(q.reqs) < maxQueued {
+			q.reqs = append(q.reqs, r)
+			s.closeMu.Unlock()
+			break
+		}
+		room := q.room
+		s.closeMu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return writeResp{}, ctx.Err()
+		}
 	}
 	// Once queued, the request is carried out even if ctx ends: the caller
 	// must learn whether it was committed.
@@ -194,35 +221,23 @@ func (s *Store) ResetBranchIf(ctx context.Context, ctxID, name string, to hashin
 	return err
 }
 
-// run is the committer: it takes every queued request, applies them in
-// order, writes the group with one sync and then answers each. Reads never
-// hold a head for longer than it takes to pin its state (Store.Read), so
-// the committer takes a head's lock without waiting for reads.
-func (s *Store) run(lane chan *writeReq) {
-	var pending []*writeReq
-	open := true
-	for open || len(pending) > 0 {
-		batch := pending
-		pending = nil
+// committer carries out the requests of context ctxID queued in q: it
+// takes every queued request (up to the group size), decides them in
+// order, writes the group with one sync and then answers each, until the
+// queue is empty; then the context's queue is dropped and the committer
+// ends (the next request starts another). Each context with writes has
+// its own, so a slow commit holds up only the requests of its own context
+// behind it; the driver may still join the writes of several contexts'
+// groups in one sync (Badger's writer does). Reads never hold a head for
+// longer than it takes to pin its state (Store.Read), so the committer
+// takes a head's lock without waiting for reads.
+func (s *Store) committer(ctxID string, q *ctxQueue) {
+	defer s.committers.Done()
+	var retry []*writeReq
+	for {
+		batch := s.take(ctxID, q, retry)
 		if len(batch) == 0 {
-			first, ok := <-lane
-			if !ok {
-				break
-			}
-			batch = append(batch, first)
-		}
-	drain:
-		for open && len(batch) < s.batch {
-			select {
-			case r, ok := <-lane:
-				if !ok {
-					open = false
-					break drain
-				}
-				batch = append(batch, r)
-			default:
-				break drain
-			}
+			return
 		}
 		err := s.writeFailure()
 		if err == nil {
@@ -236,50 +251,40 @@ func (s *Store) run(lane chan *writeReq) {
 		var hold kv.Hold
 		if err == nil && s.locker != nil {
 			hold, err = s.holdContexts(batch)
+			if err == nil {
+				// Requests queued while the hold was awaited join the
+				// group: one hold, one commit.
+				batch = s.take(ctxID, q, batch)
+			}
 		}
 		if err != nil {
 			for _, r := range batch {
 				r.resp <- writeResp{err: err}
 			}
+			retry = nil
 			continue
 		}
-		var later []*writeReq
-		if hold != nil {
-			// Waiting for the hold, more requests may have queued: those
-			// of the held contexts join the group (one hold, one commit),
-			// the others wait for the next.
-			batch, later, open = s.joinHeld(lane, batch, open)
-		}
-		retry := s.processBatch(batch, hold)
-		pending = append(retry, later...)
+		retry = s.processBatch(batch, hold)
 	}
 }
 
-// joinHeld drains the requests queued in lane: those of the contexts
-// batch writes to (which its hold holds) join batch, up to the group
-// size; the others are returned as later, in their order. It reports
-// whether lane is still open.
-func (s *Store) joinHeld(lane chan *writeReq, batch []*writeReq, open bool) (joined, later []*writeReq, stillOpen bool) {
-	held := make(map[string]bool, len(batch))
-	for _, r := range batch {
-		held[r.ctxID] = true
+// take returns batch followed by the requests queued in q, up to the
+// group size, and makes room for more. When both are empty it drops the
+// context's queue (the committer then ends) and returns nil.
+func (s *Store) take(ctxID string, q *ctxQueue, batch []*writeReq) []*writeReq {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	n := min(len(q.reqs), max(s.batch-len(batch), 0))
+	if n > 0 {
+		batch = append(batch, q.reqs[:n]...)
+		q.reqs = append(q.reqs[:0:0], q.reqs[n:]...)
+		close(q.room)
+		q.room = make(chan struct{})
 	}
-	for open && len(batch) < s.batch {
-		select {
-		case r, ok := <-lane:
-			if !ok {
-				return batch, later, false
-			}
-			if held[r.ctxID] {
-				batch = append(batch, r)
-			} else {
-				later = append(later, r)
-			}
-		default:
-			return batch, later, open
-		}
+	if len(batch) == 0 {
+		delete(s.queues, ctxID)
 	}
-	return batch, later, open
+	return batch
 }
 
 // writeFailure returns the error that stopped writes, or nil.

@@ -262,10 +262,13 @@
 //
 // # Group commit
 //
-// Writes go through a few committer goroutines, the lanes
-// (Options.Committers, default 4): every request of a context goes to the
-// same lane, so a long commit of one context holds up only the contexts
-// that share its lane, never all of them. A lane takes every queued request,
+// Each context with writes queued or in flight has a committer goroutine
+// of its own (Store.submit starts it with the context's first request,
+// and it ends when the context's queue runs dry), so a long
+// commit of one context holds up only the requests of that context queued
+// behind it, never another context's; the driver may still join several
+// contexts' groups in one sync (Badger's writer does). A committer takes
+// every queued request of its context (up to Options.MaxBatch),
 // decides them in order (same-branch requests see each other, and a
 // request sees the refs, contexts and commits made by earlier requests of
 // its group), writes the group and syncs once, then answers each request.

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"regexp"
 	"sort"
@@ -114,11 +113,6 @@ type Options struct {
 	// MaxBatch bounds how many commit requests one group commit takes
 	// (default 256).
 	MaxBatch int
-	// Committers is the number of commit lanes (default DefaultCommitters):
-	// each context's writes go through one of them, so a long commit of
-	// one context holds up only the contexts that share its lane; each
-	// lane groups its requests and syncs once per group.
-	Committers int
 	// Rulesets are the gate rulesets import re-derives fetch verdicts
 	// with (the receipt names one); gate.BuiltinRulesets when nil. Add the
 	// ones a server ran with (serve --gate-rules) to import its bundles.
@@ -165,11 +159,14 @@ type Store struct {
 	// only by tests of stores written so.
 	writeReverseInMap bool
 
-	// lanes are the committers' queues: a context's requests all go to
-	// one lane (laneOf), so one context's slow commit delays only the
-	// contexts of its lane. closeMu guards closed against submit.
-	lanes   []chan *writeReq
-	closeMu sync.RWMutex
+	// queues holds the requests of each context with writes queued or
+	// in flight, which its own committer goroutine takes in groups
+	// (committer): one context's slow commit delays no other context's.
+	// closeMu guards queues, closed and committers' Add against submit
+	// and Close.
+	queues     map[string]*ctxQueue
+	committers sync.WaitGroup
+	closeMu    sync.RWMutex
 	// background counts the leaf checkpoints being written after a head
 	// was opened by a walk; Close waits for them.
 	background sync.WaitGroup
@@ -178,7 +175,6 @@ type Store struct {
 	// between another's bucket records and its table.
 	ckptMu    sync.Mutex
 	closed    bool
-	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 
@@ -451,7 +447,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		aheadPart:  aheadPart,
 		diffWindow: diffWindow,
 		batch:      opts.MaxBatch,
-		done:       make(chan struct{}),
 		nodes:      newNodeCache(cacheBytes(opts) * 15 / 100),
 		objects:    lru.New[hashing.Digest](cacheBytes(opts)*10/100, func(b []byte) int64 { return int64(len(b)) + 64 }),
 		states:     lru.New[string](cacheBytes(opts)*15/100, func(m *materialized) int64 { return stateCost(m.state) }),
@@ -492,24 +487,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		drv.Close()
 		return nil, err
 	}
-	n := opts.Committers
-	if n <= 0 {
-		n = DefaultCommitters
-	}
-	var wg sync.WaitGroup
-	for range n {
-		lane := make(chan *writeReq, 1024)
-		s.lanes = append(s.lanes, lane)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.run(lane)
-		}()
-	}
-	go func() {
-		wg.Wait()
-		close(s.done)
-	}()
+	s.queues = make(map[string]*ctxQueue)
 	return s, nil
 }
 
@@ -517,16 +495,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // database too (kv.Sharer): records a process caches outside the chain —
 // the type and relation registry — must then be read again before use.
 func (s *Store) Shared() bool { return s.shared }
-
-// DefaultCommitters is the default of Options.Committers.
-const DefaultCommitters = 4
-
-// laneOf returns the commit lane of a context.
-func (s *Store) laneOf(ctxID string) chan *writeReq {
-	h := fnv.New32a()
-	h.Write([]byte(ctxID))
-	return s.lanes[h.Sum32()%uint32(len(s.lanes))]
-}
 
 func reserveBytes(o Options) int64 {
 	if o.ReserveBytes == 0 {
@@ -642,11 +610,10 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeMu.Lock()
 		s.closed = true
-		for _, lane := range s.lanes {
-			close(lane)
-		}
 		s.closeMu.Unlock()
-		<-s.done
+		// Every request queued before is carried out: a committer stops
+		// only once its context's queue is empty.
+		s.committers.Wait()
 		s.mu.Lock()
 		failed := s.failed
 		s.mu.Unlock()

@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/replay"
+)
+
+// TestSlowCommitHoldsUpNoOtherContext: while one context's long commit
+// is decided, one-artifact commits to other contexts are answered —
+// whichever contexts they are. "slow" and "quick" are a pair that shared
+// a committer when contexts were spread over four by a hash of their ids:
+// then every write to "quick" waited for the whole of "slow"'s commit.
+func TestSlowCommitHoldsUpNoOtherContext(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	others := []string{"quick", "fast", "other", "tenant-b"}
+	for _, id := range append([]string{"slow"}, others...) {
+		if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 20000
+	ops := make([]graph.Op, 0, 2*n)
+	for i := range n {
+		id := fmt.Sprintf("s%05d", i)
+		ops = append(ops, hcPut(id, "claim"))
+		if i > 0 {
+			ops = append(ops, graph.Op{Op: graph.OpLink, From: id, Rel: "derived_from", To: fmt.Sprintf("s%05d", i/2)})
+		}
+	}
+	slow := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := s.Commit(ctx, CommitRequest{Context: "slow", Ops: ops})
+		slow <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the slow commit is taken first
+	type took struct {
+		id    string
+		round int
+		d     time.Duration
+	}
+	var lat []took
+	for round := range 3 {
+		for _, id := range others {
+			t0 := time.Now()
+			if _, err := s.Commit(ctx, CommitRequest{Context: id, Ops: []graph.Op{hcPut(fmt.Sprintf("q%d", round), "claim")}}); err != nil {
+				t.Fatal(err)
+			}
+			lat = append(lat, took{id, round, time.Since(t0)})
+		}
+	}
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	for _, l := range lat {
+		if l.d > d/4 {
+			t.Errorf("the commit to %q (round %d) took %v while the slow commit of %d ops took %v: it waited for it",
+				l.id, l.round, l.d.Round(time.Millisecond), len(ops), d.Round(time.Millisecond))
+		}
+	}
+}
+
+// TestManyWritersOverContexts: writers on several contexts at once, four
+// on each, lose and duplicate no commit: every context ends with each
+// artifact written and one commit per write, its log a chain of first
+// parents in sequence order.
+func TestManyWritersOverContexts(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ids := []string{"a", "b", "c", "d", "e"}
+	for _, id := range ids {
+		if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const writers, each = 4, 40
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		for w := range writers {
+			wg.Go(func() {
+				for k := range each {
+					if _, err := s.Commit(ctx, CommitRequest{Context: id, Ops: []graph.Op{hcPut(fmt.Sprintf("w%d-%03d", w, k), "claim")}}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, id := range ids {
+		var n int
+		var head *replay.Commit
+		if err := s.Read(ctx, id, "", func(v *View) error {
+			n, head = v.State.NumArtifacts(), v.Commit
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n != writers*each {
+			t.Fatalf("context %s holds %d artifacts, want %d", id, n, writers*each)
+		}
+		var log []*replay.Commit
+		if err := s.Commits(ctx, id, 0, func(c *replay.Commit) error {
+			log = append(log, c)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(log) != writers*each+1 || log[len(log)-1].ID != head.ID {
+			t.Fatalf("context %s: %d commits, want %d (the root and one a write), the last the head", id, len(log), writers*each+1)
+		}
+		for i := 1; i < len(log); i++ {
+			if len(log[i].Parents) != 1 || log[i].Parents[0] != log[i-1].ID || log[i].Seq != log[i-1].Seq+1 {
+				t.Fatalf("context %s: commit %d (seq %d) does not follow commit %d (seq %d)", id, i, log[i].Seq, i-1, log[i-1].Seq)
+			}
+		}
+	}
+}
