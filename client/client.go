@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -20,6 +22,10 @@ type Client struct {
 	hc      *http.Client
 	retries int
 	backoff time.Duration
+	// waits is how many times a request refused with a Retry-After is
+	// sent again; longest is the longest delay waited for.
+	waits   int
+	longest time.Duration
 }
 
 // Option configures New.
@@ -38,13 +44,37 @@ func WithRetries(n int, backoff time.Duration) Option {
 	return func(c *Client) { c.retries, c.backoff = n, backoff }
 }
 
+// WithRetryAfter sets how many times a request refused with a
+// Retry-After header (delta-seconds or an HTTP-date) is sent again after
+// the delay the server asked for (default 3), and the longest delay
+// waited for (default 30 s). It applies when the answer says the request
+// was not processed, which is:
+//
+//   - a 503 whose problem code is "overloaded", for any method: the
+//     server answers it from its connection and large-body guards, before
+//     the request is routed, so no handler ran and nothing was written;
+//   - a 429 or another 503, for a safe request only (GET, the idempotent
+//     PUT of a context): artifactd sends neither with a Retry-After, so
+//     such an answer comes from something in front of it, which does not
+//     say whether a write went through.
+//
+// A Retry-After longer than longest, or ending past the deadline of the
+// request's context, is not waited for: the refusal is returned at once
+// as a *Problem whose RetryAfter says what the server asked. n = 0 turns
+// this off: such answers are then handled as before (a safe request's 503
+// is retried with the pauses of WithRetries; anything else is returned).
+func WithRetryAfter(n int, longest time.Duration) Option {
+	return func(c *Client) { c.waits, c.longest = n, longest }
+}
+
 // New returns a client of the server at baseURL (e.g.
 // "http://127.0.0.1:7070").
 func New(baseURL string, opts ...Option) *Client {
 	// The API never redirects a request it serves: a redirect followed
 	// would decode another resource's answer as this one's.
 	hc := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: hc, retries: 2, backoff: 100 * time.Millisecond}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: hc, retries: 2, backoff: 100 * time.Millisecond,
+		waits: 3, longest: 30 * time.Second}
 	for _, o := range opts {
 		o(c)
 	}
@@ -74,6 +104,9 @@ type Problem struct {
 	Extensions map[string]json.RawMessage `json:"-"`
 	// Method and URL name the request that failed.
 	Method, URL string `json:"-"`
+	// RetryAfter is the delay the answer's Retry-After header asked for
+	// (0 without one, or for a date already past).
+	RetryAfter time.Duration `json:"-"`
 }
 
 // ProblemTypePrefix starts every problem type the server writes.
@@ -144,7 +177,9 @@ func PathEscape(s string) string {
 }
 
 // do sends one request and decodes a 2xx JSON body into out (when not
-// nil). A non-2xx answer is a *Problem. Safe requests are retried.
+// nil). A non-2xx answer is a *Problem. Safe requests are retried after a
+// transport error or a 503; a refusal with a Retry-After that says the
+// request was not processed is retried after that delay (WithRetryAfter).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) (int, error) {
 	var body []byte
 	if in != nil {
@@ -154,27 +189,15 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 		}
 	}
 	safe := method == http.MethodGet || (method == http.MethodPut && strings.HasPrefix(path, "/v1/contexts/"))
-	attempts := 1
+	retries := 0
 	if safe {
-		attempts += c.retries
+		retries = c.retries
 	}
+	waits := c.waits
 	pause := c.backoff
-	var lastErr error
-	for i := 0; i < attempts; i++ {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			case <-time.After(pause):
-			}
-			pause *= 2
-		}
-		status, raw, err := c.send(ctx, method, path, body)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if status >= 200 && status < 300 {
+	for {
+		status, hdr, raw, err := c.send(ctx, method, path, body)
+		if err == nil && status >= 200 && status < 300 {
 			if out != nil && len(raw) > 0 {
 				if err := json.Unmarshal(raw, out); err != nil {
 					return status, fmt.Errorf("decode %s %s: %w", method, path, err)
@@ -182,22 +205,100 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 			}
 			return status, nil
 		}
-		lastErr = decodeProblem(method, path, status, raw)
-		if status != http.StatusServiceUnavailable {
-			return status, lastErr
+		var wait time.Duration
+		if err != nil {
+			// The request may or may not have reached the server.
+			if retries == 0 {
+				return 0, err
+			}
+			retries--
+			wait, pause = pause, pause*2
+		} else {
+			p := decodeProblem(method, path, status, raw)
+			delay, hasDelay := parseRetryAfter(hdr.Get("Retry-After"), time.Now())
+			p.RetryAfter = delay
+			switch {
+			case c.waits > 0 && hasDelay && notProcessed(p, safe):
+				if waits == 0 || delay > c.longest {
+					return status, p
+				}
+				if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= delay {
+					return status, p
+				}
+				waits--
+				wait = delay
+			case status == http.StatusServiceUnavailable && retries > 0:
+				retries--
+				wait, pause = pause, pause*2
+			default:
+				return status, p
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, ctx.Err()
+		case <-t.C:
 		}
 	}
-	return 0, lastErr
 }
 
-func (c *Client) send(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+// notProcessed reports whether a refusal that carried a Retry-After says
+// its request was not processed, so that sending it again cannot write
+// twice: a 503 "overloaded" comes from the guards that run before any
+// handler (docs/API.md), whatever the method. Any other 503, and a 429,
+// do not say so (artifactd sends neither with a Retry-After; a proxy in
+// front may), so only a safe request is sent again after them.
+func notProcessed(p *Problem, safe bool) bool {
+	switch p.Status {
+	case http.StatusServiceUnavailable:
+		return safe || p.Code() == "overloaded"
+	case http.StatusTooManyRequests:
+		return safe
+	}
+	return false
+}
+
+// parseRetryAfter reads a Retry-After value, delta-seconds or an
+// HTTP-date, as the delay from now; a date already past is no delay. It
+// reports false for an absent or malformed value.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if allDigits(v) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n > int64(math.MaxInt64/time.Second) {
+			return math.MaxInt64, true // longer than any wait
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body []byte) (int, http.Header, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -208,14 +309,14 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte) (in
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: read body: %w", method, path, err)
+		return 0, nil, nil, fmt.Errorf("%s %s: read body: %w", method, path, err)
 	}
-	return res.StatusCode, raw, nil
+	return res.StatusCode, res.Header, raw, nil
 }
 
 func ctxPath(ctxID string, rest ...string) string {
