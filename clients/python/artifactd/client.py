@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import http.client
+import ipaddress
 import json
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -32,11 +36,15 @@ class ArtifactdError(Exception):
 class Problem(ArtifactdError):
     """An RFC 9457 problem answered by the server (every non-2xx answer).
 
-    ``extensions`` holds the other members (tainted_by, cycle, conflicts…).
+    ``extensions`` holds the other members (tainted_by, cycle, conflicts…);
+    ``retry_after`` the delay in seconds the answer's Retry-After header
+    asked for (None without one; 0 for a date already past).
     """
 
-    def __init__(self, method: str, url: str, status: int, body: Mapping[str, Any]):
+    def __init__(self, method: str, url: str, status: int, body: Mapping[str, Any],
+                 retry_after: Optional[float] = None):
         self.method, self.url = method, url
+        self.retry_after = retry_after
         self.type: str = str(body.get("type", "about:blank"))
         self.title: str = str(body.get("title", ""))
         self.status: int = int(body.get("status", status) or status)
@@ -80,7 +88,7 @@ class TransportError(ArtifactdError):
     """The server could not be reached or answered garbage."""
 
 
-def _problem(method: str, url: str, status: int, raw: bytes) -> Problem:
+def _problem(method: str, url: str, status: int, raw: bytes, retry_after: Optional[float] = None) -> Problem:
     try:
         body = json.loads(raw.decode("utf-8"))
         if not isinstance(body, dict):
@@ -91,7 +99,49 @@ def _problem(method: str, url: str, status: int, raw: bytes) -> Problem:
     cls = {"stale-parent": StaleParent, "quarantined": Quarantined}.get(code)
     if cls is None and status == 404:
         cls = NotFound
-    return (cls or Problem)(method, url, status, body)
+    return (cls or Problem)(method, url, status, body, retry_after)
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """A Retry-After value, delta-seconds or an HTTP-date, as seconds from
+    now (0 for a date already past); None when absent or malformed."""
+    v = (value or "").strip()
+    if not v:
+        return None
+    if re.fullmatch(r"[0-9]+", v):
+        return float(int(v))
+    try:
+        when = email.utils.parsedate_to_datetime(v)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:  # an HTTP-date is always GMT
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _not_processed(p: Problem, safe: bool) -> bool:
+    """Whether a refusal that carried a Retry-After says its request was
+    not processed, so that sending it again cannot write twice. A 503
+    "overloaded" is answered by the server's connection and large-body
+    guards before the request is routed: no handler ran, whatever the
+    method. artifactd sends no 429 and no other 503 with a Retry-After; one
+    from a proxy in front does not say whether a write went through, so
+    only a safe request is sent again after it."""
+    if p.status == 503:
+        return safe or p.code == "overloaded"
+    return p.status == 429 and safe
+
+
+def _loopback(host: str) -> bool:
+    """localhost or a loopback address (what Go's proxy rules never proxy)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def q(s: str) -> str:
@@ -110,7 +160,16 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_opener = urllib.request.build_opener(_NoRedirect)
+def _opener(base_url: str, proxies: Optional[Mapping[str, str]]) -> urllib.request.OpenerDirector:
+    """The opener of a client of base_url: no redirects followed, and the
+    proxies given, or else those of the environment (HTTP_PROXY,
+    HTTPS_PROXY, NO_PROXY), never for localhost or a loopback address."""
+    if proxies is None:
+        host = urllib.parse.urlsplit(base_url).hostname or ""
+        handler = urllib.request.ProxyHandler({} if _loopback(host) else None)
+    else:
+        handler = urllib.request.ProxyHandler(dict(proxies))
+    return urllib.request.build_opener(_NoRedirect, handler)
 
 
 def _read(res: Any, deadline: float) -> bytes:
@@ -131,18 +190,44 @@ class Client:
     """One artifactd server.
 
     Safe requests (GET, and PUT of a context, which is idempotent) are
-    retried after a transport error or a 503; other writes never are. A
+    retried after a transport error or a 503, ``retries`` times, pausing
+    ``backoff`` seconds and doubling it; other writes never are, with one
+    exception: a refusal with a ``Retry-After`` (delta-seconds or an
+    HTTP-date) that says the request was not processed is sent again after
+    that delay, at most ``retry_after`` times (0 turns this off and such
+    answers are handled as the others). That is a 503 "overloaded", which
+    the server answers before routing the request, for any method, writes
+    included; and a 429 or another 503 (which artifactd never sends with a
+    Retry-After: they come from a proxy in front and do not say whether a
+    write went through) for safe requests only. A delay over
+    ``max_retry_after`` seconds, or one that would end more than
+    ``timeout`` seconds after the call began, is not waited for: the
+    :class:`Problem` is raised at once with its ``retry_after``. Once the
+    client has waited, the call ends within ``timeout`` of its start.
+
+    ``timeout`` bounds each attempt, its answer read whole included. A
     write with a stale ``parent`` is retried only through
     :meth:`put_artifact_cas`, which re-reads the head first.
+
+    ``proxies`` (``{"http": "http://proxy:3128", "https": ...}``), when
+    given, are used for every request, to a loopback server too; ``{}``
+    uses none. By default the environment's (``HTTP_PROXY``,
+    ``HTTPS_PROXY``, ``NO_PROXY``) are used, except for a server on
+    ``localhost`` or a loopback address, which is always reached directly,
+    as Go's client does.
     """
 
     def __init__(self, base_url: str = "http://127.0.0.1:7070", token: Optional[str] = None,
-                 timeout: float = 30.0, retries: int = 2, backoff: float = 0.1):
+                 timeout: float = 30.0, retries: int = 2, backoff: float = 0.1, retry_after: int = 3,
+                 max_retry_after: float = 30.0, proxies: Optional[Mapping[str, str]] = None):
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.retry_after = retry_after
+        self.max_retry_after = max_retry_after
+        self._opener = _opener(self.base_url, proxies)
 
     # ---- transport ----
 
@@ -151,42 +236,58 @@ class Client:
         non-JSON answers); raise :class:`Problem` for a non-2xx answer."""
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         safe = method == "GET" or (method == "PUT" and path.startswith("/v1/contexts/"))
-        attempts = 1 + (self.retries if safe else 0)
+        retries = self.retries if safe else 0
+        waits = self.retry_after
         pause = self.backoff
+        call_deadline = time.monotonic() + self.timeout
+        waited = False
         last: Optional[Exception] = None
-        for i in range(attempts):
-            if i:
-                time.sleep(pause)
-                pause *= 2
+        while True:
+            limit = self.timeout
+            if waited:
+                limit = min(limit, call_deadline - time.monotonic())
+                if limit <= 0:
+                    assert last is not None
+                    raise last
             req = urllib.request.Request(self.base_url + path, data=data, method=method)
             req.add_header("Accept", "application/json, application/problem+json")
             if data is not None:
                 req.add_header("Content-Type", "application/json")
             if self.token:
                 req.add_header("Authorization", "Bearer " + self.token)
-            deadline = time.monotonic() + self.timeout
+            deadline = time.monotonic() + limit
             try:
-                with _opener.open(req, timeout=self.timeout) as res:
+                with self._opener.open(req, timeout=limit) as res:
                     raw = _read(res, deadline)
                     ctype = res.headers.get("Content-Type", "")
                 if ctype.startswith("application/json") and raw:
                     return json.loads(raw.decode("utf-8"))
             except urllib.error.HTTPError as e:
-                p = _problem(method, path, e.code, e.read())
-                if e.code != 503:
-                    raise p from None
+                p = _problem(method, path, e.code, e.read(), _retry_after(e.headers.get("Retry-After")))
                 last = p
-                continue
+                if self.retry_after > 0 and p.retry_after is not None and _not_processed(p, safe):
+                    delay = p.retry_after
+                    if waits <= 0 or delay > self.max_retry_after or time.monotonic() + delay >= call_deadline:
+                        raise p from None
+                    waits -= 1
+                    waited = True
+                    time.sleep(delay)
+                    continue
+                if e.code != 503 or retries <= 0:
+                    raise p from None
             except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
                 # Also an answer cut short or past the deadline, or a 2xx
                 # whose JSON does not parse.
                 last = TransportError(f"{method} {path}: {e}")
-                continue
-            if not raw:
-                return None
-            return raw.decode("utf-8", "replace")
-        assert last is not None
-        raise last
+                if retries <= 0:
+                    raise last from None
+            else:
+                if not raw:
+                    return None
+                return raw.decode("utf-8", "replace")
+            retries -= 1
+            time.sleep(pause)
+            pause *= 2
 
     @staticmethod
     def _at(path: str, at: Optional[str]) -> str:

@@ -1,0 +1,259 @@
+"""Retry-After and proxies: the client against local HTTP servers that
+refuse with 429 or 503 and a Retry-After, against a real `artifactd
+serve` at its connection cap, and with proxy variables in the
+environment."""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import http.server
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+import unittest
+from typing import Callable, List, Optional, Tuple
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+from artifactd import Client, Problem  # noqa: E402
+
+from .server import Server  # noqa: E402
+
+Answer = Tuple[int, dict, bytes]
+
+
+class Recorder:
+    """A local HTTP server that answers each request with answer(n, handler)
+    (n counts from 1) and records when each arrived and what it asked."""
+
+    def __init__(self, answer: Callable[[int, http.server.BaseHTTPRequestHandler], Answer]):
+        self.arrived: List[float] = []
+        self.lines: List[str] = []
+        self.lock = threading.Lock()
+        rec = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def handle_one(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                if n:
+                    self.rfile.read(n)
+                with rec.lock:
+                    rec.arrived.append(time.monotonic())
+                    rec.lines.append(self.requestline)
+                    count = len(rec.arrived)
+                status, headers, body = answer(count, self)
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = handle_one
+
+            def log_message(self, *a: object) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def refusing(status: int, code: Optional[str], retry_after: Callable[[], str], refusals: int = 1):
+    """Refuse the first refusals requests (all when < 0) with status, the
+    problem code (text/plain, as a proxy answers, when None) and the
+    Retry-After, then answer 200 or 201 with JSON."""
+
+    def answer(n: int, h: http.server.BaseHTTPRequestHandler) -> Answer:
+        if refusals < 0 or n <= refusals:
+            headers = {"Retry-After": retry_after()}
+            if code is None:
+                headers["Content-Type"] = "text/plain"
+                return status, headers, b"try later\n"
+            headers["Content-Type"] = "application/problem+json"
+            body = {"type": "urn:artifactd:problem:" + code, "title": "t", "status": status, "detail": "refused"}
+            return status, headers, json.dumps(body).encode()
+        if h.command == "POST":
+            return 201, {"Content-Type": "application/json"}, b'{"commit":"c1","artifact":{"id":"a","version":1}}'
+        return 200, {"Content-Type": "application/json"}, b'{"commit":"c1","context_hash":"h1"}'
+
+    return answer
+
+
+def seconds(s: str) -> Callable[[], str]:
+    return lambda: s
+
+
+class RetryAfterTest(unittest.TestCase):
+    def serve(self, answer) -> Recorder:
+        r = Recorder(answer)
+        self.addCleanup(r.close)
+        return r
+
+    def test_waited_then_answered(self) -> None:
+        """A GET refused with 503 overloaded or 429 and a POST refused with
+        503 overloaded, each with Retry-After: 1, are sent again no sooner
+        than a second later. (Before: a GET's 503 was retried after 0.1 s,
+        a 429 and a POST never.)"""
+        for status, code, post in ((503, "overloaded", False), (429, None, False), (503, "overloaded", True)):
+            with self.subTest(status=status, code=code, post=post):
+                r = self.serve(refusing(status, code, seconds("1")))
+                c = Client(r.url)
+                if post:
+                    self.assertEqual(c.put_artifact("run", "note", {"text": "x"}, id="a")["commit"], "c1")
+                else:
+                    self.assertEqual(c.hash("run")["commit"], "c1")
+                self.assertEqual(len(r.arrived), 2)
+                self.assertGreaterEqual(r.arrived[1] - r.arrived[0], 1.0)
+
+    def test_http_date(self) -> None:
+        """A Retry-After given as an HTTP-date is waited for until then."""
+        until: List[float] = []
+
+        def date() -> str:
+            t = math.floor(time.time()) + 2
+            until.append(t)
+            return email.utils.formatdate(t, usegmt=True)
+
+        r = self.serve(refusing(503, "overloaded", date))
+        start_wall, start = time.time(), time.monotonic()
+        Client(r.url).put_artifact("run", "note", {"text": "x"}, id="a")
+        self.assertEqual(len(r.arrived), 2)
+        self.assertGreaterEqual(r.arrived[1] - start, until[0] - start_wall - 0.01)
+
+    def test_write_sent_again_only_when_not_processed(self) -> None:
+        """A POST refused by an answer that does not say it was not
+        processed (503 unavailable, a proxy's 503 or 429) is sent once, and
+        the refusal raised at once with the delay asked for."""
+        for status, code in ((503, "unavailable"), (503, None), (429, None), (429, "overloaded")):
+            with self.subTest(status=status, code=code):
+                r = self.serve(refusing(status, code, seconds("1"), refusals=-1))
+                start = time.monotonic()
+                with self.assertRaises(Problem) as cm:
+                    Client(r.url).put_artifact("run", "note", {"text": "x"}, id="a")
+                self.assertLess(time.monotonic() - start, 0.5)
+                self.assertEqual((cm.exception.status, cm.exception.retry_after), (status, 1.0))
+                self.assertEqual(len(r.arrived), 1)
+
+    def test_not_waited_past_the_timeout_or_the_longest(self) -> None:
+        """A Retry-After ending past the call's timeout, or longer than
+        max_retry_after, is not waited for: the server's refusal is raised
+        at once after one request. (Before: a GET was sent three times.)"""
+        for ra, timeout in (("5", 0.5), ("120", 30.0)):
+            with self.subTest(retry_after=ra):
+                r = self.serve(refusing(503, "overloaded", seconds(ra), refusals=-1))
+                start = time.monotonic()
+                with self.assertRaises(Problem) as cm:
+                    Client(r.url, timeout=timeout).hash("run")
+                self.assertLess(time.monotonic() - start, 1.0)
+                self.assertEqual((cm.exception.code, cm.exception.retry_after), ("overloaded", float(ra)))
+                self.assertEqual(len(r.arrived), 1)
+
+    def test_bounded(self) -> None:
+        """At most 1 + retry_after requests (default 3); retry_after=0
+        keeps the behaviour without it (a GET's 503 retried ``retries``
+        times)."""
+        for kwargs, want in (({}, 4), ({"retry_after": 1}, 2), ({"retry_after": 0}, 3)):
+            with self.subTest(**kwargs):
+                r = self.serve(refusing(503, "overloaded", seconds("0"), refusals=-1))
+                with self.assertRaises(Problem):
+                    Client(r.url, backoff=0.001, **kwargs).hash("run")
+                self.assertEqual(len(r.arrived), want)
+
+    def test_real_server_at_its_connection_cap(self) -> None:
+        """A real artifactd at --max-conns 1 refuses a write on a reserve
+        connection with 503 overloaded and Retry-After; the client sends it
+        again after the delay, once the slot is free, and it is written
+        once."""
+        with Server("--max-conns", "1") as s:
+            c = Client(s.url)
+            c.ensure_context("run")
+            host, port = s.url[len("http://"):].rsplit(":", 1)
+            hold = None
+            for _ in range(50):
+                conn = http.client.HTTPConnection(host, int(port), timeout=5)
+                conn.request("GET", "/v1/contexts/run/hash")
+                res = conn.getresponse()
+                res.read()
+                if res.status == 200:
+                    hold = conn  # kept alive: it holds the one ordinary slot
+                    break
+                conn.close()
+                time.sleep(0.02)
+            self.assertIsNotNone(hold, "no ordinary connection slot came free")
+            assert hold is not None
+            release = threading.Timer(0.3, hold.close)
+            release.start()
+            try:
+                start = time.monotonic()
+                c.put_artifact("run", "note", {"text": "x"}, id="a")
+                self.assertGreaterEqual(time.monotonic() - start, 1.0, "the write was not refused and sent again after 1 s")
+            finally:
+                release.cancel()
+                hold.close()
+            self.assertEqual(c.artifact("run", "a")["version"], 1)
+
+
+_CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from artifactd import Client
+kw = json.loads(sys.argv[3])
+print(json.dumps(Client(sys.argv[2], retries=0, timeout=5, **kw).hash("run")))
+"""
+
+
+class ProxyTest(unittest.TestCase):
+    """HTTP_PROXY is set before the client is imported, as a user's shell
+    sets it. (Before: a server on loopback was asked through the proxy.)"""
+
+    def setUp(self) -> None:
+        self.server = Recorder(refusing(503, "overloaded", seconds("0"), refusals=0))
+        self.proxy = Recorder(lambda n, h: (200, {"Content-Type": "application/json"}, b'{"commit":"via-proxy"}'))
+        self.addCleanup(self.server.close)
+        self.addCleanup(self.proxy.close)
+
+    def run_child(self, url: str, **kwargs: object) -> dict:
+        env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")}
+        env["HTTP_PROXY"] = env["http_proxy"] = self.proxy.url
+        out = subprocess.run([sys.executable, "-c", _CHILD, os.path.join(HERE, ".."), url, json.dumps(kwargs)],
+                             env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout)
+
+    def test_the_environment_proxies_all_but_loopback(self) -> None:
+        for host in ("127.0.0.1", "localhost"):
+            with self.subTest(host=host):
+                got = self.run_child(f"http://{host}:{self.server.port}")
+                self.assertEqual(got["commit"], "c1")
+        self.assertEqual(len(self.server.arrived), 2)
+        self.assertEqual(self.proxy.lines, [])
+        # Another host still goes through the proxy.
+        got = self.run_child("http://artifactd.invalid:7070")
+        self.assertEqual(got["commit"], "via-proxy")
+        self.assertEqual(self.proxy.lines, ["GET http://artifactd.invalid:7070/v1/contexts/run/hash HTTP/1.1"])
+
+    def test_proxies_given_are_used_for_loopback_too(self) -> None:
+        got = self.run_child(self.server.url, proxies={"http": self.proxy.url})
+        self.assertEqual(got["commit"], "via-proxy")
+        self.assertEqual(len(self.proxy.lines), 1)
+        self.assertEqual(self.server.arrived, [])
+        got = self.run_child(self.server.url, proxies={})
+        self.assertEqual(got["commit"], "c1")
+
+
+if __name__ == "__main__":
+    unittest.main()
