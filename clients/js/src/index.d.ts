@@ -29,6 +29,8 @@ export declare class ProblemError extends Error {
   errors: FieldError[];
   /** Other members: tainted_by, cycle, conflicts, head… */
   extensions: Record<string, unknown>;
+  /** The delay the answer's Retry-After asked for, in ms (undefined without one; 0 for a date already past). */
+  retryAfterMs?: number;
 }
 export declare class StaleParentError extends ProblemError {}
 export declare class QuarantinedError extends ProblemError {}
@@ -207,7 +209,23 @@ export interface ClientOptions {
   fetch?: typeof globalThis.fetch;
   /** Retries of safe requests after a network error or a 503 (default 2). */
   retries?: number;
+  /** The first pause before such a retry, doubled each time (default 100). */
   backoffMs?: number;
+  /**
+   * How many times a refusal with a Retry-After that says the request was
+   * not processed (503 "overloaded" for any method; a 429 or another 503
+   * for GET and the PUT of a context) is sent again after that delay
+   * (default 3; 0 turns it off).
+   */
+  retryAfter?: number;
+  /** The longest Retry-After waited for, in ms (default 30000); a longer one is thrown at once. */
+  maxRetryAfterMs?: number;
+  /**
+   * Each attempt, its answer read whole included, ends within timeoutMs
+   * (default 30000; 0 for none); once a Retry-After was waited for, the
+   * whole call does.
+   */
+  timeoutMs?: number;
 }
 export interface At {
   at?: string;

@@ -26,6 +26,9 @@ export class ProblemError extends Error {
     this.detail = String(b.detail ?? "");
     this.instance = b.instance;
     this.errors = errors;
+    // The delay the answer's Retry-After asked for, in ms (undefined
+    // without one; 0 for a date already past).
+    this.retryAfterMs = undefined;
     this.extensions = {};
     for (const [k, v] of Object.entries(b)) {
       if (!["type", "title", "status", "detail", "instance", "errors"].includes(k)) this.extensions[k] = v;
@@ -57,7 +60,13 @@ export class NotFoundError extends ProblemError {
   }
 }
 
-function problem(method, path, status, text) {
+function problem(method, path, status, text, retryAfterMs) {
+  const e = problemOf(method, path, status, text);
+  e.retryAfterMs = retryAfterMs;
+  return e;
+}
+
+function problemOf(method, path, status, text) {
   let body;
   try {
     body = JSON.parse(text);
@@ -75,9 +84,56 @@ const seg = encodeURIComponent;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
+ * A Retry-After value, delta-seconds or an HTTP-date, as ms from now (0
+ * for a date already past); undefined when absent or malformed.
+ */
+function parseRetryAfter(value) {
+  const v = (value ?? "").trim();
+  if (!v) return undefined;
+  if (/^[0-9]+$/.test(v)) return Number(v) * 1000;
+  // IMF-fixdate, RFC 850 and asctime all start with the day's name; an
+  // asctime date names no zone and is GMT.
+  if (!/^[A-Za-z]{3}/.test(v)) return undefined;
+  const t = Date.parse(/GMT$/.test(v) ? v : v + " GMT");
+  return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
+}
+
+/**
+ * Whether a refusal that carried a Retry-After says its request was not
+ * processed, so that sending it again cannot write twice. A 503
+ * "overloaded" is answered by the server's connection and large-body
+ * guards before the request is routed: no handler ran, whatever the
+ * method. artifactd sends no 429 and no other 503 with a Retry-After; one
+ * from a proxy in front does not say whether a write went through, so only
+ * a safe request is sent again after it.
+ */
+function notProcessed(p, safe) {
+  if (p.status === 503) return safe || p.code === "overloaded";
+  return p.status === 429 && safe;
+}
+
+/** Whether a body can be sent a second time (a stream cannot). */
+function resendable(body) {
+  return !(body && (typeof body.getReader === "function" || typeof body.pipe === "function" || typeof body[Symbol.asyncIterator] === "function"));
+}
+
+/**
  * One artifactd server. Safe requests (GET, and the idempotent PUT of a
- * context) are retried after a network error or a 503; other writes never
- * are. A stale parent is retried only through putArtifactCAS.
+ * context) are retried after a network error or a 503 (options.retries,
+ * pausing options.backoffMs, doubled each time); other writes never are,
+ * with one exception: a refusal with a Retry-After (delta-seconds or an
+ * HTTP-date) that says the request was not processed is sent again after
+ * that delay, at most options.retryAfter times (default 3; 0 turns this
+ * off and such answers are handled as the others). That is a 503
+ * "overloaded", which the server answers before routing the request, for
+ * any method, writes included; and a 429 or another 503 (which artifactd
+ * never sends with a Retry-After: they come from a proxy in front and do
+ * not say whether a write went through) for safe requests only. A delay
+ * over options.maxRetryAfterMs (default 30000), or one that would end more
+ * than timeoutMs after the call began, is not waited for: the ProblemError
+ * is thrown at once, its retryAfterMs holding the delay asked for. Once the
+ * client has waited, the whole call ends within timeoutMs. A stale parent
+ * is retried only through putArtifactCAS.
  */
 export class ArtifactdClient {
   constructor(baseUrl = "http://127.0.0.1:7070", options = {}) {
@@ -86,6 +142,8 @@ export class ArtifactdClient {
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.retries = options.retries ?? 2;
     this.backoffMs = options.backoffMs ?? 100;
+    this.retryAfter = options.retryAfter ?? 3;
+    this.maxRetryAfterMs = options.maxRetryAfterMs ?? 30000;
     // Each attempt, its answer read whole included, ends within timeoutMs
     // (0: no limit), as the Go and Python clients' requests do.
     this.timeoutMs = options.timeoutMs ?? 30000;
@@ -93,13 +151,17 @@ export class ArtifactdClient {
 
   async request(method, path, body, { contentType, raw } = {}) {
     const safe = method === "GET" || (method === "PUT" && path.startsWith("/v1/contexts/"));
-    const attempts = 1 + (safe ? this.retries : 0);
+    let retries = safe ? this.retries : 0;
+    let waits = resendable(body) ? this.retryAfter : 0;
     let pause = this.backoffMs;
+    const callDeadline = this.timeoutMs > 0 ? performance.now() + this.timeoutMs : Infinity;
+    let waited = false;
     let last;
-    for (let i = 0; i < attempts; i++) {
-      if (i) {
-        await sleep(pause);
-        pause *= 2;
+    for (;;) {
+      let limit = this.timeoutMs;
+      if (waited && limit > 0) {
+        limit = Math.min(limit, callDeadline - performance.now());
+        if (limit <= 0) throw last;
       }
       const headers = { Accept: "application/json, application/problem+json" };
       let payload;
@@ -113,7 +175,7 @@ export class ArtifactdClient {
         }
       }
       if (this.token) headers.Authorization = `Bearer ${this.token}`;
-      const signal = this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs) : undefined;
+      const signal = limit > 0 ? AbortSignal.timeout(Math.ceil(limit)) : undefined;
       let res;
       let answer;
       try {
@@ -123,9 +185,9 @@ export class ArtifactdClient {
         answer = res.ok && raw ? new Uint8Array(await res.arrayBuffer()) : await res.text();
       } catch (err) {
         last = new Error(`${method} ${path}: ${err.message}`, { cause: err });
-        continue;
+        answer = undefined;
       }
-      if (res.ok) {
+      if (answer !== undefined && res.ok) {
         if (raw) return answer;
         if (!answer) return undefined;
         if (!(res.headers.get("content-type") ?? "").startsWith("application/json")) return answer;
@@ -133,13 +195,24 @@ export class ArtifactdClient {
           return JSON.parse(answer);
         } catch (err) {
           last = new Error(`${method} ${path}: the answer is not JSON: ${err.message}`, { cause: err });
+        }
+      } else if (answer !== undefined) {
+        last = problem(method, path, res.status, answer, parseRetryAfter(res.headers.get("retry-after")));
+        if (this.retryAfter > 0 && last.retryAfterMs !== undefined && notProcessed(last, safe)) {
+          const delay = last.retryAfterMs;
+          if (waits <= 0 || delay > this.maxRetryAfterMs || performance.now() + delay >= callDeadline) throw last;
+          waits--;
+          waited = true;
+          await sleep(delay);
           continue;
         }
+        if (res.status !== 503) throw last;
       }
-      last = problem(method, path, res.status, answer);
-      if (res.status !== 503) throw last;
+      if (retries <= 0) throw last;
+      retries--;
+      await sleep(pause);
+      pause *= 2;
     }
-    throw last;
   }
 
   #at(path, at) {

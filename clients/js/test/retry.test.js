@@ -1,0 +1,182 @@
+// Retry-After: the client against local HTTP servers that refuse with 429
+// or 503 and a Retry-After, and against a real `artifactd serve` at its
+// connection cap.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+
+import { ArtifactdClient, ProblemError } from "../src/index.js";
+import { startServer } from "./server.js";
+
+/**
+ * A local HTTP server that refuses the first `refusals` requests (all when
+ * < 0) with status, the problem code (text/plain, as a proxy answers, when
+ * null) and retryAfter(), then answers 200 or 201 with JSON. `arrived`
+ * holds when each request came.
+ */
+async function refuser(t, { status, code, retryAfter, refusals = 1 }) {
+  const arrived = [];
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      arrived.push(performance.now());
+      if (refusals < 0 || arrived.length <= refusals) {
+        res.setHeader("Retry-After", retryAfter());
+        if (code === null) {
+          res.writeHead(status, { "Content-Type": "text/plain" }).end("try later\n");
+          return;
+        }
+        res.writeHead(status, { "Content-Type": "application/problem+json" });
+        res.end(JSON.stringify({ type: "urn:artifactd:problem:" + code, title: "t", status, detail: "refused" }));
+        return;
+      }
+      if (req.method === "POST") {
+        res.writeHead(201, { "Content-Type": "application/json" }).end('{"commit":"c1","artifact":{"id":"a","version":1}}');
+        return;
+      }
+      res.writeHead(200, { "Content-Type": "application/json" }).end('{"commit":"c1","context_hash":"h1"}');
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return { url: `http://127.0.0.1:${server.address().port}`, arrived };
+}
+
+const seconds = (s) => () => s;
+const note = { id: "a", type: "note", data: { text: "x" } };
+
+test("Retry-After: a GET refused with 503 overloaded or 429, a POST with 503 overloaded, sent again after the delay", async (t) => {
+  // Before: a GET's 503 was retried after 100 ms, a 429 and a POST never.
+  for (const [status, code, post] of [
+    [503, "overloaded", false],
+    [429, null, false],
+    [503, "overloaded", true],
+  ]) {
+    await t.test(`${post ? "POST" : "GET"} ${status} ${code}`, async (t) => {
+      const s = await refuser(t, { status, code, retryAfter: seconds("1") });
+      const c = new ArtifactdClient(s.url);
+      const got = post ? await c.putArtifact("run", note) : await c.hash("run");
+      assert.equal(got.commit, "c1");
+      assert.equal(s.arrived.length, 2);
+      assert.ok(s.arrived[1] - s.arrived[0] >= 1000, `sent again after ${s.arrived[1] - s.arrived[0]} ms`);
+    });
+  }
+});
+
+test("Retry-After: an HTTP-date is waited for until then", async (t) => {
+  let until;
+  const s = await refuser(t, {
+    status: 503,
+    code: "overloaded",
+    retryAfter: () => {
+      until = (Math.floor(Date.now() / 1000) + 2) * 1000;
+      return new Date(until).toUTCString();
+    },
+  });
+  const startWall = Date.now();
+  const start = performance.now();
+  await new ArtifactdClient(s.url).putArtifact("run", note);
+  assert.equal(s.arrived.length, 2);
+  assert.ok(s.arrived[1] - start >= until - startWall - 10, `sent again ${s.arrived[1] - start} ms after the start, the date was ${until - startWall} ms ahead`);
+});
+
+test("Retry-After: a POST whose refusal does not say it was not processed is sent once", async (t) => {
+  for (const [status, code] of [
+    [503, "unavailable"],
+    [503, null],
+    [429, null],
+    [429, "overloaded"],
+  ]) {
+    await t.test(`${status} ${code}`, async (t) => {
+      const s = await refuser(t, { status, code, retryAfter: seconds("1"), refusals: -1 });
+      const start = performance.now();
+      await assert.rejects(new ArtifactdClient(s.url).putArtifact("run", note), (e) => {
+        assert.ok(e instanceof ProblemError);
+        assert.equal(e.status, status);
+        assert.equal(e.retryAfterMs, 1000);
+        return true;
+      });
+      assert.ok(performance.now() - start < 500);
+      assert.equal(s.arrived.length, 1);
+    });
+  }
+});
+
+test("Retry-After: past the call's timeout or over the longest wait, the refusal is thrown at once", async (t) => {
+  // Before: a GET was sent three times.
+  for (const [ra, timeoutMs] of [
+    ["5", 500],
+    ["120", 30000],
+  ]) {
+    await t.test(`Retry-After ${ra}`, async (t) => {
+      const s = await refuser(t, { status: 503, code: "overloaded", retryAfter: seconds(ra), refusals: -1 });
+      const start = performance.now();
+      await assert.rejects(new ArtifactdClient(s.url, { timeoutMs }).hash("run"), (e) => {
+        assert.equal(e.code, "overloaded");
+        assert.equal(e.retryAfterMs, Number(ra) * 1000);
+        return true;
+      });
+      assert.ok(performance.now() - start < 1000);
+      assert.equal(s.arrived.length, 1);
+    });
+  }
+});
+
+test("Retry-After: at most 1 + retryAfter requests; retryAfter 0 keeps the retries without it", async (t) => {
+  for (const [options, want] of [
+    [{}, 4],
+    [{ retryAfter: 1 }, 2],
+    [{ retryAfter: 0 }, 3],
+  ]) {
+    const s = await refuser(t, { status: 503, code: "overloaded", retryAfter: seconds("0"), refusals: -1 });
+    await assert.rejects(new ArtifactdClient(s.url, { backoffMs: 1, ...options }).hash("run"), ProblemError);
+    assert.equal(s.arrived.length, want, JSON.stringify(options));
+  }
+});
+
+/** One request with node:http; resolves to { status, body }. */
+function call(url, { method = "GET", body, agent = false } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, agent, headers: body ? { "Content-Type": "application/json" } : {} }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode, body: text }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+test("a real server at its connection cap: a refused write is sent again after Retry-After and written once", async (t) => {
+  const server = await startServer("--max-conns", "1");
+  if (server.skip) return t.skip(server.skip);
+  t.after(() => server.close());
+  assert.equal((await call(server.url + "/v1/contexts/run", { method: "PUT", body: "{}" })).status, 201);
+  // Take the one ordinary slot with a keep-alive connection that was
+  // answered (a reserve connection would have been refused).
+  let hold;
+  for (let i = 0; i < 50 && !hold; i++) {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    if ((await call(server.url + "/v1/contexts/run/hash", { agent })).status === 200) hold = agent;
+    else {
+      agent.destroy();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  assert.ok(hold, "no ordinary connection slot came free");
+  const release = setTimeout(() => hold.destroy(), 300);
+  try {
+    const c = new ArtifactdClient(server.url);
+    const start = performance.now();
+    await c.putArtifact("run", note);
+    assert.ok(performance.now() - start >= 1000, "the write was not refused and sent again after 1 s");
+    assert.equal((await c.artifact("run", "a")).version, 1);
+  } finally {
+    clearTimeout(release);
+    hold.destroy();
+  }
+});
