@@ -109,7 +109,7 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
     if not v:
         return None
     if re.fullmatch(r"[0-9]+", v):
-        return float(int(v))
+        return float(int(v)) if len(v) <= 15 else float("inf")  # longer than any wait
     try:
         when = email.utils.parsedate_to_datetime(v)
     except (TypeError, ValueError, IndexError):
