@@ -39,7 +39,8 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 
 // WithRetries sets how many times a safe request (GET, PUT of a context)
 // is retried after a transport error or a 503 (default 2), and the first
-// pause (doubled each time, default 100 ms).
+// pause (doubled each time, default 100 ms). A 503 or 429 with a
+// Retry-After is retried as WithRetryAfter says instead.
 func WithRetries(n int, backoff time.Duration) Option {
 	return func(c *Client) { c.retries, c.backoff = n, backoff }
 }
@@ -208,7 +209,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 		var wait time.Duration
 		if err != nil {
 			// The request may or may not have reached the server.
-			if retries == 0 {
+			if retries <= 0 {
 				return 0, err
 			}
 			retries--
@@ -219,7 +220,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 			p.RetryAfter = delay
 			switch {
 			case c.waits > 0 && hasDelay && notProcessed(p, safe):
-				if waits == 0 || delay > c.longest {
+				if waits <= 0 || delay > c.longest {
 					return status, p
 				}
 				if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= delay {
