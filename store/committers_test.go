@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -131,5 +132,83 @@ func TestManyWritersOverContexts(t *testing.T) {
 				t.Fatalf("context %s: commit %d (seq %d) does not follow commit %d (seq %d)", id, i, log[i].Seq, i-1, log[i-1].Seq)
 			}
 		}
+	}
+}
+
+// TestFullQueueWaitsForRoom: a context's queue holds maxQueued requests;
+// a submit beyond waits for the committer to take a group (and then
+// lands), or gives up with its own context without being committed.
+func TestFullQueueWaitsForRoom(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "busy", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20000
+	ops := make([]graph.Op, 0, n)
+	for i := range n {
+		ops = append(ops, hcPut(fmt.Sprintf("s%05d", i), "claim"))
+	}
+	slow := make(chan error, 1)
+	go func() {
+		_, err := s.Commit(ctx, CommitRequest{Context: "busy", Ops: ops})
+		slow <- err
+	}()
+	queued := func() int {
+		s.closeMu.Lock()
+		defer s.closeMu.Unlock()
+		if q := s.queues["busy"]; q != nil {
+			return len(q.reqs)
+		}
+		return 0
+	}
+	for queued() > 0 { // the slow commit is taken
+		time.Sleep(time.Millisecond)
+	}
+	const more = maxQueued + 50
+	var wg sync.WaitGroup
+	errs := make(chan error, more)
+	for k := range more {
+		wg.Go(func() {
+			_, err := s.Commit(ctx, CommitRequest{Context: "busy", Ops: []graph.Op{hcPut(fmt.Sprintf("q%04d", k), "claim")}})
+			errs <- err
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for queued() < maxQueued {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d queued, want the queue full (%d) while the slow commit runs", queued(), maxQueued)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Commit(gone, CommitRequest{Context: "busy", Ops: []graph.Op{hcPut("given-up", "claim")}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a submit to a full queue with its context cancelled: %v, want context.Canceled", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Read(ctx, "busy", "", func(v *View) error {
+		if got := v.State.NumArtifacts(); got != n+more {
+			return fmt.Errorf("%d artifacts, want %d", got, n+more)
+		}
+		if v.State.Artifact("given-up") != nil {
+			return errors.New("the request given up was committed")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
