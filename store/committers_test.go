@@ -137,7 +137,9 @@ func TestManyWritersOverContexts(t *testing.T) {
 
 // TestFullQueueWaitsForRoom: a context's queue holds maxQueued requests;
 // a submit beyond waits for the committer to take a group (and then
-// lands), or gives up with its own context without being committed.
+// lands), or gives up with its own context without being committed. The
+// queue is filled before its committer starts, as a busy committer would
+// leave it.
 func TestFullQueueWaitsForRoom(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
@@ -148,64 +150,49 @@ func TestFullQueueWaitsForRoom(t *testing.T) {
 	if _, err := s.CreateContext(ctx, "busy", ModeObserve); err != nil {
 		t.Fatal(err)
 	}
-	const n = 20000
-	ops := make([]graph.Op, 0, n)
-	for i := range n {
-		ops = append(ops, hcPut(fmt.Sprintf("s%05d", i), "claim"))
+	q := &ctxQueue{room: make(chan struct{})}
+	for k := range maxQueued {
+		req := CommitRequest{Context: "busy", Branch: DefaultBranch, Ops: []graph.Op{hcPut(fmt.Sprintf("q%04d", k), "claim")}}
+		q.reqs = append(q.reqs, &writeReq{ctx: ctx, kind: reqCommit, ctxID: "busy", branch: DefaultBranch, commit: req, resp: make(chan writeResp, 1)})
 	}
-	slow := make(chan error, 1)
-	go func() {
-		_, err := s.Commit(ctx, CommitRequest{Context: "busy", Ops: ops})
-		slow <- err
-	}()
-	queued := func() int {
-		s.closeMu.Lock()
-		defer s.closeMu.Unlock()
-		if q := s.queues["busy"]; q != nil {
-			return len(q.reqs)
-		}
-		return 0
-	}
-	for queued() > 0 { // the slow commit is taken
-		time.Sleep(time.Millisecond)
-	}
-	const more = maxQueued + 50
-	var wg sync.WaitGroup
-	errs := make(chan error, more)
-	for k := range more {
-		wg.Go(func() {
-			_, err := s.Commit(ctx, CommitRequest{Context: "busy", Ops: []graph.Op{hcPut(fmt.Sprintf("q%04d", k), "claim")}})
-			errs <- err
-		})
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for queued() < maxQueued {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d queued, want the queue full (%d) while the slow commit runs", queued(), maxQueued)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	queued := q.reqs
+	s.closeMu.Lock()
+	s.queues["busy"] = q
+	s.closeMu.Unlock()
+
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := s.Commit(gone, CommitRequest{Context: "busy", Ops: []graph.Op{hcPut("given-up", "claim")}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a submit to a full queue with its context cancelled: %v, want context.Canceled", err)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := s.Commit(ctx, CommitRequest{Context: "busy", Ops: []graph.Op{hcPut("waited", "claim")}})
+		waited <- err
+	}()
+	select {
+	case err := <-waited:
+		t.Fatalf("a submit to a full queue returned (%v) before the committer took anything", err)
+	case <-time.After(50 * time.Millisecond):
 	}
-	if err := <-slow; err != nil {
+	s.closeMu.Lock()
+	s.committers.Add(1)
+	go s.committer("busy", q)
+	s.closeMu.Unlock()
+	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Read(ctx, "busy", "", func(v *View) error {
-		if got := v.State.NumArtifacts(); got != n+more {
-			return fmt.Errorf("%d artifacts, want %d", got, n+more)
+	for _, r := range queued {
+		if resp := <-r.resp; resp.err != nil {
+			t.Fatal(resp.err)
 		}
-		if v.State.Artifact("given-up") != nil {
-			return errors.New("the request given up was committed")
+	}
+	if err := s.Read(ctx, "busy", "", func(v *View) error {
+		if got := v.State.NumArtifacts(); got != maxQueued+1 {
+			return fmt.Errorf("%d artifacts, want %d", got, maxQueued+1)
+		}
+		if v.State.Artifact("waited") == nil || v.State.Artifact("given-up") != nil {
+			return errors.New("the request that waited is missing, or the one given up was committed")
 		}
 		return nil
 	}); err != nil {
