@@ -145,7 +145,7 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 		(dec.status == decodeOK && len(bytes.TrimSpace(dec.body)) == 0)
 
 	chain := redirectChain(ev)
-	transport := transportLayer(ev, chain, empty, th.MaxRedirects)
+	transport := transportLayer(ev, chain, empty, rules)
 	extractRes, ex := extractionLayer(dec, contentType, rules)
 	final := finalURLOf(ev)
 	var main int

@@ -62,13 +62,38 @@ func predicted(res Result) string {
 
 // TestCorpus classifies the labelled corpus (testdata/corpus: pages written
 // for this project in en de fr es pt it nl ru ja zh ko, half of them real
-// reads of similar length) and computes precision and recall per category
-// and for "not a read" overall. The table is kept in
+// reads of similar length) under gate/v2 and computes precision and recall
+// per category and for "not a read" overall. The table is kept in
 // testdata/corpus/results.md (rewrite with -rewrite) and quoted in
 // docs/GATE.md. Every page whose name does not start with "hard-" must be
 // judged as labelled; the hard ones (wording no rule knows, reads that use
 // a rule's words) are measured, not required.
 func TestCorpus(t *testing.T) {
+	runCorpus(t, builtinRuleset(t, "gate/v2"), "results.md")
+}
+
+// TestCorpusV3 is TestCorpus under gate/v3, the default
+// (testdata/corpus/results-v3.md), and lists the pages gate/v3 judges
+// otherwise than gate/v2: none.
+func TestCorpusV3(t *testing.T) {
+	v2, v3 := builtinRuleset(t, "gate/v2"), builtinRuleset(t, "gate/v3")
+	runCorpus(t, v3, "results-v3.md")
+	var changed []string
+	for _, p := range loadCorpus(t) {
+		a, b := ClassifyWith(p.ev, v2), ClassifyWith(p.ev, v3)
+		if a.Verdict != b.Verdict || a.Reason != b.Reason {
+			changed = append(changed, fmt.Sprintf("%s/%s: %s %s → %s %s", p.label, p.name, a.Verdict, a.Reason, b.Verdict, b.Reason))
+		}
+	}
+	if len(changed) > 0 {
+		t.Errorf("gate/v3 judges %d corpus pages otherwise than gate/v2:\n%s", len(changed), strings.Join(changed, "\n"))
+	}
+}
+
+// runCorpus classifies the corpus under rules and compares the table
+// with testdata/corpus/<results>.
+func runCorpus(t *testing.T, rules *Rules, results string) {
+	t.Helper()
 	pages := loadCorpus(t)
 	type count struct{ tp, fp, fn int }
 	counts := map[string]*count{}
@@ -80,7 +105,7 @@ func TestCorpus(t *testing.T) {
 	langs := map[string]bool{}
 	for _, p := range pages {
 		langs[p.lang] = true
-		res := Classify(p.ev)
+		res := ClassifyWith(p.ev, rules)
 		got := predicted(res)
 		if p.label == "read" {
 			reads++
@@ -110,7 +135,7 @@ func TestCorpus(t *testing.T) {
 		t.Fatalf("corpus too small: %d pages, %d reads, %d languages", len(pages), reads, len(langs))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Corpus: %d pages (%d reads, %d walls) in %d languages, ruleset %s.\n\n", len(pages), reads, walls, len(langs), RulesetVersion)
+	fmt.Fprintf(&b, "Corpus: %d pages (%d reads, %d walls) in %d languages, ruleset %s.\n\n", len(pages), reads, walls, len(langs), rules.Name())
 	b.WriteString("| category | pages | precision | recall |\n| --- | ---: | ---: | ---: |\n")
 	ratio := func(a, n int) string {
 		if n == 0 {
@@ -142,7 +167,7 @@ func TestCorpus(t *testing.T) {
 		b.WriteString("- " + m + "\n")
 	}
 	t.Log("\n" + b.String())
-	path := filepath.Join("testdata", "corpus", "results.md")
+	path := filepath.Join("testdata", "corpus", results)
 	if *rewrite {
 		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)

@@ -26,7 +26,7 @@ func ExampleClassify() {
 	res = gate.Classify(gate.Evidence{URL: "https://shop.example/item/42", Error: "dial tcp: i/o timeout"})
 	fmt.Println(res.Verdict, res.Layer, res.Reason)
 	// Output:
-	// RETRIEVED json gate/v2
+	// RETRIEVED json gate/v3
 	// UNKNOWN fingerprint fingerprint.challenge
 	// FAILED transport transport.timeout
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -95,10 +96,23 @@ func extractionLayer(dec contentDecoding, contentType string, r *Rules) (LayerRe
 	ex.charset, ex.notes = cs, notes
 
 	if kind == KindHTML {
+		if what := htmlNotText(body, cs, th.HTMLMaxControlPermille); what != "" {
+			res.Reason, res.Detail = ReasonBinary, "html: body is not text ("+what+")"
+			return res, ex
+		}
 		doc := scanHTML(text, r)
 		ex.doc, ex.readable = doc, doc.readable
 		ex.text = htmlText(doc)
 		need := requiredHTMLText(len(body), th)
+		if r.checks[CheckHTMLMainText] && doc.scripts > 0 && doc.main < need && doc.readable >= need {
+			// A client-rendered page: the server sent the site chrome, the
+			// scripts write the content.
+			res.Reason = ReasonScriptShell
+			res.Detail = "html: " + strconv.Itoa(doc.main) + " readable characters outside site chrome (" +
+				strconv.Itoa(doc.readable) + " with it), " + strconv.Itoa(need) + " needed for " + strconv.Itoa(len(body)) +
+				" bytes (" + strconv.Itoa(doc.scripts) + " scripts, " + strconv.Itoa(doc.scriptBytes) + " bytes of inline script)"
+			return res, ex
+		}
 		if doc.readable < need {
 			res.Reason = ReasonTooLittleText
 			if doc.scripts > 0 {
@@ -138,6 +152,47 @@ func extractionLayer(dec contentDecoding, contentType string, r *Rules) (LayerRe
 	res.Verdict = Retrieved
 	res.Detail = string(kind) + ": " + strconv.Itoa(ex.readable) + " readable characters"
 	return res, ex
+}
+
+// compressedMagic are the openings of compressed streams and archives
+// that a server may send as text/html without saying so.
+var compressedMagic = []struct {
+	name  string
+	magic string
+}{
+	{"gzip stream", "\x1f\x8b"},
+	{"zstd stream", "\x28\xb5\x2f\xfd"},
+	{"zip archive", "PK\x03\x04"},
+	{"xz stream", "\xfd7zXZ\x00"},
+	{"bzip2 stream", "BZh"},
+}
+
+// htmlNotText says why a content-decoded HTML body is not text, or "":
+// it starts like a compressed stream or an archive, or more than
+// maxPermille of its bytes are control bytes (cs, the charset it is read
+// in, is UTF-16: not judged). A maxPermille of 0 judges nothing (gate/v1,
+// gate/v2). Bzip2 ("BZh") must be followed by a block size digit and the
+// block magic, so a page starting "BZh" is not taken for one.
+func htmlNotText(body []byte, cs string, maxPermille int) string {
+	if maxPermille == 0 {
+		return ""
+	}
+	for _, m := range compressedMagic {
+		if !bytes.HasPrefix(body, []byte(m.magic)) {
+			continue
+		}
+		if m.name == "bzip2 stream" && !(len(body) >= 10 && body[3] >= '1' && body[3] <= '9' && string(body[4:10]) == "\x31\x41\x59\x26\x53\x59") {
+			continue
+		}
+		return m.name
+	}
+	if strings.HasPrefix(cs, "utf-16") {
+		return ""
+	}
+	if _, ctl := controlCount(body); ctl*1000 > len(body)*maxPermille {
+		return strconv.Itoa(ctl) + " control bytes in " + strconv.Itoa(len(body))
+	}
+	return ""
 }
 
 // htmlText joins the title and the body text.

@@ -2,8 +2,11 @@ package gate
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/url"
 	"strings"
+
+	"golang.org/x/net/html/atom"
 )
 
 // Fingerprint thresholds of the built-in rulesets (a ruleset may set others:
@@ -76,12 +79,30 @@ func (r *Rules) matchConsentToken(v []byte) bool {
 		}
 		low[i] = c
 	}
+	for _, p := range r.doc.ConsentIgnorePrefixes {
+		if bytes.HasPrefix(low, []byte(p)) {
+			return false
+		}
+	}
 	for _, m := range r.doc.ConsentMarkers {
 		if bytes.Contains(low, []byte(m)) {
 			return true
 		}
 	}
 	return false
+}
+
+// consentIgnored reports an element whose ids and classes are not looked
+// at for consent markers (ConsentIgnoreElements: a blog's <article
+// class="tag-gdpr"> is not a consent banner).
+func (r *Rules) consentIgnored(a atom.Atom, name []byte) bool {
+	if len(r.consentIgnore) == 0 {
+		return false
+	}
+	if a != 0 {
+		return r.consentIgnore[a.String()]
+	}
+	return r.consentIgnore[string(name)]
 }
 
 // normTitle lower-cases a title, turns "…" into "...", and collapses
@@ -181,13 +202,21 @@ func fingerprintLayer(in fingerprintInput, r *Rules) (LayerResult, []string) {
 	if in.redirect && fu != nil {
 		if last := lastSegment(fu.Path); r.loginPaths[last] {
 			hit(ReasonLoginWall, "redirect-to:/"+last)
+		} else if suffix := r.loginSuffix(fu.Path); suffix != "" {
+			hit(ReasonLoginWall, "redirect-to:"+suffix)
 		}
 	}
 	if s, rs := r.matchPhrases(in); rs != "" {
 		hit(rs, s)
 	}
+	if doc != nil && th.MetaRefreshMaxText > 0 && doc.refresh != "" && in.readable <= th.MetaRefreshMaxText {
+		if target, elsewhere := refreshTarget(in, doc.refresh); elsewhere {
+			hit(ReasonRedirectStub, "meta-refresh:"+quoteShort(receiptText(target)))
+		}
+	}
 	if in.ev.Status >= 200 && in.ev.Status <= 299 {
-		if doc != nil {
+		// gate/v3 guards the title rules with the length of the main text.
+		if doc != nil && (th.TitleRuleMaxText == 0 || in.readable <= th.TitleRuleMaxText) {
 			for _, seg := range titleSegments(title) {
 				if r.rateLimitSegs[seg] {
 					hit(ReasonRateLimited, "title:"+quoteShort(title))
@@ -205,6 +234,14 @@ func fingerprintLayer(in fingerprintInput, r *Rules) (LayerResult, []string) {
 			if last := lastSegment(fu.Path); r.notFoundPaths[last] {
 				hit(ReasonSoft404, "redirect-to:/"+last)
 			}
+			if host, ok := homeRedirect(in.ev.URL, fu, th.HomeRedirectMinSegments); ok {
+				hit(ReasonSoft404, "redirect-to-home:"+host)
+			}
+		}
+		if th.JSONErrorMaxMembers > 0 && in.kind == KindJSON {
+			if s := r.jsonErrorEnvelope(in.text); s != "" {
+				hit(ReasonSoftError, s)
+			}
 		}
 	}
 	if reason == "" {
@@ -221,7 +258,7 @@ func fingerprintLayer(in fingerprintInput, r *Rules) (LayerResult, []string) {
 // phraseOrder is the order in which phrase reasons are tried: the first
 // that matches decides.
 var phraseOrder = [...]Reason{ReasonChallenge, ReasonConsentWall, ReasonLoginWall, ReasonPaywall,
-	ReasonRateLimited, ReasonParkedDomain, ReasonSoft404}
+	ReasonRateLimited, ReasonParkedDomain, ReasonSoft404, ReasonPlaceholder}
 
 // matchPhrases looks for the ruleset's phrases in a short HTML or text
 // page and returns the signal ("phrase:<reason>:\"<phrase>\"") and reason
@@ -234,19 +271,155 @@ func (r *Rules) matchPhrases(in fingerprintInput) (string, Reason) {
 	if text == "" {
 		return "", ""
 	}
+	var hosts []string // the page's hosts, for host phrases; read once
+	hostsRead := false
 	for _, want := range phraseOrder {
 		for _, ps := range r.phrases {
 			if ps.reason != want || in.readable > ps.maxText {
 				continue
 			}
+			if ps.host && !hostsRead {
+				hosts, hostsRead = pageHosts(in), true
+			}
 			for _, ph := range ps.phrases {
-				if strings.Contains(text, ph) {
+				if !ps.host && strings.Contains(text, ph) {
 					return "phrase:" + strings.TrimPrefix(string(ps.reason), "fingerprint.") + ":" + quoteShort(ph), ps.reason
+				}
+				for _, h := range hosts {
+					if ps.host && strings.Contains(text, strings.Replace(ph, hostPlaceholder, h, 1)) {
+						return "phrase:" + strings.TrimPrefix(string(ps.reason), "fingerprint.") + ":" + quoteShort(ph), ps.reason
+					}
 				}
 			}
 		}
 	}
 	return "", ""
+}
+
+// pageHosts returns the requested and final hosts, lower case, without a
+// leading "www.", each once.
+func pageHosts(in fingerprintInput) []string {
+	var out []string
+	for _, raw := range [...]string{in.ev.URL, in.final} {
+		if u := parseURL(raw); u != nil {
+			h := siteHost(u.Hostname())
+			if h != "" && (len(out) == 0 || out[0] != h) {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// siteHost lower-cases a host name and drops a leading "www.".
+func siteHost(h string) string {
+	return strings.TrimPrefix(strings.ToLower(h), "www.")
+}
+
+// loginSuffix returns the LoginPathSuffixes entry the path ends with (at a
+// segment boundary, a trailing slash ignored), or "".
+func (r *Rules) loginSuffix(path string) string {
+	if len(r.doc.LoginPathSuffixes) == 0 {
+		return ""
+	}
+	p := strings.TrimRight(strings.ToLower(path), "/")
+	for _, s := range r.doc.LoginPathSuffixes {
+		if strings.HasSuffix(p, s) {
+			return s
+		}
+	}
+	return ""
+}
+
+// homeRedirect reports a requested URL of at least minSegments path
+// segments that ended on the home page of another host (a leading "www."
+// ignored), and that host. A minSegments of 0 reports nothing.
+func homeRedirect(requested string, final *url.URL, minSegments int) (string, bool) {
+	if minSegments == 0 || (final.Path != "" && final.Path != "/") {
+		return "", false
+	}
+	ru := parseURL(requested)
+	if ru == nil || siteHost(ru.Hostname()) == siteHost(final.Hostname()) {
+		return "", false
+	}
+	n := 0
+	for _, seg := range strings.Split(ru.Path, "/") {
+		if seg != "" {
+			n++
+		}
+	}
+	if n < minSegments {
+		return "", false
+	}
+	return siteHost(final.Hostname()), true
+}
+
+// refreshTarget resolves a meta refresh URL against the page's URL and
+// reports whether it leads elsewhere (a refresh to the page itself is a
+// reload).
+func refreshTarget(in fingerprintInput, ref string) (string, bool) {
+	base := in.final
+	if base == "" {
+		base = in.ev.URL
+	}
+	bu := parseURL(base)
+	if bu == nil {
+		return ref, true
+	}
+	tu, err := bu.Parse(ref)
+	if err != nil {
+		return "", false
+	}
+	target := tu.String()
+	return target, normURL(target) != normURL(base)
+}
+
+// jsonErrorEnvelope returns a signal when a JSON body is an error
+// envelope: an object of at most Thresholds.JSONErrorMaxMembers members,
+// one of them an error key (JSONErrorKeys) with a non-empty value or a
+// false key (JSONFalseKeys) with the value false, and no data key
+// (JSONDataKeys) with a non-empty value. Keys match exactly. The members
+// are read one by one, so a larger object is given up at once.
+func (r *Rules) jsonErrorEnvelope(b []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	signal := ""
+	for members := 1; dec.More(); members++ {
+		if members > r.doc.Thresholds.JSONErrorMaxMembers {
+			return ""
+		}
+		kt, err := dec.Token()
+		key, isKey := kt.(string)
+		var val json.RawMessage
+		if err != nil || !isKey || dec.Decode(&val) != nil {
+			return ""
+		}
+		switch {
+		case r.jsonDataKeys[key] && !emptyJSON(val):
+			return ""
+		case signal == "" && r.jsonErrorKeys[key] && !emptyJSON(val):
+			signal = "json-error:" + quoteShort(key)
+		case signal == "" && r.jsonFalseKeys[key] && string(bytes.TrimSpace(val)) == "false":
+			signal = "json-false:" + quoteShort(key)
+		}
+	}
+	return signal
+}
+
+// emptyJSON reports a JSON value that carries nothing: null, false, "",
+// {} or [].
+func emptyJSON(v []byte) bool {
+	v = bytes.TrimSpace(v)
+	switch {
+	case len(v) == 0:
+		return true
+	case len(v) >= 2 && (v[0] == '{' || v[0] == '['):
+		return len(bytes.TrimSpace(v[1:len(v)-1])) == 0
+	}
+	s := string(v)
+	return s == "null" || s == "false" || s == `""`
 }
 
 // normPhrase puts text in the form phrases are matched in: lower case,

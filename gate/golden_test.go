@@ -37,18 +37,19 @@ func TestGoldenReceiptsV1(t *testing.T) {
 	}
 }
 
-// TestGoldenReceipts keeps the receipt of every shared gate case under the
-// built-in ruleset (testdata/receipts-v2/<case>.json), and checks which
-// cases gate/v2 records differently from gate/v1: only those listed here
-// and in docs/GATE.md may differ in anything but the ruleset name and hash,
-// and none in its verdict or reason.
+// TestGoldenReceipts keeps the receipt of every shared gate case under
+// gate/v2 (testdata/receipts-v2/<case>.json), and checks which cases
+// gate/v2 records differently from gate/v1: only those listed here and in
+// docs/GATE.md may differ in anything but the ruleset name and hash, and
+// none in its verdict or reason.
 func TestGoldenReceipts(t *testing.T) {
 	v1, _ := Lookup(RulesetV1, "")
+	v2 := builtinRuleset(t, "gate/v2")
 	var changed []string
 	for _, c := range loadGateCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			rc := Classify(c.evidence()).Receipt
-			checkGolden(t, filepath.Join("testdata", "receipts-v2", c.Name+".json"), rc, *rewrite)
+			rc := ClassifyWith(c.evidence(), v2).Receipt
+			checkGolden(t, filepath.Join("testdata", "receipts-v2", c.Name+".json"), rc, false)
 			old := ClassifyWith(c.evidence(), v1).Receipt
 			old.Ruleset, old.RulesetHash = rc.Ruleset, rc.RulesetHash
 			a, _ := json.Marshal(old)
@@ -67,6 +68,44 @@ func TestGoldenReceipts(t *testing.T) {
 	if want := []string{"login-wall", "soft-404"}; strings.Join(changed, ",") != strings.Join(want, ",") {
 		t.Errorf("gate/v2 changes the receipts of %v, want %v", changed, want)
 	}
+}
+
+// TestGoldenReceiptsV3 keeps the receipt of every shared gate case under
+// gate/v3, the default (testdata/receipts-v3/<case>.json; rewrite with
+// -rewrite), and checks that gate/v3 records none of them differently
+// from gate/v2 but for the ruleset name and hash.
+func TestGoldenReceiptsV3(t *testing.T) {
+	v2 := builtinRuleset(t, "gate/v2")
+	if RulesetVersion != "gate/v3" {
+		t.Fatalf("the default is %s", RulesetVersion)
+	}
+	var changed []string
+	for _, c := range loadGateCases(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			rc := Classify(c.evidence()).Receipt
+			checkGolden(t, filepath.Join("testdata", "receipts-v3", c.Name+".json"), rc, *rewrite)
+			old := ClassifyWith(c.evidence(), v2).Receipt
+			old.Ruleset, old.RulesetHash = rc.Ruleset, rc.RulesetHash
+			a, _ := json.Marshal(old)
+			b, _ := json.Marshal(rc)
+			if !bytes.Equal(a, b) {
+				changed = append(changed, c.Name)
+			}
+		})
+	}
+	if len(changed) > 0 {
+		t.Errorf("gate/v3 changes the receipts of %v, want none", changed)
+	}
+}
+
+// builtinRuleset returns the built-in ruleset of that name.
+func builtinRuleset(tb testing.TB, name string) *Rules {
+	tb.Helper()
+	r := builtin().byName(name)
+	if r == nil {
+		tb.Fatalf("no built-in ruleset %s", name)
+	}
+	return r
 }
 
 // checkGolden compares the indented JSON of v with the file at path (or

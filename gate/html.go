@@ -62,6 +62,7 @@ type htmlDoc struct {
 	scriptBytes int // bytes of inline script
 
 	hasPassword bool     // an <input type=password> in main content (not skipped, not chrome)
+	refresh     string   // the URL of the first <meta http-equiv="refresh"> that names one
 	rules       *Rules   // the ruleset whose ids, classes and consent markers are looked for
 	challenge   []string // structural challenge signals, in document order
 
@@ -139,7 +140,7 @@ func (d *htmlDoc) onStart(z *html.Tokenizer, tt html.TokenType) {
 		flags |= flagChrome
 	}
 	if hasAttr {
-		flags |= d.attrs(z, a)
+		flags |= d.attrs(z, a, name)
 	}
 	switch a {
 	case atom.Script, atom.Style, atom.Title, atom.Textarea, atom.Noscript, atom.Iframe,
@@ -166,15 +167,24 @@ func (d *htmlDoc) onStart(z *html.Tokenizer, tt html.TokenType) {
 
 // attrs reads the attributes of a start tag, records fingerprint facts and
 // returns extra flags for the element.
-func (d *htmlDoc) attrs(z *html.Tokenizer, a atom.Atom) uint8 {
+func (d *htmlDoc) attrs(z *html.Tokenizer, a atom.Atom, name []byte) uint8 {
 	var flags uint8
 	skipped := d.counts[idxSkip] > 0
 	chrome := d.counts[idxChrome] > 0
+	consent := !skipped && !d.rules.consentIgnored(a, name)
+	var refresh bool
+	var content string
 	for {
 		key, val, more := z.TagAttr()
 		switch string(key) {
+		case "http-equiv":
+			refresh = a == atom.Meta && !skipped && bytes.EqualFold(bytes.TrimSpace(val), []byte("refresh"))
+		case "content":
+			if a == atom.Meta && d.refresh == "" && len(val) <= maxRefreshContent {
+				content = string(val)
+			}
 		case "id":
-			if !skipped && d.rules.matchConsentToken(val) {
+			if consent && d.rules.matchConsentToken(val) {
 				flags |= flagConsent
 			}
 			if sig := d.rules.challengeID(val); sig != "" {
@@ -182,7 +192,7 @@ func (d *htmlDoc) attrs(z *html.Tokenizer, a atom.Atom) uint8 {
 			}
 		case "class":
 			for _, tok := range bytes.Fields(val) {
-				if !skipped && d.rules.matchConsentToken(tok) {
+				if consent && d.rules.matchConsentToken(tok) {
 					flags |= flagConsent
 				}
 				if sig := d.rules.challengeClass(tok); sig != "" {
@@ -205,9 +215,35 @@ func (d *htmlDoc) attrs(z *html.Tokenizer, a atom.Atom) uint8 {
 			}
 		}
 		if !more {
+			if refresh && d.refresh == "" {
+				d.refresh = refreshURL(content)
+			}
 			return flags
 		}
 	}
+}
+
+// maxRefreshContent bounds the content attribute of a meta refresh that is
+// read.
+const maxRefreshContent = 2048
+
+// refreshURL returns the URL of a meta refresh's content ("5; url=/next",
+// "0;URL='https://a.example/'"), or "" when it names none (a plain reload).
+func refreshURL(content string) string {
+	_, rest, ok := strings.Cut(content, ";")
+	if !ok {
+		if _, rest, ok = strings.Cut(content, ","); !ok {
+			return ""
+		}
+	}
+	rest = strings.TrimSpace(rest)
+	if len(rest) >= 3 && strings.EqualFold(rest[:3], "url") {
+		if after := strings.TrimSpace(rest[3:]); strings.HasPrefix(after, "=") {
+			rest = strings.TrimSpace(after[1:])
+		}
+	}
+	rest = strings.Trim(rest, "'\"")
+	return strings.TrimSpace(rest)
 }
 
 func (d *htmlDoc) signal(s string) {

@@ -103,6 +103,36 @@ type Thresholds struct {
 	// with 1 a short Chinese or Japanese article looks like a wall's few
 	// words. The extraction thresholds always count 1.
 	WideCharWeight int `json:"wide_char_weight,omitempty"`
+
+	// The thresholds below came with gate/v3. Each is zero (absent) in
+	// gate/v1 and gate/v2, and zero switches its check off, so their
+	// verdicts never change.
+
+	// HTMLMaxControlPermille: control bytes per 1000 tolerated in an HTML
+	// body, which otherwise gets no binary check; a body that starts like a
+	// compressed stream or an archive is binary too. A gzipped page served
+	// as text/html without Content-Encoding is extraction.binary.
+	HTMLMaxControlPermille int `json:"html_max_control_permille,omitempty"`
+	// MinPartialPermille: the share, per 1000 of the complete length its
+	// Content-Range names, a 206 answer must carry; less is
+	// transport.size_mismatch (a slice is not a read of the resource).
+	MinPartialPermille int `json:"min_partial_permille,omitempty"`
+	// MetaRefreshMaxText: an HTML page with a <meta http-equiv="refresh">
+	// to another URL and at most this much main text (weighted as the wall
+	// thresholds) is fingerprint.redirect_stub.
+	MetaRefreshMaxText int `json:"meta_refresh_max_text,omitempty"`
+	// HomeRedirectMinSegments: a URL of at least this many path segments
+	// redirected to the home page ("/") of another host (a leading "www."
+	// ignored) is fingerprint.soft_404.
+	HomeRedirectMinSegments int `json:"home_redirect_min_segments,omitempty"`
+	// TitleRuleMaxText: the not-found and rate-limit title rules apply only
+	// to a page whose main text (weighted) is at most this long, so a long
+	// document titled "404 Not Found - HTTP" is a read. Zero: no limit.
+	TitleRuleMaxText int `json:"title_rule_max_text,omitempty"`
+	// JSONErrorMaxMembers: a JSON object of at most this many members that
+	// is an error envelope (see the json_* lists of the ruleset) is
+	// fingerprint.soft_error.
+	JSONErrorMaxMembers int `json:"json_error_max_members,omitempty"`
 }
 
 // HeaderRule is a response header whose value (one of Values, compared
@@ -132,6 +162,24 @@ type DomainRule struct {
 	Reason     Reason `json:"reason"`
 }
 
+// Checks a ruleset may switch on by name (gate/v3; see rulesDoc.Checks).
+const (
+	// CheckContentLength: an HTTP body shorter than its Content-Length is
+	// transport.size_mismatch (a transfer that broke off).
+	CheckContentLength = "content_length"
+	// CheckHTMLMainText: an HTML page with scripts is asked for its
+	// readable text outside site chrome (nav, header, footer, aside), so a
+	// client-rendered page whose server sends only the chrome is
+	// extraction.script_shell.
+	CheckHTMLMainText = "html_main_text"
+)
+
+// knownChecks are the names [rulesDoc.Checks] may hold.
+var knownChecks = map[string]bool{CheckContentLength: true, CheckHTMLMainText: true}
+
+// hostPlaceholder stands for the page's host in a host phrase.
+const hostPlaceholder = "{host}"
+
 // rulesDoc is the ruleset file (format 1). In a resolved ruleset Extends is
 // empty and every list holds the base's entries followed by the file's.
 type rulesDoc struct {
@@ -152,6 +200,31 @@ type rulesDoc struct {
 	RateLimitTitles        []string     `json:"rate_limit_titles,omitempty"`
 	Phrases                []PhraseRule `json:"phrases,omitempty"`
 	Domains                []DomainRule `json:"domains,omitempty"`
+
+	// From gate/v3; empty in gate/v1 and gate/v2.
+
+	// Checks names the checks switched on (CheckContentLength, …).
+	Checks []string `json:"checks,omitempty"`
+	// LoginPathSuffixes are path endings ("/u/login/identifier") a
+	// redirect may end on that mean a login wall, besides LoginPaths.
+	LoginPathSuffixes []string `json:"login_path_suffixes,omitempty"`
+	// ConsentIgnorePrefixes are id and class token openings ("tag-") that
+	// never name a consent container, and ConsentIgnoreElements the
+	// elements ("article") whose ids and classes are not looked at for
+	// consent markers.
+	ConsentIgnorePrefixes []string `json:"consent_ignore_prefixes,omitempty"`
+	ConsentIgnoreElements []string `json:"consent_ignore_elements,omitempty"`
+	// HostPhrases are phrase rules whose phrases hold "{host}", which
+	// stands for the requested and the final host (without "www."):
+	// "{host} is for sale".
+	HostPhrases []PhraseRule `json:"host_phrases,omitempty"`
+	// JSONErrorKeys, JSONFalseKeys, JSONDataKeys describe a JSON error
+	// envelope (Thresholds.JSONErrorMaxMembers): an object with an error
+	// key of a non-empty value or a false key of value false, and no data
+	// key of a non-empty value.
+	JSONErrorKeys []string `json:"json_error_keys,omitempty"`
+	JSONFalseKeys []string `json:"json_false_keys,omitempty"`
+	JSONDataKeys  []string `json:"json_data_keys,omitempty"`
 }
 
 // Rules is a parsed, validated, resolved ruleset, ready for [ClassifyWith].
@@ -168,6 +241,12 @@ type Rules struct {
 	notFoundPaths    map[string]bool
 	phrases          []phraseSet
 	maxPhraseText    int // the largest MaxText of phrases
+
+	checks        map[string]bool
+	consentIgnore map[string]bool // ConsentIgnoreElements
+	jsonErrorKeys map[string]bool
+	jsonFalseKeys map[string]bool
+	jsonDataKeys  map[string]bool
 }
 
 // phraseSet is one PhraseRule, normalised.
@@ -175,6 +254,7 @@ type phraseSet struct {
 	reason  Reason
 	maxText int
 	phrases []string
+	host    bool // a host phrase: "{host}" stands for the page's hosts
 }
 
 // Name returns the ruleset's name, e.g. "gate/v2".
@@ -195,6 +275,7 @@ func (r *Rules) Thresholds() Thresholds { return r.doc.Thresholds }
 var fingerprintReasons = map[Reason]bool{
 	ReasonChallenge: true, ReasonConsentWall: true, ReasonLoginWall: true, ReasonSoft404: true,
 	ReasonPaywall: true, ReasonParkedDomain: true, ReasonRateLimited: true,
+	ReasonPlaceholder: true,
 }
 
 // ParseRules reads a ruleset file (format 1), resolves "extends" against
@@ -260,6 +341,9 @@ func merge(base, d rulesDoc) rulesDoc {
 		{&t.MaxControlPermille, &bt.MaxControlPermille}, {&t.ConsentWallMinText, &bt.ConsentWallMinText},
 		{&t.ConsentWallMaxOtherText, &bt.ConsentWallMaxOtherText}, {&t.LoginWallMaxOtherText, &bt.LoginWallMaxOtherText},
 		{&t.WideCharWeight, &bt.WideCharWeight},
+		{&t.HTMLMaxControlPermille, &bt.HTMLMaxControlPermille}, {&t.MinPartialPermille, &bt.MinPartialPermille},
+		{&t.MetaRefreshMaxText, &bt.MetaRefreshMaxText}, {&t.HomeRedirectMinSegments, &bt.HomeRedirectMinSegments},
+		{&t.TitleRuleMaxText, &bt.TitleRuleMaxText}, {&t.JSONErrorMaxMembers, &bt.JSONErrorMaxMembers},
 	} {
 		if *f.src != 0 {
 			*f.dst = *f.src
@@ -278,6 +362,14 @@ func merge(base, d rulesDoc) rulesDoc {
 	out.RateLimitTitles = cat(base.RateLimitTitles, d.RateLimitTitles)
 	out.Phrases = append(append([]PhraseRule(nil), base.Phrases...), d.Phrases...)
 	out.Domains = append(append([]DomainRule(nil), base.Domains...), d.Domains...)
+	out.Checks = cat(base.Checks, d.Checks)
+	out.LoginPathSuffixes = cat(base.LoginPathSuffixes, d.LoginPathSuffixes)
+	out.ConsentIgnorePrefixes = cat(base.ConsentIgnorePrefixes, d.ConsentIgnorePrefixes)
+	out.ConsentIgnoreElements = cat(base.ConsentIgnoreElements, d.ConsentIgnoreElements)
+	out.HostPhrases = append(append([]PhraseRule(nil), base.HostPhrases...), d.HostPhrases...)
+	out.JSONErrorKeys = cat(base.JSONErrorKeys, d.JSONErrorKeys)
+	out.JSONFalseKeys = cat(base.JSONFalseKeys, d.JSONFalseKeys)
+	out.JSONDataKeys = cat(base.JSONDataKeys, d.JSONDataKeys)
 	return out
 }
 
@@ -298,6 +390,13 @@ var thresholdRange = []struct {
 	{"consent_wall_max_other_text", func(t *Thresholds) int { return t.ConsentWallMaxOtherText }, 1, 100000},
 	{"login_wall_max_other_text", func(t *Thresholds) int { return t.LoginWallMaxOtherText }, 1, 100000},
 	{"wide_char_weight", func(t *Thresholds) int { return t.WideCharWeight }, 1, 10},
+	// gate/v3: zero switches the check off.
+	{"html_max_control_permille", func(t *Thresholds) int { return t.HTMLMaxControlPermille }, 0, 1000},
+	{"min_partial_permille", func(t *Thresholds) int { return t.MinPartialPermille }, 0, 1000},
+	{"meta_refresh_max_text", func(t *Thresholds) int { return t.MetaRefreshMaxText }, 0, 100000},
+	{"home_redirect_min_segments", func(t *Thresholds) int { return t.HomeRedirectMinSegments }, 0, 100},
+	{"title_rule_max_text", func(t *Thresholds) int { return t.TitleRuleMaxText }, 0, 100000},
+	{"json_error_max_members", func(t *Thresholds) int { return t.JSONErrorMaxMembers }, 0, 1000},
 }
 
 // newRules validates a resolved document and builds its lookup tables.
@@ -351,46 +450,30 @@ func newRules(d rulesDoc) (*Rules, error) {
 	// Phrases are stored normalised, so the hash covers what is matched.
 	normalised := make([]PhraseRule, 0, len(d.Phrases))
 	for i, p := range d.Phrases {
-		at := fmt.Sprintf("/phrases/%d", i)
-		switch {
-		case !fingerprintReasons[p.Reason]:
-			return nil, &RulesError{Pointer: at + "/reason", Rule: "enum", Detail: fmt.Sprintf("%q is not a fingerprint reason", p.Reason)}
-		case p.MaxText < 1 || p.MaxText > maxPhraseMaxText:
-			return nil, &RulesError{Pointer: at + "/max_text", Rule: "range", Detail: fmt.Sprintf("want 1–%d", maxPhraseMaxText)}
-		case len(p.Phrases) == 0:
-			return nil, &RulesError{Pointer: at + "/phrases", Rule: "required", Detail: "want at least one language with phrases"}
-		}
-		ps := phraseSet{reason: p.Reason, maxText: p.MaxText}
-		np := PhraseRule{Reason: p.Reason, MaxText: p.MaxText, Phrases: make(map[string][]string, len(p.Phrases))}
-		langs := make([]string, 0, len(p.Phrases))
-		for lang := range p.Phrases {
-			langs = append(langs, lang)
-		}
-		sort.Strings(langs)
-		for _, lang := range langs {
-			if len(lang) < 2 || len(lang) > 8 || strings.ToLower(lang) != lang {
-				return nil, &RulesError{Pointer: at + "/phrases/" + lang, Rule: "language_tag", Detail: "want a lower-case language tag such as \"en\" or \"pt-br\""}
-			}
-			for j, ph := range p.Phrases[lang] {
-				n := normPhrase(ph)
-				if n == "" || len(ph) > maxPhraseChars {
-					return nil, &RulesError{Pointer: fmt.Sprintf("%s/phrases/%s/%d", at, lang, j), Rule: "length", Detail: fmt.Sprintf("want 1 to %d characters", maxPhraseChars)}
-				}
-				ps.phrases = append(ps.phrases, n)
-				np.Phrases[lang] = append(np.Phrases[lang], n)
-			}
+		ps, np, err := phraseRule(fmt.Sprintf("/phrases/%d", i), p, false)
+		if err != nil {
+			return nil, err
 		}
 		normalised = append(normalised, np)
-		if len(ps.phrases) > maxRuleEntries {
-			return nil, &RulesError{Pointer: at + "/phrases", Rule: "maxItems", Detail: fmt.Sprintf("more than %d phrases", maxRuleEntries)}
-		}
-		r.phrases = append(r.phrases, ps)
-		if p.MaxText > r.maxPhraseText {
-			r.maxPhraseText = p.MaxText
-		}
+		r.addPhrases(ps)
 	}
 	if len(normalised) > 0 {
 		d.Phrases = normalised
+	}
+	hostNormalised := make([]PhraseRule, 0, len(d.HostPhrases))
+	for i, p := range d.HostPhrases {
+		ps, np, err := phraseRule(fmt.Sprintf("/host_phrases/%d", i), p, true)
+		if err != nil {
+			return nil, err
+		}
+		hostNormalised = append(hostNormalised, np)
+		r.addPhrases(ps)
+	}
+	if len(hostNormalised) > 0 {
+		d.HostPhrases = hostNormalised
+	}
+	if err := r.v3Lists(d); err != nil {
+		return nil, err
 	}
 	for i, dr := range d.Domains {
 		at := fmt.Sprintf("/domains/%d", i)
@@ -409,6 +492,100 @@ func newRules(d rulesDoc) (*Rules, error) {
 	r.doc, r.raw, r.hash = d, raw, "sha256:"+hex.EncodeToString(sum[:])
 	return r, nil
 }
+
+// phraseRule validates and normalises the phrase rule at pointer at; a
+// host rule's phrases must each hold hostPlaceholder once.
+func phraseRule(at string, p PhraseRule, host bool) (phraseSet, PhraseRule, error) {
+	switch {
+	case !fingerprintReasons[p.Reason]:
+		return phraseSet{}, PhraseRule{}, &RulesError{Pointer: at + "/reason", Rule: "enum", Detail: fmt.Sprintf("%q is not a fingerprint reason", p.Reason)}
+	case p.MaxText < 1 || p.MaxText > maxPhraseMaxText:
+		return phraseSet{}, PhraseRule{}, &RulesError{Pointer: at + "/max_text", Rule: "range", Detail: fmt.Sprintf("want 1–%d", maxPhraseMaxText)}
+	case len(p.Phrases) == 0:
+		return phraseSet{}, PhraseRule{}, &RulesError{Pointer: at + "/phrases", Rule: "required", Detail: "want at least one language with phrases"}
+	}
+	ps := phraseSet{reason: p.Reason, maxText: p.MaxText, host: host}
+	np := PhraseRule{Reason: p.Reason, MaxText: p.MaxText, Phrases: make(map[string][]string, len(p.Phrases))}
+	langs := make([]string, 0, len(p.Phrases))
+	for lang := range p.Phrases {
+		langs = append(langs, lang)
+	}
+	sort.Strings(langs)
+	for _, lang := range langs {
+		if len(lang) < 2 || len(lang) > 8 || strings.ToLower(lang) != lang {
+			return phraseSet{}, PhraseRule{}, &RulesError{Pointer: at + "/phrases/" + lang, Rule: "language_tag", Detail: "want a lower-case language tag such as \"en\" or \"pt-br\""}
+		}
+		for j, ph := range p.Phrases[lang] {
+			n := normPhrase(ph)
+			ptr := fmt.Sprintf("%s/phrases/%s/%d", at, lang, j)
+			if n == "" || len(ph) > maxPhraseChars {
+				return phraseSet{}, PhraseRule{}, &RulesError{Pointer: ptr, Rule: "length", Detail: fmt.Sprintf("want 1 to %d characters", maxPhraseChars)}
+			}
+			if host && (strings.Count(n, hostPlaceholder) != 1 || n == hostPlaceholder) {
+				return phraseSet{}, PhraseRule{}, &RulesError{Pointer: ptr, Rule: "host_placeholder", Detail: "want " + hostPlaceholder + " once, with words around it"}
+			}
+			ps.phrases = append(ps.phrases, n)
+			np.Phrases[lang] = append(np.Phrases[lang], n)
+		}
+	}
+	if len(ps.phrases) > maxRuleEntries {
+		return phraseSet{}, PhraseRule{}, &RulesError{Pointer: at + "/phrases", Rule: "maxItems", Detail: fmt.Sprintf("more than %d phrases", maxRuleEntries)}
+	}
+	return ps, np, nil
+}
+
+// addPhrases adds a validated phrase rule.
+func (r *Rules) addPhrases(ps phraseSet) {
+	r.phrases = append(r.phrases, ps)
+	if ps.maxText > r.maxPhraseText {
+		r.maxPhraseText = ps.maxText
+	}
+}
+
+// v3Lists validates the lists gate/v3 added and builds their tables.
+func (r *Rules) v3Lists(d rulesDoc) error {
+	lists := []struct {
+		ptr  string
+		vals []string
+		ok   func(string) bool
+		want string
+	}{
+		{"/checks", d.Checks, func(v string) bool { return knownChecks[v] }, "a known check"},
+		{"/login_path_suffixes", d.LoginPathSuffixes, func(v string) bool {
+			return v == strings.ToLower(v) && len(v) > 1 && v[0] == '/' && !strings.HasSuffix(v, "/") && !strings.ContainsAny(v, "?# ")
+		}, "a lower-case path ending such as \"/u/login/identifier\""},
+		{"/consent_ignore_prefixes", d.ConsentIgnorePrefixes, func(v string) bool { return v == strings.ToLower(v) && !strings.ContainsAny(v, " \t") }, "a lower-case token opening"},
+		{"/consent_ignore_elements", d.ConsentIgnoreElements, func(v string) bool { return v == strings.ToLower(v) && !strings.ContainsAny(v, " <>/") }, "a lower-case element name"},
+		{"/json_error_keys", d.JSONErrorKeys, nil, ""},
+		{"/json_false_keys", d.JSONFalseKeys, nil, ""},
+		{"/json_data_keys", d.JSONDataKeys, nil, ""},
+	}
+	for _, l := range lists {
+		if len(l.vals) > maxRuleEntries {
+			return &RulesError{Pointer: l.ptr, Rule: "maxItems", Detail: fmt.Sprintf("more than %d entries", maxRuleEntries)}
+		}
+		for i, v := range l.vals {
+			at := fmt.Sprintf("%s/%d", l.ptr, i)
+			if strings.TrimSpace(v) == "" || len(v) > maxPhraseChars {
+				return &RulesError{Pointer: at, Rule: "length", Detail: fmt.Sprintf("want 1 to %d characters", maxPhraseChars)}
+			}
+			if l.ok != nil && !l.ok(v) {
+				return &RulesError{Pointer: at, Rule: "pattern", Detail: "want " + l.want}
+			}
+		}
+	}
+	if d.Thresholds.JSONErrorMaxMembers > 0 && len(d.JSONErrorKeys)+len(d.JSONFalseKeys) == 0 {
+		return &RulesError{Pointer: "/json_error_keys", Rule: "required", Detail: "json_error_max_members needs error or false keys"}
+	}
+	r.checks = set(d.Checks, identity)
+	r.consentIgnore = set(d.ConsentIgnoreElements, identity)
+	r.jsonErrorKeys = set(d.JSONErrorKeys, identity)
+	r.jsonFalseKeys = set(d.JSONFalseKeys, identity)
+	r.jsonDataKeys = set(d.JSONDataKeys, identity)
+	return nil
+}
+
+func identity(s string) string { return s }
 
 func set(vals []string, norm func(string) string) map[string]bool {
 	m := make(map[string]bool, len(vals))
@@ -514,7 +691,7 @@ func (b *builtinTable) byName(n string) *Rules { return b.byNm[n] }
 // program, so this is not mutable state.
 var builtinRules = func() *builtinTable {
 	t := &builtinTable{byNm: map[string]*Rules{}}
-	for _, f := range []string{"rules/gate-v1.json", "rules/gate-v2.json"} {
+	for _, f := range []string{"rules/gate-v1.json", "rules/gate-v2.json", "rules/gate-v3.json"} {
 		b, err := builtinFiles.ReadFile(f)
 		if err != nil {
 			panic(err)

@@ -8,7 +8,7 @@ import (
 
 func TestBuiltinRulesets(t *testing.T) {
 	rs := BuiltinRulesets()
-	if got := strings.Join(rs.Names(), ","); got != "gate/v1,gate/v2" {
+	if got := strings.Join(rs.Names(), ","); got != "gate/v1,gate/v2,gate/v3" {
 		t.Fatalf("names %s", got)
 	}
 	def := BuiltinRules()
@@ -25,8 +25,34 @@ func TestBuiltinRulesets(t *testing.T) {
 	}
 	want := v1.Thresholds()
 	want.WideCharWeight = 3
-	if def.Thresholds() != want {
+	v2 := builtinRuleset(t, "gate/v2")
+	if v2.Thresholds() != want {
 		t.Fatal("gate/v2 inherits gate/v1's thresholds but the wide-character weight")
+	}
+	// gate/v3 inherits gate/v2's and sets only the thresholds that are
+	// zero (off) in gate/v1 and gate/v2.
+	if def.Name() != "gate/v3" {
+		t.Fatalf("default %s, want gate/v3", def.Name())
+	}
+	want.HTMLMaxControlPermille, want.MinPartialPermille, want.MetaRefreshMaxText = 20, 500, 200
+	want.HomeRedirectMinSegments, want.TitleRuleMaxText, want.JSONErrorMaxMembers = 2, 400, 6
+	if def.Thresholds() != want {
+		t.Fatalf("gate/v3 thresholds %+v", def.Thresholds())
+	}
+	for _, r := range []*Rules{v1, v2} {
+		var zero Thresholds
+		th := r.Thresholds()
+		th.MaxRedirects, th.MaxDecodedBytes, th.MinHTMLText, th.HTMLBytesPerText, th.MaxHTMLTextRequired = 0, 0, 0, 0, 0
+		th.MinPlainText, th.MaxControlPermille, th.ConsentWallMinText, th.ConsentWallMaxOtherText = 0, 0, 0, 0
+		th.LoginWallMaxOtherText, th.WideCharWeight = 0, 0
+		if th != zero || len(r.doc.Checks)+len(r.doc.LoginPathSuffixes)+len(r.doc.ConsentIgnorePrefixes)+
+			len(r.doc.ConsentIgnoreElements)+len(r.doc.HostPhrases)+len(r.doc.JSONErrorKeys)+
+			len(r.doc.JSONFalseKeys)+len(r.doc.JSONDataKeys) != 0 {
+			t.Errorf("%s sets a gate/v3 field: %+v", r.Name(), th)
+		}
+		if strings.Contains(string(r.JSON()), `"checks":`) || strings.Contains(string(r.JSON()), `"host_phrases":`) {
+			t.Errorf("%s: the gate/v3 fields must be absent from its canonical JSON", r.Name())
+		}
 	}
 	for _, c := range []struct{ name, hash string }{
 		{RulesetVersion, ""},        // only v1 may omit its hash
@@ -114,6 +140,13 @@ func TestParseRules(t *testing.T) {
 		{`{"format": 1, "name": "x", "extends": "gate/v2", "consent_markers": ["CMP"]}`, "/consent_markers/0", "lowercase"},
 		{`{"format": 1, "name": "x", "extends": "gate/v2", "challenge_titles": [""]}`, "/challenge_titles/0", "length"},
 		{`{"format": 1, "name": "x", "extends": "gate/v2", "challenge_headers": [{"name": "x-wall", "values": []}]}`, "/challenge_headers/0", "required"},
+		{`{"format": 1, "name": "x", "extends": "gate/v3", "checks": ["everything"]}`, "/checks/0", "pattern"},
+		{`{"format": 1, "name": "x", "extends": "gate/v3", "login_path_suffixes": ["u/login"]}`, "/login_path_suffixes/0", "pattern"},
+		{`{"format": 1, "name": "x", "extends": "gate/v3", "consent_ignore_elements": ["Article"]}`, "/consent_ignore_elements/0", "pattern"},
+		{`{"format": 1, "name": "x", "extends": "gate/v3", "thresholds": {"min_partial_permille": 1001}}`, "/thresholds/min_partial_permille", "range"},
+		{`{"format": 1, "name": "x", "extends": "gate/v2", "thresholds": {"json_error_max_members": 4}}`, "/json_error_keys", "required"},
+		{`{"format": 1, "name": "x", "extends": "gate/v3", "host_phrases": [{"reason": "fingerprint.parked_domain", "max_text": 5, "phrases": {"en": ["for sale"]}}]}`, "/host_phrases/0/phrases/en/0", "host_placeholder"},
+		{`{"format": 1, "name": "x", "extends": "gate/v3", "host_phrases": [{"reason": "fingerprint.soft_error", "max_text": 5, "phrases": {"en": ["{host} x"]}}]}`, "/host_phrases/0/reason", "enum"},
 	}
 	for _, b := range bad {
 		_, err := ParseRules([]byte(b.doc))

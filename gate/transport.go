@@ -47,7 +47,8 @@ func finalURLOf(ev Evidence) string {
 
 // transportLayer judges the exchange. emptyBody reports whether the entity is
 // empty or whitespace only.
-func transportLayer(ev Evidence, chain []string, emptyBody bool, maxRedirects int) LayerResult {
+func transportLayer(ev Evidence, chain []string, emptyBody bool, rules *Rules) LayerResult {
+	maxRedirects := rules.doc.Thresholds.MaxRedirects
 	res := LayerResult{Layer: LayerTransport, Verdict: Failed}
 	kind := ev.readKind()
 	if kind != ReadHTTP && kind != ReadFile && kind != ReadTool {
@@ -105,11 +106,81 @@ func transportLayer(ev Evidence, chain []string, emptyBody bool, maxRedirects in
 		res.Detail = "status " + strconv.Itoa(ev.Status) + " with an empty or whitespace-only body"
 		return res
 	}
+	if kind == ReadHTTP {
+		if detail := shortBody(ev, rules); detail != "" {
+			res.Reason, res.Detail = ReasonSizeMismatch, detail
+			return res
+		}
+	}
 	return LayerResult{
 		Layer:   LayerTransport,
 		Verdict: Retrieved,
 		Detail:  "status " + strconv.Itoa(ev.Status) + ", redirects: " + strconv.Itoa(len(ev.Redirects)),
 	}
+}
+
+// shortBody says why an HTTP body is not the whole resource, or "": under
+// CheckContentLength a body shorter than its Content-Length, and under
+// Thresholds.MinPartialPermille a 206 whose Content-Range covers less than
+// that share of the complete length. Headers that do not parse are not
+// judged.
+func shortBody(ev Evidence, rules *Rules) string {
+	if rules.checks[CheckContentLength] {
+		if n, ok := parseSize(ev.Header("Content-Length")); ok && int64(len(ev.Body)) < n {
+			return "body of " + strconv.Itoa(len(ev.Body)) + " bytes, Content-Length " + strconv.FormatInt(n, 10)
+		}
+	}
+	if min := rules.doc.Thresholds.MinPartialPermille; min > 0 && ev.Status == 206 {
+		first, last, complete, ok := parseContentRange(ev.Header("Content-Range"))
+		if ok && complete > 0 && (last-first+1)*1000 < complete*int64(min) {
+			return "206 of bytes " + strconv.FormatInt(first, 10) + "-" + strconv.FormatInt(last, 10) + " of " +
+				strconv.FormatInt(complete, 10) + ", less than " + strconv.Itoa(min) + "/1000 of the resource"
+		}
+	}
+	return ""
+}
+
+// maxSizeDigits bounds the digits of a size header, so that products of
+// sizes and permille stay far inside int64.
+const maxSizeDigits = 15
+
+// parseSize reads a decimal size of at most maxSizeDigits digits.
+func parseSize(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > maxSizeDigits {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(s[i]-'0')
+	}
+	return n, true
+}
+
+// parseContentRange reads "bytes <first>-<last>/<complete>" (RFC 9110
+// 14.4); ok is false for anything else, including an unknown complete
+// length ("/*").
+func parseContentRange(v string) (first, last, complete int64, ok bool) {
+	unit, rest, found := strings.Cut(strings.TrimSpace(v), " ")
+	if !found || !strings.EqualFold(unit, "bytes") {
+		return 0, 0, 0, false
+	}
+	rng, total, found := strings.Cut(strings.TrimSpace(rest), "/")
+	a, b, dash := strings.Cut(rng, "-")
+	if !found || !dash {
+		return 0, 0, 0, false
+	}
+	var okA, okB, okC bool
+	first, okA = parseSize(a)
+	last, okB = parseSize(b)
+	complete, okC = parseSize(total)
+	if !okA || !okB || !okC || last < first || last >= complete {
+		return 0, 0, 0, false
+	}
+	return first, last, complete, true
 }
 
 // localRead judges a file or tool read without a status: the size the

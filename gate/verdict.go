@@ -10,7 +10,7 @@ import (
 // carries its ruleset's name and hash, so a verdict can always be traced
 // to the rules that produced it; any change that can alter a verdict for
 // some evidence must be a new ruleset with a new name.
-const RulesetVersion = "gate/v2"
+const RulesetVersion = "gate/v3"
 
 // Verdict is the outcome of classifying a fetch: [Retrieved], [Failed] or
 // [Unknown]. Its JSON form is the bare string.
@@ -95,7 +95,9 @@ const (
 	// decoding, when that succeeds).
 	ReasonEmptyBody Reason = "transport.empty_body"
 	// ReasonSizeMismatch: a file read returned fewer or more bytes than the
-	// file's size (a short or torn read).
+	// file's size (a short or torn read); from gate/v3 also an HTTP body
+	// shorter than its Content-Length, or a 206 whose Content-Range covers
+	// too little of the resource.
 	ReasonSizeMismatch Reason = "transport.size_mismatch"
 	// ReasonInvalidKind: the evidence's kind is not http, file or tool.
 	ReasonInvalidKind Reason = "transport.invalid_kind"
@@ -153,6 +155,17 @@ const (
 	// ReasonRateLimited (gate/v2): a 2xx page whose title or short text
 	// says the client is rate limited ("429 Too Many Requests").
 	ReasonRateLimited Reason = "fingerprint.rate_limited"
+	// ReasonPlaceholder (gate/v3): a short page that is a stock
+	// placeholder: a web server's welcome page, "under construction",
+	// lorem ipsum filler.
+	ReasonPlaceholder Reason = "fingerprint.placeholder"
+	// ReasonRedirectStub (gate/v3): an HTML page with little text of its
+	// own whose <meta http-equiv="refresh"> sends the reader to another
+	// URL: the resource is there, not here.
+	ReasonRedirectStub Reason = "fingerprint.redirect_stub"
+	// ReasonSoftError (gate/v3): a 2xx JSON answer that is an error
+	// envelope ({"ok": false, …}, {"error": …} without data).
+	ReasonSoftError Reason = "fingerprint.soft_error"
 )
 
 // httpStatusPrefix starts every status reason.
