@@ -44,7 +44,9 @@
 //     consent containers, challenge script and iframe sources, the redirect
 //     target, the final host) and, from gate/v2, by phrases in the text of
 //     short pages only (see [PhraseRule]), so an article about challenge
-//     pages is Retrieved. Gives Unknown or passes, never Failed.
+//     pages is Retrieved; from gate/v3 also meta-refresh stubs, stock
+//     placeholders and JSON error envelopes. Gives Unknown or passes, never
+//     Failed.
 //
 // Deciding layer: the layer whose verdict is the result's; among layers with
 // the same strictest verdict the most specific wins (transport, then
@@ -61,31 +63,36 @@
 //	transport.invalid_status        status 0 without error, or outside 100–599 (Failed)
 //	transport.http_<code>           final status outside 2xx, e.g. http_403 (Failed)
 //	transport.empty_body            empty or whitespace-only body (Failed)
-//	transport.size_mismatch         a file read of fewer or more bytes than the file's size (Failed)
+//	transport.size_mismatch         a file read of fewer or more bytes than the file's size; (v3) an HTTP body
+//	                                shorter than its Content-Length, a 206 of a small part of the resource (Failed)
 //	transport.invalid_kind          evidence kind other than http, file, tool (Failed)
 //	extraction.decode_error         corrupt or truncated gzip/deflate/br stream (Failed)
 //	extraction.unsupported_encoding a Content-Encoding other than gzip, deflate, br (Unknown)
 //	extraction.too_large            more than MaxDecodedBytes after decoding (Unknown)
-//	extraction.binary               not text: image, PDF, archive, control bytes (Unknown)
+//	extraction.binary               not text: image, PDF, archive, control bytes; (v3) HTML that is a compressed stream (Unknown)
 //	extraction.invalid_json         JSON that does not parse (Unknown)
-//	extraction.script_shell         HTML with scripts and too little text (Unknown)
+//	extraction.script_shell         HTML with scripts and too little text ((v3) outside site chrome) (Unknown)
 //	extraction.too_little_text      too little readable text, no scripts (Unknown)
 //	fingerprint.challenge           bot challenge or block page (Unknown)
 //	fingerprint.consent_wall        consent container is the main content (Unknown)
 //	fingerprint.login_wall          password form is the main content, or redirect to a login path (Unknown)
-//	fingerprint.soft_404            2xx page titled "not found", redirect to a 404 path, or (v2) a short page saying so (Unknown)
+//	fingerprint.soft_404            2xx page titled "not found" ((v3) and short), redirect to a 404 path, (v2) a short
+//	                                page saying so, or (v3) a deep URL redirected to another site's home page (Unknown)
 //	fingerprint.paywall             (v2) a short page that is a paywall or metering notice (Unknown)
 //	fingerprint.rate_limited        (v2) a 2xx page titled or (short) saying "too many requests" (Unknown)
 //	fingerprint.parked_domain       (v2) a short page of a parked or for-sale domain, or a parking host (Unknown)
+//	fingerprint.placeholder         (v3) a short stock placeholder: server welcome page, under construction, lorem ipsum (Unknown)
+//	fingerprint.redirect_stub       (v3) a page with little text whose meta refresh leads elsewhere (Unknown)
+//	fingerprint.soft_error          (v3) a 2xx JSON error envelope: {"ok": false}, {"error": …} without data (Unknown)
 //
 // Ruleset: the data the layers apply ([Rules]): thresholds ([Thresholds];
 // the named constants [MaxRedirects], [MaxDecodedBytes], [MinHTMLText], …
 // are the built-in values), fingerprint titles, ids, classes, paths, phrases
 // by language and per-domain rules. The built-in rulesets are embedded JSON
-// files (rules/gate-v1.json, rules/gate-v2.json); an operator's file is
-// parsed by [ParseRules] and may extend one. A receipt names its ruleset
+// files (rules/gate-v1.json, rules/gate-v2.json, rules/gate-v3.json); an
+// operator's file is parsed by [ParseRules] and may extend one. A receipt names its ruleset
 // and hash; [Rulesets.Lookup] finds the ruleset to re-derive a verdict with
-// and refuses an unknown one. [Classify] applies gate/v2, [ClassifyWith]
+// and refuses an unknown one. [Classify] applies gate/v3, [ClassifyWith]
 // any. Changing any rule means a new ruleset name.
 //
 // Read kind: evidence is an HTTP exchange by default; kind "file" (a local

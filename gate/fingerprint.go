@@ -148,10 +148,13 @@ type fingerprintInput struct {
 // title element, element ids and classes, forms and password inputs,
 // script and iframe sources, the redirect target and the final host), and,
 // on short pages only, by the ruleset's phrases (see [PhraseRule]), so an
-// article that talks about challenges is not one. It gives Unknown or
-// Retrieved, never Failed. When several walls match, the first of
-// challenge, consent, domain rule, login, paywall, rate limit, parked
-// domain, soft 404 decides.
+// article that talks about challenges is not one; from gate/v3 also
+// meta-refresh stubs, redirects to another site's home page and JSON error
+// envelopes. It gives Unknown or Retrieved, never Failed. When several
+// walls match, the first of challenge, consent, domain rule, login, phrase
+// (paywall, rate limit, parked domain, soft 404, placeholder), redirect
+// stub, title (rate limit, soft 404), soft 404 redirect, soft error
+// decides.
 func fingerprintLayer(in fingerprintInput, r *Rules) (LayerResult, []string) {
 	var signals []string
 	var reason Reason

@@ -9,7 +9,7 @@ import (
 // TestCheckVerdictRulesets: a verdict is derived again with the ruleset its
 // receipt names, and one naming an unknown ruleset is refused.
 func TestCheckVerdictRulesets(t *testing.T) {
-	// A short paywall page: RETRIEVED under gate/v1, UNKNOWN under gate/v2.
+	// A short paywall page: RETRIEVED under gate/v1, UNKNOWN from gate/v2.
 	ev := htmlEvidence(page("Budget", "<p>The city faces a gap in next year's budget. Subscribe to continue reading.</p>"))
 	v1, _ := Lookup(RulesetV1, "")
 	blobs := map[string][]byte{}
@@ -33,12 +33,13 @@ func TestCheckVerdictRulesets(t *testing.T) {
 	}
 	now := Classify(ev)
 	if now.Reason != ReasonPaywall {
-		t.Fatalf("gate/v2: %s", now.Reason)
+		t.Fatalf("%s: %s", RulesetVersion, now.Reason)
 	}
 	if err := CheckVerdict(record(now), blob); err != nil {
 		t.Fatal(err)
 	}
-	// Claiming gate/v2 for the v1 verdict: re-derived under v2, refused.
+	// Claiming the default (gate/v3) for the v1 verdict: re-derived under
+	// it, refused.
 	forged := old
 	forged.Receipt.Ruleset, forged.Receipt.RulesetHash = RulesetVersion, BuiltinRules().Hash()
 	var ve *VerdictError

@@ -25,9 +25,11 @@ import (
 // verdict with exactly that ruleset ([Rulesets.Lookup]).
 //
 // The built-in rulesets are embedded from gate/rules: gate/v1 (the rules
-// of the first release, kept so its receipts re-derive identically) and
-// gate/v2 ([RulesetVersion], the default). docs/GATE.md describes the
-// format.
+// of the first release, kept so its receipts re-derive identically),
+// gate/v2 (walls in eleven languages, kept likewise) and gate/v3
+// ([RulesetVersion], the default: the fixes of gate/v2's review, switched
+// on by fields that are absent, hence zero, in gate/v1 and gate/v2).
+// docs/GATE.md describes the format.
 
 //go:embed rules/*.json
 var builtinFiles embed.FS
@@ -257,7 +259,7 @@ type phraseSet struct {
 	host    bool // a host phrase: "{host}" stands for the page's hosts
 }
 
-// Name returns the ruleset's name, e.g. "gate/v2".
+// Name returns the ruleset's name, e.g. "gate/v3".
 func (r *Rules) Name() string { return r.doc.Name }
 
 // Hash returns "sha256:<64 hex>" of the canonical JSON of the resolved
@@ -604,8 +606,8 @@ type Rulesets struct {
 	latest *Rules
 }
 
-// BuiltinRulesets returns a new set holding the embedded rulesets (gate/v1
-// and gate/v2); its [Rulesets.Default] is gate/v2.
+// BuiltinRulesets returns a new set holding the embedded rulesets (gate/v1,
+// gate/v2 and gate/v3); its [Rulesets.Default] is gate/v3.
 func BuiltinRulesets() *Rulesets {
 	b := builtin()
 	out := &Rulesets{latest: b.latest}
@@ -637,7 +639,7 @@ func (s *Rulesets) Add(r *Rules) error {
 	return nil
 }
 
-// Default returns the ruleset new verdicts use: gate/v2 for the built-in
+// Default returns the ruleset new verdicts use: gate/v3 for the built-in
 // set.
 func (s *Rulesets) Default() *Rules { return s.latest }
 
@@ -676,7 +678,7 @@ func (s *Rulesets) Lookup(name, hash string) (*Rules, error) {
 // built-in set (see [Rulesets.Lookup]).
 func Lookup(name, hash string) (*Rules, error) { return BuiltinRulesets().Lookup(name, hash) }
 
-// BuiltinRules returns the default built-in ruleset, gate/v2.
+// BuiltinRules returns the default built-in ruleset, gate/v3.
 func BuiltinRules() *Rules { return builtin().latest }
 
 // builtinTable is the parsed embedded rulesets.

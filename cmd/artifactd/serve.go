@@ -52,7 +52,7 @@ type serveConfig struct {
 	// Net holds the connection limits and timeouts (zero: the defaults).
 	Net netLimits
 	// GateRules is the ruleset new verdicts use (serve --gate-rules; the
-	// built-in gate/v2 when nil); Secrets are the declared secrets (serve
+	// built-in gate/v3 when nil); Secrets are the declared secrets (serve
 	// --secrets).
 	GateRules *gate.Rules
 	Secrets   gate.Secrets
@@ -151,7 +151,7 @@ type gateFlags struct{ rules, secrets *string }
 // addGateFlags defines the gate flags on fs.
 func addGateFlags(fs *flag.FlagSet) gateFlags {
 	return gateFlags{
-		rules:   fs.String("gate-rules", "", "gate ruleset file (JSON, format 1, usually extending gate/v2) for new fetch verdicts"),
+		rules:   fs.String("gate-rules", "", "gate ruleset file (JSON, format 1, usually extending gate/v3) for new fetch verdicts"),
 		secrets: fs.String("secrets", "", "file of secret values, one per line, masked by value in tool results, fetched text and effect errors"),
 	}
 }
