@@ -99,6 +99,50 @@ func decodeContent(raw []byte, header string, maxBytes int) contentDecoding {
 	return d
 }
 
+// Errors of [DecodeContent].
+var (
+	// ErrUnsupportedEncoding: a coding other than gzip, deflate and br, or
+	// more than MaxContentCodings of them.
+	ErrUnsupportedEncoding = errors.New("unsupported content encoding")
+	// ErrCorruptContent: the body does not decode under its coding
+	// (truncated or corrupt stream).
+	ErrCorruptContent = errors.New("content does not decode")
+	// ErrContentTooLarge: the body is, or decodes to, more than the bound.
+	ErrContentTooLarge = errors.New("content too large")
+)
+
+// DecodeContent undoes the Content-Encoding header's codings (gzip,
+// x-gzip, deflate as zlib or raw DEFLATE, br; identity and empty entries
+// skipped; at most MaxContentCodings) of a body exactly as the gate's
+// extraction layer does, and returns at most maxBytes bytes. When the
+// outermost coding is not applied to the body and the body reads as text,
+// the header is taken to be stale (a client decoded the body and kept the
+// header) and the body is returned as it is. Errors wrap
+// ErrUnsupportedEncoding, ErrCorruptContent or ErrContentTooLarge. The
+// result may alias raw. It is pure and safe for concurrent use.
+func DecodeContent(raw []byte, contentEncoding string, maxBytes int) ([]byte, error) {
+	d := decodeContent(raw, contentEncoding, maxBytes)
+	switch d.status {
+	case decodeUnsupported:
+		return nil, fmt.Errorf("%w: %s", ErrUnsupportedEncoding, d.detail)
+	case decodeCorrupt:
+		return nil, fmt.Errorf("%w: %s", ErrCorruptContent, d.detail)
+	case decodeTooLarge:
+		return nil, fmt.Errorf("%w: %s", ErrContentTooLarge, d.detail)
+	}
+	return d.body, nil
+}
+
+// SupportedCoding reports whether DecodeContent decodes the content coding
+// c (a single coding, any case): gzip, x-gzip, deflate, br, identity.
+func SupportedCoding(c string) bool {
+	switch strings.ToLower(strings.TrimSpace(c)) {
+	case "gzip", "x-gzip", "deflate", "br", "identity":
+		return true
+	}
+	return false
+}
+
 // MaxContentCodings is the most Content-Encoding codings a body may
 // stack (browsers send and servers use one, rarely two); a body with more
 // is not decoded.

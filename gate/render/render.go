@@ -29,14 +29,9 @@
 package render
 
 import (
-	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -45,7 +40,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/andybalholm/brotli"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -357,10 +351,12 @@ func refuse(tab context.Context, id fetch.RequestID) {
 	_, _ = chromedp.Call(tab, fetch.FailRequest, fetch.FailRequestParams{RequestID: id, ErrorReason: network.ErrorReasonBlockedByClient})
 }
 
-// decodeBody undoes a Content-Encoding of gzip, deflate (zlib or raw) or
-// br, within DefaultMaxOutputBytes. A body that does not start like its
-// declared encoding is taken as already decoded (a client that
-// decompressed and kept the header).
+// decodeBody undoes a Content-Encoding with the gate's decoder
+// (gate.DecodeContent: the bytes the gate judged), within
+// DefaultMaxOutputBytes. Two rules are the renderer's own: more than
+// gate.MaxContentCodings entries, identity ones included, are refused
+// before anything is decoded, and so is a coding the gate cannot decode,
+// even on a body that reads as text (the gate takes that header for stale).
 func decodeBody(b []byte, encoding string) ([]byte, error) {
 	codings := strings.Split(strings.ToLower(encoding), ",")
 	if len(codings) > gate.MaxContentCodings {
@@ -368,39 +364,14 @@ func decodeBody(b []byte, encoding string) ([]byte, error) {
 		// render's time limit: not a thousand of them.
 		return nil, fmt.Errorf("render: %d content codings; at most %d are decoded", len(codings), gate.MaxContentCodings)
 	}
-	for i := len(codings) - 1; i >= 0; i-- {
-		var rd io.Reader
-		switch c := strings.TrimSpace(codings[i]); c {
-		case "", "identity":
-			continue
-		case "gzip", "x-gzip":
-			if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-				continue
-			}
-			zr, err := gzip.NewReader(bytes.NewReader(b))
-			if err != nil {
-				return nil, fmt.Errorf("render: gzip body: %w", err)
-			}
-			rd = zr
-		case "deflate":
-			if zr, err := zlib.NewReader(bytes.NewReader(b)); err == nil {
-				rd = zr
-			} else {
-				rd = flate.NewReader(bytes.NewReader(b))
-			}
-		case "br":
-			rd = brotli.NewReader(bytes.NewReader(b))
-		default:
+	for _, c := range codings {
+		if c = strings.TrimSpace(c); c != "" && !gate.SupportedCoding(c) {
 			return nil, fmt.Errorf("render: content encoding %q", c)
 		}
-		out, err := io.ReadAll(io.LimitReader(rd, DefaultMaxOutputBytes+1))
-		if err != nil {
-			return nil, fmt.Errorf("render: decode %s body: %w", codings[i], err)
-		}
-		if len(out) > DefaultMaxOutputBytes {
-			return nil, fmt.Errorf("render: the body decodes to more than %d bytes", DefaultMaxOutputBytes)
-		}
-		b = out
 	}
-	return b, nil
+	out, err := gate.DecodeContent(b, encoding, DefaultMaxOutputBytes)
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	return out, nil
 }

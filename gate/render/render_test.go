@@ -263,3 +263,23 @@ func TestDecodeBodyBoundsItsCodings(t *testing.T) {
 		t.Errorf("%d codings: %v", gate.MaxContentCodings+1, err)
 	}
 }
+
+// TestDecodeBodySharesTheGatesDecoder: the renderer decodes what the gate
+// decoded (gate.DecodeContent), refusing what the gate would refuse, and a
+// coding the gate cannot decode even where the gate would take the header
+// for stale.
+func TestDecodeBodySharesTheGatesDecoder(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write([]byte("<p>a page</p>"))
+	_ = zw.Close()
+	if out, err := decodeBody([]byte("<p>a page</p>"), "gzip"); err != nil || string(out) != "<p>a page</p>" {
+		t.Fatalf("a stale gzip header: %q %v", out, err)
+	}
+	if _, err := decodeBody(buf.Bytes()[:buf.Len()/2], "gzip"); !errors.Is(err, gate.ErrCorruptContent) {
+		t.Fatalf("a truncated stream: %v", err)
+	}
+	if _, err := decodeBody([]byte("<p>a page</p>"), "zstd"); err == nil {
+		t.Fatal("a coding the gate cannot decode")
+	}
+}
