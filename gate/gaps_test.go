@@ -171,3 +171,22 @@ func TestV3Parsers(t *testing.T) {
 		t.Error("two members with an error")
 	}
 }
+
+// FuzzSizeHeaders runs the gate/v3 size checks on any Content-Length and
+// Content-Range: no panic, and a size mismatch only when a header says the
+// body is short.
+func FuzzSizeHeaders(f *testing.F) {
+	f.Add(206, "4096", "bytes 0-4095/13338", []byte("<p>"+prose+"</p>"))
+	f.Add(200, "99999999999999999999", "", []byte(prose))
+	f.Add(206, "", "bytes 9223372036854775806-9223372036854775807/9223372036854775807", []byte(prose))
+	f.Add(206, "-1", "bytes 0-0/1", []byte(prose))
+	f.Fuzz(func(t *testing.T, status int, length, rng string, body []byte) {
+		ev := Evidence{URL: "https://a.example/x", Status: status, Body: body,
+			Headers: map[string]string{"Content-Type": "text/plain", "Content-Length": length, "Content-Range": rng}}
+		res := Classify(ev)
+		checkResultShape(t, res)
+		if res.Reason == ReasonSizeMismatch && length == "" && (status != 206 || rng == "") {
+			t.Fatalf("size mismatch without a size header: %+v", res.Layers[0])
+		}
+	})
+}
