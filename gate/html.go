@@ -180,7 +180,8 @@ func (d *htmlDoc) attrs(z *html.Tokenizer, a atom.Atom, name []byte) uint8 {
 		case "http-equiv":
 			refresh = a == atom.Meta && !skipped && bytes.EqualFold(bytes.TrimSpace(val), []byte("refresh"))
 		case "content":
-			if a == atom.Meta && d.refresh == "" && len(val) <= maxRefreshContent {
+			// Only a ruleset that judges refresh stubs reads them.
+			if a == atom.Meta && d.refresh == "" && len(val) <= maxRefreshContent && d.rules.doc.Thresholds.MetaRefreshMaxText > 0 {
 				content = string(val)
 			}
 		case "id":

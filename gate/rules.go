@@ -576,9 +576,6 @@ func (r *Rules) v3Lists(d rulesDoc) error {
 			}
 		}
 	}
-	if d.Thresholds.JSONErrorMaxMembers > 0 && len(d.JSONErrorKeys)+len(d.JSONFalseKeys) == 0 {
-		return &RulesError{Pointer: "/json_error_keys", Rule: "required", Detail: "json_error_max_members needs error or false keys"}
-	}
 	r.checks = set(d.Checks, identity)
 	r.consentIgnore = set(d.ConsentIgnoreElements, identity)
 	r.jsonErrorKeys = set(d.JSONErrorKeys, identity)

@@ -109,6 +109,17 @@ func TestParseRules(t *testing.T) {
 		t.Fatalf("%s %v", res.Reason, res.Receipt.Signals)
 	}
 
+	// A file extending gate/v3 inherits its fields and may set its own.
+	site3, err := ParseRules([]byte(`{"format": 1, "name": "site/v3", "extends": "gate/v3", "thresholds": {"min_partial_permille": 900},
+	  "login_path_suffixes": ["/sso/start"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th := site3.Thresholds(); th.MinPartialPermille != 900 || th.TitleRuleMaxText != 400 || !site3.checks[CheckContentLength] ||
+		site3.loginSuffix("/a/SSO/start/") != "/sso/start" || site3.loginSuffix("/u/login/identifier") != "/u/login/identifier" {
+		t.Fatalf("site/v3: %+v", th)
+	}
+
 	rs := BuiltinRulesets()
 	if err := rs.Add(r); err != nil {
 		t.Fatal(err)
@@ -144,7 +155,6 @@ func TestParseRules(t *testing.T) {
 		{`{"format": 1, "name": "x", "extends": "gate/v3", "login_path_suffixes": ["u/login"]}`, "/login_path_suffixes/0", "pattern"},
 		{`{"format": 1, "name": "x", "extends": "gate/v3", "consent_ignore_elements": ["Article"]}`, "/consent_ignore_elements/0", "pattern"},
 		{`{"format": 1, "name": "x", "extends": "gate/v3", "thresholds": {"min_partial_permille": 1001}}`, "/thresholds/min_partial_permille", "range"},
-		{`{"format": 1, "name": "x", "extends": "gate/v2", "thresholds": {"json_error_max_members": 4}}`, "/json_error_keys", "required"},
 		{`{"format": 1, "name": "x", "extends": "gate/v3", "host_phrases": [{"reason": "fingerprint.parked_domain", "max_text": 5, "phrases": {"en": ["for sale"]}}]}`, "/host_phrases/0/phrases/en/0", "host_placeholder"},
 		{`{"format": 1, "name": "x", "extends": "gate/v3", "host_phrases": [{"reason": "fingerprint.soft_error", "max_text": 5, "phrases": {"en": ["{host} x"]}}]}`, "/host_phrases/0/reason", "enum"},
 	}
