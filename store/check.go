@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 
 	"github.com/artifactd/artifactd/fault"
@@ -81,6 +82,10 @@ func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
 //     name must be stored, and its state map must be whole (every node
 //     reachable from its root stored and sound, the root's entry count the
 //     recorded one);
+//   - every commit record of a context must be named by its seq index,
+//     which the commit list, log and export walk: a branch head, a parent
+//     and a commit no branch reaches any more (its branch reset away from
+//     it) alike, each reported once;
 //   - each context's chain is replayed from its first commit, and every
 //     replayed state must hash to the commit's context hash and have the
 //     recorded artifact, edge and state-map entry counts;
@@ -323,14 +328,12 @@ func (c *checkSource) Ops(ctx context.Context, cm *replay.Commit) ([]graph.Op, e
 
 // parents reports a parent of any of commits (the context's, in seq
 // order; failed are those already reported) that is not a readable commit
-// of the seq index with a lower seq: the fold checks first parents as it
-// goes, but a merge's other parents only when a walk reaches them, and a
-// replay of the merge (replay --verify) would fail on them.
-func (k *checker) parents(ctxID string, commits []*replay.Commit, failed map[hashing.Digest]bool) {
-	seqOf := make(map[hashing.Digest]uint64, len(commits))
-	for _, c := range commits {
-		seqOf[c.ID] = c.Seq
-	}
+// of the seq index with a lower seq (seqOf: the index's commits, each with
+// its seq): the fold checks first parents as it goes, but a merge's other
+// parents only when a walk reaches them, and a replay of the merge
+// (replay --verify) would fail on them. It returns the parents it found
+// out of the index, each reported once, on its first child.
+func (k *checker) parents(ctxID string, commits []*replay.Commit, seqOf map[hashing.Digest]uint64, failed map[hashing.Digest]bool) map[hashing.Digest]bool {
 	reported := map[hashing.Digest]bool{}
 	for _, c := range commits {
 		for i, p := range c.Parents {
@@ -356,6 +359,7 @@ func (k *checker) parents(ctxID string, commits []*replay.Commit, failed map[has
 			k.add(Defect{Kind: "commit", Context: ctxID, ID: c.ID.String(), Detail: why})
 		}
 	}
+	return reported
 }
 
 func (k *checker) context(ctx context.Context, ctxID string) error {
@@ -363,6 +367,12 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 	ids, err := k.seqIndex(ctx, ctxID)
 	if err != nil {
 		return err
+	}
+	// seqOf is the seq index's commits, each with its seq: what the
+	// parent, head and commit-record checks look commits up in.
+	seqOf := make(map[hashing.Digest]uint64, len(ids))
+	for _, e := range ids {
+		seqOf[e.id] = e.seq
 	}
 	failed := make(map[hashing.Digest]bool)
 	var commits []*replay.Commit
@@ -390,7 +400,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		}
 		commits = append(commits, c)
 	}
-	k.parents(ctxID, commits, failed)
+	outParents := k.parents(ctxID, commits, seqOf, failed)
 	for _, c := range commits {
 		if len(c.Parents) == 0 && c.Time != k.created[ctxID] {
 			k.add(Defect{Kind: "context", Context: ctxID, ID: ctxID, Detail: fmt.Sprintf("context record says created %q, its root commit %s %q", k.created[ctxID], c.ID.Short(), c.Time)})
@@ -459,18 +469,16 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 	branches, err := s.Branches(ctx, ctxID)
 	if err != nil {
 		k.add(Defect{Kind: "ref", Context: ctxID, ID: "*", Detail: err.Error()})
+	}
+	heads := make(map[hashing.Digest][]string, len(branches))
+	for _, b := range branches {
+		heads[b.Head] = append(heads[b.Head], b.Name)
+	}
+	if err := k.unindexed(ctx, ctxID, seqOf, heads, outParents); err != nil {
+		return err
+	}
+	if len(branches) == 0 {
 		return nil
-	}
-	indexed := make(map[hashing.Digest]bool, len(ids))
-	for _, e := range ids {
-		indexed[e.id] = true
-	}
-	for _, br := range branches {
-		if !indexed[br.Head] && !failed[br.Head] {
-			// A head no seq entry names: no parent check meets it, and an
-			// export of the context would leave it out.
-			k.add(Defect{Kind: "ref", Context: ctxID, ID: br.Name, Detail: fmt.Sprintf("the head %s of branch %q is not in the context's seq index", br.Head.Short(), br.Name)})
-		}
 	}
 	// The heads whose reverse edges are apart are checked against the
 	// context's reverse index together, one pass over it for as many
@@ -605,6 +613,77 @@ func (k *checker) seqIndex(ctx context.Context, ctxID string) ([]seqEntry, error
 		return nil
 	}, lost)
 	return out, err
+}
+
+// unindexed reports every commit record of the context that no seq entry
+// names (seqOf: the seq index's commits): the commit list, log, export and
+// backfills walk the index, so they never see it. One finding per
+// record: a branch head out of the index on its branch, a parent already
+// reported on its child (outParents) not again, any other record — a
+// commit a reset left behind, say — on itself. A record whose seq entry is
+// there when read again (written since the index was read, by another
+// process sharing the store) is no defect. The cost is one scan of the
+// context's commit keys, and a read of each record out of the index.
+func (k *checker) unindexed(ctx context.Context, ctxID string, seqOf map[hashing.Digest]uint64, heads map[hashing.Digest][]string, outParents map[hashing.Digest]bool) error {
+	s := k.s
+	p := prefixCommits(ctxID)
+	var out []hashing.Digest
+	err := kv.ScanKeys(ctx, s.kv, p, nil, 0, func(key []byte) error {
+		if len(key) != len(p)+32 {
+			k.add(Defect{Kind: "commit", Context: ctxID, ID: fmt.Sprintf("%q", key), Detail: "malformed commit key"})
+			return nil
+		}
+		id := hashing.Digest(key[len(p):])
+		if _, indexed := seqOf[id]; !indexed && !outParents[id] {
+			out = append(out, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list the commits of %q: %w", ctxID, err)
+	}
+	for _, id := range out {
+		unreadable := ""
+		c, err := s.commitRecord(ctxID, id)
+		switch {
+		case err == nil:
+			v, err := s.kv.Get(ctx, keySeq(ctxID, c.Seq))
+			if err == nil && bytes.Equal(v, id[:]) {
+				continue // indexed since the scan
+			}
+			if err != nil && !errors.Is(err, kv.ErrNotFound) && !fault.IsCorrupt(err) {
+				return fmt.Errorf("read seq %d of %q: %w", c.Seq, ctxID, err)
+			}
+		case errors.Is(err, ErrNotFound):
+			continue // gone since the scan
+		case fault.IsCorrupt(err):
+			unreadable = "; its record cannot be read either: " + err.Error()
+		default:
+			return err
+		}
+		if names := heads[id]; len(names) > 0 {
+			// A head no seq entry names: no parent check meets it, and an
+			// export of the context would leave it out.
+			branch := "branch " + strconv.Quote(names[0])
+			if len(names) > 1 {
+				branch = "branches " + quoteAll(names)
+			}
+			k.add(Defect{Kind: "ref", Context: ctxID, ID: names[0], Detail: fmt.Sprintf("the head %s of %s is not in the context's seq index%s", id.Short(), branch, unreadable)})
+			continue
+		}
+		k.add(Defect{Kind: "commit", Context: ctxID, ID: id.String(),
+			Detail: "the commit is not in the context's seq index (no seq entry names it; it is no branch's head and no indexed commit's parent): the commit list, log and export leave it out" + unreadable})
+	}
+	return nil
+}
+
+// quoteAll quotes each name and joins them with commas.
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // stateMap checks that the state map of c is whole: every node reachable

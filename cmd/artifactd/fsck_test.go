@@ -401,3 +401,49 @@ func TestFsckFindsAHeadOutOfTheSeqIndex(t *testing.T) {
 		t.Errorf("log -n -1 was taken: %s", errOut)
 	}
 }
+
+// TestFsckFindsACommitOutOfTheSeqIndex: a commit that no branch reaches
+// any more (its branch was reset away from it) and whose seq entry is lost
+// is reported (fsck said ok: it is no head and no commit's parent, and
+// the commit list, log and export leave it out); the same store before
+// the loss is sound.
+func TestFsckFindsACommitOutOfTheSeqIndex(t *testing.T) {
+	ctx := context.Background()
+	f := newVerifyFixture(t)
+	s, err := store.Open(ctx, store.Options{Dir: f.dir, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := f.head()
+	if err := s.CreateBranch(ctx, "c", "try", head.ID); err != nil {
+		t.Fatal(err)
+	}
+	canon, err := hashing.CanonicalizeObject([]byte(`{"text":"a draft"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Commit(ctx, store.CommitRequest{Context: "c", Branch: "try", Author: "agent", Message: "draft",
+		Ops: []graph.Op{{Op: graph.OpPut, ID: "d", Type: "note", ProducedBy: "agent", Data: canon}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := res.Commit
+	if err := s.ResetBranch(ctx, "c", "try", head.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, defects, _ := fsckDefects(t, f.dir); code != 0 || len(defects) != 0 {
+		t.Fatalf("fsck of a sound store with a commit left by a reset: exit %d, defects %+v", code, defects)
+	}
+	deleteKey(t, f.dir, binary.BigEndian.AppendUint64([]byte("seq\x00c\x00"), left.Seq))
+	code, defects, _ := fsckDefects(t, f.dir)
+	if code != 2 || len(defects) != 1 {
+		t.Fatalf("fsck: exit %d, defects %+v; want exit 2 and one defect", code, defects)
+	}
+	wantDefect(t, defects, "commit", left.ID)
+	if d := defects[0]; d.Context != "c" || !strings.Contains(d.Detail, "not in the context's seq index") {
+		t.Errorf("defect %+v", d)
+	}
+}
