@@ -620,6 +620,61 @@ func (s *Store) BackfillBlobMembers(ctx context.Context) (int, error) {
 
 // ---- fsck ----
 
+// verdictBlobs reports each blob that a fetch_verdict of the context
+// names (its body, and a rendered page's shell: gate.BlobRefs) and that
+// the context holds no membership record for, once the store is marked
+// as having its memberships recorded: the context can no longer read the
+// bytes its verdict was judged from. verdicts are the context's
+// fetch_verdict puts in every commit its check read the ops of (the
+// replay's pass), one per payload; the cost is a read of each payload
+// and a lookup of each blob it names.
+//
+// Only a verdict's blobs are expected held: only the gate writes a
+// fetch_verdict, and every way it does makes the context hold them — the
+// fetch path with the verdict's commit (CommitRequest.Blobs), a posted
+// verdict only after reading them through the context, an import with
+// the bytes the bundle must carry, the backfill for older stores. A tool
+// output's or error's full_blob is not: a client may record one itself
+// naming bytes its context does not hold, and an import leaves a blob
+// the bundle lists as pruned to the context that holds its bytes; so its
+// missing membership is no proof of a lost record.
+func (k *checker) verdictBlobs(ctx context.Context, ctxID string, verdicts []verdictPut) error {
+	if !k.membersMarked {
+		return nil
+	}
+	s := k.s
+	reported := map[hashing.Digest]bool{}
+	for _, v := range verdicts {
+		data, err := s.object(v.data)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue // reported with the objects and the commit's ops
+		}
+		for _, ref := range gate.BlobRefs("fetch_verdict", data) {
+			d, err := hashing.ParseDigest(ref)
+			if err != nil || reported[d] {
+				continue
+			}
+			held, err := s.BlobMember(ctx, ctxID, d)
+			if fault.IsCorrupt(err) {
+				continue // an unreadable record, reported with the memberships
+			}
+			if err != nil {
+				return fmt.Errorf("look up the blobs of the verdicts of %q: %w", ctxID, err)
+			}
+			if held {
+				continue
+			}
+			reported[d] = true
+			k.add(Defect{Kind: "blob", Context: ctxID, ID: d.String(),
+				Detail: fmt.Sprintf("fetch_verdict %q (commit %s) names blob %s, which the context does not hold: its membership record is lost, and the context can no longer read the bytes the verdict was judged from", v.id, v.commit.Short(), d)})
+		}
+	}
+	return nil
+}
+
 // checkBlobs checks what the single-record scan of Check does not see:
 // every manifest with its chunks (read in full and re-hashed), and every
 // membership record, which must name a stored blob or a pruned one.

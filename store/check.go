@@ -67,6 +67,11 @@ type checker struct {
 	// reported the missing ones already reported.
 	reached  map[hashing.Digest]bool
 	reported map[hashing.Digest]bool
+	// membersMarked: the store is marked as having the memberships of
+	// its gate outputs' blobs recorded (meta blob-members). Until it is —
+	// a store written before contexts held blobs, not yet backfilled —
+	// no membership is expected.
+	membersMarked bool
 }
 
 func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
@@ -92,7 +97,12 @@ func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
 //   - every leaf checkpoint must hold sorted leaves that hash to its name
 //     (a bad one is never used, but it is corruption);
 //   - every ref must point at a commit, and every branch head's state map
-//     must load and hash to its commit's context hash.
+//     must load and hash to its commit's context hash;
+//   - every membership record must name a stored or pruned blob, and,
+//     once the store is marked as having its memberships recorded (meta
+//     blob-members), each context must hold every blob its fetch
+//     verdicts name, in every commit the replay's pass reads
+//     (verdictBlobs).
 //
 // A value that fails its hash is read again once, to tell a flaky read
 // from real corruption. The error is non-nil only when the check itself
@@ -108,6 +118,15 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		created:  make(map[string]string),
 	}
 	rep := k.rep
+	switch _, err := s.kv.Get(ctx, keyMetaBlobMembers()); {
+	case err == nil:
+		k.membersMarked = true
+	case errors.Is(err, kv.ErrNotFound):
+	case fault.IsCorrupt(err):
+		k.add(Defect{Kind: "blob", ID: "blob-members", Detail: "the store's mark that blob memberships are recorded is unreadable: " + err.Error()})
+	default:
+		return rep, err
+	}
 	if err := k.scan(ctx, pObj, "object", func(d hashing.Digest, v []byte) error {
 		switch err := hashing.CheckCanonicalObject(v); {
 		case errors.Is(err, hashing.ErrNotCanonicalForm):
@@ -298,6 +317,16 @@ type checkSource struct {
 	k      *checker
 	ctxID  string
 	failed map[hashing.Digest]bool // commits with a defect already
+	// verdicts are the fetch_verdict puts of the commits whose ops were
+	// read, one per payload, for verdictBlobs.
+	verdicts    []verdictPut
+	verdictData map[hashing.Digest]bool
+}
+
+// verdictPut is a fetch_verdict put: its artifact, payload and commit.
+type verdictPut struct {
+	id           string
+	data, commit hashing.Digest
 }
 
 func (c *checkSource) GetCommit(ctx context.Context, id hashing.Digest) (*replay.Commit, error) {
@@ -316,6 +345,10 @@ func (c *checkSource) Ops(ctx context.Context, cm *replay.Commit) ([]graph.Op, e
 	for i, op := range ops {
 		if op.Op != graph.OpPut {
 			continue
+		}
+		if op.Type == "fetch_verdict" && !c.verdictData[op.ContentHash] {
+			c.verdictData[op.ContentHash] = true
+			c.verdicts = append(c.verdicts, verdictPut{id: op.ID, data: op.ContentHash, commit: cm.ID})
 		}
 		if _, ok := c.k.objects[op.ContentHash]; !ok {
 			c.failed[cm.ID] = true
@@ -411,7 +444,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		k.add(Defect{Kind: "ref", Context: ctxID, ID: DefaultBranch, Detail: "the context has no main branch"})
 	}
 	// Replay the chain; the fold checks ops, ids and context hashes.
-	src := &checkSource{k: k, ctxID: ctxID, failed: failed}
+	src := &checkSource{k: k, ctxID: ctxID, failed: failed, verdictData: map[hashing.Digest]bool{}}
 	replayed := make(map[hashing.Digest]bool)
 	if len(commits) > 0 {
 		res, err := replay.FoldCommits(ctx, src, commits, replay.Options{Objects: replay.ObjectsNone},
@@ -465,6 +498,9 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		if reason := checkOps(ctx, src, c); reason != "" {
 			k.add(Defect{Kind: "ops", Context: ctxID, ID: c.ID.String(), Detail: reason})
 		}
+	}
+	if err := k.verdictBlobs(ctx, ctxID, src.verdicts); err != nil {
+		return err
 	}
 	branches, err := s.Branches(ctx, ctxID)
 	if err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
@@ -220,5 +222,160 @@ func TestCheckPassesACommitIndexedSinceItsScan(t *testing.T) {
 	}
 	if len(k.rep.Defects) != 0 {
 		t.Fatalf("defects %v", k.rep.Defects)
+	}
+}
+
+// verdictOf returns the data of the fetch_verdict the gate records for a
+// page fetched with body page.
+func verdictOf(t *testing.T, url string, page []byte) map[string]any {
+	t.Helper()
+	res := gate.Classify(gate.Evidence{URL: url, Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: page})
+	raw, err := json.Marshal(gate.NewVerdictData(res, gate.FetchedByAgent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// blobShapes is a marked store (as serve leaves a new one) whose context
+// run holds the blobs its gate outputs recorded: a verdict at its head,
+// one on a branch reset away from it and a tool output, both by the gate
+// path (the commit holds their blobs), and a tool output run's client
+// recorded itself, naming a blob only another context holds. Its import
+// as copy holds what the bundle carried. Healthy, it has no defect.
+type blobShapes struct {
+	page, reset hashing.Digest // the two verdicts' bodies
+}
+
+func newBlobShapes(t *testing.T, s *Store) blobShapes {
+	t.Helper()
+	ctx := context.Background()
+	if n, err := s.BackfillBlobMembers(ctx); n != 0 || err != nil {
+		t.Fatalf("backfill of a new store: %d %v", n, err)
+	}
+	for _, id := range []string{"run", "other"} {
+		if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(branch string, op graph.Op, held ...hashing.Digest) *replay.Commit {
+		t.Helper()
+		r, err := s.Commit(ctx, CommitRequest{Context: "run", Branch: branch, Author: "gate", Message: "put " + op.ID, Ops: []graph.Op{op}, Blobs: held})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Commit
+	}
+	store := func(data string) hashing.Digest {
+		t.Helper()
+		d, err := s.PutBlob(ctx, []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	var sh blobShapes
+	page, reset := `{"price":3,"currency":"EUR"}`, `{"price":4,"currency":"EUR"}`
+	sh.page, sh.reset = store(page), store(reset)
+	base := commit(DefaultBranch, put("f", "fetch_verdict", verdictOf(t, "https://example.org/p", []byte(page))), sh.page)
+	full := store("the whole output of a tool")
+	commit(DefaultBranch, put("o", "tool_output", map[string]any{"model_view": "the whole…", "full_blob": full.String()}), full)
+	if err := s.CreateBranch(ctx, "run", "try", base.ID); err != nil {
+		t.Fatal(err)
+	}
+	commit("try", put("f2", "fetch_verdict", verdictOf(t, "https://example.org/q", []byte(reset))), sh.reset)
+	if err := s.ResetBranch(ctx, "run", "try", base.ID); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := s.Export(ctx, "run", "", &buf); err != nil {
+		t.Fatal(err)
+	}
+	b, err := replay.ReadBundle(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Import(ctx, b, "copy"); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := s.PutContextBlob(ctx, "other", []byte("other's bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(DefaultBranch, put("mine", "tool_output", map[string]any{"model_view": "my own record", "full_blob": secret.String()}))
+	return sh
+}
+
+// TestCheckFindsALostBlobMembership: a context that no longer holds a
+// blob one of its fetch verdicts names — at a branch head or in a commit
+// no branch reaches — is reported once, naming the context and the blob
+// (fsck said ok, and the context could no longer read the bytes its
+// verdict was judged from); a healthy store of that shape has no defect.
+func TestCheckFindsALostBlobMembership(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lost func(sh blobShapes) hashing.Digest
+		// verdict is the artifact the finding names.
+		verdict string
+	}{
+		{"verdict at the head", func(sh blobShapes) hashing.Digest { return sh.page }, `fetch_verdict "f"`},
+		{"verdict of a reset branch", func(sh blobShapes) hashing.Digest { return sh.reset }, `fetch_verdict "f2"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			onEachDriver(t, func(t *testing.T, s *Store) {
+				sh := newBlobShapes(t, s)
+				mustCheck(t, s)
+				d := c.lost(sh)
+				lose(t, s, keyBlobMember("run", d))
+				defects := checkDefects(t, s)
+				if len(defects) != 1 {
+					t.Fatalf("%d defects, want one: %v", len(defects), defects)
+				}
+				if f := defects[0]; f.Kind != "blob" || f.Context != "run" || f.ID != d.String() ||
+					!strings.Contains(f.Detail, c.verdict) || !strings.Contains(f.Detail, "does not hold") {
+					t.Fatalf("defect %v; want a blob defect of run naming %s and the %s", f, d, c.verdict)
+				}
+			})
+		})
+	}
+}
+
+// TestCheckExpectsMembershipsOnceBackfilled: a store written before
+// contexts held blobs (its verdict's context holds no blob, and the store
+// is not marked) has no defect, nor after an upgrade of its format; once
+// the backfill has run, a lost membership is reported.
+func TestCheckExpectsMembershipsOnceBackfilled(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	if _, err := s.CreateContext(ctx, "run", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	page := []byte(`{"price":3,"currency":"EUR"}`)
+	pd, err := s.PutBlob(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, s, "run", put("f", "fetch_verdict", verdictOf(t, "https://example.org/p", page)))
+	mustCheck(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	downgrade(t, dir, formatUnindexed, "run")
+	s = openTest(t, dir)
+	defer s.Close()
+	mustCheck(t, s)
+	if n, err := s.BackfillBlobMembers(ctx); n != 1 || err != nil {
+		t.Fatalf("backfill: %d %v", n, err)
+	}
+	mustCheck(t, s)
+	lose(t, s, keyBlobMember("run", pd))
+	defects := checkDefects(t, s)
+	if len(defects) != 1 || defects[0].Kind != "blob" || defects[0].Context != "run" || defects[0].ID != pd.String() {
+		t.Fatalf("defects %v; want one naming run's blob %s", defects, pd)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	// key layout (store/doc.go) is read and one byte of a value flipped.
 	badger "github.com/dgraph-io/badger/v4"
 
+	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
@@ -444,6 +445,62 @@ func TestFsckFindsACommitOutOfTheSeqIndex(t *testing.T) {
 	}
 	wantDefect(t, defects, "commit", left.ID)
 	if d := defects[0]; d.Context != "c" || !strings.Contains(d.Detail, "not in the context's seq index") {
+		t.Errorf("defect %+v", d)
+	}
+}
+
+// TestFsckFindsALostBlobMembership: a context that no longer holds the
+// body blob its fetch verdict names (its membership record is lost) is
+// reported, naming the context and the blob (fsck said ok, and the
+// context could no longer read the bytes its verdict was judged from);
+// the same store before the loss is sound.
+func TestFsckFindsALostBlobMembership(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := store.Open(ctx, store.Options{Dir: dir, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As serve marks a new store.
+	if _, err := s.BackfillBlobMembers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateContext(ctx, "c", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	page := []byte(`{"price":3,"currency":"EUR"}`)
+	body, err := s.PutBlob(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := gate.Classify(gate.Evidence{URL: "https://example.org/p", Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: page})
+	raw, err := json.Marshal(gate.NewVerdictData(res, gate.FetchedByAgent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon, err := hashing.CanonicalizeObject(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The gate's write: the commit makes the context hold the body.
+	if _, err := s.Commit(ctx, store.CommitRequest{Context: "c", Author: "gate", Message: "put f",
+		Ops:   []graph.Op{{Op: graph.OpPut, ID: "f", Type: "fetch_verdict", ProducedBy: "gate", Data: canon}},
+		Blobs: []hashing.Digest{body}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, defects, _ := fsckDefects(t, dir); code != 0 || len(defects) != 0 {
+		t.Fatalf("fsck of a sound store with a verdict: exit %d, defects %+v", code, defects)
+	}
+	deleteKey(t, dir, append([]byte("cblob\x00c\x00"), body[:]...))
+	code, defects, _ := fsckDefects(t, dir)
+	if code != 2 || len(defects) != 1 {
+		t.Fatalf("fsck: exit %d, defects %+v; want exit 2 and one defect", code, defects)
+	}
+	wantDefect(t, defects, "blob", body)
+	if d := defects[0]; d.Context != "c" || !strings.Contains(d.Detail, `fetch_verdict "f"`) {
 		t.Errorf("defect %+v", d)
 	}
 }
