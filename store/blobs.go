@@ -620,6 +620,12 @@ func (s *Store) BackfillBlobMembers(ctx context.Context) (int, error) {
 
 // ---- fsck ----
 
+// blobMember is a membership record: context ctxID holds blob d.
+type blobMember struct {
+	ctxID string
+	d     hashing.Digest
+}
+
 // verdictBlobs reports each blob that a fetch_verdict of the context
 // names (its body, and a rendered page's shell: gate.BlobRefs) and that
 // the context holds no membership record for, once the store is marked
@@ -677,7 +683,8 @@ func (k *checker) verdictBlobs(ctx context.Context, ctxID string, verdicts []ver
 
 // checkBlobs checks what the single-record scan of Check does not see:
 // every manifest with its chunks (read in full and re-hashed), and every
-// membership record, which must name a stored blob or a pruned one.
+// membership record, which must name a stored blob or a pruned one (a
+// held blob it finds lost goes to k.lostHeld).
 func (k *checker) checkBlobs(ctx context.Context) error {
 	s := k.s
 	var manifests []hashing.Digest
@@ -710,11 +717,7 @@ func (k *checker) checkBlobs(ctx context.Context) error {
 			k.add(Defect{Kind: "blob", ID: d.String(), Detail: err.Error()})
 		}
 	}
-	type member struct {
-		ctxID string
-		d     hashing.Digest
-	}
-	var members []member
+	var members []blobMember
 	lostMember := func(key []byte, why string) {
 		k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key), Detail: "membership record unreadable: " + why})
 	}
@@ -724,7 +727,7 @@ func (k *checker) checkBlobs(ctx context.Context) error {
 			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key), Detail: "malformed membership key"})
 			return nil
 		}
-		m := member{ctxID: string(rest[:len(rest)-33])}
+		m := blobMember{ctxID: string(rest[:len(rest)-33])}
 		copy(m.d[:], rest[len(rest)-32:])
 		members = append(members, m)
 		return nil
@@ -734,6 +737,7 @@ func (k *checker) checkBlobs(ctx context.Context) error {
 	for _, m := range members {
 		ok, err := s.HasBlob(ctx, m.d)
 		if fault.IsCorrupt(err) {
+			k.lostHeld[m] = true
 			k.add(Defect{Kind: "blob", Context: m.ctxID, ID: m.d.String(), Detail: err.Error()})
 			continue
 		}
@@ -746,6 +750,7 @@ func (k *checker) checkBlobs(ctx context.Context) error {
 		if _, pruned := s.BlobPruned(ctx, m.d); pruned {
 			continue
 		}
+		k.lostHeld[m] = true
 		k.add(Defect{Kind: "blob", Context: m.ctxID, ID: m.d.String(),
 			Detail: fmt.Sprintf("context %q holds blob %s, which is not stored", m.ctxID, m.d)})
 	}

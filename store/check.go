@@ -72,6 +72,10 @@ type checker struct {
 	// a store written before contexts held blobs, not yet backfilled —
 	// no membership is expected.
 	membersMarked bool
+	// lostHeld are the memberships checkBlobs reported as naming bytes
+	// not stored (or unreadable): a gate output naming one of them is
+	// not reported again.
+	lostHeld map[blobMember]bool
 }
 
 func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
@@ -116,6 +120,7 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		reached:  make(map[hashing.Digest]bool),
 		reported: make(map[hashing.Digest]bool),
 		created:  make(map[string]string),
+		lostHeld: make(map[blobMember]bool),
 	}
 	rep := k.rep
 	switch _, err := s.kv.Get(ctx, keyMetaBlobMembers()); {
@@ -764,7 +769,9 @@ func (k *checker) stateMap(ctxID string, c *replay.Commit) bool {
 
 // gateBlobs reports every gate output of a branch head (fetch_verdict,
 // tool_error, tool_output) that names a blob the store does not hold: its
-// verdict or cut could no longer be checked against the bytes. It fails
+// verdict or cut could no longer be checked against the bytes. A blob
+// whose loss checkBlobs reported on the context's membership is not
+// reported again. It fails
 // only when ctx ends: a blob it could not look up then is not reported.
 func (k *checker) gateBlobs(ctx context.Context, ctxID, branch string, st *graph.State) error {
 	s := k.s
@@ -778,6 +785,9 @@ func (k *checker) gateBlobs(ctx context.Context, ctxID, branch string, st *graph
 		}
 		for _, ref := range gate.BlobRefs(a.Type, data) {
 			d, err := hashing.ParseDigest(ref)
+			if err == nil && k.lostHeld[blobMember{ctxID, d}] {
+				continue // reported with the memberships, naming the context and the blob
+			}
 			if err == nil {
 				var ok bool
 				if ok, err = s.HasBlob(ctx, d); err == nil && ok {

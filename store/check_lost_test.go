@@ -379,3 +379,25 @@ func TestCheckExpectsMembershipsOnceBackfilled(t *testing.T) {
 		t.Fatalf("defects %v; want one naming run's blob %s", defects, pd)
 	}
 }
+
+// TestCheckReportsALostHeldBlobOnce: the lost bytes of a blob that a
+// verdict at a branch head names are reported once for each context that
+// holds them, on its membership, and not a second time on the verdict.
+func TestCheckReportsALostHeldBlobOnce(t *testing.T) {
+	onEachDriver(t, func(t *testing.T, s *Store) {
+		sh := newBlobShapes(t, s)
+		mustCheck(t, s)
+		lose(t, s, keyBlob(sh.page))
+		defects := checkDefects(t, s)
+		holders := map[string]bool{}
+		for _, d := range defects {
+			if d.Kind != "blob" || d.ID != sh.page.String() || !strings.Contains(d.Detail, "not stored") {
+				t.Errorf("defect %v; want only the memberships of %s naming bytes not stored", d, sh.page)
+			}
+			holders[d.Context] = true
+		}
+		if len(defects) != 2 || !holders["run"] || !holders["copy"] {
+			t.Fatalf("defects %v; want one for run and one for copy (its import)", defects)
+		}
+	})
+}
