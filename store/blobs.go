@@ -577,6 +577,20 @@ func (s *Store) gateBlobRefs(ctx context.Context, ctxID string, commits []*repla
 // recorded as held by their contexts (BackfillBlobMembers).
 func keyMetaBlobMembers() []byte { return []byte(pMeta + "blob-members") }
 
+// blobMembersRecorded reports whether the store is marked as having every
+// context's blob memberships recorded: a store created since they exist,
+// or one BackfillBlobMembers ran on.
+func (s *Store) blobMembersRecorded(ctx context.Context) (bool, error) {
+	_, err := s.kv.Get(ctx, keyMetaBlobMembers())
+	if errors.Is(err, kv.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the blob-members mark: %w", err)
+	}
+	return true, nil
+}
+
 // BackfillBlobMembers records, once per store, that each context holds
 // the blobs its gate outputs name (in every commit, not only at the
 // heads): what a store written before blobs were read through contexts

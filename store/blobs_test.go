@@ -269,6 +269,7 @@ func TestBlobMembersFromBundlesAndBackfill(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir())
 	defer s.Close()
+	asBeforeMemberships(t, s)
 	for _, id := range []string{"run", "other"} {
 		if _, err := s.CreateContext(ctx, id, ModeEnforce); err != nil {
 			t.Fatal(err)
@@ -386,4 +387,14 @@ func TestCommitHoldsItsBlobs(t *testing.T) {
 		t.Fatalf("the refused commit's bytes were pruned: %v", err)
 	}
 	mustCheck(t, s)
+}
+
+// asBeforeMemberships makes s look like a store written before contexts
+// held blobs: without the mark a new store gets (blobMembersRecorded),
+// until BackfillBlobMembers runs.
+func asBeforeMemberships(t *testing.T, s *Store) {
+	t.Helper()
+	if err := s.kv.Commit(context.Background(), kv.Batch{Deletes: [][]byte{keyMetaBlobMembers()}}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -15,7 +15,9 @@ import (
 // object is checked against its content hash on the way out, so a corrupt
 // store fails the export (ErrCorrupt or replay.ErrBroken) instead of
 // producing a bundle that does not verify. The bundle carries the blobs
-// its objects name that the context holds, never another context's. Errors: ErrNotFound,
+// its objects name that the context holds (its membership records, or in
+// a store not backfilled yet what its gate outputs name), never another
+// context's. Errors: ErrNotFound,
 // ErrAmbiguous, ErrCorrupt, replay.ErrBroken, write errors of w.
 func (s *Store) Export(ctx context.Context, ctxID, at string, w io.Writer) (*replay.BundleHeader, error) {
 	info, err := s.GetContext(ctx, ctxID)
@@ -49,12 +51,24 @@ func (s *Store) Export(ctx context.Context, ctxID, at string, w io.Writer) (*rep
 		}
 		h.Branches = []replay.BundleBranch{{Name: DefaultBranch, Head: c.ID}}
 	}
-	blobs := contextBlobs{s: s, ctxID: ctxID, named: map[hashing.Digest]bool{}}
-	if err := s.gateBlobRefs(ctx, ctxID, commits, func(d hashing.Digest) error {
-		blobs.named[d] = true
-		return nil
-	}); err != nil {
+	blobs := contextBlobs{s: s, ctxID: ctxID}
+	recorded, err := s.blobMembersRecorded(ctx)
+	if err != nil {
 		return nil, err
+	}
+	if !recorded {
+		// A store written before contexts held blobs, not backfilled yet
+		// (BackfillBlobMembers): what its gate outputs name is the
+		// context's. Once memberships are recorded only they count — a
+		// client may put a tool output naming any digest, which must not
+		// make another context's bytes leave with this one's bundle.
+		blobs.named = map[hashing.Digest]bool{}
+		if err := s.gateBlobRefs(ctx, ctxID, commits, func(d hashing.Digest) error {
+			blobs.named[d] = true
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 	}
 	return replay.ExportBundle(ctx, w, h, s.Source(ctxID), commits, blobs)
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -156,6 +157,54 @@ func TestImportPrunedLines(t *testing.T) {
 	}
 	if got, err := victim.GetContextBlob(ctx, "secret", d); err != nil || string(got) != "api-key=hunter2" {
 		t.Fatalf("the owner's read: %q %v", got, err)
+	}
+	// Nor do they leave with the imported context's own export.
+	noForeignBytes(t, victim, "evil2", "api-key=hunter2")
+}
+
+// noForeignBytes fails when the export of ctxID from s carries secret.
+func noForeignBytes(t *testing.T, s *store.Store, ctxID, secret string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := s.Export(context.Background(), ctxID, "", &buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), secret) || strings.Contains(buf.String(), base64.StdEncoding.EncodeToString([]byte(secret))) {
+		t.Fatalf("the export of %q carries another context's bytes %q", ctxID, secret)
+	}
+}
+
+// TestExportCarriesOnlyHeldBlobs: a tool output put naming another
+// context's blob (a client may put one with any digest) does not make
+// that blob's bytes leave with the bundle of the context that names it;
+// the blobs the context holds do.
+func TestExportCarriesOnlyHeldBlobs(t *testing.T) {
+	ctx := context.Background()
+	s := mOpen(t, t.TempDir())
+	for _, id := range []string{"secret", "thief"} {
+		if _, err := s.CreateContext(ctx, id, store.ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+	theirs, err := s.PutContextBlob(ctx, "secret", []byte("api-key=hunter2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := s.PutContextBlob(ctx, "thief", []byte("my own tool output"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mCommit(t, s, "thief", "main",
+		mPut("stolen", "tool_output", map[string]any{"tool": "t", "model_view": "…", "total_chars": 15, "full_blob": theirs.String()}),
+		mPut("own", "tool_output", map[string]any{"tool": "t", "model_view": "…", "total_chars": 18, "full_blob": mine.String()}))
+	noForeignBytes(t, s, "thief", "api-key=hunter2")
+	var buf bytes.Buffer
+	h, err := s.Export(ctx, "thief", "", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Blobs != 1 {
+		t.Fatalf("the bundle carries %d blobs, want the context's own one", h.Blobs)
 	}
 }
 

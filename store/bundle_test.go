@@ -24,7 +24,7 @@ func mBundleFixture(t *testing.T, s *store.Store) {
 		t.Fatal(err)
 	}
 	page := []byte(`{"price":3,"currency":"EUR"}`)
-	if _, err := s.PutBlob(ctx, page); err != nil {
+	if _, err := s.PutContextBlob(ctx, "run-1", page); err != nil {
 		t.Fatal(err)
 	}
 	mCommit(t, s, "run-1", "main", mPut("q", "question", map[string]any{"text": "price?"}))

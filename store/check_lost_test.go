@@ -352,6 +352,7 @@ func TestCheckExpectsMembershipsOnceBackfilled(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openTest(t, dir)
+	asBeforeMemberships(t, s)
 	if _, err := s.CreateContext(ctx, "run", ModeObserve); err != nil {
 		t.Fatal(err)
 	}

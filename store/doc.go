@@ -140,7 +140,7 @@
 //	blobm NUL <sha256>                 -> manifest of a larger blob: 0x01, uvarint size, uvarint chunk size, SHA-256 of each chunk
 //	blobc NUL <sha256><u32 BE>         -> chunk i of a larger blob (written before its manifest)
 //	cblob NUL <ctx> NUL <sha256>       -> "" (the context holds the blob: it may read it; a gate output's blobs are held in its commit's write, CommitRequest.Blobs)
-//	meta NUL blob-members              -> "1" (BackfillBlobMembers ran: from then on fsck expects a context to hold every blob its fetch verdicts name)
+//	meta NUL blob-members              -> "1" (written with a new store, or when BackfillBlobMembers ran: from then on a context reads and exports only the blobs it holds, and fsck expects it to hold every blob its fetch verdicts name)
 //	node NUL <node id>                 -> state-map node (id = SHA-256 of the bytes)
 //	type NUL <name>                    -> type record JSON (owned by the registry, not the chain)
 //	reldef NUL <name>                  -> relation record JSON (likewise)

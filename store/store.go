@@ -576,8 +576,11 @@ func headCost(st *graph.State) int64 {
 func (s *Store) checkFormat(ctx context.Context) error {
 	v, err := s.kv.Get(ctx, keyMetaFormat())
 	if errors.Is(err, kv.ErrNotFound) {
-		// Several processes may create a new store at once: one wins.
-		err = s.kv.Commit(ctx, kv.Batch{Swaps: []kv.Swap{{Key: keyMetaFormat(), Absent: true, New: []byte(FormatVersion)}}})
+		// Several processes may create a new store at once: one wins. A
+		// new store has no blob to backfill memberships of: it is marked
+		// as having them recorded (BackfillBlobMembers) from the start.
+		err = s.kv.Commit(ctx, kv.Batch{Swaps: []kv.Swap{{Key: keyMetaFormat(), Absent: true, New: []byte(FormatVersion)}},
+			Sets: []kv.Record{{Key: keyMetaBlobMembers(), Value: []byte("1")}}})
 		if errors.Is(err, kv.ErrConflict) {
 			return s.checkFormat(ctx)
 		}

@@ -35,7 +35,7 @@ func cliFixture(t *testing.T) (string, *replay.Commit) {
 		t.Fatal(err)
 	}
 	page := []byte(`{"price":3,"currency":"EUR"}`)
-	if _, err := s.PutBlob(ctx, page); err != nil {
+	if _, err := s.PutContextBlob(ctx, "run-1", page); err != nil {
 		t.Fatal(err)
 	}
 	res := gate.Classify(gate.Evidence{URL: "https://shop.example/p", Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: page})

@@ -33,7 +33,7 @@ func forgedBundle(t *testing.T, edit func(d *gate.VerdictData), storeBody bool) 
 		t.Fatalf("fixture: %s", res.Verdict)
 	}
 	if storeBody {
-		if _, err := st.PutBlob(ctx, body); err != nil {
+		if _, err := st.PutContextBlob(ctx, "run", body); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -156,7 +156,7 @@ func TestImportWithOperatorRuleset(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := []byte(`{"price":3,"currency":"EUR"}`)
-	if _, err := st.PutBlob(ctx, body); err != nil {
+	if _, err := st.PutContextBlob(ctx, "run", body); err != nil {
 		t.Fatal(err)
 	}
 	res := gate.ClassifyWith(gate.Evidence{URL: "https://shop.example/p", Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: body}, rules)
