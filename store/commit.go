@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,16 +137,30 @@ type writeResp struct {
 }
 
 // maxQueued bounds the requests queued for one context: a submit beyond
-// it waits (or gives up with its context) until the context's committer
-// takes the next group.
+// it waits (or gives up with its context) until a committer takes the
+// context's next group.
 const maxQueued = 1024
 
-// ctxQueue is one context's queued requests, in the order submitted.
+// bigOps is the size from which a commit request is big: a group that
+// holds one decides only its own context's requests, so that no other
+// context's write waits for its decision. Merges are big too.
+const bigOps = 256
+
+// big reports whether r is a big request (bigOps).
+func (r *writeReq) big() bool {
+	return r.kind == reqCommit && (len(r.commit.Ops) > bigOps || len(r.commit.ExtraParents) > 0)
+}
+
+// ctxQueue is one context's queued requests, in the order submitted. A
+// context with requests queued is either ready (listed in Store.ready,
+// waiting for a committer) or owned (a committer is carrying out a group
+// of its requests; those submitted meanwhile wait for the next).
 type ctxQueue struct {
 	reqs []*writeReq
-	// room is closed, and replaced, whenever the committer takes
-	// requests: a submit waiting for room tries again.
-	room chan struct{}
+	// room is closed, and replaced, whenever a committer takes requests:
+	// a submit waiting for room tries again.
+	room         chan struct{}
+	ready, owned bool
 }
 
 func (s *Store) submit(ctx context.Context, r *writeReq) (writeResp, error) {
@@ -159,15 +174,14 @@ func (s *Store) submit(ctx context.Context, r *writeReq) (writeResp, error) {
 		}
 		q := s.queues[r.ctxID]
 		if q == nil {
-			// The context's first request since its queue last ran
-			// dry: it gets a committer of its own.
 			q = &ctxQueue{room: make(chan struct{})}
 			s.queues[r.ctxID] = q
-			s.committers.Add(1)
-			go s.committer(r.ctxID, q)
 		}
 		if len(q.reqs) < maxQueued {
 			q.reqs = append(q.reqs, r)
+			if !q.ready && !q.owned {
+				s.readyLocked(r.ctxID, q)
+			}
 			s.closeMu.Unlock()
 			break
 		}
@@ -183,6 +197,32 @@ func (s *Store) submit(ctx context.Context, r *writeReq) (writeResp, error) {
 	// must learn whether it was committed.
 	resp := <-r.resp
 	return resp, resp.err
+}
+
+// smallCommitters bounds the committers taking groups of small requests
+// at once: fewer, fuller groups share a sync among many contexts'
+// writers. A committer that takes a big request's group steps out of the
+// count while it decides it, so that small groups go on beside it.
+const smallCommitters = 4
+
+// readyLocked lists context id, whose queue q holds requests no committer
+// owns, as ready. Called with closeMu held.
+func (s *Store) readyLocked(id string, q *ctxQueue) {
+	q.ready = true
+	s.ready = append(s.ready, id)
+	s.wakeLocked()
+}
+
+// wakeLocked starts a committer when fewer than smallCommitters are
+// running: every committer running takes groups until no context is
+// ready, so a ready context never waits for a committer busy with a big
+// request. Called with closeMu held.
+func (s *Store) wakeLocked() {
+	if s.running < smallCommitters {
+		s.running++
+		s.committers.Add(1)
+		go s.committer()
+	}
 }
 
 // Commit applies req atomically and durably. It returns after the commit
@@ -221,21 +261,26 @@ func (s *Store) ResetBranchIf(ctx context.Context, ctxID, name string, to hashin
 	return err
 }
 
-// committer carries out the requests of context ctxID queued in q: it
-// takes every queued request (up to the group size), decides them in
-// order, writes the group with one sync and then answers each, until the
-// queue is empty; then the context's queue is dropped and the committer
-// ends (the next request starts another). Each context with writes has
-// its own, so a slow commit holds up only the requests of its own context
-// behind it; the driver may still join the writes of several contexts'
-// groups in one sync (Badger's writer does). Reads never hold a head for
-// longer than it takes to pin its state (Store.Read), so the committer
-// takes a head's lock without waiting for reads.
-func (s *Store) committer(ctxID string, q *ctxQueue) {
+// committer carries out groups of queued requests until none is ready:
+// it takes a group (takeGroup), decides its requests in order, writes the
+// group with one sync and then answers each, and gives its contexts back
+// (release). A group holds the requests of several ready contexts when
+// they are small, so that concurrent writers of many contexts share a
+// sync; a big request (bigOps) is decided in a group of its own context
+// alone, and a context whose committer is busy with it holds up no other
+// context: their requests become ready and another committer takes them.
+// The driver may still join several groups' writes in one sync (Badger's
+// writer does). Reads never hold a head for longer than it takes to pin
+// its state (Store.Read), so a committer takes a head's lock without
+// waiting for reads.
+func (s *Store) committer() {
 	defer s.committers.Done()
 	var retry []*writeReq
+	big := false
 	for {
-		batch := s.take(ctxID, q, retry)
+		var batch []*writeReq
+		var ids []string
+		batch, ids, big = s.takeGroup(retry, big)
 		if len(batch) == 0 {
 			return
 		}
@@ -252,9 +297,9 @@ func (s *Store) committer(ctxID string, q *ctxQueue) {
 		if err == nil && s.locker != nil {
 			hold, err = s.holdContexts(batch)
 			if err == nil {
-				// Requests queued while the hold was awaited join the
-				// group: one hold, one commit.
-				batch = s.take(ctxID, q, batch)
+				// Requests of the held contexts queued while the hold was
+				// awaited join the group: one hold, one commit.
+				batch = s.joinOwned(ids, batch)
 			}
 		}
 		if err != nil {
@@ -262,29 +307,122 @@ func (s *Store) committer(ctxID string, q *ctxQueue) {
 				r.resp <- writeResp{err: err}
 			}
 			retry = nil
-			continue
+		} else {
+			retry = s.processBatch(batch, hold)
 		}
-		retry = s.processBatch(batch, hold)
+		s.release(ids, retry)
 	}
 }
 
-// take returns batch followed by the requests queued in q, up to the
-// group size, and makes room for more. When both are empty it drops the
-// context's queue (the committer then ends) and returns nil.
-func (s *Store) take(ctxID string, q *ctxQueue, batch []*writeReq) []*writeReq {
+// takeGroup returns the next group: retry (requests of a group that lost
+// a ref's swap to another process, whose contexts this committer still
+// owns) and the requests queued behind them, then the requests of ready
+// contexts, first come first, up to the group size — a ready context whose
+// requests include a big one only as the group's first, and none after
+// one. It returns the contexts the group owns and whether it holds a big
+// request; no requests when there is no work, and the committer then
+// ends. wasBig says the committer's last group was big: it had stepped out
+// of the running count (smallCommitters), and steps back in.
+func (s *Store) takeGroup(retry []*writeReq, wasBig bool) ([]*writeReq, []string, bool) {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
-	n := min(len(q.reqs), max(s.batch-len(batch), 0))
-	if n > 0 {
-		batch = append(batch, q.reqs[:n]...)
-		q.reqs = append(q.reqs[:0:0], q.reqs[n:]...)
-		close(q.room)
-		q.room = make(chan struct{})
+	if wasBig {
+		s.running++
 	}
-	if len(batch) == 0 {
-		delete(s.queues, ctxID)
+	batch := retry
+	var ids []string
+	big := false
+	for _, r := range retry {
+		big = big || r.big()
+		if !slices.Contains(ids, r.ctxID) {
+			ids = append(ids, r.ctxID)
+		}
 	}
+	batch, big = s.takeOwnedLocked(ids, batch, big)
+	for !big && len(batch) < s.batch && len(s.ready) > 0 {
+		id := s.ready[0]
+		q := s.queues[id]
+		reqs := q.reqs[:min(len(q.reqs), s.batch-len(batch))]
+		nb := slices.ContainsFunc(reqs, (*writeReq).big)
+		if nb && len(batch) > 0 {
+			break // it starts a group of its own
+		}
+		s.ready = s.ready[1:]
+		q.ready, q.owned = false, true
+		ids = append(ids, id)
+		batch = append(batch, takeLocked(q, len(reqs))...)
+		big = nb
+	}
+	switch {
+	case len(batch) == 0:
+		s.running--
+	case big:
+		// Deciding it may take long: the small groups go on without this
+		// committer.
+		s.running--
+		if len(s.ready) > 0 {
+			s.wakeLocked()
+		}
+	}
+	return batch, ids, big
+}
+
+// takeOwnedLocked appends the requests queued for the owned contexts ids
+// to batch, up to the group size, none after a big one, and reports
+// whether the group now holds a big request. Called with closeMu held.
+func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq, big bool) ([]*writeReq, bool) {
+	for _, id := range ids {
+		q := s.queues[id]
+		n := 0
+		for n < len(q.reqs) && len(batch)+n < s.batch && !big {
+			big = q.reqs[n].big()
+			n++
+		}
+		batch = append(batch, takeLocked(q, n)...)
+	}
+	return batch, big
+}
+
+// joinOwned appends to batch the requests queued for the contexts the
+// group owns since it was taken (takeOwnedLocked).
+func (s *Store) joinOwned(ids []string, batch []*writeReq) []*writeReq {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	batch, _ = s.takeOwnedLocked(ids, batch, slices.ContainsFunc(batch, (*writeReq).big))
 	return batch
+}
+
+// takeLocked removes the first n requests of q and makes room for more.
+func takeLocked(q *ctxQueue, n int) []*writeReq {
+	if n == 0 {
+		return nil
+	}
+	out := q.reqs[:n:n]
+	q.reqs = append(q.reqs[:0:0], q.reqs[n:]...)
+	close(q.room)
+	q.room = make(chan struct{})
+	return out
+}
+
+// release gives back the contexts ids a group owned, but those with
+// requests to retry (which stay the committer's, ahead of their queue): a
+// context with requests queued meanwhile becomes ready again, one without
+// is dropped.
+func (s *Store) release(ids []string, retry []*writeReq) {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	for _, id := range ids {
+		if slices.ContainsFunc(retry, func(r *writeReq) bool { return r.ctxID == id }) {
+			continue
+		}
+		q := s.queues[id]
+		q.owned = false
+		if len(q.reqs) > 0 {
+			s.readyLocked(id, q)
+		} else {
+			delete(s.queues, id)
+		}
+	}
 }
 
 // writeFailure returns the error that stopped writes, or nil.

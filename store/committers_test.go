@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 )
 
@@ -138,8 +140,8 @@ func TestManyWritersOverContexts(t *testing.T) {
 // TestFullQueueWaitsForRoom: a context's queue holds maxQueued requests;
 // a submit beyond waits for the committer to take a group (and then
 // lands), or gives up with its own context without being committed. The
-// queue is filled before its committer starts, as a busy committer would
-// leave it.
+// queue is filled while a committer owns the context, as a busy one
+// would leave it, and then given back.
 func TestFullQueueWaitsForRoom(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
@@ -150,7 +152,7 @@ func TestFullQueueWaitsForRoom(t *testing.T) {
 	if _, err := s.CreateContext(ctx, "busy", ModeObserve); err != nil {
 		t.Fatal(err)
 	}
-	q := &ctxQueue{room: make(chan struct{})}
+	q := &ctxQueue{room: make(chan struct{}), owned: true}
 	for k := range maxQueued {
 		req := CommitRequest{Context: "busy", Branch: DefaultBranch, Ops: []graph.Op{hcPut(fmt.Sprintf("q%04d", k), "claim")}}
 		q.reqs = append(q.reqs, &writeReq{ctx: ctx, kind: reqCommit, ctxID: "busy", branch: DefaultBranch, commit: req, resp: make(chan writeResp, 1)})
@@ -175,10 +177,7 @@ func TestFullQueueWaitsForRoom(t *testing.T) {
 		t.Fatalf("a submit to a full queue returned (%v) before the committer took anything", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	s.closeMu.Lock()
-	s.committers.Add(1)
-	go s.committer("busy", q)
-	s.closeMu.Unlock()
+	s.release([]string{"busy"}, nil)
 	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}
@@ -197,5 +196,85 @@ func TestFullQueueWaitsForRoom(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGroupsTakeSmallRequestsTogether: a group takes the requests of the
+// ready contexts in the order they came, several contexts' small ones
+// together, but a big request (bigOps, or a merge) only as the first of a
+// group of its own context, so that no other context's write waits for
+// its decision; a group's retries come first, followed by their
+// context's queued requests.
+func TestGroupsTakeSmallRequestsTogether(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	req := func(id string, ops int, merge bool) *writeReq {
+		r := &writeReq{kind: reqCommit, ctxID: id, commit: CommitRequest{Context: id, Ops: make([]graph.Op, ops)}}
+		if merge {
+			r.commit.ExtraParents = make([]hashing.Digest, 1)
+		}
+		return r
+	}
+	queue := func(reqs ...*writeReq) {
+		s.closeMu.Lock()
+		defer s.closeMu.Unlock()
+		for _, r := range reqs {
+			q := s.queues[r.ctxID]
+			if q == nil {
+				q = &ctxQueue{room: make(chan struct{})}
+				s.queues[r.ctxID] = q
+			}
+			q.reqs = append(q.reqs, r)
+			if !q.ready && !q.owned {
+				q.ready = true
+				s.ready = append(s.ready, r.ctxID)
+			}
+		}
+	}
+	// As if committers were running, so that none is started behind the
+	// test's back; the count is put back for Close.
+	s.closeMu.Lock()
+	s.running = 1 << 20
+	s.closeMu.Unlock()
+	defer func() {
+		s.closeMu.Lock()
+		s.running, s.ready = 0, nil
+		clear(s.queues)
+		s.closeMu.Unlock()
+	}()
+	a1, a2, b1, c1, d1, d2, e1 := req("a", 1, false), req("a", 3, false), req("b", bigOps+1, false), req("c", 1, false), req("d", 2, false), req("d", 1, true), req("e", 1, false)
+	queue(a1, a2, b1, c1, d1, d2, e1)
+	for i, want := range []struct {
+		reqs []*writeReq
+		ids  []string
+	}{
+		{[]*writeReq{a1, a2}, []string{"a"}}, // b is big: not behind a's
+		{[]*writeReq{b1}, []string{"b"}},     // b alone
+		{[]*writeReq{c1}, []string{"c"}},     // d's merge is big: not behind c's
+		{[]*writeReq{d1, d2}, []string{"d"}}, // a context's own requests stay together, the merge last
+		{[]*writeReq{e1}, []string{"e"}},
+	} {
+		batch, ids, _ := s.takeGroup(nil, false)
+		if !slices.Equal(batch, want.reqs) || !slices.Equal(ids, want.ids) {
+			t.Fatalf("group %d: %d requests of %v, want %d of %v", i, len(batch), ids, len(want.reqs), want.ids)
+		}
+	}
+	if batch, ids, _ := s.takeGroup(nil, false); batch != nil || ids != nil {
+		t.Fatalf("no work left, got %d requests of %v", len(batch), ids)
+	}
+	// A retry stays ahead of its context's queue, which joins it; a
+	// ready small context joins behind them.
+	s.closeMu.Lock()
+	s.queues["a"] = &ctxQueue{room: make(chan struct{}), owned: true}
+	s.closeMu.Unlock()
+	a3, f1 := req("a", 1, false), req("f", 1, false)
+	queue(a3, f1)
+	batch, ids, _ := s.takeGroup([]*writeReq{a1}, false)
+	if !slices.Equal(batch, []*writeReq{a1, a3, f1}) || !slices.Equal(ids, []string{"a", "f"}) {
+		t.Fatalf("after a retry: %d requests of %v, want a's retry, a's queued and f's", len(batch), ids)
 	}
 }

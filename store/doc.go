@@ -262,13 +262,15 @@
 //
 // # Group commit
 //
-// Each context with writes queued or in flight has a committer goroutine
-// of its own (Store.submit starts it with the context's first request,
-// and it ends when the context's queue runs dry), so a long
-// commit of one context holds up only the requests of that context queued
-// behind it, never another context's; the driver may still join several
-// contexts' groups in one sync (Badger's writer does). A committer takes
-// every queued request of its context (up to Options.MaxBatch),
+// Requests queue per context; a context with requests queued and no
+// committer is ready. Up to four committers (smallCommitters) take the
+// ready contexts' requests in the order they came, several contexts'
+// small requests in one group, so that many writers share a sync; a big
+// request (bigOps, or a merge) is decided in a group of its own context
+// alone, and its committer steps out of the four meanwhile (another is
+// started), so a long commit of one context holds up only the requests of
+// that context queued behind it, never another context's. A committer
+// takes a group (up to Options.MaxBatch requests),
 // decides them in order (same-branch requests see each other, and a
 // request sees the refs, contexts and commits made by earlier requests of
 // its group), writes the group and syncs once, then answers each request.

@@ -160,11 +160,12 @@ type Store struct {
 	writeReverseInMap bool
 
 	// queues holds the requests of each context with writes queued or
-	// in flight, which its own committer goroutine takes in groups
-	// (committer): one context's slow commit delays no other context's.
-	// closeMu guards queues, closed and committers' Add against submit
-	// and Close.
+	// in flight; ready lists the contexts whose queued requests no
+	// committer owns yet, in the order they came (commit.go). closeMu
+	// guards them, closed, and committers' Add against submit and Close.
 	queues     map[string]*ctxQueue
+	ready      []string
+	running    int // committers taking small groups (smallCommitters)
 	committers sync.WaitGroup
 	closeMu    sync.RWMutex
 	// background counts the leaf checkpoints being written after a head
