@@ -356,13 +356,15 @@ func (s *Store) takeGroup(retry []*writeReq, wasBig bool) ([]*writeReq, []string
 	switch {
 	case len(batch) == 0:
 		s.running--
+		return nil, nil, false
 	case big:
 		// Deciding it may take long: the small groups go on without this
 		// committer.
 		s.running--
-		if len(s.ready) > 0 {
-			s.wakeLocked()
-		}
+	}
+	if len(s.ready) > 0 {
+		// What the group left is for another committer.
+		s.wakeLocked()
 	}
 	return batch, ids, big
 }
@@ -407,7 +409,7 @@ func takeLocked(q *ctxQueue, n int) []*writeReq {
 // release gives back the contexts ids a group owned, but those with
 // requests to retry (which stay the committer's, ahead of their queue): a
 // context with requests queued meanwhile becomes ready again, one without
-// is dropped.
+// is dropped. The committer takes its next group right after.
 func (s *Store) release(ids []string, retry []*writeReq) {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
@@ -418,7 +420,10 @@ func (s *Store) release(ids []string, retry []*writeReq) {
 		q := s.queues[id]
 		q.owned = false
 		if len(q.reqs) > 0 {
-			s.readyLocked(id, q)
+			// Ready again, for this committer's next group (it takes
+			// one next) or, if it leaves any, for another it wakes.
+			q.ready = true
+			s.ready = append(s.ready, id)
 		} else {
 			delete(s.queues, id)
 		}

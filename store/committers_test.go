@@ -177,7 +177,10 @@ func TestFullQueueWaitsForRoom(t *testing.T) {
 		t.Fatalf("a submit to a full queue returned (%v) before the committer took anything", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	s.release([]string{"busy"}, nil)
+	s.closeMu.Lock()
+	q.owned = false
+	s.readyLocked("busy", q)
+	s.closeMu.Unlock()
 	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}
