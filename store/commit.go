@@ -141,14 +141,22 @@ type writeResp struct {
 // context's next group.
 const maxQueued = 1024
 
-// bigOps is the size from which a commit request is big: a group that
-// holds one decides only its own context's requests, so that no other
-// context's write waits for its decision. Merges are big too.
+// bigOps is the size from which a group is big: a group of more ops than
+// this in all, or with a merge, holds only the requests of the context it
+// took first, so that no other context's write waits for its decision,
+// and its committer steps out of the small ones' count meanwhile
+// (smallCommitters).
 const bigOps = 256
 
-// big reports whether r is a big request (bigOps).
-func (r *writeReq) big() bool {
-	return r.kind == reqCommit && (len(r.commit.Ops) > bigOps || len(r.commit.ExtraParents) > 0)
+// weigh returns the ops of reqs and whether one of them is a merge.
+func weigh(reqs []*writeReq) (ops int, merge bool) {
+	for _, r := range reqs {
+		if r.kind == reqCommit {
+			ops += len(r.commit.Ops)
+			merge = merge || len(r.commit.ExtraParents) > 0
+		}
+	}
+	return ops, merge
 }
 
 // ctxQueue is one context's queued requests, in the order submitted. A
@@ -206,7 +214,7 @@ func (s *Store) submit(ctx context.Context, r *writeReq) (writeResp, error) {
 const smallCommitters = 4
 
 // readyLocked lists context id, whose queue q holds requests no committer
-// owns, as ready. Called with closeMu held.
+// owns, as ready, and wakes a committer for it. Called with closeMu held.
 func (s *Store) readyLocked(id string, q *ctxQueue) {
 	q.ready = true
 	s.ready = append(s.ready, id)
@@ -317,41 +325,41 @@ func (s *Store) committer() {
 // takeGroup returns the next group: retry (requests of a group that lost
 // a ref's swap to another process, whose contexts this committer still
 // owns) and the requests queued behind them, then the requests of ready
-// contexts, first come first, up to the group size — a ready context whose
-// requests include a big one only as the group's first, and none after
-// one. It returns the contexts the group owns and whether it holds a big
-// request; no requests when there is no work, and the committer then
-// ends. wasBig says the committer's last group was big: it had stepped out
-// of the running count (smallCommitters), and steps back in.
+// contexts, first come first, up to the group size — while the group is
+// small (bigOps in all, no merge), and no context after one that would
+// make it big. It returns the contexts the group owns and whether it is
+// big; no requests when there is no work, and the committer then ends.
+// wasBig says the committer's last group was big: it had stepped out of
+// the running count (smallCommitters), and steps back in.
 func (s *Store) takeGroup(retry []*writeReq, wasBig bool) ([]*writeReq, []string, bool) {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if wasBig {
 		s.running++
 	}
-	batch := retry
 	var ids []string
-	big := false
 	for _, r := range retry {
-		big = big || r.big()
 		if !slices.Contains(ids, r.ctxID) {
 			ids = append(ids, r.ctxID)
 		}
 	}
-	batch, big = s.takeOwnedLocked(ids, batch, big)
+	batch := s.takeOwnedLocked(ids, retry)
+	ops, merge := weigh(batch)
+	big := merge || ops > bigOps
 	for !big && len(batch) < s.batch && len(s.ready) > 0 {
 		id := s.ready[0]
 		q := s.queues[id]
 		reqs := q.reqs[:min(len(q.reqs), s.batch-len(batch))]
-		nb := slices.ContainsFunc(reqs, (*writeReq).big)
-		if nb && len(batch) > 0 {
-			break // it starts a group of its own
+		n, m := weigh(reqs)
+		if len(batch) > 0 && (m || ops+n > bigOps) {
+			break // it would make the group big: it starts one of its own
 		}
 		s.ready = s.ready[1:]
 		q.ready, q.owned = false, true
 		ids = append(ids, id)
 		batch = append(batch, takeLocked(q, len(reqs))...)
-		big = nb
+		ops += n
+		big = m || ops > bigOps
 	}
 	switch {
 	case len(batch) == 0:
@@ -370,19 +378,13 @@ func (s *Store) takeGroup(retry []*writeReq, wasBig bool) ([]*writeReq, []string
 }
 
 // takeOwnedLocked appends the requests queued for the owned contexts ids
-// to batch, up to the group size, none after a big one, and reports
-// whether the group now holds a big request. Called with closeMu held.
-func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq, big bool) ([]*writeReq, bool) {
+// to batch, up to the group size. Called with closeMu held.
+func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq) []*writeReq {
 	for _, id := range ids {
 		q := s.queues[id]
-		n := 0
-		for n < len(q.reqs) && len(batch)+n < s.batch && !big {
-			big = q.reqs[n].big()
-			n++
-		}
-		batch = append(batch, takeLocked(q, n)...)
+		batch = append(batch, takeLocked(q, min(len(q.reqs), max(s.batch-len(batch), 0)))...)
 	}
-	return batch, big
+	return batch
 }
 
 // joinOwned appends to batch the requests queued for the contexts the
@@ -390,8 +392,7 @@ func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq, big bool) ([]*w
 func (s *Store) joinOwned(ids []string, batch []*writeReq) []*writeReq {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
-	batch, _ = s.takeOwnedLocked(ids, batch, slices.ContainsFunc(batch, (*writeReq).big))
-	return batch
+	return s.takeOwnedLocked(ids, batch)
 }
 
 // takeLocked removes the first n requests of q and makes room for more.

@@ -203,11 +203,11 @@ func TestFullQueueWaitsForRoom(t *testing.T) {
 }
 
 // TestGroupsTakeSmallRequestsTogether: a group takes the requests of the
-// ready contexts in the order they came, several contexts' small ones
-// together, but a big request (bigOps, or a merge) only as the first of a
-// group of its own context, so that no other context's write waits for
-// its decision; a group's retries come first, followed by their
-// context's queued requests.
+// ready contexts in the order they came, several contexts' together while
+// the group is small (at most bigOps ops in all, no merge); a context
+// whose requests would make it big starts a group of its own, so that no
+// other context's write waits for its decision; a group's retries come
+// first, followed by their context's queued requests.
 func TestGroupsTakeSmallRequestsTogether(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
@@ -250,16 +250,18 @@ func TestGroupsTakeSmallRequestsTogether(t *testing.T) {
 		s.closeMu.Unlock()
 	}()
 	a1, a2, b1, c1, d1, d2, e1 := req("a", 1, false), req("a", 3, false), req("b", bigOps+1, false), req("c", 1, false), req("d", 2, false), req("d", 1, true), req("e", 1, false)
-	queue(a1, a2, b1, c1, d1, d2, e1)
+	g1, h1 := req("g", 200, false), req("h", 100, false)
+	queue(a1, a2, b1, c1, d1, d2, e1, g1, h1)
 	for i, want := range []struct {
 		reqs []*writeReq
 		ids  []string
 	}{
-		{[]*writeReq{a1, a2}, []string{"a"}}, // b is big: not behind a's
-		{[]*writeReq{b1}, []string{"b"}},     // b alone
-		{[]*writeReq{c1}, []string{"c"}},     // d's merge is big: not behind c's
-		{[]*writeReq{d1, d2}, []string{"d"}}, // a context's own requests stay together, the merge last
-		{[]*writeReq{e1}, []string{"e"}},
+		{[]*writeReq{a1, a2}, []string{"a"}},      // b is big: not behind a's
+		{[]*writeReq{b1}, []string{"b"}},          // b alone
+		{[]*writeReq{c1}, []string{"c"}},          // d's merge is big: not behind c's
+		{[]*writeReq{d1, d2}, []string{"d"}},      // a context's own requests stay together, the merge last
+		{[]*writeReq{e1, g1}, []string{"e", "g"}}, // 1 + 200 ops
+		{[]*writeReq{h1}, []string{"h"}},          // 100 more would pass bigOps in all
 	} {
 		batch, ids, _ := s.takeGroup(nil, false)
 		if !slices.Equal(batch, want.reqs) || !slices.Equal(ids, want.ids) {

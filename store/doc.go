@@ -264,12 +264,13 @@
 //
 // Requests queue per context; a context with requests queued and no
 // committer is ready. Up to four committers (smallCommitters) take the
-// ready contexts' requests in the order they came, several contexts'
-// small requests in one group, so that many writers share a sync; a big
-// request (bigOps, or a merge) is decided in a group of its own context
-// alone, and its committer steps out of the four meanwhile (another is
-// started), so a long commit of one context holds up only the requests of
-// that context queued behind it, never another context's. A committer
+// ready contexts' requests in the order they came, several contexts' in
+// one group while it stays small (bigOps ops in all, no merge), so that
+// many writers share a sync; a context whose requests would make the
+// group bigger starts a group of its own, whose committer steps out of
+// the four while it decides it (another is started), so a long commit of
+// one context holds up only the requests of that context queued behind
+// it, never another context's. A committer
 // takes a group (up to Options.MaxBatch requests),
 // decides them in order (same-branch requests see each other, and a
 // request sees the refs, contexts and commits made by earlier requests of
