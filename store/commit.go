@@ -303,12 +303,18 @@ func (s *Store) committer() {
 		}
 		var hold kv.Hold
 		if err == nil && s.locker != nil {
-			hold, err = s.holdContexts(batch)
-			if err == nil {
-				// Requests of the held contexts queued while the hold was
-				// awaited join the group: one hold, one commit.
-				batch = s.joinOwned(ids, batch)
+			// Other processes may hold the group's contexts for long (a
+			// big commit of theirs): the committer steps out of the
+			// running count while it waits, as for a big group, so that
+			// the writes of the other contexts do not wait with it.
+			if !big {
+				s.stepOut()
+				big = true
 			}
+			hold, err = s.holdContexts(batch)
+			// Requests of the held contexts queued while the hold was
+			// awaited join the group: one hold, one commit.
+			batch, big = s.joinOwned(ids, batch, err == nil)
 		}
 		if err != nil {
 			for _, r := range batch {
@@ -361,38 +367,83 @@ func (s *Store) takeGroup(retry []*writeReq, wasBig bool) ([]*writeReq, []string
 		ops += n
 		big = m || ops > bigOps
 	}
-	switch {
-	case len(batch) == 0:
+	if len(batch) == 0 {
 		s.running--
 		return nil, nil, false
-	case big:
+	}
+	if big {
 		// Deciding it may take long: the small groups go on without this
 		// committer.
-		s.running--
-	}
-	if len(s.ready) > 0 {
+		s.stepOutLocked()
+	} else if len(s.ready) > 0 {
 		// What the group left is for another committer.
 		s.wakeLocked()
 	}
 	return batch, ids, big
 }
 
+// stepOutLocked takes the committer out of the running count
+// (smallCommitters) while it decides a big group or waits for other
+// processes' holds, and wakes another for the contexts ready. Called with
+// closeMu held.
+func (s *Store) stepOutLocked() {
+	s.running--
+	if len(s.ready) > 0 {
+		s.wakeLocked()
+	}
+}
+
+// stepOut is stepOutLocked without closeMu held.
+func (s *Store) stepOut() {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	s.stepOutLocked()
+}
+
 // takeOwnedLocked appends the requests queued for the owned contexts ids
-// to batch, up to the group size. Called with closeMu held.
+// to batch, in their order, up to the group size. A group of several
+// contexts takes them only while it stays small (bigOps in all, no
+// merge), so that no context's request waits in it for another context's
+// big one: what it leaves is taken once the group gives the context back.
+// Called with closeMu held.
 func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq) []*writeReq {
+	ops, merge := weigh(batch)
 	for _, id := range ids {
 		q := s.queues[id]
-		batch = append(batch, takeLocked(q, min(len(q.reqs), max(s.batch-len(batch), 0)))...)
+		n := min(len(q.reqs), max(s.batch-len(batch), 0))
+		if len(ids) > 1 {
+			k := 0
+			for ; k < n; k++ {
+				o, m := weigh(q.reqs[k : k+1])
+				if merge || m || ops+o > bigOps {
+					break
+				}
+				ops += o
+			}
+			n = k
+		}
+		batch = append(batch, takeLocked(q, n)...)
 	}
 	return batch
 }
 
-// joinOwned appends to batch the requests queued for the contexts the
-// group owns since it was taken (takeOwnedLocked).
-func (s *Store) joinOwned(ids []string, batch []*writeReq) []*writeReq {
+// joinOwned appends to batch, when join is set, the requests queued for
+// the contexts the group owns since it was taken (takeOwnedLocked), for a
+// committer that stepped out of the running count while it waited for
+// the group's holds: it steps back in unless the group is big, and
+// reports whether it is.
+func (s *Store) joinOwned(ids []string, batch []*writeReq, join bool) ([]*writeReq, bool) {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
-	return s.takeOwnedLocked(ids, batch)
+	if join {
+		batch = s.takeOwnedLocked(ids, batch)
+	}
+	ops, merge := weigh(batch)
+	big := merge || ops > bigOps
+	if !big {
+		s.running++
+	}
+	return batch, big
 }
 
 // takeLocked removes the first n requests of q and makes room for more.

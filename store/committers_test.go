@@ -12,6 +12,8 @@ import (
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
 // TestSlowCommitHoldsUpNoOtherContext: while one context's long commit
@@ -281,5 +283,143 @@ func TestGroupsTakeSmallRequestsTogether(t *testing.T) {
 	batch, ids, _ := s.takeGroup([]*writeReq{a1}, false)
 	if !slices.Equal(batch, []*writeReq{a1, a3, f1}) || !slices.Equal(ids, []string{"a", "f"}) {
 		t.Fatalf("after a retry: %d requests of %v, want a's retry, a's queued and f's", len(batch), ids)
+	}
+}
+
+// TestHoldWaitHoldsUpNoOtherContext: on a shared driver, committers
+// waiting for other processes' holds of their contexts (long groups of
+// theirs) step out of the running count: a write to a context nobody
+// holds is answered meanwhile, even with every one of the four waiting.
+func TestHoldWaitHoldsUpNoOtherContext(t *testing.T) {
+	ctx := context.Background()
+	d := sharedMem{memkv.New()}
+	s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	held := make([]string, smallCommitters)
+	for i := range held {
+		held[i] = fmt.Sprintf("held%d", i)
+	}
+	for _, id := range append(held, "free") {
+		if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another process is in the middle of a group on each held context.
+	var holds []kv.Hold
+	for _, id := range held {
+		h, err := d.Lock(ctx, [][]byte{keyCtx(id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, h)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer func() {
+		for _, h := range holds {
+			h.Release()
+		}
+	}()
+	for _, id := range held {
+		wg.Go(func() {
+			if _, err := s.Commit(ctx, CommitRequest{Context: id, Ops: []graph.Op{hcPut("a", "claim")}}); err != nil {
+				t.Error(err)
+			}
+		})
+		// Its committer takes it and waits for the hold.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			s.closeMu.Lock()
+			q := s.queues[id]
+			owned := q != nil && q.owned
+			s.closeMu.Unlock()
+			if owned {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no committer took %s", id)
+			}
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Commit(ctx, CommitRequest{Context: "free", Ops: []graph.Op{hcPut("a", "claim")}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write to a context nobody holds waited for the committers waiting for other processes' holds")
+	}
+}
+
+// TestOwnedRequestsJoinOnlySmallGroups: a group of several contexts that
+// takes its contexts' requests queued since it took them (after a lost
+// swap, or once it holds them on a shared driver) takes them only while
+// it stays small; a group of one context takes them all, and a committer
+// whose group became big stays out of the running count.
+func TestOwnedRequestsJoinOnlySmallGroups(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	req := func(id string, ops int, merge bool) *writeReq {
+		r := &writeReq{kind: reqCommit, ctxID: id, commit: CommitRequest{Context: id, Ops: make([]graph.Op, ops)}}
+		if merge {
+			r.commit.ExtraParents = make([]hashing.Digest, 1)
+		}
+		return r
+	}
+	own := func(id string, reqs ...*writeReq) {
+		s.queues[id] = &ctxQueue{room: make(chan struct{}), owned: true, reqs: reqs}
+	}
+	const fake = 1 << 20 // as if committers were running, so that none is started
+	s.closeMu.Lock()
+	s.running = fake
+	s.closeMu.Unlock()
+	defer func() {
+		s.closeMu.Lock()
+		s.running, s.ready = 0, nil
+		clear(s.queues)
+		s.closeMu.Unlock()
+	}()
+
+	// A retried group of x and y: x's queued small request joins, its big
+	// one and what follows it wait for the next group.
+	x1, y1, x2, x3, x4 := req("x", 1, false), req("y", 1, false), req("x", 10, false), req("x", bigOps, false), req("x", 1, false)
+	s.closeMu.Lock()
+	own("x", x2, x3, x4)
+	own("y")
+	s.closeMu.Unlock()
+	batch, ids, big := s.takeGroup([]*writeReq{x1, y1}, false)
+	if !slices.Equal(batch, []*writeReq{x1, y1, x2}) || !slices.Equal(ids, []string{"x", "y"}) || big {
+		t.Fatalf("retried group of x and y: %d requests of %v (big %v), want x's and y's retries and x's small request", len(batch), ids, big)
+	}
+	// Once the holds are taken, a merge queued meanwhile does not join
+	// either; the committer steps back in.
+	y2 := req("y", 1, true)
+	s.closeMu.Lock()
+	s.queues["y"].reqs = []*writeReq{y2}
+	s.running = fake - 1 // stepped out while it waited
+	s.closeMu.Unlock()
+	batch, big = s.joinOwned(ids, batch, true)
+	if !slices.Equal(batch, []*writeReq{x1, y1, x2}) || big || s.running != fake {
+		t.Fatalf("held group of x and y: %d requests (big %v, running %d), want the same 3, small, stepped back in", len(batch), big, s.running-fake)
+	}
+	// A group of x alone takes its whole queue, and is then big: its
+	// committer stays out.
+	s.closeMu.Lock()
+	s.running = fake - 1
+	s.closeMu.Unlock()
+	batch, big = s.joinOwned([]string{"x"}, []*writeReq{x1}, true)
+	if !slices.Equal(batch, []*writeReq{x1, x3, x4}) || !big || s.running != fake-1 {
+		t.Fatalf("held group of x: %d requests (big %v, running %d), want x's all, big, still stepped out", len(batch), big, s.running-fake)
 	}
 }

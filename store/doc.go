@@ -270,7 +270,10 @@
 // group bigger starts a group of its own, whose committer steps out of
 // the four while it decides it (another is started), so a long commit of
 // one context holds up only the requests of that context queued behind
-// it, never another context's. A committer
+// it, never another context's. On a shared driver a committer steps out
+// too while it waits for other processes' holds of its group's contexts,
+// and a group of several contexts takes their requests queued meanwhile
+// only while it stays small. A committer
 // takes a group (up to Options.MaxBatch requests),
 // decides them in order (same-branch requests see each other, and a
 // request sees the refs, contexts and commits made by earlier requests of
