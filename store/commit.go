@@ -213,6 +213,12 @@ func (s *Store) submit(ctx context.Context, r *writeReq) (writeResp, error) {
 // count while it decides it, so that small groups go on beside it.
 const smallCommitters = 4
 
+// bigCommitters bounds the big groups decided at once: each holds its
+// head, its trie writer and reads, and (on a shared driver) a hold, so
+// that their number, not the number of contexts writing in bulk, bounds
+// what they take. A context that would start another waits, ready.
+const bigCommitters = 4
+
 // readyLocked lists context id, whose queue q holds requests no committer
 // owns, as ready, and wakes a committer for it. Called with closeMu held.
 func (s *Store) readyLocked(id string, q *ctxQueue) {
@@ -284,14 +290,16 @@ func (s *Store) ResetBranchIf(ctx context.Context, ctxID, name string, to hashin
 func (s *Store) committer() {
 	defer s.committers.Done()
 	var retry []*writeReq
-	big := false
+	// out: the committer stepped out of the running count (a big group,
+	// or a wait for other processes' holds); slot: its group took one of
+	// the bigCommitters slots.
+	out, slot := false, false
 	for {
-		var batch []*writeReq
-		var ids []string
-		batch, ids, big = s.takeGroup(retry, big)
+		batch, ids, big := s.takeGroup(retry, out, slot)
 		if len(batch) == 0 {
 			return
 		}
+		out, slot = big, big
 		err := s.writeFailure()
 		if err == nil {
 			err = s.checkSpace()
@@ -307,14 +315,14 @@ func (s *Store) committer() {
 			// big commit of theirs): the committer steps out of the
 			// running count while it waits, as for a big group, so that
 			// the writes of the other contexts do not wait with it.
-			if !big {
+			if !out {
 				s.stepOut()
-				big = true
+				out = true
 			}
 			hold, err = s.holdContexts(batch)
 			// Requests of the held contexts queued while the hold was
 			// awaited join the group: one hold, one commit.
-			batch, big = s.joinOwned(ids, batch, err == nil)
+			batch, out = s.joinOwned(ids, batch, err == nil)
 		}
 		if err != nil {
 			for _, r := range batch {
@@ -333,15 +341,22 @@ func (s *Store) committer() {
 // owns) and the requests queued behind them, then the requests of ready
 // contexts, first come first, up to the group size — while the group is
 // small (bigOps in all, no merge), and no context after one that would
-// make it big. It returns the contexts the group owns and whether it is
-// big; no requests when there is no work, and the committer then ends.
-// wasBig says the committer's last group was big: it had stepped out of
-// the running count (smallCommitters), and steps back in.
-func (s *Store) takeGroup(retry []*writeReq, wasBig bool) ([]*writeReq, []string, bool) {
+// make it big. A context whose requests would make a group big starts
+// one only while fewer than bigCommitters big groups are being decided;
+// otherwise it stays ready (the committer of a big group takes it when it
+// is done) and the small work behind it is taken. It returns the contexts
+// the group owns and whether it is big; no requests when there is no
+// work, and the committer then ends. wasOut says the committer had
+// stepped out of the running count (smallCommitters) and steps back in;
+// hadSlot that its last group held a big slot, which it gives back.
+func (s *Store) takeGroup(retry []*writeReq, wasOut, hadSlot bool) ([]*writeReq, []string, bool) {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
-	if wasBig {
+	if wasOut {
 		s.running++
+	}
+	if hadSlot {
+		s.bigRunning--
 	}
 	var ids []string
 	for _, r := range retry {
@@ -352,15 +367,21 @@ func (s *Store) takeGroup(retry []*writeReq, wasBig bool) ([]*writeReq, []string
 	batch := s.takeOwnedLocked(ids, retry)
 	ops, merge := weigh(batch)
 	big := merge || ops > bigOps
-	for !big && len(batch) < s.batch && len(s.ready) > 0 {
-		id := s.ready[0]
+	for i := 0; !big && len(batch) < s.batch && i < len(s.ready); {
+		id := s.ready[i]
 		q := s.queues[id]
 		reqs := q.reqs[:min(len(q.reqs), s.batch-len(batch))]
 		n, m := weigh(reqs)
-		if len(batch) > 0 && (m || ops+n > bigOps) {
-			break // it would make the group big: it starts one of its own
+		if m || ops+n > bigOps {
+			if len(batch) > 0 {
+				break // it would make the group big: it starts one of its own
+			}
+			if s.bigRunning >= bigCommitters {
+				i++ // no big slot free: it waits, the small work behind it does not
+				continue
+			}
 		}
-		s.ready = s.ready[1:]
+		s.ready = slices.Delete(s.ready, i, i+1)
 		q.ready, q.owned = false, true
 		ids = append(ids, id)
 		batch = append(batch, takeLocked(q, len(reqs))...)
@@ -374,6 +395,7 @@ func (s *Store) takeGroup(retry []*writeReq, wasBig bool) ([]*writeReq, []string
 	if big {
 		// Deciding it may take long: the small groups go on without this
 		// committer.
+		s.bigRunning++
 		s.stepOutLocked()
 	} else if len(s.ready) > 0 {
 		// What the group left is for another committer.

@@ -265,12 +265,12 @@ func TestGroupsTakeSmallRequestsTogether(t *testing.T) {
 		{[]*writeReq{e1, g1}, []string{"e", "g"}}, // 1 + 200 ops
 		{[]*writeReq{h1}, []string{"h"}},          // 100 more would pass bigOps in all
 	} {
-		batch, ids, _ := s.takeGroup(nil, false)
+		batch, ids, _ := s.takeGroup(nil, false, false)
 		if !slices.Equal(batch, want.reqs) || !slices.Equal(ids, want.ids) {
 			t.Fatalf("group %d: %d requests of %v, want %d of %v", i, len(batch), ids, len(want.reqs), want.ids)
 		}
 	}
-	if batch, ids, _ := s.takeGroup(nil, false); batch != nil || ids != nil {
+	if batch, ids, _ := s.takeGroup(nil, false, false); batch != nil || ids != nil {
 		t.Fatalf("no work left, got %d requests of %v", len(batch), ids)
 	}
 	// A retry stays ahead of its context's queue, which joins it; a
@@ -280,7 +280,7 @@ func TestGroupsTakeSmallRequestsTogether(t *testing.T) {
 	s.closeMu.Unlock()
 	a3, f1 := req("a", 1, false), req("f", 1, false)
 	queue(a3, f1)
-	batch, ids, _ := s.takeGroup([]*writeReq{a1}, false)
+	batch, ids, _ := s.takeGroup([]*writeReq{a1}, false, false)
 	if !slices.Equal(batch, []*writeReq{a1, a3, f1}) || !slices.Equal(ids, []string{"a", "f"}) {
 		t.Fatalf("after a retry: %d requests of %v, want a's retry, a's queued and f's", len(batch), ids)
 	}
@@ -398,7 +398,7 @@ func TestOwnedRequestsJoinOnlySmallGroups(t *testing.T) {
 	own("x", x2, x3, x4)
 	own("y")
 	s.closeMu.Unlock()
-	batch, ids, big := s.takeGroup([]*writeReq{x1, y1}, false)
+	batch, ids, big := s.takeGroup([]*writeReq{x1, y1}, false, false)
 	if !slices.Equal(batch, []*writeReq{x1, y1, x2}) || !slices.Equal(ids, []string{"x", "y"}) || big {
 		t.Fatalf("retried group of x and y: %d requests of %v (big %v), want x's and y's retries and x's small request", len(batch), ids, big)
 	}
@@ -421,5 +421,45 @@ func TestOwnedRequestsJoinOnlySmallGroups(t *testing.T) {
 	batch, big = s.joinOwned([]string{"x"}, []*writeReq{x1}, true)
 	if !slices.Equal(batch, []*writeReq{x1, x3, x4}) || !big || s.running != fake-1 {
 		t.Fatalf("held group of x: %d requests (big %v, running %d), want x's all, big, still stepped out", len(batch), big, s.running-fake)
+	}
+}
+
+// TestBigGroupsBounded: with bigCommitters big groups being decided, a
+// context whose requests would start another stays ready and the small
+// work behind it is taken; once a big group is done (its committer comes
+// back for its next group), that context is taken, alone.
+func TestBigGroupsBounded(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	req := func(id string, ops int) *writeReq {
+		return &writeReq{kind: reqCommit, ctxID: id, commit: CommitRequest{Context: id, Ops: make([]graph.Op, ops)}}
+	}
+	const fake = 1 << 20 // as if committers were running, so that none is started
+	s.closeMu.Lock()
+	s.running, s.bigRunning = fake, bigCommitters
+	big1, small1, small2 := req("bulk", bigOps+1), req("a", 1), req("b", 2)
+	for _, r := range []*writeReq{big1, small1, small2} {
+		s.queues[r.ctxID] = &ctxQueue{room: make(chan struct{}), ready: true, reqs: []*writeReq{r}}
+		s.ready = append(s.ready, r.ctxID)
+	}
+	s.closeMu.Unlock()
+	defer func() {
+		s.closeMu.Lock()
+		s.running, s.bigRunning, s.ready = 0, 0, nil
+		clear(s.queues)
+		s.closeMu.Unlock()
+	}()
+	batch, ids, big := s.takeGroup(nil, false, false)
+	if !slices.Equal(batch, []*writeReq{small1, small2}) || big || !slices.Equal(s.ready, []string{"bulk"}) {
+		t.Fatalf("with every big slot taken: %d requests of %v (big %v), ready %v; want a's and b's, bulk still ready", len(batch), ids, big, s.ready)
+	}
+	// A big group's committer comes back: its slot is free again.
+	batch, ids, big = s.takeGroup(nil, true, true)
+	if !slices.Equal(batch, []*writeReq{big1}) || !big || len(s.ready) != 0 || s.bigRunning != bigCommitters {
+		t.Fatalf("after a big group: %d requests of %v (big %v), big groups %d; want bulk's alone, big, %d big groups", len(batch), ids, big, s.bigRunning, bigCommitters)
 	}
 }

@@ -166,6 +166,7 @@ type Store struct {
 	queues     map[string]*ctxQueue
 	ready      []string
 	running    int // committers taking small groups (smallCommitters)
+	bigRunning int // big groups being decided (bigCommitters)
 	committers sync.WaitGroup
 	closeMu    sync.RWMutex
 	// background counts the leaf checkpoints being written after a head
