@@ -270,10 +270,14 @@
 // group bigger starts a group of its own, whose committer steps out of
 // the four while it decides it (another is started), so a long commit of
 // one context holds up only the requests of that context queued behind
-// it, never another context's. On a shared driver a committer steps out
-// too while it waits for other processes' holds of its group's contexts,
-// and a group of several contexts takes their requests queued meanwhile
-// only while it stays small. A committer
+// it, never another context's by its size. At most four big groups are
+// decided at once (bigCommitters): a context that would start a fifth
+// stays ready, and the small work behind it is taken. On a shared driver
+// a committer steps out too while it waits for other processes' holds of
+// its group's contexts, and a group of several contexts takes their
+// requests queued meanwhile only while it stays small. A group of few ops
+// can still be slow (large payloads, the first open of a cold big head),
+// and the contexts in it wait with it, as in any group commit. A committer
 // takes a group (up to Options.MaxBatch requests),
 // decides them in order (same-branch requests see each other, and a
 // request sees the refs, contexts and commits made by earlier requests of
