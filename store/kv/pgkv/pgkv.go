@@ -59,9 +59,11 @@ type Options struct {
 }
 
 // DefaultMaxConns is the pool size without Options.MaxConns or a
-// pool_max_conns in the DSN: room for the holds of a store's commit lanes
-// and their reads (pgxpool's own default, the number of CPUs but at
-// least 4, leaves two holds on a small machine).
+// pool_max_conns in the DSN: room for the holds of a store's commit
+// groups — up to four small ones and four big ones at once, eight holds,
+// half the pool — and their reads (pgxpool's own default, the number of
+// CPUs but at least 4, leaves two holds on a small machine). A smaller
+// pool makes groups wait for a hold slot.
 const DefaultMaxConns = 16
 
 // DefaultHoldIdleTimeout is the default of Options.HoldIdleTimeout: far
