@@ -23,11 +23,7 @@ import (
 // then every write to "quick" waited for the whole of "slow"'s commit.
 func TestSlowCommitHoldsUpNoOtherContext(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openUnsynced(t)
 	others := []string{"quick", "fast", "other", "tenant-b"}
 	for _, id := range append([]string{"slow"}, others...) {
 		if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
@@ -83,11 +79,7 @@ func TestSlowCommitHoldsUpNoOtherContext(t *testing.T) {
 // parents in sequence order.
 func TestManyWritersOverContexts(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openUnsynced(t)
 	ids := []string{"a", "b", "c", "d", "e"}
 	for _, id := range ids {
 		if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
@@ -146,11 +138,7 @@ func TestManyWritersOverContexts(t *testing.T) {
 // would leave it, and then given back.
 func TestFullQueueWaitsForRoom(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openUnsynced(t)
 	if _, err := s.CreateContext(ctx, "busy", ModeObserve); err != nil {
 		t.Fatal(err)
 	}
@@ -211,19 +199,7 @@ func TestFullQueueWaitsForRoom(t *testing.T) {
 // other context's write waits for its decision; a group's retries come
 // first, followed by their context's queued requests.
 func TestGroupsTakeSmallRequestsTogether(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	req := func(id string, ops int, merge bool) *writeReq {
-		r := &writeReq{kind: reqCommit, ctxID: id, commit: CommitRequest{Context: id, Ops: make([]graph.Op, ops)}}
-		if merge {
-			r.commit.ExtraParents = make([]hashing.Digest, 1)
-		}
-		return r
-	}
+	s := openUnsynced(t)
 	queue := func(reqs ...*writeReq) {
 		s.closeMu.Lock()
 		defer s.closeMu.Unlock()
@@ -240,17 +216,7 @@ func TestGroupsTakeSmallRequestsTogether(t *testing.T) {
 			}
 		}
 	}
-	// As if committers were running, so that none is started behind the
-	// test's back; the count is put back for Close.
-	s.closeMu.Lock()
-	s.running = 1 << 20
-	s.closeMu.Unlock()
-	defer func() {
-		s.closeMu.Lock()
-		s.running, s.ready = 0, nil
-		clear(s.queues)
-		s.closeMu.Unlock()
-	}()
+	asIfRunning(t, s)
 	a1, a2, b1, c1, d1, d2, e1 := req("a", 1, false), req("a", 3, false), req("b", bigOps+1, false), req("c", 1, false), req("d", 2, false), req("d", 1, true), req("e", 1, false)
 	g1, h1 := req("g", 200, false), req("h", 100, false)
 	queue(a1, a2, b1, c1, d1, d2, e1, g1, h1)
@@ -364,32 +330,11 @@ func TestHoldWaitHoldsUpNoOtherContext(t *testing.T) {
 // it stays small; a group of one context takes them all, and a committer
 // whose group became big stays out of the running count.
 func TestOwnedRequestsJoinOnlySmallGroups(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	req := func(id string, ops int, merge bool) *writeReq {
-		r := &writeReq{kind: reqCommit, ctxID: id, commit: CommitRequest{Context: id, Ops: make([]graph.Op, ops)}}
-		if merge {
-			r.commit.ExtraParents = make([]hashing.Digest, 1)
-		}
-		return r
-	}
+	s := openUnsynced(t)
 	own := func(id string, reqs ...*writeReq) {
 		s.queues[id] = &ctxQueue{room: make(chan struct{}), owned: true, reqs: reqs}
 	}
-	const fake = 1 << 20 // as if committers were running, so that none is started
-	s.closeMu.Lock()
-	s.running = fake
-	s.closeMu.Unlock()
-	defer func() {
-		s.closeMu.Lock()
-		s.running, s.ready = 0, nil
-		clear(s.queues)
-		s.closeMu.Unlock()
-	}()
+	asIfRunning(t, s)
 
 	// A retried group of x and y: x's queued small request joins, its big
 	// one and what follows it wait for the next group.
@@ -429,30 +374,16 @@ func TestOwnedRequestsJoinOnlySmallGroups(t *testing.T) {
 // work behind it is taken; once a big group is done (its committer comes
 // back for its next group), that context is taken, alone.
 func TestBigGroupsBounded(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	req := func(id string, ops int) *writeReq {
-		return &writeReq{kind: reqCommit, ctxID: id, commit: CommitRequest{Context: id, Ops: make([]graph.Op, ops)}}
-	}
-	const fake = 1 << 20 // as if committers were running, so that none is started
+	s := openUnsynced(t)
+	asIfRunning(t, s)
 	s.closeMu.Lock()
-	s.running, s.bigRunning = fake, bigCommitters
-	big1, small1, small2 := req("bulk", bigOps+1), req("a", 1), req("b", 2)
+	s.bigRunning = bigCommitters
+	big1, small1, small2 := req("bulk", bigOps+1, false), req("a", 1, false), req("b", 2, false)
 	for _, r := range []*writeReq{big1, small1, small2} {
 		s.queues[r.ctxID] = &ctxQueue{room: make(chan struct{}), ready: true, reqs: []*writeReq{r}}
 		s.ready = append(s.ready, r.ctxID)
 	}
 	s.closeMu.Unlock()
-	defer func() {
-		s.closeMu.Lock()
-		s.running, s.bigRunning, s.ready = 0, 0, nil
-		clear(s.queues)
-		s.closeMu.Unlock()
-	}()
 	batch, ids, big := s.takeGroup(nil, false, false)
 	if !slices.Equal(batch, []*writeReq{small1, small2}) || big || !slices.Equal(s.ready, []string{"bulk"}) {
 		t.Fatalf("with every big slot taken: %d requests of %v (big %v), ready %v; want a's and b's, bulk still ready", len(batch), ids, big, s.ready)
@@ -463,3 +394,44 @@ func TestBigGroupsBounded(t *testing.T) {
 		t.Fatalf("after a big group: %d requests of %v (big %v), big groups %d; want bulk's alone, big, %d big groups", len(batch), ids, big, s.bigRunning, bigCommitters)
 	}
 }
+
+// openUnsynced opens a store without syncs in a new directory, closed
+// when the test ends.
+func openUnsynced(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// req is a commit request of ops empty ops to context id, a merge's when
+// merge is set: what the committers weigh.
+func req(id string, ops int, merge bool) *writeReq {
+	r := &writeReq{kind: reqCommit, ctxID: id, commit: CommitRequest{Context: id, Ops: make([]graph.Op, ops)}}
+	if merge {
+		r.commit.ExtraParents = make([]hashing.Digest, 1)
+	}
+	return r
+}
+
+// asIfRunning makes s count more committers running than it ever starts,
+// so that a test calling takeGroup and joinOwned itself has none started
+// behind its back; when the test ends the counts and queues are put back
+// for Close.
+func asIfRunning(t *testing.T, s *Store) {
+	s.closeMu.Lock()
+	s.running = fake
+	s.closeMu.Unlock()
+	t.Cleanup(func() {
+		s.closeMu.Lock()
+		s.running, s.bigRunning, s.ready = 0, 0, nil
+		clear(s.queues)
+		s.closeMu.Unlock()
+	})
+}
+
+// fake is the running count asIfRunning sets.
+const fake = 1 << 20
