@@ -597,10 +597,11 @@ func (s *Store) blobMembersRecorded(ctx context.Context) (bool, error) {
 // needs for those reads. It returns how many records it wrote; a store
 // already backfilled costs one read.
 func (s *Store) BackfillBlobMembers(ctx context.Context) (int, error) {
-	if _, err := s.kv.Get(ctx, keyMetaBlobMembers()); err == nil {
+	if recorded, err := s.blobMembersRecorded(ctx); err != nil || recorded {
+		if err != nil {
+			return 0, fmt.Errorf("backfill blob members: %w", err)
+		}
 		return 0, nil
-	} else if !errors.Is(err, kv.ErrNotFound) {
-		return 0, fmt.Errorf("backfill blob members: %w", err)
 	}
 	ctxs, err := s.ListContexts(ctx)
 	if err != nil {

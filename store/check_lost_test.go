@@ -41,6 +41,9 @@ func onEachDriver(t *testing.T, fn func(t *testing.T, s *Store)) {
 	t.Run("postgres", func(t *testing.T) {
 		dsn := os.Getenv("ARTIFACTD_TEST_POSTGRES")
 		if dsn == "" {
+			if os.Getenv("CI") != "" {
+				t.Fatal("ARTIFACTD_TEST_POSTGRES names no database; with CI set PostgreSQL is required (.ci/run starts one)")
+			}
 			t.Skip("ARTIFACTD_TEST_POSTGRES names no database")
 		}
 		ctx := context.Background()
