@@ -364,8 +364,7 @@ func (s *Store) takeGroup(retry []*writeReq, wasOut, hadSlot bool) ([]*writeReq,
 			ids = append(ids, r.ctxID)
 		}
 	}
-	batch := s.takeOwnedLocked(ids, retry)
-	ops, merge := weigh(batch)
+	batch, ops, merge := s.takeOwnedLocked(ids, retry)
 	big := merge || ops > bigOps
 	for i := 0; !big && len(batch) < s.batch && i < len(s.ready); {
 		id := s.ready[i]
@@ -427,26 +426,24 @@ func (s *Store) stepOut() {
 // contexts takes them only while it stays small (bigOps in all, no
 // merge), so that no context's request waits in it for another context's
 // big one: what it leaves is taken once the group gives the context back.
-// Called with closeMu held.
-func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq) []*writeReq {
+// It returns the new batch with its ops in all and whether it holds a
+// merge. Called with closeMu held.
+func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq) ([]*writeReq, int, bool) {
 	ops, merge := weigh(batch)
 	for _, id := range ids {
 		q := s.queues[id]
 		n := min(len(q.reqs), max(s.batch-len(batch), 0))
-		if len(ids) > 1 {
-			k := 0
-			for ; k < n; k++ {
-				o, m := weigh(q.reqs[k : k+1])
-				if merge || m || ops+o > bigOps {
-					break
-				}
-				ops += o
+		k := 0
+		for ; k < n; k++ {
+			o, m := weigh(q.reqs[k : k+1])
+			if len(ids) > 1 && (merge || m || ops+o > bigOps) {
+				break
 			}
-			n = k
+			ops, merge = ops+o, merge || m
 		}
-		batch = append(batch, takeLocked(q, n)...)
+		batch = append(batch, takeLocked(q, k)...)
 	}
-	return batch
+	return batch, ops, merge
 }
 
 // joinOwned appends to batch, when join is set, the requests queued for
@@ -457,10 +454,10 @@ func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq) []*writeReq {
 func (s *Store) joinOwned(ids []string, batch []*writeReq, join bool) ([]*writeReq, bool) {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
-	if join {
-		batch = s.takeOwnedLocked(ids, batch)
-	}
 	ops, merge := weigh(batch)
+	if join {
+		batch, ops, merge = s.takeOwnedLocked(ids, batch)
+	}
 	big := merge || ops > bigOps
 	if !big {
 		s.running++
