@@ -147,17 +147,11 @@ const maxSizeDigits = 15
 // parseSize reads a decimal size of at most maxSizeDigits digits.
 func parseSize(s string) (int64, bool) {
 	s = strings.TrimSpace(s)
-	if s == "" || len(s) > maxSizeDigits {
+	if len(s) > maxSizeDigits {
 		return 0, false
 	}
-	var n int64
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(s[i]-'0')
-	}
-	return n, true
+	n, err := strconv.ParseUint(s, 10, 64) // digits only: no sign, no underscores
+	return int64(n), err == nil
 }
 
 // parseContentRange reads "bytes <first>-<last>/<complete>" (RFC 9110
