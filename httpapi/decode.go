@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -182,11 +181,8 @@ func intQuery(r *http.Request, name string, def, lo, hi int) (int, error) {
 	if v == "" {
 		return def, nil
 	}
-	n, err := strconv.Atoi(v)
+	n, err := service.ParseRange(name, v, lo, hi)
 	if err != nil {
-		n = lo - 1 // not an integer: refused as out of the range
-	}
-	if err := service.CheckRange(name, n, lo, hi); err != nil {
 		return 0, err
 	}
 	return n, nil

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/artifactd/artifactd/fault"
@@ -45,10 +46,26 @@ func CheckEnum(param, v string, values ...string) (string, error) {
 // rule "range".
 func CheckRange(param string, v, lo, hi int) error {
 	if v < lo || v > hi {
-		return &fault.Error{Code: fault.InvalidQuery, Detail: fmt.Sprintf("%s must be an integer from %d to %d", param, lo, hi),
-			Errors: []fault.FieldError{{Parameter: param, Rule: "range", Detail: fmt.Sprintf("want %d..%d", lo, hi)}}}
+		return rangeError(param, lo, hi)
 	}
 	return nil
+}
+
+// ParseRange parses an integer query parameter's text and checks it
+// against [lo, hi]; text that is not a decimal integer (or overflows one)
+// gets the same refusal as a number out of the range.
+func ParseRange(param, text string, lo, hi int) (int, error) {
+	v, err := strconv.Atoi(text)
+	if err != nil {
+		return 0, rangeError(param, lo, hi)
+	}
+	return v, CheckRange(param, v, lo, hi)
+}
+
+// rangeError is the refusal of CheckRange and ParseRange.
+func rangeError(param string, lo, hi int) error {
+	return &fault.Error{Code: fault.InvalidQuery, Detail: fmt.Sprintf("%s must be an integer from %d to %d", param, lo, hi),
+		Errors: []fault.FieldError{{Parameter: param, Rule: "range", Detail: fmt.Sprintf("want %d..%d", lo, hi)}}}
 }
 
 // ArtifactAt returns artifact id of view v (of context ctxID) with its

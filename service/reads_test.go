@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -216,5 +217,42 @@ func TestDiffSidesAndData(t *testing.T) {
 	}
 	if len(out.Changed) != 1 || out.Changed[0].ID != "b" || len(out.Changed[0].Data) != 1 || out.Changed[0].Data[0].Pointer != "/text" {
 		t.Fatalf("data diff: %+v", out.Changed)
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	cases := []struct {
+		text   string
+		lo, hi int
+		want   int
+		ok     bool
+	}{
+		{"5", 1, 10, 5, true},
+		{"+5", 1, 10, 5, true},
+		{"-1", -1, 10, -1, true},
+		{"10", 1, 10, 10, true},
+		{"0", 1, 10, 0, false},
+		{"11", 1, 10, 0, false},
+		{"five", 1, 10, 0, false},
+		{" 5", 1, 10, 0, false},
+		{"5.0", 1, 10, 0, false},
+		{"99999999999999999999", 1, 10, 0, false},
+		{"-99999999999999999999", -1, 10, 0, false},
+		// Not an integer, with a range whose lower end has no integer
+		// below it: still refused.
+		{"x", math.MinInt, 0, 0, false},
+	}
+	for _, tc := range cases {
+		got, err := ParseRange("limit", tc.text, tc.lo, tc.hi)
+		if tc.ok {
+			if err != nil || got != tc.want {
+				t.Errorf("ParseRange(%q, %d, %d) = %d, %v; want %d", tc.text, tc.lo, tc.hi, got, err, tc.want)
+			}
+			continue
+		}
+		var fe *fault.Error
+		if !errors.As(err, &fe) || fe.Code != fault.InvalidQuery || len(fe.Errors) != 1 || fe.Errors[0].Parameter != "limit" || fe.Errors[0].Rule != "range" {
+			t.Errorf("ParseRange(%q, %d, %d) = %d, %v; want an invalid-query naming limit (range)", tc.text, tc.lo, tc.hi, got, err)
+		}
 	}
 }
