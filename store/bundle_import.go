@@ -15,10 +15,13 @@ import (
 
 // ImportResult describes an imported context.
 type ImportResult struct {
-	Context  string   `json:"context"`
-	Commits  int      `json:"commits"`
-	Blobs    int      `json:"blobs"`
-	Branches []Branch `json:"branches"`
+	Context string `json:"context"`
+	// Quarantine is the imported context's quarantine setting (ModeEnforce
+	// or ModeObserve).
+	Quarantine string   `json:"quarantine"`
+	Commits    int      `json:"commits"`
+	Blobs      int      `json:"blobs"`
+	Branches   []Branch `json:"branches"`
 }
 
 // Import restores a bundle as a new context, named asID or, when asID is
@@ -30,7 +33,9 @@ type ImportResult struct {
 //
 // Commits are replayed in Seq order on the main branch (moved to each
 // commit's first parent when needed) in observe mode, as history is not
-// re-judged; the context keeps the bundle's quarantine setting. Then the
+// re-judged; the context keeps the bundle's quarantine setting (its
+// header's, which no hash covers: a caller that does not trust the bundle
+// sets b.Header.Settings.Quarantine before the call). Then the
 // bundle's branches are set. The context holds every blob the bundle
 // carries, and those it lists as pruned (only blobs its tool outputs
 // name) unless this store holds their bytes for another context: those
@@ -129,7 +134,7 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 		}
 		head = c.ID
 	}
-	out := &ImportResult{Context: ctxID, Commits: len(plan.commits) + 1, Blobs: len(b.Blobs())}
+	out := &ImportResult{Context: ctxID, Quarantine: plan.mode, Commits: len(plan.commits) + 1, Blobs: len(b.Blobs())}
 	for _, br := range b.Header.Branches {
 		var err error
 		switch {

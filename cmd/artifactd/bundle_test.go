@@ -140,6 +140,79 @@ func TestCLIExportReplayImport(t *testing.T) {
 	}
 }
 
+// TestCLIImportQuarantine: a bundle's quarantine setting travels in its
+// header, which no hash covers, so a changed one still verifies; import
+// keeps it unless --quarantine says otherwise, and says which it used. A
+// setting that is neither enforce nor observe is refused before anything
+// is written.
+func TestCLIImportQuarantine(t *testing.T) {
+	dir, _ := cliFixture(t) // run-1 is created in observe mode
+	bundle := filepath.Join(t.TempDir(), "run-1.jsonl")
+	if code, out, errOut := runCLI(t, "export", "--data", dir, "--context", "run-1", "-o", bundle); code != 0 {
+		t.Fatalf("export: %d %s %s", code, out, errOut)
+	}
+	mode := func(dir, ctxID string) string {
+		t.Helper()
+		s, err := store.Open(t.Context(), store.Options{Dir: dir, NoSync: true, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		c, err := s.GetContext(t.Context(), ctxID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Quarantine
+	}
+	dst := filepath.Join(t.TempDir(), "data")
+	cases := []struct {
+		as, flag, want, says string
+	}{
+		{"kept", "", store.ModeObserve, "quarantine observe (the bundle's setting)"},
+		{"enforced", "--quarantine=enforce", store.ModeEnforce, "quarantine enforce (--quarantine)"},
+		{"observed", "--quarantine=observe", store.ModeObserve, "quarantine observe (--quarantine)"},
+	}
+	for _, tc := range cases {
+		args := []string{"import", "--data", dst, "--as", tc.as}
+		if tc.flag != "" {
+			args = append(args, tc.flag)
+		}
+		code, out, errOut := runCLI(t, append(args, bundle)...)
+		if code != 0 || !strings.Contains(out, tc.says) {
+			t.Fatalf("%v: %d %q %s", args, code, out, errOut)
+		}
+		if got := mode(dst, tc.as); got != tc.want {
+			t.Errorf("%v: the context's quarantine is %q, want %q", args, got, tc.want)
+		}
+	}
+	// The header's setting changed: the bundle still verifies, and the
+	// import without --quarantine takes the changed setting.
+	raw, err := os.ReadFile(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, rest, _ := bytes.Cut(raw, []byte("\n"))
+	changed := bytes.Replace(header, []byte(`"quarantine":"observe"`), []byte(`"quarantine":"enforce"`), 1)
+	if bytes.Equal(changed, header) {
+		t.Fatalf("no observe setting in the header %s", header)
+	}
+	edited := filepath.Join(t.TempDir(), "edited.jsonl")
+	if err := os.WriteFile(edited, append(append(changed, '\n'), rest...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCLI(t, "import", "--data", dst, "--as", "edited", edited); code != 0 || !strings.Contains(out, "quarantine enforce (the bundle's setting)") {
+		t.Fatalf("import of the edited bundle: %d %q %s", code, out, errOut)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	code, _, errOut := runCLI(t, "import", "--data", other, "--quarantine", "off", bundle)
+	if code != 2 || !strings.Contains(errOut, `--quarantine "off"`) {
+		t.Fatalf("--quarantine off: %d %s", code, errOut)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Errorf("a refused --quarantine left %s behind (stat: %v)", other, err)
+	}
+}
+
 // TestCLIReplayTamperedBundle: each tampering makes `replay BUNDLE
 // --verify` exit 2 and name the first bad commit.
 func TestCLIReplayTamperedBundle(t *testing.T) {

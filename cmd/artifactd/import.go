@@ -11,9 +11,10 @@ import (
 )
 
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("import", "[--data DIR | --store SPEC] [--as NEWID] [--gate-rules FILE] BUNDLE", stderr)
+	fs := newFlagSet("import", "[--data DIR | --store SPEC] [--as NEWID] [--quarantine enforce|observe] [--gate-rules FILE] BUNDLE", stderr)
 	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store (created if missing)")
 	as := fs.String("as", "", "import under this context id instead of the bundle's")
+	quarantine := fs.String("quarantine", "", "the imported context's quarantine setting, enforce or observe (default: the bundle's; its header is covered by no hash, so set it for a bundle you do not trust)")
 	gateRules := fs.String("gate-rules", "", "a gate ruleset file the bundle's server ran with (serve --gate-rules): verdicts whose receipts name it are re-derived with it")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -22,9 +23,19 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if len(pos) != 1 {
 		return fail(stderr, exitUsage, "import: give one bundle file (or - for standard input)")
 	}
+	switch *quarantine {
+	case "", store.ModeEnforce, store.ModeObserve:
+	default:
+		return fail(stderr, exitUsage, "import: --quarantine %q: want %s or %s", *quarantine, store.ModeEnforce, store.ModeObserve)
+	}
 	b, err := readBundleFile(pos[0])
 	if err != nil {
 		return fail(stderr, exitUsage, "import: %v", err)
+	}
+	from := "the bundle's setting"
+	if *quarantine != "" {
+		b.Header.Settings.Quarantine = *quarantine
+		from = "--quarantine"
 	}
 	rulesets, err := knownRulesets(*gateRules)
 	if err != nil {
@@ -61,7 +72,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return fail(stderr, exitUsage, "import: %v", err)
 	}
-	fmt.Fprintf(stdout, "imported context %s: %d commits, %d blobs\n", res.Context, res.Commits, res.Blobs)
+	fmt.Fprintf(stdout, "imported context %s: %d commits, %d blobs; quarantine %s (%s)\n", res.Context, res.Commits, res.Blobs, res.Quarantine, from)
 	for _, br := range res.Branches {
 		fmt.Fprintf(stdout, "  %-20s %s\n", br.Name, br.Head)
 	}
