@@ -99,6 +99,16 @@ func TestBackendsAgreeOnBadRefs(t *testing.T) {
 		_, err := b.Audit(bg, "c", mcp.AuditQuery{ID: "q1", At: "no good!"})
 		return err
 	})
+	// With a bad query besides, the query is named: the HTTP door checks
+	// its parameters before it opens the view at the ref.
+	sameAnswer(t, "provenance at=\"no good!\" format=svg", "400 invalid-query [format enum]", func(b mcp.Backend) error {
+		_, err := b.Provenance(bg, "c", mcp.ProvenanceQuery{ID: "q1", At: "no good!", Format: "svg"})
+		return err
+	})
+	sameAnswer(t, "audit at=\"no good!\" format=html", "400 invalid-query [format enum]", func(b mcp.Backend) error {
+		_, err := b.Audit(bg, "c", mcp.AuditQuery{ID: "q1", At: "no good!", Format: "html"})
+		return err
+	})
 	sameAnswer(t, "diff from=\"no good!\"", "400 invalid-ref [from ref]", func(b mcp.Backend) error {
 		_, err := b.Diff(bg, "c", "no good!", "")
 		return err
