@@ -106,7 +106,9 @@ func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
 //     once the store is marked as having its memberships recorded (meta
 //     blob-members), each context must hold every blob its fetch
 //     verdicts name, in every commit the replay's pass reads
-//     (verdictBlobs).
+//     (verdictBlobs); not so a tool output's or error's blob (a spilled
+//     output's full text), which a client's own put or an import may
+//     leave unheld on purpose (see verdictBlobs).
 //
 // A value that fails its hash is read again once, to tell a flaky read
 // from real corruption. The error is non-nil only when the check itself

@@ -405,3 +405,175 @@ func TestCheckReportsALostHeldBlobOnce(t *testing.T) {
 		}
 	})
 }
+
+// spillOutput records, as the tool-results path does, a tool output or
+// error (typ) of context ctxID on branch whose full text was cut for the
+// model's view: the bytes stored first, then the artifact committed with
+// the context coming to hold them and the spill noted (CommitRequest's
+// Blobs and Spills). It returns the blob's digest.
+func spillOutput(t *testing.T, s *Store, ctxID, branch, id, typ, text string) hashing.Digest {
+	t.Helper()
+	ctx := context.Background()
+	d, err := s.PutBlob(ctx, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]any{"tool": "t", "model_view": "…", "total_chars": len(text), "truncated": true, "full_blob": d.String()}
+	if typ == "tool_error" {
+		data["spilled"] = true
+	} else {
+		data["omitted_chars"] = len(text) - 1
+	}
+	if _, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: branch, Author: "gate", Message: "put " + id,
+		Ops: []graph.Op{put(id, typ, data)}, Blobs: []hashing.Digest{d}, Spills: []hashing.Digest{d}}); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// unheldAs fails unless context ctxID does not hold blob d, and d is
+// stored and pruned as stored and pruned say: the state a case must
+// reach for its check to mean anything.
+func unheldAs(t *testing.T, s *Store, ctxID string, d hashing.Digest, stored, pruned bool) {
+	t.Helper()
+	ctx := context.Background()
+	held, err := s.BlobMember(ctx, ctxID, d)
+	if err != nil || held {
+		t.Fatalf("context %q holds blob %s: %v %v", ctxID, d.Short(), held, err)
+	}
+	has, err := s.HasBlob(ctx, d)
+	if err != nil || has != stored {
+		t.Fatalf("blob %s stored: %v %v, want %v", d.Short(), has, err, stored)
+	}
+	if _, p := s.BlobPruned(ctx, d); p != pruned {
+		t.Fatalf("blob %s pruned: %v, want %v", d.Short(), p, pruned)
+	}
+}
+
+// TestCheckExpectsNoToolOutputMembership: fsck does not expect a tool
+// output's or error's blob (a spilled output's full text) to be held by
+// its context, as it does a fetch verdict's — not because the gate path
+// leaves it unheld (it holds it with the output's commit, an import holds
+// what its bundle carries, the backfill what older stores' gate outputs
+// name), but because two ways of writing leave such a blob unheld on
+// purpose, neither stored nor pruned apart from another context's use: a
+// client's own put of a tool output naming any digest, and an import of a
+// bundle listing as pruned a blob this store keeps for another context.
+// Nothing stored tells either from a lost membership, so fsck reporting
+// one would report these healthy stores; with spilled outputs healthy,
+// pruned, or in a store not yet marked, it reports nothing either.
+func TestCheckExpectsNoToolOutputMembership(t *testing.T) {
+	ctx := context.Background()
+	newContexts := func(t *testing.T, s *Store, ids ...string) {
+		t.Helper()
+		for _, id := range ids {
+			if _, err := s.CreateContext(ctx, id, ModeObserve); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		build func(t *testing.T, s *Store)
+	}{
+		{"spilled outputs, healthy", func(t *testing.T, s *Store) {
+			newContexts(t, s, "run")
+			out := spillOutput(t, s, "run", DefaultBranch, "o", "tool_output", "the whole output of a tool")
+			head, err := s.Resolve(ctx, "run", DefaultBranch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CreateBranch(ctx, "run", "try", head.ID); err != nil {
+				t.Fatal(err)
+			}
+			spillOutput(t, s, "run", "try", "e", "tool_error", "the whole error of a tool")
+			if err := s.ResetBranch(ctx, "run", "try", head.ID); err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if _, err := s.Export(ctx, "run", "", &buf); err != nil {
+				t.Fatal(err)
+			}
+			b, err := replay.ReadBundle(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Import(ctx, b, "copy"); err != nil {
+				t.Fatal(err)
+			}
+			if held, err := s.BlobMember(ctx, "copy", out); !held || err != nil {
+				t.Fatalf("the import does not hold the spilled output it carried: %v %v", held, err)
+			}
+		}},
+		{"spilled output pruned, its membership lost", func(t *testing.T, s *Store) {
+			newContexts(t, s, "run")
+			d := spillOutput(t, s, "run", DefaultBranch, "o", "tool_output", "the whole output of a tool")
+			at := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+			if n, err := s.PruneSpills(ctx, at, at, 0); n != 1 || err != nil {
+				t.Fatalf("prune: %d %v", n, err)
+			}
+			lose(t, s, keyBlobMember("run", d))
+			unheldAs(t, s, "run", d, false, true)
+		}},
+		{"store not marked", func(t *testing.T, s *Store) {
+			asBeforeMemberships(t, s)
+			newContexts(t, s, "run")
+			d, err := s.PutBlob(ctx, []byte("the whole output of a tool"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// As a store written before contexts held blobs did.
+			mustCommit(t, s, "run", put("o", "tool_output", map[string]any{"model_view": "…", "full_blob": d.String()}))
+			unheldAs(t, s, "run", d, true, false)
+		}},
+		{"a client's own tool output naming another context's blob", func(t *testing.T, s *Store) {
+			newContexts(t, s, "run", "other")
+			d := spillOutput(t, s, "other", DefaultBranch, "o", "tool_output", "other's output")
+			// What a client's plain put of a tool_output writes: the
+			// artifact alone, its context holding nothing new.
+			mustCommit(t, s, "run", put("mine", "tool_output", map[string]any{"model_view": "…", "full_blob": d.String()}))
+			unheldAs(t, s, "run", d, true, false)
+		}},
+		{"an import listing as pruned a blob another context holds", func(t *testing.T, s *Store) {
+			// The bundle comes from a store that pruned the spill.
+			src, err := Open(ctx, Options{Driver: memkv.New(), Clock: testClock(), ReserveBytes: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			newContexts(t, src, "run")
+			text := "the whole output of a tool"
+			d := spillOutput(t, src, "run", DefaultBranch, "o", "tool_output", text)
+			at := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+			if n, err := src.PruneSpills(ctx, at, at, 0); n != 1 || err != nil {
+				t.Fatalf("prune: %d %v", n, err)
+			}
+			var buf bytes.Buffer
+			h, err := src.Export(ctx, "run", "", &buf)
+			if err != nil || h.Pruned != 1 {
+				t.Fatalf("export: %d pruned, %v", h.Pruned, err)
+			}
+			b, err := replay.ReadBundle(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Here the same bytes are another context's: they stay its.
+			newContexts(t, s, "other")
+			if _, err := s.PutContextBlob(ctx, "other", []byte(text)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Import(ctx, b, "copy"); err != nil {
+				t.Fatal(err)
+			}
+			unheldAs(t, s, "copy", d, true, false)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			onEachDriver(t, func(t *testing.T, s *Store) {
+				c.build(t, s)
+				forgetHeads(s)
+				mustCheck(t, s)
+			})
+		})
+	}
+}
