@@ -33,7 +33,8 @@ import (
 //
 // Status changes are compare-and-set: a handler reads the effects it will
 // change at the head, computes their new data, and commits with a
-// CommitRequest.Check that runs in the store's single committer and
+// CommitRequest.Check that runs in the committer deciding the context's
+// writes (one at a time, in order) and
 // refuses the commit unless every one of them still has the content hash
 // it read (casCheck). A refused commit changes nothing; the handler reads
 // again and decides again (a bounded number of times). So two workers
