@@ -367,7 +367,7 @@ func checkBind(addr string, haveTokens, insecure bool) error {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("serve", "[--data DIR | --store SPEC] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE] [--spill-retention D] [--allow-origin ORIGIN]... [--allow-host HOST]... [--max-conns N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-large-bodies N]", stderr)
+	fs := newFlagSet("serve", "[--data DIR | --store SPEC] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE] [--spill-retention D] [--allow-origin ORIGIN]... [--allow-host HOST]... [--max-conns N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-large-bodies N] [--cache-bytes N] [--mapped-bytes N] [--value-threshold N] [--table-bytes N]", stderr)
 	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store (created if missing)")
 	addr := fs.String("addr", defaultAddr, "address to listen on")
 	tokensFile := fs.String("tokens", "", "bearer tokens file: JSON or lines \"TOKEN SCOPE PATTERN[,PATTERN]\" (default: $ARTIFACTD_TOKENS)")
