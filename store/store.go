@@ -126,10 +126,11 @@ type Options struct {
 // Store is the artifactd repository: contexts, branches, commits, ops,
 // content-addressed objects, blobs and trie nodes, kept through one
 // storage driver (package kv: Badger by default).
-// All writes go through one committer goroutine that applies requests in
-// order, writes a whole group with one fsync and only then acknowledges
-// them. Reads may run concurrently with writes. Methods are safe for
-// concurrent use.
+// Writes queue per context and are carried out by up to four committer
+// goroutines (and at most four big groups beside them, doc.go "Group
+// commit"): a context's requests are decided in order, a group is written
+// with one sync, and only then are its requests acknowledged. Reads may
+// run concurrently with writes. Methods are safe for concurrent use.
 type Store struct {
 	kv kv.Driver
 	// shared is set when other processes may write through the driver
