@@ -141,6 +141,8 @@
 //	blobc NUL <sha256><u32 BE>         -> chunk i of a larger blob (written before its manifest)
 //	cblob NUL <ctx> NUL <sha256>       -> "" (the context holds the blob: it may read it; a gate output's blobs are held in its commit's write, CommitRequest.Blobs)
 //	meta NUL blob-members              -> "1" (written with a new store, or when BackfillBlobMembers ran: from then on a context reads and exports only the blobs it holds, and fsck expects it to hold every blob its fetch verdicts name)
+//	spill NUL <unix ns BE> NUL <sha256> -> "" (a spilled tool output's blob, by when it was spilled; spill.go)
+//	pruned NUL <sha256>                -> {"pruned_at"} (its bytes were pruned, serve --spill-retention)
 //	node NUL <node id>                 -> state-map node (id = SHA-256 of the bytes)
 //	type NUL <name>                    -> type record JSON (owned by the registry, not the chain)
 //	reldef NUL <name>                  -> relation record JSON (likewise)
