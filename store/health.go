@@ -45,7 +45,7 @@ func (s *Store) checkSpace() error {
 	}
 	s.space.free, s.space.at = free, time.Now()
 	if free < reserve {
-		return fmt.Errorf("%w: %d MiB free on the file system of %s, and artifactd keeps %d MiB in reserve; free space (writes resume by themselves) or lower serve --reserve",
+		return fmt.Errorf("%w: %d MiB free on the file system of %s, and artifactd keeps %d MiB in reserve; free space (writes resume by themselves) or lower serve --reserve-bytes",
 			ErrNoSpace, free>>20, s.dir, reserve>>20)
 	}
 	return nil

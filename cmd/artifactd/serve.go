@@ -63,6 +63,10 @@ type serveConfig struct {
 	// --cache-bytes, --mapped-bytes, --value-threshold and --table-bytes
 	// (store.Options; zero: the defaults).
 	CacheBytes, MappedBytes, ValueThreshold, TableBytes int64
+	// ReserveBytes is serve --reserve-bytes: the free space writes leave
+	// on the data directory's file system (0: store.DefaultReserveBytes;
+	// negative: no check).
+	ReserveBytes int64
 }
 
 // netLimits are serve's connection limits and timeouts.
@@ -367,7 +371,7 @@ func checkBind(addr string, haveTokens, insecure bool) error {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("serve", "[--data DIR | --store SPEC] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE] [--spill-retention D] [--allow-origin ORIGIN]... [--allow-host HOST]... [--max-conns N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-large-bodies N] [--cache-bytes N] [--mapped-bytes N] [--value-threshold N] [--table-bytes N]", stderr)
+	fs := newFlagSet("serve", "[--data DIR | --store SPEC] [--addr HOST:PORT] [--tokens FILE] [--insecure] [--max-body BYTES] [--allow-fetch [--allow-private-fetch]] [--render] [--gate-rules FILE] [--secrets FILE] [--spill-retention D] [--allow-origin ORIGIN]... [--allow-host HOST]... [--max-conns N] [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-large-bodies N] [--cache-bytes N] [--mapped-bytes N] [--value-threshold N] [--table-bytes N] [--reserve-bytes N]", stderr)
 	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store (created if missing)")
 	addr := fs.String("addr", defaultAddr, "address to listen on")
 	tokensFile := fs.String("tokens", "", "bearer tokens file: JSON or lines \"TOKEN SCOPE PATTERN[,PATTERN]\" (default: $ARTIFACTD_TOKENS)")
@@ -391,6 +395,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	mappedBytes := fs.Int64("mapped-bytes", store.DefaultMappedBytes, "resident pages of the embedded database's mapped files past which they are paged out (Linux; -1: no bound)")
 	valueThreshold := fs.Int64("value-threshold", store.DefaultValueThreshold, "size in bytes from which the embedded database keeps a value in its value log, not its tree (up to 1048576; -1: every value below 1 MiB in the tree, where compactions copy it again from level to level)")
 	tableBytes := fs.Int64("table-bytes", store.DefaultTableBytes, "size in bytes of the embedded database's tables below level 0 (64 KiB to 64 MiB): smaller keeps commits from waiting long behind compactions, larger keeps fewer files open (about two per MiB of tree at the default)")
+	reserveBytes := fs.Int64("reserve-bytes", store.DefaultReserveBytes, "free space in bytes that writes leave on the data directory's file system: below it every write is refused with 507 until space is freed, before the embedded database could run out of room mid-write (-1: no check)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -442,7 +447,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *tableBytes < store.MinTableBytes || *tableBytes > store.MaxTableBytes {
 		return fail(stderr, exitUsage, "serve: --table-bytes must be from %d to %d", store.MinTableBytes, store.MaxTableBytes)
 	}
+	if *reserveBytes == 0 || *reserveBytes < -1 {
+		return fail(stderr, exitUsage, "serve: --reserve-bytes must be positive, or -1 for no check")
+	}
 	cfg.CacheBytes, cfg.MappedBytes, cfg.ValueThreshold, cfg.TableBytes = *cacheBytes, *mappedBytes, *valueThreshold, *tableBytes
+	cfg.ReserveBytes = *reserveBytes
 	if err := gateTiers(&cfg, *allowFetch, *allowPrivate, *renderOn); err != nil {
 		return fail(stderr, exitUsage, "serve: %v", err)
 	}
@@ -456,7 +465,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // in-flight requests (and their commits) finish, then the store closes.
 func serve(ctx context.Context, sp storeSpec, addr string, cfg serveConfig, stdout io.Writer) error {
 	defer setServerProcs()()
-	st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: cfg.Logger, CacheBytes: cfg.CacheBytes, MappedBytes: cfg.MappedBytes, ValueThreshold: cfg.ValueThreshold, TableBytes: cfg.TableBytes}, false)
+	st, reg, err := openAPISpec(ctx, sp, store.Options{Logger: cfg.Logger, CacheBytes: cfg.CacheBytes, MappedBytes: cfg.MappedBytes, ValueThreshold: cfg.ValueThreshold, TableBytes: cfg.TableBytes, ReserveBytes: cfg.ReserveBytes}, false)
 	if err != nil {
 		return err
 	}

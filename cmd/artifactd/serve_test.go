@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -278,22 +279,44 @@ func (s *syncBuffer) String() string {
 
 // TestServeLifecycle runs `artifactd serve` on a loopback port, talks to
 // it, stops it with its context (as SIGINT does) and reopens the data.
-func TestServeLifecycle(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
+// serveInProcess starts `serve --addr 127.0.0.1:0` with args in process and
+// returns its base URL, a stop that shuts it down and checks that it
+// exits 0 (called at the test's end if not before), and its log.
+func serveInProcess(t *testing.T, args ...string) (base string, stop func(), stderr *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout syncBuffer
+	stderr = &syncBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- Run(ctx, []string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}, &stdout, &stderr) }()
+	go func() {
+		done <- Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), &stdout, stderr)
+	}()
+	stopped := false
+	stop = func() {
+		t.Helper()
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case rc := <-done:
+			if rc != 0 {
+				t.Fatalf("serve exit %d: %s", rc, stderr.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("serve did not stop")
+		}
+	}
+	t.Cleanup(stop)
 	re := regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)`)
-	var base string
-	for deadline := time.Now().Add(20 * time.Second); base == ""; {
+	for deadline := time.Now().Add(20 * time.Second); ; {
 		if m := re.FindStringSubmatch(stdout.String()); m != nil {
-			base = m[1]
-			break
+			return m[1], stop, stderr
 		}
 		select {
 		case rc := <-done:
+			stopped = true
 			t.Fatalf("serve exited %d: %s", rc, stderr.String())
 		default:
 		}
@@ -302,21 +325,33 @@ func TestServeLifecycle(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestServeReserveBytes: serve --reserve-bytes sets the free space writes
+// leave; above what the file system has free, a write is a 507 whose
+// detail names the flag to lower, and reads go on.
+func TestServeReserveBytes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	base, _, _ := serveInProcess(t, "--data", dir, "--reserve-bytes", strconv.FormatInt(1<<62, 10))
+	code, b := httpDo(t, "POST", base+"/v1/contexts", map[string]any{"id": "c"})
+	if code != 507 || !strings.Contains(string(b), "insufficient-storage") || !strings.Contains(string(b), "serve --reserve-bytes") {
+		t.Fatalf("a write below the reserve: %d %s", code, b)
+	}
+	if code, b := httpDo(t, "GET", base+"/v1/contexts", nil); code != 200 || strings.Contains(string(b), `"c"`) {
+		t.Fatalf("a read below the reserve: %d %s", code, b)
+	}
+}
+
+func TestServeLifecycle(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	base, stop, stderr := serveInProcess(t, "--data", dir)
 	if code, b := httpDo(t, "GET", base+"/readyz", nil); code != 200 {
 		t.Fatalf("readyz %d %s", code, b)
 	}
 	if code, b := httpDo(t, "POST", base+"/v1/contexts", map[string]any{"id": "kept"}); code != 201 {
 		t.Fatalf("create %d %s", code, b)
 	}
-	cancel()
-	select {
-	case rc := <-done:
-		if rc != 0 {
-			t.Fatalf("serve exit %d: %s", rc, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stop()
 	if !strings.Contains(stderr.String(), "msg=request") || !strings.Contains(stderr.String(), "shutting down") {
 		t.Errorf("no request log or shutdown log:\n%s", stderr.String())
 	}
@@ -395,6 +430,8 @@ func TestServeMemoryFlags(t *testing.T) {
 		{[]string{"--table-bytes", "65535"}, "--table-bytes must be from 65536 to 67108864"},
 		{[]string{"--table-bytes", "0"}, "--table-bytes must be from 65536 to 67108864"},
 		{[]string{"--table-bytes", "67108865"}, "--table-bytes must be from 65536 to 67108864"},
+		{[]string{"--reserve-bytes", "0"}, "--reserve-bytes must be positive, or -1"},
+		{[]string{"--reserve-bytes", "-2"}, "--reserve-bytes must be positive, or -1"},
 	} {
 		var stderr bytes.Buffer
 		args := append([]string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, c.args...)
