@@ -80,7 +80,7 @@ var (
 	docListRelations   = opDoc{id: "listRelations", summary: "Relations, built-in and user", tag: "types", status: 200, result: "RelationList"}
 	docGetRelation     = opDoc{id: "getRelation", summary: "One relation", tag: "types", status: 200, result: "Relation"}
 	docPutRelation     = opDoc{id: "putRelation", summary: "Register or update a user relation (admin on \"*\")", tag: "types", body: "relation", status: 201, result: "Relation"}
-	docEval            = opDoc{id: "eval", summary: "Structural evaluation: supported answers, quarantine share", tag: "contexts", status: 200, result: "Eval"}
+	docEval            = opDoc{id: "eval", summary: "Structural evaluation: supported answers, quarantine share", tag: "contexts", query: []string{"at"}, status: 200, result: "Eval"}
 	docVerify          = opDoc{id: "verify", summary: "Replay the stored chain and compare its context hash", tag: "contexts", body: "verify", status: 200, result: "Verify"}
 	docAddSecrets      = opDoc{id: "addSecrets", summary: "Declare secret values to mask by value in tool results and effect errors (admin on \"*\"); never echoed back", tag: "gate", body: "secrets", status: 200, result: "SecretsWrite"}
 	docFetch           = opDoc{id: "recordFetch", summary: "Classify fetch evidence (or, with perform, fetch the URL) and commit the fetch_verdict with its receipt; the body is stored as a blob", tag: "gate", body: "fetch", status: 201, result: "FetchWrite"}

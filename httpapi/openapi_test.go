@@ -131,3 +131,39 @@ func TestUIMount(t *testing.T) {
 		t.Errorf("/v1/nothing: %d %s", rec.Code, rec.Header().Get("Content-Type"))
 	}
 }
+
+// TestOpenAPIDeclaresEveryAt asks every GET route for ?at= with a ref
+// that is neither a branch nor a commit id: a route whose answer is the
+// 400 naming at honours the parameter, and the document must declare it
+// there; a route the document says takes at must answer so.
+func TestOpenAPIDeclaresEveryAt(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("c", "")
+	e.must(e.post("/v1/contexts/c/artifacts", map[string]any{"id": "q", "type": "question", "data": map[string]any{"text": "q?"}}), 201)
+	head := e.must(e.get("/v1/contexts/c"), 200)["head"].(string)
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	fill := strings.NewReplacer("{ctx}", "c", "{id}", "q", "{commit}", head, "{hash}", digest, "{digest}", digest, "{name}", "note")
+	doc := e.must(e.get("/openapi.json"), 200)
+	checked := 0
+	for path, item := range doc["paths"].(map[string]any) {
+		op, ok := item.(map[string]any)["get"].(map[string]any)
+		if !ok {
+			continue
+		}
+		declared := false
+		ps, _ := op["parameters"].([]any)
+		for _, p := range ps {
+			pm := p.(map[string]any)
+			declared = declared || (pm["in"] == "query" && pm["name"] == "at")
+		}
+		r := e.get(fill.Replace(path) + "?at=no%20good%21")
+		honoured := r.status == 400 && strings.Contains(string(r.body), "invalid-ref") && strings.Contains(string(r.body), `"parameter":"at"`)
+		if honoured != declared {
+			t.Errorf("GET %s: the document declares at: %v; a bad at answers %d %s", path, declared, r.status, r.body)
+		}
+		checked++
+	}
+	if checked < 20 {
+		t.Fatalf("only %d GET operations checked", checked)
+	}
+}
