@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import datetime
 import email.utils
 import http.client
@@ -109,10 +110,11 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
     if not v:
         return None
     if re.fullmatch(r"[0-9]+", v):
-        return float(int(v)) if len(v) <= 15 else float("inf")  # longer than any wait
+        digits = v.lstrip("0") or "0"
+        return float(int(digits)) if len(digits) <= 15 else float("inf")  # longer than any wait
     try:
         when = email.utils.parsedate_to_datetime(v)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when is None:
         return None
@@ -160,6 +162,74 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+class _EarlyAnswer:
+    """A connection mixin for an answer sent before the body was read:
+    artifactd's guards refuse a large body (503 overloaded) and close the
+    connection without reading it, so sending the rest fails with a reset
+    while the answer already waits in the socket. The send error is kept
+    and the rest of the body dropped, so that getresponse reads that
+    answer; when there is none, getresponse raises the send error."""
+
+    _cut: Optional[OSError] = None
+
+    def send(self, data: Any) -> None:
+        if self._cut is not None:
+            return
+        try:
+            super().send(data)  # type: ignore[misc]
+        except (BrokenPipeError, ConnectionResetError) as e:
+            self._cut = e
+
+    def getresponse(self) -> http.client.HTTPResponse:
+        try:
+            return super().getresponse()  # type: ignore[misc]
+        except (OSError, http.client.HTTPException):
+            if self._cut is not None:
+                raise self._cut from None
+            raise
+
+
+class _EarlyHTTP(_EarlyAnswer, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):  # type: ignore[override]
+        return self.do_open(_EarlyHTTP, req)
+
+
+_handlers: List[Any] = [_NoRedirect, _HTTPHandler]
+if hasattr(urllib.request, "HTTPSHandler"):  # Python built with ssl
+
+    class _EarlyHTTPS(_EarlyAnswer, http.client.HTTPSConnection):
+        pass
+
+    class _HTTPSHandler(urllib.request.HTTPSHandler):
+        def do_open(self, http_class, req, **kw):  # type: ignore[override]
+            return super().do_open(_EarlyHTTPS if http_class is http.client.HTTPSConnection else http_class, req, **kw)
+
+    _handlers.append(_HTTPSHandler)
+
+
+class _GivenProxies(urllib.request.ProxyHandler):
+    """The proxies given to the client, used for every host. urllib's
+    ProxyHandler.proxy_open, which this follows, would skip a proxy for a
+    host that NO_PROXY names even when the proxies were given."""
+
+    def proxy_open(self, req, proxy, type):  # type: ignore[override]
+        orig_type = req.type
+        proxy_type, user, password, hostport = urllib.request._parse_proxy(proxy)  # type: ignore[attr-defined]
+        if proxy_type is None:
+            proxy_type = orig_type
+        if user and password:
+            user_pass = "%s:%s" % (urllib.parse.unquote(user), urllib.parse.unquote(password))
+            req.add_header("Proxy-authorization", "Basic " + base64.b64encode(user_pass.encode()).decode("ascii"))
+        req.set_proxy(urllib.parse.unquote(hostport), proxy_type)
+        if orig_type == proxy_type or orig_type == "https":
+            return None  # the http or https handler sends it to the proxy
+        return self.parent.open(req, timeout=req.timeout)
+
+
 def _opener(base_url: str, proxies: Optional[Mapping[str, str]]) -> urllib.request.OpenerDirector:
     """The opener of a client of base_url: no redirects followed, and the
     proxies given, or else those of the environment (HTTP_PROXY,
@@ -168,8 +238,8 @@ def _opener(base_url: str, proxies: Optional[Mapping[str, str]]) -> urllib.reque
         host = urllib.parse.urlsplit(base_url).hostname or ""
         handler = urllib.request.ProxyHandler({} if _loopback(host) else None)
     else:
-        handler = urllib.request.ProxyHandler(dict(proxies))
-    return urllib.request.build_opener(_NoRedirect, handler)
+        handler = _GivenProxies(dict(proxies))
+    return urllib.request.build_opener(handler, *_handlers)
 
 
 def _read(res: Any, deadline: float) -> bytes:
@@ -257,13 +327,27 @@ class Client:
                 req.add_header("Authorization", "Bearer " + self.token)
             deadline = time.monotonic() + limit
             try:
-                with self._opener.open(req, timeout=limit) as res:
+                try:
+                    res = self._opener.open(req, timeout=limit)
+                    status = res.status
+                except urllib.error.HTTPError as e:
+                    res, status = e, e.code  # a refusal: its answer is read as any other
+                with res:
                     raw = _read(res, deadline)
                     ctype = res.headers.get("Content-Type", "")
-                if ctype.startswith("application/json") and raw:
-                    return json.loads(raw.decode("utf-8"))
-            except urllib.error.HTTPError as e:
-                p = _problem(method, path, e.code, e.read(), _retry_after(e.headers.get("Retry-After")))
+                    retry_after = res.headers.get("Retry-After")
+                if 200 <= status < 300:
+                    if ctype.startswith("application/json") and raw:
+                        return json.loads(raw.decode("utf-8"))
+                    return raw.decode("utf-8", "replace") if raw else None
+            except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
+                # Also an answer cut short or past the deadline, or a 2xx
+                # whose JSON does not parse.
+                last = TransportError(f"{method} {path}: {e}")
+                if retries <= 0:
+                    raise last from None
+            else:
+                p = _problem(method, path, status, raw, _retry_after(retry_after))
                 last = p
                 if self.retry_after > 0 and p.retry_after is not None and _not_processed(p, safe):
                     delay = p.retry_after
@@ -273,18 +357,8 @@ class Client:
                     waited = True
                     time.sleep(delay)
                     continue
-                if e.code != 503 or retries <= 0:
+                if status != 503 or retries <= 0:
                     raise p from None
-            except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
-                # Also an answer cut short or past the deadline, or a 2xx
-                # whose JSON does not parse.
-                last = TransportError(f"{method} {path}: {e}")
-                if retries <= 0:
-                    raise last from None
-            else:
-                if not raw:
-                    return None
-                return raw.decode("utf-8", "replace")
             retries -= 1
             time.sleep(pause)
             pause *= 2

@@ -11,6 +11,7 @@ import http.server
 import json
 import math
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -21,7 +22,7 @@ from typing import Callable, List, Optional, Tuple
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-from artifactd import Client, Problem  # noqa: E402
+from artifactd import Client, Problem, TransportError  # noqa: E402
 
 from .server import Server  # noqa: E402
 
@@ -91,6 +92,69 @@ def refusing(status: int, code: Optional[str], retry_after: Callable[[], str], r
         return 200, {"Content-Type": "application/json"}, b'{"commit":"c1","context_hash":"h1"}'
 
     return answer
+
+
+class RawServer:
+    """A local TCP server for answers http.server cannot give: each
+    connection's request head is read, then serve(n, conn, head) (n counts
+    from 1) reads what it wants of the body and writes raw bytes. The
+    receive buffer is small, so a body it does not read stays with the
+    sender."""
+
+    def __init__(self, serve: Callable[[int, socket.socket, bytes], None]):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.count = 0
+
+        def loop() -> None:
+            while True:
+                try:
+                    conn, _ = self.sock.accept()
+                except OSError:
+                    return
+                self.count += 1
+                threading.Thread(target=self.one, args=(serve, self.count, conn), daemon=True).start()
+
+        threading.Thread(target=loop, daemon=True).start()
+
+    @staticmethod
+    def one(serve: Callable[[int, socket.socket, bytes], None], n: int, conn: socket.socket) -> None:
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = conn.recv(1)
+                if not chunk:
+                    return
+                head += chunk
+            try:
+                serve(n, conn, head)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def content_length(head: bytes) -> int:
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return int(line.split(b":", 1)[1])
+    return 0
+
+
+def read_body(conn: socket.socket, head: bytes) -> None:
+    left = content_length(head)
+    while left > 0:
+        chunk = conn.recv(min(left, 65536))
+        if not chunk:
+            return
+        left -= len(chunk)
+
+
+HASH_OK = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 35\r\nConnection: close\r\n\r\n{"commit":"c1","context_hash":"h1"}'
 
 
 def seconds(s: str) -> Callable[[], str]:
@@ -173,6 +237,101 @@ class RetryAfterTest(unittest.TestCase):
                     Client(r.url, backoff=0.001, **kwargs).hash("run")
                 self.assertEqual(len(r.arrived), want)
 
+    def test_unreadable_retry_after_is_none(self) -> None:
+        """A Retry-After that is no delay-seconds and no HTTP-date, one
+        with a number too large for a date among them, is no Retry-After:
+        a POST refused with it as overloaded is sent once and the server's
+        Problem raised with retry_after None. (Before: an OverflowError
+        from the date parser came out of the call.)"""
+        for ra in ("soon", "1.5", "+1", "Mon, 01 Jan 99999999999999999999 00:00:00 GMT",
+                   "Mon, 01 Jan 2000 99999999999999999999:00:00 GMT"):
+            with self.subTest(retry_after=ra):
+                r = self.serve(refusing(503, "overloaded", seconds(ra), refusals=-1))
+                with self.assertRaises(Problem) as cm:
+                    Client(r.url).put_artifact("run", "note", {"text": "x"}, id="a")
+                self.assertEqual((cm.exception.code, cm.exception.retry_after), ("overloaded", None))
+                self.assertEqual(len(r.arrived), 1)
+
+    def test_retry_after_leading_zeros(self) -> None:
+        """Delay-seconds with leading zeros are that many seconds: 20
+        digits that say 1 are waited for like "1". (Before: more than 15
+        digits were taken for a delay longer than any wait, and the
+        refusal raised at once.)"""
+        r = self.serve(refusing(503, "overloaded", seconds("0" * 19 + "1")))
+        self.assertEqual(Client(r.url).hash("run")["commit"], "c1")
+        self.assertEqual(len(r.arrived), 2)
+        self.assertGreaterEqual(r.arrived[1] - r.arrived[0], 1.0)
+
+    def raw(self, serve: Callable[[int, socket.socket, bytes], None]) -> RawServer:
+        r = RawServer(serve)
+        self.addCleanup(r.close)
+        return r
+
+    def test_refusal_cut_short_is_a_transport_error(self) -> None:
+        """A 503 whose body ends before its Content-Length is a transport
+        error, retried for a GET like a failed connection. (Before: the
+        http.client IncompleteRead came out of the call.)"""
+
+        def serve(n: int, conn: socket.socket, head: bytes) -> None:
+            if n == 1:
+                conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\n"
+                             b"Content-Length: 100\r\nConnection: close\r\n\r\n{\"type\":")
+                return
+            conn.sendall(HASH_OK)
+
+        r = self.raw(serve)
+        self.assertEqual(Client(r.url, backoff=0.001).hash("run")["commit"], "c1")
+        self.assertEqual(r.count, 2)
+
+    def test_refusal_body_read_within_the_timeout(self) -> None:
+        """A refusal whose body arrives a byte at a time is read within the
+        timeout too, as a 2xx answer is: the call ends with a
+        TransportError soon after it. (Before: it waited for the whole
+        body, 6 s here.)"""
+        done = threading.Event()
+        self.addCleanup(done.set)
+
+        def serve(n: int, conn: socket.socket, head: bytes) -> None:
+            conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+                         b"Content-Length: 30\r\nConnection: close\r\n\r\n")
+            for _ in range(30):
+                if done.wait(0.2):
+                    return
+                conn.sendall(b"x")
+
+        r = self.raw(serve)
+        start = time.monotonic()
+        with self.assertRaises(TransportError):
+            Client(r.url, timeout=1.0, retries=0).hash("run")
+        self.assertLess(time.monotonic() - start, 3.0)
+
+    def test_overloaded_answered_before_the_body_is_read(self) -> None:
+        """A large write refused as overloaded before its body is read (the
+        server's large-body guard) gets the 503 even though the server
+        closes the connection on the unread body: the client reads the
+        answer already sent, and sends the write again after Retry-After.
+        (Before: the reset while sending was a TransportError, and the
+        write was not sent again.)"""
+
+        def serve(n: int, conn: socket.socket, head: bytes) -> None:
+            if n == 1:
+                body = b'{"type":"urn:artifactd:problem:overloaded","title":"t","status":503,"detail":"refused"}'
+                conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\n"
+                             b"Retry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+                time.sleep(0.2)
+                return  # closed with the body unread: a reset
+            read_body(conn, head)
+            body = b'{"commit":"c1","artifact":{"id":"a","version":1}}'
+            conn.sendall(b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+        r = self.raw(serve)
+        start = time.monotonic()
+        got = Client(r.url).put_artifact("run", "note", {"text": "x" * (16 << 20)}, id="a")
+        self.assertEqual(got["commit"], "c1")
+        self.assertEqual(r.count, 2)
+        self.assertGreaterEqual(time.monotonic() - start, 1.0)
+
     def test_real_server_at_its_connection_cap(self) -> None:
         """A real artifactd at --max-conns 1 refuses a write on a reserve
         connection with 503 overloaded and Retry-After; the client sends it
@@ -226,9 +385,11 @@ class ProxyTest(unittest.TestCase):
         self.addCleanup(self.server.close)
         self.addCleanup(self.proxy.close)
 
-    def run_child(self, url: str, **kwargs: object) -> dict:
+    def run_child(self, url: str, no_proxy: str = "", **kwargs: object) -> dict:
         env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")}
         env["HTTP_PROXY"] = env["http_proxy"] = self.proxy.url
+        if no_proxy:
+            env["NO_PROXY"] = env["no_proxy"] = no_proxy
         out = subprocess.run([sys.executable, "-c", _CHILD, os.path.join(HERE, ".."), url, json.dumps(kwargs)],
                              env=env, capture_output=True, text=True, timeout=30)
         self.assertEqual(out.returncode, 0, out.stderr)
@@ -253,6 +414,15 @@ class ProxyTest(unittest.TestCase):
         self.assertEqual(self.server.arrived, [])
         got = self.run_child(self.server.url, proxies={})
         self.assertEqual(got["commit"], "c1")
+
+    def test_proxies_given_are_used_whatever_no_proxy_says(self) -> None:
+        """Proxies given are used for a host that NO_PROXY names too, as
+        for any other. (Before: urllib skipped them for such a host, and
+        the server was asked directly.)"""
+        got = self.run_child(self.server.url, no_proxy="127.0.0.1,localhost", proxies={"http": self.proxy.url})
+        self.assertEqual(got["commit"], "via-proxy")
+        self.assertEqual(self.proxy.lines, [f"GET {self.server.url}/v1/contexts/run/hash HTTP/1.1"])
+        self.assertEqual(self.server.arrived, [])
 
 
 if __name__ == "__main__":
