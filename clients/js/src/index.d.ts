@@ -243,8 +243,8 @@ export declare class ArtifactdClient {
   commit(ctx: string, body: CommitRequest): Promise<CommitWrite>;
   recordFetch(ctx: string, evidence: FetchEvidence): Promise<FetchWrite>;
   recordToolResult(ctx: string, result: Record<string, unknown>): Promise<ArtifactWrite>;
-  /** Store raw bytes held by context ctx (201 new to it, 200 held already). */
-  putBlob(ctx: string, bytes: Uint8Array | string, contentType?: string): Promise<{ digest: string; size: number }>;
+  /** Store raw bytes held by context ctx (201 new to it, 200 held already); a stream is sent once, never again after a refusal. */
+  putBlob(ctx: string, bytes: Uint8Array | string | Blob | ReadableStream<Uint8Array>, contentType?: string): Promise<{ digest: string; size: number }>;
   /** Read a blob context ctx holds; NotFoundError otherwise, whether or not another context holds it. */
   getBlob(ctx: string, digest: string): Promise<Uint8Array>;
   putType(name: string, type: { role?: "source" | "derived" | "never"; description?: string; schema: JsonObject | boolean }): Promise<unknown>;

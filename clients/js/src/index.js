@@ -83,6 +83,35 @@ function problemOf(method, path, status, text) {
 const seg = encodeURIComponent;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const MONTH = MONTHS.join("|");
+// The three forms of an HTTP-date (RFC 9110 section 5.6.7), all GMT:
+// IMF-fixdate, the obsolete RFC 850 form (two-digit year) and asctime.
+const IMF_FIXDATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\\d{2}) (${MONTH}) (\\d{4}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`);
+const RFC850_DATE = new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-(${MONTH})-(\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`);
+const ASCTIME_DATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (${MONTH}) {1,2}(\\d{1,2}) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})$`);
+
+/** An HTTP-date as ms since the epoch; undefined for anything else. */
+function parseHttpDate(v) {
+  let day, month, year, h, m, s;
+  let f = IMF_FIXDATE.exec(v);
+  if (f) [, day, month, year, h, m, s] = f;
+  else if ((f = RFC850_DATE.exec(v))) {
+    [, day, month, year, h, m, s] = f;
+    year = Number(year) + (Number(year) >= 69 ? 1900 : 2000); // as Go's time package reads "06"
+  } else if ((f = ASCTIME_DATE.exec(v))) [, month, day, h, m, s, year] = f;
+  else return undefined;
+  [day, year, h, m, s] = [day, year, h, m, s].map(Number);
+  const mon = MONTHS.indexOf(month);
+  const d = new Date(0);
+  d.setUTCFullYear(year, mon, day); // Date.UTC would read years 0-99 as 1900-1999
+  d.setUTCHours(h, m, s);
+  // Date.UTC carries an overflow over (32 Jan is 1 Feb, 24:00 the next
+  // day); a date that does not read back the same is no date.
+  if (d.getUTCFullYear() !== year || d.getUTCMonth() !== mon || d.getUTCDate() !== day || d.getUTCHours() !== h || d.getUTCMinutes() !== m || d.getUTCSeconds() !== s) return undefined;
+  return d.getTime();
+}
+
 /**
  * A Retry-After value, delta-seconds or an HTTP-date, as ms from now (0
  * for a date already past); undefined when absent or malformed.
@@ -91,11 +120,8 @@ function parseRetryAfter(value) {
   const v = (value ?? "").trim();
   if (!v) return undefined;
   if (/^[0-9]+$/.test(v)) return Number(v) * 1000;
-  // IMF-fixdate, RFC 850 and asctime all start with the day's name; an
-  // asctime date names no zone and is GMT.
-  if (!/^[A-Za-z]{3}/.test(v)) return undefined;
-  const t = Date.parse(/GMT$/.test(v) ? v : v + " GMT");
-  return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
+  const t = parseHttpDate(v);
+  return t === undefined ? undefined : Math.max(0, t - Date.now());
 }
 
 /**
@@ -179,7 +205,11 @@ export class ArtifactdClient {
       let res;
       let answer;
       try {
-        res = await this.fetch(this.baseUrl + path, { method, headers, body: payload, signal, redirect: "manual" });
+        const init = { method, headers, body: payload, signal, redirect: "manual" };
+        // fetch refuses a stream body without duplex "half" (Node's and
+        // the browsers' alike).
+        if (!resendable(payload)) init.duplex = "half";
+        res = await this.fetch(this.baseUrl + path, init);
         // The answer is read within the same attempt: one cut short is a
         // transport error, retried like a failed connection.
         answer = res.ok && raw ? new Uint8Array(await res.arrayBuffer()) : await res.text();

@@ -105,6 +105,35 @@ test("Retry-After: a POST whose refusal does not say it was not processed is sen
   }
 });
 
+test("Retry-After: a value that is no delay-seconds and no HTTP-date is no Retry-After", async (t) => {
+  // Before: Date.parse took "abc 1" for 1 Jan 2001 (a past date: the POST
+  // was sent again at once, 4 times in all) and "foo 2099" for a date in
+  // 2099 (thrown with a delay of some 70 years).
+  for (const ra of ["soon", "1.5", "abc 1", "Thu 5", "foo 2099", "Sun, 06 Nov 2094 08:49:37 PST", "Sun, 32 Nov 2094 08:49:37 GMT"]) {
+    await t.test(ra, async (t) => {
+      const s = await refuser(t, { status: 503, code: "overloaded", retryAfter: seconds(ra), refusals: -1 });
+      await assert.rejects(new ArtifactdClient(s.url).putArtifact("run", note), (e) => {
+        assert.equal(e.code, "overloaded");
+        assert.equal(e.retryAfterMs, undefined);
+        return true;
+      });
+      assert.equal(s.arrived.length, 1);
+    });
+  }
+});
+
+test("Retry-After: the three forms of an HTTP-date are read", async (t) => {
+  // IMF-fixdate, RFC 850 and asctime (day padded with a space or not): a
+  // past date is no wait, the request is sent again at once.
+  for (const ra of ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "Sun Nov 6 08:49:37 1994"]) {
+    await t.test(ra, async (t) => {
+      const s = await refuser(t, { status: 503, code: "overloaded", retryAfter: seconds(ra) });
+      assert.equal((await new ArtifactdClient(s.url).putArtifact("run", note)).commit, "c1");
+      assert.equal(s.arrived.length, 2);
+    });
+  }
+});
+
 test("Retry-After: past the call's timeout or over the longest wait, the refusal is thrown at once", async (t) => {
   // Before: a GET was sent three times.
   for (const [ra, timeoutMs] of [
@@ -135,6 +164,48 @@ test("Retry-After: at most 1 + retryAfter requests; retryAfter 0 keeps the retri
     await assert.rejects(new ArtifactdClient(s.url, { backoffMs: 1, ...options }).hash("run"), ProblemError);
     assert.equal(s.arrived.length, want, JSON.stringify(options));
   }
+});
+
+test("a stream body is sent, and once only: a refusal with Retry-After is thrown at once", async (t) => {
+  // Before: fetch refused the stream (no duplex "half"), so putBlob with a
+  // ReadableStream failed with a network error before sending anything.
+  const bodies = [];
+  let refuse = false;
+  const server = http.createServer((req, res) => {
+    const parts = [];
+    req.on("data", (d) => parts.push(d));
+    req.on("end", () => {
+      bodies.push(Buffer.concat(parts).toString());
+      if (refuse) {
+        res.writeHead(503, { "Content-Type": "application/problem+json", "Retry-After": "0" });
+        res.end(JSON.stringify({ type: "urn:artifactd:problem:overloaded", title: "t", status: 503, detail: "refused" }));
+        return;
+      }
+      res.writeHead(201, { "Content-Type": "application/json" }).end('{"digest":"sha256:x","size":5}');
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const c = new ArtifactdClient(`http://127.0.0.1:${server.address().port}`);
+  const stream = () =>
+    new ReadableStream({
+      start(ctl) {
+        ctl.enqueue(new TextEncoder().encode("hello"));
+        ctl.close();
+      },
+    });
+  assert.deepEqual(await c.putBlob("run", stream()), { digest: "sha256:x", size: 5 });
+  assert.deepEqual(bodies, ["hello"]);
+  refuse = true;
+  await assert.rejects(c.putBlob("run", stream()), (e) => {
+    assert.equal(e.code, "overloaded");
+    assert.equal(e.retryAfterMs, 0);
+    return true;
+  });
+  assert.deepEqual(bodies, ["hello", "hello"]);
 });
 
 /** One request with node:http; resolves to { status, body }. */
