@@ -153,6 +153,11 @@ func decodeProblem(method, u string, status int, body []byte) *Problem {
 		return &Problem{Type: "about:blank", Title: http.StatusText(status), Status: status,
 			Detail: strings.TrimSpace(string(body)), Method: method, URL: u}
 	}
+	if p.Status == 0 {
+		// RFC 9457's status member is optional (a proxy's problem may
+		// leave it out): the answer's status is the one that holds.
+		p.Status = status
+	}
 	var all map[string]json.RawMessage
 	_ = json.Unmarshal(body, &all)
 	for _, k := range []string{"type", "title", "status", "detail", "instance", "errors"} {
@@ -219,7 +224,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 			delay, hasDelay := parseRetryAfter(hdr.Get("Retry-After"), time.Now())
 			p.RetryAfter = delay
 			switch {
-			case c.waits > 0 && hasDelay && notProcessed(p, safe):
+			case c.waits > 0 && hasDelay && notProcessed(status, p, safe):
 				if waits <= 0 || delay > c.longest {
 					return status, p
 				}
@@ -245,14 +250,15 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 	}
 }
 
-// notProcessed reports whether a refusal that carried a Retry-After says
-// its request was not processed, so that sending it again cannot write
-// twice: a 503 "overloaded" comes from the guards that run before any
-// handler (docs/API.md), whatever the method. Any other 503, and a 429,
-// do not say so (artifactd sends neither with a Retry-After; a proxy in
-// front may), so only a safe request is sent again after them.
-func notProcessed(p *Problem, safe bool) bool {
-	switch p.Status {
+// notProcessed reports whether a refusal with HTTP status status that
+// carried a Retry-After says its request was not processed, so that
+// sending it again cannot write twice: a 503 "overloaded" comes from the
+// guards that run before any handler (docs/API.md), whatever the method.
+// Any other 503, and a 429, do not say so (artifactd sends neither with a
+// Retry-After; a proxy in front may), so only a safe request is sent
+// again after them.
+func notProcessed(status int, p *Problem, safe bool) bool {
+	switch status {
 	case http.StatusServiceUnavailable:
 		return safe || p.Code() == "overloaded"
 	case http.StatusTooManyRequests:

@@ -173,6 +173,88 @@ func TestRetryAfterWriteNotProcessedOnly(t *testing.T) {
 	}
 }
 
+// TestRetryAfterProblemWithoutStatus: a proxy's 429 or 503 in
+// problem+json without the optional "status" member, with a Retry-After,
+// is retried for a GET like any other, and its Problem carries the HTTP
+// status. (Before: the Problem's Status stayed 0, so the refusal was not
+// recognised: a 429 was returned at once, a 503 retried after the pauses
+// of WithRetries instead of its Retry-After.)
+func TestRetryAfterProblemWithoutStatus(t *testing.T) {
+	for _, status := range []int{429, 503} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var arrived []time.Time
+			s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				arrived = append(arrived, time.Now())
+				n := len(arrived)
+				mu.Unlock()
+				if n == 1 {
+					w.Header().Set("Retry-After", "1")
+					w.Header().Set("Content-Type", "application/problem+json")
+					w.WriteHeader(status)
+					_, _ = w.Write([]byte(`{"type":"about:blank","title":"slow down"}`))
+					return
+				}
+				_, _ = w.Write([]byte(`{"commit":"c1","context_hash":"h1"}`))
+			}))
+			defer s.Close()
+			if _, err := client.New(s.URL).Hash(context.Background(), "run", ""); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(arrived) != 2 || arrived[1].Sub(arrived[0]) < time.Second {
+				t.Fatalf("requests at %v: want 2, a second apart", arrived)
+			}
+		})
+	}
+	// The last refusal returned carries the answer's status.
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "120")
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"type":"about:blank","title":"slow down"}`))
+	}))
+	defer s.Close()
+	_, err := client.New(s.URL).Hash(context.Background(), "run", "")
+	var p *client.Problem
+	if !errors.As(err, &p) || p.Status != http.StatusTooManyRequests || p.RetryAfter != 2*time.Minute {
+		t.Fatalf("err %v (%#v), want a 429 problem with RetryAfter 2m", err, p)
+	}
+}
+
+// TestRetryAfterUnreadable: a Retry-After that is no delay-seconds and no
+// HTTP-date is no Retry-After (a POST refused with it is sent once, its
+// Problem's RetryAfter 0); the three forms of an HTTP-date are read (a
+// past one: sent again at once).
+func TestRetryAfterUnreadable(t *testing.T) {
+	for _, tc := range []struct {
+		ra   string
+		want int
+	}{
+		{"soon", 1}, {"1.5", 1}, {"+1", 1}, {"abc 1", 1}, {"foo 2099", 1},
+		{"Sun, 06 Nov 2094 08:49:37 PST", 1}, {"Sun, 32 Nov 2094 08:49:37 GMT", 1},
+		{"Mon, 01 Jan 99999999999999999999 00:00:00 GMT", 1},
+		{"Sun, 06 Nov 1994 08:49:37 GMT", 2}, {"Sunday, 06-Nov-94 08:49:37 GMT", 2},
+		{"Sun Nov  6 08:49:37 1994", 2}, {"Sun Nov 6 08:49:37 1994", 2},
+	} {
+		t.Run(tc.ra, func(t *testing.T) {
+			t.Parallel()
+			f := &refuser{status: 503, code: "overloaded", retryAfter: seconds(tc.ra), refusals: 1}
+			_, err := client.New(f.start(t).URL).PutArtifact(context.Background(), "run", note)
+			if n := len(f.times()); n != tc.want {
+				t.Fatalf("%d requests, want %d (err %v)", n, tc.want, err)
+			}
+			var p *client.Problem
+			if tc.want == 1 && (!errors.As(err, &p) || p.Code() != "overloaded" || p.RetryAfter != 0) {
+				t.Fatalf("err %v, want the overloaded problem without a delay", err)
+			}
+		})
+	}
+}
+
 // TestRetryAfterPastDeadline: a Retry-After ending past the context's
 // deadline, or longer than the longest wait, is not waited for: the
 // server's refusal comes back at once, after one request.
