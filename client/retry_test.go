@@ -174,14 +174,24 @@ func TestRetryAfterWriteNotProcessedOnly(t *testing.T) {
 }
 
 // TestRetryAfterProblemWithoutStatus: a proxy's 429 or 503 in
-// problem+json without the optional "status" member, with a Retry-After,
-// is retried for a GET like any other, and its Problem carries the HTTP
-// status. (Before: the Problem's Status stayed 0, so the refusal was not
-// recognised: a 429 was returned at once, a 503 retried after the pauses
-// of WithRetries instead of its Retry-After.)
+// problem+json without the optional "status" member (or with members not
+// of RFC 9457's types), with a Retry-After, is retried for a GET like any
+// other, and its Problem carries the HTTP status. (Before: the Problem's
+// Status stayed 0 without the member, so the refusal was not recognised:
+// a 429 was returned at once, a 503 retried after the pauses of
+// WithRetries instead of its Retry-After.)
 func TestRetryAfterProblemWithoutStatus(t *testing.T) {
-	for _, status := range []int{429, 503} {
-		t.Run(fmt.Sprint(status), func(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		body   string
+	}{
+		{429, `{"type":"about:blank","title":"slow down"}`},
+		{503, `{"type":"about:blank","title":"slow down"}`},
+		{429, `{"type":"about:blank","status":"Too Many Requests","errors":[null,"x"]}`},
+		{503, `{"type":"about:blank","status":"Too Many Requests","errors":[null,"x"]}`},
+	} {
+		status := tc.status
+		t.Run(fmt.Sprint(status, tc.body), func(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
 			var arrived []time.Time
@@ -194,7 +204,7 @@ func TestRetryAfterProblemWithoutStatus(t *testing.T) {
 					w.Header().Set("Retry-After", "1")
 					w.Header().Set("Content-Type", "application/problem+json")
 					w.WriteHeader(status)
-					_, _ = w.Write([]byte(`{"type":"about:blank","title":"slow down"}`))
+					_, _ = w.Write([]byte(tc.body))
 					return
 				}
 				_, _ = w.Write([]byte(`{"commit":"c1","context_hash":"h1"}`))

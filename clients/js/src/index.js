@@ -13,16 +13,19 @@ export class ProblemError extends Error {
     const b = body && typeof body === "object" ? body : { type: "about:blank", status, detail: String(body ?? "") };
     const type = String(b.type ?? "about:blank");
     const code = type.startsWith(PROBLEM_TYPE_PREFIX) ? type.slice(PROBLEM_TYPE_PREFIX.length) : type;
-    const errors = Array.isArray(b.errors) ? b.errors : [];
+    const errors = Array.isArray(b.errors) ? b.errors.filter((e) => e && typeof e === "object") : [];
+    // The answer's status when the body's (optional, advisory) is no
+    // integer: a proxy's problem may say "status": "Too Many Requests".
+    const st = Number.isInteger(b.status) ? b.status : status;
     const fields = errors.map((e) => `${e.parameter !== undefined ? "?" + e.parameter : e.pointer} [${e.rule}] ${e.detail}`);
-    super([`${method} ${path}: ${b.status ?? status} ${code}: ${b.detail ?? ""}`, ...fields].join("; "));
+    super([`${method} ${path}: ${st} ${code}: ${b.detail ?? ""}`, ...fields].join("; "));
     this.name = "ProblemError";
     this.method = method;
     this.path = path;
     this.type = type;
     this.code = code;
     this.title = String(b.title ?? "");
-    this.status = Number(b.status ?? status);
+    this.status = st;
     this.detail = String(b.detail ?? "");
     this.instance = b.instance;
     this.errors = errors;
@@ -131,11 +134,12 @@ function parseRetryAfter(value) {
  * guards before the request is routed: no handler ran, whatever the
  * method. artifactd sends no 429 and no other 503 with a Retry-After; one
  * from a proxy in front does not say whether a write went through, so only
- * a safe request is sent again after it.
+ * a safe request is sent again after it. status is the answer's HTTP
+ * status, whatever the body says.
  */
-function notProcessed(p, safe) {
-  if (p.status === 503) return safe || p.code === "overloaded";
-  return p.status === 429 && safe;
+function notProcessed(status, p, safe) {
+  if (status === 503) return safe || p.code === "overloaded";
+  return status === 429 && safe;
 }
 
 /** Whether a body can be sent a second time (a stream cannot). */
@@ -228,7 +232,7 @@ export class ArtifactdClient {
         }
       } else if (answer !== undefined) {
         last = problem(method, path, res.status, answer, parseRetryAfter(res.headers.get("retry-after")));
-        if (this.retryAfter > 0 && last.retryAfterMs !== undefined && notProcessed(last, safe)) {
+        if (this.retryAfter > 0 && last.retryAfterMs !== undefined && notProcessed(res.status, last, safe)) {
           const delay = last.retryAfterMs;
           if (waits <= 0 || delay > this.maxRetryAfterMs || performance.now() + delay >= callDeadline) throw last;
           waits--;

@@ -134,6 +134,39 @@ test("Retry-After: the three forms of an HTTP-date are read", async (t) => {
   }
 });
 
+test("Retry-After: a proxy's problem with members not of RFC 9457's types is retried by its HTTP status", async (t) => {
+  // Before: "status": "Too Many Requests" made the error's status NaN, so
+  // the 429 or 503 was not recognised (thrown at once, or retried after
+  // the backoff instead of the delay), and a null in "errors" threw a
+  // TypeError.
+  const body = JSON.stringify({ type: "about:blank", title: "slow down", status: "Too Many Requests", errors: [null, "x"] });
+  for (const status of [429, 503]) {
+    await t.test(String(status), async (t) => {
+      const arrived = [];
+      const server = http.createServer((req, res) => {
+        arrived.push(performance.now());
+        if (arrived.length === 1) res.writeHead(status, { "Content-Type": "application/problem+json", "Retry-After": "1" }).end(body);
+        else res.writeHead(200, { "Content-Type": "application/json" }).end('{"commit":"c1","context_hash":"h1"}');
+      });
+      await new Promise((r) => server.listen(0, "127.0.0.1", r));
+      t.after(() => {
+        server.closeAllConnections();
+        server.close();
+      });
+      const c = new ArtifactdClient(`http://127.0.0.1:${server.address().port}`);
+      assert.equal((await c.hash("run")).commit, "c1");
+      assert.equal(arrived.length, 2);
+      assert.ok(arrived[1] - arrived[0] >= 1000, `sent again after ${arrived[1] - arrived[0]} ms`);
+    });
+  }
+  const s = await refuser(t, { status: 429, code: null, retryAfter: seconds("120"), refusals: -1 });
+  await assert.rejects(new ArtifactdClient(s.url).hash("run"), (e) => {
+    assert.equal(e.status, 429);
+    assert.equal(e.retryAfterMs, 120000);
+    return true;
+  });
+});
+
 test("Retry-After: past the call's timeout or over the longest wait, the refusal is thrown at once", async (t) => {
   // Before: a GET was sent three times.
   for (const [ra, timeoutMs] of [

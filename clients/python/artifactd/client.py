@@ -48,12 +48,16 @@ class Problem(ArtifactdError):
         self.retry_after = retry_after
         self.type: str = str(body.get("type", "about:blank"))
         self.title: str = str(body.get("title", ""))
-        self.status: int = int(body.get("status", status) or status)
+        # The answer's status when the body's (optional, advisory) is no
+        # integer: a proxy's problem may say "status": "Too Many Requests".
+        s = body.get("status")
+        self.status: int = s if isinstance(s, int) and not isinstance(s, bool) else status
         self.detail: str = str(body.get("detail", ""))
         self.instance: Optional[str] = body.get("instance")
         self.errors: List[FieldError] = [
             FieldError(rule=e.get("rule", ""), detail=e.get("detail", ""), pointer=e.get("pointer"), parameter=e.get("parameter"))
-            for e in body.get("errors") or []
+            for e in (body.get("errors") if isinstance(body.get("errors"), list) else [])
+            if isinstance(e, dict)
         ]
         self.extensions: Dict[str, Any] = {
             k: v for k, v in body.items() if k not in ("type", "title", "status", "detail", "instance", "errors")
@@ -123,17 +127,18 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _not_processed(p: Problem, safe: bool) -> bool:
+def _not_processed(status: int, p: Problem, safe: bool) -> bool:
     """Whether a refusal that carried a Retry-After says its request was
     not processed, so that sending it again cannot write twice. A 503
     "overloaded" is answered by the server's connection and large-body
     guards before the request is routed: no handler ran, whatever the
     method. artifactd sends no 429 and no other 503 with a Retry-After; one
     from a proxy in front does not say whether a write went through, so
-    only a safe request is sent again after it."""
-    if p.status == 503:
+    only a safe request is sent again after it. status is the answer's
+    HTTP status, whatever the body says."""
+    if status == 503:
         return safe or p.code == "overloaded"
-    return p.status == 429 and safe
+    return status == 429 and safe
 
 
 def _loopback(host: str) -> bool:
@@ -349,7 +354,7 @@ class Client:
             else:
                 p = _problem(method, path, status, raw, _retry_after(retry_after))
                 last = p
-                if self.retry_after > 0 and p.retry_after is not None and _not_processed(p, safe):
+                if self.retry_after > 0 and p.retry_after is not None and _not_processed(status, p, safe):
                     delay = p.retry_after
                     if waits <= 0 or delay > self.max_retry_after or time.monotonic() + delay >= call_deadline:
                         raise p from None

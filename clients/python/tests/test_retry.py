@@ -252,6 +252,32 @@ class RetryAfterTest(unittest.TestCase):
                 self.assertEqual((cm.exception.code, cm.exception.retry_after), ("overloaded", None))
                 self.assertEqual(len(r.arrived), 1)
 
+    def test_proxy_problem_of_odd_members(self) -> None:
+        """A proxy's 429 or 503 in problem+json whose members are not of
+        RFC 9457's types ("status" a phrase, "errors" holding no objects),
+        with a Retry-After, is a Problem with the answer's status, and a
+        GET is sent again after the delay. (Before: int("Too Many
+        Requests") raised a ValueError out of the call.)"""
+        for status in (429, 503):
+            with self.subTest(status=status):
+                body = json.dumps({"type": "about:blank", "title": "slow down", "status": "Too Many Requests",
+                                   "errors": [None, "x"]}).encode()
+
+                def answer(n: int, h: http.server.BaseHTTPRequestHandler) -> Answer:
+                    if n == 1:
+                        return status, {"Retry-After": "0", "Content-Type": "application/problem+json"}, body
+                    return 200, {"Content-Type": "application/json"}, b'{"commit":"c1","context_hash":"h1"}'
+
+                r = self.serve(answer)
+                self.assertEqual(Client(r.url).hash("run")["commit"], "c1")
+                self.assertEqual(len(r.arrived), 2)
+        # The last refusal carries the answer's status.
+        r = self.serve(lambda n, h: (429, {"Retry-After": "120", "Content-Type": "application/problem+json"},
+                                     b'{"type":"about:blank","status":"Too Many Requests"}'))
+        with self.assertRaises(Problem) as cm:
+            Client(r.url).hash("run")
+        self.assertEqual((cm.exception.status, cm.exception.retry_after), (429, 120.0))
+
     def test_retry_after_leading_zeros(self) -> None:
         """Delay-seconds with leading zeros are that many seconds: 20
         digits that say 1 are waited for like "1". (Before: more than 15
