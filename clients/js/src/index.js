@@ -84,6 +84,21 @@ function problemOf(method, path, status, text) {
 }
 
 const seg = encodeURIComponent;
+
+/**
+ * An artifact id as a path segment. The ids "." and ".." are valid, but
+ * every WHATWG URL parser (fetch's included) drops them from a path, and
+ * their escapes too, so the request would reach another route: they are
+ * refused here, naming the reads that carry them.
+ */
+function idSeg(id) {
+  if (id === "." || id === "..") {
+    throw new TypeError(
+      `artifact id ${JSON.stringify(id)} cannot be sent in a URL path (URL parsers drop "." and ".." segments, escaped or not); read it through state()`,
+    );
+  }
+  return seg(id);
+}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -322,8 +337,8 @@ export class ArtifactdClient {
 
   // ---- reads ----
 
-  artifact(ctx, id, { at } = {}) {
-    return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}/artifacts/${seg(id)}`, at));
+  async artifact(ctx, id, { at } = {}) {
+    return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}/artifacts/${idSeg(id)}`, at));
   }
 
   async listArtifacts(ctx, { at, type, limit, cursor } = {}) {
@@ -336,21 +351,21 @@ export class ArtifactdClient {
     return this.request("GET", `/v1/contexts/${seg(ctx)}/artifacts${qs ? "?" + qs : ""}`);
   }
 
-  related(ctx, id, { at, rel, dir } = {}) {
+  async related(ctx, id, { at, rel, dir } = {}) {
     const q = new URLSearchParams();
     if (at) q.set("at", at);
     if (rel) q.set("rel", rel);
     if (dir) q.set("dir", dir);
     const qs = q.toString();
-    return this.request("GET", `/v1/contexts/${seg(ctx)}/artifacts/${seg(id)}/related${qs ? "?" + qs : ""}`);
+    return this.request("GET", `/v1/contexts/${seg(ctx)}/artifacts/${idSeg(id)}/related${qs ? "?" + qs : ""}`);
   }
 
   hash(ctx, { at } = {}) {
     return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}/hash`, at));
   }
 
-  audit(ctx, id, { at } = {}) {
-    return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}/audit/${seg(id)}`, at));
+  async audit(ctx, id, { at } = {}) {
+    return this.request("GET", this.#at(`/v1/contexts/${seg(ctx)}/audit/${idSeg(id)}`, at));
   }
 
   quarantine(ctx, { at } = {}) {

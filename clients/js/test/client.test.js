@@ -88,6 +88,23 @@ test("problems carry their fields; refused writes change nothing", async (t) => 
   assert.equal((await c.ensureContext("problems")).quarantine, "enforce");
 });
 
+test("the ids . and .. are refused as path segments, and read through the state", async (t) => {
+  const c = client(t);
+  if (!c) return;
+  await c.ensureContext("dots");
+  await c.putArtifact("dots", { id: ".", type: "note", data: { text: "dot" } });
+  await c.putArtifact("dots", { id: "..", type: "note", data: { text: "dots" }, edges: [{ rel: "derived_from", to: "." }] });
+  for (const id of [".", ".."]) {
+    for (const read of [() => c.artifact("dots", id), () => c.audit("dots", id), () => c.related("dots", id)]) {
+      await assert.rejects(read(), (e) => e instanceof TypeError && e.message.includes("state()") && e.message.includes(JSON.stringify(id)));
+    }
+  }
+  const ids = (await c.state("dots")).artifacts.map((a) => a.id).sort();
+  assert.deepEqual(ids, [".", ".."]);
+  // Other ids with dots go as they are: one absent is the server's 404.
+  await assert.rejects(c.artifact("dots", ".x"), NotFoundError);
+});
+
 test("blobs are read through the context that holds them", async (t) => {
   const c = client(t);
   if (!c) return;
