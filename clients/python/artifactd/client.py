@@ -216,35 +216,41 @@ if hasattr(urllib.request, "HTTPSHandler"):  # Python built with ssl
     _handlers.append(_HTTPSHandler)
 
 
-class _GivenProxies(urllib.request.ProxyHandler):
-    """The proxies given to the client, used for every host. urllib's
-    ProxyHandler.proxy_open, which this follows, would skip a proxy for a
-    host that NO_PROXY names even when the proxies were given."""
+class _GivenProxies(urllib.request.BaseHandler):
+    """Sends each request through the proxy given for its scheme, for every
+    host: urllib's ProxyHandler skips a host that NO_PROXY names even for
+    the proxies given to it. A request processor (it runs before the
+    handlers that build and send the request); user info in a proxy's URL
+    becomes its Proxy-Authorization."""
 
-    def proxy_open(self, req, proxy, type):  # type: ignore[override]
-        orig_type = req.type
-        proxy_type, user, password, hostport = urllib.request._parse_proxy(proxy)  # type: ignore[attr-defined]
-        if proxy_type is None:
-            proxy_type = orig_type
-        if user and password:
-            user_pass = "%s:%s" % (urllib.parse.unquote(user), urllib.parse.unquote(password))
-            req.add_header("Proxy-authorization", "Basic " + base64.b64encode(user_pass.encode()).decode("ascii"))
-        req.set_proxy(urllib.parse.unquote(hostport), proxy_type)
-        if orig_type == proxy_type or orig_type == "https":
-            return None  # the http or https handler sends it to the proxy
-        return self.parent.open(req, timeout=req.timeout)
+    handler_order = 100
+
+    def __init__(self, proxies: Mapping[str, str]) -> None:
+        self._proxies = dict(proxies)
+
+    def _through_proxy(self, req: urllib.request.Request) -> urllib.request.Request:
+        proxy = self._proxies.get(req.type)
+        if not proxy or req.has_proxy():
+            return req
+        u = urllib.parse.urlsplit(proxy if "://" in proxy else "//" + proxy)
+        if u.username is not None and u.password is not None:
+            cred = urllib.parse.unquote(u.username) + ":" + urllib.parse.unquote(u.password)
+            req.add_unredirected_header("Proxy-Authorization", "Basic " + base64.b64encode(cred.encode()).decode("ascii"))
+        req.set_proxy(u.netloc.rpartition("@")[2], req.type)
+        return req
+
+    http_request = _through_proxy
+    https_request = _through_proxy
 
 
 def _opener(base_url: str, proxies: Optional[Mapping[str, str]]) -> urllib.request.OpenerDirector:
     """The opener of a client of base_url: no redirects followed, and the
     proxies given, or else those of the environment (HTTP_PROXY,
     HTTPS_PROXY, NO_PROXY), never for localhost or a loopback address."""
-    if proxies is None:
-        host = urllib.parse.urlsplit(base_url).hostname or ""
-        handler = urllib.request.ProxyHandler({} if _loopback(host) else None)
-    else:
-        handler = _GivenProxies(dict(proxies))
-    return urllib.request.build_opener(handler, *_handlers)
+    if proxies is not None:
+        return urllib.request.build_opener(urllib.request.ProxyHandler({}), _GivenProxies(proxies), *_handlers)
+    host = urllib.parse.urlsplit(base_url).hostname or ""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({} if _loopback(host) else None), *_handlers)
 
 
 def _read(res: Any, deadline: float) -> bytes:

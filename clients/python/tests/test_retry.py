@@ -5,6 +5,7 @@ environment."""
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import http.client
 import http.server
@@ -448,6 +449,19 @@ class ProxyTest(unittest.TestCase):
         got = self.run_child(self.server.url, no_proxy="127.0.0.1,localhost", proxies={"http": self.proxy.url})
         self.assertEqual(got["commit"], "via-proxy")
         self.assertEqual(self.proxy.lines, [f"GET {self.server.url}/v1/contexts/run/hash HTTP/1.1"])
+        self.assertEqual(self.server.arrived, [])
+
+    def test_proxy_credentials_given_are_sent_to_the_proxy(self) -> None:
+        """User info in a given proxy's URL becomes its Proxy-Authorization
+        and is not sent on to the server."""
+        seen: List[str] = []
+        proxy = Recorder(lambda n, h: (seen.append(h.headers.get("Proxy-Authorization", "")) or 200,
+                                       {"Content-Type": "application/json"}, b'{"commit":"via-proxy"}'))
+        self.addCleanup(proxy.close)
+        url = proxy.url.replace("http://", "http://agent:s%40cret@")
+        got = self.run_child(self.server.url, proxies={"http": url})
+        self.assertEqual(got["commit"], "via-proxy")
+        self.assertEqual(seen, ["Basic " + base64.b64encode(b"agent:s@cret").decode("ascii")])
         self.assertEqual(self.server.arrived, [])
 
 
