@@ -218,7 +218,7 @@ export interface ClientOptions {
    * (default 3; 0 turns it off).
    */
   retryAfter?: number;
-  /** The longest Retry-After waited for, in ms (default 30000); a longer one is thrown at once. */
+  /** The longest Retry-After waited for, in ms (default 30000; at most 2^31-1, a timer's limit); a longer one is thrown at once. */
   maxRetryAfterMs?: number;
   /**
    * Each attempt, its answer read whole included, ends within timeoutMs

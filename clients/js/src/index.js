@@ -101,6 +101,9 @@ function idSeg(id) {
 }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** The longest delay setTimeout waits for (it fires at once past it). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 const MONTH = MONTHS.join("|");
 // The three forms of an HTTP-date (RFC 9110 section 5.6.7), all GMT:
@@ -174,7 +177,8 @@ function resendable(body) {
  * any method, writes included; and a 429 or another 503 (which artifactd
  * never sends with a Retry-After: they come from a proxy in front and do
  * not say whether a write went through) for safe requests only. A delay
- * over options.maxRetryAfterMs (default 30000), or one that would end more
+ * over options.maxRetryAfterMs (default 30000; at most 2^31-1, a timer's
+ * limit), or one that would end more
  * than timeoutMs after the call began, is not waited for: the ProblemError
  * is thrown at once, its retryAfterMs holding the delay asked for. Once the
  * client has waited, the whole call ends within timeoutMs. A stale parent
@@ -188,7 +192,9 @@ export class ArtifactdClient {
     this.retries = options.retries ?? 2;
     this.backoffMs = options.backoffMs ?? 100;
     this.retryAfter = options.retryAfter ?? 3;
-    this.maxRetryAfterMs = options.maxRetryAfterMs ?? 30000;
+    // A timer fires at once past 2^31-1 ms (about 24.8 days), so no
+    // longer delay is waited for, whatever the option says.
+    this.maxRetryAfterMs = Math.min(options.maxRetryAfterMs ?? 30000, MAX_TIMER_MS);
     // Each attempt, its answer read whole included, ends within timeoutMs
     // (0: no limit), as the Go and Python clients' requests do.
     this.timeoutMs = options.timeoutMs ?? 30000;

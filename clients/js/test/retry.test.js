@@ -284,3 +284,12 @@ test("a real server at its connection cap: a refused write is sent again after R
     hold.destroy();
   }
 });
+
+test("Retry-After: a delay past a timer's limit is not waited for, whatever maxRetryAfterMs says", async (t) => {
+  // Before: with maxRetryAfterMs raised past 2^31-1 ms, a delay of 25 days
+  // fired after 1 ms and the POST was sent again at once.
+  const s = await refuser(t, { status: 503, code: "overloaded", retryAfter: seconds(String(25 * 86400)), refusals: -1 });
+  const c = new ArtifactdClient(s.url, { maxRetryAfterMs: 1e12, timeoutMs: 0 });
+  await assert.rejects(c.putArtifact("c", note), (e) => e instanceof ProblemError && e.status === 503 && e.retryAfterMs === 25 * 86400 * 1000);
+  assert.equal(s.arrived.length, 1);
+});
