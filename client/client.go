@@ -201,6 +201,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 	}
 	waits := c.waits
 	pause := c.backoff
+	var last error // what the next attempt is sent again after
 	for {
 		status, hdr, raw, err := c.send(ctx, method, path, body)
 		if err == nil && status >= 200 && status < 300 {
@@ -218,9 +219,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 				return 0, err
 			}
 			retries--
-			wait, pause = pause, pause*2
+			wait, pause, last = pause, pause*2, err
 		} else {
 			p := decodeProblem(method, path, status, raw)
+			last = p
 			delay, hasDelay := parseRetryAfter(hdr.Get("Retry-After"), time.Now())
 			p.RetryAfter = delay
 			switch {
@@ -244,7 +246,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return 0, ctx.Err()
+			return 0, fmt.Errorf("%s %s: %w while waiting %v to send it again after: %v", method, path, ctx.Err(), wait, last)
 		case <-t.C:
 		}
 	}

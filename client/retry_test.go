@@ -301,6 +301,33 @@ func TestRetryAfterPastDeadline(t *testing.T) {
 	}
 }
 
+// TestRetryAfterWaitCancelled: a call cancelled while it waits out a
+// Retry-After ends at once with an error that is the context's, and that
+// names the request and the refusal it waited after. (It was the bare
+// context error.)
+func TestRetryAfterWaitCancelled(t *testing.T) {
+	f := &refuser{status: 503, code: "overloaded", retryAfter: seconds("20"), refusals: -1}
+	c := client.New(f.start(t).URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := c.Hash(ctx, "run", "")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("returned after %v", d)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	for _, want := range []string{"GET /v1/contexts/run/hash", "20s", "overloaded"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err %q does not say %q", err, want)
+		}
+	}
+	if n := len(f.times()); n != 1 {
+		t.Fatalf("%d requests, want 1", n)
+	}
+}
+
 // TestRetryAfterBounded: a request refused again and again is sent at
 // most 1 + n times (WithRetryAfter, default 3); n = 0 keeps the behaviour
 // without it (a safe request's 503 retried WithRetries times).
