@@ -145,7 +145,7 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 		(dec.status == decodeOK && len(bytes.TrimSpace(dec.body)) == 0)
 
 	chain := redirectChain(ev)
-	transport := transportLayer(ev, chain, empty, rules)
+	transport := transportLayer(ev, chain, empty, hasNote(dec.notes, NoteEncodingNotApplied), rules)
 	extractRes, ex := extractionLayer(dec, contentType, rules)
 	final := finalURLOf(ev)
 	var main int
@@ -216,6 +216,16 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 		Receipt: rc,
 		Text:    string(ex.text),
 	}
+}
+
+// hasNote reports whether notes holds note.
+func hasNote(notes []string, note string) bool {
+	for _, n := range notes {
+		if n == note {
+			return true
+		}
+	}
+	return false
 }
 
 // receiptSource is the receipt's Source: "" for HTTP.

@@ -167,7 +167,9 @@ type DomainRule struct {
 // Checks a ruleset may switch on by name (gate/v3; see rulesDoc.Checks).
 const (
 	// CheckContentLength: an HTTP body shorter than its Content-Length is
-	// transport.size_mismatch (a transfer that broke off).
+	// transport.size_mismatch (a transfer that broke off). A body a client
+	// decoded while keeping the headers (NoteEncodingNotApplied) is not
+	// judged: its Content-Length counted the encoded bytes.
 	CheckContentLength = "content_length"
 	// CheckHTMLMainText: an HTML page with scripts is asked for its
 	// readable text outside site chrome (nav, header, footer, aside), so a

@@ -46,8 +46,10 @@ func finalURLOf(ev Evidence) string {
 }
 
 // transportLayer judges the exchange. emptyBody reports whether the entity is
-// empty or whitespace only.
-func transportLayer(ev Evidence, chain []string, emptyBody bool, rules *Rules) LayerResult {
+// empty or whitespace only; decodedByClient, that the body is not encoded
+// as its Content-Encoding says (NoteEncodingNotApplied: a client decoded it
+// and kept the headers), so its Content-Length counted other bytes.
+func transportLayer(ev Evidence, chain []string, emptyBody, decodedByClient bool, rules *Rules) LayerResult {
 	maxRedirects := rules.doc.Thresholds.MaxRedirects
 	res := LayerResult{Layer: LayerTransport, Verdict: Failed}
 	kind := ev.readKind()
@@ -107,7 +109,7 @@ func transportLayer(ev Evidence, chain []string, emptyBody bool, rules *Rules) L
 		return res
 	}
 	if kind == ReadHTTP {
-		if detail := shortBody(ev, rules); detail != "" {
+		if detail := shortBody(ev, decodedByClient, rules); detail != "" {
 			res.Reason, res.Detail = ReasonSizeMismatch, detail
 			return res
 		}
@@ -123,9 +125,11 @@ func transportLayer(ev Evidence, chain []string, emptyBody bool, rules *Rules) L
 // CheckContentLength a body shorter than its Content-Length, and under
 // Thresholds.MinPartialPermille a 206 whose Content-Range covers less than
 // that share of the complete length. Headers that do not parse are not
-// judged.
-func shortBody(ev Evidence, rules *Rules) string {
-	if rules.checks[CheckContentLength] {
+// judged, nor is the Content-Length of a body a client decoded while
+// keeping the headers (decodedByClient): it counted the encoded bytes,
+// and a small or incompressible body is shorter decoded than encoded.
+func shortBody(ev Evidence, decodedByClient bool, rules *Rules) string {
+	if rules.checks[CheckContentLength] && !decodedByClient {
 		if n, ok := parseSize(ev.Header("Content-Length")); ok && int64(len(ev.Body)) < n {
 			return "body of " + strconv.Itoa(len(ev.Body)) + " bytes, Content-Length " + strconv.FormatInt(n, 10)
 		}
