@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -96,7 +95,7 @@ func extractionLayer(dec contentDecoding, contentType string, r *Rules) (LayerRe
 	ex.charset, ex.notes = cs, notes
 
 	if kind == KindHTML {
-		if what := htmlNotText(body, cs, th.HTMLMaxControlPermille); what != "" {
+		if what := htmlNotText(body, text, th.HTMLMaxControlPermille); what != "" {
 			res.Reason, res.Detail = ReasonBinary, "html: body is not text ("+what+")"
 			return res, ex
 		}
@@ -169,11 +168,14 @@ var compressedMagic = []struct {
 
 // htmlNotText says why a content-decoded HTML body is not text, or "":
 // it starts like a compressed stream or an archive, or more than
-// maxPermille of its bytes are control bytes (cs, the charset it is read
-// in, is UTF-16: not judged). A maxPermille of 0 judges nothing (gate/v1,
-// gate/v2). Bzip2 ("BZh") must be followed by a block size digit and the
-// block magic, so a page starting "BZh" is not taken for one.
-func htmlNotText(body []byte, cs string, maxPermille int) string {
+// maxPermille of the bytes of text, the body read in its charset (UTF-8),
+// are control bytes. The control bytes are counted in the text, not in the
+// body, because some charsets are made of them: UTF-16's zero bytes, and
+// the escape sequences of ISO-2022-JP, which a Japanese page repeats
+// around every run of kanji and kana (see htmlControlCount). A maxPermille of 0 judges nothing
+// (gate/v1, gate/v2). Bzip2 ("BZh") must be followed by a block size digit
+// and the block magic, so a page starting "BZh" is not taken for one.
+func htmlNotText(body, text []byte, maxPermille int) string {
 	if maxPermille == 0 {
 		return ""
 	}
@@ -186,13 +188,27 @@ func htmlNotText(body []byte, cs string, maxPermille int) string {
 		}
 		return m.name
 	}
-	if strings.HasPrefix(cs, "utf-16") {
-		return ""
-	}
-	if _, ctl := controlCount(body); ctl*1000 > len(body)*maxPermille {
-		return strconv.Itoa(ctl) + " control bytes in " + strconv.Itoa(len(body))
+	if ctl := htmlControlCount(text); ctl*1000 > len(text)*maxPermille {
+		return strconv.Itoa(ctl) + " control bytes in " + strconv.Itoa(len(text)) + " bytes of text"
 	}
 	return ""
+}
+
+// htmlControlCount counts the control bytes (isControl) of an HTML text,
+// but not an escape that opens an ISO-2022 designation (ESC "$" or ESC
+// "("): an ISO-2022-JP page whose charset is named only by its <meta> is
+// valid 7-bit UTF-8 and read as such, its escapes left in the text.
+func htmlControlCount(b []byte) int {
+	n := 0
+	for i, c := range b {
+		if c == 0x1b && i+1 < len(b) && (b[i+1] == '$' || b[i+1] == '(') {
+			continue
+		}
+		if isControl(c) {
+			n++
+		}
+	}
+	return n
 }
 
 // htmlText joins the title and the body text.

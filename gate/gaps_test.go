@@ -157,10 +157,10 @@ func TestV3Parsers(t *testing.T) {
 			t.Errorf("emptyJSON(%s) != %v", v, want)
 		}
 	}
-	if s := htmlNotText([]byte("BZh is not a stream: <p>text</p>"), "utf-8", 20); s != "" {
+	if s := htmlNotText([]byte("BZh is not a stream: <p>text</p>"), []byte("BZh is not a stream: <p>text</p>"), 20); s != "" {
 		t.Errorf("a page starting BZh: %s", s)
 	}
-	if s := htmlNotText([]byte("\x1f\x8b\x08\x00"), "windows-1252", 0); s != "" {
+	if s := htmlNotText([]byte("\x1f\x8b\x08\x00"), []byte("\x1f\x8b\x08\x00"), 0); s != "" {
 		t.Errorf("gate/v2 has no HTML binary check: %s", s)
 	}
 	// A JSON error envelope is only judged on small objects.

@@ -110,8 +110,9 @@ type Thresholds struct {
 	// gate/v1 and gate/v2, and zero switches its check off, so their
 	// verdicts never change.
 
-	// HTMLMaxControlPermille: control bytes per 1000 tolerated in an HTML
-	// body, which otherwise gets no binary check; a body that starts like a
+	// HTMLMaxControlPermille: control bytes per 1000 tolerated in the text
+	// of an HTML body (read in its charset, ISO-2022 escapes not counted),
+	// which otherwise gets no binary check; a body that starts like a
 	// compressed stream or an archive is binary too. A gzipped page served
 	// as text/html without Content-Encoding is extraction.binary.
 	HTMLMaxControlPermille int `json:"html_max_control_permille,omitempty"`
