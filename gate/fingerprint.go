@@ -358,8 +358,11 @@ func homeRedirect(requested string, final *url.URL, minSegments int) (string, bo
 }
 
 // refreshTarget resolves a meta refresh URL against the page's URL and
-// reports whether it leads elsewhere (a refresh to the page itself is a
-// reload).
+// reports whether it leads elsewhere. A refresh to the page itself is a
+// reload, whether it names the page as fetched or as its receipt records it
+// (secrets masked): a verdict derived again from the receipt meets the
+// page's URL masked and the refresh URL, from the body, as it was, and must
+// not find a stub where the first derivation found a reload.
 func refreshTarget(in fingerprintInput, ref string) (string, bool) {
 	base := in.final
 	if base == "" {
@@ -373,8 +376,10 @@ func refreshTarget(in fingerprintInput, ref string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
+	tu.Fragment, tu.RawFragment = "", "" // never part of the comparison, and a mask would take it in
 	target := tu.String()
-	return target, normURL(target) != normURL(base)
+	elsewhere := normURL(target) != normURL(base) && normURL(receiptText(target)) != normURL(receiptText(base))
+	return target, elsewhere
 }
 
 // jsonErrorEnvelope returns a signal when a JSON body is an error
