@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -85,6 +86,45 @@ func TestReviewV3RefreshToSelfWithSecret(t *testing.T) {
 		}
 		if err := verifies(t, res, body); err != nil {
 			t.Errorf("refresh to %s: %v", c.ref, err)
+		}
+	}
+}
+
+// TestReviewV3JSONEnvelopeRuleWhole: json_error_max_members without keys,
+// or keys without it, is refused once resolved (the check went with
+// 667df31, which made a file extending gate/v3 parse, so both were
+// accepted and never used); a file extending gate/v3 inherits the rest.
+func TestReviewV3JSONEnvelopeRuleWhole(t *testing.T) {
+	for _, c := range []struct{ file, ptr string }{
+		{`{"format": 1, "name": "x", "extends": "gate/v2", "thresholds": {"json_error_max_members": 4}}`, "/json_error_keys"},
+		{`{"format": 1, "name": "x", "extends": "gate/v2", "json_error_keys": ["error"]}`, "/thresholds/json_error_max_members"},
+		{`{"format": 1, "name": "x", "extends": "gate/v1", "json_data_keys": ["rows"]}`, "/thresholds/json_error_max_members"},
+		{`{"format": 1, "name": "x", "extends": "gate/v3", "json_data_keys": ["rows"]}`, ""},
+		{`{"format": 1, "name": "x", "extends": "gate/v3", "thresholds": {"json_error_max_members": 3}}`, ""},
+		{`{"format": 1, "name": "x", "extends": "gate/v2", "thresholds": {"json_error_max_members": 3}, "json_false_keys": ["ok"]}`, ""},
+	} {
+		_, err := ParseRules([]byte(c.file))
+		var re *RulesError
+		switch {
+		case c.ptr == "" && err != nil:
+			t.Errorf("%s: %v", c.file, err)
+		case c.ptr != "" && (!errors.As(err, &re) || re.Pointer != c.ptr || re.Rule != "required"):
+			t.Errorf("%s: %v, want %s required", c.file, err, c.ptr)
+		}
+	}
+}
+
+// TestReviewV3ThresholdErrors: a negative or too large threshold in a
+// file extending gate/v3 is refused with its range, without the note for
+// a missing threshold (which only a zero can be).
+func TestReviewV3ThresholdErrors(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{`{"format": 1, "name": "x", "extends": "gate/v3", "thresholds": {"min_partial_permille": -5}}`, "ruleset /thresholds/min_partial_permille: -5 is outside 0–1000 (range)"},
+		{`{"format": 1, "name": "x", "extends": "gate/v3", "thresholds": {"home_redirect_min_segments": 101}}`, "ruleset /thresholds/home_redirect_min_segments: 101 is outside 0–100 (range)"},
+		{`{"format": 1, "name": "x", "thresholds": {"max_redirects": 5}}`, "ruleset /thresholds/max_decoded_bytes: 0 is outside 1024–1073741824 (required: a file without extends must set every threshold) (range)"},
+	} {
+		if _, err := ParseRules([]byte(c.file)); err == nil || err.Error() != c.want {
+			t.Errorf("%s: %v, want %s", c.file, err, c.want)
 		}
 	}
 }

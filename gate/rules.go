@@ -327,7 +327,26 @@ func parseRules(b []byte, base func(string) *Rules) (*Rules, error) {
 		}
 		d = merge(b.doc, d)
 	}
+	if err := jsonEnvelopeRule(d); err != nil {
+		return nil, err
+	}
 	return newRules(d)
+}
+
+// jsonEnvelopeRule checks that a resolved ruleset's JSON error envelope
+// rule is whole: json_error_max_members needs error or false keys to look
+// for, and the json_* key lists need json_error_max_members, else either
+// is parsed and never used. It runs on the resolved document only, since a
+// file extending gate/v3 inherits the one and may set the other.
+func jsonEnvelopeRule(d rulesDoc) error {
+	keys := len(d.JSONErrorKeys) + len(d.JSONFalseKeys)
+	switch {
+	case d.Thresholds.JSONErrorMaxMembers > 0 && keys == 0:
+		return &RulesError{Pointer: "/json_error_keys", Rule: "required", Detail: "json_error_max_members needs json_error_keys or json_false_keys (here or in the ruleset extended)"}
+	case d.Thresholds.JSONErrorMaxMembers == 0 && keys+len(d.JSONDataKeys) > 0:
+		return &RulesError{Pointer: "/thresholds/json_error_max_members", Rule: "required", Detail: "json_error_keys, json_false_keys and json_data_keys need json_error_max_members (here or in the ruleset extended)"}
+	}
+	return nil
 }
 
 // merge resolves a file that extends base: lists are appended, zero
@@ -408,8 +427,11 @@ var thresholdRange = []struct {
 func newRules(d rulesDoc) (*Rules, error) {
 	for _, f := range thresholdRange {
 		if v := f.get(&d.Thresholds); v < f.min || v > f.max {
-			return nil, &RulesError{Pointer: "/thresholds/" + f.name, Rule: "range",
-				Detail: fmt.Sprintf("%d is outside %d–%d (required: a file without extends must set every threshold)", v, f.min, f.max)}
+			detail := fmt.Sprintf("%d is outside %d–%d", v, f.min, f.max)
+			if v == 0 {
+				detail += " (required: a file without extends must set every threshold)"
+			}
+			return nil, &RulesError{Pointer: "/thresholds/" + f.name, Rule: "range", Detail: detail}
 		}
 	}
 	if d.Thresholds.MaxHTMLTextRequired < d.Thresholds.MinHTMLText {
