@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/html/atom"
 )
@@ -289,7 +291,7 @@ func (r *Rules) matchPhrases(in fingerprintInput) (string, Reason) {
 					return "phrase:" + strings.TrimPrefix(string(ps.reason), "fingerprint.") + ":" + quoteShort(ph), ps.reason
 				}
 				for _, h := range hosts {
-					if ps.host && strings.Contains(text, strings.Replace(ph, hostPlaceholder, h, 1)) {
+					if ps.host && containsHostPhrase(text, ph, h) {
 						return "phrase:" + strings.TrimPrefix(string(ps.reason), "fingerprint.") + ":" + quoteShort(ph), ps.reason
 					}
 				}
@@ -297,6 +299,60 @@ func (r *Rules) matchPhrases(in fingerprintInput) (string, Reason) {
 		}
 	}
 	return "", ""
+}
+
+// containsHostPhrase reports whether text holds the host phrase ph with
+// host in place of "{host}", the host a whole name: where the placeholder
+// opens or ends the phrase, the text must not go on with the name, so
+// "voicebox.example is for sale" is not "{host} is for sale" for
+// box.example, nor "buy box.example.org" "buy {host}". A subdomain
+// ("www.box.example is for sale") is the host's.
+func containsHostPhrase(text, ph, host string) bool {
+	p := strings.Index(ph, hostPlaceholder)
+	if p < 0 {
+		return false
+	}
+	want := ph[:p] + host + ph[p+len(hostPlaceholder):]
+	atEnd := p+len(hostPlaceholder) == len(ph)
+	for from := 0; from <= len(text); {
+		i := strings.Index(text[from:], want)
+		if i < 0 {
+			return false
+		}
+		i += from
+		start, end := i+p, i+p+len(host)
+		if (p > 0 || !nameContinuesBefore(text[:start])) && (!atEnd || !nameContinuesAfter(text[end:])) {
+			return true
+		}
+		from = i + 1
+	}
+	return false
+}
+
+// nameContinuesBefore reports whether a host name found right after s is
+// the end of a longer name: s ends in a letter, digit, "-" or "_" (a dot
+// before it makes a subdomain, which is the host's).
+func nameContinuesBefore(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return s != "" && isNameRune(r)
+}
+
+// nameContinuesAfter reports whether a host name found right before s is
+// the start of a longer name: s starts with a letter, digit, "-" or "_",
+// or with a dot and one of those ("box.example.org").
+func nameContinuesAfter(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] == '.' {
+		s = s[1:]
+	}
+	r, _ := utf8.DecodeRuneInString(s)
+	return s != "" && isNameRune(r)
+}
+
+func isNameRune(r rune) bool {
+	return r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
 }
 
 // pageHosts returns the requested and final hosts, lower case, without a

@@ -128,3 +128,40 @@ func TestReviewV3ThresholdErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewV3HostPhraseWholeName: a host phrase names the page's host as
+// a whole name, not the end or start of a longer one.
+func TestReviewV3HostPhraseWholeName(t *testing.T) {
+	for text, want := range map[string]bool{
+		"box.example is for sale":                               true,
+		"www.box.example is for sale.":                          true,
+		"the domain box.example is for sale":                    true,
+		"voicebox.example is for sale":                          false,
+		"voice-box.example is for sale":                         false,
+		"my_box.example is for sale, box.example is":            false,
+		"voicebox.example is for sale; box.example is for sale": true,
+		"buy box.example today":                                 true,
+		"buy box.example.":                                      true,
+		"buy box.example.org now":                               false,
+		"buy box.examples":                                      false,
+		"buy box.example-shop.com":                              false,
+	} {
+		ph := "{host} is for sale"
+		if strings.HasPrefix(text, "buy") {
+			ph = "buy {host}"
+		}
+		if got := containsHostPhrase(text, ph, "box.example"); got != want {
+			t.Errorf("%q in %q: %v", ph, text, got)
+		}
+	}
+	v3 := builtinRuleset(t, "gate/v3")
+	ev := Evidence{URL: "https://box.example/", Status: 200, Headers: map[string]string{"Content-Type": "text/plain"},
+		Body: []byte("Our broker note of the week: voicebox.example is for sale, ask us about it.")}
+	if res := ClassifyWith(ev, v3); res.Verdict != Retrieved {
+		t.Errorf("another domain ending in the host: %s %s", res.Reason, res.Receipt.Signals)
+	}
+	ev.Body = []byte("This domain: www.box.example is for sale. Make an offer today.")
+	if res := ClassifyWith(ev, v3); res.Reason != ReasonParkedDomain {
+		t.Errorf("the host's own lander: %s %s", res.Verdict, res.Reason)
+	}
+}
