@@ -144,7 +144,7 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 	empty := len(bytes.TrimSpace(ev.Body)) == 0 ||
 		(dec.status == decodeOK && len(bytes.TrimSpace(dec.body)) == 0)
 
-	chain := redirectChain(ev)
+	chain := redirectChain(ev, rules.checks[CheckURLForms])
 	transport := transportLayer(ev, chain, empty, hasNote(dec.notes, NoteEncodingNotApplied), rules)
 	extractRes, ex := extractionLayer(dec, contentType, rules)
 	final := finalURLOf(ev)

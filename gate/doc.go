@@ -57,7 +57,8 @@
 //
 //	transport.error                 transport error (Failed)
 //	transport.timeout               transport error that is a timeout (Failed)
-//	transport.redirect_loop         the chain visits a URL twice (Failed)
+//	transport.redirect_loop         the chain visits a URL twice ((v3) a URL and its own other form, e.g. with
+//	                                "/" or without its fragment, are one hop, not two) (Failed)
 //	transport.too_many_redirects    more than MaxRedirects hops (Failed)
 //	transport.https_downgrade       http:// after https:// in the chain (Failed)
 //	transport.invalid_status        status 0 without error, or outside 100–599 (Failed)

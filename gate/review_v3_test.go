@@ -165,3 +165,40 @@ func TestReviewV3HostPhraseWholeName(t *testing.T) {
 		t.Errorf("the host's own lander: %s %s", res.Verdict, res.Reason)
 	}
 }
+
+// TestReviewV3URLForms: under gate/v3 (url_forms) the requested URL and a
+// first redirect or final URL that differ only in form are one hop; a
+// URL that redirects to itself is still a loop, and gate/v2 keeps its
+// verdicts.
+func TestReviewV3URLForms(t *testing.T) {
+	v2, v3 := builtinRuleset(t, "gate/v2"), builtinRuleset(t, "gate/v3")
+	body := []byte(page("Ferries", "<p>"+prose+"</p>"))
+	loop := ReasonRedirectLoop
+	for _, c := range []struct {
+		name, url, final string
+		redirects        []Redirect
+		v2, v3           Reason
+	}{
+		{"host slash", "https://a.example", "https://a.example/", nil, loop, ""},
+		{"fragment", "https://a.example/t#winter", "https://a.example/t", nil, loop, ""},
+		{"case and port", "HTTPS://A.example:443/t", "https://a.example/t", nil, loop, ""},
+		{"first hop in another form", "https://a.example", "https://b.example/x", []Redirect{{"https://a.example/", 301}}, loop, ""},
+		{"same strings", "https://a.example/t", "https://a.example/t", nil, "", ""},
+		{"redirect to itself", "https://a.example", "https://a.example/", []Redirect{{"https://a.example/", 301}}, loop, loop},
+		{"real loop", "https://a.example/x", "https://a.example/x", []Redirect{{"https://a.example/x", 302}, {"https://a.example/y", 302}}, loop, loop},
+		{"downgrade still seen", "https://a.example/t", "http://a.example/t", nil, ReasonHTTPSDowngrade, ReasonHTTPSDowngrade},
+	} {
+		ev := Evidence{URL: c.url, FinalURL: c.final, Redirects: c.redirects, Status: 200,
+			Headers: map[string]string{"Content-Type": "text/html; charset=utf-8"}, Body: body}
+		if res := ClassifyWith(ev, v2); res.Reason != c.v2 {
+			t.Errorf("%s: gate/v2 %s %s", c.name, res.Verdict, res.Reason)
+		}
+		res := ClassifyWith(ev, v3)
+		if res.Reason != c.v3 {
+			t.Errorf("%s: gate/v3 %s %s", c.name, res.Verdict, res.Reason)
+		}
+		if err := verifies(t, res, body); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}

@@ -177,10 +177,17 @@ const (
 	// client-rendered page whose server sends only the chrome is
 	// extraction.script_shell.
 	CheckHTMLMainText = "html_main_text"
+	// CheckURLForms: the requested URL and the first redirect, or without
+	// redirects the final URL, that differ only in form (the path "/" of
+	// a bare host, a fragment, the case of scheme and host, a default
+	// port) are one hop of the chain, not a redirect loop: a client that
+	// reports "https://example.com/" as the final URL of
+	// "https://example.com" did not loop.
+	CheckURLForms = "url_forms"
 )
 
 // knownChecks are the names [rulesDoc.Checks] may hold.
-var knownChecks = map[string]bool{CheckContentLength: true, CheckHTMLMainText: true}
+var knownChecks = map[string]bool{CheckContentLength: true, CheckHTMLMainText: true, CheckURLForms: true}
 
 // hostPlaceholder stands for the page's host in a host phrase.
 const hostPlaceholder = "{host}"

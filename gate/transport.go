@@ -18,16 +18,23 @@ const maxDetailErrorChars = 200
 // redirectChain returns the URLs of the exchange in order: the requested URL,
 // each redirecting URL, and the final URL. A requested URL equal to the first
 // redirect entry is listed once; with redirects the final URL is always its
-// own hop, so a URL that redirects to itself shows as a loop.
-func redirectChain(ev Evidence) []string {
+// own hop, so a URL that redirects to itself shows as a loop. Without
+// redirects a final URL other than the requested one is listed after it.
+// With forms (CheckURLForms, gate/v3) "equal" and "other" compare
+// normalised URLs (normURL), so that a client's form of the requested URL
+// ("https://example.com/" for "https://example.com", the fragment
+// dropped) is the same hop and not a loop; gate/v1 and gate/v2 compare
+// the strings.
+func redirectChain(ev Evidence, forms bool) []string {
+	same := func(a, b string) bool { return a == b || forms && normURL(a) == normURL(b) }
 	chain := make([]string, 0, len(ev.Redirects)+2)
-	if ev.URL != "" && (len(ev.Redirects) == 0 || ev.Redirects[0].URL != ev.URL) {
+	if ev.URL != "" && (len(ev.Redirects) == 0 || !same(ev.Redirects[0].URL, ev.URL)) {
 		chain = append(chain, ev.URL)
 	}
 	for _, r := range ev.Redirects {
 		chain = append(chain, r.URL)
 	}
-	if ev.FinalURL != "" && (len(ev.Redirects) > 0 || ev.FinalURL != ev.URL) {
+	if ev.FinalURL != "" && (len(ev.Redirects) > 0 || !same(ev.FinalURL, ev.URL)) {
 		chain = append(chain, ev.FinalURL)
 	}
 	return chain
