@@ -202,3 +202,14 @@ func TestReviewV3URLForms(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewV3PlaceholderOnlyInHostPhrases: "{host}" in a phrase rule
+// (not a host phrase rule) was accepted and matched as the letters
+// "{host}", never as a host; it is refused.
+func TestReviewV3PlaceholderOnlyInHostPhrases(t *testing.T) {
+	_, err := ParseRules([]byte(`{"format": 1, "name": "x", "extends": "gate/v3", "phrases": [{"reason": "fingerprint.parked_domain", "max_text": 600, "phrases": {"en": ["{Host} is on sale"]}}]}`))
+	var re *RulesError
+	if !errors.As(err, &re) || re.Pointer != "/phrases/0/phrases/en/0" || re.Rule != "host_placeholder" {
+		t.Errorf("{host} in phrases: %v", err)
+	}
+}

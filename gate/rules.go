@@ -558,6 +558,10 @@ func phraseRule(at string, p PhraseRule, host bool) (phraseSet, PhraseRule, erro
 			if host && (strings.Count(n, hostPlaceholder) != 1 || n == hostPlaceholder) {
 				return phraseSet{}, PhraseRule{}, &RulesError{Pointer: ptr, Rule: "host_placeholder", Detail: "want " + hostPlaceholder + " once, with words around it"}
 			}
+			if !host && strings.Contains(n, hostPlaceholder) {
+				// It would be matched as the letters "{host}", never as a host.
+				return phraseSet{}, PhraseRule{}, &RulesError{Pointer: ptr, Rule: "host_placeholder", Detail: hostPlaceholder + " stands for the page's host only in host_phrases"}
+			}
 			ps.phrases = append(ps.phrases, n)
 			np.Phrases[lang] = append(np.Phrases[lang], n)
 		}
