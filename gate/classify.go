@@ -157,9 +157,17 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 	default:
 		main = ex.readable // wide characters can only add: no phrase rule applies anyway
 	}
+	redirect := final != "" && ev.URL != "" && normURL(final) != normURL(ev.URL)
+	if rules.checks[CheckURLForms] {
+		// The fingerprints of a redirect's target (a login or not-found
+		// path, another site's home) need a redirect that moved the page:
+		// one to the requested host and path (a query or fragment changed,
+		// or only masked in the receipt) brought the reader nowhere else.
+		redirect = redirect && pageKey(final) != pageKey(ev.URL)
+	}
 	fpRes, signals := fingerprintLayer(fingerprintInput{
 		ev:       ev,
-		redirect: final != "" && ev.URL != "" && normURL(final) != normURL(ev.URL),
+		redirect: redirect,
 		final:    final,
 		doc:      ex.doc,
 		kind:     ex.kind,

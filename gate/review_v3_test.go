@@ -213,3 +213,37 @@ func TestReviewV3PlaceholderOnlyInHostPhrases(t *testing.T) {
 		t.Errorf("{host} in phrases: %v", err)
 	}
 }
+
+// TestReviewV3RedirectMovesThePage: under gate/v3 the fingerprints of a
+// redirect's target need a redirect to another host or path. A page at a
+// login path whose URL ends in a secret-shaped value and a fragment was
+// RETRIEVED, and derived again from its receipt (whose mask takes the
+// fragment into the value, so the receipt's URL no longer matches the
+// final URL) a login wall: its verdict did not verify.
+func TestReviewV3RedirectMovesThePage(t *testing.T) {
+	v2, v3 := builtinRuleset(t, "gate/v2"), builtinRuleset(t, "gate/v3")
+	body := []byte(page("Sign in", "<p>"+prose+"</p>"))
+	for _, c := range []struct {
+		name, url, final string
+		redirects        []Redirect
+		v2, v3           Reason
+	}{
+		{"login page asked for, token and fragment", "https://a.example/login?token=Zx81kLqP0aRt77vBn2Mm#top", "https://a.example/login?token=Zx81kLqP0aRt77vBn2Mm", nil, ReasonRedirectLoop, ""},
+		{"query changed only", "https://a.example/login?next=%2Fa", "https://a.example/login?next=%2Fb", []Redirect{{"https://a.example/login?next=%2Fa", 302}}, ReasonLoginWall, ""},
+		{"redirect to a login path", "https://a.example/report", "https://a.example/login?next=%2Freport", []Redirect{{"https://a.example/report", 302}}, ReasonLoginWall, ReasonLoginWall},
+		{"redirect to a 404 path", "https://a.example/report", "https://a.example/404", []Redirect{{"https://a.example/report", 302}}, ReasonSoft404, ReasonSoft404},
+	} {
+		ev := Evidence{URL: c.url, FinalURL: c.final, Redirects: c.redirects, Status: 200,
+			Headers: map[string]string{"Content-Type": "text/html; charset=utf-8"}, Body: body}
+		if res := ClassifyWith(ev, v2); res.Reason != c.v2 {
+			t.Errorf("%s: gate/v2 %s %s", c.name, res.Verdict, res.Reason)
+		}
+		res := ClassifyWith(ev, v3)
+		if res.Reason != c.v3 {
+			t.Errorf("%s: gate/v3 %s %s", c.name, res.Verdict, res.Reason)
+		}
+		if err := verifies(t, res, body); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}

@@ -182,7 +182,10 @@ const (
 	// a bare host, a fragment, the case of scheme and host, a default
 	// port) are one hop of the chain, not a redirect loop: a client that
 	// reports "https://example.com/" as the final URL of
-	// "https://example.com" did not loop.
+	// "https://example.com" did not loop. And the fingerprints of a
+	// redirect's target (login and not-found paths, another site's home)
+	// need a redirect to another host or path: the receipt's masks may
+	// change a URL's query, never its path.
 	CheckURLForms = "url_forms"
 )
 

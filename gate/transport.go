@@ -260,6 +260,17 @@ func schemeOf(u string) string {
 	return strings.ToLower(u[:i])
 }
 
+// pageKey is normURL without the query: the scheme, host, port and path
+// of a URL that parses as an absolute one, else the text as it is.
+func pageKey(s string) string {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return s
+	}
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	return normURL(u.String())
+}
+
 // normURL puts a URL in a canonical form for loop detection: lower-case
 // scheme and host, default port dropped, empty path as "/", fragment dropped.
 // Text that does not parse as an absolute URL is compared as it is.
