@@ -65,7 +65,8 @@
 //	transport.http_<code>           final status outside 2xx, e.g. http_403 (Failed)
 //	transport.empty_body            empty or whitespace-only body (Failed)
 //	transport.size_mismatch         a file read of fewer or more bytes than the file's size; (v3) an HTTP body
-//	                                shorter than its Content-Length, a 206 of a small part of the resource (Failed)
+//	                                shorter than its Content-Length (unless a client decoded it and kept the
+//	                                headers), a 206 of a small part of the resource (Failed)
 //	transport.invalid_kind          evidence kind other than http, file, tool (Failed)
 //	extraction.decode_error         corrupt or truncated gzip/deflate/br stream (Failed)
 //	extraction.unsupported_encoding a Content-Encoding other than gzip, deflate, br (Unknown)
