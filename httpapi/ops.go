@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/artifactd/artifactd/service"
 )
 
 // metrics are the counters /metrics exposes.
@@ -58,7 +60,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.st.Health(); err != nil {
-		s.writeError(w, r, &Error{Code: CodeUnavailable, Detail: "not ready: " + err.Error(), Err: err})
+		s.writeError(w, r, &Error{Code: CodeUnavailable, Detail: notReadyDetail(err), Err: err})
 		return
 	}
 	if s.ready != nil {
@@ -68,6 +70,19 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// notReadyDetail says why the store is not ready without the text of err
+// (which writeError logs): /readyz answers anyone, and that text may name
+// another context's commit or the data directory.
+func notReadyDetail(err error) string {
+	switch service.Classify(err).Code {
+	case CodeStoreCorrupt:
+		return "not ready: " + storeCorruptDetail
+	case CodeNoSpace:
+		return "not ready: the data directory's file system has less free space than the store keeps in reserve; writes resume by themselves once there is room"
+	}
+	return "not ready: the store stopped taking writes; the server log says why"
 }
 
 // handleMetrics writes the counters in the Prometheus text format.

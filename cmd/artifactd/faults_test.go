@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/httpapi"
 )
 
 // TestDiskFullIs507: below the free-space reserve every write is a 507
@@ -159,5 +165,125 @@ func TestVerifyRouteOnATamperedStore(t *testing.T) {
 	code, b := httpDo(t, "POST", ts.URL+"/v1/contexts/c/verify", map[string]any{"hash": hash})
 	if code != 500 || !strings.Contains(string(b), "store-corrupt") || !strings.Contains(string(b), "fsck") {
 		t.Fatalf("verify on a tampered store: %d %s", code, b)
+	}
+}
+
+// lockedBuffer is a log sink that servers' goroutines may write at once.
+type lockedBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestCorruptionNamesNoOtherTenant: once a read of team-b's context met
+// a missing commit, a token for team-a-* is refused its writes and anyone
+// is told the server is not ready — without learning team-b's context id,
+// its commit or the data directory; the server log names them.
+func TestCorruptionNamesNoOtherTenant(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tokens, err := httpapi.ParseTokens("admin-token-0123456789 admin *;team-a-token-0123456789 write team-a-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	cfg := serveConfig{Logger: slog.New(slog.NewTextHandler(logs, nil)), Tokens: tokens}
+	send := func(ts *httptest.Server, method, path, token string, body any) (int, string) {
+		t.Helper()
+		raw, _ := json.Marshal(body)
+		req, err := http.NewRequest(method, ts.URL+path, bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if body == nil {
+			req.Body, req.ContentLength = http.NoBody, 0
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+
+	st, reg, err := openAPIStore(ctx, dir, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(newServer(st, reg, cfg))
+	for _, id := range []string{"team-a-1", "team-b-secret"} {
+		if code, b := send(ts, "POST", "/v1/contexts", "admin-token-0123456789", map[string]any{"id": id}); code != 201 {
+			t.Fatalf("create %s: %d %s", id, code, b)
+		}
+	}
+	_, b := send(ts, "POST", "/v1/contexts/team-b-secret/artifacts", "admin-token-0123456789", map[string]any{"id": "a", "type": "note", "data": map[string]any{"text": "b"}})
+	head := jsonField(t, []byte(b), "commit")
+	ts.Close()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := hashing.ParseDigest(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(commitKey("team-b-secret", id)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st, reg, err = openAPIStore(ctx, dir, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ts = httptest.NewServer(newServer(st, reg, cfg))
+	defer ts.Close()
+	// team-b's operator meets the damage; from then on the store refuses writes.
+	if code, b := send(ts, "GET", "/v1/contexts/team-b-secret/artifacts/a", "admin-token-0123456789", nil); code != 500 || !strings.Contains(b, "store-corrupt") {
+		t.Fatalf("read of the damaged branch: %d %s", code, b)
+	}
+	leaks := []string{"team-b-secret", id.Short(), dir}
+	for _, c := range []struct {
+		what, method, path, token string
+		body                      any
+		status                    int
+	}{
+		{"team-a's write", "POST", "/v1/contexts/team-a-1/artifacts", "team-a-token-0123456789", map[string]any{"id": "x", "type": "note", "data": map[string]any{"text": "a"}}, 500},
+		{"readyz without a token", "GET", "/readyz", "", nil, 503},
+	} {
+		code, b := send(ts, c.method, c.path, c.token, c.body)
+		if code != c.status || !strings.Contains(b, "fsck") {
+			t.Errorf("%s: %d %s", c.what, code, b)
+		}
+		for _, l := range leaks {
+			if strings.Contains(b, l) {
+				t.Errorf("%s names %q: %s", c.what, l, b)
+			}
+		}
+	}
+	if !strings.Contains(logs.String(), "team-b-secret") {
+		t.Errorf("the server log does not name the damaged context:\n%s", logs.String())
 	}
 }
