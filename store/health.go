@@ -45,8 +45,10 @@ func (s *Store) checkSpace() error {
 	}
 	s.space.free, s.space.at = free, time.Now()
 	if free < reserve {
-		return fmt.Errorf("%w: %d MiB free on the file system of %s, and artifactd keeps %d MiB in reserve; free space (writes resume by themselves) or lower serve --reserve-bytes",
-			ErrNoSpace, free>>20, s.dir, reserve>>20)
+		// The data directory is not named: the message reaches every
+		// writer, whose operator knows where it is.
+		return fmt.Errorf("%w: %d MiB free on the data directory's file system, and artifactd keeps %d MiB in reserve; free space (writes resume by themselves) or lower serve --reserve-bytes",
+			ErrNoSpace, free>>20, reserve>>20)
 	}
 	return nil
 }

@@ -337,6 +337,10 @@ func TestServeReserveBytes(t *testing.T) {
 	if code != 507 || !strings.Contains(string(b), "insufficient-storage") || !strings.Contains(string(b), "serve --reserve-bytes") {
 		t.Fatalf("a write below the reserve: %d %s", code, b)
 	}
+	// Every writer reads the answer: it does not name the data directory.
+	if strings.Contains(string(b), dir) {
+		t.Errorf("the 507 names the data directory: %s", b)
+	}
 	if code, b := httpDo(t, "GET", base+"/v1/contexts", nil); code != 200 || strings.Contains(string(b), `"c"`) {
 		t.Fatalf("a read below the reserve: %d %s", code, b)
 	}
