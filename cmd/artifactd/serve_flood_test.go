@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -25,33 +23,10 @@ func TestServeSlowSocketFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the flood takes a few seconds")
 	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
 	t.Setenv("ARTIFACTD_TOKENS", "")
-	go func() {
-		done <- Run(ctx, []string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--tokens", writeTokens(t),
-			"--max-conns", "16", "--header-timeout", "1s", "--body-timeout", "1s", "--idle-timeout", "1s"}, &stdout, &stderr)
-	}()
-	re := regexp.MustCompile(`serving http://(127\.0\.0\.1:\d+)`)
-	var addr string
-	for deadline := time.Now().Add(20 * time.Second); addr == ""; {
-		if m := re.FindStringSubmatch(stdout.String()); m != nil {
-			addr = m[1]
-			break
-		}
-		select {
-		case rc := <-done:
-			t.Fatalf("serve exited %d: %s", rc, stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	base, stop, stderr := serveInProcess(t, "--data", t.TempDir(), "--tokens", writeTokens(t),
+		"--max-conns", "16", "--header-timeout", "1s", "--body-timeout", "1s", "--idle-timeout", "1s")
+	addr := strings.TrimPrefix(base, "http://")
 	// An unauthenticated body that never ends: 401, then the server closes.
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -126,15 +101,7 @@ func TestServeSlowSocketFlood(t *testing.T) {
 		t.Fatalf("%d of %d slow sockets were still open after 15s", still, len(socks))
 	}
 	t.Logf("all %d slow sockets closed by the server within %v", len(socks), time.Since(start).Round(time.Millisecond))
-	cancel()
-	select {
-	case rc := <-done:
-		if rc != 0 {
-			t.Fatalf("serve exit %d: %s", rc, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stop()
 	if strings.Contains(stderr.String(), "too many open files") {
 		t.Errorf("the flood exhausted descriptors:\n%s", stderr.String())
 	}
