@@ -140,12 +140,6 @@ func classify(err error) *Error {
 	return service.Classify(err)
 }
 
-// storeCorruptDetail is the detail of every store-corrupt problem: the
-// record that does not verify is named in the server log and by
-// `artifactd fsck`, never to a client, whose token may not cover the
-// context it belongs to.
-const storeCorruptDetail = "the stored records do not verify and the server stopped taking writes; stop it and run `artifactd fsck` on its data directory (the server log names the record)"
-
 // writeError is the one place that turns an error into a response: it
 // classifies err, logs internal errors and store corruption (whose text
 // never reaches the client) and writes application/problem+json.
@@ -158,16 +152,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if e.Code == CodeInternal || e.Code == CodeUnavailable || e.Code == CodeStoreCorrupt {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", err)
-		switch e.Code {
-		case CodeInternal:
+		if e.Code == CodeInternal {
 			e.Detail = "the server could not complete the request; the error was logged"
-		case CodeStoreCorrupt:
-			// The damaged record may be another context's: once a read
-			// found it, every write is refused with it. The client learns
-			// what to do, not which context or commit it was.
-			c := *e
-			c.Detail = storeCorruptDetail
-			e = &c
 		}
 	}
 	if e.Detail == "" {

@@ -78,7 +78,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 func notReadyDetail(err error) string {
 	switch service.Classify(err).Code {
 	case CodeStoreCorrupt:
-		return "not ready: " + storeCorruptDetail
+		return "not ready: " + service.CorruptDetail
 	case CodeNoSpace:
 		return "not ready: the data directory's file system has less free space than the store keeps in reserve; writes resume by themselves once there is room"
 	}

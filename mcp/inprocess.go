@@ -220,8 +220,10 @@ func (b *InProcess) problem(err error) error {
 	he := service.Classify(err)
 	if he.Code == fault.Corrupt {
 		// As the HTTP door does: the store refuses writes from now on
-		// and reports itself unready.
+		// and reports itself unready; the record is named in the log, not
+		// in the answer (service.CorruptDetail).
 		b.st.NoteCorruption(err)
+		b.log.Error("mcp: stored records do not verify", "err", err)
 	}
 	if he.Code == fault.Internal {
 		b.log.Error("mcp: internal error", "err", err)

@@ -30,6 +30,13 @@ var canonRules = []struct {
 	{hashing.ErrNotObject, "not_object"},
 }
 
+// CorruptDetail is the detail of every corrupt problem. It names no
+// record: the one that does not verify may be another context's (once a
+// read found it, every write is refused with it), and the caller's token
+// may not cover that context. The error itself, which names it, is for
+// the server log and `artifactd fsck`.
+const CorruptDetail = "the stored records do not verify and the server stopped taking writes; stop it and run `artifactd fsck` on its data directory (the server log names the record)"
+
 // Classify is the one function that maps any error to the vocabulary: a
 // *fault.Error passes through; the typed errors and sentinels of hashing,
 // graph, replay, gate, store and store/kv get their code here (every
@@ -109,7 +116,7 @@ func Classify(err error) *fault.Error {
 	case errors.Is(err, store.ErrNoSpace):
 		return &fault.Error{Code: fault.NoSpace, Detail: err.Error() + "; reads go on", Err: err}
 	case fault.IsCorrupt(err):
-		return &fault.Error{Code: fault.Corrupt, Detail: "the stored records do not verify: " + err.Error() + "; stop the server and run `artifactd fsck` on its data directory", Err: err}
+		return &fault.Error{Code: fault.Corrupt, Detail: CorruptDetail, Err: err}
 	case errors.Is(err, store.ErrWriteFailed):
 		return &fault.Error{Code: fault.Unavailable, Detail: "the store stopped taking writes after a write failure; restart artifactd and run fsck", Err: err}
 	case errors.Is(err, store.ErrLocked):

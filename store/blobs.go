@@ -597,10 +597,11 @@ func (s *Store) blobMembersRecorded(ctx context.Context) (bool, error) {
 // needs for those reads. It returns how many records it wrote; a store
 // already backfilled costs one read.
 func (s *Store) BackfillBlobMembers(ctx context.Context) (int, error) {
-	if recorded, err := s.blobMembersRecorded(ctx); err != nil || recorded {
-		if err != nil {
-			return 0, fmt.Errorf("backfill blob members: %w", err)
-		}
+	recorded, err := s.blobMembersRecorded(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("backfill blob members: %w", err)
+	}
+	if recorded {
 		return 0, nil
 	}
 	ctxs, err := s.ListContexts(ctx)

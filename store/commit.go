@@ -148,13 +148,20 @@ const maxQueued = 1024
 // (smallCommitters).
 const bigOps = 256
 
+// weight returns r's ops and whether it is a merge (a request other
+// than a commit weighs nothing).
+func (r *writeReq) weight() (ops int, merge bool) {
+	if r.kind != reqCommit {
+		return 0, false
+	}
+	return len(r.commit.Ops), len(r.commit.ExtraParents) > 0
+}
+
 // weigh returns the ops of reqs and whether one of them is a merge.
 func weigh(reqs []*writeReq) (ops int, merge bool) {
 	for _, r := range reqs {
-		if r.kind == reqCommit {
-			ops += len(r.commit.Ops)
-			merge = merge || len(r.commit.ExtraParents) > 0
-		}
+		o, m := r.weight()
+		ops, merge = ops+o, merge || m
 	}
 	return ops, merge
 }
@@ -222,9 +229,15 @@ const bigCommitters = 4
 // readyLocked lists context id, whose queue q holds requests no committer
 // owns, as ready, and wakes a committer for it. Called with closeMu held.
 func (s *Store) readyLocked(id string, q *ctxQueue) {
+	s.listReadyLocked(id, q)
+	s.wakeLocked()
+}
+
+// listReadyLocked lists context id as ready without waking a committer.
+// Called with closeMu held.
+func (s *Store) listReadyLocked(id string, q *ctxQueue) {
 	q.ready = true
 	s.ready = append(s.ready, id)
-	s.wakeLocked()
 }
 
 // wakeLocked starts a committer when fewer than smallCommitters are
@@ -435,7 +448,7 @@ func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq) ([]*writeReq, i
 		n := min(len(q.reqs), max(s.batch-len(batch), 0))
 		k := 0
 		for ; k < n; k++ {
-			o, m := weigh(q.reqs[k : k+1])
+			o, m := q.reqs[k].weight()
 			if len(ids) > 1 && (merge || m || ops+o > bigOps) {
 				break
 			}
@@ -493,8 +506,7 @@ func (s *Store) release(ids []string, retry []*writeReq) {
 		if len(q.reqs) > 0 {
 			// Ready again, for this committer's next group (it takes
 			// one next) or, if it leaves any, for another it wakes.
-			q.ready = true
-			s.ready = append(s.ready, id)
+			s.listReadyLocked(id, q)
 		} else {
 			delete(s.queues, id)
 		}
