@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 )
 
@@ -145,7 +146,7 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 		(dec.status == decodeOK && len(bytes.TrimSpace(dec.body)) == 0)
 
 	chain := redirectChain(ev, rules.checks[CheckURLForms])
-	transport := transportLayer(ev, chain, empty, hasNote(dec.notes, NoteEncodingNotApplied), rules)
+	transport := transportLayer(ev, chain, empty, slices.Contains(dec.notes, NoteEncodingNotApplied), rules)
 	extractRes, ex := extractionLayer(dec, contentType, rules)
 	final := finalURLOf(ev)
 	var main int
@@ -224,16 +225,6 @@ func ClassifyWith(ev Evidence, rules *Rules) Result {
 		Receipt: rc,
 		Text:    string(ex.text),
 	}
-}
-
-// hasNote reports whether notes holds note.
-func hasNote(notes []string, note string) bool {
-	for _, n := range notes {
-		if n == note {
-			return true
-		}
-	}
-	return false
 }
 
 // receiptSource is the receipt's Source: "" for HTTP.
