@@ -335,7 +335,7 @@ func (s *Store) committer() {
 			hold, err = s.holdContexts(batch)
 			// Requests of the held contexts queued while the hold was
 			// awaited join the group: one hold, one commit.
-			batch, out = s.joinOwned(ids, batch, err == nil)
+			batch, out, slot = s.joinOwned(ids, batch, err == nil, slot)
 		}
 		if err != nil {
 			for _, r := range batch {
@@ -377,7 +377,10 @@ func (s *Store) takeGroup(retry []*writeReq, wasOut, hadSlot bool) ([]*writeReq,
 			ids = append(ids, r.ctxID)
 		}
 	}
-	batch, ops, merge := s.takeOwnedLocked(ids, retry)
+	// A big retry had a slot, given back above: it takes one again. A
+	// small one grows big with its queued requests only into a free slot.
+	rOps, rMerge := weigh(retry)
+	batch, ops, merge := s.takeOwnedLocked(ids, retry, rMerge || rOps > bigOps || s.bigRunning < bigCommitters)
 	big := merge || ops > bigOps
 	for i := 0; !big && len(batch) < s.batch && i < len(s.ready); {
 		id := s.ready[i]
@@ -439,17 +442,20 @@ func (s *Store) stepOut() {
 // contexts takes them only while it stays small (bigOps in all, no
 // merge), so that no context's request waits in it for another context's
 // big one: what it leaves is taken once the group gives the context back.
-// It returns the new batch with its ops in all and whether it holds a
-// merge. Called with closeMu held.
-func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq) ([]*writeReq, int, bool) {
+// A group of one context does the same unless mayBeBig: it is big
+// already, or a bigCommitters slot is free for it. It returns the new
+// batch with its ops in all and whether it holds a merge. Called with
+// closeMu held.
+func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq, mayBeBig bool) ([]*writeReq, int, bool) {
 	ops, merge := weigh(batch)
+	small := len(ids) > 1 || !mayBeBig
 	for _, id := range ids {
 		q := s.queues[id]
 		n := min(len(q.reqs), max(s.batch-len(batch), 0))
 		k := 0
 		for ; k < n; k++ {
 			o, m := q.reqs[k].weight()
-			if len(ids) > 1 && (merge || m || ops+o > bigOps) {
+			if small && (merge || m || ops+o > bigOps) {
 				break
 			}
 			ops, merge = ops+o, merge || m
@@ -463,19 +469,27 @@ func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq) ([]*writeReq, i
 // the contexts the group owns since it was taken (takeOwnedLocked), for a
 // committer that stepped out of the running count while it waited for
 // the group's holds: it steps back in unless the group is big, and
-// reports whether it is.
-func (s *Store) joinOwned(ids []string, batch []*writeReq, join bool) ([]*writeReq, bool) {
+// reports whether it is. slot says the group holds a bigCommitters slot;
+// a small group that the queued requests would make big takes one if one
+// is free and otherwise takes only what keeps it small, so that groups
+// grown while they waited for holds never pass that bound. It returns
+// whether the group holds a slot now.
+func (s *Store) joinOwned(ids []string, batch []*writeReq, join, slot bool) ([]*writeReq, bool, bool) {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	ops, merge := weigh(batch)
 	if join {
-		batch, ops, merge = s.takeOwnedLocked(ids, batch)
+		batch, ops, merge = s.takeOwnedLocked(ids, batch, slot || s.bigRunning < bigCommitters)
 	}
 	big := merge || ops > bigOps
+	if big && !slot {
+		s.bigRunning++
+		slot = true
+	}
 	if !big {
 		s.running++
 	}
-	return batch, big
+	return batch, big, slot
 }
 
 // takeLocked removes the first n requests of q and makes room for more.

@@ -354,18 +354,73 @@ func TestOwnedRequestsJoinOnlySmallGroups(t *testing.T) {
 	s.queues["y"].reqs = []*writeReq{y2}
 	s.running = fake - 1 // stepped out while it waited
 	s.closeMu.Unlock()
-	batch, big = s.joinOwned(ids, batch, true)
-	if !slices.Equal(batch, []*writeReq{x1, y1, x2}) || big || s.running != fake {
-		t.Fatalf("held group of x and y: %d requests (big %v, running %d), want the same 3, small, stepped back in", len(batch), big, s.running-fake)
+	batch, big, slot := s.joinOwned(ids, batch, true, false)
+	if !slices.Equal(batch, []*writeReq{x1, y1, x2}) || big || slot || s.running != fake || s.bigRunning != 0 {
+		t.Fatalf("held group of x and y: %d requests (big %v, slot %v, running %d, big groups %d), want the same 3, small, no slot, stepped back in", len(batch), big, slot, s.running-fake, s.bigRunning)
 	}
-	// A group of x alone takes its whole queue, and is then big: its
-	// committer stays out.
+	// A group of x alone, with every big slot taken, takes only what
+	// keeps it small: x's big request and what follows wait, and the
+	// committer steps back in.
 	s.closeMu.Lock()
-	s.running = fake - 1
+	s.running, s.bigRunning = fake-1, bigCommitters
 	s.closeMu.Unlock()
-	batch, big = s.joinOwned([]string{"x"}, []*writeReq{x1}, true)
-	if !slices.Equal(batch, []*writeReq{x1, x3, x4}) || !big || s.running != fake-1 {
-		t.Fatalf("held group of x: %d requests (big %v, running %d), want x's all, big, still stepped out", len(batch), big, s.running-fake)
+	batch, big, slot = s.joinOwned([]string{"x"}, []*writeReq{x1}, true, false)
+	if !slices.Equal(batch, []*writeReq{x1}) || big || slot || s.running != fake || s.bigRunning != bigCommitters || len(s.queues["x"].reqs) != 2 {
+		t.Fatalf("held group of x, no big slot free: %d requests (big %v, slot %v, running %d, big groups %d), want x's first alone, small, stepped back in, no slot taken", len(batch), big, slot, s.running-fake, s.bigRunning)
+	}
+	// With a slot free it takes its whole queue, is then big and takes
+	// the slot: its committer stays out.
+	s.closeMu.Lock()
+	s.running, s.bigRunning = fake-1, bigCommitters-1
+	s.closeMu.Unlock()
+	batch, big, slot = s.joinOwned([]string{"x"}, []*writeReq{x1}, true, false)
+	if !slices.Equal(batch, []*writeReq{x1, x3, x4}) || !big || !slot || s.running != fake-1 || s.bigRunning != bigCommitters {
+		t.Fatalf("held group of x: %d requests (big %v, slot %v, running %d, big groups %d), want x's all, big, a slot taken, still stepped out", len(batch), big, slot, s.running-fake, s.bigRunning)
+	}
+	// A big group that holds its slot already grows without another.
+	s.closeMu.Lock()
+	s.queues["x"].reqs = []*writeReq{x2}
+	s.closeMu.Unlock()
+	batch, big, slot = s.joinOwned([]string{"x"}, []*writeReq{x3}, true, true)
+	if !slices.Equal(batch, []*writeReq{x3, x2}) || !big || !slot || s.bigRunning != bigCommitters {
+		t.Fatalf("held big group of x: %d requests (big %v, slot %v, big groups %d), want x's two, big, its one slot", len(batch), big, slot, s.bigRunning)
+	}
+}
+
+// TestRetryGrowsBigOnlyIntoAFreeSlot: a retried group of one context that
+// its queued requests would make big takes them only when a
+// bigCommitters slot is free; a retry big by itself takes back the slot
+// its committer just gave up.
+func TestRetryGrowsBigOnlyIntoAFreeSlot(t *testing.T) {
+	s := openUnsynced(t)
+	asIfRunning(t, s)
+	x1, x2, x3 := req("x", 1, false), req("x", bigOps, false), req("x", 1, false)
+	own := func(reqs ...*writeReq) {
+		s.closeMu.Lock()
+		s.queues["x"] = &ctxQueue{room: make(chan struct{}), owned: true, reqs: reqs}
+		s.closeMu.Unlock()
+	}
+	own(x2, x3)
+	s.closeMu.Lock()
+	s.bigRunning = bigCommitters
+	s.closeMu.Unlock()
+	batch, _, big := s.takeGroup([]*writeReq{x1}, false, false)
+	if !slices.Equal(batch, []*writeReq{x1}) || big || s.bigRunning != bigCommitters {
+		t.Fatalf("small retry, no big slot free: %d requests (big %v, big groups %d), want the retry alone, small", len(batch), big, s.bigRunning)
+	}
+	s.closeMu.Lock()
+	s.bigRunning = bigCommitters - 1
+	s.closeMu.Unlock()
+	batch, _, big = s.takeGroup([]*writeReq{x1}, false, false)
+	if !slices.Equal(batch, []*writeReq{x1, x2, x3}) || !big || s.bigRunning != bigCommitters {
+		t.Fatalf("small retry, a big slot free: %d requests (big %v, big groups %d), want the retry and x's queue, big, the slot taken", len(batch), big, s.bigRunning)
+	}
+	// Its committer comes back with the big group to retry: every other
+	// slot is taken, and the one it gives back is its own again.
+	own(x3)
+	batch, _, big = s.takeGroup([]*writeReq{x1, x2}, true, true)
+	if !slices.Equal(batch, []*writeReq{x1, x2, x3}) || !big || s.bigRunning != bigCommitters {
+		t.Fatalf("big retry: %d requests (big %v, big groups %d), want the retry and x's queue, big, its slot again", len(batch), big, s.bigRunning)
 	}
 }
 
