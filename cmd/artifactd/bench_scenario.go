@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime/metrics"
 	"slices"
 	"strconv"
@@ -190,6 +191,15 @@ type scenarioResult struct {
 	// none (--addr without --pid, or no /proc).
 	RSSNote string      `json:"rss_note,omitempty"`
 	RSS     []rssSample `json:"rss,omitempty"`
+	// RSSPeak is the server's highest resident size (VmHWM), read when
+	// the run ends: the samples are taken between units of work, and a
+	// memory limit meets what lies between them too (a bulk commit's
+	// decision). With the in-process server it includes the client.
+	RSSPeak int64 `json:"rss_peak_bytes,omitempty"`
+	// RSSPeakSince says what RSSPeak covers: "run" when the high-water
+	// mark was reset as the run began (/proc/PID/clear_refs), "process"
+	// when it could not be and counts from the server's start.
+	RSSPeakSince string `json:"rss_peak_since,omitempty"`
 
 	Runs  *runsFigures  `json:"runs,omitempty"`
 	Cold  *coldFigures  `json:"cold,omitempty"`
@@ -384,6 +394,25 @@ type rssReader struct {
 
 // read returns VmRSS in bytes, or 0 when resident sizes are not available.
 func (r rssReader) read() int64 { return r.field("VmRSS:") }
+
+// peak returns VmHWM, the highest resident size since the process
+// started or since resetPeak, in bytes (0: not available).
+func (r rssReader) peak() int64 { return r.field("VmHWM:") }
+
+// resetPeak sets the process's high-water mark to its resident size now
+// (Linux 4.0 and later: "5" into /proc/PID/clear_refs, which needs the
+// right to trace it) and reports whether it could.
+func (r rssReader) resetPeak() bool {
+	if r.path == "" {
+		return false
+	}
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(r.path), "clear_refs"), os.O_WRONLY, 0)
+	if err != nil {
+		return false
+	}
+	_, err = f.WriteString("5")
+	return errors.Join(err, f.Close()) == nil
+}
 
 // field returns one kB field of /proc/PID/status (VmRSS:, RssAnon:,
 // RssFile:) in bytes, or 0 when it cannot be read.
@@ -614,6 +643,12 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 		run.res.RSSNote = "cannot read VmRSS from " + run.rss.path
 		run.rss.path, run.cpu.path = "", ""
 	}
+	if run.rss.path != "" {
+		run.res.RSSPeakSince = "process"
+		if run.rss.resetPeak() {
+			run.res.RSSPeakSince = "run"
+		}
+	}
 	cpu0 := run.cpu.read()
 	run.res.Target = run.c.base()
 
@@ -624,6 +659,9 @@ func runScenario(ctx context.Context, cfg scenarioConfig, stdout, stderr io.Writ
 	run.res.Elapsed = time.Since(start)
 	if run.cpu.path != "" {
 		run.res.CPU = run.cpu.read() - cpu0
+	}
+	if run.rss.path != "" {
+		run.res.RSSPeak = run.rss.peak()
 	}
 	if cfg.memProfile != "" {
 		if perr := writeHeapProfile(cfg.memProfile); perr != nil {

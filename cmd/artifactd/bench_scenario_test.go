@@ -148,7 +148,9 @@ func TestScenarios(t *testing.T) {
 			if res.Scenario != tc.name || res.Cut || res.CutIn != "" || res.Errors != 0 || !strings.HasPrefix(res.Target, "http://127.0.0.1:") {
 				t.Fatalf("result %+v", res)
 			}
-			want := slices.Clone(commonKeys)
+			// The in-process server's resident size is read (Linux), its
+			// peak in every scenario, samples where the scenario takes them.
+			want := append(slices.Clone(commonKeys), "rss_peak_bytes", "rss_peak_since")
 			if _, ok := m["rss"]; ok {
 				want = append(want, "rss")
 			}
@@ -163,6 +165,16 @@ func TestScenarios(t *testing.T) {
 			for i := 1; i < len(res.RSS); i++ {
 				if res.RSS[i].At < res.RSS[i-1].At || res.RSS[i].Bytes <= 0 {
 					t.Fatalf("samples not in order: %+v", res.RSS)
+				}
+			}
+			// The peak is the high-water mark over the run, reset as it
+			// began (a process may reset its own): no sample is above it.
+			if res.RSSPeakSince != "run" || res.RSSPeak <= 0 {
+				t.Fatalf("peak %d since %q, want one since the run", res.RSSPeak, res.RSSPeakSince)
+			}
+			for _, s := range res.RSS {
+				if s.Bytes > res.RSSPeak {
+					t.Fatalf("sample %+v above the peak %d", s, res.RSSPeak)
 				}
 			}
 			// An in-process server's samples carry its Go memory, which
@@ -214,6 +226,9 @@ func TestScenarioAddr(t *testing.T) {
 		}
 		if withPid != (res.RSSNote == "") {
 			t.Fatalf("pid %v: note %q", withPid, res.RSSNote)
+		}
+		if withPid != (res.RSSPeak > 0 && res.RSSPeakSince == "run") || !withPid && res.RSSPeakSince != "" {
+			t.Fatalf("pid %v: peak %d since %q", withPid, res.RSSPeak, res.RSSPeakSince)
 		}
 		// A server elsewhere has its resident size read, not its Go memory.
 		for _, s := range res.RSS {
