@@ -18,8 +18,14 @@ import (
 const DefaultMappedBytes = 64 << 20
 
 // trimEvery is how often the driver compares the process's resident
-// file-backed pages with Options.MappedBytes.
-const trimEvery = time.Second
+// file-backed pages with Options.MappedBytes. The comparison reads
+// /proc/self/status (microseconds); what costs is paging out, which only
+// happens past the budget. A second was too long: a bulk commit into a
+// context of a million artifacts maps 60 MB or more of new tables and
+// logs within one, and the process's peak resident size went past the
+// budget by that much between two looks (docs/BENCHMARKS.md, "The mapped
+// pages' bound between two looks").
+const trimEvery = 100 * time.Millisecond
 
 // Badger v4 reads its tables, write-ahead logs and value logs through
 // memory maps and writes new tables into them. Every page it touched
@@ -27,7 +33,7 @@ const trimEvery = time.Second
 // 200 MB per 1,000 agent runs) although the kernel could drop those pages
 // at any time: they are page cache, not memory the process owns. Monitors
 // and memory limits count them all the same. The trimmer bounds them:
-// once a second it reads the process's resident file-backed size, less
+// ten times a second it reads the process's resident file-backed size, less
 // what it was when the driver opened (the binary's own pages, shared
 // libraries), and when that passes the budget it asks the kernel to page
 // out the mappings of files in the data directory (madvise MADV_PAGEOUT,
@@ -100,7 +106,7 @@ func (t *trimmer) loop() {
 		switch {
 		case errors.Is(err, errPageOutUnsupported):
 			// An old kernel or a sandbox refuses every time; the store
-			// works without it, and reading the maps each second would
+			// works without it, and reading the maps every tick would
 			// only cost.
 			t.log.Warn("badgerkv: the kernel cannot page out mapped files; resident size will include them", "err", err)
 			return
