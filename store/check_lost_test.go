@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/memkv"
 	"github.com/artifactd/artifactd/store/kv/pgkv"
+	"github.com/artifactd/artifactd/store/kv/pgkv/pgtest"
 )
 
 // onEachDriver runs fn on a new store of each driver the test can reach:
@@ -39,33 +38,15 @@ func onEachDriver(t *testing.T, fn func(t *testing.T, s *Store)) {
 		fn(t, s)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		dsn := os.Getenv("ARTIFACTD_TEST_POSTGRES")
+		dsn := os.Getenv(pgtest.EnvDSN)
 		if dsn == "" {
 			if os.Getenv("CI") != "" {
-				t.Fatal("ARTIFACTD_TEST_POSTGRES names no database; with CI set PostgreSQL is required (.ci/run starts one)")
+				t.Fatalf("%s names no database; with CI set PostgreSQL is required (.ci/run starts one)", pgtest.EnvDSN)
 			}
-			t.Skip("ARTIFACTD_TEST_POSTGRES names no database")
+			t.Skipf("%s names no database", pgtest.EnvDSN)
 		}
 		ctx := context.Background()
-		schema := fmt.Sprintf("check_lost_%d_%d", time.Now().UnixNano(), rand.Uint32())
-		t.Cleanup(func() {
-			d, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
-			if err != nil {
-				t.Errorf("clear schema %s: %v", schema, err)
-				return
-			}
-			defer d.Close()
-			var keys [][]byte
-			err = d.Scan(ctx, nil, nil, 0, func(k, _ []byte) error { keys = append(keys, bytes.Clone(k)); return nil })
-			for err == nil && len(keys) > 0 {
-				n := min(len(keys), 1000)
-				err = d.Commit(ctx, kv.Batch{Deletes: keys[:n]})
-				keys = keys[n:]
-			}
-			if err != nil {
-				t.Errorf("clear schema %s: %v", schema, err)
-			}
-		})
+		schema := pgtest.NewSchema(t, dsn, "check_lost")
 		drv, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
 		if err != nil {
 			t.Fatal(err)

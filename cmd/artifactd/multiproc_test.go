@@ -19,13 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/pgkv"
+	"github.com/artifactd/artifactd/store/kv/pgkv/pgtest"
 )
 
 // envTestPostgres names the PostgreSQL database of the tests that need
 // one; .ci/run starts a throwaway cluster and sets it.
-const envTestPostgres = "ARTIFACTD_TEST_POSTGRES"
+const envTestPostgres = pgtest.EnvDSN
 
 // testPostgres returns the test database's DSN: without one the test
 // skips, or fails when CI is set.
@@ -47,7 +47,7 @@ func testPostgres(t *testing.T) string {
 func pgTestStore(t *testing.T, dsn string) string {
 	t.Helper()
 	ctx := context.Background()
-	schema := fmt.Sprintf("mp_%d_%d", time.Now().UnixNano(), rand.Uint32())
+	schema := pgtest.NewSchema(t, dsn, "mp")
 	d, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
 	if err != nil {
 		t.Fatalf("create schema %s: %v", schema, err)
@@ -60,34 +60,7 @@ func pgTestStore(t *testing.T, dsn string) string {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	t.Cleanup(func() { clearPGSchema(t, dsn, schema) })
 	return u.String()
-}
-
-// clearPGSchema deletes every record of a test schema (the driver has no
-// way to drop it; the empty tables stay).
-func clearPGSchema(t *testing.T, dsn, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	d, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
-	if err != nil {
-		t.Errorf("clear schema %s: %v", schema, err)
-		return
-	}
-	defer d.Close()
-	var keys [][]byte
-	if err := d.Scan(ctx, nil, nil, 0, func(k, _ []byte) error { keys = append(keys, bytes.Clone(k)); return nil }); err != nil {
-		t.Errorf("clear schema %s: %v", schema, err)
-		return
-	}
-	for len(keys) > 0 {
-		n := min(len(keys), 1000)
-		if err := d.Commit(ctx, kv.Batch{Deletes: keys[:n]}); err != nil {
-			t.Errorf("clear schema %s: %v", schema, err)
-			return
-		}
-		keys = keys[n:]
-	}
 }
 
 // mpClient talks JSON to the servers of a multi-process test.

@@ -1,17 +1,13 @@
 package storetest
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/artifactd/artifactd/store"
-	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/pgkv"
+	"github.com/artifactd/artifactd/store/kv/pgkv/pgtest"
 )
 
 // EnvStore selects the store a package's tests run on: "postgres" (a
@@ -22,8 +18,7 @@ const EnvStore = "ARTIFACTD_TEST_STORE"
 
 // Backend points so at the backend EnvStore selects. On PostgreSQL the
 // test's schema is named after prefix, and its records are deleted when
-// the test ends (after the store's own cleanup closes the store, if that
-// is registered later). It returns again, which points so at the same
+// the test ends, after the store's own cleanup closes the store. It returns again, which points so at the same
 // store anew for a test that closes its store and opens it again (a
 // store's Close closes its driver): on PostgreSQL a new driver over the
 // same schema, closed when the test ends; on Badger nothing (so.Dir
@@ -37,12 +32,12 @@ func Backend(t testing.TB, so *store.Options, prefix string) (again func(so *sto
 	default:
 		t.Fatalf("%s=%q: want badger or postgres", EnvStore, b)
 	}
-	dsn := os.Getenv("ARTIFACTD_TEST_POSTGRES")
+	dsn := os.Getenv(pgtest.EnvDSN)
 	if dsn == "" {
-		t.Fatalf("%s=postgres needs ARTIFACTD_TEST_POSTGRES (.ci/run starts a database)", EnvStore)
+		t.Fatalf("%s=postgres needs %s (.ci/run starts a database)", EnvStore, pgtest.EnvDSN)
 	}
 	ctx := context.Background()
-	schema := fmt.Sprintf("%s_%d_%d", prefix, time.Now().UnixNano(), rand.Uint32())
+	schema := pgtest.NewSchema(t, dsn, prefix)
 	open := func(so *store.Options) {
 		drv, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
 		if err != nil {
@@ -53,23 +48,5 @@ func Backend(t testing.TB, so *store.Options, prefix string) (again func(so *sto
 		t.Cleanup(func() { _ = drv.Close() })
 	}
 	open(so)
-	t.Cleanup(func() {
-		d, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
-		if err != nil {
-			t.Errorf("clear schema %s: %v", schema, err)
-			return
-		}
-		defer d.Close()
-		var keys [][]byte
-		err = d.Scan(ctx, nil, nil, 0, func(k, _ []byte) error { keys = append(keys, bytes.Clone(k)); return nil })
-		for err == nil && len(keys) > 0 {
-			n := min(len(keys), 1000)
-			err = d.Commit(ctx, kv.Batch{Deletes: keys[:n]})
-			keys = keys[n:]
-		}
-		if err != nil {
-			t.Errorf("clear schema %s: %v", schema, err)
-		}
-	})
 	return open
 }
