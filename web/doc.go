@@ -72,10 +72,13 @@
 // event handlers or url(…) values), links are kept only when they point to
 // this UI's own /ui/contexts/ paths, and all text is escaped again. URLs
 // found in artifacts (receipts, sources) are shown as text, never linked or
-// loaded. Every response carries a Content-Security-Policy that allows only
-// this origin's stylesheet and script (default-src 'none'; no inline script
-// or style; frame-ancestors 'none'; base-uri 'none'; form-action 'self'),
-// plus X-Content-Type-Options: nosniff and Referrer-Policy: no-referrer.
+// loaded. The explicit bidi controls (embeddings, overrides, isolates),
+// which would reorder the page's own text after the value holding one,
+// are shown as U+FFFD (showBidiControls). Every response carries a
+// Content-Security-Policy that allows only this origin's stylesheet and
+// script (default-src 'none'; no inline script or style; frame-ancestors
+// 'none'; base-uri 'none'; form-action 'self'), plus
+// X-Content-Type-Options: nosniff and Referrer-Policy: no-referrer.
 //
 // # Authentication
 //

@@ -175,13 +175,42 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
+	out := showBidiControls(buf.Bytes())
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(out)))
 	serverTiming(h, r)
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(out)
+}
+
+// bidiControls are the explicit directional formatting characters:
+// embeddings and overrides (U+202A–U+202E) and isolates (U+2066–U+2069).
+// One left open in a value runs on to the end of its line, so the page's
+// own text after the value (a commit's op count, the ids that name a
+// source) would be drawn reordered or backwards. The templates hold none;
+// in a page they come from artifact data, commits or the request.
+const bidiControls = "\u202A\u202B\u202C\u202D\u202E\u2066\u2067\u2068\u2069"
+
+// bidiShown replaces each of bidiControls with U+FFFD, which is drawn:
+// the reader sees that something invisible stood there (the API returns
+// it as stored).
+var bidiShown = strings.NewReplacer(
+	"\u202A", "\uFFFD", "\u202B", "\uFFFD", "\u202C", "\uFFFD", "\u202D", "\uFFFD", "\u202E", "\uFFFD",
+	"\u2066", "\uFFFD", "\u2067", "\uFFFD", "\u2068", "\uFFFD", "\u2069", "\uFFFD",
+)
+
+// showBidiControls returns page with every one of bidiControls replaced
+// by U+FFFD (page itself when it has none): in text, in attribute values
+// (a search box shows U+FFFD where the query had one) and in the inline
+// SVG. URLs are not changed: html/template and the URL builders write
+// such characters in them percent-encoded.
+func showBidiControls(page []byte) []byte {
+	if !bytes.ContainsAny(page, bidiControls) {
+		return page
+	}
+	return []byte(bidiShown.Replace(string(page)))
 }
 
 func queryPrefix(raw string) string {
