@@ -32,9 +32,12 @@ type clusterKey struct {
 	status graph.Status
 }
 
-// cluster is one box of the overview: the artifacts sharing a key.
+// cluster is one box of the overview: the artifacts sharing a key, or,
+// merged, the smallest clusters of a trust status (its key's value is
+// otherGroup, which a producer may be named too).
 type cluster struct {
 	key     clusterKey
+	merged  bool
 	n       int
 	samples []string
 }
@@ -107,10 +110,12 @@ type clusterRow struct {
 
 type sampleLink struct{ ID, URL string }
 
-// listURL is the context page listing a cluster's artifacts.
-func listURL(ctx, at, group string, k clusterKey) string {
+// listURL is the context page listing c's artifacts: a merged cluster's
+// are those of its status.
+func listURL(ctx, at, group string, c *cluster) string {
+	k := c.key
 	kv := []string{"at", at, "status", string(k.status)}
-	if k.value != otherGroup {
+	if !c.merged {
 		switch group {
 		case "type":
 			kv = append(kv, "type", k.value)
@@ -124,7 +129,7 @@ func listURL(ctx, at, group string, k clusterKey) string {
 func (cs *clusterSet) rows(ctx, at, group string) []clusterRow {
 	out := make([]clusterRow, 0, len(cs.clusters))
 	for _, c := range cs.clusters {
-		row := clusterRow{Value: c.key.value, Status: c.key.status, N: c.n, ListURL: listURL(ctx, at, group, c.key)}
+		row := clusterRow{Value: c.key.value, Status: c.key.status, N: c.n, ListURL: listURL(ctx, at, group, &c)}
 		if group == "trust" {
 			row.Value = statusName(c.key.status)
 		}
@@ -151,7 +156,7 @@ func (cs *clusterSet) drawing(ctx, at, group string) *drawing {
 		name := "n" + strconv.Itoa(i)
 		sty := styleOf(c.key.status)
 		shape, rounded := "box", true
-		if group == "type" && c.key.value != otherGroup {
+		if group == "type" && !c.merged {
 			shape, rounded = shapeOf(c.key.value)
 		}
 		style := sty.Style
@@ -164,7 +169,7 @@ func (cs *clusterSet) drawing(ctx, at, group string) *drawing {
 		}
 		label := clip(value, labelRunes) + "\n" + statusMark(c.key.status) + " " + statusName(c.key.status) + "\n" + plural(c.n, "artifact", "artifacts")
 		tip := plural(c.n, "artifact", "artifacts") + " · " + value + " · " + statusName(c.key.status) + " — click to list them"
-		d.links.nodes[name] = nodeLink{href: listURL(ctx, at, group, c.key), title: tip}
+		d.links.nodes[name] = nodeLink{href: listURL(ctx, at, group, &c), title: tip}
 		class := "cluster " + string(c.key.status)
 		b.WriteString("  " + name + " [label=" + graph.DOTString(label) + ", shape=" + shape + `, style="` + style + `", fillcolor="` + sty.Fill +
 			`", color="` + sty.Stroke + `", penwidth=` + sty.Pen + `, class="` + class + `"];` + "\n")

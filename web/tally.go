@@ -522,7 +522,7 @@ func (t *tally) clusterSet(rels graph.Relations) *clusterSet {
 		if !ok {
 			o = len(cs.clusters)
 			others[k.status] = o
-			cs.clusters = append(cs.clusters, cluster{key: clusterKey{value: otherGroup, status: k.status}})
+			cs.clusters = append(cs.clusters, cluster{key: clusterKey{value: otherGroup, status: k.status}, merged: true})
 		}
 		oc := &cs.clusters[o]
 		oc.n += c.n

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"math/rand/v2"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -256,6 +258,34 @@ func TestOverviewNoProducerClusterLists(t *testing.T) {
 	_, body = get(t, h, "/ui/contexts/c?status=confirmed&"+link)
 	if !strings.Contains(body, "Artifacts 1–100 of 100 matching") {
 		t.Fatalf("the (none) cluster's list:\n%s", excerpt(body, "list-count"))
+	}
+}
+
+// TestOverviewProducerNamedOtherClusterLists: a producer may call itself
+// "(other)", the name of the overview's merged cluster; its own cluster's
+// link still lists exactly its artifacts, not every producer's of its
+// trust status.
+func TestOverviewProducerNamedOtherClusterLists(t *testing.T) {
+	st := openStore(t)
+	var ops []graph.Op
+	for i := range 300 {
+		by := "agent"
+		if i%3 == 0 {
+			by = otherGroup
+		}
+		ops = append(ops, putOp(t, fmt.Sprintf("n%d", i), "claim", by, map[string]any{"i": i}))
+	}
+	loadContext(t, st, "c", ops...)
+	h := New(Options{Store: st, Logger: quietLogger()})
+	_, body := get(t, h, "/ui/contexts/c/graph?group=producer")
+	m := regexp.MustCompile(`<a href="([^"]*)">` + regexp.QuoteMeta(otherGroup) + `</a>`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no cluster of the producer %q:\n%s", otherGroup, excerpt(body, "clusters"))
+	}
+	link := html.UnescapeString(m[1])
+	_, body = get(t, h, link)
+	if !strings.Contains(body, "Artifacts 1–100 of 100 matching") {
+		t.Fatalf("the %q cluster's link %s lists:\n%s", otherGroup, link, excerpt(body, "list-count"))
 	}
 }
 
