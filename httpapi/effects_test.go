@@ -450,3 +450,39 @@ func TestClaimRacesPoison(t *testing.T) {
 		}
 	}
 }
+
+// TestEffectClaimOldestFirstSubsecond: a claim takes the oldest pending
+// effect first even when effects were recorded within one second, where
+// RFC 3339 times with their trailing zeros cut do not sort as strings
+// ("08:00:00.15Z" sorts before "08:00:00.1Z", "08:00:00.5Z" before
+// "08:00:00Z").
+func TestEffectClaimOldestFirstSubsecond(t *testing.T) {
+	for _, steps := range [][]time.Duration{
+		{0, 500 * time.Millisecond},
+		{100 * time.Millisecond, 50 * time.Millisecond},
+		{0, time.Nanosecond, 10 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprint(steps), func(t *testing.T) {
+			clock := newClock()
+			e := newEnv(t, withTestClock(clock))
+			e.createContext("o", "")
+			var want []string
+			for i, d := range steps {
+				clock.Advance(d)
+				out := e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": fmt.Sprintf("k%d", i), "kind": "email"}), 201)
+				want = append(want, effect(out)["id"].(string))
+			}
+			var got []string
+			for range steps {
+				c := e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "w"}), 200)["effects"].([]any)
+				if len(c) != 1 {
+					t.Fatalf("claim: %v", c)
+				}
+				got = append(got, c[0].(map[string]any)["id"].(string))
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("claimed in the order %v, recorded in the order %v", got, want)
+			}
+		})
+	}
+}

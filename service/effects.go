@@ -416,7 +416,9 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 		if err != nil {
 			return nil, err
 		}
-		sort.SliceStable(picked, func(i, j int) bool { return picked[i].CreatedAt < picked[j].CreatedAt })
+		// Oldest first by the time, not the text: RFC 3339 with its
+		// trailing zeros cut does not sort as a string within a second.
+		sort.SliceStable(picked, func(i, j int) bool { return createdAt(picked[i]).Before(createdAt(picked[j])) })
 		if len(picked) > in.Limit {
 			picked = picked[:in.Limit]
 		}
@@ -460,6 +462,16 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 		return out, nil
 	}
 	return nil, fault.Errorf(fault.Conflict, "the outbox is busy: other workers kept winning; claim again")
+}
+
+// createdAt is when e was recorded; the zero time (first in a claim's
+// order) when its created_at does not parse.
+func createdAt(e EffectView) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, e.CreatedAt)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // effectsOf returns every effect of a view, sorted by id. It reads the
