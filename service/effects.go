@@ -77,6 +77,7 @@ const (
 // Outbox limits.
 const (
 	defaultLeaseSeconds = 60
+	maxLeaseSeconds     = 86400
 	maxClaimLimit       = 100
 	// casAttempts bounds how often a status change is recomputed after a
 	// concurrent change won the compare-and-set.
@@ -383,10 +384,13 @@ func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput
 // recorded (a fetch read again and FAILED), and a side effect must not
 // go out on it; it is claimable again once its trust is confirmed.
 func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput) (*ClaimWrite, error) {
-	if in.LeaseSeconds <= 0 {
+	if err := checkClaimInput(in); err != nil {
+		return nil, err
+	}
+	if in.LeaseSeconds == 0 {
 		in.LeaseSeconds = defaultLeaseSeconds
 	}
-	if in.Limit <= 0 {
+	if in.Limit == 0 {
 		in.Limit = 1
 	}
 	info, err := s.st.GetContext(ctx, ctxID)
@@ -462,6 +466,31 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 		return out, nil
 	}
 	return nil, fault.Errorf(fault.Conflict, "the outbox is busy: other workers kept winning; claim again")
+}
+
+// checkClaimInput refuses, with a validation error naming the field, a
+// claim the outbox cannot keep: no worker, a lease of under a second or
+// over a day (a longer one's end could overflow into the past, where the
+// next claim would take the effect from its holder), a limit over
+// maxClaimLimit. Zero lease_seconds and limit take their defaults.
+func checkClaimInput(in ClaimInput) error {
+	var fe fault.FieldError
+	switch {
+	case in.Worker == "":
+		fe = fault.FieldError{Pointer: "/worker", Rule: "required", Detail: "the worker the effects are leased to"}
+	case in.LeaseSeconds < 0:
+		fe = fault.FieldError{Pointer: "/lease_seconds", Rule: "minimum", Detail: "at least 1"}
+	case in.LeaseSeconds > maxLeaseSeconds:
+		fe = fault.FieldError{Pointer: "/lease_seconds", Rule: "maximum", Detail: fmt.Sprintf("at most %d", maxLeaseSeconds)}
+	case in.Limit < 0:
+		fe = fault.FieldError{Pointer: "/limit", Rule: "minimum", Detail: "at least 1"}
+	case in.Limit > maxClaimLimit:
+		fe = fault.FieldError{Pointer: "/limit", Rule: "maximum", Detail: fmt.Sprintf("at most %d", maxClaimLimit)}
+	default:
+		return nil
+	}
+	return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("the claim's %s breaks rule %s: %s", strings.TrimPrefix(fe.Pointer, "/"), fe.Rule, fe.Detail),
+		Errors: []fault.FieldError{fe}}
 }
 
 // createdAt is when e was recorded; the zero time (first in a claim's

@@ -265,3 +265,62 @@ func TestEnsureContext(t *testing.T) {
 		t.Fatalf("a refused ensure changed the context: %+v %v", info, err)
 	}
 }
+
+// TestClaimInputOutOfRange: the outbox refuses a claim it cannot keep
+// (no worker, a lease past a day, so long that its end overflows, or
+// negative, a limit past 100) with a validation error naming the field,
+// whatever door called it, and changes nothing. A lease whose end
+// overflowed was in the past: the next claim took the effect while its
+// holder was still sending it.
+func TestClaimInputOutOfRange(t *testing.T) {
+	cases := []struct {
+		name string
+		in   ClaimInput
+		ptr  string
+	}{
+		{"no worker", ClaimInput{}, "/worker"},
+		{"lease overflows", ClaimInput{Worker: "A", LeaseSeconds: 1 << 34}, "/lease_seconds"},
+		{"lease past a day", ClaimInput{Worker: "A", LeaseSeconds: 86401}, "/lease_seconds"},
+		{"negative lease", ClaimInput{Worker: "A", LeaseSeconds: -5}, "/lease_seconds"},
+		{"limit past 100", ClaimInput{Worker: "A", Limit: 101}, "/limit"},
+		{"negative limit", ClaimInput{Worker: "A", Limit: -1}, "/limit"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newService(t)
+			ctx := t.Context()
+			if _, err := s.CreateEffect(ctx, "o", EffectInput{IdempotencyKey: "k", Kind: "email"}); err != nil {
+				t.Fatal(err)
+			}
+			head, err := s.st.Resolve(ctx, "o", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.ClaimEffects(ctx, "o", tc.in)
+			if err == nil && len(got.Effects) == 1 {
+				if b, berr := s.ClaimEffects(ctx, "o", ClaimInput{Worker: "B"}); berr == nil && len(b.Effects) == 1 {
+					t.Fatalf("claim %+v was accepted with lease_until %s, and B claimed the same effect at once", tc.in, got.Effects[0].LeaseUntil)
+				}
+			}
+			fe := Classify(err)
+			if fe.Code != fault.Invalid || len(fe.Errors) != 1 || fe.Errors[0].Pointer != tc.ptr {
+				t.Fatalf("claim %+v: got %v, want a validation error at %s", tc.in, err, tc.ptr)
+			}
+			after, err := s.st.Resolve(ctx, "o", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.ID != head.ID {
+				t.Fatalf("a refused claim made commit %s", after.ID)
+			}
+			// The effect is still there for a claim that keeps its lease.
+			a, err := s.ClaimEffects(ctx, "o", ClaimInput{Worker: "A", LeaseSeconds: 86400})
+			if err != nil || len(a.Effects) != 1 {
+				t.Fatalf("claim A: %v %v", a, err)
+			}
+			if b, err := s.ClaimEffects(ctx, "o", ClaimInput{Worker: "B"}); err != nil || len(b.Effects) != 0 {
+				t.Fatalf("B claimed an effect A holds: %v %v", b, err)
+			}
+		})
+	}
+}
