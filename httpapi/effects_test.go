@@ -486,3 +486,56 @@ func TestEffectClaimOldestFirstSubsecond(t *testing.T) {
 		})
 	}
 }
+
+// TestEffectKeyConflictNamesTheField: an idempotency key sent again with
+// another kind, target or payload is a 409 problem+json that names each
+// field that differs from the recorded effect, with its rule, and
+// changes nothing.
+func TestEffectKeyConflictNamesTheField(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("o", "")
+	first := map[string]any{"idempotency_key": "k", "kind": "email", "target": "mailto:a@example.com", "payload": map[string]any{"n": 1}}
+	e.must(e.post("/v1/contexts/o/effects", first), 201)
+	head := e.must(e.get("/v1/contexts/o/hash"), 200)["commit"]
+	cases := []struct {
+		name     string
+		change   map[string]any
+		pointers []string
+	}{
+		{"kind", map[string]any{"kind": "sms"}, []string{"/kind"}},
+		{"target", map[string]any{"target": "mailto:b@example.com"}, []string{"/target"}},
+		{"payload", map[string]any{"payload": map[string]any{"n": 2}}, []string{"/payload"}},
+		{"kind and payload", map[string]any{"kind": "sms", "payload": []any{}}, []string{"/kind", "/payload"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := map[string]any{}
+			for k, v := range first {
+				body[k] = v
+			}
+			for k, v := range tc.change {
+				body[k] = v
+			}
+			r := e.post("/v1/contexts/o/effects", body)
+			if r.status != 409 || r.header.Get("Content-Type") != "application/problem+json" {
+				t.Fatalf("%d %s %s", r.status, r.header.Get("Content-Type"), r.body)
+			}
+			var ptrs []string
+			errs, _ := r.obj(t)["errors"].([]any)
+			for _, x := range errs {
+				fe := x.(map[string]any)
+				if rule, _ := fe["rule"].(string); rule == "" {
+					t.Fatalf("errors entry without rule: %s", r.body)
+				}
+				ptr, _ := fe["pointer"].(string)
+				ptrs = append(ptrs, ptr)
+			}
+			if !slices.Equal(ptrs, tc.pointers) {
+				t.Fatalf("errors name %v, want %v: %s", ptrs, tc.pointers, r.body)
+			}
+			if got := e.must(e.get("/v1/contexts/o/hash"), 200)["commit"]; got != head {
+				t.Fatalf("a refused create moved the head")
+			}
+		})
+	}
+}

@@ -354,10 +354,10 @@ func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput
 			}
 			return nil, err
 		}
-		if old.IdempotencyKey != in.IdempotencyKey || old.Kind != in.Kind || old.Target != in.Target || !sameJSON(old.Payload, in.Payload) {
+		if diff := effectDiff(old.EffectData, in); len(diff) > 0 {
 			return nil, &fault.Error{Code: fault.Conflict,
 				Detail: fmt.Sprintf("idempotency key %q already names effect %s with a different kind, target or payload; use a new key for a new effect", in.IdempotencyKey, id),
-				Extra:  map[string]any{"effect": old}}
+				Errors: diff, Extra: map[string]any{"effect": old}}
 		}
 		old.LeaseExpired = leaseExpired(old.EffectData, now)
 		c, err := s.st.Resolve(ctx, ctxID, "")
@@ -375,6 +375,29 @@ func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput
 	}
 	s.countWrite(false)
 	return &EffectWrite{Effect: s.viewOf(id, d, res, now), Commit: res.Commit.ID, Created: true}, nil
+}
+
+// effectDiff names, in the request's field order, each field in which a
+// create differs from the effect its idempotency key already names (none
+// when it asks for the same effect again).
+func effectDiff(old EffectData, in EffectInput) []fault.FieldError {
+	var out []fault.FieldError
+	differs := func(ptr string) {
+		out = append(out, fault.FieldError{Pointer: ptr, Rule: "idempotent", Detail: "differs from the effect recorded under this idempotency key"})
+	}
+	if old.IdempotencyKey != in.IdempotencyKey {
+		differs("/idempotency_key")
+	}
+	if old.Kind != in.Kind {
+		differs("/kind")
+	}
+	if old.Target != in.Target {
+		differs("/target")
+	}
+	if !sameJSON(old.Payload, in.Payload) {
+		differs("/payload")
+	}
+	return out
 }
 
 // ClaimEffects leases up to in.Limit claimable effects (pending, or claimed
