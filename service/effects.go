@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/artifactd/artifactd/fault"
 
@@ -306,6 +307,9 @@ func (s *Service) viewOf(id string, d EffectData, res store.CommitResult, now ti
 // target or payload is a 409. Concurrent calls with one key make exactly
 // one effect. Errors are *fault.Error values.
 func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput) (*EffectWrite, error) {
+	if err := checkEffectInput(in); err != nil {
+		return nil, err
+	}
 	payload, err := canonicalPayload(in.Payload, "/payload")
 	if err != nil {
 		return nil, err
@@ -375,6 +379,31 @@ func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput
 	}
 	s.countWrite(false)
 	return &EffectWrite{Effect: s.viewOf(id, d, res, now), Commit: res.Commit.ID, Created: true}, nil
+}
+
+// checkEffectInput refuses, with a validation error naming the field, an
+// effect without an idempotency key or kind, or whose key, kind or target
+// is not UTF-8: its stored JSON would carry U+FFFD in place of the bad
+// bytes, and the same request sent again would no longer match what was
+// recorded.
+func checkEffectInput(in EffectInput) error {
+	for _, f := range []struct {
+		ptr, v   string
+		required bool
+	}{{"/idempotency_key", in.IdempotencyKey, true}, {"/kind", in.Kind, true}, {"/target", in.Target, false}} {
+		var fe fault.FieldError
+		switch {
+		case f.required && f.v == "":
+			fe = fault.FieldError{Pointer: f.ptr, Rule: "required", Detail: "a non-empty string"}
+		case !utf8.ValidString(f.v):
+			fe = fault.FieldError{Pointer: f.ptr, Rule: "utf8", Detail: "not valid UTF-8"}
+		default:
+			continue
+		}
+		return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("the effect's %s breaks rule %s: %s", strings.TrimPrefix(f.ptr, "/"), fe.Rule, fe.Detail),
+			Errors: []fault.FieldError{fe}}
+	}
+	return nil
 }
 
 // effectDiff names, in the request's field order, each field in which a

@@ -324,3 +324,50 @@ func TestClaimInputOutOfRange(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateEffectInputRules: the outbox refuses, whatever door called
+// it, an effect whose idempotency key, kind or target is not UTF-8 (the
+// stored JSON would carry U+FFFD in its place, so the same request sent
+// again no longer matched what was recorded and was refused as a 409), or
+// that has no key or kind, with a validation error naming the request's
+// field, and commits nothing.
+func TestCreateEffectInputRules(t *testing.T) {
+	cases := []struct {
+		name string
+		in   EffectInput
+		ptr  string
+		rule string
+	}{
+		{"key not UTF-8", EffectInput{IdempotencyKey: "order-\xff", Kind: "email"}, "/idempotency_key", "utf8"},
+		{"kind not UTF-8", EffectInput{IdempotencyKey: "k", Kind: "e\xc3"}, "/kind", "utf8"},
+		{"target not UTF-8", EffectInput{IdempotencyKey: "k", Kind: "email", Target: "\xfe"}, "/target", "utf8"},
+		{"no key", EffectInput{Kind: "email"}, "/idempotency_key", "required"},
+		{"no kind", EffectInput{IdempotencyKey: "k"}, "/kind", "required"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newService(t)
+			ctx := t.Context()
+			head, err := s.st.Resolve(ctx, "o", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := s.CreateEffect(ctx, "o", tc.in)
+			if err == nil {
+				_, again := s.CreateEffect(ctx, "o", tc.in)
+				t.Fatalf("create %+v was accepted (key stored as %q); the same request again: %v", tc.in, w.Effect.IdempotencyKey, again)
+			}
+			fe := Classify(err)
+			if fe.Code != fault.Invalid || len(fe.Errors) != 1 || fe.Errors[0].Pointer != tc.ptr || fe.Errors[0].Rule != tc.rule {
+				t.Fatalf("create %+v: got %v %+v, want a validation error at %s, rule %s", tc.in, err, fe.Errors, tc.ptr, tc.rule)
+			}
+			after, err := s.st.Resolve(ctx, "o", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.ID != head.ID {
+				t.Fatalf("a refused create made commit %s", after.ID)
+			}
+		})
+	}
+}
