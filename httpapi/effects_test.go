@@ -539,3 +539,45 @@ func TestEffectKeyConflictNamesTheField(t *testing.T) {
 		})
 	}
 }
+
+// TestEffectFinishConflictsNameTheRule: a complete or fail that the
+// outbox refuses with 409 because the effect is not claimed, is claimed
+// by another worker or its lease has ended names the field (or path
+// parameter) and the rule it breaks, and changes nothing.
+func TestEffectFinishConflictsNameTheRule(t *testing.T) {
+	clock := newClock()
+	e := newEnv(t, withTestClock(clock))
+	e.createContext("o", "")
+	id := effect(e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": "k", "kind": "email"}), 201))["id"].(string)
+	check := func(what, verb string, body map[string]any, where, rule string) {
+		t.Helper()
+		head := e.must(e.get("/v1/contexts/o/hash"), 200)["commit"]
+		r := e.post("/v1/contexts/o/effects/"+id+"/"+verb, body)
+		if r.status != 409 || r.obj(t)["effect"] == nil {
+			t.Fatalf("%s: %d %s", what, r.status, r.body)
+		}
+		errs, _ := r.obj(t)["errors"].([]any)
+		if len(errs) != 1 {
+			t.Fatalf("%s: errors %v: %s", what, errs, r.body)
+		}
+		fe := errs[0].(map[string]any)
+		got := fe["pointer"]
+		if p, ok := fe["parameter"]; ok {
+			got = p
+		}
+		if got != where || fe["rule"] != rule {
+			t.Fatalf("%s: errors name %v, rule %v; want %s, rule %s", what, got, fe["rule"], where, rule)
+		}
+		if now := e.must(e.get("/v1/contexts/o/hash"), 200)["commit"]; now != head {
+			t.Fatalf("%s: a refused %s moved the head", what, verb)
+		}
+	}
+	check("complete before a claim", "complete", map[string]any{"worker": "A", "lease_token": "lease_x"}, "id", "claimed")
+	c := e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "A", "lease_seconds": 30}), 200)["effects"].([]any)
+	tok := c[0].(map[string]any)["lease_token"]
+	check("complete by another worker", "complete", map[string]any{"worker": "B", "lease_token": tok}, "/worker", "lease_holder")
+	check("fail by another worker", "fail", map[string]any{"worker": "B", "lease_token": tok}, "/worker", "lease_holder")
+	clock.Advance(31 * time.Second)
+	check("complete after the lease", "complete", map[string]any{"worker": "A", "lease_token": tok}, "/lease_token", "lease_expired")
+	check("fail after the lease", "fail", map[string]any{"worker": "A", "lease_token": tok, "retry": true}, "/lease_token", "lease_expired")
+}

@@ -709,20 +709,23 @@ func (s *Service) heldBefore(ctx context.Context, ctxID string, at *replay.Commi
 
 // holds checks that worker holds the lease of e at now, with token.
 func (s *Service) holds(ctxID string, e EffectView, worker, token string, now time.Time) error {
-	conflict := func(detail string) error {
-		return &fault.Error{Code: fault.Conflict, Detail: detail, Extra: map[string]any{"effect": e}}
+	conflict := func(fe fault.FieldError, detail string) error {
+		return &fault.Error{Code: fault.Conflict, Detail: detail, Errors: []fault.FieldError{fe}, Extra: map[string]any{"effect": e}}
 	}
 	if e.Status != EffectClaimed {
-		return conflict(fmt.Sprintf("effect %s is %s, not claimed: only a claimed effect can be completed or failed", e.ID, e.Status))
+		return conflict(fault.FieldError{Parameter: "id", Rule: "claimed", Detail: "the effect is " + e.Status},
+			fmt.Sprintf("effect %s is %s, not claimed: only a claimed effect can be completed or failed", e.ID, e.Status))
 	}
 	if err := s.checkToken(ctxID, e, e.ContentHash, token); err != nil {
 		return err
 	}
 	switch {
 	case e.Worker != worker:
-		return conflict(fmt.Sprintf("effect %s is claimed by another worker", e.ID))
+		return conflict(fault.FieldError{Pointer: "/worker", Rule: "lease_holder", Detail: "not the worker holding the lease"},
+			fmt.Sprintf("effect %s is claimed by another worker", e.ID))
 	case leaseExpired(e.EffectData, now):
-		return conflict(fmt.Sprintf("the lease of effect %s ended at %s; claim it again", e.ID, e.LeaseUntil))
+		return conflict(fault.FieldError{Pointer: "/lease_token", Rule: "lease_expired", Detail: "the lease ended at " + e.LeaseUntil},
+			fmt.Sprintf("the lease of effect %s ended at %s; claim it again", e.ID, e.LeaseUntil))
 	}
 	return nil
 }
