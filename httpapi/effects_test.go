@@ -581,3 +581,44 @@ func TestEffectFinishConflictsNameTheRule(t *testing.T) {
 	check("complete after the lease", "complete", map[string]any{"worker": "A", "lease_token": tok}, "/lease_token", "lease_expired")
 	check("fail after the lease", "fail", map[string]any{"worker": "A", "lease_token": tok, "retry": true}, "/lease_token", "lease_expired")
 }
+
+// TestResetMainKeepsTheOutbox: moving main back to a commit from before
+// an effect was claimed, sent or failed would make the outbox forget that
+// it went out: the next claim would take it and send it again. Such a
+// reset is refused with 409 naming /to and changes nothing; a reset that
+// leaves every such effect as it is, or of another branch, goes through.
+func TestResetMainKeepsTheOutbox(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("o", "")
+	created := e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": "k", "kind": "email"}), 201)
+	id := effect(created)["id"].(string)
+	c := e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "A"}), 200)
+	tok := c["effects"].([]any)[0].(map[string]any)["lease_token"]
+	sent := e.must(e.post("/v1/contexts/o/effects/"+id+"/complete", map[string]any{"worker": "A", "lease_token": tok}), 200)
+	e.must(e.post("/v1/contexts/o/branches", map[string]any{"name": "old", "at": created["commit"]}), 201)
+	note := e.must(e.post("/v1/contexts/o/artifacts", map[string]any{"id": "n1", "type": "note", "data": map[string]any{"text": "after"}}), 201)
+	for _, to := range []any{created["commit"], c["commit"], "old"} {
+		r := e.post("/v1/contexts/o/branches/main/reset", map[string]any{"to": to})
+		if r.status != 409 {
+			if got := e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "B"}), 200)["effects"].([]any); len(got) == 1 {
+				t.Fatalf("reset of main to %v: %d, and the sent effect was claimed again: %v", to, r.status, got)
+			}
+			t.Fatalf("reset of main to %v: %d %s", to, r.status, r.body)
+		}
+		errs, _ := r.obj(t)["errors"].([]any)
+		if len(errs) != 1 || errs[0].(map[string]any)["pointer"] != "/to" || errs[0].(map[string]any)["rule"] != "outbox" {
+			t.Fatalf("reset to %v: %s", to, r.body)
+		}
+		if head := e.must(e.get("/v1/contexts/o/hash"), 200)["commit"]; head != note["commit"] {
+			t.Fatalf("a refused reset moved main to %v", head)
+		}
+	}
+	// Back to the commit that sent it: the effect is as it is.
+	e.must(e.post("/v1/contexts/o/branches/main/reset", map[string]any{"to": sent["commit"]}), 200)
+	// Another branch may go anywhere: the outbox works on main.
+	e.must(e.post("/v1/contexts/o/branches/old/reset", map[string]any{"to": note["commit"]}), 200)
+	e.must(e.post("/v1/contexts/o/branches/old/reset", map[string]any{"to": created["commit"]}), 200)
+	if got := e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "B"}), 200)["effects"].([]any); len(got) != 0 {
+		t.Fatalf("claimed again: %v", got)
+	}
+}

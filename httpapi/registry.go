@@ -147,6 +147,20 @@ func (s *Server) handleResetBranch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &Error{Code: CodeStaleParent, Detail: fmt.Sprintf("parent %s is not the head of %q", parent.Short(), branch), Extra: map[string]any{"head": *prev}})
 		return
 	}
+	// Main is the outbox's: it may not move back past a claim. The move
+	// then expects the head that was checked.
+	checked, err := s.svc.CheckOutboxReset(r.Context(), ctxID, branch, to)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !checked.IsZero() {
+		if parent != nil && *parent != checked {
+			s.writeError(w, r, &Error{Code: CodeStaleParent, Detail: fmt.Sprintf("parent %s is not the head of %q", parent.Short(), branch), Extra: map[string]any{"head": checked}})
+			return
+		}
+		parent, prev = &checked, &checked
+	}
 	// The store re-checks the head atomically when it moves the ref.
 	if err := s.st.ResetBranchIf(r.Context(), ctxID, branch, to.ID, parent); err != nil {
 		s.writeError(w, r, err)

@@ -808,3 +808,50 @@ func CheckEffectStatus(status string) error {
 	return &fault.Error{Code: fault.InvalidQuery, Detail: "status must be pending, claimed, sent or failed",
 		Errors: []fault.FieldError{{Parameter: "status", Rule: "enum", Detail: "want pending, claimed, sent or failed"}}}
 }
+
+// CheckOutboxReset refuses, with a 409 naming /to (rule outbox), a move
+// of branch to commit to that would take an effect of the outbox back:
+// every effect at the branch's head that a claim has reached (claimed,
+// sent, failed, or pending again after a failed attempt) must be at to
+// as it is, or the next claim would send it again. The outbox works on
+// the default branch; other branches are not checked (head is then the
+// zero digest). It returns the head it checked, which the move must
+// expect. Errors are *fault.Error values.
+func (s *Service) CheckOutboxReset(ctx context.Context, ctxID, branch string, to *replay.Commit) (head hashing.Digest, err error) {
+	if branch != store.DefaultBranch {
+		return hashing.Digest{}, nil
+	}
+	var reached []EffectView
+	err = s.st.Read(ctx, ctxID, branch, func(v *store.View) error {
+		head = v.Commit.ID
+		all, err := effectsOf(v)
+		for _, e := range all {
+			if e.Status != EffectPending || e.Attempts > 0 {
+				reached = append(reached, e)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return hashing.Digest{}, err
+	}
+	var behind []string
+	for _, e := range reached {
+		a, _, err := s.st.ArtifactAt(ctx, ctxID, to, e.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return hashing.Digest{}, err
+		case a.Type == TypeEffect && a.ContentHash == e.ContentHash:
+			continue
+		}
+		behind = append(behind, e.ID)
+	}
+	if len(behind) == 0 {
+		return head, nil
+	}
+	return hashing.Digest{}, &fault.Error{Code: fault.Conflict,
+		Detail: fmt.Sprintf("moving %s to %s would take %d effect(s) of the outbox back to before a claim, and the next claim would send them again: move it to a commit that holds them as they are, or write on another branch", branch, to.ID.Short(), len(behind)),
+		Errors: []fault.FieldError{{Pointer: "/to", Rule: "outbox", Detail: "holds an effect of the outbox as it was before a claim, or not at all"}},
+		Extra:  map[string]any{"effects": behind}}
+}
