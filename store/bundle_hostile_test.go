@@ -336,3 +336,70 @@ func TestBundleRefusesNonCanonicalObjects(t *testing.T) {
 		})
 	}
 }
+
+// TestImportRefusesTheZeroTime: a commit stamped 0001-01-01T00:00:00Z
+// verifies (its id covers that string), but the store reads a zero time
+// as "use the clock", so it cannot write that commit again. Import must
+// refuse such a bundle before writing anything, whether the zero time is
+// on the root commit or on a later one.
+func TestImportRefusesTheZeroTime(t *testing.T) {
+	const zero = "0001-01-01T00:00:00Z"
+	ctx := context.Background()
+	rs, err := graph.LookupRuleset("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := mOpen(t, t.TempDir())
+	if _, err := src.CreateContext(ctx, "x", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	made := mHead(t, src, "x", "main")
+	for _, c := range []struct{ name, rootTime, commitTime string }{
+		{"on the root commit", zero, "2026-05-06T07:08:10Z"},
+		{"on a later commit", made.Time, zero},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root, err := replay.NewCommit(nil, nil, hashing.EmptyContextHash(), made.Author, made.Message, c.rootTime)
+			if err != nil {
+				t.Fatal(err)
+			}
+			root.Seq = 1
+			blob := []byte("bytes carried along")
+			data := []byte(`{"body":"` + hashing.Sum(blob).String() + `"}`)
+			h := hashing.ContentHash(data)
+			ops := []graph.Op{{Op: graph.OpPut, ID: "n", Type: "note", Version: 1, ContentHash: h}}
+			st := graph.NewStateFor(rs)
+			if _, err := st.ApplyOps(ops); err != nil {
+				t.Fatal(err)
+			}
+			next, err := replay.NewCommit([]hashing.Digest{root.ID}, ops, st.Hash(), "t", "m", c.commitTime)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next.Seq, next.Artifacts = 2, 1
+			var buf bytes.Buffer
+			bw, err := replay.NewBundleWriter(&buf, replay.BundleHeader{Context: "x",
+				Settings: replay.BundleSettings{Quarantine: "observe", Created: c.rootTime},
+				Branches: []replay.BundleBranch{{Name: "main", Head: next.ID}}, Commits: 2, Objects: 1, Blobs: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, err := range []error{bw.Commit(root, nil), bw.Commit(next, ops), bw.Object(h, data), bw.Blob(hashing.Sum(blob), blob), bw.Close()} {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			b, err := replay.ReadBundle(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Verify(ctx, "", replay.Options{}); err != nil {
+				t.Fatalf("fixture: the bundle does not verify: %v", err)
+			}
+			if err := store.CheckBundle(ctx, b, nil); err == nil || !strings.Contains(err.Error(), zero) {
+				t.Errorf("CheckBundle: %v, want a refusal naming %s", err, zero)
+			}
+			refusedCleanly(t, b, "x")
+		})
+	}
+}

@@ -302,9 +302,9 @@ type importPlan struct {
 
 // planImport checks, before anything is written, that the store can
 // reproduce every commit of b: one root commit with no ops (what
-// CreateContext writes), every other commit with a parent and a time that
-// formats back to the recorded string, a known quarantine setting and a
-// main branch.
+// CreateContext writes), every other commit with a parent, every time one
+// that formats back to the recorded string and is not the zero time, a
+// known quarantine setting and a main branch.
 func planImport(b *replay.Bundle) (*importPlan, error) {
 	p := &importPlan{mode: b.Header.Settings.Quarantine, created: b.Header.Settings.Created}
 	switch p.mode {
@@ -350,6 +350,9 @@ func planImport(b *replay.Bundle) (*importPlan, error) {
 		if err != nil || hashing.FormatTime(t) != c.Time {
 			return nil, fmt.Errorf("%w: commit %s has time %q, which is not in the form this store writes (RFC 3339, UTC, nanoseconds without trailing zeros), so its id cannot be reproduced", ErrInvalid, c.ID.Short(), c.Time)
 		}
+		if t.IsZero() {
+			return nil, zeroTimeError(c)
+		}
 		p.commits = append(p.commits, c)
 		p.times = append(p.times, t)
 	}
@@ -365,12 +368,22 @@ func checkRoot(root *replay.Commit, created string) (time.Time, error) {
 	if err != nil || hashing.FormatTime(at) != root.Time || created != root.Time {
 		return time.Time{}, fmt.Errorf("%w: root commit %s has time %q (context created %q); want one RFC 3339 UTC time", ErrInvalid, root.ID.Short(), root.Time, created)
 	}
+	if at.IsZero() {
+		return time.Time{}, zeroTimeError(root)
+	}
 	rs := graph.RulesetOf(root.Message)
 	if len(root.Parents) != 0 || root.NumOps != 0 || root.Author != "artifactd" ||
 		(root.Message != "create context" && root.Message != graph.RootMessage(rs)) {
 		return time.Time{}, fmt.Errorf("%w: root commit %s is not a context's creation commit", ErrInvalid, root.ID.Short())
 	}
 	return at, nil
+}
+
+// zeroTimeError refuses commit c, stamped with the zero time: the store
+// writes a commit or a context given the zero time at its clock's time, so
+// it cannot write c again with its id.
+func zeroTimeError(c *replay.Commit) error {
+	return fmt.Errorf("%w: commit %s has time %q, the zero time, which this store takes for \"now\", so its id cannot be reproduced", ErrInvalid, c.ID.Short(), c.Time)
 }
 
 // importRoot creates the context with the bundle's root commit, checked
