@@ -38,7 +38,9 @@ import (
 // A pruned line stands for a named blob whose bytes the store pruned after
 // its retention window (a spilled tool output): the bundle carries the
 // fact, not the bytes; the header counts them as "pruned" (omitted when
-// there are none, so bundles without pruned blobs are unchanged).
+// there are none, so bundles without pruned blobs are unchanged). No hash
+// covers a pruned line's time (nor the header's settings): an importer
+// keeps its own record of a blob it pruned itself.
 //
 // Nothing in a bundle depends on when or where it was written: exporting
 // the same commits twice gives the same bytes.

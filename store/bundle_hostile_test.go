@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/artifactd/artifactd/gate"
 	"github.com/artifactd/artifactd/graph"
@@ -401,5 +402,54 @@ func TestImportRefusesTheZeroTime(t *testing.T) {
 			}
 			refusedCleanly(t, b, "x")
 		})
+	}
+}
+
+// TestImportKeepsTheStoresPruneTime: a pruned line's time is covered by
+// no hash. A bundle that lists as pruned a blob this store pruned itself
+// must not rewrite when the store says it was pruned: that answer belongs
+// to the context whose spill it was.
+func TestImportKeepsTheStoresPruneTime(t *testing.T) {
+	ctx := context.Background()
+	s := mOpen(t, t.TempDir())
+	if _, err := s.CreateContext(ctx, "run", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	text := []byte("the whole output of a tool")
+	d, err := s.PutBlob(ctx, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]any{"tool": "t", "model_view": "…", "total_chars": len(text), "truncated": true, "omitted_chars": len(text) - 1, "full_blob": d.String()}
+	if _, err := s.Commit(ctx, store.CommitRequest{Context: "run", Author: "gate", Message: "put o",
+		Ops: []graph.Op{mPut("o", "tool_output", data)}, Blobs: []hashing.Digest{d}, Spills: []hashing.Digest{d}}); err != nil {
+		t.Fatal(err)
+	}
+	pruned := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	if n, err := s.PruneSpills(ctx, pruned.Add(time.Hour), pruned, 0); n != 1 || err != nil {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	want, ok := s.BlobPruned(ctx, d)
+	if !ok || want != hashing.FormatTime(pruned) {
+		t.Fatalf("fixture: pruned %v at %q", ok, want)
+	}
+	lines := bundleLines(t, s, "run")
+	edited := false
+	for _, l := range lines {
+		if l["type"] == "pruned" {
+			l["pruned_at"], edited = "2001-02-03T04:05:06Z", true
+		}
+	}
+	if !edited {
+		t.Fatal("fixture: the bundle lists no pruned blob")
+	}
+	if _, err := s.Import(ctx, readLines(t, lines), "copy"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.BlobPruned(ctx, d); got != want {
+		t.Fatalf("after the import the store says blob %s was pruned at %q; it pruned it at %q", d.Short(), got, want)
+	}
+	if _, err := s.GetContextBlob(ctx, "run", d); !errors.Is(err, store.ErrPruned) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("the owner's read: %v, want pruned at %s", err, want)
 	}
 }

@@ -39,7 +39,8 @@ type ImportResult struct {
 // bundle's branches are set. The context holds every blob the bundle
 // carries, and those it lists as pruned (only blobs its tool outputs
 // name) unless this store holds their bytes for another context: those
-// stay the other's. Errors: ErrExists (the context exists),
+// stay the other's. A pruned line's time is covered by no hash: it is
+// recorded only for a blob this store has no prune time for. Errors: ErrExists (the context exists),
 // ErrInvalid (a bundle this store cannot reproduce), the bundle's
 // verification error (*replay.ChainError, replay.ErrBundle), and I/O
 // errors; after a failure part-way the context is left partially imported
@@ -86,8 +87,13 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 			}
 			continue
 		}
-		if err := s.markPruned(d, at); err != nil {
-			return nil, err
+		// A blob this store pruned keeps the time it was pruned at: the
+		// bundle's, which no hash covers, would rewrite what the store
+		// answers about another context's spill.
+		if _, was := s.BlobPruned(ctx, d); !was {
+			if err := s.markPruned(d, at); err != nil {
+				return nil, err
+			}
 		}
 		if _, err := s.AddBlobMember(ctx, ctxID, d); err != nil {
 			return nil, err
