@@ -130,6 +130,22 @@ func OpsHash(ops []Op) (hashing.Digest, []byte, error) {
 	return hashing.OpsHash(canon), canon, nil
 }
 
+// RecordedAs reports whether op, as a commit's record writes it, is in the
+// form a store records for the change c it made: a put with its version
+// written out, a link whose attrs are absent exactly when c's are. The
+// ops hash covers ops as written, so an op in another form (a put of
+// version 0, attrs that are an empty object written otherwise) replays to
+// the same state under an ops hash no store writes.
+func RecordedAs(op Op, c Change) bool {
+	switch op.Op {
+	case OpPut:
+		return op.Version == c.Op.Version
+	case OpLink:
+		return emptyAttrs(op.Attrs) == (len(c.Op.Attrs) == 0)
+	}
+	return true
+}
+
 func emptyAttrs(a json.RawMessage) bool {
 	t := bytes.TrimSpace(a)
 	return len(t) == 0 || bytes.Equal(t, []byte("{}")) || bytes.Equal(t, []byte("null"))

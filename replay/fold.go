@@ -196,7 +196,8 @@ func FoldCommits(ctx context.Context, src Source, commits []*Commit, opts Option
 
 // ApplyCommit replays commit c onto st, the state at c's first parent,
 // and verifies it as a fold does: its ops, read from src, hash to its ops
-// hash, number what it records and replay with no no-op, and the state
+// hash, number what it records and replay with no no-op, each in the form
+// a store records (graph.RecordedAs), and the state
 // after them hashes to its context hash. It returns the changes. A
 // *ChainError says why c does not replay; st may then be changed and
 // must not be used. (Fold also checks the commit's header against its id
@@ -226,6 +227,9 @@ func ApplyCommit(ctx context.Context, src Source, st *graph.State, c *Commit) ([
 	for i, ch := range changes {
 		if ch.Noop {
 			return fail(fmt.Sprintf("op %d is a no-op, which is never recorded", i), graph.ErrCorrupt)
+		}
+		if !graph.RecordedAs(ops[i], ch) {
+			return fail(fmt.Sprintf("op %d is not in the form a store records (a put's version written out, a link's empty attrs left out), so no store writes this commit", i), graph.ErrCorrupt)
 		}
 	}
 	if got := st.Hash(); got != c.ContextHash {

@@ -453,3 +453,77 @@ func TestImportKeepsTheStoresPruneTime(t *testing.T) {
 		t.Fatalf("the owner's read: %v, want pruned at %s", err, want)
 	}
 }
+
+// TestBundleRefusesOpsNotInRecordedForm: the ops hash covers a commit's
+// ops as its record writes them, and a store records every op resolved:
+// a put with its version, a link whose attrs are absent when empty. A
+// bundle whose ops are in another form (a put of version 0, attrs "{ }"),
+// with every hash computed over that form, replays to the right state but
+// names an ops hash no store writes, so no store can write the commit
+// again. It fails verification, naming the commit, and import writes
+// nothing.
+func TestBundleRefusesOpsNotInRecordedForm(t *testing.T) {
+	ctx := context.Background()
+	rs, err := graph.LookupRuleset("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(`{"text":"x"}`)
+	h := hashing.ContentHash(data)
+	put := func(id string, version int64) graph.Op {
+		return graph.Op{Op: graph.OpPut, ID: id, Type: "note", Version: version, ContentHash: h}
+	}
+	for _, c := range []struct {
+		name string
+		ops  []graph.Op
+		// edit turns the bundle's bytes into the form the hashes cover.
+		edit func(b []byte) []byte
+	}{
+		{"a put of version 0", []graph.Op{put("n", 0)}, nil},
+		{"attrs written as { }", []graph.Op{put("a", 1), put("b", 1), {Op: graph.OpLink, From: "a", Rel: "derived_from", To: "b", Attrs: []byte("{ }")}},
+			func(b []byte) []byte { return bytes.Replace(b, []byte(`"attrs":{}`), []byte(`"attrs":{ }`), 1) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := mOpen(t, t.TempDir())
+			if _, err := src.CreateContext(ctx, "x", store.ModeObserve); err != nil {
+				t.Fatal(err)
+			}
+			root := mHead(t, src, "x", "main")
+			st := graph.NewStateFor(rs)
+			if _, err := st.ApplyOps(c.ops); err != nil {
+				t.Fatal(err)
+			}
+			next, err := replay.NewCommit([]hashing.Digest{root.ID}, c.ops, st.Hash(), "t", "m", "2026-05-06T07:08:10Z")
+			if err != nil {
+				t.Fatal(err)
+			}
+			next.Seq = root.Seq + 1
+			var buf bytes.Buffer
+			bw, err := replay.NewBundleWriter(&buf, replay.BundleHeader{Context: "x", Settings: replay.BundleSettings{Quarantine: "observe", Created: root.Time},
+				Branches: []replay.BundleBranch{{Name: "main", Head: next.ID}}, Commits: 2, Objects: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, err := range []error{bw.Commit(root, nil), bw.Commit(next, c.ops), bw.Object(h, data), bw.Close()} {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			raw := buf.Bytes()
+			if c.edit != nil {
+				if raw = c.edit(raw); bytes.Equal(raw, buf.Bytes()) {
+					t.Fatal("fixture: the edit changed nothing")
+				}
+			}
+			b, err := replay.ReadBundle(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ce *replay.ChainError
+			if _, err := b.Verify(ctx, "", replay.Options{}); !errors.As(err, &ce) || ce.Commit != next.ID {
+				t.Fatalf("verify: %v, want a broken chain at %s", err, next.ID.Short())
+			}
+			refusedCleanly(t, b, "x")
+		})
+	}
+}
