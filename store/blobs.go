@@ -423,6 +423,31 @@ func (s *Store) AddBlobMember(ctx context.Context, ctxID string, d hashing.Diges
 	return true, nil
 }
 
+// blobsHeldByOthers returns the blobs of want that a context other than
+// ctxID holds, in one pass over the membership records (none when want is
+// empty).
+func (s *Store) blobsHeldByOthers(ctx context.Context, ctxID string, want map[hashing.Digest]string) (map[hashing.Digest]bool, error) {
+	held := map[hashing.Digest]bool{}
+	if len(want) == 0 {
+		return held, nil
+	}
+	err := kv.ScanKeys(ctx, s.kv, []byte(pBlobMember), nil, 0, func(key []byte) error {
+		rest := key[len(pBlobMember):]
+		if len(rest) < 34 || rest[len(rest)-33] != 0 || string(rest[:len(rest)-33]) == ctxID {
+			return nil
+		}
+		d := hashing.Digest(rest[len(rest)-32:])
+		if _, ok := want[d]; ok {
+			held[d] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read blob memberships: %w", err)
+	}
+	return held, nil
+}
+
 // BlobMember reports whether context ctxID holds blob d.
 func (s *Store) BlobMember(ctx context.Context, ctxID string, d hashing.Digest) (bool, error) {
 	if ValidateContextID(ctxID) != nil {

@@ -38,8 +38,9 @@ type ImportResult struct {
 // sets b.Header.Settings.Quarantine before the call). Then the
 // bundle's branches are set. The context holds every blob the bundle
 // carries, and those it lists as pruned (only blobs its tool outputs
-// name) unless this store holds their bytes for another context: those
-// stay the other's. A pruned line's time is covered by no hash: it is
+// name) unless this store holds their bytes for another context (those
+// stay the other's) or another context holds them with their bytes lost
+// (a loss fsck reports, which a prune would hide). A pruned line's time is covered by no hash: it is
 // recorded only for a blob this store has no prune time for. Errors: ErrExists (the context exists),
 // ErrInvalid (a bundle this store cannot reproduce), the bundle's
 // verification error (*replay.ChainError, replay.ErrBundle), and I/O
@@ -77,11 +78,18 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 			return nil, err
 		}
 	}
-	for d, at := range b.PrunedBlobs() {
+	pruned := b.PrunedBlobs()
+	others, err := s.blobsHeldByOthers(ctx, ctxID, pruned)
+	if err != nil {
+		return nil, err
+	}
+	for d, at := range pruned {
 		// Bytes this store holds for another context stay theirs: the
 		// bundle does not carry them, so the imported context gets no
-		// access to them, and they are not pruned.
-		if held, err := s.HasBlob(ctx, d); err != nil || held {
+		// access to them, and they are not pruned. Nor is a blob another
+		// context holds whose bytes are gone: that is a loss fsck
+		// reports, not a prune.
+		if held, err := s.HasBlob(ctx, d); err != nil || held || others[d] {
 			if err != nil {
 				return nil, err
 			}
