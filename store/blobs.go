@@ -327,6 +327,11 @@ func (s *Store) OpenBlob(ctx context.Context, d hashing.Digest) (*BlobReader, er
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", d, err)
 	}
+	if len(m.chunks) == 0 && hashing.Sum(nil) != d {
+		// The blob's hash is checked as its last chunk is read: a
+		// manifest listing none would give empty bytes unchecked.
+		return nil, fmt.Errorf("%w: blob %s: its manifest lists no chunk, and it is not the empty blob", ErrCorrupt, d)
+	}
 	return &BlobReader{ctx: ctx, s: s, d: d, m: m, sum: sha256.New()}, nil
 }
 

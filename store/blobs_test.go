@@ -118,6 +118,12 @@ func TestBlobChunkCorruption(t *testing.T) {
 		{"short", func(s *Store, d hashing.Digest) error {
 			return s.kv.Commit(context.Background(), kvBatchSet(keyBlobChunk(d, 0), []byte("x")))
 		}},
+		{"manifest emptied", func(s *Store, d hashing.Digest) error {
+			// A manifest that lists no chunk: nothing is read, so no
+			// chunk's hash, nor the blob's, is ever checked.
+			m := manifest{chunkSize: BlobChunkSize}
+			return s.kv.Commit(context.Background(), kvBatchSet(keyBlobManifest(d), m.encode()))
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
