@@ -765,13 +765,20 @@ var effectCheck = reservedCheck(TypeEffect)
 func (s *Service) Now() time.Time { return s.now() }
 
 // ListEffects returns the effects of view v sorted by id after cursor
-// (an id; "" from the first), at most limit of them, each with
-// LeaseExpired as of now; status, when set, keeps one status, where a
-// claimed effect whose lease has expired counts as pending. more says
-// whether effects are left after the last one returned.
+// (an id; "" from the first), at most limit of them (at least 1, or an
+// invalid-query error naming limit), each with LeaseExpired as of now;
+// status, when set, keeps one status, where a claimed effect whose lease
+// has expired counts as pending. more says whether effects are left after
+// the last one returned.
 func ListEffects(v *store.View, status, cursor string, limit int, now time.Time) (items []EffectView, more bool, err error) {
 	if err := CheckEffectStatus(status); err != nil {
 		return nil, false, err
+	}
+	if limit < 1 {
+		// A page of none with more left would give a caller no cursor
+		// to go on from.
+		return nil, false, &fault.Error{Code: fault.InvalidQuery, Detail: fmt.Sprintf("limit must be at least 1, not %d", limit),
+			Errors: []fault.FieldError{{Parameter: "limit", Rule: "minimum", Detail: "at least 1"}}}
 	}
 	all, err := effectsOf(v)
 	if err != nil {

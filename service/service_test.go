@@ -371,3 +371,49 @@ func TestCreateEffectInputRules(t *testing.T) {
 		})
 	}
 }
+
+// TestListEffectsLimitAtLeastOne: a page of no effects with more left
+// gives its caller no id to go on from (the HTTP door indexed the page's
+// last item), so a limit under 1 is refused, naming limit; a limit of 1
+// pages through every effect.
+func TestListEffectsLimitAtLeastOne(t *testing.T) {
+	s, _ := newService(t)
+	ctx := t.Context()
+	for _, k := range []string{"k1", "k2"} {
+		if _, err := s.CreateEffect(ctx, "o", EffectInput{IdempotencyKey: k, Kind: "email"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(cursor string, limit int) (items []EffectView, more bool, err error) {
+		rerr := s.st.Read(ctx, "o", "main", func(v *store.View) error {
+			items, more, err = ListEffects(v, "", cursor, limit, s.Now())
+			return nil
+		})
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		return items, more, err
+	}
+	for _, limit := range []int{0, -1} {
+		items, more, err := read("", limit)
+		fe := Classify(err)
+		if fe.Code != fault.InvalidQuery || len(fe.Errors) != 1 || fe.Errors[0].Parameter != "limit" {
+			t.Fatalf("limit %d: %d items, more %v, err %v; want an invalid query naming limit", limit, len(items), more, err)
+		}
+	}
+	var seen []string
+	for cursor := ""; ; {
+		items, more, err := read(cursor, 1)
+		if err != nil || len(items) != 1 {
+			t.Fatalf("after %q: %d items, %v", cursor, len(items), err)
+		}
+		seen = append(seen, items[0].IdempotencyKey)
+		if !more {
+			break
+		}
+		cursor = items[0].ID
+	}
+	if len(seen) != 2 {
+		t.Fatalf("paged through %v, want both effects", seen)
+	}
+}
