@@ -130,7 +130,7 @@ type ErrorView struct {
 // neutralised once more; false when that leaves it invalid JSON or over
 // the limit (the caller then cuts it as plain text).
 func safeAgain(capped *string, opt SanitizeOptions) bool {
-	again := modelSafe(*capped, neutraliseError, opt)
+	again := modelSafe(*capped, cleanError, opt)
 	if again == *capped {
 		return true
 	}
@@ -148,7 +148,7 @@ func safeAgain(capped *string, opt SanitizeOptions) bool {
 func SanitizeError(msg string, opt SanitizeOptions) ErrorView {
 	opt = opt.norm()
 	masked := opt.mask(strings.ToValidUTF8(msg, "\uFFFD"))
-	body := modelSafe(defangTags(masked), neutraliseError, opt)
+	body := modelSafe(masked, cleanError, opt)
 	v := ErrorView{Masked: masked, TotalChars: utf8.RuneCountInString(masked)}
 	if utf8.RuneCountInString(body) > opt.MaxErrorChars {
 		if capped, ok := capStructured(body, opt.MaxErrorChars); ok && safeAgain(&capped, opt) {
@@ -211,13 +211,10 @@ func SanitizeOutput(full string, blobRef string, opt SanitizeOptions) OutputView
 	opt = opt.norm()
 	full = opt.mask(strings.ToValidUTF8(full, "\uFFFD"))
 	total := utf8.RuneCountInString(full)
-	// Only the gate writes a notice line: one in the tool's own text
-	// could point the model at another blob.
-	full = defangTags(full)
 	v := OutputView{BlobRef: blobRef, TotalChars: total}
 	limit := opt.MaxOutputChars
 	if total <= limit {
-		v.ModelView = modelSafe(full, neutralise, opt)
+		v.ModelView = modelSafe(full, cleanOutput, opt)
 		return v
 	}
 
@@ -250,6 +247,14 @@ func SanitizeOutput(full string, blobRef string, opt SanitizeOptions) OutputView
 	v.OmittedChars = total - shown
 	v.Truncated = true
 
+	// The head and the tail are made safe each on its own, and the notice
+	// is written between them afterwards: cleaned together, a tag opened
+	// in the head and closed in the tail took the notice with it, and the
+	// notice's tag would be defanged as a tool's. A sequence tag left open
+	// at the head's end ("<s ") loses its '<' so that it cannot close in
+	// the tail.
+	head = defangOpenAtEnd(modelSafe(head, cleanOutput, opt))
+	tail = modelSafe(tail, cleanOutput, opt)
 	var b strings.Builder
 	b.WriteString(head)
 	if !strings.HasSuffix(head, "\n") {
@@ -258,7 +263,7 @@ func SanitizeOutput(full string, blobRef string, opt SanitizeOptions) OutputView
 	b.WriteString(outputNotice(v.OmittedChars, total, ref))
 	b.WriteByte('\n')
 	b.WriteString(tail)
-	view := modelSafe(b.String(), neutralise, opt)
+	view := b.String()
 	if utf8.RuneCountInString(view) > limit { // only when the notice alone is over the limit
 		view = truncateRunes(view, limit)
 	}
@@ -284,6 +289,46 @@ func modelSafe(s string, clean func(string) string, opt SanitizeOptions) string 
 	return s
 }
 
+// cleanOutput removes the structural markers from an output's text, then
+// defangs the gate's framing tags: removing a marker can join a tag's
+// halves ("[OUTPUT TRUNC<|x|>ATED: "), so the tags are defanged last.
+func cleanOutput(s string) string { return defangTags(neutralise(s)) }
+
+// cleanError is cleanOutput for an error's text, whose code-fence lines go
+// too (neutraliseError).
+func cleanError(s string) string { return defangTags(neutraliseError(s)) }
+
+// defangOpenAtEnd removes the '<' (and a following '/') of every role or
+// sequence tag opened after the last '>' of s, which a '>' written after s
+// could close.
+func defangOpenAtEnd(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := strings.LastIndexByte(s, '>') + 1; i < len(s); i++ {
+		if s[i] != '<' {
+			continue
+		}
+		j := i + 1
+		if j < len(s) && s[j] == '/' {
+			j++
+		}
+		k := j
+		for k < len(s) && isTagNameChar(s[k]) {
+			k++
+		}
+		if k == j || !isRoleName([]byte(s[j:k])) {
+			continue
+		}
+		b.WriteString(s[last:i])
+		last = j
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
 // defangTags turns the gate's own framing tags inside a tool's text
 // (OutputNoticeTag, ErrorPrefix) into look-alikes with parentheses, so
 // that only the gate's lines carry them; the length is kept.
@@ -306,10 +351,11 @@ func outputNotice(omitted, total int, ref string) string {
 		" characters omitted; " + where + "]"
 }
 
-// cleanRef keeps a blob reference on one line and short.
+// cleanRef keeps a blob reference on one line and short, and without the
+// brackets that make up structural markers (the notice is not cleaned).
 func cleanRef(ref string) string {
 	ref = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r == '\u2028' || r == '\u2029' {
+		if r < 0x20 || r == 0x7f || r == '\u2028' || r == '\u2029' || strings.ContainsRune("<>[]", r) {
 			return -1
 		}
 		return r
