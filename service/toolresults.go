@@ -7,6 +7,7 @@ import (
 
 	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/hashing"
 )
 
 // Tool results: POST /v1/contexts/{ctx}/tool-results turns a tool's error
@@ -85,12 +86,19 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 	opt := s.sanitizeOptions()
 	tool := truncateChars(opt.Mask(in.Tool), maxToolNameChars)
 	// The id and the edges' attributes name and join artifacts: masked,
-	// they would name others. A declared secret in them is refused.
+	// they would name others. A declared secret in them is refused. The
+	// attributes are looked at as they will be stored, canonical: escapes
+	// that no encoder writes ("\u0051" for "Q") are decoded there. Ones
+	// that are not JSON objects are refused by the write.
 	if err := refuseSecret(opt, "/id", in.ID); err != nil {
 		return nil, err
 	}
 	for i, e := range in.Edges {
-		if err := refuseSecret(opt, "/edges/"+strconv.Itoa(i)+"/attrs", string(e.Attrs)); err != nil {
+		attrs := []byte(e.Attrs)
+		if c, err := hashing.CanonicalizeObject(attrs); err == nil {
+			attrs = c
+		}
+		if err := refuseSecret(opt, "/edges/"+strconv.Itoa(i)+"/attrs", string(attrs)); err != nil {
 			return nil, err
 		}
 	}

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/store"
 	"github.com/artifactd/artifactd/store/kv/memkv"
 )
@@ -119,5 +121,33 @@ func TestFetchVerdictKeepsDeclaredSecretsOut(t *testing.T) {
 	}
 	if strings.Contains(string(fw.Artifact.Data), secret) || fw.Verdict != gate.Failed {
 		t.Errorf("%s: the declared secret is stored in the verdict:\n%s", fw.Verdict, fw.Artifact.Data)
+	}
+}
+
+// TestToolResultRefusesAnEscapedSecretInAttrs: an edge's attributes are
+// checked for a declared secret as they will be stored (canonical JSON),
+// so a secret written with escapes no encoder would use ("\u0051" for
+// "Q") is refused too; it was stored decoded before.
+func TestToolResultRefusesAnEscapedSecretInAttrs(t *testing.T) {
+	ctx := context.Background()
+	s, _ := secretService(t)
+	out := "fine"
+	if _, err := s.RecordToolResult(ctx, "k", ToolResultInput{ID: "t0", Tool: "ls", OK: true, Output: &out}); err != nil {
+		t.Fatal(err)
+	}
+	escaped := `\u00` + strconv.FormatInt(int64(declaredSecret[0]), 16) + declaredSecret[1:]
+	in := ToolResultInput{ID: "t1", Tool: "ls", OK: true, Output: &out,
+		Edges: []EdgeInput{{Rel: "uses", To: "t0", Attrs: json.RawMessage(`{"note":"pw ` + escaped + `"}`)}}}
+	stored, err := hashing.CanonicalizeObject(in.Edges[0].Attrs)
+	if err != nil || !strings.Contains(string(stored), declaredSecret) {
+		t.Fatalf("the attributes are stored as %s (%v), without the secret", stored, err)
+	}
+	_, err = s.RecordToolResult(ctx, "k", in)
+	if err == nil {
+		t.Fatalf("written with attributes %s", stored)
+	}
+	fe, ok := fault.As(err)
+	if !ok || fe.Code != fault.Invalid || len(fe.Errors) != 1 || fe.Errors[0].Pointer != "/edges/0/attrs" || fe.Errors[0].Rule != "no_secret" {
+		t.Errorf("%v, want 422 no_secret at /edges/0/attrs", err)
 	}
 }
