@@ -399,27 +399,33 @@ func fieldEdits(s string) []edit {
 			}
 			v += w
 		}
-		var stop func(byte) bool
+		var open byte // the quote a quoted value opens with
+		escaped := false
 		if quoted {
 			// A quoted value, or one quoted with escapes inside a JSON
 			// string ({\"password\": \"…\"} quoted in an error).
 			if v+1 < len(s) && s[v] == '\\' && s[v+1] == quote {
 				v++
+				escaped = true
 			}
 			if v == len(s) || (s[v] != '"' && s[v] != '\'') {
 				continue
 			}
+			open = s[v]
 			v++
-			stop = isQuotedValueStop
-		} else {
-			stop = isValueStop
-			if v < len(s) && (s[v] == '"' || s[v] == '\'') {
-				v++
-			}
+		} else if v < len(s) && (s[v] == '"' || s[v] == '\'') {
+			open = s[v]
+			v++
 		}
 		e := v
-		for e < len(s) && !stop(s[e]) && (s[e] < utf8.RuneSelf || spaceWidth(s, e) == 0) {
-			e++
+		if open != 0 {
+			// A quoted value runs to its closing quote, spaces and all
+			// ("correct horse battery staple").
+			e = quotedValueEnd(s, v, open, escaped)
+		} else {
+			for e < len(s) && !isValueStop(s[e]) && (s[e] < utf8.RuneSelf || spaceWidth(s, e) == 0) {
+				e++
+			}
 		}
 		// A value read and refused is not read again from a separator
 		// inside it (a_key=a_key=… read the rest of the text at every
@@ -577,13 +583,22 @@ func isValueStop(c byte) bool {
 	return false
 }
 
-// isQuotedValueStop ends a quoted secret value.
-func isQuotedValueStop(c byte) bool {
-	switch c {
-	case ' ', '\t', '\n', '\r', '\f', '\v', '<', '>', '"', '\'', '[', ']', '\\':
-		return true
+// quotedValueEnd returns the end of a secret value that opened with the
+// quote q just before s[v]: its closing quote, not one escaped with a
+// backslash, or the end of the line when it has none. A value whose opening
+// quote was escaped (\", inside a JSON string) ends at the next backslash.
+func quotedValueEnd(s string, v int, q byte, escaped bool) int {
+	for e := v; e < len(s); e++ {
+		switch c := s[e]; {
+		case c == '\n' || c == '\r' || c == q:
+			return e
+		case c == '\\' && escaped:
+			return e
+		case c == '\\' && e+1 < len(s) && s[e+1] != '\n' && s[e+1] != '\r':
+			e++ // an escaped character is part of the value
+		}
 	}
-	return false
+	return len(s)
 }
 
 // tokenPrefixesByFirst indexes knownTokenPrefixes by their first byte.

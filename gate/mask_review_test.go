@@ -144,3 +144,25 @@ func TestOutputNoticeSurvivesATagAcrossTheCut(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotedSecretValueWithSpaces: a quoted value of a secret-named field
+// is masked to its closing quote; a passphrase ("correct horse battery
+// staple") lost only its first word before, the rest shown as it was.
+func TestQuotedSecretValueWithSpaces(t *testing.T) {
+	for _, in := range []string{
+		`{"password": "correct horse battery staple", "user": "app"}`,
+		`password: "correct horse battery staple"`,
+		`DB_PASSWORD='correct horse battery staple'`,
+		`{"client_secret": "correct horse battery staple"}`,
+		`{"password":"a\"b correct horse battery staple"}`,
+		`{"error": "upstream: {\"password\": \"correct horse battery staple\"}"}`,
+	} {
+		out := MaskSecrets(in)
+		if strings.Contains(out, "horse battery") || strings.Contains(out, "staple") {
+			t.Errorf("%s\n  masked as %s", in, out)
+		}
+		if strings.Contains(in, `"user": "app"`) && !strings.Contains(out, `"user": "app"`) {
+			t.Errorf("%s\n  masked past its value: %s", in, out)
+		}
+	}
+}
