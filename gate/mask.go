@@ -173,18 +173,24 @@ func urlPasswordEdits(s string) []edit {
 		if !urlAuthorityStart(s, i) {
 			continue
 		}
-		// The user info: up to '@' without a stop byte; a ':' in it starts
-		// the password.
+		// The user info: up to the authority's last '@' (as URL parsers
+		// read it: a password may hold an unescaped '@'), without a stop
+		// byte; a ':' in it starts the password.
 		k := off
-		colon := -1
 		for k < len(s) && !isURLStop(s[k]) {
-			if s[k] == ':' && colon < 0 {
-				colon = k
-			}
 			k++
 		}
 		if k == len(s) || s[k] != '@' || k == off {
 			continue
+		}
+		for j := k + 1; j < len(s) && (s[j] == '@' || !isURLStop(s[j])); j++ {
+			if s[j] == '@' {
+				k = j
+			}
+		}
+		colon := strings.IndexByte(s[off:k], ':')
+		if colon >= 0 {
+			colon += off
 		}
 		switch {
 		case colon >= 0 && colon+1 < k:

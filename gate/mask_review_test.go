@@ -166,3 +166,22 @@ func TestQuotedSecretValueWithSpaces(t *testing.T) {
 		}
 	}
 }
+
+// TestURLPasswordWithAnAt: a URL password holding an unescaped '@' is
+// masked up to the last '@' of the authority, where URL parsers end the
+// user info; the part after its first '@' was shown before.
+func TestURLPasswordWithAnAt(t *testing.T) {
+	for _, in := range []string{
+		"dial mysql://root:s3cr3t@p4ssw0rd@db:3306/app failed",
+		"//root:s3cr3t@p4ssw0rd@db/app",
+		"https://ci:tok@p4ssw0rd@@example.com/x",
+	} {
+		out := MaskSecrets(in)
+		if strings.Contains(out, "p4ssw0rd") || strings.Contains(out, "s3cr3t") {
+			t.Errorf("%s\n  masked as %s", in, out)
+		}
+		if !strings.Contains(out, "@db") && !strings.Contains(out, "@example.com") {
+			t.Errorf("%s\n  lost its host: %s", in, out)
+		}
+	}
+}
