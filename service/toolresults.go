@@ -74,14 +74,21 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 		return nil, err
 	}
 	// The request schema's rule, for every door: an error when not ok, an
-	// output when ok, never both.
+	// output when ok, never both; the refusal names the field as the
+	// schema's does (a missing one required, an extra one not_allowed).
+	give, other, giveP, otherP := in.Output, in.Error, "/output", "/error"
+	detail := "a successful tool result has an output and no error"
+	if !in.OK {
+		give, other, giveP, otherP = in.Error, in.Output, "/error", "/output"
+		detail = "a failed tool result has an error and no output"
+	}
 	switch {
-	case in.OK && (in.Output == nil || in.Error != nil):
-		return nil, &fault.Error{Code: fault.Invalid, Detail: "a successful tool result has an output and no error",
-			Errors: []fault.FieldError{{Pointer: "/output", Rule: "required", Detail: "ok is true: give output, not error"}}}
-	case !in.OK && (in.Error == nil || in.Output != nil):
-		return nil, &fault.Error{Code: fault.Invalid, Detail: "a failed tool result has an error and no output",
-			Errors: []fault.FieldError{{Pointer: "/error", Rule: "required", Detail: "ok is false: give error, not output"}}}
+	case other != nil:
+		return nil, &fault.Error{Code: fault.Invalid, Detail: detail,
+			Errors: []fault.FieldError{{Pointer: otherP, Rule: "not_allowed", Detail: "property " + strconv.Quote(otherP[1:]) + " is not allowed here: ok is " + strconv.FormatBool(in.OK)}}}
+	case give == nil:
+		return nil, &fault.Error{Code: fault.Invalid, Detail: detail,
+			Errors: []fault.FieldError{{Pointer: giveP, Rule: "required", Detail: "missing property " + strconv.Quote(giveP[1:]) + ": ok is " + strconv.FormatBool(in.OK)}}}
 	}
 	opt := s.sanitizeOptions()
 	tool := truncateChars(opt.Mask(in.Tool), maxToolNameChars)

@@ -151,3 +151,29 @@ func TestToolResultRefusesAnEscapedSecretInAttrs(t *testing.T) {
 		t.Errorf("%v, want 422 no_secret at /edges/0/attrs", err)
 	}
 }
+
+// TestToolResultShapeNamesTheField: a tool result with both an output and
+// an error, or with neither, is refused naming the field that is wrong and
+// its rule, as the HTTP door's request schema does: the field that must
+// not be there is not_allowed, the missing one required. Both were named
+// by the other field's "required" before.
+func TestToolResultShapeNamesTheField(t *testing.T) {
+	ctx := context.Background()
+	s, _ := secretService(t)
+	out, msg := "listing", "boom"
+	for _, c := range []struct {
+		in        ToolResultInput
+		ptr, rule string
+	}{
+		{ToolResultInput{OK: true, Output: &out, Error: &msg}, "/error", "not_allowed"},
+		{ToolResultInput{OK: true}, "/output", "required"},
+		{ToolResultInput{OK: false, Output: &out, Error: &msg}, "/output", "not_allowed"},
+		{ToolResultInput{OK: false}, "/error", "required"},
+	} {
+		_, err := s.RecordToolResult(ctx, "k", c.in)
+		fe, ok := fault.As(err)
+		if !ok || fe.Code != fault.Invalid || len(fe.Errors) != 1 || fe.Errors[0].Pointer != c.ptr || fe.Errors[0].Rule != c.rule {
+			t.Errorf("ok %v, output %v, error %v: %v %+v, want %s %s", c.in.OK, c.in.Output != nil, c.in.Error != nil, err, fe, c.ptr, c.rule)
+		}
+	}
+}
