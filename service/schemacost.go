@@ -31,6 +31,11 @@ var applicators = []applicator{
 	{name: "not", shape: '1'}, {name: "if", shape: '1'}, {name: "then", shape: '1'}, {name: "else", shape: '1'},
 	{name: "allOf", shape: '['}, {name: "anyOf", shape: '['}, {name: "oneOf", shape: '['},
 	{name: "dependentSchemas", shape: '{'},
+	// dependencies, the keyword dependentSchemas replaced, is still in the
+	// 2020-12 metaschema, and the validator applies its schema values to
+	// the object as it does dependentSchemas' (its string lists are no
+	// subschemas and cost nothing).
+	{name: "dependencies", shape: '{'},
 	{name: "additionalProperties", shape: '1', part: 'o'}, {name: "unevaluatedProperties", shape: '1', part: 'o'},
 	{name: "items", shape: '1', part: 'a'}, {name: "contains", shape: '1', part: 'a'}, {name: "unevaluatedItems", shape: '1', part: 'a'},
 	{name: "propertyNames", shape: '1', part: 'k'},
