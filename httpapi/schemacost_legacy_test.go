@@ -46,6 +46,7 @@ func TestSchemaCostSeesEveryApplicator(t *testing.T) {
 	}{
 		{"dependentSchemas", "cost"},
 		{"dependencies", "cost"},
+		{"$recursiveRef", "local_ref"},
 	} {
 		t.Run(tc.kw, func(t *testing.T) {
 			r := e.send(req{method: "PUT", path: "/v1/types/bomb", body: map[string]any{"schema": legacyBomb(tc.kw, 24)}})

@@ -95,8 +95,9 @@ type schemaCostError struct {
 // checkSchemaCost refuses, before a schema is registered, one whose
 // validation cost could explode or never end: a $ref cycle that does not
 // descend into the data (`{"$ref":"#"}` fails every put), a $ref that does
-// not resolve inside the schema (and $dynamicRef, or an $id below the
-// root, which would make a $ref resolve elsewhere than this walk does), an
+// not resolve inside the schema (and $dynamicRef, $recursiveRef, or an
+// $id below the root, which would make a $ref resolve elsewhere than this
+// walk does), an
 // expansion of more than maxSchemaExpansion subschemas for one value, and
 // a recursion that applies one subschema twice at one place of the data
 // (checkBranching). Recursion through a descending keyword (a tree of
@@ -156,8 +157,13 @@ func (c *costWalk) cost(s any, ptr string) (int, *schemaCostError) {
 			}
 		}
 	}
-	if _, ok := obj["$dynamicRef"]; ok {
-		return 0, &schemaCostError{ptr + "/$dynamicRef", "local_ref", "$dynamicRef is not supported: use $ref with a JSON pointer inside the schema (#/$defs/name)"}
+	// The validator follows draft 2019-09's $recursiveRef under 2020-12
+	// too (as a $ref, or a dynamic one beside $recursiveAnchor); neither
+	// walk here does.
+	for _, kw := range []string{"$dynamicRef", "$recursiveRef"} {
+		if _, ok := obj[kw]; ok {
+			return 0, &schemaCostError{ptr + "/" + kw, "local_ref", kw + " is not supported: use $ref with a JSON pointer inside the schema (#/$defs/name)"}
+		}
 	}
 	if _, ok := obj["$id"]; ok && ptr != "" {
 		return 0, &schemaCostError{ptr + "/$id", "local_ref", "$id is allowed only at the schema's root: a $ref inside a subschema with an $id of its own would resolve against that subschema"}
