@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -225,7 +226,13 @@ func (c *costWalk) resolve(ref, at string) (any, string, *schemaCostError) {
 	if !strings.HasPrefix(ref, "#") {
 		return nil, "", &schemaCostError{at + "/$ref", "local_ref", fmt.Sprintf("$ref %q: only references inside the schema (#/...) are allowed", ref)}
 	}
-	frag := ref[1:]
+	// The fragment is percent-decoded before it is read as a JSON pointer
+	// (RFC 6901 section 6), as the validator reads it: "#/$defs/b%6Fmb"
+	// names $defs "bomb", whatever a member named "b%6Fmb" holds.
+	frag, err := url.PathUnescape(ref[1:])
+	if err != nil {
+		return nil, "", &schemaCostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q: the fragment is not a valid percent-encoded JSON pointer", ref)}
+	}
 	cur := c.root
 	if frag != "" {
 		if !strings.HasPrefix(frag, "/") {
