@@ -6,7 +6,9 @@
 // loaded). The HTTP door validates writes with the registry's schemas; a
 // bundle import validates every put against the type definition recorded
 // in the chain at that commit (graph.TypeDef), so that an imported copy
-// holds only data its own history allows.
+// holds only data its own history allows. Both refuse the same schemas:
+// another draft, and what [CheckCost] refuses (an expansion past its
+// bound, a $ref cycle, a recursion that doubles with each level).
 //
 // A schema of plain keywords only also compiles to a [Fast] check
 // ([CompileFast]), which answers valid or not as the library does, with

@@ -39,11 +39,21 @@ func NewCompiler() *jsonschema.Compiler {
 }
 
 // Compile compiles the schema doc (JSON bytes) of type name as draft
-// 2020-12. External references are refused.
+// 2020-12. External references are refused, and so is what the type
+// registry refuses: a $schema other than draft 2020-12, and a schema
+// CheckCost refuses (the error wraps its *CostError).
 func Compile(name string, doc []byte) (*Schema, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema of %q: %w", ErrInvalid, name, err)
+	}
+	if m, ok := v.(map[string]any); ok {
+		if d, ok := m["$schema"]; ok && !isDraft2020(fmt.Sprint(d)) {
+			return nil, fmt.Errorf("%w: schema of %q: $schema must be %s (draft 2020-12)", ErrInvalid, name, jsonschema.Draft2020)
+		}
+	}
+	if ce := CheckCost(v); ce != nil {
+		return nil, fmt.Errorf("%w: schema of %q: %w", ErrInvalid, name, ce)
 	}
 	c := NewCompiler()
 	loc := "urn:artifactd:schema:" + name

@@ -281,9 +281,9 @@ func newTypeEntry(name string, role graph.Role, description string, src []byte) 
 	if err != nil {
 		return nil, err
 	}
-	if ce := checkSchemaCost(doc); ce != nil {
-		return nil, &fault.Error{Code: fault.InvalidSchema, Detail: ce.detail,
-			Errors: []fault.FieldError{{Pointer: "/schema" + ce.pointer, Rule: ce.rule, Detail: ce.detail}}}
+	if ce := schema.CheckCost(doc); ce != nil {
+		return nil, &fault.Error{Code: fault.InvalidSchema, Detail: ce.Detail,
+			Errors: []fault.FieldError{{Pointer: "/schema" + ce.Pointer, Rule: ce.Rule, Detail: ce.Detail}}}
 	}
 	sch, err := CompileSchema(name, doc)
 	if err != nil {

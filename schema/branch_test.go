@@ -1,4 +1,4 @@
-package service
+package schema
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ func TestBranchingAgreesWithWalks(t *testing.T) {
 			continue // refused before the branching check: a same-place cycle
 		}
 		err := checkBranching(doc, c)
-		if err != nil && err.rule == "cyclic_ref" {
+		if err != nil && err.Rule == "cyclic_ref" {
 			continue // a same-place cycle the cost walk's memo hid
 		}
 		checked++
@@ -139,11 +139,11 @@ func TestBranchingRefusalNamesTheRecursion(t *testing.T) {
 	doc := map[string]any{"$defs": map[string]any{"n": map[string]any{"anyOf": []any{
 		map[string]any{"items": map[string]any{"$ref": "#/$defs/n"}}, map[string]any{"items": map[string]any{"$ref": "#/$defs/n"}}}}},
 		"$ref": "#/$defs/n"}
-	err := checkSchemaCost(doc)
-	if err == nil || err.rule != "branching_recursion" {
+	err := CheckCost(doc)
+	if err == nil || err.Rule != "branching_recursion" {
 		t.Fatalf("refusal: %+v", err)
 	}
-	if want := fmt.Sprintf("%q", "#"+err.pointer); err.pointer == "" || !strings.Contains(err.detail, want) {
-		t.Fatalf("the refusal names %q: %s", err.pointer, err.detail)
+	if want := fmt.Sprintf("%q", "#"+err.Pointer); err.Pointer == "" || !strings.Contains(err.Detail, want) {
+		t.Fatalf("the refusal names %q: %s", err.Pointer, err.Detail)
 	}
 }

@@ -1,4 +1,4 @@
-package service
+package schema
 
 import (
 	"cmp"
@@ -13,7 +13,7 @@ import (
 // or branches that come back after one and after two levels. Validation
 // then doubles (or grows as Fibonacci numbers do) with every level of
 // nesting: 17 s for one write at depth 20, and the validator cannot be
-// interrupted. checkSchemaCost bounds what one place of the data costs;
+// interrupted. CheckCost bounds what one place of the data costs;
 // checkBranching refuses these schemas at registration.
 //
 // The walk models one level of the data as a step: from a subschema that
@@ -59,17 +59,17 @@ func (e branchEdge) applies(l letter) bool {
 	return e.kind == l.kind && (e.name == "" || e.name == l.name)
 }
 
-// checkBranching refuses doc, a schema that checkSchemaCost accepted, when
+// checkBranching refuses doc, a schema that CheckCost accepted, when
 // its recursion can evaluate a subschema twice at one place of the data
 // per level of nesting.
-func checkBranching(doc any, walk *costWalk) *schemaCostError {
+func checkBranching(doc any, walk *costWalk) *CostError {
 	g := &branchGraph{nodes: map[string]*branchNode{}, walk: walk}
 	g.add(doc, "")
 	if p := g.samePlaceCycle(); p != "" {
-		// checkSchemaCost's walk reuses what it found of a subschema, so
+		// CheckCost's walk reuses what it found of a subschema, so
 		// a cycle it cut where it descended can come back unseen through
 		// a same-place keyword elsewhere.
-		return &schemaCostError{p, "cyclic_ref", fmt.Sprintf("$ref cycle at %q applies the schema to the same value forever; a recursive schema must go through properties or items", orRoot(p))}
+		return &CostError{p, "cyclic_ref", fmt.Sprintf("$ref cycle at %q applies the schema to the same value forever; a recursive schema must go through properties or items", orRoot(p))}
 	}
 	entries, letters := g.entries()
 	if len(entries) == 0 {
@@ -100,7 +100,7 @@ func checkBranching(doc any, walk *costWalk) *schemaCostError {
 		}
 	}) {
 		if n := ambiguousIn(scc, step, len(letters)); n != "" {
-			return &schemaCostError{n, "branching_recursion", fmt.Sprintf(
+			return &CostError{n, "branching_recursion", fmt.Sprintf(
 				"the recursion at %q can apply one subschema twice at the same place of the data (anyOf/oneOf/allOf branches, or items and contains, that each recurse), so validating doubles with every level of nesting; let each level of the data recurse once", orRoot(n))}
 		}
 	}
@@ -120,7 +120,7 @@ func addWays(m map[string]int, t string, ways int) map[string]int {
 // branchGraph is the schema's subschemas by pointer.
 type branchGraph struct {
 	nodes map[string]*branchNode
-	walk  *costWalk // resolves $refs as checkSchemaCost did
+	walk  *costWalk // resolves $refs as CheckCost did
 }
 
 // add records the subschema s at ptr and, once, those it names.

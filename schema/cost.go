@@ -1,4 +1,4 @@
-package service
+package schema
 
 import (
 	"fmt"
@@ -88,30 +88,43 @@ func eachSubschema[E comparable](obj map[string]any, ptr string, fn func(v any, 
 	return zero
 }
 
-// schemaCostError says why a schema is refused at registration.
-type schemaCostError struct {
-	pointer, rule, detail string
+// CostError says why CheckCost refuses a schema: Pointer is a JSON
+// pointer into the schema ("" for its root), Rule names the rule broken
+// (cost, cyclic_ref, local_ref, ref_resolves, branching_recursion) and
+// Detail says what to change.
+type CostError struct {
+	Pointer, Rule, Detail string
 }
 
-// checkSchemaCost refuses, before a schema is registered, one whose
+func (e *CostError) Error() string {
+	return fmt.Sprintf("%s (rule %s at %q)", e.Detail, e.Rule, orRoot(e.Pointer))
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// escapePointer escapes s as one token of a JSON pointer.
+func escapePointer(s string) string { return pointerEscaper.Replace(s) }
+
+// CheckCost refuses, before a schema is registered or used, one whose
 // validation cost could explode or never end: a $ref cycle that does not
 // descend into the data (`{"$ref":"#"}` fails every put), a $ref that does
 // not resolve inside the schema (and $dynamicRef, $recursiveRef, or an
 // $id below the root, which would make a $ref resolve elsewhere than this
-// walk does), an
-// expansion of more than maxSchemaExpansion subschemas for one value, and
-// a recursion that applies one subschema twice at one place of the data
-// (checkBranching). Recursion through a descending keyword (a tree of
-// items) is allowed: each level of the data pays once. doc is the schema
-// decoded into maps and slices.
-func checkSchemaCost(doc any) *schemaCostError {
+// walk does), an expansion of more than maxSchemaExpansion subschemas for
+// one value, and a recursion that applies one subschema twice at one
+// place of the data (checkBranching). Recursion through a descending
+// keyword (a tree of items) is allowed: each level of the data pays once.
+// doc is the schema decoded into maps and slices (json.Number numbers).
+// The type registry and Compile both refuse what it refuses, so a schema
+// judged at registration and one read from a chain are judged alike.
+func CheckCost(doc any) *CostError {
 	c := &costWalk{root: doc, memo: map[string]int{}, onStack: map[string]bool{}}
 	n, err := c.cost(doc, "")
 	if err != nil {
 		return err
 	}
 	if n > maxSchemaExpansion {
-		return &schemaCostError{"", "cost", fmt.Sprintf("validating one value would evaluate more than %d subschemas (the schema's $refs expand to %d); flatten the anyOf/oneOf/$ref nesting", maxSchemaExpansion, n)}
+		return &CostError{"", "cost", fmt.Sprintf("validating one value would evaluate more than %d subschemas (the schema's $refs expand to %d); flatten the anyOf/oneOf/$ref nesting", maxSchemaExpansion, n)}
 	}
 	return checkBranching(doc, c)
 }
@@ -139,7 +152,7 @@ func (c *costWalk) add(a, b int) int {
 }
 
 // cost returns the expansion of the subschema s at ptr.
-func (c *costWalk) cost(s any, ptr string) (int, *schemaCostError) {
+func (c *costWalk) cost(s any, ptr string) (int, *CostError) {
 	if n, ok := c.memo[ptr]; ok {
 		return n, nil
 	}
@@ -152,7 +165,7 @@ func (c *costWalk) cost(s any, ptr string) (int, *schemaCostError) {
 		for i := len(c.stack) - 1; i >= 0; i-- {
 			if c.stack[i].ptr == ptr {
 				if c.stack[i].descends == 0 {
-					return 0, &schemaCostError{ptr, "cyclic_ref", fmt.Sprintf("$ref cycle at %q applies the schema to the same value forever; a recursive schema must go through properties or items", orRoot(ptr))}
+					return 0, &CostError{ptr, "cyclic_ref", fmt.Sprintf("$ref cycle at %q applies the schema to the same value forever; a recursive schema must go through properties or items", orRoot(ptr))}
 				}
 				return 1, nil
 			}
@@ -163,11 +176,11 @@ func (c *costWalk) cost(s any, ptr string) (int, *schemaCostError) {
 	// walk here does.
 	for _, kw := range []string{"$dynamicRef", "$recursiveRef"} {
 		if _, ok := obj[kw]; ok {
-			return 0, &schemaCostError{ptr + "/" + kw, "local_ref", kw + " is not supported: use $ref with a JSON pointer inside the schema (#/$defs/name)"}
+			return 0, &CostError{ptr + "/" + kw, "local_ref", kw + " is not supported: use $ref with a JSON pointer inside the schema (#/$defs/name)"}
 		}
 	}
 	if _, ok := obj["$id"]; ok && ptr != "" {
-		return 0, &schemaCostError{ptr + "/$id", "local_ref", "$id is allowed only at the schema's root: a $ref inside a subschema with an $id of its own would resolve against that subschema"}
+		return 0, &CostError{ptr + "/$id", "local_ref", "$id is allowed only at the schema's root: a $ref inside a subschema with an $id of its own would resolve against that subschema"}
 	}
 	c.onStack[ptr] = true
 	c.stack = append(c.stack, frameInfo{ptr: ptr})
@@ -176,7 +189,7 @@ func (c *costWalk) cost(s any, ptr string) (int, *schemaCostError) {
 		c.stack = c.stack[:len(c.stack)-1]
 	}()
 	total := 1
-	visit := func(child any, cptr string, descends bool) *schemaCostError {
+	visit := func(child any, cptr string, descends bool) *CostError {
 		if descends {
 			for i := range c.stack {
 				c.stack[i].descends++
@@ -203,7 +216,7 @@ func (c *costWalk) cost(s any, ptr string) (int, *schemaCostError) {
 			return 0, err
 		}
 	}
-	if err := eachSubschema(obj, ptr, func(v any, p string, part byte, _ string) *schemaCostError {
+	if err := eachSubschema(obj, ptr, func(v any, p string, part byte, _ string) *CostError {
 		return visit(v, p, part != 0)
 	}); err != nil {
 		return 0, err
@@ -222,21 +235,21 @@ func (c *costWalk) cost(s any, ptr string) (int, *schemaCostError) {
 }
 
 // resolve finds the subschema a local $ref names.
-func (c *costWalk) resolve(ref, at string) (any, string, *schemaCostError) {
+func (c *costWalk) resolve(ref, at string) (any, string, *CostError) {
 	if !strings.HasPrefix(ref, "#") {
-		return nil, "", &schemaCostError{at + "/$ref", "local_ref", fmt.Sprintf("$ref %q: only references inside the schema (#/...) are allowed", ref)}
+		return nil, "", &CostError{at + "/$ref", "local_ref", fmt.Sprintf("$ref %q: only references inside the schema (#/...) are allowed", ref)}
 	}
 	// The fragment is percent-decoded before it is read as a JSON pointer
 	// (RFC 6901 section 6), as the validator reads it: "#/$defs/b%6Fmb"
 	// names $defs "bomb", whatever a member named "b%6Fmb" holds.
 	frag, err := url.PathUnescape(ref[1:])
 	if err != nil {
-		return nil, "", &schemaCostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q: the fragment is not a valid percent-encoded JSON pointer", ref)}
+		return nil, "", &CostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q: the fragment is not a valid percent-encoded JSON pointer", ref)}
 	}
 	cur := c.root
 	if frag != "" {
 		if !strings.HasPrefix(frag, "/") {
-			return nil, "", &schemaCostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q: anchors are not supported; use a JSON pointer (#/$defs/name)", ref)}
+			return nil, "", &CostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q: anchors are not supported; use a JSON pointer (#/$defs/name)", ref)}
 		}
 		for _, tok := range strings.Split(frag[1:], "/") {
 			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
@@ -244,17 +257,17 @@ func (c *costWalk) resolve(ref, at string) (any, string, *schemaCostError) {
 			case map[string]any:
 				next, ok := v[tok]
 				if !ok {
-					return nil, "", &schemaCostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q does not resolve inside the schema", ref)}
+					return nil, "", &CostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q does not resolve inside the schema", ref)}
 				}
 				cur = next
 			case []any:
 				i, err := strconv.Atoi(tok)
 				if err != nil || i < 0 || i >= len(v) {
-					return nil, "", &schemaCostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q does not resolve inside the schema", ref)}
+					return nil, "", &CostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q does not resolve inside the schema", ref)}
 				}
 				cur = v[i]
 			default:
-				return nil, "", &schemaCostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q does not resolve inside the schema", ref)}
+				return nil, "", &CostError{at + "/$ref", "ref_resolves", fmt.Sprintf("$ref %q does not resolve inside the schema", ref)}
 			}
 		}
 	}
