@@ -19,7 +19,7 @@ func TestBranchingAgreesWithWalks(t *testing.T) {
 	refused, checked := 0, 0
 	for i := range 3000 {
 		doc := randomRecursive(rng)
-		c := &costWalk{root: doc, memo: map[string]int{}, onStack: map[string]bool{}}
+		c := newCostWalk(doc)
 		if _, err := c.cost(doc, ""); err != nil {
 			continue // refused before the branching check: a same-place cycle
 		}

@@ -118,7 +118,7 @@ func escapePointer(s string) string { return pointerEscaper.Replace(s) }
 // The type registry and Compile both refuse what it refuses, so a schema
 // judged at registration and one read from a chain are judged alike.
 func CheckCost(doc any) *CostError {
-	c := &costWalk{root: doc, memo: map[string]int{}, onStack: map[string]bool{}}
+	c := newCostWalk(doc)
 	n, err := c.cost(doc, "")
 	if err != nil {
 		return err
@@ -131,17 +131,22 @@ func CheckCost(doc any) *CostError {
 
 type costWalk struct {
 	root any
-	// memo is the expansion of each subschema, by pointer; onStack marks the
-	// pointers being expanded; stack counts, per frame, the descending
-	// keywords passed since it was entered.
-	memo    map[string]int
-	onStack map[string]bool
-	stack   []frameInfo
+	// memo is the expansion of each subschema, by pointer. descends counts
+	// the descending keywords on the path from the root to the subschema
+	// being expanded, and onStack holds, for each pointer on that path,
+	// the count when it was entered: a cycle back to it descends iff the
+	// count has moved since. Both are O(1) per step, so the walk is linear
+	// in the schema however deep its path.
+	memo     map[string]int
+	onStack  map[string]int
+	descends int
+	// work counts the subschemas the walk enters (a cycle's check among
+	// them): what the walk costs (TestCostWalkIsLinear).
+	work int
 }
 
-type frameInfo struct {
-	ptr      string
-	descends int // descending keywords on the way from this frame down
+func newCostWalk(root any) *costWalk {
+	return &costWalk{root: root, memo: map[string]int{}, onStack: map[string]int{}}
 }
 
 func (c *costWalk) add(a, b int) int {
@@ -156,20 +161,17 @@ func (c *costWalk) cost(s any, ptr string) (int, *CostError) {
 	if n, ok := c.memo[ptr]; ok {
 		return n, nil
 	}
+	c.work++
 	obj, ok := s.(map[string]any)
 	if !ok {
 		return 1, nil // true, false
 	}
-	if c.onStack[ptr] {
+	if entered, ok := c.onStack[ptr]; ok {
 		// A cycle: allowed only if a descending keyword lies between.
-		for i := len(c.stack) - 1; i >= 0; i-- {
-			if c.stack[i].ptr == ptr {
-				if c.stack[i].descends == 0 {
-					return 0, &CostError{ptr, "cyclic_ref", fmt.Sprintf("$ref cycle at %q applies the schema to the same value forever; a recursive schema must go through properties or items", orRoot(ptr))}
-				}
-				return 1, nil
-			}
+		if c.descends == entered {
+			return 0, &CostError{ptr, "cyclic_ref", fmt.Sprintf("$ref cycle at %q applies the schema to the same value forever; a recursive schema must go through properties or items", orRoot(ptr))}
 		}
+		return 1, nil
 	}
 	// The validator follows draft 2019-09's $recursiveRef under 2020-12
 	// too (as a $ref, or a dynamic one beside $recursiveAnchor); neither
@@ -182,23 +184,13 @@ func (c *costWalk) cost(s any, ptr string) (int, *CostError) {
 	if _, ok := obj["$id"]; ok && ptr != "" {
 		return 0, &CostError{ptr + "/$id", "local_ref", "$id is allowed only at the schema's root: a $ref inside a subschema with an $id of its own would resolve against that subschema"}
 	}
-	c.onStack[ptr] = true
-	c.stack = append(c.stack, frameInfo{ptr: ptr})
-	defer func() {
-		delete(c.onStack, ptr)
-		c.stack = c.stack[:len(c.stack)-1]
-	}()
+	c.onStack[ptr] = c.descends
+	defer delete(c.onStack, ptr)
 	total := 1
 	visit := func(child any, cptr string, descends bool) *CostError {
 		if descends {
-			for i := range c.stack {
-				c.stack[i].descends++
-			}
-			defer func() {
-				for i := range c.stack {
-					c.stack[i].descends--
-				}
-			}()
+			c.descends++
+			defer func() { c.descends-- }()
 		}
 		n, err := c.cost(child, cptr)
 		if err != nil {
