@@ -99,7 +99,12 @@ func checkBranching(doc any, walk *costWalk) *CostError {
 			}
 		}
 	}) {
-		if n := ambiguousIn(scc, step, len(letters)); n != "" {
+		n, over := ambiguousIn(scc, step, len(letters), &walk.work)
+		if over {
+			return &CostError{scc[0], "cost", fmt.Sprintf(
+				"the recursion at %q has %d subschemas that reach one another over %d kinds of member or item: too many to check that validating it stays linear (at most %d steps); split the recursion or name fewer members in it", orRoot(scc[0]), len(scc), len(letters), maxBranchWork)}
+		}
+		if n != "" {
 			return &CostError{n, "branching_recursion", fmt.Sprintf(
 				"the recursion at %q can apply one subschema twice at the same place of the data (anyOf/oneOf/allOf branches, or items and contains, that each recurse), so validating doubles with every level of nesting; let each level of the data recurse once", orRoot(n))}
 		}
@@ -273,12 +278,23 @@ func cyclicComponents(nodes []string, next func(string, func(string))) [][]strin
 	return out
 }
 
+// maxBranchWork bounds the steps of ambiguousIn, which grow with the
+// square of a recursion's entries times the letters: far past the
+// recursions of real schemas (a tree of a few kinds of node), and small
+// enough that a registration or an import answers at once.
+const maxBranchWork = 1 << 22
+
 // ambiguousIn returns an entry of scc that reaches itself by two walks
 // over the same letters, or "": the pair graph over scc × scc steps both
 // sides with one letter; a component of it that holds a pair (n, n) and
 // either a pair of two entries or a step that reaches one entry twice
-// closes two such walks.
-func ambiguousIn(scc []string, step map[string][]map[string]int, letters int) string {
+// closes two such walks. It adds its steps to *work and gives up, over
+// true, when they would pass maxBranchWork.
+func ambiguousIn(scc []string, step map[string][]map[string]int, letters int, work *int) (string, bool) {
+	if n := len(scc); n*n*max(letters, 1) > maxBranchWork-*work {
+		return "", true
+	}
+	over := false
 	in := make(map[string]bool, len(scc))
 	for _, n := range scc {
 		in[n] = true
@@ -301,6 +317,13 @@ func ambiguousIn(scc []string, step map[string][]map[string]int, letters int) st
 		pp := pairs[k]
 		for l := range letters {
 			a, b := step[pp.p][l], step[pp.q][l]
+			*work += 1 + len(a)*len(b)
+			if *work > maxBranchWork {
+				over = true
+			}
+			if over {
+				return
+			}
 			for t1 := range a {
 				if !in[t1] {
 					continue
@@ -341,8 +364,8 @@ func ambiguousIn(scc []string, step map[string][]map[string]int, letters int) st
 			}
 		}
 		if diagonal != "" && split {
-			return diagonal
+			return diagonal, false
 		}
 	}
-	return ""
+	return "", over
 }

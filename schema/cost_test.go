@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +44,42 @@ func TestCostWalkIsLinear(t *testing.T) {
 				t.Fatalf("the walk of %d links did %d units of work, more than %d", n, c.work, limit)
 			}
 		})
+	}
+}
+
+// TestBranchingCheckIsBounded: the branching check pairs every two
+// subschemas of a recursion and steps them over every member name the
+// schema tells apart. A ring of $defs, each naming the next under a
+// member of its own and the first under "z", is one recursion whose pairs
+// times names grow with the cube of the ring: 800 links (60 KB) held a
+// registration for two minutes, and were accepted. Past maxBranchWork
+// steps the schema is refused instead, with rule cost, and the check stops
+// there.
+func TestBranchingCheckIsBounded(t *testing.T) {
+	const n = 150
+	defs := map[string]any{}
+	for i := range n {
+		defs[fmt.Sprintf("d%d", i)] = map[string]any{"properties": map[string]any{
+			fmt.Sprintf("p%d", i): map[string]any{"$ref": fmt.Sprintf("#/$defs/d%d", i+1)},
+			"z":                   map[string]any{"$ref": "#/$defs/d0"}}}
+	}
+	defs[fmt.Sprintf("d%d", n)] = true
+	doc := map[string]any{"$defs": defs, "$ref": "#/$defs/d0"}
+	c := newCostWalk(doc)
+	if _, err := c.cost(doc, ""); err != nil {
+		t.Fatal(err)
+	}
+	err := checkBranching(doc, c)
+	if err == nil || err.Rule != "cost" || !strings.HasPrefix(err.Pointer, "/$defs/") {
+		t.Fatalf("refusal: %+v", err)
+	}
+	if c.work > maxBranchWork+10*n {
+		t.Fatalf("the check did %d steps, more than %d", c.work, maxBranchWork+10*n)
+	}
+	// A recursion of a few kinds of node is checked as before.
+	tree := map[string]any{"$defs": map[string]any{"n": map[string]any{"properties": map[string]any{
+		"left": map[string]any{"$ref": "#/$defs/n"}, "right": map[string]any{"$ref": "#/$defs/n"}}}}, "$ref": "#/$defs/n"}
+	if err := CheckCost(tree); err != nil {
+		t.Fatalf("a binary tree: %+v", err)
 	}
 }
