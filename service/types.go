@@ -215,6 +215,13 @@ func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role g
 		return TypeRecord{}, false, &fault.Error{Code: fault.Invalid, Detail: err.Error(),
 			Errors: []fault.FieldError{{Parameter: "name", Rule: "pattern", Detail: err.Error()}}}
 	}
+	if graph.IsDefinitionType(name) {
+		// The chain records definitions as artifacts of these types and
+		// refuses every other artifact of them.
+		detail := fmt.Sprintf("%q is reserved for the definitions a context records; choose another type name", name)
+		return TypeRecord{}, false, &fault.Error{Code: fault.ReservedType, Detail: detail,
+			Errors: []fault.FieldError{{Parameter: "name", Rule: "reserved", Detail: detail}}}
+	}
 	if _, ok := r.builtin[name]; ok {
 		code := fault.Conflict
 		if name == TypeFetchVerdict {
