@@ -50,6 +50,10 @@ type typeEntry struct {
 	// through it, and only a refusal through the library, which explains
 	// it.
 	fast *schema.Fast
+	// refused says why this release refuses the schema a type was stored
+	// with (Load): the type keeps its role, and every artifact of it is
+	// refused until the type is registered again.
+	refused *fault.Error
 }
 
 // Registry holds the artifact types: the built-ins of DESIGN.md and the
@@ -125,6 +129,13 @@ func (r *Registry) Load(ctx context.Context, st *store.Store) error {
 			return fmt.Errorf("load type %q: %w", name, err)
 		}
 		e, err := newTypeEntry(name, rec.Role, rec.Description, rec.Schema)
+		var fe *fault.Error
+		if errors.As(err, &fe) && fe.Code == fault.InvalidSchema {
+			// Stored by a release that accepted a schema this one refuses
+			// (a cost it did not count): the server starts, and the type
+			// refuses its artifacts until it is registered again.
+			e, err = &typeEntry{rec: TypeRecord{Name: name, Role: rec.Role, Description: rec.Description, Schema: rec.Schema, SchemaHash: hashing.ContentHash(rec.Schema)}, refused: fe}, nil
+		}
 		if err != nil {
 			return fmt.Errorf("load type %q: %w", name, err)
 		}
@@ -171,6 +182,22 @@ func (r *Registry) Refresh(ctx context.Context, st *store.Store) error {
 		return nil
 	}
 	return r.Load(ctx, st)
+}
+
+// Refused returns the user types whose stored schema this release
+// refuses, each with why: Load keeps them, and their artifacts are
+// refused until they are registered again. The server logs them when it
+// starts.
+func (r *Registry) Refused() map[string]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := map[string]string{}
+	for name, e := range r.user {
+		if e.refused != nil {
+			out[name] = e.refused.Detail
+		}
+	}
+	return out
 }
 
 // Loaded reports whether Load has succeeded.
@@ -343,6 +370,11 @@ func (r *Registry) Validate(typ string, data any, prefix string) error {
 	if e == nil {
 		return &fault.Error{Code: fault.UnknownType, Detail: fmt.Sprintf("unknown type %q; register it with PUT /v1/types/%s or use a built-in type", typ, typ),
 			Errors: []fault.FieldError{{Pointer: parentPointer(prefix) + "/type", Rule: "registered", Detail: "unknown type"}}}
+	}
+	if e.refused != nil {
+		return &fault.Error{Code: fault.InvalidSchema,
+			Detail: fmt.Sprintf("type %q (version %d) was stored with a schema this release refuses (%s); register the type again with a schema it accepts", typ, e.rec.Version, e.refused.Detail),
+			Errors: []fault.FieldError{{Pointer: parentPointer(prefix) + "/type", Rule: "schema_refused", Detail: "the type's stored schema is refused: " + e.refused.Detail}}}
 	}
 	if e.fast != nil && e.fast.Valid(data) {
 		return nil
