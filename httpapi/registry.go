@@ -2,14 +2,12 @@ package httpapi
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/artifactd/artifactd/graph"
-	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
@@ -115,58 +113,12 @@ func (s *Server) handleResetBranch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if store.ValidateBranch(branch) != nil {
-		s.writeError(w, r, errorf(CodeNotFound, "no branch %q", branch))
-		return
-	}
-	if err := service.CheckRef("to", in.To); err != nil {
-		s.writeError(w, r, pointTo(err, "/to"))
-		return
-	}
-	to, err := s.st.Resolve(r.Context(), ctxID, in.To)
+	res, err := s.svc.ResetBranch(r.Context(), ctxID, branch, in.To, parent)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	bs, err := s.st.Branches(r.Context(), ctxID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var prev *hashing.Digest
-	for _, b := range bs {
-		if b.Name == branch {
-			prev = &b.Head
-		}
-	}
-	if prev == nil {
-		s.writeError(w, r, errorf(CodeNotFound, "no branch %q in context %q", branch, ctxID))
-		return
-	}
-	if parent != nil && *parent != *prev {
-		s.writeError(w, r, &Error{Code: CodeStaleParent, Detail: fmt.Sprintf("parent %s is not the head of %q", parent.Short(), branch), Extra: map[string]any{"head": *prev}})
-		return
-	}
-	// Main is the outbox's: it may not move back past a claim. The move
-	// then expects the head that was checked.
-	checked, err := s.svc.CheckOutboxReset(r.Context(), ctxID, branch, to)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if !checked.IsZero() {
-		if parent != nil && *parent != checked {
-			s.writeError(w, r, &Error{Code: CodeStaleParent, Detail: fmt.Sprintf("parent %s is not the head of %q", parent.Short(), branch), Extra: map[string]any{"head": checked}})
-			return
-		}
-		parent, prev = &checked, &checked
-	}
-	// The store re-checks the head atomically when it moves the ref.
-	if err := s.st.ResetBranchIf(r.Context(), ctxID, branch, to.ID, parent); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, map[string]any{"name": branch, "head": to.ID, "previous": *prev})
+	s.writeJSON(w, r, http.StatusOK, res)
 }
 
 // writeTagged writes a JSON value with an ETag of its bytes.

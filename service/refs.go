@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/artifactd/artifactd/fault"
@@ -46,4 +47,67 @@ func checkBranchField(branch, ptr string) error {
 	}
 	return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("%q is not a branch name", branch),
 		Errors: []fault.FieldError{{Pointer: ptr, Rule: "pattern", Detail: "1-100 of [A-Za-z0-9._/-], starting with a letter, digit or _"}}}
+}
+
+// ResetResult is what a branch reset did: branch Name now at Head, which
+// was at Previous.
+type ResetResult struct {
+	Name     string         `json:"name"`
+	Head     hashing.Digest `json:"head"`
+	Previous hashing.Digest `json:"previous"`
+}
+
+// ResetBranch moves branch of context ctxID to the commit ref to names (a
+// branch name or a commit id): a checkout or a rollback; the commits left
+// behind stay readable by id. parent, when set, must be the branch's head.
+// The default branch is the outbox's, and may not move back past a claim
+// (CheckOutboxReset); its move then expects the head that was checked,
+// and the store checks the head again as it moves the ref. Errors are
+// *fault.Error values (not-found for the branch, stale-parent with the
+// head in Extra, a validation error or conflict naming /to) or the
+// store's.
+func (s *Service) ResetBranch(ctx context.Context, ctxID, branch, to string, parent *hashing.Digest) (ResetResult, error) {
+	if store.ValidateBranch(branch) != nil {
+		return ResetResult{}, fault.Errorf(fault.NotFound, "no branch %q", branch)
+	}
+	if err := CheckRef("to", to); err != nil {
+		return ResetResult{}, PointTo(err, "/to")
+	}
+	target, err := s.st.Resolve(ctx, ctxID, to)
+	if err != nil {
+		return ResetResult{}, err
+	}
+	bs, err := s.st.Branches(ctx, ctxID)
+	if err != nil {
+		return ResetResult{}, err
+	}
+	var prev *hashing.Digest
+	for _, b := range bs {
+		if b.Name == branch {
+			prev = &b.Head
+		}
+	}
+	if prev == nil {
+		return ResetResult{}, fault.Errorf(fault.NotFound, "no branch %q in context %q", branch, ctxID)
+	}
+	stale := func(head hashing.Digest) error {
+		return &fault.Error{Code: fault.Stale, Detail: fmt.Sprintf("parent %s is not the head of %q", parent.Short(), branch), Extra: map[string]any{"head": head}}
+	}
+	if parent != nil && *parent != *prev {
+		return ResetResult{}, stale(*prev)
+	}
+	checked, err := s.CheckOutboxReset(ctx, ctxID, branch, target)
+	if err != nil {
+		return ResetResult{}, err
+	}
+	if !checked.IsZero() {
+		if parent != nil && *parent != checked {
+			return ResetResult{}, stale(checked)
+		}
+		parent, prev = &checked, &checked
+	}
+	if err := s.st.ResetBranchIf(ctx, ctxID, branch, target.ID, parent); err != nil {
+		return ResetResult{}, err
+	}
+	return ResetResult{Name: branch, Head: target.ID, Previous: *prev}, nil
 }

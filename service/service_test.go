@@ -417,3 +417,38 @@ func TestListEffectsLimitAtLeastOne(t *testing.T) {
 		t.Fatalf("paged through %v, want both effects", seen)
 	}
 }
+
+// TestResetBranchKeepsTheOutbox: the service's reset, which every door
+// calls, refuses to move main back past a claim (conflict naming /to,
+// main unmoved), refuses a stale parent with the head, and moves main to
+// a commit that holds the effect as it is.
+func TestResetBranchKeepsTheOutbox(t *testing.T) {
+	s, _ := newService(t)
+	ctx := t.Context()
+	created, err := s.CreateEffect(ctx, "o", EffectInput{IdempotencyKey: "k", Kind: "email"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.ClaimEffects(ctx, "o", ClaimInput{Worker: "A"})
+	if err != nil || claimed.Commit == nil {
+		t.Fatalf("claim: %+v, %v", claimed, err)
+	}
+	_, err = s.ResetBranch(ctx, "o", "main", created.Commit.String(), nil)
+	fe := Classify(err)
+	if fe.Code != fault.Conflict || len(fe.Errors) != 1 || fe.Errors[0].Pointer != "/to" || fe.Errors[0].Rule != "outbox" {
+		t.Fatalf("reset past the claim: %v, want a conflict naming /to, rule outbox", err)
+	}
+	head, err := s.st.Resolve(ctx, "o", "main")
+	if err != nil || head.ID != *claimed.Commit {
+		t.Fatalf("a refused reset moved main to %v (%v)", head.ID, err)
+	}
+	stale := created.Commit
+	_, err = s.ResetBranch(ctx, "o", "main", claimed.Commit.String(), &stale)
+	if fe := Classify(err); fe.Code != fault.Stale || fe.Extra["head"] != *claimed.Commit {
+		t.Fatalf("stale parent: %v, want stale-parent with the head", err)
+	}
+	res, err := s.ResetBranch(ctx, "o", "main", claimed.Commit.String(), claimed.Commit)
+	if err != nil || res.Head != *claimed.Commit || res.Previous != *claimed.Commit || res.Name != "main" {
+		t.Fatalf("reset to the claim's commit: %+v, %v", res, err)
+	}
+}
