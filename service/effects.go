@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -400,10 +400,16 @@ func checkEffectInput(in EffectInput) error {
 		default:
 			continue
 		}
-		return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("the effect's %s breaks rule %s: %s", strings.TrimPrefix(f.ptr, "/"), fe.Rule, fe.Detail),
-			Errors: []fault.FieldError{fe}}
+		return refusedField("effect", fe)
 	}
 	return nil
+}
+
+// refusedField is the validation error of a field of what (an effect, a
+// claim) that breaks fe's rule.
+func refusedField(what string, fe fault.FieldError) error {
+	return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("the %s's %s breaks rule %s: %s", what, strings.TrimPrefix(fe.Pointer, "/"), fe.Rule, fe.Detail),
+		Errors: []fault.FieldError{fe}}
 }
 
 // effectDiff names, in the request's field order, each field in which a
@@ -472,9 +478,7 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 		if err != nil {
 			return nil, err
 		}
-		// Oldest first by the time, not the text: RFC 3339 with its
-		// trailing zeros cut does not sort as a string within a second.
-		sort.SliceStable(picked, func(i, j int) bool { return createdAt(picked[i]).Before(createdAt(picked[j])) })
+		oldestFirst(picked)
 		if len(picked) > in.Limit {
 			picked = picked[:in.Limit]
 		}
@@ -541,18 +545,30 @@ func checkClaimInput(in ClaimInput) error {
 	default:
 		return nil
 	}
-	return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("the claim's %s breaks rule %s: %s", strings.TrimPrefix(fe.Pointer, "/"), fe.Rule, fe.Detail),
-		Errors: []fault.FieldError{fe}}
+	return refusedField("claim", fe)
 }
 
-// createdAt is when e was recorded; the zero time (first in a claim's
-// order) when its created_at does not parse.
-func createdAt(e EffectView) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, e.CreatedAt)
-	if err != nil {
-		return time.Time{}
+// oldestFirst sorts effects by when they were recorded, stably, each
+// time parsed once: by the time, not the text, since RFC 3339 with its
+// trailing zeros cut does not sort as a string within a second. An
+// effect whose created_at does not parse comes first.
+func oldestFirst(effects []EffectView) {
+	type timed struct {
+		at time.Time
+		e  EffectView
 	}
-	return t
+	ts := make([]timed, len(effects))
+	for i, e := range effects {
+		at, err := time.Parse(time.RFC3339Nano, e.CreatedAt)
+		if err != nil {
+			at = time.Time{}
+		}
+		ts[i] = timed{at, e}
+	}
+	slices.SortStableFunc(ts, func(a, b timed) int { return a.at.Compare(b.at) })
+	for i := range ts {
+		effects[i] = ts[i].e
+	}
 }
 
 // effectsOf returns every effect of a view, sorted by id. It reads the
@@ -842,17 +858,22 @@ func (s *Service) CheckOutboxReset(ctx context.Context, ctxID, branch string, to
 	if err != nil {
 		return hashing.Digest{}, err
 	}
+	if len(reached) == 0 {
+		return head, nil
+	}
+	// One view of to for all of them, reading their entries, not their
+	// payloads: what a claim reached must be there as it is.
 	var behind []string
-	for _, e := range reached {
-		a, _, err := s.st.ArtifactAt(ctx, ctxID, to, e.ID)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return hashing.Digest{}, err
-		case a.Type == TypeEffect && a.ContentHash == e.ContentHash:
-			continue
+	err = s.st.ReadSparse(ctx, ctxID, to, func(v *store.View) error {
+		for _, e := range reached {
+			if a := v.State.Artifact(e.ID); a == nil || a.Type != TypeEffect || a.ContentHash != e.ContentHash {
+				behind = append(behind, e.ID)
+			}
 		}
-		behind = append(behind, e.ID)
+		return nil
+	})
+	if err != nil {
+		return hashing.Digest{}, err
 	}
 	if len(behind) == 0 {
 		return head, nil
