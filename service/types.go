@@ -134,7 +134,8 @@ func (r *Registry) Load(ctx context.Context, st *store.Store) error {
 			// Stored by a release that accepted a schema this one refuses
 			// (a cost it did not count): the server starts, and the type
 			// refuses its artifacts until it is registered again.
-			e, err = &typeEntry{rec: TypeRecord{Name: name, Role: rec.Role, Description: rec.Description, Schema: rec.Schema, SchemaHash: hashing.ContentHash(rec.Schema)}, refused: fe}, nil
+			rec.Name = name
+			e, err = &typeEntry{rec: rec, refused: fe}, nil
 		}
 		if err != nil {
 			return fmt.Errorf("load type %q: %w", name, err)

@@ -238,9 +238,7 @@ func openAPISpec(ctx context.Context, sp storeSpec, opts store.Options, existing
 		return nil, nil, err
 	}
 	for name, why := range reg.Refused() {
-		if logger != nil {
-			logger.Warn("a type's stored schema is refused by this release: its artifacts are refused until it is registered again", "type", name, "why", why)
-		}
+		logger.Warn("a type's stored schema is refused by this release: its artifacts are refused until it is registered again", "type", name, "why", why)
 	}
 	// Blobs are read through the contexts that hold them; a store written
 	// before that learns, once, which blobs its gate outputs recorded.
