@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Code names the kind of an error. Its values are a closed set (Codes);
@@ -200,4 +201,14 @@ func As(err error) (*Error, bool) {
 		return e, true
 	}
 	return nil, false
+}
+
+// PointerToken escapes s as one reference token of a JSON pointer (RFC
+// 6901 section 3): "~" as "~0", then "/" as "~1". Pointers into a body, a
+// schema or a data diff are built with it.
+func PointerToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

@@ -75,3 +75,13 @@ func TestError(t *testing.T) {
 		t.Fatal("As lost a wrapped *Error")
 	}
 }
+
+// TestPointerToken: RFC 6901's escapes, "~" before "/" (so "/" never
+// becomes "~01"), and a token without either unchanged.
+func TestPointerToken(t *testing.T) {
+	for in, want := range map[string]string{"": "", "a": "a", "a/b": "a~1b", "m~n": "m~0n", "~1": "~01", "/~": "~1~0", "é/": "é~1"} {
+		if got := fault.PointerToken(in); got != want {
+			t.Errorf("PointerToken(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

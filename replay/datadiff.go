@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/hashing"
 )
 
@@ -76,7 +76,7 @@ func DataDiff(old, new []byte) ([]DataChange, error) {
 			return nil, fmt.Errorf("replay: data diff: %w", err)
 		}
 		for _, k := range sortedKeys(m) {
-			out = append(out, entry("/"+escapePointer(k), kind, m[k]))
+			out = append(out, entry("/"+fault.PointerToken(k), kind, m[k]))
 		}
 		return out, nil
 	}
@@ -118,7 +118,7 @@ func diffValue(ptr string, a, b json.RawMessage, out *[]DataChange) error {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			p := ptr + "/" + escapePointer(k)
+			p := ptr + "/" + fault.PointerToken(k)
 			va, inA := ma[k]
 			vb, inB := mb[k]
 			switch {
@@ -176,13 +176,4 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// escapePointer escapes one reference token of a JSON pointer (RFC 6901
-// §3): "~" as "~0", "/" as "~1".
-func escapePointer(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"github.com/artifactd/artifactd/fault"
 	"net/url"
 	"strconv"
 	"strings"
@@ -79,7 +80,7 @@ func eachSubschema[E comparable](obj map[string]any, ptr string, fn func(v any, 
 				if a.named {
 					name = key
 				}
-				if err := fn(v, base+"/"+escapePointer(key), a.part, name); err != zero {
+				if err := fn(v, base+"/"+fault.PointerToken(key), a.part, name); err != zero {
 					return err
 				}
 			}
@@ -99,11 +100,6 @@ type CostError struct {
 func (e *CostError) Error() string {
 	return fmt.Sprintf("%s (rule %s at %q)", e.Detail, e.Rule, orRoot(e.Pointer))
 }
-
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-// escapePointer escapes s as one token of a JSON pointer.
-func escapePointer(s string) string { return pointerEscaper.Replace(s) }
 
 // CheckCost refuses, before a schema is registered or used, one whose
 // validation cost could explode or never end: a $ref cycle that does not
@@ -217,7 +213,7 @@ func (c *costWalk) cost(s any, ptr string) (int, *CostError) {
 	// nothing, but it must itself be sound.
 	if defs, ok := obj["$defs"].(map[string]any); ok {
 		for name, v := range defs {
-			if _, err := c.cost(v, ptr+"/$defs/"+escapePointer(name)); err != nil {
+			if _, err := c.cost(v, ptr+"/$defs/"+fault.PointerToken(name)); err != nil {
 				return 0, err
 			}
 		}

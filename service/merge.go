@@ -71,7 +71,7 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeInput, theirs *replay.Commit) error {
 	var sides []*replay.Commit // ours, theirs: resolved on first need
 	for key, res := range in.Resolutions {
-		ptr := "/resolutions/" + escapePointer(key)
+		ptr := "/resolutions/" + fault.PointerToken(key)
 		switch {
 		case res.Take != "" && len(res.Value) > 0:
 			return &fault.Error{Code: fault.Invalid, Detail: "a resolution takes a side or gives a value, not both",
@@ -143,7 +143,7 @@ func valuesCheck(resolutions map[string]replay.Resolution) func(*graph.State, []
 					continue
 				}
 				if owner := gateWriter(a.Type); owner != "" {
-					return reservedResolution("/resolutions/"+escapePointer(ch.Op.ID)+"/value", a.Type,
+					return reservedResolution("/resolutions/"+fault.PointerToken(ch.Op.ID)+"/value", a.Type,
 						fmt.Sprintf("a merge resolution cannot give %q a value: it is a %s on ours now, which only %s writes; take ours or theirs", ch.Op.ID, a.Type, owner))
 				}
 			}

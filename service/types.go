@@ -425,12 +425,12 @@ func flattenValidation(ve *jsonschema.ValidationError, prefix string, out *[]fau
 	switch k := ve.ErrorKind.(type) {
 	case *kind.Required:
 		for _, m := range k.Missing {
-			*out = append(*out, fault.FieldError{Pointer: ptr + "/" + escapePointer(m), Rule: "required", Detail: "missing property " + quoteJSON(m)})
+			*out = append(*out, fault.FieldError{Pointer: ptr + "/" + fault.PointerToken(m), Rule: "required", Detail: "missing property " + quoteJSON(m)})
 		}
 		return
 	case *kind.AdditionalProperties:
 		for _, p := range k.Properties {
-			*out = append(*out, fault.FieldError{Pointer: ptr + "/" + escapePointer(p), Rule: "additionalProperties", Detail: "unknown property " + quoteJSON(p)})
+			*out = append(*out, fault.FieldError{Pointer: ptr + "/" + fault.PointerToken(p), Rule: "additionalProperties", Detail: "unknown property " + quoteJSON(p)})
 		}
 		return
 	case *kind.FalseSchema:
@@ -452,14 +452,10 @@ func pointerOf(loc []string) string {
 	var b strings.Builder
 	for _, p := range loc {
 		b.WriteByte('/')
-		b.WriteString(escapePointer(p))
+		b.WriteString(fault.PointerToken(p))
 	}
 	return b.String()
 }
-
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-func escapePointer(s string) string { return pointerEscaper.Replace(s) }
 
 // parentPointer drops the last segment of a JSON pointer.
 func parentPointer(p string) string {
