@@ -106,6 +106,22 @@ func isDraft2020(uri string) bool {
 	return uri == u || uri == u+"#"
 }
 
+// OtherDialect reports whether doc, a schema decoded into maps, declares
+// a $schema other than draft 2020-12: the one dialect the type registry
+// and Compile accept (an absent $schema is taken as it).
+func OtherDialect(doc any) bool {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	d, ok := m["$schema"]
+	if !ok {
+		return false
+	}
+	uri, ok := d.(string)
+	return !ok || !isDraft2020(uri)
+}
+
 // compileFast compiles doc at depth, or returns nil.
 func compileFast(doc any, depth int) *Fast {
 	if depth > maxFastDepth {

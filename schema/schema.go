@@ -47,10 +47,8 @@ func Compile(name string, doc []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema of %q: %w", ErrInvalid, name, err)
 	}
-	if m, ok := v.(map[string]any); ok {
-		if d, ok := m["$schema"]; ok && !isDraft2020(fmt.Sprint(d)) {
-			return nil, fmt.Errorf("%w: schema of %q: $schema must be %s (draft 2020-12)", ErrInvalid, name, jsonschema.Draft2020)
-		}
+	if OtherDialect(v) {
+		return nil, fmt.Errorf("%w: schema of %q: $schema must be %s (draft 2020-12)", ErrInvalid, name, jsonschema.Draft2020)
 	}
 	if ce := CheckCost(v); ce != nil {
 		return nil, fmt.Errorf("%w: schema of %q: %w", ErrInvalid, name, ce)

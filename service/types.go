@@ -335,11 +335,9 @@ func newTypeEntry(name string, role graph.Role, description string, src []byte) 
 // name urn:artifactd:schema:NAME. Its errors are invalid-schema
 // *fault.Error values pointing below /schema.
 func CompileSchema(name string, doc any) (*jsonschema.Schema, error) {
-	if m, ok := doc.(map[string]any); ok {
-		if v, ok := m["$schema"]; ok && v != SchemaDialect && v != SchemaDialect+"#" {
-			return nil, &fault.Error{Code: fault.InvalidSchema, Detail: fmt.Sprintf("$schema must be %s (draft 2020-12)", SchemaDialect),
-				Errors: []fault.FieldError{{Pointer: "/schema/$schema", Rule: "draft", Detail: "only draft 2020-12 is supported"}}}
-		}
+	if schema.OtherDialect(doc) {
+		return nil, &fault.Error{Code: fault.InvalidSchema, Detail: fmt.Sprintf("$schema must be %s (draft 2020-12)", SchemaDialect),
+			Errors: []fault.FieldError{{Pointer: "/schema/$schema", Rule: "draft", Detail: "only draft 2020-12 is supported"}}}
 	}
 	c := schema.NewCompiler()
 	loc := "urn:artifactd:schema:" + name

@@ -55,6 +55,18 @@ func keyBlobMember(ctxID string, d hashing.Digest) []byte {
 	return append([]byte(pBlobMember+ctxID+"\x00"), d[:]...)
 }
 
+// parseBlobMember reads a key keyBlobMember wrote; false when it is not
+// one (no context id, or no NUL before a 32-byte digest).
+func parseBlobMember(key []byte) (blobMember, bool) {
+	rest, ok := bytes.CutPrefix(key, []byte(pBlobMember))
+	if !ok || len(rest) < 34 || rest[len(rest)-33] != 0 {
+		return blobMember{}, false
+	}
+	m := blobMember{ctxID: string(rest[:len(rest)-33])}
+	copy(m.d[:], rest[len(rest)-32:])
+	return m, true
+}
+
 // BlobInfo describes a stored blob.
 type BlobInfo struct {
 	Digest hashing.Digest
@@ -437,13 +449,12 @@ func (s *Store) blobsHeldByOthers(ctx context.Context, ctxID string, want map[ha
 		return held, nil
 	}
 	err := kv.ScanKeys(ctx, s.kv, []byte(pBlobMember), nil, 0, func(key []byte) error {
-		rest := key[len(pBlobMember):]
-		if len(rest) < 34 || rest[len(rest)-33] != 0 || string(rest[:len(rest)-33]) == ctxID {
+		m, ok := parseBlobMember(key)
+		if !ok || m.ctxID == ctxID {
 			return nil
 		}
-		d := hashing.Digest(rest[len(rest)-32:])
-		if _, ok := want[d]; ok {
-			held[d] = true
+		if _, ok := want[m.d]; ok {
+			held[m.d] = true
 		}
 		return nil
 	})
@@ -771,13 +782,11 @@ func (k *checker) checkBlobs(ctx context.Context) error {
 		k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key), Detail: "membership record unreadable: " + why})
 	}
 	if err := k.scanAll(ctx, []byte(pBlobMember), func(key, _ []byte) error {
-		rest := key[len(pBlobMember):]
-		if len(rest) < 34 || rest[len(rest)-33] != 0 {
+		m, ok := parseBlobMember(key)
+		if !ok {
 			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%x", key), Detail: "malformed membership key"})
 			return nil
 		}
-		m := blobMember{ctxID: string(rest[:len(rest)-33])}
-		copy(m.d[:], rest[len(rest)-32:])
 		members = append(members, m)
 		return nil
 	}, lostMember); err != nil {
