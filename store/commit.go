@@ -379,8 +379,7 @@ func (s *Store) takeGroup(retry []*writeReq, wasOut, hadSlot bool) ([]*writeReq,
 	}
 	// A big retry had a slot, given back above: it takes one again. A
 	// small one grows big with its queued requests only into a free slot.
-	rOps, rMerge := weigh(retry)
-	batch, ops, merge := s.takeOwnedLocked(ids, retry, rMerge || rOps > bigOps || s.bigRunning < bigCommitters)
+	batch, ops, merge := s.takeOwnedLocked(ids, retry, false)
 	big := merge || ops > bigOps
 	for i := 0; !big && len(batch) < s.batch && i < len(s.ready); {
 		id := s.ready[i]
@@ -442,12 +441,13 @@ func (s *Store) stepOut() {
 // contexts takes them only while it stays small (bigOps in all, no
 // merge), so that no context's request waits in it for another context's
 // big one: what it leaves is taken once the group gives the context back.
-// A group of one context does the same unless mayBeBig: it is big
-// already, or a bigCommitters slot is free for it. It returns the new
-// batch with its ops in all and whether it holds a merge. Called with
-// closeMu held.
-func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq, mayBeBig bool) ([]*writeReq, int, bool) {
+// A group of one context does the same unless it may be big: it is big
+// already, holds a bigCommitters slot (slot) or one is free for it. It
+// returns the new batch with its ops in all and whether it holds a
+// merge. Called with closeMu held.
+func (s *Store) takeOwnedLocked(ids []string, batch []*writeReq, slot bool) ([]*writeReq, int, bool) {
 	ops, merge := weigh(batch)
+	mayBeBig := slot || merge || ops > bigOps || s.bigRunning < bigCommitters
 	small := len(ids) > 1 || !mayBeBig
 	for _, id := range ids {
 		q := s.queues[id]
@@ -479,7 +479,7 @@ func (s *Store) joinOwned(ids []string, batch []*writeReq, join, slot bool) ([]*
 	defer s.closeMu.Unlock()
 	ops, merge := weigh(batch)
 	if join {
-		batch, ops, merge = s.takeOwnedLocked(ids, batch, slot || s.bigRunning < bigCommitters)
+		batch, ops, merge = s.takeOwnedLocked(ids, batch, slot)
 	}
 	big := merge || ops > bigOps
 	if big && !slot {
