@@ -53,7 +53,7 @@ func (s *Server) handleCreateBranch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := service.CheckRef("at", in.At); err != nil {
-		s.writeError(w, r, pointTo(err, "/at"))
+		s.writeError(w, r, service.PointTo(err, "/at"))
 		return
 	}
 	c, err := s.st.Resolve(r.Context(), ctxID, in.At)
@@ -67,19 +67,6 @@ func (s *Server) handleCreateBranch(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/contexts/"+ctxID+"/branches/"+pathEscape(in.Name))
 	s.writeJSON(w, r, http.StatusCreated, store.Branch{Name: in.Name, Head: c.ID})
-}
-
-// pointTo moves a query-parameter problem to a body pointer.
-func pointTo(err error, ptr string) error {
-	if e, ok := err.(*Error); ok {
-		for i := range e.Errors {
-			e.Errors[i].Parameter, e.Errors[i].Pointer = "", ptr
-		}
-		if e.Code == CodeInvalidRef {
-			e.Code = CodeValidation
-		}
-	}
-	return err
 }
 
 // resetRequest is the body of POST .../branches/{branch}/reset.
