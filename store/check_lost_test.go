@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -38,13 +37,7 @@ func onEachDriver(t *testing.T, fn func(t *testing.T, s *Store)) {
 		fn(t, s)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		dsn := os.Getenv(pgtest.EnvDSN)
-		if dsn == "" {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s names no database; with CI set PostgreSQL is required (.ci/run starts one)", pgtest.EnvDSN)
-			}
-			t.Skipf("%s names no database", pgtest.EnvDSN)
-		}
+		dsn := pgtest.DSN(t)
 		ctx := context.Background()
 		schema := pgtest.NewSchema(t, dsn, "check_lost")
 		drv, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})

@@ -31,9 +31,6 @@ const overflowJS = `document.documentElement.scrollWidth - document.documentElem
 // README screenshots of every page at both widths but the 100k overview's
 // (TestBrowserHugeServe checks that context and takes them).
 func TestBrowserAuditor(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	ctx := newBrowser(t)
 	out := testOutDir(t)
 	s := openStore(t)

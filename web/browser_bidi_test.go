@@ -17,9 +17,6 @@ import (
 // after it backwards ("named by s1" as "1s yb deman"). The page's text
 // must read left to right, and the hostile text must still be shown.
 func TestBrowserBidiControlsStayInTheirValue(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	ctx := newBrowser(t)
 	s := openStore(t)
 	if _, err := s.CreateContext(context.Background(), "bidi", "observe"); err != nil {

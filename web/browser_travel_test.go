@@ -19,9 +19,6 @@ import (
 // control overflows sideways. It takes the README screenshots of the
 // control.
 func TestBrowserTimeTravel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	ctx := newBrowser(t)
 	out := testOutDir(t)
 	s := openStore(t)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/store"
+	"github.com/artifactd/artifactd/store/kv/pgkv/pgtest"
 )
 
 // heads returns every branch head of every context of the store in dir,
@@ -167,7 +168,7 @@ func TestMigrateProgress(t *testing.T) {
 // hash, and the commands open the PostgreSQL store with --store.
 func TestMigratePostgres(t *testing.T) {
 	t.Setenv(envStore, "")
-	spec := pgTestStore(t, testPostgres(t))
+	spec := pgTestStore(t, pgtest.DSN(t))
 	root := t.TempDir()
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
 	if code, _, errs := runCmd(t, "demo", "--data", a); code != 0 {
@@ -201,7 +202,7 @@ func TestMigratePostgres(t *testing.T) {
 		t.Fatalf("heads after the round trip:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// A read of a database that holds no store does not pass for one.
-	empty := pgTestStore(t, testPostgres(t))
+	empty := pgTestStore(t, pgtest.DSN(t))
 	if code, _, errs := runCmd(t, "log", "--store", empty, "--context", ctxID); code != exitUsage || !strings.Contains(errs, "holds no artifactd store") {
 		t.Fatalf("log on an empty database: %d %s", code, errs)
 	}

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -22,24 +21,6 @@ import (
 	"github.com/artifactd/artifactd/store/kv/pgkv"
 	"github.com/artifactd/artifactd/store/kv/pgkv/pgtest"
 )
-
-// envTestPostgres names the PostgreSQL database of the tests that need
-// one; .ci/run starts a throwaway cluster and sets it.
-const envTestPostgres = pgtest.EnvDSN
-
-// testPostgres returns the test database's DSN: without one the test
-// skips, or fails when CI is set.
-func testPostgres(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv(envTestPostgres)
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set: CI must provide a PostgreSQL database (.ci/run starts one)", envTestPostgres)
-		}
-		t.Skipf("%s is not set: skipping the PostgreSQL tests (e.g. %s=postgres://user@127.0.0.1:5432/db?sslmode=disable)", envTestPostgres, envTestPostgres)
-	}
-	return dsn
-}
 
 // pgTestStore creates a schema of its own in the test database and
 // returns a store spec naming it: the DSN with search_path set, which
@@ -55,7 +36,7 @@ func pgTestStore(t *testing.T, dsn string) string {
 	_ = d.Close()
 	u, err := url.Parse(dsn)
 	if err != nil {
-		t.Fatalf("%s: %v", envTestPostgres, err)
+		t.Fatalf("%s: %v", pgtest.EnvDSN, err)
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
@@ -357,7 +338,7 @@ func TestMultiProcessPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the multi-process tests take tens of seconds")
 	}
-	dsn := testPostgres(t)
+	dsn := pgtest.DSN(t)
 	bin := buildArtifactd(t)
 	t.Run("serialised", func(t *testing.T) { testMPSerialised(t, bin, pgTestStore(t, dsn)) })
 	t.Run("sigkill", func(t *testing.T) { testMPKill(t, bin, pgTestStore(t, dsn)) })
@@ -430,7 +411,7 @@ func testMPSerialised(t *testing.T, bin, spec string) {
 	mustRun(t, bin, "replay", "--data", dir, "--context", mpCtx, "--verify", head.ContextHash)
 	mustRun(t, bin, "fsck", "--data", dir)
 	// And back: a second PostgreSQL store from the Badger copy.
-	back := pgTestStore(t, testPostgres(t))
+	back := pgTestStore(t, pgtest.DSN(t))
 	mustRun(t, bin, "migrate", "--from", dir, "--to", back)
 	mustRun(t, bin, "replay", "--store", back, "--context", mpCtx, "--verify", head.ContextHash)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/pgkv"
+	"github.com/artifactd/artifactd/store/kv/pgkv/pgtest"
 )
 
 // TestHoldEndedWhileFrozenIsAConflict: a process frozen past the hold's
@@ -18,7 +19,7 @@ import (
 // outcome.
 func TestHoldEndedWhileFrozenIsAConflict(t *testing.T) {
 	ctx := context.Background()
-	d, err := pgkv.Open(ctx, pgkv.Options{DSN: testDSN(t), Schema: freshSchema(t), HoldIdleTimeout: 300 * time.Millisecond})
+	d, err := pgkv.Open(ctx, pgkv.Options{DSN: pgtest.DSN(t), Schema: freshSchema(t), HoldIdleTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +48,10 @@ func TestHoldEndedWhileFrozenIsAConflict(t *testing.T) {
 // hold and its holder's read.
 func TestPoolTooSmallForHolds(t *testing.T) {
 	ctx := context.Background()
-	if _, err := pgkv.Open(ctx, pgkv.Options{DSN: testDSN(t), Schema: freshSchema(t), MaxConns: 1}); !errors.Is(err, kv.ErrInvalid) {
+	if _, err := pgkv.Open(ctx, pgkv.Options{DSN: pgtest.DSN(t), Schema: freshSchema(t), MaxConns: 1}); !errors.Is(err, kv.ErrInvalid) {
 		t.Fatalf("Open with MaxConns 1: %v, want ErrInvalid", err)
 	}
-	d, err := pgkv.Open(ctx, pgkv.Options{DSN: testDSN(t), Schema: freshSchema(t), MaxConns: 2})
+	d, err := pgkv.Open(ctx, pgkv.Options{DSN: pgtest.DSN(t), Schema: freshSchema(t), MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestPoolTooSmallForHolds(t *testing.T) {
 // before.
 func TestLongHoldIdleTimeout(t *testing.T) {
 	ctx := context.Background()
-	d, err := pgkv.Open(ctx, pgkv.Options{DSN: testDSN(t), Schema: freshSchema(t), HoldIdleTimeout: 30 * 24 * time.Hour})
+	d, err := pgkv.Open(ctx, pgkv.Options{DSN: pgtest.DSN(t), Schema: freshSchema(t), HoldIdleTimeout: 30 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/pgkv"
+	"github.com/artifactd/artifactd/store/kv/pgkv/pgtest"
 )
 
 // TestHoldIdleTimeout: a hold whose holder stopped running (a frozen
@@ -20,7 +21,7 @@ func TestHoldIdleTimeout(t *testing.T) {
 	ctx := context.Background()
 	schema := freshSchema(t)
 	openIdle := func() *pgkv.Driver {
-		d, err := pgkv.Open(ctx, pgkv.Options{DSN: testDSN(t), Schema: schema, HoldIdleTimeout: 500 * time.Millisecond})
+		d, err := pgkv.Open(ctx, pgkv.Options{DSN: pgtest.DSN(t), Schema: schema, HoldIdleTimeout: 500 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,32 +16,15 @@ import (
 	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/kvtest"
 	"github.com/artifactd/artifactd/store/kv/pgkv"
+	"github.com/artifactd/artifactd/store/kv/pgkv/pgtest"
 	"github.com/artifactd/artifactd/store/storetest"
 )
-
-// envDSN names the database the tests use. .ci/run starts a throwaway
-// cluster and sets it.
-const envDSN = "ARTIFACTD_TEST_POSTGRES"
-
-// testDSN returns the test database's DSN, skipping (failing under CI)
-// without one.
-func testDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv(envDSN)
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set: CI must provide a PostgreSQL database (.ci/run starts one)", envDSN)
-		}
-		t.Skipf("%s is not set: skipping the PostgreSQL tests (e.g. %s=postgres://user@127.0.0.1:5432/db?sslmode=disable)", envDSN, envDSN)
-	}
-	return dsn
-}
 
 // freshSchema returns the name of a schema no test used, dropped at the
 // end of the test.
 func freshSchema(t testing.TB) string {
 	t.Helper()
-	dsn := testDSN(t)
+	dsn := pgtest.DSN(t)
 	name := fmt.Sprintf("kvtest_%d_%d", time.Now().UnixNano(), rand.Uint32())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -61,11 +43,11 @@ func freshSchema(t testing.TB) string {
 }
 
 func open(ctx context.Context, t testing.TB, schema string, bulk pgkv.BulkMethod) (*pgkv.Driver, error) {
-	return pgkv.Open(ctx, pgkv.Options{DSN: testDSN(t), Schema: schema, Bulk: bulk})
+	return pgkv.Open(ctx, pgkv.Options{DSN: pgtest.DSN(t), Schema: schema, Bulk: bulk})
 }
 
 func TestConformance(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := pgtest.DSN(t)
 	for _, bulk := range []struct {
 		name string
 		m    pgkv.BulkMethod
@@ -119,7 +101,7 @@ func withApp(dsn, app string) string {
 // aborts what the dead client had in flight. The writer's sessions are
 // named after its schema so that the test can wait for them to end.
 func TestCrash(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := pgtest.DSN(t)
 	kvtest.RunCrash(t, kvtest.CrashTarget{
 		Fresh: func(t *testing.T) string { return freshSchema(t) },
 		Open: func(ctx context.Context, schema string) (kv.Driver, error) {

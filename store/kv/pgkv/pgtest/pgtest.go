@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -55,4 +56,19 @@ func Clear(ctx context.Context, dsn, schema string) error {
 		keys = keys[n:]
 	}
 	return nil
+}
+
+// DSN returns the test database's DSN (EnvDSN). Without one the test
+// fails when CI is set — .ci/run starts a database, so a missing one is
+// a broken run — and is skipped otherwise.
+func DSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(EnvDSN)
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set: CI must provide a PostgreSQL database (.ci/run starts one)", EnvDSN)
+		}
+		t.Skipf("%s is not set: skipping the PostgreSQL tests (e.g. %s=postgres://user@127.0.0.1:5432/db?sslmode=disable)", EnvDSN, EnvDSN)
+	}
+	return dsn
 }

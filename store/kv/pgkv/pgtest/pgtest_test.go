@@ -2,7 +2,6 @@ package pgtest
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/artifactd/artifactd/store/kv"
@@ -13,13 +12,7 @@ import (
 // schema are gone once it ends, after the driver it opened is closed, and
 // two tests get two schemas.
 func TestNewSchemaIsEmptiedWhenTheTestEnds(t *testing.T) {
-	dsn := os.Getenv(EnvDSN)
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s names no database; with CI set PostgreSQL is required (.ci/run starts one)", EnvDSN)
-		}
-		t.Skipf("%s names no database", EnvDSN)
-	}
+	dsn := DSN(t)
 	ctx := context.Background()
 	var schemas []string
 	for range 2 {
