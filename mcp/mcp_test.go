@@ -444,3 +444,45 @@ func TestGuardOpenServerHost(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionBoundToItsToken: a session opened with one token answers a
+// request that carries another valid token, with that session's id, with
+// 403, and keeps answering its own token (the SDK binds a session to the
+// user the Guard names, a digest of the token).
+func TestSessionBoundToItsToken(t *testing.T) {
+	a := newAPI(t, writeToken+" write run*;"+readToken+" read run")
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.Guard(a.srv, mcp.Handler(mcp.NewServer(mcp.NewHandlerBackend(a.srv), mcp.Options{}), nil)))
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	a.createContext(t, "run", writeToken)
+
+	cs, err := connectHTTP(t, ts.URL+"/mcp", writeToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(token string) (int, string) {
+		req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := list(readToken); code != http.StatusForbidden {
+		t.Errorf("another token on the session: %d %s, want 403", code, body)
+	}
+	if code, body := list(writeToken); code != http.StatusOK || !strings.Contains(body, "record_artifact") {
+		t.Errorf("the session's own token: %d %s", code, body)
+	}
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Errorf("the session's client after the refusal: %v", err)
+	}
+}

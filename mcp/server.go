@@ -2,11 +2,15 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/service"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -285,7 +289,13 @@ func trustAnswer(ctxID, at string, a *ArtifactView) *TrustAnswer {
 // any context, which any valid token has) with the request's Host and
 // Authorization. Tool calls are then authorized one by one by the
 // Backend (NewHandlerBackend).
+//
+// A request with a bearer token reaches next with that token's digest as
+// the SDK's user (auth.TokenInfo.UserID), so the session it opens is bound
+// to the token: a request of another token, however valid, that names
+// that session's id is refused (403) rather than served by it.
 func Guard(api, next http.Handler) http.Handler {
+	bound := auth.RequireBearerToken(tokenUser, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		probe, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "/v1/relations", http.NoBody)
 		if err != nil {
@@ -307,6 +317,18 @@ func Guard(api, next http.Handler) http.Handler {
 			_, _ = w.Write(rec.body.Bytes())
 			return
 		}
+		if f := strings.Fields(r.Header.Get("Authorization")); len(f) == 2 && strings.EqualFold(f[0], "Bearer") {
+			bound.ServeHTTP(w, r)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// tokenUser names the user of a bearer token the API has accepted: the
+// hex SHA-256 of the token, so that the SDK binds a session to its token
+// without keeping the token itself.
+func tokenUser(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	sum := sha256.Sum256([]byte(token))
+	return &auth.TokenInfo{UserID: hex.EncodeToString(sum[:])}, nil
 }
