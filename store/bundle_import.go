@@ -72,16 +72,24 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 	if err != nil {
 		return nil, err
 	}
+	// The context first: an id taken since the check above refuses the
+	// import here, before any blob is given to a context it did not create.
+	if err := s.importRoot(ctx, ctxID, plan.mode, plan.rootTime, plan.root); err != nil {
+		return nil, err
+	}
+	partial := func(err error) error {
+		return fmt.Errorf("import into context %q stopped part-way (import again under another id): %w", ctxID, err)
+	}
 	for _, d := range b.Blobs() {
 		data, _ := b.Blob(d)
 		if _, err := s.PutContextBlob(ctx, ctxID, data); err != nil {
-			return nil, err
+			return nil, partial(err)
 		}
 	}
 	pruned := b.PrunedBlobs()
 	others, err := s.blobsHeldByOthers(ctx, ctxID, pruned)
 	if err != nil {
-		return nil, err
+		return nil, partial(err)
 	}
 	for d, at := range pruned {
 		// Bytes this store holds for another context stay theirs: the
@@ -91,7 +99,7 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 		// reports, not a prune.
 		if held, err := s.HasBlob(ctx, d); err != nil || held || others[d] {
 			if err != nil {
-				return nil, err
+				return nil, partial(err)
 			}
 			continue
 		}
@@ -100,18 +108,12 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 		// answers about another context's spill.
 		if _, was := s.BlobPruned(ctx, d); !was {
 			if err := s.markPruned(d, at); err != nil {
-				return nil, err
+				return nil, partial(err)
 			}
 		}
 		if _, err := s.AddBlobMember(ctx, ctxID, d); err != nil {
-			return nil, err
+			return nil, partial(err)
 		}
-	}
-	if err := s.importRoot(ctx, ctxID, plan.mode, plan.rootTime, plan.root); err != nil {
-		return nil, err
-	}
-	partial := func(err error) error {
-		return fmt.Errorf("import into context %q stopped part-way (import again under another id): %w", ctxID, err)
 	}
 	head := plan.root.ID
 	for i, c := range plan.commits {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -227,4 +228,96 @@ func TestStoreImportRefusesTamperedBundle(t *testing.T) {
 	if _, err := dst.GetContext(ctx, "run-1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a refused import created the context: %v", err)
 	}
+}
+
+// TestImportGivesNoBlobToAContextItDidNotCreate: a context created under
+// the import's id while the import runs (after its check that the id is
+// free) wins, and the import is refused; the import must not have given
+// that context the bundle's blobs first. The test waits until the
+// import's first blob is a member of the id, then creates the context.
+// An import that writes memberships before it creates the context gives
+// the other context blobs it never held; one that creates the context
+// first makes the creation fail.
+func TestImportGivesNoBlobToAContextItDidNotCreate(t *testing.T) {
+	ctx := context.Background()
+	src := mOpen(t, t.TempDir())
+	if _, err := src.CreateContext(ctx, "run", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	var blobs []hashing.Digest
+	for i := range 300 {
+		d, err := src.PutContextBlob(ctx, "run", fmt.Appendf(nil, "page %d of the run's reads", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobs = append(blobs, d)
+	}
+	names := make([]string, len(blobs))
+	for i, d := range blobs {
+		names[i] = d.String()
+	}
+	mCommit(t, src, "run", "main", mPut("pages", "note", map[string]any{"read": names}))
+	var buf bytes.Buffer
+	if h, err := src.Export(ctx, "run", "", &buf); err != nil || h.Blobs != len(blobs) {
+		t.Fatalf("export: %+v %v", h, err)
+	}
+	b, err := replay.ReadBundle(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dst := mOpen(t, t.TempDir())
+	done := make(chan error, 1)
+	go func() {
+		_, err := dst.Import(ctx, b, "taken")
+		done <- err
+	}()
+	var importErr error
+	imported := false
+	for !imported {
+		select {
+		case importErr = <-done:
+			imported = true
+		default:
+		}
+		if imported {
+			break
+		}
+		held := false
+		for _, d := range blobs {
+			if ok, err := dst.BlobMember(ctx, "taken", d); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				held = true
+				break
+			}
+		}
+		if !held {
+			continue
+		}
+		_, createErr := dst.CreateContext(ctx, "taken", store.ModeEnforce)
+		importErr = <-done
+		imported = true
+		if createErr == nil {
+			n := 0
+			for _, d := range blobs {
+				if ok, _ := dst.BlobMember(ctx, "taken", d); ok {
+					n++
+				}
+			}
+			t.Fatalf("the context created during the import holds %d of the bundle's blobs (import: %v)", n, importErr)
+		}
+		if !errors.Is(createErr, store.ErrExists) {
+			t.Fatalf("creation during the import: %v", createErr)
+		}
+	}
+	if importErr != nil {
+		t.Fatalf("import: %v", importErr)
+	}
+	for _, d := range blobs {
+		if ok, _ := dst.BlobMember(ctx, "taken", d); !ok {
+			t.Fatalf("imported context lacks blob %s", d.Short())
+		}
+	}
+	mFsck(t, dst)
 }
