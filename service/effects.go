@@ -623,9 +623,21 @@ func (s *Service) CompleteEffect(ctx context.Context, ctxID, id string, in Compl
 // FailEffect records a failed attempt by the lease holder: with retry the
 // effect returns to pending for another claim, else it is failed. Either
 // way attempts grows by one and the error (secret-masked) is kept.
+// Failing again with the token of the claim the effect was failed under,
+// the same error and the same retry returns the recorded effect (no new
+// commit, attempts unchanged), so a worker that lost the answer may send
+// the request again.
 func (s *Service) FailEffect(ctx context.Context, ctxID, id string, in FailInput) (*EffectWrite, error) {
 	msg := truncateChars(s.sanitizeOptions().Mask(in.Error), gate.DefaultMaxErrorChars)
 	return s.finishEffect(ctx, ctxID, id, in.Worker, in.LeaseToken, func(d *EffectData) (bool, error) {
+		// A repeat: the effect is as this fail left it. A retry clears the
+		// worker, so the token (checked against the claim before this
+		// version) is what ties the repeat to its claim.
+		failed := !in.Retry && d.Status == EffectFailed && d.Worker == in.Worker
+		retried := in.Retry && d.Status == EffectPending
+		if (failed || retried) && d.Attempts > 0 && d.LastError == msg {
+			return false, nil
+		}
 		d.Attempts++
 		d.LastError, d.LeaseUntil = msg, ""
 		if in.Retry {

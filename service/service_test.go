@@ -72,6 +72,11 @@ func TestOutboxTransitions(t *testing.T) {
 		{"a wrong lease token is refused", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "complete", worker: "A", badToken: true, code: fault.LeaseToken, status: EffectClaimed}}},
 		{"another worker cannot complete", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "complete", worker: "B", code: fault.Conflict, status: EffectClaimed}}},
 		{"an expired lease is claimed again", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "wait"}, {do: "claim", worker: "B", status: EffectClaimed}, {do: "complete", worker: "B", status: EffectSent}}},
+		{"fail again returns the recorded effect", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "fail", worker: "A", status: EffectFailed}, {do: "fail", worker: "A", status: EffectFailed}}},
+		{"retry again returns the recorded effect", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "retry", worker: "A", status: EffectPending}, {do: "retry", worker: "A", status: EffectPending}, {do: "claim", worker: "B", status: EffectClaimed}}},
+		{"fail again by another worker is refused", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "fail", worker: "A", status: EffectFailed}, {do: "fail", worker: "B", code: fault.Conflict, status: EffectFailed}}},
+		{"fail again with a wrong token is refused", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "retry", worker: "A", status: EffectPending}, {do: "retry", worker: "A", badToken: true, code: fault.LeaseToken, status: EffectPending}}},
+		{"a fail after a retry and another claim is refused", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "retry", worker: "A", status: EffectPending}, {do: "claim", worker: "B", status: EffectClaimed}, {do: "fail", worker: "A", code: fault.Conflict, status: EffectClaimed}}},
 		{"create again returns the recorded effect", []step{{do: "create", status: EffectPending}, {do: "claim", worker: "A", status: EffectClaimed}, {do: "create", status: EffectClaimed}}},
 	}
 	for _, tc := range cases {
@@ -450,5 +455,39 @@ func TestResetBranchKeepsTheOutbox(t *testing.T) {
 	res, err := s.ResetBranch(ctx, "o", "main", claimed.Commit.String(), claimed.Commit)
 	if err != nil || res.Head != *claimed.Commit || res.Previous != *claimed.Commit || res.Name != "main" {
 		t.Fatalf("reset to the claim's commit: %+v, %v", res, err)
+	}
+}
+
+// TestFailEffectRepeat: a worker that lost the answer to its fail sends
+// it again and gets the recorded effect — the same commit, attempts
+// counted once — with or without retry; a different error is a new
+// request, refused since the effect is no longer claimed.
+func TestFailEffectRepeat(t *testing.T) {
+	for _, retry := range []bool{false, true} {
+		s, _ := newService(t)
+		ctx := t.Context()
+		if _, err := s.CreateEffect(ctx, "o", EffectInput{IdempotencyKey: "k", Kind: "email"}); err != nil {
+			t.Fatal(err)
+		}
+		cw, err := s.ClaimEffects(ctx, "o", ClaimInput{Worker: "A", LeaseSeconds: 60})
+		if err != nil || len(cw.Effects) != 1 {
+			t.Fatalf("claim: %+v %v", cw, err)
+		}
+		in := FailInput{Worker: "A", LeaseToken: cw.Effects[0].LeaseToken, Error: "smtp 451 password=hunter2", Retry: retry}
+		first, err := s.FailEffect(ctx, "o", cw.Effects[0].ID, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := s.FailEffect(ctx, "o", cw.Effects[0].ID, in)
+		if err != nil {
+			t.Fatalf("retry %v: the repeat: %v", retry, err)
+		}
+		if again.Commit != first.Commit || again.Effect.Attempts != 1 || again.Effect.ContentHash != first.Effect.ContentHash || again.Effect.LastError != first.Effect.LastError {
+			t.Fatalf("retry %v: the repeat %+v, the first %+v", retry, again, first)
+		}
+		in.Error = "smtp 550"
+		if _, err := s.FailEffect(ctx, "o", cw.Effects[0].ID, in); Classify(err).Code != fault.Conflict {
+			t.Fatalf("retry %v: another error after the fail: %v", retry, err)
+		}
 	}
 }
