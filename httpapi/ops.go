@@ -1,44 +1,81 @@
 package httpapi
 
 import (
-	"fmt"
 	"net/http"
-	"sort"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/artifactd/artifactd/service"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metrics are the counters /metrics exposes.
+// metrics are what /metrics exposes, in a registry of the Server's own
+// (client_golang; never the process-wide default registry): the API's
+// request and problem counters, the service layer's write counters, the
+// store's cache size, and the Go runtime's and the process's collectors
+// (heap, goroutines, resident size, open files).
 type metrics struct {
-	byClass    [6]atomic.Int64 // requests by status class (index 1..5)
-	durationNS atomic.Int64    // total request time
-	// writes counts the writes that made a commit and those that changed
-	// nothing (the service layer's counters).
-	writes      func() (commits, noops int64)
-	mu          sync.Mutex // guards problems
-	problems    map[string]int64
-	stateExport atomic.Int64 // artifacts streamed by /state
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec   // by status class ("2xx")
+	seconds     prometheus.Counter       // time spent serving requests
+	durations   *prometheus.HistogramVec // request durations by status class
+	problems    *prometheus.CounterVec   // error responses by problem code
+	stateExport prometheus.Counter       // artifacts streamed by /state
 }
 
-func newMetrics() *metrics {
-	return &metrics{problems: map[string]int64{}, writes: func() (int64, int64) { return 0, 0 }}
+// statusClasses are the label values of the status classes, index 1..5.
+var statusClasses = [6]string{"", "1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// newMetrics registers the Server's metrics; writes reads the service
+// layer's counters, panics the recovered handler panics, and cached the
+// store's cache estimate (store.Store.CachedBytes).
+func newMetrics(writes func() (commits, noops int64), panics func() int64, cached func() int64) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "artifactd_http_requests_total",
+			Help: "HTTP requests by status class."}, []string{"class"}),
+		seconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "artifactd_http_request_seconds_total",
+			Help: "Time spent serving requests."}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "artifactd_http_request_duration_seconds",
+			Help:    "Request durations by status class.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"class"}),
+		problems: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "artifactd_problems_total",
+			Help: "Error responses by problem code."}, []string{"code"}),
+		stateExport: prometheus.NewCounter(prometheus.CounterOpts{Name: "artifactd_state_artifacts_streamed_total",
+			Help: "Artifacts written by state exports."}),
+	}
+	for c := 1; c <= 5; c++ {
+		// Every class is present from the start, at 0, as a scraper
+		// expects of a counter it computes a rate of.
+		m.requests.WithLabelValues(statusClasses[c])
+	}
+	m.reg.MustRegister(m.requests, m.seconds, m.durations, m.problems, m.stateExport,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "artifactd_commits_total",
+			Help: "Write requests that made a commit."}, func() float64 { c, _ := writes(); return float64(c) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "artifactd_noop_writes_total",
+			Help: "Write requests that changed nothing."}, func() float64 { _, n := writes(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "artifactd_panics_total",
+			Help: "Handler panics recovered (should stay 0)."}, func() float64 { return float64(panics()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "artifactd_store_cache_bytes",
+			Help: "The store's estimate of the Go heap its caches hold (heads, state-map nodes, payloads), bounded by its cache budget."},
+			func() float64 { return float64(cached()) }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
 }
 
 func (m *metrics) request(status int, d time.Duration) {
+	m.seconds.Add(d.Seconds())
 	if c := status / 100; c >= 1 && c <= 5 {
-		m.byClass[c].Add(1)
+		m.requests.WithLabelValues(statusClasses[c]).Inc()
+		m.durations.WithLabelValues(statusClasses[c]).Observe(d.Seconds())
 	}
-	m.durationNS.Add(int64(d))
 }
 
 func (m *metrics) problem(code string) {
-	m.mu.Lock()
-	m.problems[code]++
-	m.mu.Unlock()
+	m.problems.WithLabelValues(code).Inc()
 }
 
 // handleHealthz reports that the process serves HTTP.
@@ -85,36 +122,8 @@ func notReadyDetail(err error) string {
 	return "not ready: the store stopped taking writes; the server log says why"
 }
 
-// handleMetrics writes the counters in the Prometheus text format.
+// handleMetrics writes the metrics in the Prometheus text format (or
+// another the scraper asks for).
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	m := s.metrics
-	var b strings.Builder
-	b.WriteString("# HELP artifactd_http_requests_total HTTP requests by status class.\n# TYPE artifactd_http_requests_total counter\n")
-	for c := 1; c <= 5; c++ {
-		fmt.Fprintf(&b, "artifactd_http_requests_total{class=\"%dxx\"} %d\n", c, m.byClass[c].Load())
-	}
-	b.WriteString("# HELP artifactd_http_request_seconds_total Time spent serving requests.\n# TYPE artifactd_http_request_seconds_total counter\n")
-	fmt.Fprintf(&b, "artifactd_http_request_seconds_total %g\n", time.Duration(m.durationNS.Load()).Seconds())
-	b.WriteString("# HELP artifactd_commits_total Write requests that made a commit.\n# TYPE artifactd_commits_total counter\n")
-	commits, noops := m.writes()
-	fmt.Fprintf(&b, "artifactd_commits_total %d\n", commits)
-	b.WriteString("# HELP artifactd_noop_writes_total Write requests that changed nothing.\n# TYPE artifactd_noop_writes_total counter\n")
-	fmt.Fprintf(&b, "artifactd_noop_writes_total %d\n", noops)
-	b.WriteString("# HELP artifactd_state_artifacts_streamed_total Artifacts written by state exports.\n# TYPE artifactd_state_artifacts_streamed_total counter\n")
-	fmt.Fprintf(&b, "artifactd_state_artifacts_streamed_total %d\n", m.stateExport.Load())
-	b.WriteString("# HELP artifactd_panics_total Handler panics recovered (should stay 0).\n# TYPE artifactd_panics_total counter\n")
-	fmt.Fprintf(&b, "artifactd_panics_total %d\n", s.panics.Load())
-	b.WriteString("# HELP artifactd_problems_total Error responses by problem code.\n# TYPE artifactd_problems_total counter\n")
-	m.mu.Lock()
-	codes := make([]string, 0, len(m.problems))
-	for c := range m.problems {
-		codes = append(codes, c)
-	}
-	sort.Strings(codes)
-	for _, c := range codes {
-		fmt.Fprintf(&b, "artifactd_problems_total{code=%q} %d\n", c, m.problems[c])
-	}
-	m.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_, _ = w.Write([]byte(b.String()))
+	promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
 }

@@ -382,7 +382,7 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 			abort("write", err)
 		}
 	}
-	s.metrics.stateExport.Add(int64(len(arts)))
+	s.metrics.stateExport.Add(float64(len(arts)))
 	_, _ = bw.WriteString(`],"edges":[`)
 	for i, e := range edges {
 		raw, err := marshal(e)

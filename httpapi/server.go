@@ -169,7 +169,6 @@ func New(opts Options) *Server {
 		maxBody: opts.MaxBodyBytes,
 		maxBlob: opts.MaxBlobBytes,
 		ready:   opts.Ready,
-		metrics: newMetrics(),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -187,7 +186,7 @@ func New(opts Options) *Server {
 		})
 	}
 	s.types = s.svc.Types()
-	s.metrics.writes = s.svc.Writes
+	s.metrics = newMetrics(s.svc.Writes, s.panics.Load, s.st.CachedBytes)
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
