@@ -22,6 +22,10 @@ type metrics struct {
 	durations   *prometheus.HistogramVec // request durations by status class
 	problems    *prometheus.CounterVec   // error responses by problem code
 	stateExport prometheus.Counter       // artifacts streamed by /state
+	// byClass and durationByClass are requests' and durations' children
+	// of each status class (index 1..5), looked up once.
+	byClass         [6]prometheus.Counter
+	durationByClass [6]prometheus.Observer
 }
 
 // statusClasses are the label values of the status classes, index 1..5.
@@ -48,7 +52,8 @@ func newMetrics(writes func() (commits, noops int64), panics func() int64, cache
 	for c := 1; c <= 5; c++ {
 		// Every class is present from the start, at 0, as a scraper
 		// expects of a counter it computes a rate of.
-		m.requests.WithLabelValues(statusClasses[c])
+		m.byClass[c] = m.requests.WithLabelValues(statusClasses[c])
+		m.durationByClass[c] = m.durations.WithLabelValues(statusClasses[c])
 	}
 	m.reg.MustRegister(m.requests, m.seconds, m.durations, m.problems, m.stateExport,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "artifactd_commits_total",
@@ -69,8 +74,8 @@ func newMetrics(writes func() (commits, noops int64), panics func() int64, cache
 func (m *metrics) request(status int, d time.Duration) {
 	m.seconds.Add(d.Seconds())
 	if c := status / 100; c >= 1 && c <= 5 {
-		m.requests.WithLabelValues(statusClasses[c]).Inc()
-		m.durations.WithLabelValues(statusClasses[c]).Observe(d.Seconds())
+		m.byClass[c].Inc()
+		m.durationByClass[c].Observe(d.Seconds())
 	}
 }
 
