@@ -8,8 +8,11 @@ import (
 
 	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/schema"
 	"github.com/artifactd/artifactd/store"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // MergeInput is a three-way merge of Theirs (branch or commit) into
@@ -49,7 +52,7 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 		return nil, err
 	}
 	res, err := s.st.MergeWith(ctx, store.MergeRequest{Context: ctxID, Ours: in.Ours, Theirs: tc, TheirsName: in.Theirs,
-		Resolutions: in.Resolutions, Author: in.Author, Message: in.Message, Check: valuesCheck(in.Resolutions)})
+		Resolutions: in.Resolutions, Author: in.Author, Message: in.Message, Check: mergeCheck(in.Resolutions, func(d hashing.Digest) ([]byte, error) { return s.st.Object(ctx, d) })})
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +127,90 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 		}
 	}
 	return nil
+}
+
+// mergeCheck is the merge commit's check, run in the committer: that of
+// its values (valuesCheck), then that of its definitions
+// (definitionsCheck, reading the data of versions put by hash with
+// object).
+func mergeCheck(resolutions map[string]replay.Resolution, object func(hashing.Digest) ([]byte, error)) func(*graph.State, []graph.Change) error {
+	values, defs := valuesCheck(resolutions), definitionsCheck(resolutions, object)
+	return func(st *graph.State, changes []graph.Change) error {
+		if err := values(st, changes); err != nil {
+			return err
+		}
+		return defs(st, changes)
+	}
+}
+
+// definitionsCheck refuses a merge commit that puts data its type's
+// definition in the merged history refuses: a version from theirs
+// written under a definition that ours has changed since, a version
+// taken from ours under one theirs changed, or a value resolution the
+// history's definition refuses although the registry's accepts it. A
+// merge records no definition of its own, so the merged state's
+// definition (the state the check sees) is the one the chain holds the
+// put to — the one an import of the context checks it against. The error
+// names every such artifact (up to maxFieldErrors): at its resolution
+// when it has one, else at /theirs.
+func definitionsCheck(resolutions map[string]replay.Resolution, object func(hashing.Digest) ([]byte, error)) func(*graph.State, []graph.Change) error {
+	compiled := map[string]*jsonschema.Schema{} // by type and schema; one merge's
+	return func(st *graph.State, changes []graph.Change) error {
+		var out []fault.FieldError
+		first := ""
+		for _, ch := range changes {
+			if ch.Noop || ch.Op.Op != graph.OpPut || ch.Next == nil {
+				continue
+			}
+			def := st.TypeDef(ch.Next.Type)
+			if def == nil || len(def.Schema) == 0 {
+				continue
+			}
+			key := def.Name + "\x00" + string(def.Schema)
+			sch := compiled[key]
+			if sch == nil {
+				doc := mustDecode(def.Schema)
+				if ce := schema.CheckCost(doc); ce != nil {
+					return fmt.Errorf("%w: type %q as the merged history defines it: %w", store.ErrCorrupt, def.Name, ce)
+				}
+				var err error
+				if sch, err = CompileSchema(def.Name, doc); err != nil {
+					return fmt.Errorf("%w: type %q as the merged history defines it: %w", store.ErrCorrupt, def.Name, err)
+				}
+				compiled[key] = sch
+			}
+			ptr := "/theirs"
+			if res, ok := resolutions[ch.Op.ID]; ok {
+				ptr = "/resolutions/" + fault.PointerToken(ch.Op.ID)
+				if len(res.Value) > 0 {
+					ptr += "/value"
+				}
+			}
+			data := ch.Op.Data
+			if len(data) == 0 {
+				// A version one side has: stored, and put by its hash.
+				var err error
+				if data, err = object(ch.Op.ContentHash); err != nil {
+					return err
+				}
+			}
+			if err := sch.Validate(mustDecode(data)); err != nil {
+				if first == "" {
+					first = ch.Op.ID
+				}
+				if len(out) < maxFieldErrors {
+					out = append(out, fault.FieldError{Pointer: ptr, Rule: "schema",
+						Detail: fmt.Sprintf("%s %q does not match its type as the merged history defines it", ch.Next.Type, ch.Op.ID)})
+				}
+			}
+		}
+		if first == "" {
+			return nil
+		}
+		return &fault.Error{Code: fault.Invalid, Errors: out,
+			Detail: fmt.Sprintf("the merge would hold %q (and %d more) as data its type's definition in the merged history refuses: "+
+				"a version written under an older definition, or a resolution value; write the artifact again on its branch (it is then checked against the current definition) or resolve it with a value that definition accepts", first, len(out)-1)}
+	}
 }
 
 // valuesCheck is the merge commit's check, run in the committer: the
