@@ -66,8 +66,11 @@ func TestReadAheadInParts(t *testing.T) {
 
 	// lookups reads ahead for next with parts of part keys, looks every
 	// key up, and returns how many keys it asked the driver for, and how
-	// many later parts the reads had.
-	lookups := func(part int) (reads int64, parts int) {
+	// many later parts the reads had. With settle the lookups begin once
+	// the later reads have ended, so the count is exact: a lookup that
+	// outruns the reads by a part reads its key's nodes itself, and when
+	// the reads reach that part at the same moment they read them too.
+	lookups := func(part int, settle bool) (reads int64, parts int) {
 		t.Helper()
 		s.aheadPart = part
 		s.nodes.clear()
@@ -83,6 +86,9 @@ func TestReadAheadInParts(t *testing.T) {
 		}
 		if win.later != nil {
 			parts = len(win.later.parts)
+			if settle {
+				<-win.later.ended
+			}
 		}
 		for i, k := range keys {
 			if got := m.get(k.key); !bytes.Equal(got, want[i]) || (got == nil) != (want[i] == nil) {
@@ -105,12 +111,12 @@ func TestReadAheadInParts(t *testing.T) {
 		}
 		return d.keys.Load() - before, parts
 	}
-	whole, parts := lookups(aheadPart)
+	whole, parts := lookups(aheadPart, true)
 	if parts != 0 {
 		t.Fatalf("%d keys read in %d later parts of %d keys each", len(keys), parts, aheadPart)
 	}
 	callsBefore := d.calls.Load()
-	split, parts := lookups(100)
+	split, parts := lookups(100, true)
 	if parts < 4 {
 		t.Fatalf("%d keys read in %d later parts of 100: the test wants several", len(keys), parts)
 	}
@@ -118,6 +124,11 @@ func TestReadAheadInParts(t *testing.T) {
 		t.Fatalf("read in parts, the lookups asked the driver for %d keys; read at once, %d", split, whole)
 	}
 	calls := d.calls.Load() - callsBefore
+	// The lookups racing the reads find the same, and read again at most
+	// the path of one key a part (a leaf and the branch above it).
+	if racing, parts := lookups(100, false); racing < whole || racing > whole+2*int64(parts) {
+		t.Fatalf("lookups racing the reads in parts asked the driver for %d keys; read at once, %d", racing, whole)
+	}
 
 	// The same reads again, the last of them failing once: the nodes of
 	// that part are read by the lookups that need them.
@@ -125,7 +136,7 @@ func TestReadAheadInParts(t *testing.T) {
 	// at a time.
 	callsBefore = d.calls.Load()
 	d.failCall.Store(callsBefore + calls)
-	again, _ := lookups(100)
+	again, _ := lookups(100, true)
 	if d.calls.Load() < d.failCall.Load() {
 		t.Fatal("the read meant to fail was never made")
 	}
