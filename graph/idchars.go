@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 	"golang.org/x/text/unicode/runenames"
@@ -49,4 +50,40 @@ func checkNFC(id string) error {
 	}
 	return &OpError{Index: -1, Field: "/id", Rule: "nfc",
 		Detail: fmt.Sprintf("artifact id %q is not in Unicode NFC; send %q: ids are stored and hashed byte for byte, so the server does not normalise them", id, norm.NFC.String(id))}
+}
+
+// CheckLabel says why s, a producer or an author name, would not read as
+// it renders: not UTF-8 (rule "utf8"), a control character ("printable")
+// or a code point an id may not hold ("visible": invisible, a
+// look-alike space, a bidi control…), with a detail naming it; "" and ""
+// when it reads as it renders. Writers check new labels with it; the
+// core does not, so that history written before the rule still replays.
+func CheckLabel(s string) (rule, detail string) {
+	if !utf8.ValidString(s) {
+		return "utf8", "must be valid UTF-8"
+	}
+	rule, r, i, kind := unreadableRune(s)
+	switch rule {
+	case "printable":
+		return rule, fmt.Sprintf("contains a control character (%s at byte %d)", runeName(r), i)
+	case "visible":
+		return rule, fmt.Sprintf("contains %s, a %s, at byte %d: a name must read the same as it renders", runeName(r), kind, i)
+	}
+	return "", ""
+}
+
+// unreadableRune finds the first code point of s that keeps it from
+// reading as it renders: a control character (rule "printable") or one
+// invisibleRune names (rule "visible", its kind). Its rule is "" when
+// there is none.
+func unreadableRune(s string) (rule string, r rune, at int, kind string) {
+	for i, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
+			return "printable", r, i, ""
+		}
+		if kind := invisibleRune(r); kind != "" {
+			return "visible", r, i, kind
+		}
+	}
+	return "", 0, 0, ""
 }

@@ -384,13 +384,11 @@ func ValidateID(id string) error {
 	if !utf8.ValidString(id) {
 		return &OpError{Index: -1, Field: "/id", Rule: "utf8", Detail: "artifact id must be valid UTF-8"}
 	}
-	for i, r := range id {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
-			return &OpError{Index: -1, Field: "/id", Rule: "printable", Detail: fmt.Sprintf("artifact id %q contains a control character (%s at byte %d)", id, runeName(r), i)}
-		}
-		if kind := invisibleRune(r); kind != "" {
-			return &OpError{Index: -1, Field: "/id", Rule: "visible", Detail: fmt.Sprintf("artifact id %q contains %s, a %s, at byte %d: ids must read the same as they render", id, runeName(r), kind, i)}
-		}
+	switch rule, r, i, kind := unreadableRune(id); rule {
+	case "printable":
+		return &OpError{Index: -1, Field: "/id", Rule: rule, Detail: fmt.Sprintf("artifact id %q contains a control character (%s at byte %d)", id, runeName(r), i)}
+	case "visible":
+		return &OpError{Index: -1, Field: "/id", Rule: rule, Detail: fmt.Sprintf("artifact id %q contains %s, a %s, at byte %d: ids must read the same as they render", id, runeName(r), kind, i)}
 	}
 	return checkNFC(id)
 }

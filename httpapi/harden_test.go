@@ -555,7 +555,8 @@ func TestLargeBodySlots(t *testing.T) {
 }
 
 // TestInvisibleIDsRefused: over HTTP, an artifact id or edge end with a
-// bidi control, a zero-width character or a non-NFC form is a 422 naming
+// bidi control, a zero-width character or a non-NFC form, and a producer
+// or author name with a control or invisible character, is a 422 naming
 // the pointer, the rule and the code point, and nothing is written.
 func TestInvisibleIDsRefused(t *testing.T) {
 	e := newEnv(t)
@@ -573,6 +574,14 @@ func TestInvisibleIDsRefused(t *testing.T) {
 		{"/v1/contexts/i/artifacts", map[string]any{"id": "caf\u0065\u0301", "type": "note", "data": map[string]any{"text": "x"}}, "/id", "nfc", "café"},
 		{"/v1/contexts/i/artifacts", map[string]any{"id": "a", "type": "note", "data": map[string]any{"text": "x"}, "edges": []map[string]any{{"rel": "cites", "to": "b\u200B"}}}, "/edges/0/to", "visible", "U+200B ZERO WIDTH SPACE"},
 		{"/v1/contexts/i/commits", map[string]any{"ops": []map[string]any{{"op": "link", "from": "b\u2066", "rel": "cites", "to": "b"}}}, "/ops/0/from", "visible", "U+2066"},
+		// Producers and authors are names the UI and audits show too.
+		{"/v1/contexts/i/artifacts", map[string]any{"id": "p", "type": "note", "produced_by": "plan\u200Bner", "data": map[string]any{"text": "x"}}, "/produced_by", "visible", "U+200B ZERO WIDTH SPACE"},
+		{"/v1/contexts/i/artifacts", map[string]any{"id": "p", "type": "note", "produced_by": "step\u202E1", "data": map[string]any{"text": "x"}}, "/produced_by", "visible", "U+202E"},
+		{"/v1/contexts/i/artifacts", map[string]any{"id": "p", "type": "note", "produced_by": "a\nb", "data": map[string]any{"text": "x"}}, "/produced_by", "printable", "U+000A"},
+		{"/v1/contexts/i/commits", map[string]any{"ops": []map[string]any{{"op": "put", "artifact": map[string]any{"id": "p", "type": "note", "produced_by": "agent\u00A0", "data": map[string]any{"text": "x"}}}}}, "/ops/0/artifact/produced_by", "visible", "U+00A0"},
+		{"/v1/contexts/i/commits", map[string]any{"author": "bo\u2060b", "ops": []map[string]any{{"op": "put", "artifact": map[string]any{"id": "p", "type": "note", "data": map[string]any{"text": "x"}}}}}, "/author", "visible", "U+2060 WORD JOINER"},
+		{"/v1/contexts/i/effects", map[string]any{"idempotency_key": "k", "kind": "email", "produced_by": "mail\uFEFFer"}, "/produced_by", "visible", "U+FEFF"},
+		{"/v1/contexts/i/merge", map[string]any{"theirs": "main", "author": "x\u200Dy"}, "/author", "visible", "U+200D ZERO WIDTH JOINER"},
 	} {
 		r := e.post(c.path, c.body)
 		m := r.obj(t)

@@ -327,6 +327,9 @@ func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput
 	if err := s.types.Validate(TypeEffect, mustDecode(raw), "/data"); err != nil {
 		return nil, err
 	}
+	if err := checkLabel(in.ProducedBy, "/produced_by", "produced_by"); err != nil {
+		return nil, err
+	}
 	producer := in.ProducedBy
 	if producer == "" {
 		producer = "outbox"

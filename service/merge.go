@@ -42,6 +42,9 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 	if err := checkBranchField(in.Ours, "/ours"); err != nil {
 		return nil, err
 	}
+	if err := checkLabel(in.Author, "/author", "author"); err != nil {
+		return nil, err
+	}
 	// Theirs is resolved once: the resolutions are checked against the
 	// commit that is merged, whatever its branch does meanwhile.
 	tc, err := s.st.Resolve(ctx, ctxID, in.Theirs)

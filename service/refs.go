@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/artifactd/artifactd/fault"
+	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/store"
 )
@@ -47,6 +48,20 @@ func checkBranchField(branch, ptr string) error {
 	}
 	return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("%q is not a branch name", branch),
 		Errors: []fault.FieldError{{Pointer: ptr, Rule: "pattern", Detail: "1-100 of [A-Za-z0-9._/-], starting with a letter, digit or _"}}}
+}
+
+// checkLabel refuses a producer or author name that would not read as it
+// renders (graph.CheckLabel: a control, invisible or look-alike
+// character), with a validation error naming the field at ptr: the UI,
+// logs and audits show such names, and two that look alike must be one.
+// Names already in history are not checked again.
+func checkLabel(name, ptr, what string) error {
+	rule, detail := graph.CheckLabel(name)
+	if rule == "" {
+		return nil
+	}
+	return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("%s %q %s", what, name, detail),
+		Errors: []fault.FieldError{{Pointer: ptr, Rule: rule, Detail: detail}}}
 }
 
 // ResetResult is what a branch reset did: branch Name now at Head, which

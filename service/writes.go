@@ -419,6 +419,9 @@ func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactI
 	if err := checkBranchField(in.Branch, "/branch"); err != nil {
 		return nil, err
 	}
+	if err := checkLabel(in.ProducedBy, "/produced_by", "produced_by"); err != nil {
+		return nil, err
+	}
 	if !gate || in.Type != TypeFetchVerdict {
 		if err := reservedType(in.Type, "/type"); err != nil {
 			return nil, err
@@ -616,6 +619,9 @@ func (s *Service) commit(ctx context.Context, ctxID string, in *CommitInput, doc
 			if err := reservedType(a.Type, at+"/artifact/type"); err != nil {
 				return nil, err
 			}
+			if err := checkLabel(a.ProducedBy, at+"/artifact/produced_by", "produced_by"); err != nil {
+				return nil, err
+			}
 			if err := s.types.Validate(a.Type, docs[i], at+"/artifact/data"); err != nil {
 				return nil, err
 			}
@@ -634,6 +640,9 @@ func (s *Service) commit(ctx context.Context, ctxID string, in *CommitInput, doc
 	}
 	mode, err := s.commitMode(ctx, ctxID, in.Quarantine)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkLabel(in.Author, "/author", "author"); err != nil {
 		return nil, err
 	}
 	author := in.Author
