@@ -38,8 +38,24 @@ type clusterKey struct {
 type cluster struct {
 	key     clusterKey
 	merged  bool
+	parts   int // of a merged cluster, how many it merged
 	n       int
 	samples []string
+}
+
+// label is what the overview calls c when grouped by group: its key's
+// value, or, merged, how many clusters of what it merged ("12 other
+// producers"), which the table and the drawing also mark apart, since a
+// producer may be called anything.
+func (c *cluster) label(group string) string {
+	if !c.merged {
+		return c.key.value
+	}
+	what := map[string][2]string{"type": {"type", "types"}, "producer": {"producer", "producers"}}[group]
+	if what[0] == "" {
+		what = [2]string{"group", "groups"}
+	}
+	return plural(c.parts, "other "+what[0], "other "+what[1])
 }
 
 // clusterEdge counts the edges from one cluster to another, by relation.
@@ -102,6 +118,7 @@ func b2i(b bool) int {
 // clusterRow is one cluster in the overview's table.
 type clusterRow struct {
 	Value   string
+	Merged  bool // the smallest clusters of its status, merged
 	Status  graph.Status
 	N       int
 	ListURL string
@@ -129,7 +146,7 @@ func listURL(ctx, at, group string, c *cluster) string {
 func (cs *clusterSet) rows(ctx, at, group string) []clusterRow {
 	out := make([]clusterRow, 0, len(cs.clusters))
 	for _, c := range cs.clusters {
-		row := clusterRow{Value: c.key.value, Status: c.key.status, N: c.n, ListURL: listURL(ctx, at, group, &c)}
+		row := clusterRow{Value: c.label(group), Merged: c.merged, Status: c.key.status, N: c.n, ListURL: listURL(ctx, at, group, &c)}
 		if group == "trust" {
 			row.Value = statusName(c.key.status)
 		}
@@ -163,7 +180,10 @@ func (cs *clusterSet) drawing(ctx, at, group string) *drawing {
 		if rounded {
 			style = "rounded," + style
 		}
-		value := c.key.value
+		if c.merged {
+			style += ",dashed"
+		}
+		value := c.label(group)
 		if group == "trust" {
 			value = "all types"
 		}

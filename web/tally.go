@@ -526,6 +526,7 @@ func (t *tally) clusterSet(rels graph.Relations) *clusterSet {
 		}
 		oc := &cs.clusters[o]
 		oc.n += c.n
+		oc.parts++
 		oc.samples = append(oc.samples, shown...)
 		final[k] = o
 	}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -286,6 +287,42 @@ func TestOverviewProducerNamedOtherClusterLists(t *testing.T) {
 	_, body = get(t, h, link)
 	if !strings.Contains(body, "Artifacts 1–100 of 100 matching") {
 		t.Fatalf("the %q cluster's link %s lists:\n%s", otherGroup, link, excerpt(body, "list-count"))
+	}
+}
+
+// TestOverviewMergedClusterReadsApart: past maxClusters the smallest
+// clusters are merged; the merged one is called by how many it merged
+// ("12 other producers"), in the table marked apart (em.merged) and in
+// the drawing drawn dashed, while a producer that calls itself
+// "(other)" keeps its own plain row.
+func TestOverviewMergedClusterReadsApart(t *testing.T) {
+	st := openStore(t)
+	var ops []graph.Op
+	const producers = maxClusters + 10
+	for i := range 400 {
+		by := fmt.Sprintf("step-%02d", i%producers)
+		if i%8 == 0 {
+			by = otherGroup
+		}
+		ops = append(ops, putOp(t, fmt.Sprintf("n%d", i), "claim", by, map[string]any{"i": i}))
+	}
+	loadContext(t, st, "c", ops...)
+	h := New(Options{Store: st, Logger: quietLogger()})
+	_, body := get(t, h, "/ui/contexts/c/graph?group=producer")
+	merged := regexp.MustCompile(`<em class="merged"[^>]*>(\d+) other producers</em>`).FindStringSubmatch(body)
+	if merged == nil {
+		t.Fatalf("no merged cluster marked apart:\n%s", excerpt(body, "clusters"))
+	}
+	// Every producer but the (other) one has fewer artifacts than it; the
+	// clusters drawn are maxClusters-3 ranked ones and the merged one.
+	if n, _ := strconv.Atoi(merged[1]); n != producers+1-(maxClusters-3) {
+		t.Errorf("the merged cluster says %s clusters, want %d", merged[1], producers+1-(maxClusters-3))
+	}
+	if !regexp.MustCompile(`<a href="[^"]*">` + regexp.QuoteMeta(otherGroup) + `</a>`).MatchString(body) {
+		t.Fatalf("the producer %q lost its plain row:\n%s", otherGroup, excerpt(body, "clusters"))
+	}
+	if !regexp.MustCompile(`other producers[^<]*</text>`).MatchString(body) || !strings.Contains(body, "stroke-dasharray") {
+		t.Errorf("the drawing does not show the merged cluster dashed:\n%s", excerpt(body, "<svg"))
 	}
 }
 
