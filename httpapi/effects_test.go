@@ -621,4 +621,13 @@ func TestResetMainKeepsTheOutbox(t *testing.T) {
 	if got := e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "B"}), 200)["effects"].([]any); len(got) != 0 {
 		t.Fatalf("claimed again: %v", got)
 	}
+	// On purpose: forget_effects moves main back past the send, names the
+	// effect, and the next claim sends it again.
+	res := e.must(e.post("/v1/contexts/o/branches/main/reset", map[string]any{"to": created["commit"], "forget_effects": true}), 200)
+	if f, _ := res["forgotten_effects"].([]any); len(f) != 1 || f[0] != created["effect"].(map[string]any)["id"] {
+		t.Fatalf("reset forgetting effects: %v", res)
+	}
+	if got := e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "B"}), 200)["effects"].([]any); len(got) != 1 {
+		t.Fatalf("after the forgetting reset, claimed %v", got)
+	}
 }

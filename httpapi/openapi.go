@@ -113,7 +113,7 @@ var resultSchemas = map[string]string{
 	"ContextPage":     `{"type":"object","required":["items"],"properties":{"items":{"type":"array","items":{"$ref":"#/components/schemas/ContextInfo"}},"next_cursor":{"type":"string"}}}`,
 	"Branch":          `{"type":"object","required":["name","head"],"properties":{"name":{"type":"string"},"head":{"$ref":"#/components/schemas/Digest"}}}`,
 	"BranchList":      `{"type":"object","required":["branches"],"properties":{"branches":{"type":"array","items":{"$ref":"#/components/schemas/Branch"}}}}`,
-	"Reset":           `{"type":"object","required":["name","head","previous"],"properties":{"name":{"type":"string"},"head":{"$ref":"#/components/schemas/Digest"},"previous":{"$ref":"#/components/schemas/Digest"}}}`,
+	"Reset":           `{"type":"object","required":["name","head","previous"],"properties":{"name":{"type":"string"},"head":{"$ref":"#/components/schemas/Digest"},"previous":{"$ref":"#/components/schemas/Digest"},"forgotten_effects":{"type":"array","items":{"type":"string"}}}}`,
 	"TrustSummary":    `{"type":"object","required":["confirmed","quarantined","poison_roots"],"properties":{"confirmed":{"type":"integer"},"quarantined":{"type":"integer"},"poison_roots":{"type":"integer"}}}`,
 	"ContextView": `{"type":"object","required":["id","quarantine","created","head","context_hash","seq","counts"],"properties":{"id":{"type":"string"},"quarantine":{"enum":["enforce","observe"]},"created":{"type":"string"},
 	  "branches":{"type":"array","items":{"$ref":"#/components/schemas/Branch"}},"head":{"$ref":"#/components/schemas/Digest"},"context_hash":{"$ref":"#/components/schemas/Digest"},"seq":{"type":"integer"},

@@ -71,8 +71,9 @@ func (s *Server) handleCreateBranch(w http.ResponseWriter, r *http.Request) {
 
 // resetRequest is the body of POST .../branches/{branch}/reset.
 type resetRequest struct {
-	To     string `json:"to"`
-	Parent string `json:"parent"`
+	To            string `json:"to"`
+	Parent        string `json:"parent"`
+	ForgetEffects bool   `json:"forget_effects"`
 }
 
 // handleResetBranch is POST /v1/contexts/{ctx}/branches/{branch}/reset:
@@ -100,7 +101,7 @@ func (s *Server) handleResetBranch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.svc.ResetBranch(r.Context(), ctxID, branch, in.To, parent)
+	res, err := s.svc.ResetBranch(r.Context(), ctxID, branch, service.ResetInput{To: in.To, Parent: parent, ForgetEffects: in.ForgetEffects})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -89,7 +89,7 @@ const (
 	// schemaResetRequest is POST /v1/contexts/{ctx}/branches/{branch}/reset.
 	schemaResetRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
 	  "required":["to"],
-	  "properties":{"to":{"type":"string","minLength":1},"parent":` + parentSchema + `}}`
+	  "properties":{"to":{"type":"string","minLength":1},"parent":` + parentSchema + `,"forget_effects":{"type":"boolean"}}}`
 
 	// schemaMergeRequest is POST /v1/contexts/{ctx}/merge.
 	schemaMergeRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,

@@ -856,8 +856,23 @@ func CheckEffectStatus(status string) error {
 // zero digest). It returns the head it checked, which the move must
 // expect. Errors are *fault.Error values.
 func (s *Service) CheckOutboxReset(ctx context.Context, ctxID, branch string, to *replay.Commit) (head hashing.Digest, err error) {
+	head, behind, err := s.outboxBehind(ctx, ctxID, branch, to)
+	if err != nil || len(behind) == 0 {
+		return head, err
+	}
+	return hashing.Digest{}, &fault.Error{Code: fault.Conflict,
+		Detail: fmt.Sprintf("moving %s to %s would take %d effect(s) of the outbox back to before a claim, and the next claim would send them again: move it to a commit that holds them as they are, write on another branch, or, to have them sent again on purpose, reset with forget_effects", branch, to.ID.Short(), len(behind)),
+		Errors: []fault.FieldError{{Pointer: "/to", Rule: "outbox", Detail: "holds an effect of the outbox as it was before a claim, or not at all"}},
+		Extra:  map[string]any{"effects": behind}}
+}
+
+// outboxBehind returns the head of branch it checked and the effects
+// there that a claim has reached and that to does not hold as they are
+// (CheckOutboxReset); none, and the zero head, for a branch other than
+// the default one.
+func (s *Service) outboxBehind(ctx context.Context, ctxID, branch string, to *replay.Commit) (head hashing.Digest, behind []string, err error) {
 	if branch != store.DefaultBranch {
-		return hashing.Digest{}, nil
+		return hashing.Digest{}, nil, nil
 	}
 	var reached []EffectView
 	err = s.st.Read(ctx, ctxID, branch, func(v *store.View) error {
@@ -870,15 +885,11 @@ func (s *Service) CheckOutboxReset(ctx context.Context, ctxID, branch string, to
 		}
 		return err
 	})
-	if err != nil {
-		return hashing.Digest{}, err
-	}
-	if len(reached) == 0 {
-		return head, nil
+	if err != nil || len(reached) == 0 {
+		return head, nil, err
 	}
 	// One view of to for all of them, reading their entries, not their
 	// payloads: what a claim reached must be there as it is.
-	var behind []string
 	err = s.st.ReadSparse(ctx, ctxID, to, func(v *store.View) error {
 		for _, e := range reached {
 			if a := v.State.Artifact(e.ID); a == nil || a.Type != TypeEffect || a.ContentHash != e.ContentHash {
@@ -888,13 +899,7 @@ func (s *Service) CheckOutboxReset(ctx context.Context, ctxID, branch string, to
 		return nil
 	})
 	if err != nil {
-		return hashing.Digest{}, err
+		return hashing.Digest{}, nil, err
 	}
-	if len(behind) == 0 {
-		return head, nil
-	}
-	return hashing.Digest{}, &fault.Error{Code: fault.Conflict,
-		Detail: fmt.Sprintf("moving %s to %s would take %d effect(s) of the outbox back to before a claim, and the next claim would send them again: move it to a commit that holds them as they are, or write on another branch", branch, to.ID.Short(), len(behind)),
-		Errors: []fault.FieldError{{Pointer: "/to", Rule: "outbox", Detail: "holds an effect of the outbox as it was before a claim, or not at all"}},
-		Extra:  map[string]any{"effects": behind}}
+	return head, behind, nil
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/graph"
@@ -70,25 +71,41 @@ type ResetResult struct {
 	Name     string         `json:"name"`
 	Head     hashing.Digest `json:"head"`
 	Previous hashing.Digest `json:"previous"`
+	// ForgottenEffects are the effects of the outbox the reset took back
+	// to before a claim (ResetInput.ForgetEffects), which the next claim
+	// sends again.
+	ForgottenEffects []string `json:"forgotten_effects,omitempty"`
 }
 
-// ResetBranch moves branch of context ctxID to the commit ref to names (a
-// branch name or a commit id): a checkout or a rollback; the commits left
-// behind stay readable by id. parent, when set, must be the branch's head.
-// The default branch is the outbox's, and may not move back past a claim
-// (CheckOutboxReset); its move then expects the head that was checked,
-// and the store checks the head again as it moves the ref. Errors are
-// *fault.Error values (not-found for the branch, stale-parent with the
-// head in Extra, a validation error or conflict naming /to) or the
-// store's.
-func (s *Service) ResetBranch(ctx context.Context, ctxID, branch, to string, parent *hashing.Digest) (ResetResult, error) {
+// ResetInput is a branch reset: the commit To names (a branch name or a
+// commit id), the head Parent expects when set, and ForgetEffects.
+type ResetInput struct {
+	To     string
+	Parent *hashing.Digest
+	// ForgetEffects lets the default branch move back past claims of the
+	// outbox: the effects a claim reached that the target does not hold
+	// as they are are forgotten, and the next claim sends them again. An
+	// operator's deliberate rollback; it is logged with the effects.
+	ForgetEffects bool
+}
+
+// ResetBranch moves branch of context ctxID to the commit in.To names: a
+// checkout or a rollback; the commits left behind stay readable by id.
+// in.Parent, when set, must be the branch's head. The default branch is
+// the outbox's, and may not move back past a claim (CheckOutboxReset)
+// unless in.ForgetEffects; its move then expects the head that was
+// checked, and the store checks the head again as it moves the ref.
+// Errors are *fault.Error values (not-found for the branch, stale-parent
+// with the head in Extra, a validation error or conflict naming /to) or
+// the store's.
+func (s *Service) ResetBranch(ctx context.Context, ctxID, branch string, in ResetInput) (ResetResult, error) {
 	if store.ValidateBranch(branch) != nil {
 		return ResetResult{}, fault.Errorf(fault.NotFound, "no branch %q", branch)
 	}
-	if err := CheckRef("to", to); err != nil {
+	if err := CheckRef("to", in.To); err != nil {
 		return ResetResult{}, PointTo(err, "/to")
 	}
-	target, err := s.st.Resolve(ctx, ctxID, to)
+	target, err := s.st.Resolve(ctx, ctxID, in.To)
 	if err != nil {
 		return ResetResult{}, err
 	}
@@ -105,14 +122,20 @@ func (s *Service) ResetBranch(ctx context.Context, ctxID, branch, to string, par
 	if prev == nil {
 		return ResetResult{}, fault.Errorf(fault.NotFound, "no branch %q in context %q", branch, ctxID)
 	}
+	parent := in.Parent
 	stale := func(head hashing.Digest) error {
 		return &fault.Error{Code: fault.Stale, Detail: fmt.Sprintf("parent %s is not the head of %q", parent.Short(), branch), Extra: map[string]any{"head": head}}
 	}
 	if parent != nil && *parent != *prev {
 		return ResetResult{}, stale(*prev)
 	}
-	checked, err := s.CheckOutboxReset(ctx, ctxID, branch, target)
-	if err != nil {
+	var checked hashing.Digest
+	var forgotten []string
+	if in.ForgetEffects {
+		if checked, forgotten, err = s.outboxBehind(ctx, ctxID, branch, target); err != nil {
+			return ResetResult{}, err
+		}
+	} else if checked, err = s.CheckOutboxReset(ctx, ctxID, branch, target); err != nil {
 		return ResetResult{}, err
 	}
 	if !checked.IsZero() {
@@ -124,5 +147,10 @@ func (s *Service) ResetBranch(ctx context.Context, ctxID, branch, to string, par
 	if err := s.st.ResetBranchIf(ctx, ctxID, branch, target.ID, parent); err != nil {
 		return ResetResult{}, err
 	}
-	return ResetResult{Name: branch, Head: target.ID, Previous: *prev}, nil
+	if len(forgotten) > 0 {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "branch reset forgot effects of the outbox; the next claim sends them again",
+			slog.String("context", ctxID), slog.String("branch", branch), slog.String("from", prev.String()),
+			slog.String("to", target.ID.String()), slog.Any("effects", forgotten))
+	}
+	return ResetResult{Name: branch, Head: target.ID, Previous: *prev, ForgottenEffects: forgotten}, nil
 }

@@ -426,7 +426,8 @@ func TestListEffectsLimitAtLeastOne(t *testing.T) {
 // TestResetBranchKeepsTheOutbox: the service's reset, which every door
 // calls, refuses to move main back past a claim (conflict naming /to,
 // main unmoved), refuses a stale parent with the head, and moves main to
-// a commit that holds the effect as it is.
+// a commit that holds the effect as it is; with ForgetEffects it moves
+// back past the claim, names the effect, and the effect is claimed again.
 func TestResetBranchKeepsTheOutbox(t *testing.T) {
 	s, _ := newService(t)
 	ctx := t.Context()
@@ -438,7 +439,7 @@ func TestResetBranchKeepsTheOutbox(t *testing.T) {
 	if err != nil || claimed.Commit == nil {
 		t.Fatalf("claim: %+v, %v", claimed, err)
 	}
-	_, err = s.ResetBranch(ctx, "o", "main", created.Commit.String(), nil)
+	_, err = s.ResetBranch(ctx, "o", "main", ResetInput{To: created.Commit.String()})
 	fe := Classify(err)
 	if fe.Code != fault.Conflict || len(fe.Errors) != 1 || fe.Errors[0].Pointer != "/to" || fe.Errors[0].Rule != "outbox" {
 		t.Fatalf("reset past the claim: %v, want a conflict naming /to, rule outbox", err)
@@ -448,13 +449,24 @@ func TestResetBranchKeepsTheOutbox(t *testing.T) {
 		t.Fatalf("a refused reset moved main to %v (%v)", head.ID, err)
 	}
 	stale := created.Commit
-	_, err = s.ResetBranch(ctx, "o", "main", claimed.Commit.String(), &stale)
+	_, err = s.ResetBranch(ctx, "o", "main", ResetInput{To: claimed.Commit.String(), Parent: &stale})
 	if fe := Classify(err); fe.Code != fault.Stale || fe.Extra["head"] != *claimed.Commit {
 		t.Fatalf("stale parent: %v, want stale-parent with the head", err)
 	}
-	res, err := s.ResetBranch(ctx, "o", "main", claimed.Commit.String(), claimed.Commit)
-	if err != nil || res.Head != *claimed.Commit || res.Previous != *claimed.Commit || res.Name != "main" {
+	res, err := s.ResetBranch(ctx, "o", "main", ResetInput{To: claimed.Commit.String(), Parent: claimed.Commit})
+	if err != nil || res.Head != *claimed.Commit || res.Previous != *claimed.Commit || res.Name != "main" || res.ForgottenEffects != nil {
 		t.Fatalf("reset to the claim's commit: %+v, %v", res, err)
+	}
+
+	// On purpose, with forget_effects: main moves back past the claim,
+	// the answer names the effect, and the next claim takes it again.
+	res, err = s.ResetBranch(ctx, "o", "main", ResetInput{To: created.Commit.String(), ForgetEffects: true})
+	if err != nil || res.Head != created.Commit || len(res.ForgottenEffects) != 1 || res.ForgottenEffects[0] != created.Effect.ID {
+		t.Fatalf("reset forgetting the effect: %+v, %v", res, err)
+	}
+	again, err := s.ClaimEffects(ctx, "o", ClaimInput{Worker: "B"})
+	if err != nil || len(again.Effects) != 1 || again.Effects[0].ID != created.Effect.ID {
+		t.Fatalf("claim after the forgetting reset: %+v, %v", again, err)
 	}
 }
 
