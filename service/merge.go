@@ -12,7 +12,6 @@ import (
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/schema"
 	"github.com/artifactd/artifactd/store"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // MergeInput is a three-way merge of Theirs (branch or commit) into
@@ -157,10 +156,10 @@ func mergeCheck(resolutions map[string]replay.Resolution, object func(hashing.Di
 // names every such artifact (up to maxFieldErrors): at its resolution
 // when it has one, else at /theirs.
 func definitionsCheck(resolutions map[string]replay.Resolution, object func(hashing.Digest) ([]byte, error)) func(*graph.State, []graph.Change) error {
-	compiled := map[string]*jsonschema.Schema{} // by type and schema; one merge's
+	compiled := map[string]*schema.Schema{} // by type and schema; one merge's
 	return func(st *graph.State, changes []graph.Change) error {
 		var out []fault.FieldError
-		first := ""
+		first, failed := "", 0
 		for _, ch := range changes {
 			if ch.Noop || ch.Op.Op != graph.OpPut || ch.Next == nil {
 				continue
@@ -172,22 +171,11 @@ func definitionsCheck(resolutions map[string]replay.Resolution, object func(hash
 			key := def.Name + "\x00" + string(def.Schema)
 			sch := compiled[key]
 			if sch == nil {
-				doc := mustDecode(def.Schema)
-				if ce := schema.CheckCost(doc); ce != nil {
-					return fmt.Errorf("%w: type %q as the merged history defines it: %w", store.ErrCorrupt, def.Name, ce)
-				}
 				var err error
-				if sch, err = CompileSchema(def.Name, doc); err != nil {
+				if sch, err = schema.Compile(def.Name, def.Schema); err != nil {
 					return fmt.Errorf("%w: type %q as the merged history defines it: %w", store.ErrCorrupt, def.Name, err)
 				}
 				compiled[key] = sch
-			}
-			ptr := "/theirs"
-			if res, ok := resolutions[ch.Op.ID]; ok {
-				ptr = "/resolutions/" + fault.PointerToken(ch.Op.ID)
-				if len(res.Value) > 0 {
-					ptr += "/value"
-				}
 			}
 			data := ch.Op.Data
 			if len(data) == 0 {
@@ -197,22 +185,34 @@ func definitionsCheck(resolutions map[string]replay.Resolution, object func(hash
 					return err
 				}
 			}
-			if err := sch.Validate(mustDecode(data)); err != nil {
-				if first == "" {
-					first = ch.Op.ID
-				}
-				if len(out) < maxFieldErrors {
-					out = append(out, fault.FieldError{Pointer: ptr, Rule: "schema",
-						Detail: fmt.Sprintf("%s %q does not match its type as the merged history defines it", ch.Next.Type, ch.Op.ID)})
+			if sch.Validate(data) == nil {
+				continue
+			}
+			ptr := "/theirs"
+			if res, ok := resolutions[ch.Op.ID]; ok {
+				ptr = "/resolutions/" + fault.PointerToken(ch.Op.ID)
+				if len(res.Value) > 0 {
+					ptr += "/value"
 				}
 			}
+			if failed++; first == "" {
+				first = ch.Op.ID
+			}
+			if len(out) < maxFieldErrors {
+				out = append(out, fault.FieldError{Pointer: ptr, Rule: "schema",
+					Detail: fmt.Sprintf("%s %q does not match its type as the merged history defines it", ch.Next.Type, ch.Op.ID)})
+			}
 		}
-		if first == "" {
+		if failed == 0 {
 			return nil
 		}
+		what := fmt.Sprintf("%q", first)
+		if failed > 1 {
+			what = fmt.Sprintf("%q and %d more", first, failed-1)
+		}
 		return &fault.Error{Code: fault.Invalid, Errors: out,
-			Detail: fmt.Sprintf("the merge would hold %q (and %d more) as data its type's definition in the merged history refuses: "+
-				"a version written under an older definition, or a resolution value; write the artifact again on its branch (it is then checked against the current definition) or resolve it with a value that definition accepts", first, len(out)-1)}
+			Detail: fmt.Sprintf("the merge would hold %s as data its type's definition in the merged history refuses: "+
+				"a version written under an older definition, or a resolution value; write the artifact again on its branch (it is then checked against the current definition) or resolve it with a value that definition accepts", what)}
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 
 // mergeDefsFixture: type "reading" is defined with any "v" on both
 // branches ("side" from main), then redefined to need an integer "v", and
-// main records that definition by a write. theirs holds "r1", written
-// under the first definition with a string "v".
+// main records that definition by a write. theirs holds "r1" and "r3",
+// written under the first definition with a string "v".
 func mergeDefsFixture(t *testing.T) (*Service, *store.Store) {
 	t.Helper()
 	s, _ := newService(t)
@@ -39,6 +39,7 @@ func mergeDefsFixture(t *testing.T) (*Service, *store.Store) {
 		t.Fatal(err)
 	}
 	put("side", "r1", `{"v":"seven"}`)
+	put("side", "r3", `{"v":"eight"}`)
 	if _, _, err := s.types.Put(ctx, st, "reading", graph.RoleDerived, "", []byte(`{"type":"object","required":["v"],"properties":{"v":{"type":"integer"}}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -59,10 +60,10 @@ func TestMergeKeepsEveryPutValidUnderTheMergedDefinition(t *testing.T) {
 	before, _ := st.Resolve(ctx, "o", "main")
 	_, err := s.Merge(ctx, "o", MergeInput{Theirs: "side"})
 	p := Classify(err)
-	if p.Code != fault.Invalid || !strings.Contains(p.Detail, `"r1"`) {
-		t.Fatalf("merge of r1 under main's definition: %v", err)
+	if p.Code != fault.Invalid || !strings.Contains(p.Detail, `"r1" and 1 more`) {
+		t.Fatalf("merge of r1 and r3 under main's definition: %v", err)
 	}
-	if len(p.Errors) == 0 || p.Errors[0].Pointer != "/theirs" {
+	if len(p.Errors) != 2 || p.Errors[0].Pointer != "/theirs" || !strings.Contains(p.Errors[1].Detail, `"r3"`) {
 		t.Fatalf("errors %+v", p.Errors)
 	}
 	if after, _ := st.Resolve(ctx, "o", "main"); after.ID != before.ID {
@@ -70,8 +71,10 @@ func TestMergeKeepsEveryPutValidUnderTheMergedDefinition(t *testing.T) {
 	}
 
 	// Mended on its branch, theirs merges, and the context round-trips.
-	if _, err := s.PutArtifact(ctx, "o", ArtifactInput{ID: "r1", Type: "reading", Branch: "side", Data: json.RawMessage(`{"v":7}`)}); err != nil {
-		t.Fatal(err)
+	for id, data := range map[string]string{"r1": `{"v":7}`, "r3": `{"v":8}`} {
+		if _, err := s.PutArtifact(ctx, "o", ArtifactInput{ID: id, Type: "reading", Branch: "side", Data: json.RawMessage(data)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := s.Merge(ctx, "o", MergeInput{Theirs: "side"}); err != nil {
 		t.Fatalf("merge of valid data: %v", err)
