@@ -57,3 +57,35 @@ func TestRepeatedQueryParameter(t *testing.T) {
 	// One value each is fine.
 	e.must(e.get("/v1/contexts/c/artifacts?limit=5&type=question"), 200)
 }
+
+// TestQuarantinePointerWithNewDefinition: the first write of a user type
+// into a context records the type's definition in front of its ops; an
+// enforce refusal of that write still points at the edge or op the
+// request sent. It pointed one further per definition recorded
+// (/edges/1 for the only dependency edge, /ops/2 of a two-op commit).
+func TestQuarantinePointerWithNewDefinition(t *testing.T) {
+	e := newEnv(t)
+	defer e.close()
+	e.createContext("c", "enforce")
+	e.must(e.send(req{method: "PUT", path: "/v1/types/ledger", body: `{"schema":{"type":"object"},"role":"derived"}`}), 201)
+	e.must(e.send(req{method: "PUT", path: "/v1/relations/feeds", body: `{"depends":true}`}), 201)
+	e.must(e.post("/v1/contexts/c/artifacts", `{"id":"bad","type":"tool_error","data":{"text":"boom"}}`), 201)
+	before := e.hash("c")
+	for _, c := range []struct{ path, body, pointer string }{
+		{"/v1/contexts/c/artifacts", `{"id":"x","type":"ledger","data":{},"edges":[{"rel":"mentions","to":"bad"},{"rel":"feeds","to":"bad"}]}`, "/edges/1"},
+		{"/v1/contexts/c/commits", `{"ops":[{"op":"put","artifact":{"id":"y","type":"ledger","data":{}}},{"op":"link","from":"y","rel":"derived_from","to":"bad"}]}`, "/ops/1"},
+	} {
+		r := e.post(c.path, c.body)
+		m := r.obj(t)
+		errs, _ := m["errors"].([]any)
+		if r.status != 409 || m["type"] != ProblemTypePrefix+CodeQuarantined || len(errs) != 1 {
+			t.Fatalf("POST %s: %d %s", c.path, r.status, r.body)
+		}
+		if f := errs[0].(map[string]any); f["pointer"] != c.pointer || f["rule"] != "confirmed" {
+			t.Errorf("POST %s %s: field error %v, want pointer %s", c.path, c.body, f, c.pointer)
+		}
+	}
+	if got := e.hash("c"); got != before {
+		t.Errorf("a refused write moved the context hash: %s -> %s", before, got)
+	}
+}

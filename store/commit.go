@@ -92,7 +92,9 @@ type CommitResult struct {
 	// Changes are the applied changes (no-ops included).
 	Changes []graph.Change
 	// Tainted lists, in observe mode, the new dependency edges that rest on
-	// unconfirmed artifacts (they were stored and are flagged).
+	// unconfirmed artifacts (they were stored and are flagged). Each
+	// one's Index is its link's place among the request's Ops, as that of
+	// the TaintError refusing a commit in enforce mode is.
 	Tainted []*graph.TaintError
 	// Definitions is the number of definition puts recorded before the
 	// request's ops.

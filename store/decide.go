@@ -232,6 +232,11 @@ func (g *group) decide(hf *headFork, cs *ctxState, r *writeReq) (*decision, erro
 	// it with the rest of the decision.
 	d.trust = hf.trust.Fork()
 	d.tainted = d.trust.ApplyTainted(next, d.changes)
+	for _, te := range d.tainted {
+		// Its index counts the request's ops, as every other refusal's
+		// does: the definition puts in front are not the writer's.
+		te.Index -= d.defs
+	}
 	if d.mode == ModeEnforce && len(d.tainted) > 0 {
 		return nil, d.tainted[0]
 	}

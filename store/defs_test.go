@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -106,5 +107,40 @@ func TestThreeWayMergeCarriesDefinitions(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTaintIndexCountsRequestOps: a commit that records a definition
+// before its ops reports a tainted link by the link's place among the
+// request's ops, as it does every other refusal — not shifted by the
+// definition puts the store added in front (the API's pointer named
+// /edges/1 for the first edge, or an op the request did not have).
+func TestTaintIndexCountsRequestOps(t *testing.T) {
+	ctx := context.Background()
+	s := mOpen(t, t.TempDir())
+	for _, mode := range []string{store.ModeEnforce, store.ModeObserve} {
+		if _, err := s.CreateContext(ctx, mode, mode); err != nil {
+			t.Fatal(err)
+		}
+		mCommit(t, s, mode, "main", mPut("bad", "tool_error", map[string]any{"text": "boom"}))
+		res, err := s.Commit(ctx, store.CommitRequest{Context: mode, Branch: "main", Author: "t", Message: "m",
+			Types:     []graph.TypeDef{{Name: "ledger", Role: graph.RoleDerived}},
+			Relations: []graph.RelationDef{{Name: "feeds", Depends: true}},
+			Ops:       []graph.Op{mPut("l", "ledger", map[string]any{"usd": 1}), mLink("l", "mentions", "bad"), mLink("l", "feeds", "bad")}})
+		var te *graph.TaintError
+		switch {
+		case mode == store.ModeEnforce && !errors.As(err, &te):
+			t.Fatalf("enforce: err %v, want a TaintError", err)
+		case mode == store.ModeObserve && err != nil:
+			t.Fatal(err)
+		case mode == store.ModeObserve:
+			if len(res.Tainted) != 1 || res.Definitions != 2 {
+				t.Fatalf("observe: tainted %v, definitions %d", res.Tainted, res.Definitions)
+			}
+			te = res.Tainted[0]
+		}
+		if te.Index != 2 || te.Edge != (graph.EdgeKey{From: "l", Rel: "feeds", To: "bad"}) {
+			t.Errorf("%s: tainted op %d (%s), want op 2 of the request (l -feeds-> bad)", mode, te.Index, te.Edge)
+		}
 	}
 }
