@@ -189,7 +189,9 @@ func TestBadInput(t *testing.T) {
 		{name: "bad cursor", method: "GET", path: "/v1/contexts/bad/artifacts?cursor=%25%25", status: 400, code: CodeInvalidQuery, param: "cursor"},
 		{name: "bad format", method: "GET", path: "/v1/contexts/bad/artifacts/c1/provenance?format=png", status: 400, code: CodeInvalidQuery, param: "format"},
 		{name: "unknown relation query", method: "GET", path: "/v1/contexts/bad/artifacts/c1/related?rel=frobnicates", status: 400, code: CodeInvalidQuery, param: "rel"},
-		{name: "redefine fetch_verdict", method: "PUT", path: "/v1/types/fetch_verdict", body: `{"schema":{"type":"object"}}`, status: 422, code: CodeReservedType},
+		{name: "redefine fetch_verdict", method: "PUT", path: "/v1/types/fetch_verdict", body: `{"schema":{"type":"object"}}`, status: 422, code: CodeReservedType, param: "name"},
+		{name: "redefine a built-in type", method: "PUT", path: "/v1/types/claim", body: `{"schema":{"type":"object"}}`, status: 409, code: CodeConflict, param: "name"},
+		{name: "redefine a built-in relation", method: "PUT", path: "/v1/relations/derived_from", body: `{"depends":false}`, status: 409, code: CodeConflict, param: "name"},
 		{name: "schema does not compile", method: "PUT", path: "/v1/types/gadget", body: `{"schema":{"type":5}}`, status: 422, code: CodeInvalidSchema, pointer: "/schema/type"},
 		{name: "schema reads a file", method: "PUT", path: "/v1/types/gadget", body: `{"schema":{"$ref":"file:///etc/passwd"}}`, status: 422, code: CodeInvalidSchema, pointer: "/schema/$ref"},
 		{name: "method not allowed", method: "DELETE", path: "/v1/contexts", status: 405, code: CodeMethodNotAllowed},
@@ -228,7 +230,8 @@ func TestBadInput(t *testing.T) {
 			}
 			if c.pointer != "" || c.param != "" || (c.code == CodeValidation && c.status == 422) {
 				found := false
-				for _, x := range p["errors"].([]any) {
+				errs, _ := p["errors"].([]any)
+				for _, x := range errs {
 					fe := x.(map[string]any)
 					if _, ok := fe["rule"].(string); !ok {
 						t.Errorf("errors entry without rule: %v", fe)

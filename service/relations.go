@@ -73,7 +73,9 @@ func (r *Registry) PutRelation(ctx context.Context, st interface {
 			Errors: []fault.FieldError{{Parameter: "name", Rule: "pattern", Detail: err.Error()}}}
 	}
 	if _, ok := r.builtinRels[name]; ok {
-		return RelationRecord{}, false, fault.Errorf(fault.Conflict, "%q is a built-in relation and cannot be redefined", name)
+		detail := fmt.Sprintf("%q is a built-in relation and cannot be redefined", name)
+		return RelationRecord{}, false, &fault.Error{Code: fault.Conflict, Detail: detail,
+			Errors: []fault.FieldError{{Parameter: "name", Rule: "builtin", Detail: detail}}}
 	}
 	if ss, ok := st.(*store.Store); ok {
 		// Another process may have defined the relation.

@@ -251,11 +251,13 @@ func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role g
 			Errors: []fault.FieldError{{Parameter: "name", Rule: "reserved", Detail: detail}}}
 	}
 	if _, ok := r.builtin[name]; ok {
-		code := fault.Conflict
+		code, rule := fault.Conflict, "builtin"
 		if name == TypeFetchVerdict {
-			code = fault.ReservedType
+			code, rule = fault.ReservedType, "reserved"
 		}
-		return TypeRecord{}, false, fault.Errorf(code, "%q is a built-in type and cannot be redefined", name)
+		detail := fmt.Sprintf("%q is a built-in type and cannot be redefined", name)
+		return TypeRecord{}, false, &fault.Error{Code: code, Detail: detail,
+			Errors: []fault.FieldError{{Parameter: "name", Rule: rule, Detail: detail}}}
 	}
 	if role == "" {
 		role = graph.RoleDerived
