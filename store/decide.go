@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -213,7 +214,7 @@ func (g *group) decide(hf *headFork, cs *ctxState, r *writeReq) (*decision, erro
 	}
 	d := &decision{next: next, defs: len(defOps)}
 	if d.changes, err = next.ApplyOps(defOps); err != nil {
-		return nil, fmt.Errorf("record definitions: %w", err)
+		return nil, fmt.Errorf("record definitions: %w", definitionUser(err, defOps, ops))
 	}
 	if d.reqChanges, err = next.ApplyOps(ops); err != nil {
 		return nil, err
@@ -247,6 +248,32 @@ func (g *group) decide(hf *headFork, cs *ctxState, r *writeReq) (*decision, erro
 	}
 	d.recorded = graph.RecordedOps(d.changes)
 	return d, nil
+}
+
+// definitionUser locates err, the refusal of one of defOps (a definition
+// the chain holds otherwise, such as a role that cannot change), at the
+// first of ops that uses the definition: the put of an artifact of the
+// type (field /type) or the link of the relation (/rel). The writer never
+// sent the definition put, so its own op and field are what a pointer
+// can name. Any other error is returned as it is.
+func definitionUser(err error, defOps, ops []graph.Op) error {
+	var oe *graph.OpError
+	if !errors.As(err, &oe) || oe.Index < 0 || oe.Index >= len(defOps) {
+		return err
+	}
+	def := defOps[oe.Index]
+	for i, op := range ops {
+		switch {
+		case def.Type == graph.TypeTypeDef && op.Op == graph.OpPut && def.ID == graph.TypeDefID(op.Type),
+			def.Type == graph.TypeRelationDef && op.Op == graph.OpLink && def.ID == graph.RelationDefID(op.Rel):
+			field := "/type"
+			if op.Op == graph.OpLink {
+				field = "/rel"
+			}
+			return &graph.OpError{Index: i, Field: field, Rule: oe.Rule, Detail: oe.Detail, Err: oe.Err}
+		}
+	}
+	return err
 }
 
 // trieMutations are the state-map mutations of changes made by commit,
