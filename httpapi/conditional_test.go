@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +57,62 @@ func TestOpenAPIDeclaresNotModified(t *testing.T) {
 			}
 			v.check(method, p, nm)
 		}
+	}
+}
+
+// TestReadCacheControl: a read at a branch (which moves) or at a prefix
+// (which a later commit can make ambiguous) is kept only on the condition
+// that it is revalidated with its ETag; a read at a full commit id,
+// which never changes, is immutable; a read that depends on more than
+// its commit (the branches, the clock) is revalidated at any ref.
+func TestReadCacheControl(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("cc", "observe")
+	c1 := e.must(e.post("/v1/contexts/cc/artifacts", map[string]any{"id": "q", "type": "question", "data": map[string]any{"text": "Why?"}}), 201)["commit"].(string)
+	c2 := e.must(e.post("/v1/contexts/cc/artifacts", map[string]any{"id": "n", "type": "note", "data": map[string]any{"text": "n"}}), 201)["commit"].(string)
+	prefix := strings.TrimPrefix(c2, "sha256:")[:12]
+	at := "?at=" + url.QueryEscape(c2)
+	const revalidate, fixed = "private, no-cache", "private, max-age=31536000, immutable"
+	for _, tc := range []struct{ path, want string }{
+		{"/v1/contexts/cc/artifacts/q", revalidate},
+		{"/v1/contexts/cc/artifacts/q?at=main", revalidate},
+		{"/v1/contexts/cc/artifacts/q?at=" + prefix, revalidate},
+		{"/v1/contexts/cc/artifacts/q" + at, fixed},
+		{"/v1/contexts/cc/artifacts/q?at=" + strings.TrimPrefix(c2, "sha256:"), fixed},
+		{"/v1/contexts/cc/artifacts", revalidate},
+		{"/v1/contexts/cc/artifacts" + at, fixed},
+		{"/v1/contexts/cc/artifacts/q/history", revalidate},
+		{"/v1/contexts/cc/artifacts/q/history" + at, fixed},
+		{"/v1/contexts/cc/edges" + at, fixed},
+		{"/v1/contexts/cc/state", revalidate},
+		{"/v1/contexts/cc/state" + at, fixed},
+		{"/v1/contexts/cc/hash", revalidate},
+		{"/v1/contexts/cc/hash" + at, fixed},
+		{"/v1/contexts/cc/quarantine" + at, fixed},
+		{"/v1/contexts/cc/commits", revalidate},
+		{"/v1/contexts/cc/commits" + at, fixed},
+		{"/v1/contexts/cc/commits/main", revalidate},
+		{"/v1/contexts/cc/commits/" + prefix, revalidate},
+		{"/v1/contexts/cc/commits/" + url.PathEscape(c2), fixed},
+		{"/v1/contexts/cc/diff?from=" + url.QueryEscape(c1), revalidate},
+		{"/v1/contexts/cc/diff?from=" + url.QueryEscape(c1) + "&to=" + url.QueryEscape(c2), fixed},
+		{"/v1/contexts/cc" + at, revalidate},         // lists the branches
+		{"/v1/contexts/cc/effects" + at, revalidate}, // lease expiry reads the clock
+		{"/v1/contexts/cc/branches", revalidate},
+		{"/v1/types", revalidate},
+	} {
+		r := e.get(tc.path)
+		if r.status != 200 || r.header.Get("Cache-Control") != tc.want {
+			t.Errorf("GET %s: %d, Cache-Control %q, want %q", tc.path, r.status, r.header.Get("Cache-Control"), tc.want)
+			continue
+		}
+		nm := e.send(req{method: "GET", path: tc.path, header: map[string]string{"If-None-Match": r.header.Get("ETag")}})
+		if nm.status == http.StatusNotModified && nm.header.Get("Cache-Control") != tc.want {
+			t.Errorf("GET %s: 304 with Cache-Control %q, want %q", tc.path, nm.header.Get("Cache-Control"), tc.want)
+		}
+	}
+	// A refusal is never kept.
+	if r := e.get("/v1/contexts/cc/artifacts/zz" + at); r.status != 404 || r.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("404: Cache-Control %q", r.header.Get("Cache-Control"))
 	}
 }

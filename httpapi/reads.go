@@ -155,6 +155,7 @@ func (s *Server) resolveAt(w http.ResponseWriter, r *http.Request, param string)
 		return "", nil, "", false
 	}
 	etag := etagFor(c.ID, r, "")
+	setCache(w, fixedRef(at, c.ID))
 	if notModified(r, etag) {
 		s.respondRead(w, r, etag, nil, errNotModified{})
 		return "", nil, "", false
@@ -336,6 +337,7 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	)
 	err = s.st.Read(r.Context(), ctxID, at, func(v *store.View) error {
 		etag = etagFor(v.Commit.ID, r, "")
+		setCache(w, fixedRef(at, v.Commit.ID))
 		if notModified(r, etag) {
 			return errNotModified{}
 		}
@@ -451,6 +453,7 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	etag := etagFor(sides[1].ID, r, sides[0].ID.String())
+	setCache(w, fixedRef(q.Get("from"), sides[0].ID) && fixedRef(q.Get("to"), sides[1].ID))
 	if notModified(r, etag) {
 		s.respondRead(w, r, etag, nil, errNotModified{})
 		return
@@ -579,6 +582,7 @@ func (s *Server) handleGetCommit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	etag := etagFor(c.ID, r, "")
+	setCache(w, fixedRef(ref, c.ID))
 	if notModified(r, etag) {
 		s.respondRead(w, r, etag, nil, errNotModified{})
 		return

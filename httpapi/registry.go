@@ -117,6 +117,7 @@ func (s *Server) writeTagged(w http.ResponseWriter, r *http.Request, v any) {
 		return
 	}
 	etag := `"` + strconv.FormatUint(xxhash.Sum64(raw), 16) + `"`
+	setCache(w, false)
 	if notModified(r, etag) {
 		s.respondRead(w, r, etag, nil, errNotModified{})
 		return

@@ -501,6 +501,34 @@ func etagFor(commit hashing.Digest, r *http.Request, salt string) string {
 	return `"` + strconv.FormatUint(h.Sum64(), 16) + `"`
 }
 
+// Cache-Control of reads. A read at a full commit id, whose answer the
+// commit fixes, never changes: it may be kept. Any other read — at a
+// branch, which moves, at a prefix, which a later commit can make
+// ambiguous, or of more than a commit (the branches, the clock, the type
+// registry) — may be kept only on the condition that it is revalidated
+// with its ETag. Both are private: a token's read is not another's.
+const (
+	cacheFixed  = "private, max-age=31536000, immutable"
+	cacheMoving = "private, no-cache"
+)
+
+// setCache sets the Cache-Control of a read (cacheFixed when fixed).
+// writeError replaces it with no-store.
+func setCache(w http.ResponseWriter, fixed bool) {
+	if fixed {
+		w.Header().Set("Cache-Control", cacheFixed)
+		return
+	}
+	w.Header().Set("Cache-Control", cacheMoving)
+}
+
+// fixedRef reports whether ref names commit id by its full id, rather
+// than as a branch or a prefix.
+func fixedRef(ref string, id hashing.Digest) bool {
+	p, err := hashing.HexPrefix(ref)
+	return err == nil && p == id.Hex()
+}
+
 // notModified reports whether If-None-Match names etag (or is "*").
 func notModified(r *http.Request, etag string) bool {
 	inm := r.Header.Get("If-None-Match")
@@ -547,6 +575,7 @@ func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt str
 	var etag string
 	err = s.st.Read(r.Context(), ctxID, at, func(v *store.View) error {
 		etag = etagFor(v.Commit.ID, r, salt)
+		setCache(w, salt == "" && fixedRef(at, v.Commit.ID))
 		if notModified(r, etag) {
 			return errNotModified{}
 		}
