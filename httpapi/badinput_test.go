@@ -184,7 +184,7 @@ func TestBadInput(t *testing.T) {
 		{name: "malformed parent", path: A, body: art(`,"parent":"abc"`), status: 422, code: CodeValidation, pointer: "/parent"},
 		{name: "invalid at", method: "GET", path: "/v1/contexts/bad/state?at=..%2Fx", status: 400, code: CodeInvalidRef, param: "at"},
 		{name: "unknown at", method: "GET", path: "/v1/contexts/bad/state?at=nosuchbranch", status: 404, code: CodeNotFound},
-		{name: "ambiguous prefix", method: "GET", path: "/v1/contexts/bad/state?at=" + ambiguous, status: 400, code: CodeAmbiguousRef},
+		{name: "ambiguous prefix", method: "GET", path: "/v1/contexts/bad/state?at=" + ambiguous, status: 400, code: CodeAmbiguousRef, param: "at"},
 		{name: "bad limit", method: "GET", path: "/v1/contexts/bad/artifacts?limit=0", status: 400, code: CodeInvalidQuery, param: "limit"},
 		{name: "bad cursor", method: "GET", path: "/v1/contexts/bad/artifacts?cursor=%25%25", status: 400, code: CodeInvalidQuery, param: "cursor"},
 		{name: "bad format", method: "GET", path: "/v1/contexts/bad/artifacts/c1/provenance?format=png", status: 400, code: CodeInvalidQuery, param: "format"},

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOpenAPIDeclaresNotModified: every GET that answers with an ETag
@@ -115,4 +116,58 @@ func TestReadCacheControl(t *testing.T) {
 	if r := e.get("/v1/contexts/cc/artifacts/zz" + at); r.status != 404 || r.header.Get("Cache-Control") != "no-store" {
 		t.Errorf("404: Cache-Control %q", r.header.Get("Cache-Control"))
 	}
+}
+
+// TestAmbiguousPrefixNamesItsParameter: a commit prefix that matches
+// more than one commit is refused with 400 ambiguous-ref naming the
+// parameter (or body member) it was given in, as every other refusal of
+// a query does, and never answered with one of the commits.
+func TestAmbiguousPrefixNamesItsParameter(t *testing.T) {
+	now := time.Date(2026, 11, 30, 7, 42, 5, 0, time.UTC) // TestBadInput's: knownPair holds
+	e := newEnv(t, withClock(now))
+	amb := setupBad(t, e, now)
+	for _, tc := range []struct{ method, path, param, pointer string }{
+		{"GET", "/v1/contexts/bad/state?at=" + amb, "at", ""},
+		{"GET", "/v1/contexts/bad/artifacts?at=" + amb, "at", ""},
+		{"GET", "/v1/contexts/bad?at=" + amb, "at", ""},
+		{"GET", "/v1/contexts/bad/hash?at=" + amb, "at", ""},
+		{"GET", "/v1/contexts/bad/commits?at=" + amb, "at", ""},
+		{"GET", "/v1/contexts/bad/commits/" + amb, "commit", ""},
+		{"GET", "/v1/contexts/bad/diff?from=" + amb, "from", ""},
+		{"GET", "/v1/contexts/bad/diff?from=main&to=" + amb, "to", ""},
+		{"POST", "/v1/contexts/bad/branches", "", "/at"},
+	} {
+		var body any
+		if tc.method == "POST" {
+			body = map[string]any{"name": "from-amb", "at": amb}
+		}
+		r := e.send(req{method: tc.method, path: tc.path, body: body})
+		if r.status != 400 || r.header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s %s: %d %s", tc.method, tc.path, r.status, r.body)
+			continue
+		}
+		p := r.obj(t)
+		if p["type"] != ProblemTypePrefix+CodeAmbiguousRef {
+			t.Errorf("%s %s: %v", tc.method, tc.path, p["type"])
+		}
+		named := false
+		errs, _ := p["errors"].([]any)
+		for _, x := range errs {
+			fe := x.(map[string]any)
+			if fe["rule"] == "unique_prefix" && fe["parameter"] == nilIfEmpty(tc.param) && fe["pointer"] == nilIfEmpty(tc.pointer) {
+				named = true
+			}
+		}
+		if !named {
+			t.Errorf("%s %s: no errors entry naming %q%q with rule unique_prefix: %s", tc.method, tc.path, tc.param, tc.pointer, r.body)
+		}
+	}
+}
+
+// nilIfEmpty is s as a decoded JSON member: absent (nil) when empty.
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -583,7 +583,7 @@ func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt str
 		out, ferr = fn(v)
 		return ferr
 	})
-	s.respondRead(w, r, etag, out, err)
+	s.respondRead(w, r, etag, out, service.NameAmbiguous(err, "at"))
 }
 
 // respondRead writes the outcome of a read.

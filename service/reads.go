@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,6 +24,20 @@ import (
 // does not hold.
 func MissingArtifact(id string, v *store.View) error {
 	return fault.Errorf(fault.NotFound, "no artifact %q at commit %s", id, v.Commit.ID.Short())
+}
+
+// NameAmbiguous names the parameter a commit prefix was given in when
+// err is the store's refusal of it as ambiguous (an ambiguous-ref
+// *fault.Error with an entry of rule "unique_prefix"), so that the
+// refusal says which ref to lengthen; other errors are returned as they
+// are.
+func NameAmbiguous(err error, param string) error {
+	if !errors.Is(err, store.ErrAmbiguous) {
+		return err
+	}
+	e := Classify(err)
+	e.Errors = append(e.Errors, fault.FieldError{Parameter: param, Rule: "unique_prefix", Detail: "matches more than one commit; give more digits"})
+	return e
 }
 
 // CheckEnum checks a query parameter that takes one of a few values and
@@ -195,7 +210,7 @@ func (s *Service) DiffSides(ctx context.Context, ctxID, from, to string) ([2]*re
 		}
 		c, err := s.st.Resolve(ctx, ctxID, p[1])
 		if err != nil {
-			return sides, err
+			return sides, NameAmbiguous(err, p[0])
 		}
 		sides[i] = c
 	}
