@@ -35,5 +35,6 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	setCache(w, false) // a side may name a branch
 	s.writeStream(w, r, func(w io.Writer) error { return service.WriteComparisonJSON(w, &out) })
 }

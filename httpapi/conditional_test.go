@@ -101,6 +101,8 @@ func TestReadCacheControl(t *testing.T) {
 		{"/v1/contexts/cc/effects" + at, revalidate}, // lease expiry reads the clock
 		{"/v1/contexts/cc/branches", revalidate},
 		{"/v1/types", revalidate},
+		{"/v1/contexts", revalidate},                 // no ETag: asked again each time
+		{"/v1/compare?a=cc&b=cc%40main", revalidate}, // no ETag: asked again each time
 	} {
 		r := e.get(tc.path)
 		if r.status != 200 || r.header.Get("Cache-Control") != tc.want {

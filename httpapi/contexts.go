@@ -65,6 +65,7 @@ func (s *Server) handleListContexts(w http.ResponseWriter, r *http.Request) {
 		}
 		items = append(items, all[i])
 	}
+	setCache(w, false) // contexts come and go
 	s.writeJSON(w, r, http.StatusOK, page[store.ContextInfo]{Items: items, NextCursor: next})
 }
 
