@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -172,4 +173,45 @@ func nilIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// TestHeadOfAStreamedReadStreamsNothing: HEAD of the state export, a
+// diff or an audit answers the GET's status and headers without
+// producing the body net/http would throw away: the export reads no
+// payload (the streamed-artifacts counter does not move) and the answer
+// still carries the ETag and Cache-Control of the GET.
+func TestHeadOfAStreamedReadStreamsNothing(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("hd", "observe")
+	first := e.must(e.post("/v1/contexts/hd/artifacts", map[string]any{"id": "q", "type": "question", "data": map[string]any{"text": "Why?"}}), 201)["commit"].(string)
+	e.must(e.post("/v1/contexts/hd/artifacts", map[string]any{"id": "n", "type": "note", "data": map[string]any{"text": "n"}}), 201)
+	streamed := func() string {
+		for _, line := range strings.Split(e.get("/metrics").String(), "\n") {
+			if strings.HasPrefix(line, "artifactd_state_artifacts_streamed_total ") {
+				return line
+			}
+		}
+		t.Fatal("no artifactd_state_artifacts_streamed_total in /metrics")
+		return ""
+	}
+	before := streamed()
+	for _, p := range []string{"/v1/contexts/hd/state", "/v1/contexts/hd/diff?from=" + url.QueryEscape(first), "/v1/contexts/hd/audit/q"} {
+		get := e.get(p)
+		head := e.send(req{method: http.MethodHead, path: p})
+		if head.status != 200 || len(head.body) != 0 || head.header.Get("ETag") != get.header.Get("ETag") ||
+			head.header.Get("Content-Type") != get.header.Get("Content-Type") || head.header.Get("Cache-Control") != get.header.Get("Cache-Control") {
+			t.Errorf("HEAD %s: %d %v, GET %v", p, head.status, head.header, get.header)
+		}
+	}
+	e.get("/v1/contexts/hd/state") // one GET: 2 artifacts
+	for i := 0; i < 3; i++ {
+		e.send(req{method: http.MethodHead, path: "/v1/contexts/hd/state"})
+	}
+	after := streamed()
+	var b, a float64
+	fmt.Sscanf(strings.Fields(before)[1], "%g", &b)
+	fmt.Sscanf(strings.Fields(after)[1], "%g", &a)
+	if a-b != 4 { // the two GETs' artifacts, none of the HEADs'
+		t.Errorf("streamed artifacts went from %v to %v, want +4 (two GETs of 2, no HEAD)", b, a)
+	}
 }

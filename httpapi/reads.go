@@ -352,6 +352,9 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/json")
 	h.Set("ETag", etag)
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return // net/http would drop every byte: read no payload for it
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	abort := func(what string, err error) {
 		s.log.Error("state export aborted", "context", ctxID, "commit", commit.ID.Short(), "what", what, "err", err)

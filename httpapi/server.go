@@ -471,10 +471,14 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 // which a whole Marshal would hold two or three times over).
 type jsonStream func(io.Writer) error
 
-// writeStream answers 200 with the JSON write writes.
+// writeStream answers 200 with the JSON write writes (nothing for HEAD,
+// whose body net/http drops).
 func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, write jsonStream) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
 	if err := write(w); err != nil {
 		// The status is sent; the client sees a cut body (and no final
 		// chunk), which is all that is left to tell it.
