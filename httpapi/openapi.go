@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/artifactd/artifactd/graph"
 )
@@ -496,14 +495,10 @@ func mustJSON(src string) any {
 	return v
 }
 
-var (
-	openAPIOnce sync.Once
-	openAPIRaw  []byte
-)
-
-// handleOpenAPI is GET /openapi.json.
+// handleOpenAPI is GET /openapi.json: this server's document, built on
+// its first request.
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
-	openAPIOnce.Do(func() { openAPIRaw, _ = json.MarshalIndent(s.OpenAPI(), "", "  ") })
+	s.openAPIOnce.Do(func() { s.openAPIRaw, _ = json.MarshalIndent(s.OpenAPI(), "", "  ") })
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(openAPIRaw)
+	_, _ = w.Write(s.openAPIRaw)
 }

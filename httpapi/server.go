@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -158,6 +159,10 @@ type Server struct {
 	// api routes the API alone (no UI, no catch-all): it answers which
 	// methods a path allows.
 	api chi.Router
+
+	// openAPIRaw is /openapi.json's body, built once (openAPIOnce).
+	openAPIOnce sync.Once
+	openAPIRaw  []byte
 }
 
 // New returns the API handler for opts.Store.
