@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -419,6 +420,9 @@ type merger struct {
 	// added holds, per source id, the dependency edges the merge may add
 	// to ours (set by checkCycles).
 	added map[string][]graph.EdgeKey
+	// rels are the relations of the merged state: ours', and those whose
+	// definitions the merge puts (set by checkCycles).
+	rels graph.Relations
 	// data reads the data of theirs' definitions when theirs does not
 	// hold it (MergeWithinData); nil when it does.
 	data graph.DataFunc
@@ -754,7 +758,8 @@ func (m *merger) checkDangling() {
 // checkCycles finds dependency edges the merge may add that close a cycle
 // with the merged edges.
 func (m *merger) checkCycles() {
-	rels := m.ours.Relations()
+	rels := m.mergedRelations()
+	m.rels = rels
 	var added []graph.EdgeKey
 	m.added = map[string][]graph.EdgeKey{}
 	for k := range m.edge {
@@ -805,10 +810,36 @@ func (m *merger) checkCycles() {
 	}
 }
 
+// mergedRelations returns the relations the merged state has: ours', and
+// each one whose definition the merge puts (one theirs defined, or a
+// resolution of a definition both sides added), so that the edges of a
+// dependency relation only theirs knows close cycles here as they do when
+// the merged ops are applied.
+func (m *merger) mergedRelations() graph.Relations {
+	var rels graph.Relations
+	for _, out := range m.art {
+		if out.op == nil || out.op.Op != graph.OpPut || out.op.Type != graph.TypeRelationDef || out.op.Data == nil {
+			continue
+		}
+		var d graph.RelationDef
+		if err := json.Unmarshal(out.op.Data, &d); err != nil || d.Name == "" {
+			continue // the put fails when the ops are applied
+		}
+		if rels == nil {
+			rels = maps.Clone(m.ours.Relations())
+		}
+		rels[d.Name] = d.Depends
+	}
+	if rels == nil {
+		return m.ours.Relations()
+	}
+	return rels
+}
+
 // depTargets returns the dependency targets id may have after the merge,
 // sorted and deduplicated.
 func (m *merger) depTargets(id string) []string {
-	rels := m.ours.Relations()
+	rels := m.rels
 	var out []string
 	for _, e := range m.ours.Out(id) {
 		if rels.Depends(e.Rel) && m.edgePresent(e.Key()) {
@@ -827,7 +858,7 @@ func (m *merger) depTargets(id string) []string {
 // depEdges returns the merged dependency edges from one id to another.
 func (m *merger) depEdges(from, to string) []graph.EdgeKey {
 	var out []graph.EdgeKey
-	for rel, dep := range m.ours.Relations() {
+	for rel, dep := range m.rels {
 		k := graph.EdgeKey{From: from, Rel: rel, To: to}
 		if dep && m.edgePresent(k) {
 			out = append(out, k)

@@ -1,0 +1,48 @@
+package replay
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/artifactd/artifactd/graph"
+)
+
+// TestMergeCycleThroughRelationTheirsDefines: a dependency relation that
+// only theirs defines still carries dependencies in the merge. A cycle its
+// edges close with ours' is a cycle conflict up front, and the resolution
+// of that conflict settles it, so the merge lands.
+func TestMergeCycleThroughRelationTheirsDefines(t *testing.T) {
+	m := mergeFixture(t)
+	m.commit("ours", tLink("p1", "uses", "p2"))
+	m.commit("theirs",
+		tPut(graph.RelationDefID("rests_on"), graph.TypeRelationDef, map[string]any{"name": "rests_on", "depends": true}),
+		tLink("p2", "rests_on", "p1"))
+	ce := mustConflict(t, m, nil, "cycle:p2 -rests_on-> p1=cycle")
+	if c := ce.Conflicts[0]; c.Edge == nil || c.Edge.Rel != "rests_on" {
+		t.Fatalf("cycle conflict: %s", mustJSON(t, c))
+	}
+	for _, take := range []string{TakeOurs, TakeTheirs} {
+		mm := mergeFixture(t)
+		mm.commit("ours", tLink("p1", "uses", "p2"))
+		mm.commit("theirs",
+			tPut(graph.RelationDefID("rests_on"), graph.TypeRelationDef, map[string]any{"name": "rests_on", "depends": true}),
+			tLink("p2", "rests_on", "p1"))
+		out, err := mm.merge("ours", "theirs", map[string]Resolution{"cycle:p2 -rests_on-> p1": {Take: take}})
+		var again *ConflictError
+		if errors.As(err, &again) {
+			t.Fatalf("take %s: the resolved cycle is asked about again: %s", take, conflictSummary(again.Conflicts))
+		}
+		if err != nil {
+			t.Fatalf("take %s: %v", take, err)
+		}
+		if len(out.Plan.Unused) != 0 || len(out.Plan.Resolved) != 1 {
+			t.Fatalf("take %s: resolved %s, unused %v", take, conflictSummary(out.Plan.Resolved), out.Plan.Unused)
+		}
+		st := mm.state("ours")
+		ours := st.Edge(graph.EdgeKey{From: "p1", Rel: "uses", To: "p2"}) != nil
+		theirs := st.Edge(graph.EdgeKey{From: "p2", Rel: "rests_on", To: "p1"}) != nil
+		if ours != (take == TakeOurs) || theirs != (take == TakeTheirs) {
+			t.Fatalf("take %s: ours' edge %v, theirs' edge %v", take, ours, theirs)
+		}
+	}
+}
