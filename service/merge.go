@@ -91,6 +91,11 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 			return &fault.Error{Code: fault.Invalid, Detail: "a cycle is resolved by taking a side: ours drops theirs' edge that closes it, theirs keeps it",
 				Errors: []fault.FieldError{{Pointer: ptr + "/value", Rule: "not", Detail: "take ours or theirs"}}}
 		}
+		// A value's producer is a new produced_by, held to the rules of
+		// names as every other write's.
+		if err := checkLabel(res.ProducedBy, ptr+"/produced_by", "produced_by"); err != nil {
+			return err
+		}
 		if len(res.Value) == 0 || strings.HasPrefix(key, "edge:") { // a cycle's value was refused above
 			continue
 		}
