@@ -47,3 +47,51 @@ func TestMergeResolutionProducerFollowsTheLabelRules(t *testing.T) {
 		t.Fatalf("x = %v", x)
 	}
 }
+
+// TestMergeResolutionFieldsThatWouldBeIgnored: a resolution's type and
+// produced_by describe the value it writes for an artifact. Beside a take,
+// or on an edge's attrs, they would change nothing, so they are refused
+// 422 naming the field rather than accepted and dropped unsaid; nothing
+// is written.
+func TestMergeResolutionFieldsThatWouldBeIgnored(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("mi", "observe")
+	put := func(branch, text string) {
+		t.Helper()
+		e.must(e.post("/v1/contexts/mi/artifacts", map[string]any{"id": "x", "branch": branch, "type": "note", "data": map[string]any{"text": text}}), 201)
+	}
+	put("main", "base")
+	e.must(e.post("/v1/contexts/mi/artifacts", map[string]any{"id": "y", "type": "note", "data": map[string]any{"text": "y"}}), 201)
+	e.must(e.post("/v1/contexts/mi/commits", map[string]any{"ops": []map[string]any{{"op": "link", "from": "x", "rel": "cites", "to": "y", "attrs": map[string]any{"page": 1}}}}), 201)
+	e.must(e.post("/v1/contexts/mi/branches", map[string]any{"name": "b"}), 201)
+	put("main", "ours")
+	put("b", "theirs")
+	e.must(e.post("/v1/contexts/mi/commits", map[string]any{"ops": []map[string]any{{"op": "link", "from": "x", "rel": "cites", "to": "y", "attrs": map[string]any{"page": 2}}}}), 201)
+	e.must(e.post("/v1/contexts/mi/commits", map[string]any{"branch": "b", "ops": []map[string]any{{"op": "link", "from": "x", "rel": "cites", "to": "y", "attrs": map[string]any{"page": 3}}}}), 201)
+	edgeKey := "edge:x -cites-> y"
+	before := e.hash("mi")
+	for _, c := range []struct {
+		name    string
+		res     map[string]any
+		pointer string
+	}{
+		{"a type beside a take", map[string]any{"x": map[string]any{"take": "theirs", "type": "claim"}, edgeKey: map[string]any{"take": "ours"}}, "/resolutions/x/type"},
+		{"a producer beside a take", map[string]any{"x": map[string]any{"take": "ours", "produced_by": "planner"}, edgeKey: map[string]any{"take": "ours"}}, "/resolutions/x/produced_by"},
+		{"a type for an edge's attrs", map[string]any{"x": map[string]any{"take": "ours"}, edgeKey: map[string]any{"value": map[string]any{"page": 4}, "type": "note"}}, "/resolutions/edge:x -cites-> y/type"},
+		{"a producer for an edge taken", map[string]any{"x": map[string]any{"take": "ours"}, edgeKey: map[string]any{"take": "theirs", "produced_by": "planner"}}, "/resolutions/edge:x -cites-> y/produced_by"},
+	} {
+		r := e.post("/v1/contexts/mi/merge", map[string]any{"theirs": "b", "resolutions": c.res})
+		errs, _ := r.obj(t)["errors"].([]any)
+		if r.status != 422 || len(errs) == 0 {
+			t.Fatalf("%s: %d %s", c.name, r.status, r.body)
+		}
+		if fe := errs[0].(map[string]any); fe["pointer"] != c.pointer || fe["rule"] == "" {
+			t.Fatalf("%s: %v, want pointer %s", c.name, fe, c.pointer)
+		}
+		if e.hash("mi") != before {
+			t.Fatalf("%s: a refused merge changed main", c.name)
+		}
+	}
+	e.must(e.post("/v1/contexts/mi/merge", map[string]any{"theirs": "b", "resolutions": map[string]any{
+		"x": map[string]any{"value": map[string]any{"text": "both"}, "type": "note", "produced_by": "planner"}, edgeKey: map[string]any{"value": map[string]any{"page": 4}}}}), 201)
+}

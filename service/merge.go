@@ -91,6 +91,20 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 			return &fault.Error{Code: fault.Invalid, Detail: "a cycle is resolved by taking a side: ours drops theirs' edge that closes it, theirs keeps it",
 				Errors: []fault.FieldError{{Pointer: ptr + "/value", Rule: "not", Detail: "take ours or theirs"}}}
 		}
+		// Type and produced_by describe the value written for an
+		// artifact: beside a take, or for an edge's attrs, they would be
+		// dropped unsaid.
+		for _, f := range []struct{ name, val string }{{"type", res.Type}, {"produced_by", res.ProducedBy}} {
+			switch {
+			case f.val == "":
+			case strings.HasPrefix(key, "edge:") || strings.HasPrefix(key, "cycle:"):
+				return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("the resolution of %q sets %s, which only an artifact's value has: an edge's value is its attrs", key, f.name),
+					Errors: []fault.FieldError{{Pointer: ptr + "/" + f.name, Rule: "not", Detail: "an edge resolution has no " + f.name}}}
+			case len(res.Value) == 0:
+				return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("the resolution of %q sets %s but gives no value: a take keeps that side's version as it is", key, f.name),
+					Errors: []fault.FieldError{{Pointer: ptr + "/" + f.name, Rule: "dependentRequired", Detail: f.name + " goes with a value"}}}
+			}
+		}
 		// A value's producer is a new produced_by, held to the rules of
 		// names as every other write's.
 		if err := checkLabel(res.ProducedBy, ptr+"/produced_by", "produced_by"); err != nil {
