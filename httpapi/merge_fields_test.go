@@ -95,3 +95,28 @@ func TestMergeResolutionFieldsThatWouldBeIgnored(t *testing.T) {
 	e.must(e.post("/v1/contexts/mi/merge", map[string]any{"theirs": "b", "resolutions": map[string]any{
 		"x": map[string]any{"value": map[string]any{"text": "both"}, "type": "note", "produced_by": "planner"}, edgeKey: map[string]any{"value": map[string]any{"page": 4}}}}), 201)
 }
+
+// TestMergeWithoutACommitReportsItsResolutionsUnused: a merge that writes
+// no merge commit (up_to_date, fast_forward) settles no conflict, so each
+// resolution it was given is listed in unused, as a three-way merge lists
+// the keys that matched none of its conflicts.
+func TestMergeWithoutACommitReportsItsResolutionsUnused(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("mu", "observe")
+	e.must(e.post("/v1/contexts/mu/artifacts", map[string]any{"id": "x", "type": "note", "data": map[string]any{"text": "base"}}), 201)
+	e.must(e.post("/v1/contexts/mu/branches", map[string]any{"name": "b"}), 201)
+	e.must(e.post("/v1/contexts/mu/artifacts", map[string]any{"id": "x", "branch": "b", "type": "note", "data": map[string]any{"text": "b"}}), 201)
+	res := map[string]any{"x": map[string]any{"take": "ours"}, "edge:x -cites-> y": map[string]any{"take": "theirs"}}
+	for _, c := range []struct{ ours, theirs, kind string }{
+		{"b", "main", "up_to_date"},
+		{"main", "b", "fast_forward"},
+	} {
+		out := e.must(e.post("/v1/contexts/mu/merge", map[string]any{"ours": c.ours, "theirs": c.theirs, "resolutions": res}), 200)
+		if out["kind"] != c.kind {
+			t.Fatalf("%s into %s: %v", c.theirs, c.ours, out)
+		}
+		if got := fmt.Sprint(out["unused"]); got != "[edge:x -cites-> y x]" {
+			t.Fatalf("%s: unused = %s, want both resolution keys", c.kind, got)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -24,7 +26,8 @@ type MergeResult struct {
 	// Ops are the ops of the merge commit (none unless Kind is merge).
 	Ops []graph.Op `json:"ops"`
 	// Resolved lists the conflicts the resolutions settled; Unused the
-	// resolution keys that matched no conflict.
+	// resolution keys that matched no conflict (every key, sorted, when
+	// Kind is up_to_date or fast_forward).
 	Resolved []replay.Conflict `json:"resolved"`
 	Unused   []string          `json:"unused,omitempty"`
 }
@@ -139,6 +142,10 @@ func (s *Store) merge(ctx context.Context, req *MergeRequest) (*MergeResult, err
 	}
 	res := &MergeResult{Kind: setup.Kind, Base: setup.Base.ID, Ours: oursHead.ID, Theirs: tc.ID,
 		Commit: oursHead, Ops: []graph.Op{}, Resolved: []replay.Conflict{}}
+	if setup.Kind != replay.MergeThreeWay && len(req.Resolutions) > 0 {
+		// No conflict to settle: every resolution went unused.
+		res.Unused = slices.Sorted(maps.Keys(req.Resolutions))
+	}
 	switch setup.Kind {
 	case replay.MergeUpToDate:
 		return res, nil
