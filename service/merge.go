@@ -113,6 +113,13 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 		if len(res.Value) == 0 || strings.HasPrefix(key, "edge:") { // a cycle's value was refused above
 			continue
 		}
+		if strings.HasPrefix(key, graph.ReservedIDPrefix) {
+			// A definition (or any reserved id) is written from the
+			// registry, never from a client's data.
+			return &fault.Error{Code: fault.Invalid,
+				Detail: fmt.Sprintf("the resolution of %q gives a value, but ids starting with %q are reserved for the definitions a context records from the registry: take ours or theirs (and register the type or relation again to change it)", key, graph.ReservedIDPrefix),
+				Errors: []fault.FieldError{{Pointer: ptr + "/value", Rule: "reserved", Detail: "take ours or theirs"}}}
+		}
 		if sides == nil {
 			ours, err := s.st.Resolve(ctx, ctxID, in.Ours)
 			if err != nil {
