@@ -120,3 +120,37 @@ func TestMergeWithoutACommitReportsItsResolutionsUnused(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeRefusedInQuarantineNamesTheField: in an enforce context, a
+// merge that would take theirs' claim onto a verdict ours has since
+// found FAILED is refused as the same write made directly is (409
+// quarantined), and, like it, names the field it rests on: /theirs, whose
+// edge it is, rule confirmed, with a detail that does not count the
+// merge's own ops. Nothing is written.
+func TestMergeRefusedInQuarantineNamesTheField(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("mq", "enforce")
+	fetch := func(body string) {
+		t.Helper()
+		e.must(e.post("/v1/contexts/mq/fetches", map[string]any{"id": "f1", "url": "https://g.example/",
+			"status": 200, "content_type": "text/plain", "body": body}), 201)
+	}
+	fetch("a report long enough to count as a real read of the page")
+	e.must(e.post("/v1/contexts/mq/branches", map[string]any{"name": "b"}), 201)
+	e.must(e.post("/v1/contexts/mq/artifacts", map[string]any{"id": "c2", "branch": "b", "type": "claim", "data": map[string]any{"text": "x"},
+		"edges": []map[string]any{{"rel": "derived_from", "to": "f1"}}}), 201)
+	fetch("")
+	before := e.hash("mq")
+	r := e.post("/v1/contexts/mq/merge", map[string]any{"theirs": "b"})
+	p := e.must(r, 409)
+	errs, _ := p["errors"].([]any)
+	if p["type"] != ProblemTypePrefix+CodeQuarantined || len(errs) != 1 || p["tainted_by"] == nil {
+		t.Fatalf("merge onto a FAILED verdict: %d %s", r.status, r.body)
+	}
+	if fe := errs[0].(map[string]any); fe["pointer"] != "/theirs" || fe["rule"] != "confirmed" || strings.HasPrefix(fmt.Sprint(p["detail"]), "op ") {
+		t.Fatalf("merge onto a FAILED verdict: %s", r.body)
+	}
+	if e.hash("mq") != before {
+		t.Fatal("a refused merge changed main")
+	}
+}

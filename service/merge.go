@@ -56,12 +56,29 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 	res, err := s.st.MergeWith(ctx, store.MergeRequest{Context: ctxID, Ours: in.Ours, Theirs: tc, TheirsName: in.Theirs,
 		Resolutions: in.Resolutions, Author: in.Author, Message: in.Message, Check: mergeCheck(in.Resolutions, func(d hashing.Digest) ([]byte, error) { return s.st.Object(ctx, d) })})
 	if err != nil {
-		return nil, err
+		return nil, locateMerge(err, in.Resolutions)
 	}
 	if res.Kind == replay.MergeThreeWay {
 		s.countWrite(false)
 	}
 	return res, nil
+}
+
+// locateMerge points a refusal of the merge commit's ops (a quarantine in
+// an enforce context, an op the state refuses) at the request field it
+// rests on: the resolution of the edge it names when there is one, else
+// /theirs, whose changes the merge carries. graph's "op N: " prefix, which
+// counts the merge's own ops, is dropped.
+func locateMerge(err error, resolutions map[string]replay.Resolution) error {
+	ptr := "/theirs"
+	var te *graph.TaintError
+	if errors.As(err, &te) {
+		key := "edge:" + te.Edge.String()
+		if _, ok := resolutions[key]; ok {
+			ptr = "/resolutions/" + fault.PointerToken(key)
+		}
+	}
+	return locate(err, func(int, string) string { return ptr })
 }
 
 // checkResolutions holds value resolutions of artifacts to the client's
