@@ -768,7 +768,17 @@ func (m *merger) checkCycles() {
 			m.added[k.From] = append(m.added[k.From], k)
 		}
 	}
-	sort.Slice(added, func(i, j int) bool { return edgeKeyLess(added[i], added[j]) })
+	// The edges whose cycle has a resolution go first: one cycle closed
+	// by several added edges is reported at each, and the resolution of
+	// any one of them settles it, so the others are no longer asked
+	// about (nor settled again in the client's stead).
+	hasRes := func(k graph.EdgeKey) bool { _, ok := m.res["cycle:"+k.String()]; return ok }
+	sort.Slice(added, func(i, j int) bool {
+		if ri, rj := hasRes(added[i]), hasRes(added[j]); ri != rj {
+			return ri
+		}
+		return edgeKeyLess(added[i], added[j])
+	})
 	for _, k := range added {
 		if !m.edgePresent(k) {
 			continue // dropped by an earlier resolution

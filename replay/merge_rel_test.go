@@ -46,3 +46,38 @@ func TestMergeCycleThroughRelationTheirsDefines(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeOneResolutionSettlesACycleReportedTwice: one cycle closed by
+// two of theirs' edges is reported at both (either one closes it). A
+// resolution of either settles it: the merge lands with the edge that
+// resolution names dropped and the other kept, not with the other
+// conflict asked about again — nor, once both are answered, with the
+// resolution given first ignored and the other edge dropped instead.
+func TestMergeOneResolutionSettlesACycleReportedTwice(t *testing.T) {
+	setup := func() *memChain {
+		m := mergeFixture(t)
+		m.commit("ours", tLink("p1", "uses", "n"), tLink("x", "uses", "p2"))
+		m.commit("theirs", tLink("n", "uses", "x"), tLink("p2", "uses", "p1"))
+		return m
+	}
+	mustConflict(t, setup(), nil, "cycle:n -uses-> x=cycle cycle:p2 -uses-> p1=cycle")
+	nx := graph.EdgeKey{From: "n", Rel: "uses", To: "x"}
+	p2p1 := graph.EdgeKey{From: "p2", Rel: "uses", To: "p1"}
+	for _, c := range []struct {
+		key        string
+		drop, keep graph.EdgeKey
+	}{
+		{"cycle:n -uses-> x", nx, p2p1},
+		{"cycle:p2 -uses-> p1", p2p1, nx},
+	} {
+		m := setup()
+		out, err := m.merge("ours", "theirs", map[string]Resolution{c.key: {Take: TakeOurs}})
+		if err != nil {
+			t.Fatalf("resolving %s: %v", c.key, err)
+		}
+		st := m.state("ours")
+		if st.Edge(c.drop) != nil || st.Edge(c.keep) == nil || len(out.Plan.Unused) != 0 {
+			t.Fatalf("resolving %s: %s dropped %v, %s kept %v, unused %v", c.key, c.drop, st.Edge(c.drop) == nil, c.keep, st.Edge(c.keep) != nil, out.Plan.Unused)
+		}
+	}
+}
