@@ -249,7 +249,7 @@ const (
 // ProducedBy (ours' when empty, else theirs'); for an edge conflict it is
 // the attrs object of the merged edge. A cycle takes no Value: "ours"
 // drops the edge from theirs that closes it, "theirs" keeps that edge and
-// drops ours' edges along the cycle that theirs lacks.
+// drops ours' edges that theirs lacks along every cycle it closes.
 type Resolution struct {
 	Take       string          `json:"take,omitempty"`
 	Value      json.RawMessage `json:"value,omitempty"`
@@ -807,11 +807,21 @@ func (m *merger) checkCycles() {
 		case r.Take == TakeOurs:
 			m.dropEdge(k)
 		case r.Take == TakeTheirs:
-			for i := 0; i+1 < len(path); i++ {
-				for _, e := range m.depEdges(path[i], path[i+1]) {
-					if m.theirs.Edge(e) == nil {
-						m.dropEdge(e)
+			// Along every path that closes the cycle, not only the
+			// shortest; a path with none of ours' edges to drop is left
+			// for plan to report.
+			for ; path != nil; path = m.depPath(k.To, k.From) {
+				dropped := false
+				for i := 0; i+1 < len(path); i++ {
+					for _, e := range m.depEdges(path[i], path[i+1]) {
+						if m.theirs.Edge(e) == nil && m.edgePresent(e) {
+							m.dropEdge(e)
+							dropped = true
+						}
 					}
+				}
+				if !dropped {
+					break
 				}
 			}
 		default:

@@ -81,3 +81,31 @@ func TestMergeOneResolutionSettlesACycleReportedTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeCycleTakeTheirsBreaksEveryPath: taking theirs for a cycle
+// keeps theirs' edge and drops ours' edges along the cycle — along every
+// path that closes it, not only the shortest: with two paths of ours back
+// to theirs' edge, the resolution settles the conflict instead of the
+// same conflict coming back with it.
+func TestMergeCycleTakeTheirsBreaksEveryPath(t *testing.T) {
+	setup := func() *memChain {
+		m := mergeFixture(t)
+		m.commit("ours", tLink("p1", "uses", "n"), tLink("n", "uses", "p2"), tLink("p1", "uses", "x"), tLink("x", "uses", "p2"))
+		m.commit("theirs", tLink("p2", "uses", "p1"))
+		return m
+	}
+	mustConflict(t, setup(), nil, "cycle:p2 -uses-> p1=cycle")
+	m := setup()
+	out, err := m.merge("ours", "theirs", map[string]Resolution{"cycle:p2 -uses-> p1": {Take: TakeTheirs}})
+	if err != nil {
+		t.Fatalf("take theirs: %v", err)
+	}
+	st := m.state("ours")
+	if st.Edge(graph.EdgeKey{From: "p2", Rel: "uses", To: "p1"}) == nil || len(out.Plan.Resolved) != 1 {
+		t.Fatalf("theirs' edge kept %v, resolved %s", st.Edge(graph.EdgeKey{From: "p2", Rel: "uses", To: "p1"}) != nil, conflictSummary(out.Plan.Resolved))
+	}
+	if st.Edge(graph.EdgeKey{From: "p1", Rel: "uses", To: "n"}) != nil && st.Edge(graph.EdgeKey{From: "n", Rel: "uses", To: "p2"}) != nil ||
+		st.Edge(graph.EdgeKey{From: "p1", Rel: "uses", To: "x"}) != nil && st.Edge(graph.EdgeKey{From: "x", Rel: "uses", To: "p2"}) != nil {
+		t.Fatal("a path of ours closing the cycle is left whole")
+	}
+}
