@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -153,4 +154,47 @@ func TestMergeRefusedInQuarantineNamesTheField(t *testing.T) {
 	if e.hash("mq") != before {
 		t.Fatal("a refused merge changed main")
 	}
+}
+
+// TestMergeValueRacesARetype: a value resolution with no type of its own
+// takes the artifact's type on ours, which a write may change after the
+// merge checked the value against the type it saw. Racing such a retype
+// (a note made a claim) never ends with ours holding a claim whose data
+// the claim schema refuses: the value is checked again in the committer,
+// against the type it is written as on the head the merge lands on.
+func TestMergeValueRacesARetype(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("rt", "observe")
+	landed := 0
+	for i := range 40 {
+		key, branch := fmt.Sprintf("k%d", i), fmt.Sprintf("feat%d", i)
+		put := func(branch, typ, text string) *resp {
+			return e.post("/v1/contexts/rt/artifacts", map[string]any{"id": key, "branch": branch, "type": typ, "data": map[string]any{"text": text}})
+		}
+		e.must(put("main", "note", "base"), 201)
+		e.must(e.post("/v1/contexts/rt/branches", map[string]any{"name": branch}), 201)
+		e.must(put("main", "note", "ours"), 201)
+		e.must(put(branch, "note", "theirs"), 201)
+		var wg sync.WaitGroup
+		var merged, retyped *resp
+		wg.Go(func() {
+			merged = e.post("/v1/contexts/rt/merge", map[string]any{"theirs": branch, "resolutions": map[string]any{
+				key: map[string]any{"value": map[string]any{"text": ""}}}})
+		})
+		wg.Go(func() { retyped = put("main", "claim", "ours, a claim now") })
+		wg.Wait()
+		e.must(retyped, 201)
+		a := e.must(e.get("/v1/contexts/rt/artifacts/"+key), 200)
+		data, _ := a["data"].(map[string]any)
+		if a["type"] == "claim" && data["text"] == "" {
+			t.Fatalf("race %d: a claim with empty text landed (merge %d %s)", i, merged.status, merged.body)
+		}
+		if merged.status == 201 {
+			landed++
+		}
+		if merged.status != 201 && merged.status != 422 {
+			t.Fatalf("race %d: merge %d %s", i, merged.status, merged.body)
+		}
+	}
+	t.Logf("%d of 40 merges landed", landed)
 }

@@ -54,7 +54,7 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 		return nil, err
 	}
 	res, err := s.st.MergeWith(ctx, store.MergeRequest{Context: ctxID, Ours: in.Ours, Theirs: tc, TheirsName: in.Theirs,
-		Resolutions: in.Resolutions, Author: in.Author, Message: in.Message, Check: mergeCheck(in.Resolutions, func(d hashing.Digest) ([]byte, error) { return s.st.Object(ctx, d) })})
+		Resolutions: in.Resolutions, Author: in.Author, Message: in.Message, Check: mergeCheck(in.Resolutions, s.types.Validate, func(d hashing.Digest) ([]byte, error) { return s.st.Object(ctx, d) })})
 	if err != nil {
 		return nil, locateMerge(err, in.Resolutions)
 	}
@@ -175,11 +175,11 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 }
 
 // mergeCheck is the merge commit's check, run in the committer: that of
-// its values (valuesCheck), then that of its definitions
-// (definitionsCheck, reading the data of versions put by hash with
-// object).
-func mergeCheck(resolutions map[string]replay.Resolution, object func(hashing.Digest) ([]byte, error)) func(*graph.State, []graph.Change) error {
-	values, defs := valuesCheck(resolutions), definitionsCheck(resolutions, object)
+// its values (valuesCheck, validating with validate, the registry's),
+// then that of its definitions (definitionsCheck, reading the data of
+// versions put by hash with object).
+func mergeCheck(resolutions map[string]replay.Resolution, validate func(typ string, data any, ptr string) error, object func(hashing.Digest) ([]byte, error)) func(*graph.State, []graph.Change) error {
+	values, defs := valuesCheck(resolutions, validate), definitionsCheck(resolutions, object)
 	return func(st *graph.State, changes []graph.Change) error {
 		if err := values(st, changes); err != nil {
 			return err
@@ -262,9 +262,12 @@ func definitionsCheck(resolutions map[string]replay.Resolution, object func(hash
 // valuesCheck is the merge commit's check, run in the committer: the
 // artifact a value resolution writes must not replace a reserved type or
 // a gate output on ours as the merge lands on it (a verdict recorded
-// there after checkResolutions looked), nor be one. Theirs is the commit
+// there after checkResolutions looked), nor be one, and its data must
+// match, by validate, the type it is written as — which, when the
+// resolution names none, is ours' type as the merge lands on it, perhaps
+// not the one checkResolutions saw. Theirs is the commit
 // checkResolutions read.
-func valuesCheck(resolutions map[string]replay.Resolution) func(*graph.State, []graph.Change) error {
+func valuesCheck(resolutions map[string]replay.Resolution, validate func(typ string, data any, ptr string) error) func(*graph.State, []graph.Change) error {
 	return func(_ *graph.State, changes []graph.Change) error {
 		for _, ch := range changes {
 			res, ok := resolutions[ch.Op.ID]
@@ -278,6 +281,11 @@ func valuesCheck(resolutions map[string]replay.Resolution) func(*graph.State, []
 				if owner := gateWriter(a.Type); owner != "" {
 					return reservedResolution("/resolutions/"+fault.PointerToken(ch.Op.ID)+"/value", a.Type,
 						fmt.Sprintf("a merge resolution cannot give %q a value: it is a %s on ours now, which only %s writes; take ours or theirs", ch.Op.ID, a.Type, owner))
+				}
+			}
+			if ch.Next != nil && len(ch.Op.Data) > 0 {
+				if err := validate(ch.Next.Type, mustDecode(ch.Op.Data), "/resolutions/"+fault.PointerToken(ch.Op.ID)+"/value"); err != nil {
+					return err
 				}
 			}
 		}
