@@ -198,3 +198,35 @@ func TestMergeValueRacesARetype(t *testing.T) {
 	}
 	t.Logf("%d of 40 merges landed", landed)
 }
+
+// TestOpenAPIMergeWithResolutionsMatches: a merge's answers as the
+// OpenAPI document declares them once conflicts are in play — the 409
+// listing them, and the 201 whose resolved lists the conflicts its
+// resolutions settled (objects, as in the 409) and whose unused lists the
+// keys that matched none.
+func TestOpenAPIMergeWithResolutionsMatches(t *testing.T) {
+	e := newEnv(t)
+	v := newOpenAPIValidator(t, e.get("/openapi.json").body)
+	e.createContext("mo", "observe")
+	put := func(branch, text string) {
+		t.Helper()
+		e.must(e.post("/v1/contexts/mo/artifacts", map[string]any{"id": "x", "branch": branch, "type": "note", "data": map[string]any{"text": text}}), 201)
+	}
+	put("main", "base")
+	e.must(e.post("/v1/contexts/mo/branches", map[string]any{"name": "b"}), 201)
+	put("main", "ours")
+	put("b", "theirs")
+	for _, c := range []struct {
+		body   map[string]any
+		status int
+	}{
+		{map[string]any{"theirs": "b"}, 409},
+		{map[string]any{"theirs": "b", "resolutions": map[string]any{"x": map[string]any{"take": "theirs"}, "nothing": map[string]any{"take": "ours"}}}, 201},
+	} {
+		r := e.post("/v1/contexts/mo/merge", c.body)
+		if r.status != c.status {
+			t.Fatalf("%v: %d %s", c.body, r.status, r.body)
+		}
+		v.check("POST", "/v1/contexts/mo/merge", r)
+	}
+}
