@@ -49,9 +49,35 @@ function threadOf(config, what) {
   return String(t);
 }
 
-const checkpointID = (ns, id) => `checkpoint:${ns}:${id}`;
-const writesID = (ns, id, task) => `writes:${ns}:${id}:${task}`;
-const headID = (ns) => `head:${ns}`;
+// A namespace (and a task id) is part of artifact ids. It goes in as it
+// is when an id may hold it: printable, in NFC, none of the characters
+// an id refuses (a zero-width joiner in an emoji, a variation selector…)
+// and short enough that a writes id ("writes:" ns ":" uuid ":" uuid) fits
+// in the server's 256 bytes. Otherwise it goes in as "#" and 32 hex digits
+// of its SHA-256 (no plain one starts with "#"); the artifacts' data keep
+// it as it is.
+const PLAIN_PART = /^(?!#)(?:(?![\u034f\u115f\u1160\u3164\uffa0\u2800\p{Variation_Selector}])[\p{L}\p{M}\p{N}\p{P}\p{S} ])*$/u;
+const MAX_ID_BYTES = 256;
+const MAX_NS_BYTES = MAX_ID_BYTES - "writes:".length - 2 * 36 - 2;
+const encoder = new TextEncoder();
+
+async function idPart(s, maxBytes) {
+  if (PLAIN_PART.test(s) && s === s.normalize("NFC") && encoder.encode(s).length <= maxBytes) return s;
+  return "#" + (await sha256Digest(s)).slice(7, 39);
+}
+
+/** The artifact ids of namespace ns. */
+async function idsOf(ns) {
+  const part = await idPart(ns, MAX_NS_BYTES);
+  return {
+    head: `head:${part}`,
+    checkpoint: (id) => `checkpoint:${part}:${id}`,
+    async writes(id, task) {
+      const prefix = `writes:${part}:${id}:`;
+      return prefix + (await idPart(String(task), MAX_ID_BYTES - encoder.encode(prefix).length));
+    },
+  };
+}
 
 // MAX_INLINE_DEPTH and MAX_INLINE_BYTES bound a value kept inline in a
 // checkpoint or a write: the server refuses a body nested deeper than 64
@@ -217,13 +243,14 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
       if (e instanceof NotFoundError) return undefined;
       throw e;
     }
+    const ids = await idsOf(ns);
     let id = getCheckpointId(config);
     if (!id) {
-      const head = await this.#get(ctx, headID(ns), commit);
+      const head = await this.#get(ctx, ids.head, commit);
       if (!head) return undefined;
       id = head.data.checkpoint_id;
     }
-    const art = await this.#get(ctx, checkpointID(ns, id), commit);
+    const art = await this.#get(ctx, ids.checkpoint(id), commit);
     if (!art) return undefined;
     return this.#tuple(ctx, threadId, ns, art, commit);
   }
@@ -241,11 +268,12 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
       if (e instanceof NotFoundError) return;
       throw e;
     }
+    const ids = await idsOf(ns);
     let id = getCheckpointId(config);
-    if (!id) id = (await this.#get(ctx, headID(ns), commit))?.data.checkpoint_id;
+    if (!id) id = (await this.#get(ctx, ids.head, commit))?.data.checkpoint_id;
     const beforeId = before?.configurable?.checkpoint_id;
     while (id) {
-      const art = await this.#get(ctx, checkpointID(ns, id), commit);
+      const art = await this.#get(ctx, ids.checkpoint(id), commit);
       if (!art) return;
       const parent = art.data.parent_checkpoint_id;
       if (!beforeId || id < beforeId) {
@@ -280,7 +308,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const ns = nsOf(config);
     const ctx = await this.#context(threadId, true);
     const parentId = config.configurable?.checkpoint_id;
-    const [cp, md] = await Promise.all([this.#encode(ctx, checkpoint), this.#encode(ctx, metadata)]);
+    const [cp, md, ids] = await Promise.all([this.#encode(ctx, checkpoint), this.#encode(ctx, metadata), idsOf(ns)]);
     const out = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
     // A stale parent while this namespace's head is still parentId is no
     // conflict: the thread's own pending writes, or another namespace of
@@ -291,14 +319,14 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     for (let i = 0, counted = 0; counted < Math.max(1, this.attempts) && i < most; i++) {
       if (i) await new Promise((r) => setTimeout(r, 2 + Math.random() * Math.min(50, 2 * i)));
       const head = (await this.client.hash(ctx)).commit;
-      const latest = (await this.#get(ctx, headID(ns), head))?.data.checkpoint_id ?? null;
+      const latest = (await this.#get(ctx, ids.head, head))?.data.checkpoint_id ?? null;
       if (latest === checkpoint.id) return out; // already written (a retried request)
       if (latest !== (parentId ?? null)) throw new CheckpointConflictError(threadId, ns, parentId, latest);
       const ops = [
         {
           op: "put",
           artifact: {
-          id: checkpointID(ns, checkpoint.id),
+          id: ids.checkpoint(checkpoint.id),
           type: CHECKPOINT_TYPE,
           produced_by: "langgraph",
           data: {
@@ -315,11 +343,11 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
           },
           },
         },
-        { op: "put", artifact: { id: headID(ns), type: HEAD_TYPE, produced_by: "langgraph", data: { checkpoint_ns: ns, checkpoint_id: checkpoint.id } } },
+        { op: "put", artifact: { id: ids.head, type: HEAD_TYPE, produced_by: "langgraph", data: { checkpoint_ns: ns, checkpoint_id: checkpoint.id } } },
       ];
-      if (parentId) ops.push({ op: "link", from: checkpointID(ns, checkpoint.id), rel: "derived_from", to: checkpointID(ns, parentId) });
+      if (parentId) ops.push({ op: "link", from: ids.checkpoint(checkpoint.id), rel: "derived_from", to: ids.checkpoint(parentId) });
       const orphans = [...(this._orphans.get(key) ?? [])];
-      for (const w of orphans) ops.push({ op: "link", from: w, rel: "responds_to", to: checkpointID(ns, checkpoint.id) });
+      for (const w of orphans) ops.push({ op: "link", from: w, rel: "responds_to", to: ids.checkpoint(checkpoint.id) });
       try {
         await this.client.commit(ctx, { ops, parent: head, author: "langgraph", message: `checkpoint ${checkpoint.id} (step ${metadata?.step})` });
         this._orphans.delete(key);
@@ -356,8 +384,9 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     if (!checkpointId) throw new Error("ArtifactdSaver.putWrites: the config has no configurable.checkpoint_id");
     const ctx = await this.#context(threadId, true);
     if (put) await put.catch(() => {});
-    const id = writesID(ns, checkpointId, taskId);
-    const [existing, checkpointArt] = await Promise.all([this.#get(ctx, id), this.#get(ctx, checkpointID(ns, checkpointId))]);
+    const ids = await idsOf(ns);
+    const id = await ids.writes(checkpointId, taskId);
+    const [existing, checkpointArt] = await Promise.all([this.#get(ctx, id), this.#get(ctx, ids.checkpoint(checkpointId))]);
     const byIdx = new Map((existing?.data.writes ?? []).map((w) => [w.idx, w]));
     for (const [i, [channel, value]] of writes.entries()) {
       const idx = WRITES_IDX_MAP[channel] ?? i;
@@ -371,7 +400,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
       type: WRITES_TYPE,
       produced_by: "langgraph",
       data: { checkpoint_ns: ns, checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath ?? "", writes: all },
-      edges: linked ? [{ rel: "responds_to", to: checkpointID(ns, checkpointId) }] : undefined,
+      edges: linked ? [{ rel: "responds_to", to: ids.checkpoint(checkpointId) }] : undefined,
     });
     if (!linked) {
       // The checkpoint's put links it (see the constructor).
@@ -419,7 +448,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const threadId = threadOf(config, "commitOf");
     const ctx = await this.#context(threadId, false);
     const id = getCheckpointId(config);
-    const art = await this.client.artifact(ctx, checkpointID(nsOf(config), id));
+    const art = await this.client.artifact(ctx, (await idsOf(nsOf(config))).checkpoint(id));
     return { context: ctx, commit: art.written_in };
   }
 

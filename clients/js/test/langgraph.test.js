@@ -199,3 +199,31 @@ test("pending writes come back in writesSortKey order; deleteThread keeps histor
   assert.equal((await client.verify(context, old.context_hash, { at: h.commit })).match, true);
   assert.ok(commit);
 });
+
+test("a namespace an artifact id refuses still holds checkpoints and writes", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  const saver = new ArtifactdSaver({ client });
+  const task = (n) => `${n}:${uuid6(-1)}`;
+  // Subgraph namespaces are node names and task ids: a node name may be
+  // an emoji joined by U+200D, not in NFC, or nested four deep.
+  const namespaces = [
+    task("writer 👩‍💻"),
+    task("cafe\u0301"),
+    [task("planner"), task("research_agent"), task("web_search_tool"), task("summariser")].join("|"),
+  ];
+  for (const ns of namespaces) {
+    const config = { configurable: { thread_id: "odd-namespaces", checkpoint_ns: ns } };
+    const cp = { ...emptyCheckpoint(), id: uuid6(-1) };
+    const c1 = await saver.put(config, cp, { source: "input", step: -1, parents: {} }, {});
+    assert.equal(c1.configurable.checkpoint_ns, ns);
+    await saver.putWrites(c1, [["a", 1]], uuid6(-1), "");
+    const tuple = await saver.getTuple(config);
+    assert.equal(tuple?.checkpoint.id, cp.id, JSON.stringify(ns));
+    assert.equal(tuple.config.configurable.checkpoint_ns, ns);
+    assert.deepEqual(tuple.pendingWrites.map((w) => w.slice(1)), [["a", 1]]);
+    const listed = [];
+    for await (const x of saver.list(config)) listed.push(x.checkpoint.id);
+    assert.deepEqual(listed, [cp.id]);
+  }
+});
