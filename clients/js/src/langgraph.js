@@ -259,7 +259,6 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const threadId = threadOf(config, "list (this saver lists one thread at a time)");
     let { limit } = options;
     const { before, filter } = options;
-    const ns = nsOf(config);
     const ctx = await this.#context(threadId, false);
     let commit;
     try {
@@ -268,26 +267,57 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
       if (e instanceof NotFoundError) return;
       throw e;
     }
-    const ids = await idsOf(ns);
-    let id = getCheckpointId(config);
-    if (!id) id = (await this.#get(ctx, ids.head, commit))?.data.checkpoint_id;
+    // Without a checkpoint_ns every namespace of the thread is listed (as
+    // LangGraph's savers do): the namespaces are those with a head.
+    let namespaces = [config.configurable?.checkpoint_ns];
+    if (namespaces[0] === undefined) {
+      namespaces = [];
+      let cursor;
+      do {
+        const page = await this.client.listArtifacts(ctx, { at: commit, type: HEAD_TYPE, limit: 1000, cursor });
+        for (const a of page.items) {
+          const head = await this.#get(ctx, a.id, commit);
+          if (head) namespaces.push(head.data.checkpoint_ns);
+        }
+        cursor = page.next_cursor;
+      } while (cursor);
+    }
+    // Each namespace's chain newest first, merged by checkpoint id (ids
+    // are time-ordered), newest first.
+    const chains = await Promise.all(
+      namespaces.map(async (ns) => {
+        const chain = this.#chain(ctx, ns, getCheckpointId(config), commit);
+        return { chain, ns, next: await chain.next() };
+      }),
+    );
     const beforeId = before?.configurable?.checkpoint_id;
+    for (;;) {
+      let c;
+      for (const x of chains) if (!x.next.done && (!c || x.next.value.data.checkpoint_id > c.next.value.data.checkpoint_id)) c = x;
+      if (!c) return;
+      const art = c.next.value;
+      c.next = await c.chain.next();
+      if (beforeId && !(art.data.checkpoint_id < beforeId)) continue;
+      const tuple = await this.#tuple(ctx, threadId, c.ns, art, commit);
+      if (filter && !Object.entries(filter).every(([k, v]) => tuple.metadata?.[k] === v)) continue;
+      if (limit !== undefined) {
+        if (limit <= 0) return;
+        limit -= 1;
+      }
+      yield tuple;
+    }
+  }
+
+  /** The checkpoint artifacts of namespace ns at commit, from id (or its head) along parents. */
+  async *#chain(ctx, ns, given, commit) {
+    const ids = await idsOf(ns);
+    let id = given || (await this.#get(ctx, ids.head, commit))?.data.checkpoint_id;
     while (id) {
       const art = await this.#get(ctx, ids.checkpoint(id), commit);
       if (!art) return;
-      const parent = art.data.parent_checkpoint_id;
-      if (!beforeId || id < beforeId) {
-        const tuple = await this.#tuple(ctx, threadId, ns, art, commit);
-        if (!filter || Object.entries(filter).every(([k, v]) => tuple.metadata?.[k] === v)) {
-          if (limit !== undefined) {
-            if (limit <= 0) return;
-            limit -= 1;
-          }
-          yield tuple;
-        }
-      }
-      if (getCheckpointId(config)) return; // a given checkpoint lists only itself
-      id = parent;
+      yield art;
+      if (given) return; // a given checkpoint lists only itself
+      id = art.data.parent_checkpoint_id;
     }
   }
 

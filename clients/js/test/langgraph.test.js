@@ -227,3 +227,29 @@ test("a namespace an artifact id refuses still holds checkpoints and writes", as
     assert.deepEqual(listed, [cp.id]);
   }
 });
+
+test("list without a checkpoint_ns lists every namespace of the thread, newest first", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  const saver = new ArtifactdSaver({ client });
+  const thread = "all-namespaces";
+  const sub = `inner:${uuid6(-1)}`;
+  const written = [];
+  const configs = { "": { configurable: { thread_id: thread, checkpoint_ns: "" } }, [sub]: { configurable: { thread_id: thread, checkpoint_ns: sub } } };
+  for (const ns of ["", sub, "", sub, ""]) {
+    const cp = { ...emptyCheckpoint(), id: uuid6(-1) };
+    configs[ns] = await saver.put(configs[ns], cp, { source: "loop", step: written.length, parents: {} }, {});
+    written.push([ns, cp.id]);
+  }
+  const newestFirst = [...written].sort((a, b) => (a[1] < b[1] ? 1 : -1));
+  const all = [];
+  for await (const x of saver.list({ configurable: { thread_id: thread } })) all.push([x.config.configurable.checkpoint_ns, x.checkpoint.id]);
+  assert.deepEqual(all, newestFirst);
+  const two = [];
+  for await (const x of saver.list({ configurable: { thread_id: thread } }, { limit: 2 })) two.push([x.config.configurable.checkpoint_ns, x.checkpoint.id]);
+  assert.deepEqual(two, newestFirst.slice(0, 2));
+  // A namespace given (the root's included) lists that namespace only.
+  const root = [];
+  for await (const x of saver.list({ configurable: { thread_id: thread, checkpoint_ns: "" } })) root.push(x.checkpoint.id);
+  assert.deepEqual(root, newestFirst.filter(([ns]) => ns === "").map(([, id]) => id));
+});
