@@ -82,10 +82,12 @@ async function idsOf(ns) {
 // MAX_INLINE_DEPTH and MAX_INLINE_BYTES bound a value kept inline in a
 // checkpoint or a write: the server refuses a body nested deeper than 64
 // levels, counted from the body's root (a value sits up to about ten
-// levels down), or over 8 MiB (a commit carries a checkpoint and its
-// metadata, a write several values). Larger values go to blobs.
+// levels down), or over 8 MiB of UTF-8 (a commit carries a checkpoint and
+// its metadata, a write several values). Larger values go to blobs, and so
+// do a write's values past MAX_WRITES_INLINE_BYTES together.
 const MAX_INLINE_DEPTH = 48;
 const MAX_INLINE_BYTES = 1 << 20;
+const MAX_WRITES_INLINE_BYTES = 6 << 20;
 
 /** The nesting depth of a JSON value (a scalar is 0). */
 function depthOf(v) {
@@ -168,7 +170,8 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     return ctx;
   }
 
-  async #encode(ctx, value) {
+  /** A value serialised, inline or as a blob; room.left, if given, is what inline values may still take, and is taken from. */
+  async #encode(ctx, value, room) {
     const [type, bytes] = await this.serde.dumpsTyped(value);
     if (type === "json") {
       try {
@@ -178,7 +181,11 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
         // Inline only what the request that carries it may hold: the
         // server counts nesting from the body's root, where a value sits
         // some levels down, and bounds the body's bytes.
-        if (depthOf(parsed) <= MAX_INLINE_DEPTH && text.length <= MAX_INLINE_BYTES) return { serde: type, value: parsed };
+        const size = typeof bytes === "string" ? encoder.encode(bytes).length : bytes.byteLength;
+        if (depthOf(parsed) <= MAX_INLINE_DEPTH && size <= Math.min(MAX_INLINE_BYTES, room?.left ?? Infinity)) {
+          if (room) room.left -= size;
+          return { serde: type, value: parsed };
+        }
       } catch {
         // fall through to a blob
       }
@@ -418,10 +425,12 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const id = await ids.writes(checkpointId, taskId);
     const [existing, checkpointArt] = await Promise.all([this.#get(ctx, id), this.#get(ctx, ids.checkpoint(checkpointId))]);
     const byIdx = new Map((existing?.data.writes ?? []).map((w) => [w.idx, w]));
+    // The values held inline share one request body, the kept ones too.
+    const room = { left: MAX_WRITES_INLINE_BYTES - encoder.encode(JSON.stringify(existing?.data.writes ?? [])).length };
     for (const [i, [channel, value]] of writes.entries()) {
       const idx = WRITES_IDX_MAP[channel] ?? i;
       if (idx >= 0 && byIdx.has(idx)) continue; // regular writes are kept, special ones replaced
-      byIdx.set(idx, { idx, channel, value: await this.#encode(ctx, value) });
+      byIdx.set(idx, { idx, channel, value: await this.#encode(ctx, value, room) });
     }
     const all = [...byIdx.values()].sort((a, b) => a.idx - b.idx);
     const linked = Boolean(checkpointArt);

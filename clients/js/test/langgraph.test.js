@@ -253,3 +253,28 @@ test("list without a checkpoint_ns lists every namespace of the thread, newest f
   for await (const x of saver.list({ configurable: { thread_id: thread, checkpoint_ns: "" } })) root.push(x.checkpoint.id);
   assert.deepEqual(root, newestFirst.filter(([ns]) => ns === "").map(([, id]) => id));
 });
+
+test("a task's writes of large values are stored, whatever their total", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  const saver = new ArtifactdSaver({ client });
+  const config = { configurable: { thread_id: "large-writes", checkpoint_ns: "" } };
+  const c1 = await saver.put(config, { ...emptyCheckpoint(), id: uuid6(-1) }, { source: "input", step: -1, parents: {} }, {});
+  // A million characters, three bytes each in UTF-8, three times: over
+  // the 8 MiB a request body may hold. Then nine values of a million
+  // ASCII characters, each small enough to keep inline, but not together.
+  const big = (c) => c.repeat(1000000);
+  await saver.putWrites(c1, [["a", big("語")], ["b", big("文")], ["c", big("字")]], "task-large", "");
+  const ascii = Array.from({ length: 9 }, (_, i) => [`d${i}`, big(String(i))]);
+  await saver.putWrites(c1, ascii, "task-ascii", "");
+  const tuple = await saver.getTuple(c1);
+  assert.deepEqual(
+    tuple.pendingWrites.map(([task, ch, v]) => [task, ch, v.length, v[0]]),
+    [
+      ...ascii.map(([ch]) => ["task-ascii", ch, 1000000, ch.slice(1)]),
+      ["task-large", "a", 1000000, "語"],
+      ["task-large", "b", 1000000, "文"],
+      ["task-large", "c", 1000000, "字"],
+    ],
+  );
+});
