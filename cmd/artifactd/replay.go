@@ -58,8 +58,26 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return flagExit(err)
 	}
-	verifySet := false
-	fs.Visit(func(f *flag.Flag) { verifySet = verifySet || f.Name == "verify" })
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	verifySet := set["verify"]
+	// A flag the chosen source does not use is refused, never dropped: a
+	// server re-hashes the final state's payloads with its own rulesets,
+	// and a bundle is replayed with no store.
+	var unused []string
+	switch {
+	case *server != "":
+		unused = []string{"all-objects", "gate-rules", "data", "store"}
+	case len(pos) > 0:
+		unused = []string{"data", "store", "token"}
+	default:
+		unused = []string{"gate-rules", "token"}
+	}
+	for _, name := range unused {
+		if set[name] {
+			return fail(stderr, exitUsage, "replay: --%s is not used %s: drop it", name, replaySource(*server, pos))
+		}
+	}
 	if verifySet {
 		// An empty value is a usage error, never a pass: a script whose
 		// variable came out empty must not be told "verified".
@@ -131,6 +149,17 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		printMismatch(stderr, rep)
 	}
 	return code
+}
+
+// replaySource names where replay reads the chain from, for messages.
+func replaySource(server string, pos []string) string {
+	switch {
+	case server != "":
+		return "with --server (the server replays its stored chain, re-hashing the final state's payloads, with its own gate rulesets)"
+	case len(pos) > 0:
+		return "with a bundle file (it is replayed with no store and no server)"
+	}
+	return "with a store (--gate-rules is for a bundle file, --token for --server)"
 }
 
 // printMismatch explains a failed --verify on stderr.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -146,5 +147,60 @@ func TestRefusedCommandsLeaveNoDataDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(mdir); err == nil {
 		t.Errorf("a refused mcp left data directory %s", mdir)
+	}
+}
+
+// TestReplayRefusesFlagsItWouldIgnore: a flag replay's chosen source does
+// not use is refused, never dropped: --server replayed the final state's
+// payloads whatever --all-objects asked and never looked at --data, a
+// bundle was replayed whatever --data named, and --gate-rules did nothing
+// without a bundle. Each ran and exited 0 as if it had been honoured.
+func TestReplayRefusesFlagsItWouldIgnore(t *testing.T) {
+	f := newVerifyFixture(t)
+	hash := f.head().ContextHash.String()
+	bundle := filepath.Join(t.TempDir(), "b.jsonl")
+	if code, _, errOut := runArtifactd(t, "export", "--data", f.dir, "--context", "c", "-o", bundle); code != 0 {
+		t.Fatal(errOut)
+	}
+	rules := filepath.Join(t.TempDir(), "rules.json")
+	if err := os.WriteFile(rules, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"match":true,"context_hash":"`+hash+`","commit":"`+f.head().ID.String()+`","commits":3,"ops":9}`)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--server", srv.URL, "--context", "c", "--verify", hash, "--all-objects"}, "--all-objects"},
+		{[]string{"--server", srv.URL, "--context", "c", "--verify", hash, "--data", f.dir}, "--data"},
+		{[]string{"--server", srv.URL, "--context", "c", "--verify", hash, "--store", f.dir}, "--store"},
+		{[]string{"--server", srv.URL, "--context", "c", "--verify", hash, "--gate-rules", rules}, "--gate-rules"},
+		{[]string{bundle, "--verify", hash, "--data", f.dir}, "--data"},
+		{[]string{bundle, "--verify", hash, "--token", "t"}, "--token"},
+		{[]string{"--data", f.dir, "--context", "c", "--verify", hash, "--gate-rules", rules}, "--gate-rules"},
+	} {
+		code, out, errOut := runArtifactd(t, append([]string{"replay"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tc.flag) || out != "" {
+			t.Errorf("replay %s: exit %d, want 2 naming %s\n%s%s", strings.Join(tc.args, " "), code, tc.flag, out, errOut)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server was asked %d times for a refused command line", n)
+	}
+	// What each source takes still runs.
+	for _, args := range [][]string{
+		{"--server", srv.URL, "--context", "c", "--verify", hash, "--at", "main"},
+		{bundle, "--verify", hash, "--all-objects"},
+		{"--data", f.dir, "--context", "c", "--verify", hash, "--all-objects"},
+	} {
+		if code, out, errOut := runArtifactd(t, append([]string{"replay"}, args...)...); code != 0 {
+			t.Errorf("replay %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
 	}
 }
