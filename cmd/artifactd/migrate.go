@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return fail(stderr, exitUsage, "migrate: --to: %v", err)
 	}
-	if src == dst {
+	if sameStore(src, dst) {
 		return fail(stderr, exitUsage, "migrate: --from and --to name the same store")
 	}
 	prog := &progress{w: stderr, every: 2 * time.Second}
@@ -66,6 +67,28 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	fmt.Fprintf(stdout, "verified: every branch of the %d contexts is at the same commit in %s, and each head's state hashes to the source's context hash\n", stats.Contexts, dst)
 	return exitOK
+}
+
+// sameStore reports whether a and b name one store: the same database
+// URL, or one directory however it is spelt (relative, with a trailing
+// slash, through a symbolic link).
+func sameStore(a, b storeSpec) bool {
+	if a.isPostgres() || b.isPostgres() {
+		return a == b
+	}
+	return canonicalDir(a.Dir) == canonicalDir(b.Dir)
+}
+
+// canonicalDir is dir as an absolute path with its symbolic links
+// resolved, or as clean as it can be made when it does not exist.
+func canonicalDir(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return real
+	}
+	return filepath.Clean(dir)
 }
 
 // Key prefixes of the store's layout (store/doc.go) that migrate treats

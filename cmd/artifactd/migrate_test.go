@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -119,8 +120,17 @@ func TestMigrateBadgerToBadger(t *testing.T) {
 	}
 }
 
+// TestMigrateUsage: every refusal names what is wrong. A directory
+// spelt two ways (a trailing slash, "/.", a symbolic link) is the same
+// store; it was refused as in use by a running artifactd, the lock of
+// its own --from.
 func TestMigrateUsage(t *testing.T) {
 	dir := t.TempDir()
+	src := newVerifyFixture(t).dir
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(src, link); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -130,6 +140,9 @@ func TestMigrateUsage(t *testing.T) {
 		{[]string{"migrate", "--from", "mysql://x/y", "--to", dir}, "--from: unknown store scheme"},
 		{[]string{"migrate", "--from", dir, "--to", "redis://x"}, "--to: unknown store scheme"},
 		{[]string{"migrate", "--from", dir, "--to", "badger:" + dir}, "the same store"},
+		{[]string{"migrate", "--from", src, "--to", src + string(filepath.Separator)}, "the same store"},
+		{[]string{"migrate", "--from", "badger:" + src + "/.", "--to", src}, "the same store"},
+		{[]string{"migrate", "--from", src, "--to", link}, "the same store"},
 		{[]string{"migrate", "--from", filepath.Join(dir, "none"), "--to", filepath.Join(dir, "b")}, "--from: data directory"},
 		{[]string{"migrate", "--from", dir, "--to", filepath.Join(dir, "b")}, "holds no artifactd store"},
 	} {
