@@ -34,6 +34,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return fail(stderr, exitUsage, "compare: --against %q: want CTX or CTX@REF", *b)
 	}
+	if name := stf.given(); *server != "" && name != "" {
+		return fail(stderr, exitUsage, "compare: %s is not used with --server (the server compares its own store): drop one", name)
+	}
 	var cmp service.Comparison
 	if *server != "" {
 		if cmp, err = compareRemote(ctx, serverURL(*server), *a, *b); err != nil {

@@ -77,13 +77,18 @@ func TestCompareCommand(t *testing.T) {
 	defer st.Close()
 	ts := httptest.NewServer(newServer(st, reg, serveConfig{Logger: discardLogger()}))
 	defer ts.Close()
-	if rc, out, errs := run("--server", ts.URL, "--context", "one", "--against", "two"); rc != exitOK || !strings.Contains(out, "equal") {
+	remote := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		rc := Run(ctx, append([]string{"compare", "--server", ts.URL}, args...), &out, &errb)
+		return rc, out.String(), errb.String()
+	}
+	if rc, out, errs := remote("--context", "one", "--against", "two"); rc != exitOK || !strings.Contains(out, "equal") {
 		t.Fatalf("--server one vs two: %d %s %s", rc, out, errs)
 	}
-	if rc, out, _ := run("--server", ts.URL, "--context", "one", "--against", "three"); rc != exitMismatch || !strings.Contains(out, "changed    a  (content_hash)") {
+	if rc, out, _ := remote("--context", "one", "--against", "three"); rc != exitMismatch || !strings.Contains(out, "changed    a  (content_hash)") {
 		t.Fatalf("--server one vs three: %d %s", rc, out)
 	}
-	if rc, _, errs := run("--server", ts.URL, "--context", "one", "--against", "missing"); rc != exitUsage || !strings.Contains(errs, "404") {
+	if rc, _, errs := remote("--context", "one", "--against", "missing"); rc != exitUsage || !strings.Contains(errs, "404") {
 		t.Fatalf("--server missing: %d %s", rc, errs)
 	}
 }

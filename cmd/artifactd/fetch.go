@@ -50,6 +50,9 @@ func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if *allowPrivate || *renderOn || gf.given() {
 			return fail(stderr, exitUsage, "fetch: --allow-private-fetch, --render, --gate-rules and --secrets are the server's flags with --server")
 		}
+		if name := stf.given(); name != "" {
+			return fail(stderr, exitUsage, "fetch: %s is not used with --server (the server records the verdict in its own store): drop one", name)
+		}
 		out, err = fetchThroughServer(ctx, serverURL(*server), *token, *ctxID, in)
 	} else {
 		var sp storeSpec

@@ -204,3 +204,31 @@ func TestReplayRefusesFlagsItWouldIgnore(t *testing.T) {
 		}
 	}
 }
+
+// TestServerCommandsRefuseAStore: compare and fetch with --server ask the
+// server and never open a store, so --data or --store beside it is
+// refused; both were dropped, and the answer came from the server while
+// the operator believed it came from the directory named.
+func TestServerCommandsRefuseAStore(t *testing.T) {
+	f := newVerifyFixture(t)
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "not here", http.StatusTeapot)
+	}))
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"compare", "--server", srv.URL, "--context", "c", "--against", "c", "--data", f.dir},
+		{"compare", "--server", srv.URL, "--context", "c", "--against", "c", "--store", f.dir},
+		{"fetch", "--server", srv.URL, "--context", "c", "https://example.com/", "--data", f.dir},
+		{"fetch", "--server", srv.URL, "--context", "c", "https://example.com/", "--store", f.dir},
+	} {
+		code, out, errOut := runArtifactd(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, args[len(args)-2]) || out != "" {
+			t.Errorf("%s: exit %d, want 2 naming %s\n%s%s", strings.Join(args, " "), code, args[len(args)-2], out, errOut)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server was asked %d times for a refused command line", n)
+	}
+}

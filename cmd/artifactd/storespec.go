@@ -105,6 +105,18 @@ func addStoreFlags(fs *flag.FlagSet, dataDefault, dataUsage string) *storeFlags 
 	}
 }
 
+// given returns the flag, --data or --store, that was set on the command
+// line, or "" when neither was (a store named only by $ARTIFACTD_STORE).
+func (f *storeFlags) given() string {
+	name := ""
+	f.fs.Visit(func(fl *flag.Flag) {
+		if name == "" && (fl.Name == "data" || fl.Name == "store") {
+			name = "--" + fl.Name
+		}
+	})
+	return name
+}
+
 // resolve returns the store the flags name, after parsing: --store, else
 // an explicit --data, else $ARTIFACTD_STORE, else --data's default (which
 // may be empty: no store named). Errors name the flag or variable.
