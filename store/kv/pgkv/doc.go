@@ -6,7 +6,9 @@
 //
 // Open creates and migrates the schema itself and records each migration
 // it ran in artifactd_schema_version (version, applied_at); a database
-// whose version is newer than the driver's is refused. Version 1:
+// whose version is newer than the driver's is refused; one at the
+// driver's version is only read, so that a role without the right to
+// create in the schema opens it. Version 1:
 //
 //	artifactd_kv (k bytea PRIMARY KEY, v bytea NOT NULL)
 //

@@ -160,8 +160,23 @@ func SchemaVersion() int { return len(migrations) }
 
 // migrate brings the schema to SchemaVersion. Processes that start
 // together may race here; the loser's statement fails with a uniqueness
-// error and retry runs it again, when it finds the work done.
+// error and retry runs it again, when it finds the work done. A database
+// already at SchemaVersion is only read, so that a role that may read and
+// write the tables but not create in the schema or the database opens it.
 func (d *Driver) migrate(ctx context.Context, schema string) error {
+	var exists bool
+	if err := d.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", d.verT).Scan(&exists); err != nil {
+		return fmt.Errorf("pgkv: look for the version table: %w", err)
+	}
+	if exists {
+		var cur int
+		if err := d.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+d.verT).Scan(&cur); err != nil {
+			return fmt.Errorf("pgkv: read schema version: %w", err)
+		}
+		if cur >= len(migrations) {
+			return newerSchema(cur)
+		}
+	}
 	if schema != "" {
 		if _, err := d.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
 			return fmt.Errorf("pgkv: create schema: %w", err)
@@ -177,8 +192,8 @@ func (d *Driver) migrate(ctx context.Context, schema string) error {
 		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+d.verT).Scan(&cur); err != nil {
 			return fmt.Errorf("pgkv: read schema version: %w", err)
 		}
-		if cur > len(migrations) {
-			return fmt.Errorf("pgkv: the database has schema version %d, newer than this artifactd knows (%d): run a newer artifactd", cur, len(migrations))
+		if err := newerSchema(cur); err != nil {
+			return err
 		}
 		for v := cur + 1; v <= len(migrations); v++ {
 			if _, err := tx.Exec(ctx, fmt.Sprintf(migrations[v-1], d.kvT)); err != nil {
@@ -190,6 +205,15 @@ func (d *Driver) migrate(ctx context.Context, schema string) error {
 		}
 		return nil
 	})
+}
+
+// newerSchema refuses a database whose schema version cur is newer than
+// the driver's (nil when it is not).
+func newerSchema(cur int) error {
+	if cur > len(migrations) {
+		return fmt.Errorf("pgkv: the database has schema version %d, newer than this artifactd knows (%d): run a newer artifactd", cur, len(migrations))
+	}
+	return nil
 }
 
 // retryable reports errors after which the transaction was rolled back

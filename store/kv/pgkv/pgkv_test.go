@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -250,4 +251,105 @@ func BenchmarkStoreWalk(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestOpenWithoutCreatePrivilege opens a database that is at the
+// driver's schema version as a role that may read and write the tables
+// but create nothing (no CREATE on the database or the schema, as
+// PostgreSQL 15 gives a role that does not own the database): with the
+// tables in Options.Schema, and in the schema its search_path names. An
+// up-to-date database needs no DDL.
+func TestOpenWithoutCreatePrivilege(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	schema := freshSchema(t)
+	d, err := open(ctx, t, schema, pgkv.BulkUnnest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = d.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	role := "dml_" + schema
+	r, s := pgx.Identifier{role}.Sanitize(), pgx.Identifier{schema}.Sanitize()
+	if _, err := conn.Exec(ctx, "CREATE ROLE "+r+" LOGIN"); err != nil {
+		t.Skipf("the test database's user may not create a role: %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("drop role %s: %v", role, err)
+			return
+		}
+		defer conn.Close(ctx)
+		for _, q := range []string{"DROP OWNED BY " + r, "DROP ROLE " + r} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+	for _, q := range []string{
+		"REVOKE CREATE ON SCHEMA " + s + " FROM PUBLIC",
+		"GRANT USAGE ON SCHEMA " + s + " TO " + r,
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + s + " TO " + r,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	as, err := asUser(dsn, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := pgx.Connect(ctx, as); err != nil {
+		t.Skipf("the test database does not let a role without a password in: %v", err)
+	} else {
+		_ = c.Close(ctx)
+	}
+	for _, c := range []struct {
+		name string
+		opts pgkv.Options
+	}{
+		{"schema", pgkv.Options{DSN: as, Schema: schema}},
+		{"search_path", pgkv.Options{DSN: withParam(as, "search_path", schema)}},
+	} {
+		d, err := pgkv.Open(ctx, c.opts)
+		if err != nil {
+			t.Fatalf("%s: Open as a role that may not create: %v", c.name, err)
+		}
+		k := []byte("written by " + c.name)
+		err = d.Commit(ctx, kv.Batch{Swaps: []kv.Swap{{Key: k, Absent: true, New: []byte("v")}}})
+		_ = d.Close()
+		if err != nil {
+			t.Fatalf("%s: Commit as that role: %v", c.name, err)
+		}
+	}
+}
+
+// asUser returns dsn with its user replaced by user (and no password).
+func asUser(dsn, user string) (string, error) {
+	if !strings.Contains(dsn, "://") {
+		return dsn + " user=" + user + " password=''", nil
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", err
+	}
+	u.User = url.User(user)
+	return u.String(), nil
+}
+
+// withParam returns dsn with the parameter key set to value.
+func withParam(dsn, key, value string) string {
+	if !strings.Contains(dsn, "://") {
+		return dsn + " " + key + "=" + value
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + key + "=" + url.QueryEscape(value)
 }
