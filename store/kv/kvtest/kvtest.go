@@ -364,6 +364,20 @@ func testOwnedSlices(t *testing.T, d kv.Driver) {
 	commit(t, d, kv.Batch{Swaps: []kv.Swap{{Key: []byte("ref"), Absent: true, New: s}}})
 	s[0] = 'Z'
 	wantValue(t, d, "ref", []byte("new"))
+	// A key asked twice gets two values of its own: a change to one
+	// reaches neither the other nor the store.
+	for _, get := range []struct {
+		name string
+		fn   func(context.Context, [][]byte) ([][]byte, error)
+	}{{"GetMany", d.GetMany}, {"GetSame", func(ctx context.Context, keys [][]byte) ([][]byte, error) { return kv.GetSame(ctx, d, keys) }}} {
+		vals, err := get.fn(context.Background(), [][]byte{[]byte("key"), []byte("key")})
+		must(t, get.name, err)
+		vals[0][0] = 'Y'
+		if string(vals[1]) != "value" {
+			t.Errorf("%s of a key asked twice: a change to the first value changed the second to %q", get.name, vals[1])
+		}
+		wantValue(t, d, "key", []byte("value"))
+	}
 }
 
 func testInvalid(t *testing.T, d kv.Driver) {

@@ -403,8 +403,9 @@ func (d *Driver) Has(ctx context.Context, keys [][]byte) ([]bool, error) {
 }
 
 // lookUp asks for keys, getManyPart at a time, and calls found with the
-// index in keys of each one stored (every index, for a key asked twice)
-// and, with values, its value. what names the call in errors.
+// index in keys of each one stored (every index, for a key asked twice,
+// each with a copy of its own) and, with values, its value. what names
+// the call in errors.
 func (d *Driver) lookUp(ctx context.Context, what string, keys [][]byte, values bool, found func(i int, v []byte)) error {
 	if err := d.enter(ctx); err != nil {
 		return err
@@ -426,7 +427,10 @@ func (d *Driver) lookUp(ctx context.Context, what string, keys [][]byte, values 
 				rows.Close()
 				return fmt.Errorf("pgkv: %s: %w", what, err)
 			}
-			for _, i := range at[string(k)] {
+			for j, i := range at[string(k)] {
+				if j > 0 {
+					v = bytes.Clone(v) // each index of a key asked twice owns its value
+				}
 				found(i, v)
 			}
 		}
