@@ -21,12 +21,7 @@ func mergeDefsFixture(t *testing.T) (*Service, *store.Store) {
 	s, _ := newService(t)
 	ctx := t.Context()
 	st := s.st
-	put := func(branch, id, data string) {
-		t.Helper()
-		if _, err := s.PutArtifact(ctx, "o", ArtifactInput{ID: id, Type: "reading", Branch: branch, Data: json.RawMessage(data)}); err != nil {
-			t.Fatalf("put %s on %s: %v", id, branch, err)
-		}
-	}
+	put := func(branch, id, data string) { t.Helper(); putOn(t, s, branch, id, "reading", data) }
 	if _, _, err := s.types.Put(ctx, st, "reading", graph.RoleDerived, "", []byte(`{"type":"object","required":["v"]}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +95,7 @@ func TestMergeResolutionValueUnderTheHistorysDefinition(t *testing.T) {
 	s, _ := newService(t)
 	ctx := t.Context()
 	st := s.st
-	put := func(branch, data string) {
-		t.Helper()
-		if _, err := s.PutArtifact(ctx, "o", ArtifactInput{ID: "c0", Type: "count", Branch: branch, Data: json.RawMessage(data)}); err != nil {
-			t.Fatalf("put on %s: %v", branch, err)
-		}
-	}
+	put := func(branch, data string) { t.Helper(); putOn(t, s, branch, "c0", "count", data) }
 	if _, _, err := s.types.Put(ctx, st, "count", graph.RoleDerived, "", []byte(`{"type":"object","required":["w"]}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -127,5 +117,13 @@ func TestMergeResolutionValueUnderTheHistorysDefinition(t *testing.T) {
 	}
 	if _, err := s.Merge(ctx, "o", MergeInput{Theirs: "side", Resolutions: map[string]replay.Resolution{"c0": {Value: json.RawMessage(`{"v":1,"w":1}`)}}}); err != nil {
 		t.Fatalf("a value both accept: %v", err)
+	}
+}
+
+// putOn puts artifact id of type typ with data on branch of context "o".
+func putOn(t *testing.T, s *Service, branch, id, typ, data string) {
+	t.Helper()
+	if _, err := s.PutArtifact(t.Context(), "o", ArtifactInput{ID: id, Type: typ, Branch: branch, Data: json.RawMessage(data)}); err != nil {
+		t.Fatalf("put %s on %s: %v", id, branch, err)
 	}
 }

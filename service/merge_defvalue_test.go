@@ -20,12 +20,7 @@ func TestMergeDefinitionConflictTakesASide(t *testing.T) {
 	s, _ := newService(t)
 	ctx := t.Context()
 	st := s.st
-	put := func(branch, id, data string) {
-		t.Helper()
-		if _, err := s.PutArtifact(ctx, "o", ArtifactInput{ID: id, Type: "reading", Branch: branch, Data: json.RawMessage(data)}); err != nil {
-			t.Fatalf("put %s on %s: %v", id, branch, err)
-		}
-	}
+	put := func(branch, id, data string) { t.Helper(); putOn(t, s, branch, id, "reading", data) }
 	define := func(schema string) {
 		t.Helper()
 		if _, _, err := s.types.Put(ctx, st, "reading", graph.RoleDerived, "", []byte(schema)); err != nil {
