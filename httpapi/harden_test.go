@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -255,6 +256,15 @@ func TestCrossSiteWritesRefused(t *testing.T) {
 	}
 	if pre := e.send(req{method: "OPTIONS", path: "/v1/contexts/x/commits", header: map[string]string{"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}}); pre.header.Get("Access-Control-Allow-Origin") != "" || pre.status < 400 {
 		t.Errorf("preflight of another origin: %d %v", pre.status, pre.header)
+	}
+	// With origins configured, every answer varies by Origin, those
+	// without CORS headers too: a shared cache must not give one origin's
+	// answer to another (or a page's to a request without Origin).
+	for _, origin := range []string{"", "https://evil.example", "https://app.example"} {
+		r := e.send(req{method: "GET", path: "/v1/contexts/x", header: map[string]string{"Origin": origin}})
+		if r.status != 200 || !slices.Contains(r.header.Values("Vary"), "Origin") {
+			t.Errorf("read with Origin %q: %d, Vary %q", origin, r.status, r.header.Values("Vary"))
+		}
 	}
 
 	// Token mode refuses cross-site writes as well.

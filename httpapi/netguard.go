@@ -106,8 +106,13 @@ func (s *Server) netGuard(next http.Handler) http.Handler {
 		}
 		origin := r.Header.Get("Origin")
 		allowed := origin != "" && s.allowOrigins[origin]
-		if allowed {
+		if len(s.allowOrigins) > 0 {
+			// The CORS headers depend on Origin: every answer says so,
+			// or a cache could give an allowed origin's page an answer
+			// made without them (or another page one made with them).
 			h.Add("Vary", "Origin")
+		}
+		if allowed {
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Set("Access-Control-Expose-Headers", "ETag, Location, Retry-After")
 			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
