@@ -41,7 +41,7 @@ func RequestHash(req ModelRequest) (string, error) {
 	return hashing.Sum(canon).String(), nil
 }
 
-// ModelCall is a recorded model call (GET .../model-calls/{hash}).
+// ModelCall is a recorded model call (GET .../model-calls/{request_hash}).
 type ModelCall struct {
 	RequestHash string          `json:"request_hash"`
 	Artifact    string          `json:"artifact"`

@@ -8,11 +8,11 @@ import (
 	"github.com/artifactd/artifactd/store"
 )
 
-// handleGetModelCall is GET /v1/contexts/{ctx}/model-calls/{hash}: the
+// handleGetModelCall is GET /v1/contexts/{ctx}/model-calls/{request_hash}: the
 // recorded response of the request with that hash at ?at=, or 404. A record
 // whose request does not hash to its key is a 409, never an answer.
 func (s *Server) handleGetModelCall(w http.ResponseWriter, r *http.Request) {
-	raw, err := urlParam(r, "hash")
+	raw, err := urlParam(r, "request_hash")
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -99,3 +99,44 @@ func TestModelCallRecord(t *testing.T) {
 		t.Fatalf("forged record: %d %s", r.status, r.body)
 	}
 }
+
+// TestModelCallDigestErrorNamesTheDeclaredParameter: the 400 for a
+// malformed digest on the model-call route names a path parameter that
+// /openapi.json declares for that route, so a client can match the
+// refusal to its request.
+func TestModelCallDigestErrorNamesTheDeclaredParameter(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("m", "")
+	r := e.get("/v1/contexts/m/model-calls/not-a-digest")
+	errs, _ := r.obj(t)["errors"].([]any)
+	if r.status != 400 || len(errs) != 1 {
+		t.Fatalf("malformed digest: %d %s", r.status, r.body)
+	}
+	named := errs[0].(map[string]any)["parameter"]
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct{ Name, In string } `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(e.get("/openapi.json").body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var declared []string
+	for tmpl, item := range doc.Paths {
+		if !strings.Contains(tmpl, "/model-calls/") {
+			continue
+		}
+		for _, p := range item["get"].Parameters {
+			if p.In == "path" {
+				declared = append(declared, p.Name)
+			}
+		}
+	}
+	found := false
+	for _, d := range declared {
+		found = found || d == named
+	}
+	if !found {
+		t.Fatalf("the refusal names parameter %v; the route declares %v", named, declared)
+	}
+}

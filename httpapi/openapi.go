@@ -233,7 +233,7 @@ var requestSources = map[string]string{
 	"context-put": schemaContextPutRequest,
 }
 
-var pathParamRE = regexp.MustCompile(`\{([a-z]+)\}`)
+var pathParamRE = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 // OpenAPI returns the OpenAPI 3.1 document of the API, generated from the
 // route table so that the two cannot drift (TestOpenAPICoversRoutes walks

@@ -144,7 +144,7 @@ func TestOpenAPIDeclaresEveryQuery(t *testing.T) {
 	e.must(e.post("/v1/contexts/c/artifacts", map[string]any{"id": "q", "type": "question", "data": map[string]any{"text": "q?"}}), 201)
 	head := e.must(e.get("/v1/contexts/c"), 200)["head"].(string)
 	digest := "sha256:" + strings.Repeat("ab", 32)
-	fill := strings.NewReplacer("{ctx}", "c", "{id}", "q", "{commit}", head, "{hash}", digest, "{digest}", digest, "{name}", "note")
+	fill := strings.NewReplacer("{ctx}", "c", "{id}", "q", "{commit}", head, "{request_hash}", digest, "{digest}", digest, "{name}", "note")
 	bad := map[string]string{
 		"at":    "no%20good%21",
 		"limit": "x", "depth": "x", "max_nodes": "x", "format": "x", "dir": "x", "status": "x", "data": "x",

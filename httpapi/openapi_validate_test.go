@@ -46,7 +46,7 @@ func newOpenAPIValidator(t *testing.T, raw []byte) *openAPIValidator {
 	}
 	v := &openAPIValidator{t: t, doc: doc, c: c, seen: map[string]bool{}}
 	for tmpl := range doc["paths"].(map[string]any) {
-		re := "^" + regexp.MustCompile(`\\\{[a-z]+\\\}`).ReplaceAllString(regexp.QuoteMeta(tmpl), `[^/]+`) + "$"
+		re := "^" + regexp.MustCompile(`\\\{[a-z_]+\\\}`).ReplaceAllString(regexp.QuoteMeta(tmpl), `[^/]+`) + "$"
 		v.paths = append(v.paths, openAPIPath{regexp.MustCompile(re), tmpl})
 	}
 	// Literal segments beat parameters: try longer templates first.

@@ -260,10 +260,10 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/contexts/{ctx}/hash", s.handleHash, ScopeRead, "ctx", docHash},
 		{"GET", "/v1/contexts/{ctx}/quarantine", s.handleQuarantine, ScopeRead, "ctx", docQuarantine},
 		{"GET", "/v1/contexts/{ctx}/diff", s.handleDiff, ScopeRead, "ctx", docDiff},
-		{"GET", "/v1/contexts/{ctx}/audit/{id}", s.handleAudit, ScopeRead, "ctx", docAudit},                       // json or markdown
-		{"POST", "/v1/contexts/{ctx}/verify", s.handleVerify, ScopeRead, "ctx", docVerify},                        // replay the stored chain while serving
-		{"GET", "/v1/contexts/{ctx}/eval", s.handleEval, ScopeRead, "ctx", docEval},                               // supported answers, quarantine share
-		{"GET", "/v1/contexts/{ctx}/model-calls/{hash}", s.handleGetModelCall, ScopeRead, "ctx", docGetModelCall}, // a recorded model response by request hash
+		{"GET", "/v1/contexts/{ctx}/audit/{id}", s.handleAudit, ScopeRead, "ctx", docAudit},                               // json or markdown
+		{"POST", "/v1/contexts/{ctx}/verify", s.handleVerify, ScopeRead, "ctx", docVerify},                                // replay the stored chain while serving
+		{"GET", "/v1/contexts/{ctx}/eval", s.handleEval, ScopeRead, "ctx", docEval},                                       // supported answers, quarantine share
+		{"GET", "/v1/contexts/{ctx}/model-calls/{request_hash}", s.handleGetModelCall, ScopeRead, "ctx", docGetModelCall}, // a recorded model response by request hash
 		// Branches.
 		{"GET", "/v1/contexts/{ctx}/branches", s.handleListBranches, ScopeRead, "ctx", docListBranches},
 		{"POST", "/v1/contexts/{ctx}/branches", s.handleCreateBranch, ScopeWrite, "ctx", docCreateBranch},              // from any commit

@@ -36,7 +36,7 @@ type (
 	ToolResultInput    = service.ToolResultInput    // POST .../tool-results
 	ToolErrorData      = service.ToolErrorData      // a tool_error's data
 	ToolOutputData     = service.ToolOutputData     // a tool_output's data
-	ModelCallView      = service.ModelCallView      // GET .../model-calls/{hash}
+	ModelCallView      = service.ModelCallView      // GET .../model-calls/{request_hash}
 	EffectInput        = service.EffectInput        // POST .../effects
 	ClaimInput         = service.ClaimInput         // POST .../effects/claim
 	CompleteInput      = service.CompleteInput      // POST .../effects/{id}/complete

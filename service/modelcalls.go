@@ -39,7 +39,7 @@ func ModelCallRequestHash(request json.RawMessage) (hashing.Digest, error) {
 	return hashing.Sum(canon), nil
 }
 
-// ModelCallView is the body of GET /v1/contexts/{ctx}/model-calls/{hash}.
+// ModelCallView is the body of GET /v1/contexts/{ctx}/model-calls/{request_hash}.
 type ModelCallView struct {
 	RequestHash hashing.Digest  `json:"request_hash"`
 	Artifact    string          `json:"artifact"`
