@@ -135,6 +135,11 @@ func TestCLIExportReplayImport(t *testing.T) {
 	if code, _, errOut := runCLI(t, "import", "--data", dir2, "--as", "run-2", bundle); code != 0 {
 		t.Fatalf("import --as: %d %s", code, errOut)
 	}
+	// Under an --as id that is taken too, the hint says so, not to give
+	// the flag that was given.
+	if code, _, errOut := runCLI(t, "import", "--data", dir2, "--as", "run-2", bundle); code != 2 || !strings.Contains(errOut, `"run-2" is taken`) || strings.Contains(errOut, "with --as NEWID") {
+		t.Fatalf("import --as a taken id: %d %s", code, errOut)
+	}
 	if code, _, errOut := runCLI(t, "fsck", "--data", dir2); code != 0 {
 		t.Fatalf("fsck after import: %s", errOut)
 	}

@@ -68,6 +68,9 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrExists) {
+			if *as != "" {
+				return fail(stderr, exitUsage, "import: %v\n  hint: %q is taken too; give --as an id no context has", err, *as)
+			}
 			return fail(stderr, exitUsage, "import: %v\n  hint: import it under another id with --as NEWID", err)
 		}
 		return fail(stderr, exitUsage, "import: %v", err)
