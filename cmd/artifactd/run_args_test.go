@@ -1,0 +1,31 @@
+package main
+
+import (
+	"io"
+	"slices"
+	"testing"
+)
+
+// TestParseInterspersedDoubleDash: flags may come before or after the
+// positionals, and everything after a "--" is positional — at the start
+// of the line too, where the flag package drops the "--" itself.
+func TestParseInterspersedDoubleDash(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		pos  []string
+		n    string
+	}{
+		{[]string{"a", "-n", "x", "b"}, []string{"a", "b"}, "x"},
+		{[]string{"-n", "x", "a", "--", "-b", "c"}, []string{"a", "-b", "c"}, "x"},
+		{[]string{"--", "a", "-b"}, []string{"a", "-b"}, ""},
+		{[]string{"--", "-n", "y"}, []string{"-n", "y"}, ""},
+		{[]string{"-n", "x", "--", "a", "-n", "z"}, []string{"a", "-n", "z"}, "x"},
+	} {
+		fs := newFlagSet("t", "", io.Discard)
+		n := fs.String("n", "", "")
+		pos, err := parseInterspersed(fs, c.args)
+		if err != nil || !slices.Equal(pos, c.pos) || *n != c.n {
+			t.Errorf("%q: positionals %q, -n %q, %v; want %q, %q", c.args, pos, *n, err, c.pos, c.n)
+		}
+	}
+}
