@@ -531,7 +531,9 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 // claim the outbox cannot keep: no worker, a lease of under a second or
 // over a day (a longer one's end could overflow into the past, where the
 // next claim would take the effect from its holder), a limit over
-// maxClaimLimit. Zero lease_seconds and limit take their defaults.
+// maxClaimLimit, a worker that would not read as it renders (checkLabel:
+// it is the author of the claim's commit). Zero lease_seconds and limit
+// take their defaults.
 func checkClaimInput(in ClaimInput) error {
 	var fe fault.FieldError
 	switch {
@@ -546,7 +548,7 @@ func checkClaimInput(in ClaimInput) error {
 	case in.Limit > maxClaimLimit:
 		fe = fault.FieldError{Pointer: "/limit", Rule: "maximum", Detail: fmt.Sprintf("at most %d", maxClaimLimit)}
 	default:
-		return nil
+		return checkLabel(in.Worker, "/worker", "worker")
 	}
 	return refusedField("claim", fe)
 }

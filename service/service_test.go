@@ -503,3 +503,38 @@ func TestFailEffectRepeat(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimWorkerFollowsTheLabelRules: a claim's worker is the author of
+// the commit the claim makes (and of the effect's complete or fail), so
+// it is held to the rules of names as every other author: a zero-width,
+// bidi or control character is refused with a validation error at
+// /worker naming the rule, and nothing is written.
+func TestClaimWorkerFollowsTheLabelRules(t *testing.T) {
+	for _, tc := range []struct{ worker, rule string }{
+		{"work\u200ber", "visible"},
+		{"work\u202eer", "visible"},
+		{"work\ner", "printable"},
+	} {
+		s, _ := newService(t)
+		ctx := t.Context()
+		if _, err := s.CreateEffect(ctx, "o", EffectInput{IdempotencyKey: "k", Kind: "email"}); err != nil {
+			t.Fatal(err)
+		}
+		head, err := s.st.Resolve(ctx, "o", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.ClaimEffects(ctx, "o", ClaimInput{Worker: tc.worker})
+		fe := Classify(err)
+		if fe.Code != fault.Invalid || len(fe.Errors) != 1 || fe.Errors[0].Pointer != "/worker" || fe.Errors[0].Rule != tc.rule {
+			t.Fatalf("claim by %q: got %v, want a validation error at /worker (rule %s)", tc.worker, err, tc.rule)
+		}
+		after, err := s.st.Resolve(ctx, "o", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.ID != head.ID {
+			t.Fatalf("a refused claim by %q made commit %s (author %q)", tc.worker, after.ID, after.Author)
+		}
+	}
+}
