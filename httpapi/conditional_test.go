@@ -215,3 +215,44 @@ func TestHeadOfAStreamedReadStreamsNothing(t *testing.T) {
 		t.Errorf("streamed artifacts went from %v to %v, want +4 (two GETs of 2, no HEAD)", b, a)
 	}
 }
+
+// TestAmbiguousPrefixInABodyNamesItsMember: a commit prefix given in a
+// write's body and matching more than one commit is refused naming the
+// member it was given in, as a new branch's /at is: a reset's /to, a
+// merge's /theirs and a verify's /at were refused with 400 ambiguous-ref
+// and no errors entry.
+func TestAmbiguousPrefixInABodyNamesItsMember(t *testing.T) {
+	now := time.Date(2026, 11, 30, 7, 42, 5, 0, time.UTC) // TestBadInput's: knownPair holds
+	e := newEnv(t, withClock(now))
+	amb := setupBad(t, e, now)
+	e.must(e.post("/v1/contexts/bad/branches", map[string]any{"name": "side", "at": "main"}), 201)
+	for _, tc := range []struct {
+		path, pointer string
+		body          map[string]any
+	}{
+		{"/v1/contexts/bad/branches/side/reset", "/to", map[string]any{"to": amb}},
+		{"/v1/contexts/bad/merge", "/theirs", map[string]any{"ours": "main", "theirs": amb}},
+		{"/v1/contexts/bad/verify", "/at", map[string]any{"hash": strings.Repeat("0", 64), "at": amb}},
+	} {
+		r := e.send(req{method: "POST", path: tc.path, body: tc.body})
+		if r.status != 400 || r.header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("POST %s: %d %s", tc.path, r.status, r.body)
+			continue
+		}
+		p := r.obj(t)
+		if p["type"] != ProblemTypePrefix+CodeAmbiguousRef {
+			t.Errorf("POST %s: %v", tc.path, p["type"])
+		}
+		named := false
+		errs, _ := p["errors"].([]any)
+		for _, x := range errs {
+			fe := x.(map[string]any)
+			if fe["rule"] == "unique_prefix" && fe["pointer"] == tc.pointer && fe["parameter"] == nil {
+				named = true
+			}
+		}
+		if !named {
+			t.Errorf("POST %s: no errors entry naming %s with rule unique_prefix: %s", tc.path, tc.pointer, r.body)
+		}
+	}
+}

@@ -48,7 +48,7 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 	// commit that is merged, whatever its branch does meanwhile.
 	tc, err := s.st.Resolve(ctx, ctxID, in.Theirs)
 	if err != nil {
-		return nil, PointTo(err, "/theirs")
+		return nil, PointTo(NameAmbiguous(err, "theirs"), "/theirs")
 	}
 	if err := s.checkResolutions(ctx, ctxID, &in, tc); err != nil {
 		return nil, err

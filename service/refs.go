@@ -107,7 +107,7 @@ func (s *Service) ResetBranch(ctx context.Context, ctxID, branch string, in Rese
 	}
 	target, err := s.st.Resolve(ctx, ctxID, in.To)
 	if err != nil {
-		return ResetResult{}, err
+		return ResetResult{}, PointTo(NameAmbiguous(err, "to"), "/to")
 	}
 	bs, err := s.st.Branches(ctx, ctxID)
 	if err != nil {
