@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -107,4 +108,26 @@ func labelOf(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestMetricsNegotiatesOpenMetrics: docs/API.md says a scraper that asks
+// for OpenMetrics gets it; the handler negotiated only the text and
+// protobuf formats, and answered OpenMetrics' Accept with the text
+// format.
+func TestMetricsNegotiatesOpenMetrics(t *testing.T) {
+	e := newEnv(t)
+	r := e.send(req{method: "GET", path: "/metrics", header: map[string]string{"Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"}})
+	if r.status != 200 {
+		t.Fatalf("/metrics: %d %s", r.status, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
+		t.Fatalf("asked for OpenMetrics, got Content-Type %q", ct)
+	}
+	if !bytes.HasSuffix(r.body, []byte("# EOF\n")) {
+		t.Fatalf("an OpenMetrics exposition ends with # EOF:\n%s", r.body)
+	}
+	// The text format stays the default.
+	if ct := e.get("/metrics").header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Fatalf("no Accept: Content-Type %q", ct)
+	}
 }

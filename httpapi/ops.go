@@ -130,5 +130,5 @@ func notReadyDetail(err error) string {
 // handleMetrics writes the metrics in the Prometheus text format (or
 // another the scraper asks for).
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
+	promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true}).ServeHTTP(w, r)
 }
