@@ -113,7 +113,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		rest := fs.Args()
 		// Parse stops at a "--" of its own and drops it: what follows is
 		// positional, even what looks like a flag.
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+		if droppedTerminator(fs, args, len(args)-len(rest)) {
 			return append(pos, rest...), nil
 		}
 		if len(rest) == 0 {
@@ -125,6 +125,29 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// droppedTerminator reports whether fs.Parse(args), which consumed the
+// first n, stopped at a "--" of its own (and dropped it) rather than
+// taking that "--" as a flag's value ("--message --").
+func droppedTerminator(fs *flag.FlagSet, args []string, n int) bool {
+	if n == 0 || args[n-1] != "--" {
+		return false
+	}
+	i := 0
+	for i < n-1 {
+		name := strings.TrimLeft(args[i], "-")
+		i++
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+				i++ // its value is the next argument
+			}
+		}
+	}
+	return i == n-1
 }
 
 // newFlagSet returns a flag set that reports errors to stderr and never
