@@ -139,6 +139,8 @@ func TestAmbiguousPrefixNamesItsParameter(t *testing.T) {
 		{"GET", "/v1/contexts/bad/diff?from=" + amb, "from", ""},
 		{"GET", "/v1/contexts/bad/diff?from=main&to=" + amb, "to", ""},
 		{"POST", "/v1/contexts/bad/branches", "", "/at"},
+		{"GET", "/v1/compare?a=bad@" + amb + "&b=bad@main", "a", ""},
+		{"GET", "/v1/compare?a=bad@main&b=bad@" + amb, "b", ""},
 	} {
 		var body any
 		if tc.method == "POST" {
