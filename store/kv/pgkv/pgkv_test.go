@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/internal/testenv"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 	"github.com/artifactd/artifactd/store/kv"
@@ -276,7 +277,7 @@ func TestOpenWithoutCreatePrivilege(t *testing.T) {
 	role := "dml_" + schema
 	r, s := pgx.Identifier{role}.Sanitize(), pgx.Identifier{schema}.Sanitize()
 	if _, err := conn.Exec(ctx, "CREATE ROLE "+r+" LOGIN"); err != nil {
-		t.Skipf("the test database's user may not create a role: %v", err)
+		testenv.Missing(t, "the test database's user may not create a role: %v", err)
 	}
 	t.Cleanup(func() {
 		conn, err := pgx.Connect(ctx, dsn)
@@ -305,7 +306,7 @@ func TestOpenWithoutCreatePrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c, err := pgx.Connect(ctx, as); err != nil {
-		t.Skipf("the test database does not let a role without a password in: %v", err)
+		testenv.Missing(t, "the test database does not let a role without a password in: %v", err)
 	} else {
 		_ = c.Close(ctx)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifactd/artifactd/internal/testenv"
 	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/pgkv"
 )
@@ -65,10 +66,7 @@ func DSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv(EnvDSN)
 	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set: CI must provide a PostgreSQL database (.ci/run starts one)", EnvDSN)
-		}
-		t.Skipf("%s is not set: skipping the PostgreSQL tests (e.g. %s=postgres://user@127.0.0.1:5432/db?sslmode=disable)", EnvDSN, EnvDSN)
+		testenv.Missing(t, "%s is not set: no PostgreSQL to test against (e.g. %s=postgres://user@127.0.0.1:5432/db?sslmode=disable; .ci/run starts one)", EnvDSN, EnvDSN)
 	}
 	return dsn
 }
