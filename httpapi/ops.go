@@ -16,7 +16,8 @@ import (
 // store's cache size, and the Go runtime's and the process's collectors
 // (heap, goroutines, resident size, open files).
 type metrics struct {
-	reg         *prometheus.Registry
+	// handler serves the registry's metrics (promhttp, built once).
+	handler     http.Handler
 	requests    *prometheus.CounterVec   // by status class ("2xx")
 	seconds     prometheus.Counter       // time spent serving requests
 	durations   *prometheus.HistogramVec // request durations by status class
@@ -35,8 +36,8 @@ var statusClasses = [6]string{"", "1xx", "2xx", "3xx", "4xx", "5xx"}
 // layer's counters, panics the recovered handler panics, and cached the
 // store's cache estimate (store.Store.CachedBytes).
 func newMetrics(writes func() (commits, noops int64), panics func() int64, cached func() int64) *metrics {
+	reg := prometheus.NewRegistry()
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "artifactd_http_requests_total",
 			Help: "HTTP requests by status class."}, []string{"class"}),
 		seconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "artifactd_http_request_seconds_total",
@@ -55,7 +56,7 @@ func newMetrics(writes func() (commits, noops int64), panics func() int64, cache
 		m.byClass[c] = m.requests.WithLabelValues(statusClasses[c])
 		m.durationByClass[c] = m.durations.WithLabelValues(statusClasses[c])
 	}
-	m.reg.MustRegister(m.requests, m.seconds, m.durations, m.problems, m.stateExport,
+	reg.MustRegister(m.requests, m.seconds, m.durations, m.problems, m.stateExport,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "artifactd_commits_total",
 			Help: "Write requests that made a commit."}, func() float64 { c, _ := writes(); return float64(c) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "artifactd_noop_writes_total",
@@ -68,6 +69,7 @@ func newMetrics(writes func() (commits, noops int64), panics func() int64, cache
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true})
 	return m
 }
 
@@ -130,5 +132,5 @@ func notReadyDetail(err error) string {
 // handleMetrics writes the metrics in the Prometheus text format (or
 // another the scraper asks for).
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true}).ServeHTTP(w, r)
+	s.metrics.handler.ServeHTTP(w, r)
 }

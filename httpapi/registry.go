@@ -58,7 +58,7 @@ func (s *Server) handleCreateBranch(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.st.Resolve(r.Context(), ctxID, in.At)
 	if err != nil {
-		s.writeError(w, r, service.PointTo(service.NameAmbiguous(err, "at"), "/at"))
+		s.writeError(w, r, service.RefAt(err, "at"))
 		return
 	}
 	if err := s.st.CreateBranch(r.Context(), ctxID, in.Name, c.ID); err != nil {

@@ -2,10 +2,11 @@ package schema
 
 import (
 	"fmt"
-	"github.com/artifactd/artifactd/fault"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/artifactd/artifactd/fault"
 )
 
 // maxSchemaExpansion bounds how many subschemas one validation of a value

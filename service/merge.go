@@ -48,7 +48,7 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 	// commit that is merged, whatever its branch does meanwhile.
 	tc, err := s.st.Resolve(ctx, ctxID, in.Theirs)
 	if err != nil {
-		return nil, PointTo(NameAmbiguous(err, "theirs"), "/theirs")
+		return nil, RefAt(err, "theirs")
 	}
 	if err := s.checkResolutions(ctx, ctxID, &in, tc); err != nil {
 		return nil, err
@@ -75,11 +75,15 @@ func locateMerge(err error, resolutions map[string]replay.Resolution) error {
 	if errors.As(err, &te) {
 		key := "edge:" + te.Edge.String()
 		if _, ok := resolutions[key]; ok {
-			ptr = "/resolutions/" + fault.PointerToken(key)
+			ptr = resolutionPointer(key)
 		}
 	}
 	return locate(err, func(int, string) string { return ptr })
 }
+
+// resolutionPointer is the JSON pointer of the resolution of key in a
+// merge's body.
+func resolutionPointer(key string) string { return "/resolutions/" + fault.PointerToken(key) }
 
 // checkResolutions holds value resolutions of artifacts to the client's
 // rules: the data must match its type's schema, no value may be of a
@@ -93,7 +97,7 @@ func locateMerge(err error, resolutions map[string]replay.Resolution) error {
 func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeInput, theirs *replay.Commit) error {
 	var sides []*replay.Commit // ours, theirs: resolved on first need
 	for key, res := range in.Resolutions {
-		ptr := "/resolutions/" + fault.PointerToken(key)
+		ptr := resolutionPointer(key)
 		switch {
 		case res.Take != "" && len(res.Value) > 0:
 			return &fault.Error{Code: fault.Invalid, Detail: "a resolution takes a side or gives a value, not both",
@@ -233,7 +237,7 @@ func definitionsCheck(resolutions map[string]replay.Resolution, object func(hash
 			}
 			ptr := "/theirs"
 			if res, ok := resolutions[ch.Op.ID]; ok {
-				ptr = "/resolutions/" + fault.PointerToken(ch.Op.ID)
+				ptr = resolutionPointer(ch.Op.ID)
 				if len(res.Value) > 0 {
 					ptr += "/value"
 				}
@@ -279,12 +283,12 @@ func valuesCheck(resolutions map[string]replay.Resolution, validate func(typ str
 					continue
 				}
 				if owner := gateWriter(a.Type); owner != "" {
-					return reservedResolution("/resolutions/"+fault.PointerToken(ch.Op.ID)+"/value", a.Type,
+					return reservedResolution(resolutionPointer(ch.Op.ID)+"/value", a.Type,
 						fmt.Sprintf("a merge resolution cannot give %q a value: it is a %s on ours now, which only %s writes; take ours or theirs", ch.Op.ID, a.Type, owner))
 				}
 			}
 			if ch.Next != nil && len(ch.Op.Data) > 0 {
-				if err := validate(ch.Next.Type, mustDecode(ch.Op.Data), "/resolutions/"+fault.PointerToken(ch.Op.ID)+"/value"); err != nil {
+				if err := validate(ch.Next.Type, mustDecode(ch.Op.Data), resolutionPointer(ch.Op.ID)+"/value"); err != nil {
 					return err
 				}
 			}

@@ -40,6 +40,13 @@ func PointTo(err error, ptr string) error {
 	return err
 }
 
+// RefAt is the error of resolving the ref a body gives in member: an
+// ambiguous prefix names the member (NameAmbiguous), and every field
+// error points at /member (PointTo).
+func RefAt(err error, member string) error {
+	return PointTo(NameAmbiguous(err, member), "/"+member)
+}
+
 // checkBranchField refuses a branch named in a write's body that is not a
 // branch name (422 naming ptr), rather than looking it up and answering
 // that no such branch exists; "" (the default, main) passes.
@@ -107,7 +114,7 @@ func (s *Service) ResetBranch(ctx context.Context, ctxID, branch string, in Rese
 	}
 	target, err := s.st.Resolve(ctx, ctxID, in.To)
 	if err != nil {
-		return ResetResult{}, PointTo(NameAmbiguous(err, "to"), "/to")
+		return ResetResult{}, RefAt(err, "to")
 	}
 	bs, err := s.st.Branches(ctx, ctxID)
 	if err != nil {

@@ -47,7 +47,7 @@ func (s *Service) Verify(ctx context.Context, ctxID string, in VerifyInput) (*Ve
 	}
 	c, err := s.st.Resolve(ctx, ctxID, in.At)
 	if err != nil {
-		return nil, PointTo(NameAmbiguous(err, "at"), "/at")
+		return nil, RefAt(err, "at")
 	}
 	v, err := replay.VerifyHash(ctx, s.st.Source(ctxID), c.ID, in.Hash, replay.Options{Objects: replay.ObjectsFinal})
 	if err != nil {

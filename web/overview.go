@@ -51,11 +51,11 @@ func (c *cluster) label(group string) string {
 	if !c.merged {
 		return c.key.value
 	}
-	what := map[string][2]string{"type": {"type", "types"}, "producer": {"producer", "producers"}}[group]
-	if what[0] == "" {
-		what = [2]string{"group", "groups"}
+	what := "group"
+	if group == "type" || group == "producer" {
+		what = group
 	}
-	return plural(c.parts, "other "+what[0], "other "+what[1])
+	return plural(c.parts, "other "+what, "other "+what+"s")
 }
 
 // clusterEdge counts the edges from one cluster to another, by relation.
