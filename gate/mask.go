@@ -444,8 +444,18 @@ func fieldEdits(s string) []edit {
 		if !quoted && (s[v-1] != '"' && s[v-1] != '\'') && codeValue(s, v, e) {
 			continue // code or a literal (password = getpass(...), token: null), not a value
 		}
+		words := false
+		if open == 0 && secret && !tokenLike(s[v:e]) {
+			// An unquoted value that is not one generated credential may be
+			// words (a passphrase in a .env file or YAML): it runs on over
+			// the words of its line up to the next field (user=app,
+			// host: db) or a stop, and is masked whole.
+			if w := wordsEnd(s, e); w > e {
+				e, next, words = w, w, true
+			}
+		}
 		mask := maskToken
-		if containsAny(name, []string{"pass"}) {
+		if words || containsAny(name, []string{"pass"}) {
 			mask = maskPassword
 		}
 		edits = append(edits, edit{v, e, mask(s[v:e])})
@@ -578,6 +588,36 @@ func containsAny(name []byte, list []string) bool {
 		}
 	}
 	return false
+}
+
+// wordsEnd returns the end of the unquoted secret value whose first word
+// ends at e: the words after it on the same line, separated by spaces or
+// tabs, up to a word that names another field (it holds '=' or ':', or one
+// follows it) or a value stop: "correct horse battery staple" lost only its
+// first word before, and "password=abc user=app" keeps its user.
+func wordsEnd(s string, e int) int {
+	for e < len(s) && (s[e] == ' ' || s[e] == '\t') {
+		w := e
+		for w < len(s) && (s[w] == ' ' || s[w] == '\t') {
+			w++
+		}
+		we := w
+		for we < len(s) && !isValueStop(s[we]) && s[we] != '=' && s[we] != ':' && (s[we] < utf8.RuneSelf || spaceWidth(s, we) == 0) {
+			we++
+		}
+		if we == w {
+			return e
+		}
+		after := we
+		for after < len(s) && (s[after] == ' ' || s[after] == '\t') {
+			after++
+		}
+		if after < len(s) && (s[after] == '=' || s[after] == ':') {
+			return e // the word names the next field
+		}
+		e = we
+	}
+	return e
 }
 
 // isValueStop ends an unquoted secret value.

@@ -185,3 +185,28 @@ func TestURLPasswordWithAnAt(t *testing.T) {
 		}
 	}
 }
+
+// TestUnquotedSecretValueWithSpaces: an unquoted value of a secret-named
+// field that is not one generated credential runs on over the words of its
+// line, up to the next field, and is masked whole; a passphrase in a .env
+// file or YAML ("correct horse battery staple") lost only its first word
+// before. A token-like value still ends at its space, so the words after it
+// stay readable, and so does the next field on the line.
+func TestUnquotedSecretValueWithSpaces(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"password: correct horse battery staple\nuser: app", "password: ***\nuser: app"},
+		{"DB_PASSWORD=correct horse battery staple", "DB_PASSWORD=***"},
+		{"secret = correct horse battery staple", "secret = ***"},
+		{"client_secret:\tcorrect horse\tbattery staple", "client_secret:\t***"},
+		{"password=correct horse user=app", "password=*** user=app"},
+		{"password: correct horse host: db", "password: *** host: db"},
+		{"password: correct horse, user: app", "password: ***, user: app"},
+		{"GITHUB_TOKEN=abc123def456ghi789jkl export", "GITHUB_TOKEN=abc123...9jkl export"},
+		{"password: hunter2hunter2 ok", "password: *** ok"},
+		{"password = None  # not set", "password = None  # not set"},
+	} {
+		if got := MaskSecrets(tc.in); got != tc.want {
+			t.Errorf("MaskSecrets(%q)\n   got %q\n  want %q", tc.in, got, tc.want)
+		}
+	}
+}
