@@ -183,7 +183,7 @@ func (s *Server) handleDescribeContext(w http.ResponseWriter, r *http.Request) {
 	for _, b := range branches {
 		salt += b.Name + "\x00" + b.Head.String() + "\x00"
 	}
-	s.readViewSalted(w, r, salt, func(v *store.View) (any, error) {
+	s.readViewSalted(w, r, func(*store.View) (string, error) { return salt, nil }, func(v *store.View) (any, error) {
 		sum := v.Trust.Summary()
 		return ContextView{
 			ID: info.ID, Quarantine: info.Quarantine, Created: info.Created, Branches: branches,

@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 
-	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
@@ -121,9 +121,15 @@ func (s *Server) handleListEffects(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.svc.Now()
-	// The answer depends on the clock (lease expiry), not only on the
-	// commit: salt the ETag with the time.
-	s.readViewSalted(w, r, hashing.FormatTime(now), func(v *store.View) (any, error) {
+	// The answer depends on the clock, not only on the commit, but only
+	// through which leases have passed: that salts the ETag (the raw time
+	// would change it on every request, and no If-None-Match would ever
+	// match).
+	expired := func(v *store.View) (string, error) {
+		n, err := service.ExpiredLeases(v, now)
+		return strconv.Itoa(n), err
+	}
+	s.readViewSalted(w, r, expired, func(v *store.View) (any, error) {
 		items, more, err := service.ListEffects(v, status, cursor, limit, now)
 		if err != nil {
 			return nil, err

@@ -631,3 +631,61 @@ func TestResetMainKeepsTheOutbox(t *testing.T) {
 		t.Fatalf("after the forgetting reset, claimed %v", got)
 	}
 }
+
+// TestEffectsETagFollowsTheLeases: the effects list depends on the clock
+// only through which leases have passed. While none passes it answers
+// 304 to its ETag however far the clock moves; once a lease passes (the
+// body says lease_expired, and the effect counts as pending) it answers
+// 200 with a new ETag, and that one is again answered 304; a clock set
+// back before the lease changes the body, and the ETag, back.
+func TestEffectsETagFollowsTheLeases(t *testing.T) {
+	clock := newClock()
+	e := newEnv(t, withTestClock(clock))
+	e.createContext("o", "")
+	for _, k := range []string{"k1", "k2"} {
+		e.must(e.post("/v1/contexts/o/effects", map[string]any{"idempotency_key": k, "kind": "webhook", "target": "https://hooks.example/x"}), 201)
+	}
+	e.must(e.post("/v1/contexts/o/effects/claim", map[string]any{"worker": "A", "lease_seconds": 30, "limit": 1}), 200)
+	paths := []string{"/v1/contexts/o/effects", "/v1/contexts/o/effects?status=pending", "/v1/contexts/o/effects?status=claimed"}
+	tags := map[string]string{}
+	expired := func(r *resp) int {
+		n := 0
+		for _, it := range r.obj(t)["items"].([]any) {
+			if it.(map[string]any)["lease_expired"] == true {
+				n++
+			}
+		}
+		return n
+	}
+	// check asks each path with the ETag it last answered and wants 304
+	// (same) or 200 with a new ETag and want expired leases in the body.
+	check := func(step string, same bool, want int) {
+		t.Helper()
+		for _, p := range paths {
+			r := e.send(req{method: "GET", path: p, header: map[string]string{"If-None-Match": tags[p]}})
+			switch {
+			case same && r.status != http.StatusNotModified:
+				t.Errorf("%s: GET %s with its ETag: %d, want 304 (nothing it shows changed)", step, p, r.status)
+			case !same && r.status != http.StatusOK:
+				t.Errorf("%s: GET %s with its old ETag: %d, want 200 (the body changed)", step, p, r.status)
+			case !same && p != paths[2] && expired(r) != want:
+				t.Errorf("%s: GET %s: %d expired leases, want %d: %s", step, p, expired(r), want, r.body)
+			}
+			if r.header.Get("ETag") == "" {
+				t.Errorf("%s: GET %s: no ETag", step, p)
+			}
+			tags[p] = r.header.Get("ETag")
+		}
+	}
+	check("first read", false, 0)
+	clock.Advance(time.Second)
+	check("a second later", true, 0)
+	clock.Advance(28 * time.Second)
+	check("just before the lease passes", true, 0)
+	clock.Advance(2 * time.Second)
+	check("the lease passed", false, 1)
+	clock.Advance(time.Hour)
+	check("an hour later", true, 1)
+	clock.Advance(-time.Hour - 31*time.Second)
+	check("the clock set back before the lease", false, 0)
+}

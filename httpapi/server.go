@@ -564,12 +564,15 @@ func (errNotModified) Error() string { return "not modified" }
 // head, so it must not block; what it returns (a JSON value or a textBody)
 // is written after the lock is released.
 func (s *Server) readView(w http.ResponseWriter, r *http.Request, fn func(v *store.View) (any, error)) {
-	s.readViewSalted(w, r, "", fn)
+	s.readViewSalted(w, r, nil, fn)
 }
 
 // readViewSalted is readView with extra ETag input, for responses that
-// depend on more than the viewed commit.
-func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt string, fn func(v *store.View) (any, error)) {
+// depend on more than the viewed commit: salt returns, from the view,
+// all the rest that the response depends on (the branches, which leases
+// have passed), and runs first under the same lock as fn. Such a
+// response is revalidated at any ref.
+func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt func(v *store.View) (string, error), fn func(v *store.View) (any, error)) {
 	ctxID, err := ctxParam(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -583,8 +586,15 @@ func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt str
 	var out any
 	var etag string
 	err = s.st.Read(r.Context(), ctxID, at, func(v *store.View) error {
-		etag = etagFor(v.Commit.ID, r, salt)
-		setCache(w, salt == "" && fixedRef(at, v.Commit.ID))
+		extra := ""
+		if salt != nil {
+			var serr error
+			if extra, serr = salt(v); serr != nil {
+				return serr
+			}
+		}
+		etag = etagFor(v.Commit.ID, r, extra)
+		setCache(w, salt == nil && fixedRef(at, v.Commit.ID))
 		if notModified(r, etag) {
 			return errNotModified{}
 		}

@@ -838,6 +838,27 @@ func ListEffects(v *store.View, status, cursor string, limit int, now time.Time)
 	return items, false, nil
 }
 
+// ExpiredLeases returns how many effects of view v are claimed with a
+// lease that has passed as of now (or whose lease_until does not parse,
+// which counts as passed). It is all that ListEffects's answer at v
+// depends on of the clock: the effects claimed at v have fixed leases,
+// and they pass in the order of their lease_until, so the number that
+// has passed says which have. A read keyed on it (the list's ETag)
+// changes when a lease passes, not when the clock merely moves.
+func ExpiredLeases(v *store.View, now time.Time) (int, error) {
+	all, err := effectsOf(v)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range all {
+		if leaseExpired(e.EffectData, now) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // CheckEffectStatus refuses a status filter that is none of the four
 // (an invalid-query error naming the parameter status); "" keeps all.
 func CheckEffectStatus(status string) error {
