@@ -8,6 +8,7 @@ import (
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/service"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -88,7 +89,7 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 	}
 	info, err := s.st.CreateContext(r.Context(), in.ID, in.Quarantine)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, service.ExistsAt(err, "/id"))
 		return
 	}
 	w.Header().Set("Location", "/v1/contexts/"+info.ID)

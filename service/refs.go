@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -38,6 +39,18 @@ func PointTo(err error, ptr string) error {
 		}
 	}
 	return err
+}
+
+// ExistsAt is err, when it says that what a request creates exists
+// (store.ErrExists), as a 409 naming the field of the request that names
+// it (ptr, a JSON pointer) with rule "unique"; any other error is
+// returned as it is.
+func ExistsAt(err error, ptr string) error {
+	if !errors.Is(err, store.ErrExists) {
+		return err
+	}
+	return &fault.Error{Code: fault.Exists, Detail: stripSentinel(err),
+		Errors: []fault.FieldError{{Pointer: ptr, Rule: "unique", Detail: "already exists; choose another"}}}
 }
 
 // RefAt is the error of resolving the ref a body gives in member: an
