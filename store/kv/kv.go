@@ -251,7 +251,9 @@ type Driver interface {
 	// all).
 	ScanReverse(ctx context.Context, prefix, end []byte, limit int, fn func(k, v []byte) error) error
 	// Commit applies b atomically and durably, or returns a
-	// *ConflictError and writes nothing.
+	// *ConflictError and writes nothing. When ctx ends during the call
+	// the result still tells the truth: nil when b landed, ctx's error
+	// only when nothing was written.
 	Commit(ctx context.Context, b Batch) error
 	// Close releases the driver.
 	Close() error

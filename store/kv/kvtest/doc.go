@@ -5,8 +5,9 @@
 // Run covers point and batched reads, ordered prefix scans over binary
 // keys (checked against a simple sorted-slice model), idempotent immutable
 // puts, compare-and-swap success and failure with all-or-nothing batches,
-// goroutines racing on one ref, large batches, context cancellation and a
-// closed driver. RunCrash re-executes the test binary as a writer that
+// goroutines racing on one ref, large batches, context cancellation (a
+// Commit canceled while it runs tells whether it landed) and a closed
+// driver. RunCrash re-executes the test binary as a writer that
 // commits the way the store does — immutable records, then one Commit
 // moving a ref — kills it with SIGKILL at a seeded random moment, reopens
 // the storage and checks that every acknowledged commit is there and that

@@ -52,6 +52,7 @@ func Run(t *testing.T, newDriver func(t *testing.T) kv.Driver) {
 		{"LargeImmutable", testLargeImmutable},
 		{"LargeCommit", testLargeCommit},
 		{"ContextCanceled", testCanceled},
+		{"CommitCanceledTellsTheTruth", testCommitCanceled},
 		{"Closed", testClosed},
 	}
 	// The holds' cases, for drivers that other processes share.
@@ -1013,6 +1014,60 @@ func testCanceled(t *testing.T, d kv.Driver) {
 	if !errors.Is(err, context.Canceled) || calls != 1 {
 		t.Errorf("ScanKeys canceled in fn: err %v after %d calls, want context.Canceled after 1", err, calls)
 	}
+}
+
+// testCommitCanceled: a Commit whose context is canceled at some moment
+// while it runs — before it sends anything, while it writes, while the
+// engine commits — tells whether its batch landed: nil when it did,
+// ctx's error only when nothing was written. Each round moves a ref one
+// step and sets a record, with a cancellation after a random delay.
+func testCommitCanceled(t *testing.T, d kv.Driver) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 11))
+	step := func(i int) []byte { return fmt.Appendf(nil, "%d", i) }
+	ref := []byte("ref\x00main")
+	commit(t, d, kv.Batch{Sets: []kv.Record{{Key: ref, Value: step(0)}}})
+	// The delays spread over twice the median time of a Commit.
+	var took []time.Duration
+	for i := range 9 {
+		start := time.Now()
+		commit(t, d, kv.Batch{Swaps: []kv.Swap{{Key: ref, Old: step(i), New: step(i + 1)}}})
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	spread := max(2*took[len(took)/2], time.Microsecond)
+	at, landed, canceled := 9, 0, 0
+	for round := 0; round < 200; round++ {
+		cctx, cancel := context.WithCancel(ctx)
+		delay := time.Duration(rng.Int64N(int64(spread)))
+		timer := time.AfterFunc(delay, cancel)
+		mark := fmt.Appendf(nil, "cmt\x00%d", round)
+		err := d.Commit(cctx, kv.Batch{
+			Swaps: []kv.Swap{{Key: ref, Old: step(at), New: step(at + 1)}},
+			Sets:  []kv.Record{{Key: mark, Value: mark}},
+		})
+		timer.Stop()
+		cancel()
+		got, gerr := d.Get(ctx, ref)
+		must(t, "Get", gerr)
+		_, merr := d.Get(ctx, mark)
+		switch {
+		case err == nil:
+			if !bytes.Equal(got, step(at+1)) || merr != nil {
+				t.Fatalf("round %d: Commit returned nil, but ref is %q (want %q) and its record: %v", round, got, step(at+1), merr)
+			}
+			at++
+			landed++
+		case errors.Is(err, context.Canceled):
+			if !bytes.Equal(got, step(at)) || !errors.Is(merr, kv.ErrNotFound) {
+				t.Fatalf("round %d: Commit returned %v, but ref is %q (want %q, unchanged) and its record: %v", round, err, got, step(at), merr)
+			}
+			canceled++
+		default:
+			t.Fatalf("round %d: Commit canceled after %s: %v, want nil or context.Canceled", round, delay, err)
+		}
+	}
+	t.Logf("%d commits landed, %d were canceled before they wrote", landed, canceled)
 }
 
 func testClosed(t *testing.T, d kv.Driver) {

@@ -36,7 +36,10 @@
 //     any swap failed, the current values are read and the transaction is
 //     rolled back, so nothing of it is written. A commit costs three round
 //     trips (BEGIN, the batch, COMMIT); COMMIT is durable under the
-//     server's synchronous_commit (on by default).
+//     server's synchronous_commit (on by default). A context that ends
+//     before COMMIT is sent rolls back; once it is sent, Commit waits for
+//     the server's answer whatever the context (for at most 30 s), since
+//     only the answer tells whether the batch landed.
 //   - Serialization failures (40001, what CockroachDB reports under
 //     contention) and deadlocks (40P01) roll back and are retried.
 //   - Scan and ScanReverse are one query each (ORDER BY k, or k DESC),

@@ -625,7 +625,9 @@ type hold struct {
 // Commit implements kv.Hold: the batch is written in the hold's
 // transaction, which then commits. A deadlock or serialization failure
 // the server reports rolls it back and returns a *kv.ConflictError with
-// the cause: nothing was written and the caller decides again.
+// the cause: nothing was written and the caller decides again. ctx
+// ending before COMMIT is sent rolls back; after, Commit waits for the
+// answer (settle).
 func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 	if err := b.Validate(); err != nil {
 		return err
@@ -646,8 +648,15 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 		return conflict
 	}
 	if err == nil {
+		err = ctx.Err() // canceled before COMMIT: rolled back
+	}
+	if err == nil {
 		var tag pgconn.CommandTag
-		if tag, err = h.conn.Exec(ctx, "COMMIT"); err == nil {
+		err = settle(ctx, func(ctx context.Context) (err error) {
+			tag, err = h.conn.Exec(ctx, "COMMIT")
+			return err
+		})
+		if err == nil {
 			h.committed = true
 			if tag.String() != "ROLLBACK" {
 				return nil
@@ -655,11 +664,35 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 			// COMMIT of a transaction that had failed rolls it back.
 			return &kv.ConflictError{Cause: errors.New("pgkv: the server rolled the hold's transaction back")}
 		}
+		if retryable(err) || rolledBack(err) {
+			return &kv.ConflictError{Cause: err}
+		}
+		return fmt.Errorf("pgkv: commit: %w", err)
 	}
 	if retryable(err) || rolledBack(err) {
 		return &kv.ConflictError{Cause: err}
 	}
 	return fmt.Errorf("pgkv: commit: %w", ctxErr(ctx, err))
+}
+
+// commitWait bounds how long a Commit waits for the server's answer to
+// the COMMIT it sent, whether or not its context ends meanwhile.
+const commitWait = 30 * time.Second
+
+// settle runs commit — the sending of a transaction's COMMIT and the
+// reading of its answer — with a context that ctx's cancellation and
+// deadline do not end, bounded by commitWait: once COMMIT is sent, the
+// server may have committed, and only its answer tells; an error for a
+// cancellation would report as failed a batch that landed. Without an
+// answer within commitWait the error says that the outcome is unknown.
+func settle(ctx context.Context, commit func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitWait)
+	defer cancel()
+	err := commit(cctx)
+	if err != nil && cctx.Err() != nil {
+		return fmt.Errorf("no answer to COMMIT within %s: the batch may or may not have been written: %w", commitWait, err)
+	}
+	return err
 }
 
 // rolledBack reports errors that say the server ended a hold's
@@ -719,7 +752,9 @@ func commitOrder(b kv.Batch) (order []int, sets []kv.Record) {
 // Commit implements kv.Driver in one transaction: the swaps as
 // conditional statements whose row counts are checked, then the sets and
 // deletes. A transaction that loses a serialization race or a deadlock is
-// retried; one whose swaps fail is rolled back.
+// retried; one whose swaps fail, or whose ctx ends before its COMMIT is
+// sent, is rolled back; once COMMIT is sent, its answer is the result
+// (settle).
 func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if err := d.enter(ctx); err != nil {
 		return err
@@ -733,26 +768,46 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	}
 	order, sets := commitOrder(b)
 	var conflict *kv.ConflictError
+	var sent bool // COMMIT was sent: its answer is the outcome
 	err := d.retry(ctx, func() error {
-		conflict = nil
-		return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-			var err error
-			if conflict, err = d.apply(ctx, tx, &b, order, sets); err != nil {
+		conflict, sent = nil, false
+		tx, err := d.pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		conflict, err = d.apply(ctx, tx, &b, order, sets)
+		if err == nil && conflict == nil {
+			err = ctx.Err() // canceled before COMMIT: rolled back
+		}
+		if err != nil || conflict != nil {
+			rollback(ctx, tx)
+			if err != nil {
 				return err
 			}
-			if conflict != nil {
-				return conflict // rolls back
-			}
-			return nil
-		})
+			return conflict
+		}
+		sent = true
+		return settle(ctx, tx.Commit)
 	})
 	if conflict != nil && errors.Is(err, kv.ErrConflict) {
 		return conflict
+	}
+	if err != nil && sent {
+		return fmt.Errorf("pgkv: commit: %w", err)
 	}
 	if err != nil {
 		return fmt.Errorf("pgkv: commit: %w", ctxErr(ctx, err))
 	}
 	return nil
+}
+
+// rollback ends tx without writing. With ctx ended it still sends the
+// ROLLBACK, so that the connection goes back to the pool; pgx closes a
+// connection whose ROLLBACK fails, which ends the transaction too.
+func rollback(ctx context.Context, tx pgx.Tx) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = tx.Rollback(rctx)
 }
 
 // apply writes b in the transaction q is in and reports the swaps that

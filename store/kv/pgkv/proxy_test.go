@@ -1,0 +1,192 @@
+package pgkv_test
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// pgProxy is a TCP proxy between the driver and PostgreSQL that reads
+// the messages the driver sends: it can hold back the server's answer to
+// a COMMIT, and it counts the bytes the server sent.
+type pgProxy struct {
+	ln     net.Listener
+	server string
+	// fromServer counts the bytes read from the server, on every link.
+	fromServer atomic.Int64
+	mu         sync.Mutex // guards armed and links
+	// armed is the gate the next COMMIT's answer waits at (nil: none).
+	armed *answerGate
+	links []net.Conn
+	wg    sync.WaitGroup
+}
+
+// answerGate holds back the server's answer to one COMMIT.
+type answerGate struct {
+	arrivedOnce sync.Once
+	// arrived is closed when the server's answer reached the proxy: the
+	// server has settled the COMMIT.
+	arrived chan struct{}
+	// release, closed, lets the answer through.
+	release     chan struct{}
+	releaseOnce sync.Once
+}
+
+// open lets the held answer through (and any later one).
+func (g *answerGate) open() { g.releaseOnce.Do(func() { close(g.release) }) }
+
+// newPGProxy starts a proxy to the server dsn names and returns it with
+// a DSN that connects through it. The proxy stops when t ends.
+func newPGProxy(t *testing.T, dsn string) (*pgProxy, string) {
+	t.Helper()
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pgProxy{ln: ln, server: net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	// The proxy reads the driver's messages, so they go in the clear.
+	proxied := withParam(withParam(withParam(dsn, "host", host), "port", port), "sslmode", "disable")
+	return p, proxied
+}
+
+// holdNextCommit arms a gate: the server's answer to the next COMMIT a
+// link forwards waits at it until it is opened.
+func (p *pgProxy) holdNextCommit() *answerGate {
+	g := &answerGate{arrived: make(chan struct{}), release: make(chan struct{})}
+	p.mu.Lock()
+	p.armed = g
+	p.mu.Unlock()
+	return g
+}
+
+func (p *pgProxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.links {
+		c.Close()
+	}
+	if p.armed != nil {
+		p.armed.open()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *pgProxy) accept() {
+	defer p.wg.Done()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", p.server)
+		if err != nil {
+			client.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.links = append(p.links, client, server)
+		p.mu.Unlock()
+		var gate atomic.Pointer[answerGate]
+		p.wg.Add(2)
+		go func() {
+			defer p.wg.Done()
+			defer server.Close()
+			p.pumpFromClient(client, server, &gate)
+		}()
+		go func() {
+			defer p.wg.Done()
+			defer client.Close()
+			p.pumpFromServer(server, client, &gate)
+		}()
+	}
+}
+
+// pumpFromClient forwards the driver's messages one by one; before it
+// forwards a COMMIT while a gate is armed, it sets the link's gate.
+func (p *pgProxy) pumpFromClient(client, server net.Conn, gate *atomic.Pointer[answerGate]) {
+	r := bufio.NewReader(client)
+	started := false
+	for {
+		typed, typ := started, byte(0)
+		if typed {
+			b, err := r.ReadByte()
+			if err != nil {
+				return
+			}
+			typ = b
+		}
+		var n [4]byte
+		if _, err := io.ReadFull(r, n[:]); err != nil {
+			return
+		}
+		size := int(binary.BigEndian.Uint32(n[:]))
+		if size < 4 {
+			return
+		}
+		body := make([]byte, size-4)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return
+		}
+		switch {
+		case !typed:
+			// Untyped: an SSL or GSS request, a cancel request, or the
+			// startup message (protocol 3.x), after which every message
+			// has a type.
+			started = len(body) >= 4 && binary.BigEndian.Uint16(body) == 3
+		case typ == 'Q' && strings.EqualFold(strings.TrimRight(string(body), "\x00; "), "commit"):
+			p.mu.Lock()
+			if p.armed != nil {
+				gate.Store(p.armed)
+				p.armed = nil
+			}
+			p.mu.Unlock()
+		}
+		msg := append(n[:], body...)
+		if typed {
+			msg = append([]byte{typ}, msg...)
+		}
+		if _, err := server.Write(msg); err != nil {
+			return
+		}
+	}
+}
+
+// pumpFromServer forwards what the server sends; what arrives while the
+// link's gate is set waits until the gate opens.
+func (p *pgProxy) pumpFromServer(server, client net.Conn, gate *atomic.Pointer[answerGate]) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := server.Read(buf)
+		if n > 0 {
+			p.fromServer.Add(int64(n))
+			if g := gate.Load(); g != nil {
+				g.arrivedOnce.Do(func() { close(g.arrived) })
+				<-g.release
+				gate.Store(nil)
+			}
+			if _, werr := client.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
