@@ -539,6 +539,9 @@ func testScanModel(t *testing.T, d kv.Driver) {
 		compare("ScanReverse", prefix, start, limit, scanAllReverse(t, d, prefix, start, limit), modelScanReverse(model, prefix, start, limit))
 	}
 	check(nil, nil, 0)
+	for _, limit := range []int{64, 65, 66, 129, 200, len(model) - 1, len(model), len(model) + 1} {
+		check(nil, nil, limit) // around the sizes a paging driver may use
+	}
 	check([]byte{}, nil, 0)
 	check([]byte{0xff}, nil, 0)
 	check([]byte{0xff, 0xff}, nil, 3)
@@ -566,8 +569,11 @@ func testScanModel(t *testing.T, d kv.Driver) {
 
 func testScanSnapshot(t *testing.T, d kv.Driver) {
 	ctx := context.Background()
+	// Enough records that a driver reading a scan in pages reads several,
+	// the writes landing in a later one than fn's first calls.
+	const n = 1000
 	var recs []kv.Record
-	for i := 0; i < 100; i++ {
+	for i := 0; i < n; i++ {
 		recs = append(recs, rec(fmt.Sprintf("p/%03d", i), "old"))
 	}
 	put(t, d, recs...)
@@ -581,23 +587,23 @@ func testScanSnapshot(t *testing.T, d kv.Driver) {
 			// Writes and reads from inside fn: the scan must not see the
 			// writes, and must not block them.
 			if err := d.Commit(ctx, kv.Batch{
-				Sets:    []kv.Record{rec("p/050", "new"), rec("p/050x", "new")},
-				Deletes: [][]byte{[]byte("p/060")},
+				Sets:    []kv.Record{rec("p/500", "new"), rec("p/500x", "new")},
+				Deletes: [][]byte{[]byte("p/600")},
 			}); err != nil {
 				return err
 			}
-			if v, err := d.Get(ctx, []byte("p/050")); err != nil || string(v) != "new" {
+			if v, err := d.Get(ctx, []byte("p/500")); err != nil || string(v) != "new" {
 				return fmt.Errorf("get inside Scan = %q, %v", v, err)
 			}
 		}
 		return nil
 	})
 	must(t, "Scan", err)
-	if len(seen) != 100 || !slices.IsSorted(seen) {
-		t.Errorf("scan saw %d keys (sorted %v), want the 100 of its snapshot", len(seen), slices.IsSorted(seen))
+	if len(seen) != n || !slices.IsSorted(seen) {
+		t.Errorf("scan saw %d keys (sorted %v), want the %d of its snapshot", len(seen), slices.IsSorted(seen), n)
 	}
-	if got := scanAll(t, d, []byte("p/"), nil, 0); len(got) != 100 {
-		t.Errorf("a later scan saw %d keys, want 100 (one added, one deleted)", len(got))
+	if got := scanAll(t, d, []byte("p/"), nil, 0); len(got) != n {
+		t.Errorf("a later scan saw %d keys, want %d (one added, one deleted)", len(got), n)
 	}
 }
 

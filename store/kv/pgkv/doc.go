@@ -42,8 +42,13 @@
 //     only the answer tells whether the batch landed.
 //   - Serialization failures (40001, what CockroachDB reports under
 //     contention) and deadlocks (40P01) roll back and are retried.
-//   - Scan and ScanReverse are one query each (ORDER BY k, or k DESC),
-//     hence one snapshot, whose rows stream to fn.
+//   - Scan and ScanReverse (ORDER BY k, or k DESC) read one snapshot.
+//     A first query asks for 65 rows; a range of no more than 64 is that
+//     one query. A longer one is read again from its start in a read-only
+//     REPEATABLE READ transaction, in pages of LIMIT 128 rows, each next
+//     twice the last up to 4,096, from just past the last key read. The
+//     server sends a page whole, so a scan fn stops early after r rows
+//     has had it send at most 2r+193 rows, not the whole range.
 //
 // Nothing here needs what PostgreSQL-compatible distributed SQL engines
 // (CockroachDB, YugabyteDB) lack: no advisory locks, no extensions, no

@@ -451,13 +451,13 @@ func selected(values bool) string {
 	return "k, NULL::bytea"
 }
 
-// Scan implements kv.Driver with one query, a snapshot, whose rows stream
-// to fn; it holds a pool connection until it returns.
+// Scan implements kv.Driver: one snapshot whose rows stream to fn, read
+// in pages (see scanProbe); it holds a pool connection until it returns.
 func (d *Driver) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
 	return d.scan(ctx, kv.ScanStart(prefix, start), kv.PrefixEnd(prefix), false, limit, true, fn)
 }
 
-// ScanKeys implements kv.KeyScanner like Scan, with a query for the keys
+// ScanKeys implements kv.KeyScanner like Scan, with queries for the keys
 // alone.
 func (d *Driver) ScanKeys(ctx context.Context, prefix, start []byte, limit int, fn func(k []byte) error) error {
 	return d.scan(ctx, kv.ScanStart(prefix, start), kv.PrefixEnd(prefix), false, limit, false, func(k, _ []byte) error { return fn(k) })
@@ -468,6 +468,19 @@ func (d *Driver) ScanReverse(ctx context.Context, prefix, end []byte, limit int,
 	return d.scan(ctx, prefix, kv.ScanEnd(prefix, end), true, limit, true, fn)
 }
 
+// The pages of a scan. A scan first asks for scanProbe rows and one
+// more: with no more than scanProbe, that one query is the scan. A
+// longer scan reads from the start again in a read-only REPEATABLE READ
+// transaction, one snapshot, in pages of 2*scanProbe rows, each next
+// twice the last up to scanPageMax. The server sends a page whole, also
+// to a scan that fn stops early (pgx reads a result to its end): a scan
+// stopped after r rows has had it send at most 2r+3*scanProbe+1, not
+// the whole range; a long scan costs a round trip per scanPageMax rows.
+const (
+	scanProbe   = 64
+	scanPageMax = 4096
+)
+
 // scan streams the rows with from <= k < to (a nil to: no bound) to fn;
 // without values it asks the server for the keys alone and hands fn a
 // nil value.
@@ -476,28 +489,85 @@ func (d *Driver) scan(ctx context.Context, from, to []byte, reverse bool, limit 
 		return err
 	}
 	defer d.g.Leave()
-	q := "SELECT " + selected(values) + " FROM " + d.kvT + " WHERE k >= $1"
+	call := func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(k, v)
+	}
+	probe := scanProbe + 1
+	if limit > 0 {
+		probe = min(probe, limit)
+	}
+	var first []kv.Record
+	err := d.page(ctx, d.pool, from, to, reverse, probe, values, func(k, v []byte) error {
+		first = append(first, kv.Record{Key: k, Value: v})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(first) < probe || probe == limit {
+		for _, r := range first {
+			if err := call(r.Key, r.Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("pgkv: scan: %w", ctxErr(ctx, err))
+	}
+	defer rollback(ctx, tx)
+	var last []byte // the last key of the page, a copy: fn owns k
+	for n, left := 2*scanProbe, limit; ; n = min(2*n, scanPageMax) {
+		want := n
+		if limit > 0 {
+			want = min(n, left)
+		}
+		got := 0
+		err := d.page(ctx, tx, from, to, reverse, want, values, func(k, v []byte) error {
+			got++
+			last = append(last[:0], k...)
+			return call(k, v)
+		})
+		if err != nil {
+			return err
+		}
+		left -= got
+		if got < want || (limit > 0 && left == 0) {
+			return nil
+		}
+		if reverse {
+			to = bytes.Clone(last)
+		} else {
+			from = append(bytes.Clone(last), 0) // the key right after last
+		}
+	}
+}
+
+// page streams to fn the rows of one query: at most n with from <= k <
+// to (a nil to: no bound), in the scan's order. fn's error is returned as
+// it is.
+func (d *Driver) page(ctx context.Context, q querier, from, to []byte, reverse bool, n int, values bool, fn func(k, v []byte) error) error {
+	sql := "SELECT " + selected(values) + " FROM " + d.kvT + " WHERE k >= $1"
 	args := []any{nonNil(from)}
 	if to != nil {
-		q += " AND k < $2"
+		sql += " AND k < $2"
 		args = append(args, to)
 	}
-	q += " ORDER BY k"
+	sql += " ORDER BY k"
 	if reverse {
-		q += " DESC"
+		sql += " DESC"
 	}
-	if limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", limit)
-	}
-	rows, err := d.pool.Query(ctx, q, args...)
+	sql += fmt.Sprintf(" LIMIT %d", n)
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("pgkv: scan: %w", ctxErr(ctx, err))
 	}
 	defer rows.Close()
 	for rows.Next() {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		var k, v []byte
 		if err := rows.Scan(&k, &v); err != nil {
 			return fmt.Errorf("pgkv: scan: %w", err)
