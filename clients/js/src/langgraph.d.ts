@@ -19,7 +19,7 @@ export interface ArtifactdSaverOptions {
   /** Prepended to a thread id to name its context (default "lg-"). */
   prefix?: string;
   quarantine?: "enforce" | "observe";
-  /** Re-reads after a stale parent caused by this thread's own pending writes (default 5). */
+  /** Re-reads after a stale parent caused by this thread's own pending writes (default 5); a put or putWrites tries at most 20 times as often when the head keeps moving. */
   attempts?: number;
   serde?: SerializerProtocol;
 }

@@ -102,13 +102,18 @@ function depthOf(v) {
   return most;
 }
 
+/** A short pause before retry i of a write whose parent went stale: 2 ms and up to 2i ms more (at most 50), random, so racing writers spread out. */
+function jitter(i) {
+  return new Promise((r) => setTimeout(r, 2 + Math.random() * Math.min(50, 2 * i)));
+}
+
 export class ArtifactdSaver extends BaseCheckpointSaver {
   /**
    * @param {object} options
    * @param {ArtifactdClient} [options.client] the server (default http://127.0.0.1:7070)
    * @param {string} [options.prefix] prepended to a thread id to name its context (default "lg-")
    * @param {string} [options.quarantine] mode of the contexts created (default "enforce")
-   * @param {number} [options.attempts] re-reads after a stale parent caused by this thread's own pending writes (default 5)
+   * @param {number} [options.attempts] re-reads after a stale parent caused by this thread's own pending writes (default 5); a put or putWrites tries at most 20 times as often when the head keeps moving
    */
   constructor({ client, prefix = "lg-", quarantine = "enforce", attempts = 5, serde } = {}) {
     super(serde);
@@ -354,7 +359,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     // jittered pause; a changed namespace head is a conflict at once.
     const most = Math.max(1, this.attempts) * 20;
     for (let i = 0, counted = 0; counted < Math.max(1, this.attempts) && i < most; i++) {
-      if (i) await new Promise((r) => setTimeout(r, 2 + Math.random() * Math.min(50, 2 * i)));
+      if (i) await jitter(i);
       const head = (await this.client.hash(ctx)).commit;
       const latest = (await this.#get(ctx, ids.head, head))?.data.checkpoint_id ?? null;
       if (latest === checkpoint.id) return out; // already written (a retried request)
@@ -423,24 +428,43 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     if (put) await put.catch(() => {});
     const ids = await idsOf(ns);
     const id = await ids.writes(checkpointId, taskId);
-    const [existing, checkpointArt] = await Promise.all([this.#get(ctx, id), this.#get(ctx, ids.checkpoint(checkpointId))]);
-    const byIdx = new Map((existing?.data.writes ?? []).map((w) => [w.idx, w]));
-    // The values held inline share one request body, the kept ones too.
-    const room = { left: MAX_WRITES_INLINE_BYTES - encoder.encode(JSON.stringify(existing?.data.writes ?? [])).length };
-    for (const [i, [channel, value]] of writes.entries()) {
-      const idx = WRITES_IDX_MAP[channel] ?? i;
-      if (idx >= 0 && byIdx.has(idx)) continue; // regular writes are kept, special ones replaced
-      byIdx.set(idx, { idx, channel, value: await this.#encode(ctx, value, room) });
+    // A task's writes are one artifact, read, merged and written back:
+    // the write is made with the head it read as parent, so a concurrent
+    // putWrites of the same task (from this saver or another process)
+    // cannot overwrite it unseen. A stale parent is re-read and merged
+    // again, with a short jittered pause; any commit to the thread's
+    // context moves the head, so the bound is generous.
+    const most = Math.max(1, this.attempts) * 20;
+    let linked;
+    for (let attempt = 0; ; attempt++) {
+      if (attempt) await jitter(attempt);
+      const head = (await this.client.hash(ctx)).commit;
+      const [existing, checkpointArt] = await Promise.all([this.#get(ctx, id, head), this.#get(ctx, ids.checkpoint(checkpointId), head)]);
+      const byIdx = new Map((existing?.data.writes ?? []).map((w) => [w.idx, w]));
+      // The values held inline share one request body, the kept ones too.
+      const room = { left: MAX_WRITES_INLINE_BYTES - encoder.encode(JSON.stringify(existing?.data.writes ?? [])).length };
+      for (const [i, [channel, value]] of writes.entries()) {
+        const idx = WRITES_IDX_MAP[channel] ?? i;
+        if (idx >= 0 && byIdx.has(idx)) continue; // regular writes are kept, special ones replaced
+        byIdx.set(idx, { idx, channel, value: await this.#encode(ctx, value, room) });
+      }
+      const all = [...byIdx.values()].sort((a, b) => a.idx - b.idx);
+      linked = Boolean(checkpointArt);
+      try {
+        await this.client.putArtifact(ctx, {
+          id,
+          type: WRITES_TYPE,
+          produced_by: "langgraph",
+          data: { checkpoint_ns: ns, checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath ?? "", writes: all },
+          edges: linked ? [{ rel: "responds_to", to: ids.checkpoint(checkpointId) }] : undefined,
+          parent: head,
+        });
+        break;
+      } catch (e) {
+        if (!(e instanceof StaleParentError)) throw e;
+        if (attempt + 1 >= most) throw new Error(`ArtifactdSaver.putWrites: the head of thread "${threadId}" kept moving; gave up after ${most} tries`, { cause: e });
+      }
     }
-    const all = [...byIdx.values()].sort((a, b) => a.idx - b.idx);
-    const linked = Boolean(checkpointArt);
-    await this.client.putArtifact(ctx, {
-      id,
-      type: WRITES_TYPE,
-      produced_by: "langgraph",
-      data: { checkpoint_ns: ns, checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath ?? "", writes: all },
-      edges: linked ? [{ rel: "responds_to", to: ids.checkpoint(checkpointId) }] : undefined,
-    });
     if (!linked) {
       // The checkpoint's put links it (see the constructor).
       let ids = this._orphans.get(key);

@@ -200,6 +200,30 @@ test("pending writes come back in writesSortKey order; deleteThread keeps histor
   assert.ok(commit);
 });
 
+test("two savers racing putWrites on one checkpoint lose no write", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  const input = { source: "input", step: -1, parents: {} };
+  for (let round = 0; round < 5; round++) {
+    // Two processes, say: each saver with its own client, the thread's
+    // context already known to both, so their writes overlap.
+    const a = new ArtifactdSaver({ client: new ArtifactdClient(server.url) });
+    const b = new ArtifactdSaver({ client: new ArtifactdClient(server.url) });
+    const thread = `racing-writes-${round}`;
+    await Promise.all([a.threadContext(thread), b.threadContext(thread)]);
+    const c1 = await a.put({ configurable: { thread_id: thread, checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: uuid6(-1) }, input, {});
+    // Tasks of their own, then one task's regular write from one saver
+    // and its error from the other: both are kept.
+    const tasks = Array.from({ length: 6 }, (_, i) => `task-${i}`);
+    await Promise.all(tasks.map((task, i) => (i % 2 ? a : b).putWrites(c1, [["ch", i]], task, "")));
+    await Promise.all([a.putWrites(c1, [["ch", "done"]], "task-both", ""), b.putWrites(c1, [["__error__", "boom"]], "task-both", "")]);
+    const tuple = await new ArtifactdSaver({ client }).getTuple(c1);
+    const got = tuple.pendingWrites.map((w) => JSON.stringify(w)).sort();
+    const want = [...tasks.map((task, i) => [task, "ch", i]), ["task-both", "__error__", "boom"], ["task-both", "ch", "done"]].map((w) => JSON.stringify(w)).sort();
+    assert.deepEqual(got, want, `round ${round}`);
+  }
+});
+
 test("a namespace an artifact id refuses still holds checkpoints and writes", async (t) => {
   const client = setup(t);
   if (!client) return;
