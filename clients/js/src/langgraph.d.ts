@@ -35,6 +35,7 @@ export declare class ArtifactdSaver extends BaseCheckpointSaver<number> {
   list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple>;
   put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig>;
   putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void>;
+  /** Deletes the thread's checkpoints and writes: one commit, or several (not atomic) when one request body would not hold them. */
   deleteThread(threadId: string): Promise<void>;
   commitOf(config: RunnableConfig): Promise<{ context: string; commit: string }>;
   verify(config: RunnableConfig): Promise<Verification & { context: string }>;

@@ -12,7 +12,7 @@ import {
   writesSortKey,
 } from "@langchain/langgraph-checkpoint";
 
-import { ArtifactdClient, NotFoundError, StaleParentError, canonicalize, sha256Digest } from "./index.js";
+import { ArtifactdClient, NotFoundError, ProblemError, StaleParentError, canonicalize, sha256Digest } from "./index.js";
 
 export const CHECKPOINT_TYPE = "langgraph_checkpoint";
 export const WRITES_TYPE = "langgraph_writes";
@@ -101,6 +101,14 @@ function depthOf(v) {
   }
   return most;
 }
+
+// DELETE_BATCH_BYTES bounds the body of one of deleteThread's commits:
+// under the server's default --max-body (8 MiB) and its 1 MiB past which a
+// body waits for --max-large-bodies. A server that refuses it as too large
+// (a smaller --max-body) gets half as much, down to MIN_DELETE_BATCH_BYTES,
+// which holds an artifact id's unlink and delete several times over.
+const DELETE_BATCH_BYTES = 512 << 10;
+const MIN_DELETE_BATCH_BYTES = 4 << 10;
 
 /** A short pause before retry i of a write whose parent went stale: 2 ms and up to 2i ms more (at most 50), random, so racing writers spread out. */
 function jitter(i) {
@@ -474,35 +482,86 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
   }
 
   /**
-   * Removes the thread's checkpoints and writes in one commit. artifactd
-   * keeps history: earlier commits still hold them and still verify.
+   * Removes the thread's checkpoints and writes. artifactd keeps history:
+   * earlier commits still hold them and still verify.
+   *
+   * The deletion is one commit when its ops fit in one request body
+   * (DELETE_BATCH_BYTES, halved each time the server refuses a body as too
+   * large), else several: it is then not atomic. The heads go first, so
+   * from the first commit on list and getTuple without a checkpoint_id find
+   * no thread; the writes, then the checkpoints follow. If it fails part
+   * way, what is left stays readable by its checkpoint_id and another
+   * deleteThread removes it. Artifacts written after deleteThread began are
+   * left in place.
    */
   async deleteThread(threadId) {
     const ctx = await this.#context(String(threadId), false);
-    let commit;
+    let head;
     try {
-      commit = (await this.client.hash(ctx)).commit;
+      head = (await this.client.hash(ctx)).commit;
     } catch (e) {
       if (e instanceof NotFoundError) return;
       throw e;
     }
-    const ids = new Set();
-    for (const type of [CHECKPOINT_TYPE, WRITES_TYPE, HEAD_TYPE]) {
+    const ids = [];
+    for (const type of [HEAD_TYPE, WRITES_TYPE, CHECKPOINT_TYPE]) {
+      const some = [];
       let cursor;
       do {
-        const page = await this.client.listArtifacts(ctx, { at: commit, type, limit: 1000, cursor });
-        for (const a of page.items) ids.add(a.id);
+        const page = await this.client.listArtifacts(ctx, { at: head, type, limit: 1000, cursor });
+        for (const a of page.items) some.push(a.id);
         cursor = page.next_cursor;
       } while (cursor);
+      ids.push(...some.sort());
     }
-    if (ids.size === 0) return;
-    const edges = new Map();
-    for (const id of ids) {
-      for (const e of (await this.client.related(ctx, id, { at: commit, dir: "both" })).edges) edges.set(`${e.from}\u0000${e.rel}\u0000${e.to}`, e);
+    let budget = DELETE_BATCH_BYTES;
+    const most = Math.max(1, this.attempts) * 20;
+    for (let next = 0, part = 1, tries = 0; next < ids.length; ) {
+      const body = { ops: [], parent: head, author: "langgraph", message: `delete thread ${threadId}` + (part > 1 ? ` (part ${part})` : "") };
+      let size = encoder.encode(JSON.stringify(body)).length;
+      const fits = (op) => {
+        const n = encoder.encode(JSON.stringify(op)).length + 1;
+        if (body.ops.length && size + n > budget) return false;
+        body.ops.push(op);
+        size += n;
+        return true;
+      };
+      // Each artifact's edges are unlinked before it is deleted; a batch
+      // may end between the two, and the next one reads what is left.
+      const unlinked = new Set();
+      let end = next;
+      batch: for (; end < ids.length; end++) {
+        let rel;
+        try {
+          rel = await this.client.related(ctx, ids[end], { at: head, dir: "both" });
+        } catch (e) {
+          if (e instanceof NotFoundError) continue; // deleted meanwhile by another writer
+          throw e;
+        }
+        for (const e of rel.edges) {
+          const k = `${e.from}\u0000${e.rel}\u0000${e.to}`;
+          if (unlinked.has(k)) continue;
+          if (!fits({ op: "unlink", from: e.from, rel: e.rel, to: e.to })) break batch;
+          unlinked.add(k);
+        }
+        if (!fits({ op: "delete", id: ids[end] })) break;
+      }
+      if (body.ops.length === 0) break; // all deleted meanwhile
+      try {
+        head = (await this.client.commit(ctx, body)).commit;
+        next = end;
+        part++;
+        tries = 0;
+      } catch (e) {
+        if (e instanceof ProblemError && e.status === 413 && budget > MIN_DELETE_BATCH_BYTES) {
+          budget = Math.max(MIN_DELETE_BATCH_BYTES, budget >> 1);
+          continue;
+        }
+        if (!(e instanceof StaleParentError) || ++tries >= most) throw e;
+        await jitter(tries);
+        head = (await this.client.hash(ctx)).commit;
+      }
     }
-    const ops = [...edges.values()].map((e) => ({ op: "unlink", from: e.from, rel: e.rel, to: e.to }));
-    for (const id of [...ids].sort()) ops.push({ op: "delete", id });
-    await this.client.commit(ctx, { ops, parent: commit, author: "langgraph", message: `delete thread ${threadId}` });
     this._contexts.delete(String(threadId));
   }
 

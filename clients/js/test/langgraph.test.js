@@ -224,6 +224,45 @@ test("two savers racing putWrites on one checkpoint lose no write", async (t) =>
   }
 });
 
+test("deleteThread deletes a thread too large for one request body", async (t) => {
+  // A server whose request bodies hold 16 KiB: a checkpoint or a write
+  // fits, the deletion of 60 checkpoints with their writes and edges
+  // (some 40 KB of ops) does not.
+  const small = server.skip ? server : await startServer("--max-body", "16384");
+  t.after(() => small.close?.());
+  if (small.skip) return t.skip(small.skip);
+  const client = new ArtifactdClient(small.url);
+  const saver = new ArtifactdSaver({ client });
+  const thread = "huge-thread";
+  let config = { configurable: { thread_id: thread, checkpoint_ns: "" } };
+  for (let step = 0; step < 60; step++) {
+    config = await saver.put(config, { ...emptyCheckpoint(), id: uuid6(-1) }, { source: "loop", step, parents: {} }, {});
+    await saver.putWrites(config, [["ch", step]], `task-a-${step}`, "");
+    await saver.putWrites(config, [["ch", -step]], `task-b-${step}`, "");
+  }
+  const ctx = await saver.contextFor(thread);
+  const before = await client.hash(ctx);
+  await saver.deleteThread(thread);
+  assert.equal(await saver.getTuple({ configurable: { thread_id: thread } }), undefined);
+  assert.equal(await saver.getTuple(config), undefined, "an addressed checkpoint is gone too");
+  for (const type of ["langgraph_checkpoint", "langgraph_writes", "langgraph_head"]) {
+    assert.deepEqual((await client.listArtifacts(ctx, { type })).items, [], type);
+  }
+  assert.deepEqual((await client.request("GET", `/v1/contexts/${ctx}/edges`)).items, [], "no edge is left");
+  // Several commits, newest first down to the one before the deletion;
+  // the first took the heads, so from then on the thread reads as empty.
+  const log = (await client.request("GET", `/v1/contexts/${ctx}/commits?limit=100`)).items;
+  const at = log.findIndex((c) => c.id === before.commit);
+  assert.ok(at > 0, "the deletion's commits follow the thread's last one");
+  const parts = log.slice(0, at);
+  assert.ok(parts.length > 1, `${parts.length} commit(s)`);
+  const first = parts.at(-1).id;
+  assert.deepEqual((await client.listArtifacts(ctx, { at: first, type: "langgraph_head" })).items, []);
+  assert.ok((await client.listArtifacts(ctx, { at: first, type: "langgraph_checkpoint" })).items.length > 0);
+  // History still holds the thread and verifies.
+  assert.equal((await client.verify(ctx, before.context_hash, { at: before.commit })).match, true);
+});
+
 test("a namespace an artifact id refuses still holds checkpoints and writes", async (t) => {
   const client = setup(t);
   if (!client) return;
