@@ -14,6 +14,11 @@ export declare class CheckpointConflictError extends Error {
   found: string | null;
 }
 
+/** The artifact id a put or putWrites would write holds another namespace's checkpoint or writes, written by an earlier saver that left ':' in checkpoint and task ids; nothing was written. */
+export declare class LegacyIdError extends Error {
+  id: string;
+}
+
 export interface ArtifactdSaverOptions {
   client?: ArtifactdClient;
   /** Prepended to a thread id to name its context (default "lg-"). */

@@ -37,6 +37,23 @@ export class CheckpointConflictError extends Error {
   }
 }
 
+/**
+ * An artifact id the saver would write holds another namespace's
+ * checkpoint or writes, written by a saver that put checkpoint and task
+ * ids with ':' into ids as they were (see idsOf). Nothing was written.
+ */
+export class LegacyIdError extends Error {
+  constructor(id, data) {
+    super(
+      `artifact ${id} holds the ${data.task_id !== undefined ? `writes of task ${JSON.stringify(data.task_id)} of ` : ""}checkpoint ` +
+        `${JSON.stringify(data.checkpoint_id)} of namespace ${JSON.stringify(data.checkpoint_ns)}, written by an earlier ArtifactdSaver ` +
+        `that left ':' in checkpoint and task ids; nothing was written. Continue in a new thread_id, or delete that thread (deleteThread) first.`,
+    );
+    this.name = "LegacyIdError";
+    this.id = id;
+  }
+}
+
 function nsOf(config) {
   return config.configurable?.checkpoint_ns ?? "";
 }
@@ -49,32 +66,54 @@ function threadOf(config, what) {
   return String(t);
 }
 
-// A namespace (and a task id) is part of artifact ids. It goes in as it
-// is when an id may hold it: printable, in NFC, none of the characters
-// an id refuses (a zero-width joiner in an emoji, a variation selector…)
-// and short enough that a writes id ("writes:" ns ":" uuid ":" uuid) fits
-// in the server's 256 bytes. Otherwise it goes in as "#" and 32 hex digits
-// of its SHA-256 (no plain one starts with "#"); the artifacts' data keep
-// it as it is.
+// A namespace, a checkpoint id and a task id are parts of artifact ids.
+// A part goes in as it is when an id may hold it: printable, in NFC, none
+// of the characters an id refuses (a zero-width joiner in an emoji, a
+// variation selector…) and short enough that a writes id ("writes:" ns
+// ":" uuid ":" uuid) fits in the server's 256 bytes. Otherwise it goes in
+// as "#" and 32 hex digits of its SHA-256 (no plain one starts with "#");
+// the artifacts' data keep it as it is. The parts are joined with ':',
+// which a namespace holds ("node:task id"), so a checkpoint id or a task
+// id holding one is hashed too: the parts after the namespace have no
+// ':', and "checkpoint:a:b:c" is namespace "a:b" and checkpoint "c" only.
 const PLAIN_PART = /^(?!#)(?:(?![\u034f\u115f\u1160\u3164\uffa0\u2800\p{Variation_Selector}])[\p{L}\p{M}\p{N}\p{P}\p{S} ])*$/u;
 const MAX_ID_BYTES = 256;
 const MAX_NS_BYTES = MAX_ID_BYTES - "writes:".length - 2 * 36 - 2;
 const encoder = new TextEncoder();
 
-async function idPart(s, maxBytes) {
-  if (PLAIN_PART.test(s) && s === s.normalize("NFC") && encoder.encode(s).length <= maxBytes) return s;
+/** s as a part of an artifact id of at most maxBytes; a last part (a checkpoint or task id) has no ':'. */
+async function idPart(s, maxBytes, last = false) {
+  if (PLAIN_PART.test(s) && !(last && s.includes(":")) && s === s.normalize("NFC") && encoder.encode(s).length <= maxBytes) return s;
   return "#" + (await sha256Digest(s)).slice(7, 39);
 }
 
-/** The artifact ids of namespace ns. */
+/**
+ * The artifact ids of namespace ns. legacyCheckpoint and legacyWrites are
+ * the ids the saver gave before checkpoint and task ids were hashed as
+ * last parts (undefined where they are the same): a checkpoint or task id
+ * with ':', or starting with '#', went in as it was, and such an id may
+ * name another namespace's artifact, so what it names must be checked.
+ */
 async function idsOf(ns) {
   const part = await idPart(ns, MAX_NS_BYTES);
+  const room = (prefix) => MAX_ID_BYTES - encoder.encode(prefix).length;
+  const checkpoint = async (id) => `checkpoint:${part}:` + (await idPart(String(id), room(`checkpoint:${part}:`), true));
+  const writes = async (id, task) => {
+    const prefix = `writes:${part}:${await idPart(String(id), room(`checkpoint:${part}:`), true)}:`;
+    return prefix + (await idPart(String(task), room(prefix), true));
+  };
   return {
     head: `head:${part}`,
-    checkpoint: (id) => `checkpoint:${part}:${id}`,
-    async writes(id, task) {
+    checkpoint,
+    writes,
+    async legacyCheckpoint(id) {
+      const old = `checkpoint:${part}:${id}`;
+      return old === (await checkpoint(id)) ? undefined : old;
+    },
+    async legacyWrites(id, task) {
       const prefix = `writes:${part}:${id}:`;
-      return prefix + (await idPart(String(task), MAX_ID_BYTES - encoder.encode(prefix).length));
+      const old = prefix + (await idPart(String(task), room(prefix)));
+      return old === (await writes(id, task)) ? undefined : old;
     },
   };
 }
@@ -221,6 +260,20 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     }
   }
 
+  /**
+   * The artifact of checkpoint id of namespace ns at commit at, or
+   * undefined: under its id, or under its legacy id (see idsOf) when its
+   * data name that namespace and checkpoint.
+   */
+  async #checkpoint(ctx, ns, ids, id, at) {
+    const named = (art) => art?.data.checkpoint_ns === ns && art.data.checkpoint_id === id;
+    const art = await this.#get(ctx, await ids.checkpoint(id), at);
+    if (named(art)) return art;
+    const legacy = await ids.legacyCheckpoint(id);
+    const old = legacy && (await this.#get(ctx, legacy, at));
+    return named(old) ? old : undefined;
+  }
+
   async #tuple(ctx, threadId, ns, art, at) {
     const d = art.data;
     if (d.thread_id !== String(threadId)) {
@@ -270,7 +323,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
       if (!head) return undefined;
       id = head.data.checkpoint_id;
     }
-    const art = await this.#get(ctx, ids.checkpoint(id), commit);
+    const art = await this.#checkpoint(ctx, ns, ids, id, commit);
     if (!art) return undefined;
     return this.#tuple(ctx, threadId, ns, art, commit);
   }
@@ -333,7 +386,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const ids = await idsOf(ns);
     let id = given || (await this.#get(ctx, ids.head, commit))?.data.checkpoint_id;
     while (id) {
-      const art = await this.#get(ctx, ids.checkpoint(id), commit);
+      const art = await this.#checkpoint(ctx, ns, ids, id, commit);
       if (!art) return;
       yield art;
       if (given) return; // a given checkpoint lists only itself
@@ -360,6 +413,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const parentId = config.configurable?.checkpoint_id;
     const [cp, md, ids] = await Promise.all([this.#encode(ctx, checkpoint), this.#encode(ctx, metadata), idsOf(ns)]);
     const out = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+    const id = await ids.checkpoint(checkpoint.id);
     // A stale parent while this namespace's head is still parentId is no
     // conflict: the thread's own pending writes, or another namespace of
     // it (a subgraph), moved the context's head. Those are retried
@@ -369,14 +423,20 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     for (let i = 0, counted = 0; counted < Math.max(1, this.attempts) && i < most; i++) {
       if (i) await jitter(i);
       const head = (await this.client.hash(ctx)).commit;
-      const latest = (await this.#get(ctx, ids.head, head))?.data.checkpoint_id ?? null;
+      const [headArt, taken] = await Promise.all([this.#get(ctx, ids.head, head), this.#get(ctx, id, head)]);
+      const latest = headArt?.data.checkpoint_id ?? null;
       if (latest === checkpoint.id) return out; // already written (a retried request)
+      if (taken && !(taken.data.checkpoint_ns === ns && taken.data.checkpoint_id === checkpoint.id)) throw new LegacyIdError(id, taken.data);
       if (latest !== (parentId ?? null)) throw new CheckpointConflictError(threadId, ns, parentId, latest);
+      // The parent's artifact is under its id, or under its legacy id in
+      // a thread written before checkpoint ids were hashed (see idsOf).
+      let parent = parentId && (await ids.checkpoint(parentId));
+      if (parentId && (await ids.legacyCheckpoint(parentId))) parent = (await this.#checkpoint(ctx, ns, ids, parentId, head))?.id ?? parent;
       const ops = [
         {
           op: "put",
           artifact: {
-          id: ids.checkpoint(checkpoint.id),
+          id,
           type: CHECKPOINT_TYPE,
           produced_by: "langgraph",
           data: {
@@ -395,9 +455,9 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
         },
         { op: "put", artifact: { id: ids.head, type: HEAD_TYPE, produced_by: "langgraph", data: { checkpoint_ns: ns, checkpoint_id: checkpoint.id } } },
       ];
-      if (parentId) ops.push({ op: "link", from: ids.checkpoint(checkpoint.id), rel: "derived_from", to: ids.checkpoint(parentId) });
+      if (parentId) ops.push({ op: "link", from: id, rel: "derived_from", to: parent });
       const orphans = [...(this._orphans.get(key) ?? [])];
-      for (const w of orphans) ops.push({ op: "link", from: w, rel: "responds_to", to: ids.checkpoint(checkpoint.id) });
+      for (const w of orphans) ops.push({ op: "link", from: w, rel: "responds_to", to: id });
       try {
         await this.client.commit(ctx, { ops, parent: head, author: "langgraph", message: `checkpoint ${checkpoint.id} (step ${metadata?.step})` });
         this._orphans.delete(key);
@@ -435,7 +495,8 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const ctx = await this.#context(threadId, true);
     if (put) await put.catch(() => {});
     const ids = await idsOf(ns);
-    const id = await ids.writes(checkpointId, taskId);
+    const fresh = await ids.writes(checkpointId, taskId);
+    const legacy = await ids.legacyWrites(checkpointId, taskId);
     // A task's writes are one artifact, read, merged and written back:
     // the write is made with the head it read as parent, so a concurrent
     // putWrites of the same task (from this saver or another process)
@@ -444,10 +505,21 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     // context moves the head, so the bound is generous.
     const most = Math.max(1, this.attempts) * 20;
     let linked;
+    let id;
     for (let attempt = 0; ; attempt++) {
       if (attempt) await jitter(attempt);
       const head = (await this.client.hash(ctx)).commit;
-      const [existing, checkpointArt] = await Promise.all([this.#get(ctx, id, head), this.#get(ctx, ids.checkpoint(checkpointId), head)]);
+      let [existing, checkpointArt] = await Promise.all([this.#get(ctx, fresh, head), this.#checkpoint(ctx, ns, ids, checkpointId, head)]);
+      id = fresh;
+      if (existing && !(existing.data.checkpoint_ns === ns && existing.data.checkpoint_id === checkpointId && existing.data.task_id === taskId)) {
+        throw new LegacyIdError(fresh, existing.data);
+      }
+      if (!existing && legacy) {
+        // The task's writes as a thread written before checkpoint and
+        // task ids were hashed holds them (see idsOf).
+        const old = await this.#get(ctx, legacy, head);
+        if (old?.data.checkpoint_ns === ns && old.data.checkpoint_id === checkpointId && old.data.task_id === taskId) [id, existing] = [legacy, old];
+      }
       const byIdx = new Map((existing?.data.writes ?? []).map((w) => [w.idx, w]));
       // The values held inline share one request body, the kept ones too.
       const room = { left: MAX_WRITES_INLINE_BYTES - encoder.encode(JSON.stringify(existing?.data.writes ?? [])).length };
@@ -464,7 +536,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
           type: WRITES_TYPE,
           produced_by: "langgraph",
           data: { checkpoint_ns: ns, checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath ?? "", writes: all },
-          edges: linked ? [{ rel: "responds_to", to: ids.checkpoint(checkpointId) }] : undefined,
+          edges: linked ? [{ rel: "responds_to", to: checkpointArt.id }] : undefined,
           parent: head,
         });
         break;
@@ -570,7 +642,10 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const threadId = threadOf(config, "commitOf");
     const ctx = await this.#context(threadId, false);
     const id = getCheckpointId(config);
-    const art = await this.client.artifact(ctx, (await idsOf(nsOf(config))).checkpoint(id));
+    const ns = nsOf(config);
+    const ids = await idsOf(ns);
+    // NotFoundError (from the read under its id) when there is none.
+    const art = (await this.#checkpoint(ctx, ns, ids, id)) ?? (await this.client.artifact(ctx, await ids.checkpoint(id)));
     return { context: ctx, commit: art.written_in };
   }
 

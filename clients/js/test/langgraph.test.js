@@ -6,7 +6,7 @@ import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 
 import { ArtifactdClient } from "../src/index.js";
-import { ArtifactdSaver, CheckpointConflictError } from "../src/langgraph.js";
+import { ArtifactdSaver, CheckpointConflictError, LegacyIdError } from "../src/langgraph.js";
 import { startServer } from "./server.js";
 
 let server;
@@ -289,6 +289,83 @@ test("a namespace an artifact id refuses still holds checkpoints and writes", as
     for await (const x of saver.list(config)) listed.push(x.checkpoint.id);
     assert.deepEqual(listed, [cp.id]);
   }
+});
+
+test("ids with ':' in a namespace, a checkpoint id or a task id do not collide", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  const saver = new ArtifactdSaver({ client });
+  const thread = "colons";
+  const input = { source: "input", step: -1, parents: {} };
+  // Joined with ':', namespace "a:b" and checkpoint "c" read as namespace
+  // "a" and checkpoint "b:c"; their tasks "t" and "x:t" of checkpoints
+  // "x" and "c" likewise.
+  const sides = [
+    { ns: "a:b", id: "c", task: "x:t" },
+    { ns: "a", id: "b:c", task: "t" },
+  ];
+  for (const side of sides) {
+    side.config = await saver.put({ configurable: { thread_id: thread, checkpoint_ns: side.ns } }, { ...emptyCheckpoint(), id: side.id }, input, {});
+    await saver.putWrites(side.config, [["from", side.ns]], side.task, "");
+  }
+  for (const side of sides) {
+    for (const config of [side.config, { configurable: { thread_id: thread, checkpoint_ns: side.ns } }]) {
+      const tuple = await new ArtifactdSaver({ client }).getTuple(config);
+      assert.equal(tuple?.checkpoint.id, side.id, JSON.stringify(config));
+      assert.equal(tuple.config.configurable.checkpoint_ns, side.ns);
+      assert.deepEqual(tuple.pendingWrites, [[side.task, "from", side.ns]], JSON.stringify(config));
+    }
+  }
+  // A thread id with ':' names a context of its own (hashed): thread
+  // "a:b" namespace "c" is not thread "a" namespace "b:c".
+  assert.notEqual(await saver.contextFor("a:b"), await saver.contextFor("a"));
+});
+
+test("a thread whose ids kept ':' in checkpoint and task ids is still read and continued", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  const saver = new ArtifactdSaver({ client });
+  const thread = "colons-before";
+  const ctx = await saver.threadContext(thread);
+  const enc = async (v) => {
+    const [serde, bytes] = await saver.serde.dumpsTyped(v);
+    return { serde, value: JSON.parse(typeof bytes === "string" ? bytes : new TextDecoder().decode(bytes)) };
+  };
+  // What an earlier saver wrote for namespace "a", checkpoint "old:1"
+  // and task "x:t": the ids joined as they were.
+  const cp = { ...emptyCheckpoint(), id: "old:1" };
+  const data = { thread_id: thread, checkpoint_ns: "a", checkpoint_id: "old:1", parent_checkpoint_id: null, ts: cp.ts, step: -1, source: "input", serde: "json" };
+  const writes = { checkpoint_ns: "a", checkpoint_id: "old:1", task_id: "x:t", task_path: "", writes: [{ idx: 0, channel: "ch", value: await enc("kept") }] };
+  await client.commit(ctx, {
+    author: "langgraph",
+    ops: [
+      { op: "put", artifact: { id: "checkpoint:a:old:1", type: "langgraph_checkpoint", produced_by: "langgraph", data: { ...data, checkpoint: await enc(cp), metadata: await enc({ source: "input", step: -1, parents: {} }) } } },
+      { op: "put", artifact: { id: "head:a", type: "langgraph_head", produced_by: "langgraph", data: { checkpoint_ns: "a", checkpoint_id: "old:1" } } },
+      { op: "put", artifact: { id: "writes:a:old:1:x:t", type: "langgraph_writes", produced_by: "langgraph", data: writes } },
+      { op: "link", from: "writes:a:old:1:x:t", rel: "responds_to", to: "checkpoint:a:old:1" },
+    ],
+  });
+  const config = { configurable: { thread_id: thread, checkpoint_ns: "a" } };
+  const old = await new ArtifactdSaver({ client }).getTuple(config);
+  assert.equal(old?.checkpoint.id, "old:1");
+  assert.deepEqual(old.pendingWrites, [["x:t", "ch", "kept"]]);
+  // The task's writes go on in the artifact that holds them: its regular
+  // write is kept, not written twice.
+  await saver.putWrites(old.config, [["ch", "dropped"], ["ch2", "new"]], "x:t", "");
+  assert.deepEqual((await saver.getTuple(old.config)).pendingWrites, [["x:t", "ch", "kept"], ["x:t", "ch2", "new"]]);
+  // The thread goes on from its checkpoint, and lists both.
+  const next = { ...emptyCheckpoint(), id: uuid6(-1) };
+  await saver.put(old.config, next, { source: "loop", step: 0, parents: {} }, {});
+  const listed = [];
+  for await (const x of saver.list(config)) listed.push(x.checkpoint.id);
+  assert.deepEqual(listed, [next.id, "old:1"]);
+  assert.equal((await saver.verify(old.config)).match, true);
+  // Namespace "a:old" and checkpoint "1" would take that old checkpoint's
+  // id: refused, nothing overwritten.
+  const other = { configurable: { thread_id: thread, checkpoint_ns: "a:old" } };
+  await assert.rejects(saver.put(other, { ...emptyCheckpoint(), id: "1" }, { source: "input", step: -1, parents: {} }, {}), LegacyIdError);
+  assert.equal(await saver.getTuple(other), undefined);
+  assert.equal((await saver.getTuple(old.config)).checkpoint.id, "old:1");
 });
 
 test("list without a checkpoint_ns lists every namespace of the thread, newest first", async (t) => {
