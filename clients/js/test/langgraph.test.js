@@ -224,6 +224,22 @@ test("two savers racing putWrites on one checkpoint lose no write", async (t) =>
   }
 });
 
+test("a saver's putWrites of 200 tasks at once all land", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  // Each write is made with the head as parent: a saver that let them
+  // race would retry most of them, some until it gave up.
+  const saver = new ArtifactdSaver({ client });
+  const c1 = await saver.put({ configurable: { thread_id: "fan-out", checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: uuid6(-1) }, { source: "input", step: -1, parents: {} }, {});
+  const n = 200;
+  await Promise.all(Array.from({ length: n }, (_, i) => saver.putWrites(c1, [["ch", i]], `task-${String(i).padStart(3, "0")}`, "")));
+  const tuple = await new ArtifactdSaver({ client }).getTuple(c1);
+  assert.deepEqual(
+    tuple.pendingWrites.map(([, , v]) => v),
+    Array.from({ length: n }, (_, i) => i),
+  );
+});
+
 test("deleteThread deletes a thread too large for one request body", async (t) => {
   // A server whose request bodies hold 16 KiB: a checkpoint or a write
   // fits, the deletion of 60 checkpoints with their writes and edges
