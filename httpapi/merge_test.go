@@ -147,7 +147,7 @@ func TestWriteRefusalsNameTheField(t *testing.T) {
 	}{
 		{"empty resolution", "/v1/contexts/w/merge", "/resolutions/a", map[string]any{"theirs": "side", "resolutions": map[string]any{"a": map[string]any{}}}},
 		{"take neither side", "/v1/contexts/w/merge", "/resolutions/a/take", map[string]any{"theirs": "side", "resolutions": map[string]any{"a": map[string]any{"take": "mine"}}}},
-		{"value for a cycle", "/v1/contexts/w/merge", "/resolutions/cycle:a/value", map[string]any{"theirs": "side", "resolutions": map[string]any{"cycle:a": map[string]any{"value": map[string]any{}}}}},
+		{"value for a cycle", "/v1/contexts/w/merge", "/resolutions/cycle:a -uses-> b/value", map[string]any{"theirs": "side", "resolutions": map[string]any{"cycle:a -uses-> b": map[string]any{"value": map[string]any{}}}}},
 		{"commit id as ours", "/v1/contexts/w/merge", "/ours", map[string]any{"theirs": "side", "ours": head}},
 		{"artifact on a bad branch", "/v1/contexts/w/artifacts", "/branch", map[string]any{"type": "note", "data": map[string]any{"text": "b"}, "branch": "a b"}},
 		{"commit on a bad branch", "/v1/contexts/w/commits", "/branch", map[string]any{"branch": "a b", "ops": []any{map[string]any{"op": "delete", "id": "a"}}}},

@@ -99,7 +99,7 @@ const (
 	    "theirs":{"type":"string","minLength":1},
 	    "author":{"type":"string"},
 	    "message":{"type":"string"},
-	    "resolutions":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,
+	    "resolutions":{"type":"object","description":"Resolutions by conflict key, each key copied from the 409's conflicts: an artifact's id, edge:<from> -<rel>-> <to>, cycle:<from> -<rel>-> <to>, or the escaped form of one that would be ambiguous (edge:-> -json-> {…}).","additionalProperties":{"type":"object","additionalProperties":false,
 	      "properties":{"take":{"enum":["ours","theirs"]},"value":{"type":"object"},"type":{"type":"string"},"produced_by":{"type":"string"}}}}}}`
 
 	// schemaFetchRequest is POST /v1/contexts/{ctx}/fetches: evidence, or

@@ -23,6 +23,10 @@
 //     dependency cycle, are Conflicts; every conflict is reported at once and
 //     nothing is applied until each has a Resolution (Merge, MergeCommits;
 //     PrepareMerge tells a fast-forward from a three-way merge).
+//   - conflict key: what a Resolution names a Conflict by — the artifact's
+//     id, "edge:from -rel-> to", "cycle:from -rel-> to", escaped where an id
+//     would make it ambiguous, so no two conflicts share one (ArtifactKey,
+//     EdgeConflictKey, CycleKey; ParseKey reads one back).
 //   - fast-forward: merging a descendant into its ancestor; the ancestor's
 //     branch just moves, no merge commit is written.
 //   - bundle: one JSON Lines file holding a context's header, commits with

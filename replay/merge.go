@@ -180,9 +180,11 @@ type EdgeSide struct {
 }
 
 // Conflict is one disagreement of a merge, with what the base and each
-// side have. Key identifies it for a Resolution: the artifact id for
-// edit_edit, delete_edit and dangling_edge; "edge:" + "from -rel-> to" for
-// edge conflicts; "cycle:" + the edge that closes the cycle.
+// side have. Key identifies it for a Resolution, and no two conflicts of
+// a merge share one: the artifact id for edit_edit, delete_edit and
+// dangling_edge; "edge:" + "from -rel-> to" for edge conflicts; "cycle:" +
+// the edge that closes the cycle — escaped where an id would make that
+// ambiguous (ArtifactKey, EdgeConflictKey, CycleKey; ParseKey reads one).
 type Conflict struct {
 	Key  string       `json:"key"`
 	Kind ConflictKind `json:"kind"`
@@ -521,7 +523,8 @@ func (m *merger) mergeArtifacts(ids []string) {
 			m.art[id] = out
 			continue
 		}
-		c := Conflict{Key: id, Kind: ConflictEditEdit, ID: id, Base: versionOf(b), Ours: versionOf(o), Theirs: versionOf(t)}
+		key := ArtifactKey(id)
+		c := Conflict{Key: key, Kind: ConflictEditEdit, ID: id, Base: versionOf(b), Ours: versionOf(o), Theirs: versionOf(t)}
 		switch {
 		case o == nil:
 			c.Kind, c.Detail = ConflictDeleteEdit, fmt.Sprintf("ours deleted %q, theirs changed it", id)
@@ -532,21 +535,21 @@ func (m *merger) mergeArtifacts(ids []string) {
 		default:
 			c.Detail = fmt.Sprintf("both sides changed %q, differently", id)
 		}
-		r, ok := m.resolution(id)
+		r, ok := m.resolution(key)
 		if !ok {
 			m.art[id] = &artOutcome{undecided: true}
-			m.pending[id] = &c
+			m.pending[key] = &c
 			continue
 		}
 		out := &artOutcome{}
 		switch {
 		case r.Value != nil:
-			out.op = m.valueOp(id, id, r, o, t)
+			out.op = m.valueOp(key, id, r, o, t)
 		case r.Take == TakeOurs:
 		case r.Take == TakeTheirs:
 			out.op = m.takeTheirs(id, t)
 		default:
-			m.badResolution(id, "take must be %q or %q, or give a value", TakeOurs, TakeTheirs)
+			m.badResolution(key, "take must be %q or %q, or give a value", TakeOurs, TakeTheirs)
 		}
 		m.art[id] = out
 		m.resolved = append(m.resolved, c)
@@ -592,7 +595,7 @@ func (m *merger) mergeEdges(keys []graph.EdgeKey) {
 			m.edge[k] = &edgeOutcome{op: edgeTo(k, t)}
 			continue
 		}
-		key := "edge:" + k.String()
+		key := EdgeConflictKey(k)
 		kc := k
 		c := Conflict{Key: key, Kind: ConflictEdgeAttrs, Edge: &kc, BaseEdge: edgeSide(b), OursEdge: edgeSide(o), TheirsEdge: edgeSide(t)}
 		switch {
@@ -726,19 +729,20 @@ func (m *merger) checkDangling() {
 		if out.deletedBy == TakeOurs {
 			other = TakeTheirs
 		}
-		c := Conflict{Key: id, Kind: ConflictDanglingEdge, ID: id, DeletedBy: out.deletedBy, Edges: edges,
+		key := ArtifactKey(id)
+		c := Conflict{Key: key, Kind: ConflictDanglingEdge, ID: id, DeletedBy: out.deletedBy, Edges: edges,
 			Base: versionOf(m.base.Artifact(id)), Ours: versionOf(m.ours.Artifact(id)), Theirs: versionOf(m.theirs.Artifact(id)),
 			Detail: fmt.Sprintf("%s deleted %q; %d edge(s) of %s still point to or from it", out.deletedBy, id, len(edges), other)}
-		r, ok := m.resolution(id)
+		r, ok := m.resolution(key)
 		if !ok {
-			m.pending[id] = &c
+			m.pending[key] = &c
 			continue
 		}
 		m.resolved = append(m.resolved, c)
 		o, t := m.ours.Artifact(id), m.theirs.Artifact(id)
 		switch {
 		case r.Value != nil:
-			out.op, out.deletedBy = m.valueOp(id, id, r, o, t), ""
+			out.op, out.deletedBy = m.valueOp(key, id, r, o, t), ""
 		case r.Take == out.deletedBy:
 			for _, k := range edges {
 				m.dropEdge(k)
@@ -750,7 +754,7 @@ func (m *merger) checkDangling() {
 				out.op = m.takeTheirs(id, t)
 			}
 		default:
-			m.badResolution(id, "take must be %q or %q, or give a value", TakeOurs, TakeTheirs)
+			m.badResolution(key, "take must be %q or %q, or give a value", TakeOurs, TakeTheirs)
 		}
 	}
 }
@@ -772,7 +776,7 @@ func (m *merger) checkCycles() {
 	// by several added edges is reported at each, and the resolution of
 	// any one of them settles it, so the others are no longer asked
 	// about (nor settled again in the client's stead).
-	hasRes := func(k graph.EdgeKey) bool { _, ok := m.res["cycle:"+k.String()]; return ok }
+	hasRes := func(k graph.EdgeKey) bool { _, ok := m.res[CycleKey(k)]; return ok }
 	sort.Slice(added, func(i, j int) bool {
 		if ri, rj := hasRes(added[i]), hasRes(added[j]); ri != rj {
 			return ri
@@ -787,7 +791,7 @@ func (m *merger) checkCycles() {
 		if path == nil {
 			continue
 		}
-		key := "cycle:" + k.String()
+		key := CycleKey(k)
 		kc := k
 		cycle := append([]string{k.From}, path...)
 		c := Conflict{Key: key, Kind: ConflictCycle, Edge: &kc, Cycle: cycle,
@@ -958,7 +962,7 @@ func (m *merger) plan() (*MergePlan, error) {
 		if errors.As(err, &ce) {
 			// Left by a combination of resolutions; ask again about it.
 			k := ce.Edge
-			return nil, &ConflictError{Conflicts: []Conflict{{Key: "cycle:" + k.String(), Kind: ConflictCycle, Edge: &k, Cycle: ce.Cycle,
+			return nil, &ConflictError{Conflicts: []Conflict{{Key: CycleKey(k), Kind: ConflictCycle, Edge: &k, Cycle: ce.Cycle,
 				Detail: fmt.Sprintf("the resolved merge still closes a dependency cycle: %s", strings.Join(ce.Cycle, " -> "))}}}
 		}
 		return nil, fmt.Errorf("replay: merged ops do not apply: %w", err)

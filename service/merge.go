@@ -73,7 +73,7 @@ func locateMerge(err error, resolutions map[string]replay.Resolution) error {
 	ptr := "/theirs"
 	var te *graph.TaintError
 	if errors.As(err, &te) {
-		key := "edge:" + te.Edge.String()
+		key := replay.EdgeConflictKey(te.Edge)
 		if _, ok := resolutions[key]; ok {
 			ptr = resolutionPointer(key)
 		}
@@ -98,6 +98,11 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 	var sides []*replay.Commit // ours, theirs: resolved on first need
 	for key, res := range in.Resolutions {
 		ptr := resolutionPointer(key)
+		// What the key names, as the merge reads it; a key that names
+		// no conflict is reported unused, and only the rules of every
+		// resolution apply to it.
+		tgt, known := replay.ParseKey(key)
+		artifact, cycle := known && tgt.Kind == replay.KeyArtifact, known && tgt.Kind == replay.KeyCycle
 		switch {
 		case res.Take != "" && len(res.Value) > 0:
 			return &fault.Error{Code: fault.Invalid, Detail: "a resolution takes a side or gives a value, not both",
@@ -108,7 +113,7 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 		case res.Take != "" && res.Take != replay.TakeOurs && res.Take != replay.TakeTheirs:
 			return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("take must be %q or %q, not %q", replay.TakeOurs, replay.TakeTheirs, res.Take),
 				Errors: []fault.FieldError{{Pointer: ptr + "/take", Rule: "enum", Detail: "ours or theirs"}}}
-		case len(res.Value) > 0 && strings.HasPrefix(key, "cycle:"):
+		case len(res.Value) > 0 && cycle:
 			return &fault.Error{Code: fault.Invalid, Detail: "a cycle is resolved by taking a side: ours drops theirs' edge that closes it, theirs keeps it",
 				Errors: []fault.FieldError{{Pointer: ptr + "/value", Rule: "not", Detail: "take ours or theirs"}}}
 		}
@@ -118,7 +123,7 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 		for _, f := range []struct{ name, val string }{{"type", res.Type}, {"produced_by", res.ProducedBy}} {
 			switch {
 			case f.val == "":
-			case strings.HasPrefix(key, "edge:") || strings.HasPrefix(key, "cycle:"):
+			case known && !artifact:
 				return &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("the resolution of %q sets %s, which only an artifact's value has: an edge's value is its attrs", key, f.name),
 					Errors: []fault.FieldError{{Pointer: ptr + "/" + f.name, Rule: "not", Detail: "an edge resolution has no " + f.name}}}
 			case len(res.Value) == 0:
@@ -131,10 +136,11 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 		if err := checkLabel(res.ProducedBy, ptr+"/produced_by", "produced_by"); err != nil {
 			return err
 		}
-		if len(res.Value) == 0 || strings.HasPrefix(key, "edge:") { // a cycle's value was refused above
+		if len(res.Value) == 0 || !artifact { // a cycle's value was refused above
 			continue
 		}
-		if strings.HasPrefix(key, graph.ReservedIDPrefix) {
+		id := tgt.ID
+		if strings.HasPrefix(id, graph.ReservedIDPrefix) {
 			// A definition (or any reserved id) is written from the
 			// registry, never from a client's data.
 			return &fault.Error{Code: fault.Invalid,
@@ -152,7 +158,7 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 		// resolution names one.
 		typ := res.Type
 		for _, c := range sides {
-			a, _, err := s.st.ArtifactAt(ctx, ctxID, c, key)
+			a, _, err := s.st.ArtifactAt(ctx, ctxID, c, id)
 			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
@@ -160,7 +166,7 @@ func (s *Service) checkResolutions(ctx context.Context, ctxID string, in *MergeI
 				return err
 			}
 			if owner := gateWriter(a.Type); owner != "" {
-				return reservedResolution(ptr+"/value", a.Type, fmt.Sprintf("a merge resolution cannot replace the %s %q with a value: only %s writes it; take ours or theirs", a.Type, key, owner))
+				return reservedResolution(ptr+"/value", a.Type, fmt.Sprintf("a merge resolution cannot replace the %s %q with a value: only %s writes it; take ours or theirs", a.Type, id, owner))
 			}
 			if typ == "" {
 				typ = a.Type
@@ -236,8 +242,8 @@ func definitionsCheck(resolutions map[string]replay.Resolution, object func(hash
 				continue
 			}
 			ptr := "/theirs"
-			if res, ok := resolutions[ch.Op.ID]; ok {
-				ptr = resolutionPointer(ch.Op.ID)
+			if res, ok := resolutions[replay.ArtifactKey(ch.Op.ID)]; ok {
+				ptr = resolutionPointer(replay.ArtifactKey(ch.Op.ID))
 				if len(res.Value) > 0 {
 					ptr += "/value"
 				}
@@ -274,7 +280,8 @@ func definitionsCheck(resolutions map[string]replay.Resolution, object func(hash
 func valuesCheck(resolutions map[string]replay.Resolution, validate func(typ string, data any, ptr string) error) func(*graph.State, []graph.Change) error {
 	return func(_ *graph.State, changes []graph.Change) error {
 		for _, ch := range changes {
-			res, ok := resolutions[ch.Op.ID]
+			key := replay.ArtifactKey(ch.Op.ID)
+			res, ok := resolutions[key]
 			if ch.Noop || !ok || len(res.Value) == 0 || ch.Op.Op != graph.OpPut {
 				continue
 			}
@@ -283,12 +290,12 @@ func valuesCheck(resolutions map[string]replay.Resolution, validate func(typ str
 					continue
 				}
 				if owner := gateWriter(a.Type); owner != "" {
-					return reservedResolution(resolutionPointer(ch.Op.ID)+"/value", a.Type,
+					return reservedResolution(resolutionPointer(key)+"/value", a.Type,
 						fmt.Sprintf("a merge resolution cannot give %q a value: it is a %s on ours now, which only %s writes; take ours or theirs", ch.Op.ID, a.Type, owner))
 				}
 			}
 			if ch.Next != nil && len(ch.Op.Data) > 0 {
-				if err := validate(ch.Next.Type, mustDecode(ch.Op.Data), resolutionPointer(ch.Op.ID)+"/value"); err != nil {
+				if err := validate(ch.Next.Type, mustDecode(ch.Op.Data), resolutionPointer(key)+"/value"); err != nil {
 					return err
 				}
 			}
