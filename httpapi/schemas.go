@@ -84,7 +84,7 @@ const (
 	// schemaBranchRequest is POST /v1/contexts/{ctx}/branches.
 	schemaBranchRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
 	  "required":["name"],
-	  "properties":{"name":{"type":"string","minLength":1},"at":{"type":"string","minLength":1}}}`
+	  "properties":{"name":{"type":"string","minLength":1,"description":"1-100 of [A-Za-z0-9._/-], starting with a letter, digit or _; not 8 to 64 hex digits, which read as a commit id (422, rule not_commit_id)"},"at":{"type":"string","minLength":1}}}`
 
 	// schemaResetRequest is POST /v1/contexts/{ctx}/branches/{branch}/reset.
 	schemaResetRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,

@@ -620,7 +620,9 @@ func (b *Bundle) Commits() []*Commit { return append([]*Commit(nil), b.ordered..
 // branch, or the last commit when the header names no main), a branch of
 // the header, a full id, bare hex, or a unique prefix of at least 8 hex
 // digits. A branch whose head is missing from the bundle resolves to a
-// *ChainError naming the head.
+// *ChainError naming the head. A branch named with hex digits is refused
+// as ambiguous when another commit's id starts with them, and a full id
+// is the commit, as in the store.
 func (b *Bundle) Resolve(ref string) (*Commit, error) {
 	if ref == "" {
 		if _, ok := b.Header.Branch("main"); !ok {
@@ -631,14 +633,33 @@ func (b *Bundle) Resolve(ref string) (*Commit, error) {
 		}
 		ref = "main"
 	}
+	prefix, perr := hashing.HexPrefix(ref)
 	if head, ok := b.Header.Branch(ref); ok {
-		if c := b.commits[head]; c != nil {
+		c := b.commits[head]
+		if c == nil {
+			return nil, &ChainError{Commit: head, Reason: fmt.Sprintf("the head of branch %q is not in the bundle (a commit line was removed?)", ref)}
+		}
+		if perr != nil {
 			return c, nil
 		}
-		return nil, &ChainError{Commit: head, Reason: fmt.Sprintf("the head of branch %q is not in the bundle (a commit line was removed?)", ref)}
+		// A branch named with hex digits (which a store no longer
+		// creates): a full id is the commit, and a prefix of another
+		// commit names both.
+		var other *Commit
+		for _, o := range b.ordered {
+			if o.ID != head && strings.HasPrefix(o.ID.Hex(), prefix) {
+				other = o
+			}
+		}
+		switch {
+		case other == nil:
+			return c, nil
+		case len(prefix) == 64:
+			return other, nil
+		}
+		return nil, fmt.Errorf("%s is both a branch of the bundle (at %s) and a prefix of commit %s; give sha256:%s for the commit, or the branch's head %s", ref, head.Short(), other.ID.Short(), ref, head.Short())
 	}
-	prefix, err := hashing.HexPrefix(ref)
-	if err != nil {
+	if perr != nil {
 		return nil, fmt.Errorf("%q is neither a branch of the bundle nor a commit id (want sha256:<hex>, bare hex or a prefix of at least 8 hex digits)", ref)
 	}
 	var match *Commit

@@ -255,3 +255,28 @@ func TestBlobRefs(t *testing.T) {
 		t.Fatalf("refs = %v", got)
 	}
 }
+
+// TestBundleBranchNamedWithHex: a bundle's branch named with the digits
+// a commit's id starts with hid that commit from Resolve (and Verify's
+// ref), silently. Digits that are a branch and a prefix of another
+// commit are refused naming both; a full id is the commit; sha256:<digits>
+// is the commit; a branch no other commit starts with is the branch.
+func TestBundleBranchNamedWithHex(t *testing.T) {
+	m := bundleFixture(t)
+	b, err := ReadBundle(bytes.NewReader(exportFixture(t, m)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, head := m.order[1].ID, m.heads["main"]
+	digits := old.Hex()[:8]
+	b.Header.Branches = append(b.Header.Branches, BundleBranch{Name: digits, Head: head},
+		BundleBranch{Name: old.Hex(), Head: head}, BundleBranch{Name: "cafef00d", Head: head})
+	if c, err := b.Resolve(digits); err == nil || !strings.Contains(err.Error(), "both a branch") || !strings.Contains(err.Error(), old.Short()) {
+		t.Errorf("Resolve(%s) = %v, %v; want an error naming the branch and commit %s", digits, c, err, old.Short())
+	}
+	for ref, want := range map[string]hashing.Digest{old.Hex(): old, "sha256:" + digits: old, "cafef00d": head} {
+		if c, err := b.Resolve(ref); err != nil || c.ID != want {
+			t.Errorf("Resolve(%s) = %v, %v; want %s", ref, c, err, want.Short())
+		}
+	}
+}

@@ -29,14 +29,20 @@ func MissingArtifact(id string, v *store.View) error {
 // NameAmbiguous names the parameter a commit prefix was given in when
 // err is the store's refusal of it as ambiguous (an ambiguous-ref
 // *fault.Error with an entry of rule "unique_prefix"), so that the
-// refusal says which ref to lengthen; other errors are returned as they
-// are.
+// refusal says which ref to lengthen, or, for a branch's name that is a
+// commit's prefix too (store.BranchOrCommitError), how to name each;
+// other errors are returned as they are.
 func NameAmbiguous(err error, param string) error {
 	if !errors.Is(err, store.ErrAmbiguous) {
 		return err
 	}
 	e := Classify(err)
-	e.Errors = append(e.Errors, fault.FieldError{Parameter: param, Rule: "unique_prefix", Detail: "matches more than one commit; give more digits"})
+	detail := "matches more than one commit; give more digits"
+	var both *store.BranchOrCommitError
+	if errors.As(err, &both) {
+		detail = fmt.Sprintf("names branch %s (at %s) and commit %s; give sha256:%s for the commit, or the branch's head %s", both.Ref, both.Head.Short(), both.Commit.Short(), both.Ref, both.Head.Short())
+	}
+	e.Errors = append(e.Errors, fault.FieldError{Parameter: param, Rule: "unique_prefix", Detail: detail})
 	return e
 }
 

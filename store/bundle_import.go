@@ -157,7 +157,7 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 		case br.Name == DefaultBranch && br.Head != head:
 			err = s.ResetBranch(ctx, ctxID, DefaultBranch, br.Head)
 		case br.Name != DefaultBranch:
-			err = s.CreateBranch(ctx, ctxID, br.Name, br.Head)
+			err = s.createBranch(ctx, ctxID, br.Name, br.Head) // an older store's names too
 		}
 		if err != nil {
 			return nil, partial(fmt.Errorf("branch %q: %w", br.Name, err))

@@ -266,8 +266,19 @@ func (s *Store) Commit(ctx context.Context, req CommitRequest) (CommitResult, er
 	return resp.res, err
 }
 
-// CreateBranch creates branch name at commit at.
+// CreateBranch creates branch name at commit at. Errors: ErrInvalid (a
+// name ValidateNewBranch refuses), ErrExists, ErrNotFound (context or
+// commit), I/O errors.
 func (s *Store) CreateBranch(ctx context.Context, ctxID, name string, at hashing.Digest) error {
+	if err := ValidateNewBranch(name); err != nil {
+		return err
+	}
+	return s.createBranch(ctx, ctxID, name, at)
+}
+
+// createBranch is CreateBranch of a name that may read as a commit id:
+// an import recreates the branches an older store made with such names.
+func (s *Store) createBranch(ctx context.Context, ctxID, name string, at hashing.Digest) error {
 	if err := ValidateBranch(name); err != nil {
 		return err
 	}

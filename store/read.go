@@ -103,11 +103,14 @@ func missingIsCorrupt(err error, ctxID string, id hashing.Digest, from string) e
 
 // Resolve turns a reference into a commit: "" (the main head), a branch
 // name, a full "sha256:<hex>" id, bare hex, or a unique prefix of at least
-// 8 hex digits. A branch name wins over a hash prefix, but a full id
-// (64 hex digits) of a commit of the context is that commit, even when a
-// branch has its digits for a name: a proof of a commit's hash cannot be
-// pointed at another commit. A prefix that matches nothing is
-// ErrNotFound; one that matches several is ErrAmbiguous.
+// 8 hex digits. New branches may not have names that read as commit ids
+// (ValidateNewBranch); for a branch an older store has with such a name,
+// a full id (64 hex digits) of a commit of the context is that commit,
+// and digits that are the branch's name and a prefix of another commit's
+// id are a *BranchOrCommitError (ErrAmbiguous) naming both, never one of
+// them silently: a proof of a commit's hash cannot be pointed at another
+// commit. "sha256:<digits>" is always a commit. A prefix that matches
+// nothing is ErrNotFound; one that matches several is ErrAmbiguous.
 func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit, error) {
 	if _, err := s.ctxState(ctxID); err != nil {
 		return nil, err
@@ -115,31 +118,93 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	if ref == "" {
 		ref = DefaultBranch
 	}
-	prefix, perr := hashing.HexPrefix(ref)
-	var fullErr error // a full id's miss, once a branch of its digits is looked for too
-	if perr == nil && len(prefix) == 64 {
-		d, _ := hashing.ParseDigest("sha256:" + prefix)
-		c, err := s.commitRecord(ctxID, d)
-		if err == nil || !errors.Is(err, ErrNotFound) {
-			return c, err
-		}
-		fullErr = err
+	head, ok, err := s.namedBranch(ctx, ctxID, ref)
+	if err != nil {
+		return nil, err
 	}
-	if ValidateBranch(ref) == nil {
-		d, err := s.ref(ctxID, ref)
-		if err == nil {
-			return s.linkedCommit(ctxID, d, "branch "+ref)
-		}
-		if !errors.Is(err, ErrNotFound) {
-			return nil, err
-		}
+	if ok {
+		return s.linkedCommit(ctxID, head, "branch "+ref)
 	}
-	if perr != nil {
+	prefix, err := hashing.HexPrefix(ref)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %q is neither a branch of context %q nor a commit id (want sha256:<hex>, bare hex or a prefix of at least 8 hex digits)", ErrNotFound, ref, ctxID)
 	}
-	if fullErr != nil {
-		return nil, fullErr
+	matches, err := s.commitsByPrefix(ctx, ctxID, prefix)
+	if err != nil {
+		return nil, err
 	}
+	switch len(matches) {
+	case 0:
+		return nil, fmt.Errorf("%w: no commit of context %q starts with %s", ErrNotFound, ctxID, prefix)
+	case 1:
+		return s.linkedCommit(ctxID, matches[0], "the commit index")
+	}
+	return nil, fmt.Errorf("%w: %s matches more than one commit of context %q; give more digits", ErrAmbiguous, prefix, ctxID)
+}
+
+// BranchOrCommitError is the ErrAmbiguous of a ref that is the name of a
+// branch (one made before ValidateNewBranch) and a prefix of the id of
+// another commit than the branch's head: Resolve picks neither.
+type BranchOrCommitError struct {
+	Context string
+	Ref     string         // the branch's name, the digits
+	Head    hashing.Digest // the branch's head
+	Commit  hashing.Digest // a commit whose id starts with Ref
+}
+
+// Error names both candidates and how to name each unambiguously.
+func (e *BranchOrCommitError) Error() string {
+	return fmt.Sprintf("%v: %s of context %q is both a branch (at %s) and a prefix of commit %s; give sha256:%s for the commit, or the branch's head %s",
+		ErrAmbiguous, e.Ref, e.Context, e.Head.Short(), e.Commit.Short(), e.Ref, e.Head.Short())
+}
+
+// Unwrap returns ErrAmbiguous.
+func (e *BranchOrCommitError) Unwrap() error { return ErrAmbiguous }
+
+// namedBranch returns the head of the branch ref names; ok is false when
+// ref names no branch, or a branch whose name is also the full id of a
+// commit of the context (the commit wins). A branch named with digits
+// that another commit's id starts with is a *BranchOrCommitError; the
+// commit index is read only for a branch whose name reads as a commit id
+// (ReadsAsCommitID).
+func (s *Store) namedBranch(ctx context.Context, ctxID, ref string) (head hashing.Digest, ok bool, err error) {
+	if ValidateBranch(ref) != nil {
+		return head, false, nil
+	}
+	head, err = s.ref(ctxID, ref)
+	if errors.Is(err, ErrNotFound) {
+		return head, false, nil
+	}
+	if err != nil {
+		return head, false, err
+	}
+	prefix, perr := hashing.HexPrefix(ref)
+	if perr != nil {
+		return head, true, nil
+	}
+	matches, err := s.commitsByPrefix(ctx, ctxID, prefix)
+	if err != nil {
+		return head, false, err
+	}
+	var other hashing.Digest
+	for _, m := range matches {
+		if m != head {
+			other = m
+		}
+	}
+	switch {
+	case other.IsZero():
+		return head, true, nil
+	case len(prefix) == 64:
+		return head, false, nil
+	}
+	return head, false, &BranchOrCommitError{Context: ctxID, Ref: ref, Head: head, Commit: other}
+}
+
+// commitsByPrefix returns the ids of the commits of context ctxID that
+// start with prefix (lowercase hex), at most two: enough to tell none,
+// one and several apart.
+func (s *Store) commitsByPrefix(ctx context.Context, ctxID, prefix string) ([]hashing.Digest, error) {
 	raw, _ := hex.DecodeString(prefix[:len(prefix)/2*2])
 	var matches []hashing.Digest
 	err := kv.ScanKeys(ctx, s.kv, append(prefixCommits(ctxID), raw...), nil, 0, func(k []byte) error {
@@ -156,16 +221,7 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	if errors.Is(err, errEnough) {
 		err = nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	switch len(matches) {
-	case 0:
-		return nil, fmt.Errorf("%w: no commit of context %q starts with %s", ErrNotFound, ctxID, prefix)
-	case 1:
-		return s.linkedCommit(ctxID, matches[0], "the commit index")
-	}
-	return nil, fmt.Errorf("%w: %s matches more than one commit of context %q; give more digits", ErrAmbiguous, prefix, ctxID)
+	return matches, err
 }
 
 // head returns the in-memory head of a branch for a reader, loading it
@@ -396,45 +452,47 @@ func (s *Store) Read(ctx context.Context, ctxID, ref string, fn func(v *View) er
 	if branch == "" {
 		branch = DefaultBranch
 	}
-	if ValidateBranch(branch) == nil {
-		if cur, err := s.ref(ctxID, branch); err == nil {
-			for {
-				h, err := s.head(ctxID, branch)
+	cur, ok, err := s.namedBranch(ctx, ctxID, branch)
+	if err != nil {
+		return err
+	}
+	if ok {
+		for {
+			h, err := s.head(ctxID, branch)
+			if err != nil {
+				return err
+			}
+			h.mu.RLock()
+			if h.dropped { // a failed group changed it: load it again
+				h.mu.RUnlock()
+				continue
+			}
+			if s.shared && h.commit.ID != cur {
+				// Another process moved the ref: the cached head is
+				// not the one read. Read the ref's commit instead,
+				// and let the next use reload the head.
+				h.mu.RUnlock()
+				s.dropHead(h)
+				c, err := s.linkedCommit(ctxID, cur, "branch "+branch)
 				if err != nil {
 					return err
 				}
-				h.mu.RLock()
-				if h.dropped { // a failed group changed it: load it again
-					h.mu.RUnlock()
-					continue
-				}
-				if s.shared && h.commit.ID != cur {
-					// Another process moved the ref: the cached head is
-					// not the one read. Read the ref's commit instead,
-					// and let the next use reload the head.
-					h.mu.RUnlock()
-					s.dropHead(h)
-					c, err := s.linkedCommit(ctxID, cur, "branch "+branch)
-					if err != nil {
-						return err
-					}
-					return s.ReadAt(ctx, ctxID, c, fn)
-				}
-				// Pin the head's state and read it without the lock: a
-				// commit group that lands meanwhile leaves a pinned state
-				// as it is (headFork.advance), so a long read neither
-				// waits for commits nor holds them up.
-				v := &View{Commit: h.commit, State: h.state, Trust: h.trust, Branch: branch, store: s, ctxID: ctxID}
-				pins := h.pins
-				pins.Add(1)
-				h.mu.RUnlock()
-				defer pins.Add(-1)
-				err = s.viewErr(v, fn(v), fmt.Sprintf("branch %q", branch))
-				if v.Err() != nil {
-					s.dropHead(h) // load it afresh
-				}
-				return err
+				return s.ReadAt(ctx, ctxID, c, fn)
 			}
+			// Pin the head's state and read it without the lock: a
+			// commit group that lands meanwhile leaves a pinned state
+			// as it is (headFork.advance), so a long read neither
+			// waits for commits nor holds them up.
+			v := &View{Commit: h.commit, State: h.state, Trust: h.trust, Branch: branch, store: s, ctxID: ctxID}
+			pins := h.pins
+			pins.Add(1)
+			h.mu.RUnlock()
+			defer pins.Add(-1)
+			err = s.viewErr(v, fn(v), fmt.Sprintf("branch %q", branch))
+			if v.Err() != nil {
+				s.dropHead(h) // load it afresh
+			}
+			return err
 		}
 	}
 	c, err := s.Resolve(ctx, ctxID, ref)

@@ -412,10 +412,34 @@ func ValidateContextID(id string) error {
 	return nil
 }
 
-// ValidateBranch checks a branch name.
+// ValidateBranch checks a branch name, of a branch new or old.
 func ValidateBranch(name string) error {
 	if !branchPattern.MatchString(name) {
 		return fmt.Errorf("%w: branch name %q must match %s", ErrInvalid, name, branchPattern)
+	}
+	return nil
+}
+
+// CommitIDRule is the rule ValidateNewBranch adds to ValidateBranch's.
+const CommitIDRule = "not 8 to 64 hex digits, which read as a commit id"
+
+// ReadsAsCommitID reports whether a ref named name is read as a commit id
+// too: 8 to 64 hex digits, of either case (hashing.HexPrefix).
+func ReadsAsCommitID(name string) bool {
+	_, err := hashing.HexPrefix(name)
+	return err == nil
+}
+
+// ValidateNewBranch checks the name of a branch to create: a branch name
+// (ValidateBranch) that does not read as a commit id (ReadsAsCommitID),
+// so that a ref never names a branch and a commit at once. Branches that
+// an older store made with such names keep them (Resolve).
+func ValidateNewBranch(name string) error {
+	if err := ValidateBranch(name); err != nil {
+		return err
+	}
+	if ReadsAsCommitID(name) {
+		return fmt.Errorf("%w: branch name %q must be %s; add a character that is not a hex digit", ErrInvalid, name, CommitIDRule)
 	}
 	return nil
 }

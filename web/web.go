@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/artifactd/artifactd/internal/lru"
 	"log/slog"
 	"net/http"
@@ -255,9 +256,12 @@ func securityHeaders(h http.Header) {
 // storeProblem maps a store or graph error to the problem shown to the
 // user. what names the thing looked up ("context", "commit or branch"…).
 func storeProblem(err error, what string) *problem {
+	var both *store.BranchOrCommitError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return &problem{Code: codeNotFound, Detail: "no such " + what, Err: err}
+	case errors.As(err, &both):
+		return &problem{Code: codeAmbiguousRef, Detail: fmt.Sprintf("%s is both a branch (at %s) and a prefix of commit %s; give sha256:%s for the commit, or the branch's head %s", both.Ref, both.Head.Short(), both.Commit.Short(), both.Ref, both.Head.Short()), Err: err}
 	case errors.Is(err, store.ErrAmbiguous):
 		return &problem{Code: codeAmbiguousRef, Detail: "the commit prefix matches more than one commit; give more digits", Err: err}
 	case errors.Is(err, store.ErrInvalid):

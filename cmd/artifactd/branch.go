@@ -8,7 +8,11 @@ import (
 )
 
 func runBranch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("branch", "--context ID [--data DIR | --store SPEC] [NAME [--at REF]] [--json]", stderr)
+	fs := newFlagSet("branch", "--context ID [--data DIR | --store SPEC] [NAME [--at REF]] [--json]\n\n"+
+		"NAME is 1-100 of [A-Za-z0-9._/-], starting with a letter, digit or _, and\n"+
+		"not 8 to 64 hex digits: a REF of those is read as a commit id. A branch an\n"+
+		"older store made with such a name stays; as a REF it is refused as ambiguous\n"+
+		"where another commit's id starts with it (give sha256:DIGITS for the commit).", stderr)
 	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store")
 	ctxID := fs.String("context", "", "context (required)")
 	at := fs.String("at", "", "create the branch at this commit or branch; default: main")

@@ -102,18 +102,45 @@ func TestReplayServerChecksTheHashItself(t *testing.T) {
 
 // TestFullCommitIDIsTheCommit: a branch named with a commit's 64 hex
 // digits does not hide that commit from --at: replay --at <id> --verify
-// checked the branch's head instead.
+// checked the branch's head instead. artifactd branch no longer creates
+// a branch of such a name, so the branch here comes from a bundle (an
+// older store's export); digits that are a branch and a prefix of
+// another commit are refused naming both (they read the branch).
 func TestFullCommitIDIsTheCommit(t *testing.T) {
 	f := newVerifyFixture(t)
 	first, head := f.commits[0], f.head()
-	if code, _, errOut := runArtifactd(t, "branch", "--data", f.dir, "--context", "c", first.ID.Hex(), "--at", "main"); code != 0 {
-		t.Fatalf("branch: %s", errOut)
+	for _, name := range []string{first.ID.Hex(), first.ID.Hex()[:8], "deadbeef"} {
+		if code, _, errOut := runArtifactd(t, "branch", "--data", f.dir, "--context", "c", name, "--at", "main"); code != 2 || !strings.Contains(errOut, "read as a commit id") {
+			t.Errorf("branch %s: exit %d, %s; want 2 saying the name reads as a commit id", name, code, errOut)
+		}
 	}
-	if code, _, _ := runArtifactd(t, "replay", "--data", f.dir, "--context", "c", "--at", first.ID.Hex(), "--verify", head.ContextHash.String()); code == 0 {
+	bundle := filepath.Join(t.TempDir(), "b.jsonl")
+	if code, _, errOut := runArtifactd(t, "export", "--data", f.dir, "--context", "c", "-o", bundle); code != 0 {
+		t.Fatal(errOut)
+	}
+	raw, err := os.ReadFile(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := `{"name":"main","head":"` + head.ID.String() + `"}`
+	legacy := main + `,{"name":"` + first.ID.Hex() + `","head":"` + head.ID.String() + `"},{"name":"` + first.ID.Hex()[:8] + `","head":"` + head.ID.String() + `"}`
+	if !strings.Contains(string(raw), main) {
+		t.Fatalf("no %s in the bundle's header", main)
+	}
+	if err := os.WriteFile(bundle, []byte(strings.Replace(string(raw), main, legacy, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runArtifactd(t, "import", "--data", f.dir, "--as", "old", bundle); code != 0 {
+		t.Fatalf("import: %s", errOut)
+	}
+	if code, _, _ := runArtifactd(t, "replay", "--data", f.dir, "--context", "old", "--at", first.ID.Hex(), "--verify", head.ContextHash.String()); code == 0 {
 		t.Errorf("replay --at %s verifies the head's hash", first.ID.Short())
 	}
-	if code, out, errOut := runArtifactd(t, "replay", "--data", f.dir, "--context", "c", "--at", first.ID.Hex(), "--verify", first.ContextHash.String()); code != 0 {
+	if code, out, errOut := runArtifactd(t, "replay", "--data", f.dir, "--context", "old", "--at", first.ID.Hex(), "--verify", first.ContextHash.String()); code != 0 {
 		t.Errorf("replay --at %s --verify its own hash: exit %d\n%s%s", first.ID.Short(), code, out, errOut)
+	}
+	if code, _, errOut := runArtifactd(t, "log", "--data", f.dir, "--context", "old", "--at", first.ID.Hex()[:8]); code == 0 || !strings.Contains(errOut, "both a branch") || !strings.Contains(errOut, first.ID.Short()) {
+		t.Errorf("log --at %s: exit %d, %s; want a refusal naming the branch and commit %s", first.ID.Hex()[:8], code, errOut, first.ID.Short())
 	}
 }
 
