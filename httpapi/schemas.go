@@ -190,7 +190,7 @@ const (
 	schemaTypeRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,
 	  "required":["schema"],
 	  "properties":{
-	    "role":{"enum":["source","derived","never"]},
+	    "role":{"enum":["source","derived","never"],"description":"omitted: the registered type's role on an update, derived on a create"},
 	    "description":{"type":"string"},
 	    "schema":{"type":["object","boolean"]}}}`
 	schemaRelationRequest = `{"$schema":"` + draft2020 + `","type":"object","additionalProperties":false,

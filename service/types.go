@@ -237,7 +237,9 @@ func (r *Registry) List() []TypeRecord {
 }
 
 // Put registers or updates a user type and stores its record. schema must
-// be canonical JSON. It returns the record and whether anything changed.
+// be canonical JSON. An empty role keeps the role of a registered type and
+// is derived for a new one; another role than the registered one is a
+// conflict. It returns the record and whether anything changed.
 func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role graph.Role, description string, schema []byte) (TypeRecord, bool, error) {
 	if err := graph.ValidateName("type", name); err != nil {
 		return TypeRecord{}, false, &fault.Error{Code: fault.Invalid, Detail: err.Error(),
@@ -259,12 +261,17 @@ func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role g
 		return TypeRecord{}, false, &fault.Error{Code: code, Detail: detail,
 			Errors: []fault.FieldError{{Parameter: "name", Rule: rule, Detail: detail}}}
 	}
-	if role == "" {
-		role = graph.RoleDerived
-	}
 	// Another process may have changed the type: version from the store's.
 	if err := r.Refresh(ctx, st); err != nil {
 		return TypeRecord{}, false, err
+	}
+	if role == "" { // an update keeps the role (which cannot change), a create is derived
+		role = graph.RoleDerived
+		r.mu.RLock()
+		if old := r.user[name]; old != nil {
+			role = old.rec.Role
+		}
+		r.mu.RUnlock()
 	}
 	e, err := newTypeEntry(name, role, description, schema)
 	if err != nil {
