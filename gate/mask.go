@@ -445,11 +445,13 @@ func fieldEdits(s string) []edit {
 			continue // code or a literal (password = getpass(...), token: null), not a value
 		}
 		words := false
-		if open == 0 && secret && !tokenLike(s[v:e]) {
+		if open == 0 && secret && !tokenLike(s[v:e]) && !isMasked(s[v:e]) {
 			// An unquoted value that is not one generated credential may be
 			// words (a passphrase in a .env file or YAML): it runs on over
 			// the words of its line up to the next field (user=app,
-			// host: db) or a stop, and is masked whole.
+			// host: db) or a stop, and is masked whole. A token masked to
+			// its head and tail ends at its space as the token did, so
+			// that masking masked text changes nothing.
 			if w := wordsEnd(s, e); w > e {
 				e, next, words = w, w, true
 			}

@@ -210,3 +210,25 @@ func TestUnquotedSecretValueWithSpaces(t *testing.T) {
 		}
 	}
 }
+
+// TestMaskedTokenDoesNotRunOnOverWords: a token-like value masked to its
+// head and tail ("abcdef...mnop") ends at its space like the token did, so
+// masking the masked text changes nothing. When the head and tail hold one
+// kind of character the masked form is not token-like itself, and a second
+// pass read it as the first word of a passphrase and masked the words
+// after it too.
+func TestMaskedTokenDoesNotRunOnOverWords(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"GITHUB_TOKEN=abcdefgh12345678ijklmnop export", "GITHUB_TOKEN=abcdef...mnop export"},
+		{"TOKEN=ABCDEFGH12345678IJKLMNOP and more", "TOKEN=ABCDEF...MNOP and more"},
+		{"X-Api-Key: abcdefgh12345678ijklmnop (rotated)", "X-Api-Key: abcdef...mnop (rotated)"},
+	} {
+		got := MaskSecrets(tc.in)
+		if got != tc.want {
+			t.Errorf("MaskSecrets(%q)\n   got %q\n  want %q", tc.in, got, tc.want)
+		}
+		if again := MaskSecrets(got); again != got {
+			t.Errorf("not idempotent: %q -> %q", got, again)
+		}
+	}
+}
