@@ -595,13 +595,17 @@ func containsAny(name []byte, list []string) bool {
 // wordsEnd returns the end of the unquoted secret value whose first word
 // ends at e: the words after it on the same line, separated by spaces or
 // tabs, up to a word that names another field (it holds '=' or ':', or one
-// follows it) or a value stop: "correct horse battery staple" lost only its
-// first word before, and "password=abc user=app" keeps its user.
+// follows it), a comment (a word starting with '#') or a value stop:
+// "correct horse battery staple" lost only its first word before, and
+// "password=abc user=app" keeps its user, "password: abc # prod" its comment.
 func wordsEnd(s string, e int) int {
 	for e < len(s) && (s[e] == ' ' || s[e] == '\t') {
 		w := e
 		for w < len(s) && (s[w] == ' ' || s[w] == '\t') {
 			w++
+		}
+		if w < len(s) && s[w] == '#' {
+			return e // a comment (YAML, .env, shell): not a word of the value
 		}
 		we := w
 		for we < len(s) && !isValueStop(s[we]) && s[we] != '=' && s[we] != ':' && (s[we] < utf8.RuneSelf || spaceWidth(s, we) == 0) {

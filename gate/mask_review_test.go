@@ -232,3 +232,20 @@ func TestMaskedTokenDoesNotRunOnOverWords(t *testing.T) {
 		}
 	}
 }
+
+// TestUnquotedSecretWordsEndAtAComment: the words of an unquoted secret
+// value end where a comment starts. In the formats a passphrase is written
+// unquoted in — YAML, .env files, shell — a '#' after a space starts a
+// comment, not a word of the value, so the comment stays readable.
+func TestUnquotedSecretWordsEndAtAComment(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"password: correct horse battery staple # rotated monthly", "password: *** # rotated monthly"},
+		{"DB_PASSWORD=correct horse battery staple  # prod only\nUSER=app", "DB_PASSWORD=***  # prod only\nUSER=app"},
+		{"export DB_PASSWORD=hunter2 # set for CI", "export DB_PASSWORD=*** # set for CI"},
+		{"password: correct horse#battery staple", "password: ***"}, // no space before '#': a word of the value
+	} {
+		if got := MaskSecrets(tc.in); got != tc.want {
+			t.Errorf("MaskSecrets(%q)\n   got %q\n  want %q", tc.in, got, tc.want)
+		}
+	}
+}
