@@ -179,7 +179,7 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     this._puts = new Map(); // key → promise of the put
     this._writes = new Map(); // key → Set of promises of putWrites
     this._orphans = new Map(); // key → ids of writes stored before the checkpoint
-    this._writing = new Map(); // context → promise of the last putWrites queued on it, settled
+    this._writing = new Map(); // thread id → promise of the last putWrites queued on it, settled
   }
 
   /** Registers the three artifact types the saver writes (admin scope on "*"). Called once, lazily. */
@@ -476,7 +476,15 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
   putWrites(config, writes, taskId, taskPath) {
     const key = `${config.configurable?.thread_id}\u0000${nsOf(config)}\u0000${config.configurable?.checkpoint_id}`;
     const put = this._puts.get(key);
-    const p = this.#putWrites(config, writes, taskId, taskPath, key, put);
+    // This saver's putWrites on one thread go one at a time, in the order
+    // they were called: each is made with the head as parent, and a graph
+    // fanning out to many tasks would otherwise have them all race for it,
+    // each stale parent a retry (300 tasks' writes at once took minutes,
+    // and a third gave up); and a task's special writes (an error, an
+    // interrupt) replace the one before, so the last called must land
+    // last. The place in the queue is taken here, before anything is
+    // awaited.
+    const p = this.#queued(String(config.configurable?.thread_id), () => this.#putWrites(config, writes, taskId, taskPath, key, put));
     let set = this._writes.get(key);
     if (!set) this._writes.set(key, (set = new Set()));
     set.add(p);
@@ -498,78 +506,72 @@ export class ArtifactdSaver extends BaseCheckpointSaver {
     const ids = await idsOf(ns);
     const fresh = await ids.writes(checkpointId, taskId);
     const legacy = await ids.legacyWrites(checkpointId, taskId);
-    // This saver's putWrites on one context go one at a time: each is
-    // made with the head as parent, and a graph fanning out to many tasks
-    // would otherwise have them all race for it, each stale parent a
-    // retry (300 tasks' writes at once took minutes, and a third gave up).
-    return this.#queued(ctx, async () => {
-      // A task's writes are one artifact, read, merged and written back:
-      // the write is made with the head it read as parent, so a concurrent
-      // putWrites of the same task (from this saver or another process)
-      // cannot overwrite it unseen. A stale parent is re-read and merged
-      // again, with a short jittered pause; any commit to the thread's
-      // context moves the head, so the bound is generous.
-      const most = Math.max(1, this.attempts) * 20;
-      let linked;
-      let id;
-      for (let attempt = 0; ; attempt++) {
-        if (attempt) await jitter(attempt);
-        const head = (await this.client.hash(ctx)).commit;
-        let [existing, checkpointArt] = await Promise.all([this.#get(ctx, fresh, head), this.#checkpoint(ctx, ns, ids, checkpointId, head)]);
-        id = fresh;
-        if (existing && !(existing.data.checkpoint_ns === ns && existing.data.checkpoint_id === checkpointId && existing.data.task_id === taskId)) {
-          throw new LegacyIdError(fresh, existing.data);
-        }
-        if (!existing && legacy) {
-          // The task's writes as a thread written before checkpoint and
-          // task ids were hashed holds them (see idsOf).
-          const old = await this.#get(ctx, legacy, head);
-          if (old?.data.checkpoint_ns === ns && old.data.checkpoint_id === checkpointId && old.data.task_id === taskId) [id, existing] = [legacy, old];
-        }
-        const byIdx = new Map((existing?.data.writes ?? []).map((w) => [w.idx, w]));
-        // The values held inline share one request body, the kept ones too.
-        const room = { left: MAX_WRITES_INLINE_BYTES - encoder.encode(JSON.stringify(existing?.data.writes ?? [])).length };
-        for (const [i, [channel, value]] of writes.entries()) {
-          const idx = WRITES_IDX_MAP[channel] ?? i;
-          if (idx >= 0 && byIdx.has(idx)) continue; // regular writes are kept, special ones replaced
-          byIdx.set(idx, { idx, channel, value: await this.#encode(ctx, value, room) });
-        }
-        const all = [...byIdx.values()].sort((a, b) => a.idx - b.idx);
-        linked = Boolean(checkpointArt);
-        try {
-          await this.client.putArtifact(ctx, {
-            id,
-            type: WRITES_TYPE,
-            produced_by: "langgraph",
-            data: { checkpoint_ns: ns, checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath ?? "", writes: all },
-            edges: linked ? [{ rel: "responds_to", to: checkpointArt.id }] : undefined,
-            parent: head,
-          });
-          break;
-        } catch (e) {
-          if (!(e instanceof StaleParentError)) throw e;
-          if (attempt + 1 >= most) throw new Error(`ArtifactdSaver.putWrites: the head of thread "${threadId}" kept moving; gave up after ${most} tries`, { cause: e });
-        }
+    // A task's writes are one artifact, read, merged and written back:
+    // the write is made with the head it read as parent, so a concurrent
+    // putWrites of the same task (from this saver or another process)
+    // cannot overwrite it unseen. A stale parent is re-read and merged
+    // again, with a short jittered pause; any commit to the thread's
+    // context moves the head, so the bound is generous.
+    const most = Math.max(1, this.attempts) * 20;
+    let linked;
+    let id;
+    for (let attempt = 0; ; attempt++) {
+      if (attempt) await jitter(attempt);
+      const head = (await this.client.hash(ctx)).commit;
+      let [existing, checkpointArt] = await Promise.all([this.#get(ctx, fresh, head), this.#checkpoint(ctx, ns, ids, checkpointId, head)]);
+      id = fresh;
+      if (existing && !(existing.data.checkpoint_ns === ns && existing.data.checkpoint_id === checkpointId && existing.data.task_id === taskId)) {
+        throw new LegacyIdError(fresh, existing.data);
       }
-      if (!linked) {
-        // The checkpoint's put links it (see the constructor).
-        let ids = this._orphans.get(key);
-        if (!ids) this._orphans.set(key, (ids = new Set()));
-        ids.add(id);
+      if (!existing && legacy) {
+        // The task's writes as a thread written before checkpoint and
+        // task ids were hashed holds them (see idsOf).
+        const old = await this.#get(ctx, legacy, head);
+        if (old?.data.checkpoint_ns === ns && old.data.checkpoint_id === checkpointId && old.data.task_id === taskId) [id, existing] = [legacy, old];
       }
-    });
+      const byIdx = new Map((existing?.data.writes ?? []).map((w) => [w.idx, w]));
+      // The values held inline share one request body, the kept ones too.
+      const room = { left: MAX_WRITES_INLINE_BYTES - encoder.encode(JSON.stringify(existing?.data.writes ?? [])).length };
+      for (const [i, [channel, value]] of writes.entries()) {
+        const idx = WRITES_IDX_MAP[channel] ?? i;
+        if (idx >= 0 && byIdx.has(idx)) continue; // regular writes are kept, special ones replaced
+        byIdx.set(idx, { idx, channel, value: await this.#encode(ctx, value, room) });
+      }
+      const all = [...byIdx.values()].sort((a, b) => a.idx - b.idx);
+      linked = Boolean(checkpointArt);
+      try {
+        await this.client.putArtifact(ctx, {
+          id,
+          type: WRITES_TYPE,
+          produced_by: "langgraph",
+          data: { checkpoint_ns: ns, checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath ?? "", writes: all },
+          edges: linked ? [{ rel: "responds_to", to: checkpointArt.id }] : undefined,
+          parent: head,
+        });
+        break;
+      } catch (e) {
+        if (!(e instanceof StaleParentError)) throw e;
+        if (attempt + 1 >= most) throw new Error(`ArtifactdSaver.putWrites: the head of thread "${threadId}" kept moving; gave up after ${most} tries`, { cause: e });
+      }
+    }
+    if (!linked) {
+      // The checkpoint's put links it (see the constructor).
+      let ids = this._orphans.get(key);
+      if (!ids) this._orphans.set(key, (ids = new Set()));
+      ids.add(id);
+    }
   }
 
-  /** Runs fn after the putWrites queued on context ctx before it. */
-  #queued(ctx, fn) {
-    const run = (this._writing.get(ctx) ?? Promise.resolve()).then(fn);
+  /** Runs fn after the putWrites queued on thread before it. */
+  #queued(thread, fn) {
+    const run = (this._writing.get(thread) ?? Promise.resolve()).then(fn);
     const settled = run.then(
       () => {},
       () => {},
     );
-    this._writing.set(ctx, settled);
+    this._writing.set(thread, settled);
     settled.then(() => {
-      if (this._writing.get(ctx) === settled) this._writing.delete(ctx);
+      if (this._writing.get(thread) === settled) this._writing.delete(thread);
     });
     return run;
   }

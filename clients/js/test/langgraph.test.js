@@ -224,6 +224,30 @@ test("two savers racing putWrites on one checkpoint lose no write", async (t) =>
   }
 });
 
+test("a saver's putWrites on one thread land in the order they were called", async (t) => {
+  const client = setup(t);
+  if (!client) return;
+  const input = { source: "input", step: -1, parents: {} };
+  const thread = "writes-in-order";
+  const c1 = await new ArtifactdSaver({ client }).put({ configurable: { thread_id: thread, checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: uuid6(-1) }, input, {});
+  // A saver new to the thread (another process, say), whose first look
+  // at the thread's context answers late: the first call's work before
+  // it writes takes longer than the second's. A task's error write
+  // replaces the one before it, so the last one called must be the one
+  // kept.
+  class SlowFirst extends ArtifactdClient {
+    calls = 0;
+    async ensureContext(...args) {
+      if (this.calls++ === 0) await new Promise((r) => setTimeout(r, 200));
+      return super.ensureContext(...args);
+    }
+  }
+  const saver = new ArtifactdSaver({ client: new SlowFirst(server.url) });
+  await Promise.all([saver.putWrites(c1, [["__error__", "first"]], "task", ""), saver.putWrites(c1, [["__error__", "second"]], "task", "")]);
+  const tuple = await new ArtifactdSaver({ client }).getTuple(c1);
+  assert.deepEqual(tuple.pendingWrites, [["task", "__error__", "second"]]);
+});
+
 test("a saver's putWrites of 200 tasks at once all land", async (t) => {
   const client = setup(t);
   if (!client) return;
