@@ -445,13 +445,16 @@ func fieldEdits(s string) []edit {
 			continue // code or a literal (password = getpass(...), token: null), not a value
 		}
 		words := false
-		if open == 0 && secret && !tokenLike(s[v:e]) && !isMasked(s[v:e]) {
-			// An unquoted value that is not one generated credential may be
-			// words (a passphrase in a .env file or YAML): it runs on over
-			// the words of its line up to the next field (user=app,
-			// host: db) or a stop, and is masked whole. A token masked to
-			// its head and tail ends at its space as the token did, so
-			// that masking masked text changes nothing.
+		if open == 0 && secret && fieldLine(s, k, i, v) && !tokenLike(s[v:e]) && !isMasked(s[v:e]) {
+			// An unquoted value that is not one generated credential, of a
+			// field that begins its line (a .env file, YAML), may be words
+			// (a passphrase): as those formats read it, it runs on over the
+			// words of its line up to the next field (user=app, host: db),
+			// a comment or a stop, and is masked whole. A field in the
+			// middle of a line (a log line, a traceback) keeps the words
+			// after its value's first, and a token masked to its head and
+			// tail ends at its space as the token did, so that masking
+			// masked text changes nothing.
 			if w := wordsEnd(s, e); w > e {
 				e, next, words = w, w, true
 			}
@@ -590,6 +593,27 @@ func containsAny(name []byte, list []string) bool {
 		}
 	}
 	return false
+}
+
+// fieldLine reports whether the field whose name starts at s[k], with its
+// separator at s[i] and its value at s[v], is a line of a configuration
+// file: the name begins its line (after spaces, tabs or "export ") and the
+// value is on the same line.
+func fieldLine(s string, k, i, v int) bool {
+	if strings.ContainsAny(s[i:v], "\n\r") {
+		return false
+	}
+	b := k
+	for b > 0 && (s[b-1] == ' ' || s[b-1] == '\t') {
+		b--
+	}
+	if strings.HasSuffix(s[:b], "export") && b < k {
+		b -= len("export")
+		for b > 0 && (s[b-1] == ' ' || s[b-1] == '\t') {
+			b--
+		}
+	}
+	return b == 0 || s[b-1] == '\n' || s[b-1] == '\r'
 }
 
 // wordsEnd returns the end of the unquoted secret value whose first word

@@ -187,8 +187,9 @@ func TestURLPasswordWithAnAt(t *testing.T) {
 }
 
 // TestUnquotedSecretValueWithSpaces: an unquoted value of a secret-named
-// field that is not one generated credential runs on over the words of its
-// line, up to the next field, and is masked whole; a passphrase in a .env
+// field that begins its line (.env, YAML) and is not one generated
+// credential runs on over the words of its line, up to the next field, and
+// is masked whole; a passphrase in a .env
 // file or YAML ("correct horse battery staple") lost only its first word
 // before. A token-like value still ends at its space, so the words after it
 // stay readable, and so does the next field on the line.
@@ -204,6 +205,14 @@ func TestUnquotedSecretValueWithSpaces(t *testing.T) {
 		{"GITHUB_TOKEN=abc123def456ghi789jkl export", "GITHUB_TOKEN=abc123...9jkl export"},
 		{"password: hunter2hunter2 ok", "password: *** ok"},
 		{"password = None  # not set", "password = None  # not set"},
+		{"  export DB_PASSWORD=correct horse battery staple", "  export DB_PASSWORD=***"},
+		{"app:\n  password: correct horse battery staple\n  user: app", "app:\n  password: ***\n  user: app"},
+		// A field in the middle of a line (a log line, a traceback) keeps
+		// the words after its value's first; so does a value on a later
+		// line than its field.
+		{"Traceback: password: must be at least 8 characters", "Traceback: password: *** be at least 8 characters"},
+		{"2026-12-07 INFO token=abc123 expires in 3600 seconds", "2026-12-07 INFO token=*** expires in 3600 seconds"},
+		{"password:\n  host db.internal", "password:\n  *** db.internal"},
 	} {
 		if got := MaskSecrets(tc.in); got != tc.want {
 			t.Errorf("MaskSecrets(%q)\n   got %q\n  want %q", tc.in, got, tc.want)
