@@ -101,8 +101,8 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // parseResolutions reads --resolve KEY=ours|theirs (split at the last
-// "=", as keys may hold one) and --resolve-value KEY=JSON (split at the
-// first "={").
+// "=", as keys may hold one) and --resolve-value KEY=JSON
+// (splitResolveValue).
 func parseResolutions(takes, values []string) (map[string]replay.Resolution, error) {
 	res := map[string]replay.Resolution{}
 	for _, t := range takes {
@@ -120,13 +120,9 @@ func parseResolutions(takes, values []string) (map[string]replay.Resolution, err
 		res[key] = replay.Resolution{Take: take}
 	}
 	for _, v := range values {
-		i := strings.Index(v, "={")
-		if i <= 0 {
-			return nil, fmt.Errorf("--resolve-value %q: want KEY={...} (a JSON object)", v)
-		}
-		key, raw := v[:i], v[i+1:]
-		if !json.Valid([]byte(raw)) {
-			return nil, fmt.Errorf("--resolve-value %q: the value is not valid JSON", v)
+		key, raw, err := splitResolveValue(v)
+		if err != nil {
+			return nil, err
 		}
 		if _, dup := res[key]; dup {
 			return nil, fmt.Errorf("conflict %q is resolved twice", key)
@@ -134,6 +130,28 @@ func parseResolutions(takes, values []string) (map[string]replay.Resolution, err
 		res[key] = replay.Resolution{Value: json.RawMessage(raw)}
 	}
 	return res, nil
+}
+
+// splitResolveValue splits --resolve-value KEY=JSON at the first "={"
+// after which the rest is one JSON object. A key may hold "={" itself (an
+// artifact id may), so each is tried in turn; a JSON string cannot hold an
+// unescaped quote, so at most one split leaves a valid object.
+func splitResolveValue(v string) (key, raw string, err error) {
+	for i := 0; ; {
+		j := strings.Index(v[i:], "={")
+		if j < 0 {
+			break
+		}
+		at := i + j
+		if at > 0 && json.Valid([]byte(v[at+1:])) {
+			return v[:at], v[at+1:], nil
+		}
+		i = at + 1
+	}
+	if strings.Index(v, "={") <= 0 {
+		return "", "", fmt.Errorf("--resolve-value %q: want KEY={...} (a JSON object)", v)
+	}
+	return "", "", fmt.Errorf("--resolve-value %q: the value is not valid JSON", v)
 }
 
 func printConflicts(w io.Writer, rep mergeReport) {

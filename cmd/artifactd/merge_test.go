@@ -98,6 +98,33 @@ func TestParseResolutions(t *testing.T) {
 	}
 }
 
+// TestResolveValueKeyHoldingAnObjectOpener: an artifact id may hold "={",
+// and --resolve-value splits at the "={" after which the rest is one JSON
+// object; it split at the first one before, and refused the value as not
+// JSON. A "={" inside the value's strings stays in the value.
+func TestResolveValueKeyHoldingAnObjectOpener(t *testing.T) {
+	for _, tc := range []struct{ arg, key, value string }{
+		{`a={b={"text":1}`, "a={b", `{"text":1}`},
+		{`x={}={"text":"y"}`, "x={}", `{"text":"y"}`},
+		{`k={"v":"a={b"}`, "k", `{"v":"a={b"}`},
+		{`edge:-> -json-> {"id":"p={q"}={"text":2}`, `edge:-> -json-> {"id":"p={q"}`, `{"text":2}`},
+	} {
+		res, err := parseResolutions(nil, []string{tc.arg})
+		if err != nil {
+			t.Errorf("%s: %v", tc.arg, err)
+			continue
+		}
+		if got, ok := res[tc.key]; !ok || string(got.Value) != tc.value {
+			t.Errorf("%s: resolutions %v, want %q -> %s", tc.arg, res, tc.key, tc.value)
+		}
+	}
+	for _, bad := range []string{`k=[1]`, `={"a":1}`, `k={"a":`, `k={b={c`} {
+		if _, err := parseResolutions(nil, []string{bad}); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
 func TestCLIAuditEval(t *testing.T) {
 	dir, head := cliFixture(t)
 	code, out, errOut := runCLI(t, "audit", "--data", dir, "--context", "run-1", "a")
