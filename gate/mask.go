@@ -444,6 +444,13 @@ func fieldEdits(s string) []edit {
 		if !quoted && (s[v-1] != '"' && s[v-1] != '\'') && codeValue(s, v, e) {
 			continue // code or a literal (password = getpass(...), token: null), not a value
 		}
+		if open == 0 && s[e-1] == ':' && strings.ContainsAny(s[i:v], "\n\r") {
+			// A field with nothing after it on its line, then a line that
+			// starts with a key (YAML's "password:" over a nested
+			// "host: db"): the key is not the value. A value on the next
+			// line (YAML's indented scalar) is still masked.
+			continue
+		}
 		words := false
 		if open == 0 && secret && fieldLine(s, k, i, v) && !tokenLike(s[v:e]) && !isMasked(s[v:e]) {
 			// An unquoted value that is not one generated credential, of a

@@ -213,6 +213,11 @@ func TestUnquotedSecretValueWithSpaces(t *testing.T) {
 		{"Traceback: password: must be at least 8 characters", "Traceback: password: *** be at least 8 characters"},
 		{"2026-12-07 INFO token=abc123 expires in 3600 seconds", "2026-12-07 INFO token=*** expires in 3600 seconds"},
 		{"password:\n  host db.internal", "password:\n  *** db.internal"},
+		// A field with an empty value over a nested key keeps the key; a
+		// value on the next line (YAML's indented scalar) is masked.
+		{"password:\n  host: db.internal", "password:\n  host: db.internal"},
+		{"db:\n  password:\n    file: /run/secrets/db", "db:\n  password:\n    file: /run/secrets/db"},
+		{"password:\n  correcthorse", "password:\n  ***"},
 	} {
 		if got := MaskSecrets(tc.in); got != tc.want {
 			t.Errorf("MaskSecrets(%q)\n   got %q\n  want %q", tc.in, got, tc.want)
