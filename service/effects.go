@@ -804,17 +804,23 @@ func (s *Service) Now() time.Time { return s.now() }
 // has expired counts as pending. more says whether effects are left after
 // the last one returned.
 func ListEffects(v *store.View, status, cursor string, limit int, now time.Time) (items []EffectView, more bool, err error) {
-	if err := CheckEffectStatus(status); err != nil {
+	if err := checkListEffects(status, limit); err != nil {
 		return nil, false, err
 	}
-	if limit < 1 {
-		// A page of none with more left would give a caller no cursor
-		// to go on from.
-		return nil, false, &fault.Error{Code: fault.InvalidQuery, Detail: fmt.Sprintf("limit must be at least 1, not %d", limit),
-			Errors: []fault.FieldError{{Parameter: "limit", Rule: "minimum", Detail: "at least 1"}}}
-	}
-	all, err := effectsOf(v)
+	all, err := EffectsAt(v)
 	if err != nil {
+		return nil, false, err
+	}
+	return ListEffectsIn(all, status, cursor, limit, now)
+}
+
+// EffectsAt returns the outbox's effects at view v, sorted by id, for
+// ListEffectsIn and ExpiredLeases to share one read.
+func EffectsAt(v *store.View) ([]EffectView, error) { return effectsOf(v) }
+
+// ListEffectsIn is ListEffects over effects all (EffectsAt).
+func ListEffectsIn(all []EffectView, status, cursor string, limit int, now time.Time) (items []EffectView, more bool, err error) {
+	if err := checkListEffects(status, limit); err != nil {
 		return nil, false, err
 	}
 	items = []EffectView{}
@@ -838,25 +844,36 @@ func ListEffects(v *store.View, status, cursor string, limit int, now time.Time)
 	return items, false, nil
 }
 
-// ExpiredLeases returns how many effects of view v are claimed with a
+// checkListEffects refuses a status filter that is none of the four and
+// a limit under 1.
+func checkListEffects(status string, limit int) error {
+	if err := CheckEffectStatus(status); err != nil {
+		return err
+	}
+	if limit < 1 {
+		// A page of none with more left would give a caller no cursor
+		// to go on from.
+		return &fault.Error{Code: fault.InvalidQuery, Detail: fmt.Sprintf("limit must be at least 1, not %d", limit),
+			Errors: []fault.FieldError{{Parameter: "limit", Rule: "minimum", Detail: "at least 1"}}}
+	}
+	return nil
+}
+
+// ExpiredLeases returns how many of effects all (EffectsAt) are claimed with a
 // lease that has passed as of now (or whose lease_until does not parse,
-// which counts as passed). It is all that ListEffects's answer at v
+// which counts as passed). It is all that ListEffectsIn's answer over them
 // depends on of the clock: the effects claimed at v have fixed leases,
 // and they pass in the order of their lease_until, so the number that
 // has passed says which have. A read keyed on it (the list's ETag)
 // changes when a lease passes, not when the clock merely moves.
-func ExpiredLeases(v *store.View, now time.Time) (int, error) {
-	all, err := effectsOf(v)
-	if err != nil {
-		return 0, err
-	}
+func ExpiredLeases(all []EffectView, now time.Time) int {
 	n := 0
 	for _, e := range all {
 		if leaseExpired(e.EffectData, now) {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // CheckEffectStatus refuses a status filter that is none of the four
