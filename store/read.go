@@ -118,6 +118,14 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	if ref == "" {
 		ref = DefaultBranch
 	}
+	if prefix, err := hashing.HexPrefix(ref); err == nil && len(prefix) == 64 {
+		// A full id is its commit whatever a branch is named: one point
+		// read, not the branch lookup and a scan of the commit index.
+		d, _ := hashing.ParseDigest("sha256:" + prefix)
+		if c, err := s.commitRecord(ctxID, d); err == nil || !errors.Is(err, ErrNotFound) {
+			return c, err
+		}
+	}
 	head, ok, err := s.namedBranch(ctx, ctxID, ref)
 	if err != nil {
 		return nil, err
