@@ -150,12 +150,24 @@ func (s *Server) handleGetBlob(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveBlob answers the bytes of blob d, streamed from the store: 304 for
-// a matching If-None-Match, 410 when pruned. A blob that stops verifying
-// after its first bytes were sent is cut short (the client sees fewer
-// bytes than Content-Length) and noted as corruption.
+// a matching If-None-Match, 410 when pruned. The caller has checked that
+// the request may read d (a context's membership). A blob that stops
+// verifying after its first bytes were sent is cut short (the client sees
+// fewer bytes than Content-Length) and noted as corruption.
 func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, d hashing.Digest, cache string) {
 	etag := `"` + d.Hex() + `"`
+	cacheControl := cache + ", max-age=31536000, immutable"
 	if notModified(r, etag) {
+		// The ETag is the digest, which the client can name whether or
+		// not the bytes are here: 304 only when they are stored, as the
+		// same request without If-None-Match would answer 200. A pruned
+		// blob is still 410 and an unknown one 404 (StatBlob reads no
+		// bytes, so the answer stays cheap).
+		if err := s.st.StatBlob(r.Context(), d); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		w.Header().Set("Cache-Control", cacheControl)
 		s.respondRead(w, r, etag, nil, errNotModified{})
 		return
 	}
@@ -169,7 +181,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, d hashing.Dig
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Length", strconv.FormatInt(br.Size(), 10))
 	h.Set("ETag", etag)
-	h.Set("Cache-Control", cache+", max-age=31536000, immutable")
+	h.Set("Cache-Control", cacheControl)
 	h.Set("X-Content-Type-Options", "nosniff")
 	if r.Method == http.MethodHead {
 		return

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/store"
@@ -400,5 +401,83 @@ func TestHeadAnswersAsGet(t *testing.T) {
 		if c.length != "" && head.header.Get("Content-Length") != c.length {
 			t.Errorf("HEAD %s: Content-Length %q, want %s", c.path, head.header.Get("Content-Length"), c.length)
 		}
+	}
+}
+
+// TestConditionalBlobReadAnswersAsWithoutIt: the ETag of a blob is its
+// digest, which a client can name whether or not the bytes are there, so
+// If-None-Match answers 304 only where the same request without it
+// answers 200 — the bytes are stored and the request may read them. A
+// pruned blob is 410 blob-pruned, an unknown digest 404 and another
+// context's blob the 404 of bytes stored nowhere, with the same problem
+// as without the header, for GET and HEAD, whatever form the tag takes.
+func TestConditionalBlobReadAnswersAsWithoutIt(t *testing.T) {
+	e := newEnv(t, withTokens(tenancyTokens))
+	for _, id := range []string{"team-a-1", "team-b-1"} {
+		e.must(e.send(req{method: "POST", path: "/v1/contexts", body: map[string]any{"id": id}, header: as(admin)}), 201)
+	}
+	// team-a's spilled tool output, pruned below; its upload, kept.
+	out := e.must(e.send(req{method: "POST", path: "/v1/contexts/team-a-1/tool-results", header: as(teamA),
+		body: map[string]any{"id": "t1", "tool": "ls", "ok": true, "output": strings.Repeat("line of tool output\n", 3000)}}), 201)
+	spilled := out["artifact"].(map[string]any)["data"].(map[string]any)["full_blob"].(string)
+	kept := e.must(e.send(req{method: "POST", path: "/v1/contexts/team-a-1/blobs", body: []byte("team a's kept bytes"), header: as(teamA)}), 201)["digest"].(string)
+	other := e.must(e.send(req{method: "POST", path: "/v1/contexts/team-b-1/blobs", body: []byte("team b's bytes"), header: as(teamB)}), 201)["digest"].(string)
+	nowhere := sha256Str("bytes stored nowhere")
+	if e.send(req{method: "GET", path: "/v1/contexts/team-a-1/blobs/" + spilled, header: as(teamA)}).status != 200 {
+		t.Fatal("the spilled output is not readable before the prune")
+	}
+	now := time.Now()
+	if n, err := e.st.PruneSpills(t.Context(), now.Add(time.Hour), now, 0); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v; want 1", n, err)
+	}
+
+	for _, c := range []struct {
+		name, path, tok, digest string
+		status                  int
+	}{
+		{"held", "/v1/contexts/team-a-1/blobs/" + kept, teamA, kept, 200},
+		{"global held", "/v1/blobs/" + kept, admin, kept, 200},
+		{"pruned", "/v1/contexts/team-a-1/blobs/" + spilled, teamA, spilled, 410},
+		{"global pruned", "/v1/blobs/" + spilled, admin, spilled, 410},
+		{"unknown", "/v1/contexts/team-a-1/blobs/" + nowhere, teamA, nowhere, 404},
+		{"global unknown", "/v1/blobs/" + nowhere, admin, nowhere, 404},
+		{"another context's", "/v1/contexts/team-a-1/blobs/" + other, teamA, other, 404},
+		{"not a token of the context", "/v1/contexts/team-b-1/blobs/" + other, teamA, other, 403},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hex := strings.TrimPrefix(c.digest, "sha256:")
+			for _, method := range []string{"GET", "HEAD"} {
+				plain := e.send(req{method: method, path: c.path, header: as(c.tok)})
+				if plain.status != c.status {
+					t.Fatalf("%s %s: %d %s, want %d", method, c.path, plain.status, plain.body, c.status)
+				}
+				for _, tag := range []string{`"` + hex + `"`, `W/"` + hex + `"`, `"other", "` + hex + `"`, "*"} {
+					h := as(c.tok)
+					h["If-None-Match"] = tag
+					cond := e.send(req{method: method, path: c.path, header: h})
+					if c.status == 200 {
+						if cond.status != 304 || cond.header.Get("ETag") != plain.header.Get("ETag") || len(cond.body) != 0 ||
+							cond.header.Get("Cache-Control") != plain.header.Get("Cache-Control") {
+							t.Errorf("%s %s with If-None-Match %s: %d ETag %q Cache-Control %q, want 304 with %q %q",
+								method, c.path, tag, cond.status, cond.header.Get("ETag"), cond.header.Get("Cache-Control"),
+								plain.header.Get("ETag"), plain.header.Get("Cache-Control"))
+						}
+						continue
+					}
+					if cond.status != plain.status || !bytes.Equal(cond.body, plain.body) ||
+						cond.header.Get("Content-Type") != plain.header.Get("Content-Type") ||
+						cond.header.Get("Cache-Control") != plain.header.Get("Cache-Control") || cond.header.Get("ETag") != "" {
+						t.Errorf("%s %s with If-None-Match %s:\n got %d %q %q ETag %q %s\nwant %d %q %q %s", method, c.path, tag,
+							cond.status, cond.header.Get("Content-Type"), cond.header.Get("Cache-Control"), cond.header.Get("ETag"), cond.body,
+							plain.status, plain.header.Get("Content-Type"), plain.header.Get("Cache-Control"), plain.body)
+					}
+				}
+			}
+			if c.status == 410 {
+				if r := e.send(req{method: "GET", path: c.path, header: as(c.tok)}); !strings.Contains(string(r.body), "blob-pruned") || !strings.Contains(string(r.body), `"pruned_at"`) {
+					t.Errorf("GET %s: %s, want blob-pruned with pruned_at", c.path, r.body)
+				}
+			}
+		})
 	}
 }

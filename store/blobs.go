@@ -347,6 +347,30 @@ func (s *Store) OpenBlob(ctx context.Context, d hashing.Digest) (*BlobReader, er
 	return &BlobReader{ctx: ctx, s: s, d: d, m: m, sum: sha256.New()}, nil
 }
 
+// StatBlob reports what OpenBlob would find for d without reading the
+// bytes: nil when they are stored (a single record or a manifest), else,
+// as OpenBlob, a *PrunedError (ErrPruned) when they were pruned, or
+// ErrNotFound. It reads no blob record's value (kv.Has, one round trip;
+// the pruned marker is read only when neither record is there), so it
+// fits the answer to a conditional read whose ETag is the digest: a
+// stored blob is 304, a pruned one still 410 and an unknown one 404.
+// It does not verify the bytes: a record that no longer matches its
+// digest is found here and fails OpenBlob or its reads with ErrCorrupt
+// (fsck reports it).
+func (s *Store) StatBlob(ctx context.Context, d hashing.Digest) error {
+	have, err := kv.Has(ctx, s.kv, [][]byte{keyBlob(d), keyBlobManifest(d)})
+	if err != nil {
+		return fmt.Errorf("blob %s: %w", d, err)
+	}
+	if have[0] || have[1] {
+		return nil
+	}
+	if pe := s.pruned(d); pe != nil {
+		return pe
+	}
+	return fmt.Errorf("blob %s: %w", d, ErrNotFound)
+}
+
 // Size returns the blob's length in bytes.
 func (b *BlobReader) Size() int64 {
 	if b.m == nil {

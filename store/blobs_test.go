@@ -404,3 +404,132 @@ func asBeforeMemberships(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 }
+
+// blobValueReads counts the reads of a blob record's value (a single
+// record, a manifest or a chunk); Has reads none.
+type blobValueReads struct {
+	kv.Driver
+	n int
+}
+
+func (d *blobValueReads) count(k []byte) {
+	for _, p := range []string{pBlob, pBlobManifest, pBlobChunk} {
+		if bytes.HasPrefix(k, []byte(p)) {
+			d.n++
+		}
+	}
+}
+
+func (d *blobValueReads) Get(ctx context.Context, k []byte) ([]byte, error) {
+	d.count(k)
+	return d.Driver.Get(ctx, k)
+}
+
+func (d *blobValueReads) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	for _, k := range keys {
+		d.count(k)
+	}
+	return d.Driver.GetMany(ctx, keys)
+}
+
+func (d *blobValueReads) Has(ctx context.Context, keys [][]byte) ([]bool, error) {
+	return kv.Has(ctx, d.Driver, keys)
+}
+
+// TestStatBlob: StatBlob answers what OpenBlob would — found for bytes
+// stored as one record (also a legacy large one) or chunked, including
+// bytes an imported bundle said were pruned elsewhere; a *PrunedError with
+// pruned_at for pruned bytes; ErrNotFound for bytes never stored — and
+// reads no blob record's value to say so (a record whose bytes no longer
+// match is found: only reading it tells).
+func TestStatBlob(t *testing.T) {
+	t.Run("badger", func(t *testing.T) { statBlob(t, openTest(t, t.TempDir())) })
+	t.Run("memory", func(t *testing.T) {
+		s, err := Open(context.Background(), Options{Driver: memkv.New(), Clock: testClock(), ReserveBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		statBlob(t, s)
+	})
+}
+
+func statBlob(t *testing.T, s *Store) {
+	ctx := context.Background()
+	defer s.Close()
+	var stored []hashing.Digest
+	for i, n := range []int{0, 1, BlobChunkSize, BlobChunkSize + 1, 3*BlobChunkSize + 5} {
+		d, err := s.PutBlob(ctx, blobBytes(n, byte(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, d)
+	}
+	legacy := blobBytes(2*BlobChunkSize, 9) // one record larger than a chunk
+	if err := s.putSingle(ctx, hashing.Sum(legacy), legacy); err != nil {
+		t.Fatal(err)
+	}
+	stored = append(stored, hashing.Sum(legacy))
+	// Bytes a bundle said were pruned, stored here all the same: read.
+	if err := s.markPruned(stored[1], "2026-01-01T00:00:00Z"); err != nil {
+		t.Fatal(err)
+	}
+	// A spill pruned here.
+	spill, err := s.PutBlob(ctx, blobBytes(BlobChunkSize+7, 42))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keySpill(at, spill), Value: []byte{}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneSpills(ctx, at.Add(time.Hour), at.Add(2*time.Hour), 0); n != 1 || err != nil {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	// A single record whose bytes no longer match its digest.
+	damaged := hashing.Sum([]byte("the bytes that were stored"))
+	if err := s.kv.Commit(ctx, kvBatchSet(keyBlob(damaged), []byte("other bytes"))); err != nil {
+		t.Fatal(err)
+	}
+	nowhere := hashing.Sum([]byte("bytes stored nowhere"))
+
+	reads := &blobValueReads{Driver: s.kv}
+	s.kv = reads
+	for _, d := range stored {
+		if err := s.StatBlob(ctx, d); err != nil {
+			t.Errorf("stored %s: %v", d.Short(), err)
+		}
+	}
+	if err := s.StatBlob(ctx, damaged); err != nil {
+		t.Errorf("damaged record: %v, want found", err)
+	}
+	var pe *PrunedError
+	if err := s.StatBlob(ctx, spill); !errors.As(err, &pe) || !errors.Is(err, ErrPruned) || pe.PrunedAt != hashing.FormatTime(at.Add(2*time.Hour)) || pe.Digest != spill {
+		t.Errorf("pruned: %v", err)
+	}
+	if err := s.StatBlob(ctx, nowhere); !errors.Is(err, ErrNotFound) || errors.Is(err, ErrPruned) {
+		t.Errorf("never stored: %v", err)
+	}
+	if reads.n != 0 {
+		t.Errorf("StatBlob read %d blob record values", reads.n)
+	}
+	s.kv = reads.Driver
+
+	// OpenBlob agrees, and only it finds the damage.
+	for _, d := range stored {
+		br, err := s.OpenBlob(ctx, d)
+		if err != nil {
+			t.Errorf("open stored %s: %v", d.Short(), err)
+			continue
+		}
+		br.Close()
+	}
+	if _, err := s.OpenBlob(ctx, spill); !errors.Is(err, ErrPruned) {
+		t.Errorf("open pruned: %v", err)
+	}
+	if _, err := s.OpenBlob(ctx, nowhere); !errors.Is(err, ErrNotFound) {
+		t.Errorf("open never stored: %v", err)
+	}
+	if _, err := s.OpenBlob(ctx, damaged); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("open damaged: %v", err)
+	}
+}
