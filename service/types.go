@@ -2,6 +2,7 @@ package service
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,7 +68,12 @@ type Registry struct {
 
 	builtinRels map[string]RelationRecord // immutable after NewRegistry
 
-	mu       sync.RWMutex // guards user, userRels and stamp and serializes Put and PutRelation
+	mu sync.RWMutex // guards user, userRels and stamp and serializes PutRelation
+	// putMu serializes Put and Load: a put decides, writes and installs
+	// its record while no other put reads the type, and a load never
+	// installs a snapshot read before a put's write over the record that
+	// put installed.
+	putMu    sync.Mutex
 	user     map[string]*typeEntry
 	userRels map[string]RelationRecord
 	// stamp is the store's registry stamp Load read (Refresh).
@@ -114,6 +120,8 @@ func (r *Registry) RoleOf(typ string) (graph.Role, bool) {
 // Load reads the user types stored in st. Call it after store.Open and
 // before serving, so that trust sees every user type's role.
 func (r *Registry) Load(ctx context.Context, st *store.Store) error {
+	r.putMu.Lock()
+	defer r.putMu.Unlock()
 	stamp, err := st.RegistryStamp(ctx)
 	if err != nil {
 		return fmt.Errorf("load types: %w", err)
@@ -240,6 +248,13 @@ func (r *Registry) List() []TypeRecord {
 // be canonical JSON. An empty role keeps the role of a registered type and
 // is derived for a new one; another role than the registered one is a
 // conflict. It returns the record and whether anything changed.
+//
+// Puts of one type at the same time, in this process or in several on one
+// database, answer and leave what one serial order of them would: each
+// decides against the type's record as the store holds it and writes only
+// if that record is still there (store.Store.PutTypeIf), deciding again
+// when another put got in first. So an empty role takes the role of the
+// type as the put finds it, and identical puts are never refused.
 func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role graph.Role, description string, schema []byte) (TypeRecord, bool, error) {
 	if err := graph.ValidateName("type", name); err != nil {
 		return TypeRecord{}, false, &fault.Error{Code: fault.Invalid, Detail: err.Error(),
@@ -261,47 +276,83 @@ func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role g
 		return TypeRecord{}, false, &fault.Error{Code: code, Detail: detail,
 			Errors: []fault.FieldError{{Parameter: "name", Rule: rule, Detail: detail}}}
 	}
-	// Another process may have changed the type: version from the store's.
-	if err := r.Refresh(ctx, st); err != nil {
-		return TypeRecord{}, false, err
-	}
-	if role == "" { // an update keeps the role (which cannot change), a create is derived
-		role = graph.RoleDerived
-		r.mu.RLock()
-		if old := r.user[name]; old != nil {
-			role = old.rec.Role
-		}
-		r.mu.RUnlock()
-	}
-	e, err := newTypeEntry(name, role, description, schema)
+	// The schema and a given role are checked before the type is read:
+	// an empty role is resolved against the record the put decides on,
+	// and compiled as derived meanwhile (a role does not change how the
+	// schema compiles).
+	e, err := newTypeEntry(name, cmp.Or(role, graph.RoleDerived), description, schema)
 	if err != nil {
 		return TypeRecord{}, false, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	old := r.user[name]
-	if old != nil {
-		if old.rec.Role != role {
+	r.putMu.Lock()
+	defer r.putMu.Unlock()
+	for {
+		// The store's record, not the registry's: another process may
+		// have changed the type (the version follows the store's).
+		oldRaw, err := st.GetType(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			oldRaw, err = nil, nil
+		}
+		if err != nil {
+			return TypeRecord{}, false, err
+		}
+		var old *TypeRecord
+		if oldRaw != nil {
+			old = new(TypeRecord)
+			if err := json.Unmarshal(oldRaw, old); err != nil {
+				return TypeRecord{}, false, fmt.Errorf("stored type %q: %w", name, err)
+			}
+			// The hash of the stored schema as Load computes it.
+			if canon, err := hashing.Canonicalize(old.Schema); err == nil {
+				old.SchemaHash = hashing.ContentHash(canon)
+			}
+		}
+		e.rec.Role = role
+		if role == "" { // an update keeps the role (which cannot change), a create is derived
+			e.rec.Role = graph.RoleDerived
+			if old != nil {
+				e.rec.Role = old.Role
+			}
+		}
+		switch {
+		case old == nil:
+			e.rec.Version = 1
+		case old.Role != e.rec.Role:
 			return TypeRecord{}, false, &fault.Error{Code: fault.Conflict,
-				Detail: fmt.Sprintf("type %q has role %q; a role cannot change once registered (trust already rests on it): register a new type name instead", name, old.rec.Role),
+				Detail: fmt.Sprintf("type %q has role %q; a role cannot change once registered (trust already rests on it): register a new type name instead", name, old.Role),
 				Errors: []fault.FieldError{{Pointer: "/role", Rule: "immutable", Detail: "role cannot change"}}}
+		case old.SchemaHash == e.rec.SchemaHash && old.Description == description:
+			e.rec.Version = old.Version
+			r.install(name, e)
+			return e.rec, false, nil
+		default:
+			e.rec.Version = old.Version + 1
 		}
-		if old.rec.SchemaHash == e.rec.SchemaHash && old.rec.Description == description {
-			return old.rec, false, nil
+		raw, err := json.Marshal(e.rec)
+		if err != nil {
+			return TypeRecord{}, false, err
 		}
-		e.rec.Version = old.rec.Version + 1
-	} else {
-		e.rec.Version = 1
+		err = st.PutTypeIf(ctx, name, oldRaw, raw)
+		if errors.Is(err, store.ErrStale) {
+			if ctx.Err() != nil {
+				return TypeRecord{}, false, ctx.Err()
+			}
+			continue // another process changed the type first: decide again
+		}
+		if err != nil {
+			return TypeRecord{}, false, err
+		}
+		r.install(name, e)
+		return e.rec, true, nil
 	}
-	raw, err := json.Marshal(e.rec)
-	if err != nil {
-		return TypeRecord{}, false, err
-	}
-	if err := st.PutType(ctx, name, raw); err != nil {
-		return TypeRecord{}, false, err
-	}
+}
+
+// install makes e, the record the store holds, the registry's entry of
+// user type name.
+func (r *Registry) install(name string, e *typeEntry) {
+	r.mu.Lock()
 	r.user[name] = e
-	return e.rec, true, nil
+	r.mu.Unlock()
 }
 
 // newTypeEntry checks and compiles a type's schema.

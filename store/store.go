@@ -32,7 +32,8 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrExists: the context or branch already exists.
 	ErrExists = errors.New("already exists")
-	// ErrStale: the commit named an expected parent that is no longer the head.
+	// ErrStale: the commit named an expected parent that is no longer the
+	// head (or PutTypeIf expected a type record that is no longer stored).
 	ErrStale = errors.New("stale parent")
 	// ErrInvalid: the request is malformed (bad id, bad branch name…).
 	ErrInvalid = errors.New("invalid request")
@@ -828,6 +829,24 @@ func (s *Store) checkedObject(d hashing.Digest, raw []byte) ([]byte, error) {
 // PutType stores a type record (opaque JSON owned by the caller).
 func (s *Store) PutType(ctx context.Context, name string, record []byte) error {
 	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyType(name), Value: record}, registryStamp()}}); err != nil {
+		return fmt.Errorf("put type %q: %w", name, err)
+	}
+	return nil
+}
+
+// PutTypeIf stores a type record as PutType does, if the type's stored
+// record is still old (nil: the type has none). When another writer
+// changed it first, it writes nothing and returns an error wrapping
+// ErrStale: the caller reads the record again and decides anew. Writers
+// in several processes that decide from what they read (a type's role
+// cannot change) need it; PutType would let the last one win.
+func (s *Store) PutTypeIf(ctx context.Context, name string, old, record []byte) error {
+	sw := kv.Swap{Key: keyType(name), New: record, Absent: old == nil, Old: old}
+	err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{registryStamp()}, Swaps: []kv.Swap{sw}})
+	if errors.Is(err, kv.ErrConflict) {
+		return fmt.Errorf("put type %q: the stored record changed: %w", name, ErrStale)
+	}
+	if err != nil {
 		return fmt.Errorf("put type %q: %w", name, err)
 	}
 	return nil
