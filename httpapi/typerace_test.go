@@ -139,7 +139,7 @@ func withSharedDriver(d storetest.Shared) envOption {
 // over a shared database, and on two servers over one database taking
 // the puts in turn.
 func TestConcurrentTypePutsAreSerial(t *testing.T) {
-	t.Run("server", func(t *testing.T) { typeRace(t, 50, newEnv(t)) })
+	t.Run("server", func(t *testing.T) { typeRace(t, 20, newEnv(t)) })
 	// A registry over a shared store read the whole registry again on
 	// each put, and could put back a snapshot read before another put's
 	// write; and two servers each decided on their own registry and
@@ -147,11 +147,11 @@ func TestConcurrentTypePutsAreSerial(t *testing.T) {
 	// created the type derived over the source type another server had
 	// just answered 201 for.
 	t.Run("shared", func(t *testing.T) {
-		typeRace(t, 25, newEnv(t, withSharedDriver(storetest.Shared{LockingDriver: memkv.New()})))
+		typeRace(t, 12, newEnv(t, withSharedDriver(storetest.Shared{LockingDriver: memkv.New()})))
 	})
 	t.Run("two-servers", func(t *testing.T) {
 		d := storetest.Shared{LockingDriver: memkv.New()}
-		typeRace(t, 25, newEnv(t, withSharedDriver(d)), newEnv(t, withSharedDriver(d)))
+		typeRace(t, 12, newEnv(t, withSharedDriver(d)), newEnv(t, withSharedDriver(d)))
 	})
 }
 
