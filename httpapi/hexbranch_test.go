@@ -3,11 +3,13 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store"
 )
 
 // TestBranchNameReadAsACommit: a branch named with the first hex digits
@@ -29,7 +31,8 @@ func TestBranchNameReadAsACommit(t *testing.T) {
 	digits := strings.TrimPrefix(first, "sha256:")[:8]
 
 	// An older store's branch named with the digits, at the head: export
-	// and import with the branch added to the bundle's header.
+	// and import with the branch added to the bundle's header, keeping
+	// the older store's names.
 	var buf bytes.Buffer
 	if _, err := e.st.Export(context.Background(), "h", "", &buf); err != nil {
 		t.Fatal(err)
@@ -41,7 +44,12 @@ func TestBranchNameReadAsACommit(t *testing.T) {
 	mainHead, _ := b.Header.Branch("main")
 	b.Header.Branches = append(b.Header.Branches, replay.BundleBranch{Name: digits, Head: mainHead}, replay.BundleBranch{Name: "cafef00d", Head: mainHead},
 		replay.BundleBranch{Name: strings.TrimPrefix(first, "sha256:"), Head: mainHead})
-	if _, err := e.st.Import(context.Background(), b, "old"); err != nil {
+	// The import refuses such names unless told that the bundle is an
+	// older store's export, whose branches keep theirs.
+	if _, err := e.st.Import(context.Background(), b, "old"); !errors.As(err, new(*store.HexBranchError)) {
+		t.Fatalf("import of the hex branches without KeepHexBranches: %v, want a *store.HexBranchError", err)
+	}
+	if _, err := e.st.ImportWith(context.Background(), b, store.ImportOptions{As: "old", KeepHexBranches: true}); err != nil {
 		t.Fatal(err)
 	}
 	if w := e.must(e.get("/v1/contexts/old/artifacts/a"), 200)["written_in"]; w != first { // the import keeps commit ids

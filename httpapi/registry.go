@@ -53,7 +53,7 @@ func (s *Server) handleCreateBranch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := store.ValidateNewBranch(in.Name); err != nil { // a ref of it would name a commit too
-		s.writeError(w, r, &Error{Code: CodeValidation, Detail: service.Classify(err).Detail, Errors: []FieldError{{Pointer: "/name", Rule: "not_commit_id", Detail: store.CommitIDRule}}})
+		s.writeError(w, r, &Error{Code: CodeValidation, Detail: service.Classify(err).Detail, Errors: []FieldError{{Pointer: "/name", Rule: store.NotCommitIDRule, Detail: store.CommitIDRule}}})
 		return
 	}
 	if err := service.CheckRef("at", in.At); err != nil {

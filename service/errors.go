@@ -97,6 +97,17 @@ func Classify(err error) *fault.Error {
 		return &fault.Error{Code: fault.Invalid, Detail: "refused secret: " + se.Reason,
 			Errors: []fault.FieldError{{Pointer: fmt.Sprintf("/secrets/%d", se.Index), Rule: "secret", Detail: se.Reason}}}
 	}
+	var hb *store.HexBranchError
+	if errors.As(err, &hb) {
+		// Each refused branch, by its place in the bundle header's
+		// branches, with the rule POST …/branches reports for /name.
+		fields := make([]fault.FieldError, len(hb.Branches))
+		for i, br := range hb.Branches {
+			fields[i] = fault.FieldError{Pointer: fmt.Sprintf("/branches/%d/name", br.Index), Rule: store.NotCommitIDRule,
+				Detail: fmt.Sprintf("branch name %q must be %s", br.Name, store.CommitIDRule)}
+		}
+		return &fault.Error{Code: fault.Invalid, Detail: stripSentinel(hb), Errors: fields}
+	}
 	var pruned *store.PrunedError
 	switch {
 	case errors.Is(err, replay.ErrResolution), errors.Is(err, replay.ErrNoMergeBase):

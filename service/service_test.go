@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,6 +205,7 @@ func TestClassify(t *testing.T) {
 		{store.ErrLocked, fault.Locked},
 		{store.ErrNoSpace, fault.NoSpace},
 		{&store.PrunedError{}, fault.Pruned},
+		{&store.HexBranchError{Branches: []store.HexBranch{{Name: "deadbeef"}}}, fault.Invalid},
 		{replay.ErrResolution, fault.Invalid},
 		{replay.ErrNoMergeBase, fault.Invalid},
 		{&replay.ConflictError{}, fault.MergeConflict},
@@ -236,6 +238,13 @@ func TestClassify(t *testing.T) {
 	}
 	if e := Classify(&gate.VerdictError{Pointer: "/verdict", Rule: "verdict"}); e.Pointer() != "/data/verdict" {
 		t.Errorf("a refused verdict points at %q, want /data/verdict", e.Pointer())
+	}
+	// A bundle's branch refused for its name: each by its place in the
+	// header, with the rule POST …/branches reports.
+	hb := &store.HexBranchError{Context: "c", Branches: []store.HexBranch{{Index: 1, Name: "deadbeef"}, {Index: 3, Name: "cafef00d"}}}
+	if e := Classify(fmt.Errorf("import: %w", hb)); len(e.Errors) != 2 || e.Pointer() != "/branches/1/name" || e.Errors[1].Pointer != "/branches/3/name" ||
+		e.Errors[0].Rule != "not_commit_id" || e.Errors[1].Rule != "not_commit_id" || !strings.HasPrefix(e.Detail, "the bundle's branches") || !strings.Contains(e.Detail, `"cafef00d"`) {
+		t.Errorf("a refused hex branch classifies as %+v", e)
 	}
 }
 

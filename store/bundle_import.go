@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/artifactd/artifactd/gate"
@@ -24,8 +27,67 @@ type ImportResult struct {
 	Branches   []Branch `json:"branches"`
 }
 
-// Import restores a bundle as a new context, named asID or, when asID is
-// empty, as the bundle names it. Every commit keeps its id: it is written
+// ImportOptions are the choices of an import beyond its bundle.
+type ImportOptions struct {
+	// As is the id of the context to create; empty: the bundle's.
+	As string
+	// RenameBranches creates the bundle's branch named by a key under its
+	// value instead (the header's names are covered by no hash). A key
+	// must be a branch of the bundle other than main; a value must be a
+	// name ValidateNewBranch takes that no other branch of the import
+	// has.
+	RenameBranches map[string]string
+	// KeepHexBranches creates a bundle's branch whose name reads as a
+	// commit id (ValidateNewBranch refuses it, rule not_commit_id) with
+	// that name, as a store made such branches before the rule: for the
+	// export of such a store. Without it such a branch refuses the
+	// import (*HexBranchError) before anything is written.
+	KeepHexBranches bool
+}
+
+// HexBranchError refuses an import whose bundle names branches that would
+// read as a commit id: the import creates every branch of its bundle in
+// a new context, so each would be a new branch of a name ValidateNewBranch
+// refuses (rule not_commit_id). Nothing was written. It is ErrInvalid.
+type HexBranchError struct {
+	Context  string      // the context the import would have created
+	Branches []HexBranch // in the header's order
+}
+
+// HexBranch is a branch of a bundle's header that a HexBranchError
+// refuses: its position in the header's branches, its name and head.
+type HexBranch struct {
+	Index int
+	Name  string
+	Head  hashing.Digest
+}
+
+// Error names every refused branch, the rule and the two ways on.
+func (e *HexBranchError) Error() string {
+	names := make([]string, len(e.Branches))
+	for i, br := range e.Branches {
+		names[i] = fmt.Sprintf("%q (at %s)", br.Name, br.Head.Short())
+	}
+	what, it, the := "branch "+names[0]+" is", "it", "the branch"
+	if len(names) > 1 {
+		what, it, the = "branches "+strings.Join(names, ", ")+" are", "each", "the branches"
+	}
+	return fmt.Sprintf("%v: the bundle's %s named with hex digits, and an import creates each branch of its bundle as a new branch of context %q, whose name must be %s (rule %s): nothing was imported; "+
+		"rename %s for the import, or keep the name if the bundle is the export of a store that made %s before that rule (a ref of such a name is then the branch, or refused as ambiguous where another commit's id starts with its digits)",
+		ErrInvalid, what, e.Context, CommitIDRule, NotCommitIDRule, it, the)
+}
+
+// Unwrap returns ErrInvalid.
+func (e *HexBranchError) Unwrap() error { return ErrInvalid }
+
+// Import is ImportWith under asID (the bundle's context id when empty)
+// with no other option.
+func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*ImportResult, error) {
+	return s.ImportWith(ctx, b, ImportOptions{As: asID})
+}
+
+// ImportWith restores a bundle as a new context, named opts.As or, when
+// that is empty, as the bundle names it. Every commit keeps its id: it is written
 // with its recorded parents, author, message, time and ops (explicit
 // versions), so the imported chain and context hashes are the bundle's
 // byte for byte. The bundle is verified in full first, and nothing is
@@ -36,18 +98,24 @@ type ImportResult struct {
 // re-judged; the context keeps the bundle's quarantine setting (its
 // header's, which no hash covers: a caller that does not trust the bundle
 // sets b.Header.Settings.Quarantine before the call). Then the
-// bundle's branches are set. The context holds every blob the bundle
+// bundle's branches are set, renamed as opts.RenameBranches says. Each
+// is a new branch, so one whose name reads as a commit id is refused
+// (*HexBranchError, before anything is written) unless
+// opts.KeepHexBranches keeps it, as an older store made it.
+//
+// The context holds every blob the bundle
 // carries, and those it lists as pruned (only blobs its tool outputs
 // name) unless this store holds their bytes for another context (those
 // stay the other's) or another context holds them with their bytes lost
 // (a loss fsck reports, which a prune would hide). A pruned line's time is covered by no hash: it is
 // recorded only for a blob this store has no prune time for. Errors: ErrExists (the context exists),
-// ErrInvalid (a bundle this store cannot reproduce), the bundle's
+// ErrInvalid (a bundle this store cannot reproduce, a rename it cannot
+// make, *HexBranchError), the bundle's
 // verification error (*replay.ChainError, replay.ErrBundle), and I/O
 // errors; after a failure part-way the context is left partially imported
 // and the error says so.
-func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*ImportResult, error) {
-	ctxID := asID
+func (s *Store) ImportWith(ctx context.Context, b *replay.Bundle, opts ImportOptions) (*ImportResult, error) {
+	ctxID := opts.As
 	if ctxID == "" {
 		ctxID = b.Header.Context
 	}
@@ -69,6 +137,10 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 		return nil, err
 	}
 	plan, err := planImport(b)
+	if err != nil {
+		return nil, err
+	}
+	branches, err := importBranches(b, ctxID, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -151,13 +223,13 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 		head = c.ID
 	}
 	out := &ImportResult{Context: ctxID, Quarantine: plan.mode, Commits: len(plan.commits) + 1, Blobs: len(b.Blobs())}
-	for _, br := range b.Header.Branches {
+	for _, br := range branches {
 		var err error
 		switch {
 		case br.Name == DefaultBranch && br.Head != head:
 			err = s.ResetBranch(ctx, ctxID, DefaultBranch, br.Head)
 		case br.Name != DefaultBranch:
-			err = s.createBranch(ctx, ctxID, br.Name, br.Head) // an older store's names too
+			err = s.createBranch(ctx, ctxID, br.Name, br.Head) // importBranches checked the names
 		}
 		if err != nil {
 			return nil, partial(fmt.Errorf("branch %q: %w", br.Name, err))
@@ -165,6 +237,52 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 	}
 	if out.Branches, err = s.Branches(ctx, ctxID); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// importBranches returns the branches an import of b into context ctxID
+// creates, in the header's order: renamed as opts.RenameBranches says,
+// checked before anything is written. A rename must name a branch of the
+// bundle other than main, and give it a name ValidateNewBranch takes
+// that no other branch of the import has (ErrInvalid). A name that reads
+// as a commit id is refused, all of them in one *HexBranchError, unless
+// opts.KeepHexBranches keeps them.
+func importBranches(b *replay.Bundle, ctxID string, opts ImportOptions) ([]replay.BundleBranch, error) {
+	out := make([]replay.BundleBranch, len(b.Header.Branches))
+	copy(out, b.Header.Branches)
+	olds := make([]string, 0, len(opts.RenameBranches))
+	for old := range opts.RenameBranches {
+		olds = append(olds, old)
+	}
+	sort.Strings(olds)
+	for _, old := range olds {
+		name := opts.RenameBranches[old]
+		i := slices.IndexFunc(out, func(br replay.BundleBranch) bool { return br.Name == old })
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("%w: cannot rename branch %q: the bundle has no branch of that name", ErrInvalid, old)
+		case old == DefaultBranch:
+			return nil, fmt.Errorf("%w: cannot rename branch %q: every context has it", ErrInvalid, old)
+		}
+		if err := ValidateNewBranch(name); err != nil {
+			return nil, fmt.Errorf("cannot rename branch %q: %w", old, err)
+		}
+		out[i].Name = name
+	}
+	seen := make(map[string]bool, len(out))
+	refused := &HexBranchError{Context: ctxID}
+	for i, br := range out {
+		if seen[br.Name] {
+			return nil, fmt.Errorf("%w: the import would make two branches named %q; rename to a name the bundle does not have", ErrInvalid, br.Name)
+		}
+		seen[br.Name] = true
+		if ReadsAsCommitID(br.Name) && !opts.KeepHexBranches {
+			refused.Branches = append(refused.Branches, HexBranch{Index: i, Name: br.Name, Head: br.Head})
+		}
+	}
+	if len(refused.Branches) > 0 {
+		return nil, refused
 	}
 	return out, nil
 }
@@ -177,7 +295,10 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 // built-in ones when nil), every blob a gate output names present (or
 // pruned, for a spilled tool output), every put valid against its type's
 // schema as the chain defines it. `artifactd replay BUNDLE` uses it, so a
-// bundle with a forged verdict does not replay as sound.
+// bundle with a forged verdict does not replay as sound. The names of
+// the bundle's branches are not judged here: one that reads as a commit
+// id is sound (an older store made it), and only an import, which would
+// make it a new branch, refuses it unless told to keep it.
 func CheckBundle(ctx context.Context, b *replay.Bundle, rulesets *gate.Rulesets) error {
 	if rulesets == nil {
 		rulesets = gate.BuiltinRulesets()

@@ -424,6 +424,10 @@ func ValidateBranch(name string) error {
 // CommitIDRule is the rule ValidateNewBranch adds to ValidateBranch's.
 const CommitIDRule = "not 8 to 64 hex digits, which read as a commit id"
 
+// NotCommitIDRule names CommitIDRule where a refusal names its rule (422
+// rule not_commit_id).
+const NotCommitIDRule = "not_commit_id"
+
 // ReadsAsCommitID reports whether a ref named name is read as a commit id
 // too: 8 to 64 hex digits, of either case (hashing.HexPrefix).
 func ReadsAsCommitID(name string) bool {

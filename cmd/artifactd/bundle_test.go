@@ -293,3 +293,97 @@ func TestCLIReplayTamperedBundle(t *testing.T) {
 		})
 	}
 }
+
+// hexBranchBundle exports run-1 of dir and adds to its header, which no
+// hash covers, a branch for each name at head (as a hand edit, or an
+// older store, could). It returns the bundle's path.
+func hexBranchBundle(t *testing.T, dir string, head *replay.Commit, names ...string) string {
+	t.Helper()
+	code, raw, errOut := runCLI(t, "export", "--data", dir, "--context", "run-1")
+	if code != 0 {
+		t.Fatalf("export: %s", errOut)
+	}
+	main := `{"name":"main","head":"` + head.ID.String() + `"}`
+	added := main
+	for _, n := range names {
+		added += `,{"name":"` + n + `","head":"` + head.ID.String() + `"}`
+	}
+	if !strings.Contains(raw, main) {
+		t.Fatalf("no %s in the bundle's header", main)
+	}
+	path := filepath.Join(t.TempDir(), "hex.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Replace(raw, main, added, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCLIImportRefusesAHexBranch: `artifactd branch` refuses a name of 8
+// to 64 hex digits (rule not_commit_id), but `artifactd import` created
+// one that a bundle's header named. The import is refused, exit 2, naming
+// the branch, the rule and the ways on, with nothing written: no data
+// directory it would have made, no context in a store that exists. Then
+// the ways on: --rename-branch OLD=NEW, or --keep-hex-branches for an
+// older store's export.
+func TestCLIImportRefusesAHexBranch(t *testing.T) {
+	dir, head := cliFixture(t)
+	digits := head.Parents[0].Hex()[:8]
+	bundle := hexBranchBundle(t, dir, head, digits)
+	if code, out, errOut := runCLI(t, "replay", bundle); code != 0 {
+		t.Fatalf("replay of the edited bundle: %d %s %s", code, out, errOut)
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	for _, args := range [][]string{
+		{"import", "--data", fresh, bundle},
+		{"import", "--data", dir, "--as", "run-2", bundle},
+	} {
+		code, out, errOut := runCLI(t, args...)
+		if code != 2 {
+			t.Fatalf("%v: exit %d, want 2\n%s%s", args, code, out, errOut)
+		}
+		for _, want := range []string{`"` + digits + `"`, "not_commit_id", "read as a commit id", "nothing was imported", "--rename-branch " + digits + "=", "--keep-hex-branches"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("%v: the refusal does not say %q:\n%s", args, want, errOut)
+			}
+		}
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("a refused import left data directory %s (stat: %v)", fresh, err)
+	}
+	if code, _, errOut := runCLI(t, "log", "--data", dir, "--context", "run-2"); code != 2 || !strings.Contains(errOut, "run-2") {
+		t.Errorf("log of the refused import's context: exit %d %s, want 2 (no such context)", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, "fsck", "--data", dir); code != 0 {
+		t.Errorf("fsck after the refused import: %d %s %s", code, out, errOut)
+	}
+
+	// The ways on: a rename for the import, or the older store's name kept.
+	code, out, errOut := runCLI(t, "import", "--data", fresh, "--as", "renamed", "--rename-branch", digits+"=old-"+digits, bundle)
+	if code != 0 || !strings.Contains(out, "old-"+digits) || strings.Contains(out, " "+digits+" ") {
+		t.Fatalf("import --rename-branch: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "import", "--data", fresh, "--as", "kept", "--keep-hex-branches", bundle)
+	if code != 0 || !strings.Contains(out, "  "+digits+" ") {
+		t.Fatalf("import --keep-hex-branches: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "log", "--data", fresh, "--context", "kept", "--at", digits); code != 2 || !strings.Contains(errOut, "both a branch") {
+		t.Errorf("log --at %s in the kept context: exit %d %s, want 2 naming the branch and the commit", digits, code, errOut)
+	}
+	for _, c := range []struct{ flag, says string }{
+		{digits, "want OLD=NEW"},
+		{"=x", "want OLD=NEW"},
+		{digits + "=deadbeef", "read as a commit id"},
+		{"main=trunk", `cannot rename branch "main"`},
+		{"nope=x", "no branch of that name"},
+	} {
+		if code, _, errOut := runCLI(t, "import", "--data", fresh, "--as", "bad", "--rename-branch", c.flag, bundle); code != 2 || !strings.Contains(errOut, c.says) {
+			t.Errorf("--rename-branch %s: exit %d %s, want 2 saying %q", c.flag, code, errOut, c.says)
+		}
+	}
+	if code, _, errOut := runCLI(t, "import", "--data", fresh, "--as", "bad", "--rename-branch", digits+"=a", "--rename-branch", digits+"=b", bundle); code != 2 || !strings.Contains(errOut, "renamed twice") {
+		t.Errorf("a branch renamed twice: exit %d %s", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, "fsck", "--data", fresh); code != 0 {
+		t.Errorf("fsck after the imports: %d %s %s", code, out, errOut)
+	}
+}

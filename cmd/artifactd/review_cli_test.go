@@ -104,8 +104,9 @@ func TestReplayServerChecksTheHashItself(t *testing.T) {
 // digits does not hide that commit from --at: replay --at <id> --verify
 // checked the branch's head instead. artifactd branch no longer creates
 // a branch of such a name, so the branch here comes from a bundle (an
-// older store's export); digits that are a branch and a prefix of
-// another commit are refused naming both (they read the branch).
+// older store's export, imported with --keep-hex-branches); digits that
+// are a branch and a prefix of another commit are refused naming both
+// (they read the branch).
 func TestFullCommitIDIsTheCommit(t *testing.T) {
 	f := newVerifyFixture(t)
 	first, head := f.commits[0], f.head()
@@ -130,7 +131,7 @@ func TestFullCommitIDIsTheCommit(t *testing.T) {
 	if err := os.WriteFile(bundle, []byte(strings.Replace(string(raw), main, legacy, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := runArtifactd(t, "import", "--data", f.dir, "--as", "old", bundle); code != 0 {
+	if code, _, errOut := runArtifactd(t, "import", "--data", f.dir, "--as", "old", "--keep-hex-branches", bundle); code != 0 {
 		t.Fatalf("import: %s", errOut)
 	}
 	if code, _, _ := runArtifactd(t, "replay", "--data", f.dir, "--context", "old", "--at", first.ID.Hex(), "--verify", head.ContextHash.String()); code == 0 {
