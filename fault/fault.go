@@ -84,6 +84,9 @@ const (
 	Pruned Code = "blob-pruned"
 	// Locked: a data directory another process holds.
 	Locked Code = "locked"
+	// OutcomeUnknown: a write whose commit was sent to the database and
+	// whose answer was lost; it may or may not have landed.
+	OutcomeUnknown Code = "commit-outcome-unknown"
 )
 
 // Codes returns every code, in the order of the constants.
@@ -92,7 +95,8 @@ func Codes() []Code {
 		Unauthorized, Forbidden, NotFound, MethodNotAllowed, Stale, Quarantined, Exists, Conflict,
 		MergeConflict, TooLarge, UnsupportedMedia, DanglingEdge, DependencyCycle, UnknownType,
 		ReservedType, InvalidSchema, Internal, Unavailable, RequestTimeout, HeadersTooLarge,
-		HostNotAllowed, CrossOrigin, Overloaded, LeaseToken, Corrupt, NoSpace, Pruned, Locked}
+		HostNotAllowed, CrossOrigin, Overloaded, LeaseToken, Corrupt, NoSpace, Pruned, Locked,
+		OutcomeUnknown}
 }
 
 // FieldError is one entry of an error's field list: where in the request

@@ -52,6 +52,7 @@ const (
 	CodeNoSpace          = "insufficient-storage"   // fault.NoSpace
 	CodeGone             = "blob-pruned"            // fault.Pruned
 	CodeLocked           = "locked"                 // fault.Locked
+	CodeOutcomeUnknown   = "commit-outcome-unknown" // fault.OutcomeUnknown
 )
 
 // ProblemTypePrefix starts every problem type URI. The URIs are names,
@@ -99,6 +100,7 @@ var problemTable = map[fault.Code]struct {
 	CodeNoSpace:          {http.StatusInsufficientStorage, "Not enough free disk space for writes"},
 	CodeGone:             {http.StatusGone, "Blob pruned after its retention window"},
 	CodeLocked:           {http.StatusLocked, "Data directory held by another process"},
+	CodeOutcomeUnknown:   {http.StatusServiceUnavailable, "Commit outcome unknown"},
 }
 
 // StatusOf returns the HTTP status of a code: the one mapping of the
@@ -150,7 +152,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		e = &Error{Code: CodeInternal, Err: err}
 		p = problemTable[CodeInternal]
 	}
-	if e.Code == CodeInternal || e.Code == CodeUnavailable || e.Code == CodeStoreCorrupt {
+	if e.Code == CodeInternal || e.Code == CodeUnavailable || e.Code == CodeStoreCorrupt || e.Code == CodeOutcomeUnknown {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", err)
 		if e.Code == CodeInternal {
 			e.Detail = "the server could not complete the request; the error was logged"

@@ -335,7 +335,7 @@ var problemStatuses = map[int]string{
 	413: "Request body too large",
 	415: "Unsupported content type",
 	422: "The body does not have the expected shape or breaks a rule of the graph (errors[] names each pointer and rule)",
-	503: "The server is shutting down or stopped taking writes",
+	503: "The server is shutting down or stopped taking writes, or (commit-outcome-unknown) the write's commit went to the database and its answer was lost: read the branch head before retrying",
 }
 
 func problemResponses() map[string]any {

@@ -37,6 +37,10 @@ var canonRules = []struct {
 // the server log and `artifactd fsck`.
 const CorruptDetail = "the stored records do not verify and the server stopped taking writes; stop it and run `artifactd fsck` on its data directory (the server log names the record)"
 
+// OutcomeUnknownDetail is the detail of every commit-outcome-unknown
+// problem: the write may have landed, and only what it changes tells.
+const OutcomeUnknownDetail = "the write was sent to the database and its answer was lost, so it may or may not have been made; read the branch head (or what else the write changes) before retrying, and retry a commit with the head you read as its parent, so that one that landed is refused as stale rather than applied twice"
+
 // Classify is the one function that maps any error to the vocabulary: a
 // *fault.Error passes through; the typed errors and sentinels of hashing,
 // graph, replay, gate, store and store/kv get their code here (every
@@ -128,6 +132,10 @@ func Classify(err error) *fault.Error {
 		return &fault.Error{Code: fault.NoSpace, Detail: err.Error() + "; reads go on", Err: err}
 	case fault.IsCorrupt(err):
 		return &fault.Error{Code: fault.Corrupt, Detail: CorruptDetail, Err: err}
+	case errors.Is(err, kv.ErrOutcomeUnknown):
+		// Before the cancelled-context case: a COMMIT that got no answer
+		// in time wraps a deadline too.
+		return &fault.Error{Code: fault.OutcomeUnknown, Detail: OutcomeUnknownDetail, Err: err}
 	case errors.Is(err, store.ErrWriteFailed):
 		return &fault.Error{Code: fault.Unavailable, Detail: "the store stopped taking writes after a write failure; restart artifactd and run fsck", Err: err}
 	case errors.Is(err, store.ErrLocked):

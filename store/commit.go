@@ -257,7 +257,9 @@ func (s *Store) wakeLocked() {
 // Commit applies req atomically and durably. It returns after the commit
 // is on disk. Errors: ErrNotFound (context or branch), ErrStale, graph
 // errors (*graph.OpError, *graph.CycleError, *graph.TaintError in enforce
-// mode), ErrInvalid, or an I/O error. A refused commit changes nothing.
+// mode), ErrInvalid, kv.ErrOutcomeUnknown (the driver lost the answer to
+// its write: the commit landed or not, and the branch's head tells which),
+// or an I/O error. A refused commit changes nothing.
 func (s *Store) Commit(ctx context.Context, req CommitRequest) (CommitResult, error) {
 	if req.Branch == "" {
 		req.Branch = DefaultBranch
@@ -731,6 +733,9 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq
 	}
 	var conflict *kv.ConflictError
 	lost := errors.As(err, &conflict)
+	// unknown: the driver sent the group's Commit and lost its answer; the
+	// group landed whole or not at all (kv.ErrOutcomeUnknown).
+	unknown := !lost && errors.Is(err, kv.ErrOutcomeUnknown)
 	if err == nil {
 		// The group is durable: its heads take what it committed, while
 		// the group still holds them.
@@ -763,11 +768,12 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq
 	}
 	if err != nil && !lost {
 		// The heads are as they were before the group, but the store may
-		// hold part of it: drop them before a reader can see them (Read
-		// reloads a dropped head). After a lost swap nothing was written
-		// and they stay cached: the next group catches them up with the
-		// other process's commits (catchUp), a reader reads the ref's
-		// commit (Store.Read).
+		// hold part of it — or, when the outcome is unknown, all of it:
+		// drop them before a reader can see them (Read reloads a dropped
+		// head, and the next group one it takes, from the stored refs).
+		// After a lost swap nothing was written and they stay cached: the
+		// next group catches them up with the other process's commits
+		// (catchUp), a reader reads the ref's commit (Store.Read).
 		for h := range g.locked {
 			h.dropped = true
 			if s.heads[headKey(h.ctx, h.branch)] == h {
@@ -814,7 +820,14 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq
 		}
 		return retry
 	}
-	if err != nil {
+	if unknown {
+		// The group landed whole and durably or not at all, and the
+		// stored refs tell which: with its heads and sequence counters
+		// dropped, reads and the next groups load them from storage, so
+		// the store goes on taking writes. Each request is answered with
+		// the error; its client reads the branch to learn the outcome.
+		s.log.Warn("commit group's outcome unknown: the driver sent its commit and lost the answer; its heads will be read again from storage", "err", err)
+	} else if err != nil {
 		// Part of the group may be on disk (a transaction can commit and
 		// the sync after it fail), so its outcome is unknown: stop taking
 		// writes rather than build on records of unknown state, and let

@@ -258,9 +258,15 @@
 // trusts a cached head — a head a few commits behind catches up by
 // applying their recorded ops, as a replay does, checking each context
 // hash — and a context's sequence counter once per group; a read of a
-// branch head whose ref moved reads that ref's commit. A group that fails
-// otherwise answers every request with the error and stops the store's
-// writes (ErrWriteFailed): its outcome is unknown until a restart.
+// branch head whose ref moved reads that ref's commit. A group whose
+// Commit the driver sent and then lost the answer to (kv.ErrOutcomeUnknown:
+// a database connection that broke after COMMIT went out) landed whole
+// or not at all, and the stored refs tell which: it answers every request
+// with that error, drops the heads it wrote to and its contexts'
+// sequence counters as a failed group does, and the store goes on taking
+// writes — the next read or group loads them from storage. A group that
+// fails otherwise answers every request with the error and stops the
+// store's writes (ErrWriteFailed): its outcome is unknown until a restart.
 //
 // # Group commit
 //
@@ -339,6 +345,7 @@
 // when its transaction commits (GetContext and writes see a new context
 // only once its group is done). If a group's Commit fails, the store stops taking writes
 // (ErrWriteFailed) and the outcome of the group is whatever the driver
-// recovers on restart; fsck checks it. No writer is ever told
-// "committed" before that Commit returned.
+// recovers on restart; fsck checks it — unless the failure is
+// kv.ErrOutcomeUnknown (above), whose outcome the stored refs already
+// tell. No writer is ever told "committed" before that Commit returned.
 package store

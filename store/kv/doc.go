@@ -83,7 +83,14 @@
 // ErrClosed or the context's error before it started writing, nothing was
 // written; after any other error (I/O, a context that ended while the
 // write was in flight) the batch is either wholly applied or not at all,
-// and the caller must read the refs to learn which. Readers may see a
+// and the caller must read the refs to learn which. ErrOutcomeUnknown is
+// the one such error that says no more went wrong than the way to the
+// engine's answer: the batch was sent whole, and if it landed it is as
+// durable as after a nil, so the caller may read the refs and go on
+// writing — whereas after an engine's own I/O error a batch may be
+// visible and yet not survive a restart. Only drivers that talk to a
+// server return it (pgkv), never an embedded engine (badgerkv, memkv).
+// Readers may see a
 // Commit's records before it returns (Badger makes them visible before its
 // sync); nothing is acknowledged to the Commit's caller before it is
 // durable.

@@ -33,6 +33,19 @@ var (
 	ErrCorrupt = fault.Corruption("kv: corrupt")
 	// ErrClosed: the driver was closed.
 	ErrClosed = errors.New("kv: closed")
+	// ErrOutcomeUnknown: a Commit sent its batch to be committed and
+	// then lost the way to the engine's answer (the connection broke, or
+	// no answer came in time), so it cannot tell whether the batch landed.
+	// It landed whole — as durable as after a nil, the records put before
+	// it included — or not at all, and the refs its swaps move tell which.
+	// The engine may settle it after Commit returned (a server still
+	// committing, or yet to notice the broken connection): a read soon
+	// after may find the refs unmoved and a later one moved, but a later
+	// Commit's swaps of the same refs wait for the settled value. The
+	// error wraps the cause. Only drivers that reach their engine over a
+	// connection return it (pgkv); the embedded ones (badgerkv, memkv)
+	// learn the outcome of every write they start, and never do.
+	ErrOutcomeUnknown = errors.New("kv: commit sent, outcome unknown")
 )
 
 // UnreadableError is a record whose key a driver found but whose value
@@ -253,7 +266,9 @@ type Driver interface {
 	// Commit applies b atomically and durably, or returns a
 	// *ConflictError and writes nothing. When ctx ends during the call
 	// the result still tells the truth: nil when b landed, ctx's error
-	// only when nothing was written.
+	// only when nothing was written. An error wrapping ErrOutcomeUnknown
+	// says that b was sent and the engine's answer lost: b landed whole
+	// and durably or not at all, and the refs tell which.
 	Commit(ctx context.Context, b Batch) error
 	// Close releases the driver.
 	Close() error

@@ -36,7 +36,10 @@
 //     transaction's end, which makes the check and the write one atomic
 //     step (Badger's own conflict detection is off). A batch beyond
 //     Badger's transaction limits (about 15 % of the memtable) fails with
-//     kv.ErrTooLarge, having written nothing.
+//     kv.ErrTooLarge, having written nothing. Badger runs in this
+//     process and answers every write it starts, so Commit never returns
+//     kv.ErrOutcomeUnknown: a write that failed is an I/O error (whose
+//     batch may be visible and yet lost on a restart, see below).
 //   - A pack is synced before the tree write that points into it, and a
 //     new pack file's name (its directory synced) before its first
 //     pointer, so a crash leaves at most bytes nothing points to; after

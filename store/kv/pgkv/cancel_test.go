@@ -19,20 +19,7 @@ import (
 // The same holds for a hold's Commit.
 func TestCommitCanceledAfterCommitSent(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	for _, tc := range []struct {
-		name   string
-		commit func(ctx context.Context, d *pgkv.Driver, b kv.Batch) error
-	}{
-		{"driver", func(ctx context.Context, d *pgkv.Driver, b kv.Batch) error { return d.Commit(ctx, b) }},
-		{"hold", func(ctx context.Context, d *pgkv.Driver, b kv.Batch) error {
-			h, err := d.Lock(ctx, [][]byte{b.Swaps[0].Key})
-			if err != nil {
-				return err
-			}
-			defer h.Release()
-			return h.Commit(ctx, b)
-		}},
-	} {
+	for _, tc := range commitWays {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			schema := freshSchema(t)
@@ -102,6 +89,23 @@ func TestCommitCanceledAfterCommitSent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// commitWays are the two ways a batch is committed: the driver's Commit,
+// and a hold's (the hold of the batch's first swap's key).
+var commitWays = []struct {
+	name   string
+	commit func(ctx context.Context, d *pgkv.Driver, b kv.Batch) error
+}{
+	{"driver", func(ctx context.Context, d *pgkv.Driver, b kv.Batch) error { return d.Commit(ctx, b) }},
+	{"hold", func(ctx context.Context, d *pgkv.Driver, b kv.Batch) error {
+		h, err := d.Lock(ctx, [][]byte{b.Swaps[0].Key})
+		if err != nil {
+			return err
+		}
+		defer h.Release()
+		return h.Commit(ctx, b)
+	}},
 }
 
 // TestCommitCanceledBeforeCommitSent: cancellation that comes before the

@@ -39,7 +39,12 @@
 //     server's synchronous_commit (on by default). A context that ends
 //     before COMMIT is sent rolls back; once it is sent, Commit waits for
 //     the server's answer whatever the context (for at most 30 s), since
-//     only the answer tells whether the batch landed.
+//     only the answer tells whether the batch landed. When the answer is
+//     lost — the connection fails after pgx sent COMMIT (its error is not
+//     pgconn.SafeToRetry, and is no ERROR from the server), or 30 s pass
+//     — Commit returns kv.ErrOutcomeUnknown wrapping the cause; the
+//     broken connection leaves the pool, and the batch is in the table
+//     whole, or not at all, once the server has settled the transaction.
 //   - Serialization failures (40001, what CockroachDB reports under
 //     contention) and deadlocks (40P01) roll back and are retried.
 //   - Scan and ScanReverse (ORDER BY k, or k DESC) read one snapshot.

@@ -85,6 +85,8 @@ type Driver struct {
 	// keepEvery how often a hold's holder shows it is alive (0: never).
 	holdIdle  string
 	keepEvery time.Duration
+	// commitWait bounds the wait for the answer to a COMMIT sent (settle).
+	commitWait time.Duration
 }
 
 var (
@@ -120,11 +122,12 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 		return nil, fmt.Errorf("pgkv: connect: %w", err)
 	}
 	d := &Driver{
-		pool:      pool,
-		bulk:      opts.Bulk,
-		holds:     make(chan struct{}, max(1, cfg.MaxConns/2)),
-		holdIdle:  fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", max(1, idle.Milliseconds())),
-		keepEvery: idle / 3,
+		pool:       pool,
+		bulk:       opts.Bulk,
+		holds:      make(chan struct{}, max(1, cfg.MaxConns/2)),
+		holdIdle:   fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", max(1, idle.Milliseconds())),
+		keepEvery:  idle / 3,
+		commitWait: commitWait,
 	}
 	qual := func(name string) string {
 		if opts.Schema == "" {
@@ -219,10 +222,10 @@ func newerSchema(cur int) error {
 // retryable reports errors after which the transaction was rolled back
 // and may simply run again: serialization failures (what CockroachDB
 // returns for contention), deadlocks, and the uniqueness races of
-// concurrent DDL.
+// concurrent DDL — never a COMMIT whose outcome is unknown.
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
+	if !errors.As(err, &pe) || errors.Is(err, kv.ErrOutcomeUnknown) {
 		return false
 	}
 	switch pe.Code {
@@ -697,7 +700,7 @@ type hold struct {
 // the server reports rolls it back and returns a *kv.ConflictError with
 // the cause: nothing was written and the caller decides again. ctx
 // ending before COMMIT is sent rolls back; after, Commit waits for the
-// answer (settle).
+// answer (settle), and returns kv.ErrOutcomeUnknown when it is lost.
 func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 	if err := b.Validate(); err != nil {
 		return err
@@ -722,7 +725,7 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 	}
 	if err == nil {
 		var tag pgconn.CommandTag
-		err = settle(ctx, func(ctx context.Context) (err error) {
+		err = settle(ctx, d.commitWait, func(ctx context.Context) (err error) {
 			tag, err = h.conn.Exec(ctx, "COMMIT")
 			return err
 		})
@@ -733,6 +736,9 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 			}
 			// COMMIT of a transaction that had failed rolls it back.
 			return &kv.ConflictError{Cause: errors.New("pgkv: the server rolled the hold's transaction back")}
+		}
+		if errors.Is(err, kv.ErrOutcomeUnknown) {
+			return fmt.Errorf("pgkv: commit: %w", err)
 		}
 		if retryable(err) || rolledBack(err) {
 			return &kv.ConflictError{Cause: err}
@@ -751,18 +757,48 @@ const commitWait = 30 * time.Second
 
 // settle runs commit — the sending of a transaction's COMMIT and the
 // reading of its answer — with a context that ctx's cancellation and
-// deadline do not end, bounded by commitWait: once COMMIT is sent, the
+// deadline do not end, bounded by wait: once COMMIT is sent, the
 // server may have committed, and only its answer tells; an error for a
-// cancellation would report as failed a batch that landed. Without an
-// answer within commitWait the error says that the outcome is unknown.
-func settle(ctx context.Context, commit func(context.Context) error) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitWait)
+// cancellation would report as failed a batch that landed. When the
+// answer is lost — the connection failed after COMMIT was sent, or no
+// answer came within wait — the error wraps kv.ErrOutcomeUnknown and
+// the cause.
+func settle(ctx context.Context, wait time.Duration, commit func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	err := commit(cctx)
-	if err != nil && cctx.Err() != nil {
-		return fmt.Errorf("no answer to COMMIT within %s: the batch may or may not have been written: %w", commitWait, err)
+	switch {
+	case err == nil || !answerLost(err):
+		return err
+	case cctx.Err() != nil:
+		return fmt.Errorf("%w: no answer to COMMIT within %s: %w", kv.ErrOutcomeUnknown, wait, err)
 	}
-	return err
+	return fmt.Errorf("%w: the connection failed before the answer to COMMIT came: %w", kv.ErrOutcomeUnknown, err)
+}
+
+// answerLost reports whether err, the error of sending a COMMIT and
+// reading its answer, leaves the transaction's outcome unknown. It does
+// not when pgx sent nothing (pgconn.SafeToRetry: the connection was
+// already closed, which ended the transaction), nor when the server
+// answered: an ERROR rolled the transaction back, a COMMIT of a failed
+// transaction answers ROLLBACK (pgx.ErrTxCommitRollback), and the idle
+// timeout (25P03) ended it before the COMMIT was read. Anything else —
+// the connection closed or reset while the answer was awaited, a write
+// that failed part way, a deadline, a FATAL or PANIC that ended the
+// session at a moment the client cannot place — does.
+func answerLost(err error) bool {
+	if pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		severity := pe.SeverityUnlocalized
+		if severity == "" {
+			severity = pe.Severity
+		}
+		return (severity == "FATAL" || severity == "PANIC") && !rolledBack(err)
+	}
+	return true
 }
 
 // rolledBack reports errors that say the server ended a hold's
@@ -824,7 +860,7 @@ func commitOrder(b kv.Batch) (order []int, sets []kv.Record) {
 // deletes. A transaction that loses a serialization race or a deadlock is
 // retried; one whose swaps fail, or whose ctx ends before its COMMIT is
 // sent, is rolled back; once COMMIT is sent, its answer is the result
-// (settle).
+// (settle), and kv.ErrOutcomeUnknown when the answer is lost.
 func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if err := d.enter(ctx); err != nil {
 		return err
@@ -857,7 +893,7 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 			return conflict
 		}
 		sent = true
-		return settle(ctx, tx.Commit)
+		return settle(ctx, d.commitWait, tx.Commit)
 	})
 	if conflict != nil && errors.Is(err, kv.ErrConflict) {
 		return conflict

@@ -16,17 +16,22 @@ import (
 
 // pgProxy is a TCP proxy between the driver and PostgreSQL that reads
 // the messages the driver sends: it can hold back the server's answer to
-// a COMMIT, and it counts the bytes the server sent.
+// a COMMIT, cut the link instead of passing a COMMIT or its answer on,
+// and it counts the bytes the server sent.
 type pgProxy struct {
 	ln     net.Listener
 	server string
 	// fromServer counts the bytes read from the server, on every link.
 	fromServer atomic.Int64
-	mu         sync.Mutex // guards armed and links
+	mu         sync.Mutex // guards armed, swallow and links
 	// armed is the gate the next COMMIT's answer waits at (nil: none).
 	armed *answerGate
-	links []net.Conn
-	wg    sync.WaitGroup
+	// swallow, set, makes the link that carries the next COMMIT close
+	// both its connections instead of forwarding it: the driver has sent
+	// it, the server never reads it.
+	swallow bool
+	links   []net.Conn
+	wg      sync.WaitGroup
 }
 
 // answerGate holds back the server's answer to one COMMIT.
@@ -35,13 +40,30 @@ type answerGate struct {
 	// arrived is closed when the server's answer reached the proxy: the
 	// server has settled the COMMIT.
 	arrived chan struct{}
-	// release, closed, lets the answer through.
+	// release, closed, lets the answer through — or, with cut set,
+	// closes the link without it.
 	release     chan struct{}
 	releaseOnce sync.Once
+	cut         atomic.Bool
 }
 
 // open lets the held answer through (and any later one).
 func (g *answerGate) open() { g.releaseOnce.Do(func() { close(g.release) }) }
+
+// cutLink closes the link whose answer is held, both its connections,
+// instead of letting the answer through: the driver never reads it.
+func (g *answerGate) cutLink() {
+	g.cut.Store(true)
+	g.open()
+}
+
+// swallowNextCommit makes the link that carries the next COMMIT close
+// instead of forwarding it.
+func (p *pgProxy) swallowNextCommit() {
+	p.mu.Lock()
+	p.swallow = true
+	p.mu.Unlock()
+}
 
 // newPGProxy starts a proxy to the server dsn names and returns it with
 // a DSN that connects through it. The proxy stops when t ends.
@@ -152,11 +174,17 @@ func (p *pgProxy) pumpFromClient(client, server net.Conn, gate *atomic.Pointer[a
 			started = len(body) >= 4 && binary.BigEndian.Uint16(body) == 3
 		case typ == 'Q' && strings.EqualFold(strings.TrimRight(string(body), "\x00; "), "commit"):
 			p.mu.Lock()
-			if p.armed != nil {
+			swallow := p.swallow
+			p.swallow = false
+			if p.armed != nil && !swallow {
 				gate.Store(p.armed)
 				p.armed = nil
 			}
 			p.mu.Unlock()
+			if swallow {
+				client.Close()
+				return // the deferred Close ends the server's side
+			}
 		}
 		msg := append(n[:], body...)
 		if typed {
@@ -180,6 +208,10 @@ func (p *pgProxy) pumpFromServer(server, client net.Conn, gate *atomic.Pointer[a
 				g.arrivedOnce.Do(func() { close(g.arrived) })
 				<-g.release
 				gate.Store(nil)
+				if g.cut.Load() {
+					server.Close()
+					return // the deferred Close ends the driver's side
+				}
 			}
 			if _, werr := client.Write(buf[:n]); werr != nil {
 				return

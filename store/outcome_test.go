@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/memkv"
+)
+
+// What an unknownDriver does with its armed Commit.
+const (
+	landThenLose = iota + 1 // write the batch, then say the outcome is unknown
+	loseUnsent              // write nothing, and say the same
+)
+
+// unknownDriver answers its armed Commit (or its hold's) with
+// kv.ErrOutcomeUnknown, having written the batch or not: what a database
+// driver whose connection broke after COMMIT was sent reports, whether
+// the server had committed or not. shared makes it report itself shared
+// (kv.Sharer), as the PostgreSQL driver does.
+type unknownDriver struct {
+	*memkv.Driver
+	shared bool
+	armed  atomic.Int32
+}
+
+func (d *unknownDriver) Shared() bool { return d.shared }
+
+func (d *unknownDriver) Commit(ctx context.Context, b kv.Batch) error {
+	return d.lose(b, func() error { return d.Driver.Commit(ctx, b) })
+}
+
+func (d *unknownDriver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
+	h, err := d.Driver.Lock(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	return &unknownHold{Hold: h, d: d}, nil
+}
+
+// lose runs commit, the Commit of b, unless the driver is armed.
+func (d *unknownDriver) lose(b kv.Batch, commit func() error) error {
+	switch d.armed.Swap(0) {
+	case landThenLose:
+		if err := commit(); err != nil {
+			return err
+		}
+	case loseUnsent:
+	default:
+		return commit()
+	}
+	return fmt.Errorf("%w: injected: the connection was reset after COMMIT (%d swaps) was sent", kv.ErrOutcomeUnknown, len(b.Swaps))
+}
+
+type unknownHold struct {
+	kv.Hold
+	d *unknownDriver
+}
+
+func (h *unknownHold) Commit(ctx context.Context, b kv.Batch) error {
+	return h.d.lose(b, func() error { return h.Hold.Commit(ctx, b) })
+}
+
+// TestCommitOutcomeUnknown: a commit group whose Commit says its outcome
+// is unknown answers its requests with kv.ErrOutcomeUnknown — not a
+// write failure: the store goes on taking writes — and drops the heads it
+// wrote to, so that the next read and the next commit see what storage
+// holds: the commit when it landed, the head before it when it did not.
+// On a driver that is not shared, whose cached heads the store trusts
+// without reading the ref, a head kept cached would hide a commit that
+// landed; on a shared one the same holds through holds.
+func TestCommitOutcomeUnknown(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		for _, how := range []int32{landThenLose, loseUnsent} {
+			landed := how == landThenLose
+			t.Run(fmt.Sprintf("shared=%v/landed=%v", shared, landed), func(t *testing.T) {
+				ctx := context.Background()
+				d := &unknownDriver{Driver: memkv.New(), shared: shared}
+				s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+					t.Fatal(err)
+				}
+				before := mustCommit(t, s, "c", put("a", "note", map[string]any{"text": "one"}))
+				// headOf reads the branch head: its commit, and whether the
+				// state holds artifact b.
+				headOf := func() (c *replay.Commit, hasB bool) {
+					t.Helper()
+					err := s.Read(ctx, "c", "", func(v *View) error {
+						c, hasB = v.Commit, v.State.Artifact("b") != nil
+						return nil
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return c, hasB
+				}
+				if c, _ := headOf(); c.ID != before.ID { // the head is cached now
+					t.Fatalf("head %s, want %s", c.ID.Short(), before.ID.Short())
+				}
+
+				d.armed.Store(how)
+				_, err = s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Parent: &before.ID,
+					Ops: []graph.Op{put("b", "note", map[string]any{"text": "two"})}})
+				if !errors.Is(err, kv.ErrOutcomeUnknown) || errors.Is(err, ErrWriteFailed) {
+					t.Fatalf("commit whose outcome the driver does not know: %v, want kv.ErrOutcomeUnknown and no write failure", err)
+				}
+
+				// The next read sees what storage holds.
+				hc, hasB := headOf()
+				head, wantSeq := hc.ID, before.Seq+1
+				switch {
+				case landed && (head == before.ID || !hasB || len(hc.Parents) != 1 || hc.Parents[0] != before.ID):
+					t.Fatalf("after a commit that landed with an unknown outcome the head is %s over %v (b there: %v); want the landed commit over %s", head.Short(), hc.Parents, hasB, before.ID.Short())
+				case !landed && (head != before.ID || hasB):
+					t.Fatalf("after a commit that did not land the head is %s (b there: %v); want %s", head.Short(), hasB, before.ID.Short())
+				case landed:
+					wantSeq++
+				}
+
+				// The store still takes writes, and the next commit builds
+				// on the head read.
+				res, err := s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Parent: &head,
+					Ops: []graph.Op{put("c", "note", map[string]any{"text": "three"})}})
+				if err != nil {
+					t.Fatalf("the next commit, on the head read: %v", err)
+				}
+				if len(res.Commit.Parents) != 1 || res.Commit.Parents[0] != head || res.Commit.Seq != wantSeq {
+					t.Fatalf("the next commit has parents %v and seq %d; want [%s] and seq %d", res.Commit.Parents, res.Commit.Seq, head.Short(), wantSeq)
+				}
+				if c, _ := headOf(); c.ID != res.Commit.ID {
+					t.Fatalf("head %s after the next commit, want %s", c.ID.Short(), res.Commit.ID.Short())
+				}
+				mustCheck(t, s)
+			})
+		}
+	}
+}
