@@ -120,6 +120,23 @@ func answerOf(status int, body []byte) (typeAnswer, error) {
 	return a, nil
 }
 
+// putRaw sends a PUT of the JSON body to srv at path, as the racing puts
+// of these tests do (env.send fails the test, which a goroutine must not).
+func putRaw(srv *env, path, body string) (int, []byte, error) {
+	hr, err := http.NewRequest("PUT", srv.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	res, err := srv.ts.Client().Do(hr)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	return res.StatusCode, out, err
+}
+
 // withSharedDriver opens the store over d, a driver other processes write
 // too (a database): several envs over one d are several servers on it.
 func withSharedDriver(d storetest.Shared) envOption {
@@ -177,20 +194,6 @@ func typeRace(t *testing.T, rounds int, servers ...*env) {
 		{"descs-norole", []typePut{{"", "one", s1}, {"", "two", s1}, {"", "three", s1}}},
 	}
 	e := servers[0]
-	put := func(srv *env, name string, p typePut) (int, []byte, error) {
-		hr, err := http.NewRequest("PUT", srv.ts.URL+"/v1/types/"+name, strings.NewReader(p.body()))
-		if err != nil {
-			return 0, nil, err
-		}
-		hr.Header.Set("Content-Type", "application/json")
-		res, err := srv.ts.Client().Do(hr)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		return res.StatusCode, body, err
-	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e.createContext(c.name, "observe")
@@ -207,7 +210,7 @@ func typeRace(t *testing.T, rounds int, servers ...*env) {
 				for i, p := range c.puts {
 					wg.Go(func() {
 						<-start
-						status, body, err := put(servers[i%len(servers)], name, p)
+						status, body, err := putRaw(servers[i%len(servers)], "/v1/types/"+name, p.body())
 						if err == nil {
 							got[i], err = answerOf(status, body)
 						}

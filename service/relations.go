@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -63,11 +64,16 @@ func (r *Registry) Relations() []RelationRecord {
 // PutRelation registers or updates a user relation and stores its record.
 // A relation's depends flag cannot change once registered; its
 // description can (the version goes up). It returns the record and
-// whether anything changed.
-func (r *Registry) PutRelation(ctx context.Context, st interface {
-	PutRelation(ctx context.Context, name string, record []byte) error
-}, name string, depends bool, description string) (RelationRecord, bool, error) {
-
+// whether anything changed; a refused put writes nothing.
+//
+// Puts of one relation at the same time, in this process or in several on
+// one database, answer and leave what one serial order of them would:
+// each decides against the relation's record as the store holds it and
+// writes only if that record is still there (store.Store.PutRelationIf),
+// deciding again when another put got in first. So identical puts are
+// never refused, and depends never changes under a put that answered for
+// it.
+func (r *Registry) PutRelation(ctx context.Context, st *store.Store, name string, depends bool, description string) (RelationRecord, bool, error) {
 	if err := graph.ValidateName("relation", name); err != nil {
 		return RelationRecord{}, false, &fault.Error{Code: fault.Invalid, Detail: err.Error(),
 			Errors: []fault.FieldError{{Parameter: "name", Rule: "pattern", Detail: err.Error()}}}
@@ -77,35 +83,60 @@ func (r *Registry) PutRelation(ctx context.Context, st interface {
 		return RelationRecord{}, false, &fault.Error{Code: fault.Conflict, Detail: detail,
 			Errors: []fault.FieldError{{Parameter: "name", Rule: "builtin", Detail: detail}}}
 	}
-	if ss, ok := st.(*store.Store); ok {
-		// Another process may have defined the relation.
-		if err := r.Refresh(ctx, ss); err != nil {
+	r.putMu.Lock()
+	defer r.putMu.Unlock()
+	for {
+		// The store's record, not the registry's: another process may
+		// have defined the relation (the version follows the store's).
+		oldRaw, err := st.GetRelation(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			oldRaw, err = nil, nil
+		}
+		if err != nil {
 			return RelationRecord{}, false, err
 		}
+		rec := RelationRecord{Name: name, Depends: depends, Description: description, Version: 1}
+		if oldRaw != nil {
+			var old RelationRecord
+			if err := json.Unmarshal(oldRaw, &old); err != nil {
+				return RelationRecord{}, false, fmt.Errorf("stored relation %q: %w", name, err)
+			}
+			if old.Depends != depends {
+				return RelationRecord{}, false, &fault.Error{Code: fault.Conflict,
+					Detail: fmt.Sprintf("relation %q has depends=%t; it cannot change once registered (trust and acyclicity already rest on it): register a new relation name instead", name, old.Depends),
+					Errors: []fault.FieldError{{Pointer: "/depends", Rule: "immutable", Detail: "depends cannot change"}}}
+			}
+			if old.Description == description {
+				r.installRelation(name, old)
+				return old, false, nil
+			}
+			rec.Version = old.Version + 1
+		}
+		raw, err := json.Marshal(rec)
+		if err != nil {
+			return RelationRecord{}, false, err
+		}
+		err = st.PutRelationIf(ctx, name, oldRaw, raw)
+		if errors.Is(err, store.ErrStale) {
+			if ctx.Err() != nil {
+				return RelationRecord{}, false, ctx.Err()
+			}
+			continue // another process changed the relation first: decide again
+		}
+		if err != nil {
+			return RelationRecord{}, false, err
+		}
+		r.installRelation(name, rec)
+		return rec, true, nil
 	}
+}
+
+// installRelation makes rec, the record the store holds, the registry's
+// entry of user relation name.
+func (r *Registry) installRelation(name string, rec RelationRecord) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec := RelationRecord{Name: name, Depends: depends, Description: description, Version: 1}
-	if old, ok := r.userRels[name]; ok {
-		if old.Depends != depends {
-			return RelationRecord{}, false, &fault.Error{Code: fault.Conflict,
-				Detail: fmt.Sprintf("relation %q has depends=%t; it cannot change once registered (trust and acyclicity already rest on it): register a new relation name instead", name, old.Depends),
-				Errors: []fault.FieldError{{Pointer: "/depends", Rule: "immutable", Detail: "depends cannot change"}}}
-		}
-		if old.Description == description {
-			return old, false, nil
-		}
-		rec.Version = old.Version + 1
-	}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return RelationRecord{}, false, err
-	}
-	if err := st.PutRelation(ctx, name, raw); err != nil {
-		return RelationRecord{}, false, err
-	}
 	r.userRels[name] = rec
-	return rec, true, nil
+	r.mu.Unlock()
 }
 
 // definitions returns the user definitions that ops use, as registered

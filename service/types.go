@@ -68,11 +68,11 @@ type Registry struct {
 
 	builtinRels map[string]RelationRecord // immutable after NewRegistry
 
-	mu sync.RWMutex // guards user, userRels and stamp and serializes PutRelation
-	// putMu serializes Put and Load: a put decides, writes and installs
-	// its record while no other put reads the type, and a load never
-	// installs a snapshot read before a put's write over the record that
-	// put installed.
+	mu sync.RWMutex // guards user, userRels and stamp
+	// putMu serializes Put, PutRelation and Load: a put decides, writes
+	// and installs its record while no other put of this registry reads
+	// the type or relation, and a load never installs a snapshot read
+	// before a put's write over the record that put installed.
 	putMu    sync.Mutex
 	user     map[string]*typeEntry
 	userRels map[string]RelationRecord

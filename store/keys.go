@@ -82,6 +82,7 @@ func keyObj(d hashing.Digest) []byte  { return append([]byte(pObj), d[:]...) }
 func keyBlob(d hashing.Digest) []byte { return append([]byte(pBlob), d[:]...) }
 func keyNode(d hashing.Digest) []byte { return append([]byte(pNode), d[:]...) }
 func keyType(name string) []byte      { return []byte(pType + name) }
+func keyRelDef(name string) []byte    { return []byte(pRelDef + name) }
 
 // keyRev is the key of the reverse-index record of the edges that commit
 // first linked to artifact to in context ctx (format 4): rev NUL ctx NUL

@@ -33,7 +33,8 @@ var (
 	// ErrExists: the context or branch already exists.
 	ErrExists = errors.New("already exists")
 	// ErrStale: the commit named an expected parent that is no longer the
-	// head (or PutTypeIf expected a type record that is no longer stored).
+	// head (or PutTypeIf or PutRelationIf expected a record that is no
+	// longer stored).
 	ErrStale = errors.New("stale parent")
 	// ErrInvalid: the request is malformed (bad id, bad branch name…).
 	ErrInvalid = errors.New("invalid request")
@@ -845,13 +846,21 @@ func (s *Store) PutType(ctx context.Context, name string, record []byte) error {
 // in several processes that decide from what they read (a type's role
 // cannot change) need it; PutType would let the last one win.
 func (s *Store) PutTypeIf(ctx context.Context, name string, old, record []byte) error {
-	sw := kv.Swap{Key: keyType(name), New: record, Absent: old == nil, Old: old}
+	return s.putRegistryIf(ctx, "type", name, keyType(name), old, record)
+}
+
+// putRegistryIf writes record at key, a registry record (a type's or a
+// relation's), with a new registry stamp, if key still holds old (nil:
+// nothing); otherwise it writes nothing and returns an error wrapping
+// ErrStale. kind and name only word the error.
+func (s *Store) putRegistryIf(ctx context.Context, kind, name string, key, old, record []byte) error {
+	sw := kv.Swap{Key: key, New: record, Absent: old == nil, Old: old}
 	err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{registryStamp()}, Swaps: []kv.Swap{sw}})
 	if errors.Is(err, kv.ErrConflict) {
-		return fmt.Errorf("put type %q: the stored record changed: %w", name, ErrStale)
+		return fmt.Errorf("put %s %q: the stored record changed: %w", kind, name, ErrStale)
 	}
 	if err != nil {
-		return fmt.Errorf("put type %q: %w", name, err)
+		return fmt.Errorf("put %s %q: %w", kind, name, err)
 	}
 	return nil
 }
@@ -895,10 +904,26 @@ func (s *Store) ListTypes(ctx context.Context) (map[string][]byte, error) {
 // PutRelation stores a relation record (opaque JSON owned by the caller),
 // durably.
 func (s *Store) PutRelation(ctx context.Context, name string, record []byte) error {
-	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: []byte(pRelDef + name), Value: record}, registryStamp()}}); err != nil {
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyRelDef(name), Value: record}, registryStamp()}}); err != nil {
 		return fmt.Errorf("put relation %q: %w", name, err)
 	}
 	return nil
+}
+
+// PutRelationIf stores a relation record as PutRelation does, if the
+// relation's stored record is still old (nil: the relation has none).
+// When another writer changed it first, it writes nothing and returns an
+// error wrapping ErrStale: the caller reads the record again and decides
+// anew. Writers in several processes that decide from what they read (a
+// relation's depends cannot change) need it; PutRelation would let the
+// last one win.
+func (s *Store) PutRelationIf(ctx context.Context, name string, old, record []byte) error {
+	return s.putRegistryIf(ctx, "relation", name, keyRelDef(name), old, record)
+}
+
+// GetRelation returns a relation record, or an error wrapping ErrNotFound.
+func (s *Store) GetRelation(ctx context.Context, name string) ([]byte, error) {
+	return s.getCopy(keyRelDef(name), func() error { return fmt.Errorf("relation %q: %w", name, ErrNotFound) })
 }
 
 // ListRelations returns every stored relation record keyed by name.
