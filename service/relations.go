@@ -83,9 +83,11 @@ func (r *Registry) PutRelation(ctx context.Context, st *store.Store, name string
 		return RelationRecord{}, false, &fault.Error{Code: fault.Conflict, Detail: detail,
 			Errors: []fault.FieldError{{Parameter: "name", Rule: "builtin", Detail: detail}}}
 	}
-	r.putMu.Lock()
-	defer r.putMu.Unlock()
-	for {
+	if err := r.lockPut(ctx); err != nil {
+		return RelationRecord{}, false, err
+	}
+	defer r.unlockPut()
+	for tries := 0; ; tries++ {
 		// The store's record, not the registry's: another process may
 		// have defined the relation (the version follows the store's).
 		oldRaw, err := st.GetRelation(ctx, name)
@@ -118,10 +120,11 @@ func (r *Registry) PutRelation(ctx context.Context, st *store.Store, name string
 		}
 		err = st.PutRelationIf(ctx, name, oldRaw, raw)
 		if errors.Is(err, store.ErrStale) {
-			if ctx.Err() != nil {
-				return RelationRecord{}, false, ctx.Err()
+			// Another process changed the relation first: decide again.
+			if err := contended(ctx, "relation", name, tries); err != nil {
+				return RelationRecord{}, false, err
 			}
-			continue // another process changed the relation first: decide again
+			continue
 		}
 		if err != nil {
 			return RelationRecord{}, false, err

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/artifactd/artifactd/fault"
 
@@ -69,11 +71,13 @@ type Registry struct {
 	builtinRels map[string]RelationRecord // immutable after NewRegistry
 
 	mu sync.RWMutex // guards user, userRels and stamp
-	// putMu serializes Put, PutRelation and Load: a put decides, writes
-	// and installs its record while no other put of this registry reads
-	// the type or relation, and a load never installs a snapshot read
-	// before a put's write over the record that put installed.
-	putMu    sync.Mutex
+	// putMu, a lock of one slot (lockPut), serializes Put, PutRelation
+	// and Load: a put decides, writes and installs its record while no
+	// other put of this registry reads the type or relation, and a load
+	// never installs a snapshot read before a put's write over the
+	// record that put installed. A caller waiting for it stops with its
+	// context.
+	putMu    chan struct{}
 	user     map[string]*typeEntry
 	userRels map[string]RelationRecord
 	// stamp is the store's registry stamp Load read (Refresh).
@@ -85,7 +89,7 @@ type Registry struct {
 // built-in schema does not compile, which TestSchemasCompile rules out.
 func NewRegistry() *Registry {
 	r := &Registry{builtin: map[string]*typeEntry{}, user: map[string]*typeEntry{},
-		builtinRels: builtinRelations(), userRels: map[string]RelationRecord{}}
+		builtinRels: builtinRelations(), userRels: map[string]RelationRecord{}, putMu: make(chan struct{}, 1)}
 	for _, name := range graph.BuiltinTypes() {
 		def, ok := builtinSchemas[name]
 		if !ok {
@@ -120,8 +124,29 @@ func (r *Registry) RoleOf(typ string) (graph.Role, bool) {
 // Load reads the user types stored in st. Call it after store.Open and
 // before serving, so that trust sees every user type's role.
 func (r *Registry) Load(ctx context.Context, st *store.Store) error {
-	r.putMu.Lock()
-	defer r.putMu.Unlock()
+	if err := r.lockPut(ctx); err != nil {
+		return fmt.Errorf("load types: %w", err)
+	}
+	defer r.unlockPut()
+	return r.load(ctx, st)
+}
+
+// lockPut takes the registry's put lock (putMu), or returns ctx's error
+// when ctx ends first.
+func (r *Registry) lockPut(ctx context.Context) error {
+	select {
+	case r.putMu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// unlockPut lets go of the put lock lockPut took.
+func (r *Registry) unlockPut() { <-r.putMu }
+
+// load is Load with the put lock held.
+func (r *Registry) load(ctx context.Context, st *store.Store) error {
 	stamp, err := st.RegistryStamp(ctx)
 	if err != nil {
 		return fmt.Errorf("load types: %w", err)
@@ -184,13 +209,28 @@ func (r *Registry) Refresh(ctx context.Context, st *store.Store) error {
 	if err != nil {
 		return fmt.Errorf("refresh types: %w", err)
 	}
-	r.mu.RLock()
-	same := bytes.Equal(stamp, r.stamp)
-	r.mu.RUnlock()
-	if same {
+	if r.loadedAt(stamp) {
 		return nil
 	}
-	return r.Load(ctx, st)
+	if err := r.lockPut(ctx); err != nil {
+		return fmt.Errorf("refresh types: %w", err)
+	}
+	defer r.unlockPut()
+	// Writers that found the stamp moved wait here together: the first
+	// loads, and the others find its load read the stamp they read (a
+	// load reads the stamp before the records, so its records are at
+	// least that new).
+	if r.loadedAt(stamp) {
+		return nil
+	}
+	return r.load(ctx, st)
+}
+
+// loadedAt reports whether the registry's last load read stamp.
+func (r *Registry) loadedAt(stamp []byte) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return bytes.Equal(stamp, r.stamp)
 }
 
 // Refused returns the user types whose stored schema this release
@@ -284,9 +324,11 @@ func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role g
 	if err != nil {
 		return TypeRecord{}, false, err
 	}
-	r.putMu.Lock()
-	defer r.putMu.Unlock()
-	for {
+	if err := r.lockPut(ctx); err != nil {
+		return TypeRecord{}, false, err
+	}
+	defer r.unlockPut()
+	for tries := 0; ; tries++ {
 		// The store's record, not the registry's: another process may
 		// have changed the type (the version follows the store's).
 		oldRaw, err := st.GetType(ctx, name)
@@ -334,16 +376,43 @@ func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role g
 		}
 		err = st.PutTypeIf(ctx, name, oldRaw, raw)
 		if errors.Is(err, store.ErrStale) {
-			if ctx.Err() != nil {
-				return TypeRecord{}, false, ctx.Err()
+			// Another process changed the type first: decide again.
+			if err := contended(ctx, "type", name, tries); err != nil {
+				return TypeRecord{}, false, err
 			}
-			continue // another process changed the type first: decide again
+			continue
 		}
 		if err != nil {
 			return TypeRecord{}, false, err
 		}
 		r.install(name, e)
 		return e.rec, true, nil
+	}
+}
+
+// registryTries bounds how many times a put of a type or relation decides
+// again after another process changed the record between its read and
+// its write.
+const registryTries = 64
+
+// contended is what a put of the type or relation name (what) does after
+// losing the record to another writer for the tries-th time (from 0):
+// nil after a pause of up to tries milliseconds, at random, so that
+// writers racing on one record spread out; ctx's error when it ends
+// meanwhile; a 409 once registryTries puts in a row lost.
+func contended(ctx context.Context, what, name string, tries int) error {
+	if tries+1 >= registryTries {
+		detail := fmt.Sprintf("%s %q changed under this put %d times in a row: other processes keep writing it; send the put again", what, name, registryTries)
+		return &fault.Error{Code: fault.Conflict, Detail: detail,
+			Errors: []fault.FieldError{{Parameter: "name", Rule: "contended", Detail: detail}}}
+	}
+	t := time.NewTimer(time.Duration(rand.IntN(tries+1)) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 	"github.com/artifactd/artifactd/store/kv/memkv"
@@ -232,5 +233,57 @@ func TestImportRenamesOrKeepsHexBranches(t *testing.T) {
 		if after := kvSnapshot(t, d); len(after) != len(before) {
 			t.Errorf("rename %v: a refused import changed the store", c.renames)
 		}
+	}
+}
+
+// TestImportRenamesAtOnce: every rename names a branch as the bundle's
+// header has it, and all of them apply at once. Applied one after the
+// other, in the order of their old names, a rename that took the name
+// another moved away from was found by the second, which moved the wrong
+// branch: a chain swapped the two heads and a swap did nothing.
+func TestImportRenamesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	src := mOpen(t, t.TempDir())
+	mBundleFixture(t, src)
+	lines := bundleLines(t, src, "run-1")
+	b := withBranches(t, lines, "cafef00d", "zed")
+	mainHead, _ := b.Header.Branch("main")
+	expHead, _ := b.Header.Branch("exp")
+	if mainHead == expHead {
+		t.Fatal("the fixture's main and exp share a head: the test could not tell them apart")
+	}
+	dst, _ := hexBranchTarget(t)
+	for _, c := range []struct {
+		name    string
+		renames map[string]string
+		want    map[string]hashing.Digest
+	}{
+		{"chain", map[string]string{"cafef00d": "exp", "exp": "exp2", "zed": "zed"},
+			map[string]hashing.Digest{"exp": mainHead, "exp2": expHead, "zed": mainHead}},
+		{"swap", map[string]string{"cafef00d": "c", "exp": "zed", "zed": "exp"},
+			map[string]hashing.Digest{"c": mainHead, "zed": expHead, "exp": mainHead}},
+	} {
+		if _, err := dst.ImportWith(ctx, b, store.ImportOptions{As: c.name, RenameBranches: c.renames}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		brs, err := dst.Branches(ctx, c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]hashing.Digest{}
+		for _, br := range brs {
+			got[br.Name] = br.Head
+		}
+		for name, head := range c.want {
+			if got[name] != head {
+				t.Errorf("%s %v: branch %q is at %s, want %s (branches %v)", c.name, c.renames, name, got[name].Short(), head.Short(), got)
+			}
+		}
+	}
+	// A rename from a name only another rename makes is refused: the
+	// bundle has no such branch.
+	_, err := dst.ImportWith(ctx, b, store.ImportOptions{As: "via", RenameBranches: map[string]string{"cafef00d": "x", "x": "y"}})
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), `"x"`) {
+		t.Errorf("rename of a name only a rename makes: %v, want ErrInvalid naming \"x\"", err)
 	}
 }

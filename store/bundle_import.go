@@ -244,8 +244,10 @@ func (s *Store) ImportWith(ctx context.Context, b *replay.Bundle, opts ImportOpt
 // importBranches returns the branches an import of b into context ctxID
 // creates, in the header's order: renamed as opts.RenameBranches says,
 // checked before anything is written. A rename must name a branch of the
-// bundle other than main, and give it a name ValidateNewBranch takes
-// that no other branch of the import has (ErrInvalid). A name that reads
+// bundle (as its header names it) other than main, and give it a name
+// ValidateNewBranch takes that no other branch of the import has
+// (ErrInvalid); the renames apply at once, so one may take a name
+// another moves away from, and two may swap. A name that reads
 // as a commit id is refused, all of them in one *HexBranchError, unless
 // opts.KeepHexBranches keeps them.
 func importBranches(b *replay.Bundle, ctxID string, opts ImportOptions) ([]replay.BundleBranch, error) {
@@ -258,7 +260,11 @@ func importBranches(b *replay.Bundle, ctxID string, opts ImportOptions) ([]repla
 	sort.Strings(olds)
 	for _, old := range olds {
 		name := opts.RenameBranches[old]
-		i := slices.IndexFunc(out, func(br replay.BundleBranch) bool { return br.Name == old })
+		// The header's names, not out's: every rename names a branch as
+		// the bundle has it, and all of them apply at once, so a chain
+		// (a to b, b to c) or a swap does what it says whatever the
+		// order of the map or of the header.
+		i := slices.IndexFunc(b.Header.Branches, func(br replay.BundleBranch) bool { return br.Name == old })
 		switch {
 		case i < 0:
 			return nil, fmt.Errorf("%w: cannot rename branch %q: the bundle has no branch of that name", ErrInvalid, old)

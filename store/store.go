@@ -867,7 +867,10 @@ func (s *Store) putRegistryIf(ctx context.Context, kind, name string, key, old, 
 
 // GetType returns a type record.
 func (s *Store) GetType(ctx context.Context, name string) ([]byte, error) {
-	out, err := s.getCopy(keyType(name), func() error { return fmt.Errorf("type %q: %w", name, ErrNotFound) })
+	out, err := s.kv.Get(ctx, keyType(name))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, fmt.Errorf("type %q: %w", name, ErrNotFound)
+	}
 	return out, err
 }
 
@@ -923,7 +926,11 @@ func (s *Store) PutRelationIf(ctx context.Context, name string, old, record []by
 
 // GetRelation returns a relation record, or an error wrapping ErrNotFound.
 func (s *Store) GetRelation(ctx context.Context, name string) ([]byte, error) {
-	return s.getCopy(keyRelDef(name), func() error { return fmt.Errorf("relation %q: %w", name, ErrNotFound) })
+	out, err := s.kv.Get(ctx, keyRelDef(name))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, fmt.Errorf("relation %q: %w", name, ErrNotFound)
+	}
+	return out, err
 }
 
 // ListRelations returns every stored relation record keyed by name.
