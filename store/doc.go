@@ -260,7 +260,8 @@
 // hash — and a context's sequence counter once per group; a read of a
 // branch head whose ref moved reads that ref's commit. A group whose
 // Commit the driver sent and then lost the answer to (kv.ErrOutcomeUnknown:
-// a database connection that broke after COMMIT went out) landed whole
+// a database connection that broke after COMMIT went out, and a server
+// that could not then tell the driver the outcome) landed whole
 // or not at all, and the stored refs tell which: it answers every request
 // with that error, drops the heads it wrote to and its contexts'
 // sequence counters as a failed group does, and the store goes on taking

@@ -85,7 +85,9 @@
 // write was in flight) the batch is either wholly applied or not at all,
 // and the caller must read the refs to learn which. ErrOutcomeUnknown is
 // the one such error that says no more went wrong than the way to the
-// engine's answer: the batch was sent whole, and if it landed it is as
+// engine's answer, and that the driver could not learn the outcome
+// otherwise (pgkv asks the server on another connection first): the
+// batch was sent whole, and if it landed it is as
 // durable as after a nil, so the caller may read the refs and go on
 // writing — whereas after an engine's own I/O error a batch may be
 // visible and yet not survive a restart. Only drivers that talk to a

@@ -33,10 +33,12 @@ var (
 	ErrCorrupt = fault.Corruption("kv: corrupt")
 	// ErrClosed: the driver was closed.
 	ErrClosed = errors.New("kv: closed")
-	// ErrOutcomeUnknown: a Commit sent its batch to be committed and
-	// then lost the way to the engine's answer (the connection broke, or
-	// no answer came in time), so it cannot tell whether the batch landed.
-	// It landed whole — as durable as after a nil, the records put before
+	// ErrOutcomeUnknown: a Commit sent its batch to be committed, lost
+	// the way to the engine's answer (the connection broke, or no answer
+	// came in time), and could not learn the outcome otherwise either (a
+	// driver that can asks the engine on another connection, and returns
+	// nil, or runs the batch again, when the engine tells), so it cannot
+	// tell whether the batch landed. It landed whole — as durable as after a nil, the records put before
 	// it included — or not at all, and the refs its swaps move tell which.
 	// The engine may settle it after Commit returned (a server still
 	// committing, or yet to notice the broken connection): a read soon
@@ -174,8 +176,8 @@ type ConflictError struct {
 	Conflicts []Conflict
 	// Cause, set when Conflicts is empty, is why the engine rolled the
 	// write back instead (a deadlock or serialization failure it detected
-	// in a Hold's transaction): nothing was written and a retry may
-	// succeed.
+	// in a Hold's transaction, or one it aborted after the answer to its
+	// commit was lost): nothing was written and a retry may succeed.
 	Cause error
 }
 
@@ -267,8 +269,9 @@ type Driver interface {
 	// *ConflictError and writes nothing. When ctx ends during the call
 	// the result still tells the truth: nil when b landed, ctx's error
 	// only when nothing was written. An error wrapping ErrOutcomeUnknown
-	// says that b was sent and the engine's answer lost: b landed whole
-	// and durably or not at all, and the refs tell which.
+	// says that b was sent, the engine's answer lost and the outcome not
+	// to be learnt otherwise: b landed whole and durably or not at all,
+	// and the refs tell which.
 	Commit(ctx context.Context, b Batch) error
 	// Close releases the driver.
 	Close() error

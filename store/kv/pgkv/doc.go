@@ -39,12 +39,24 @@
 //     server's synchronous_commit (on by default). A context that ends
 //     before COMMIT is sent rolls back; once it is sent, Commit waits for
 //     the server's answer whatever the context (for at most 30 s), since
-//     only the answer tells whether the batch landed. When the answer is
-//     lost — the connection fails after pgx sent COMMIT (its error is not
-//     pgconn.SafeToRetry, and is no ERROR from the server), or 30 s pass
-//     — Commit returns kv.ErrOutcomeUnknown wrapping the cause; the
-//     broken connection leaves the pool, and the batch is in the table
-//     whole, or not at all, once the server has settled the transaction.
+//     only the server can tell whether the batch landed. The batch's
+//     round trip ends with SELECT txid_current(), so Commit knows its
+//     transaction's id. When the answer is lost — the connection fails
+//     after pgx sent COMMIT (its error is not pgconn.SafeToRetry, and is
+//     no ERROR from the server), or 30 s pass — the broken connection
+//     leaves the pool and Commit asks another connection for
+//     txid_status(id), again while it is 'in progress' or the question
+//     fails, for what is left of the 30 s but at least 5 s. 'committed':
+//     Commit returns nil. 'aborted' (the server never read the COMMIT,
+//     and ended the transaction when its connection closed): nothing was
+//     written, and Commit runs the transaction again, as after a
+//     serialization failure (a hold's Commit returns a *kv.ConflictError,
+//     its locks being gone); when its retries are spent it returns an
+//     error that says so. Otherwise — NULL (an id too old), still in
+//     progress, or no answer — Commit returns kv.ErrOutcomeUnknown
+//     wrapping the cause and saying what it asked; the batch is in the
+//     table whole, or not at all, once the server has settled the
+//     transaction. txid_status exists from PostgreSQL 10 on.
 //   - Serialization failures (40001, what CockroachDB reports under
 //     contention) and deadlocks (40P01) roll back and are retried.
 //   - Scan and ScanReverse (ORDER BY k, or k DESC) read one snapshot.

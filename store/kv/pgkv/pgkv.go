@@ -85,8 +85,10 @@ type Driver struct {
 	// keepEvery how often a hold's holder shows it is alive (0: never).
 	holdIdle  string
 	keepEvery time.Duration
-	// commitWait bounds the wait for the answer to a COMMIT sent (settle).
-	commitWait time.Duration
+	// commitWait bounds the wait for the answer to a COMMIT sent (settle),
+	// and resolveFloor is the least time resolve asks for the outcome of
+	// one whose answer was lost, however little of commitWait is left.
+	commitWait, resolveFloor time.Duration
 }
 
 var (
@@ -122,12 +124,13 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 		return nil, fmt.Errorf("pgkv: connect: %w", err)
 	}
 	d := &Driver{
-		pool:       pool,
-		bulk:       opts.Bulk,
-		holds:      make(chan struct{}, max(1, cfg.MaxConns/2)),
-		holdIdle:   fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", max(1, idle.Milliseconds())),
-		keepEvery:  idle / 3,
-		commitWait: commitWait,
+		pool:         pool,
+		bulk:         opts.Bulk,
+		holds:        make(chan struct{}, max(1, cfg.MaxConns/2)),
+		holdIdle:     fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", max(1, idle.Milliseconds())),
+		keepEvery:    idle / 3,
+		commitWait:   commitWait,
+		resolveFloor: resolveFloor,
 	}
 	qual := func(name string) string {
 		if opts.Schema == "" {
@@ -221,9 +224,14 @@ func newerSchema(cur int) error {
 
 // retryable reports errors after which the transaction was rolled back
 // and may simply run again: serialization failures (what CockroachDB
-// returns for contention), deadlocks, and the uniqueness races of
-// concurrent DDL — never a COMMIT whose outcome is unknown.
+// returns for contention), deadlocks, the uniqueness races of concurrent
+// DDL, and a transaction whose answer to COMMIT was lost and which the
+// server then aborted (errAborted) — never a COMMIT whose outcome is
+// unknown.
 func retryable(err error) bool {
+	if errors.Is(err, errAborted) {
+		return true
+	}
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || errors.Is(err, kv.ErrOutcomeUnknown) {
 		return false
@@ -700,7 +708,11 @@ type hold struct {
 // the server reports rolls it back and returns a *kv.ConflictError with
 // the cause: nothing was written and the caller decides again. ctx
 // ending before COMMIT is sent rolls back; after, Commit waits for the
-// answer (settle), and returns kv.ErrOutcomeUnknown when it is lost.
+// answer (settle). When the answer is lost, Commit asks the server what
+// became of the transaction (resolve): nil when it committed, a
+// *kv.ConflictError when the server aborted it (nothing was written, and
+// the hold's locks went with its transaction, so the caller decides
+// again), and kv.ErrOutcomeUnknown only when the server could not tell.
 func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 	if err := b.Validate(); err != nil {
 		return err
@@ -716,7 +728,7 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 	}
 	d := h.d
 	order, sets := commitOrder(b)
-	conflict, err := d.apply(ctx, h.conn, &b, order, sets)
+	conflict, xid, err := d.apply(ctx, h.conn, &b, order, sets)
 	if err == nil && conflict != nil {
 		return conflict
 	}
@@ -725,7 +737,7 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 	}
 	if err == nil {
 		var tag pgconn.CommandTag
-		err = settle(ctx, d.commitWait, func(ctx context.Context) (err error) {
+		err = d.settle(ctx, xid, func(ctx context.Context) (err error) {
 			tag, err = h.conn.Exec(ctx, "COMMIT")
 			return err
 		})
@@ -755,25 +767,89 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 // the COMMIT it sent, whether or not its context ends meanwhile.
 const commitWait = 30 * time.Second
 
-// settle runs commit — the sending of a transaction's COMMIT and the
-// reading of its answer — with a context that ctx's cancellation and
-// deadline do not end, bounded by wait: once COMMIT is sent, the
-// server may have committed, and only its answer tells; an error for a
-// cancellation would report as failed a batch that landed. When the
+// resolveFloor is the least time resolve asks for a transaction's
+// outcome: a COMMIT whose answer did not come within commitWait still
+// gets a few seconds of questions on another connection.
+const resolveFloor = 5 * time.Second
+
+// errAborted marks the error of a transaction whose answer to COMMIT was
+// lost and which the server then reported aborted (resolve): nothing of
+// it was written, so it may run again (retryable).
+var errAborted = errors.New("the server aborted the transaction whose answer to COMMIT was lost; nothing was written")
+
+// settle runs commit — the sending of the COMMIT of transaction xid and
+// the reading of its answer — with a context that ctx's cancellation and
+// deadline do not end, bounded by d.commitWait: once COMMIT is sent, the
+// server may have committed, and only the server can tell; an error for
+// a cancellation would report as failed a batch that landed. When the
 // answer is lost — the connection failed after COMMIT was sent, or no
-// answer came within wait — the error wraps kv.ErrOutcomeUnknown and
-// the cause.
-func settle(ctx context.Context, wait time.Duration, commit func(context.Context) error) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+// answer came within the wait — settle asks the server what became of
+// the transaction (resolve) for what is left of the wait, at least
+// d.resolveFloor, and returns what resolve does: nil when it committed,
+// an error wrapping errAborted when the server aborted it, and one
+// wrapping kv.ErrOutcomeUnknown and the cause when no answer told.
+func (d *Driver) settle(ctx context.Context, xid int64, commit func(context.Context) error) error {
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.commitWait)
 	defer cancel()
 	err := commit(cctx)
-	switch {
-	case err == nil || !answerLost(err):
+	if err == nil || !answerLost(err) {
 		return err
-	case cctx.Err() != nil:
-		return fmt.Errorf("%w: no answer to COMMIT within %s: %w", kv.ErrOutcomeUnknown, wait, err)
 	}
-	return fmt.Errorf("%w: the connection failed before the answer to COMMIT came: %w", kv.ErrOutcomeUnknown, err)
+	lost := fmt.Errorf("the connection failed before the answer to COMMIT came: %w", err)
+	if cctx.Err() != nil {
+		lost = fmt.Errorf("no answer to COMMIT within %s: %w", d.commitWait, err)
+	}
+	return d.resolve(ctx, xid, max(d.commitWait-time.Since(start), d.resolveFloor), lost)
+}
+
+// resolve learns the outcome of transaction xid, whose answer to COMMIT
+// was lost as lost says, from txid_status asked on another connection of
+// the pool (the one that carried the COMMIT failed, and pgx closed it).
+// It asks again while the answer is 'in progress' — the server still
+// committing, or its session yet to notice that its connection is gone
+// and abort — or the question fails, for at most wait, whatever ctx's
+// cancellation (as settle). 'committed': nil, the batch landed.
+// 'aborted': an error wrapping errAborted and lost. NULL (the server no
+// longer keeps the id's status), still 'in progress' when wait is over,
+// or no answer in that time (the server unreachable): an error wrapping
+// kv.ErrOutcomeUnknown and lost, saying what was asked and the last
+// answer or error.
+func (d *Driver) resolve(ctx context.Context, xid int64, wait time.Duration, lost error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+	defer cancel()
+	pause := 10 * time.Millisecond
+	// last is the last answer, or failed the last error of a question
+	// that rctx did not cut short.
+	var last string
+	var failed error
+	for {
+		var status *string
+		err := d.pool.QueryRow(rctx, "SELECT txid_status($1)", xid).Scan(&status)
+		switch {
+		case err != nil:
+			if rctx.Err() == nil || failed == nil && last == "" {
+				last, failed = "", err
+			}
+		case status == nil:
+			return fmt.Errorf("%w: %w; txid_status(%d), asked on another connection, is NULL: the server no longer keeps the transaction's status", kv.ErrOutcomeUnknown, lost, xid)
+		case *status == "committed":
+			return nil
+		case *status == "aborted":
+			return fmt.Errorf("%w (transaction %d: %w)", errAborted, xid, lost)
+		default: // "in progress"
+			last, failed = *status, nil
+		}
+		select {
+		case <-rctx.Done():
+			if failed != nil {
+				return fmt.Errorf("%w: %w; asking another connection for txid_status(%d) failed for %s: %w", kv.ErrOutcomeUnknown, lost, xid, wait, failed)
+			}
+			return fmt.Errorf("%w: %w; txid_status(%d), asked on another connection for %s, was still %q", kv.ErrOutcomeUnknown, lost, xid, wait, last)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
 }
 
 // answerLost reports whether err, the error of sending a COMMIT and
@@ -860,7 +936,12 @@ func commitOrder(b kv.Batch) (order []int, sets []kv.Record) {
 // deletes. A transaction that loses a serialization race or a deadlock is
 // retried; one whose swaps fail, or whose ctx ends before its COMMIT is
 // sent, is rolled back; once COMMIT is sent, its answer is the result
-// (settle), and kv.ErrOutcomeUnknown when the answer is lost.
+// (settle). When the answer is lost, the server's word on the
+// transaction is (resolve): committed, Commit returns nil; aborted,
+// nothing was written and the transaction runs again as after a
+// serialization failure — its swaps see the refs as they were — and when
+// the retries are spent Commit returns that error, which is not
+// kv.ErrOutcomeUnknown; no word, kv.ErrOutcomeUnknown.
 func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if err := d.enter(ctx); err != nil {
 		return err
@@ -881,7 +962,8 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 		if err != nil {
 			return err
 		}
-		conflict, err = d.apply(ctx, tx, &b, order, sets)
+		var xid int64
+		conflict, xid, err = d.apply(ctx, tx, &b, order, sets)
 		if err == nil && conflict == nil {
 			err = ctx.Err() // canceled before COMMIT: rolled back
 		}
@@ -893,7 +975,7 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 			return conflict
 		}
 		sent = true
-		return settle(ctx, d.commitWait, tx.Commit)
+		return d.settle(ctx, xid, tx.Commit)
 	})
 	if conflict != nil && errors.Is(err, kv.ErrConflict) {
 		return conflict
@@ -917,20 +999,27 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 }
 
 // apply writes b in the transaction q is in and reports the swaps that
-// failed as a *kv.ConflictError (nil: all held); the caller commits, or
-// rolls back on a conflict or an error.
-func (d *Driver) apply(ctx context.Context, q querier, b *kv.Batch, order []int, sets []kv.Record) (*kv.ConflictError, error) {
-	failed, err := d.write(ctx, q, b, order, sets)
+// failed as a *kv.ConflictError (nil: all held), and the transaction's
+// id (write); the caller commits, or rolls back on a conflict or an
+// error.
+func (d *Driver) apply(ctx context.Context, q querier, b *kv.Batch, order []int, sets []kv.Record) (*kv.ConflictError, int64, error) {
+	failed, xid, err := d.write(ctx, q, b, order, sets)
 	if err != nil || len(failed) == 0 {
-		return nil, err
+		return nil, xid, err
 	}
-	return d.conflicts(ctx, q, b.Swaps, failed)
+	conflict, err := d.conflicts(ctx, q, b.Swaps, failed)
+	return conflict, xid, err
 }
 
 // write sends the whole batch in one pipelined round trip — the swaps
-// in key order, then the sets and the deletes — and returns the indexes of
-// the swaps whose expectation failed (the caller then rolls back).
-func (d *Driver) write(ctx context.Context, tx querier, b *kv.Batch, order []int, sets []kv.Record) ([]int, error) {
+// in key order, then the sets and the deletes, then txid_current() —
+// and returns the indexes of the swaps whose expectation failed (the
+// caller then rolls back) and the transaction's id, which tells its
+// outcome when the answer to its COMMIT is lost (resolve). txid_current
+// assigns the transaction an id if it has none yet (one that wrote
+// nothing), and exists in every PostgreSQL version with txid_status
+// (10 on); its successor pg_current_xact_id came in 13.
+func (d *Driver) write(ctx context.Context, tx querier, b *kv.Batch, order []int, sets []kv.Record) ([]int, int64, error) {
 	var batch pgx.Batch
 	var placeholders [][]byte
 	for _, i := range order {
@@ -960,28 +1049,35 @@ func (d *Driver) write(ctx context.Context, tx querier, b *kv.Batch, order []int
 	if len(b.Deletes) > 0 {
 		batch.Queue("DELETE FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", b.Deletes)
 	}
+	writes := batch.Len()
+	batch.Queue("SELECT txid_current()")
 	res := tx.SendBatch(ctx, &batch)
 	var failed []int
-	for j := 0; j < batch.Len(); j++ {
+	for j := 0; j < writes; j++ {
 		tag, err := res.Exec()
 		if err != nil {
 			res.Close()
-			return nil, err
+			return nil, 0, err
 		}
 		if j < len(order) && tag.RowsAffected() != 1 {
 			failed = append(failed, order[j])
 		}
 	}
+	var xid int64
+	if err := res.QueryRow().Scan(&xid); err != nil {
+		res.Close()
+		return nil, 0, err
+	}
 	if err := res.Close(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if len(failed) == 0 && len(placeholders) > 0 {
 		if _, err := tx.Exec(ctx, "DELETE FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", placeholders); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	slices.Sort(failed)
-	return failed, nil
+	return failed, xid, nil
 }
 
 // conflicts reads the current values of the failed swaps' keys.

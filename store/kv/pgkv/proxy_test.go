@@ -16,29 +16,38 @@ import (
 
 // pgProxy is a TCP proxy between the driver and PostgreSQL that reads
 // the messages the driver sends: it can hold back the server's answer to
-// a COMMIT, cut the link instead of passing a COMMIT or its answer on,
-// and it counts the bytes the server sent.
+// a COMMIT, or the COMMIT itself, cut the link instead of passing a
+// COMMIT or its answer on, refuse new links and cut the open ones, and
+// it counts the bytes the server sent and the COMMITs the driver sent.
 type pgProxy struct {
 	ln     net.Listener
 	server string
 	// fromServer counts the bytes read from the server, on every link.
 	fromServer atomic.Int64
-	mu         sync.Mutex // guards armed, swallow and links
+	// commits counts the COMMITs read from the driver, on every link.
+	commits atomic.Int64
+	// refusing, set, makes the proxy close each new link at once.
+	refusing atomic.Bool
+	mu       sync.Mutex // guards armed, stalled, swallow and links
 	// armed is the gate the next COMMIT's answer waits at (nil: none).
 	armed *answerGate
-	// swallow, set, makes the link that carries the next COMMIT close
-	// both its connections instead of forwarding it: the driver has sent
-	// it, the server never reads it.
-	swallow bool
+	// stalled is the gate the next COMMIT itself waits at, unsent, while
+	// the link's connection to the server stays open (nil: none).
+	stalled *answerGate
+	// swallow is how many of the next COMMITs make the link that
+	// carries each close both its connections instead of forwarding it:
+	// the driver has sent it, the server never reads it.
+	swallow int
 	links   []net.Conn
 	wg      sync.WaitGroup
 }
 
-// answerGate holds back the server's answer to one COMMIT.
+// answerGate holds back the server's answer to one COMMIT (holdNextCommit)
+// or the COMMIT itself (stallNextCommit).
 type answerGate struct {
 	arrivedOnce sync.Once
 	// arrived is closed when the server's answer reached the proxy: the
-	// server has settled the COMMIT.
+	// server has settled the COMMIT (or, stalled, when the COMMIT did).
 	arrived chan struct{}
 	// release, closed, lets the answer through — or, with cut set,
 	// closes the link without it.
@@ -59,9 +68,13 @@ func (g *answerGate) cutLink() {
 
 // swallowNextCommit makes the link that carries the next COMMIT close
 // instead of forwarding it.
-func (p *pgProxy) swallowNextCommit() {
+func (p *pgProxy) swallowNextCommit() { p.swallowCommits(1) }
+
+// swallowCommits makes the links that carry the next n COMMITs close
+// instead of forwarding them (0: none).
+func (p *pgProxy) swallowCommits(n int) {
 	p.mu.Lock()
-	p.swallow = true
+	p.swallow = n
 	p.mu.Unlock()
 }
 
@@ -87,6 +100,32 @@ func newPGProxy(t *testing.T, dsn string) (*pgProxy, string) {
 	return p, proxied
 }
 
+// stallNextCommit arms a gate at which the next COMMIT waits instead of
+// going to the server, whose connection stays open meanwhile, even when
+// the driver closes its own: the server's transaction stays in progress.
+// Its arrived closes when the COMMIT reached the proxy; opened, the
+// COMMIT goes on, and cut, the link closes without it.
+func (p *pgProxy) stallNextCommit() *answerGate {
+	g := &answerGate{arrived: make(chan struct{}), release: make(chan struct{})}
+	p.mu.Lock()
+	p.stalled = g
+	p.mu.Unlock()
+	return g
+}
+
+// refuse makes the proxy close new links at once (on: true) or take
+// them again.
+func (p *pgProxy) refuse(on bool) { p.refusing.Store(on) }
+
+// cutAll closes every open link, both its connections.
+func (p *pgProxy) cutAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.links {
+		c.Close()
+	}
+}
+
 // holdNextCommit arms a gate: the server's answer to the next COMMIT a
 // link forwards waits at it until it is opened.
 func (p *pgProxy) holdNextCommit() *answerGate {
@@ -106,6 +145,9 @@ func (p *pgProxy) close() {
 	if p.armed != nil {
 		p.armed.open()
 	}
+	if p.stalled != nil {
+		p.stalled.open()
+	}
 	p.mu.Unlock()
 	p.wg.Wait()
 }
@@ -116,6 +158,10 @@ func (p *pgProxy) accept() {
 		client, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		if p.refusing.Load() {
+			client.Close()
+			continue
 		}
 		server, err := net.Dial("tcp", p.server)
 		if err != nil {
@@ -173,9 +219,10 @@ func (p *pgProxy) pumpFromClient(client, server net.Conn, gate *atomic.Pointer[a
 			// has a type.
 			started = len(body) >= 4 && binary.BigEndian.Uint16(body) == 3
 		case typ == 'Q' && strings.EqualFold(strings.TrimRight(string(body), "\x00; "), "commit"):
+			p.commits.Add(1)
 			p.mu.Lock()
-			swallow := p.swallow
-			p.swallow = false
+			swallow, stall := p.swallow > 0, p.stalled
+			p.swallow, p.stalled = max(p.swallow-1, 0), nil
 			if p.armed != nil && !swallow {
 				gate.Store(p.armed)
 				p.armed = nil
@@ -184,6 +231,14 @@ func (p *pgProxy) pumpFromClient(client, server net.Conn, gate *atomic.Pointer[a
 			if swallow {
 				client.Close()
 				return // the deferred Close ends the server's side
+			}
+			if stall != nil {
+				stall.arrivedOnce.Do(func() { close(stall.arrived) })
+				<-stall.release
+				if stall.cut.Load() {
+					client.Close()
+					return // the deferred Close ends the server's side
+				}
 			}
 		}
 		msg := append(n[:], body...)
