@@ -84,3 +84,38 @@ func TestCommitOutcomeUnknownIs503(t *testing.T) {
 	body["parent"] = head
 	e.must(e.post("/v1/contexts/c/artifacts", body), 201)
 }
+
+// notWrittenDriver answers its armed Commit with kv.ErrNotWritten, having
+// written nothing, as a database driver does whose connection broke
+// before COMMIT was sent and that then found the server unreachable.
+type notWrittenDriver struct {
+	*memkv.Driver
+	armed atomic.Bool
+}
+
+func (d *notWrittenDriver) Commit(ctx context.Context, b kv.Batch) error {
+	if d.armed.Swap(false) {
+		return fmt.Errorf("%w: injected: the connection broke before COMMIT was sent", kv.ErrNotWritten)
+	}
+	return d.Driver.Commit(ctx, b)
+}
+
+// TestCommitNotWrittenIs503: a write the storage driver could not make
+// and knows it did not is 503 unavailable, and the same write sent again
+// is taken.
+func TestCommitNotWrittenIs503(t *testing.T) {
+	d := &notWrittenDriver{Driver: memkv.New()}
+	e := newEnv(t, withDriver(d))
+	e.createContext("c", "observe")
+	body := map[string]any{"id": "q1", "type": "question", "data": map[string]any{"text": "How far?"}}
+	d.armed.Store(true)
+	r := e.post("/v1/contexts/c/artifacts", body)
+	p := e.must(r, 503)
+	if p["type"] != ProblemTypePrefix+CodeUnavailable {
+		t.Fatalf("problem %s, want type %s%s", r.body, ProblemTypePrefix, CodeUnavailable)
+	}
+	if detail, _ := p["detail"].(string); !strings.Contains(detail, "nothing of the write was made") {
+		t.Errorf("detail %q does not say nothing was written", detail)
+	}
+	e.must(e.post("/v1/contexts/c/artifacts", body), 201)
+}

@@ -37,6 +37,11 @@ var canonRules = []struct {
 // the server log and `artifactd fsck`.
 const CorruptDetail = "the stored records do not verify and the server stopped taking writes; stop it and run `artifactd fsck` on its data directory (the server log names the record)"
 
+// NotWrittenDetail is the detail of every write refused because the
+// storage driver could not run it and knows nothing of it was written
+// (kv.ErrNotWritten): 503 unavailable.
+const NotWrittenDetail = "the database could not be reached and nothing of the write was made; send it again later"
+
 // OutcomeUnknownDetail is the detail of every commit-outcome-unknown
 // problem: the write may have landed, and only what it changes tells.
 const OutcomeUnknownDetail = "the write was sent to the database and its answer was lost, so it may or may not have been made; read the branch head (or what else the write changes) before retrying, and retry a commit with the head you read as its parent, so that one that landed is refused as stale rather than applied twice"
@@ -136,6 +141,10 @@ func Classify(err error) *fault.Error {
 		// Before the cancelled-context case: a COMMIT that got no answer
 		// in time wraps a deadline too.
 		return &fault.Error{Code: fault.OutcomeUnknown, Detail: OutcomeUnknownDetail, Err: err}
+	case errors.Is(err, kv.ErrNotWritten):
+		// Before the cancelled-context case: the driver's last failure
+		// may wrap a deadline of its own.
+		return &fault.Error{Code: fault.Unavailable, Detail: NotWrittenDetail, Err: err}
 	case errors.Is(err, store.ErrWriteFailed):
 		return &fault.Error{Code: fault.Unavailable, Detail: "the store stopped taking writes after a write failure; restart artifactd and run fsck", Err: err}
 	case errors.Is(err, store.ErrLocked):

@@ -26,3 +26,19 @@ func TestClassifyOutcomeUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyNotWritten: a write the storage driver knows it did not
+// make (kv.ErrNotWritten, the database unreachable) is unavailable, with
+// the detail that says nothing was written — also when the driver's last
+// failure wraps a deadline.
+func TestClassifyNotWritten(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("write commits: pgkv: commit: %w: the connection failed before COMMIT was sent: %w", kv.ErrNotWritten, errors.New("unexpected EOF")),
+		fmt.Errorf("write commits: pgkv: commit: %w: failed to connect: %w", kv.ErrNotWritten, context.DeadlineExceeded),
+	} {
+		e := Classify(err)
+		if e.Code != fault.Unavailable || e.Detail != NotWrittenDetail || !errors.Is(e, kv.ErrNotWritten) {
+			t.Errorf("Classify(%q) = %s (%q), want %s keeping the cause", err, e.Code, e.Detail, fault.Unavailable)
+		}
+	}
+}

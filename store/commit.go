@@ -259,7 +259,9 @@ func (s *Store) wakeLocked() {
 // errors (*graph.OpError, *graph.CycleError, *graph.TaintError in enforce
 // mode), ErrInvalid, kv.ErrOutcomeUnknown (the driver lost the answer to
 // its write: the commit landed or not, and the branch's head tells which),
-// or an I/O error. A refused commit changes nothing.
+// kv.ErrNotWritten (the driver knows nothing was written: the database is
+// unreachable for now, and the commit may be sent again), or an I/O
+// error. A refused commit changes nothing.
 func (s *Store) Commit(ctx context.Context, req CommitRequest) (CommitResult, error) {
 	if req.Branch == "" {
 		req.Branch = DefaultBranch
@@ -736,6 +738,9 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq
 	// unknown: the driver sent the group's Commit and lost its answer; the
 	// group landed whole or not at all (kv.ErrOutcomeUnknown).
 	unknown := !lost && errors.Is(err, kv.ErrOutcomeUnknown)
+	// notWritten: the driver knows the group's Commit wrote nothing and
+	// could not be run (kv.ErrNotWritten: the database unreachable).
+	notWritten := !lost && !unknown && errors.Is(err, kv.ErrNotWritten)
 	if err == nil {
 		// The group is durable: its heads take what it committed, while
 		// the group still holds them.
@@ -827,6 +832,11 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq
 		// the store goes on taking writes. Each request is answered with
 		// the error; its client reads the branch to learn the outcome.
 		s.log.Warn("commit group's outcome unknown: the driver sent its commit and lost the answer; its heads will be read again from storage", "err", err)
+	} else if notWritten {
+		// Nothing of the group was written; its heads, dropped all the
+		// same, are read again from storage. The store goes on taking
+		// writes: the next group may find the database reachable again.
+		s.log.Warn("commit group not written: the storage driver could not run its commit; the store goes on taking writes", "err", err)
 	} else if err != nil {
 		// Part of the group may be on disk (a transaction can commit and
 		// the sync after it fail), so its outcome is unknown: stop taking

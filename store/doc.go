@@ -265,7 +265,12 @@
 // or not at all, and the stored refs tell which: it answers every request
 // with that error, drops the heads it wrote to and its contexts'
 // sequence counters as a failed group does, and the store goes on taking
-// writes — the next read or group loads them from storage. A group that
+// writes — the next read or group loads them from storage. A group whose
+// Commit the driver knows wrote nothing (kv.ErrNotWritten: pgkv's
+// connection broke before COMMIT went out, and running it again on fresh
+// connections failed too) answers every request with that error (503
+// unavailable at the API), drops its heads and sequence counters the same
+// way, and the store goes on taking writes. A group that
 // fails otherwise answers every request with the error and stops the
 // store's writes (ErrWriteFailed): its outcome is unknown until a restart.
 //
@@ -348,5 +353,5 @@
 // (ErrWriteFailed) and the outcome of the group is whatever the driver
 // recovers on restart; fsck checks it — unless the failure is
 // kv.ErrOutcomeUnknown (above), whose outcome the stored refs already
-// tell. No writer is ever told "committed" before that Commit returned.
+// tell, or kv.ErrNotWritten, which wrote nothing. No writer is ever told "committed" before that Commit returned.
 package store

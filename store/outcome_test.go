@@ -19,6 +19,7 @@ import (
 const (
 	landThenLose = iota + 1 // write the batch, then say the outcome is unknown
 	loseUnsent              // write nothing, and say the same
+	failUnsent              // write nothing, and say so (kv.ErrNotWritten)
 )
 
 // unknownDriver answers its armed Commit (or its hold's) with
@@ -54,6 +55,8 @@ func (d *unknownDriver) lose(b kv.Batch, commit func() error) error {
 			return err
 		}
 	case loseUnsent:
+	case failUnsent:
+		return fmt.Errorf("%w: injected: the connection broke before COMMIT was sent, and the server refuses connections", kv.ErrNotWritten)
 	default:
 		return commit()
 	}
@@ -145,5 +148,55 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 				mustCheck(t, s)
 			})
 		}
+	}
+}
+
+// TestCommitNotWritten: a commit group whose Commit says nothing was
+// written (kv.ErrNotWritten: the database unreachable) answers its
+// requests with that error — not a write failure: the store goes on
+// taking writes — and leaves the head as it was, so that the commit sent
+// again on the same parent lands; the store then checks clean.
+func TestCommitNotWritten(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			ctx := context.Background()
+			d := &unknownDriver{Driver: memkv.New(), shared: shared}
+			s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+				t.Fatal(err)
+			}
+			before := mustCommit(t, s, "c", put("a", "note", map[string]any{"text": "one"}))
+			req := CommitRequest{Context: "c", Author: "t", Message: "m", Parent: &before.ID,
+				Ops: []graph.Op{put("b", "note", map[string]any{"text": "two"})}}
+
+			d.armed.Store(failUnsent)
+			_, err = s.Commit(ctx, req)
+			if !errors.Is(err, kv.ErrNotWritten) || errors.Is(err, ErrWriteFailed) || errors.Is(err, kv.ErrOutcomeUnknown) {
+				t.Fatalf("commit the driver could not write: %v, want kv.ErrNotWritten and no write failure", err)
+			}
+			err = s.Read(ctx, "c", "", func(v *View) error {
+				if v.Commit.ID != before.ID || v.State.Artifact("b") != nil {
+					t.Errorf("after a commit that was not written the head is %s (b there: %v), want %s", v.Commit.ID.Short(), v.State.Artifact("b") != nil, before.ID.Short())
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// The store still takes writes: the same commit, sent again.
+			res, err := s.Commit(ctx, req)
+			if err != nil {
+				t.Fatalf("the commit sent again: %v", err)
+			}
+			if len(res.Commit.Parents) != 1 || res.Commit.Parents[0] != before.ID || res.Commit.Seq != before.Seq+1 {
+				t.Fatalf("the commit sent again has parents %v and seq %d; want [%s] and seq %d", res.Commit.Parents, res.Commit.Seq, before.ID.Short(), before.Seq+1)
+			}
+			mustCheck(t, s)
+		})
 	}
 }

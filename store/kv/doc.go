@@ -92,6 +92,12 @@
 // writing — whereas after an engine's own I/O error a batch may be
 // visible and yet not survive a restart. Only drivers that talk to a
 // server return it (pgkv), never an embedded engine (badgerkv, memkv).
+// ErrNotWritten is the error that says the opposite: the driver knows
+// nothing of the batch was written (pgkv: the connection broke before the
+// COMMIT was sent, or the server aborted the transaction, and running it
+// again on a fresh connection failed too), so the refs are as they were
+// and a later Commit may succeed once the server is reachable; badgerkv
+// and memkv never return it either.
 // Readers may see a
 // Commit's records before it returns (Badger makes them visible before its
 // sync); nothing is acknowledged to the Commit's caller before it is

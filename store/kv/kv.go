@@ -48,6 +48,16 @@ var (
 	// connection return it (pgkv); the embedded ones (badgerkv, memkv)
 	// learn the outcome of every write they start, and never do.
 	ErrOutcomeUnknown = errors.New("kv: commit sent, outcome unknown")
+	// ErrNotWritten: a Commit failed and the driver knows that nothing of
+	// its batch was written — the way to the engine broke before the
+	// batch was sent to be committed, or the engine reported the
+	// transaction aborted — and running it again (as the driver does,
+	// a bounded number of times) failed too: the engine may be
+	// unreachable for now. The refs are as they were, and a later Commit
+	// may succeed. The error wraps the cause. Only drivers that reach
+	// their engine over a connection return it (pgkv); the embedded ones
+	// (badgerkv, memkv) never do.
+	ErrNotWritten = errors.New("kv: commit failed, nothing written")
 )
 
 // UnreadableError is a record whose key a driver found but whose value
@@ -271,7 +281,9 @@ type Driver interface {
 	// only when nothing was written. An error wrapping ErrOutcomeUnknown
 	// says that b was sent, the engine's answer lost and the outcome not
 	// to be learnt otherwise: b landed whole and durably or not at all,
-	// and the refs tell which.
+	// and the refs tell which. An error wrapping ErrNotWritten says that
+	// nothing of b was written and the engine may be unreachable for
+	// now: a later Commit may succeed.
 	Commit(ctx context.Context, b Batch) error
 	// Close releases the driver.
 	Close() error

@@ -52,13 +52,19 @@
 //     written, and Commit runs the transaction again, as after a
 //     serialization failure (a hold's Commit returns a *kv.ConflictError,
 //     its locks being gone); when its retries are spent it returns an
-//     error that says so. Otherwise — NULL (an id too old), still in
+//     error wrapping kv.ErrNotWritten. Otherwise — NULL (an id too old), still in
 //     progress, or no answer — Commit returns kv.ErrOutcomeUnknown
 //     wrapping the cause and saying what it asked; the batch is in the
 //     table whole, or not at all, once the server has settled the
 //     transaction. txid_status exists from PostgreSQL 10 on.
 //   - Serialization failures (40001, what CockroachDB reports under
-//     contention) and deadlocks (40P01) roll back and are retried.
+//     contention) and deadlocks (40P01) roll back and are retried. So is
+//     a Commit whose connection fails before its COMMIT is sent (at
+//     BEGIN, or during the batch: a connection pgx closed, a connect or
+//     network error, an unexpected end of the stream), which the server
+//     aborts; when its retries are spent, Commit returns an error
+//     wrapping kv.ErrNotWritten and the last failure, as for a COMMIT
+//     the server answers ROLLBACK.
 //   - Scan and ScanReverse (ORDER BY k, or k DESC) read one snapshot.
 //     A first query asks for 65 rows; a range of no more than 64 is that
 //     one query. A longer one is read again from its start in a read-only

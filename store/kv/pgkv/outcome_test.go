@@ -285,3 +285,48 @@ func TestCommitAbortedEveryTime(t *testing.T) {
 	}
 	r.truth(t, commitWays[0].commit, false)
 }
+
+// TestCommitLinkCutBeforeCommit: a Commit whose connection breaks in the
+// middle of its batch, before its COMMIT was sent, wrote nothing (the
+// server aborts a transaction whose connection is gone). The driver runs
+// it again on a fresh connection and returns nil, the batch written once
+// (the swap from 1 held on the second run, one COMMIT seen); when the
+// server stays unreachable (the proxy refuses every link from the cut
+// on), Commit returns an error wrapping kv.ErrNotWritten — not
+// kv.ErrOutcomeUnknown — no COMMIT was sent and nothing was written.
+func TestCommitLinkCutBeforeCommit(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	// The batch's set carries this key: the link breaks after the swap
+	// went to the server and before the rest of the batch did.
+	marker := []byte("cmt\x00c2")
+	for _, tc := range []struct {
+		name string
+		// refuse: the proxy refuses every link after the cut.
+		refuse bool
+	}{{"batch-cut", false}, {"batch-cut-unreachable", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runLoss(t, dsn, commitWays[0].commit, lossCase{tc.name, func(t *testing.T, p *pgProxy, _ *pgkv.Driver, _ context.CancelFunc) (func(), func()) {
+				p.cutAtNext(marker, tc.refuse)
+				return func() {}, func() { p.refuse(false) }
+			}})
+			commits := r.proxy.commits.Load() - r.commits
+			if !tc.refuse {
+				if r.err != nil {
+					t.Fatalf("Commit whose link broke before COMMIT: %v, want nil after running it again", r.err)
+				}
+				if commits != 1 {
+					t.Fatalf("the proxy saw %d COMMITs of the Commit, want 1 (the second run's)", commits)
+				}
+				r.truth(t, commitWays[0].commit, true)
+				return
+			}
+			if !errors.Is(r.err, kv.ErrNotWritten) || errors.Is(r.err, kv.ErrOutcomeUnknown) || errors.Is(r.err, kv.ErrConflict) {
+				t.Fatalf("Commit whose link broke before COMMIT, the server unreachable since: %v, want kv.ErrNotWritten", r.err)
+			}
+			if commits != 0 {
+				t.Fatalf("the proxy saw %d COMMITs of the Commit, want none", commits)
+			}
+			r.truth(t, commitWays[0].commit, false)
+		})
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -225,11 +227,13 @@ func newerSchema(cur int) error {
 // retryable reports errors after which the transaction was rolled back
 // and may simply run again: serialization failures (what CockroachDB
 // returns for contention), deadlocks, the uniqueness races of concurrent
-// DDL, and a transaction whose answer to COMMIT was lost and which the
-// server then aborted (errAborted) — never a COMMIT whose outcome is
-// unknown.
+// DDL, a transaction whose answer to COMMIT was lost and which the
+// server then aborted (errAborted), one whose connection failed before
+// its COMMIT was sent (errLinkFailed), and one the idle timeout ended
+// before the server read its COMMIT (rolledBack) — never a COMMIT whose
+// outcome is unknown.
 func retryable(err error) bool {
-	if errors.Is(err, errAborted) {
+	if errors.Is(err, errAborted) || errors.Is(err, errLinkFailed) || rolledBack(err) {
 		return true
 	}
 	var pe *pgconn.PgError
@@ -940,8 +944,16 @@ func commitOrder(b kv.Batch) (order []int, sets []kv.Record) {
 // transaction is (resolve): committed, Commit returns nil; aborted,
 // nothing was written and the transaction runs again as after a
 // serialization failure — its swaps see the refs as they were — and when
-// the retries are spent Commit returns that error, which is not
-// kv.ErrOutcomeUnknown; no word, kv.ErrOutcomeUnknown.
+// the retries are spent Commit returns an error wrapping kv.ErrNotWritten;
+// no word, kv.ErrOutcomeUnknown. A transaction whose connection fails
+// before its COMMIT is sent — at BEGIN, or during the batch — wrote
+// nothing (the server aborts a transaction whose connection is gone): it
+// runs again, on another pool connection, as after a serialization
+// failure, and when the retries are spent Commit returns an error
+// wrapping kv.ErrNotWritten and the last failure (the server may be
+// unreachable). So does a COMMIT the server answers with ROLLBACK
+// (pgx.ErrTxCommitRollback), or refuses because the transaction's idle
+// timeout ended it (25P03).
 func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if err := d.enter(ctx); err != nil {
 		return err
@@ -960,7 +972,7 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 		conflict, sent = nil, false
 		tx, err := d.pool.Begin(ctx)
 		if err != nil {
-			return err
+			return linkFailed(ctx, nil, err)
 		}
 		var xid int64
 		conflict, xid, err = d.apply(ctx, tx, &b, order, sets)
@@ -968,6 +980,7 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 			err = ctx.Err() // canceled before COMMIT: rolled back
 		}
 		if err != nil || conflict != nil {
+			err = linkFailed(ctx, tx.Conn(), err)
 			rollback(ctx, tx)
 			if err != nil {
 				return err
@@ -980,6 +993,10 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if conflict != nil && errors.Is(err, kv.ErrConflict) {
 		return conflict
 	}
+	if errors.Is(err, errAborted) || errors.Is(err, errLinkFailed) || rolledBack(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
+		// Nothing was written, however often it ran.
+		return fmt.Errorf("pgkv: commit: %w: %w", kv.ErrNotWritten, err)
+	}
 	if err != nil && sent {
 		return fmt.Errorf("pgkv: commit: %w", err)
 	}
@@ -987,6 +1004,34 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 		return fmt.Errorf("pgkv: commit: %w", ctxErr(ctx, err))
 	}
 	return nil
+}
+
+// errLinkFailed marks the error of a transaction whose connection failed
+// before its COMMIT was sent (linkFailed): the server aborts a
+// transaction whose connection is gone, so nothing was written and it may
+// run again (retryable).
+var errLinkFailed = errors.New("the connection failed before COMMIT was sent; nothing was written")
+
+// linkFailed returns err, the error of a transaction's BEGIN (conn nil)
+// or of a statement before its COMMIT was sent (conn the transaction's
+// connection), wrapped with errLinkFailed when it is the failure of the
+// connection rather than the server's answer to a statement: pgx sent
+// nothing (pgconn.SafeToRetry), could not connect (*pgconn.ConnectError),
+// the connection is closed (pgx closes it on a network error, and on a
+// FATAL the server sent before it ended the session), or the error is a
+// network error or an unexpected end of the stream. It returns err as it
+// is when ctx ended (the caller reports the cancellation) or err is nil.
+func linkFailed(ctx context.Context, conn *pgx.Conn, err error) error {
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if (conn != nil && conn.IsClosed()) || pgconn.SafeToRetry(err) || errors.As(err, &ce) || errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: %w", errLinkFailed, err)
+	}
+	return err
 }
 
 // rollback ends tx without writing. With ctx ended it still sends the

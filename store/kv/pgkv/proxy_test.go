@@ -2,6 +2,7 @@ package pgkv_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"io"
 	"net"
@@ -17,7 +18,8 @@ import (
 // pgProxy is a TCP proxy between the driver and PostgreSQL that reads
 // the messages the driver sends: it can hold back the server's answer to
 // a COMMIT, or the COMMIT itself, cut the link instead of passing a
-// COMMIT or its answer on, refuse new links and cut the open ones, and
+// COMMIT or its answer on, or a message that carries given bytes (in the
+// middle of a batch), refuse new links and cut the open ones, and
 // it counts the bytes the server sent and the COMMITs the driver sent.
 type pgProxy struct {
 	ln     net.Listener
@@ -28,7 +30,7 @@ type pgProxy struct {
 	commits atomic.Int64
 	// refusing, set, makes the proxy close each new link at once.
 	refusing atomic.Bool
-	mu       sync.Mutex // guards armed, stalled, swallow and links
+	mu       sync.Mutex // guards armed, stalled, swallow, cutAt, cutRefuse and links
 	// armed is the gate the next COMMIT's answer waits at (nil: none).
 	armed *answerGate
 	// stalled is the gate the next COMMIT itself waits at, unsent, while
@@ -38,8 +40,14 @@ type pgProxy struct {
 	// carries each close both its connections instead of forwarding it:
 	// the driver has sent it, the server never reads it.
 	swallow int
-	links   []net.Conn
-	wg      sync.WaitGroup
+	// cutAt, set, makes the link that carries the next message from the
+	// driver containing these bytes close both its connections instead
+	// of forwarding it; with cutRefuse, the proxy then also refuses new
+	// links and cuts every open one.
+	cutAt     []byte
+	cutRefuse bool
+	links     []net.Conn
+	wg        sync.WaitGroup
 }
 
 // answerGate holds back the server's answer to one COMMIT (holdNextCommit)
@@ -75,6 +83,16 @@ func (p *pgProxy) swallowNextCommit() { p.swallowCommits(1) }
 func (p *pgProxy) swallowCommits(n int) {
 	p.mu.Lock()
 	p.swallow = n
+	p.mu.Unlock()
+}
+
+// cutAtNext makes the link that carries the next message from the driver
+// containing marker close instead of forwarding it — and, with refuse,
+// every other link close and new ones be refused (refuse(false) takes
+// them again).
+func (p *pgProxy) cutAtNext(marker []byte, refuse bool) {
+	p.mu.Lock()
+	p.cutAt, p.cutRefuse = marker, refuse
 	p.mu.Unlock()
 }
 
@@ -211,6 +229,23 @@ func (p *pgProxy) pumpFromClient(client, server net.Conn, gate *atomic.Pointer[a
 		body := make([]byte, size-4)
 		if _, err := io.ReadFull(r, body); err != nil {
 			return
+		}
+		if typed {
+			p.mu.Lock()
+			cut := p.cutAt != nil && bytes.Contains(body, p.cutAt)
+			refuse := cut && p.cutRefuse
+			if cut {
+				p.cutAt = nil
+			}
+			p.mu.Unlock()
+			if refuse {
+				p.refuse(true)
+				p.cutAll()
+			}
+			if cut {
+				client.Close()
+				return // the deferred Close ends the server's side
+			}
 		}
 		switch {
 		case !typed:
