@@ -34,7 +34,12 @@
 //     the committed value, so it fails. The sets (INSERT ... ON CONFLICT
 //     DO UPDATE) and deletes follow in the same pipelined round trip; when
 //     any swap failed, the current values are read and the transaction is
-//     rolled back, so nothing of it is written. A commit costs three round
+//     rolled back, so nothing of it is written. The batch's first
+//     statement is SET LOCAL idle_in_transaction_session_timeout, half of
+//     the 30 s wait for COMMIT's answer and at least 1 s, so that the
+//     server aborts, within the wait, a transaction whose COMMIT it never
+//     read on a half-open connection (it would keep its row locks until
+//     TCP keepalive noticed, hours later). A commit costs three round
 //     trips (BEGIN, the batch, COMMIT); COMMIT is durable under the
 //     server's synchronous_commit (on by default). A context that ends
 //     before COMMIT is sent rolls back; once it is sent, Commit waits for

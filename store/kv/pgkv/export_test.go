@@ -10,6 +10,10 @@ func SetKeepAlive(d *Driver, every time.Duration) { d.keepEvery = every }
 // (commitWait), for the tests.
 func SetCommitWait(d *Driver, wait time.Duration) { d.commitWait = wait }
 
+// SetCommitIdle sets the idle timeout d's Commit transactions arm
+// (0: half the commit wait, at least a second), for the tests.
+func SetCommitIdle(d *Driver, idle time.Duration) { d.commitIdle = idle }
+
 // SetResolveFloor sets the least time d asks the server for the outcome
 // of a transaction whose answer to COMMIT was lost (resolveFloor), for
 // the tests.

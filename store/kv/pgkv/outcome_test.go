@@ -243,6 +243,10 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 			}}, true, brokenConn, "asking another connection for txid_status"},
 			{lossCase{"still-in-progress", func(t *testing.T, p *pgProxy, d *pgkv.Driver, _ context.CancelFunc) (func(), func()) {
 				pgkv.SetCommitWait(d, 300*time.Millisecond)
+				// The transaction is to stay in progress: its idle
+				// timeout (at least 1 s otherwise) must not end it
+				// within the questions.
+				pgkv.SetCommitIdle(d, time.Minute)
 				pgkv.SetResolveFloor(d, time.Second)
 				gate := p.stallNextCommit()
 				t.Cleanup(gate.open)
@@ -329,4 +333,37 @@ func TestCommitLinkCutBeforeCommit(t *testing.T) {
 			r.truth(t, commitWays[0].commit, false)
 		})
 	}
+}
+
+// TestCommitOrphanAborted: a Commit whose COMMIT never reaches the server
+// while the server's end of the connection stays open (the proxy keeps
+// the COMMIT, drops what the server sends and hides the close of its
+// end: a half-open link) leaves an orphaned transaction holding its row
+// locks. The idle timeout the transaction armed in its batch makes the
+// server abort it within the commit wait; the status the driver then asks
+// for is 'aborted', the transaction runs again, and Commit returns nil,
+// the batch written once (the swap from 1 held on the second run).
+func TestCommitOrphanAborted(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	const wait = 3 * time.Second // the orphan is aborted after 1.5 s
+	var start time.Time
+	r := runLoss(t, dsn, commitWays[0].commit, lossCase{"half-open", func(t *testing.T, p *pgProxy, d *pgkv.Driver, _ context.CancelFunc) (func(), func()) {
+		pgkv.SetCommitWait(d, wait)
+		pgkv.SetResolveFloor(d, 500*time.Millisecond)
+		gate := p.stallNextCommitMuted()
+		t.Cleanup(gate.open)
+		start = time.Now()
+		return func() { arrived(t, gate) }, gate.cutLink
+	}})
+	took := time.Since(start)
+	if r.err != nil {
+		t.Fatalf("Commit whose orphaned transaction the server aborted: %v, want nil after running it again", r.err)
+	}
+	if n := r.proxy.commits.Load() - r.commits; n != 2 {
+		t.Fatalf("the proxy saw %d COMMITs of the Commit, want 2 (the stalled one and the second run's)", n)
+	}
+	if took > wait+5*time.Second {
+		t.Fatalf("Commit took %s, want about the wait (%s)", took, wait)
+	}
+	r.truth(t, commitWays[0].commit, true)
 }

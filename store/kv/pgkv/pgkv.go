@@ -91,6 +91,10 @@ type Driver struct {
 	// and resolveFloor is the least time resolve asks for the outcome of
 	// one whose answer was lost, however little of commitWait is left.
 	commitWait, resolveFloor time.Duration
+	// commitIdle, when positive, is the idle timeout a Commit's
+	// transaction arms (idleTimeout); 0: half of commitWait, at least
+	// minCommitIdle.
+	commitIdle time.Duration
 }
 
 var (
@@ -732,7 +736,7 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 	}
 	d := h.d
 	order, sets := commitOrder(b)
-	conflict, xid, err := d.apply(ctx, h.conn, &b, order, sets)
+	conflict, xid, err := d.apply(ctx, h.conn, &b, order, sets, "")
 	if err == nil && conflict != nil {
 		return conflict
 	}
@@ -954,6 +958,17 @@ func commitOrder(b kv.Batch) (order []int, sets []kv.Record) {
 // unreachable). So does a COMMIT the server answers with ROLLBACK
 // (pgx.ErrTxCommitRollback), or refuses because the transaction's idle
 // timeout ended it (25P03).
+//
+// The transaction's first statement, in the batch's round trip, arms its
+// idle_in_transaction_session_timeout at half of the commit wait, at
+// least a second (idleTimeout). A transaction whose COMMIT never reached
+// the server while the server still believes its connection open (a
+// half-open link) would otherwise keep its row locks, and every later
+// write of the same keys would wait, until the server noticed the dead
+// connection (TCP keepalive: two hours by default); with it the server
+// aborts the orphan within the wait, the txid_status settle then asks is
+// answered 'aborted' rather than 'in progress', and the transaction runs
+// again.
 func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if err := d.enter(ctx); err != nil {
 		return err
@@ -975,7 +990,7 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 			return linkFailed(ctx, nil, err)
 		}
 		var xid int64
-		conflict, xid, err = d.apply(ctx, tx, &b, order, sets)
+		conflict, xid, err = d.apply(ctx, tx, &b, order, sets, d.idleTimeout())
 		if err == nil && conflict == nil {
 			err = ctx.Err() // canceled before COMMIT: rolled back
 		}
@@ -1034,6 +1049,23 @@ func linkFailed(ctx context.Context, conn *pgx.Conn, err error) error {
 	return err
 }
 
+// minCommitIdle is the least idle timeout a Commit's transaction arms.
+const minCommitIdle = time.Second
+
+// idleTimeout returns the SET LOCAL a Commit's transaction sends first:
+// its idle_in_transaction_session_timeout, commitIdle or half of
+// commitWait but at least minCommitIdle, so that the server aborts a
+// transaction whose COMMIT it never read within the wait for the
+// answer.
+func (d *Driver) idleTimeout() string {
+	idle := d.commitIdle
+	if idle <= 0 {
+		idle = max(d.commitWait/2, minCommitIdle)
+	}
+	idle = min(idle, math.MaxInt32*time.Millisecond)
+	return fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", idle.Milliseconds())
+}
+
 // rollback ends tx without writing. With ctx ended it still sends the
 // ROLLBACK, so that the connection goes back to the pool; pgx closes a
 // connection whose ROLLBACK fails, which ends the transaction too.
@@ -1045,10 +1077,11 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 
 // apply writes b in the transaction q is in and reports the swaps that
 // failed as a *kv.ConflictError (nil: all held), and the transaction's
-// id (write); the caller commits, or rolls back on a conflict or an
-// error.
-func (d *Driver) apply(ctx context.Context, q querier, b *kv.Batch, order []int, sets []kv.Record) (*kv.ConflictError, int64, error) {
-	failed, xid, err := d.write(ctx, q, b, order, sets)
+// id (write); first, when not empty, is a statement sent before the
+// batch's, in its round trip. The caller commits, or rolls back on a
+// conflict or an error.
+func (d *Driver) apply(ctx context.Context, q querier, b *kv.Batch, order []int, sets []kv.Record, first string) (*kv.ConflictError, int64, error) {
+	failed, xid, err := d.write(ctx, q, b, order, sets, first)
 	if err != nil || len(failed) == 0 {
 		return nil, xid, err
 	}
@@ -1056,16 +1089,21 @@ func (d *Driver) apply(ctx context.Context, q querier, b *kv.Batch, order []int,
 	return conflict, xid, err
 }
 
-// write sends the whole batch in one pipelined round trip — the swaps
-// in key order, then the sets and the deletes, then txid_current() —
+// write sends the whole batch in one pipelined round trip — first (when
+// not empty), the swaps in key order, then the sets and the deletes,
+// then txid_current() —
 // and returns the indexes of the swaps whose expectation failed (the
 // caller then rolls back) and the transaction's id, which tells its
 // outcome when the answer to its COMMIT is lost (resolve). txid_current
 // assigns the transaction an id if it has none yet (one that wrote
 // nothing), and exists in every PostgreSQL version with txid_status
 // (10 on); its successor pg_current_xact_id came in 13.
-func (d *Driver) write(ctx context.Context, tx querier, b *kv.Batch, order []int, sets []kv.Record) ([]int, int64, error) {
+func (d *Driver) write(ctx context.Context, tx querier, b *kv.Batch, order []int, sets []kv.Record, first string) ([]int, int64, error) {
 	var batch pgx.Batch
+	if first != "" {
+		batch.Queue(first)
+	}
+	skip := batch.Len()
 	var placeholders [][]byte
 	for _, i := range order {
 		s := &b.Swaps[i]
@@ -1098,13 +1136,13 @@ func (d *Driver) write(ctx context.Context, tx querier, b *kv.Batch, order []int
 	batch.Queue("SELECT txid_current()")
 	res := tx.SendBatch(ctx, &batch)
 	var failed []int
-	for j := 0; j < writes; j++ {
+	for j := -skip; j < writes-skip; j++ {
 		tag, err := res.Exec()
 		if err != nil {
 			res.Close()
 			return nil, 0, err
 		}
-		if j < len(order) && tag.RowsAffected() != 1 {
+		if j >= 0 && j < len(order) && tag.RowsAffected() != 1 {
 			failed = append(failed, order[j])
 		}
 	}

@@ -62,6 +62,11 @@ type answerGate struct {
 	release     chan struct{}
 	releaseOnce sync.Once
 	cut         atomic.Bool
+	// mute, for a stalled COMMIT, makes the link drop what the server
+	// sends from then on and keep the driver's connection open when the
+	// server's closes: a half-open link, on which the server's answers and
+	// its end of the connection never reach the driver.
+	mute bool
 }
 
 // open lets the held answer through (and any later one).
@@ -131,6 +136,17 @@ func (p *pgProxy) stallNextCommit() *answerGate {
 	return g
 }
 
+// stallNextCommitMuted is stallNextCommit on a link that also turns
+// half-open when the COMMIT arrives: nothing the server sends from then
+// on reaches the driver, nor does the close of the server's end.
+func (p *pgProxy) stallNextCommitMuted() *answerGate {
+	g := &answerGate{arrived: make(chan struct{}), release: make(chan struct{}), mute: true}
+	p.mu.Lock()
+	p.stalled = g
+	p.mu.Unlock()
+	return g
+}
+
 // refuse makes the proxy close new links at once (on: true) or take
 // them again.
 func (p *pgProxy) refuse(on bool) { p.refusing.Store(on) }
@@ -190,23 +206,29 @@ func (p *pgProxy) accept() {
 		p.links = append(p.links, client, server)
 		p.mu.Unlock()
 		var gate atomic.Pointer[answerGate]
+		// muted: the link is half-open (stallNextCommitMuted).
+		var muted atomic.Bool
 		p.wg.Add(2)
 		go func() {
 			defer p.wg.Done()
 			defer server.Close()
-			p.pumpFromClient(client, server, &gate)
+			p.pumpFromClient(client, server, &gate, &muted)
 		}()
 		go func() {
 			defer p.wg.Done()
-			defer client.Close()
-			p.pumpFromServer(server, client, &gate)
+			defer func() {
+				if !muted.Load() {
+					client.Close()
+				}
+			}()
+			p.pumpFromServer(server, client, &gate, &muted)
 		}()
 	}
 }
 
 // pumpFromClient forwards the driver's messages one by one; before it
 // forwards a COMMIT while a gate is armed, it sets the link's gate.
-func (p *pgProxy) pumpFromClient(client, server net.Conn, gate *atomic.Pointer[answerGate]) {
+func (p *pgProxy) pumpFromClient(client, server net.Conn, gate *atomic.Pointer[answerGate], muted *atomic.Bool) {
 	r := bufio.NewReader(client)
 	started := false
 	for {
@@ -268,6 +290,7 @@ func (p *pgProxy) pumpFromClient(client, server net.Conn, gate *atomic.Pointer[a
 				return // the deferred Close ends the server's side
 			}
 			if stall != nil {
+				muted.Store(stall.mute)
 				stall.arrivedOnce.Do(func() { close(stall.arrived) })
 				<-stall.release
 				if stall.cut.Load() {
@@ -287,11 +310,15 @@ func (p *pgProxy) pumpFromClient(client, server net.Conn, gate *atomic.Pointer[a
 }
 
 // pumpFromServer forwards what the server sends; what arrives while the
-// link's gate is set waits until the gate opens.
-func (p *pgProxy) pumpFromServer(server, client net.Conn, gate *atomic.Pointer[answerGate]) {
+// link's gate is set waits until the gate opens, and what arrives while
+// the link is muted is dropped.
+func (p *pgProxy) pumpFromServer(server, client net.Conn, gate *atomic.Pointer[answerGate], muted *atomic.Bool) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := server.Read(buf)
+		if n > 0 && muted.Load() {
+			n = 0
+		}
 		if n > 0 {
 			p.fromServer.Add(int64(n))
 			if g := gate.Load(); g != nil {
