@@ -297,7 +297,9 @@ func TestCommitAbortedEveryTime(t *testing.T) {
 // (the swap from 1 held on the second run, one COMMIT seen); when the
 // server stays unreachable (the proxy refuses every link from the cut
 // on), Commit returns an error wrapping kv.ErrNotWritten — not
-// kv.ErrOutcomeUnknown — no COMMIT was sent and nothing was written.
+// kv.ErrOutcomeUnknown — no COMMIT was sent and nothing was written. A
+// hold's Commit, whose locks end with its transaction, returns
+// kv.ErrNotWritten at once, either way.
 func TestCommitLinkCutBeforeCommit(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	// The batch's set carries this key: the link breaks after the swap
@@ -308,6 +310,21 @@ func TestCommitLinkCutBeforeCommit(t *testing.T) {
 		// refuse: the proxy refuses every link after the cut.
 		refuse bool
 	}{{"batch-cut", false}, {"batch-cut-unreachable", true}} {
+		t.Run("hold/"+tc.name, func(t *testing.T) {
+			// A hold cannot run its transaction again (its locks ended
+			// with it): it says nothing was written, and nothing was.
+			r := runLoss(t, dsn, commitWays[1].commit, lossCase{tc.name, func(t *testing.T, p *pgProxy, _ *pgkv.Driver, _ context.CancelFunc) (func(), func()) {
+				p.cutAtNext(marker, tc.refuse)
+				return func() {}, func() { p.refuse(false) }
+			}})
+			if !errors.Is(r.err, kv.ErrNotWritten) || errors.Is(r.err, kv.ErrOutcomeUnknown) || errors.Is(r.err, kv.ErrConflict) {
+				t.Fatalf("hold's Commit whose link broke before COMMIT: %v, want kv.ErrNotWritten", r.err)
+			}
+			if commits := r.proxy.commits.Load() - r.commits; commits != 0 {
+				t.Fatalf("the proxy saw %d COMMITs of the hold's Commit, want none", commits)
+			}
+			r.truth(t, commitWays[1].commit, false)
+		})
 		t.Run(tc.name, func(t *testing.T) {
 			r := runLoss(t, dsn, commitWays[0].commit, lossCase{tc.name, func(t *testing.T, p *pgProxy, _ *pgkv.Driver, _ context.CancelFunc) (func(), func()) {
 				p.cutAtNext(marker, tc.refuse)

@@ -768,6 +768,12 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 	if retryable(err) || rolledBack(err) {
 		return &kv.ConflictError{Cause: err}
 	}
+	if lf := linkFailed(ctx, h.conn.Conn(), err); errors.Is(lf, errLinkFailed) {
+		// The connection failed before COMMIT was sent: the server
+		// aborts the transaction, and its locks go with it, so the hold
+		// cannot run it again; nothing was written.
+		return fmt.Errorf("pgkv: commit: %w: %w", kv.ErrNotWritten, lf)
+	}
 	return fmt.Errorf("pgkv: commit: %w", ctxErr(ctx, err))
 }
 
