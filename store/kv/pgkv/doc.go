@@ -78,9 +78,15 @@
 //     server sends a page whole, so a scan fn stops early after r rows
 //     has had it send at most 2r+193 rows, not the whole range.
 //
-// Nothing here needs what PostgreSQL-compatible distributed SQL engines
+// Little here needs what PostgreSQL-compatible distributed SQL engines
 // (CockroachDB, YugabyteDB) lack: no advisory locks, no extensions, no
-// LISTEN/NOTIFY, no SELECT ... FOR UPDATE SKIP LOCKED. Only PostgreSQL
+// LISTEN/NOTIFY, no SELECT ... FOR UPDATE SKIP LOCKED. But every commit
+// sends SET LOCAL idle_in_transaction_session_timeout and
+// SELECT txid_current(), and an engine that refuses either refuses every
+// commit; a lost answer to COMMIT is resolved with txid_status. The
+// txid status, and the retries after a failed link, assume that every
+// connection of the pool reaches the one primary that ran the
+// transaction (not a DSN that fails over between hosts). Only PostgreSQL
 // itself is tested (see docs/BENCHMARKS.md for the version); BulkCopy's
 // temporary table needs a setting on CockroachDB, which is one reason it
 // is not the default.

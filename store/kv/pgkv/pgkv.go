@@ -760,6 +760,11 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 		if errors.Is(err, kv.ErrOutcomeUnknown) {
 			return fmt.Errorf("pgkv: commit: %w", err)
 		}
+		if errors.Is(err, errLinkFailed) {
+			// Nothing of the COMMIT went out, and the hold's locks ended
+			// with its connection: nothing was written.
+			return fmt.Errorf("pgkv: commit: %w: %w", kv.ErrNotWritten, err)
+		}
 		if retryable(err) || rolledBack(err) {
 			return &kv.ConflictError{Cause: err}
 		}
@@ -807,6 +812,11 @@ func (d *Driver) settle(ctx context.Context, xid int64, commit func(context.Cont
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.commitWait)
 	defer cancel()
 	err := commit(cctx)
+	if err != nil && pgconn.SafeToRetry(err) {
+		// pgx sent nothing of the COMMIT: the connection had failed
+		// already, and the server aborts the transaction with it.
+		return fmt.Errorf("%w: %w", errLinkFailed, err)
+	}
 	if err == nil || !answerLost(err) {
 		return err
 	}
@@ -841,6 +851,8 @@ func (d *Driver) resolve(ctx context.Context, xid int64, wait time.Duration, los
 		var status *string
 		err := d.pool.QueryRow(rctx, "SELECT txid_status($1)", xid).Scan(&status)
 		switch {
+		case answerFinal(err):
+			return fmt.Errorf("%w: %w; asking another connection for txid_status(%d) was refused: %w", kv.ErrOutcomeUnknown, lost, xid, err)
 		case err != nil:
 			if rctx.Err() == nil || failed == nil && last == "" {
 				last, failed = "", err
@@ -864,6 +876,16 @@ func (d *Driver) resolve(ctx context.Context, xid int64, wait time.Duration, los
 		}
 		pause = min(2*pause, 200*time.Millisecond)
 	}
+}
+
+// answerFinal reports whether err, the error of asking txid_status, is
+// an answer that asking again cannot change: no such function (an engine
+// without txid_status, class 42), or an id the server refuses (class 22:
+// one "in the future", on a server other than the one that ran the
+// transaction).
+func answerFinal(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "42") || strings.HasPrefix(pe.Code, "22"))
 }
 
 // answerLost reports whether err, the error of sending a COMMIT and
@@ -1014,8 +1036,10 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if conflict != nil && errors.Is(err, kv.ErrConflict) {
 		return conflict
 	}
-	if errors.Is(err, errAborted) || errors.Is(err, errLinkFailed) || rolledBack(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
-		// Nothing was written, however often it ran.
+	if errors.Is(err, errAborted) || errors.Is(err, errLinkFailed) || retryable(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
+		// Nothing was written, however often it ran: every run ended
+		// rolled back (a serialization failure or deadlock each time
+		// too, once the retries are spent).
 		return fmt.Errorf("pgkv: commit: %w: %w", kv.ErrNotWritten, err)
 	}
 	if err != nil && sent {
