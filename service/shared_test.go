@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/artifactd/artifactd/fault"
@@ -19,21 +17,7 @@ import (
 // writes against on its next write, without a restart.
 func TestRegistryFollowsAnotherProcess(t *testing.T) {
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := storetest.Shared{LockingDriver: memkv.New()}
-	open := func() *Service {
-		st, err := store.Open(ctx, store.Options{Driver: d, Logger: log, ReserveBytes: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		reg := NewRegistry()
-		if err := reg.Load(ctx, st); err != nil {
-			t.Fatal(err)
-		}
-		return New(Options{Store: st, Types: reg, Logger: log, LeaseKey: make([]byte, 32)})
-	}
-	a, b := open(), open()
+	a, b := sharedServices(t, storetest.Shared{LockingDriver: memkv.New()})
 	if _, err := a.st.CreateContext(ctx, "c", store.ModeObserve); err != nil {
 		t.Fatal(err)
 	}
