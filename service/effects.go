@@ -463,7 +463,7 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 		now := s.now()
 		var picked []EffectView
 		err := s.st.Read(ctx, ctxID, "", func(v *store.View) error {
-			all, err := effectsOf(v)
+			all, err := EffectsAt(v)
 			if err != nil {
 				return err
 			}
@@ -576,10 +576,12 @@ func oldestFirst(effects []EffectView) {
 	}
 }
 
-// effectsOf returns every effect of a view, sorted by id. It reads the
-// ids from effectPrefix's place on (State.ArtifactsFrom), so a claim in a
-// big context reads its effects, not every artifact.
-func effectsOf(v *store.View) ([]EffectView, error) {
+// EffectsAt returns every effect of view v, sorted by id: what
+// ListEffectsIn pages and ExpiredLeases counts, so that a list and its
+// ETag share one read. It reads the ids from effectPrefix's place on
+// (State.ArtifactsFrom), so a claim in a big context reads its effects,
+// not every artifact.
+func EffectsAt(v *store.View) ([]EffectView, error) {
 	var out []EffectView
 	add := func(a *graph.Artifact) error {
 		if a.Type != TypeEffect {
@@ -797,31 +799,21 @@ var effectCheck = reservedCheck(TypeEffect)
 // Now is the outbox's clock (UTC).
 func (s *Service) Now() time.Time { return s.now() }
 
-// ListEffects returns the effects of view v sorted by id after cursor
-// (an id; "" from the first), at most limit of them (at least 1, or an
-// invalid-query error naming limit), each with LeaseExpired as of now;
-// status, when set, keeps one status, where a claimed effect whose lease
-// has expired counts as pending. more says whether effects are left after
-// the last one returned.
-func ListEffects(v *store.View, status, cursor string, limit int, now time.Time) (items []EffectView, more bool, err error) {
-	if err := checkListEffects(status, limit); err != nil {
-		return nil, false, err
-	}
-	all, err := EffectsAt(v)
-	if err != nil {
-		return nil, false, err
-	}
-	return ListEffectsIn(all, status, cursor, limit, now)
-}
-
-// EffectsAt returns the outbox's effects at view v, sorted by id, for
-// ListEffectsIn and ExpiredLeases to share one read.
-func EffectsAt(v *store.View) ([]EffectView, error) { return effectsOf(v) }
-
-// ListEffectsIn is ListEffects over effects all (EffectsAt).
+// ListEffectsIn returns the effects of all (EffectsAt: sorted by id)
+// after cursor (an id; "" from the first), at most limit of them (at
+// least 1, or an invalid-query error naming limit), each with
+// LeaseExpired as of now; status, when set, keeps one status, where a
+// claimed effect whose lease has expired counts as pending. more says
+// whether effects are left after the last one returned.
 func ListEffectsIn(all []EffectView, status, cursor string, limit int, now time.Time) (items []EffectView, more bool, err error) {
-	if err := checkListEffects(status, limit); err != nil {
+	if err := CheckEffectStatus(status); err != nil {
 		return nil, false, err
+	}
+	if limit < 1 {
+		// A page of none with more left would give a caller no cursor
+		// to go on from.
+		return nil, false, &fault.Error{Code: fault.InvalidQuery, Detail: fmt.Sprintf("limit must be at least 1, not %d", limit),
+			Errors: []fault.FieldError{{Parameter: "limit", Rule: "minimum", Detail: "at least 1"}}}
 	}
 	items = []EffectView{}
 	for _, e := range all {
@@ -842,21 +834,6 @@ func ListEffectsIn(all []EffectView, status, cursor string, limit int, now time.
 		items = append(items, e)
 	}
 	return items, false, nil
-}
-
-// checkListEffects refuses a status filter that is none of the four and
-// a limit under 1.
-func checkListEffects(status string, limit int) error {
-	if err := CheckEffectStatus(status); err != nil {
-		return err
-	}
-	if limit < 1 {
-		// A page of none with more left would give a caller no cursor
-		// to go on from.
-		return &fault.Error{Code: fault.InvalidQuery, Detail: fmt.Sprintf("limit must be at least 1, not %d", limit),
-			Errors: []fault.FieldError{{Parameter: "limit", Rule: "minimum", Detail: "at least 1"}}}
-	}
-	return nil
 }
 
 // ExpiredLeases returns how many of effects all (EffectsAt) are claimed with a
@@ -917,7 +894,7 @@ func (s *Service) outboxBehind(ctx context.Context, ctxID, branch string, to *re
 	var reached []EffectView
 	err = s.st.Read(ctx, ctxID, branch, func(v *store.View) error {
 		head = v.Commit.ID
-		all, err := effectsOf(v)
+		all, err := EffectsAt(v)
 		for _, e := range all {
 			if e.Status != EffectPending || e.Attempts > 0 {
 				reached = append(reached, e)

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -83,55 +82,32 @@ func (r *Registry) PutRelation(ctx context.Context, st *store.Store, name string
 		return RelationRecord{}, false, &fault.Error{Code: fault.Conflict, Detail: detail,
 			Errors: []fault.FieldError{{Parameter: "name", Rule: "builtin", Detail: detail}}}
 	}
-	if err := r.lockPut(ctx); err != nil {
-		return RelationRecord{}, false, err
-	}
-	defer r.unlockPut()
-	for tries := 0; ; tries++ {
-		// The store's record, not the registry's: another process may
-		// have defined the relation (the version follows the store's).
-		oldRaw, err := st.GetRelation(ctx, name)
-		if errors.Is(err, store.ErrNotFound) {
-			oldRaw, err = nil, nil
-		}
-		if err != nil {
-			return RelationRecord{}, false, err
-		}
-		rec := RelationRecord{Name: name, Depends: depends, Description: description, Version: 1}
+	rec := RelationRecord{Name: name, Depends: depends, Description: description}
+	wrote, err := r.putRecord(ctx, "relation", name, st.GetRelation, st.PutRelationIf, func(oldRaw []byte) ([]byte, error) {
+		rec = RelationRecord{Name: name, Depends: depends, Description: description, Version: 1}
 		if oldRaw != nil {
 			var old RelationRecord
 			if err := json.Unmarshal(oldRaw, &old); err != nil {
-				return RelationRecord{}, false, fmt.Errorf("stored relation %q: %w", name, err)
+				return nil, fmt.Errorf("stored relation %q: %w", name, err)
 			}
 			if old.Depends != depends {
-				return RelationRecord{}, false, &fault.Error{Code: fault.Conflict,
+				return nil, &fault.Error{Code: fault.Conflict,
 					Detail: fmt.Sprintf("relation %q has depends=%t; it cannot change once registered (trust and acyclicity already rest on it): register a new relation name instead", name, old.Depends),
 					Errors: []fault.FieldError{{Pointer: "/depends", Rule: "immutable", Detail: "depends cannot change"}}}
 			}
 			if old.Description == description {
-				r.installRelation(name, old)
-				return old, false, nil
+				rec = old
+				return nil, nil
 			}
 			rec.Version = old.Version + 1
 		}
-		raw, err := json.Marshal(rec)
-		if err != nil {
-			return RelationRecord{}, false, err
-		}
-		err = st.PutRelationIf(ctx, name, oldRaw, raw)
-		if errors.Is(err, store.ErrStale) {
-			// Another process changed the relation first: decide again.
-			if err := contended(ctx, "relation", name, tries); err != nil {
-				return RelationRecord{}, false, err
-			}
-			continue
-		}
-		if err != nil {
-			return RelationRecord{}, false, err
-		}
-		r.installRelation(name, rec)
-		return rec, true, nil
+		return json.Marshal(rec)
+	})
+	if err != nil {
+		return RelationRecord{}, false, err
 	}
+	r.installRelation(name, rec)
+	return rec, wrote, nil
 }
 
 // installRelation makes rec, the record the store holds, the registry's

@@ -400,7 +400,11 @@ func TestListEffectsLimitAtLeastOne(t *testing.T) {
 	}
 	read := func(cursor string, limit int) (items []EffectView, more bool, err error) {
 		rerr := s.st.Read(ctx, "o", "main", func(v *store.View) error {
-			items, more, err = ListEffects(v, "", cursor, limit, s.Now())
+			all, rerr := EffectsAt(v)
+			if rerr != nil {
+				return rerr
+			}
+			items, more, err = ListEffectsIn(all, "", cursor, limit, s.Now())
 			return nil
 		})
 		if rerr != nil {

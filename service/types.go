@@ -324,25 +324,12 @@ func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role g
 	if err != nil {
 		return TypeRecord{}, false, err
 	}
-	if err := r.lockPut(ctx); err != nil {
-		return TypeRecord{}, false, err
-	}
-	defer r.unlockPut()
-	for tries := 0; ; tries++ {
-		// The store's record, not the registry's: another process may
-		// have changed the type (the version follows the store's).
-		oldRaw, err := st.GetType(ctx, name)
-		if errors.Is(err, store.ErrNotFound) {
-			oldRaw, err = nil, nil
-		}
-		if err != nil {
-			return TypeRecord{}, false, err
-		}
+	wrote, err := r.putRecord(ctx, "type", name, st.GetType, st.PutTypeIf, func(oldRaw []byte) ([]byte, error) {
 		var old *TypeRecord
 		if oldRaw != nil {
 			old = new(TypeRecord)
 			if err := json.Unmarshal(oldRaw, old); err != nil {
-				return TypeRecord{}, false, fmt.Errorf("stored type %q: %w", name, err)
+				return nil, fmt.Errorf("stored type %q: %w", name, err)
 			}
 			// The hash of the stored schema as Load computes it.
 			if canon, err := hashing.Canonicalize(old.Schema); err == nil {
@@ -360,33 +347,61 @@ func (r *Registry) Put(ctx context.Context, st *store.Store, name string, role g
 		case old == nil:
 			e.rec.Version = 1
 		case old.Role != e.rec.Role:
-			return TypeRecord{}, false, &fault.Error{Code: fault.Conflict,
+			return nil, &fault.Error{Code: fault.Conflict,
 				Detail: fmt.Sprintf("type %q has role %q; a role cannot change once registered (trust already rests on it): register a new type name instead", name, old.Role),
 				Errors: []fault.FieldError{{Pointer: "/role", Rule: "immutable", Detail: "role cannot change"}}}
 		case old.SchemaHash == e.rec.SchemaHash && old.Description == description:
 			e.rec.Version = old.Version
-			r.install(name, e)
-			return e.rec, false, nil
+			return nil, nil
 		default:
 			e.rec.Version = old.Version + 1
 		}
-		raw, err := json.Marshal(e.rec)
+		return json.Marshal(e.rec)
+	})
+	if err != nil {
+		return TypeRecord{}, false, err
+	}
+	r.install(name, e)
+	return e.rec, wrote, nil
+}
+
+// putRecord is a put of the registry record of type or relation name
+// (kind says which): under the put lock it reads the stored record (get;
+// nil when there is none), lets decide say what to write over it — nil
+// when the put changes nothing, or its refusal — and writes that only if
+// the stored record is still the one it read (putIf), reading and
+// deciding again when another writer got in first (contended). It
+// reports whether it wrote.
+func (r *Registry) putRecord(ctx context.Context, kind, name string,
+	get func(ctx context.Context, name string) ([]byte, error),
+	putIf func(ctx context.Context, name string, old, record []byte) error,
+	decide func(old []byte) ([]byte, error)) (bool, error) {
+	if err := r.lockPut(ctx); err != nil {
+		return false, err
+	}
+	defer r.unlockPut()
+	for tries := 0; ; tries++ {
+		// The store's record, not the registry's: another process may
+		// have changed it (the version follows the store's).
+		old, err := get(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			old, err = nil, nil
+		}
 		if err != nil {
-			return TypeRecord{}, false, err
+			return false, err
 		}
-		err = st.PutTypeIf(ctx, name, oldRaw, raw)
-		if errors.Is(err, store.ErrStale) {
-			// Another process changed the type first: decide again.
-			if err := contended(ctx, "type", name, tries); err != nil {
-				return TypeRecord{}, false, err
-			}
-			continue
+		raw, err := decide(old)
+		if err != nil || raw == nil {
+			return false, err
 		}
-		if err != nil {
-			return TypeRecord{}, false, err
+		err = putIf(ctx, name, old, raw)
+		if !errors.Is(err, store.ErrStale) {
+			return err == nil, err
 		}
-		r.install(name, e)
-		return e.rec, true, nil
+		// Another process changed the record first: decide again.
+		if err := contended(ctx, kind, name, tries); err != nil {
+			return false, err
+		}
 	}
 }
 

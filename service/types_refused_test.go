@@ -22,7 +22,7 @@ func TestLoadKeepsATypeWhoseStoredSchemaIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.st.PutType(ctx, "old", rec); err != nil {
+	if err := s.st.PutTypeIf(ctx, "old", nil, rec); err != nil {
 		t.Fatal(err)
 	}
 	reg := NewRegistry()

@@ -735,12 +735,11 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq
 	}
 	var conflict *kv.ConflictError
 	lost := errors.As(err, &conflict)
-	// unknown: the driver sent the group's Commit and lost its answer; the
-	// group landed whole or not at all (kv.ErrOutcomeUnknown).
-	unknown := !lost && errors.Is(err, kv.ErrOutcomeUnknown)
-	// notWritten: the driver knows the group's Commit wrote nothing and
-	// could not be run (kv.ErrNotWritten: the database unreachable).
-	notWritten := !lost && !unknown && errors.Is(err, kv.ErrNotWritten)
+	// settled: the group's Commit failed and the driver says it landed
+	// whole or not at all (kv.ErrOutcomeUnknown: sent and its answer
+	// lost) or that nothing of it was written (kv.ErrNotWritten), so the
+	// stored refs tell the truth and no part of the group is on disk.
+	settled := !lost && (errors.Is(err, kv.ErrOutcomeUnknown) || errors.Is(err, kv.ErrNotWritten))
 	if err == nil {
 		// The group is durable: its heads take what it committed, while
 		// the group still holds them.
@@ -825,18 +824,13 @@ func (s *Store) processBatch(batch []*writeReq, hold kv.Hold) (retry []*writeReq
 		}
 		return retry
 	}
-	if unknown {
-		// The group landed whole and durably or not at all, and the
-		// stored refs tell which: with its heads and sequence counters
-		// dropped, reads and the next groups load them from storage, so
-		// the store goes on taking writes. Each request is answered with
-		// the error; its client reads the branch to learn the outcome.
-		s.log.Warn("commit group's outcome unknown: the driver sent its commit and lost the answer; its heads will be read again from storage", "err", err)
-	} else if notWritten {
-		// Nothing of the group was written; its heads, dropped all the
-		// same, are read again from storage. The store goes on taking
-		// writes: the next group may find the database reachable again.
-		s.log.Warn("commit group not written: the storage driver could not run its commit; the store goes on taking writes", "err", err)
+	if settled {
+		// The stored refs tell what became of the group: with its heads
+		// and sequence counters dropped, reads and the next groups load
+		// them from storage, so the store goes on taking writes. Each
+		// request is answered with the error (a client of an unknown
+		// outcome reads the branch to learn it).
+		s.log.Warn("commit group failed whole: its heads will be read again from storage, and the store goes on taking writes", "err", err)
 	} else if err != nil {
 		// Part of the group may be on disk (a transaction can commit and
 		// the sync after it fail), so its outcome is unknown: stop taking

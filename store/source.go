@@ -145,6 +145,6 @@ const readAheadPart = 256
 
 // rawObject reads an object without checking its hash or caching it.
 func (s *Store) rawObject(d hashing.Digest) ([]byte, error) {
-	out, err := s.getCopy(keyObj(d), func() error { return fmt.Errorf("object %s: %w", d.Short(), ErrNotFound) })
+	out, err := s.getCopy(context.Background(), keyObj(d), func() error { return fmt.Errorf("object %s: %w", d.Short(), ErrNotFound) })
 	return out, err
 }

@@ -111,7 +111,7 @@ func (s *Store) markPruned(d hashing.Digest, at string) error {
 
 // pruned returns the PrunedError of a pruned blob, or nil.
 func (s *Store) pruned(d hashing.Digest) error {
-	v, err := s.getCopy(keyPruned(d), func() error { return ErrNotFound })
+	v, err := s.getCopy(context.Background(), keyPruned(d), func() error { return ErrNotFound })
 	if err != nil {
 		return nil
 	}

@@ -831,20 +831,14 @@ func (s *Store) checkedObject(d hashing.Digest, raw []byte) ([]byte, error) {
 
 // ---- types ----
 
-// PutType stores a type record (opaque JSON owned by the caller).
-func (s *Store) PutType(ctx context.Context, name string, record []byte) error {
-	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyType(name), Value: record}, registryStamp()}}); err != nil {
-		return fmt.Errorf("put type %q: %w", name, err)
-	}
-	return nil
-}
-
-// PutTypeIf stores a type record as PutType does, if the type's stored
-// record is still old (nil: the type has none). When another writer
+// PutTypeIf stores a type record (opaque JSON owned by the caller),
+// durably and with a new registry stamp, if the type's stored record is
+// still old (nil: the type has none). When another writer
 // changed it first, it writes nothing and returns an error wrapping
 // ErrStale: the caller reads the record again and decides anew. Writers
 // in several processes that decide from what they read (a type's role
-// cannot change) need it; PutType would let the last one win.
+// cannot change) need it: an unconditional put would let the last one
+// win.
 func (s *Store) PutTypeIf(ctx context.Context, name string, old, record []byte) error {
 	return s.putRegistryIf(ctx, "type", name, keyType(name), old, record)
 }
@@ -867,11 +861,7 @@ func (s *Store) putRegistryIf(ctx context.Context, kind, name string, key, old, 
 
 // GetType returns a type record.
 func (s *Store) GetType(ctx context.Context, name string) ([]byte, error) {
-	out, err := s.kv.Get(ctx, keyType(name))
-	if errors.Is(err, kv.ErrNotFound) {
-		return nil, fmt.Errorf("type %q: %w", name, ErrNotFound)
-	}
-	return out, err
+	return s.getCopy(ctx, keyType(name), func() error { return fmt.Errorf("type %q: %w", name, ErrNotFound) })
 }
 
 // registryStamp is a new value of the registry stamp, written with every
@@ -883,7 +873,7 @@ func registryStamp() kv.Record {
 	return kv.Record{Key: keyMetaRegistry(), Value: b[:]}
 }
 
-// RegistryStamp returns the stamp the last PutType or PutRelation wrote
+// RegistryStamp returns the stamp the last PutTypeIf or PutRelationIf wrote
 // (nil before the first): a reader of the registry that kept an older one
 // reads it again (several processes on one database).
 func (s *Store) RegistryStamp(ctx context.Context) ([]byte, error) {
@@ -904,33 +894,19 @@ func (s *Store) ListTypes(ctx context.Context) (map[string][]byte, error) {
 	return out, err
 }
 
-// PutRelation stores a relation record (opaque JSON owned by the caller),
-// durably.
-func (s *Store) PutRelation(ctx context.Context, name string, record []byte) error {
-	if err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: keyRelDef(name), Value: record}, registryStamp()}}); err != nil {
-		return fmt.Errorf("put relation %q: %w", name, err)
-	}
-	return nil
-}
-
-// PutRelationIf stores a relation record as PutRelation does, if the
-// relation's stored record is still old (nil: the relation has none).
-// When another writer changed it first, it writes nothing and returns an
-// error wrapping ErrStale: the caller reads the record again and decides
-// anew. Writers in several processes that decide from what they read (a
-// relation's depends cannot change) need it; PutRelation would let the
-// last one win.
+// PutRelationIf stores a relation record (opaque JSON owned by the
+// caller) as PutTypeIf stores a type's, if the relation's stored record is
+// still old (nil: the relation has none); when another writer changed it
+// first, it writes nothing and returns an error wrapping ErrStale (a
+// relation's depends cannot change, so writers decide from what they
+// read).
 func (s *Store) PutRelationIf(ctx context.Context, name string, old, record []byte) error {
 	return s.putRegistryIf(ctx, "relation", name, keyRelDef(name), old, record)
 }
 
 // GetRelation returns a relation record, or an error wrapping ErrNotFound.
 func (s *Store) GetRelation(ctx context.Context, name string) ([]byte, error) {
-	out, err := s.kv.Get(ctx, keyRelDef(name))
-	if errors.Is(err, kv.ErrNotFound) {
-		return nil, fmt.Errorf("relation %q: %w", name, ErrNotFound)
-	}
-	return out, err
+	return s.getCopy(ctx, keyRelDef(name), func() error { return fmt.Errorf("relation %q: %w", name, ErrNotFound) })
 }
 
 // ListRelations returns every stored relation record keyed by name.
@@ -1025,8 +1001,8 @@ func (s *Store) headsCostLocked() int64 {
 
 // getCopy returns a copy of the value stored under key, or missing() when
 // there is none.
-func (s *Store) getCopy(key []byte, missing func() error) ([]byte, error) {
-	out, err := s.kv.Get(context.Background(), key)
+func (s *Store) getCopy(ctx context.Context, key []byte, missing func() error) ([]byte, error) {
+	out, err := s.kv.Get(ctx, key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, missing()
 	}
@@ -1064,7 +1040,7 @@ func sameChecked[T any](s *Store, key []byte, missing func() error, check func([
 	if v, err := check(raw); err == nil {
 		return v, nil
 	}
-	if raw, err = s.getCopy(key, missing); err != nil {
+	if raw, err = s.getCopy(context.Background(), key, missing); err != nil {
 		var zero T
 		return zero, err
 	}

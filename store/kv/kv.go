@@ -38,8 +38,9 @@ var (
 	// came in time), and could not learn the outcome otherwise either (a
 	// driver that can asks the engine on another connection, and returns
 	// nil, or runs the batch again, when the engine tells), so it cannot
-	// tell whether the batch landed. It landed whole — as durable as after a nil, the records put before
-	// it included — or not at all, and the refs its swaps move tell which.
+	// tell whether the batch landed. It landed whole — as durable as
+	// after a nil, the records put before it included — or not at all,
+	// and the refs its swaps move tell which.
 	// The engine may settle it after Commit returned (a server still
 	// committing, or yet to notice the broken connection): a read soon
 	// after may find the refs unmoved and a later one moved, but a later

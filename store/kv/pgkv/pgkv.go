@@ -765,12 +765,12 @@ func (h *hold) Commit(ctx context.Context, b kv.Batch) error {
 			// with its connection: nothing was written.
 			return fmt.Errorf("pgkv: commit: %w: %w", kv.ErrNotWritten, err)
 		}
-		if retryable(err) || rolledBack(err) {
+		if retryable(err) { // rolled back, nothing written
 			return &kv.ConflictError{Cause: err}
 		}
 		return fmt.Errorf("pgkv: commit: %w", err)
 	}
-	if retryable(err) || rolledBack(err) {
+	if retryable(err) { // rolled back, nothing written
 		return &kv.ConflictError{Cause: err}
 	}
 	if lf := linkFailed(ctx, h.conn.Conn(), err); errors.Is(lf, errLinkFailed) {
@@ -1036,7 +1036,7 @@ func (d *Driver) Commit(ctx context.Context, b kv.Batch) error {
 	if conflict != nil && errors.Is(err, kv.ErrConflict) {
 		return conflict
 	}
-	if errors.Is(err, errAborted) || errors.Is(err, errLinkFailed) || retryable(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
+	if retryable(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
 		// Nothing was written, however often it ran: every run ended
 		// rolled back (a serialization failure or deadlock each time
 		// too, once the retries are spent).
