@@ -18,3 +18,10 @@ func SetCommitIdle(d *Driver, idle time.Duration) { d.commitIdle = idle }
 // of a transaction whose answer to COMMIT was lost (resolveFloor), for
 // the tests.
 func SetResolveFloor(d *Driver, floor time.Duration) { d.resolveFloor = floor }
+
+// SetRetryWindow sets how long d runs a transaction again after its
+// first run (retryWindow), for the tests.
+func SetRetryWindow(d *Driver, w time.Duration) { d.retryWindow = w }
+
+// ConnectTimeout returns the connect timeout of d's connections.
+func ConnectTimeout(d *Driver) time.Duration { return d.pool.Config().ConnConfig.ConnectTimeout }

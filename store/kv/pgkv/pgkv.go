@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,13 @@ type Options struct {
 	MaxConns int32
 	// Bulk selects how PutImmutable sends records.
 	Bulk BulkMethod
+	// ConnectTimeout bounds each new connection's connect and startup
+	// (pgx's ConnectTimeout). 0: the DSN's connect_timeout (or
+	// PGCONNECT_TIMEOUT) when it sets one, else DefaultConnectTimeout.
+	// Without a bound a server that takes the connection and never
+	// answers — frozen, or behind a path that drops its packets — would
+	// keep a write waiting for ever.
+	ConnectTimeout time.Duration
 	// HoldIdleTimeout ends a hold (Lock) whose holder sends nothing for
 	// this long — a process frozen rather than killed; a killed one's
 	// connection closes and its locks go at once — so that the other
@@ -67,6 +75,12 @@ type Options struct {
 // CPUs but at least 4, leaves two holds on a small machine). A smaller
 // pool makes groups wait for a hold slot.
 const DefaultMaxConns = 16
+
+// DefaultConnectTimeout is the default of Options.ConnectTimeout, for a
+// DSN that sets no connect_timeout: a connection to a reachable server
+// takes milliseconds, and a run of a transaction that cannot connect
+// within it is run again (a bounded number of times, within retryWindow).
+const DefaultConnectTimeout = 10 * time.Second
 
 // DefaultHoldIdleTimeout is the default of Options.HoldIdleTimeout: far
 // above what a commit group decides in (milliseconds; seconds for a
@@ -91,6 +105,8 @@ type Driver struct {
 	// and resolveFloor is the least time resolve asks for the outcome of
 	// one whose answer was lost, however little of commitWait is left.
 	commitWait, resolveFloor time.Duration
+	// retryWindow bounds the time retry runs a transaction again in.
+	retryWindow time.Duration
 	// commitIdle, when positive, is the idle timeout a Commit's
 	// transaction arms (idleTimeout); 0: half of commitWait, at least
 	// minCommitIdle.
@@ -113,6 +129,12 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 		cfg.MaxConns = opts.MaxConns
 	case !strings.Contains(opts.DSN, "pool_max_conns"):
 		cfg.MaxConns = DefaultMaxConns
+	}
+	switch {
+	case opts.ConnectTimeout > 0:
+		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	case cfg.ConnConfig.ConnectTimeout == 0 && !strings.Contains(opts.DSN, "connect_timeout") && os.Getenv("PGCONNECT_TIMEOUT") == "":
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	if cfg.MaxConns < 2 {
 		// A hold keeps its connection while its holder reads: with one
@@ -137,6 +159,7 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 		keepEvery:    idle / 3,
 		commitWait:   commitWait,
 		resolveFloor: resolveFloor,
+		retryWindow:  retryWindow,
 	}
 	qual := func(name string) string {
 		if opts.Schema == "" {
@@ -234,10 +257,12 @@ func newerSchema(cur int) error {
 // DDL, a transaction whose answer to COMMIT was lost and which the
 // server then aborted (errAborted), one whose connection failed before
 // its COMMIT was sent (errLinkFailed), and one the idle timeout ended
-// before the server read its COMMIT (rolledBack) — never a COMMIT whose
-// outcome is unknown.
+// before the server read its COMMIT (rolledBack) — never a Commit whose
+// outcome is unknown — and a put of immutable records or a point read
+// whose connection failed at any point (errRerunLinkFailed: running it
+// again is safe whatever became of it).
 func retryable(err error) bool {
-	if errors.Is(err, errAborted) || errors.Is(err, errLinkFailed) || rolledBack(err) {
+	if errors.Is(err, errAborted) || errors.Is(err, errLinkFailed) || errors.Is(err, errRerunLinkFailed) || rolledBack(err) {
 		return true
 	}
 	var pe *pgconn.PgError
@@ -251,12 +276,20 @@ func retryable(err error) bool {
 	return false
 }
 
-// retry runs fn until it succeeds, fails for good, or ctx ends.
+// retryWindow is how long retry starts runs of a transaction again
+// after its first: with the connect timeout, it bounds how long a write
+// to a server that cannot be reached waits before it is refused.
+const retryWindow = 30 * time.Second
+
+// retry runs fn until it succeeds, fails for good, or ctx ends — and
+// runs it again after a retryable failure at most 20 times, none later
+// than d.retryWindow after the first run began.
 func (d *Driver) retry(ctx context.Context, fn func() error) error {
 	backoff := time.Millisecond
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		err := fn()
-		if err == nil || attempt == 20 || !retryable(err) {
+		if err == nil || attempt == 20 || !retryable(err) || time.Since(start)+backoff > d.retryWindow {
 			return err
 		}
 		select {
@@ -335,6 +368,16 @@ func sortedRecords(recs []kv.Record) []kv.Record {
 
 // PutImmutable implements kv.Driver: one transaction, the records in
 // parts, existing keys left as they are.
+//
+// Its records are immutable and the insert skips keys already stored, so
+// a put whose connection fails — at BEGIN, in the middle of its records,
+// or after its COMMIT went out, whatever became of that transaction —
+// runs again on another pool connection, as after a serialization
+// failure: what the first run stored, if anything, is the same bytes
+// under the same keys. When the retries are spent on such failures the
+// error wraps kv.ErrNotWritten and the last failure: the put did not
+// complete and the server may be unreachable for now; a later put may
+// succeed.
 func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 	if err := d.enter(ctx); err != nil {
 		return err
@@ -348,21 +391,55 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 	}
 	sorted := sortedRecords(recs)
 	err := d.retry(ctx, func() error {
-		return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-			if d.bulk == BulkCopy {
-				return d.putCopy(ctx, tx, sorted)
-			}
-			return parts(sorted, func(p []kv.Record) error {
-				keys, vals := columns(p)
-				_, err := tx.Exec(ctx, "INSERT INTO "+d.kvT+" (k, v) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS t(k, v) ON CONFLICT (k) DO NOTHING", keys, vals)
-				return err
-			})
-		})
+		tx, err := d.pool.Begin(ctx)
+		if err != nil {
+			return putLinkFailed(ctx, nil, err)
+		}
+		if err := d.put(ctx, tx, sorted); err != nil {
+			err = putLinkFailed(ctx, tx.Conn(), err)
+			rollback(ctx, tx)
+			return err
+		}
+		return putLinkFailed(ctx, tx.Conn(), tx.Commit(ctx))
 	})
+	if errors.Is(err, errRerunLinkFailed) {
+		// Every run lost its connection: the server may be unreachable.
+		return fmt.Errorf("pgkv: put immutable: %w: %w", kv.ErrNotWritten, err)
+	}
 	if err != nil {
 		return fmt.Errorf("pgkv: put immutable: %w", ctxErr(ctx, err))
 	}
 	return nil
+}
+
+// put inserts sorted records in tx, by the driver's bulk method.
+func (d *Driver) put(ctx context.Context, tx pgx.Tx, sorted []kv.Record) error {
+	if d.bulk == BulkCopy {
+		return d.putCopy(ctx, tx, sorted)
+	}
+	return parts(sorted, func(p []kv.Record) error {
+		keys, vals := columns(p)
+		_, err := tx.Exec(ctx, "INSERT INTO "+d.kvT+" (k, v) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS t(k, v) ON CONFLICT (k) DO NOTHING", keys, vals)
+		return err
+	})
+}
+
+// errRerunLinkFailed marks the error of a request that may simply run
+// again after its connection failed (retryable): a PutImmutable
+// transaction (putLinkFailed), its COMMIT sent or not, since running it
+// again stores the same bytes under the same keys, and a point read
+// (readLinkFailed).
+var errRerunLinkFailed = errors.New("the connection failed")
+
+// putLinkFailed returns err, an error of a PutImmutable transaction's
+// BEGIN (conn nil), of one of its statements or of its COMMIT, wrapped
+// with errRerunLinkFailed when it is a failure of the connection
+// (isLinkFailure), and as it is otherwise, when ctx ended or err is nil.
+func putLinkFailed(ctx context.Context, conn *pgx.Conn, err error) error {
+	if err == nil || ctx.Err() != nil || !isLinkFailure(conn, err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errRerunLinkFailed, err)
 }
 
 // putCopy streams sorted records into a temporary table with COPY and
@@ -389,7 +466,9 @@ func (d *Driver) Get(ctx context.Context, key []byte) ([]byte, error) {
 	}
 	defer d.g.Leave()
 	var v []byte
-	err := d.pool.QueryRow(ctx, "SELECT v FROM "+d.kvT+" WHERE k = $1", key).Scan(&v)
+	err := d.retry(ctx, func() error {
+		return readLinkFailed(ctx, d.pool.QueryRow(ctx, "SELECT v FROM "+d.kvT+" WHERE k = $1", key).Scan(&v))
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, kv.ErrNotFound
 	}
@@ -436,28 +515,44 @@ func (d *Driver) lookUp(ctx context.Context, what string, keys [][]byte, values 
 		for i, k := range part {
 			at[string(k)] = append(at[string(k)], start+i)
 		}
-		rows, err := d.pool.Query(ctx, "SELECT "+selected(values)+" FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", part)
-		if err != nil {
-			return fmt.Errorf("pgkv: %s: %w", what, ctxErr(ctx, err))
-		}
-		for rows.Next() {
-			var k, v []byte
-			if err := rows.Scan(&k, &v); err != nil {
-				rows.Close()
-				return fmt.Errorf("pgkv: %s: %w", what, err)
+		// A part read again after a failed link hands found the same
+		// values for the same indexes.
+		err := d.retry(ctx, func() error {
+			rows, err := d.pool.Query(ctx, "SELECT "+selected(values)+" FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", part)
+			if err != nil {
+				return readLinkFailed(ctx, err)
 			}
-			for j, i := range at[string(k)] {
-				if j > 0 {
-					v = bytes.Clone(v) // each index of a key asked twice owns its value
+			for rows.Next() {
+				var k, v []byte
+				if err := rows.Scan(&k, &v); err != nil {
+					rows.Close()
+					return err
 				}
-				found(i, v)
+				for j, i := range at[string(k)] {
+					if j > 0 {
+						v = bytes.Clone(v) // each index of a key asked twice owns its value
+					}
+					found(i, v)
+				}
 			}
-		}
-		if err := rows.Err(); err != nil {
+			return readLinkFailed(ctx, rows.Err())
+		})
+		if err != nil {
 			return fmt.Errorf("pgkv: %s: %w", what, ctxErr(ctx, err))
 		}
 	}
 	return nil
+}
+
+// readLinkFailed returns err, the error of a point read (Get, GetMany,
+// Has), wrapped with errRerunLinkFailed when it is a failure of the
+// connection (isLinkFailure): a read may simply run again on another
+// connection.
+func readLinkFailed(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || !isLinkFailure(nil, err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errRerunLinkFailed, err)
 }
 
 // selected is what a query of records selects: the key and the value,
@@ -1067,16 +1162,26 @@ var errLinkFailed = errors.New("the connection failed before COMMIT was sent; no
 // network error or an unexpected end of the stream. It returns err as it
 // is when ctx ended (the caller reports the cancellation) or err is nil.
 func linkFailed(ctx context.Context, conn *pgx.Conn, err error) error {
-	if err == nil || ctx.Err() != nil {
+	if err == nil || ctx.Err() != nil || !isLinkFailure(conn, err) {
 		return err
 	}
+	return fmt.Errorf("%w: %w", errLinkFailed, err)
+}
+
+// isLinkFailure reports whether err, met on conn (nil: none yet), is the
+// failure of the connection rather than the server's answer to a
+// statement: pgx sent nothing (pgconn.SafeToRetry), could not connect
+// (*pgconn.ConnectError), the connection is closed (pgx closes it on a
+// network error, and on a FATAL the server sent before it ended the
+// session; pgconn.ErrConnClosed says so when the connection is not at
+// hand, as for a pool's BEGIN on a connection whose server end went away
+// while it was idle), or err is a network error or an unexpected end of
+// the stream.
+func isLinkFailure(conn *pgx.Conn, err error) bool {
 	var ce *pgconn.ConnectError
 	var ne net.Error
-	if (conn != nil && conn.IsClosed()) || pgconn.SafeToRetry(err) || errors.As(err, &ce) || errors.As(err, &ne) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("%w: %w", errLinkFailed, err)
-	}
-	return err
+	return (conn != nil && conn.IsClosed()) || pgconn.SafeToRetry(err) || errors.As(err, &ce) || errors.As(err, &ne) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // minCommitIdle is the least idle timeout a Commit's transaction arms.

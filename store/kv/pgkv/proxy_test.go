@@ -30,7 +30,11 @@ type pgProxy struct {
 	commits atomic.Int64
 	// refusing, set, makes the proxy close each new link at once.
 	refusing atomic.Bool
-	mu       sync.Mutex // guards armed, stalled, swallow, cutAt, cutRefuse and links
+	// silent, set, makes the proxy keep each new link open and answer
+	// nothing on it: a server that takes connections and never speaks
+	// (frozen, or behind a path that drops its packets).
+	silent atomic.Bool
+	mu     sync.Mutex // guards armed, stalled, swallow, cutAt, cutRefuse and links
 	// armed is the gate the next COMMIT's answer waits at (nil: none).
 	armed *answerGate
 	// stalled is the gate the next COMMIT itself waits at, unsent, while
@@ -151,6 +155,10 @@ func (p *pgProxy) stallNextCommitMuted() *answerGate {
 // them again.
 func (p *pgProxy) refuse(on bool) { p.refusing.Store(on) }
 
+// hush makes the proxy keep new links open without a word (on: true), or
+// pass them to the server again.
+func (p *pgProxy) hush(on bool) { p.silent.Store(on) }
+
 // cutAll closes every open link, both its connections.
 func (p *pgProxy) cutAll() {
 	p.mu.Lock()
@@ -195,6 +203,12 @@ func (p *pgProxy) accept() {
 		}
 		if p.refusing.Load() {
 			client.Close()
+			continue
+		}
+		if p.silent.Load() {
+			p.mu.Lock()
+			p.links = append(p.links, client)
+			p.mu.Unlock()
 			continue
 		}
 		server, err := net.Dial("tcp", p.server)

@@ -1,0 +1,198 @@
+package pgkv_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/store"
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/pgkv"
+	"github.com/artifactd/artifactd/store/kv/pgkv/pgtest"
+)
+
+// putLinkCase is one way for a PutImmutable's connection to fail: arm
+// sets the proxy up before the put, and then, run beside the put, breaks
+// the link at the right moment (nil: arm alone does it).
+type putLinkCase struct {
+	name string
+	arm  func(p *pgProxy, marker []byte) (then func(t *testing.T))
+	// unreachable: the proxy refuses every link after the failure until
+	// the test lets them through again.
+	unreachable bool
+}
+
+var putLinkCases = []putLinkCase{
+	{name: "cut-mid-put", arm: func(p *pgProxy, marker []byte) func(*testing.T) {
+		p.cutAtNext(marker, false)
+		return nil
+	}},
+	{name: "cut-mid-put-unreachable", unreachable: true, arm: func(p *pgProxy, marker []byte) func(*testing.T) {
+		p.cutAtNext(marker, true)
+		return nil
+	}},
+	{name: "commit-never-read", arm: func(p *pgProxy, _ []byte) func(*testing.T) {
+		p.swallowNextCommit()
+		return nil
+	}},
+	{name: "commit-answer-lost", arm: func(p *pgProxy, _ []byte) func(*testing.T) {
+		gate := p.holdNextCommit()
+		return func(t *testing.T) {
+			arrived(t, gate)
+			gate.cutLink() // the server committed; the driver never hears it
+		}
+	}},
+}
+
+// TestPutImmutableLinkFailure: the records of PutImmutable are
+// immutable and its insert skips keys already stored, so a put whose
+// connection fails — in the middle of its records, with its COMMIT
+// unread by the server, or with the server's answer to it lost after it
+// committed — runs again on another connection and returns nil, every
+// record stored once. When the server stays unreachable the retries are
+// spent and the error wraps kv.ErrNotWritten (the put did not complete;
+// what is stored of it is unreachable and harmless), and a later put
+// succeeds. Before, each of these failures was a plain error, which
+// stopped a store's writes until a restart (the put of a bulk commit
+// group's records: TestStoreGoesOnAfterPutLinkFailure).
+func TestPutImmutableLinkFailure(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	for _, bulk := range []struct {
+		name string
+		m    pgkv.BulkMethod
+	}{{"unnest", pgkv.BulkUnnest}, {"copy", pgkv.BulkCopy}} {
+		for _, tc := range putLinkCases {
+			t.Run(bulk.name+"/"+tc.name, func(t *testing.T) {
+				ctx := context.Background()
+				schema := freshSchema(t)
+				direct, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { direct.Close() })
+				proxy, proxied := newPGProxy(t, dsn)
+				d, err := pgkv.Open(ctx, pgkv.Options{DSN: proxied, Schema: schema, Bulk: bulk.m})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { d.Close() })
+
+				marker := []byte("put-link-marker-" + tc.name)
+				var recs []kv.Record
+				for i := range 50 {
+					recs = append(recs, kv.Record{Key: fmt.Appendf(nil, "node\x00%03d", i), Value: append(fmt.Appendf(nil, "value %d ", i), marker...)})
+				}
+				commits := proxy.commits.Load()
+				then := tc.arm(proxy, marker)
+				done := make(chan error, 1)
+				go func() { done <- d.PutImmutable(ctx, recs) }()
+				if then != nil {
+					then(t)
+				}
+				var perr error
+				select {
+				case perr = <-done:
+				case <-time.After(60 * time.Second):
+					t.Fatal("PutImmutable did not return in 60s after its link failed")
+				}
+				t.Logf("PutImmutable: %v (COMMITs the proxy saw: %d)", perr, proxy.commits.Load()-commits)
+				if tc.unreachable {
+					if !errors.Is(perr, kv.ErrNotWritten) || errors.Is(perr, kv.ErrOutcomeUnknown) {
+						t.Fatalf("PutImmutable whose server stayed unreachable: %v, want an error wrapping kv.ErrNotWritten", perr)
+					}
+					proxy.refuse(false)
+					if err := d.PutImmutable(ctx, recs); err != nil {
+						t.Fatalf("PutImmutable once the server is reachable again: %v", err)
+					}
+				} else if perr != nil {
+					t.Fatalf("PutImmutable whose link failed once: %v, want nil after running it again", perr)
+				}
+				got, err := direct.GetMany(ctx, keysOf(recs))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, r := range recs {
+					if !bytes.Equal(got[i], r.Value) {
+						t.Fatalf("record %q after the put: %q, want %q", r.Key, got[i], r.Value)
+					}
+				}
+			})
+		}
+	}
+}
+
+// keysOf returns the keys of recs, in order.
+func keysOf(recs []kv.Record) [][]byte {
+	keys := make([][]byte, len(recs))
+	for i, r := range recs {
+		keys[i] = r.Key
+	}
+	return keys
+}
+
+// TestStoreGoesOnAfterPutLinkFailure: a commit big enough that its
+// group puts its immutable records before the Commit that makes it
+// visible, whose put loses its connection with the server unreachable
+// from then on, is refused with an error wrapping kv.ErrNotWritten (503
+// unavailable at the API) and changes nothing a reader sees; once the
+// server is reachable the store takes writes again — the same commit
+// included — without a restart. Before, the put's plain error stopped
+// the store's writes (store.ErrWriteFailed) until a restart.
+func TestStoreGoesOnAfterPutLinkFailure(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	schema := freshSchema(t)
+	proxy, proxied := newPGProxy(t, dsn)
+	d, err := pgkv.Open(ctx, pgkv.Options{DSN: proxied, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(ctx, store.Options{Driver: d, ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CreateContext(ctx, "c", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: "first",
+		Ops: []graph.Op{{Op: graph.OpPut, ID: "q", Type: "note", Data: []byte(`{"text":"first"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// About 3 MiB of payloads: the group puts them ahead of its Commit.
+	const marker = "put-cut-marker"
+	var ops []graph.Op
+	for i := range 3000 {
+		ops = append(ops, graph.Op{Op: graph.OpPut, ID: fmt.Sprintf("a%04d", i), Type: "note",
+			Data: fmt.Appendf(nil, `{"text":"%s %d %s"}`, marker, i, strings.Repeat("x", 1000))})
+	}
+	big := store.CommitRequest{Context: "c", Author: "t", Message: "big", Ops: ops}
+	proxy.cutAtNext([]byte(marker), true)
+	_, err = s.Commit(ctx, big)
+	t.Logf("the big commit, its put's link cut and the server unreachable: %v", err)
+	if !errors.Is(err, kv.ErrNotWritten) {
+		t.Fatalf("big commit whose put lost its link: %v, want an error wrapping kv.ErrNotWritten", err)
+	}
+	proxy.refuse(false)
+	next, err := s.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: "next",
+		Ops: []graph.Op{{Op: graph.OpPut, ID: "n", Type: "note", Data: []byte(`{"text":"next"}`)}}})
+	if err != nil {
+		t.Fatalf("a commit once the server is reachable again: %v, want the store to take writes", err)
+	}
+	if len(next.Commit.Parents) != 1 || next.Commit.Parents[0] != first.Commit.ID {
+		t.Fatalf("the next commit's parents %v, want the first commit %s: the refused one must not be on the branch", next.Commit.Parents, first.Commit.ID)
+	}
+	res, err := s.Commit(ctx, big)
+	if err != nil {
+		t.Fatalf("the big commit sent again: %v", err)
+	}
+	if got := res.Commit.Artifacts; got != 3002 {
+		t.Fatalf("artifacts after the big commit sent again: %d, want 3002", got)
+	}
+}
