@@ -141,6 +141,17 @@ func IsCode(err error, code string) bool {
 // branch head.
 func IsStale(err error) bool { return IsCode(err, "stale-parent") }
 
+// IsOutcomeUnknown reports whether err is a write answered 503
+// "commit-outcome-unknown": the server sent the write's commit to the
+// database (PostgreSQL) and lost the answer, so the commit may or may not
+// have landed. The client never sends such a write again on its own (only
+// EnsureContext, an idempotent PUT, is retried after any 503). Read the
+// branch head (Hash) or what else the write changes before retrying, since
+// the commit may have landed, and retry with the head you read as Parent,
+// so that a write that landed is refused as stale rather than applied
+// twice.
+func IsOutcomeUnknown(err error) bool { return IsCode(err, "commit-outcome-unknown") }
+
 // IsNotFound reports whether err is a 404 problem.
 func IsNotFound(err error) bool {
 	var p *Problem

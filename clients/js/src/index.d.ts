@@ -34,6 +34,12 @@ export declare class ProblemError extends Error {
 }
 export declare class StaleParentError extends ProblemError {}
 export declare class QuarantinedError extends ProblemError {}
+/**
+ * A write answered 503 commit-outcome-unknown: its commit may or may not
+ * have landed. Read the branch head before retrying; the client sends no
+ * POST again after it.
+ */
+export declare class CommitOutcomeUnknownError extends ProblemError {}
 export declare class NotFoundError extends ProblemError {}
 export declare class ReplayMissError extends Error {
   requestHash: string;

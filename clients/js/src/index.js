@@ -55,6 +55,22 @@ export class QuarantinedError extends ProblemError {
   }
 }
 
+/**
+ * A write answered 503 commit-outcome-unknown: the server sent its commit
+ * to the database (PostgreSQL) and lost the answer, so it may or may not
+ * have landed. The client never sends such a write again on its own (only
+ * the idempotent PUT of a context is retried after any 503): read the branch
+ * head (hash(), or what else the write changes) before retrying, and retry
+ * with the head you read as its parent, so that a write that landed is
+ * refused as stale rather than applied twice.
+ */
+export class CommitOutcomeUnknownError extends ProblemError {
+  constructor(...a) {
+    super(...a);
+    this.name = "CommitOutcomeUnknownError";
+  }
+}
+
 /** A 404 problem. */
 export class NotFoundError extends ProblemError {
   constructor(...a) {
@@ -79,6 +95,7 @@ function problemOf(method, path, status, text) {
   const code = String(body?.type ?? "").slice(PROBLEM_TYPE_PREFIX.length);
   if (code === "stale-parent") return new StaleParentError(method, path, status, body);
   if (code === "quarantined") return new QuarantinedError(method, path, status, body);
+  if (code === "commit-outcome-unknown") return new CommitOutcomeUnknownError(method, path, status, body);
   if (status === 404) return new NotFoundError(method, path, status, body);
   return new ProblemError(method, path, status, body);
 }

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 
-import { ArtifactdClient, ProblemError } from "../src/index.js";
+import { ArtifactdClient, CommitOutcomeUnknownError, NotFoundError, ProblemError, QuarantinedError, StaleParentError } from "../src/index.js";
 import { startServer } from "./server.js";
 
 /**
@@ -292,4 +292,99 @@ test("Retry-After: a delay past a timer's limit is not waited for, whatever maxR
   const c = new ArtifactdClient(s.url, { maxRetryAfterMs: 1e12, timeoutMs: 0 });
   await assert.rejects(c.putArtifact("c", note), (e) => e instanceof ProblemError && e.status === 503 && e.retryAfterMs === 25 * 86400 * 1000);
   assert.equal(s.arrived.length, 1);
+});
+
+// The problems artifactd answers with 503, as its problem writer
+// (httpapi's writeError) writes them: type, title and status from its
+// table, the detail (service.OutcomeUnknownDetail, service.NotWrittenDetail,
+// netguard's), the request path as instance, a final newline.
+const PROBLEMS_503 = {
+  "commit-outcome-unknown": {
+    title: "Commit outcome unknown",
+    detail:
+      "the write was sent to the database and its answer was lost, so it may or may not have been made; read the branch head (or what else the write changes) before retrying, and retry a commit with the head you read as its parent, so that one that landed is refused as stale rather than applied twice",
+  },
+  unavailable: {
+    title: "Service unavailable",
+    detail: "nothing of the write was made (the database could not be reached, or rolled it back each time it ran); send it again later",
+  },
+  overloaded: {
+    title: "Server busy",
+    detail: "the server has reached its connection limit; only /healthz and /readyz are answered on this connection: retry",
+  },
+};
+
+/**
+ * A local HTTP server that answers every request with artifactd's 503
+ * problem of code (and a Retry-After when retryAfter is given, which
+ * artifactd sends with none of them but overloaded); `seen` lists the
+ * requests it saw.
+ */
+async function answering503(t, code, retryAfter) {
+  const seen = [];
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      seen.push(`${req.method} ${req.url}`);
+      const { title, detail } = PROBLEMS_503[code];
+      const headers = { "Content-Type": "application/problem+json", "Cache-Control": "no-store" };
+      if (retryAfter !== undefined) headers["Retry-After"] = retryAfter;
+      res.writeHead(503, headers);
+      res.end(JSON.stringify({ type: "urn:artifactd:problem:" + code, title, status: 503, detail, instance: req.url.split("?")[0] }) + "\n");
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return { url: `http://127.0.0.1:${server.address().port}`, seen };
+}
+
+test("a write answered 503 commit-outcome-unknown throws CommitOutcomeUnknownError and is sent once", async (t) => {
+  // Before: a plain ProblemError; the caller compared e.code by hand.
+  const ops = [{ op: "put", artifact: note }];
+  for (const [name, call, path] of [
+    ["commit", (c) => c.commit("run", { ops }), "/v1/contexts/run/commits"],
+    ["putArtifact", (c) => c.putArtifact("run", note), "/v1/contexts/run/artifacts"],
+  ]) {
+    // Retry-After "0": none from artifactd, as a proxy in front might add.
+    for (const retryAfter of [undefined, "0"]) {
+      await t.test(`${name}, Retry-After ${retryAfter}`, async (t) => {
+        const s = await answering503(t, "commit-outcome-unknown", retryAfter);
+        const c = new ArtifactdClient(s.url, { retries: 5, backoffMs: 1 });
+        await assert.rejects(call(c), (e) => {
+          assert.ok(e instanceof CommitOutcomeUnknownError, `${e.name}: ${e.message}`);
+          assert.ok(e instanceof ProblemError);
+          assert.ok(!(e instanceof StaleParentError || e instanceof QuarantinedError || e instanceof NotFoundError));
+          assert.equal(e.name, "CommitOutcomeUnknownError");
+          assert.equal(e.status, 503);
+          assert.equal(e.code, "commit-outcome-unknown");
+          assert.equal(e.title, "Commit outcome unknown");
+          assert.equal(e.detail, PROBLEMS_503["commit-outcome-unknown"].detail);
+          assert.equal(e.instance, path);
+          assert.equal(e.method, "POST");
+          return true;
+        });
+        assert.deepEqual(s.seen, [`POST ${path}`], "a write that may have landed was sent again");
+      });
+    }
+  }
+});
+
+test("other 503s are not CommitOutcomeUnknownError", async (t) => {
+  for (const code of ["unavailable", "overloaded"]) {
+    await t.test(code, async (t) => {
+      const s = await answering503(t, code);
+      await assert.rejects(new ArtifactdClient(s.url).commit("run", { ops: [{ op: "put", artifact: note }] }), (e) => {
+        assert.ok(e instanceof ProblemError);
+        assert.ok(!(e instanceof CommitOutcomeUnknownError), `${code} taken for commit-outcome-unknown`);
+        assert.equal(e.name, "ProblemError");
+        assert.equal(e.status, 503);
+        assert.equal(e.code, code);
+        return true;
+      });
+      assert.equal(s.seen.length, 1);
+    });
+  }
 });

@@ -85,6 +85,17 @@ class Quarantined(Problem):
     """A write that rests on an unconfirmed artifact (code quarantined)."""
 
 
+class CommitOutcomeUnknown(Problem):
+    """A write answered 503 commit-outcome-unknown: the server sent its
+    commit to the database (PostgreSQL) and lost the answer, so it may or
+    may not have landed. The client never sends such a write again on its
+    own (only the idempotent PUT of a context is retried after any 503):
+    read the branch head (:meth:`Client.hash`, or what else the write changes)
+    before retrying, and retry with the head you read as its ``parent``,
+    so that a write that landed is refused as stale rather than applied
+    twice."""
+
+
 class NotFound(Problem):
     """A 404 problem."""
 
@@ -101,7 +112,8 @@ def _problem(method: str, url: str, status: int, raw: bytes, retry_after: Option
     except ValueError:
         body = {"type": "about:blank", "status": status, "detail": raw.decode("utf-8", "replace").strip()}
     code = str(body.get("type", ""))[len(PROBLEM_TYPE_PREFIX):]
-    cls = {"stale-parent": StaleParent, "quarantined": Quarantined}.get(code)
+    cls = {"stale-parent": StaleParent, "quarantined": Quarantined,
+           "commit-outcome-unknown": CommitOutcomeUnknown}.get(code)
     if cls is None and status == 404:
         cls = NotFound
     return (cls or Problem)(method, url, status, body, retry_after)

@@ -23,7 +23,8 @@ from typing import Callable, List, Optional, Tuple
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-from artifactd import Client, Problem, TransportError  # noqa: E402
+from artifactd import (Client, CommitOutcomeUnknown, NotFound, Problem, Quarantined, StaleParent,  # noqa: E402
+                       TransportError)
 
 from .server import Server  # noqa: E402
 
@@ -391,6 +392,94 @@ class RetryAfterTest(unittest.TestCase):
                 release.cancel()
                 hold.close()
             self.assertEqual(c.artifact("run", "a")["version"], 1)
+
+
+# The problems artifactd answers with 503, as its problem writer (httpapi's
+# writeError) writes them: type, title and status from its table, the
+# detail (service.OutcomeUnknownDetail, service.NotWrittenDetail,
+# netguard's), the request path as instance, a final newline.
+PROBLEMS_503 = {
+    "commit-outcome-unknown": (
+        "Commit outcome unknown",
+        "the write was sent to the database and its answer was lost, so it may or may not have been made; read the"
+        " branch head (or what else the write changes) before retrying, and retry a commit with the head you read as"
+        " its parent, so that one that landed is refused as stale rather than applied twice",
+    ),
+    "unavailable": (
+        "Service unavailable",
+        "nothing of the write was made (the database could not be reached, or rolled it back each time it ran);"
+        " send it again later",
+    ),
+    "overloaded": (
+        "Server busy",
+        "the server has reached its connection limit; only /healthz and /readyz are answered on this connection:"
+        " retry",
+    ),
+}
+
+
+def answering_503(code: str, retry_after: Optional[str] = None):
+    """Answer every request with artifactd's 503 problem of code (and a
+    Retry-After when given, which artifactd sends with none of them but
+    overloaded)."""
+
+    def answer(n: int, h: http.server.BaseHTTPRequestHandler) -> Answer:
+        title, detail = PROBLEMS_503[code]
+        body = {"type": "urn:artifactd:problem:" + code, "title": title, "status": 503, "detail": detail,
+                "instance": h.path.split("?")[0]}
+        headers = {"Content-Type": "application/problem+json", "Cache-Control": "no-store"}
+        if retry_after is not None:
+            headers["Retry-After"] = retry_after
+        return 503, headers, json.dumps(body, separators=(",", ":")).encode() + b"\n"
+
+    return answer
+
+
+class CommitOutcomeUnknownTest(unittest.TestCase):
+    def serve(self, answer) -> Recorder:
+        r = Recorder(answer)
+        self.addCleanup(r.close)
+        return r
+
+    def test_raised_and_sent_once(self) -> None:
+        """A write answered 503 commit-outcome-unknown raises
+        CommitOutcomeUnknown, a Problem with status 503 and the code, and
+        is sent once: it may have landed, so the client does not send it
+        again, even with retries turned up, even were a Retry-After added
+        in front of the server. (Before: a plain Problem; the caller
+        compared the code by hand.)"""
+        ops = [{"op": "put", "artifact": {"id": "a", "type": "note", "data": {"text": "x"}}}]
+        calls = (
+            ("commit", lambda c: c.commit("run", ops), "/v1/contexts/run/commits"),
+            ("put_artifact", lambda c: c.put_artifact("run", "note", {"text": "x"}, id="a"), "/v1/contexts/run/artifacts"),
+        )
+        for name, call, path in calls:
+            for retry_after in (None, "0"):
+                with self.subTest(call=name, retry_after=retry_after):
+                    r = self.serve(answering_503("commit-outcome-unknown", retry_after))
+                    with self.assertRaises(CommitOutcomeUnknown) as cm:
+                        call(Client(r.url, retries=5, backoff=0.001))
+                    e = cm.exception
+                    self.assertIsInstance(e, Problem)
+                    self.assertNotIsInstance(e, (StaleParent, Quarantined, NotFound))
+                    self.assertEqual((e.status, e.code, e.title, e.detail, e.instance, e.method),
+                                     (503, "commit-outcome-unknown", "Commit outcome unknown",
+                                      PROBLEMS_503["commit-outcome-unknown"][1], path, "POST"))
+                    self.assertEqual(r.lines, [f"POST {path} HTTP/1.1"],
+                                     "a write that may have landed was sent again")
+
+    def test_other_503s_are_not_it(self) -> None:
+        """503 unavailable and overloaded are Problems, not
+        CommitOutcomeUnknown."""
+        for code in ("unavailable", "overloaded"):
+            with self.subTest(code=code):
+                r = self.serve(answering_503(code))
+                with self.assertRaises(Problem) as cm:
+                    Client(r.url).commit("run", [{"op": "put", "artifact": {"id": "a", "type": "note", "data": {}}}])
+                self.assertNotIsInstance(cm.exception, CommitOutcomeUnknown)
+                self.assertIs(type(cm.exception), Problem)
+                self.assertEqual((cm.exception.status, cm.exception.code), (503, code))
+                self.assertEqual(len(r.arrived), 1)
 
 
 _CHILD = """
