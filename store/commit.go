@@ -958,7 +958,7 @@ func (g *group) flush() error {
 	}
 	wrote := len(g.async) > 0
 	if err := g.wait(); err != nil {
-		return err
+		return putsFailed(err)
 	}
 	b := kv.Batch{Sets: g.sets, Swaps: make([]kv.Swap, 0, len(g.refs)+len(g.absent))}
 	for _, e := range g.absent {
@@ -998,7 +998,7 @@ func (g *group) flush() error {
 		g.spilling = true
 		g.putImm()
 		if err := g.wait(); err != nil {
-			return err
+			return putsFailed(err)
 		}
 	}
 	if err := g.commitVisible(b); err != nil {
@@ -1006,6 +1006,21 @@ func (g *group) flush() error {
 	}
 	g.cacheNodes()
 	return nil
+}
+
+// putsFailed returns the error of a group whose puts of immutable
+// records failed (err), before its visible records were sent: when the
+// driver says the puts wrote nothing (kv.ErrNotWritten) or may have
+// landed (kv.ErrOutcomeUnknown), none of the group's commits was made —
+// what a put stored is unreachable, as after a crash between the two
+// steps — and the error wraps kv.ErrNotWritten alone, so that the store
+// goes on and the writers learn that nothing was made. Any other error
+// is returned as it is.
+func putsFailed(err error) error {
+	if errors.Is(err, kv.ErrNotWritten) || errors.Is(err, kv.ErrOutcomeUnknown) {
+		return fmt.Errorf("%w: the group's records were not all put, and none of its commits was sent (%v)", kv.ErrNotWritten, err)
+	}
+	return err
 }
 
 // commitVisible commits b through the group's hold, or directly without

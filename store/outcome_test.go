@@ -200,3 +200,101 @@ func TestCommitNotWritten(t *testing.T) {
 		})
 	}
 }
+
+// putFailDriver fails its armed PutImmutable with err, having written
+// the records first when land is set.
+type putFailDriver struct {
+	*memkv.Driver
+	armed atomic.Bool
+	land  bool
+	err   error
+}
+
+func (d *putFailDriver) PutImmutable(ctx context.Context, recs []kv.Record) error {
+	if !d.armed.Swap(false) {
+		return d.Driver.PutImmutable(ctx, recs)
+	}
+	if d.land {
+		if err := d.Driver.PutImmutable(ctx, recs); err != nil {
+			return err
+		}
+	}
+	return d.err
+}
+
+// TestCommitPutsFailed: a commit group big enough to put its immutable
+// records before the Commit that makes it visible, whose put the driver
+// says wrote nothing (kv.ErrNotWritten) or may have landed
+// (kv.ErrOutcomeUnknown: its answer lost), made none of its commits: the
+// request's error wraps kv.ErrNotWritten alone (503 unavailable, not
+// commit-outcome-unknown), the head is as it was, the store goes on and
+// the commit sent again lands; the store checks clean. A put that fails
+// otherwise (an engine's I/O error) still stops the store's writes.
+func TestCommitPutsFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		land    bool
+		err     error
+		stopped bool
+	}{
+		{"not-written", false, fmt.Errorf("%w: injected: the server refuses connections", kv.ErrNotWritten), false},
+		{"outcome-unknown-landed", true, fmt.Errorf("%w: injected: the answer to the put's COMMIT was lost", kv.ErrOutcomeUnknown), false},
+		{"outcome-unknown-not-landed", false, fmt.Errorf("%w: injected: the answer to the put's COMMIT was lost", kv.ErrOutcomeUnknown), false},
+		{"io-error", false, errors.New("injected: input/output error"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			d := &putFailDriver{Driver: memkv.New(), land: tc.land, err: tc.err}
+			s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+				t.Fatal(err)
+			}
+			before := mustCommit(t, s, "c", put("a", "note", map[string]any{"text": "one"}))
+			// About 2 MiB of payloads: the group puts them first.
+			var ops []graph.Op
+			for i := range 2000 {
+				ops = append(ops, put(fmt.Sprintf("b%04d", i), "note", map[string]any{"text": fmt.Sprintf("%d %01000d", i, i)}))
+			}
+			req := CommitRequest{Context: "c", Author: "t", Message: "big", Parent: &before.ID, Ops: ops}
+			d.armed.Store(true)
+			_, err = s.Commit(ctx, req)
+			t.Logf("the big commit whose put failed: %v", err)
+			if tc.stopped {
+				if !errors.Is(err, ErrWriteFailed) {
+					t.Fatalf("big commit whose put failed with an I/O error: %v, want ErrWriteFailed", err)
+				}
+				if _, err := s.Commit(ctx, req); !errors.Is(err, ErrWriteFailed) {
+					t.Fatalf("the next commit after a put's I/O error: %v, want ErrWriteFailed", err)
+				}
+				return
+			}
+			if !errors.Is(err, kv.ErrNotWritten) || errors.Is(err, kv.ErrOutcomeUnknown) || errors.Is(err, ErrWriteFailed) {
+				t.Fatalf("big commit whose put failed: %v, want an error wrapping kv.ErrNotWritten alone", err)
+			}
+			if d.armed.Load() {
+				t.Fatal("the commit did not put its records ahead of its Commit: the test does not test the put")
+			}
+			err = s.Read(ctx, "c", "", func(v *View) error {
+				if v.Commit.ID != before.ID || v.State.Artifact("b0000") != nil {
+					t.Errorf("after a commit whose put failed the head is %s, want %s", v.Commit.ID.Short(), before.ID.Short())
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Commit(ctx, req)
+			if err != nil {
+				t.Fatalf("the commit sent again: %v", err)
+			}
+			if res.Commit.Artifacts != 2001 || res.Commit.Seq != before.Seq+1 {
+				t.Fatalf("the commit sent again: %d artifacts, seq %d; want 2001 and %d", res.Commit.Artifacts, res.Commit.Seq, before.Seq+1)
+			}
+			mustCheck(t, s)
+		})
+	}
+}

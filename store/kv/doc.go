@@ -97,11 +97,13 @@
 // COMMIT was sent, or the server aborted the transaction, and running it
 // again on a fresh connection failed too), so the refs are as they were
 // and a later Commit may succeed once the server is reachable; a put of
-// immutable records returns it when it could not complete that way
-// (pgkv runs a put whose connection failed again, COMMIT sent or not:
-// it stores the same bytes under the same keys), and what it stored is
-// unreachable until a Commit names it; badgerkv and memkv never return
-// it either.
+// immutable records, and a Lock, return it when their retries were
+// spent that way before a COMMIT was sent (pgkv runs a put whose
+// connection failed again, COMMIT sent or not: it stores the same bytes
+// under the same keys; a put whose COMMIT's answer was lost for good
+// returns ErrOutcomeUnknown, its records stored whole or not at all, and
+// unreachable until a Commit names them); badgerkv and memkv never
+// return it either.
 // Readers may see a
 // Commit's records before it returns (Badger makes them visible before its
 // sync); nothing is acknowledged to the Commit's caller before it is

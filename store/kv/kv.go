@@ -55,13 +55,15 @@ var (
 	// transaction aborted — and running it again (as the driver does,
 	// a bounded number of times) failed too: the engine may be
 	// unreachable for now. The refs are as they were, and a later Commit
-	// may succeed. A PutImmutable or PutSame whose retries were spent
-	// that way returns it too: the put did not complete, and whatever of
-	// it is stored (immutable records that nothing refers to yet) changes
-	// nothing a reader sees; a later put may succeed. The error wraps the
-	// cause. Only drivers that reach their engine over a connection
-	// return it (pgkv); the embedded ones (badgerkv, memkv) never do.
-	ErrNotWritten = errors.New("kv: write failed, nothing visible written")
+	// may succeed. A PutImmutable or PutSame, and a Locker's Lock, whose
+	// retries were spent that way without sending a COMMIT return it
+	// too: nothing of the put was written, nothing is held. (A put whose
+	// COMMIT went out with its answer lost returns ErrOutcomeUnknown
+	// instead: its records are stored whole or not at all.) The error
+	// wraps the cause. Only drivers that reach their engine over a
+	// connection return it (pgkv); the embedded ones (badgerkv, memkv)
+	// never do.
+	ErrNotWritten = errors.New("kv: write failed, nothing written")
 )
 
 // UnreadableError is a record whose key a driver found but whose value

@@ -3,9 +3,12 @@ package pgkv_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/store"
 	"github.com/artifactd/artifactd/store/kv"
 	"github.com/artifactd/artifactd/store/kv/pgkv"
 	"github.com/artifactd/artifactd/store/kv/pgkv/pgtest"
@@ -126,5 +129,79 @@ func TestCommitAfterIdleLinksCut(t *testing.T) {
 	proxy.cutAll()
 	if vs, err := d.GetMany(ctx, [][]byte{ref, []byte("node\x002")}); err != nil || string(vs[0]) != "3" || string(vs[1]) != "2" {
 		t.Fatalf("GetMany after the idle links were cut: %q (%v), want 3 and 2", vs, err)
+	}
+}
+
+// openStoreThrough opens a store over a driver that reaches the test
+// server through a proxy, on a fresh schema, with a context "c".
+func openStoreThrough(t *testing.T) (*store.Store, *pgkv.Driver, *pgProxy) {
+	t.Helper()
+	ctx := context.Background()
+	proxy, proxied := newPGProxy(t, pgtest.DSN(t))
+	d, err := pgkv.Open(ctx, pgkv.Options{DSN: proxied, Schema: freshSchema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(ctx, store.Options{Driver: d, ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CreateContext(ctx, "c", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	return s, d, proxy
+}
+
+// noteCommit commits one artifact id into context c of s.
+func noteCommit(ctx context.Context, s *store.Store, id string) (store.CommitResult, error) {
+	return s.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: id,
+		Ops: []graph.Op{{Op: graph.OpPut, ID: id, Type: "note", Data: []byte(`{"text":"` + id + `"}`)}}})
+}
+
+// TestStoreAfterIdleLinksCut: a store on PostgreSQL takes a hold of a
+// context for each commit group (Lock) on a pooled connection; when the
+// pool's idle connections lose their server end between commits (a
+// database or proxy restart), each commit still lands: the hold runs
+// again on a fresh connection. Before, most of them failed with
+// "hold contexts: pgkv: lock: unexpected EOF" (500 internal).
+func TestStoreAfterIdleLinksCut(t *testing.T) {
+	ctx := context.Background()
+	s, _, proxy := openStoreThrough(t)
+	for i := range 10 {
+		proxy.cutAll()
+		if _, err := noteCommit(ctx, s, fmt.Sprintf("n%d", i)); err != nil {
+			t.Fatalf("commit %d after the idle links were cut: %v", i, err)
+		}
+	}
+}
+
+// TestStoreWriteServerDown: with the database refusing connections, a
+// commit is refused with an error wrapping kv.ErrNotWritten (503
+// unavailable at the API) once the driver's retries are spent, and the
+// store takes the next commit once the database is back. Before, the
+// hold's first failed connect was a plain error (500 internal).
+func TestStoreWriteServerDown(t *testing.T) {
+	ctx := context.Background()
+	s, d, proxy := openStoreThrough(t)
+	if _, err := noteCommit(ctx, s, "before"); err != nil {
+		t.Fatal(err)
+	}
+	pgkv.SetRetryWindow(d, 2*time.Second)
+	proxy.refuse(true)
+	proxy.cutAll()
+	start := time.Now()
+	_, err := noteCommit(ctx, s, "down")
+	t.Logf("commit with the database refusing connections: %v, after %s", err, time.Since(start).Round(time.Millisecond))
+	if !errors.Is(err, kv.ErrNotWritten) || errors.Is(err, kv.ErrOutcomeUnknown) {
+		t.Fatalf("commit with the database refusing connections: %v, want an error wrapping kv.ErrNotWritten", err)
+	}
+	proxy.refuse(false)
+	res, err := noteCommit(ctx, s, "after")
+	if err != nil {
+		t.Fatalf("commit once the database takes connections again: %v", err)
+	}
+	if got := res.Commit.Artifacts; got != 2 {
+		t.Fatalf("artifacts after the refused commit and the next: %d, want 2 (before, after)", got)
 	}
 }

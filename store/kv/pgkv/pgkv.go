@@ -8,11 +8,13 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -54,8 +56,10 @@ type Options struct {
 	// Bulk selects how PutImmutable sends records.
 	Bulk BulkMethod
 	// ConnectTimeout bounds each new connection's connect and startup
-	// (pgx's ConnectTimeout). 0: the DSN's connect_timeout (or
-	// PGCONNECT_TIMEOUT) when it sets one, else DefaultConnectTimeout.
+	// (pgx's ConnectTimeout; with several hosts, each host's). 0: the
+	// DSN's connect_timeout (or PGCONNECT_TIMEOUT) when it sets one —
+	// connect_timeout=0 keeps connects unbounded — else
+	// DefaultConnectTimeout (also over a service file's setting).
 	// Without a bound a server that takes the connection and never
 	// answers — frozen, or behind a path that drops its packets — would
 	// keep a write waiting for ever.
@@ -127,14 +131,17 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 	switch {
 	case opts.MaxConns > 0:
 		cfg.MaxConns = opts.MaxConns
-	case !strings.Contains(opts.DSN, "pool_max_conns"):
+	case !dsnSets(opts.DSN, "pool_max_conns"):
 		cfg.MaxConns = DefaultMaxConns
 	}
-	switch {
-	case opts.ConnectTimeout > 0:
-		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
-	case cfg.ConnConfig.ConnectTimeout == 0 && !strings.Contains(opts.DSN, "connect_timeout") && os.Getenv("PGCONNECT_TIMEOUT") == "":
-		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	connect := opts.ConnectTimeout
+	if connect <= 0 && cfg.ConnConfig.ConnectTimeout == 0 && !dsnSets(opts.DSN, "connect_timeout") && os.Getenv("PGCONNECT_TIMEOUT") == "" {
+		connect = DefaultConnectTimeout
+	}
+	if connect > 0 {
+		// The dial too, as pgconn bounds it by the DSN's connect_timeout.
+		cfg.ConnConfig.ConnectTimeout = connect
+		cfg.ConnConfig.DialFunc = (&net.Dialer{Timeout: connect}).DialContext
 	}
 	if cfg.MaxConns < 2 {
 		// A hold keeps its connection while its holder reads: with one
@@ -173,6 +180,56 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// dsnSets reports whether dsn, a URL (postgres:// or postgresql://) or
+// a list of keyword=value pairs, names the setting key.
+func dsnSets(dsn, key string) bool {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		return err == nil && u.Query().Has(key)
+	}
+	for i := 0; i < len(dsn); {
+		for i < len(dsn) && unicode.IsSpace(rune(dsn[i])) {
+			i++
+		}
+		start := i
+		for i < len(dsn) && dsn[i] != '=' && !unicode.IsSpace(rune(dsn[i])) {
+			i++
+		}
+		name := dsn[start:i]
+		for i < len(dsn) && unicode.IsSpace(rune(dsn[i])) {
+			i++
+		}
+		if i >= len(dsn) || dsn[i] != '=' {
+			return false // not a keyword=value list pgconn would take
+		}
+		if name == key {
+			return true
+		}
+		i++
+		for i < len(dsn) && unicode.IsSpace(rune(dsn[i])) {
+			i++
+		}
+		// The value: quoted (backslash escapes inside), or up to a space.
+		quoted := i < len(dsn) && dsn[i] == '\''
+		if quoted {
+			i++
+		}
+		for i < len(dsn) {
+			c := dsn[i]
+			if c == '\\' {
+				i += 2
+				continue
+			}
+			if quoted && c == '\'' || !quoted && unicode.IsSpace(rune(c)) {
+				break
+			}
+			i++
+		}
+		i++
+	}
+	return false
 }
 
 // Table names. The key-value table is the whole store; the version table
@@ -371,13 +428,18 @@ func sortedRecords(recs []kv.Record) []kv.Record {
 //
 // Its records are immutable and the insert skips keys already stored, so
 // a put whose connection fails — at BEGIN, in the middle of its records,
-// or after its COMMIT went out, whatever became of that transaction —
-// runs again on another pool connection, as after a serialization
-// failure: what the first run stored, if anything, is the same bytes
-// under the same keys. When the retries are spent on such failures the
-// error wraps kv.ErrNotWritten and the last failure: the put did not
-// complete and the server may be unreachable for now; a later put may
-// succeed.
+// or after its COMMIT went out, whatever became of that transaction, or
+// whose COMMIT gets no answer within the commit wait — runs again on
+// another pool connection, as after a serialization failure: what the
+// first run stored, if anything, is the same bytes under the same keys.
+// Its transaction arms the idle timeout a Commit's does first
+// (idleTimeout), so that a run whose COMMIT never reached a server that
+// still holds its connection ends within the wait, and the next run does
+// not wait on its row locks. When the retries are spent on such failures
+// the error wraps kv.ErrNotWritten (no run's COMMIT was sent: nothing was
+// written) or kv.ErrOutcomeUnknown (one was, its answer lost: the
+// records are stored whole or not at all), and the last failure; the
+// server may be unreachable for now, and a later put may succeed.
 func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 	if err := d.enter(ctx); err != nil {
 		return err
@@ -390,6 +452,7 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 		return nil
 	}
 	sorted := sortedRecords(recs)
+	var sent bool // a run's COMMIT may have reached the server, its answer lost
 	err := d.retry(ctx, func() error {
 		tx, err := d.pool.Begin(ctx)
 		if err != nil {
@@ -400,10 +463,25 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 			rollback(ctx, tx)
 			return err
 		}
-		return putLinkFailed(ctx, tx.Conn(), tx.Commit(ctx))
+		// A COMMIT that gets no answer within the wait is taken for a
+		// failed link: the run is repeated, and if the server still holds
+		// its transaction, the idle timeout armed first ends it within
+		// the wait, so that the next run does not wait on its row locks.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.commitWait)
+		err = tx.Commit(cctx)
+		cancel()
+		if err != nil && isLinkFailure(tx.Conn(), err) && !pgconn.SafeToRetry(err) {
+			sent = true
+		}
+		return putLinkFailed(ctx, tx.Conn(), err)
 	})
 	if errors.Is(err, errRerunLinkFailed) {
 		// Every run lost its connection: the server may be unreachable.
+		// Each run puts every record in one transaction, so the records
+		// are stored whole or not at all.
+		if sent {
+			return fmt.Errorf("pgkv: put immutable: %w: %w", kv.ErrOutcomeUnknown, err)
+		}
 		return fmt.Errorf("pgkv: put immutable: %w: %w", kv.ErrNotWritten, err)
 	}
 	if err != nil {
@@ -412,8 +490,12 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 	return nil
 }
 
-// put inserts sorted records in tx, by the driver's bulk method.
+// put arms tx's idle timeout (idleTimeout) and inserts sorted records in
+// tx, by the driver's bulk method.
 func (d *Driver) put(ctx context.Context, tx pgx.Tx, sorted []kv.Record) error {
+	if _, err := tx.Exec(ctx, d.idleTimeout()); err != nil {
+		return err
+	}
 	if d.bulk == BulkCopy {
 		return d.putCopy(ctx, tx, sorted)
 	}
@@ -703,7 +785,12 @@ func (d *Driver) page(ctx context.Context, q querier, from, to []byte, reverse b
 // locks (SELECT ... FOR UPDATE, in key order). PostgreSQL queues the
 // waiters of a row lock in arrival order. A key without a row locks
 // nothing: the swaps of the hold's Commit still decide. The transaction
-// stays open, holding one pool connection, until Commit or Release.
+// stays open, holding one pool connection, until Commit or Release. A
+// Lock whose connection fails before the locks are taken (a pooled
+// connection whose server end went away, a server that refuses or does
+// not answer new ones) runs again on another, as Commit does; when every
+// run fails so, the error wraps kv.ErrNotWritten: nothing is held and
+// the server may be unreachable for now.
 func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 	if err := d.enter(ctx); err != nil {
 		return nil, err
@@ -723,7 +810,7 @@ func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 	err = d.retry(ctx, func() error {
 		conn, err := d.pool.Acquire(ctx)
 		if err != nil {
-			return err
+			return linkFailed(ctx, nil, err)
 		}
 		// One round trip: the transaction's BEGIN travels with its locks.
 		var batch pgx.Batch
@@ -733,12 +820,21 @@ func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 			batch.Queue("SELECT 1 FROM "+d.kvT+" WHERE k = $1 FOR UPDATE", k)
 		}
 		if err := conn.SendBatch(ctx, &batch).Close(); err != nil {
+			// A failed link ends the transaction and its locks with it
+			// (the server aborts it, or its idle timeout does): it may
+			// run again.
+			err = linkFailed(ctx, conn.Conn(), err)
 			endConn(conn)
 			return err
 		}
 		h.conn = conn
 		return nil
 	})
+	if errors.Is(err, errLinkFailed) {
+		<-d.holds
+		d.g.Leave()
+		return nil, fmt.Errorf("pgkv: lock: %w: %w", kv.ErrNotWritten, err)
+	}
 	if err != nil {
 		<-d.holds
 		d.g.Leave()

@@ -22,9 +22,10 @@ import (
 type putLinkCase struct {
 	name string
 	arm  func(p *pgProxy, marker []byte) (then func(t *testing.T))
-	// unreachable: the proxy refuses every link after the failure until
-	// the test lets them through again.
-	unreachable bool
+	// spent, when set, is what the put's error wraps: the proxy refuses
+	// every link after the failure until the test lets them through
+	// again, so the retries are spent.
+	spent error
 }
 
 var putLinkCases = []putLinkCase{
@@ -32,7 +33,7 @@ var putLinkCases = []putLinkCase{
 		p.cutAtNext(marker, false)
 		return nil
 	}},
-	{name: "cut-mid-put-unreachable", unreachable: true, arm: func(p *pgProxy, marker []byte) func(*testing.T) {
+	{name: "cut-mid-put-unreachable", spent: kv.ErrNotWritten, arm: func(p *pgProxy, marker []byte) func(*testing.T) {
 		p.cutAtNext(marker, true)
 		return nil
 	}},
@@ -47,6 +48,15 @@ var putLinkCases = []putLinkCase{
 			gate.cutLink() // the server committed; the driver never hears it
 		}
 	}},
+	{name: "commit-answer-lost-unreachable", spent: kv.ErrOutcomeUnknown, arm: func(p *pgProxy, _ []byte) func(*testing.T) {
+		gate := p.holdNextCommit()
+		return func(t *testing.T) {
+			arrived(t, gate)
+			p.refuse(true)
+			p.cutAll() // the other links, and the one whose answer is held
+			gate.cutLink()
+		}
+	}},
 }
 
 // TestPutImmutableLinkFailure: the records of PutImmutable are
@@ -55,9 +65,9 @@ var putLinkCases = []putLinkCase{
 // unread by the server, or with the server's answer to it lost after it
 // committed — runs again on another connection and returns nil, every
 // record stored once. When the server stays unreachable the retries are
-// spent and the error wraps kv.ErrNotWritten (the put did not complete;
-// what is stored of it is unreachable and harmless), and a later put
-// succeeds. Before, each of these failures was a plain error, which
+// spent and the error wraps kv.ErrNotWritten when no run's COMMIT went
+// out, kv.ErrOutcomeUnknown when one did and its answer was lost (the
+// records stored whole or not at all), and a later put succeeds. Before, each of these failures was a plain error, which
 // stopped a store's writes until a restart (the put of a bulk commit
 // group's records: TestStoreGoesOnAfterPutLinkFailure).
 func TestPutImmutableLinkFailure(t *testing.T) {
@@ -101,9 +111,13 @@ func TestPutImmutableLinkFailure(t *testing.T) {
 					t.Fatal("PutImmutable did not return in 60s after its link failed")
 				}
 				t.Logf("PutImmutable: %v (COMMITs the proxy saw: %d)", perr, proxy.commits.Load()-commits)
-				if tc.unreachable {
-					if !errors.Is(perr, kv.ErrNotWritten) || errors.Is(perr, kv.ErrOutcomeUnknown) {
-						t.Fatalf("PutImmutable whose server stayed unreachable: %v, want an error wrapping kv.ErrNotWritten", perr)
+				if tc.spent != nil {
+					other := kv.ErrOutcomeUnknown
+					if tc.spent == kv.ErrOutcomeUnknown {
+						other = kv.ErrNotWritten
+					}
+					if !errors.Is(perr, tc.spent) || errors.Is(perr, other) {
+						t.Fatalf("PutImmutable whose server stayed unreachable: %v, want an error wrapping %v", perr, tc.spent)
 					}
 					proxy.refuse(false)
 					if err := d.PutImmutable(ctx, recs); err != nil {
@@ -194,5 +208,64 @@ func TestStoreGoesOnAfterPutLinkFailure(t *testing.T) {
 	}
 	if got := res.Commit.Artifacts; got != 3002 {
 		t.Fatalf("artifacts after the big commit sent again: %d, want 3002", got)
+	}
+}
+
+// TestPutImmutableOrphanEnded: a put whose COMMIT never reaches the
+// server, on a link gone half-open (the proxy keeps the COMMIT, and
+// hides all the server sends from then on), gets no answer within the
+// commit wait and runs again; the
+// first run's transaction, idle with its rows' locks, is ended by the
+// idle timeout the put armed first, so the second run's inserts of the
+// same keys do not wait on it for ever, and the put returns nil with
+// every record stored. Before, the put waited for the COMMIT's answer
+// for ever (and, run again, would have waited on the orphan's locks
+// until the server noticed the dead connection).
+func TestPutImmutableOrphanEnded(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	schema := freshSchema(t)
+	direct, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { direct.Close() })
+	proxy, proxied := newPGProxy(t, dsn)
+	d, err := pgkv.Open(ctx, pgkv.Options{DSN: proxied, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	pgkv.SetCommitWait(d, 2*time.Second)
+	pgkv.SetCommitIdle(d, time.Second)
+	var recs []kv.Record
+	for i := range 50 {
+		recs = append(recs, kv.Record{Key: fmt.Appendf(nil, "node\x00%03d", i), Value: fmt.Appendf(nil, "v%d", i)})
+	}
+	// Half-open: nothing the server sends from then on reaches the
+	// driver, nor the close of the server's end.
+	gate := proxy.stallNextCommitMuted()
+	t.Cleanup(gate.open)
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- d.PutImmutable(ctx, recs) }()
+	arrived(t, gate)
+	select {
+	case err := <-done:
+		t.Logf("PutImmutable after its COMMIT was kept from the server: %v, after %s", err, time.Since(start).Round(time.Millisecond))
+		if err != nil {
+			t.Fatalf("PutImmutable whose first COMMIT never reached the server: %v, want nil after running it again", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("PutImmutable whose COMMIT never reached the server did not return in 20s")
+	}
+	got, err := direct.GetMany(ctx, keysOf(recs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if !bytes.Equal(got[i], r.Value) {
+			t.Fatalf("record %q after the put: %q, want %q", r.Key, got[i], r.Value)
+		}
 	}
 }
