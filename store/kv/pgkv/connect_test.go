@@ -51,14 +51,7 @@ func TestConnectTimeout(t *testing.T) {
 // Before, without a connect timeout, the Commit waited for ever.
 func TestCommitToSilentServer(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	schema := freshSchema(t)
-	proxy, proxied := newPGProxy(t, dsn)
-	d, err := pgkv.Open(ctx, pgkv.Options{DSN: proxied, Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	_, d, proxy := proxiedDrivers(t, pgkv.Options{})
 	ref := []byte("ref\x00main")
 	if err := d.Commit(ctx, kv.Batch{Sets: []kv.Record{{Key: ref, Value: []byte("1")}}}); err != nil {
 		t.Fatal(err)
@@ -101,14 +94,7 @@ func TestCommitToSilentServer(t *testing.T) {
 // error, and a store over the driver stopped taking writes.
 func TestCommitAfterIdleLinksCut(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	schema := freshSchema(t)
-	proxy, proxied := newPGProxy(t, dsn)
-	d, err := pgkv.Open(ctx, pgkv.Options{DSN: proxied, Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	_, d, proxy := proxiedDrivers(t, pgkv.Options{})
 	ref := []byte("ref\x00main")
 	for i, v := range []string{"1", "2", "3"} {
 		b := kv.Batch{Sets: []kv.Record{{Key: ref, Value: []byte(v)}}}
@@ -137,11 +123,7 @@ func TestCommitAfterIdleLinksCut(t *testing.T) {
 func openStoreThrough(t *testing.T) (*store.Store, *pgkv.Driver, *pgProxy) {
 	t.Helper()
 	ctx := context.Background()
-	proxy, proxied := newPGProxy(t, pgtest.DSN(t))
-	d, err := pgkv.Open(ctx, pgkv.Options{DSN: proxied, Schema: freshSchema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, d, proxy := proxiedDrivers(t, pgkv.Options{})
 	s, err := store.Open(ctx, store.Options{Driver: d, ReserveBytes: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,6 @@ var putLinkCases = []putLinkCase{
 // stopped a store's writes until a restart (the put of a bulk commit
 // group's records: TestStoreGoesOnAfterPutLinkFailure).
 func TestPutImmutableLinkFailure(t *testing.T) {
-	dsn := pgtest.DSN(t)
 	for _, bulk := range []struct {
 		name string
 		m    pgkv.BulkMethod
@@ -79,18 +78,7 @@ func TestPutImmutableLinkFailure(t *testing.T) {
 		for _, tc := range putLinkCases {
 			t.Run(bulk.name+"/"+tc.name, func(t *testing.T) {
 				ctx := context.Background()
-				schema := freshSchema(t)
-				direct, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { direct.Close() })
-				proxy, proxied := newPGProxy(t, dsn)
-				d, err := pgkv.Open(ctx, pgkv.Options{DSN: proxied, Schema: schema, Bulk: bulk.m})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { d.Close() })
+				direct, d, proxy := proxiedDrivers(t, pgkv.Options{Bulk: bulk.m})
 
 				marker := []byte("put-link-marker-" + tc.name)
 				var recs []kv.Record
@@ -126,27 +114,29 @@ func TestPutImmutableLinkFailure(t *testing.T) {
 				} else if perr != nil {
 					t.Fatalf("PutImmutable whose link failed once: %v, want nil after running it again", perr)
 				}
-				got, err := direct.GetMany(ctx, keysOf(recs))
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, r := range recs {
-					if !bytes.Equal(got[i], r.Value) {
-						t.Fatalf("record %q after the put: %q, want %q", r.Key, got[i], r.Value)
-					}
-				}
+				stored(t, direct, recs)
 			})
 		}
 	}
 }
 
-// keysOf returns the keys of recs, in order.
-func keysOf(recs []kv.Record) [][]byte {
+// stored checks, through d, that every record of recs is stored with its
+// value.
+func stored(t *testing.T, d *pgkv.Driver, recs []kv.Record) {
+	t.Helper()
 	keys := make([][]byte, len(recs))
 	for i, r := range recs {
 		keys[i] = r.Key
 	}
-	return keys
+	got, err := d.GetMany(context.Background(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if !bytes.Equal(got[i], r.Value) {
+			t.Fatalf("record %q after the put: %q, want %q", r.Key, got[i], r.Value)
+		}
+	}
 }
 
 // TestStoreGoesOnAfterPutLinkFailure: a commit big enough that its
@@ -159,23 +149,8 @@ func keysOf(recs []kv.Record) [][]byte {
 // the store's writes (store.ErrWriteFailed) until a restart.
 func TestStoreGoesOnAfterPutLinkFailure(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	schema := freshSchema(t)
-	proxy, proxied := newPGProxy(t, dsn)
-	d, err := pgkv.Open(ctx, pgkv.Options{DSN: proxied, Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(ctx, store.Options{Driver: d, ReserveBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.CreateContext(ctx, "c", store.ModeObserve); err != nil {
-		t.Fatal(err)
-	}
-	first, err := s.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: "first",
-		Ops: []graph.Op{{Op: graph.OpPut, ID: "q", Type: "note", Data: []byte(`{"text":"first"}`)}}})
+	s, _, proxy := openStoreThrough(t)
+	first, err := noteCommit(ctx, s, "q")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +169,7 @@ func TestStoreGoesOnAfterPutLinkFailure(t *testing.T) {
 		t.Fatalf("big commit whose put lost its link: %v, want an error wrapping kv.ErrNotWritten", err)
 	}
 	proxy.refuse(false)
-	next, err := s.Commit(ctx, store.CommitRequest{Context: "c", Author: "t", Message: "next",
-		Ops: []graph.Op{{Op: graph.OpPut, ID: "n", Type: "note", Data: []byte(`{"text":"next"}`)}}})
+	next, err := noteCommit(ctx, s, "n")
 	if err != nil {
 		t.Fatalf("a commit once the server is reachable again: %v, want the store to take writes", err)
 	}
@@ -223,19 +197,7 @@ func TestStoreGoesOnAfterPutLinkFailure(t *testing.T) {
 // until the server noticed the dead connection).
 func TestPutImmutableOrphanEnded(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	schema := freshSchema(t)
-	direct, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { direct.Close() })
-	proxy, proxied := newPGProxy(t, dsn)
-	d, err := pgkv.Open(ctx, pgkv.Options{DSN: proxied, Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	direct, d, proxy := proxiedDrivers(t, pgkv.Options{})
 	pgkv.SetCommitWait(d, 2*time.Second)
 	pgkv.SetCommitIdle(d, time.Second)
 	var recs []kv.Record
@@ -259,13 +221,26 @@ func TestPutImmutableOrphanEnded(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("PutImmutable whose COMMIT never reached the server did not return in 20s")
 	}
-	got, err := direct.GetMany(ctx, keysOf(recs))
-	if err != nil {
+	stored(t, direct, recs)
+}
+
+// proxiedDrivers opens, on a fresh schema, a driver straight to the test
+// server and one with opts' other settings through a new proxy, both
+// closed when t ends.
+func proxiedDrivers(t *testing.T, opts pgkv.Options) (direct, d *pgkv.Driver, proxy *pgProxy) {
+	t.Helper()
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	opts.Schema = freshSchema(t)
+	var err error
+	if direct, err = pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: opts.Schema}); err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range recs {
-		if !bytes.Equal(got[i], r.Value) {
-			t.Fatalf("record %q after the put: %q, want %q", r.Key, got[i], r.Value)
-		}
+	t.Cleanup(func() { direct.Close() })
+	proxy, opts.DSN = newPGProxy(t, dsn)
+	if d, err = pgkv.Open(ctx, opts); err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { d.Close() })
+	return direct, d, proxy
 }
