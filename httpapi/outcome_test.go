@@ -114,7 +114,7 @@ func TestCommitNotWrittenIs503(t *testing.T) {
 	if p["type"] != ProblemTypePrefix+CodeUnavailable {
 		t.Fatalf("problem %s, want type %s%s", r.body, ProblemTypePrefix, CodeUnavailable)
 	}
-	if detail, _ := p["detail"].(string); !strings.Contains(detail, "nothing of the write was made") {
+	if detail, _ := p["detail"].(string); !strings.Contains(detail, "no commit of it was made") {
 		t.Errorf("detail %q does not say nothing was written", detail)
 	}
 	e.must(e.post("/v1/contexts/c/artifacts", body), 201)

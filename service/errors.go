@@ -40,7 +40,7 @@ const CorruptDetail = "the stored records do not verify and the server stopped t
 // NotWrittenDetail is the detail of every write refused because the
 // storage driver could not run it and knows nothing of it was written
 // (kv.ErrNotWritten): 503 unavailable.
-const NotWrittenDetail = "nothing of the write was made (the database could not be reached, or rolled it back each time it ran); send it again later"
+const NotWrittenDetail = "the write did not complete and no commit of it was made (the database could not be reached, or rolled it back each time it ran); send it again later"
 
 // OutcomeUnknownDetail is the detail of every commit-outcome-unknown
 // problem: the write may have landed, and only what it changes tells.

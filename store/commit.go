@@ -865,7 +865,10 @@ func (s *Store) holdContexts(batch []*writeReq) (kv.Hold, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), maxHoldWait)
 	defer cancel()
 	hold, err := s.locker.Lock(ctx, keys)
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kv.ErrNotWritten) {
+		// (A driver that could not reach its engine says so, its own
+		// connect timeout in the chain or not: that is not other
+		// processes' holds.)
 		return nil, fmt.Errorf("%w: gave up after waiting %s for other processes' writes to the context to let go", ErrStale, maxHoldWait)
 	}
 	if err != nil {

@@ -298,3 +298,49 @@ func TestCommitPutsFailed(t *testing.T) {
 		})
 	}
 }
+
+// lockFailDriver is a shared driver whose armed Lock fails with err.
+type lockFailDriver struct {
+	*memkv.Driver
+	armed atomic.Bool
+	err   error
+}
+
+func (d *lockFailDriver) Shared() bool { return true }
+
+func (d *lockFailDriver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
+	if d.armed.Swap(false) {
+		return nil, d.err
+	}
+	return d.Driver.Lock(ctx, keys)
+}
+
+// TestHoldNotWrittenIsNotStale: a hold the driver could not take because
+// its engine did not answer (kv.ErrNotWritten, with the driver's own
+// connect timeout, a deadline, in its chain) refuses the group's writes
+// with that error — 503 unavailable — not as stale (409: other
+// processes' holds), and the store goes on. Before, any deadline in the
+// chain read as other processes' holds.
+func TestHoldNotWrittenIsNotStale(t *testing.T) {
+	ctx := context.Background()
+	d := &lockFailDriver{Driver: memkv.New(), err: fmt.Errorf("%w: injected: failed to connect: timeout: %w", kv.ErrNotWritten, context.DeadlineExceeded)}
+	s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	d.armed.Store(true)
+	_, err = s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: []graph.Op{put("a", "note", map[string]any{"text": "one"})}})
+	if !errors.Is(err, kv.ErrNotWritten) || errors.Is(err, ErrStale) {
+		t.Fatalf("commit whose hold the driver could not take: %v, want kv.ErrNotWritten and not ErrStale", err)
+	}
+	if d.armed.Load() {
+		t.Fatal("the store took no hold: the test does not test the hold")
+	}
+	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: []graph.Op{put("a", "note", map[string]any{"text": "one"})}}); err != nil {
+		t.Fatalf("the next commit: %v", err)
+	}
+}

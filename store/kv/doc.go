@@ -96,14 +96,14 @@
 // nothing of the batch was written (pgkv: the connection broke before the
 // COMMIT was sent, or the server aborted the transaction, and running it
 // again on a fresh connection failed too), so the refs are as they were
-// and a later Commit may succeed once the server is reachable; a put of
-// immutable records, and a Lock, return it when their retries were
-// spent that way before a COMMIT was sent (pgkv runs a put whose
-// connection failed again, COMMIT sent or not: it stores the same bytes
-// under the same keys; a put whose COMMIT's answer was lost for good
-// returns ErrOutcomeUnknown, its records stored whole or not at all, and
-// unreachable until a Commit names them); badgerkv and memkv never
-// return it either.
+// and a later Commit may succeed once the server is reachable; a Lock
+// and a put of immutable records return it when their retries were spent
+// that way (pgkv runs a put whose connection failed again, COMMIT sent or
+// not: it stores the same bytes under the same keys; so a put's
+// ErrNotWritten says it did not complete — its records may be stored,
+// whole, when a run's COMMIT went out and the answer was lost — and
+// putting them again is safe); badgerkv and memkv never return it
+// either.
 // Readers may see a
 // Commit's records before it returns (Badger makes them visible before its
 // sync); nothing is acknowledged to the Commit's caller before it is

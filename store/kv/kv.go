@@ -55,12 +55,12 @@ var (
 	// transaction aborted — and running it again (as the driver does,
 	// a bounded number of times) failed too: the engine may be
 	// unreachable for now. The refs are as they were, and a later Commit
-	// may succeed. A PutImmutable or PutSame, and a Locker's Lock, whose
-	// retries were spent that way without sending a COMMIT return it
-	// too: nothing of the put was written, nothing is held. (A put whose
-	// COMMIT went out with its answer lost returns ErrOutcomeUnknown
-	// instead: its records are stored whole or not at all.) The error
-	// wraps the cause. Only drivers that reach their engine over a
+	// may succeed. A Locker's Lock whose retries were spent that way
+	// returns it too (nothing is held), and so does a PutImmutable or
+	// PutSame: the put did not complete — when one of its runs' COMMIT
+	// went out and the answer was lost, its records may be stored,
+	// whole, which a put's caller may ignore (putting them again is
+	// safe). The error wraps the cause. Only drivers that reach their engine over a
 	// connection return it (pgkv); the embedded ones (badgerkv, memkv)
 	// never do.
 	ErrNotWritten = errors.New("kv: write failed, nothing written")

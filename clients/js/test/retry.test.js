@@ -306,7 +306,7 @@ const PROBLEMS_503 = {
   },
   unavailable: {
     title: "Service unavailable",
-    detail: "nothing of the write was made (the database could not be reached, or rolled it back each time it ran); send it again later",
+    detail: "the write did not complete and no commit of it was made (the database could not be reached, or rolled it back each time it ran); send it again later",
   },
   overloaded: {
     title: "Server busy",

@@ -407,7 +407,7 @@ PROBLEMS_503 = {
     ),
     "unavailable": (
         "Service unavailable",
-        "nothing of the write was made (the database could not be reached, or rolled it back each time it ran);"
+        "the write did not complete and no commit of it was made (the database could not be reached, or rolled it back each time it ran);"
         " send it again later",
     ),
     "overloaded": (

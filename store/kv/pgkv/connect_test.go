@@ -187,3 +187,36 @@ func TestStoreWriteServerDown(t *testing.T) {
 		t.Fatalf("artifacts after the refused commit and the next: %d, want 2 (before, after)", got)
 	}
 }
+
+// TestLockToSilentServer: a hold asked of a server that takes connections
+// and never answers, its open connections gone, fails each connect after
+// the connect timeout and runs again until the caller's time runs out;
+// the error then wraps kv.ErrNotWritten (the server's trouble: 503
+// unavailable through a store), not the caller's deadline alone, which a
+// store takes for other processes' holds (409 stale). Once the server
+// answers again a hold is taken.
+func TestLockToSilentServer(t *testing.T) {
+	_, d, proxy := proxiedDrivers(t, pgkv.Options{ConnectTimeout: 500 * time.Millisecond})
+	keys := [][]byte{[]byte("ctx\x00c")}
+	proxy.hush(true)
+	proxy.cutAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	h, err := d.Lock(ctx, keys)
+	t.Logf("Lock of a silent server: %v, after %s", err, time.Since(start).Round(time.Millisecond))
+	if err == nil {
+		h.Release()
+		t.Fatal("Lock of a silent server succeeded")
+	}
+	if !errors.Is(err, kv.ErrNotWritten) {
+		t.Fatalf("Lock of a silent server until the caller's deadline: %v, want an error wrapping kv.ErrNotWritten", err)
+	}
+	proxy.hush(false)
+	proxy.cutAll()
+	h, err = d.Lock(context.Background(), keys)
+	if err != nil {
+		t.Fatalf("Lock once the server answers again: %v", err)
+	}
+	h.Release()
+}

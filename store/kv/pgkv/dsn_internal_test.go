@@ -22,6 +22,14 @@ func TestDSNSets(t *testing.T) {
 		{`password=a\ connect_timeout=3`, false},
 		{"host=h my_connect_timeout=5", false},
 		{"", false},
+		// pgconn's own URL parser takes several hosts; net/url does not.
+		{"postgres://u@h1:5432,h2/db?connect_timeout=5", true},
+		{"postgres://u@[::1]:5432,[::2]:5433/db?sslmode=disable&connect_timeout=5", true},
+		{"postgres://u@h/db", false},
+		// Bytes of a multi-byte character are not spaces.
+		{"password=\u00e0b connect_timeout=5", true},
+		{"password=\u0085b connect_timeout=5", true},
+		{"application_name=x\u00a0connect_timeout=5", false},
 	} {
 		if got := dsnSets(tc.dsn, "connect_timeout"); got != tc.want {
 			t.Errorf("dsnSets(%q, connect_timeout) = %v, want %v", tc.dsn, got, tc.want)

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -186,19 +185,25 @@ func Open(ctx context.Context, opts Options) (*Driver, error) {
 // a list of keyword=value pairs, names the setting key.
 func dsnSets(dsn, key string) bool {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		return err == nil && u.Query().Has(key)
+		// The query alone: pgconn parses the rest (several hosts, say)
+		// in ways net/url does not.
+		_, query, ok := strings.Cut(dsn, "?")
+		if !ok {
+			return false
+		}
+		vals, err := url.ParseQuery(query)
+		return err == nil && vals.Has(key)
 	}
 	for i := 0; i < len(dsn); {
-		for i < len(dsn) && unicode.IsSpace(rune(dsn[i])) {
+		for i < len(dsn) && dsnSpace(dsn[i]) {
 			i++
 		}
 		start := i
-		for i < len(dsn) && dsn[i] != '=' && !unicode.IsSpace(rune(dsn[i])) {
+		for i < len(dsn) && dsn[i] != '=' && !dsnSpace(dsn[i]) {
 			i++
 		}
 		name := dsn[start:i]
-		for i < len(dsn) && unicode.IsSpace(rune(dsn[i])) {
+		for i < len(dsn) && dsnSpace(dsn[i]) {
 			i++
 		}
 		if i >= len(dsn) || dsn[i] != '=' {
@@ -208,7 +213,7 @@ func dsnSets(dsn, key string) bool {
 			return true
 		}
 		i++
-		for i < len(dsn) && unicode.IsSpace(rune(dsn[i])) {
+		for i < len(dsn) && dsnSpace(dsn[i]) {
 			i++
 		}
 		// The value: quoted (backslash escapes inside), or up to a space.
@@ -222,7 +227,7 @@ func dsnSets(dsn, key string) bool {
 				i += 2
 				continue
 			}
-			if quoted && c == '\'' || !quoted && unicode.IsSpace(rune(c)) {
+			if quoted && c == '\'' || !quoted && dsnSpace(c) {
 				break
 			}
 			i++
@@ -231,6 +236,10 @@ func dsnSets(dsn, key string) bool {
 	}
 	return false
 }
+
+// dsnSpace reports whether c separates a keyword=value DSN's pairs, as
+// pgconn reads them: ASCII white space only.
+func dsnSpace(c byte) bool { return strings.IndexByte(" \t\n\r\v\f", c) >= 0 }
 
 // Table names. The key-value table is the whole store; the version table
 // records which migrations ran.
@@ -429,17 +438,17 @@ func sortedRecords(recs []kv.Record) []kv.Record {
 // Its records are immutable and the insert skips keys already stored, so
 // a put whose connection fails — at BEGIN, in the middle of its records,
 // or after its COMMIT went out, whatever became of that transaction, or
-// whose COMMIT gets no answer within the commit wait — runs again on
+// whose COMMIT gets no answer within putCommitWait — runs again on
 // another pool connection, as after a serialization failure: what the
 // first run stored, if anything, is the same bytes under the same keys.
 // Its transaction arms the idle timeout a Commit's does first
 // (idleTimeout), so that a run whose COMMIT never reached a server that
-// still holds its connection ends within the wait, and the next run does
-// not wait on its row locks. When the retries are spent on such failures
-// the error wraps kv.ErrNotWritten (no run's COMMIT was sent: nothing was
-// written) or kv.ErrOutcomeUnknown (one was, its answer lost: the
-// records are stored whole or not at all), and the last failure; the
-// server may be unreachable for now, and a later put may succeed.
+// still holds its connection ends within that wait, and the next run
+// does not wait on its row locks. When the retries are spent on such
+// failures the error wraps kv.ErrNotWritten and the last failure: the
+// put did not complete, the server may be unreachable for now, and a
+// later put may succeed. When a run's COMMIT went out and its answer was
+// lost the error says so: the records may then be stored, whole.
 func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 	if err := d.enter(ctx); err != nil {
 		return err
@@ -467,7 +476,7 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 		// failed link: the run is repeated, and if the server still holds
 		// its transaction, the idle timeout armed first ends it within
 		// the wait, so that the next run does not wait on its row locks.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.commitWait)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.putCommitWait())
 		err = tx.Commit(cctx)
 		cancel()
 		if err != nil && isLinkFailure(tx.Conn(), err) && !pgconn.SafeToRetry(err) {
@@ -478,9 +487,10 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 	if errors.Is(err, errRerunLinkFailed) {
 		// Every run lost its connection: the server may be unreachable.
 		// Each run puts every record in one transaction, so the records
-		// are stored whole or not at all.
+		// are stored whole or not at all — and putting them again is
+		// safe either way.
 		if sent {
-			return fmt.Errorf("pgkv: put immutable: %w: %w", kv.ErrOutcomeUnknown, err)
+			return fmt.Errorf("pgkv: put immutable: %w (a run's COMMIT went out and its answer was lost: the records may be stored, whole): %w", kv.ErrNotWritten, err)
 		}
 		return fmt.Errorf("pgkv: put immutable: %w: %w", kv.ErrNotWritten, err)
 	}
@@ -488,6 +498,15 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 		return fmt.Errorf("pgkv: put immutable: %w", ctxErr(ctx, err))
 	}
 	return nil
+}
+
+// putCommitWait is how long a put waits for the answer to its COMMIT:
+// half the commit wait, at least minCommitIdle — as long as the idle
+// timeout its transaction arms, so that a run whose COMMIT never reached
+// the server has been ended by then, and within the retry window, so that
+// the put runs again.
+func (d *Driver) putCommitWait() time.Duration {
+	return max(d.commitWait/2, minCommitIdle)
 }
 
 // put arms tx's idle timeout (idleTimeout) and inserts sorted records in
@@ -789,8 +808,11 @@ func (d *Driver) page(ctx context.Context, q querier, from, to []byte, reverse b
 // Lock whose connection fails before the locks are taken (a pooled
 // connection whose server end went away, a server that refuses or does
 // not answer new ones) runs again on another, as Commit does; when every
-// run fails so, the error wraps kv.ErrNotWritten: nothing is held and
-// the server may be unreachable for now.
+// run fails so, or ctx ends after such a failure, the error wraps
+// kv.ErrNotWritten: nothing is held and the server may be unreachable
+// for now. A run whose link failed after its batch went out may have left
+// its transaction, with the locks, open on the server until the hold's
+// idle timeout ends it; the next run waits for those locks meanwhile.
 func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 	if err := d.enter(ctx); err != nil {
 		return nil, err
@@ -807,10 +829,15 @@ func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 		return nil, ctx.Err()
 	}
 	h := &hold{d: d}
+	var lastLink error // the last run's failed link, if any
 	err = d.retry(ctx, func() error {
 		conn, err := d.pool.Acquire(ctx)
 		if err != nil {
-			return linkFailed(ctx, nil, err)
+			err = linkFailed(ctx, nil, err)
+			if errors.Is(err, errLinkFailed) {
+				lastLink = err
+			}
+			return err
 		}
 		// One round trip: the transaction's BEGIN travels with its locks.
 		var batch pgx.Batch
@@ -824,12 +851,22 @@ func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 			// (the server aborts it, or its idle timeout does): it may
 			// run again.
 			err = linkFailed(ctx, conn.Conn(), err)
+			if errors.Is(err, errLinkFailed) {
+				lastLink = err
+			}
 			endConn(conn)
 			return err
 		}
 		h.conn = conn
 		return nil
 	})
+	if err != nil && ctx.Err() != nil && lastLink != nil {
+		// The caller's time ran out after a failed link — waiting on a
+		// server that does not answer, or, run again, on the locks of a
+		// run whose transaction the server still holds open (its idle
+		// timeout ends it): the server's trouble, not a writer's turn.
+		err = fmt.Errorf("%w (and then the wait ended: %v)", lastLink, ctx.Err())
+	}
 	if errors.Is(err, errLinkFailed) {
 		<-d.holds
 		d.g.Leave()
