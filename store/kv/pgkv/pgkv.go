@@ -510,19 +510,32 @@ func (d *Driver) putCommitWait() time.Duration {
 }
 
 // put arms tx's idle timeout (idleTimeout) and inserts sorted records in
-// tx, by the driver's bulk method.
+// tx, by the driver's bulk method; the timeout travels with the first
+// statement (armed), in its round trip.
 func (d *Driver) put(ctx context.Context, tx pgx.Tx, sorted []kv.Record) error {
-	if _, err := tx.Exec(ctx, d.idleTimeout()); err != nil {
-		return err
-	}
 	if d.bulk == BulkCopy {
 		return d.putCopy(ctx, tx, sorted)
 	}
+	first := true
 	return parts(sorted, func(p []kv.Record) error {
 		keys, vals := columns(p)
-		_, err := tx.Exec(ctx, "INSERT INTO "+d.kvT+" (k, v) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS t(k, v) ON CONFLICT (k) DO NOTHING", keys, vals)
+		q := "INSERT INTO " + d.kvT + " (k, v) SELECT k, v FROM unnest($1::bytea[], $2::bytea[]) AS t(k, v) ON CONFLICT (k) DO NOTHING"
+		if first {
+			first = false
+			return d.armed(ctx, tx, q, keys, vals)
+		}
+		_, err := tx.Exec(ctx, q, keys, vals)
 		return err
 	})
+}
+
+// armed sends tx's idle timeout (idleTimeout) and then statement q with
+// args, in one round trip.
+func (d *Driver) armed(ctx context.Context, tx pgx.Tx, q string, args ...any) error {
+	var b pgx.Batch
+	b.Queue(d.idleTimeout())
+	b.Queue(q, args...)
+	return tx.SendBatch(ctx, &b).Close()
 }
 
 // errRerunLinkFailed marks the error of a request that may simply run
@@ -546,7 +559,7 @@ func putLinkFailed(ctx context.Context, conn *pgx.Conn, err error) error {
 // putCopy streams sorted records into a temporary table with COPY and
 // inserts them from there.
 func (d *Driver) putCopy(ctx context.Context, tx pgx.Tx, sorted []kv.Record) error {
-	if _, err := tx.Exec(ctx, "CREATE TEMPORARY TABLE artifactd_kv_in (k bytea NOT NULL, v bytea NOT NULL) ON COMMIT DROP"); err != nil {
+	if err := d.armed(ctx, tx, "CREATE TEMPORARY TABLE artifactd_kv_in (k bytea NOT NULL, v bytea NOT NULL) ON COMMIT DROP"); err != nil {
 		return err
 	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"artifactd_kv_in"}, []string{"k", "v"},
