@@ -38,8 +38,10 @@ var canonRules = []struct {
 const CorruptDetail = "the stored records do not verify and the server stopped taking writes; stop it and run `artifactd fsck` on its data directory (the server log names the record)"
 
 // NotWrittenDetail is the detail of every write refused because the
-// storage driver could not run it and knows nothing of it was written
-// (kv.ErrNotWritten): 503 unavailable.
+// storage driver could not run it (kv.ErrNotWritten): no commit of it was
+// made — a commit's own batch was not written, or the records or hold
+// before it were not all put or taken — and sending it again is safe:
+// 503 unavailable.
 const NotWrittenDetail = "the write did not complete and no commit of it was made (the database could not be reached, or rolled it back each time it ran); send it again later"
 
 // OutcomeUnknownDetail is the detail of every commit-outcome-unknown

@@ -63,7 +63,7 @@ var (
 	// safe). The error wraps the cause. Only drivers that reach their engine over a
 	// connection return it (pgkv); the embedded ones (badgerkv, memkv)
 	// never do.
-	ErrNotWritten = errors.New("kv: write failed, nothing written")
+	ErrNotWritten = errors.New("kv: write not made")
 )
 
 // UnreadableError is a record whose key a driver found but whose value

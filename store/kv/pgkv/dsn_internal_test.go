@@ -26,6 +26,8 @@ func TestDSNSets(t *testing.T) {
 		{"postgres://u@h1:5432,h2/db?connect_timeout=5", true},
 		{"postgres://u@[::1]:5432,[::2]:5433/db?sslmode=disable&connect_timeout=5", true},
 		{"postgres://u@h/db", false},
+		// A pair net/url cannot read is skipped, the others kept.
+		{"postgres://u@h/db?application_name=a;b&connect_timeout=0", true},
 		// Bytes of a multi-byte character are not spaces.
 		{"password=\u00e0b connect_timeout=5", true},
 		{"password=\u0085b connect_timeout=5", true},

@@ -25,3 +25,7 @@ func SetRetryWindow(d *Driver, w time.Duration) { d.retryWindow = w }
 
 // ConnectTimeout returns the connect timeout of d's connections.
 func ConnectTimeout(d *Driver) time.Duration { return d.pool.Config().ConnConfig.ConnectTimeout }
+
+// PutCommitWait returns how long d's puts wait for the answer to their
+// COMMIT.
+func PutCommitWait(d *Driver) time.Duration { return d.putCommitWait() }

@@ -56,9 +56,10 @@ type Options struct {
 	Bulk BulkMethod
 	// ConnectTimeout bounds each new connection's connect and startup
 	// (pgx's ConnectTimeout; with several hosts, each host's). 0: the
-	// DSN's connect_timeout (or PGCONNECT_TIMEOUT) when it sets one —
-	// connect_timeout=0 keeps connects unbounded — else
-	// DefaultConnectTimeout (also over a service file's setting).
+	// DSN's connect_timeout (or PGCONNECT_TIMEOUT, or a service file's)
+	// when it sets one — connect_timeout=0 in the DSN or the environment
+	// keeps connects unbounded, in a service file it does not — else
+	// DefaultConnectTimeout.
 	// Without a bound a server that takes the connection and never
 	// answers — frozen, or behind a path that drops its packets — would
 	// keep a write waiting for ever.
@@ -191,8 +192,8 @@ func dsnSets(dsn, key string) bool {
 		if !ok {
 			return false
 		}
-		vals, err := url.ParseQuery(query)
-		return err == nil && vals.Has(key)
+		vals, _ := url.ParseQuery(query) // as pgconn, skipping pairs it cannot read
+		return vals.Has(key)
 	}
 	for i := 0; i < len(dsn); {
 		for i < len(dsn) && dsnSpace(dsn[i]) {
@@ -465,10 +466,10 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 	err := d.retry(ctx, func() error {
 		tx, err := d.pool.Begin(ctx)
 		if err != nil {
-			return putLinkFailed(ctx, nil, err)
+			return markLink(ctx, nil, err, errRerunLinkFailed)
 		}
 		if err := d.put(ctx, tx, sorted); err != nil {
-			err = putLinkFailed(ctx, tx.Conn(), err)
+			err = markLink(ctx, tx.Conn(), err, errRerunLinkFailed)
 			rollback(ctx, tx)
 			return err
 		}
@@ -479,10 +480,12 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.putCommitWait())
 		err = tx.Commit(cctx)
 		cancel()
-		if err != nil && isLinkFailure(tx.Conn(), err) && !pgconn.SafeToRetry(err) {
+		// The pool has its connection back once Commit returns (another
+		// caller may be using it): the error alone tells.
+		if err != nil && isLinkFailure(nil, err) && !pgconn.SafeToRetry(err) {
 			sent = true
 		}
-		return putLinkFailed(ctx, tx.Conn(), err)
+		return markLink(ctx, nil, err, errRerunLinkFailed)
 	})
 	if errors.Is(err, errRerunLinkFailed) {
 		// Every run lost its connection: the server may be unreachable.
@@ -539,22 +542,10 @@ func (d *Driver) armed(ctx context.Context, tx pgx.Tx, q string, args ...any) er
 }
 
 // errRerunLinkFailed marks the error of a request that may simply run
-// again after its connection failed (retryable): a PutImmutable
-// transaction (putLinkFailed), its COMMIT sent or not, since running it
-// again stores the same bytes under the same keys, and a point read
-// (readLinkFailed).
+// again after its connection failed (markLink; retryable): a PutImmutable
+// transaction, its COMMIT sent or not, since running it again stores the
+// same bytes under the same keys, and a point read.
 var errRerunLinkFailed = errors.New("the connection failed")
-
-// putLinkFailed returns err, an error of a PutImmutable transaction's
-// BEGIN (conn nil), of one of its statements or of its COMMIT, wrapped
-// with errRerunLinkFailed when it is a failure of the connection
-// (isLinkFailure), and as it is otherwise, when ctx ended or err is nil.
-func putLinkFailed(ctx context.Context, conn *pgx.Conn, err error) error {
-	if err == nil || ctx.Err() != nil || !isLinkFailure(conn, err) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", errRerunLinkFailed, err)
-}
 
 // putCopy streams sorted records into a temporary table with COPY and
 // inserts them from there.
@@ -581,7 +572,7 @@ func (d *Driver) Get(ctx context.Context, key []byte) ([]byte, error) {
 	defer d.g.Leave()
 	var v []byte
 	err := d.retry(ctx, func() error {
-		return readLinkFailed(ctx, d.pool.QueryRow(ctx, "SELECT v FROM "+d.kvT+" WHERE k = $1", key).Scan(&v))
+		return markLink(ctx, nil, d.pool.QueryRow(ctx, "SELECT v FROM "+d.kvT+" WHERE k = $1", key).Scan(&v), errRerunLinkFailed)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, kv.ErrNotFound
@@ -634,7 +625,7 @@ func (d *Driver) lookUp(ctx context.Context, what string, keys [][]byte, values 
 		err := d.retry(ctx, func() error {
 			rows, err := d.pool.Query(ctx, "SELECT "+selected(values)+" FROM "+d.kvT+" WHERE k = ANY($1::bytea[])", part)
 			if err != nil {
-				return readLinkFailed(ctx, err)
+				return markLink(ctx, nil, err, errRerunLinkFailed)
 			}
 			for rows.Next() {
 				var k, v []byte
@@ -649,24 +640,13 @@ func (d *Driver) lookUp(ctx context.Context, what string, keys [][]byte, values 
 					found(i, v)
 				}
 			}
-			return readLinkFailed(ctx, rows.Err())
+			return markLink(ctx, nil, rows.Err(), errRerunLinkFailed)
 		})
 		if err != nil {
 			return fmt.Errorf("pgkv: %s: %w", what, ctxErr(ctx, err))
 		}
 	}
 	return nil
-}
-
-// readLinkFailed returns err, the error of a point read (Get, GetMany,
-// Has), wrapped with errRerunLinkFailed when it is a failure of the
-// connection (isLinkFailure): a read may simply run again on another
-// connection.
-func readLinkFailed(ctx context.Context, err error) error {
-	if err == nil || ctx.Err() != nil || !isLinkFailure(nil, err) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", errRerunLinkFailed, err)
 }
 
 // selected is what a query of records selects: the key and the value,
@@ -821,11 +801,14 @@ func (d *Driver) page(ctx context.Context, q querier, from, to []byte, reverse b
 // Lock whose connection fails before the locks are taken (a pooled
 // connection whose server end went away, a server that refuses or does
 // not answer new ones) runs again on another, as Commit does; when every
-// run fails so, or ctx ends after such a failure, the error wraps
-// kv.ErrNotWritten: nothing is held and the server may be unreachable
-// for now. A run whose link failed after its batch went out may have left
-// its transaction, with the locks, open on the server until the hold's
-// idle timeout ends it; the next run waits for those locks meanwhile.
+// run fails so, or ctx ends after such a failure while connecting, the
+// error wraps kv.ErrNotWritten: nothing is held and the server may be
+// unreachable for now. A run whose link failed after its batch went out
+// may have left its transaction, with the locks, open on the server until
+// the hold's idle timeout ends it; the next run waits for those locks
+// meanwhile, and when ctx ends in that wait the error wraps
+// kv.ErrNotWritten too (the driver cannot tell that transaction from
+// another writer's).
 func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 	if err := d.enter(ctx); err != nil {
 		return nil, err
@@ -842,16 +825,26 @@ func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 		return nil, ctx.Err()
 	}
 	h := &hold{d: d}
-	var lastLink error // the last run's failed link, if any
+	// lastLink is the last run's failed link, if any; orphan, that a run's
+	// batch may have reached the server before its link failed (its
+	// transaction, with the locks, may stay open until its idle timeout);
+	// locking, that the run in progress sent its batch.
+	var lastLink error
+	var orphan, locking bool
+	noteLink := func(err error) error {
+		if errors.Is(err, errLinkFailed) {
+			lastLink = err
+			orphan = orphan || locking && !pgconn.SafeToRetry(err)
+		}
+		return err
+	}
 	err = d.retry(ctx, func() error {
+		locking = false
 		conn, err := d.pool.Acquire(ctx)
 		if err != nil {
-			err = linkFailed(ctx, nil, err)
-			if errors.Is(err, errLinkFailed) {
-				lastLink = err
-			}
-			return err
+			return noteLink(linkFailed(ctx, nil, err))
 		}
+		locking = true
 		// One round trip: the transaction's BEGIN travels with its locks.
 		var batch pgx.Batch
 		batch.Queue("BEGIN")
@@ -863,21 +856,20 @@ func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 			// A failed link ends the transaction and its locks with it
 			// (the server aborts it, or its idle timeout does): it may
 			// run again.
-			err = linkFailed(ctx, conn.Conn(), err)
-			if errors.Is(err, errLinkFailed) {
-				lastLink = err
-			}
+			err = noteLink(linkFailed(ctx, conn.Conn(), err))
 			endConn(conn)
 			return err
 		}
 		h.conn = conn
 		return nil
 	})
-	if err != nil && ctx.Err() != nil && lastLink != nil {
-		// The caller's time ran out after a failed link — waiting on a
-		// server that does not answer, or, run again, on the locks of a
-		// run whose transaction the server still holds open (its idle
-		// timeout ends it): the server's trouble, not a writer's turn.
+	if err != nil && ctx.Err() != nil && lastLink != nil && (!locking || orphan) {
+		// The caller's time ran out after a failed link, while connecting
+		// to a server that does not answer — or waiting for locks after a
+		// run whose batch may have reached the server, on that run's
+		// transaction perhaps (its idle timeout ends it; the driver
+		// cannot tell it from another writer's): the server's trouble,
+		// not a writer's turn.
 		err = fmt.Errorf("%w (and then the wait ended: %v)", lastLink, ctx.Err())
 	}
 	if errors.Is(err, errLinkFailed) {
@@ -1308,10 +1300,19 @@ var errLinkFailed = errors.New("the connection failed before COMMIT was sent; no
 // network error or an unexpected end of the stream. It returns err as it
 // is when ctx ended (the caller reports the cancellation) or err is nil.
 func linkFailed(ctx context.Context, conn *pgx.Conn, err error) error {
+	return markLink(ctx, conn, err, errLinkFailed)
+}
+
+// markLink returns err wrapped with marker (errLinkFailed or
+// errRerunLinkFailed) when it is a failure of the connection
+// (isLinkFailure; conn nil when the connection is not at hand, or no
+// longer the caller's), and as it is when it is not, when ctx ended or
+// err is nil.
+func markLink(ctx context.Context, conn *pgx.Conn, err, marker error) error {
 	if err == nil || ctx.Err() != nil || !isLinkFailure(conn, err) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", errLinkFailed, err)
+	return fmt.Errorf("%w: %w", marker, err)
 }
 
 // isLinkFailure reports whether err, met on conn (nil: none yet), is the

@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/store"
@@ -196,6 +200,9 @@ func TestPutImmutableOrphanEnded(t *testing.T) {
 	direct, d, proxy := proxiedDrivers(t, pgkv.Options{})
 	pgkv.SetCommitWait(d, 2*time.Second)
 	pgkv.SetCommitIdle(d, time.Second)
+	if got := pgkv.PutCommitWait(d); got != time.Second {
+		t.Fatalf("a put's wait for its COMMIT's answer with a commit wait of 2s: %s, want half of it", got)
+	}
 	var recs []kv.Record
 	for i := range 50 {
 		recs = append(recs, kv.Record{Key: fmt.Appendf(nil, "node\x00%03d", i), Value: fmt.Appendf(nil, "v%d", i)})
@@ -239,4 +246,67 @@ func proxiedDrivers(t *testing.T, opts pgkv.Options) (direct, d *pgkv.Driver, pr
 	}
 	t.Cleanup(func() { d.Close() })
 	return direct, d, proxy
+}
+
+// TestPutImmutableCommitRefused: a put whose COMMIT the server refuses
+// (here a deferred constraint trigger; on CockroachDB a serialization
+// failure at COMMIT) gets the server's answer back, not a failed link —
+// and the driver tells which from the error alone: once Commit returns,
+// the pool has the connection back and another caller may be using it
+// (under -race, reading its state then was a data race with the Gets
+// running beside).
+func TestPutImmutableCommitRefused(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	schema := freshSchema(t)
+	d, err := pgkv.Open(ctx, pgkv.Options{DSN: dsn, Schema: schema, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	fn := pgx.Identifier{schema, "refuse_marked"}.Sanitize()
+	for _, q := range []string{
+		`CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF position('refuse' in encode(NEW.k, 'escape')) > 0 THEN RAISE EXCEPTION 'refused at commit'; END IF; RETURN NULL; END $$`,
+		`CREATE CONSTRAINT TRIGGER refuse_marked AFTER INSERT ON ` + pgx.Identifier{schema, "artifactd_kv"}.Sanitize() + ` DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.PutImmutable(ctx, []kv.Record{{Key: []byte("node\x00kept"), Value: []byte("v")}}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := d.Get(ctx, []byte("node\x00kept")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 100 {
+		err := d.PutImmutable(ctx, []kv.Record{{Key: fmt.Appendf(nil, "node\x00refuse%d", i), Value: []byte("v")}})
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "P0001" || errors.Is(err, kv.ErrNotWritten) {
+			close(stop)
+			readers.Wait()
+			t.Fatalf("put %d whose COMMIT the server refused: %v, want the server's P0001 and no kv.ErrNotWritten", i, err)
+		}
+	}
+	close(stop)
+	readers.Wait()
 }
