@@ -196,27 +196,20 @@ func dsnSets(dsn, key string) bool {
 		return vals.Has(key)
 	}
 	for i := 0; i < len(dsn); {
-		for i < len(dsn) && dsnSpace(dsn[i]) {
-			i++
-		}
+		i = skipSpace(dsn, i)
 		start := i
 		for i < len(dsn) && dsn[i] != '=' && !dsnSpace(dsn[i]) {
 			i++
 		}
 		name := dsn[start:i]
-		for i < len(dsn) && dsnSpace(dsn[i]) {
-			i++
-		}
+		i = skipSpace(dsn, i)
 		if i >= len(dsn) || dsn[i] != '=' {
 			return false // not a keyword=value list pgconn would take
 		}
 		if name == key {
 			return true
 		}
-		i++
-		for i < len(dsn) && dsnSpace(dsn[i]) {
-			i++
-		}
+		i = skipSpace(dsn, i+1)
 		// The value: quoted (backslash escapes inside), or up to a space.
 		quoted := i < len(dsn) && dsn[i] == '\''
 		if quoted {
@@ -241,6 +234,15 @@ func dsnSets(dsn, key string) bool {
 // dsnSpace reports whether c separates a keyword=value DSN's pairs, as
 // pgconn reads them: ASCII white space only.
 func dsnSpace(c byte) bool { return strings.IndexByte(" \t\n\r\v\f", c) >= 0 }
+
+// skipSpace returns the index of the first byte of dsn from i on that is
+// not dsnSpace, or len(dsn).
+func skipSpace(dsn string, i int) int {
+	for i < len(dsn) && dsnSpace(dsn[i]) {
+		i++
+	}
+	return i
+}
 
 // Table names. The key-value table is the whole store; the version table
 // records which migrations ran.
@@ -504,13 +506,10 @@ func (d *Driver) PutImmutable(ctx context.Context, recs []kv.Record) error {
 }
 
 // putCommitWait is how long a put waits for the answer to its COMMIT:
-// half the commit wait, at least minCommitIdle — as long as the idle
-// timeout its transaction arms, so that a run whose COMMIT never reached
-// the server has been ended by then, and within the retry window, so that
-// the put runs again.
-func (d *Driver) putCommitWait() time.Duration {
-	return max(d.commitWait/2, minCommitIdle)
-}
+// the idle timeout its transaction arms (idle), so that a run whose
+// COMMIT never reached the server has been ended by then, and within the
+// retry window, so that the put runs again.
+func (d *Driver) putCommitWait() time.Duration { return d.idle() }
 
 // put arms tx's idle timeout (idleTimeout) and inserts sorted records in
 // tx, by the driver's bulk method; the timeout travels with the first
@@ -872,14 +871,12 @@ func (d *Driver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, error) {
 		// not a writer's turn.
 		err = fmt.Errorf("%w (and then the wait ended: %v)", lastLink, ctx.Err())
 	}
-	if errors.Is(err, errLinkFailed) {
-		<-d.holds
-		d.g.Leave()
-		return nil, fmt.Errorf("pgkv: lock: %w: %w", kv.ErrNotWritten, err)
-	}
 	if err != nil {
 		<-d.holds
 		d.g.Leave()
+		if errors.Is(err, errLinkFailed) {
+			return nil, fmt.Errorf("pgkv: lock: %w: %w", kv.ErrNotWritten, err)
+		}
 		return nil, fmt.Errorf("pgkv: lock: %w", ctxErr(ctx, err))
 	}
 	if d.keepEvery > 0 {
@@ -1334,18 +1331,23 @@ func isLinkFailure(conn *pgx.Conn, err error) bool {
 // minCommitIdle is the least idle timeout a Commit's transaction arms.
 const minCommitIdle = time.Second
 
-// idleTimeout returns the SET LOCAL a Commit's transaction sends first:
-// its idle_in_transaction_session_timeout, commitIdle or half of
-// commitWait but at least minCommitIdle, so that the server aborts a
-// transaction whose COMMIT it never read within the wait for the
-// answer.
-func (d *Driver) idleTimeout() string {
+// idle is the idle_in_transaction_session_timeout a Commit's or a put's
+// transaction arms: commitIdle, or half of commitWait but at least
+// minCommitIdle, so that the server aborts a transaction whose COMMIT it
+// never read within the wait for the answer; at most what PostgreSQL
+// takes (2^31-1 ms).
+func (d *Driver) idle() time.Duration {
 	idle := d.commitIdle
 	if idle <= 0 {
 		idle = max(d.commitWait/2, minCommitIdle)
 	}
-	idle = min(idle, math.MaxInt32*time.Millisecond)
-	return fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", idle.Milliseconds())
+	return min(idle, math.MaxInt32*time.Millisecond)
+}
+
+// idleTimeout returns the SET LOCAL that arms idle, which a Commit's or a
+// put's transaction sends first.
+func (d *Driver) idleTimeout() string {
+	return fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", d.idle().Milliseconds())
 }
 
 // rollback ends tx without writing. With ctx ended it still sends the
