@@ -88,8 +88,10 @@ const DefaultMemTableSize = 32 << 20
 // records) stay in the tree, and so do most state-map nodes (a leaf holds
 // at most 32 entries; with short ids every node is under 1 KiB). Badger
 // syncs both logs on every write; when a commit puts nothing in the value
-// log, that log's sync has nothing to write, and a threshold low enough to
-// move the nodes (256) makes it a real one for every small commit.
+// log, that log's sync has nothing to write (it still takes about as long
+// as the disk's synced write alone: docs/BENCHMARKS.md, "Where a
+// one-artifact commit's millisecond goes"), and a threshold low enough to
+// move the nodes (256) would give it data to write in every small commit.
 const DefaultValueThreshold = 1 << 10
 
 // DefaultTableBytes is the default of Options.TableBytes: a quarter of
