@@ -1,20 +1,13 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
-	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/service"
-	"github.com/artifactd/artifactd/store/kv/memkv"
-	"github.com/artifactd/artifactd/store/storetest"
+	"github.com/artifactd/artifactd/store"
 )
 
 // relationPut is one PUT /v1/relations/{name}.
@@ -41,6 +34,8 @@ type relationAnswer struct {
 	desc    string
 	version int
 }
+
+func (a relationAnswer) httpStatus() int { return a.status }
 
 func (a relationAnswer) String() string {
 	if a.status/100 != 2 {
@@ -91,6 +86,32 @@ func relationAnswerOf(status int, body []byte) (relationAnswer, error) {
 	return a, nil
 }
 
+// relationRecords is the relation registry as registryRace races on it: a
+// server records a relation's definition when it writes an artifact with
+// an edge of the relation (to "target", a note each case writes first).
+func relationRecords() registryKind[relationPut, relationAnswer] {
+	return registryKind[relationPut, relationAnswer]{
+		resource: "relations",
+		refusal:  "a change of depends",
+		answerOf: relationAnswerOf,
+		serial: func(_ *testing.T, puts []relationPut, order []int) ([]relationAnswer, *relationAnswer) {
+			return serialRelationPuts(puts, order)
+		},
+		stored: (*store.Store).GetRelation,
+		prepare: func(e *env, path string) {
+			e.must(e.post(path, map[string]any{"id": "target", "type": "note", "data": map[string]any{"text": "t"}}), 201)
+		},
+		artifact: func(id, name string) map[string]any {
+			return map[string]any{"id": id, "type": "note", "data": map[string]any{"text": "x"},
+				"edges": []any{map[string]any{"rel": name, "to": "target"}}}
+		},
+		defID: graph.RelationDefID,
+		def: func(name string, final relationAnswer, _ []relationPut) ([]byte, error) {
+			return graph.RelationDef{Name: name, Depends: final.depends, Description: final.desc}.Data()
+		},
+	}
+}
+
 // TestConcurrentRelationPutsAreSerial: PUTs of one new relation at the
 // same time answer what one serial order of them answers, and leave the
 // relation (in the store, in every server's registry and in the
@@ -99,30 +120,14 @@ func relationAnswerOf(status int, body []byte) (relationAnswer, error) {
 // are refused 409 as a serial order refuses them (all but the first);
 // puts of different descriptions all succeed, each a version. So on one
 // server over its own store, on one over a shared database, and on two
-// servers over one database taking the puts in turn.
+// servers over one database taking the puts in turn (raceDeployments).
+//
+// A put over a shared store read the whole registry again and could put
+// back a snapshot read before another put's write; and two servers each
+// decided on their own registry and wrote over each other: two 201s, or a
+// depends flipped under a 201 of the other.
 func TestConcurrentRelationPutsAreSerial(t *testing.T) {
-	t.Run("server", func(t *testing.T) { relationRace(t, 20, newEnv(t)) })
-	// A put over a shared store read the whole registry again and could
-	// put back a snapshot read before another put's write; and two
-	// servers each decided on their own registry and wrote over each
-	// other: two 201s, or a depends flipped under a 201 of the other.
-	t.Run("shared", func(t *testing.T) {
-		relationRace(t, 12, newEnv(t, withSharedDriver(storetest.Shared{LockingDriver: memkv.New()})))
-	})
-	t.Run("two-servers", func(t *testing.T) {
-		d := storetest.Shared{LockingDriver: memkv.New()}
-		relationRace(t, 12, newEnv(t, withSharedDriver(d)), newEnv(t, withSharedDriver(d)))
-	})
-}
-
-// relationRace runs the puts of each case at the same time, put i on
-// servers[i%len(servers)], for a new relation each of rounds, and checks
-// every round against the serial orders of its puts.
-func relationRace(t *testing.T, rounds int, servers ...*env) {
-	cases := []struct {
-		name string
-		puts []relationPut
-	}{
+	cases := []raceCase[relationPut]{
 		{"same", []relationPut{{true, ""}, {true, ""}}},
 		{"same4", []relationPut{{false, "d"}, {false, "d"}, {false, "d"}, {false, "d"}}},
 		{"depends", []relationPut{{true, ""}, {false, ""}}},
@@ -130,104 +135,7 @@ func relationRace(t *testing.T, rounds int, servers ...*env) {
 		{"depends-descs", []relationPut{{true, "a"}, {false, "b"}, {true, "c"}}},
 		{"descs", []relationPut{{false, "one"}, {false, "two"}, {false, "three"}}},
 	}
-	e := servers[0]
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			e.createContext(c.name, "observe")
-			path := "/v1/contexts/" + c.name + "/artifacts"
-			e.must(e.post(path, map[string]any{"id": "target", "type": "note", "data": map[string]any{"text": "t"}}), 201)
-			orders := permutations(len(c.puts))
-			outcomes := map[string]int{}
-			bad := 0
-			for round := range rounds {
-				name := fmt.Sprintf("r-%s-%d", c.name, round)
-				got := make([]relationAnswer, len(c.puts))
-				bodies := make([][]byte, len(c.puts))
-				errs := make([]error, len(c.puts))
-				start := make(chan struct{})
-				var wg sync.WaitGroup
-				for i, p := range c.puts {
-					wg.Go(func() {
-						<-start
-						status, body, err := putRaw(servers[i%len(servers)], "/v1/relations/"+name, p.body())
-						if err == nil {
-							got[i], err = relationAnswerOf(status, body)
-						}
-						bodies[i], errs[i] = body, err
-					})
-				}
-				close(start)
-				wg.Wait()
-				for i, err := range errs {
-					if err != nil {
-						t.Fatalf("round %d put %d: %v", round, i, err)
-					}
-					if got[i].status == 409 && !strings.Contains(string(bodies[i]), `"immutable"`) {
-						t.Errorf("round %d put %d: a 409 that is not a change of depends: %s", round, i, bodies[i])
-					}
-				}
-				// The record the store holds.
-				stored, err := e.st.ListRelations(context.Background())
-				if err != nil {
-					t.Fatalf("round %d: %v", round, err)
-				}
-				final, err := relationAnswerOf(200, stored[name])
-				if err != nil {
-					t.Fatal(err)
-				}
-				// Every server records it as the relation's definition
-				// when it next links with it (it reads the registry
-				// again when another server changed it), and answers it
-				// when asked after.
-				var def map[string]any
-				for i, srv := range servers {
-					srv.must(srv.post(path, map[string]any{"id": fmt.Sprintf("a%d-%s", i, name), "type": "note",
-						"data": map[string]any{"text": "x"}, "edges": []any{map[string]any{"rel": name, "to": "target"}}}), 201)
-					d := srv.must(srv.get(path+"/"+url.PathEscape(graph.RelationDefID(name))), 200)
-					if def != nil && d["content_hash"] != def["content_hash"] {
-						t.Errorf("round %d: server %d records the definition %v, server 0 %v", round, i, d["content_hash"], def["content_hash"])
-					}
-					def = d
-					r := srv.get("/v1/relations/" + name)
-					if a, err := relationAnswerOf(r.status, r.body); err != nil || a != final {
-						t.Errorf("round %d: server %d answers %v (%v), the store holds %v", round, i, a, err, final)
-					}
-				}
-
-				var key []string
-				for _, a := range got {
-					key = append(key, fmt.Sprint(a.status))
-				}
-				sort.Strings(key)
-				outcomes[strings.Join(key, ",")]++
-
-				serial := false
-				for _, o := range orders {
-					want, wantFinal := serialRelationPuts(c.puts, o)
-					if fmt.Sprint(want) != fmt.Sprint(got) || *wantFinal != final {
-						continue
-					}
-					data, err := graph.RelationDef{Name: name, Depends: wantFinal.depends, Description: wantFinal.desc}.Data()
-					if err != nil {
-						t.Fatal(err)
-					}
-					if h := hashing.ContentHash(data).String(); def["content_hash"] != h {
-						t.Errorf("round %d: recorded definition %v, want the content hash of %s (%s)", round, def["content_hash"], data, h)
-					}
-					serial = true
-					break
-				}
-				if !serial {
-					bad++
-					if bad <= 3 {
-						t.Errorf("round %d: the puts %v answered %v and left %v: no serial order of them does that", round, c.puts, got, final)
-					}
-				}
-			}
-			t.Logf("%d rounds of %d puts on %d server(s): outcomes %v; %d not serial", rounds, len(c.puts), len(servers), outcomes, bad)
-			if bad > 0 {
-				t.Errorf("%d of %d rounds answered what no serial order of the same puts answers", bad, rounds)
-			}
-		})
-	}
+	raceDeployments(t, func(t *testing.T, rounds int, servers ...*env) {
+		registryRace(t, relationRecords(), cases, rounds, servers...)
+	})
 }
