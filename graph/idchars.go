@@ -78,7 +78,7 @@ func CheckLabel(s string) (rule, detail string) {
 // there is none.
 func unreadableRune(s string) (rule string, r rune, at int, kind string) {
 	for i, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
+		if controlRune(r) {
 			return "printable", r, i, ""
 		}
 		if kind := invisibleRune(r); kind != "" {
@@ -86,4 +86,21 @@ func unreadableRune(s string) (rule string, r rune, at int, kind string) {
 		}
 	}
 	return "", 0, 0, ""
+}
+
+// controlRune reports whether r is a control character an id or a label
+// may not hold (rule "printable"): C0, DEL, C1, and the line and
+// paragraph separators.
+func controlRune(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029
+}
+
+// Unreadable reports whether r is a code point that does not read as it
+// renders — a control character, or one that draws nothing, draws as a
+// space or is drawn like another (invisibleRune) — which ValidateID and
+// CheckLabel refuse. A reader of a label written before those rules (a
+// producer, an author) uses it to show such a code point instead of
+// drawing it.
+func Unreadable(r rune) bool {
+	return controlRune(r) || invisibleRune(r) != ""
 }

@@ -40,6 +40,8 @@
 //     n0, n1… and every artifact string is a quoted graph.DOTString.
 //   - sanitized SVG: Graphviz's SVG rewritten by sanitizeSVG from an
 //     allowlist before it is inlined.
+//   - label: an identifier as the UI shows it, its invisible code points
+//     as escapes between ⟨ and ⟩ (labelParts, labelText).
 //
 // # Graph layout: Graphviz via github.com/goccy/go-graphviz
 //
@@ -74,7 +76,18 @@
 // found in artifacts (receipts, sources) are shown as text, never linked or
 // loaded. The explicit bidi controls (embeddings, overrides, isolates),
 // which would reorder the page's own text after the value holding one,
-// are shown as U+FFFD (showBidiControls). Every response carries a
+// are shown as U+FFFD (showBidiControls). An identifier shown as a label
+// (an artifact, context or branch id, a producer, an author: template
+// "label", labelText in the drawings, tooltips and titles) shows every
+// code point that draws nothing, draws as a space or is a control
+// (graph.Unreadable: U+200B, U+FEFF, U+00A0, the Hangul fillers…) and
+// every byte that is not UTF-8 as a visible escape, "⟨U+200B⟩", boxed in
+// HTML (class "esc"); a literal ⟨ or ⟩ in a name, or a bracket drawn like
+// them, is escaped too, so two different identifiers never read alike and
+// none reads like the UI's own marks between ⟨ ⟩ (the overview's merged
+// cluster, "⟨12 other producers⟩"). Links still address the identifier
+// byte for byte, and content (data, said texts, commit messages) is
+// shown as written: it is evidence. Every response carries a
 // Content-Security-Policy that allows only this origin's stylesheet and
 // script (default-src 'none'; no inline script or style; frame-ancestors
 // 'none'; base-uri 'none'; form-action 'self'), plus

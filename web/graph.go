@@ -459,10 +459,10 @@ func (s *server) handleGraph(w http.ResponseWriter, r *http.Request, ctxID strin
 	view.Large = len(view.Nodes) > naturalSizeNodes
 	view.Legend = legendRows()
 	if pic != nil && (len(view.Nodes) > 0 || len(view.Clusters) > 0) {
-		label := "Provenance graph of " + ctxID
+		label := "Provenance graph of " + labelText(ctxID)
 		switch {
 		case gq.root != "":
-			label += " around " + gq.root
+			label += " around " + labelText(gq.root)
 		case view.Mode == "overview":
 			label += ": artifacts clustered by " + gq.group
 		}
@@ -737,14 +737,14 @@ func buildDOT(ctxID, at string, gq graphQuery, pic picture, trust map[string]gra
 		if rounded {
 			style = "rounded," + style
 		}
-		tip := a.ID + " (" + a.Type + ") — " + statusName(t.Status)
+		tip := labelText(a.ID) + " (" + a.Type + ") — " + statusName(t.Status)
 		switch {
 		case t.Reason != "":
 			tip += ": " + t.Reason
 		case len(t.Roots) == 1:
-			tip += ": rests on " + t.Roots[0]
+			tip += ": rests on " + labelText(t.Roots[0])
 		case len(t.Roots) > 1:
-			tip += ": rests on " + t.Roots[0] + " and " + strconv.Itoa(len(t.Roots)-1) + " more"
+			tip += ": rests on " + labelText(t.Roots[0]) + " and " + strconv.Itoa(len(t.Roots)-1) + " more"
 		}
 		if said := saids[a.ID]; said != "" {
 			tip += "\n“" + said + "”"
@@ -767,7 +767,9 @@ func buildDOT(ctxID, at string, gq graphQuery, pic picture, trust map[string]gra
 		if pic.onPath[a.ID] {
 			class += " on-path"
 		}
-		label := clip(a.ID, labelRunes) + "\n" + statusMark(t.Status) + " " + clip(a.Type, labelRunes)
+		// The id is clipped before it is escaped, so an escape is never
+		// cut.
+		label := labelText(clip(a.ID, labelRunes)) + "\n" + statusMark(t.Status) + " " + clip(a.Type, labelRunes)
 		if said := saids[a.ID]; said != "" && n <= saidNodes {
 			label += "\n" + wrapLabel(cut(said, saidNode), 30)
 		}
@@ -796,7 +798,7 @@ func buildDOT(ctxID, at string, gq graphQuery, pic picture, trust map[string]gra
 			class += " on-path"
 			attrs = `, color="#b00020", penwidth=3`
 		}
-		tip := e.From + " —" + e.Rel + "→ " + e.To
+		tip := labelText(e.From) + " —" + e.Rel + "→ " + labelText(e.To)
 		if prev, ok := d.links.edges[from+"->"+to]; ok {
 			tip = prev + "; " + tip
 		}

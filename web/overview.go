@@ -44,18 +44,23 @@ type cluster struct {
 }
 
 // label is what the overview calls c when grouped by group: its key's
-// value, or, merged, how many clusters of what it merged ("12 other
-// producers"), which the table and the drawing also mark apart, since a
-// producer may be called anything.
+// value as a label (labelText), or, merged, how many clusters of what it
+// merged between the escape's delimiters ("⟨12 other producers⟩"). A
+// producer may be called anything, "(other)" or "12 other producers"
+// too, but its label holds ⟨ only in an escape ("⟨U+27E8⟩"), so none
+// reads like the merged cluster: the delimiters mark the UI's own words
+// in the same text in the table, the drawing and the tooltips, where a
+// style alone (the table's italics, the drawing's dashed box) would not
+// carry over to a tooltip or a copied label.
 func (c *cluster) label(group string) string {
 	if !c.merged {
-		return c.key.value
+		return labelText(c.key.value)
 	}
 	what := "group"
 	if group == "type" || group == "producer" {
 		what = group
 	}
-	return plural(c.parts, "other "+what, "other "+what+"s")
+	return escOpen + plural(c.parts, "other "+what, "other "+what+"s") + escClose
 }
 
 // clusterEdge counts the edges from one cluster to another, by relation.
@@ -117,6 +122,8 @@ func b2i(b bool) int {
 
 // clusterRow is one cluster in the overview's table.
 type clusterRow struct {
+	// Value is the cluster's type or producer (shown as a label), the
+	// merged cluster's label, or, grouped by trust, the status's name.
 	Value   string
 	Merged  bool // the smallest clusters of its status, merged
 	Status  graph.Status
@@ -146,7 +153,14 @@ func listURL(ctx, at, group string, c *cluster) string {
 func (cs *clusterSet) rows(ctx, at, group string) []clusterRow {
 	out := make([]clusterRow, 0, len(cs.clusters))
 	for _, c := range cs.clusters {
-		row := clusterRow{Value: c.label(group), Merged: c.merged, Status: c.key.status, N: c.n, ListURL: listURL(ctx, at, group, &c)}
+		// The table shows a producer's name with its escapes styled
+		// (template "label"), the merged cluster's label in its own
+		// element.
+		value := c.key.value
+		if c.merged {
+			value = c.label(group)
+		}
+		row := clusterRow{Value: value, Merged: c.merged, Status: c.key.status, N: c.n, ListURL: listURL(ctx, at, group, &c)}
 		if group == "trust" {
 			row.Value = statusName(c.key.status)
 		}
@@ -184,10 +198,15 @@ func (cs *clusterSet) drawing(ctx, at, group string) *drawing {
 			style += ",dashed"
 		}
 		value := c.label(group)
-		if group == "trust" {
-			value = "all types"
+		short := value
+		if !c.merged {
+			// Clipped before it is escaped, so an escape is never cut.
+			short = labelText(clip(c.key.value, labelRunes))
 		}
-		label := clip(value, labelRunes) + "\n" + statusMark(c.key.status) + " " + statusName(c.key.status) + "\n" + plural(c.n, "artifact", "artifacts")
+		if group == "trust" {
+			value, short = "all types", "all types"
+		}
+		label := short + "\n" + statusMark(c.key.status) + " " + statusName(c.key.status) + "\n" + plural(c.n, "artifact", "artifacts")
 		tip := plural(c.n, "artifact", "artifacts") + " · " + value + " · " + statusName(c.key.status) + " — click to list them"
 		d.links.nodes[name] = nodeLink{href: listURL(ctx, at, group, &c), title: tip}
 		class := "cluster " + string(c.key.status)

@@ -130,9 +130,14 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"add":      func(a, b int) int { return a + b },
-	"stepLine": stepLine,
-	"sides":    func(a, b compareSide) []compareSide { return []compareSide{a, b} },
+	// label splits an identifier into the runs template "label" shows,
+	// its invisible code points as escapes (labelParts); labelText is
+	// the same as one string, for attribute values.
+	"label":     labelParts,
+	"labelText": labelText,
+	"add":       func(a, b int) int { return a + b },
+	"stepLine":  stepLine,
+	"sides":     func(a, b compareSide) []compareSide { return []compareSide{a, b} },
 }
 
 func mustParsePages() *pageSet {

@@ -292,7 +292,7 @@ func TestOverviewProducerNamedOtherClusterLists(t *testing.T) {
 
 // TestOverviewMergedClusterReadsApart: past maxClusters the smallest
 // clusters are merged; the merged one is called by how many it merged
-// ("12 other producers"), in the table marked apart (em.merged) and in
+// ("⟨12 other producers⟩"), in the table marked apart (em.merged) and in
 // the drawing drawn dashed, while a producer that calls itself
 // "(other)" keeps its own plain row.
 func TestOverviewMergedClusterReadsApart(t *testing.T) {
@@ -309,7 +309,7 @@ func TestOverviewMergedClusterReadsApart(t *testing.T) {
 	loadContext(t, st, "c", ops...)
 	h := New(Options{Store: st, Logger: quietLogger()})
 	_, body := get(t, h, "/ui/contexts/c/graph?group=producer")
-	merged := regexp.MustCompile(`<em class="merged"[^>]*>(\d+) other producers</em>`).FindStringSubmatch(body)
+	merged := regexp.MustCompile(`<em class="merged"[^>]*>⟨(\d+) other producers⟩</em>`).FindStringSubmatch(body)
 	if merged == nil {
 		t.Fatalf("no merged cluster marked apart:\n%s", excerpt(body, "clusters"))
 	}

@@ -1,0 +1,197 @@
+package web
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/artifactd/artifactd/graph"
+)
+
+// seen is the text of an HTML fragment as a reader sees it: tags
+// dropped, entities read, the code points that draw nothing (format
+// characters, controls, fillers, the combining grapheme joiner,
+// variation selectors, private use) dropped, every other space drawn as
+// one ASCII space, and spaces collapsed and trimmed as HTML lays text
+// out. It is written apart from the UI's own list of invisible code
+// points, from what a browser draws.
+func seen(fragment string) string {
+	text := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(fragment, ""))
+	var b strings.Builder
+	for _, r := range text {
+		switch {
+		case unicode.Is(unicode.Zs, r), unicode.Is(unicode.Zl, r), unicode.Is(unicode.Zp, r), r == '\t', r == '\n', r == '\r', r == '\f':
+			b.WriteByte(' ')
+		case unicode.Is(unicode.Cf, r), unicode.Is(unicode.Cc, r), unicode.Is(unicode.Co, r),
+			unicode.Is(unicode.Variation_Selector, r), r == 0x034f,
+			r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0, r == 0x2800:
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// readApart fails t when two of the values a page shows read alike:
+// shown maps each value (a producer) to what the page drew for it.
+func readApart(t *testing.T, where string, shown map[string][]string) {
+	t.Helper()
+	by := map[string]string{}
+	for value, texts := range shown {
+		for _, s := range texts {
+			if other, ok := by[s]; ok && other != value {
+				t.Errorf("%s: %q and %q both read %q", where, other, value, s)
+			}
+			by[s] = value
+		}
+	}
+}
+
+// TestLookAlikeLabelsReadApart serves, over real HTTP, a context written
+// before producers were checked (the core does not check them): its
+// producers differ only by a code point that draws nothing or draws as a
+// space ("agent" and "agent" with a ZERO WIDTH SPACE, "agent x" with a
+// space and with a NO-BREAK SPACE…), one is named as the UI writes an
+// escape ("agent⟨U+200B⟩"), and two, past maxClusters, as the overview's
+// merged cluster reads, with and without the marks around it. Read as a
+// reader sees them (seen), any two of them must read apart: in the
+// context page's rows, on an artifact's page, and in the overview by
+// producer — its table and its drawing — where none may read like the
+// merged cluster either.
+func TestLookAlikeLabelsReadApart(t *testing.T) {
+	lookAlike := []string{
+		"agent", "agent\u200b", "agent\u200d", "agent\u2060", "\ufeffagent", "ag\u00adent", "agent\u034f",
+		"agent\u3164", "agent\u115f", "agent\u180e", "agent\x01",
+		"agent x", "agent\u00a0x", "agent\u2028x", "agent\u3000x", "agent\u202fx",
+		"agent⟨U+200B⟩", "agent\u3008U+200B\u3009",
+	}
+	// All artifacts are confirmed, so the overview keeps maxClusters-3
+	// clusters, the largest, and merges the others into one
+	// (tally.clusterSet): the big producers below are kept and the
+	// small ones merged.
+	const small = 50
+	big := len(lookAlike) + 2
+	merged := big + small - (maxClusters - 3)
+	mergedName := fmt.Sprintf("%d other producers", merged)
+	producers := append(lookAlike, mergedName, "⟨"+mergedName+"⟩")
+
+	st := openStore(t)
+	var ops []graph.Op
+	idOf := map[string]string{} // artifact id → its producer
+	for i, by := range producers {
+		for j := range 12 {
+			id := fmt.Sprintf("p%02d-%02d", i, j)
+			idOf[id] = by
+			ops = append(ops, putOp(t, id, "claim", by, map[string]any{"text": "a claim by 👩\u200d💻"}))
+		}
+	}
+	for i := range small {
+		ops = append(ops, putOp(t, fmt.Sprintf("s%02d", i), "claim", fmt.Sprintf("step-%02d", i), map[string]any{"text": "a step"}))
+	}
+	loadContext(t, st, "look", ops...)
+	srv := httptest.NewServer(New(Options{Store: st, Logger: quietLogger()}))
+	defer srv.Close()
+	page := func(path string) string {
+		t.Helper()
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %v\n%s", path, res.StatusCode, err, body)
+		}
+		return string(body)
+	}
+
+	// The context page: every artifact's row names its producer.
+	body := page("/ui/contexts/look?q=-00")
+	rows := regexp.MustCompile(`(?s)<tr><td class="id" data-label="id"><a href="[^"]*">(.*?)</a></td>.*?<td data-label="produced by">(.*?)</td>`).FindAllStringSubmatch(body, -1)
+	if len(rows) < len(producers) {
+		t.Fatalf("the context page lists %d rows, want at least %d:\n%s", len(rows), len(producers), excerpt(body, "produced by"))
+	}
+	shown := map[string][]string{}
+	for _, m := range rows {
+		by, ok := idOf[seen(m[1])]
+		if !ok {
+			continue
+		}
+		shown[by] = append(shown[by], seen(m[2]))
+	}
+	readApart(t, "context page", shown)
+
+	// An artifact's page names its producer.
+	shown = map[string][]string{}
+	meta := regexp.MustCompile(`<dt>produced by</dt><dd>(.*?)</dd>`)
+	for i, by := range producers {
+		m := meta.FindStringSubmatch(page(fmt.Sprintf("/ui/contexts/look/artifacts/p%02d-00", i)))
+		if m == nil {
+			t.Fatalf("the page of p%02d-00 names no producer", i)
+		}
+		shown[by] = append(shown[by], seen(m[1]))
+	}
+	readApart(t, "artifact pages", shown)
+	// Content is evidence and is shown as it is: the said text keeps its
+	// ZERO WIDTH JOINER.
+	if body := page("/ui/contexts/look/artifacts/p01-00"); !strings.Contains(body, "“a claim by 👩\u200d💻”") {
+		t.Errorf("the artifact page does not show its text as written:\n%s", excerpt(body, "said"))
+	}
+
+	// The overview by producer: its table, the merged cluster's row
+	// among them, and its drawing.
+	body = page("/ui/contexts/look/graph?group=producer")
+	cells := regexp.MustCompile(`<tr><td data-label="producer"><a href="([^"]*)">(.*?)</a></td>`).FindAllStringSubmatch(body, -1)
+	if len(cells) != maxClusters-3+1 {
+		t.Fatalf("the overview's table has %d clusters, want %d:\n%s", len(cells), maxClusters-3+1, excerpt(body, `id="clusters"`))
+	}
+	var table []string
+	listOf := map[string]string{} // a cluster's label → its list's URL
+	for _, m := range cells {
+		table = append(table, seen(m[2]))
+		listOf[seen(m[2])] = html.UnescapeString(m[1])
+	}
+	// A cluster's link lists the artifacts of exactly its producer.
+	list, ok := listOf["agent⟨U+200B⟩"]
+	if !ok {
+		t.Fatalf("no cluster reads %q: %q", "agent⟨U+200B⟩", table)
+	}
+	if !strings.Contains(list, "producer=agent%E2%80%8B") {
+		t.Errorf("the cluster of %q lists %s", "agent\u200b", list)
+	}
+	listed := regexp.MustCompile(`<td data-label="produced by">(.*?)</td>`).FindAllStringSubmatch(page(list), -1)
+	if len(listed) != 12 {
+		t.Errorf("the cluster of %q lists %d artifacts, want 12", "agent\u200b", len(listed))
+	}
+	for _, m := range listed {
+		if got := seen(m[1]); got != "agent⟨U+200B⟩" {
+			t.Errorf("the cluster of %q lists an artifact by %q", "agent\u200b", got)
+		}
+	}
+	svg := body[strings.Index(body, "<svg"):strings.Index(body, "</svg>")]
+	nodes := regexp.MustCompile(`(?s)<g [^>]*class="node[^"]*".*?<text[^>]*>(.*?)</text>`).FindAllStringSubmatch(svg, -1)
+	if len(nodes) != len(cells) {
+		t.Fatalf("the overview draws %d clusters, its table lists %d:\n%s", len(nodes), len(cells), svg)
+	}
+	var drawn []string
+	for _, m := range nodes {
+		drawn = append(drawn, seen(m[1]))
+	}
+	for what, labels := range map[string][]string{"overview table": table, "overview drawing": drawn} {
+		count := map[string]int{}
+		for _, l := range labels {
+			count[l]++
+		}
+		for l, n := range count {
+			if n > 1 {
+				t.Errorf("%s: %d clusters read %q: %q", what, n, l, labels)
+			}
+		}
+	}
+}
