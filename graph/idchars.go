@@ -96,11 +96,14 @@ func controlRune(r rune) bool {
 }
 
 // Unreadable reports whether r is a code point that does not read as it
-// renders — a control character, or one that draws nothing, draws as a
+// renders: a control character, or one that draws nothing, draws as a
 // space or is drawn like another (invisibleRune) — which ValidateID and
-// CheckLabel refuse. A reader of a label written before those rules (a
-// producer, an author) uses it to show such a code point instead of
-// drawing it.
+// CheckLabel refuse — or one Unicode lists as otherwise default-ignorable
+// (U+17B4, U+2065, U+FFF0…, unassigned tags), which browsers draw as
+// nothing too and which those rules accept: an id written with one is
+// valid, and history holding it must replay as it was written. A reader
+// of an identifier shown as a label (a producer, an author, an id) uses
+// Unreadable to show such a code point instead of drawing it.
 func Unreadable(r rune) bool {
-	return controlRune(r) || invisibleRune(r) != ""
+	return controlRune(r) || invisibleRune(r) != "" || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
 }

@@ -80,7 +80,9 @@
 // (an artifact, context or branch id, a producer, an author: template
 // "label", labelText in the drawings, tooltips and titles) shows every
 // code point that draws nothing, draws as a space or is a control
-// (graph.Unreadable: U+200B, U+FEFF, U+00A0, the Hangul fillers…) and
+// (graph.Unreadable: U+200B, U+FEFF, U+00A0, the Hangul fillers, and the
+// other default-ignorable code points such as U+17B4 or U+2065, which an
+// id may hold) and
 // every byte that is not UTF-8 as a visible escape, "⟨U+200B⟩", boxed in
 // HTML (class "esc"); a literal ⟨ or ⟩ in a name, or a bracket drawn like
 // them, is escaped too, so two different identifiers never read alike and

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/store"
@@ -870,12 +871,17 @@ func buildLegendDOT(pic picture) *drawing {
 
 // clip shortens s to n runes with an ellipsis.
 func clip(s string, n int) string {
-	if len(s) <= n {
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+	// Cut at a byte offset, not through []rune: that would turn a byte
+	// that is not UTF-8 into U+FFFD before the label shows it as an
+	// escape, and two producers apart by that byte alone would be drawn
+	// alike.
+	i := 0
+	for range n - 1 {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
 	}
-	return string(r[:n-1]) + "…"
+	return s[:i] + "…"
 }

@@ -6,12 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/store"
 )
 
 // seen is the text of an HTML fragment as a reader sees it: tags
@@ -29,7 +32,7 @@ func seen(fragment string) string {
 		case unicode.Is(unicode.Zs, r), unicode.Is(unicode.Zl, r), unicode.Is(unicode.Zp, r), r == '\t', r == '\n', r == '\r', r == '\f':
 			b.WriteByte(' ')
 		case unicode.Is(unicode.Cf, r), unicode.Is(unicode.Cc, r), unicode.Is(unicode.Co, r),
-			unicode.Is(unicode.Variation_Selector, r), r == 0x034f,
+			unicode.Is(unicode.Variation_Selector, r), unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r), r == 0x034f,
 			r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0, r == 0x2800:
 		default:
 			b.WriteRune(r)
@@ -70,6 +73,12 @@ func TestLookAlikeLabelsReadApart(t *testing.T) {
 		"agent\u3164", "agent\u115f", "agent\u180e", "agent\x01",
 		"agent x", "agent\u00a0x", "agent\u2028x", "agent\u3000x", "agent\u202fx",
 		"agent⟨U+200B⟩", "agent\u3008U+200B\u3009",
+		// Default-ignorable code points the id and label rules accept:
+		// browsers draw them as nothing.
+		"agent\u17b4", "agent\u2065", "agent\ufff0", "agent\U000E0080",
+		// Longer than a drawn label: cut, a byte that is not UTF-8 must
+		// still read apart from U+FFFD.
+		strings.Repeat("a", labelRunes-2) + "\xffzzzz", strings.Repeat("a", labelRunes-2) + "\ufffdzzzz",
 	}
 	// All artifacts are confirmed, so the overview keeps maxClusters-3
 	// clusters, the largest, and merges the others into one
@@ -194,4 +203,105 @@ func TestLookAlikeLabelsReadApart(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLookAlikeAuthorsAndIDsReadApart serves, over real HTTP, a chain of
+// artifacts whose ids differ by a code point the id rules accept but a
+// browser draws as nothing (U+17B4, U+2065, U+FFF0) or by the escape's
+// marks typed in the id, each written by a commit whose author, and by a
+// producer whose name, differ likewise (authors and producers written
+// before they were checked). Read as a reader sees them (seen), no two
+// may read alike in the context page's commit list, the whole graph's
+// node labels and tooltips, or the audit's rows.
+func TestLookAlikeAuthorsAndIDsReadApart(t *testing.T) {
+	ids := []string{"c", "c\u17b4", "c\u2065", "c\ufff0", "c⟨U+17B4⟩", "c\u3008U+17B4\u3009"}
+	authors := []string{"bot", "bot\u200b", "bot\u17b4", "bot\u2065", "bot⟨U+200B⟩", "bot\u00a0"}
+	producers := []string{"agent", "agent\u2060", "agent\u17b5", "agent\ufff8", "agent⟨U+2060⟩", "agent\u3000"}
+	st := openStore(t)
+	if _, err := st.CreateContext(t.Context(), "who", store.ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		ops := []graph.Op{putOp(t, id, "claim", producers[i], map[string]any{"text": "a claim"})}
+		if i > 0 {
+			ops = append(ops, linkOp(id, "derived_from", ids[i-1]))
+		}
+		commit(t, st, "who", "", authors[i], fmt.Sprintf("step %d", i), ops...)
+	}
+	srv := httptest.NewServer(New(Options{Store: st, Logger: quietLogger()}))
+	defer srv.Close()
+	page := func(path string) string {
+		t.Helper()
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %v\n%s", path, res.StatusCode, err, body)
+		}
+		return string(body)
+	}
+	// idOf reads an artifact link's target back to its id.
+	idOf := func(href string) string {
+		t.Helper()
+		u, err := url.Parse(html.UnescapeString(href))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Path[strings.LastIndex(u.Path, "/")+1:]
+	}
+
+	// The commit list names each commit's author.
+	rows := regexp.MustCompile(`(?s)<td data-label="author">(.*?)</td>\s*<td class="msg" data-label="message">step (\d+)</td>`).FindAllStringSubmatch(page("/ui/contexts/who"), -1)
+	if len(rows) != len(authors) {
+		t.Fatalf("the commit list shows %d of the %d authors", len(rows), len(authors))
+	}
+	shown := map[string][]string{}
+	for _, m := range rows {
+		var i int
+		fmt.Sscan(m[2], &i)
+		shown[authors[i]] = append(shown[authors[i]], seen(m[1]))
+	}
+	readApart(t, "commit list", shown)
+
+	// The whole graph: each node's label and its tooltip's first line.
+	body := page("/ui/contexts/who/graph")
+	nodes := regexp.MustCompile(`(?s)<g id="[^"]*node\d+" class="node[^"]*">\s*<a href="([^"]*)"><title>(.*?)</title>.*?<text[^>]*>(.*?)</text>`).FindAllStringSubmatch(body, -1)
+	if len(nodes) != len(ids) {
+		t.Fatalf("the graph draws %d of the %d artifacts:\n%s", len(nodes), len(ids), body)
+	}
+	labels, tips := map[string][]string{}, map[string][]string{}
+	for _, m := range nodes {
+		id := idOf(m[1])
+		if !slices.Contains(ids, id) {
+			t.Fatalf("a node links to %q, no artifact of the context", id)
+		}
+		labels[id] = append(labels[id], seen(m[3]))
+		tip, _, _ := strings.Cut(html.UnescapeString(m[2]), " (")
+		tips[id] = append(tips[id], seen(tip))
+	}
+	readApart(t, "graph labels", labels)
+	readApart(t, "graph tooltips", tips)
+
+	// The audit of the chain's tip: a row per artifact, its id and its
+	// producer.
+	body = page("/ui/contexts/who/audit/" + url.PathEscape(ids[len(ids)-1]))
+	audit := regexp.MustCompile(`(?s)<td class="id" data-label="id"><a href="([^"]*)">(.*?)</a></td>.*?<td data-label="produced by">(.*?)</td></tr>`).FindAllStringSubmatch(body, -1)
+	if len(audit) != len(ids) {
+		t.Fatalf("the audit lists %d of the %d artifacts", len(audit), len(ids))
+	}
+	auditIDs, auditBy := map[string][]string{}, map[string][]string{}
+	for _, m := range audit {
+		id := idOf(m[1])
+		i := slices.Index(ids, id)
+		if i < 0 {
+			t.Fatalf("an audit row links to %q, no artifact of the context", id)
+		}
+		auditIDs[id] = append(auditIDs[id], seen(m[2]))
+		auditBy[producers[i]] = append(auditBy[producers[i]], seen(m[3]))
+	}
+	readApart(t, "audit ids", auditIDs)
+	readApart(t, "audit producers", auditBy)
 }
