@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
@@ -231,12 +233,13 @@ type artifactRow struct {
 // handleContext shows a context at a commit: branches, the commit log from
 // that commit, the trust summary and a paginated, searchable artifact list.
 // Query: at, q (id contains, case-insensitive), type, status
-// (poison_root, quarantined, confirmed, unconfirmed), page, log (a commit
-// to start the log from).
+// (poison_root, quarantined, confirmed, unconfirmed), producer (or
+// producer_pct, percent-encoded, from a form: formParam), page, log (a
+// commit to start the log from).
 func (s *server) handleContext(w http.ResponseWriter, r *http.Request, ctxID string) {
 	q := r.URL.Query()
 	at := q.Get("at")
-	search := searchQuery{Q: strings.TrimSpace(q.Get("q")), Type: q.Get("type"), Status: q.Get("status"), Producer: q.Get("producer")}
+	search := searchQuery{Q: strings.TrimSpace(q.Get("q")), Type: q.Get("type"), Status: q.Get("status"), Producer: formValue(q, "producer")}
 	pageNo, _ := strconv.Atoi(q.Get("page"))
 	pageNo = max(pageNo, 1)
 
@@ -570,9 +573,42 @@ func statusMatches(filter string, st graph.Status) bool {
 func keep(q map[string][]string, names ...string) []param {
 	var out []param
 	for _, n := range names {
-		if vs := q[n]; len(vs) > 0 && vs[0] != "" {
-			out = append(out, param{Name: n, Value: vs[0]})
+		if v := formValue(q, n); v != "" {
+			out = append(out, formParam(n, v))
 		}
 	}
 	return out
+}
+
+// A form cannot carry a value that is not UTF-8: a browser submits a
+// hidden field holding such a byte as U+FFFD, so a list filtered by a
+// producer written with one (history from before names were checked)
+// would lose its filter, or take another producer's, at the next search.
+// Such a value travels percent-encoded in a field of its own, name
+// suffixed with encodedSuffix, which formValue reads back; links carry it
+// as it is (%FF in a URL is a byte).
+const encodedSuffix = "_pct"
+
+// formParam is the hidden field that carries value as name: as it is,
+// or percent-encoded under name+encodedSuffix when it is not UTF-8.
+func formParam(name, value string) param {
+	if utf8.ValidString(value) {
+		return param{Name: name, Value: value}
+	}
+	return param{Name: name + encodedSuffix, Value: url.QueryEscape(value)}
+}
+
+// formValue is the first value of name in q, or, when it has none, the
+// value formParam sent percent-encoded; "" when neither is there or the
+// encoding is broken.
+func formValue(q map[string][]string, name string) string {
+	if vs := q[name]; len(vs) > 0 && vs[0] != "" {
+		return vs[0]
+	}
+	if vs := q[name+encodedSuffix]; len(vs) > 0 {
+		if v, err := url.QueryUnescape(vs[0]); err == nil {
+			return v
+		}
+	}
+	return ""
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/store"
@@ -304,4 +305,71 @@ func TestLookAlikeAuthorsAndIDsReadApart(t *testing.T) {
 	}
 	readApart(t, "audit ids", auditIDs)
 	readApart(t, "audit producers", auditBy)
+}
+
+// TestProducerFilterSurvivesTheSearchForm lists, over real HTTP, the
+// artifacts of a producer written with a byte that is not UTF-8 (history
+// from before producers were checked), then submits the list's search
+// form as a browser does — a field's value is text, so such a byte is
+// sent as U+FFFD — and checks that the filter is still the same
+// producer's, not lost and not another producer's whose name has U+FFFD
+// there.
+func TestProducerFilterSurvivesTheSearchForm(t *testing.T) {
+	st := openStore(t)
+	loadContext(t, st, "hp",
+		putOp(t, "x1", "claim", "\xffbad", map[string]any{"text": "one"}),
+		putOp(t, "x2", "claim", "\ufffdbad", map[string]any{"text": "two"}),
+		putOp(t, "x3", "claim", "other", map[string]any{"text": "three"}))
+	srv := httptest.NewServer(New(Options{Store: st, Logger: quietLogger()}))
+	defer srv.Close()
+	listed := func(query string) (ids []string, body string) {
+		t.Helper()
+		res, err := http.Get(srv.URL + "/ui/contexts/hp?" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("GET ?%s: %d %v", query, res.StatusCode, err)
+		}
+		for _, m := range regexp.MustCompile(`<td class="id" data-label="id"><a href="[^"]*">(.*?)</a>`).FindAllStringSubmatch(string(b), -1) {
+			ids = append(ids, seen(m[1]))
+		}
+		return ids, string(b)
+	}
+	ids, body := listed("producer=%FFbad")
+	if !slices.Equal(ids, []string{"x1"}) {
+		t.Fatalf("?producer=%%FFbad lists %q, want [x1]", ids)
+	}
+	// No form of the page (the search, time travel) carries the byte in a
+	// field, where a browser would send U+FFFD.
+	hidden := regexp.MustCompile(`<input type="hidden" name="([^"]*)" value="([^"]*)"`).FindAllStringSubmatch(body, -1)
+	carried := 0
+	for _, m := range hidden {
+		v := html.UnescapeString(m[2])
+		if !utf8.ValidString(v) || strings.ContainsRune(v, utf8.RuneError) {
+			t.Errorf("a form field %s holds %q: a browser sends it as U+FFFD", m[1], v)
+		}
+		if strings.HasPrefix(m[1], "producer") {
+			carried++
+		}
+	}
+	if carried < 2 {
+		t.Errorf("%d forms carry the producer filter, want the search and the time travel's: %q", carried, hidden)
+	}
+	// Each form as a browser submits it: its fields' values as text.
+	for _, name := range []string{`class="search" role="search"`, `class="at-form"`, `class="travel-form" id="travel-form"`} {
+		form := regexp.MustCompile(`(?s)<form method="get" ` + name + `>(.*?)</form>`).FindStringSubmatch(body)
+		if form == nil {
+			t.Fatalf("the list has no form %s", name)
+		}
+		sent := url.Values{}
+		for _, m := range regexp.MustCompile(`<input (?:type="[^"]*" )?(?:id="[^"]*" )?name="([^"]*)" (?:min="[^"]*" max="[^"]*" )?value="([^"]*)"`).FindAllStringSubmatch(form[1], -1) {
+			sent.Add(html.UnescapeString(m[1]), strings.ToValidUTF8(html.UnescapeString(m[2]), "\ufffd"))
+		}
+		if ids, _ := listed(sent.Encode()); !slices.Equal(ids, []string{"x1"}) {
+			t.Errorf("the form %s sent %q, which lists %q, want [x1]", name, sent.Encode(), ids)
+		}
+	}
 }

@@ -133,6 +133,7 @@ var funcs = template.FuncMap{
 	// label splits an identifier into the runs template "label" shows,
 	// its invisible code points as escapes (labelParts); labelText is
 	// the same as one string, for attribute values.
+	"formParam": formParam,
 	"label":     labelParts,
 	"labelText": labelText,
 	"add":       func(a, b int) int { return a + b },

@@ -268,7 +268,7 @@ func (s *server) travelControl(r *http.Request, p *page) {
 	slices.Sort(names)
 	for _, k := range names {
 		for _, v := range keepQ[k] {
-			tv.Keep = append(tv.Keep, param{Name: k, Value: v})
+			tv.Keep = append(tv.Keep, formParam(k, v))
 		}
 	}
 	at := func(i int) string {
