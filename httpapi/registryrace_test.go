@@ -100,7 +100,17 @@ func registryRace[P interface{ body() string }, A raceAnswer](t *testing.T, k re
 			if k.prepare != nil {
 				k.prepare(e, path)
 			}
-			orders := permutations(len(c.puts))
+			// What each serial order of the puts answers and leaves: the
+			// same every round.
+			type serialRun struct {
+				answers []A
+				final   *A
+			}
+			var serials []serialRun
+			for _, o := range permutations(len(c.puts)) {
+				want, wantFinal := k.serial(t, c.puts, o)
+				serials = append(serials, serialRun{want, wantFinal})
+			}
 			outcomes := map[string]int{}
 			bad := 0
 			for round := range rounds {
@@ -149,12 +159,11 @@ func registryRace[P interface{ body() string }, A raceAnswer](t *testing.T, k re
 				outcomes[strings.Join(key, ",")]++
 
 				serial := false
-				for _, o := range orders {
-					want, wantFinal := k.serial(t, c.puts, o)
-					if fmt.Sprint(want) != fmt.Sprint(got) || *wantFinal != final {
+				for _, sr := range serials {
+					if fmt.Sprint(sr.answers) != fmt.Sprint(got) || *sr.final != final {
 						continue
 					}
-					data, err := k.def(name, *wantFinal, c.puts)
+					data, err := k.def(name, *sr.final, c.puts)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -768,9 +768,7 @@ func buildDOT(ctxID, at string, gq graphQuery, pic picture, trust map[string]gra
 		if pic.onPath[a.ID] {
 			class += " on-path"
 		}
-		// The id is clipped before it is escaped, so an escape is never
-		// cut.
-		label := labelText(clip(a.ID, labelRunes)) + "\n" + statusMark(t.Status) + " " + clip(a.Type, labelRunes)
+		label := shortLabel(a.ID) + "\n" + statusMark(t.Status) + " " + clip(a.Type, labelRunes)
 		if said := saids[a.ID]; said != "" && n <= saidNodes {
 			label += "\n" + wrapLabel(cut(said, saidNode), 30)
 		}

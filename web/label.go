@@ -57,6 +57,11 @@ func labelParts(s string) []labelPart {
 	if !needsEscape(s) {
 		return []labelPart{{Text: s}}
 	}
+	return splitLabel(s)
+}
+
+// splitLabel is labelParts of an s that needsEscape.
+func splitLabel(s string) []labelPart {
 	var parts []labelPart
 	start := 0
 	for i := 0; i < len(s); {
@@ -103,8 +108,12 @@ func labelText(s string) string {
 		return s
 	}
 	var b strings.Builder
-	for _, p := range labelParts(s) {
+	for _, p := range splitLabel(s) {
 		b.WriteString(p.Text)
 	}
 	return b.String()
 }
+
+// shortLabel is s as a drawing's label: shortened to labelRunes (clip),
+// then escaped, so that an escape is never cut.
+func shortLabel(s string) string { return labelText(clip(s, labelRunes)) }

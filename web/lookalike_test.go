@@ -42,6 +42,22 @@ func seen(fragment string) string {
 	return strings.Join(strings.Fields(b.String()), " ")
 }
 
+// okPage GETs path from srv over HTTP and returns its body, failing t
+// unless it answers 200.
+func okPage(t *testing.T, srv *httptest.Server, path string) string {
+	t.Helper()
+	res, err := http.Get(srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v\n%s", path, res.StatusCode, err, body)
+	}
+	return string(body)
+}
+
 // readApart fails t when two of the values a page shows read alike:
 // shown maps each value (a producer) to what the page drew for it.
 func readApart(t *testing.T, where string, shown map[string][]string) {
@@ -107,19 +123,7 @@ func TestLookAlikeLabelsReadApart(t *testing.T) {
 	loadContext(t, st, "look", ops...)
 	srv := httptest.NewServer(New(Options{Store: st, Logger: quietLogger()}))
 	defer srv.Close()
-	page := func(path string) string {
-		t.Helper()
-		res, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		if err != nil || res.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d %v\n%s", path, res.StatusCode, err, body)
-		}
-		return string(body)
-	}
+	page := func(path string) string { t.Helper(); return okPage(t, srv, path) }
 
 	// The context page: every artifact's row names its producer.
 	body := page("/ui/contexts/look?q=-00")
@@ -231,19 +235,7 @@ func TestLookAlikeAuthorsAndIDsReadApart(t *testing.T) {
 	}
 	srv := httptest.NewServer(New(Options{Store: st, Logger: quietLogger()}))
 	defer srv.Close()
-	page := func(path string) string {
-		t.Helper()
-		res, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		if err != nil || res.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d %v\n%s", path, res.StatusCode, err, body)
-		}
-		return string(body)
-	}
+	page := func(path string) string { t.Helper(); return okPage(t, srv, path) }
 	// idOf reads an artifact link's target back to its id.
 	idOf := func(href string) string {
 		t.Helper()
@@ -324,19 +316,11 @@ func TestProducerFilterSurvivesTheSearchForm(t *testing.T) {
 	defer srv.Close()
 	listed := func(query string) (ids []string, body string) {
 		t.Helper()
-		res, err := http.Get(srv.URL + "/ui/contexts/hp?" + query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, err := io.ReadAll(res.Body)
-		if err != nil || res.StatusCode != http.StatusOK {
-			t.Fatalf("GET ?%s: %d %v", query, res.StatusCode, err)
-		}
-		for _, m := range regexp.MustCompile(`<td class="id" data-label="id"><a href="[^"]*">(.*?)</a>`).FindAllStringSubmatch(string(b), -1) {
+		body = okPage(t, srv, "/ui/contexts/hp?"+query)
+		for _, m := range regexp.MustCompile(`<td class="id" data-label="id"><a href="[^"]*">(.*?)</a>`).FindAllStringSubmatch(body, -1) {
 			ids = append(ids, seen(m[1]))
 		}
-		return ids, string(b)
+		return ids, body
 	}
 	ids, body := listed("producer=%FFbad")
 	if !slices.Equal(ids, []string{"x1"}) {

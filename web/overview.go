@@ -200,8 +200,7 @@ func (cs *clusterSet) drawing(ctx, at, group string) *drawing {
 		value := c.label(group)
 		short := value
 		if !c.merged {
-			// Clipped before it is escaped, so an escape is never cut.
-			short = labelText(clip(c.key.value, labelRunes))
+			short = shortLabel(c.key.value)
 		}
 		if group == "trust" {
 			value, short = "all types", "all types"

@@ -130,10 +130,12 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
+	// formParam is a hidden field carrying a value a form cannot carry
+	// as it is (not UTF-8) percent-encoded.
+	"formParam": formParam,
 	// label splits an identifier into the runs template "label" shows,
 	// its invisible code points as escapes (labelParts); labelText is
 	// the same as one string, for attribute values.
-	"formParam": formParam,
 	"label":     labelParts,
 	"labelText": labelText,
 	"add":       func(a, b int) int { return a + b },
