@@ -87,14 +87,7 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 			t.Run(fmt.Sprintf("shared=%v/landed=%v", shared, landed), func(t *testing.T) {
 				ctx := context.Background()
 				d := &unknownDriver{Driver: memkv.New(), shared: shared}
-				s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-					t.Fatal(err)
-				}
+				s := openQuiet(t, d)
 				before := mustCommit(t, s, "c", put("a", "note", map[string]any{"text": "one"}))
 				// headOf reads the branch head: its commit, and whether the
 				// state holds artifact b.
@@ -114,7 +107,7 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 				}
 
 				d.armed.Store(how)
-				_, err = s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Parent: &before.ID,
+				_, err := s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Parent: &before.ID,
 					Ops: []graph.Op{put("b", "note", map[string]any{"text": "two"})}})
 				if !errors.Is(err, kv.ErrOutcomeUnknown) || errors.Is(err, ErrWriteFailed) {
 					t.Fatalf("commit whose outcome the driver does not know: %v, want kv.ErrOutcomeUnknown and no write failure", err)
@@ -161,20 +154,13 @@ func TestCommitNotWritten(t *testing.T) {
 		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
 			ctx := context.Background()
 			d := &unknownDriver{Driver: memkv.New(), shared: shared}
-			s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-				t.Fatal(err)
-			}
+			s := openQuiet(t, d)
 			before := mustCommit(t, s, "c", put("a", "note", map[string]any{"text": "one"}))
 			req := CommitRequest{Context: "c", Author: "t", Message: "m", Parent: &before.ID,
 				Ops: []graph.Op{put("b", "note", map[string]any{"text": "two"})}}
 
 			d.armed.Store(failUnsent)
-			_, err = s.Commit(ctx, req)
+			_, err := s.Commit(ctx, req)
 			if !errors.Is(err, kv.ErrNotWritten) || errors.Is(err, ErrWriteFailed) || errors.Is(err, kv.ErrOutcomeUnknown) {
 				t.Fatalf("commit the driver could not write: %v, want kv.ErrNotWritten and no write failure", err)
 			}
@@ -245,14 +231,7 @@ func TestCommitPutsFailed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			d := &putFailDriver{Driver: memkv.New(), land: tc.land, err: tc.err}
-			s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-				t.Fatal(err)
-			}
+			s := openQuiet(t, d)
 			before := mustCommit(t, s, "c", put("a", "note", map[string]any{"text": "one"}))
 			// About 2 MiB of payloads: the group puts them first.
 			var ops []graph.Op
@@ -261,7 +240,7 @@ func TestCommitPutsFailed(t *testing.T) {
 			}
 			req := CommitRequest{Context: "c", Author: "t", Message: "big", Parent: &before.ID, Ops: ops}
 			d.armed.Store(true)
-			_, err = s.Commit(ctx, req)
+			_, err := s.Commit(ctx, req)
 			t.Logf("the big commit whose put failed: %v", err)
 			if tc.stopped {
 				if !errors.Is(err, ErrWriteFailed) {
@@ -324,16 +303,9 @@ func (d *lockFailDriver) Lock(ctx context.Context, keys [][]byte) (kv.Hold, erro
 func TestHoldNotWrittenIsNotStale(t *testing.T) {
 	ctx := context.Background()
 	d := &lockFailDriver{Driver: memkv.New(), err: fmt.Errorf("%w: injected: failed to connect: timeout: %w", kv.ErrNotWritten, context.DeadlineExceeded)}
-	s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
-		t.Fatal(err)
-	}
+	s := openQuiet(t, d)
 	d.armed.Store(true)
-	_, err = s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: []graph.Op{put("a", "note", map[string]any{"text": "one"})}})
+	_, err := s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: []graph.Op{put("a", "note", map[string]any{"text": "one"})}})
 	if !errors.Is(err, kv.ErrNotWritten) || errors.Is(err, ErrStale) {
 		t.Fatalf("commit whose hold the driver could not take: %v, want kv.ErrNotWritten and not ErrStale", err)
 	}
@@ -343,4 +315,20 @@ func TestHoldNotWrittenIsNotStale(t *testing.T) {
 	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: []graph.Op{put("a", "note", map[string]any{"text": "one"})}}); err != nil {
 		t.Fatalf("the next commit: %v", err)
 	}
+}
+
+// openQuiet opens a store over d that logs nothing, with context "c"
+// created, closed when t ends.
+func openQuiet(t *testing.T, d kv.Driver) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Driver: d, Clock: testClock(), ReserveBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
