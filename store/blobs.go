@@ -724,10 +724,9 @@ type blobMember struct {
 // output's or error's full_blob is not: a client may record one itself
 // naming bytes its context does not hold, and an import leaves a blob
 // the bundle lists as pruned to the context that holds its bytes; so its
-// missing membership is no proof of a lost record. The tool-results path
-// does hold its blob, spilled or not, with the output's commit, but
-// nothing stored tells its outputs from those others: the commit records
-// no membership it wrote, and the spill index names no context.
+// missing membership is no proof of a lost record. A spilled output's
+// is, until the spill is pruned: the spill index names the context whose
+// commit came to hold it, and spills checks it there.
 func (k *checker) verdictBlobs(ctx context.Context, ctxID string, verdicts []verdictPut) error {
 	if !k.membersMarked {
 		return nil

@@ -76,6 +76,9 @@ type checker struct {
 	// not stored (or unreadable): a gate output naming one of them is
 	// not reported again.
 	lostHeld map[blobMember]bool
+	// lostBytes are the blobs spills reported as neither stored nor
+	// pruned: a gate output naming one of them is not reported again.
+	lostBytes map[hashing.Digest]bool
 }
 
 func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
@@ -106,9 +109,11 @@ func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
 //     once the store is marked as having its memberships recorded (meta
 //     blob-members), each context must hold every blob its fetch
 //     verdicts name, in every commit the replay's pass reads
-//     (verdictBlobs); not so a tool output's or error's blob (a spilled
-//     output's full text), which a client's own put or an import may
-//     leave unheld on purpose (see verdictBlobs).
+//     (verdictBlobs); not so a tool output's or error's blob, which a
+//     client's own put or an import may leave unheld on purpose (see
+//     verdictBlobs) — unless the spill index says which context spilled
+//     it: until its spill is pruned, that context must hold it and its
+//     bytes must be stored or pruned (spills).
 //
 // A value that fails its hash is read again once, to tell a flaky read
 // from real corruption. The error is non-nil only when the check itself
@@ -123,6 +128,8 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		reported: make(map[hashing.Digest]bool),
 		created:  make(map[string]string),
 		lostHeld: make(map[blobMember]bool),
+
+		lostBytes: make(map[hashing.Digest]bool),
 	}
 	rep := k.rep
 	switch _, err := s.kv.Get(ctx, keyMetaBlobMembers()); {
@@ -158,6 +165,9 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		return rep, err
 	}
 	if err := k.checkBlobs(ctx); err != nil {
+		return rep, err
+	}
+	if err := k.spills(ctx); err != nil {
 		return rep, err
 	}
 	if err := k.scan(ctx, pNode, "node", func(d hashing.Digest, v []byte) error {
@@ -787,8 +797,8 @@ func (k *checker) gateBlobs(ctx context.Context, ctxID, branch string, st *graph
 		}
 		for _, ref := range gate.BlobRefs(a.Type, data) {
 			d, err := hashing.ParseDigest(ref)
-			if err == nil && k.lostHeld[blobMember{ctxID, d}] {
-				continue // reported with the memberships, naming the context and the blob
+			if err == nil && (k.lostHeld[blobMember{ctxID, d}] || k.lostBytes[d]) {
+				continue // reported with the memberships or the spills, naming the blob
 			}
 			if err == nil {
 				var ok bool

@@ -1479,7 +1479,7 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 		g.set(keyBlobMember(req.Context, b), []byte{})
 	}
 	for _, b := range req.Spills {
-		g.set(keySpill(when, b), []byte{})
+		g.set(keySpill(when, b), []byte(req.Context))
 	}
 	// Later requests of the group (a branch reset or a fast-forward merge
 	// checking the head it expects) must see this ref move, not the disk's.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/store/kv"
 )
@@ -21,7 +22,11 @@ import (
 // when it was pruned, and fsck and import accept a gate output whose blob
 // was pruned.
 //
-//	spill NUL <unix nanoseconds BE> NUL <digest> -> ""  (the spill index)
+//	spill NUL <unix nanoseconds BE> NUL <digest> -> context id (the spill index)
+//
+// The spill index's value names the context whose commit spilled the
+// output and came to hold its bytes (empty in a store written before it
+// did): fsck expects that context to hold them until they are pruned.
 //	pruned NUL <digest>                          -> {"pruned_at": RFC 3339}
 
 const (
@@ -129,4 +134,85 @@ func (s *Store) BlobPruned(ctx context.Context, d hashing.Digest) (string, bool)
 		return pe.PrunedAt, true
 	}
 	return "", false
+}
+
+// ---- fsck ----
+
+// spills checks the spill index. A spill's commit made its context hold
+// the output's bytes (CommitRequest.Blobs and Spills land together), and
+// only a prune deletes its index record (with the bytes, leaving a
+// marker), so while the record is there its context must hold the blob
+// and the bytes must be stored — or pruned through another spill of the
+// same text. It reports a malformed record, a context that no longer
+// holds its spilled output (the membership was lost: the context can no
+// longer read the output's full text), and bytes neither stored nor
+// pruned once: not again on a membership checkBlobs reported, nor, later,
+// on the gate outputs that name them (lostHeld, lostBytes). A record
+// written before the index named contexts is checked for its bytes only.
+func (k *checker) spills(ctx context.Context) error {
+	s := k.s
+	type spill struct {
+		at    time.Time
+		d     hashing.Digest
+		ctxID string
+	}
+	var found []spill
+	lost := func(key []byte, why string) {
+		k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%q", key), Detail: "spill index record unreadable: " + why})
+	}
+	if err := k.scanAll(ctx, []byte(pSpill), func(key, v []byte) error {
+		if len(key) != len(pSpill)+8+1+32 || key[len(pSpill)+8] != 0 {
+			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%q", key), Detail: "malformed spill index key"})
+			return nil
+		}
+		sp := spill{at: time.Unix(0, int64(binary.BigEndian.Uint64(key[len(pSpill):]))).UTC(), ctxID: string(v)}
+		copy(sp.d[:], key[len(key)-32:])
+		if sp.ctxID != "" && ValidateContextID(sp.ctxID) != nil {
+			k.add(Defect{Kind: "blob", ID: sp.d.String(),
+				Detail: fmt.Sprintf("the spill index record of %s names no valid context (%q)", hashing.FormatTime(sp.at), v)})
+			return nil
+		}
+		found = append(found, sp)
+		return nil
+	}, lost); err != nil {
+		return err
+	}
+	reported := map[hashing.Digest]bool{}
+	for m := range k.lostHeld {
+		reported[m.d] = true
+	}
+	for _, sp := range found {
+		stored, err := s.HasBlob(ctx, sp.d)
+		if err != nil && !fault.IsCorrupt(err) {
+			return fmt.Errorf("look up spilled blob %s: %w", sp.d, err)
+		}
+		gone := false
+		if !stored && err == nil {
+			_, pruned := s.BlobPruned(ctx, sp.d)
+			gone = !pruned
+		}
+		held := true
+		if sp.ctxID != "" {
+			if held, err = s.BlobMember(ctx, sp.ctxID, sp.d); err != nil && !fault.IsCorrupt(err) {
+				return fmt.Errorf("look up spilled blob %s of %q: %w", sp.d, sp.ctxID, err)
+			}
+			held = held || err != nil // an unreadable record is reported with the memberships
+		}
+		switch {
+		case !held:
+			detail := fmt.Sprintf("context %q spilled a tool output's full text (blob %s) at %s and no longer holds it: its record was lost, and the context cannot read the text", sp.ctxID, sp.d, hashing.FormatTime(sp.at))
+			if gone && !reported[sp.d] {
+				detail += "; its bytes are neither stored nor pruned"
+				reported[sp.d] = true
+				k.lostBytes[sp.d] = true
+			}
+			k.add(Defect{Kind: "blob", Context: sp.ctxID, ID: sp.d.String(), Detail: detail})
+		case gone && !reported[sp.d]:
+			reported[sp.d] = true
+			k.lostBytes[sp.d] = true
+			k.add(Defect{Kind: "blob", Context: sp.ctxID, ID: sp.d.String(),
+				Detail: fmt.Sprintf("the tool output's full text spilled at %s (blob %s) is neither stored nor pruned", hashing.FormatTime(sp.at), sp.d)})
+		}
+	}
+	return nil
 }
