@@ -209,3 +209,93 @@ func (d *swapsFail) Commit(ctx context.Context, b kv.Batch) error {
 	}
 	return d.LockingDriver.Commit(ctx, b)
 }
+
+// TestLoadNeverInstallsASnapshotOlderThanAPut: a load that has read the
+// stored types and not yet installed them, and a put of a new type
+// meanwhile — the put waits for the load (the registry's put lock), so the
+// put's type is known afterwards, as it is stored. Were the put not to
+// wait, it would install its type while the load is paused, and the load
+// would then install the snapshot it read before the put's write over
+// it: a type stored and registered, unknown to the registry that wrote it
+// (its artifacts refused as of an unknown type) until the next load.
+func TestLoadNeverInstallsASnapshotOlderThanAPut(t *testing.T) {
+	ctx := context.Background()
+	d := &pausedLoad{LockingDriver: memkv.New(), paused: make(chan struct{}), release: make(chan struct{})}
+	a, _ := sharedServices(t, d)
+	for _, c := range []struct {
+		name  string
+		put   func() error
+		known func() bool
+	}{
+		{"Put", func() error {
+			_, _, err := a.types.Put(ctx, a.st, "late", graph.RoleDerived, "", []byte(`{"type":"object"}`))
+			return err
+		}, func() bool { _, ok := a.types.Get("late"); return ok }},
+		{"PutRelation", func() error {
+			_, _, err := a.types.PutRelation(ctx, a.st, "late_on", true, "")
+			return err
+		}, func() bool { _, ok := a.types.RelationOf("late_on"); return ok }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d.armed.Store(true)
+			loaded := make(chan error, 1)
+			go func() { loaded <- a.types.Load(ctx, a.st) }()
+			<-d.paused // the load has read the stored types and relations
+			put := make(chan error, 1)
+			go func() { put <- c.put() }()
+			select {
+			case err := <-put:
+				// The put did not wait: the load installs what it read.
+				put <- err
+			case <-time.After(200 * time.Millisecond):
+				// The put waits for the load, as it must.
+			}
+			d.release <- struct{}{}
+			if err := <-loaded; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-put; err != nil {
+				t.Fatal(err)
+			}
+			if !c.known() {
+				t.Errorf("after a put during a load, the registry does not know what the put stored")
+			}
+		})
+	}
+}
+
+// pausedLoad is a driver whose next scan of the stored relations (a
+// load's last read, after the types), once armed, reads them and then
+// signals paused and waits for release before it hands them to the
+// caller: a load paused between reading the registry and installing it.
+type pausedLoad struct {
+	storetest.LockingDriver
+	armed   atomic.Bool
+	paused  chan struct{}
+	release chan struct{}
+}
+
+// Close implements kv.Driver; the wrapped driver stays open.
+func (*pausedLoad) Close() error { return nil }
+
+// Scan implements kv.Driver.
+func (d *pausedLoad) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
+	if !bytes.Equal(prefix, []byte("reldef\x00")) || !d.armed.CompareAndSwap(true, false) {
+		return d.LockingDriver.Scan(ctx, prefix, start, limit, fn)
+	}
+	var recs []kv.Record
+	if err := d.LockingDriver.Scan(ctx, prefix, start, limit, func(k, v []byte) error {
+		recs = append(recs, kv.Record{Key: bytes.Clone(k), Value: bytes.Clone(v)})
+		return nil
+	}); err != nil {
+		return err
+	}
+	d.paused <- struct{}{}
+	<-d.release
+	for _, r := range recs {
+		if err := fn(r.Key, r.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
