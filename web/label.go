@@ -114,6 +114,47 @@ func labelText(s string) string {
 	return b.String()
 }
 
-// shortLabel is s as a drawing's label: shortened to labelRunes (clip),
-// then escaped, so that an escape is never cut.
-func shortLabel(s string) string { return labelText(clip(s, labelRunes)) }
+// shortLabel is s as a drawing's label: escaped, and shortened to about
+// labelRunes as it reads — an escape counts as the runes it shows, so an
+// id of invisible code points is not eight times as wide as any other.
+// The cut, marked "…" as clip marks it, never goes through an escape: one
+// that starts before labelRunes-1 is shown whole (at most
+// len("⟨U+10FFFF⟩")-1 runes over), so that ids apart by the code point
+// there still read apart.
+func shortLabel(s string) string {
+	if !needsEscape(s) {
+		return clip(s, labelRunes)
+	}
+	parts := splitLabel(s)
+	width := 0
+	for _, p := range parts {
+		width += utf8.RuneCountInString(p.Text)
+	}
+	if width <= labelRunes {
+		return labelText(s)
+	}
+	var b strings.Builder
+	room := labelRunes - 1 // the runes left before "…"
+	for _, p := range parts {
+		n := utf8.RuneCountInString(p.Text)
+		if n <= room {
+			b.WriteString(p.Text)
+			room -= n
+			continue
+		}
+		if p.Esc {
+			if room > 0 {
+				b.WriteString(p.Text) // whole: an escape is never cut
+			}
+			break
+		}
+		i := 0
+		for range room {
+			_, size := utf8.DecodeRuneInString(p.Text[i:])
+			i += size
+		}
+		b.WriteString(p.Text[:i])
+		break
+	}
+	return b.String() + "…"
+}

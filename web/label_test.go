@@ -113,3 +113,33 @@ func TestLabelsNeverReadAlike(t *testing.T) {
 		t.Errorf("a producer named %q reads like the merged cluster", merged)
 	}
 }
+
+// TestShortLabelCountsEscapes: a drawing's label is shortened by the
+// runes it shows, escapes included — an id of invisible code points is
+// about as wide as any other — and an escape at the cut is shown whole,
+// so that ids apart by the code point there read apart.
+func TestShortLabelCountsEscapes(t *testing.T) {
+	const most = labelRunes + len("⟨U+10FFFF⟩") - 1 // runes, at most
+	for _, c := range []struct{ in, want string }{
+		{"agent", "agent"},
+		{"agent\u200b", "agent⟨U+200B⟩"},
+		{strings.Repeat("a", 40), strings.Repeat("a", labelRunes-1) + "…"},
+		{strings.Repeat("\u200b", 3), strings.Repeat("⟨U+200B⟩", 3)},
+		{strings.Repeat("\u200b", 40), strings.Repeat("⟨U+200B⟩", 4) + "…"},
+		{strings.Repeat("a", labelRunes-2) + "\xffzzzz", strings.Repeat("a", labelRunes-2) + "⟨0xFF⟩…"},
+		{strings.Repeat("a", labelRunes-2) + "\x00zzzz", strings.Repeat("a", labelRunes-2) + "⟨U+0000⟩…"},
+		{"ab\u200bcdefghijklmnopqrstuvwxyz0123456789", "ab⟨U+200B⟩cdefghijklmnopqrs…"},
+	} {
+		got := shortLabel(c.in)
+		if got != c.want {
+			t.Errorf("shortLabel(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if n := utf8.RuneCountInString(got); n > most {
+			t.Errorf("shortLabel(%q) is %d runes wide, more than %d", c.in, n, most)
+		}
+	}
+	long := strings.Repeat("\U000E0041", 40)
+	if n := utf8.RuneCountInString(shortLabel(long)); n > most {
+		t.Errorf("a label of 40 tag characters is %d runes wide, more than %d", n, most)
+	}
+}
