@@ -40,11 +40,12 @@ type Options struct {
 	// AllowFetch, Fetcher, Render, Sanitize, GateRules, Clock, LeaseKey);
 	// when set, those fields are ignored and Service must work on Store.
 	Service *service.Service
-	// Types is the type registry. Pass the registry whose RoleOf the store
-	// was opened with (store.Options.Roles), already loaded, so that user
-	// types count in trust. When nil, New makes one and loads it from Store;
-	// user types then count in reads but the store's trust treats them as
-	// unknown, so use nil only in tests of built-in types.
+	// Types is the type registry: what writes validate their data
+	// against and record in the chain (trust reads each type's role from
+	// the definitions the chain holds, not from the registry). Pass one
+	// already loaded (Registry.Load), shared by every door of the
+	// process. When nil, New makes one and loads it from Store (an error
+	// is logged, and the registry then knows the built-in types only).
 	Types *Registry
 	// Logger receives request logs and internal errors; slog.Default() when
 	// nil.

@@ -118,11 +118,13 @@ func (r *Registry) installRelation(name string, rec RelationRecord) {
 	r.mu.Unlock()
 }
 
-// definitions returns the user definitions that ops use, as registered
-// now: what a commit of ops must record (store.CommitRequest.Types and
-// Relations). Built-in types and relations, and names the registry does
-// not know (the commit refuses those), are left out.
-func (r *Registry) definitions(ops []graph.Op) ([]graph.TypeDef, []graph.RelationDef) {
+// definitions returns the user definitions that ops use: what a commit of
+// ops must record (store.CommitRequest.Types and Relations). A type is
+// recorded as use holds it — the entry its puts were validated against —
+// and a relation as registered now (its depends never changes). Built-in
+// types and relations, and names the registry does not know (the commit
+// refuses those), are left out.
+func (r *Registry) definitions(ops []graph.Op, use typeUse) ([]graph.TypeDef, []graph.RelationDef) {
 	var types []graph.TypeDef
 	var rels []graph.RelationDef
 	seen := map[string]bool{}
@@ -136,7 +138,11 @@ func (r *Registry) definitions(ops []graph.Op) ([]graph.TypeDef, []graph.Relatio
 				continue
 			}
 			seen["t"+op.Type] = true
-			if e := r.user[op.Type]; e != nil {
+			e, ok := use[op.Type]
+			if !ok {
+				e = r.user[op.Type]
+			}
+			if e != nil && !e.rec.Builtin {
 				types = append(types, graph.TypeDef{Name: e.rec.Name, Role: e.rec.Role, Description: e.rec.Description, Schema: e.rec.Schema})
 			}
 		case graph.OpLink:

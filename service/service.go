@@ -20,11 +20,12 @@ import (
 type Options struct {
 	// Store is the repository served. Required.
 	Store *store.Store
-	// Types is the type registry. Pass the registry whose RoleOf the store
-	// was opened with (store.Options.Roles), already loaded, so that user
-	// types count in trust. When nil, New makes one and loads it from
-	// Store; user types then count in reads but the store's trust treats
-	// them as unknown, so use nil only in tests of built-in types.
+	// Types is the type registry: what writes validate their data
+	// against and record in the chain (trust reads each type's role from
+	// the definitions the chain holds, not from the registry). Pass one
+	// already loaded (Registry.Load), shared by every door of the
+	// process. When nil, New makes one and loads it from Store (an error
+	// is logged, and the registry then knows the built-in types only).
 	Types *Registry
 	// Logger receives the warnings of the use cases; slog.Default() when
 	// nil.
@@ -87,6 +88,10 @@ type Service struct {
 	// from one kept (tests read it).
 	evals           *lru.Cache[string, *keptEval]
 	evalDerivations atomic.Int64
+
+	// validated, when a test sets it, runs after a write has validated
+	// its data and before it decides the definitions its commit records.
+	validated func()
 }
 
 // New returns the service over opts.Store.

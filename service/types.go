@@ -60,9 +60,9 @@ type typeEntry struct {
 }
 
 // Registry holds the artifact types: the built-ins of DESIGN.md and the
-// user types registered with PUT /v1/types/{name}. Its RoleOf is what the
-// store must use as store.Options.Roles, so that user types count in trust.
-// A user type's role cannot change once registered (trust indexes already
+// user types registered with PUT /v1/types/{name}. A write validates its
+// data against it and records the definitions it used in the chain, where
+// trust reads each type's role. A user type's role cannot change once registered (trust indexes already
 // built from it would go stale); its schema and description can, each
 // change bumping the version. Methods are safe for concurrent use.
 type Registry struct {
@@ -107,7 +107,7 @@ func NewRegistry() *Registry {
 }
 
 // RoleOf returns the trust role of a type: built-in roles first, then
-// registered user types. Its signature fits store.Options.Roles.
+// registered user types.
 func (r *Registry) RoleOf(typ string) (graph.Role, bool) {
 	if role, ok := graph.BuiltinRoles(typ); ok {
 		return role, true
@@ -509,7 +509,32 @@ func CompileSchema(name string, doc any) (*jsonschema.Schema, error) {
 // hashing.DecodeCanonical and jsonschema.UnmarshalJSON decode JSON)
 // against the type's schema; field errors point below prefix.
 func (r *Registry) Validate(typ string, data any, prefix string) error {
-	e := r.entry(typ)
+	return validateEntry(r.entry(typ), typ, data, prefix)
+}
+
+// typeUse holds the registry's entries a write validated its puts
+// against, by type name (nil for a name it did not know). The definitions
+// its commit records are these (definitions), not the registry's a moment
+// later: a put of the type in between would otherwise record a
+// definition the write's data was never checked against, and history
+// would hold data its own definition refuses (an import of the context's
+// export refuses it).
+type typeUse map[string]*typeEntry
+
+// validateIn is Validate against the entry use holds for typ, taking the
+// registry's current one (and keeping it in use) the first time.
+func (r *Registry) validateIn(use typeUse, typ string, data any, prefix string) error {
+	e, ok := use[typ]
+	if !ok {
+		e = r.entry(typ)
+		use[typ] = e
+	}
+	return validateEntry(e, typ, data, prefix)
+}
+
+// validateEntry validates data against e, the entry of type typ (nil: the
+// type is unknown).
+func validateEntry(e *typeEntry, typ string, data any, prefix string) error {
 	if e == nil {
 		return &fault.Error{Code: fault.UnknownType, Detail: fmt.Sprintf("unknown type %q; register it with PUT /v1/types/%s or use a built-in type", typ, typ),
 			Errors: []fault.FieldError{{Pointer: parentPointer(prefix) + "/type", Rule: "registered", Detail: "unknown type"}}}

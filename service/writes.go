@@ -430,8 +430,12 @@ func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactI
 	if err := s.types.Refresh(ctx, s.st); err != nil {
 		return nil, err
 	}
-	if err := s.types.Validate(in.Type, data, "/data"); err != nil {
+	use := typeUse{}
+	if err := s.types.validateIn(use, in.Type, data, "/data"); err != nil {
 		return nil, err
+	}
+	if s.validated != nil {
+		s.validated()
 	}
 	mode, err := s.commitMode(ctx, ctxID, in.Quarantine)
 	if err != nil {
@@ -454,7 +458,7 @@ func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactI
 		Context: ctxID, Branch: in.Branch, Parent: parent, Author: author,
 		Message: "put " + id, Ops: ops, Mode: mode,
 	}
-	req.Types, req.Relations = s.types.definitions(ops)
+	req.Types, req.Relations = s.types.definitions(ops, use)
 	if held != nil {
 		req.Blobs, req.Spills = held.blobs, held.spills
 	}
@@ -607,6 +611,7 @@ func (s *Service) commit(ctx context.Context, ctxID string, in *CommitInput, doc
 	if err := s.types.Refresh(ctx, s.st); err != nil {
 		return nil, err
 	}
+	use := typeUse{}
 	ops := make([]graph.Op, len(in.Ops))
 	for i, op := range in.Ops {
 		at := "/ops/" + strconv.Itoa(i)
@@ -622,7 +627,7 @@ func (s *Service) commit(ctx context.Context, ctxID string, in *CommitInput, doc
 			if err := checkLabel(a.ProducedBy, at+"/artifact/produced_by", "produced_by"); err != nil {
 				return nil, err
 			}
-			if err := s.types.Validate(a.Type, docs[i], at+"/artifact/data"); err != nil {
+			if err := s.types.validateIn(use, a.Type, docs[i], at+"/artifact/data"); err != nil {
 				return nil, err
 			}
 			id := a.ID
@@ -638,6 +643,9 @@ func (s *Service) commit(ctx context.Context, ctxID string, in *CommitInput, doc
 			return nil, &fault.Error{Code: fault.Invalid, Detail: fmt.Sprintf("unknown op %q", op.Op), Errors: []fault.FieldError{{Pointer: at + "/op", Rule: "enum", Detail: "want put, delete, link or unlink"}}}
 		}
 	}
+	if s.validated != nil {
+		s.validated()
+	}
 	mode, err := s.commitMode(ctx, ctxID, in.Quarantine)
 	if err != nil {
 		return nil, err
@@ -649,7 +657,7 @@ func (s *Service) commit(ctx context.Context, ctxID string, in *CommitInput, doc
 	if author == "" {
 		author = "api"
 	}
-	types, rels := s.types.definitions(ops)
+	types, rels := s.types.definitions(ops, use)
 	res, err := s.st.Commit(ctx, store.CommitRequest{
 		Context: ctxID, Branch: in.Branch, Parent: parent, Author: author, Message: in.Message,
 		Ops: ops, Mode: mode, Check: clientCheck, Types: types, Relations: rels,
