@@ -20,8 +20,9 @@ import (
 
 // Defect is one problem found by Check.
 type Defect struct {
-	// Kind is "context", "object", "blob", "node", "commit", "ops", "ref"
-	// or "state".
+	// Kind is "context", "object", "blob", "node", "commit", "ops",
+	// "ref", "state" or "checkpoint" (and "type" or "relation" for the
+	// registry's records, which the service layer checks).
 	// A broken chain is reported on the first commit that does not replay.
 	Kind    string `json:"kind"`
 	Context string `json:"context,omitempty"`
@@ -79,6 +80,10 @@ type checker struct {
 	// lostBytes are the blobs spills reported as neither stored nor
 	// pruned: a gate output naming one of them is not reported again.
 	lostBytes map[hashing.Digest]bool
+	// unreadCtx are the contexts whose record does not decode: their
+	// chains are checked all the same, their heads (read with the
+	// context's settings) not.
+	unreadCtx map[string]bool
 }
 
 func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
@@ -130,6 +135,7 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		lostHeld: make(map[blobMember]bool),
 
 		lostBytes: make(map[hashing.Digest]bool),
+		unreadCtx: make(map[string]bool),
 	}
 	rep := k.rep
 	switch _, err := s.kv.Get(ctx, keyMetaBlobMembers()); {
@@ -247,7 +253,14 @@ func (k *checker) contexts(ctx context.Context) ([]string, error) {
 	err := k.scanAll(ctx, []byte(pCtx), func(key, v []byte) error {
 		var info ContextInfo
 		if err := json.Unmarshal(v, &info); err != nil || info.ID != string(key[len(pCtx):]) {
-			k.add(Defect{Kind: "context", ID: fmt.Sprintf("%q", key[len(pCtx):]), Detail: "context record does not decode to this context"})
+			id := string(key[len(pCtx):])
+			k.add(Defect{Kind: "context", ID: fmt.Sprintf("%q", id), Detail: "context record does not decode to this context"})
+			if ValidateContextID(id) == nil {
+				// Its chain is still checked: one bad record must not
+				// hide the rest of the context's damage.
+				k.unreadCtx[id] = true
+				ids = append(ids, id)
+			}
 			return nil
 		}
 		// Its settings as the store writes them: a flipped byte in the
@@ -452,7 +465,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 	}
 	outParents := k.parents(ctxID, commits, seqOf, failed)
 	for _, c := range commits {
-		if len(c.Parents) == 0 && c.Time != k.created[ctxID] {
+		if len(c.Parents) == 0 && !k.unreadCtx[ctxID] && c.Time != k.created[ctxID] {
 			k.add(Defect{Kind: "context", Context: ctxID, ID: ctxID, Detail: fmt.Sprintf("context record says created %q, its root commit %s %q", k.created[ctxID], c.ID.Short(), c.Time)})
 		}
 	}
@@ -519,9 +532,9 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 	if err := k.verdictBlobs(ctx, ctxID, src.verdicts); err != nil {
 		return err
 	}
-	branches, err := s.Branches(ctx, ctxID)
+	branches, err := k.branches(ctx, ctxID)
 	if err != nil {
-		k.add(Defect{Kind: "ref", Context: ctxID, ID: "*", Detail: err.Error()})
+		return err
 	}
 	heads := make(map[hashing.Digest][]string, len(branches))
 	for _, b := range branches {
@@ -580,7 +593,9 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		}
 		cs, err := s.ctxState(ctxID)
 		if fault.IsCorrupt(err) {
-			k.add(Defect{Kind: "context", ID: fmt.Sprintf("%q", ctxID), Detail: err.Error()})
+			if !k.unreadCtx[ctxID] { // else reported with the context records
+				k.add(Defect{Kind: "context", ID: fmt.Sprintf("%q", ctxID), Detail: err.Error()})
+			}
 			return flush()
 		}
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/artifactd/artifactd/service"
 )
 
 func runFsck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -23,6 +25,11 @@ func runFsck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitUsage, "fsck: could not complete: %v", err)
 	}
+	reg, err := service.CheckRegistry(ctx, st)
+	if err != nil {
+		return fail(stderr, exitUsage, "fsck: could not complete: %v", err)
+	}
+	rep.Defects = append(rep.Defects, reg...)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -35,7 +42,7 @@ func runFsck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if len(rep.Defects) > 0 {
-		return fail(stderr, exitUsage, "fsck: %d defect(s) found", len(rep.Defects))
+		return fail(stderr, exitMismatch, "fsck: %d defect(s) found", len(rep.Defects))
 	}
 	if !*asJSON {
 		fmt.Fprintln(stdout, "ok")

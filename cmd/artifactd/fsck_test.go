@@ -115,7 +115,7 @@ func TestFsckClean(t *testing.T) {
 }
 
 // TestFsckCorruptObject flips one byte of an artifact's payload: fsck
-// names the object and exits 2, and replay refuses to verify the head
+// names the object and exits 1 (it ran and found damage), and replay refuses to verify the head
 // with exit 2 (a broken chain, not a mismatch and not a crash).
 func TestFsckCorruptObject(t *testing.T) {
 	f := newVerifyFixture(t)
@@ -124,8 +124,8 @@ func TestFsckCorruptObject(t *testing.T) {
 
 	code, out, errOut := runArtifactd(t, "fsck", "--data", f.dir)
 	noCrash(t, out, errOut)
-	if code != 2 || !strings.Contains(out, "DEFECT object "+d.String()) {
-		t.Fatalf("fsck: exit %d, want 2 naming object %s\n%s\n%s", code, d, out, errOut)
+	if code != 1 || !strings.Contains(out, "DEFECT object "+d.String()) {
+		t.Fatalf("fsck: exit %d, want 1 naming object %s\n%s\n%s", code, d, out, errOut)
 	}
 	_, defects, _ := fsckDefects(t, f.dir)
 	wantDefect(t, defects, "object", d)
@@ -145,8 +145,8 @@ func TestFsckCorruptCommitRecord(t *testing.T) {
 	flipByte(t, f.dir, commitKey("c", c.ID), inMessage)
 
 	code, defects, _ := fsckDefects(t, f.dir)
-	if code != 2 {
-		t.Fatalf("fsck: exit %d, want 2", code)
+	if code != 1 {
+		t.Fatalf("fsck: exit %d, want 1", code)
 	}
 	wantDefect(t, defects, "commit", c.ID)
 	code, out, errOut := runArtifactd(t, "replay", "--data", f.dir, "--context", "c", "--verify", f.head().ContextHash.String())
@@ -168,8 +168,8 @@ func TestFsckCorruptUndecodableCommit(t *testing.T) {
 	c := f.commits[2]
 	flipByte(t, f.dir, commitKey("c", c.ID), func(v []byte) int { return 0 }) // '{' -> 'z'
 	code, defects, _ := fsckDefects(t, f.dir)
-	if code != 2 {
-		t.Fatalf("fsck: exit %d, want 2", code)
+	if code != 1 {
+		t.Fatalf("fsck: exit %d, want 1", code)
 	}
 	wantDefect(t, defects, "commit", c.ID)
 	code, out, errOut := runArtifactd(t, "replay", "--data", f.dir, "--context", "c")
@@ -185,8 +185,8 @@ func TestFsckCorruptTrieNode(t *testing.T) {
 	root := f.head().Root
 	flipByte(t, f.dir, nodeKey(root), nil)
 	code, defects, _ := fsckDefects(t, f.dir)
-	if code != 2 {
-		t.Fatalf("fsck: exit %d, want 2", code)
+	if code != 1 {
+		t.Fatalf("fsck: exit %d, want 1", code)
 	}
 	wantDefect(t, defects, "node", root)
 	// The state map is derived data: the chain itself still replays.
@@ -201,8 +201,8 @@ func TestFsckCorruptOpsChunk(t *testing.T) {
 	c := f.commits[1]
 	flipByte(t, f.dir, opsKey("c", c.ID, 0), nil)
 	code, defects, _ := fsckDefects(t, f.dir)
-	if code != 2 {
-		t.Fatalf("fsck: exit %d, want 2", code)
+	if code != 1 {
+		t.Fatalf("fsck: exit %d, want 1", code)
 	}
 	wantDefect(t, defects, "commit", c.ID)
 	code, out, errOut := runArtifactd(t, "replay", "--data", f.dir, "--context", "c", "--verify", f.head().ContextHash.String())
@@ -225,8 +225,8 @@ func TestFsckCollectsEveryDefect(t *testing.T) {
 	flipByte(t, f.dir, opsKey("c", second.ID, 0), nil)
 
 	code, defects, errOut := fsckDefects(t, f.dir)
-	if code != 2 || !strings.Contains(errOut, "defect(s) found") {
-		t.Fatalf("fsck: exit %d, want 2\n%s", code, errOut)
+	if code != 1 || !strings.Contains(errOut, "defect(s) found") {
+		t.Fatalf("fsck: exit %d, want 1\n%s", code, errOut)
 	}
 	wantDefect(t, defects, "object", obj)
 	wantDefect(t, defects, "node", node)
@@ -292,8 +292,8 @@ func TestFsckCorruptPack(t *testing.T) {
 		t.Fatalf("payload 150 is in no pack (%v)", packs)
 	}
 	code, defects, _ := fsckDefects(t, dir)
-	if code != 2 {
-		t.Fatalf("fsck: exit %d, want 2", code)
+	if code != 1 {
+		t.Fatalf("fsck: exit %d, want 1", code)
 	}
 	wantDefect(t, defects, "object", damaged)
 	code, out, errOut := runArtifactd(t, "replay", "--data", dir, "--context", "c", "--verify", res.Commit.ContextHash.String())
@@ -440,8 +440,8 @@ func TestFsckFindsACommitOutOfTheSeqIndex(t *testing.T) {
 	}
 	deleteKey(t, f.dir, binary.BigEndian.AppendUint64([]byte("seq\x00c\x00"), left.Seq))
 	code, defects, _ := fsckDefects(t, f.dir)
-	if code != 2 || len(defects) != 1 {
-		t.Fatalf("fsck: exit %d, defects %+v; want exit 2 and one defect", code, defects)
+	if code != 1 || len(defects) != 1 {
+		t.Fatalf("fsck: exit %d, defects %+v; want exit 1 and one defect", code, defects)
 	}
 	wantDefect(t, defects, "commit", left.ID)
 	if d := defects[0]; d.Context != "c" || !strings.Contains(d.Detail, "not in the context's seq index") {
@@ -496,11 +496,33 @@ func TestFsckFindsALostBlobMembership(t *testing.T) {
 	}
 	deleteKey(t, dir, append([]byte("cblob\x00c\x00"), body[:]...))
 	code, defects, _ := fsckDefects(t, dir)
-	if code != 2 || len(defects) != 1 {
-		t.Fatalf("fsck: exit %d, defects %+v; want exit 2 and one defect", code, defects)
+	if code != 1 || len(defects) != 1 {
+		t.Fatalf("fsck: exit %d, defects %+v; want exit 1 and one defect", code, defects)
 	}
 	wantDefect(t, defects, "blob", body)
 	if d := defects[0]; d.Context != "c" || !strings.Contains(d.Detail, `fetch_verdict "f"`) {
 		t.Errorf("defect %+v", d)
+	}
+}
+
+// TestFsckReportsABrokenTypeRecord: a type record that no longer decodes
+// keeps `serve` from starting; fsck names it (kind type) and exits 1,
+// where it said ok before.
+func TestFsckReportsABrokenTypeRecord(t *testing.T) {
+	f := newVerifyFixture(t)
+	ctx := context.Background()
+	s, err := store.Open(ctx, store.Options{Dir: f.dir, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutTypeIf(ctx, "ledger", nil, []byte(`{"name":"ledger","role":"sou`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, defects, errOut := fsckDefects(t, f.dir)
+	if code != 1 || len(defects) != 1 || defects[0].Kind != "type" || defects[0].ID != "ledger" {
+		t.Fatalf("fsck: exit %d, defects %+v, want exit 1 and the type ledger\n%s", code, defects, errOut)
 	}
 }

@@ -1,0 +1,92 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/artifactd/artifactd/fault"
+	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/store"
+)
+
+// CheckRegistry checks the type and relation records st holds, as fsck
+// does the rest of the store (store.Check): every record must decode as
+// Load reads it — a record Load fails on keeps serve from starting — and
+// name the type or relation its key names, with a version of at least 1;
+// a type's role must be one a type can have (a schema this release
+// refuses is not damage: Load keeps the type and refuses its artifacts
+// until it is registered again). It reports each defect (kind
+// "type" or "relation") and fails only when the records cannot be read.
+//
+// A record changed into another valid one (a description, a schema, or
+// a relation's depends flipped) cannot be told from a put: the chains
+// hold the definitions each commit used, and trust reads those.
+func CheckRegistry(ctx context.Context, st *store.Store) ([]store.Defect, error) {
+	var out []store.Defect
+	types, err := st.ListTypes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the type records: %w", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(types)) {
+		raw := types[name]
+		if why := checkTypeRecord(name, raw); why != "" {
+			out = append(out, store.Defect{Kind: "type", ID: name, Detail: why})
+		}
+	}
+	rels, err := st.ListRelations(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the relation records: %w", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(rels)) {
+		raw := rels[name]
+		if why := checkRelationRecord(name, raw); why != "" {
+			out = append(out, store.Defect{Kind: "relation", ID: name, Detail: why})
+		}
+	}
+	return out, nil
+}
+
+// checkTypeRecord returns what is wrong with the record of type name, or
+// "".
+func checkTypeRecord(name string, raw []byte) string {
+	var rec TypeRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return "type record does not decode (serve will not start): " + err.Error()
+	}
+	switch {
+	case graph.ValidateName("type", name) != nil:
+		return fmt.Sprintf("type record keyed by a name no type can have: %v", graph.ValidateName("type", name))
+	case rec.Name != name:
+		return fmt.Sprintf("type record names %q, its key %q", rec.Name, name)
+	case rec.Version < 1:
+		return fmt.Sprintf("type record has version %d", rec.Version)
+	}
+	_, err := newTypeEntry(name, rec.Role, rec.Description, rec.Schema)
+	var fe *fault.Error
+	if err == nil || (errors.As(err, &fe) && fe.Code == fault.InvalidSchema) {
+		return ""
+	}
+	return "type record does not load (serve will not start): " + err.Error()
+}
+
+// checkRelationRecord returns what is wrong with the record of relation
+// name, or "".
+func checkRelationRecord(name string, raw []byte) string {
+	var rec RelationRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return "relation record does not decode (serve will not start): " + err.Error()
+	}
+	switch {
+	case graph.ValidateName("relation", name) != nil:
+		return fmt.Sprintf("relation record keyed by a name no relation can have: %v", graph.ValidateName("relation", name))
+	case rec.Name != name:
+		return fmt.Sprintf("relation record names %q, its key %q", rec.Name, name)
+	case rec.Version < 1:
+		return fmt.Sprintf("relation record has version %d", rec.Version)
+	}
+	return ""
+}
