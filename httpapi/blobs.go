@@ -110,7 +110,7 @@ func (s *Server) handleGetContextBlob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, noBlob(ctxID, raw))
 		return
 	}
-	s.serveBlob(w, r, d, "private")
+	s.serveBlob(w, r, ctxID, d, "private")
 }
 
 // noBlob is the one 404 of a blob a context does not hold.
@@ -146,15 +146,17 @@ func (s *Server) handleGetBlob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(CodeNotFound, "no blob %q (blobs are named sha256:<64 lower-case hex digits>)", raw))
 		return
 	}
-	s.serveBlob(w, r, d, "private")
+	s.serveBlob(w, r, "", d, "private")
 }
 
 // serveBlob answers the bytes of blob d, streamed from the store: 304 for
-// a matching If-None-Match, 410 when pruned. The caller has checked that
-// the request may read d (a context's membership). A blob that stops
+// a matching If-None-Match, 410 when pruned — here, or, read through
+// context ctxID (empty for the global route), in the store the bundle it
+// was imported from came from. The caller has checked that the request
+// may read d (a context's membership). A blob that stops
 // verifying after its first bytes were sent is cut short (the client sees
 // fewer bytes than Content-Length) and noted as corruption.
-func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, d hashing.Digest, cache string) {
+func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, ctxID string, d hashing.Digest, cache string) {
 	etag := `"` + d.Hex() + `"`
 	cacheControl := cache + ", max-age=31536000, immutable"
 	if notModified(r, etag) {
@@ -163,7 +165,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, d hashing.Dig
 		// same request without If-None-Match would answer 200. A pruned
 		// blob is still 410 and an unknown one 404 (StatBlob reads no
 		// bytes, so the answer stays cheap).
-		if err := s.st.StatBlob(r.Context(), d); err != nil {
+		if err := s.st.StatContextBlob(r.Context(), ctxID, d); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -171,7 +173,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, d hashing.Dig
 		s.respondRead(w, r, etag, nil, errNotModified{})
 		return
 	}
-	br, err := s.st.OpenBlob(r.Context(), d)
+	br, err := s.st.OpenContextBlob(r.Context(), ctxID, d)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

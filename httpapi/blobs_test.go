@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -479,5 +480,52 @@ func TestConditionalBlobReadAnswersAsWithoutIt(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestImportedPrunedBlobIsGoneThroughItsContextOnly: a bundle exported
+// after its spilled output was pruned lists the blob as pruned. Imported
+// here, the context reads it as 410 blob-pruned with the bundle's
+// pruned_at, with If-None-Match too; the global route, which reads no
+// context's import, answers the 404 of bytes stored nowhere.
+func TestImportedPrunedBlobIsGoneThroughItsContextOnly(t *testing.T) {
+	src := newEnv(t, withTokens(tenancyTokens))
+	src.must(src.send(req{method: "POST", path: "/v1/contexts", body: map[string]any{"id": "team-a-1"}, header: as(admin)}), 201)
+	out := src.must(src.send(req{method: "POST", path: "/v1/contexts/team-a-1/tool-results", header: as(teamA),
+		body: map[string]any{"id": "t1", "tool": "ls", "ok": true, "output": strings.Repeat("line of tool output\n", 3000)}}), 201)
+	spilled := out["artifact"].(map[string]any)["data"].(map[string]any)["full_blob"].(string)
+	now := time.Now()
+	if n, err := src.st.PruneSpills(t.Context(), now.Add(time.Hour), now, 0); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v; want 1", n, err)
+	}
+	var buf bytes.Buffer
+	if h, err := src.st.Export(t.Context(), "team-a-1", "", &buf); err != nil || h.Pruned != 1 {
+		t.Fatalf("export: %v %v", h, err)
+	}
+	b, err := replay.ReadBundle(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, withTokens(tenancyTokens))
+	if _, err := e.st.Import(t.Context(), b, "team-a-2"); err != nil {
+		t.Fatal(err)
+	}
+	hex := strings.TrimPrefix(spilled, "sha256:")
+	for _, c := range []struct {
+		name, path, tok string
+		status          int
+	}{
+		{"through the imported context", "/v1/contexts/team-a-2/blobs/" + spilled, teamA, 410},
+		{"global", "/v1/blobs/" + spilled, admin, 404},
+	} {
+		for _, h := range []map[string]string{as(c.tok), {"Authorization": "Bearer " + c.tok, "If-None-Match": `"` + hex + `"`}} {
+			r := e.send(req{method: "GET", path: c.path, header: h})
+			if r.status != c.status {
+				t.Errorf("%s: GET %s (%v): %d %s, want %d", c.name, c.path, h, r.status, r.body, c.status)
+			}
+			if c.status == 410 && (!strings.Contains(string(r.body), "blob-pruned") || !strings.Contains(string(r.body), `"pruned_at"`)) {
+				t.Errorf("%s: GET %s: %s, want blob-pruned with pruned_at", c.name, c.path, r.body)
+			}
+		}
 	}
 }

@@ -57,8 +57,12 @@ func keyBlobMember(ctxID string, d hashing.Digest) []byte {
 
 // parseBlobMember reads a key keyBlobMember wrote; false when it is not
 // one (no context id, or no NUL before a 32-byte digest).
-func parseBlobMember(key []byte) (blobMember, bool) {
-	rest, ok := bytes.CutPrefix(key, []byte(pBlobMember))
+func parseBlobMember(key []byte) (blobMember, bool) { return parseCtxDigest(key, pBlobMember) }
+
+// parseCtxDigest reads a key of prefix followed by a context id, NUL and
+// a digest (keyBlobMember, keyImportedPruned); false when it is not one.
+func parseCtxDigest(key []byte, prefix string) (blobMember, bool) {
+	rest, ok := bytes.CutPrefix(key, []byte(prefix))
 	if !ok || len(rest) < 34 || rest[len(rest)-33] != 0 {
 		return blobMember{}, false
 	}
@@ -284,7 +288,11 @@ func (s *Store) HasBlob(ctx context.Context, d hashing.Digest) (bool, error) {
 // GetBlob returns the bytes of a blob, checked against the digest. Large
 // blobs are better read with OpenBlob.
 func (s *Store) GetBlob(ctx context.Context, d hashing.Digest) ([]byte, error) {
-	br, err := s.OpenBlob(ctx, d)
+	return readBlob(s.OpenBlob(ctx, d))
+}
+
+// readBlob reads the whole of a blob OpenBlob or OpenContextBlob opened.
+func readBlob(br *BlobReader, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -345,6 +353,34 @@ func (s *Store) OpenBlob(ctx context.Context, d hashing.Digest) (*BlobReader, er
 		return nil, fmt.Errorf("%w: blob %s: its manifest lists no chunk, and it is not the empty blob", ErrCorrupt, d)
 	}
 	return &BlobReader{ctx: ctx, s: s, d: d, m: m, sum: sha256.New()}, nil
+}
+
+// OpenContextBlob is OpenBlob as context ctxID reads blob d: bytes not
+// stored that the bundle ctxID was imported from lists as pruned are a
+// *PrunedError (ErrPruned) with the bundle's time, where another context
+// finds ErrNotFound. It does not check that ctxID holds d (BlobMember);
+// an empty ctxID reads as OpenBlob.
+func (s *Store) OpenContextBlob(ctx context.Context, ctxID string, d hashing.Digest) (*BlobReader, error) {
+	br, err := s.OpenBlob(ctx, d)
+	if errors.Is(err, ErrNotFound) {
+		if pe := s.importedPruned(ctx, ctxID, d); pe != nil {
+			return nil, pe
+		}
+	}
+	return br, err
+}
+
+// StatContextBlob is StatBlob as context ctxID reads blob d
+// (OpenContextBlob): a *PrunedError also for bytes its import listed as
+// pruned. An empty ctxID reads as StatBlob.
+func (s *Store) StatContextBlob(ctx context.Context, ctxID string, d hashing.Digest) error {
+	err := s.StatBlob(ctx, d)
+	if errors.Is(err, ErrNotFound) {
+		if pe := s.importedPruned(ctx, ctxID, d); pe != nil {
+			return pe
+		}
+	}
+	return err
 }
 
 // StatBlob reports what OpenBlob would find for d without reading the
@@ -551,8 +587,9 @@ func (s *Store) PutContextBlob(ctx context.Context, ctxID string, data []byte) (
 }
 
 // GetContextBlob returns the bytes of a blob that context ctxID holds
-// (GetBlob); a blob it does not hold is ErrNotFound, whether or not it is
-// stored.
+// (GetBlob, but read as OpenContextBlob: a blob its import listed as
+// pruned is a *PrunedError); a blob it does not hold is ErrNotFound,
+// whether or not it is stored.
 func (s *Store) GetContextBlob(ctx context.Context, ctxID string, d hashing.Digest) ([]byte, error) {
 	held, err := s.BlobMember(ctx, ctxID, d)
 	if err != nil {
@@ -561,7 +598,7 @@ func (s *Store) GetContextBlob(ctx context.Context, ctxID string, d hashing.Dige
 	if !held {
 		return nil, fmt.Errorf("blob %s in context %q: %w", d, ctxID, ErrNotFound)
 	}
-	return s.GetBlob(ctx, d)
+	return readBlob(s.OpenContextBlob(ctx, ctxID, d))
 }
 
 // contextBlobs is the BlobStore an export of one context reads: the
@@ -604,7 +641,7 @@ func (c contextBlobs) BlobPruned(ctx context.Context, d hashing.Digest) (string,
 	if held, err := c.holds(ctx, d); err != nil || !held {
 		return "", false
 	}
-	return c.s.BlobPruned(ctx, d)
+	return c.s.blobPrunedIn(ctx, c.ctxID, d)
 }
 
 // gateBlobRefs calls fn for each blob a gate output put by one of commits
@@ -765,9 +802,10 @@ func (k *checker) verdictBlobs(ctx context.Context, ctxID string, verdicts []ver
 }
 
 // checkBlobs checks what the single-record scan of Check does not see:
-// every manifest with its chunks (read in full and re-hashed), and every
-// membership record, which must name a stored blob or a pruned one (a
-// held blob it finds lost goes to k.lostHeld).
+// every manifest with its chunks (read in full and re-hashed), every
+// membership record, which must name a stored blob or one pruned here or
+// by the context's import (a held blob it finds lost goes to
+// k.lostHeld), and the records of those imports (importedPrunes).
 func (k *checker) checkBlobs(ctx context.Context) error {
 	s := k.s
 	var manifests []hashing.Digest
@@ -828,12 +866,12 @@ func (k *checker) checkBlobs(ctx context.Context) error {
 		if ok {
 			continue
 		}
-		if _, pruned := s.BlobPruned(ctx, m.d); pruned {
+		if _, pruned := s.blobPrunedIn(ctx, m.ctxID, m.d); pruned {
 			continue
 		}
 		k.lostHeld[m] = true
 		k.add(Defect{Kind: "blob", Context: m.ctxID, ID: m.d.String(),
 			Detail: fmt.Sprintf("context %q holds blob %s, which is not stored", m.ctxID, m.d)})
 	}
-	return nil
+	return k.importedPrunes(ctx)
 }

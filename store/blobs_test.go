@@ -191,9 +191,7 @@ func TestBlobMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	pruned := hashing.Sum([]byte("pruned bytes"))
-	if err := s.markPruned(pruned, "2026-01-01T00:00:00Z"); err != nil {
-		t.Fatal(err)
-	}
+	markPrunedHere(t, s, pruned, "2026-01-01T00:00:00Z")
 	if _, err := s.AddBlobMember(ctx, "a", pruned); err != nil {
 		t.Fatal(err)
 	}
@@ -469,10 +467,9 @@ func statBlob(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 	stored = append(stored, hashing.Sum(legacy))
-	// Bytes a bundle said were pruned, stored here all the same: read.
-	if err := s.markPruned(stored[1], "2026-01-01T00:00:00Z"); err != nil {
-		t.Fatal(err)
-	}
+	// Bytes an earlier version's import said were pruned, stored here all
+	// the same: read.
+	markPrunedHere(t, s, stored[1], "2026-01-01T00:00:00Z")
 	// A spill pruned here.
 	spill, err := s.PutBlob(ctx, blobBytes(BlobChunkSize+7, 42))
 	if err != nil {
@@ -531,5 +528,15 @@ func statBlob(t *testing.T, s *Store) {
 	}
 	if _, err := s.OpenBlob(ctx, damaged); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("open damaged: %v", err)
+	}
+}
+
+// markPrunedHere writes the store-wide marker that blob d was pruned at
+// at, as a prune here or an earlier version's import of a bundle listing
+// it as pruned did; bytes stored under d stay.
+func markPrunedHere(t *testing.T, s *Store, d hashing.Digest, at string) {
+	t.Helper()
+	if err := s.kv.Commit(context.Background(), kv.Batch{Sets: []kv.Record{{Key: keyPruned(d), Value: []byte(`{"pruned_at":"` + at + `"}`)}}}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -107,8 +107,11 @@ func (s *Store) Import(ctx context.Context, b *replay.Bundle, asID string) (*Imp
 // carries, and those it lists as pruned (only blobs its tool outputs
 // name) unless this store holds their bytes for another context (those
 // stay the other's) or another context holds them with their bytes lost
-// (a loss fsck reports, which a prune would hide). A pruned line's time is covered by no hash: it is
-// recorded only for a blob this store has no prune time for. Errors: ErrExists (the context exists),
+// (a loss fsck reports, not a prune). A pruned line's time is covered by no hash: it is
+// recorded only for a blob this store has no prune time for, and only for
+// the imported context (its reads answer it, its export carries it again,
+// fsck accepts its own gate outputs naming the blob), never store-wide as
+// a prune here is. Errors: ErrExists (the context exists),
 // ErrInvalid (a bundle this store cannot reproduce, a rename it cannot
 // make, *HexBranchError), the bundle's
 // verification error (*replay.ChainError, replay.ErrBundle), and I/O
@@ -177,13 +180,17 @@ func (s *Store) ImportWith(ctx context.Context, b *replay.Bundle, opts ImportOpt
 		}
 		// A blob this store pruned keeps the time it was pruned at: the
 		// bundle's, which no hash covers, would rewrite what the store
-		// answers about another context's spill.
+		// answers about another context's spill. Otherwise the pruned
+		// line speaks for the bundle's source store, so it is recorded
+		// as the imported context's own: a store-wide marker would
+		// answer 410 to every context holding the digest and make fsck
+		// accept every gate output naming it.
 		if _, was := s.BlobPruned(ctx, d); !was {
-			if err := s.markPruned(d, at); err != nil {
-				return nil, partial(err)
-			}
+			err = s.markImportedPruned(ctx, ctxID, d, at)
+		} else {
+			_, err = s.AddBlobMember(ctx, ctxID, d)
 		}
-		if _, err := s.AddBlobMember(ctx, ctxID, d); err != nil {
+		if err != nil {
 			return nil, partial(err)
 		}
 	}

@@ -110,7 +110,9 @@ func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
 //     (a bad one is never used, but it is corruption);
 //   - every ref must point at a commit, and every branch head's state map
 //     must load and hash to its commit's context hash;
-//   - every membership record must name a stored or pruned blob, and,
+//   - every membership record must name a stored blob, one pruned here
+//     or one its context's import listed as pruned (whose records must be
+//     well formed: importedPrunes), and,
 //     once the store is marked as having its memberships recorded (meta
 //     blob-members), each context must hold every blob its fetch
 //     verdicts name, in every commit the replay's pass reads
@@ -796,7 +798,10 @@ func (k *checker) stateMap(ctxID string, c *replay.Commit) bool {
 
 // gateBlobs reports every gate output of a branch head (fetch_verdict,
 // tool_error, tool_output) that names a blob the store does not hold: its
-// verdict or cut could no longer be checked against the bytes. A blob
+// verdict or cut could no longer be checked against the bytes. A tool
+// output's or error's blob pruned here, or listed as pruned by the bundle
+// this context was imported from, is not missing; another context's
+// import says nothing of it. A blob
 // whose loss checkBlobs reported on the context's membership is not
 // reported again. It fails
 // only when ctx ends: a blob it could not look up then is not reported.
@@ -820,8 +825,8 @@ func (k *checker) gateBlobs(ctx context.Context, ctxID, branch string, st *graph
 				if ok, err = s.HasBlob(ctx, d); err == nil && ok {
 					continue
 				}
-				if _, pruned := s.BlobPruned(ctx, d); pruned && a.Type != "fetch_verdict" {
-					continue // a spilled output pruned after its window
+				if _, pruned := s.blobPrunedIn(ctx, ctxID, d); pruned && a.Type != "fetch_verdict" {
+					continue // a spilled output pruned after its window, here or in the store the context was imported from
 				}
 				if ctx.Err() != nil {
 					return fmt.Errorf("look up the blobs of branch %q of %q: %w", branch, ctxID, ctx.Err())

@@ -22,16 +22,27 @@ import (
 // when it was pruned, and fsck and import accept a gate output whose blob
 // was pruned.
 //
+// A bundle's pruned line says the blob was pruned in the bundle's source
+// store, which speaks for the imported context only: the import records
+// it under that context (keyImportedPruned), so that the context reads
+// the blob as pruned, exports the line again and passes fsck, while any
+// other context's reads and checks of the digest stay as they were. A
+// store-wide marker is left by a prune here — and by an import of an
+// earlier version, which nothing tells from a prune, so it stays
+// store-wide.
+//
 //	spill NUL <unix nanoseconds BE> NUL <digest> -> context id (the spill index)
 //
 // The spill index's value names the context whose commit spilled the
 // output and came to hold its bytes (empty in a store written before it
 // did): fsck expects that context to hold them until they are pruned.
 //	pruned NUL <digest>                          -> {"pruned_at": RFC 3339}
+//	cpruned NUL <context> NUL <digest>           -> {"pruned_at": the bundle's time} (the context's import listed it as pruned)
 
 const (
-	pSpill  = "spill\x00"
-	pPruned = "pruned\x00"
+	pSpill          = "spill\x00"
+	pPruned         = "pruned\x00"
+	pImportedPruned = "cpruned\x00"
 )
 
 // ErrPruned: the blob's bytes were pruned after its retention window.
@@ -59,6 +70,10 @@ func keySpill(at time.Time, d hashing.Digest) []byte {
 }
 
 func keyPruned(d hashing.Digest) []byte { return append([]byte(pPruned), d[:]...) }
+
+func keyImportedPruned(ctxID string, d hashing.Digest) []byte {
+	return append([]byte(pImportedPruned+ctxID+"\x00"), d[:]...)
+}
 
 // PruneSpills prunes the bytes of every spilled output noted before
 // cutoff (oldest first, at most limit; limit ≤ 0 means all) and returns how
@@ -104,19 +119,38 @@ func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int
 	return n, nil
 }
 
-// markPruned records that blob d's bytes were pruned at at (an import of a
-// bundle that says so); bytes stored under d, if any, stay.
-func (s *Store) markPruned(d hashing.Digest, at string) error {
+// markImportedPruned records, in one write, that context ctxID holds blob
+// d and that the bundle it was imported from lists d as pruned at at: the
+// context's own record, which no other context's reads or checks see.
+// Bytes stored under d, if any, stay.
+func (s *Store) markImportedPruned(ctx context.Context, ctxID string, d hashing.Digest, at string) error {
 	marker, _ := json.Marshal(map[string]string{"pruned_at": at})
-	if err := s.kv.Commit(context.Background(), kv.Batch{Sets: []kv.Record{{Key: keyPruned(d), Value: marker}}}); err != nil {
-		return fmt.Errorf("mark blob %s pruned: %w", d, err)
+	b := kv.Batch{Sets: []kv.Record{{Key: keyImportedPruned(ctxID, d), Value: marker}, {Key: keyBlobMember(ctxID, d), Value: []byte{}}}}
+	if err := s.kv.Commit(ctx, b); err != nil {
+		return fmt.Errorf("record blob %s of context %q as pruned: %w", d, ctxID, err)
 	}
 	return nil
 }
 
-// pruned returns the PrunedError of a pruned blob, or nil.
+// pruned returns the PrunedError of a blob pruned in this store (the
+// store-wide marker), or nil.
 func (s *Store) pruned(d hashing.Digest) error {
-	v, err := s.getCopy(context.Background(), keyPruned(d), func() error { return ErrNotFound })
+	return s.prunedAt(context.Background(), keyPruned(d), d)
+}
+
+// importedPruned returns the PrunedError of blob d when the bundle context
+// ctxID was imported from lists it as pruned (ctxID's own record), or nil.
+func (s *Store) importedPruned(ctx context.Context, ctxID string, d hashing.Digest) error {
+	if ValidateContextID(ctxID) != nil {
+		return nil
+	}
+	return s.prunedAt(ctx, keyImportedPruned(ctxID, d), d)
+}
+
+// prunedAt returns the PrunedError the marker under key says, or nil when
+// there is none (or it cannot be read).
+func (s *Store) prunedAt(ctx context.Context, key []byte, d hashing.Digest) error {
+	v, err := s.getCopy(ctx, key, func() error { return ErrNotFound })
 	if err != nil {
 		return nil
 	}
@@ -127,10 +161,28 @@ func (s *Store) pruned(d hashing.Digest) error {
 	return &PrunedError{Digest: d, PrunedAt: m.PrunedAt}
 }
 
-// BlobPruned reports whether blob d was pruned (and when).
+// BlobPruned reports whether blob d was pruned in this store (and when):
+// by PruneSpills, or by an import of an earlier version, which recorded a
+// bundle's pruned line so. A blob that only an imported context's bundle
+// lists as pruned is not (see OpenContextBlob).
 func (s *Store) BlobPruned(ctx context.Context, d hashing.Digest) (string, bool) {
 	var pe *PrunedError
 	if errors.As(s.pruned(d), &pe) {
+		return pe.PrunedAt, true
+	}
+	return "", false
+}
+
+// blobPrunedIn reports whether blob d reads as pruned through context
+// ctxID (and since when): pruned in this store (BlobPruned), or listed as
+// pruned by the bundle ctxID was imported from. It does not check that
+// ctxID holds d.
+func (s *Store) blobPrunedIn(ctx context.Context, ctxID string, d hashing.Digest) (string, bool) {
+	if at, ok := s.BlobPruned(ctx, d); ok {
+		return at, true
+	}
+	var pe *PrunedError
+	if errors.As(s.importedPruned(ctx, ctxID, d), &pe) {
 		return pe.PrunedAt, true
 	}
 	return "", false
@@ -215,4 +267,29 @@ func (k *checker) spills(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// importedPrunes checks the records of blobs that a context's import
+// listed as pruned (keyImportedPruned): each key must name a valid
+// context and a digest, and each value must be a JSON object with the
+// time the bundle gave (pruned_at, a string).
+func (k *checker) importedPrunes(ctx context.Context) error {
+	lost := func(key []byte, why string) {
+		k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%q", key), Detail: "imported prune record unreadable: " + why})
+	}
+	return k.scanAll(ctx, []byte(pImportedPruned), func(key, v []byte) error {
+		m, ok := parseCtxDigest(key, pImportedPruned)
+		if !ok || ValidateContextID(m.ctxID) != nil {
+			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%q", key), Detail: "malformed imported prune record key"})
+			return nil
+		}
+		var rec struct {
+			PrunedAt *string `json:"pruned_at"`
+		}
+		if err := json.Unmarshal(v, &rec); err != nil || rec.PrunedAt == nil {
+			k.add(Defect{Kind: "blob", Context: m.ctxID, ID: m.d.String(),
+				Detail: fmt.Sprintf("the record that context %q imported blob %s as pruned holds no pruned_at time: %q", m.ctxID, m.d, v)})
+		}
+		return nil
+	}, lost)
 }
