@@ -45,7 +45,9 @@
 //   - Outbox: effects are artifacts whose status changes are commits
 //     guarded by a compare-and-set inside the store's committer
 //     (casCheck): pending → claimed → sent, or failed, or back to pending
-//     on a retry or an expired lease. A claim answers a lease token (an
+//     on a retry or an expired lease. The committer picks a claim's
+//     effects from a pool the claim read, passing over those other
+//     claims took meanwhile. A claim answers a lease token (an
 //     HMAC of the claimed version under Options.LeaseKey, never stored)
 //     that complete and fail must present.
 //   - Decoded variants (PutDecoded, CommitDecoded): the same writes for a

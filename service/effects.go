@@ -42,6 +42,17 @@ import (
 // never claim the same effect, and a late complete never overwrites a
 // newer claim.
 //
+// A claim does not fight the other claims over the same oldest effects:
+// it reads a pool of the oldest claimable effects (claimPool: 32 times
+// its limit, doubled after each lost round), and the committer takes,
+// on the head the claim lands on, the first limit of them that no commit
+// changed since they were read (CommitRequest.OpsFrom). Effects that
+// other claims took meanwhile are passed over and the claim is filled
+// from the next ones; a round is lost only when other claims took the
+// whole pool (or, from a pool cut short, all but fewer than limit). After
+// casAttempts lost rounds the claim is refused: 409 conflict naming the
+// body, rule contended.
+//
 //	pending ──claim──▶ claimed ──complete──▶ sent
 //	   ▲                  │ └──fail, retry──▶ pending (attempts+1)
 //	   └──lease expires───┘ └──fail─────────▶ failed (attempts+1)
@@ -256,31 +267,13 @@ func leaseExpired(d EffectData, now time.Time) bool {
 // commitEffects commits puts of effects under the compare-and-set of
 // expected, on main.
 func (s *Service) commitEffects(ctx context.Context, ctxID, author, msg string, ops []graph.Op, expected map[string]hashing.Digest) (store.CommitResult, error) {
-	return s.commitEffectsHeld(ctx, ctxID, author, msg, ops, expected, nil)
-}
-
-// commitEffectsHeld is commitEffects that also refuses, with errHeld, to
-// commit while one of held (effects being claimed) rests on an
-// unconfirmed artifact in the head it lands on.
-func (s *Service) commitEffectsHeld(ctx context.Context, ctxID, author, msg string, ops []graph.Op, expected map[string]hashing.Digest, held []string) (store.CommitResult, error) {
-	req := store.CommitRequest{Context: ctxID, Author: author, Message: msg, Ops: ops,
+	return s.st.Commit(ctx, store.CommitRequest{Context: ctxID, Author: author, Message: msg, Ops: ops,
 		Check: func(st *graph.State, changes []graph.Change) error {
 			if err := effectCheck(st, changes); err != nil {
 				return err
 			}
 			return casCheck(expected)(st, changes)
-		}}
-	if len(held) > 0 {
-		req.CheckTrust = func(status func(string) graph.Status) error {
-			for _, id := range held {
-				if unconfirmed(status(id)) {
-					return errHeld
-				}
-			}
-			return nil
-		}
-	}
-	return s.st.Commit(ctx, req)
+		}})
 }
 
 // unconfirmed reports whether st, a trust index's status ("" for an
@@ -459,7 +452,7 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 		return nil, err
 	}
 	enforce := info.Quarantine == store.ModeEnforce
-	for range casAttempts {
+	for round := range casAttempts {
 		now := s.now()
 		var picked []EffectView
 		err := s.st.Read(ctx, ctxID, "", func(v *store.View) error {
@@ -481,18 +474,21 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 		if err != nil {
 			return nil, err
 		}
-		oldestFirst(picked)
-		if len(picked) > in.Limit {
-			picked = picked[:in.Limit]
-		}
 		if len(picked) == 0 {
 			return &ClaimWrite{Effects: []EffectView{}}, nil
 		}
+		oldestFirst(picked)
+		// The pool: the oldest candidates, more of them after each lost
+		// round. The committer takes the first in.Limit of them that no
+		// commit has changed since they were read.
+		size := claimPool(in.Limit, round)
+		truncated := len(picked) > size
+		if truncated {
+			picked = picked[:size]
+		}
 		lease := hashing.FormatTime(now.Add(time.Duration(in.LeaseSeconds) * time.Second))
-		expected := map[string]hashing.Digest{}
-		ops := make([]graph.Op, len(picked))
-		datas := make([]EffectData, len(picked))
-		ids := make([]string, len(picked))
+		read := make(map[string]hashing.Digest, len(picked))
+		claimed := make([]claimedEffect, len(picked))
 		for i, e := range picked {
 			d := e.EffectData
 			d.Status, d.Worker, d.LeaseUntil, d.UpdatedAt = EffectClaimed, in.Worker, lease, hashing.FormatTime(now)
@@ -500,15 +496,43 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 			if err != nil {
 				return nil, err
 			}
-			expected[e.ID] = e.ContentHash
-			ops[i] = graph.Op{Op: graph.OpPut, ID: e.ID, Type: TypeEffect, ProducedBy: "outbox", Data: raw}
-			datas[i], ids[i] = d, e.ID
+			read[e.ID] = e.ContentHash
+			claimed[i] = claimedEffect{id: e.ID, read: e.ContentHash, data: d, raw: raw}
 		}
-		var held []string
+		var chosen []claimedEffect
+		// The message cannot count the effects: the committer picks them.
+		req := store.CommitRequest{Context: ctxID, Author: in.Worker, Message: "claim effect(s) for " + in.Worker,
+			OpsFrom: func(st *graph.State, _ store.Planning) ([]graph.Op, error) {
+				chosen = unchangedFirst(st, claimed, in.Limit)
+				if len(chosen) == 0 || (len(chosen) < in.Limit && truncated) {
+					// Other claims took the pool: read again, with a
+					// bigger one.
+					return nil, errCASConflict
+				}
+				ops := make([]graph.Op, len(chosen))
+				for i, c := range chosen {
+					ops[i] = graph.Op{Op: graph.OpPut, ID: c.id, Type: TypeEffect, ProducedBy: "outbox", Data: c.raw}
+				}
+				return ops, nil
+			},
+			Check: func(st *graph.State, changes []graph.Change) error {
+				if err := effectCheck(st, changes); err != nil {
+					return err
+				}
+				return casCheck(read)(st, changes)
+			}}
 		if enforce {
-			held = ids // checked again on the head the claim lands on
+			// Checked again on the head the claim lands on.
+			req.CheckTrust = func(status func(string) graph.Status) error {
+				for _, c := range chosen {
+					if unconfirmed(status(c.id)) {
+						return errHeld
+					}
+				}
+				return nil
+			}
 		}
-		res, err := s.commitEffectsHeld(ctx, ctxID, in.Worker, fmt.Sprintf("claim %d effect(s) for %s", len(ops), in.Worker), ops, expected, held)
+		res, err := s.st.Commit(ctx, req)
 		if errors.Is(err, errCASConflict) || errors.Is(err, errHeld) {
 			continue
 		}
@@ -516,15 +540,52 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 			return nil, err
 		}
 		s.countWrite(res.Noop)
-		out := &ClaimWrite{Effects: make([]EffectView, len(ids)), Commit: &res.Commit.ID}
-		for i, id := range ids {
-			ev := s.viewOf(id, datas[i], res, now)
-			ev.LeaseToken = s.leaseToken(ctxID, id, ev.ContentHash)
+		out := &ClaimWrite{Effects: make([]EffectView, len(chosen)), Commit: &res.Commit.ID}
+		for i, c := range chosen {
+			ev := s.viewOf(c.id, c.data, res, now)
+			ev.LeaseToken = s.leaseToken(ctxID, c.id, ev.ContentHash)
 			out.Effects[i] = ev
 		}
 		return out, nil
 	}
-	return nil, fault.Errorf(fault.Conflict, "the outbox is busy: other workers kept winning; claim again")
+	return nil, &fault.Error{Code: fault.Conflict,
+		Detail: fmt.Sprintf("the outbox is busy: other claims took every effect this claim picked, %d times in a row; claim again", casAttempts),
+		Errors: []fault.FieldError{{Pointer: "", Rule: "contended", Detail: "other claims kept taking the effects this claim picked"}}}
+}
+
+// claimedEffect is a candidate of a claim: the effect's id, the content
+// hash it was read with, and its data as the claim would write it.
+type claimedEffect struct {
+	id   string
+	read hashing.Digest
+	data EffectData
+	raw  []byte
+}
+
+// claimPool is how many of the oldest candidates a claim of limit
+// offers the committer in round (0 first): 32 times the limit, doubled
+// after each lost round, so that the claims landing between its read and
+// its commit (one per concurrent claimer, each taking up to its own
+// limit) rarely take the whole pool, and never for long.
+func claimPool(limit, round int) int {
+	return limit * 32 << min(round, 16)
+}
+
+// unchangedFirst returns the first limit of pool, in order, that st
+// holds as they were read: what another commit changed since (claimed
+// by another worker, failed, completed) is left out, and the claim is
+// filled from the next ones.
+func unchangedFirst(st *graph.State, pool []claimedEffect, limit int) []claimedEffect {
+	var out []claimedEffect
+	for _, c := range pool {
+		if len(out) == limit {
+			break
+		}
+		if a := st.Artifact(c.id); a != nil && a.Type == TypeEffect && a.ContentHash == c.read {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // checkClaimInput refuses, with a validation error naming the field, a
