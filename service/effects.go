@@ -328,11 +328,11 @@ func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput
 		producer = "outbox"
 	}
 	ops := []graph.Op{{Op: graph.OpPut, ID: id, Type: TypeEffect, ProducedBy: producer, Data: raw}}
-	for _, e := range in.Edges {
+	for i, e := range in.Edges {
 		attrs := e.Attrs
 		if len(attrs) > 0 {
 			if attrs, err = hashing.CanonicalizeObject(attrs); err != nil {
-				return nil, classifyAt(err, "/edges")
+				return nil, classifyAt(err, fmt.Sprintf("/edges/%d/attrs", i))
 			}
 		}
 		ops = append(ops, graph.Op{Op: graph.OpLink, From: id, Rel: e.Rel, To: e.To, Attrs: attrs})

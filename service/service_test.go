@@ -344,19 +344,24 @@ func TestClaimInputOutOfRange(t *testing.T) {
 // stored JSON would carry U+FFFD in its place, so the same request sent
 // again no longer matched what was recorded and was refused as a 409), or
 // that has no key or kind, with a validation error naming the request's
-// field, and commits nothing.
+// field, and commits nothing. A duplicate key in an edge's attrs is
+// refused at its place in that edge's attrs, as an artifact write's is.
 func TestCreateEffectInputRules(t *testing.T) {
 	cases := []struct {
 		name string
 		in   EffectInput
 		ptr  string
 		rule string
+		code fault.Code // Invalid when unset
 	}{
-		{"key not UTF-8", EffectInput{IdempotencyKey: "order-\xff", Kind: "email"}, "/idempotency_key", "utf8"},
-		{"kind not UTF-8", EffectInput{IdempotencyKey: "k", Kind: "e\xc3"}, "/kind", "utf8"},
-		{"target not UTF-8", EffectInput{IdempotencyKey: "k", Kind: "email", Target: "\xfe"}, "/target", "utf8"},
-		{"no key", EffectInput{Kind: "email"}, "/idempotency_key", "required"},
-		{"no kind", EffectInput{IdempotencyKey: "k"}, "/kind", "required"},
+		{"key not UTF-8", EffectInput{IdempotencyKey: "order-\xff", Kind: "email"}, "/idempotency_key", "utf8", ""},
+		{"kind not UTF-8", EffectInput{IdempotencyKey: "k", Kind: "e\xc3"}, "/kind", "utf8", ""},
+		{"target not UTF-8", EffectInput{IdempotencyKey: "k", Kind: "email", Target: "\xfe"}, "/target", "utf8", ""},
+		{"no key", EffectInput{Kind: "email"}, "/idempotency_key", "required", ""},
+		{"no kind", EffectInput{IdempotencyKey: "k"}, "/kind", "required", ""},
+		{"duplicate key in an edge's attrs", EffectInput{IdempotencyKey: "k", Kind: "email",
+			Edges: []EdgeInput{{Rel: "derived_from", To: "q"}, {Rel: "derived_from", To: "q", Attrs: []byte(`{"a":1,"a":2}`)}}},
+			"/edges/1/attrs/a", "duplicate_key", fault.NonCanonicalJSON},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -371,9 +376,12 @@ func TestCreateEffectInputRules(t *testing.T) {
 				_, again := s.CreateEffect(ctx, "o", tc.in)
 				t.Fatalf("create %+v was accepted (key stored as %q); the same request again: %v", tc.in, w.Effect.IdempotencyKey, again)
 			}
-			fe := Classify(err)
-			if fe.Code != fault.Invalid || len(fe.Errors) != 1 || fe.Errors[0].Pointer != tc.ptr || fe.Errors[0].Rule != tc.rule {
-				t.Fatalf("create %+v: got %v %+v, want a validation error at %s, rule %s", tc.in, err, fe.Errors, tc.ptr, tc.rule)
+			fe, code := Classify(err), tc.code
+			if code == "" {
+				code = fault.Invalid
+			}
+			if fe.Code != code || len(fe.Errors) != 1 || fe.Errors[0].Pointer != tc.ptr || fe.Errors[0].Rule != tc.rule {
+				t.Fatalf("create %+v: got %v %+v, want a %s error at %s, rule %s", tc.in, err, fe.Errors, code, tc.ptr, tc.rule)
 			}
 			after, err := s.st.Resolve(ctx, "o", "")
 			if err != nil {
