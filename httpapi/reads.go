@@ -62,7 +62,7 @@ func idParam(r *http.Request) (string, error) {
 		return "", err
 	}
 	if graph.ValidateID(id) != nil {
-		return "", errorf(CodeNotFound, "no artifact %q", id)
+		return "", service.NotFoundParam("id", fmt.Sprintf("no artifact %q", id))
 	}
 	return id, nil
 }
@@ -72,7 +72,7 @@ func artifactView(a *graph.Artifact) ArtifactView {
 }
 
 func missingArtifact(id string, c *replay.Commit) error {
-	return errorf(CodeNotFound, "no artifact %q at commit %s", id, c.ID.Short())
+	return service.NotFoundParam("id", fmt.Sprintf("no artifact %q at commit %s", id, c.ID.Short()))
 }
 
 // handleListArtifacts is GET /v1/contexts/{ctx}/artifacts: artifacts sorted

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -56,17 +57,13 @@ func (s *Server) handleCreateBranch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &Error{Code: CodeValidation, Detail: service.Classify(err).Detail, Errors: []FieldError{{Pointer: "/name", Rule: store.NotCommitIDRule, Detail: store.CommitIDRule}}})
 		return
 	}
-	if err := service.CheckRef("at", in.At); err != nil {
-		s.writeError(w, r, service.PointTo(err, "/at"))
-		return
-	}
-	c, err := s.st.Resolve(r.Context(), ctxID, in.At)
+	c, err := s.svc.ResolveRef(r.Context(), ctxID, in.At, "at")
 	if err != nil {
-		s.writeError(w, r, service.RefAt(err, "at"))
+		s.writeError(w, r, err)
 		return
 	}
 	if err := s.st.CreateBranch(r.Context(), ctxID, in.Name, c.ID); err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, service.ExistsAt(err, "/name"))
 		return
 	}
 	w.Header().Set("Location", "/v1/contexts/"+ctxID+"/branches/"+pathEscape(in.Name))
@@ -105,7 +102,7 @@ func (s *Server) handleResetBranch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.svc.ResetBranch(r.Context(), ctxID, branch, service.ResetInput{To: in.To, Parent: parent, ForgetEffects: in.ForgetEffects})
+	res, err := s.svc.ResetBranch(r.Context(), ctxID, branch, service.ResetInput{To: in.To, Parent: parent, ParentIfMatch: parent != nil && in.Parent == "", ForgetEffects: in.ForgetEffects})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -148,7 +145,7 @@ func (s *Server) handleGetType(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, ok := s.types.Get(name)
 	if !ok {
-		s.writeError(w, r, errorf(CodeNotFound, "no type %q", name))
+		s.writeError(w, r, service.NotFoundParam("name", fmt.Sprintf("no type %q", name)))
 		return
 	}
 	s.writeTagged(w, r, rec)

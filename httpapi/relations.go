@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
+
+	"github.com/artifactd/artifactd/service"
 )
 
 // relationRequest is the body of PUT /v1/relations/{name}.
@@ -24,7 +27,7 @@ func (s *Server) handleGetRelation(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, ok := s.types.RelationOf(name)
 	if !ok {
-		s.writeError(w, r, errorf(CodeNotFound, "no relation %q", name))
+		s.writeError(w, r, service.NotFoundParam("name", fmt.Sprintf("no relation %q", name)))
 		return
 	}
 	s.writeTagged(w, r, rec)

@@ -187,9 +187,20 @@ func (b *Remote) Commit(ctx context.Context, ctxID string, in CommitBody) (*Comm
 
 // Artifact implements Backend.
 func (b *Remote) Artifact(ctx context.Context, ctxID, id, at string) (*ArtifactView, error) {
+	if id == "" {
+		return nil, noArtifactID()
+	}
 	out := new(ArtifactView)
 	_, err := b.do(ctx, http.MethodGet, ctxPath(ctxID, "artifacts", id), query("at", at), nil, out)
 	return result(out, err)
+}
+
+// noArtifactID is the refusal of an empty artifact id, which names no
+// path of the server (…/artifacts/ is no artifact's): the not-found the
+// server answers for an id it does not hold, naming the parameter id.
+func noArtifactID() *Problem {
+	return &Problem{Status: http.StatusNotFound, Code: "not-found", Detail: `no artifact ""`,
+		Errors: []FieldError{{Parameter: "id", Rule: "exists", Detail: "no such id here"}}}
 }
 
 // RecordFetch implements Backend.
@@ -248,6 +259,9 @@ func (b *Remote) Provenance(ctx context.Context, ctxID string, q ProvenanceQuery
 
 // Audit implements Backend: the JSON report, and its Markdown when asked.
 func (b *Remote) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Audit, error) {
+	if q.ID == "" {
+		return nil, noArtifactID()
+	}
 	path := ctxPath(ctxID, "audit", q.ID)
 	if q.Format != "" && q.Format != "json" && q.Format != "markdown" {
 		// Let the server name the rule.

@@ -234,7 +234,7 @@ func (s *Service) readEffect(ctx context.Context, ctxID, id string) (EffectView,
 	err := s.st.Read(ctx, ctxID, "", func(v *store.View) error {
 		a := v.State.Artifact(id)
 		if a == nil || a.Type != TypeEffect {
-			return fault.Errorf(fault.NotFound, "no effect %q", id)
+			return NotFoundParam("id", fmt.Sprintf("no effect %q", id))
 		}
 		ev, err := effectView(v, a)
 		out = ev
@@ -350,7 +350,8 @@ func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput
 		if err != nil {
 			var e *fault.Error
 			if errors.As(err, &e) && e.Code == fault.NotFound {
-				return nil, fault.Errorf(fault.Conflict, "artifact %q exists and is not an effect", id)
+				return nil, &fault.Error{Code: fault.Conflict, Detail: fmt.Sprintf("artifact %q exists and is not an effect; use another idempotency key", id),
+					Errors: []fault.FieldError{{Pointer: "/idempotency_key", Rule: "unique", Detail: "the effect id it derives is held by an artifact of another type"}}}
 			}
 			return nil, err
 		}
@@ -531,6 +532,9 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 				}
 				return nil
 			}
+		}
+		if s.claiming != nil {
+			s.claiming()
 		}
 		res, err := s.st.Commit(ctx, req)
 		if errors.Is(err, errCASConflict) || errors.Is(err, errHeld) {
@@ -762,7 +766,8 @@ func (s *Service) finishEffect(ctx context.Context, ctxID, id, worker, token str
 		s.countWrite(res.Noop)
 		return &EffectWrite{Effect: s.viewOf(id, d, res, now), Commit: res.Commit.ID}, nil
 	}
-	return nil, fault.Errorf(fault.Conflict, "effect %q kept changing; try again", id)
+	return nil, &fault.Error{Code: fault.Conflict, Detail: fmt.Sprintf("effect %q kept changing; try again", id),
+		Errors: []fault.FieldError{{Parameter: "id", Rule: "contended", Detail: fmt.Sprintf("other writes changed the effect %d times in a row", casAttempts)}}}
 }
 
 // leaseToken is the lease token of the claim that wrote the version of

@@ -256,7 +256,8 @@ func (s *Service) evidence(ctx context.Context, in FetchInput) (gate.Evidence, s
 	if in.Perform {
 		if !s.allowFetch || s.fetcher == nil {
 			return gate.Evidence{}, "", &fault.Error{Code: fault.Forbidden,
-				Detail: "server-side fetching is off: start artifactd serve with --allow-fetch, or fetch the URL yourself and POST the evidence"}
+				Detail: "server-side fetching is off: start artifactd serve with --allow-fetch, or fetch the URL yourself and POST the evidence",
+				Errors: []fault.FieldError{{Pointer: "/perform", Rule: "fetch_enabled", Detail: "server-side fetching is off on this server"}}}
 		}
 		ev, err := s.fetcher.Fetch(ctx, in.URL)
 		var be *fetch.BlockedError

@@ -46,9 +46,9 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 	}
 	// Theirs is resolved once: the resolutions are checked against the
 	// commit that is merged, whatever its branch does meanwhile.
-	tc, err := s.st.Resolve(ctx, ctxID, in.Theirs)
+	tc, err := s.ResolveRef(ctx, ctxID, in.Theirs, "theirs")
 	if err != nil {
-		return nil, RefAt(err, "theirs")
+		return nil, err
 	}
 	if err := s.checkResolutions(ctx, ctxID, &in, tc); err != nil {
 		return nil, err
@@ -56,7 +56,7 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 	res, err := s.st.MergeWith(ctx, store.MergeRequest{Context: ctxID, Ours: in.Ours, Theirs: tc, TheirsName: in.Theirs,
 		Resolutions: in.Resolutions, Author: in.Author, Message: in.Message, Check: mergeCheck(in.Resolutions, s.types.Validate, func(d hashing.Digest) ([]byte, error) { return s.st.Object(ctx, d) })})
 	if err != nil {
-		return nil, locateMerge(err, in.Resolutions)
+		return nil, locateMerge(s.branchMissingAt(ctx, ctxID, in.Ours, "/ours", err), in.Resolutions)
 	}
 	if res.Kind == replay.MergeThreeWay {
 		s.countWrite(false)

@@ -21,9 +21,9 @@ import (
 // ETags, media types.
 
 // MissingArtifact is the not-found refusal of an artifact that view v
-// does not hold.
+// does not hold, naming the parameter id (NotFoundParam).
 func MissingArtifact(id string, v *store.View) error {
-	return fault.Errorf(fault.NotFound, "no artifact %q at commit %s", id, v.Commit.ID.Short())
+	return NotFoundParam("id", fmt.Sprintf("no artifact %q at commit %s", id, v.Commit.ID.Short()))
 }
 
 // NameAmbiguous names the parameter a commit prefix was given in when

@@ -9,6 +9,7 @@ import (
 	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -60,6 +61,95 @@ func RefAt(err error, member string) error {
 	return PointTo(NameAmbiguous(err, member), "/"+member)
 }
 
+// RuleExists is the rule of a not-found refusal's errors entry: the
+// branch, commit, artifact, effect, type or relation that the field or
+// parameter names must exist.
+const RuleExists = "exists"
+
+// NotFoundParam is the not-found refusal, with detail, of what path or
+// query parameter param names: its errors entry names param, rule
+// exists.
+func NotFoundParam(param, detail string) *fault.Error {
+	return &fault.Error{Code: fault.NotFound, Detail: detail,
+		Errors: []fault.FieldError{{Parameter: param, Rule: RuleExists, Detail: "no such " + param + " here"}}}
+}
+
+// ResolveRef resolves ref, a branch name or commit id that a request
+// body gives in member ("" is the default branch), in context ctxID. A
+// ref that is neither is a validation error at /member; one that is
+// ambiguous names the member (RefAt); one that names no branch or commit
+// of the context is a not-found at /member, rule exists.
+func (s *Service) ResolveRef(ctx context.Context, ctxID, ref, member string) (*replay.Commit, error) {
+	if err := CheckRef(member, ref); err != nil {
+		return nil, PointTo(err, "/"+member)
+	}
+	c, err := s.st.Resolve(ctx, ctxID, ref)
+	if err != nil {
+		return nil, s.missingAt(ctx, ctxID, RefAt(err, member), "/"+member, "no branch or commit of the context has this name or id")
+	}
+	return c, nil
+}
+
+// missingAt is err, when it is a not-found that names no field and the
+// context ctxID exists (so what is missing is not the context, which the
+// path names), as the not-found of the body member at ptr, rule exists.
+// Any other error is returned as it is.
+func (s *Service) missingAt(ctx context.Context, ctxID string, err error, ptr, detail string) error {
+	e := Classify(err)
+	if e.Code != fault.NotFound || len(e.Errors) > 0 {
+		return err
+	}
+	if _, cerr := s.st.GetContext(ctx, ctxID); cerr != nil {
+		return err
+	}
+	e.Errors = []fault.FieldError{{Pointer: ptr, Rule: RuleExists, Detail: detail}}
+	return e
+}
+
+// branchMissingAt is err, when it is a not-found of a write on branch
+// (given in the body at ptr; "" is the default branch) and the context
+// has no such branch, as the not-found of ptr, rule exists (missingAt).
+func (s *Service) branchMissingAt(ctx context.Context, ctxID, branch, ptr string, err error) error {
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if branch == "" {
+		branch = store.DefaultBranch
+	}
+	bs, berr := s.st.Branches(ctx, ctxID)
+	if berr != nil {
+		return err
+	}
+	for _, b := range bs {
+		if b.Name == branch {
+			return err // what is missing is something else
+		}
+	}
+	return s.missingAt(ctx, ctxID, err, ptr, "the context has no branch of this name")
+}
+
+// RuleHead is the rule of a stale-parent refusal's errors entry: the
+// expected parent must be the branch head.
+const RuleHead = "head"
+
+// staleAt is err, a stale-parent refusal, naming where the request gave
+// the parent it expected: the body's /parent, or (ifMatch) the If-Match
+// header. Any other error is returned as it is.
+func staleAt(err error, ifMatch bool) error {
+	if !errors.Is(err, store.ErrStale) {
+		if e, ok := fault.As(err); !ok || e.Code != fault.Stale {
+			return err
+		}
+	}
+	e := Classify(err)
+	fe := fault.FieldError{Pointer: "/parent", Rule: RuleHead, Detail: "not the branch head; head names the current one"}
+	if ifMatch {
+		fe.Pointer, fe.Parameter = "", "If-Match"
+	}
+	e.Errors = []fault.FieldError{fe}
+	return e
+}
+
 // checkBranchField refuses a branch named in a write's body that is not a
 // branch name (422 naming ptr), rather than looking it up and answering
 // that no such branch exists; "" (the default, main) passes.
@@ -102,6 +192,9 @@ type ResetResult struct {
 type ResetInput struct {
 	To     string
 	Parent *hashing.Digest
+	// ParentIfMatch says that Parent came from an If-Match header, not a
+	// body's parent: a stale-parent refusal names the header.
+	ParentIfMatch bool
 	// ForgetEffects lets the default branch move back past claims of the
 	// outbox: the effects a claim reached that the target does not hold
 	// as they are are forgotten, and the next claim sends them again. An
@@ -120,14 +213,11 @@ type ResetInput struct {
 // the store's.
 func (s *Service) ResetBranch(ctx context.Context, ctxID, branch string, in ResetInput) (ResetResult, error) {
 	if store.ValidateBranch(branch) != nil {
-		return ResetResult{}, fault.Errorf(fault.NotFound, "no branch %q", branch)
+		return ResetResult{}, NotFoundParam("branch", fmt.Sprintf("no branch %q", branch))
 	}
-	if err := CheckRef("to", in.To); err != nil {
-		return ResetResult{}, PointTo(err, "/to")
-	}
-	target, err := s.st.Resolve(ctx, ctxID, in.To)
+	target, err := s.ResolveRef(ctx, ctxID, in.To, "to")
 	if err != nil {
-		return ResetResult{}, RefAt(err, "to")
+		return ResetResult{}, err
 	}
 	bs, err := s.st.Branches(ctx, ctxID)
 	if err != nil {
@@ -140,11 +230,13 @@ func (s *Service) ResetBranch(ctx context.Context, ctxID, branch string, in Rese
 		}
 	}
 	if prev == nil {
-		return ResetResult{}, fault.Errorf(fault.NotFound, "no branch %q in context %q", branch, ctxID)
+		return ResetResult{}, NotFoundParam("branch", fmt.Sprintf("no branch %q in context %q", branch, ctxID))
 	}
 	parent := in.Parent
 	stale := func(head hashing.Digest) error {
-		return &fault.Error{Code: fault.Stale, Detail: fmt.Sprintf("parent %s is not the head of %q", parent.Short(), branch), Extra: map[string]any{"head": head}}
+		e := staleAt(&fault.Error{Code: fault.Stale, Detail: fmt.Sprintf("parent %s is not the head of %q", parent.Short(), branch)}, in.ParentIfMatch).(*fault.Error)
+		e.Extra = map[string]any{"head": head}
+		return e
 	}
 	if parent != nil && *parent != *prev {
 		return ResetResult{}, stale(*prev)
@@ -165,7 +257,12 @@ func (s *Service) ResetBranch(ctx context.Context, ctxID, branch string, in Rese
 		parent, prev = &checked, &checked
 	}
 	if err := s.st.ResetBranchIf(ctx, ctxID, branch, target.ID, parent); err != nil {
-		return ResetResult{}, err
+		if in.Parent == nil {
+			// The head the outbox check read moved: the request gave no
+			// parent to name.
+			return ResetResult{}, err
+		}
+		return ResetResult{}, staleAt(err, in.ParentIfMatch)
 	}
 	if len(forgotten) > 0 {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "branch reset forgot effects of the outbox; the next claim sends them again",

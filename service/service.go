@@ -92,6 +92,9 @@ type Service struct {
 	// validated, when a test sets it, runs after a write has validated
 	// its data and before it decides the definitions its commit records.
 	validated func()
+	// claiming, when a test sets it, runs each round of a claim after
+	// the claim read its pool and before it commits.
+	claiming func()
 }
 
 // New returns the service over opts.Store.

@@ -42,12 +42,9 @@ func (s *Service) Verify(ctx context.Context, ctxID string, in VerifyInput) (*Ve
 		return nil, &fault.Error{Code: fault.Invalid, Detail: "hash: " + err.Error(),
 			Errors: []fault.FieldError{{Pointer: "/hash", Rule: "hash", Detail: "want sha256:<64 hex>, bare hex or a prefix of at least 8 hex digits"}}}
 	}
-	if err := CheckRef("at", in.At); err != nil {
-		return nil, PointTo(err, "/at")
-	}
-	c, err := s.st.Resolve(ctx, ctxID, in.At)
+	c, err := s.ResolveRef(ctx, ctxID, in.At, "at")
 	if err != nil {
-		return nil, RefAt(err, "at")
+		return nil, err
 	}
 	v, err := replay.VerifyHash(ctx, s.st.Source(ctxID), c.ID, in.Hash, replay.Options{Objects: replay.ObjectsFinal})
 	if err != nil {

@@ -288,12 +288,15 @@ func (s *Service) commitMode(ctx context.Context, ctxID, asked string) (string, 
 		Errors: []fault.FieldError{{Pointer: "/quarantine", Rule: "cannot_loosen", Detail: "the context enforces quarantine"}}}
 }
 
-// staleError adds the current head to a stale-parent refusal.
-func (s *Service) staleError(ctx context.Context, ctxID, branch string, err error) error {
+// commitError names the field of a write's refused commit that the
+// refusal is about: a stale-parent refusal gets the current head and
+// names /parent, or the If-Match header when the parent came from it
+// (ifMatch); a not-found of the branch the body names, /branch.
+func (s *Service) commitError(ctx context.Context, ctxID, branch string, ifMatch bool, err error) error {
 	if !errors.Is(err, store.ErrStale) {
-		return err
+		return s.branchMissingAt(ctx, ctxID, branch, "/branch", err)
 	}
-	e := Classify(err)
+	e := staleAt(err, ifMatch).(*fault.Error)
 	if c, rerr := s.st.Resolve(ctx, ctxID, branch); rerr == nil {
 		e.Extra = map[string]any{"head": c.ID}
 	}
@@ -468,7 +471,7 @@ func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactI
 	}
 	res, err := s.st.Commit(ctx, req)
 	if err != nil {
-		err = s.staleError(ctx, ctxID, in.Branch, err)
+		err = s.commitError(ctx, ctxID, in.Branch, parent != nil && in.Parent == "", err)
 		return nil, locate(err, func(i int, field string) string {
 			if i == 0 {
 				return field
@@ -663,7 +666,7 @@ func (s *Service) commit(ctx context.Context, ctxID string, in *CommitInput, doc
 		Ops: ops, Mode: mode, Check: clientCheck, Types: types, Relations: rels,
 	})
 	if err != nil {
-		err = s.staleError(ctx, ctxID, in.Branch, err)
+		err = s.commitError(ctx, ctxID, in.Branch, parent != nil && in.Parent == "", err)
 		return nil, locate(err, func(i int, field string) string {
 			at := "/ops/" + strconv.Itoa(i)
 			if i < len(in.Ops) && in.Ops[i].Op == graph.OpPut && field != "" {
