@@ -593,7 +593,7 @@ func unchangedFirst(st *graph.State, pool []claimedEffect, limit int) []claimedE
 }
 
 // checkClaimInput refuses, with a validation error naming the field, a
-// claim the outbox cannot keep: no worker, a lease of under a second or
+// claim the outbox cannot keep: no worker (or one of spaces only), a lease of under a second or
 // over a day (a longer one's end could overflow into the past, where the
 // next claim would take the effect from its holder), a limit over
 // maxClaimLimit, a worker that would not read as it renders (checkLabel:
@@ -602,8 +602,9 @@ func unchangedFirst(st *graph.State, pool []claimedEffect, limit int) []claimedE
 func checkClaimInput(in ClaimInput) error {
 	var fe fault.FieldError
 	switch {
-	case in.Worker == "":
-		fe = fault.FieldError{Pointer: "/worker", Rule: "required", Detail: "the worker the effects are leased to"}
+	case strings.Trim(in.Worker, " ") == "":
+		// Spaces only name no worker a reader can tell apart.
+		fe = fault.FieldError{Pointer: "/worker", Rule: "required", Detail: "the worker the effects are leased to, not blank"}
 	case in.LeaseSeconds < 0:
 		fe = fault.FieldError{Pointer: "/lease_seconds", Rule: "minimum", Detail: "at least 1"}
 	case in.LeaseSeconds > maxLeaseSeconds:

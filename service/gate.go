@@ -138,6 +138,10 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	if _, err := s.st.GetContext(ctx, ctxID); err != nil {
 		return nil, err
 	}
+	// Who made the read is shown as every producer is (checkLabel).
+	if err := checkLabel(in.ProducedBy, "/produced_by", "produced_by"); err != nil {
+		return nil, err
+	}
 	ev, by, err := s.evidence(ctx, in)
 	if err != nil {
 		return nil, err

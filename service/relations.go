@@ -77,6 +77,13 @@ func (r *Registry) PutRelation(ctx context.Context, st *store.Store, name string
 		return RelationRecord{}, false, &fault.Error{Code: fault.Invalid, Detail: err.Error(),
 			Errors: []fault.FieldError{{Parameter: "name", Rule: "pattern", Detail: err.Error()}}}
 	}
+	if graph.IsDefinitionType(name) {
+		// As for a type (Put): the names of the definitions a context
+		// records are the chain's own.
+		detail := fmt.Sprintf("%q is reserved for the definitions a context records; choose another relation name", name)
+		return RelationRecord{}, false, &fault.Error{Code: fault.ReservedType, Detail: detail,
+			Errors: []fault.FieldError{{Parameter: "name", Rule: "reserved", Detail: detail}}}
+	}
 	if _, ok := r.builtinRels[name]; ok {
 		detail := fmt.Sprintf("%q is a built-in relation and cannot be redefined", name)
 		return RelationRecord{}, false, &fault.Error{Code: fault.Conflict, Detail: detail,

@@ -529,12 +529,15 @@ func TestFailEffectRepeat(t *testing.T) {
 // the commit the claim makes (and of the effect's complete or fail), so
 // it is held to the rules of names as every other author: a zero-width,
 // bidi or control character is refused with a validation error at
-// /worker naming the rule, and nothing is written.
+// /worker naming the rule, and so is a worker of spaces only (no name a
+// reader can tell), and nothing is written.
 func TestClaimWorkerFollowsTheLabelRules(t *testing.T) {
 	for _, tc := range []struct{ worker, rule string }{
 		{"work\u200ber", "visible"},
 		{"work\u202eer", "visible"},
 		{"work\ner", "printable"},
+		{" ", "required"},
+		{"\u00a0", "visible"},
 	} {
 		s, _ := newService(t)
 		ctx := t.Context()
