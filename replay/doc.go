@@ -16,7 +16,11 @@
 //     removed and re-attributed, and the trust statuses that changed
 //     between two states (Diff, DiffResult).
 //   - merge base: the common ancestor of two commits with the highest Seq,
-//     ties broken by the smaller id (MergeBase).
+//     ties broken by the smaller id (MergeBase). After a criss-cross two
+//     commits have several best common ancestors, none descending from
+//     another (MergeBases); a merge is then made against them all
+//     (MergeOver): what they disagree on has no base, and the sides
+//     conflict on it when they differ.
 //   - three-way merge: a change made on one side since the merge base is
 //     taken, the same change made on both sides is taken once; changes
 //     that disagree, and merged edges that would dangle or close a

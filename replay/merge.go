@@ -35,15 +35,63 @@ var (
 // their common ancestors, the one with the highest Seq (which no other
 // common ancestor descends from), the smaller id on a tie. It walks back
 // from both commits in descending Seq order and stops at the first commit
-// reached from both, so it reads only the commits since the base. Errors:
-// ErrNoMergeBase, or a *ChainError for a missing or misordered commit.
+// reached from both, so it reads only the commits since the base. Two
+// commits may have several best common ancestors (a criss-cross);
+// MergeBases returns them all. Errors: ErrNoMergeBase, or a *ChainError
+// for a missing or misordered commit.
 func MergeBase(ctx context.Context, src Source, a, b hashing.Digest) (*Commit, error) {
-	const fromA, fromB = 1, 2
+	bases, err := mergeBases(ctx, src, a, b, false)
+	if err != nil {
+		return nil, err
+	}
+	return bases[0], nil
+}
+
+// MergeBases returns every best common ancestor of commits a and b — the
+// common ancestors none of which another common ancestor descends from —
+// highest Seq first, the smaller id on a tie; the first is MergeBase's.
+// Two commits have more than one after a criss-cross: each side merged
+// the other's commit, so two merge commits each have both commits as
+// parents. It walks as MergeBase does and, once it has found the first,
+// goes on only while a commit reached from a but from no base so far and
+// one reached likewise from b are both still to visit: when the first
+// base is the only one and the two sides meet only through it, it reads
+// no more commits than MergeBase. Errors are MergeBase's.
+func MergeBases(ctx context.Context, src Source, a, b hashing.Digest) ([]*Commit, error) {
+	return mergeBases(ctx, src, a, b, true)
+}
+
+// mergeBases walks back from a and b in descending Seq order, marking
+// each commit with the sides it is reached from. A commit reached from
+// both is a common ancestor; the first one visited is a best one, and so
+// is every later one not reached through a common ancestor visited
+// before (stale): Seq orders every commit after its descendants, so a
+// commit's marks are final when it is visited. With all false it stops
+// at the first.
+func mergeBases(ctx context.Context, src Source, a, b hashing.Digest, all bool) ([]*Commit, error) {
+	const fromA, fromB, stale, visited = 1, 2, 4, 8
 	flags := map[hashing.Digest]uint8{}
 	q := &commitQueue{}
+	// live counts the commits still to visit that are not stale and are
+	// reached from a (live[0]) or from b (live[1]): a further best common
+	// ancestor needs one of each.
+	var live [2]int
+	count := func(f uint8, d int) {
+		if f&(stale|visited) != 0 {
+			return
+		}
+		if f&fromA != 0 {
+			live[0] += d
+		}
+		if f&fromB != 0 {
+			live[1] += d
+		}
+	}
 	push := func(id hashing.Digest, flag uint8, child *Commit) error {
 		if old, seen := flags[id]; seen {
+			count(old, -1)
 			flags[id] = old | flag
+			count(old|flag, 1)
 			return nil
 		}
 		c, err := src.GetCommit(ctx, id)
@@ -54,6 +102,7 @@ func MergeBase(ctx context.Context, src Source, a, b hashing.Digest) (*Commit, e
 			return &ChainError{Commit: child.ID, Seq: child.Seq, Reason: fmt.Sprintf("parent %s has seq %d, not below %d", id.Short(), c.Seq, child.Seq)}
 		}
 		flags[id] = flag
+		count(flag, 1)
 		heap.Push(q, c)
 		return nil
 	}
@@ -63,20 +112,33 @@ func MergeBase(ctx context.Context, src Source, a, b hashing.Digest) (*Commit, e
 	if err := push(b, fromB, nil); err != nil {
 		return nil, err
 	}
+	var bases []*Commit
 	for q.Len() > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if len(bases) > 0 && (live[0] == 0 || live[1] == 0) {
+			break // what is left to visit is stale, or reached from one side only
+		}
 		c := heap.Pop(q).(*Commit)
 		f := flags[c.ID]
-		if f == fromA|fromB {
-			return c, nil
+		count(f, -1)
+		flags[c.ID] = f | visited
+		if f&(fromA|fromB|stale) == fromA|fromB {
+			bases = append(bases, c)
+			if !all || live[0] == 0 || live[1] == 0 {
+				return bases, nil
+			}
+			f |= stale
 		}
 		for _, p := range c.Parents {
-			if err := push(p, f, c); err != nil {
+			if err := push(p, f&(fromA|fromB|stale), c); err != nil {
 				return nil, err
 			}
 		}
+	}
+	if len(bases) > 0 {
+		return bases, nil
 	}
 	return nil, fmt.Errorf("%w: %s and %s share no ancestor", ErrNoMergeBase, a.Short(), b.Short())
 }
@@ -118,14 +180,20 @@ const (
 
 // MergeSetup is the commit-level answer to "merge theirs into ours".
 type MergeSetup struct {
-	Kind   MergeKind
-	Base   *Commit
+	Kind MergeKind
+	// Base is the merge base: the best common ancestor with the highest
+	// Seq (MergeBase).
+	Base *Commit
+	// Bases are every best common ancestor (MergeBases), Base first: more
+	// than one after a criss-cross, and then the merge is three-way and
+	// merges against them all (MergeOver).
+	Bases  []*Commit
 	Ours   *Commit
 	Theirs *Commit
 }
 
-// PrepareMerge reads ours, theirs and their merge base and classifies the
-// merge. Errors are MergeBase's.
+// PrepareMerge reads ours, theirs and their merge bases and classifies
+// the merge. Errors are MergeBase's.
 func PrepareMerge(ctx context.Context, src Source, ours, theirs hashing.Digest) (*MergeSetup, error) {
 	o, err := src.GetCommit(ctx, ours)
 	if err != nil {
@@ -135,11 +203,12 @@ func PrepareMerge(ctx context.Context, src Source, ours, theirs hashing.Digest) 
 	if err != nil {
 		return nil, &ChainError{Commit: theirs, Reason: "cannot read the commit: " + err.Error(), Err: err}
 	}
-	base, err := MergeBase(ctx, src, ours, theirs)
+	bases, err := MergeBases(ctx, src, ours, theirs)
 	if err != nil {
 		return nil, err
 	}
-	ms := &MergeSetup{Kind: MergeThreeWay, Base: base, Ours: o, Theirs: t}
+	base := bases[0]
+	ms := &MergeSetup{Kind: MergeThreeWay, Base: base, Bases: bases, Ours: o, Theirs: t}
 	switch base.ID {
 	case theirs:
 		ms.Kind = MergeUpToDate
@@ -192,6 +261,10 @@ type Conflict struct {
 	ID string `json:"id,omitempty"`
 	// Edge is the edge of an edge or cycle conflict.
 	Edge *graph.EdgeKey `json:"edge,omitempty"`
+	// BasesDisagree is set when the merge has several merge bases (a
+	// criss-cross, MergeOver) and they disagree on the artifact or edge:
+	// it has no base, and Base and BaseEdge are nil.
+	BasesDisagree bool `json:"bases_disagree,omitempty"`
 	// Base, Ours and Theirs are the artifact on each side (nil where
 	// absent).
 	Base   *ArtifactVersion `json:"base,omitempty"`
@@ -305,6 +378,22 @@ func Merge(base, ours, theirs *graph.State, resolutions map[string]Resolution) (
 	return MergeWithin(base, ours, theirs, wholeScope(base, ours, theirs), resolutions)
 }
 
+// MergeOver is Merge against several merge bases: the best common
+// ancestors of a criss-cross (MergeBases), none of which descends from
+// another. Which of them has the higher Seq does not matter. An artifact
+// or edge on which the bases all agree (the same type, content and
+// producer; the same attrs; or absent from all) is merged against that,
+// as Merge does. One on which they disagree has no base: the sides take
+// it once when they have the same, and are a conflict when they differ
+// — an edit_edit, or a delete_edit when one side lacks it — marked
+// BasesDisagree, with no Base, settled by a Resolution as any other. So
+// two sides that settled an earlier conflict differently conflict again
+// rather than one of the settlements winning by commit order. With one
+// base it is Merge.
+func MergeOver(bases []*graph.State, ours, theirs *graph.State, resolutions map[string]Resolution) (*MergePlan, error) {
+	return MergeOverWithinData(bases, ours, theirs, wholeScope(append(slices.Clone(bases), ours, theirs)...), resolutions, nil)
+}
+
 // wholeScope is the scope of every artifact and edge of states, with the
 // repeats MergeWithin drops.
 func wholeScope(states ...*graph.State) MergeScope {
@@ -323,6 +412,9 @@ func wholeScope(states ...*graph.State) MergeScope {
 // and ours or between the base and theirs — anything else is the same on
 // all three sides and changes nothing — and may hold more; order and
 // repeats do not matter. ScopeOf builds one from the two sides' diffs.
+// Over several bases (MergeOverWithinData) it must also hold what differs
+// between the bases: with the diffs from one base to ours, to theirs and
+// to each other base.
 type MergeScope struct {
 	IDs   []string
 	Edges []graph.EdgeKey
@@ -372,7 +464,19 @@ func MergeWithin(base, ours, theirs *graph.State, scope MergeScope, resolutions 
 // which the merged ops must carry; a failed read fails the merge. With
 // data nil it is MergeWithin.
 func MergeWithinData(base, ours, theirs *graph.State, scope MergeScope, resolutions map[string]Resolution, data graph.DataFunc) (*MergePlan, error) {
-	m := &merger{base: base, ours: ours, theirs: theirs, res: resolutions, data: data,
+	return MergeOverWithinData([]*graph.State{base}, ours, theirs, scope, resolutions, data)
+}
+
+// MergeOverWithinData is MergeWithinData against several merge bases, as
+// MergeOver merges: scope must also hold what differs between the bases
+// (see MergeScope). With the scope it must hold it returns what MergeOver
+// returns, and with one base what MergeWithinData does. bases must not be
+// empty.
+func MergeOverWithinData(bases []*graph.State, ours, theirs *graph.State, scope MergeScope, resolutions map[string]Resolution, data graph.DataFunc) (*MergePlan, error) {
+	if len(bases) == 0 {
+		return nil, errors.New("replay: a merge needs a merge base")
+	}
+	m := &merger{base: bases[0], others: bases[1:], ours: ours, theirs: theirs, res: resolutions, data: data,
 		used:    map[string]bool{},
 		art:     map[string]*artOutcome{},
 		edge:    map[graph.EdgeKey]*edgeOutcome{},
@@ -428,6 +532,9 @@ type merger struct {
 	// data reads the data of theirs' definitions when theirs does not
 	// hold it (MergeWithinData); nil when it does.
 	data graph.DataFunc
+	// others are the merge bases beside base, when there are several
+	// (MergeOver).
+	others []*graph.State
 }
 
 // resolution returns the resolution for key, marking it used.
@@ -504,12 +611,44 @@ func (m *merger) valueOp(key, id string, r Resolution, o, t *graph.Artifact) *gr
 	return &graph.Op{Op: graph.OpPut, ID: id, Type: typ, Version: v, ContentHash: hashing.ContentHash(data), ProducedBy: by, Data: data}
 }
 
+// baseArtifact returns artifact id as the merge bases agree it is (nil:
+// absent), or false when they disagree. Of bases that agree, the version
+// is the highest they hold, whichever base that is.
+func (m *merger) baseArtifact(id string) (*graph.Artifact, bool) {
+	b := m.base.Artifact(id)
+	for _, st := range m.others {
+		a := st.Artifact(id)
+		if !sameArtifact(a, b) {
+			return nil, false
+		}
+		if a != nil && a.Version > b.Version {
+			b = a
+		}
+	}
+	return b, true
+}
+
+// baseEdge returns edge k as the merge bases agree it is (nil: absent),
+// or false when they disagree.
+func (m *merger) baseEdge(k graph.EdgeKey) (*graph.Edge, bool) {
+	b := m.base.Edge(k)
+	for _, st := range m.others {
+		if !sameEdge(st.Edge(k), b) {
+			return nil, false
+		}
+	}
+	return b, true
+}
+
 func (m *merger) mergeArtifacts(ids []string) {
 	for _, id := range ids {
-		b, o, t := m.base.Artifact(id), m.ours.Artifact(id), m.theirs.Artifact(id)
+		o, t := m.ours.Artifact(id), m.theirs.Artifact(id)
+		b, known := m.baseArtifact(id)
 		switch {
 		case sameArtifact(o, t):
 			continue // the same on both sides
+		case !known:
+			// The bases disagree: a conflict, whatever the sides did.
 		case sameArtifact(t, b):
 			if o == nil {
 				m.art[id] = &artOutcome{deletedBy: TakeOurs} // only ours deleted it
@@ -524,8 +663,13 @@ func (m *merger) mergeArtifacts(ids []string) {
 			continue
 		}
 		key := ArtifactKey(id)
-		c := Conflict{Key: key, Kind: ConflictEditEdit, ID: id, Base: versionOf(b), Ours: versionOf(o), Theirs: versionOf(t)}
+		c := Conflict{Key: key, Kind: ConflictEditEdit, ID: id, BasesDisagree: !known, Base: versionOf(b), Ours: versionOf(o), Theirs: versionOf(t)}
 		switch {
+		case !known:
+			if o == nil || t == nil {
+				c.Kind = ConflictDeleteEdit
+			}
+			c.Detail = fmt.Sprintf("the merge bases disagree on %q, and the sides differ", id)
 		case o == nil:
 			c.Kind, c.Detail = ConflictDeleteEdit, fmt.Sprintf("ours deleted %q, theirs changed it", id)
 		case t == nil:
@@ -587,9 +731,14 @@ func edgeTo(k graph.EdgeKey, e *graph.Edge) *graph.Op {
 
 func (m *merger) mergeEdges(keys []graph.EdgeKey) {
 	for _, k := range keys {
-		b, o, t := m.base.Edge(k), m.ours.Edge(k), m.theirs.Edge(k)
+		o, t := m.ours.Edge(k), m.theirs.Edge(k)
+		b, known := m.baseEdge(k)
 		switch {
-		case sameEdge(o, t), sameEdge(t, b):
+		case sameEdge(o, t):
+			continue
+		case !known:
+			// The bases disagree: a conflict, whatever the sides did.
+		case sameEdge(t, b):
 			continue
 		case sameEdge(o, b):
 			m.edge[k] = &edgeOutcome{op: edgeTo(k, t)}
@@ -597,8 +746,13 @@ func (m *merger) mergeEdges(keys []graph.EdgeKey) {
 		}
 		key := EdgeConflictKey(k)
 		kc := k
-		c := Conflict{Key: key, Kind: ConflictEdgeAttrs, Edge: &kc, BaseEdge: edgeSide(b), OursEdge: edgeSide(o), TheirsEdge: edgeSide(t)}
+		c := Conflict{Key: key, Kind: ConflictEdgeAttrs, Edge: &kc, BasesDisagree: !known, BaseEdge: edgeSide(b), OursEdge: edgeSide(o), TheirsEdge: edgeSide(t)}
 		switch {
+		case !known:
+			if o == nil || t == nil {
+				c.Kind = ConflictEdgeDeleteEdit
+			}
+			c.Detail = fmt.Sprintf("the merge bases disagree on edge %s, and the sides differ", k)
 		case o == nil:
 			c.Kind, c.Detail = ConflictEdgeDeleteEdit, fmt.Sprintf("ours removed edge %s, theirs changed its attrs", k)
 		case t == nil:
@@ -730,8 +884,9 @@ func (m *merger) checkDangling() {
 			other = TakeTheirs
 		}
 		key := ArtifactKey(id)
+		b, _ := m.baseArtifact(id) // the bases agree: a side deleted it
 		c := Conflict{Key: key, Kind: ConflictDanglingEdge, ID: id, DeletedBy: out.deletedBy, Edges: edges,
-			Base: versionOf(m.base.Artifact(id)), Ours: versionOf(m.ours.Artifact(id)), Theirs: versionOf(m.theirs.Artifact(id)),
+			Base: versionOf(b), Ours: versionOf(m.ours.Artifact(id)), Theirs: versionOf(m.theirs.Artifact(id)),
 			Detail: fmt.Sprintf("%s deleted %q; %d edge(s) of %s still point to or from it", out.deletedBy, id, len(edges), other)}
 		r, ok := m.resolution(key)
 		if !ok {
@@ -995,9 +1150,10 @@ type MergeOutcome struct {
 }
 
 // MergeCommits merges commit theirs into commit ours of one chain, with no
-// store: it finds the merge base, and for a three-way merge folds the
-// base, ours and theirs (verifying them as Fold does, with opts) and calls
-// Merge. Errors: MergeBase's, Fold's and Merge's.
+// store: it finds the merge bases, and for a three-way merge folds the
+// bases, ours and theirs (verifying them as Fold does, with opts) and
+// calls MergeOver — Merge when there is one base. Errors: MergeBase's,
+// Fold's and Merge's.
 func MergeCommits(ctx context.Context, src Source, ours, theirs hashing.Digest, resolutions map[string]Resolution, opts Options) (*MergeOutcome, error) {
 	ms, err := PrepareMerge(ctx, src, ours, theirs)
 	if err != nil {
@@ -1007,15 +1163,16 @@ func MergeCommits(ctx context.Context, src Source, ours, theirs hashing.Digest, 
 	if ms.Kind != MergeThreeWay {
 		return out, nil
 	}
-	var states [3]*graph.State
-	for i, id := range []hashing.Digest{ms.Base.ID, ms.Ours.ID, ms.Theirs.ID} {
-		res, err := Fold(ctx, src, id, opts)
+	var states []*graph.State
+	for _, c := range append(slices.Clone(ms.Bases), ms.Ours, ms.Theirs) {
+		res, err := Fold(ctx, src, c.ID, opts)
 		if err != nil {
 			return nil, err
 		}
-		states[i] = res.State
+		states = append(states, res.State)
 	}
-	out.Plan, err = Merge(states[0], states[1], states[2], resolutions)
+	n := len(states)
+	out.Plan, err = MergeOver(states[:n-2], states[n-2], states[n-1], resolutions)
 	if err != nil {
 		return nil, err
 	}
