@@ -12,10 +12,13 @@ type mergeRequest = service.MergeInput
 
 // MergeView is the answer to a merge.
 type MergeView struct {
-	Kind   replay.MergeKind `json:"kind"`
-	Base   string           `json:"base"`
-	Ours   string           `json:"ours"`
-	Theirs string           `json:"theirs"`
+	Kind replay.MergeKind `json:"kind"`
+	Base string           `json:"base"`
+	// Bases lists every merge base, Base first, when there are several
+	// (a criss-cross); absent when there is one.
+	Bases  []string `json:"bases,omitempty"`
+	Ours   string   `json:"ours"`
+	Theirs string   `json:"theirs"`
 	// Commit is ours' head after the merge.
 	Commit      CommitView        `json:"commit"`
 	ContextHash string            `json:"context_hash"`
@@ -50,6 +53,9 @@ func (s *Server) handleMerge(w http.ResponseWriter, r *http.Request) {
 	out := MergeView{Kind: res.Kind, Base: res.Base.String(), Ours: res.Ours.String(), Theirs: res.Theirs.String(),
 		Commit: commitView(res.Commit), ContextHash: res.Commit.ContextHash.String(), Ops: len(res.Ops),
 		Resolved: nonNil(res.Resolved), Unused: res.Unused}
+	for _, b := range res.Bases {
+		out.Bases = append(out.Bases, b.String())
+	}
 	status := http.StatusOK
 	if res.Kind == replay.MergeThreeWay {
 		status = http.StatusCreated

@@ -17,8 +17,14 @@ import (
 type MergeResult struct {
 	// Kind is up_to_date (nothing to do), fast_forward (ours moved to
 	// theirs) or merge (a merge commit was written).
-	Kind   replay.MergeKind `json:"kind"`
-	Base   hashing.Digest   `json:"base"`
+	Kind replay.MergeKind `json:"kind"`
+	// Base is the merge base: of the best common ancestors of ours and
+	// theirs, the one with the highest seq (replay.MergeBase).
+	Base hashing.Digest `json:"base"`
+	// Bases lists every best common ancestor, Base first, when there are
+	// several (after a criss-cross; replay.MergeBases): the merge was
+	// made against them all (replay.MergeOver). Empty when there is one.
+	Bases  []hashing.Digest `json:"bases,omitempty"`
 	Ours   hashing.Digest   `json:"ours"`
 	Theirs hashing.Digest   `json:"theirs"`
 	// Commit is ours' head after the merge.
@@ -33,7 +39,9 @@ type MergeResult struct {
 }
 
 // Merge merges ref theirs (a branch or commit, see Resolve) into branch
-// ours of a context, as replay.Merge defines it. When theirs has no change
+// ours of a context, as replay.Merge defines it — replay.MergeOver when
+// they have several best common ancestors (a criss-cross), which merges
+// against them all, whatever their order. When theirs has no change
 // since the merge base nothing happens (up_to_date); when ours is the
 // merge base its branch moves to theirs (fast_forward, no commit);
 // otherwise the merged ops are committed on ours in one commit whose
@@ -142,6 +150,11 @@ func (s *Store) merge(ctx context.Context, req *MergeRequest) (*MergeResult, err
 	}
 	res := &MergeResult{Kind: setup.Kind, Base: setup.Base.ID, Ours: oursHead.ID, Theirs: tc.ID,
 		Commit: oursHead, Ops: []graph.Op{}, Resolved: []replay.Conflict{}}
+	if len(setup.Bases) > 1 {
+		for _, b := range setup.Bases {
+			res.Bases = append(res.Bases, b.ID)
+		}
+	}
 	if setup.Kind != replay.MergeThreeWay && len(req.Resolutions) > 0 {
 		// No conflict to settle: every resolution went unused.
 		res.Unused = slices.Sorted(maps.Keys(req.Resolutions))
@@ -166,44 +179,62 @@ func (s *Store) merge(ctx context.Context, req *MergeRequest) (*MergeResult, err
 	// of their state maps: replay.MergeWithin), and reads base and theirs
 	// through their maps: a merge costs what the two sides changed, not
 	// what the context holds. Neither state holds a lock or is changed.
+	// Over several merge bases (a criss-cross) it reads the others too,
+	// and looks also at what differs between the first and each other.
 	theirsDiff, err := s.DiffStates(ctx, setup.Base, tc)
 	if err != nil {
 		return nil, err
 	}
+	diffs := []*replay.DiffResult{nil, theirsDiff} // ours' first, once planned
+	for _, b := range setup.Bases[1:] {
+		d, err := s.DiffStates(ctx, setup.Base, b)
+		if err != nil {
+			return nil, err
+		}
+		diffs = append(diffs, d)
+	}
 	var plan *replay.MergePlan
 	var oursAt hashing.Digest
-	err = s.ReadSparse(ctx, ctxID, setup.Base, func(base *View) error {
-		return s.ReadSparse(ctx, ctxID, tc, func(t *View) error {
-			cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours,
-				ExtraParents: []hashing.Digest{tc.ID}, Author: req.Author, Message: req.Message, Check: req.Check,
-				OpsFrom: func(st *graph.State, at Planning) ([]graph.Op, error) {
-					if err := keepsBase(at.Head, oursHead.ID, at.Commit); err != nil {
-						return nil, err
-					}
-					oursDiff, err := at.DiffFrom(setup.Base)
-					if err != nil {
-						return nil, err
-					}
-					p, err := replay.MergeWithinData(base.State, st, t.State, replay.ScopeOf(oursDiff, theirsDiff), req.Resolutions,
-						func(arts []*graph.Artifact) ([]json.RawMessage, error) { return t.DataMany(ctx, arts) })
-					// A read of base or theirs that failed looked like an
-					// absent entry: refuse the plan made on it (the views
-					// report the error when the read ends).
-					if rerr := errors.Join(base.Err(), t.Err()); rerr != nil {
-						return nil, rerr
-					}
-					if err != nil {
-						return nil, err
-					}
-					plan, oursAt = p, at.Head.ID
-					return p.Ops, nil
-				}})
-			if err != nil {
-				return err
-			}
-			res.Commit = cr.Commit
-			return nil
-		})
+	read := append([]*replay.Commit{setup.Base, tc}, setup.Bases[1:]...)
+	err = s.readSparseAll(ctx, ctxID, read, func(views []*View) error {
+		t, bases := views[1], []*graph.State{views[0].State}
+		for _, v := range views[2:] {
+			bases = append(bases, v.State)
+		}
+		cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours,
+			ExtraParents: []hashing.Digest{tc.ID}, Author: req.Author, Message: req.Message, Check: req.Check,
+			OpsFrom: func(st *graph.State, at Planning) ([]graph.Op, error) {
+				if err := keepsBase(at.Head, oursHead.ID, at.Commit); err != nil {
+					return nil, err
+				}
+				oursDiff, err := at.DiffFrom(setup.Base)
+				if err != nil {
+					return nil, err
+				}
+				diffs[0] = oursDiff
+				p, err := replay.MergeOverWithinData(bases, st, t.State, replay.ScopeOf(diffs...), req.Resolutions,
+					func(arts []*graph.Artifact) ([]json.RawMessage, error) { return t.DataMany(ctx, arts) })
+				// A read of a base or theirs that failed looked like an
+				// absent entry: refuse the plan made on it (the views
+				// report the error when the read ends).
+				var rerr error
+				for _, v := range views {
+					rerr = errors.Join(rerr, v.Err())
+				}
+				if rerr != nil {
+					return nil, rerr
+				}
+				if err != nil {
+					return nil, err
+				}
+				plan, oursAt = p, at.Head.ID
+				return p.Ops, nil
+			}})
+		if err != nil {
+			return err
+		}
+		res.Commit = cr.Commit
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -213,6 +244,24 @@ func (s *Store) merge(ctx context.Context, req *MergeRequest) (*MergeResult, err
 	}
 	res.Ours, res.Ops, res.Resolved, res.Unused = oursAt, plan.Ops, plan.Resolved, plan.Unused
 	return res, nil
+}
+
+// readSparseAll reads each of commits over its map (ReadSparse), one
+// read within the other, and calls fn with their views, in the order of
+// commits, while all are open.
+func (s *Store) readSparseAll(ctx context.Context, ctxID string, commits []*replay.Commit, fn func([]*View) error) error {
+	views := make([]*View, 0, len(commits))
+	var next func(i int) error
+	next = func(i int) error {
+		if i == len(commits) {
+			return fn(views)
+		}
+		return s.ReadSparse(ctx, ctxID, commits[i], func(v *View) error {
+			views = append(views, v)
+			return next(i + 1)
+		})
+	}
+	return next(0)
 }
 
 // keepsBase checks that head is prepared, or descends from it by plain
