@@ -109,6 +109,19 @@ func Fold(ctx context.Context, src Source, target hashing.Digest, opts Options) 
 // when set, is called after each commit with its state (valid only during
 // the call). The Result describes the last commit.
 func FoldCommits(ctx context.Context, src Source, commits []*Commit, opts Options, visit func(c *Commit, st *graph.State) error) (*Result, error) {
+	var each func(c *Commit, st *graph.State, changes []graph.Change) error
+	if visit != nil {
+		each = func(c *Commit, st *graph.State, _ []graph.Change) error { return visit(c, st) }
+	}
+	return FoldCommitsChanges(ctx, src, commits, opts, each)
+}
+
+// FoldCommitsChanges is FoldCommits whose visit also gets the changes the
+// commit's ops made to its first parent's state, in op order (as
+// ApplyCommit returns them; valid only during the call): what a caller
+// needs to tell, in time proportional to the commit, what the commit
+// changed.
+func FoldCommitsChanges(ctx context.Context, src Source, commits []*Commit, opts Options, visit func(c *Commit, st *graph.State, changes []graph.Change) error) (*Result, error) {
 	if len(commits) == 0 {
 		return nil, fmt.Errorf("%w: no commits to replay", ErrBroken)
 	}
@@ -172,7 +185,7 @@ func FoldCommits(ctx context.Context, src Source, commits []*Commit, opts Option
 			}
 		}
 		if visit != nil {
-			if err := visit(c, st); err != nil {
+			if err := visit(c, st, changes); err != nil {
 				return nil, err
 			}
 		}
