@@ -106,6 +106,18 @@ func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
 //   - each context's chain is replayed from its first commit, and every
 //     replayed state must hash to the commit's context hash and have the
 //     recorded artifact, edge and state-map entry counts;
+//   - every commit's state map must hold the state the replay reached
+//     there, at a branch head or not (a read at the commit serves the
+//     map, not the chain): the diff of its map against its first
+//     parent's (checked before it; an empty map for a root commit) must
+//     change exactly the artifact, tombstone and edge entries (and the
+//     reverse edges a map of format 3 keeps) that the commit's ops
+//     changed, each to the replayed state's value and an artifact's
+//     naming the commit as its writer — in time proportional to what the
+//     commit changed, not to its state. Trust entries follow from the
+//     whole state: they are counted here and compared at branch heads. A
+//     commit whose first parent's map is not whole or does not check is
+//     not checked either (its parent is reported);
 //   - every leaf checkpoint must hold sorted leaves that hash to its name
 //     (a bad one is never used, but it is corruption);
 //   - every ref must point at a commit, and every branch head's state map
@@ -440,6 +452,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		seqOf[e.id] = e.seq
 	}
 	failed := make(map[hashing.Digest]bool)
+	mapBroken := make(map[hashing.Digest]bool) // commits whose state map is not whole
 	var commits []*replay.Commit
 	for _, e := range ids {
 		c, err := s.commitRecord(ctxID, e.id)
@@ -462,6 +475,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 		}
 		if !k.stateMap(ctxID, c) {
 			failed[c.ID] = true
+			mapBroken[c.ID] = true
 		}
 		commits = append(commits, c)
 	}
@@ -478,9 +492,16 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 	// Replay the chain; the fold checks ops, ids and context hashes.
 	src := &checkSource{k: k, ctxID: ctxID, failed: failed, verdictData: map[hashing.Digest]bool{}}
 	replayed := make(map[hashing.Digest]bool)
+	byID := indexedCommits(commits)
+	// unsure are the commits whose state map is not known to hold their
+	// replayed state: incomplete, found wrong, or not checked (its first
+	// parent's was unsure). A commit's map is checked by its diff against
+	// its first parent's, so a child of one is not checked either.
+	unsure := make(map[hashing.Digest]bool, len(mapBroken))
+	maps.Copy(unsure, mapBroken)
 	if len(commits) > 0 {
-		res, err := replay.FoldCommits(ctx, src, commits, replay.Options{Objects: replay.ObjectsNone},
-			func(c *replay.Commit, st *graph.State) error {
+		res, err := replay.FoldCommitsChanges(ctx, src, commits, replay.Options{Objects: replay.ObjectsNone},
+			func(c *replay.Commit, st *graph.State, changes []graph.Change) error {
 				replayed[c.ID] = true
 				entries := st.NumArtifacts() + st.NumEdges() + st.NumTombstones()
 				if x := c.Index; x != nil {
@@ -507,7 +528,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 					k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(),
 						Detail: fmt.Sprintf("state map holds %d entries, the replayed state %d", c.RootCount, entries)})
 				}
-				return nil
+				return k.commitHistory(ctx, ctxID, byID, unsure, c, st, changes)
 			})
 		var ce *replay.ChainError
 		switch {

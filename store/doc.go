@@ -166,8 +166,11 @@
 // it points at, so an artifact's dependents are one prefix). The commit
 // record's index (replay.MapIndex) keeps the sizes that go with them:
 // tombstones, poison roots, quarantined artifacts and the live artifacts
-// of each type. fsck checks the sizes of every commit and the entries at
-// every branch head against the state and trust computed afresh.
+// of each type. fsck checks the sizes of every commit, the artifact,
+// tombstone and edge entries of every commit's map against the replayed
+// state (the diff of its map against its first parent's must change what
+// its ops changed, to what they made), and every entry at every branch
+// head against the state and trust computed afresh.
 //
 // Since format 4 the reverse edges are not in the map but in the
 // context's reverse index (rev keys; MapIndex.ReverseApart): a new edge
