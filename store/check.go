@@ -118,6 +118,12 @@ func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
 //     whole state: they are counted here and compared at branch heads. A
 //     commit whose first parent's map is not whole or does not check is
 //     not checked either (its parent is reported);
+//   - where a commit's map keeps its reverse edges apart (format 4 on),
+//     the context's reverse index must name every edge that diff adds
+//     (every edge of the map, for the first such map of a chain): a read
+//     of the commit over its map finds an artifact's dependents only
+//     through the index. An edge is looked for in the commit's own
+//     record of its target, then in the target's other records;
 //   - every leaf checkpoint must hold sorted leaves that hash to its name
 //     (a bad one is never used, but it is corruption);
 //   - every ref must point at a commit, and every branch head's state map

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,14 +12,18 @@ import (
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/replay"
+	"github.com/artifactd/artifactd/store/kv"
 )
 
 // This file checks, for every commit the replay in Check reaches, what the
-// commit's stored state map holds — not only at branch heads — in time
-// proportional to what each commit changed: the diff of the commit's map
-// against its first parent's (the parent's already checked, an empty map
-// for a root commit) must change exactly the entries the commit's ops
-// changed, each to what the replayed state holds there.
+// commit's stored state map and the context's reverse index hold — not
+// only at branch heads — in time proportional to what each commit
+// changed: the diff of the commit's map against its first parent's (the
+// parent's already checked, an empty map for a root commit) must change
+// exactly the entries the commit's ops changed, each to what the replayed
+// state holds there; and every edge the diff adds must be named by the
+// reverse index (when the map keeps its reverse edges apart), as a read of
+// the commit over its map looks its target's dependents up there.
 
 // wantEntry is what a commit's ops made of one state-map entry: its value
 // after the commit (nil: absent) and whether it differs from the value
@@ -234,6 +239,84 @@ func entryValue(key, v []byte) string {
 	return fmt.Sprintf("%d bytes", len(v))
 }
 
+// commitReverse checks that the context's reverse index names every edge
+// that c's map holds and its first parent's map (nil: none) did not keep
+// apart: the edges the diff of the two maps adds (added), or, when the
+// parent's map has no reverse edges apart (c's map is the first to), every
+// edge of st, the replayed state at c. A read of c over its map finds an
+// artifact's dependents only through the index. It returns why the index
+// falls short ("" when it does not); the error is the check's own failure.
+// Each edge is looked for in c's own record of its target (the committer
+// indexes a new edge there), and, failing that, in every record of its
+// target.
+func (k *checker) commitReverse(ctx context.Context, ctxID string, parent, c *replay.Commit, st *graph.State, added []graph.EdgeKey) (string, error) {
+	if !reverseApart(c) {
+		return "", nil
+	}
+	need := added
+	if parent != nil && !reverseApart(parent) && parent.RootCount > 0 {
+		need = need[:0:0]
+		st.RangeEdges(func(e *graph.Edge) bool {
+			need = append(need, e.Key())
+			return true
+		})
+	}
+	if len(need) == 0 {
+		return "", nil
+	}
+	slices.SortFunc(need, edgeByTarget)
+	var (
+		lacking []graph.EdgeKey
+		bad     string
+	)
+	for i := 0; i < len(need); {
+		to := need[i].To
+		j := i
+		for j < len(need) && need[j].To == to {
+			j++
+		}
+		named := map[graph.EdgeKey]bool{}
+		note := func(e graph.EdgeKey) { named[e] = true }
+		v, err := k.s.kv.Get(ctx, keyRev(ctxID, to, c.ID))
+		switch {
+		case err == nil:
+			err = decodeRevVal(to, v, note)
+		case errors.Is(err, kv.ErrNotFound):
+			err = nil
+		}
+		if err == nil && slices.ContainsFunc(need[i:j], func(e graph.EdgeKey) bool { return !named[e] }) {
+			// Not in c's own record: an older record may name it.
+			err = k.s.kv.Scan(ctx, prefixRev(ctxID, to), nil, 0, func(_, v []byte) error {
+				return decodeRevVal(to, v, note)
+			})
+		}
+		if err != nil {
+			if ctx.Err() != nil || !fault.IsCorrupt(err) {
+				return "", fmt.Errorf("read the reverse index of %q in %q: %w", to, ctxID, err)
+			}
+			if bad == "" {
+				bad = fmt.Sprintf("the reverse index of %q cannot be read: %v", to, err)
+			}
+		}
+		for _, e := range need[i:j] {
+			if !named[e] && err == nil {
+				lacking = append(lacking, e)
+			}
+		}
+		i = j
+	}
+	if len(lacking) == 0 {
+		return bad, nil
+	}
+	e := lacking[0]
+	more := ""
+	if len(lacking) > 1 {
+		more = fmt.Sprintf(" (and %d more edges)", len(lacking)-1)
+	}
+	return fmt.Sprintf("the reverse index lacks the edge %q -%s-> %q%s that its state map holds: a read of the commit over its map misses it among %q's dependents",
+		e.From, e.Rel, e.To, more, e.To), nil
+}
+
 // indexedCommits returns commits by id.
 func indexedCommits(commits []*replay.Commit) map[hashing.Digest]*replay.Commit {
 	m := make(map[hashing.Digest]*replay.Commit, len(commits))
@@ -245,7 +328,8 @@ func indexedCommits(commits []*replay.Commit) map[hashing.Digest]*replay.Commit 
 
 // commitHistory checks, as the replay in Check reaches commit c with st
 // (its replayed state) and changes (what its ops changed), c's state map
-// (commitMap), and reports what falls short on c. byID are the context's commits; unsure
+// and the reverse index it reads through (commitMap, commitReverse), and
+// reports what falls short on c. byID are the context's commits; unsure
 // those whose map is not known to hold their replayed state, which c joins
 // when its map is not checked or found wrong. The error is the check's
 // own failure.
@@ -261,7 +345,7 @@ func (k *checker) commitHistory(ctx context.Context, ctxID string, byID map[hash
 	if unsure[c.ID] {
 		return nil // its map is not whole (reported with its nodes)
 	}
-	why, _, err := k.commitMap(ctx, parent, c, st, changes)
+	why, added, err := k.commitMap(ctx, parent, c, st, changes)
 	if err != nil {
 		return err
 	}
@@ -269,6 +353,12 @@ func (k *checker) commitHistory(ctx context.Context, ctxID string, byID map[hash
 		unsure[c.ID] = true
 		k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: why})
 		return nil
+	}
+	if why, err = k.commitReverse(ctx, ctxID, parent, c, st, added); err != nil {
+		return err
+	}
+	if why != "" {
+		k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: why})
 	}
 	return nil
 }

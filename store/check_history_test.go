@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv"
 )
@@ -71,6 +72,52 @@ func TestCheckFindsACommitOverAnotherCommitsStateMap(t *testing.T) {
 		if d.Kind != "state" || d.Context != "c" || d.ID != c1.ID.String() ||
 			!strings.Contains(d.Detail, "state map does not hold the commit's state") || !strings.Contains(d.Detail, `"x"`) {
 			t.Fatalf("defect %v: want a state defect on %s naming artifact \"x\"", d, c1.ID.Short())
+		}
+	})
+}
+
+// TestCheckFindsALostReverseRecordOfAnOlderCommit: the reverse-index
+// record of an edge that only an older commit's map holds (linked, then
+// unlinked) is lost. A read of that commit over its map (ReadSparse) no
+// longer finds the edge among its target's dependents; fsck reports it on
+// the commit that linked it. It checked the index at branch heads only,
+// and passed it before.
+func TestCheckFindsALostReverseRecordOfAnOlderCommit(t *testing.T) {
+	onEachDriver(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+		c1 := mustCommit(t, s, "c", put("x", "note", map[string]any{"v": 1}), put("p", "note", map[string]any{}), link("x", "derived_from", "p"))
+		mustCommit(t, s, "c", graph.Op{Op: graph.OpUnlink, From: "x", Rel: "derived_from", To: "p"})
+		mustCheck(t, s)
+		if c1.Index == nil || !c1.Index.ReverseApart {
+			t.Fatal("the test needs a map whose reverse edges are apart")
+		}
+		lose(t, s, keyRev("c", "p", c1.ID))
+
+		got, err := s.GetCommit(ctx, "c", c1.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReadSparse(ctx, "c", got, func(v *View) error {
+			if n := len(v.State.In("p")); n != 0 {
+				t.Fatalf("ReadSparse(c1): In(p) = %d edges; the lost record should hide the edge", n)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+
+		defects := checkDefects(t, s)
+		if len(defects) != 1 {
+			t.Fatalf("want one defect, on %s; got %d: %v", c1.ID.Short(), len(defects), defects)
+		}
+		d := defects[0]
+		t.Log(d)
+		if d.Kind != "state" || d.Context != "c" || d.ID != c1.ID.String() ||
+			!strings.Contains(d.Detail, `reverse index lacks the edge "x" -derived_from-> "p"`) {
+			t.Fatalf("defect %v: want a state defect on %s naming the edge x -derived_from-> p", d, c1.ID.Short())
 		}
 	})
 }

@@ -184,7 +184,9 @@
 // every branch's edges, and edges unlinked since — so a read of an
 // artifact's dependents looks each named edge up in the map it reads
 // (edges written together share their leaves), and fsck checks that
-// every edge at a branch head has its entry. A map of format 3 keeps its
+// every edge of every commit's map has its entry — for each commit, the
+// edges its map adds to its first parent's, at a branch head or not — and
+// at each branch head every edge of its state. A map of format 3 keeps its
 // 'r' entries and so do the commits after it (one map never mixes the
 // two); a new context, and the first commit onto a map written before
 // format 3, keep them apart.
