@@ -498,13 +498,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 	// Replay the chain; the fold checks ops, ids and context hashes.
 	src := &checkSource{k: k, ctxID: ctxID, failed: failed, verdictData: map[hashing.Digest]bool{}}
 	replayed := make(map[hashing.Digest]bool)
-	byID := indexedCommits(commits)
-	// unsure are the commits whose state map is not known to hold their
-	// replayed state: incomplete, found wrong, or not checked (its first
-	// parent's was unsure). A commit's map is checked by its diff against
-	// its first parent's, so a child of one is not checked either.
-	unsure := make(map[hashing.Digest]bool, len(mapBroken))
-	maps.Copy(unsure, mapBroken)
+	history := newHistoryCheck(ctxID, commits, mapBroken)
 	if len(commits) > 0 {
 		res, err := replay.FoldCommitsChanges(ctx, src, commits, replay.Options{Objects: replay.ObjectsNone},
 			func(c *replay.Commit, st *graph.State, changes []graph.Change) error {
@@ -534,7 +528,7 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 					k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(),
 						Detail: fmt.Sprintf("state map holds %d entries, the replayed state %d", c.RootCount, entries)})
 				}
-				return k.commitHistory(ctx, ctxID, byID, unsure, c, st, changes)
+				return k.commitHistory(ctx, history, c, st, changes)
 			})
 		var ce *replay.ChainError
 		switch {
@@ -617,8 +611,8 @@ func (k *checker) context(ctx context.Context, ctxID string) error {
 			k.add(Defect{Kind: "ref", Context: ctxID, ID: b.Name, Detail: err.Error()})
 			continue
 		}
-		if failed[c.ID] {
-			continue
+		if failed[c.ID] || history.wrong[c.ID] {
+			continue // reported on the commit
 		}
 		cs, err := s.ctxState(ctxID)
 		if fault.IsCorrupt(err) {

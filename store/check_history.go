@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -317,40 +318,59 @@ func (k *checker) commitReverse(ctx context.Context, ctxID string, parent, c *re
 		e.From, e.Rel, e.To, more, e.To), nil
 }
 
-// indexedCommits returns commits by id.
-func indexedCommits(commits []*replay.Commit) map[hashing.Digest]*replay.Commit {
-	m := make(map[hashing.Digest]*replay.Commit, len(commits))
-	for _, c := range commits {
-		m[c.ID] = c
+// newHistoryCheck starts the per-commit checks of context ctxID's
+// commits, of which mapBroken have a state map that is not whole.
+func newHistoryCheck(ctxID string, commits []*replay.Commit, mapBroken map[hashing.Digest]bool) *historyCheck {
+	h := &historyCheck{
+		ctxID:  ctxID,
+		byID:   make(map[hashing.Digest]*replay.Commit, len(commits)),
+		unsure: maps.Clone(mapBroken),
+		wrong:  map[hashing.Digest]bool{},
 	}
-	return m
+	for _, c := range commits {
+		h.byID[c.ID] = c
+	}
+	return h
+}
+
+// historyCheck is what the per-commit checks of one context's replay
+// keep (commitHistory).
+type historyCheck struct {
+	ctxID string
+	byID  map[hashing.Digest]*replay.Commit // the context's commits
+	// unsure are the commits whose state map is not known to hold their
+	// replayed state: not whole, found wrong, or not checked (its first
+	// parent's was unsure). A commit's map is checked by its diff against
+	// its first parent's, so a child of one is not checked either.
+	unsure map[hashing.Digest]bool
+	// wrong are the commits whose map was found not to hold their state
+	// (reported): the checks of a branch head's map do not report it again.
+	wrong map[hashing.Digest]bool
 }
 
 // commitHistory checks, as the replay in Check reaches commit c with st
 // (its replayed state) and changes (what its ops changed), c's state map
 // and the reverse index it reads through (commitMap, commitReverse), and
-// reports what falls short on c. byID are the context's commits; unsure
-// those whose map is not known to hold their replayed state, which c joins
-// when its map is not checked or found wrong. The error is the check's
-// own failure.
-func (k *checker) commitHistory(ctx context.Context, ctxID string, byID map[hashing.Digest]*replay.Commit, unsure map[hashing.Digest]bool, c *replay.Commit, st *graph.State, changes []graph.Change) error {
+// reports what falls short on c. The error is the check's own failure.
+func (k *checker) commitHistory(ctx context.Context, h *historyCheck, c *replay.Commit, st *graph.State, changes []graph.Change) error {
 	var parent *replay.Commit
 	if len(c.Parents) > 0 {
-		parent = byID[c.Parents[0]]
-		if parent == nil || unsure[parent.ID] {
-			unsure[c.ID] = true // no checked map to diff against (reported there)
+		parent = h.byID[c.Parents[0]]
+		if parent == nil || h.unsure[parent.ID] {
+			h.unsure[c.ID] = true // no checked map to diff against (reported there)
 			return nil
 		}
 	}
-	if unsure[c.ID] {
+	if h.unsure[c.ID] {
 		return nil // its map is not whole (reported with its nodes)
 	}
+	ctxID := h.ctxID
 	why, added, err := k.commitMap(ctx, parent, c, st, changes)
 	if err != nil {
 		return err
 	}
 	if why != "" {
-		unsure[c.ID] = true
+		h.unsure[c.ID], h.wrong[c.ID] = true, true
 		k.add(Defect{Kind: "state", Context: ctxID, ID: c.ID.String(), Detail: why})
 		return nil
 	}

@@ -121,3 +121,26 @@ func TestCheckFindsALostReverseRecordOfAnOlderCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckReportsAHeadOverAnotherCommitsStateMapOnce: a branch head whose
+// record names another commit's state map is reported once, on the
+// commit, and not again as a head whose map does not hash to its commit.
+func TestCheckReportsAHeadOverAnotherCommitsStateMapOnce(t *testing.T) {
+	onEachDriver(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+			t.Fatal(err)
+		}
+		c1 := mustCommit(t, s, "c", put("x", "note", map[string]any{"v": 1}))
+		c2 := mustCommit(t, s, "c", put("x", "note", map[string]any{"v": 2}))
+		mustCheck(t, s)
+		rewriteCommit(t, s, "c", c2, func(m map[string]any) { m["root"] = c1.Root.String() })
+		defects := checkDefects(t, s)
+		if len(defects) != 1 {
+			t.Fatalf("want one defect, on %s; got %d: %v", c2.ID.Short(), len(defects), defects)
+		}
+		if d := defects[0]; d.Kind != "state" || d.ID != c2.ID.String() || !strings.Contains(d.Detail, "state map does not hold the commit's state") {
+			t.Fatalf("defect %v: want a state defect on %s", d, c2.ID.Short())
+		}
+	})
+}
