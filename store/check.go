@@ -127,7 +127,8 @@ func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
 //   - every leaf checkpoint must hold sorted leaves that hash to its name
 //     (a bad one is never used, but it is corruption);
 //   - every ref must point at a commit, and every branch head's state map
-//     must load and hash to its commit's context hash;
+//     must load and hash to its commit's context hash (a head whose map
+//     was found above not to hold its state is not reported again);
 //   - every membership record must name a stored blob, one pruned here
 //     or one its context's import listed as pruned (whose records must be
 //     well formed: importedPrunes), and,
