@@ -12,8 +12,8 @@
 //   - Backend: what the tools call (backend.go). InProcess implements it
 //     over an *httpapi.Server and its store; Remote over the /v1 HTTP API
 //     of a running server (or, with NewHandlerBackend, of an http.Handler
-//     in the same process, which is how `serve` mounts /mcp so that the
-//     API's own tokens and scopes authorize every tool call).
+//     in the same process, which is how `serve` mounts /mcp (Mount) so
+//     that the API's own tokens and scopes authorize every tool call).
 //   - Problem: a refusal of the API (RFC 9457 problem+json) as a Go error.
 //     A tool that meets one returns a result with isError set whose text
 //     names the status, the code, the detail and every field pointer; a

@@ -61,6 +61,15 @@ func newAPI(t *testing.T, tokens string) *api {
 	return a
 }
 
+// serve serves the API as `artifactd serve` does (mcp.Mount: the MCP
+// server at /mcp, the API behind the same http.ServeMux everywhere else).
+func serve(t *testing.T, a *api) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(mcp.Mount(a.srv, mcp.Options{}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
 // createContext makes a context through the HTTP API.
 func (a *api) createContext(t *testing.T, id, token string) {
 	t.Helper()
@@ -361,8 +370,7 @@ func TestInProcess(t *testing.T) {
 // with tokens, and lists fetch_url when allowed.
 func TestRemote(t *testing.T) {
 	a := newAPI(t, writeToken+" write *")
-	ts := httptest.NewServer(a.srv)
-	t.Cleanup(ts.Close)
+	ts := serve(t, a)
 	a.createContext(t, "run", writeToken)
 	cs := connect(t, mcp.NewServer(mcp.NewRemote(ts.URL, writeToken, nil), mcp.Options{AllowFetch: true}))
 	checkTools(t, cs, true)

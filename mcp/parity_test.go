@@ -18,6 +18,8 @@ import (
 
 // twoBackends returns an in-process and a remote backend, each over its own
 // fresh API with context "c" holding question q1 (and q1 linked nowhere).
+// The remote one talks to the API as `artifactd serve` serves it (serve),
+// behind its http.ServeMux.
 func twoBackends(t *testing.T) map[string]mcp.Backend {
 	t.Helper()
 	out := map[string]mcp.Backend{}
@@ -28,9 +30,7 @@ func twoBackends(t *testing.T) map[string]mcp.Backend {
 		if kind == "inprocess" {
 			b = mcp.NewInProcess(a.srv.Service(), nil)
 		} else {
-			ts := httptest.NewServer(a.srv)
-			t.Cleanup(ts.Close)
-			b = mcp.NewRemote(ts.URL, "", nil)
+			b = mcp.NewRemote(serve(t, a).URL, "", nil)
 		}
 		if _, err := b.PutArtifact(context.Background(), "c", mcp.ArtifactBody{ID: "q1", Type: "question", Data: map[string]any{"text": "q?"}}); err != nil {
 			t.Fatal(err)
@@ -182,7 +182,12 @@ func TestBackendsAgreeOnWriteShapes(t *testing.T) {
 }
 
 // TestBackendsAgreeOnOddIDs: ids the remote backend must escape in a path
-// answer alike on both backends, absent and present.
+// answer alike on both backends, absent and present, with serve's
+// http.ServeMux in front of the API: it cleans dot segments and "//" and
+// redirects, and the remote followed — check_trust of ".." answered the
+// context's description as the artifact, audit of ".." an empty report,
+// provenance of "." the artifact "provenance", and a write to context ".."
+// or "." went elsewhere.
 func TestBackendsAgreeOnOddIDs(t *testing.T) {
 	for _, id := range []string{"", "..", ".", "a/b", "50%", "x?y=1", "a#b", "../q1"} {
 		id := id
@@ -226,6 +231,50 @@ func TestBackendsAgreeOnOddIDs(t *testing.T) {
 			}
 			return err
 		})
+	}
+	// Context ids no context has, in every route's path.
+	for _, cx := range []string{"", ".", "..", "c/..", "../c"} {
+		cx := cx
+		sameAnswer(t, fmt.Sprintf("record_artifact context=%q", cx), "404 not-found", func(b mcp.Backend) error {
+			_, err := b.PutArtifact(bg, cx, mcp.ArtifactBody{Type: "note", Data: map[string]any{"text": "x"}})
+			return err
+		})
+		sameAnswer(t, fmt.Sprintf("check_trust context=%q", cx), "404 not-found", func(b mcp.Backend) error {
+			_, err := b.Artifact(bg, cx, "q1", "")
+			return err
+		})
+		sameAnswer(t, fmt.Sprintf("verify context=%q", cx), "404 not-found", func(b mcp.Backend) error {
+			_, err := b.Verify(bg, cx, mcp.VerifyBody{Hash: "sha256:" + strings.Repeat("0", 64)})
+			return err
+		})
+		sameAnswer(t, fmt.Sprintf("diff context=%q", cx), "404 not-found", func(b mcp.Backend) error {
+			_, err := b.Diff(bg, cx, "main", "")
+			return err
+		})
+	}
+}
+
+// TestRemoteFollowsNoRedirect: an answer that redirects is an error of the
+// call, not the answer of where it points, whatever client the remote was
+// given.
+func TestRemoteFollowsNoRedirect(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/contexts/c" {
+			http.Redirect(w, r, "/v1/contexts/c", http.StatusMovedPermanently)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c"}`))
+	}))
+	t.Cleanup(ts.Close)
+	for name, hc := range map[string]*http.Client{"default": nil, "given": http.DefaultClient} {
+		v, err := mcp.NewRemote(ts.URL, "", hc).Artifact(bg, "c", "x", "")
+		if err == nil || !strings.Contains(err.Error(), "301") {
+			t.Errorf("%s client: a redirect was followed: %+v, %v", name, v, err)
+		}
+	}
+	if http.DefaultClient.CheckRedirect != nil {
+		t.Error("NewRemote changed the client it was given")
 	}
 }
 
@@ -281,8 +330,7 @@ func TestBackendsBoundTheBody(t *testing.T) {
 func TestToolArgumentsAreNotAltered(t *testing.T) {
 	a := newAPI(t, "")
 	a.createContext(t, "c", "")
-	ts := httptest.NewServer(a.srv)
-	t.Cleanup(ts.Close)
+	ts := serve(t, a)
 	for kind, b := range map[string]mcp.Backend{"inprocess": mcp.NewInProcess(a.srv.Service(), nil), "remote": mcp.NewRemote(ts.URL, "", nil)} {
 		cs := connect(t, mcp.NewServer(b, mcp.Options{}))
 		for i, args := range []string{

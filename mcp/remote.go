@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/artifactd/artifactd/client"
 )
 
 // maxAnswerBytes bounds an answer read from the server.
@@ -26,13 +28,24 @@ type Remote struct {
 
 // NewRemote returns the Backend for the server at base (e.g.
 // "http://127.0.0.1:7070"), authenticating with the bearer token (none
-// when empty). A nil client is http.DefaultClient.
-func NewRemote(base, token string, client *http.Client) *Remote {
-	if client == nil {
-		client = http.DefaultClient
+// when empty). A nil hc is a client with no timeout of its own (each
+// call's context bounds it). Redirects are never followed, whatever hc's
+// CheckRedirect (a copy of hc is used): the API never redirects a request
+// it serves, so a redirect comes from something in front of it — the
+// http.ServeMux of `artifactd serve` cleaning a path, a proxy — and the
+// answer where it points would be taken for this request's. It is an
+// error of the call instead.
+func NewRemote(base, token string, hc *http.Client) *Remote {
+	c := http.Client{}
+	if hc != nil {
+		c = *hc
 	}
-	return &Remote{base: strings.TrimSuffix(base, "/"), token: token, client: client}
+	c.CheckRedirect = noRedirect
+	return &Remote{base: strings.TrimSuffix(base, "/"), token: token, client: &c}
 }
+
+// noRedirect is the CheckRedirect of a Remote's client.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // NewHandlerBackend returns the Backend that serves each call with h in
 // this process (no socket): the calls pass through h's authentication and
@@ -140,6 +153,9 @@ func (b *Remote) do(ctx context.Context, method, path string, q url.Values, body
 		if p, ok := problemFromJSON(resp.StatusCode, raw); ok {
 			return "", p
 		}
+		if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode < 400 {
+			return "", fmt.Errorf("%s %s: the server answered %s to %s; the API never redirects, so something in front of it did (not followed)", method, path, resp.Status, loc)
+		}
 		return "", fmt.Errorf("%s %s: the server answered %s", method, path, resp.Status)
 	}
 	if out == nil {
@@ -151,13 +167,28 @@ func (b *Remote) do(ctx context.Context, method, path string, q url.Values, body
 	return "", nil
 }
 
-// ctxPath is /v1/contexts/{ctx} followed by the escaped segments.
-func ctxPath(ctxID string, segs ...string) string {
-	p := "/v1/contexts/" + url.PathEscape(ctxID)
-	for _, s := range segs {
-		p += "/" + url.PathEscape(s)
+// ctxPath is /v1/contexts/{ctx} followed by segs (route words and
+// artifact ids), each escaped as one segment by client.PathEscape, the Go
+// client's: "/" becomes %2F, and "." and ".." become %2E and %2E%2E, which
+// neither URL resolution nor the http.ServeMux in front of the API in
+// `artifactd serve` takes for dot segments (url.PathEscape leaves them as
+// they are, the mux cleaned them away and redirected, and the call read
+// another resource). An empty context or artifact id cannot be a segment
+// either — the mux cleans "//" too — and names nothing (no id is empty):
+// it is answered here with the 404 the API and the in-process backend
+// answer.
+func ctxPath(ctxID string, segs ...string) (string, error) {
+	if ctxID == "" {
+		return "", &Problem{Status: http.StatusNotFound, Code: "not-found", Detail: `context "": not found`}
 	}
-	return p
+	p := "/v1/contexts/" + client.PathEscape(ctxID)
+	for _, s := range segs {
+		if s == "" {
+			return "", noArtifactID()
+		}
+		p += "/" + client.PathEscape(s)
+	}
+	return p, nil
 }
 
 // query builds a query from name, value pairs, leaving out empty values.
@@ -173,25 +204,34 @@ func query(kv ...string) url.Values {
 
 // PutArtifact implements Backend.
 func (b *Remote) PutArtifact(ctx context.Context, ctxID string, in ArtifactBody) (*ArtifactWrite, error) {
+	path, err := ctxPath(ctxID, "artifacts")
+	if err != nil {
+		return nil, err
+	}
 	out := new(ArtifactWrite)
-	_, err := b.do(ctx, http.MethodPost, ctxPath(ctxID, "artifacts"), nil, in, out)
+	_, err = b.do(ctx, http.MethodPost, path, nil, in, out)
 	return result(out, err)
 }
 
 // Commit implements Backend.
 func (b *Remote) Commit(ctx context.Context, ctxID string, in CommitBody) (*CommitWrite, error) {
+	path, err := ctxPath(ctxID, "commits")
+	if err != nil {
+		return nil, err
+	}
 	out := new(CommitWrite)
-	_, err := b.do(ctx, http.MethodPost, ctxPath(ctxID, "commits"), nil, in, out)
+	_, err = b.do(ctx, http.MethodPost, path, nil, in, out)
 	return result(out, err)
 }
 
 // Artifact implements Backend.
 func (b *Remote) Artifact(ctx context.Context, ctxID, id, at string) (*ArtifactView, error) {
-	if id == "" {
-		return nil, noArtifactID()
+	path, err := ctxPath(ctxID, "artifacts", id)
+	if err != nil {
+		return nil, err
 	}
 	out := new(ArtifactView)
-	_, err := b.do(ctx, http.MethodGet, ctxPath(ctxID, "artifacts", id), query("at", at), nil, out)
+	_, err = b.do(ctx, http.MethodGet, path, query("at", at), nil, out)
 	return result(out, err)
 }
 
@@ -205,22 +245,34 @@ func noArtifactID() *Problem {
 
 // RecordFetch implements Backend.
 func (b *Remote) RecordFetch(ctx context.Context, ctxID string, in FetchBody) (*FetchWrite, error) {
+	path, err := ctxPath(ctxID, "fetches")
+	if err != nil {
+		return nil, err
+	}
 	out := new(FetchWrite)
-	_, err := b.do(ctx, http.MethodPost, ctxPath(ctxID, "fetches"), nil, in, out)
+	_, err = b.do(ctx, http.MethodPost, path, nil, in, out)
 	return result(out, err)
 }
 
 // RecordToolResult implements Backend.
 func (b *Remote) RecordToolResult(ctx context.Context, ctxID string, in ToolResultBody) (*ArtifactWrite, error) {
+	path, err := ctxPath(ctxID, "tool-results")
+	if err != nil {
+		return nil, err
+	}
 	out := new(ArtifactWrite)
-	_, err := b.do(ctx, http.MethodPost, ctxPath(ctxID, "tool-results"), nil, in, out)
+	_, err = b.do(ctx, http.MethodPost, path, nil, in, out)
 	return result(out, err)
 }
 
 // Verify implements Backend.
 func (b *Remote) Verify(ctx context.Context, ctxID string, in VerifyBody) (*VerifyResult, error) {
+	path, err := ctxPath(ctxID, "verify")
+	if err != nil {
+		return nil, err
+	}
 	out := new(VerifyResult)
-	_, err := b.do(ctx, http.MethodPost, ctxPath(ctxID, "verify"), nil, in, out)
+	_, err = b.do(ctx, http.MethodPost, path, nil, in, out)
 	return result(out, err)
 }
 
@@ -235,7 +287,10 @@ func (b *Remote) Provenance(ctx context.Context, ctxID string, q ProvenanceQuery
 		maxNodes = strconv.Itoa(q.MaxNodes)
 	}
 	v := query("at", q.At, "depth", depth, "max_nodes", maxNodes, "format", q.Format)
-	path := ctxPath(ctxID, "artifacts", q.ID, "provenance")
+	path, err := ctxPath(ctxID, "artifacts", q.ID, "provenance")
+	if err != nil {
+		return nil, err
+	}
 	if q.Format == "mermaid" || q.Format == "dot" {
 		// The JSON form first, for its commit and whether the walk was
 		// cut (the text answer says neither); then the text at that
@@ -252,20 +307,20 @@ func (b *Remote) Provenance(ctx context.Context, ctxID string, q ProvenanceQuery
 		return &Provenance{ID: q.ID, Commit: meta.Commit, Format: q.Format, Truncated: meta.Truncated, Text: text}, nil
 	}
 	out := &Provenance{}
-	_, err := b.do(ctx, http.MethodGet, path, v, nil, out)
+	_, err = b.do(ctx, http.MethodGet, path, v, nil, out)
 	out.Format = "json"
 	return result(out, err)
 }
 
 // Audit implements Backend: the JSON report, and its Markdown when asked.
 func (b *Remote) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Audit, error) {
-	if q.ID == "" {
-		return nil, noArtifactID()
+	path, err := ctxPath(ctxID, "audit", q.ID)
+	if err != nil {
+		return nil, err
 	}
-	path := ctxPath(ctxID, "audit", q.ID)
 	if q.Format != "" && q.Format != "json" && q.Format != "markdown" {
 		// Let the server name the rule.
-		_, err := b.do(ctx, http.MethodGet, path, query("at", q.At, "format", q.Format), nil, nil)
+		_, err = b.do(ctx, http.MethodGet, path, query("at", q.At, "format", q.Format), nil, nil)
 		if err == nil {
 			err = fmt.Errorf("audit: the server accepted format %q", q.Format)
 		}
@@ -288,8 +343,12 @@ func (b *Remote) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Audit,
 
 // Diff implements Backend.
 func (b *Remote) Diff(ctx context.Context, ctxID, from, to string) (*Diff, error) {
+	path, err := ctxPath(ctxID, "diff")
+	if err != nil {
+		return nil, err
+	}
 	out := new(Diff)
-	_, err := b.do(ctx, http.MethodGet, ctxPath(ctxID, "diff"), query("from", from, "to", to), nil, out)
+	_, err = b.do(ctx, http.MethodGet, path, query("from", from, "to", to), nil, out)
 	return result(out, err)
 }
 

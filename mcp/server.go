@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/httpapi"
 	"github.com/artifactd/artifactd/service"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -206,6 +207,21 @@ func NewServer(b Backend, opts Options) *sdk.Server {
 			return b.Verify(ctx, in.Context, in.VerifyBody)
 		}))
 	return s
+}
+
+// Mount returns the handler `artifactd serve` runs: the MCP server at
+// /mcp (Guard in front of Handler, every tool call served by api itself
+// through NewHandlerBackend, with the request's Authorization) and api at
+// every other path, behind one http.ServeMux. The mux cleans a path's dot
+// segments and "//" and redirects to the cleaned path, which is why a
+// client of this handler must escape "." and ".." ids (client.PathEscape)
+// and follow no redirect.
+func Mount(api *httpapi.Server, opts Options) http.Handler {
+	s := NewServer(NewHandlerBackend(api), opts)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", Guard(api, Handler(s, opts.Logger)))
+	mux.Handle("/", api)
+	return mux
 }
 
 // Handler serves s over streamable HTTP. The Authorization header of each

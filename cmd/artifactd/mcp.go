@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/artifactd/artifactd/httpapi"
 	"github.com/artifactd/artifactd/mcp"
 	"github.com/artifactd/artifactd/store"
 )
@@ -73,17 +74,13 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// withMCP mounts the MCP server at /mcp in front of the API: streamable
-// HTTP whose tool calls are served by api itself in this process, each
-// with the Authorization header of the request that carried it, so the
-// API's tokens and scopes decide (read tools need read on the context,
-// write tools write).
-func withMCP(api http.Handler, cfg serveConfig) http.Handler {
-	s := mcp.NewServer(mcp.NewHandlerBackend(api), mcp.Options{AllowFetch: cfg.Fetcher != nil, Version: mcpVersion(), Logger: cfg.Logger})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.Guard(api, mcp.Handler(s, cfg.Logger)))
-	mux.Handle("/", api)
-	return mux
+// withMCP mounts the MCP server at /mcp in front of the API (mcp.Mount):
+// streamable HTTP whose tool calls are served by api itself in this
+// process, each with the Authorization header of the request that carried
+// it, so the API's tokens and scopes decide (read tools need read on the
+// context, write tools write).
+func withMCP(api *httpapi.Server, cfg serveConfig) http.Handler {
+	return mcp.Mount(api, mcp.Options{AllowFetch: cfg.Fetcher != nil, Version: mcpVersion(), Logger: cfg.Logger})
 }
 
 // mcpVersion is the module version the binary was built from ("devel" for
