@@ -207,6 +207,10 @@ func New(opts Options) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
+// MaxBodyBytes returns the limit of a JSON request body
+// (Options.MaxBodyBytes, or its default).
+func (s *Server) MaxBodyBytes() int64 { return s.maxBody }
+
 // Router returns the chi router (tests walk its routes).
 func (s *Server) Router() chi.Routes { return s.router }
 

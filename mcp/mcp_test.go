@@ -33,6 +33,12 @@ type api struct {
 
 func newAPI(t *testing.T, tokens string) *api {
 	t.Helper()
+	return newAPIWith(t, tokens, nil)
+}
+
+// newAPIWith is newAPI with options set by set (when not nil).
+func newAPIWith(t *testing.T, tokens string, set func(o *httpapi.Options)) *api {
+	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
 	reg := httpapi.NewRegistry()
@@ -48,6 +54,9 @@ func newAPI(t *testing.T, tokens string) *api {
 		if o.Tokens, err = httpapi.ParseTokens(tokens); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if set != nil {
+		set(&o)
 	}
 	a := &api{st: st, srv: httpapi.New(o)}
 	t.Cleanup(func() {
@@ -388,11 +397,7 @@ func TestRemote(t *testing.T) {
 // for every tool call.
 func TestStreamableHTTP(t *testing.T) {
 	a := newAPI(t, writeToken+" write run*;"+readToken+" read run")
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.Guard(a.srv, mcp.Handler(mcp.NewServer(mcp.NewHandlerBackend(a.srv), mcp.Options{}), nil)))
-	mux.Handle("/", a.srv)
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close) // after the sessions close (cleanups run last first)
+	ts := serve(t, a) // closed after the sessions (cleanups run last first)
 	a.createContext(t, "run", writeToken)
 	a.createContext(t, "run2", writeToken)
 
@@ -459,10 +464,7 @@ func TestGuardOpenServerHost(t *testing.T) {
 // user the Guard names, a digest of the token).
 func TestSessionBoundToItsToken(t *testing.T) {
 	a := newAPI(t, writeToken+" write run*;"+readToken+" read run")
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.Guard(a.srv, mcp.Handler(mcp.NewServer(mcp.NewHandlerBackend(a.srv), mcp.Options{}), nil)))
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close)
+	ts := serve(t, a)
 	a.createContext(t, "run", writeToken)
 
 	cs, err := connectHTTP(t, ts.URL+"/mcp", writeToken)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 
@@ -219,16 +220,50 @@ func NewServer(b Backend, opts Options) *sdk.Server {
 func Mount(api *httpapi.Server, opts Options) http.Handler {
 	s := NewServer(NewHandlerBackend(api), opts)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", Guard(api, Handler(s, opts.Logger)))
+	mux.Handle("/mcp", Guard(api, Handler(s, opts.Logger, api.MaxBodyBytes())))
 	mux.Handle("/", api)
 	return mux
 }
 
-// Handler serves s over streamable HTTP. The Authorization header of each
-// request reaches the Backend with the tool calls it carries, so a Backend
-// from NewHandlerBackend authorizes every call as the API would.
-func Handler(s *sdk.Server, log *slog.Logger) http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Logger: log})
+// Handler serves s over streamable HTTP, in front of an API whose JSON
+// body limit is maxBody (httpapi.DefaultMaxBodyBytes when ≤ 0): it reads
+// request bodies of up to RequestLimit(maxBody) bytes. The Authorization
+// header of each request reaches the Backend with the tool calls it
+// carries, so a Backend from NewHandlerBackend authorizes every call as
+// the API would.
+func Handler(s *sdk.Server, log *slog.Logger, maxBody int64) http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{
+		Logger: log, MaxRequestBodyBytes: RequestLimit(maxBody),
+	})
+}
+
+// RequestLimit is the largest /mcp request body read in front of an API
+// whose JSON body limit is maxBody (httpapi.DefaultMaxBodyBytes when
+// ≤ 0): twice that, plus 1 MiB (17 MiB by default).
+//
+// The API's own limit is the one a tool call must meet: a call's
+// arguments become the API request that is measured against it, and a
+// call over it is a tool result with isError (413 payload-too-large), as
+// HTTP answers the same body. The request that carries the call needs
+// more room: the JSON-RPC envelope (method, id, tool name, the context;
+// a few hundred bytes), and the client's own encoding of the arguments,
+// which may be longer than the API request they become — Go's
+// encoding/json writes <, > and & as 6-byte \u003c escapes, Python's
+// json.dumps writes every non-ASCII character as \uXXXX (twice the UTF-8
+// bytes of CJK text, three times those of Cyrillic or emoji). Twice the
+// limit covers an HTML page of up to the API's limit in the first (its
+// markup is a fraction of its bytes) and a CJK text in the second; a
+// body past RequestLimit is refused before any tool runs, with HTTP 413,
+// which an MCP client takes for a broken session. (The SDK's default,
+// 4 MiB, refused calls the API accepts.)
+func RequestLimit(maxBody int64) int64 {
+	if maxBody <= 0 {
+		maxBody = httpapi.DefaultMaxBodyBytes
+	}
+	if maxBody > (math.MaxInt64-1<<20)/2 {
+		return math.MaxInt64
+	}
+	return 2*maxBody + 1<<20
 }
 
 // tool adapts a call of the Backend to an SDK tool handler: the
