@@ -1,10 +1,13 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/artifactd/artifactd/service"
 )
 
 // Backend is what the tools call: the artifactd operations they need, with
@@ -118,6 +121,19 @@ func problemFromJSON(status int, raw []byte) (*Problem, bool) {
 		}
 	}
 	return p, true
+}
+
+// encode is the JSON of a request body as both backends measure it
+// against the body limit, and as the remote one sends it: service.Marshal's,
+// which leaves <, > and & as they are (json.Marshal writes each as a
+// 6-byte \u003c escape, and an HTML page HTTP takes was over the limit
+// here), without its final newline.
+func encode(v any) ([]byte, error) {
+	raw, err := service.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(raw, []byte("\n")), nil
 }
 
 // convert moves a value of one type into another through its JSON, the way

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -184,7 +183,7 @@ func read[T any](ctx context.Context, b *InProcess, ctxID, at string, fn func(v 
 // JSON, the request schema of route schema), and decodes it into the
 // service's input: the two backends refuse the same requests alike.
 func request[T any](b *InProcess, in any, schema string) (*T, error) {
-	raw, err := json.Marshal(in)
+	raw, err := encode(in)
 	if err != nil {
 		return nil, fmt.Errorf("encode %T: %w", in, err)
 	}

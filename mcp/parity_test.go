@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +14,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/artifactd/artifactd/httpapi"
 	"github.com/artifactd/artifactd/mcp"
+	"github.com/artifactd/artifactd/service"
 )
 
 // twoBackends returns an in-process and a remote backend, each over its own
@@ -320,6 +323,48 @@ func TestBackendsBoundTheBody(t *testing.T) {
 		_, err := b.PutArtifact(bg, "c", mcp.ArtifactBody{ID: "big", Type: "note", Data: map[string]any{"text": big}})
 		return err
 	})
+}
+
+// TestBackendsMeasureTheBodyAsHTTPDoes: both backends measure a write
+// against the body limit on the body HTTP would carry, with <, > and &
+// as they are. They measured json.Marshal's encoding, which writes each as
+// a 6-byte \u003c escape: an HTML page submitted with submit_fetch (4.4
+// MiB, 4.8 MB over HTTP, 201 there) and a note of 1.5 MiB of '<' were 413.
+func TestBackendsMeasureTheBodyAsHTTPDoes(t *testing.T) {
+	page := "<html><body>" + strings.Repeat("<p>Some text &amp; here.</p>\n", 160000) + "</body></html>"
+	sameAnswer(t, "submit_fetch of a 4.4 MiB HTML page", "ok", func(b mcp.Backend) error {
+		_, err := b.RecordFetch(bg, "c", mcp.FetchBody{ID: "page", URL: "https://x.example/", Status: 200, Headers: map[string]string{"content-type": "text/html"}, Body: &page})
+		return err
+	})
+	// A note whose HTTP body is exactly the limit, and one a byte over.
+	note := func(n int) mcp.ArtifactBody {
+		return mcp.ArtifactBody{ID: "lt", Type: "note", Data: map[string]any{"text": strings.Repeat("<", n)}}
+	}
+	raw, err := service.Marshal(note(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := httpapi.DefaultMaxBodyBytes - (len(raw) - 1) // less its final newline
+	for _, c := range []struct {
+		n    int
+		want string
+		code int
+	}{{n, "ok", http.StatusCreated}, {n + 1, "413 payload-too-large", http.StatusRequestEntityTooLarge}} {
+		body, err := service.Marshal(note(c.n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = bytes.TrimSuffix(body, []byte("\n"))
+		a := newAPI(t, "")
+		a.createContext(t, "c", "")
+		if code := postArtifact(t, a, "c", string(body)); code != c.code {
+			t.Fatalf("HTTP body of %d bytes: %d, want %d", len(body), code, c.code)
+		}
+		sameAnswer(t, fmt.Sprintf("record_artifact whose HTTP body is %d bytes", len(body)), c.want, func(b mcp.Backend) error {
+			_, err := b.PutArtifact(bg, "c", note(c.n))
+			return err
+		})
+	}
 }
 
 // TestToolArgumentsAreNotAltered: tool arguments the API would refuse as

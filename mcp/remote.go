@@ -118,7 +118,7 @@ func (b *Remote) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	var rd io.Reader = http.NoBody
 	if body != nil {
-		raw, err := json.Marshal(body)
+		raw, err := encode(body)
 		if err != nil {
 			return "", fmt.Errorf("encode %s %s: %w", method, path, err)
 		}
