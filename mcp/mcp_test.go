@@ -496,3 +496,76 @@ func TestSessionBoundToItsToken(t *testing.T) {
 		t.Errorf("the session's client after the refusal: %v", err)
 	}
 }
+
+// hostStatus sends a request for path to ts with Host host (and a bearer
+// token when not empty): an MCP initialize for /mcp, a GET otherwise. It
+// returns the status and the problem code of a refusal ("" for none).
+func hostStatus(t *testing.T, ts *httptest.Server, path, host, token string) (int, string) {
+	t.Helper()
+	method, body := http.MethodGet, ""
+	if path == "/mcp" {
+		method, body = http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	}
+	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var p struct {
+		Type string `json:"type"`
+	}
+	if resp.StatusCode >= 300 && json.Unmarshal(raw, &p) == nil {
+		return resp.StatusCode, strings.TrimPrefix(p.Type, "urn:artifactd:problem:")
+	}
+	if resp.StatusCode >= 300 {
+		return resp.StatusCode, "not a problem: " + string(raw)
+	}
+	return resp.StatusCode, ""
+}
+
+// TestMCPFollowsTheAPIsHostRule: /mcp answers a Host exactly as the API
+// does, on a loopback listener (a server behind a reverse proxy that keeps
+// the public Host): an open server takes loopback names and its
+// --allow-host names and refuses any other with the API's 421; a server
+// with tokens takes any Host. The SDK's own DNS-rebinding guard answered
+// 403 "invalid Host header" to every Host but a loopback one, where the
+// API answered 200.
+func TestMCPFollowsTheAPIsHostRule(t *testing.T) {
+	open := newAPIWith(t, "", func(o *httpapi.Options) { o.AllowHosts = []string{"artifactd.example.com"} })
+	open.createContext(t, "c", "")
+	withTokens := newAPI(t, writeToken+" write *")
+	withTokens.createContext(t, "c", writeToken)
+	for _, c := range []struct {
+		name  string
+		a     *api
+		token string
+		hosts map[string]int // Host → the API's status
+	}{
+		{"open", open, "", map[string]int{"artifactd.example.com": 200, "artifactd.example.com:443": 200, "localhost:7070": 200, "127.0.0.1": 200,
+			"evil.example": 421, "evil.example:7070": 421}},
+		{"tokens", withTokens, writeToken, map[string]int{"artifactd.example.com": 200, "evil.example": 200, "127.0.0.1": 200}},
+	} {
+		ts := serve(t, c.a)
+		for host, want := range c.hosts {
+			apiCode, apiProblem := hostStatus(t, ts, "/v1/contexts/c", host, c.token)
+			mcpCode, mcpProblem := hostStatus(t, ts, "/mcp", host, c.token)
+			if apiCode != want {
+				t.Errorf("%s server, Host %s: the API answered %d %s, want %d", c.name, host, apiCode, apiProblem, want)
+			}
+			if mcpCode != apiCode || mcpProblem != apiProblem {
+				t.Errorf("%s server, Host %s: /mcp answered %d %s, the API %d %s", c.name, host, mcpCode, mcpProblem, apiCode, apiProblem)
+			}
+		}
+	}
+}

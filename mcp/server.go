@@ -227,13 +227,21 @@ func Mount(api *httpapi.Server, opts Options) http.Handler {
 
 // Handler serves s over streamable HTTP, in front of an API whose JSON
 // body limit is maxBody (httpapi.DefaultMaxBodyBytes when ≤ 0): it reads
-// request bodies of up to RequestLimit(maxBody) bytes. The Authorization
+// request bodies of up to RequestLimit(maxBody) bytes. It checks no Host:
+// put it behind Guard, which applies the API's Host rule. The Authorization
 // header of each request reaches the Backend with the tool calls it
 // carries, so a Backend from NewHandlerBackend authorizes every call as
 // the API would.
 func Handler(s *sdk.Server, log *slog.Logger, maxBody int64) http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{
 		Logger: log, MaxRequestBodyBytes: RequestLimit(maxBody),
+		// The SDK's own guard against DNS rebinding refuses (403) any Host
+		// but a loopback one on a loopback listener — a server behind a
+		// reverse proxy that keeps the public Host, which the API answers
+		// (tokens, or serve --allow-host). Guard applies the API's own
+		// Host rule instead: an open server answers loopback names and
+		// --allow-host only (421), a server with tokens any Host.
+		DisableLocalhostProtection: true,
 	})
 }
 
