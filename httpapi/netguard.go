@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -31,7 +33,11 @@ import (
 //     compressed body would hold bytes its sender did not mean.
 //  8. A body over LargeBodyBytes (or of unknown length) takes one of
 //     MaxLargeBodies slots, or gets 503 with Retry-After; every body must
-//     arrive within BodyTimeout (408 otherwise).
+//     arrive within BodyTimeout (408 otherwise). A handler beside the API
+//     that reads bodies of its own (serve's /mcp) gets the same through
+//     GuardBody; the requests it then makes of the API in this process,
+//     with bytes already read, are marked (WithBodyInMemory) and take
+//     neither again.
 //
 // Every refusal of a request whose body was not read to its end closes the
 // connection (Connection: close) instead of draining the body, so a client
@@ -145,23 +151,95 @@ func (s *Server) netGuard(next http.Handler) http.Handler {
 				Errors: []FieldError{{Parameter: "Content-Encoding", Rule: "identity", Detail: "only identity is accepted"}}})
 			return
 		}
-		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-			if r.ContentLength < 0 || r.ContentLength > s.largeBody {
-				select {
-				case s.largeBodies <- struct{}{}:
-					defer func() { <-s.largeBodies }()
-				default:
-					h.Set("Retry-After", "1")
-					s.writeError(w, r, errorf(CodeOverloaded, "%d large request bodies (over %d bytes, or of unknown length) are being read already: retry", cap(s.largeBodies), s.largeBody))
-					return
-				}
+		if hasBody(r) && !bodyInMemory(r.Context()) {
+			release, ok := s.largeBodySlot(w, r)
+			if !ok {
+				return
 			}
+			defer release()
 			rc := http.NewResponseController(w)
 			_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) // unsupported on recorders
 			r.Body = &trackedBody{ReadCloser: r.Body, atEOF: func() { _ = rc.SetReadDeadline(time.Time{}) }}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hasBody reports whether r comes with a body to read.
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// largeBodySlot takes one of the large-body slots for r when its body is
+// large (over LargeBodyBytes, or of unknown length), and returns what
+// frees it; when none is free it answers 503 overloaded with Retry-After
+// and reports false.
+func (s *Server) largeBodySlot(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	if r.ContentLength >= 0 && r.ContentLength <= s.largeBody {
+		return func() {}, true
+	}
+	select {
+	case s.largeBodies <- struct{}{}:
+		return func() { <-s.largeBodies }, true
+	default:
+		w.Header().Set("Retry-After", "1")
+		s.writeError(w, r, errorf(CodeOverloaded, "%d large request bodies (over %d bytes, or of unknown length) are being read already: retry", cap(s.largeBodies), s.largeBody))
+		return nil, false
+	}
+}
+
+// GuardBody puts next, a handler served beside the API that reads a
+// request body of its own (serve's /mcp), behind the API's body guard
+// (step 8 above): a large body takes one of the large-body slots the
+// API's own bodies take, or is refused 503 overloaded with Retry-After,
+// and the slot is held until next returns; the body, at most limit bytes,
+// is read here, within BodyTimeout, and next reads it from memory. A body
+// that does not arrive in time is refused 408, one over limit 413, as the
+// API refuses them (problem+json; the connection closes).
+//
+// The requests next makes of the API in this process with the body it
+// read (mcp.NewHandlerBackend's) should carry WithBodyInMemory, or each
+// would take a second slot for the same bytes.
+func (s *Server) GuardBody(limit int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hasBody(r) || bodyInMemory(r.Context()) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		release, ok := s.largeBodySlot(w, r)
+		if !ok {
+			return
+		}
+		defer release()
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) // unsupported on recorders
+		body, err := readBody(w, r, limit)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		_ = rc.SetReadDeadline(time.Time{})
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bodyKey is the context key of WithBodyInMemory's mark.
+type bodyKey struct{}
+
+// WithBodyInMemory marks ctx as that of a request made in this process
+// whose body is in memory already, read by a handler that took the
+// large-body slot and the body deadline for it (GuardBody): the API's
+// network guard takes neither for it again. Only a handler of this
+// process can set it; no request from the network carries it.
+func WithBodyInMemory(ctx context.Context) context.Context {
+	return context.WithValue(ctx, bodyKey{}, true)
+}
+
+// bodyInMemory reports whether ctx carries WithBodyInMemory's mark.
+func bodyInMemory(ctx context.Context) bool {
+	v, _ := ctx.Value(bodyKey{}).(bool)
+	return v
 }
 
 // contentCoding returns the request's Content-Encoding when it names a

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/artifactd/artifactd/client"
+	"github.com/artifactd/artifactd/httpapi"
 )
 
 // maxAnswerBytes bounds an answer read from the server.
@@ -59,10 +60,15 @@ func NewHandlerBackend(h http.Handler) *Remote {
 // handlerTransport is an http.RoundTripper that answers with a handler.
 type handlerTransport struct{ h http.Handler }
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper. The request is marked as one
+// whose body is in memory (httpapi.WithBodyInMemory): the /mcp request
+// that carried the call took the large-body slot and the body deadline
+// for these bytes (httpapi.Server.GuardBody, in Mount), and a slot taken
+// again here would count them twice — with one slot, every large call
+// would be refused.
 func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(httpapi.WithBodyInMemory(req.Context()))
 	if req.Body == nil {
-		req = req.Clone(req.Context())
 		req.Body = http.NoBody
 	}
 	rec := &recorder{header: http.Header{}}

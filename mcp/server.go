@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/httpapi"
@@ -211,16 +212,22 @@ func NewServer(b Backend, opts Options) *sdk.Server {
 }
 
 // Mount returns the handler `artifactd serve` runs: the MCP server at
-// /mcp (Guard in front of Handler, every tool call served by api itself
-// through NewHandlerBackend, with the request's Authorization) and api at
-// every other path, behind one http.ServeMux. The mux cleans a path's dot
-// segments and "//" and redirects to the cleaned path, which is why a
-// client of this handler must escape "." and ".." ids (client.PathEscape)
-// and follow no redirect.
+// /mcp and api at every other path, behind one http.ServeMux. A request to
+// /mcp passes Guard (the API's authentication and Host rule, before any
+// session), then the API's body guard (api.GuardBody: a large body takes
+// one of the API's large-body slots, and the body is read, up to
+// RequestLimit, within the API's body timeout — serve sets no ReadTimeout,
+// the API sets body deadlines per request, and /mcp had none), then
+// Handler; every tool call is served by api itself through
+// NewHandlerBackend, with the request's Authorization. The mux cleans a
+// path's dot segments and "//" and redirects to the cleaned path, which
+// is why a client of this handler must escape "." and ".." ids
+// (client.PathEscape) and follow no redirect.
 func Mount(api *httpapi.Server, opts Options) http.Handler {
 	s := NewServer(NewHandlerBackend(api), opts)
+	maxBody := api.MaxBodyBytes()
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", Guard(api, Handler(s, opts.Logger, api.MaxBodyBytes())))
+	mux.Handle("/mcp", Guard(api, api.GuardBody(RequestLimit(maxBody), Handler(s, opts.Logger, maxBody))))
 	mux.Handle("/", api)
 	return mux
 }
@@ -372,8 +379,19 @@ func Guard(api, next http.Handler) http.Handler {
 			for k, v := range rec.header {
 				w.Header()[k] = v
 			}
+			pending := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+			if pending {
+				// As the API answers a refusal of a request whose body
+				// it did not read: close rather than drain what the
+				// client is still sending (net/http would wait for up
+				// to 256 KiB of it, with no deadline).
+				w.Header().Set("Connection", "close")
+			}
 			w.WriteHeader(rec.status)
 			_, _ = w.Write(rec.body.Bytes())
+			if pending {
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			}
 			return
 		}
 		if f := strings.Fields(r.Header.Get("Authorization")); len(f) == 2 && strings.EqualFold(f[0], "Bearer") {
