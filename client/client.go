@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Client talks to one artifactd server. Build it with New.
@@ -26,6 +28,8 @@ type Client struct {
 	// sent again; longest is the longest delay waited for.
 	waits   int
 	longest time.Duration
+	// maxAnswer bounds the bytes read of an answer (WithMaxAnswerBytes).
+	maxAnswer int64
 }
 
 // Option configures New.
@@ -68,6 +72,43 @@ func WithRetryAfter(n int, longest time.Duration) Option {
 	return func(c *Client) { c.waits, c.longest = n, longest }
 }
 
+// DefaultMaxAnswerBytes is the most bytes of a successful answer the
+// client reads unless WithMaxAnswerBytes says otherwise: 1 GiB. The
+// largest answers of the routes the client calls are streamed by the
+// server, and the client decodes them whole: an audit (about 26 MB for a
+// 100,000-deep answer, so some 260 MB for a million) and a comparison of
+// runs (about 209 MB for a run of a million artifacts against a small
+// one); an artifact's data is within the server's body limit (8 MiB by
+// default, serve --max-body). State exports (GET .../state, every
+// artifact with its data) are larger still, and the client does not read
+// them.
+const DefaultMaxAnswerBytes = 1 << 30
+
+// Bounds of what is read of a refusal (a non-2xx answer). artifactd's
+// problems are small (a detail, field errors, and for a quarantine the
+// roots and one path), but an answer from something in front of it — a
+// proxy's error page — may be of any size.
+const (
+	// MaxProblemBytes is the most bytes read of a refusal that is JSON
+	// (a problem document), or WithMaxAnswerBytes when that is less.
+	MaxProblemBytes = 16 << 20
+	// MaxDetailBytes is the most bytes of a refusal that is not a problem
+	// kept as its Problem.Detail (and read at all when it is not JSON):
+	// the rest is cut, and the Detail ends with a marker saying so.
+	MaxDetailBytes = 4 << 10
+)
+
+// ErrAnswerTooLarge is (wrapped in) the error of a call whose successful
+// answer is longer than the client reads (WithMaxAnswerBytes). Such a
+// call is not sent again.
+var ErrAnswerTooLarge = errors.New("the answer is longer than the client reads")
+
+// WithMaxAnswerBytes sets the most bytes of a successful answer read
+// (DefaultMaxAnswerBytes by default); a longer answer is an error of the
+// call, never decoded cut. Refusals are read to MaxProblemBytes at most,
+// or n when that is less.
+func WithMaxAnswerBytes(n int64) Option { return func(c *Client) { c.maxAnswer = n } }
+
 // New returns a client of the server at baseURL (e.g.
 // "http://127.0.0.1:7070").
 func New(baseURL string, opts ...Option) *Client {
@@ -75,7 +116,7 @@ func New(baseURL string, opts ...Option) *Client {
 	// would decode another resource's answer as this one's.
 	hc := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: hc, retries: 2, backoff: 100 * time.Millisecond,
-		waits: 3, longest: 30 * time.Second}
+		waits: 3, longest: 30 * time.Second, maxAnswer: DefaultMaxAnswerBytes}
 	for _, o := range opts {
 		o(c)
 	}
@@ -158,11 +199,15 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &p) && p.Status == http.StatusNotFound
 }
 
-func decodeProblem(method, u string, status int, body []byte) *Problem {
+// decodeProblem is the Problem of a refusal whose body (all of it, or
+// its start when cut) is body. A body that is not a problem document (a
+// proxy's error page) becomes the Detail of an about:blank problem, cut to
+// MaxDetailBytes.
+func decodeProblem(method, u string, status int, body []byte, cut bool) *Problem {
 	p := &Problem{Method: method, URL: u}
 	if err := json.Unmarshal(body, p); err != nil || p.Type == "" {
 		return &Problem{Type: "about:blank", Title: http.StatusText(status), Status: status,
-			Detail: strings.TrimSpace(string(body)), Method: method, URL: u}
+			Detail: detailOf(body, cut), Method: method, URL: u}
 	}
 	if p.Status == 0 {
 		// RFC 9457's status member is optional (a proxy's problem may
@@ -178,6 +223,24 @@ func decodeProblem(method, u string, status int, body []byte) *Problem {
 		p.Extensions = all
 	}
 	return p
+}
+
+// detailOf is the Detail of a refusal whose body is not a problem: its
+// text, at most MaxDetailBytes of it (cut at a character boundary), with
+// a marker when anything was left out.
+func detailOf(body []byte, cut bool) string {
+	text := bytes.TrimSpace(body)
+	if len(text) <= MaxDetailBytes && !cut {
+		return string(text)
+	}
+	n := min(len(text), MaxDetailBytes)
+	for n > 0 && n < len(text) && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	if cut {
+		return string(text[:n]) + fmt.Sprintf(" … [cut: the answer was longer than %d bytes]", len(body))
+	}
+	return string(text[:n]) + fmt.Sprintf(" … [cut: %d of %d bytes shown]", n, len(text))
 }
 
 // PathEscape escapes one path segment (an artifact id "doc/1" becomes
@@ -214,7 +277,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 	pause := c.backoff
 	var last error // what the next attempt is sent again after
 	for {
-		status, hdr, raw, err := c.send(ctx, method, path, body)
+		status, hdr, raw, cut, err := c.send(ctx, method, path, body)
 		if err == nil && status >= 200 && status < 300 {
 			if out != nil && len(raw) > 0 {
 				if err := json.Unmarshal(raw, out); err != nil {
@@ -226,13 +289,13 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 		var wait time.Duration
 		if err != nil {
 			// The request may or may not have reached the server.
-			if retries <= 0 {
+			if retries <= 0 || errors.Is(err, ErrAnswerTooLarge) {
 				return 0, err
 			}
 			retries--
 			wait, pause, last = pause, pause*2, err
 		} else {
-			p := decodeProblem(method, path, status, raw)
+			p := decodeProblem(method, path, status, raw, cut)
 			last = p
 			delay, hasDelay := parseRetryAfter(hdr.Get("Retry-After"), time.Now())
 			p.RetryAfter = delay
@@ -311,14 +374,18 @@ func allDigits(s string) bool {
 	return true
 }
 
-func (c *Client) send(ctx context.Context, method, path string, body []byte) (int, http.Header, []byte, error) {
+// send sends one request and reads its answer: a successful one whole
+// (at most maxAnswer bytes, else an error), a refusal up to the bounds of
+// refusals (MaxProblemBytes, MaxDetailBytes when it is not JSON), cut
+// reporting that more was left unread.
+func (c *Client) send(ctx context.Context, method, path string, body []byte) (status int, hdr http.Header, raw []byte, cut bool, err error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, nil, nil, false, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -329,14 +396,42 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte) (in
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, nil, nil, false, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%s %s: read body: %w", method, path, err)
+	ok := res.StatusCode >= 200 && res.StatusCode < 300
+	limit := c.maxAnswer
+	if limit <= 0 {
+		limit = DefaultMaxAnswerBytes
 	}
-	return res.StatusCode, res.Header, raw, nil
+	if !ok {
+		limit = min(limit, MaxProblemBytes)
+		if !isJSON(res.Header.Get("Content-Type")) {
+			limit = min(limit, MaxDetailBytes)
+		}
+	}
+	if res.ContentLength > limit && ok {
+		return 0, nil, nil, false, fmt.Errorf("%s %s: the answer is %d bytes: %w (%d; WithMaxAnswerBytes)", method, path, res.ContentLength, ErrAnswerTooLarge, limit)
+	}
+	raw, err = io.ReadAll(io.LimitReader(res.Body, limit+1))
+	if err != nil {
+		return 0, nil, nil, false, fmt.Errorf("%s %s: read body: %w", method, path, err)
+	}
+	if cut = int64(len(raw)) > limit; cut {
+		if ok {
+			// Never a cut answer decoded as the whole.
+			return 0, nil, nil, false, fmt.Errorf("%s %s: %w (%d; WithMaxAnswerBytes)", method, path, ErrAnswerTooLarge, limit)
+		}
+		raw = raw[:limit]
+	}
+	return res.StatusCode, res.Header, raw, cut, nil
+}
+
+// isJSON reports whether a Content-Type is JSON: application/json,
+// application/problem+json or another +json type.
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 func ctxPath(ctxID string, rest ...string) string {
