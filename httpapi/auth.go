@@ -187,15 +187,24 @@ func (p *principal) allows(need Scope, ctxID string) bool {
 	return false
 }
 
+// BearerToken returns the token of an Authorization header value as the
+// API reads it: the scheme Bearer (in any case, RFC 9110 §11.1), a space,
+// and the rest of the value, surrounding spaces trimmed — a token may
+// hold spaces (a JSON tokens file allows them). ok is false for another
+// scheme or an empty token.
+func BearerToken(header string) (token string, ok bool) {
+	scheme, tok, _ := strings.Cut(strings.TrimSpace(header), " ")
+	tok = strings.TrimSpace(tok)
+	return tok, strings.EqualFold(scheme, "Bearer") && tok != ""
+}
+
 // authenticate returns the request's principal, or a 401 problem.
 func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	if s.tokens.Len() == 0 {
 		return &principal{open: true}, nil
 	}
-	// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is Bearer.
-	scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	tok = strings.TrimSpace(tok)
-	if !strings.EqualFold(scheme, "Bearer") || tok == "" {
+	tok, ok := BearerToken(r.Header.Get("Authorization"))
+	if !ok {
 		return nil, errorf(CodeUnauthorized, "send Authorization: Bearer <token>")
 	}
 	grants := s.tokens.byHash[sha256.Sum256([]byte(tok))]

@@ -460,40 +460,61 @@ func TestGuardOpenServerHost(t *testing.T) {
 
 // TestSessionBoundToItsToken: a session opened with one token answers a
 // request that carries another valid token, with that session's id, with
-// 403, and keeps answering its own token (the SDK binds a session to the
-// user the Guard names, a digest of the token).
+// 403 — a POST and a DELETE alike — and keeps answering its own token (the
+// SDK binds a session to the user the Guard names, a digest of the
+// token). A token may hold spaces, as the API reads it (the rest of the
+// header after "Bearer "): such a session was not bound, and any other
+// token could use it or end it.
 func TestSessionBoundToItsToken(t *testing.T) {
-	a := newAPI(t, writeToken+" write run*;"+readToken+" read run")
+	const spaced = "a write token with spaces 0123"
+	a := newAPI(t, `[{"token":"`+writeToken+`","scope":"write","contexts":["run*"]},`+
+		`{"token":"`+spaced+`","scope":"write","contexts":["run*"]},`+
+		`{"token":"`+readToken+`","scope":"read","contexts":["run"]}]`)
 	ts := serve(t, a)
 	a.createContext(t, "run", writeToken)
 
-	cs, err := connectHTTP(t, ts.URL+"/mcp", writeToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	list := func(token string) (int, string) {
-		req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", cs.ID())
-		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
+	for _, owner := range []string{writeToken, spaced} {
+		cs, err := connectHTTP(t, ts.URL+"/mcp", owner)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
-	if code, body := list(readToken); code != http.StatusForbidden {
-		t.Errorf("another token on the session: %d %s, want 403", code, body)
-	}
-	if code, body := list(writeToken); code != http.StatusOK || !strings.Contains(body, "record_artifact") {
-		t.Errorf("the session's own token: %d %s", code, body)
-	}
-	if _, err := cs.ListTools(context.Background(), nil); err != nil {
-		t.Errorf("the session's client after the refusal: %v", err)
+		send := func(method, token string) (int, string) {
+			var body io.Reader
+			if method == http.MethodPost {
+				body = strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`)
+			}
+			req, _ := http.NewRequest(method, ts.URL+"/mcp", body)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", cs.ID())
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(raw)
+		}
+		for _, other := range []string{readToken, writeToken, spaced} {
+			if other == owner {
+				continue
+			}
+			for _, method := range []string{http.MethodPost, http.MethodDelete} {
+				if code, body := send(method, other); code != http.StatusForbidden {
+					t.Errorf("session of %q: %s with token %q: %d %.80s, want 403", owner, method, other, code, body)
+				}
+			}
+		}
+		if code, body := send(http.MethodPost, owner); code != http.StatusOK || !strings.Contains(body, "record_artifact") {
+			t.Errorf("session of %q, its own token: %d %s", owner, code, body)
+		}
+		// Its tool calls are authorized with the token as sent.
+		ok[mcp.ArtifactWrite](t, cs, "record_artifact", map[string]any{"context": "run", "type": "note", "data": map[string]any{"text": owner}})
+		if _, err := cs.ListTools(context.Background(), nil); err != nil {
+			t.Errorf("session of %q, its client after the refusals: %v", owner, err)
+		}
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/artifactd/artifactd/hashing"
@@ -349,19 +348,23 @@ func trustAnswer(ctxID, at string, a *ArtifactView) *TrustAnswer {
 // Guard refuses, with the API's own problem, an MCP request the API would
 // refuse before routing it, before a session exists: one whose
 // Authorization header the API does not accept (401), and, on a server
-// with no tokens, one whose Host is not a loopback name (421, the
-// API's guard against DNS rebinding), or one on a connection kept for
-// health checks (503). It asks api for GET /v1/relations (read scope on
-// any context, which any valid token has) with the request's Host and
-// Authorization. Tool calls are then authorized one by one by the
-// Backend (NewHandlerBackend).
+// with no tokens, one whose Host is not a loopback name or an allowed
+// host (421, the API's guard against DNS rebinding), or one on a
+// connection kept for health checks (503). It asks api for GET
+// /v1/relations (read scope on any context, which any valid token has)
+// with the request's Host and Authorization. A refusal of a request whose
+// body is still to come closes the connection, as the API's do. Tool
+// calls are then authorized one by one by the Backend
+// (NewHandlerBackend).
 //
-// A request with a bearer token reaches next with that token's digest as
-// the SDK's user (auth.TokenInfo.UserID), so the session it opens is bound
-// to the token: a request of another token, however valid, that names
-// that session's id is refused (403) rather than served by it.
+// A request with a bearer token (read as the API reads it,
+// httpapi.BearerToken: a token may hold spaces) reaches next with that
+// token's digest as the SDK's user (auth.TokenInfo.UserID), so the
+// session it opens is bound to the token: a request of another token,
+// however valid, that names that session's id is refused (403) rather
+// than served by it.
 func Guard(api, next http.Handler) http.Handler {
-	bound := auth.RequireBearerToken(tokenUser, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	bound := auth.RequireBearerToken(tokenUser, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(restoreAuthorization(next))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		probe, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "/v1/relations", http.NoBody)
 		if err != nil {
@@ -394,18 +397,43 @@ func Guard(api, next http.Handler) http.Handler {
 			}
 			return
 		}
-		if f := strings.Fields(r.Header.Get("Authorization")); len(f) == 2 && strings.EqualFold(f[0], "Bearer") {
-			bound.ServeHTTP(w, r)
+		header := r.Header.Get("Authorization")
+		if tok, ok := httpapi.BearerToken(header); ok {
+			// The SDK takes the token for the second of exactly two
+			// fields of the header, and a token may hold spaces (the
+			// API reads the rest of the header): the SDK is shown the
+			// token's digest, one field, and next gets the header as it
+			// was sent (restoreAuthorization).
+			sum := sha256.Sum256([]byte(tok))
+			br := r.Clone(context.WithValue(r.Context(), authHeaderKey{}, header))
+			br.Header.Set("Authorization", "Bearer "+hex.EncodeToString(sum[:]))
+			bound.ServeHTTP(w, br)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// tokenUser names the user of a bearer token the API has accepted: the
-// hex SHA-256 of the token, so that the SDK binds a session to its token
-// without keeping the token itself.
-func tokenUser(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	sum := sha256.Sum256([]byte(token))
-	return &auth.TokenInfo{UserID: hex.EncodeToString(sum[:])}, nil
+// tokenUser names the user of a bearer token the API has accepted: Guard
+// shows the SDK the hex SHA-256 of the token instead of the token, so
+// that the SDK binds a session to its token without keeping the token
+// itself.
+func tokenUser(_ context.Context, digest string, _ *http.Request) (*auth.TokenInfo, error) {
+	return &auth.TokenInfo{UserID: digest}, nil
+}
+
+// authHeaderKey carries the Authorization header a request was sent
+// with, while the SDK's token check sees another (Guard).
+type authHeaderKey struct{}
+
+// restoreAuthorization gives next the request with the Authorization
+// header it was sent with, which tool calls are authorized with.
+func restoreAuthorization(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := r.Context().Value(authHeaderKey{}).(string); ok {
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", h)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
