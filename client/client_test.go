@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -203,6 +204,14 @@ func TestModelRecordReplay(t *testing.T) {
 	var miss *client.ErrReplayMiss
 	if !errors.As(err, &miss) || calls.Load() != 1 {
 		t.Fatalf("replay miss: %v (calls %d)", err, calls.Load())
+	}
+	// A source context that does not exist is not a miss: it is the
+	// server's 404 for the context (it read as "no recorded model call …
+	// record it first").
+	typo := &client.ModelRecorder{Client: c, Context: "replayed", Source: "recorded-typo", Mode: client.Replay}
+	_, err = typo.Call(ctx, req, model)
+	if errors.As(err, &miss) || !client.IsNotFound(err) || !strings.Contains(err.Error(), `source context "recorded-typo"`) || calls.Load() != 1 {
+		t.Fatalf("replay from a context that does not exist: %v (calls %d)", err, calls.Load())
 	}
 	// The hash the server checks is the one the client computed.
 	h, _ := client.RequestHash(req)

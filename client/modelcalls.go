@@ -67,7 +67,9 @@ const (
 	// Record calls the model and records request and response.
 	Record Mode = iota
 	// Replay answers from the record and never calls the model; a call
-	// that was not recorded is an *ErrReplayMiss.
+	// that was not recorded is an *ErrReplayMiss, and a Source context
+	// that does not exist is the server's 404 for it (IsNotFound), not a
+	// miss.
 	Replay
 )
 
@@ -93,6 +95,24 @@ type ModelRecorder struct {
 	ProducedBy string
 }
 
+// miss is the error of a replayed call whose record was not found (err,
+// a 404): an *ErrReplayMiss when the source context exists, else the
+// context's own refusal. The API answers a context that does not exist
+// and a call never recorded in one with the same problem (404 not-found),
+// so the context is asked for; a mistyped Source read as "no recorded
+// model call … record it first". A server without the model-calls route
+// (404 "no route") is answered as it is.
+func (r *ModelRecorder) miss(ctx context.Context, src, h string, err error) error {
+	var p *Problem
+	if asProblem(err, &p) && isNoRoute(p) {
+		return err
+	}
+	if _, cerr := r.Client.do(ctx, http.MethodGet, ctxPath(src), nil, nil); cerr != nil {
+		return fmt.Errorf("replay: source context %q: %w", src, cerr)
+	}
+	return &ErrReplayMiss{RequestHash: h, Context: src}
+}
+
 // Call returns the response to req: in Record mode from call (then
 // recorded), in Replay mode from the record (call is never invoked).
 // The response must be JSON-encodable; it is returned as recorded.
@@ -110,7 +130,7 @@ func (r *ModelRecorder) Call(ctx context.Context, req ModelRequest, call func(ct
 		}
 		rec, err := r.Client.GetModelCall(ctx, src, h, "")
 		if IsNotFound(err) {
-			return nil, &ErrReplayMiss{RequestHash: h, Context: src}
+			return nil, r.miss(ctx, src, h, err)
 		}
 		if err != nil {
 			return nil, err
