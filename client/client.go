@@ -256,6 +256,20 @@ func PathEscape(s string) string {
 	return url.PathEscape(s)
 }
 
+// encodeJSON is json.Marshal without its HTML escaping: "<", ">" and "&"
+// go as themselves, not as six-byte \u003c escapes, so a body is as long
+// as the server measures it against its limit (the server reads either
+// form as the same value), not up to six times longer.
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // do sends one request and decodes a 2xx JSON body into out (when not
 // nil). A non-2xx answer is a *Problem. Safe requests are retried after a
 // transport error or a 503; a refusal with a Retry-After that says the
@@ -264,7 +278,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 	var body []byte
 	if in != nil {
 		var err error
-		if body, err = json.Marshal(in); err != nil {
+		if body, err = encodeJSON(in); err != nil {
 			return 0, fmt.Errorf("encode %s %s: %w", method, path, err)
 		}
 	}

@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"strings"
@@ -219,4 +221,32 @@ func TestModelRecordReplay(t *testing.T) {
 	if err != nil || got.RequestHash != h {
 		t.Fatalf("GetModelCall: %+v %v", got, err)
 	}
+}
+
+// TestHTMLBodiesAreSentAsTheServerMeasuresThem: a fetched page of 4.6 MB
+// full of "<", ">" and "&" — under the server's 8 MiB body limit — is
+// recorded; encoded with json.Marshal's HTML escaping each of those
+// became a six-byte \u003c escape, the request grew to 16 MB and the
+// server refused it 413.
+func TestHTMLBodiesAreSentAsTheServerMeasuresThem(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := context.Background()
+	if _, err := c.EnsureContext(ctx, "pages", ""); err != nil {
+		t.Fatal(err)
+	}
+	body := "<html><body>" + strings.Repeat("<p>a&b</p>", 460_000) + "</body></html>"
+	w, err := c.RecordFetch(ctx, "pages", client.FetchRequest{ID: "page", URL: "https://example.org/", Status: 200,
+		Headers: map[string]string{"content-type": "text/html"}, Body: &body})
+	if err != nil {
+		t.Fatalf("record a %d-byte page: %v", len(body), err)
+	}
+	if w.Artifact.ID != "page" || w.BodyBlob != "sha256:"+sha256Hex(body) {
+		t.Fatalf("recorded artifact %q, body blob %s; want page and the page's own bytes", w.Artifact.ID, w.BodyBlob)
+	}
+}
+
+// sha256Hex is the lowercase hex SHA-256 of s.
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -141,14 +141,14 @@ func (r *ModelRecorder) Call(ctx context.Context, req ModelRequest, call func(ct
 		if err != nil {
 			return nil, fmt.Errorf("model call: %w", err)
 		}
-		if response, err = json.Marshal(out); err != nil {
+		if response, err = encodeJSON(out); err != nil {
 			return nil, fmt.Errorf("encode model response: %w", err)
 		}
 	}
 	// The request and the response go as they are: a decode into Go
 	// values would round a number past 2^53, and the record would answer
 	// another response than the one returned.
-	rawReq, err := json.Marshal(req)
+	rawReq, err := encodeJSON(req)
 	if err != nil {
 		return nil, fmt.Errorf("encode model request: %w", err)
 	}
