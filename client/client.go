@@ -237,6 +237,16 @@ func detailOf(body []byte, cut bool) string {
 	for n > 0 && n < len(text) && !utf8.RuneStart(text[n]) {
 		n--
 	}
+	// The read itself may have stopped inside a character (cut): drop
+	// its first bytes too.
+	for i := n - 1; i >= 0 && i >= n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(text[i]) {
+			if !utf8.FullRune(text[i:n]) {
+				n = i
+			}
+			break
+		}
+	}
 	if cut {
 		return string(text[:n]) + fmt.Sprintf(" … [cut: the answer was longer than %d bytes]", len(body))
 	}

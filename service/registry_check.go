@@ -20,30 +20,37 @@ import (
 // a type's role must be one a type can have (a schema this release
 // refuses is not damage: Load keeps the type and refuses its artifacts
 // until it is registered again). It reports each defect (kind
-// "type" or "relation") and fails only when the records cannot be read.
+// "type" or "relation"), a record the driver cannot read among them, and
+// fails only when the records cannot be scanned at all.
 //
 // A record changed into another valid one (a description, a schema, or
 // a relation's depends flipped) cannot be told from a put: the chains
 // hold the definitions each commit used, and trust reads those.
 func CheckRegistry(ctx context.Context, st *store.Store) ([]store.Defect, error) {
-	var out []store.Defect
-	types, err := st.ListTypes(ctx)
+	types, rels, err := st.CheckedRegistry(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the type records: %w", err)
+		return nil, err
 	}
+	var out []store.Defect
 	for _, name := range slices.Sorted(maps.Keys(types)) {
-		raw := types[name]
-		if why := checkTypeRecord(name, raw); why != "" {
+		why := types[name].Unreadable
+		if why != "" {
+			why = "type record unreadable (serve will not start): " + why
+		} else {
+			why = checkTypeRecord(name, types[name].Raw)
+		}
+		if why != "" {
 			out = append(out, store.Defect{Kind: "type", ID: name, Detail: why})
 		}
 	}
-	rels, err := st.ListRelations(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read the relation records: %w", err)
-	}
 	for _, name := range slices.Sorted(maps.Keys(rels)) {
-		raw := rels[name]
-		if why := checkRelationRecord(name, raw); why != "" {
+		why := rels[name].Unreadable
+		if why != "" {
+			why = "relation record unreadable (serve will not start): " + why
+		} else {
+			why = checkRelationRecord(name, rels[name].Raw)
+		}
+		if why != "" {
 			out = append(out, store.Defect{Kind: "relation", ID: name, Detail: why})
 		}
 	}

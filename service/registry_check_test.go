@@ -1,10 +1,15 @@
 package service
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
+	"github.com/artifactd/artifactd/store"
+	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
 // TestCheckRegistry: a type or relation record that does not load as
@@ -70,4 +75,60 @@ func TestCheckRegistry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCheckRegistryStepsPastAnUnreadableRecord: a type record the driver
+// cannot read (as the Badger driver reports a damaged value) is a
+// defect of its own, and the other records are still checked — the
+// check does not fail, so fsck reports it beside the store's other
+// defects rather than giving up on the whole report.
+func TestCheckRegistryStepsPastAnUnreadableRecord(t *testing.T) {
+	ctx := context.Background()
+	drv := &unreadableKey{Driver: memkv.New()}
+	st, err := store.Open(ctx, store.Options{Driver: drv, ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, name := range []string{"memo", "note"} {
+		rec := `{"name":"` + name + `","role":"derived","schema":{"type":"object"},"version":1}`
+		if err := st.PutTypeIf(ctx, name, nil, []byte(rec)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// note's record names another type: it must still be read and found.
+	old, err := st.GetType(ctx, "note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutTypeIf(ctx, "note", old, []byte(`{"name":"memo","role":"derived","schema":{"type":"object"},"version":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	drv.bad = []byte("type\x00memo")
+	defects, err := CheckRegistry(ctx, st)
+	if err != nil {
+		t.Fatalf("the check failed on one unreadable record: %v", err)
+	}
+	if len(defects) != 2 || defects[0].ID != "memo" || !strings.Contains(defects[0].Detail, "unreadable") ||
+		defects[1].ID != "note" || !strings.Contains(defects[1].Detail, `names "memo"`) {
+		t.Fatalf("defects %v; want memo unreadable and note naming memo", defects)
+	}
+}
+
+// unreadableKey is a driver on which the value of key bad cannot be read:
+// a scan meets a *kv.UnreadableError there, as the Badger driver reports
+// a damaged value.
+type unreadableKey struct {
+	kv.Driver
+	bad []byte
+}
+
+// Scan implements kv.Driver.
+func (d *unreadableKey) Scan(ctx context.Context, prefix, start []byte, limit int, fn func(k, v []byte) error) error {
+	return d.Driver.Scan(ctx, prefix, start, limit, func(k, v []byte) error {
+		if d.bad != nil && bytes.Equal(k, d.bad) {
+			return &kv.UnreadableError{Key: bytes.Clone(k), Why: "damaged"}
+		}
+		return fn(k, v)
+	})
 }

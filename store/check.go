@@ -305,9 +305,16 @@ func (k *checker) contexts(ctx context.Context) ([]string, error) {
 // cannot read (a *kv.UnreadableError) goes to lost and the scan goes on
 // after it.
 func (k *checker) scanAll(ctx context.Context, prefix []byte, fn func(key, v []byte) error, lost func(key []byte, why string)) error {
+	return scanPast(ctx, k.s.kv, prefix, fn, lost)
+}
+
+// scanPast scans prefix of d as kv.Driver.Scan does, but a record the
+// driver cannot read (a *kv.UnreadableError) goes to lost and the scan
+// goes on after it.
+func scanPast(ctx context.Context, d kv.Driver, prefix []byte, fn func(key, v []byte) error, lost func(key []byte, why string)) error {
 	var start []byte
 	for {
-		err := k.s.kv.Scan(ctx, prefix, start, 0, fn)
+		err := d.Scan(ctx, prefix, start, 0, fn)
 		var ue *kv.UnreadableError
 		if !errors.As(err, &ue) {
 			return err

@@ -143,7 +143,7 @@
 //	blobc NUL <sha256><u32 BE>         -> chunk i of a larger blob (written before its manifest)
 //	cblob NUL <ctx> NUL <sha256>       -> "" (the context holds the blob: it may read it; a gate output's blobs are held in its commit's write, CommitRequest.Blobs)
 //	meta NUL blob-members              -> "1" (written with a new store, or when BackfillBlobMembers ran: from then on a context reads and exports only the blobs it holds, and fsck expects it to hold every blob its fetch verdicts name)
-//	spill NUL <unix ns BE> NUL <sha256> -> "" (a spilled tool output's blob, by when it was spilled; spill.go)
+//	spill NUL <unix ns BE> NUL <sha256> -> context id (a spilled tool output's blob, by when it was spilled, and the context that spilled it — "" in stores written before; spill.go)
 //	pruned NUL <sha256>                -> {"pruned_at"} (its bytes were pruned, serve --spill-retention; or an import of an earlier version took a bundle's pruned line so)
 //	cpruned NUL <ctx> NUL <sha256>     -> {"pruned_at"} (the bundle the context was imported from lists the blob as pruned: so it reads through that context only; spill.go)
 //	node NUL <node id>                 -> state-map node (id = SHA-256 of the bytes)

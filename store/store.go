@@ -919,6 +919,40 @@ func (s *Store) ListRelations(ctx context.Context) (map[string][]byte, error) {
 	return out, err
 }
 
+// RegistryRecord is a type or relation record that fsck's check of the
+// registry reads (CheckedRegistry): its raw bytes, or why they could not
+// be read.
+type RegistryRecord struct {
+	Raw []byte
+	// Unreadable is why the driver could not read the record ("" when
+	// Raw holds it).
+	Unreadable string
+}
+
+// CheckedRegistry reads every type and relation record as fsck does the
+// rest of the store: a record the driver cannot read is returned with
+// why, and the reading goes on after it. It fails only when the records
+// cannot be scanned (I/O, a cancelled ctx).
+func (s *Store) CheckedRegistry(ctx context.Context) (types, rels map[string]RegistryRecord, err error) {
+	read := func(prefix string) (map[string]RegistryRecord, error) {
+		out := make(map[string]RegistryRecord)
+		err := scanPast(ctx, s.kv, []byte(prefix), func(k, v []byte) error {
+			out[string(k[len(prefix):])] = RegistryRecord{Raw: bytes.Clone(v)}
+			return nil
+		}, func(k []byte, why string) {
+			out[string(k[len(prefix):])] = RegistryRecord{Unreadable: why}
+		})
+		return out, err
+	}
+	if types, err = read(pType); err != nil {
+		return nil, nil, fmt.Errorf("read the type records: %w", err)
+	}
+	if rels, err = read(pRelDef); err != nil {
+		return nil, nil, fmt.Errorf("read the relation records: %w", err)
+	}
+	return types, rels, nil
+}
+
 // ---- node source ----
 
 // node reads a trie node through the cache, checking its hash.

@@ -25,10 +25,7 @@ func runFsck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, exitUsage, "fsck: could not complete: %v", err)
 	}
-	reg, err := service.CheckRegistry(ctx, st)
-	if err != nil {
-		return fail(stderr, exitUsage, "fsck: could not complete: %v", err)
-	}
+	reg, regErr := service.CheckRegistry(ctx, st)
 	rep.Defects = append(rep.Defects, reg...)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -40,6 +37,10 @@ func runFsck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, d := range rep.Defects {
 			fmt.Fprintf(stdout, "DEFECT %s\n", d)
 		}
+	}
+	if regErr != nil {
+		// What the store's check found is printed all the same.
+		return fail(stderr, exitUsage, "fsck: could not complete the registry's check: %v", regErr)
 	}
 	if len(rep.Defects) > 0 {
 		return fail(stderr, exitMismatch, "fsck: %d defect(s) found", len(rep.Defects))
