@@ -16,9 +16,13 @@ type MergeView struct {
 	Base string           `json:"base"`
 	// Bases lists every merge base, Base first, when there are several
 	// (a criss-cross); absent when there is one.
-	Bases  []string `json:"bases,omitempty"`
-	Ours   string   `json:"ours"`
-	Theirs string   `json:"theirs"`
+	Bases []string `json:"bases,omitempty"`
+	// BasesAncestor is the merge base of Bases, when there are several
+	// and they have one: what they disagree on was merged against their
+	// virtual base, merged from them against it.
+	BasesAncestor string `json:"bases_ancestor,omitempty"`
+	Ours          string `json:"ours"`
+	Theirs        string `json:"theirs"`
 	// Commit is ours' head after the merge.
 	Commit      CommitView        `json:"commit"`
 	ContextHash string            `json:"context_hash"`
@@ -55,6 +59,9 @@ func (s *Server) handleMerge(w http.ResponseWriter, r *http.Request) {
 		Resolved: nonNil(res.Resolved), Unused: res.Unused}
 	for _, b := range res.Bases {
 		out.Bases = append(out.Bases, b.String())
+	}
+	if res.BasesAncestor != nil {
+		out.BasesAncestor = res.BasesAncestor.String()
 	}
 	status := http.StatusOK
 	if res.Kind == replay.MergeThreeWay {

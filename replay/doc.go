@@ -19,7 +19,10 @@
 //     ties broken by the smaller id (MergeBase). After a criss-cross two
 //     commits have several best common ancestors, none descending from
 //     another (MergeBases); a merge is then made against them all
-//     (MergeOver): what they disagree on has no base, and the sides
+//     (MergeOver): what they disagree on is merged against a virtual
+//     base, what every base that changed it since their own merge base
+//     (MergeBasesOf) changed it to; when two changed it differently, or
+//     the bases have no single merge base, it has no base, and the sides
 //     conflict on it when they differ.
 //   - three-way merge: a change made on one side since the merge base is
 //     taken, the same change made on both sides is taken once; changes

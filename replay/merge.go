@@ -40,7 +40,7 @@ var (
 // MergeBases returns them all. Errors: ErrNoMergeBase, or a *ChainError
 // for a missing or misordered commit.
 func MergeBase(ctx context.Context, src Source, a, b hashing.Digest) (*Commit, error) {
-	bases, err := mergeBases(ctx, src, a, b, false)
+	bases, err := mergeBases(ctx, src, []hashing.Digest{a, b}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -58,36 +58,55 @@ func MergeBase(ctx context.Context, src Source, a, b hashing.Digest) (*Commit, e
 // base is the only one and the two sides meet only through it, it reads
 // no more commits than MergeBase. Errors are MergeBase's.
 func MergeBases(ctx context.Context, src Source, a, b hashing.Digest) ([]*Commit, error) {
-	return mergeBases(ctx, src, a, b, true)
+	return mergeBases(ctx, src, []hashing.Digest{a, b}, true)
 }
 
-// mergeBases walks back from a and b in descending Seq order, marking
-// each commit with the sides it is reached from. A commit reached from
-// both is a common ancestor; the first one visited is a best one, and so
-// is every later one not reached through a common ancestor visited
-// before (stale): Seq orders every commit after its descendants, so a
-// commit's marks are final when it is visited. With all false it stops
-// at the first.
-func mergeBases(ctx context.Context, src Source, a, b hashing.Digest, all bool) ([]*Commit, error) {
-	const fromA, fromB, stale, visited = 1, 2, 4, 8
-	flags := map[hashing.Digest]uint8{}
+// MergeBasesOf returns the best common ancestors of every commit of ids
+// (at least one, at most 62): the commits every one of them descends
+// from (or is) that no other such commit descends from, highest Seq
+// first, the smaller id on a tie. Of two commits it is MergeBases. Of
+// the merge bases of a criss-cross, it finds their own merge base: when
+// that is one commit, the ancestor MergeOver merges them against.
+// Errors are MergeBase's.
+func MergeBasesOf(ctx context.Context, src Source, ids ...hashing.Digest) ([]*Commit, error) {
+	if len(ids) == 0 || len(ids) > maxSides {
+		return nil, fmt.Errorf("replay: merge bases of %d commits (1 to %d)", len(ids), maxSides)
+	}
+	return mergeBases(ctx, src, ids, true)
+}
+
+// maxSides is how many commits mergeBases walks back from at most: one
+// bit of a flag each, beside stale and visited.
+const maxSides = 62
+
+// mergeBases walks back from ids in descending Seq order, marking each
+// commit with the sides it is reached from. A commit reached from all is
+// a common ancestor; the first one visited is a best one, and so is every
+// later one not reached through a common ancestor visited before
+// (stale): Seq orders every commit after its descendants, so a commit's
+// marks are final when it is visited. With all false it stops at the
+// first.
+func mergeBases(ctx context.Context, src Source, ids []hashing.Digest, all bool) ([]*Commit, error) {
+	const stale, visited = 1 << 62, 1 << 63
+	every := uint64(1)<<len(ids) - 1
+	flags := map[hashing.Digest]uint64{}
 	q := &commitQueue{}
-	// live counts the commits still to visit that are not stale and are
-	// reached from a (live[0]) or from b (live[1]): a further best common
+	// live counts, per side, the commits still to visit that are not
+	// stale and are reached from that side: a further best common
 	// ancestor needs one of each.
-	var live [2]int
-	count := func(f uint8, d int) {
+	live := make([]int, len(ids))
+	count := func(f uint64, d int) {
 		if f&(stale|visited) != 0 {
 			return
 		}
-		if f&fromA != 0 {
-			live[0] += d
-		}
-		if f&fromB != 0 {
-			live[1] += d
+		for i := range live {
+			if f&(1<<i) != 0 {
+				live[i] += d
+			}
 		}
 	}
-	push := func(id hashing.Digest, flag uint8, child *Commit) error {
+	drained := func() bool { return slices.Contains(live, 0) }
+	push := func(id hashing.Digest, flag uint64, child *Commit) error {
 		if old, seen := flags[id]; seen {
 			count(old, -1)
 			flags[id] = old | flag
@@ -106,33 +125,32 @@ func mergeBases(ctx context.Context, src Source, a, b hashing.Digest, all bool) 
 		heap.Push(q, c)
 		return nil
 	}
-	if err := push(a, fromA, nil); err != nil {
-		return nil, err
-	}
-	if err := push(b, fromB, nil); err != nil {
-		return nil, err
+	for i, id := range ids {
+		if err := push(id, 1<<i, nil); err != nil {
+			return nil, err
+		}
 	}
 	var bases []*Commit
 	for q.Len() > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if len(bases) > 0 && (live[0] == 0 || live[1] == 0) {
-			break // what is left to visit is stale, or reached from one side only
+		if len(bases) > 0 && drained() {
+			break // what is left to visit is stale, or not reached from every side
 		}
 		c := heap.Pop(q).(*Commit)
 		f := flags[c.ID]
 		count(f, -1)
 		flags[c.ID] = f | visited
-		if f&(fromA|fromB|stale) == fromA|fromB {
+		if f&(every|stale) == every {
 			bases = append(bases, c)
-			if !all || live[0] == 0 || live[1] == 0 {
+			if !all || drained() {
 				return bases, nil
 			}
 			f |= stale
 		}
 		for _, p := range c.Parents {
-			if err := push(p, f&(fromA|fromB|stale), c); err != nil {
+			if err := push(p, f&(every|stale), c); err != nil {
 				return nil, err
 			}
 		}
@@ -140,7 +158,10 @@ func mergeBases(ctx context.Context, src Source, a, b hashing.Digest, all bool) 
 	if len(bases) > 0 {
 		return bases, nil
 	}
-	return nil, fmt.Errorf("%w: %s and %s share no ancestor", ErrNoMergeBase, a.Short(), b.Short())
+	if len(ids) == 2 {
+		return nil, fmt.Errorf("%w: %s and %s share no ancestor", ErrNoMergeBase, ids[0].Short(), ids[1].Short())
+	}
+	return nil, fmt.Errorf("%w: %d commits share no ancestor", ErrNoMergeBase, len(ids))
 }
 
 // commitQueue pops the highest Seq first, the smaller id on a tie.
@@ -187,13 +208,19 @@ type MergeSetup struct {
 	// Bases are every best common ancestor (MergeBases), Base first: more
 	// than one after a criss-cross, and then the merge is three-way and
 	// merges against them all (MergeOver).
-	Bases  []*Commit
-	Ours   *Commit
-	Theirs *Commit
+	Bases []*Commit
+	// Ancestor is the merge base of Bases when there are several and
+	// they have one (MergeBasesOf): the merge merges the bases against
+	// it into a virtual base (MergeOver). Nil otherwise.
+	Ancestor *Commit
+	Ours     *Commit
+	Theirs   *Commit
 }
 
 // PrepareMerge reads ours, theirs and their merge bases and classifies
-// the merge. Errors are MergeBase's.
+// the merge. When there are several merge bases it also walks back from
+// them to their own merge base (Ancestor, when it is one commit); with
+// one it reads nothing more. Errors are MergeBase's.
 func PrepareMerge(ctx context.Context, src Source, ours, theirs hashing.Digest) (*MergeSetup, error) {
 	o, err := src.GetCommit(ctx, ours)
 	if err != nil {
@@ -214,6 +241,21 @@ func PrepareMerge(ctx context.Context, src Source, ours, theirs hashing.Digest) 
 		ms.Kind = MergeUpToDate
 	case ours:
 		ms.Kind = MergeFastForward
+	}
+	if len(bases) > 1 {
+		ids := make([]hashing.Digest, len(bases))
+		for i, b := range bases {
+			ids[i] = b.ID
+		}
+		anc, err := MergeBasesOf(ctx, src, ids...)
+		switch {
+		case errors.Is(err, ErrNoMergeBase):
+			// No virtual base: the bases disagree without one.
+		case err != nil:
+			return nil, err
+		case len(anc) == 1:
+			ms.Ancestor = anc[0]
+		}
 	}
 	return ms, nil
 }
@@ -262,8 +304,10 @@ type Conflict struct {
 	// Edge is the edge of an edge or cycle conflict.
 	Edge *graph.EdgeKey `json:"edge,omitempty"`
 	// BasesDisagree is set when the merge has several merge bases (a
-	// criss-cross, MergeOver) and they disagree on the artifact or edge:
-	// it has no base, and Base and BaseEdge are nil.
+	// criss-cross, MergeOver) and they disagree on the artifact or edge
+	// with no virtual base for it (two bases changed it differently
+	// since their own merge base, or they have no single one): it has no
+	// base, and Base and BaseEdge are nil.
 	BasesDisagree bool `json:"bases_disagree,omitempty"`
 	// Base, Ours and Theirs are the artifact on each side (nil where
 	// absent).
@@ -380,18 +424,27 @@ func Merge(base, ours, theirs *graph.State, resolutions map[string]Resolution) (
 
 // MergeOver is Merge against several merge bases: the best common
 // ancestors of a criss-cross (MergeBases), none of which descends from
-// another. Which of them has the higher Seq does not matter. An artifact
-// or edge on which the bases all agree (the same type, content and
-// producer; the same attrs; or absent from all) is merged against that,
-// as Merge does. One on which they disagree has no base: the sides take
-// it once when they have the same, and are a conflict when they differ
-// — an edit_edit, or a delete_edit when one side lacks it — marked
-// BasesDisagree, with no Base, settled by a Resolution as any other. So
-// two sides that settled an earlier conflict differently conflict again
-// rather than one of the settlements winning by commit order. With one
-// base it is Merge.
-func MergeOver(bases []*graph.State, ours, theirs *graph.State, resolutions map[string]Resolution) (*MergePlan, error) {
-	return MergeOverWithinData(bases, ours, theirs, wholeScope(append(slices.Clone(bases), ours, theirs)...), resolutions, nil)
+// another, and ancestor, their own merge base (MergeBasesOf) when they
+// have one, else nil. Which of the bases has the higher Seq does not
+// matter. An artifact or edge on which the bases all agree (the same
+// type, content and producer; the same attrs; or absent from all) is
+// merged against that, as Merge does. One on which they disagree is
+// merged against a virtual base, as git's recursive merge merges the
+// bases first: the bases that hold it as ancestor does left it
+// unchanged, and when every other base changed it to the same (added,
+// edited or deleted it alike), that is its base. So an artifact one
+// branch added before the cross merges and edits or deletes after them
+// merges cleanly. When two bases changed it differently, or there is no
+// ancestor (the bases have several merge bases of their own: a nested
+// criss-cross), it has no base: the sides take it once when they have
+// the same, and are a conflict when they differ — an edit_edit, or a
+// delete_edit when one side lacks it — marked BasesDisagree, with no
+// Base, settled by a Resolution as any other. So two sides that settled
+// an earlier conflict differently conflict again rather than one of the
+// settlements winning by commit order. With one base it is Merge
+// (ancestor is not read).
+func MergeOver(bases []*graph.State, ancestor, ours, theirs *graph.State, resolutions map[string]Resolution) (*MergePlan, error) {
+	return MergeOverWithinData(bases, ancestor, ours, theirs, wholeScope(append(slices.Clone(bases), ours, theirs)...), resolutions, nil)
 }
 
 // wholeScope is the scope of every artifact and edge of states, with the
@@ -464,19 +517,20 @@ func MergeWithin(base, ours, theirs *graph.State, scope MergeScope, resolutions 
 // which the merged ops must carry; a failed read fails the merge. With
 // data nil it is MergeWithin.
 func MergeWithinData(base, ours, theirs *graph.State, scope MergeScope, resolutions map[string]Resolution, data graph.DataFunc) (*MergePlan, error) {
-	return MergeOverWithinData([]*graph.State{base}, ours, theirs, scope, resolutions, data)
+	return MergeOverWithinData([]*graph.State{base}, nil, ours, theirs, scope, resolutions, data)
 }
 
 // MergeOverWithinData is MergeWithinData against several merge bases, as
 // MergeOver merges: scope must also hold what differs between the bases
 // (see MergeScope). With the scope it must hold it returns what MergeOver
 // returns, and with one base what MergeWithinData does. bases must not be
-// empty.
-func MergeOverWithinData(bases []*graph.State, ours, theirs *graph.State, scope MergeScope, resolutions map[string]Resolution, data graph.DataFunc) (*MergePlan, error) {
+// empty. Of ancestor it reads only the artifacts and edges the bases
+// disagree on, each by a point lookup.
+func MergeOverWithinData(bases []*graph.State, ancestor, ours, theirs *graph.State, scope MergeScope, resolutions map[string]Resolution, data graph.DataFunc) (*MergePlan, error) {
 	if len(bases) == 0 {
 		return nil, errors.New("replay: a merge needs a merge base")
 	}
-	m := &merger{base: bases[0], others: bases[1:], ours: ours, theirs: theirs, res: resolutions, data: data,
+	m := &merger{base: bases[0], others: bases[1:], ours: ours, theirs: theirs, res: resolutions, data: data, ancestor: ancestor,
 		used:    map[string]bool{},
 		art:     map[string]*artOutcome{},
 		edge:    map[graph.EdgeKey]*edgeOutcome{},
@@ -535,6 +589,9 @@ type merger struct {
 	// others are the merge bases beside base, when there are several
 	// (MergeOver).
 	others []*graph.State
+	// ancestor is the merge base of the bases, when there are several and
+	// they have one (MergeOver); nil otherwise.
+	ancestor *graph.State
 }
 
 // resolution returns the resolution for key, marking it used.
@@ -612,14 +669,15 @@ func (m *merger) valueOp(key, id string, r Resolution, o, t *graph.Artifact) *gr
 }
 
 // baseArtifact returns artifact id as the merge bases agree it is (nil:
-// absent), or false when they disagree. Of bases that agree, the version
-// is the highest they hold, whichever base that is.
+// absent), or false when they disagree and have no virtual base for it
+// (virtualArtifact). Of bases that agree, the version is the highest
+// they hold, whichever base that is.
 func (m *merger) baseArtifact(id string) (*graph.Artifact, bool) {
 	b := m.base.Artifact(id)
 	for _, st := range m.others {
 		a := st.Artifact(id)
 		if !sameArtifact(a, b) {
-			return nil, false
+			return m.virtualArtifact(id)
 		}
 		if a != nil && a.Version > b.Version {
 			b = a
@@ -628,16 +686,74 @@ func (m *merger) baseArtifact(id string) (*graph.Artifact, bool) {
 	return b, true
 }
 
+// virtualArtifact returns artifact id in the virtual base of bases that
+// disagree on it: what every base that changed it since their own merge
+// base (ancestor) changed it to, the highest version of them; or false
+// when two of them changed it differently, or there is no ancestor.
+func (m *merger) virtualArtifact(id string) (*graph.Artifact, bool) {
+	if m.ancestor == nil {
+		return nil, false
+	}
+	anc := m.ancestor.Artifact(id)
+	var v *graph.Artifact
+	changed := false
+	for i := -1; i < len(m.others); i++ {
+		st := m.base
+		if i >= 0 {
+			st = m.others[i]
+		}
+		a := st.Artifact(id)
+		switch {
+		case sameArtifact(a, anc):
+			// Unchanged since the ancestor.
+		case !changed:
+			v, changed = a, true
+		case !sameArtifact(a, v):
+			return nil, false
+		case a != nil && a.Version > v.Version:
+			v = a
+		}
+	}
+	return v, changed
+}
+
 // baseEdge returns edge k as the merge bases agree it is (nil: absent),
-// or false when they disagree.
+// or false when they disagree and have no virtual base for it
+// (virtualEdge).
 func (m *merger) baseEdge(k graph.EdgeKey) (*graph.Edge, bool) {
 	b := m.base.Edge(k)
 	for _, st := range m.others {
 		if !sameEdge(st.Edge(k), b) {
-			return nil, false
+			return m.virtualEdge(k)
 		}
 	}
 	return b, true
+}
+
+// virtualEdge is virtualArtifact for edge k: what every base that changed
+// it since the ancestor changed it to, or false.
+func (m *merger) virtualEdge(k graph.EdgeKey) (*graph.Edge, bool) {
+	if m.ancestor == nil {
+		return nil, false
+	}
+	anc := m.ancestor.Edge(k)
+	var v *graph.Edge
+	changed := false
+	for i := -1; i < len(m.others); i++ {
+		st := m.base
+		if i >= 0 {
+			st = m.others[i]
+		}
+		e := st.Edge(k)
+		switch {
+		case sameEdge(e, anc):
+		case !changed:
+			v, changed = e, true
+		case !sameEdge(e, v):
+			return nil, false
+		}
+	}
+	return v, changed
 }
 
 func (m *merger) mergeArtifacts(ids []string) {
@@ -648,7 +764,8 @@ func (m *merger) mergeArtifacts(ids []string) {
 		case sameArtifact(o, t):
 			continue // the same on both sides
 		case !known:
-			// The bases disagree: a conflict, whatever the sides did.
+			// The bases disagree, with no virtual base: a conflict,
+			// whatever the sides did.
 		case sameArtifact(t, b):
 			if o == nil {
 				m.art[id] = &artOutcome{deletedBy: TakeOurs} // only ours deleted it
@@ -737,7 +854,8 @@ func (m *merger) mergeEdges(keys []graph.EdgeKey) {
 		case sameEdge(o, t):
 			continue
 		case !known:
-			// The bases disagree: a conflict, whatever the sides did.
+			// The bases disagree, with no virtual base: a conflict,
+			// whatever the sides did.
 		case sameEdge(t, b):
 			continue
 		case sameEdge(o, b):
@@ -1151,9 +1269,10 @@ type MergeOutcome struct {
 
 // MergeCommits merges commit theirs into commit ours of one chain, with no
 // store: it finds the merge bases, and for a three-way merge folds the
-// bases, ours and theirs (verifying them as Fold does, with opts) and
-// calls MergeOver — Merge when there is one base. Errors: MergeBase's,
-// Fold's and Merge's.
+// bases, their own merge base when there are several (MergeSetup's
+// Ancestor), ours and theirs (verifying them as Fold does, with opts)
+// and calls MergeOver — Merge when there is one base. Errors:
+// MergeBase's, Fold's and Merge's.
 func MergeCommits(ctx context.Context, src Source, ours, theirs hashing.Digest, resolutions map[string]Resolution, opts Options) (*MergeOutcome, error) {
 	ms, err := PrepareMerge(ctx, src, ours, theirs)
 	if err != nil {
@@ -1163,16 +1282,29 @@ func MergeCommits(ctx context.Context, src Source, ours, theirs hashing.Digest, 
 	if ms.Kind != MergeThreeWay {
 		return out, nil
 	}
-	var states []*graph.State
-	for _, c := range append(slices.Clone(ms.Bases), ms.Ours, ms.Theirs) {
+	fold := func(c *Commit) (*graph.State, error) {
 		res, err := Fold(ctx, src, c.ID, opts)
 		if err != nil {
 			return nil, err
 		}
-		states = append(states, res.State)
+		return res.State, nil
+	}
+	var states []*graph.State
+	for _, c := range append(slices.Clone(ms.Bases), ms.Ours, ms.Theirs) {
+		st, err := fold(c)
+		if err != nil {
+			return nil, err
+		}
+		states = append(states, st)
+	}
+	var ancestor *graph.State
+	if ms.Ancestor != nil {
+		if ancestor, err = fold(ms.Ancestor); err != nil {
+			return nil, err
+		}
 	}
 	n := len(states)
-	out.Plan, err = MergeOver(states[:n-2], states[n-2], states[n-1], resolutions)
+	out.Plan, err = MergeOver(states[:n-2], ancestor, states[n-2], states[n-1], resolutions)
 	if err != nil {
 		return nil, err
 	}

@@ -115,9 +115,9 @@ func opIDs(ops []graph.Op) []string {
 }
 
 // bestCommonAncestors returns, the simple way, the best common ancestors
-// of a and b in m (common ancestors no other common ancestor descends
-// from), sorted by id.
-func bestCommonAncestors(m *memChain, a, b hashing.Digest) []hashing.Digest {
+// of ids in m (the common ancestors of them all that no other common
+// ancestor descends from), sorted by id.
+func bestCommonAncestors(m *memChain, ids ...hashing.Digest) []hashing.Digest {
 	anc := func(id hashing.Digest) map[hashing.Digest]bool {
 		seen := map[hashing.Digest]bool{}
 		todo := []hashing.Digest{id}
@@ -132,10 +132,13 @@ func bestCommonAncestors(m *memChain, a, b hashing.Digest) []hashing.Digest {
 		}
 		return seen
 	}
-	ofA, ofB := anc(a), anc(b)
 	var common []hashing.Digest
-	for id := range ofA {
-		if ofB[id] {
+	for id := range anc(ids[0]) {
+		all := true
+		for _, o := range ids[1:] {
+			all = all && anc(o)[id]
+		}
+		if all {
 			common = append(common, id)
 		}
 	}
@@ -287,12 +290,16 @@ func mergeOutcomeOf(t *testing.T, out *MergeOutcome, err error) string {
 // and merges y into x: the outcome (the conflicts, then with every
 // conflict settled by a seeded coin the ops, hash and settled conflicts)
 // is the same in both orders; the conflicts are those a per-key oracle
-// finds, an artifact or edge on which the merge bases disagree being a
+// finds from the whole states of the bases and of their own merge base
+// (found the simple way), an artifact or edge on which the merge bases
+// disagree being merged against the value every base that changed it
+// since that ancestor changed it to, and, when two changed it differently
+// or the bases have no single merge base (the nested criss-cross), a
 // conflict exactly when the two sides differ on it; and the merge
 // commits and folds.
 func TestMergeCrissCrossShapes(t *testing.T) {
 	ctx := context.Background()
-	multi := 0
+	multi, virtual, noBase := 0, 0, 0
 	for _, shape := range crissCrossShapes {
 		for seed := uint64(1); seed <= 12; seed++ {
 			var outcomes [2][]string
@@ -307,27 +314,40 @@ func TestMergeCrissCrossShapes(t *testing.T) {
 				for _, b := range bases {
 					baseStates = append(baseStates, m.states[b])
 				}
+				var ancestor *graph.State
+				if len(bases) > 1 {
+					if anc := bestCommonAncestors(m, bases...); len(anc) == 1 {
+						ancestor = m.states[anc[0]]
+					}
+				}
 				out, err := MergeCommits(ctx, m, ours, theirs, nil, Options{})
 				outcomes[i] = append(outcomes[i], mergeOutcomeOf(t, out, err))
 				// MergeOver does not depend on the order of the bases, and
 				// the scope of the diffs from one base to the sides and to
 				// the other bases is enough.
 				os, ts, po := m.state("x"), m.state("y"), planOutcome(t)
-				whole := po(MergeOver(baseStates, os, ts, nil))
+				whole := po(MergeOver(baseStates, ancestor, os, ts, nil))
 				diffs := []*DiffResult{Diff(baseStates[0], os, nil, nil), Diff(baseStates[0], ts, nil, nil)}
 				for _, b := range baseStates[1:] {
 					diffs = append(diffs, Diff(baseStates[0], b, nil, nil))
 				}
-				if got := po(MergeOverWithinData(baseStates, os, ts, ScopeOf(diffs...), nil, nil)); got != whole {
+				if got := po(MergeOverWithinData(baseStates, ancestor, os, ts, ScopeOf(diffs...), nil, nil)); got != whole {
 					t.Errorf("%s seed %d: MergeOverWithinData\n%s\nMergeOver\n%s", shape, seed, got, whole)
 				}
-				if got := po(MergeOver(reversed(baseStates), os, ts, nil)); got != whole {
+				if got := po(MergeOver(reversed(baseStates), ancestor, os, ts, nil)); got != whole {
 					t.Errorf("%s seed %d: the bases reversed\n%s\nin order\n%s", shape, seed, got, whole)
 				}
 				var ce *ConflictError
 				res := map[string]Resolution{}
+				var got []Conflict
 				if errors.As(err, &ce) {
-					checkConflictOracleBases(t, fmt.Sprintf("%s seed %d x first %v", shape, seed, xFirst), baseStates, m.state("x"), m.state("y"), ce.Conflicts)
+					got = ce.Conflicts
+				}
+				if err == nil || ce != nil {
+					v, n := checkConflictOracleBases(t, fmt.Sprintf("%s seed %d x first %v", shape, seed, xFirst), baseStates, ancestor, m.state("x"), m.state("y"), got)
+					virtual, noBase = virtual+v, noBase+n
+				}
+				if ce != nil {
 					r := rand.New(rand.NewPCG(seed, 77))
 					for range 4 {
 						for _, c := range ce.Conflicts {
@@ -356,16 +376,20 @@ func TestMergeCrissCrossShapes(t *testing.T) {
 			}
 		}
 	}
-	if multi == 0 {
-		t.Fatal("no case had more than one merge base")
+	if multi == 0 || virtual == 0 || noBase == 0 {
+		t.Fatalf("%d cases of several merge bases, %d keys merged against a virtual base, %d with none: the shapes do not exercise them all", multi, virtual, noBase)
 	}
 }
 
 // checkConflictOracleBases is checkConflictOracle over several merge
-// bases: an artifact or edge the bases agree on conflicts when both sides
-// changed it differently; one they disagree on conflicts when the sides
-// differ.
-func checkConflictOracleBases(t *testing.T, name string, bases []*graph.State, ours, theirs *graph.State, got []Conflict) {
+// bases and their own merge base ancestor (nil: none, or not one): an
+// artifact or edge the bases agree on conflicts when both sides changed
+// it differently; one they disagree on is compared, base by base, with
+// ancestor — when every base that differs from it has the same, that is
+// its virtual base, and it conflicts as one the bases agree on; otherwise
+// it conflicts when the sides differ. It returns how many keys the bases
+// disagreed on had a virtual base, and how many had none.
+func checkConflictOracleBases(t *testing.T, name string, bases []*graph.State, ancestor, ours, theirs *graph.State, got []Conflict) (virtual, none int) {
 	t.Helper()
 	want := map[string]bool{}
 	val := func(s *graph.State, id string) string {
@@ -381,26 +405,54 @@ func checkConflictOracleBases(t *testing.T, name string, bases []*graph.State, o
 		return ""
 	}
 	const unknown = "\x00unknown"
-	all := append(slices.Clone(bases), ours, theirs)
-	for _, id := range unionIDs(all...) {
-		b := val(bases[0], id)
-		for _, s := range bases[1:] {
-			if val(s, id) != b {
-				b = unknown
+	// base merges the bases' values vs (and the ancestor's, anc, when
+	// there is one) as the oracle says.
+	base := func(vs []string, anc string, hasAnc bool) string {
+		if !slices.ContainsFunc(vs, func(v string) bool { return v != vs[0] }) {
+			return vs[0]
+		}
+		changed := map[string]bool{}
+		for _, v := range vs {
+			if v != anc {
+				changed[v] = true
 			}
 		}
+		if !hasAnc || len(changed) != 1 {
+			none++
+			return unknown
+		}
+		virtual++
+		for v := range changed {
+			return v
+		}
+		return unknown
+	}
+	all := append(slices.Clone(bases), ours, theirs)
+	for _, id := range unionIDs(all...) {
+		var vs []string
+		for _, s := range bases {
+			vs = append(vs, val(s, id))
+		}
+		anc := ""
+		if ancestor != nil {
+			anc = val(ancestor, id)
+		}
+		b := base(vs, anc, ancestor != nil)
 		o, th := val(ours, id), val(theirs, id)
 		if o != b && th != b && o != th {
 			want[id] = true
 		}
 	}
 	for _, k := range unionEdges(all...) {
-		b := eval(bases[0], k)
-		for _, s := range bases[1:] {
-			if eval(s, k) != b {
-				b = unknown
-			}
+		var vs []string
+		for _, s := range bases {
+			vs = append(vs, eval(s, k))
 		}
+		anc := ""
+		if ancestor != nil {
+			anc = eval(ancestor, k)
+		}
+		b := base(vs, anc, ancestor != nil)
 		o, th := eval(ours, k), eval(theirs, k)
 		if o != b && th != b && o != th {
 			want["edge:"+k.String()] = true
@@ -418,6 +470,7 @@ func checkConflictOracleBases(t *testing.T, name string, bases []*graph.State, o
 	for k := range want {
 		t.Errorf("%s: missing conflict %s", name, k)
 	}
+	return virtual, none
 }
 
 // countingSource counts the commits read through it.
@@ -435,7 +488,8 @@ func (c *countingSource) GetCommit(ctx context.Context, id hashing.Digest) (*Com
 // commit and merge each other's heads and older commits, and checks
 // MergeBases against every best common ancestor found the simple way
 // (from the commits' whole ancestries), ordered highest Seq first with
-// MergeBase's first; and that when the first base is the only one and
+// MergeBase's first, and MergeBasesOf of three commits likewise; and
+// that when the first base is the only one and
 // each side reaches it by a single path, MergeBases reads no more commits
 // than MergeBase.
 func TestMergeBasesRandomDAG(t *testing.T) {
@@ -499,6 +553,20 @@ func TestMergeBasesRandomDAG(t *testing.T) {
 				several++
 			} else if src.reads == one.reads {
 				same++
+			}
+			// MergeBasesOf of three commits against the simple way.
+			c := m.order[r.IntN(len(m.order))].ID
+			of, err := MergeBasesOf(ctx, m, a, b, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ofIDs := make([]hashing.Digest, 0, len(of))
+			for _, x := range of {
+				ofIDs = append(ofIDs, x.ID)
+			}
+			slices.SortFunc(ofIDs, func(x, y hashing.Digest) int { return slices.Compare(x[:], y[:]) })
+			if want := bestCommonAncestors(m, a, b, c); !slices.Equal(ofIDs, want) {
+				t.Fatalf("seed %d: MergeBasesOf %s, %s and %s: %v, want %v", seed, a.Short(), b.Short(), c.Short(), ofIDs, want)
 			}
 		}
 	}

@@ -105,7 +105,8 @@
 //     committer the diff from the base to the head it lands on
 //     (Planning.DiffFrom, which sees the group's unwritten nodes); after
 //     a criss-cross, every merge base, and the diffs from the first to
-//     the others. A
+//     the others, and the bases' own merge base, of which it looks up
+//     only what the bases disagree on. A
 //     diff's far side is read over its map too, and the API's comparison
 //     of two runs (of one context or two) is the diff of their maps
 //     (DiffStates, which reads what differs a window at a time, each a

@@ -24,9 +24,13 @@ type MergeResult struct {
 	// Bases lists every best common ancestor, Base first, when there are
 	// several (after a criss-cross; replay.MergeBases): the merge was
 	// made against them all (replay.MergeOver). Empty when there is one.
-	Bases  []hashing.Digest `json:"bases,omitempty"`
-	Ours   hashing.Digest   `json:"ours"`
-	Theirs hashing.Digest   `json:"theirs"`
+	Bases []hashing.Digest `json:"bases,omitempty"`
+	// BasesAncestor is the merge base of Bases, when there are several
+	// and they have one (replay.MergeBasesOf): what the bases disagree on
+	// was merged against their virtual base, merged from them against it.
+	BasesAncestor *hashing.Digest `json:"bases_ancestor,omitempty"`
+	Ours          hashing.Digest  `json:"ours"`
+	Theirs        hashing.Digest  `json:"theirs"`
 	// Commit is ours' head after the merge.
 	Commit *replay.Commit `json:"commit"`
 	// Ops are the ops of the merge commit (none unless Kind is merge).
@@ -155,6 +159,10 @@ func (s *Store) merge(ctx context.Context, req *MergeRequest) (*MergeResult, err
 			res.Bases = append(res.Bases, b.ID)
 		}
 	}
+	if setup.Ancestor != nil {
+		id := setup.Ancestor.ID
+		res.BasesAncestor = &id
+	}
 	if setup.Kind != replay.MergeThreeWay && len(req.Resolutions) > 0 {
 		// No conflict to settle: every resolution went unused.
 		res.Unused = slices.Sorted(maps.Keys(req.Resolutions))
@@ -180,7 +188,9 @@ func (s *Store) merge(ctx context.Context, req *MergeRequest) (*MergeResult, err
 	// through their maps: a merge costs what the two sides changed, not
 	// what the context holds. Neither state holds a lock or is changed.
 	// Over several merge bases (a criss-cross) it reads the others too,
-	// and looks also at what differs between the first and each other.
+	// and looks also at what differs between the first and each other;
+	// and their own merge base, when they have one, over its map too, of
+	// which the merge looks up only what the bases disagree on.
 	theirsDiff, err := s.DiffStates(ctx, setup.Base, tc)
 	if err != nil {
 		return nil, err
@@ -196,10 +206,17 @@ func (s *Store) merge(ctx context.Context, req *MergeRequest) (*MergeResult, err
 	var plan *replay.MergePlan
 	var oursAt hashing.Digest
 	read := append([]*replay.Commit{setup.Base, tc}, setup.Bases[1:]...)
+	if setup.Ancestor != nil {
+		read = append(read, setup.Ancestor)
+	}
 	err = s.readSparseAll(ctx, ctxID, read, func(views []*View) error {
 		t, bases := views[1], []*graph.State{views[0].State}
-		for _, v := range views[2:] {
+		for _, v := range views[2 : len(setup.Bases)+1] {
 			bases = append(bases, v.State)
+		}
+		var ancestor *graph.State
+		if setup.Ancestor != nil {
+			ancestor = views[len(views)-1].State
 		}
 		cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours,
 			ExtraParents: []hashing.Digest{tc.ID}, Author: req.Author, Message: req.Message, Check: req.Check,
@@ -212,7 +229,7 @@ func (s *Store) merge(ctx context.Context, req *MergeRequest) (*MergeResult, err
 					return nil, err
 				}
 				diffs[0] = oursDiff
-				p, err := replay.MergeOverWithinData(bases, st, t.State, replay.ScopeOf(diffs...), req.Resolutions,
+				p, err := replay.MergeOverWithinData(bases, ancestor, st, t.State, replay.ScopeOf(diffs...), req.Resolutions,
 					func(arts []*graph.Artifact) ([]json.RawMessage, error) { return t.DataMany(ctx, arts) })
 				// A read of a base or theirs that failed looked like an
 				// absent entry: refuse the plan made on it (the views

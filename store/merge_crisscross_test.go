@@ -255,10 +255,14 @@ func storeCrissCross(t *testing.T, s *Store, shape string, seed uint64, xFirst b
 // the states through their maps, returns what replay.MergeCommits
 // returns on the chain folded whole — the same conflicts, and with them
 // settled the same ops, merged hash and settled conflicts — and the same
-// in both orders; the merge commit folds to its hash, its trust is the
-// oracle's merged state's, and fsck finds nothing.
+// in both orders; the conflicts are those a per-key oracle finds from the
+// whole states of the merge bases and of their own merge base (both found
+// the simple way: crissCrossConflictOracle); the merge commit folds to
+// its hash, its trust is the oracle's merged state's, and fsck finds
+// nothing.
 func TestStoreMergeCrissCrossAgreesWithReplay(t *testing.T) {
 	ctx := context.Background()
+	virtual, noBase := 0, 0
 	shapes := []string{"fork", "criss-cross", "criss-cross+commits", "three-bases", "nested", "merged-back"}
 	for _, shape := range shapes {
 		for seed := uint64(1); seed <= 6; seed++ {
@@ -277,7 +281,23 @@ func TestStoreMergeCrissCrossAgreesWithReplay(t *testing.T) {
 				}
 				_, want := oracle(nil)
 				res := map[string]replay.Resolution{}
-				if _, err := replay.MergeCommits(ctx, s.Source("c"), ours.ID, theirs.ID, nil, replay.Options{}); err != nil {
+				_, err := replay.MergeCommits(ctx, s.Source("c"), ours.ID, theirs.ID, nil, replay.Options{})
+				wantKeys, v, n := crissCrossConflictOracle(t, s, ours.ID, theirs.ID)
+				virtual, noBase = virtual+v, noBase+n
+				var gotKeys []string
+				var ce *replay.ConflictError
+				if errors.As(err, &ce) {
+					for _, c := range ce.Conflicts {
+						switch c.Kind {
+						case replay.ConflictEditEdit, replay.ConflictDeleteEdit, replay.ConflictEdgeAttrs, replay.ConflictEdgeDeleteEdit:
+							gotKeys = append(gotKeys, c.Key)
+						}
+					}
+				}
+				if !slices.Equal(gotKeys, wantKeys) {
+					t.Errorf("%s: conflicts %v, the per-key oracle's %v", name, gotKeys, wantKeys)
+				}
+				if err != nil {
 					var ce *replay.ConflictError
 					if !errors.As(err, &ce) {
 						t.Fatalf("%s: %v", name, err)
@@ -342,6 +362,134 @@ func TestStoreMergeCrissCrossAgreesWithReplay(t *testing.T) {
 			}
 		}
 	}
+	if virtual == 0 || noBase == 0 {
+		t.Fatalf("%d keys the merge bases disagree on merged against a virtual base, %d with none: the shapes do not exercise both", virtual, noBase)
+	}
+}
+
+// crissCrossConflictOracle returns, sorted, the keys of the artifact and
+// edge conflicts of merging commit theirs into ours of context "c" in s,
+// found per key from whole folded states, with no merge code: the merge
+// bases and their own merge base (the ancestor) are found the simple way,
+// from the commits' whole ancestries. A key the bases agree on conflicts
+// when both sides changed it, differently. One they disagree on has a
+// virtual base when there is one ancestor and every base that differs
+// from it has the same; then it conflicts as one they agree on, and
+// otherwise when the sides differ. It also returns how many disagreed
+// keys had a virtual base, and how many had none.
+func crissCrossConflictOracle(t *testing.T, s *Store, ours, theirs hashing.Digest) (keys []string, virtual, none int) {
+	t.Helper()
+	ctx := context.Background()
+	anc := func(id hashing.Digest) map[hashing.Digest]bool {
+		seen := map[hashing.Digest]bool{}
+		for todo := []hashing.Digest{id}; len(todo) > 0; {
+			c := todo[len(todo)-1]
+			todo = todo[:len(todo)-1]
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			cm, err := s.GetCommit(ctx, "c", c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			todo = append(todo, cm.Parents...)
+		}
+		return seen
+	}
+	best := func(ids ...hashing.Digest) []hashing.Digest {
+		var common, out []hashing.Digest
+		for id := range anc(ids[0]) {
+			all := true
+			for _, o := range ids[1:] {
+				all = all && anc(o)[id]
+			}
+			if all {
+				common = append(common, id)
+			}
+		}
+		for _, c := range common {
+			if !slices.ContainsFunc(common, func(d hashing.Digest) bool { return d != c && anc(d)[c] }) {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	fold := func(id hashing.Digest) *graph.State {
+		res, err := replay.Fold(ctx, s.Source("c"), id, replay.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.State
+	}
+	var bases []*graph.State
+	baseIDs := best(ours, theirs)
+	for _, b := range baseIDs {
+		bases = append(bases, fold(b))
+	}
+	var ancestor *graph.State
+	if len(baseIDs) > 1 {
+		if a := best(baseIDs...); len(a) == 1 {
+			ancestor = fold(a[0])
+		}
+	}
+	os, ts := fold(ours), fold(theirs)
+	const unknown = "\x00unknown"
+	check := func(key string, val func(*graph.State) string) {
+		vs := make([]string, len(bases))
+		for i, b := range bases {
+			vs[i] = val(b)
+		}
+		b := vs[0]
+		if slices.ContainsFunc(vs, func(v string) bool { return v != b }) {
+			changed := map[string]bool{}
+			for _, v := range vs {
+				if ancestor == nil || v != val(ancestor) {
+					changed[v] = true
+				}
+			}
+			b = unknown
+			if ancestor != nil && len(changed) == 1 {
+				for v := range changed {
+					b = v
+				}
+				virtual++
+			} else {
+				none++
+			}
+		}
+		if o, th := val(os), val(ts); o != b && th != b && o != th {
+			keys = append(keys, key)
+		}
+	}
+	ids := map[string]bool{}
+	edges := map[graph.EdgeKey]bool{}
+	for _, st := range append(slices.Clone(bases), os, ts) {
+		for _, id := range st.ArtifactIDs() {
+			ids[id] = true
+		}
+		for _, e := range st.Edges() {
+			edges[e.Key()] = true
+		}
+	}
+	for id := range ids {
+		check(replay.ArtifactKey(id), func(st *graph.State) string {
+			if a := st.Artifact(id); a != nil {
+				return a.Type + a.ContentHash.String() + a.ProducedBy
+			}
+			return ""
+		})
+	}
+	for k := range edges {
+		check(replay.EdgeConflictKey(k), func(st *graph.State) string {
+			if e := st.Edge(k); e != nil {
+				return "+" + string(e.Attrs)
+			}
+			return ""
+		})
+	}
+	slices.Sort(keys)
+	return keys, virtual, none
 }
 
 // kindOf names the kind of a merge that wrote no plan.
