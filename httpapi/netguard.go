@@ -152,13 +152,11 @@ func (s *Server) netGuard(next http.Handler) http.Handler {
 			return
 		}
 		if hasBody(r) && !bodyInMemory(r.Context()) {
-			release, ok := s.largeBodySlot(w, r)
+			rc, release, ok := s.holdBody(w, r)
 			if !ok {
 				return
 			}
 			defer release()
-			rc := http.NewResponseController(w)
-			_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) // unsupported on recorders
 			r.Body = &trackedBody{ReadCloser: r.Body, atEOF: func() { _ = rc.SetReadDeadline(time.Time{}) }}
 		}
 		next.ServeHTTP(w, r)
@@ -168,6 +166,20 @@ func (s *Server) netGuard(next http.Handler) http.Handler {
 // hasBody reports whether r comes with a body to read.
 func hasBody(r *http.Request) bool {
 	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// holdBody takes r's large-body slot (largeBodySlot) and gives its body
+// the API's read deadline (BodyTimeout); it returns the response
+// controller that set the deadline and what frees the slot, or false when
+// it answered 503 for want of a slot.
+func (s *Server) holdBody(w http.ResponseWriter, r *http.Request) (*http.ResponseController, func(), bool) {
+	release, ok := s.largeBodySlot(w, r)
+	if !ok {
+		return nil, nil, false
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) // unsupported on recorders
+	return rc, release, true
 }
 
 // largeBodySlot takes one of the large-body slots for r when its body is
@@ -206,13 +218,11 @@ func (s *Server) GuardBody(limit int64, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		release, ok := s.largeBodySlot(w, r)
+		rc, release, ok := s.holdBody(w, r)
 		if !ok {
 			return
 		}
 		defer release()
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) // unsupported on recorders
 		body, err := readBody(w, r, limit)
 		if err != nil {
 			s.writeError(w, r, err)

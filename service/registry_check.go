@@ -31,30 +31,25 @@ func CheckRegistry(ctx context.Context, st *store.Store) ([]store.Defect, error)
 	if err != nil {
 		return nil, err
 	}
+	return append(registryDefects("type", types, checkTypeRecord), registryDefects("relation", rels, checkRelationRecord)...), nil
+}
+
+// registryDefects reports, in name order, each record of recs (of kind
+// "type" or "relation") the driver could not read or check finds wrong.
+func registryDefects(kind string, recs map[string]store.RegistryRecord, check func(name string, raw []byte) string) []store.Defect {
 	var out []store.Defect
-	for _, name := range slices.Sorted(maps.Keys(types)) {
-		why := types[name].Unreadable
-		if why != "" {
-			why = "type record unreadable (serve will not start): " + why
+	for _, name := range slices.Sorted(maps.Keys(recs)) {
+		var why string
+		if r := recs[name]; r.Unreadable != "" {
+			why = kind + " record unreadable (serve will not start): " + r.Unreadable
 		} else {
-			why = checkTypeRecord(name, types[name].Raw)
+			why = check(name, r.Raw)
 		}
 		if why != "" {
-			out = append(out, store.Defect{Kind: "type", ID: name, Detail: why})
+			out = append(out, store.Defect{Kind: kind, ID: name, Detail: why})
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(rels)) {
-		why := rels[name].Unreadable
-		if why != "" {
-			why = "relation record unreadable (serve will not start): " + why
-		} else {
-			why = checkRelationRecord(name, rels[name].Raw)
-		}
-		if why != "" {
-			out = append(out, store.Defect{Kind: "relation", ID: name, Detail: why})
-		}
-	}
-	return out, nil
+	return out
 }
 
 // checkTypeRecord returns what is wrong with the record of type name, or
