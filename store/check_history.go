@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 
@@ -319,12 +318,13 @@ func (k *checker) commitReverse(ctx context.Context, ctxID string, parent, c *re
 }
 
 // newHistoryCheck starts the per-commit checks of context ctxID's
-// commits, of which mapBroken have a state map that is not whole.
+// commits, of which mapBroken have a state map that is not whole (the
+// check keeps it as its unsure set and adds to it).
 func newHistoryCheck(ctxID string, commits []*replay.Commit, mapBroken map[hashing.Digest]bool) *historyCheck {
 	h := &historyCheck{
 		ctxID:  ctxID,
 		byID:   make(map[hashing.Digest]*replay.Commit, len(commits)),
-		unsure: maps.Clone(mapBroken),
+		unsure: mapBroken,
 		wrong:  map[hashing.Digest]bool{},
 	}
 	for _, c := range commits {
