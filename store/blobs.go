@@ -854,7 +854,7 @@ func (k *checker) checkBlobs(ctx context.Context) error {
 		return err
 	}
 	for _, m := range members {
-		ok, err := s.HasBlob(ctx, m.d)
+		ok, err := k.hasBlob(ctx, m.d)
 		if fault.IsCorrupt(err) {
 			k.lostHeld[m] = true
 			k.add(Defect{Kind: "blob", Context: m.ctxID, ID: m.d.String(), Detail: err.Error()})

@@ -84,6 +84,23 @@ type checker struct {
 	// chains are checked all the same, their heads (read with the
 	// context's settings) not.
 	unreadCtx map[string]bool
+	// stored memoizes hasBlob: whether a blob's bytes are stored, for
+	// each blob looked up without error.
+	stored map[hashing.Digest]bool
+}
+
+// hasBlob is HasBlob through k.stored: the memberships, the spills and
+// the gate outputs of every branch head that name one blob look its
+// bytes up once. A failed look-up is not kept.
+func (k *checker) hasBlob(ctx context.Context, d hashing.Digest) (bool, error) {
+	if ok, seen := k.stored[d]; seen {
+		return ok, nil
+	}
+	ok, err := k.s.HasBlob(ctx, d)
+	if err == nil {
+		k.stored[d] = ok
+	}
+	return ok, err
 }
 
 func (k *checker) add(d Defect) { k.rep.Defects = append(k.rep.Defects, d) }
@@ -157,6 +174,7 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 
 		lostBytes: make(map[hashing.Digest]bool),
 		unreadCtx: make(map[string]bool),
+		stored:    make(map[hashing.Digest]bool),
 	}
 	rep := k.rep
 	switch _, err := s.kv.Get(ctx, keyMetaBlobMembers()); {
@@ -851,7 +869,7 @@ func (k *checker) gateBlobs(ctx context.Context, ctxID, branch string, st *graph
 			}
 			if err == nil {
 				var ok bool
-				if ok, err = s.HasBlob(ctx, d); err == nil && ok {
+				if ok, err = k.hasBlob(ctx, d); err == nil && ok {
 					continue
 				}
 				if _, pruned := s.blobPrunedIn(ctx, ctxID, d); pruned && a.Type != "fetch_verdict" {

@@ -234,7 +234,7 @@ func (k *checker) spills(ctx context.Context) error {
 		reported[m.d] = true
 	}
 	for _, sp := range found {
-		stored, err := s.HasBlob(ctx, sp.d)
+		stored, err := k.hasBlob(ctx, sp.d)
 		if err != nil && !fault.IsCorrupt(err) {
 			return fmt.Errorf("look up spilled blob %s: %w", sp.d, err)
 		}
