@@ -238,8 +238,8 @@ func (k *checker) spills(ctx context.Context) error {
 		if err != nil && !fault.IsCorrupt(err) {
 			return fmt.Errorf("look up spilled blob %s: %w", sp.d, err)
 		}
-		gone := false
-		if !stored && err == nil {
+		gone := false // and not reported yet
+		if !stored && err == nil && !reported[sp.d] {
 			_, pruned := s.BlobPruned(ctx, sp.d)
 			gone = !pruned
 		}
@@ -250,18 +250,18 @@ func (k *checker) spills(ctx context.Context) error {
 			}
 			held = held || err != nil // an unreadable record is reported with the memberships
 		}
+		if gone { // reported here, once
+			reported[sp.d] = true
+			k.lostBytes[sp.d] = true
+		}
 		switch {
 		case !held:
 			detail := fmt.Sprintf("context %q spilled a tool output's full text (blob %s) at %s and no longer holds it: its record was lost, and the context cannot read the text", sp.ctxID, sp.d, hashing.FormatTime(sp.at))
-			if gone && !reported[sp.d] {
+			if gone {
 				detail += "; its bytes are neither stored nor pruned"
-				reported[sp.d] = true
-				k.lostBytes[sp.d] = true
 			}
 			k.add(Defect{Kind: "blob", Context: sp.ctxID, ID: sp.d.String(), Detail: detail})
-		case gone && !reported[sp.d]:
-			reported[sp.d] = true
-			k.lostBytes[sp.d] = true
+		case gone:
 			k.add(Defect{Kind: "blob", Context: sp.ctxID, ID: sp.d.String(),
 				Detail: fmt.Sprintf("the tool output's full text spilled at %s (blob %s) is neither stored nor pruned", hashing.FormatTime(sp.at), sp.d)})
 		}
