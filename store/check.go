@@ -291,8 +291,7 @@ func (k *checker) contexts(ctx context.Context) ([]string, error) {
 	var ids []string
 	err := k.scanAll(ctx, []byte(pCtx), func(key, v []byte) error {
 		var info ContextInfo
-		if err := json.Unmarshal(v, &info); err != nil || info.ID != string(key[len(pCtx):]) {
-			id := string(key[len(pCtx):])
+		if id := string(key[len(pCtx):]); json.Unmarshal(v, &info) != nil || info.ID != id {
 			k.add(Defect{Kind: "context", ID: fmt.Sprintf("%q", id), Detail: "context record does not decode to this context"})
 			if ValidateContextID(id) == nil {
 				// Its chain is still checked: one bad record must not
