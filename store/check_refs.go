@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-
-	"github.com/artifactd/artifactd/hashing"
 )
 
 // branches is Branches for fsck: a ref that does not read as a commit id
@@ -15,12 +13,11 @@ func (k *checker) branches(ctx context.Context, ctxID string) ([]Branch, error) 
 	var out []Branch
 	p := prefixRefs(ctxID)
 	err := k.scanAll(ctx, p, func(key, v []byte) error {
-		b := Branch{Name: string(key[len(p):])}
-		if len(v) != len(hashing.Digest{}) {
-			k.add(Defect{Kind: "ref", Context: ctxID, ID: b.Name, Detail: fmt.Sprintf("ref %q has %d bytes, not a commit id's %d", b.Name, len(v), len(hashing.Digest{}))})
+		b, ok := refBranch(p, key, v)
+		if !ok {
+			k.add(Defect{Kind: "ref", Context: ctxID, ID: b.Name, Detail: fmt.Sprintf("ref %q has %d bytes, not a commit id's %d", b.Name, len(v), len(b.Head))})
 			return nil
 		}
-		copy(b.Head[:], v)
 		out = append(out, b)
 		return nil
 	}, func(key []byte, why string) {

@@ -31,15 +31,25 @@ func (s *Store) Branches(ctx context.Context, ctxID string) ([]Branch, error) {
 	var out []Branch
 	p := prefixRefs(ctxID)
 	err := s.kv.Scan(ctx, p, nil, 0, func(k, v []byte) error {
-		b := Branch{Name: string(k[len(p):])}
-		if len(v) != 32 {
+		b, ok := refBranch(p, k, v)
+		if !ok {
 			return fmt.Errorf("%w: ref %q has %d bytes", ErrCorrupt, b.Name, len(v))
 		}
-		copy(b.Head[:], v)
 		out = append(out, b)
 		return nil
 	})
 	return out, err
+}
+
+// refBranch reads the ref record k, v under prefixRefs p; false, with the
+// branch's name only, when v is not a commit id.
+func refBranch(p, k, v []byte) (Branch, bool) {
+	b := Branch{Name: string(k[len(p):])}
+	if len(v) != len(b.Head) {
+		return b, false
+	}
+	copy(b.Head[:], v)
+	return b, true
 }
 
 func (s *Store) ref(ctxID, branch string) (hashing.Digest, error) {
