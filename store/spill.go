@@ -98,7 +98,7 @@ func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int
 	if err != nil {
 		return 0, fmt.Errorf("prune spills: %w", err)
 	}
-	marker, _ := json.Marshal(map[string]string{"pruned_at": hashing.FormatTime(at)})
+	marker := prunedMarker(hashing.FormatTime(at))
 	n := 0
 	for _, k := range due {
 		if err := ctx.Err(); err != nil {
@@ -124,8 +124,7 @@ func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int
 // context's own record, which no other context's reads or checks see.
 // Bytes stored under d, if any, stay.
 func (s *Store) markImportedPruned(ctx context.Context, ctxID string, d hashing.Digest, at string) error {
-	marker, _ := json.Marshal(map[string]string{"pruned_at": at})
-	b := kv.Batch{Sets: []kv.Record{{Key: keyImportedPruned(ctxID, d), Value: marker}, {Key: keyBlobMember(ctxID, d), Value: []byte{}}}}
+	b := kv.Batch{Sets: []kv.Record{{Key: keyImportedPruned(ctxID, d), Value: prunedMarker(at)}, {Key: keyBlobMember(ctxID, d), Value: []byte{}}}}
 	if err := s.kv.Commit(ctx, b); err != nil {
 		return fmt.Errorf("record blob %s of context %q as pruned: %w", d, ctxID, err)
 	}
@@ -154,11 +153,29 @@ func (s *Store) prunedAt(ctx context.Context, key []byte, d hashing.Digest) erro
 	if err != nil {
 		return nil
 	}
+	at, _ := prunedMarkerAt(v)
+	return &PrunedError{Digest: d, PrunedAt: at}
+}
+
+// prunedMarker is the value of a prune marker (keyPruned,
+// keyImportedPruned) saying pruned at at.
+func prunedMarker(at string) []byte {
+	v, _ := json.Marshal(map[string]string{"pruned_at": at})
+	return v
+}
+
+// prunedMarkerAt reads a prunedMarker value: the time it holds ("" when
+// none), and false when it is not one (not a JSON object with a
+// pruned_at string).
+func prunedMarkerAt(v []byte) (string, bool) {
 	var m struct {
-		PrunedAt string `json:"pruned_at"`
+		PrunedAt *string `json:"pruned_at"`
 	}
-	_ = json.Unmarshal(v, &m)
-	return &PrunedError{Digest: d, PrunedAt: m.PrunedAt}
+	err := json.Unmarshal(v, &m)
+	if m.PrunedAt == nil {
+		return "", false
+	}
+	return *m.PrunedAt, err == nil
 }
 
 // BlobPruned reports whether blob d was pruned in this store (and when):
@@ -283,10 +300,7 @@ func (k *checker) importedPrunes(ctx context.Context) error {
 			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%q", key), Detail: "malformed imported prune record key"})
 			return nil
 		}
-		var rec struct {
-			PrunedAt *string `json:"pruned_at"`
-		}
-		if err := json.Unmarshal(v, &rec); err != nil || rec.PrunedAt == nil {
+		if _, ok := prunedMarkerAt(v); !ok {
 			k.add(Defect{Kind: "blob", Context: m.ctxID, ID: m.d.String(),
 				Detail: fmt.Sprintf("the record that context %q imported blob %s as pruned holds no pruned_at time: %q", m.ctxID, m.d, v)})
 		}
