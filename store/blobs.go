@@ -361,20 +361,21 @@ func (s *Store) OpenBlob(ctx context.Context, d hashing.Digest) (*BlobReader, er
 // finds ErrNotFound. It does not check that ctxID holds d (BlobMember);
 // an empty ctxID reads as OpenBlob.
 func (s *Store) OpenContextBlob(ctx context.Context, ctxID string, d hashing.Digest) (*BlobReader, error) {
-	br, err := s.OpenBlob(ctx, d)
-	if errors.Is(err, ErrNotFound) {
-		if pe := s.importedPruned(ctx, ctxID, d); pe != nil {
-			return nil, pe
-		}
-	}
-	return br, err
+	br, err := s.OpenBlob(ctx, d) // nil on any error
+	return br, s.orImportedPruned(ctx, ctxID, d, err)
 }
 
 // StatContextBlob is StatBlob as context ctxID reads blob d
 // (OpenContextBlob): a *PrunedError also for bytes its import listed as
 // pruned. An empty ctxID reads as StatBlob.
 func (s *Store) StatContextBlob(ctx context.Context, ctxID string, d hashing.Digest) error {
-	err := s.StatBlob(ctx, d)
+	return s.orImportedPruned(ctx, ctxID, d, s.StatBlob(ctx, d))
+}
+
+// orImportedPruned is err, what OpenBlob or StatBlob found for d, as
+// context ctxID finds it: ErrNotFound is the *PrunedError of d's
+// importedPruned record, when ctxID has one.
+func (s *Store) orImportedPruned(ctx context.Context, ctxID string, d hashing.Digest, err error) error {
 	if errors.Is(err, ErrNotFound) {
 		if pe := s.importedPruned(ctx, ctxID, d); pe != nil {
 			return pe
