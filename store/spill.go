@@ -69,6 +69,20 @@ func keySpill(at time.Time, d hashing.Digest) []byte {
 	return append(k, d[:]...)
 }
 
+// spillKeyLen is the length of a keySpill key.
+const spillKeyLen = len(pSpill) + 8 + 1 + 32
+
+// parseSpillKey reads a key keySpill wrote: the unix nanoseconds and the
+// digest; false when its length is not a spill key's (its NUL is not
+// checked).
+func parseSpillKey(k []byte) (nanos int64, d hashing.Digest, ok bool) {
+	if len(k) != spillKeyLen {
+		return 0, d, false
+	}
+	copy(d[:], k[len(k)-32:])
+	return int64(binary.BigEndian.Uint64(k[len(pSpill):])), d, true
+}
+
 func keyPruned(d hashing.Digest) []byte { return append([]byte(pPruned), d[:]...) }
 
 func keyImportedPruned(ctxID string, d hashing.Digest) []byte {
@@ -83,10 +97,11 @@ func keyImportedPruned(ctxID string, d hashing.Digest) []byte {
 func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int) (int, error) {
 	var due [][]byte
 	err := kv.ScanKeys(ctx, s.kv, []byte(pSpill), nil, 0, func(k []byte) error {
-		if len(k) != len(pSpill)+8+1+32 {
+		nanos, _, ok := parseSpillKey(k)
+		if !ok {
 			return nil
 		}
-		if int64(binary.BigEndian.Uint64(k[len(pSpill):])) >= cutoff.UnixNano() || (limit > 0 && len(due) >= limit) {
+		if nanos >= cutoff.UnixNano() || (limit > 0 && len(due) >= limit) {
 			return errEnough
 		}
 		due = append(due, bytes.Clone(k))
@@ -104,8 +119,7 @@ func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		var d hashing.Digest
-		copy(d[:], k[len(k)-32:])
+		_, d, _ := parseSpillKey(k)
 		keys, err := s.blobRecordKeys(ctx, d)
 		if err != nil {
 			return n, fmt.Errorf("prune blob %s: %w", d, err)
@@ -230,12 +244,12 @@ func (k *checker) spills(ctx context.Context) error {
 		k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%q", key), Detail: "spill index record unreadable: " + why})
 	}
 	if err := k.scanAll(ctx, []byte(pSpill), func(key, v []byte) error {
-		if len(key) != len(pSpill)+8+1+32 || key[len(pSpill)+8] != 0 {
+		nanos, d, ok := parseSpillKey(key)
+		if !ok || key[len(pSpill)+8] != 0 {
 			k.add(Defect{Kind: "blob", ID: fmt.Sprintf("%q", key), Detail: "malformed spill index key"})
 			return nil
 		}
-		sp := spill{at: time.Unix(0, int64(binary.BigEndian.Uint64(key[len(pSpill):]))).UTC(), ctxID: string(v)}
-		copy(sp.d[:], key[len(key)-32:])
+		sp := spill{at: time.Unix(0, nanos).UTC(), d: d, ctxID: string(v)}
 		if sp.ctxID != "" && ValidateContextID(sp.ctxID) != nil {
 			k.add(Defect{Kind: "blob", ID: sp.d.String(),
 				Detail: fmt.Sprintf("the spill index record of %s names no valid context (%q)", hashing.FormatTime(sp.at), v)})
