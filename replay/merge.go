@@ -670,87 +670,59 @@ func (m *merger) valueOp(key, id string, r Resolution, o, t *graph.Artifact) *gr
 
 // baseArtifact returns artifact id as the merge bases agree it is (nil:
 // absent), or false when they disagree and have no virtual base for it
-// (virtualArtifact). Of bases that agree, the version is the highest
-// they hold, whichever base that is.
+// (mergeBaseOf). Of bases that agree, the version is the highest they
+// hold, whichever base that is.
 func (m *merger) baseArtifact(id string) (*graph.Artifact, bool) {
-	b := m.base.Artifact(id)
-	for _, st := range m.others {
-		a := st.Artifact(id)
-		if !sameArtifact(a, b) {
-			return m.virtualArtifact(id)
-		}
-		if a != nil && a.Version > b.Version {
-			b = a
-		}
-	}
-	return b, true
-}
-
-// virtualArtifact returns artifact id in the virtual base of bases that
-// disagree on it: what every base that changed it since their own merge
-// base (ancestor) changed it to, the highest version of them; or false
-// when two of them changed it differently, or there is no ancestor.
-func (m *merger) virtualArtifact(id string) (*graph.Artifact, bool) {
-	if m.ancestor == nil {
-		return nil, false
-	}
-	anc := m.ancestor.Artifact(id)
-	var v *graph.Artifact
-	changed := false
-	for i := -1; i < len(m.others); i++ {
-		st := m.base
-		if i >= 0 {
-			st = m.others[i]
-		}
-		a := st.Artifact(id)
-		switch {
-		case sameArtifact(a, anc):
-			// Unchanged since the ancestor.
-		case !changed:
-			v, changed = a, true
-		case !sameArtifact(a, v):
-			return nil, false
-		case a != nil && a.Version > v.Version:
-			v = a
-		}
-	}
-	return v, changed
+	return mergeBaseOf(m, func(st *graph.State) *graph.Artifact { return st.Artifact(id) }, sameArtifact,
+		func(a, b *graph.Artifact) bool { return a.Version > b.Version })
 }
 
 // baseEdge returns edge k as the merge bases agree it is (nil: absent),
 // or false when they disagree and have no virtual base for it
-// (virtualEdge).
+// (mergeBaseOf).
 func (m *merger) baseEdge(k graph.EdgeKey) (*graph.Edge, bool) {
-	b := m.base.Edge(k)
+	return mergeBaseOf(m, func(st *graph.State) *graph.Edge { return st.Edge(k) }, sameEdge, nil)
+}
+
+// mergeBaseOf returns one artifact or edge (get reads it from a state)
+// as m's merge bases agree it is, by same (nil: absent), the newest of
+// them by newer (nil: any). When they disagree it is the virtual base:
+// what every base that changed it since their own merge base (ancestor)
+// changed it to, the newest of them; or false when two of them changed
+// it differently, or there is no ancestor.
+func mergeBaseOf[T any](m *merger, get func(*graph.State) *T, same func(a, b *T) bool, newer func(a, b *T) bool) (*T, bool) {
+	b := get(m.base)
 	for _, st := range m.others {
-		if !sameEdge(st.Edge(k), b) {
-			return m.virtualEdge(k)
+		x := get(st)
+		if !same(x, b) {
+			return virtualBaseOf(m, get, same, newer)
+		}
+		if newer != nil && x != nil && newer(x, b) {
+			b = x
 		}
 	}
 	return b, true
 }
 
-// virtualEdge is virtualArtifact for edge k: what every base that changed
-// it since the ancestor changed it to, or false.
-func (m *merger) virtualEdge(k graph.EdgeKey) (*graph.Edge, bool) {
+// virtualBaseOf is mergeBaseOf's answer when the bases disagree.
+func virtualBaseOf[T any](m *merger, get func(*graph.State) *T, same func(a, b *T) bool, newer func(a, b *T) bool) (*T, bool) {
 	if m.ancestor == nil {
 		return nil, false
 	}
-	anc := m.ancestor.Edge(k)
-	var v *graph.Edge
+	anc := get(m.ancestor)
+	var v *T
 	changed := false
-	for i := -1; i < len(m.others); i++ {
-		st := m.base
-		if i >= 0 {
-			st = m.others[i]
-		}
-		e := st.Edge(k)
+	for _, st := range append([]*graph.State{m.base}, m.others...) {
+		x := get(st)
 		switch {
-		case sameEdge(e, anc):
+		case same(x, anc):
+			// Unchanged since the ancestor.
 		case !changed:
-			v, changed = e, true
-		case !sameEdge(e, v):
+			v, changed = x, true
+		case !same(x, v):
 			return nil, false
+		case newer != nil && x != nil && newer(x, v):
+			v = x
 		}
 	}
 	return v, changed
