@@ -3,12 +3,10 @@ package service
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
-	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/store"
 )
@@ -59,20 +57,13 @@ func checkTypeRecord(name string, raw []byte) string {
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return "type record does not decode (serve will not start): " + err.Error()
 	}
-	switch {
-	case graph.ValidateName("type", name) != nil:
-		return fmt.Sprintf("type record keyed by a name no type can have: %v", graph.ValidateName("type", name))
-	case rec.Name != name:
-		return fmt.Sprintf("type record names %q, its key %q", rec.Name, name)
-	case rec.Version < 1:
-		return fmt.Sprintf("type record has version %d", rec.Version)
+	if why := checkRecordKey("type", name, rec.Name, rec.Version); why != "" {
+		return why
 	}
-	_, err := newTypeEntry(name, rec.Role, rec.Description, rec.Schema)
-	var fe *fault.Error
-	if err == nil || (errors.As(err, &fe) && fe.Code == fault.InvalidSchema) {
-		return ""
+	if _, err := storedTypeEntry(name, rec); err != nil {
+		return "type record does not load (serve will not start): " + err.Error()
 	}
-	return "type record does not load (serve will not start): " + err.Error()
+	return ""
 }
 
 // checkRelationRecord returns what is wrong with the record of relation
@@ -82,13 +73,21 @@ func checkRelationRecord(name string, raw []byte) string {
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return "relation record does not decode (serve will not start): " + err.Error()
 	}
-	switch {
-	case graph.ValidateName("relation", name) != nil:
-		return fmt.Sprintf("relation record keyed by a name no relation can have: %v", graph.ValidateName("relation", name))
-	case rec.Name != name:
-		return fmt.Sprintf("relation record names %q, its key %q", rec.Name, name)
-	case rec.Version < 1:
-		return fmt.Sprintf("relation record has version %d", rec.Version)
+	return checkRecordKey("relation", name, rec.Name, rec.Version)
+}
+
+// checkRecordKey returns what is wrong with a decoded record of kind
+// ("type" or "relation") stored under key that names recName at version,
+// or "": the key must be a name of its kind, the record must name it, and
+// the version must be at least 1.
+func checkRecordKey(kind, key, recName string, version int) string {
+	switch err := graph.ValidateName(kind, key); {
+	case err != nil:
+		return fmt.Sprintf("%s record keyed by a name no %s can have: %v", kind, kind, err)
+	case recName != key:
+		return fmt.Sprintf("%s record names %q, its key %q", kind, recName, key)
+	case version < 1:
+		return fmt.Sprintf("%s record has version %d", kind, version)
 	}
 	return ""
 }

@@ -161,15 +161,7 @@ func (r *Registry) load(ctx context.Context, st *store.Store) error {
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return fmt.Errorf("load type %q: %w", name, err)
 		}
-		e, err := newTypeEntry(name, rec.Role, rec.Description, rec.Schema)
-		var fe *fault.Error
-		if errors.As(err, &fe) && fe.Code == fault.InvalidSchema {
-			// Stored by a release that accepted a schema this one refuses
-			// (a cost it did not count): the server starts, and the type
-			// refuses its artifacts until it is registered again.
-			rec.Name = name
-			e, err = &typeEntry{rec: rec, refused: fe}, nil
-		}
+		e, err := storedTypeEntry(name, rec)
 		if err != nil {
 			return fmt.Errorf("load type %q: %w", name, err)
 		}
@@ -195,6 +187,21 @@ func (r *Registry) load(ctx context.Context, st *store.Store) error {
 	r.mu.Unlock()
 	r.loaded.Store(true)
 	return nil
+}
+
+// storedTypeEntry is the entry of the stored record rec of type name, as
+// Load keeps it. A schema this release refuses is not an error: it was
+// stored by a release that accepted it (a cost it did not count), so the
+// server starts, and the type refuses its artifacts until it is
+// registered again.
+func storedTypeEntry(name string, rec TypeRecord) (*typeEntry, error) {
+	e, err := newTypeEntry(name, rec.Role, rec.Description, rec.Schema)
+	var fe *fault.Error
+	if errors.As(err, &fe) && fe.Code == fault.InvalidSchema {
+		rec.Name = name
+		return &typeEntry{rec: rec, refused: fe}, nil
+	}
+	return e, err
 }
 
 // Refresh reads the registry again when another process changed it since
