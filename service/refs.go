@@ -95,11 +95,17 @@ func (s *Service) ResolveRef(ctx context.Context, ctxID, ref, member string) (*r
 // path names), as the not-found of the body member at ptr, rule exists.
 // Any other error is returned as it is.
 func (s *Service) missingAt(ctx context.Context, ctxID string, err error, ptr, detail string) error {
+	return fieldMissing(err, ptr, detail, func() bool {
+		_, cerr := s.st.GetContext(ctx, ctxID)
+		return cerr == nil
+	})
+}
+
+// fieldMissing is missingAt with ctxExists telling whether the context
+// exists, asked only of a not-found that names no field.
+func fieldMissing(err error, ptr, detail string, ctxExists func() bool) error {
 	e := Classify(err)
-	if e.Code != fault.NotFound || len(e.Errors) > 0 {
-		return err
-	}
-	if _, cerr := s.st.GetContext(ctx, ctxID); cerr != nil {
+	if e.Code != fault.NotFound || len(e.Errors) > 0 || !ctxExists() {
 		return err
 	}
 	e.Errors = []fault.FieldError{{Pointer: ptr, Rule: RuleExists, Detail: detail}}
@@ -108,7 +114,8 @@ func (s *Service) missingAt(ctx context.Context, ctxID string, err error, ptr, d
 
 // branchMissingAt is err, when it is a not-found of a write on branch
 // (given in the body at ptr; "" is the default branch) and the context
-// has no such branch, as the not-found of ptr, rule exists (missingAt).
+// has no such branch, as the not-found of ptr, rule exists (missingAt;
+// the branch list read shows that the context exists).
 func (s *Service) branchMissingAt(ctx context.Context, ctxID, branch, ptr string, err error) error {
 	if !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -118,14 +125,14 @@ func (s *Service) branchMissingAt(ctx context.Context, ctxID, branch, ptr string
 	}
 	bs, berr := s.st.Branches(ctx, ctxID)
 	if berr != nil {
-		return err
+		return err // the context itself is missing, or unreadable
 	}
 	for _, b := range bs {
 		if b.Name == branch {
 			return err // what is missing is something else
 		}
 	}
-	return s.missingAt(ctx, ctxID, err, ptr, "the context has no branch of this name")
+	return fieldMissing(err, ptr, "the context has no branch of this name", func() bool { return true })
 }
 
 // RuleHead is the rule of a stale-parent refusal's errors entry: the
