@@ -1254,29 +1254,22 @@ func MergeCommits(ctx context.Context, src Source, ours, theirs hashing.Digest, 
 	if ms.Kind != MergeThreeWay {
 		return out, nil
 	}
-	fold := func(c *Commit) (*graph.State, error) {
+	// The bases, ours, theirs, then the bases' own merge base (none when
+	// there is one base, or the bases have no single one).
+	commits := append(slices.Clone(ms.Bases), ms.Ours, ms.Theirs, ms.Ancestor)
+	states := make([]*graph.State, len(commits))
+	for i, c := range commits {
+		if c == nil {
+			continue
+		}
 		res, err := Fold(ctx, src, c.ID, opts)
 		if err != nil {
 			return nil, err
 		}
-		return res.State, nil
+		states[i] = res.State
 	}
-	var states []*graph.State
-	for _, c := range append(slices.Clone(ms.Bases), ms.Ours, ms.Theirs) {
-		st, err := fold(c)
-		if err != nil {
-			return nil, err
-		}
-		states = append(states, st)
-	}
-	var ancestor *graph.State
-	if ms.Ancestor != nil {
-		if ancestor, err = fold(ms.Ancestor); err != nil {
-			return nil, err
-		}
-	}
-	n := len(states)
-	out.Plan, err = MergeOver(states[:n-2], ancestor, states[n-2], states[n-1], resolutions)
+	n := len(ms.Bases)
+	out.Plan, err = MergeOver(states[:n], states[n+2], states[n], states[n+1], resolutions)
 	if err != nil {
 		return nil, err
 	}
