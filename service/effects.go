@@ -268,12 +268,19 @@ func leaseExpired(d EffectData, now time.Time) bool {
 // expected, on main.
 func (s *Service) commitEffects(ctx context.Context, ctxID, author, msg string, ops []graph.Op, expected map[string]hashing.Digest) (store.CommitResult, error) {
 	return s.st.Commit(ctx, store.CommitRequest{Context: ctxID, Author: author, Message: msg, Ops: ops,
-		Check: func(st *graph.State, changes []graph.Change) error {
-			if err := effectCheck(st, changes); err != nil {
-				return err
-			}
-			return casCheck(expected)(st, changes)
-		}})
+		Check: effectsCASCheck(expected)})
+}
+
+// effectsCASCheck is the check of a commit of effects: effectCheck, then
+// the compare-and-set of expected (casCheck).
+func effectsCASCheck(expected map[string]hashing.Digest) func(*graph.State, []graph.Change) error {
+	cas := casCheck(expected)
+	return func(st *graph.State, changes []graph.Change) error {
+		if err := effectCheck(st, changes); err != nil {
+			return err
+		}
+		return cas(st, changes)
+	}
 }
 
 // unconfirmed reports whether st, a trust index's status ("" for an
@@ -516,12 +523,7 @@ func (s *Service) ClaimEffects(ctx context.Context, ctxID string, in ClaimInput)
 				}
 				return ops, nil
 			},
-			Check: func(st *graph.State, changes []graph.Change) error {
-				if err := effectCheck(st, changes); err != nil {
-					return err
-				}
-				return casCheck(read)(st, changes)
-			}}
+			Check: effectsCASCheck(read)}
 		if enforce {
 			// Checked again on the head the claim lands on.
 			req.CheckTrust = func(status func(string) graph.Status) error {
