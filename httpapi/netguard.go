@@ -341,7 +341,7 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 // bodyPending reports whether r has a body that was not read to its end
 // (an answer to it then closes the connection rather than drain it).
 func bodyPending(r *http.Request) bool {
-	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+	if !hasBody(r) {
 		return false
 	}
 	if tb, ok := r.Body.(*trackedBody); ok {
