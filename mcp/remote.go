@@ -67,7 +67,7 @@ type handlerTransport struct{ h http.Handler }
 // again here would count them twice — with one slot, every large call
 // would be refused.
 func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(httpapi.WithBodyInMemory(req.Context()))
+	req = req.WithContext(httpapi.WithBodyInMemory(req.Context()))
 	if req.Body == nil {
 		req.Body = http.NoBody
 	}
