@@ -372,8 +372,9 @@ func Guard(api, next http.Handler) http.Handler {
 			return
 		}
 		probe.Host = r.Host
-		if h := r.Header.Get("Authorization"); h != "" {
-			probe.Header.Set("Authorization", h)
+		header := r.Header.Get("Authorization")
+		if header != "" {
+			probe.Header.Set("Authorization", header)
 		}
 		rec := &recorder{header: http.Header{}}
 		api.ServeHTTP(rec, probe)
@@ -397,7 +398,6 @@ func Guard(api, next http.Handler) http.Handler {
 			}
 			return
 		}
-		header := r.Header.Get("Authorization")
 		if tok, ok := httpapi.BearerToken(header); ok {
 			// The SDK takes the token for the second of exactly two
 			// fields of the header, and a token may hold spaces (the
