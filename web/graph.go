@@ -876,10 +876,16 @@ func clip(s string, n int) string {
 	// that is not UTF-8 into U+FFFD before the label shows it as an
 	// escape, and two producers apart by that byte alone would be drawn
 	// alike.
+	return runePrefix(s, n-1) + "…"
+}
+
+// runePrefix is the first n runes of s (s when it has fewer), cut at a
+// byte offset (see clip).
+func runePrefix(s string, n int) string {
 	i := 0
-	for range n - 1 {
+	for range n {
 		_, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 	}
-	return s[:i] + "…"
+	return s[:i]
 }

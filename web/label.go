@@ -107,8 +107,13 @@ func labelText(s string) string {
 	if !needsEscape(s) {
 		return s
 	}
+	return joinLabel(splitLabel(s))
+}
+
+// joinLabel is the text of a label's runs, escapes as text.
+func joinLabel(parts []labelPart) string {
 	var b strings.Builder
-	for _, p := range splitLabel(s) {
+	for _, p := range parts {
 		b.WriteString(p.Text)
 	}
 	return b.String()
@@ -131,7 +136,7 @@ func shortLabel(s string) string {
 		width += utf8.RuneCountInString(p.Text)
 	}
 	if width <= labelRunes {
-		return labelText(s)
+		return joinLabel(parts)
 	}
 	var b strings.Builder
 	room := labelRunes - 1 // the runes left before "…"
@@ -148,12 +153,7 @@ func shortLabel(s string) string {
 			}
 			break
 		}
-		i := 0
-		for range room {
-			_, size := utf8.DecodeRuneInString(p.Text[i:])
-			i += size
-		}
-		b.WriteString(p.Text[:i])
+		b.WriteString(runePrefix(p.Text, room))
 		break
 	}
 	return b.String() + "…"
