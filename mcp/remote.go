@@ -197,6 +197,18 @@ func ctxPath(ctxID string, segs ...string) (string, error) {
 	return p, nil
 }
 
+// call is do at ctxPath(ctxID, segs...) with the answer decoded into a
+// new T: every call whose answer is one JSON document.
+func call[T any](ctx context.Context, b *Remote, method string, q url.Values, body any, ctxID string, segs ...string) (*T, error) {
+	path, err := ctxPath(ctxID, segs...)
+	if err != nil {
+		return nil, err
+	}
+	out := new(T)
+	_, err = b.do(ctx, method, path, q, body, out)
+	return result(out, err)
+}
+
 // query builds a query from name, value pairs, leaving out empty values.
 func query(kv ...string) url.Values {
 	q := url.Values{}
@@ -210,35 +222,17 @@ func query(kv ...string) url.Values {
 
 // PutArtifact implements Backend.
 func (b *Remote) PutArtifact(ctx context.Context, ctxID string, in ArtifactBody) (*ArtifactWrite, error) {
-	path, err := ctxPath(ctxID, "artifacts")
-	if err != nil {
-		return nil, err
-	}
-	out := new(ArtifactWrite)
-	_, err = b.do(ctx, http.MethodPost, path, nil, in, out)
-	return result(out, err)
+	return call[ArtifactWrite](ctx, b, http.MethodPost, nil, in, ctxID, "artifacts")
 }
 
 // Commit implements Backend.
 func (b *Remote) Commit(ctx context.Context, ctxID string, in CommitBody) (*CommitWrite, error) {
-	path, err := ctxPath(ctxID, "commits")
-	if err != nil {
-		return nil, err
-	}
-	out := new(CommitWrite)
-	_, err = b.do(ctx, http.MethodPost, path, nil, in, out)
-	return result(out, err)
+	return call[CommitWrite](ctx, b, http.MethodPost, nil, in, ctxID, "commits")
 }
 
 // Artifact implements Backend.
 func (b *Remote) Artifact(ctx context.Context, ctxID, id, at string) (*ArtifactView, error) {
-	path, err := ctxPath(ctxID, "artifacts", id)
-	if err != nil {
-		return nil, err
-	}
-	out := new(ArtifactView)
-	_, err = b.do(ctx, http.MethodGet, path, query("at", at), nil, out)
-	return result(out, err)
+	return call[ArtifactView](ctx, b, http.MethodGet, query("at", at), nil, ctxID, "artifacts", id)
 }
 
 // noArtifactID is the refusal of an empty artifact id, which names no
@@ -251,35 +245,17 @@ func noArtifactID() *Problem {
 
 // RecordFetch implements Backend.
 func (b *Remote) RecordFetch(ctx context.Context, ctxID string, in FetchBody) (*FetchWrite, error) {
-	path, err := ctxPath(ctxID, "fetches")
-	if err != nil {
-		return nil, err
-	}
-	out := new(FetchWrite)
-	_, err = b.do(ctx, http.MethodPost, path, nil, in, out)
-	return result(out, err)
+	return call[FetchWrite](ctx, b, http.MethodPost, nil, in, ctxID, "fetches")
 }
 
 // RecordToolResult implements Backend.
 func (b *Remote) RecordToolResult(ctx context.Context, ctxID string, in ToolResultBody) (*ArtifactWrite, error) {
-	path, err := ctxPath(ctxID, "tool-results")
-	if err != nil {
-		return nil, err
-	}
-	out := new(ArtifactWrite)
-	_, err = b.do(ctx, http.MethodPost, path, nil, in, out)
-	return result(out, err)
+	return call[ArtifactWrite](ctx, b, http.MethodPost, nil, in, ctxID, "tool-results")
 }
 
 // Verify implements Backend.
 func (b *Remote) Verify(ctx context.Context, ctxID string, in VerifyBody) (*VerifyResult, error) {
-	path, err := ctxPath(ctxID, "verify")
-	if err != nil {
-		return nil, err
-	}
-	out := new(VerifyResult)
-	_, err = b.do(ctx, http.MethodPost, path, nil, in, out)
-	return result(out, err)
+	return call[VerifyResult](ctx, b, http.MethodPost, nil, in, ctxID, "verify")
 }
 
 // Provenance implements Backend.
@@ -349,13 +325,7 @@ func (b *Remote) Audit(ctx context.Context, ctxID string, q AuditQuery) (*Audit,
 
 // Diff implements Backend.
 func (b *Remote) Diff(ctx context.Context, ctxID, from, to string) (*Diff, error) {
-	path, err := ctxPath(ctxID, "diff")
-	if err != nil {
-		return nil, err
-	}
-	out := new(Diff)
-	_, err = b.do(ctx, http.MethodGet, path, query("from", from, "to", to), nil, out)
-	return result(out, err)
+	return call[Diff](ctx, b, http.MethodGet, query("from", from, "to", to), nil, ctxID, "diff")
 }
 
 func result[T any](v *T, err error) (*T, error) {
