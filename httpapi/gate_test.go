@@ -340,6 +340,7 @@ func TestPerformLoopbackRefused(t *testing.T) {
 		if r.status != 403 || p["type"] != ProblemTypePrefix+CodeForbidden || p["blocked"].(map[string]any)["class"] != "loopback" {
 			t.Errorf("%s: %d %s", u, r.status, r.body)
 		}
+		checkBlockedNamesURL(t, p, "loopback")
 	}
 	if r := e.post("/v1/contexts/p/fetches", map[string]any{"url": "file:///etc/passwd", "perform": true}); r.status != 422 {
 		t.Errorf("file URL: %d %s", r.status, r.body)
@@ -372,6 +373,23 @@ func TestPerformRedirectRefused(t *testing.T) {
 	r := e.post("/v1/contexts/p/fetches", map[string]any{"id": "x", "url": "http://start.example/", "perform": true})
 	if r.status != 403 || r.obj(t)["blocked"].(map[string]any)["class"] != "private" {
 		t.Fatalf("%d %s", r.status, r.body)
+	}
+	checkBlockedNamesURL(t, r.obj(t), "private")
+}
+
+// checkBlockedNamesURL checks that p, the problem of a perform fetch the
+// fetch policy refused, has an errors entry like every other refusal: the
+// body's /url, rule fetch_policy, a detail naming the blocked class.
+func checkBlockedNamesURL(t *testing.T, p map[string]any, class string) {
+	t.Helper()
+	errs, _ := p["errors"].([]any)
+	if len(errs) != 1 {
+		t.Errorf("a blocked fetch has %d errors entries, want 1 naming /url: %v", len(errs), p)
+		return
+	}
+	f := errs[0].(map[string]any)
+	if f["pointer"] != "/url" || f["rule"] != "fetch_policy" || !strings.Contains(f["detail"].(string), "blocked address class "+class) {
+		t.Errorf("errors[0] %v, want pointer /url, rule fetch_policy, detail naming blocked address class %s", f, class)
 	}
 }
 

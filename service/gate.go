@@ -255,6 +255,17 @@ func putBody(ctx context.Context, st *store.Store, held *heldBlobs, body []byte,
 	return d.String(), nil
 }
 
+// blockedDetail is the detail of the errors entry of a fetch the fetch
+// policy refused: the blocked address class and the address (with the
+// host it is the address of, if the URL named a host).
+func blockedDetail(be *fetch.BlockedError) string {
+	what := be.Addr.String()
+	if be.Host != "" {
+		what += " (address of " + be.Host + ")"
+	}
+	return fmt.Sprintf("blocked address class %s: %s", be.Class, what)
+}
+
 // evidence returns the evidence of a fetch request and who fetched it.
 func (s *Service) evidence(ctx context.Context, in FetchInput) (gate.Evidence, string, error) {
 	if in.Perform {
@@ -269,7 +280,9 @@ func (s *Service) evidence(ctx context.Context, in FetchInput) (gate.Evidence, s
 		case errors.As(err, &be):
 			return gate.Evidence{}, "", &fault.Error{Code: fault.Forbidden,
 				Detail: "the fetch policy refuses this target: " + be.Error(),
-				Extra:  map[string]any{"blocked": map[string]any{"host": be.Host, "address": be.Addr.String(), "class": be.Class}}}
+				Errors: []fault.FieldError{{Pointer: "/url", Rule: "fetch_policy",
+					Detail: blockedDetail(be)}},
+				Extra: map[string]any{"blocked": map[string]any{"host": be.Host, "address": be.Addr.String(), "class": be.Class}}}
 		case errors.Is(err, fetch.ErrURL):
 			return gate.Evidence{}, "", &fault.Error{Code: fault.Invalid, Detail: err.Error(),
 				Errors: []fault.FieldError{{Pointer: "/url", Rule: "fetchable", Detail: "want an absolute http or https URL"}}}
