@@ -77,6 +77,21 @@ func TestProblemsNameTheirField(t *testing.T) {
 		{"context exists", "POST", "/v1/contexts", map[string]any{"id": "c"}, nil, 409, CodeExists, "/id", "", "unique"},
 		{"effect id held by another type", "POST", "/v1/contexts/c/effects", map[string]any{"idempotency_key": "squatted", "kind": "x"}, nil, 409, CodeConflict, "/idempotency_key", "", "unique"},
 		{"perform while fetching is off", "POST", "/v1/contexts/c/fetches", map[string]any{"url": "http://x", "perform": true}, nil, 403, CodeForbidden, "/perform", "", "fetch_enabled"},
+		{"diff from not found", "GET", "/v1/contexts/c/diff?from=nope", nil, nil, 404, CodeNotFound, "", "from", "exists"},
+		{"diff from no such commit", "GET", "/v1/contexts/c/diff?from=" + noCommit, nil, nil, 404, CodeNotFound, "", "from", "exists"},
+		{"diff to not found", "GET", "/v1/contexts/c/diff?from=main&to=nope", nil, nil, 404, CodeNotFound, "", "to", "exists"},
+		{"list at not found", "GET", "/v1/contexts/c/artifacts?at=nope", nil, nil, 404, CodeNotFound, "", "at", "exists"},
+		{"artifact at no such commit", "GET", "/v1/contexts/c/artifacts/q?at=" + noCommit, nil, nil, 404, CodeNotFound, "", "at", "exists"},
+		{"history at not found", "GET", "/v1/contexts/c/artifacts/q/history?at=nope", nil, nil, 404, CodeNotFound, "", "at", "exists"},
+		{"state at not found", "GET", "/v1/contexts/c/state?at=nope", nil, nil, 404, CodeNotFound, "", "at", "exists"},
+		{"hash at not found", "GET", "/v1/contexts/c/hash?at=nope", nil, nil, 404, CodeNotFound, "", "at", "exists"},
+		{"commits at not found", "GET", "/v1/contexts/c/commits?at=nope", nil, nil, 404, CodeNotFound, "", "at", "exists"},
+		{"effects at not found", "GET", "/v1/contexts/c/effects?at=nope", nil, nil, 404, CodeNotFound, "", "at", "exists"},
+		{"no commit", "GET", "/v1/contexts/c/commits/nope", nil, nil, 404, CodeNotFound, "", "commit", "exists"},
+		{"compare a at not found", "GET", "/v1/compare?a=c@nope&b=c", nil, nil, 404, CodeNotFound, "", "a", "exists"},
+		{"compare b at not found", "GET", "/v1/compare?a=c&b=c@" + noCommit, nil, nil, 404, CodeNotFound, "", "b", "exists"},
+		{"no model call", "GET", "/v1/contexts/c/model-calls/" + strings.Repeat("0", 64), nil, nil, 404, CodeNotFound, "", "request_hash", "exists"},
+		{"model call at not found", "GET", "/v1/contexts/c/model-calls/" + strings.Repeat("0", 64) + "?at=nope", nil, nil, 404, CodeNotFound, "", "at", "exists"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,5 +122,31 @@ func TestProblemsNameTheirField(t *testing.T) {
 				t.Fatalf("errors[0] pointer %q parameter %q rule %q, want %s%s rule %s: %s", ptr, f.Parameter, f.Rule, tc.ptr, tc.param, tc.rule, r.body)
 			}
 		})
+	}
+}
+
+// TestMissingContextIsNotTheRefs: a read at a ref of a context that does
+// not exist is the context's not-found: no errors entry blames the ref's
+// query parameter, which names nothing wrong.
+func TestMissingContextIsNotTheRefs(t *testing.T) {
+	e := newEnv(t)
+	for _, path := range []string{"/v1/contexts/nosuch/artifacts?at=nope", "/v1/contexts/nosuch/hash?at=nope", "/v1/contexts/nosuch/diff?from=nope", "/v1/contexts/nosuch/commits/nope"} {
+		r := e.get(path)
+		var p struct {
+			Errors []struct {
+				Parameter string `json:"parameter"`
+			} `json:"errors"`
+		}
+		if err := json.Unmarshal(r.body, &p); err != nil {
+			t.Fatalf("%s: %d %s: %v", path, r.status, r.body, err)
+		}
+		if r.status != 404 {
+			t.Errorf("%s: %d %s, want 404", path, r.status, r.body)
+		}
+		for _, f := range p.Errors {
+			if f.Parameter == "at" || f.Parameter == "from" || f.Parameter == "commit" {
+				t.Errorf("%s: the context is missing, but errors name the ref: %s", path, r.body)
+			}
+		}
 	}
 }

@@ -151,7 +151,7 @@ func (s *Server) resolveAt(w http.ResponseWriter, r *http.Request, param string)
 	}
 	c, err := s.st.Resolve(r.Context(), ctxID, at)
 	if err != nil {
-		s.writeError(w, r, service.NameAmbiguous(err, param))
+		s.writeError(w, r, service.NameRef(err, param))
 		return "", nil, "", false
 	}
 	etag := etagFor(c.ID, r, "")
@@ -345,7 +345,7 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if err != nil {
-		s.respondRead(w, r, etag, nil, service.NameAmbiguous(err, "at"))
+		s.respondRead(w, r, etag, nil, service.NameRef(err, "at"))
 		return
 	}
 	h := w.Header()
@@ -581,7 +581,7 @@ func (s *Server) handleGetCommit(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.st.Resolve(r.Context(), ctxID, ref)
 	if err != nil {
-		s.writeError(w, r, service.NameAmbiguous(err, "commit"))
+		s.writeError(w, r, service.NameRef(err, "commit"))
 		return
 	}
 	etag := etagFor(c.ID, r, "")

@@ -607,7 +607,7 @@ func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt fun
 		out, ferr = fn(v)
 		return ferr
 	})
-	s.respondRead(w, r, etag, out, service.NameAmbiguous(err, "at"))
+	s.respondRead(w, r, etag, out, service.NameRef(err, "at"))
 }
 
 // respondRead writes the outcome of a read.

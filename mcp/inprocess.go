@@ -164,7 +164,8 @@ func (b *InProcess) Diff(ctx context.Context, ctxID, from, to string) (*Diff, er
 }
 
 // read runs fn on the view of context ctxID at at (a branch or commit
-// reference, checked as the HTTP door checks ?at=) and returns its result.
+// reference, checked and named in refusals as the HTTP door checks ?at=)
+// and returns its result.
 func read[T any](ctx context.Context, b *InProcess, ctxID, at string, fn func(v *store.View) (T, error)) (T, error) {
 	var out T
 	if err := service.CheckRef("at", at); err != nil {
@@ -175,7 +176,7 @@ func read[T any](ctx context.Context, b *InProcess, ctxID, at string, fn func(v 
 		out, err = fn(v)
 		return err
 	})
-	return out, err
+	return out, service.NameRef(err, "at")
 }
 
 // request checks in, the body the remote backend would send, as the HTTP

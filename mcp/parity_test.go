@@ -118,6 +118,24 @@ func TestBackendsAgreeOnBadRefs(t *testing.T) {
 	})
 }
 
+// TestBackendsAgreeOnUnknownRefs: a ref that names no branch or commit of
+// the context is a 404 naming its parameter, rule exists, on both
+// backends.
+func TestBackendsAgreeOnUnknownRefs(t *testing.T) {
+	sameAnswer(t, "check_trust at=nope", "404 not-found [at exists]", func(b mcp.Backend) error {
+		_, err := b.Artifact(bg, "c", "q1", "nope")
+		return err
+	})
+	sameAnswer(t, "audit at=nope", "404 not-found [at exists]", func(b mcp.Backend) error {
+		_, err := b.Audit(bg, "c", mcp.AuditQuery{ID: "q1", At: "nope"})
+		return err
+	})
+	sameAnswer(t, "diff to=nope", "404 not-found [to exists]", func(b mcp.Backend) error {
+		_, err := b.Diff(bg, "c", "main", "nope")
+		return err
+	})
+}
+
 // TestBackendsTakeABareHexParent: a parent given as bare hex, which the
 // request schema admits, is taken by both backends (the in-process one
 // refused it).

@@ -242,11 +242,11 @@ func ParseCompareSide(param, v string) (ctxID, ref string, err error) {
 func CompareRuns(ctx context.Context, st *store.Store, ctxA, refA, ctxB, refB string) (Comparison, error) {
 	ca, err := st.Resolve(ctx, ctxA, refA)
 	if err != nil {
-		return Comparison{}, NameAmbiguous(err, "a")
+		return Comparison{}, NameRef(err, "a")
 	}
 	cb, err := st.Resolve(ctx, ctxB, refB)
 	if err != nil {
-		return Comparison{}, NameAmbiguous(err, "b")
+		return Comparison{}, NameRef(err, "b")
 	}
 	a := CompareSide{Context: ctxA, Ref: refA, Commit: ca.ID, ContextHash: ca.ContextHash}
 	b := CompareSide{Context: ctxB, Ref: refB, Commit: cb.ID, ContextHash: cb.ContextHash}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/hashing"
@@ -51,7 +52,8 @@ type ModelCallView struct {
 }
 
 // ModelCallAt returns the recorded model call whose request hashes to
-// want in view v of context ctxID: a not-found error when there is none,
+// want in view v of context ctxID: a not-found error naming the path
+// parameter request_hash (rule exists) when there is none,
 // a conflict when the artifact under that id is not a model_call record
 // whose request hashes to want and that holds a response — such a record
 // is never answered, since replaying it would not be the call asked for.
@@ -59,7 +61,7 @@ func (s *Service) ModelCallAt(ctx context.Context, ctxID string, v *store.View, 
 	id := ModelCallID(want)
 	meta := v.State.Artifact(id)
 	if meta == nil {
-		return nil, fault.Errorf(fault.NotFound, "no model call with request hash %s at commit %s", want, v.Commit.ID.Short())
+		return nil, NotFoundParam("request_hash", fmt.Sprintf("no model call with request hash %s at commit %s", want, v.Commit.ID.Short()))
 	}
 	if meta.Type != "model_call" {
 		return nil, fault.Errorf(fault.Conflict, "artifact %q has type %q, not model_call", id, meta.Type)

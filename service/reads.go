@@ -26,14 +26,24 @@ func MissingArtifact(id string, v *store.View) error {
 	return NotFoundParam("id", fmt.Sprintf("no artifact %q at commit %s", id, v.Commit.ID.Short()))
 }
 
-// NameAmbiguous names the parameter a commit prefix was given in when
-// err is the store's refusal of it as ambiguous (an ambiguous-ref
-// *fault.Error with an entry of rule "unique_prefix"), so that the
-// refusal says which ref to lengthen, or, for a branch's name that is a
-// commit's prefix too (store.BranchOrCommitError), how to name each;
-// other errors are returned as they are.
-func NameAmbiguous(err error, param string) error {
-	if !errors.Is(err, store.ErrAmbiguous) {
+// NameRef names the parameter param a ref was given in when err is the
+// store's refusal of that ref: an ambiguous commit prefix (an
+// ambiguous-ref *fault.Error with an entry of rule "unique_prefix") says
+// which ref to lengthen, or, for a branch's name that is a commit's
+// prefix too (store.BranchOrCommitError), how to name each; a ref that
+// names no branch or commit of the context (store.UnknownRefError) is a
+// not-found with an entry of rule "exists". Every door's query and path
+// parameters that name a ref (at, from, to, commit, a, b) and the body
+// members (RefAt) go through it. Other errors, a missing context among
+// them, are returned as they are.
+func NameRef(err error, param string) error {
+	var unknown *store.UnknownRefError
+	switch {
+	case errors.As(err, &unknown):
+		e := Classify(err)
+		e.Errors = append(e.Errors, fault.FieldError{Parameter: param, Rule: RuleExists, Detail: "no branch or commit of the context has this name or id"})
+		return e
+	case !errors.Is(err, store.ErrAmbiguous):
 		return err
 	}
 	e := Classify(err)
@@ -216,7 +226,7 @@ func (s *Service) DiffSides(ctx context.Context, ctxID, from, to string) ([2]*re
 		}
 		c, err := s.st.Resolve(ctx, ctxID, p[1])
 		if err != nil {
-			return sides, NameAmbiguous(err, p[0])
+			return sides, NameRef(err, p[0])
 		}
 		sides[i] = c
 	}

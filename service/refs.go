@@ -55,10 +55,10 @@ func ExistsAt(err error, ptr string) error {
 }
 
 // RefAt is the error of resolving the ref a body gives in member: an
-// ambiguous prefix names the member (NameAmbiguous), and every field
-// error points at /member (PointTo).
+// ambiguous prefix or a ref that names nothing names the member
+// (NameRef), and every field error points at /member (PointTo).
 func RefAt(err error, member string) error {
-	return PointTo(NameAmbiguous(err, member), "/"+member)
+	return PointTo(NameRef(err, member), "/"+member)
 }
 
 // RuleExists is the rule of a not-found refusal's errors entry: the

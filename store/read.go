@@ -119,8 +119,9 @@ func missingIsCorrupt(err error, ctxID string, id hashing.Digest, from string) e
 // and digits that are the branch's name and a prefix of another commit's
 // id are a *BranchOrCommitError (ErrAmbiguous) naming both, never one of
 // them silently: a proof of a commit's hash cannot be pointed at another
-// commit. "sha256:<digits>" is always a commit. A prefix that matches
-// nothing is ErrNotFound; one that matches several is ErrAmbiguous.
+// commit. "sha256:<digits>" is always a commit. A ref that names nothing
+// of an existing context is an *UnknownRefError (ErrNotFound); a prefix
+// that matches several commits is ErrAmbiguous.
 func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit, error) {
 	if _, err := s.ctxState(ctxID); err != nil {
 		return nil, err
@@ -145,7 +146,8 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	}
 	prefix, err := hashing.HexPrefix(ref)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q is neither a branch of context %q nor a commit id (want sha256:<hex>, bare hex or a prefix of at least 8 hex digits)", ErrNotFound, ref, ctxID)
+		return nil, &UnknownRefError{Context: ctxID, Ref: ref,
+			Why: fmt.Sprintf("%q is neither a branch of context %q nor a commit id (want sha256:<hex>, bare hex or a prefix of at least 8 hex digits)", ref, ctxID)}
 	}
 	matches, err := s.commitsByPrefix(ctx, ctxID, prefix)
 	if err != nil {
@@ -153,12 +155,27 @@ func (s *Store) Resolve(ctx context.Context, ctxID, ref string) (*replay.Commit,
 	}
 	switch len(matches) {
 	case 0:
-		return nil, fmt.Errorf("%w: no commit of context %q starts with %s", ErrNotFound, ctxID, prefix)
+		return nil, &UnknownRefError{Context: ctxID, Ref: ref, Why: fmt.Sprintf("no commit of context %q starts with %s", ctxID, prefix)}
 	case 1:
 		return s.linkedCommit(ctxID, matches[0], "the commit index")
 	}
 	return nil, fmt.Errorf("%w: %s matches more than one commit of context %q; give more digits", ErrAmbiguous, prefix, ctxID)
 }
+
+// UnknownRefError is the ErrNotFound of Resolve (and of Read) when the
+// context exists and Ref names none of its branches or commits: what the
+// client must change is the ref, not the context. Why says which.
+type UnknownRefError struct {
+	Context string
+	Ref     string
+	Why     string
+}
+
+// Error is ErrNotFound's text followed by Why.
+func (e *UnknownRefError) Error() string { return fmt.Sprintf("%v: %s", ErrNotFound, e.Why) }
+
+// Unwrap returns ErrNotFound.
+func (e *UnknownRefError) Unwrap() error { return ErrNotFound }
 
 // BranchOrCommitError is the ErrAmbiguous of a ref that is the name of a
 // branch (one made before ValidateNewBranch) and a prefix of the id of
