@@ -728,8 +728,21 @@ func (s *Service) FailEffect(ctx context.Context, ctxID, id string, in FailInput
 // under the compare-and-set. change reports false when the effect is
 // already in the state asked for (an idempotent repeat, which must present
 // the token of the claim that led to it).
+//
+// A lost compare-and-set reads the effect again. A write that changed it
+// for good changes the version the token is checked against, so the next
+// round refuses the token (lease-token) or the status (conflict, rule
+// claimed); only an effect put back to its claimed version before every
+// read (same content hash) keeps the token good, and casAttempts such
+// rounds end in 409 conflict "kept changing", rule contended on the
+// parameter id. The outbox's own writes never put a version back, so that
+// takes a writer beneath the service (TestFinishThatCannotWinNamesTheRule
+// plays one through the finishing hook).
 func (s *Service) finishEffect(ctx context.Context, ctxID, id, worker, token string, change func(d *EffectData) (bool, error)) (*EffectWrite, error) {
 	for range casAttempts {
+		if s.finishing != nil {
+			s.finishing(false)
+		}
 		e, err := s.readEffect(ctx, ctxID, id)
 		if err != nil {
 			return nil, err
@@ -759,6 +772,9 @@ func (s *Service) finishEffect(ctx context.Context, ctxID, id, worker, token str
 			return nil, err
 		}
 		ops := []graph.Op{{Op: graph.OpPut, ID: id, Type: TypeEffect, ProducedBy: "outbox", Data: raw}}
+		if s.finishing != nil {
+			s.finishing(true)
+		}
 		res, err := s.commitEffects(ctx, ctxID, worker, "effect "+id+" "+d.Status, ops, map[string]hashing.Digest{id: e.ContentHash})
 		if errors.Is(err, errCASConflict) {
 			continue

@@ -95,6 +95,10 @@ type Service struct {
 	// claiming, when a test sets it, runs each round of a claim after
 	// the claim read its pool and before it commits.
 	claiming func()
+	// finishing, when a test sets it, runs twice each round of a complete
+	// or fail: before the round reads the effect (read false), and after
+	// it has read it and checked the lease, before it commits (read true).
+	finishing func(read bool)
 }
 
 // New returns the service over opts.Store.
