@@ -14,6 +14,9 @@ import math
 from typing import Any
 
 MAX_SAFE = 2**53
+# The deepest nesting of arrays and objects taken, as the server's
+# (hashing.MaxDepth): scalars and keys inside the deepest are no level.
+MAX_DEPTH = 64
 
 
 class CanonicalError(ValueError):
@@ -58,8 +61,8 @@ def _key(k: str) -> bytes:
 
 
 def _encode(v: Any, out: list[str], depth: int) -> None:
-    if depth > 64:
-        raise CanonicalError("nesting deeper than 64")
+    """Append v's canonical text to out; depth counts the arrays and
+    objects already open around v."""
     if v is None:
         out.append("null")
     elif v is True:
@@ -67,11 +70,15 @@ def _encode(v: Any, out: list[str], depth: int) -> None:
     elif v is False:
         out.append("false")
     elif isinstance(v, int):
+        # int.__repr__, as json writes it: an int subclass's own __str__ (an
+        # IntEnum's before Python 3.11 is "Effort.HIGH") is not what is sent.
+        text = int.__repr__(v)
+        n = int(text)
         # Past 2^53 an integer is taken only when it is digit for digit the
         # canonical form of its double (10**20), as the server takes it.
-        if abs(v) > MAX_SAFE and (abs(v) >= 2**1024 or _number(float(v)) != str(v)):
-            raise CanonicalError(f"integer {v} exceeds 2^53; send it as a string")
-        out.append(str(v))
+        if abs(n) > MAX_SAFE and (abs(n) >= 2**1024 or _number(float(n)) != text):
+            raise CanonicalError(f"integer {text} exceeds 2^53; send it as a string")
+        out.append(text)
     elif isinstance(v, float):
         out.append(_number(v))
     elif isinstance(v, str):
@@ -81,6 +88,8 @@ def _encode(v: Any, out: list[str], depth: int) -> None:
             raise CanonicalError("lone surrogate in string") from e
         out.append(json.dumps(v, ensure_ascii=False))
     elif isinstance(v, (list, tuple)):
+        if depth >= MAX_DEPTH:
+            raise CanonicalError(f"arrays and objects nested deeper than {MAX_DEPTH} levels")
         out.append("[")
         for i, x in enumerate(v):
             if i:
@@ -88,6 +97,8 @@ def _encode(v: Any, out: list[str], depth: int) -> None:
             _encode(x, out, depth + 1)
         out.append("]")
     elif isinstance(v, dict):
+        if depth >= MAX_DEPTH:
+            raise CanonicalError(f"arrays and objects nested deeper than {MAX_DEPTH} levels")
         out.append("{")
         for k in v:
             if not isinstance(k, str):
@@ -106,7 +117,7 @@ def _encode(v: Any, out: list[str], depth: int) -> None:
 def canonicalize(value: Any) -> str:
     """Return the canonical JSON text of value."""
     out: list[str] = []
-    _encode(value, out, 1)
+    _encode(value, out, 0)
     return "".join(out)
 
 

@@ -5,18 +5,32 @@ from __future__ import annotations
 import base64
 import datetime
 import email.utils
+import functools
 import http.client
+import io
 import ipaddress
 import json
 import re
+import socket
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 PROBLEM_TYPE_PREFIX = "urn:artifactd:problem:"
+
+# The most bytes of a successful answer read unless max_answer_bytes says
+# otherwise: 1 GiB, as the Go client (client.DefaultMaxAnswerBytes).
+DEFAULT_MAX_ANSWER_BYTES = 1 << 30
+# The most bytes read of a refusal that is JSON (a problem document), or
+# max_answer_bytes when that is less.
+MAX_PROBLEM_BYTES = 16 << 20
+# The most bytes of a refusal that is not a problem kept as its detail
+# (and read at all when it is not JSON): the rest is cut, and the detail
+# ends with a marker saying so.
+MAX_DETAIL_BYTES = 4 << 10
 
 
 @dataclass
@@ -104,13 +118,51 @@ class TransportError(ArtifactdError):
     """The server could not be reached or answered garbage."""
 
 
-def _problem(method: str, url: str, status: int, raw: bytes, retry_after: Optional[float] = None) -> Problem:
+class AnswerTooLarge(TransportError):
+    """A successful answer longer than the client reads
+    (``max_answer_bytes``): it is never decoded cut, and the request is not
+    sent again."""
+
+
+def _is_json(content_type: str) -> bool:
+    """application/json, application/problem+json or another +json type."""
+    mt = content_type.split(";", 1)[0].strip().lower()
+    return mt == "application/json" or mt.endswith("+json")
+
+
+def _detail_of(body: bytes, cut: bool) -> str:
+    """The detail of a refusal whose body is not a problem: its text, at
+    most MAX_DETAIL_BYTES of it (cut at a character boundary), with a
+    marker when anything was left out. cut says the read itself stopped
+    before the end of the answer."""
+    text = body.strip()
+    if len(text) <= MAX_DETAIL_BYTES and not cut:
+        return text.decode("utf-8", "replace")
+    n = min(len(text), MAX_DETAIL_BYTES)
+    while 0 < n < len(text) and text[n] & 0xC0 == 0x80:
+        n -= 1
+    # The read may have stopped inside a character: drop its first bytes too.
+    for i in range(n - 1, max(n - 4, 0) - 1, -1):
+        lead = text[i]
+        if lead & 0xC0 != 0x80:
+            need = 2 if lead & 0xE0 == 0xC0 else 3 if lead & 0xF0 == 0xE0 else 4 if lead & 0xF8 == 0xF0 else 1
+            if n - i < need:
+                n = i
+            break
+    shown = text[:n].decode("utf-8", "replace")
+    if cut:
+        return shown + f" … [cut: the answer was longer than {len(body)} bytes]"
+    return shown + f" … [cut: {n} of {len(text)} bytes shown]"
+
+
+def _problem(method: str, url: str, status: int, raw: bytes, retry_after: Optional[float] = None,
+             cut: bool = False) -> Problem:
     try:
         body = json.loads(raw.decode("utf-8"))
         if not isinstance(body, dict):
             raise ValueError
     except ValueError:
-        body = {"type": "about:blank", "status": status, "detail": raw.decode("utf-8", "replace").strip()}
+        body = {"type": "about:blank", "status": status, "detail": _detail_of(raw, cut)}
     code = str(body.get("type", ""))[len(PROBLEM_TYPE_PREFIX):]
     cls = {"stale-parent": StaleParent, "quarantined": Quarantined,
            "commit-outcome-unknown": CommitOutcomeUnknown}.get(code)
@@ -179,15 +231,57 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+class _DeadlineReader(io.RawIOBase):
+    """The socket reads of an answer, each given what is left of the
+    attempt's deadline as its timeout: the socket's own timeout bounds one
+    read, and a server sending the answer (its head included) a byte at a
+    time would otherwise hold the call for as long as it liked."""
+
+    def __init__(self, raw: Any, sock: socket.socket, deadline: float):
+        super().__init__()
+        self._raw, self._sock, self._deadline = raw, sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> Optional[int]:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the answer did not arrive within the timeout")
+        self._sock.settimeout(left)
+        return self._raw.readinto(b)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """An answer read before a deadline (time.monotonic), head and body."""
+
+    def __init__(self, sock: socket.socket, *a: Any, deadline: float, **kw: Any):
+        super().__init__(sock, *a, **kw)
+        self.fp = io.BufferedReader(_DeadlineReader(self.fp.detach(), sock, deadline))
+
+
 class _EarlyAnswer:
     """A connection mixin for an answer sent before the body was read:
     artifactd's guards refuse a large body (503 overloaded) and close the
     connection without reading it, so sending the rest fails with a reset
     while the answer already waits in the socket. The send error is kept
     and the rest of the body dropped, so that getresponse reads that
-    answer; when there is none, getresponse raises the send error."""
+    answer; when there is none, getresponse raises the send error.
+
+    Given a deadline (time.monotonic), the answer is read before it
+    (_DeadlineResponse)."""
 
     _cut: Optional[OSError] = None
+
+    def __init__(self, *a: Any, deadline: Optional[float] = None, **kw: Any):
+        super().__init__(*a, **kw)  # type: ignore[call-arg]
+        if deadline is not None:
+            self.response_class = functools.partial(_DeadlineResponse, deadline=deadline)
 
     def send(self, data: Any) -> None:
         if self._cut is not None:
@@ -210,9 +304,15 @@ class _EarlyHTTP(_EarlyAnswer, http.client.HTTPConnection):
     pass
 
 
+def _with_deadline(http_class: Any, req: urllib.request.Request) -> Any:
+    """http_class given the deadline of req's attempt (see Client.request)."""
+    deadline = getattr(req, "deadline", None)
+    return http_class if deadline is None else functools.partial(http_class, deadline=deadline)
+
+
 class _HTTPHandler(urllib.request.HTTPHandler):
     def http_open(self, req):  # type: ignore[override]
-        return self.do_open(_EarlyHTTP, req)
+        return self.do_open(_with_deadline(_EarlyHTTP, req), req)
 
 
 _handlers: List[Any] = [_NoRedirect, _HTTPHandler]
@@ -223,7 +323,9 @@ if hasattr(urllib.request, "HTTPSHandler"):  # Python built with ssl
 
     class _HTTPSHandler(urllib.request.HTTPSHandler):
         def do_open(self, http_class, req, **kw):  # type: ignore[override]
-            return super().do_open(_EarlyHTTPS if http_class is http.client.HTTPSConnection else http_class, req, **kw)
+            if http_class is http.client.HTTPSConnection:
+                http_class = _with_deadline(_EarlyHTTPS, req)
+            return super().do_open(http_class, req, **kw)
 
     _handlers.append(_HTTPSHandler)
 
@@ -265,18 +367,22 @@ def _opener(base_url: str, proxies: Optional[Mapping[str, str]]) -> urllib.reque
     return urllib.request.build_opener(urllib.request.ProxyHandler({} if _loopback(host) else None), *_handlers)
 
 
-def _read(res: Any, deadline: float) -> bytes:
-    """Read an answer whole before deadline (time.monotonic): the socket
-    timeout bounds each read, not the answer, which a server sending a
-    byte at a time could hold open for ever."""
+def _read(res: Any, deadline: float, most: int) -> bytes:
+    """Read an answer whole before deadline (time.monotonic), or its first
+    most bytes: the socket timeout bounds each read, not the answer, which
+    a server sending a byte at a time could hold open for ever."""
     parts: List[bytes] = []
-    while True:
+    got = 0
+    while got < most:
         if time.monotonic() > deadline:
-            raise TimeoutError("the answer did not arrive within the timeout")
-        chunk = res.read1(65536) if hasattr(res, "read1") else res.read(65536)
+            raise socket.timeout("the answer did not arrive within the timeout")
+        want = min(65536, most - got)
+        chunk = res.read1(want) if hasattr(res, "read1") else res.read(want)
         if not chunk:
-            return b"".join(parts)
+            break
         parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
 
 
 class Client:
@@ -298,9 +404,20 @@ class Client:
     :class:`Problem` is raised at once with its ``retry_after``. Once the
     client has waited, the call ends within ``timeout`` of its start.
 
-    ``timeout`` bounds each attempt, its answer read whole included. A
-    write with a stale ``parent`` is retried only through
+    ``timeout`` bounds each attempt, its answer (head and body) read whole
+    included. A write with a stale ``parent`` is retried only through
     :meth:`put_artifact_cas`, which re-reads the head first.
+
+    ``max_answer_bytes`` (1 GiB by default, as the Go client) is the most
+    bytes of a successful answer read: a longer one raises
+    :class:`AnswerTooLarge` and is not sent again. A refusal is read to
+    16 MiB (or ``max_answer_bytes`` when less) when it is JSON; of any
+    other (a proxy's error page) 4 KiB are kept as the :class:`Problem`'s
+    ``detail``, cut at a character boundary and marked as cut.
+
+    ``token`` is sent as a bearer token, surrounding whitespace stripped; a
+    token holding a control character is refused (``ValueError``, which
+    does not quote it).
 
     ``proxies`` (``{"http": "http://proxy:3128", "https": ...}``), when
     given, are used for every request, to a loopback server too; ``{}``
@@ -312,15 +429,33 @@ class Client:
 
     def __init__(self, base_url: str = "http://127.0.0.1:7070", token: Optional[str] = None,
                  timeout: float = 30.0, retries: int = 2, backoff: float = 0.1, retry_after: int = 3,
-                 max_retry_after: float = 30.0, proxies: Optional[Mapping[str, str]] = None):
+                 max_retry_after: float = 30.0, proxies: Optional[Mapping[str, str]] = None,
+                 max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES):
         self.base_url = base_url.rstrip("/")
         self.token = token
+        self.max_answer_bytes = max_answer_bytes
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.retry_after = retry_after
         self.max_retry_after = max_retry_after
         self._opener = _opener(self.base_url, proxies)
+
+    @property
+    def token(self) -> Optional[str]:
+        """The bearer token sent, surrounding whitespace stripped (a token
+        read from a file keeps its newline). A token with a control
+        character is refused (ValueError) without quoting it."""
+        return self._token
+
+    @token.setter
+    def token(self, token: Optional[str]) -> None:
+        if token is not None:
+            token = token.strip()
+            if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in token):
+                raise ValueError("the bearer token holds a control character (CR, LF, NUL…): "
+                                 "it cannot be sent in a header")
+        self._token = token or None
 
     # ---- transport ----
 
@@ -349,6 +484,7 @@ class Client:
             if self.token:
                 req.add_header("Authorization", "Bearer " + self.token)
             deadline = time.monotonic() + limit
+            req.deadline = deadline  # type: ignore[attr-defined]  # read by _with_deadline
             try:
                 try:
                     res = self._opener.open(req, timeout=limit)
@@ -356,9 +492,9 @@ class Client:
                 except urllib.error.HTTPError as e:
                     res, status = e, e.code  # a refusal: its answer is read as any other
                 with res:
-                    raw = _read(res, deadline)
                     ctype = res.headers.get("Content-Type", "")
                     retry_after = res.headers.get("Retry-After")
+                    raw, cut = self._answer(method, path, res, status, ctype, deadline)
                 if 200 <= status < 300:
                     if ctype.startswith("application/json") and raw:
                         return json.loads(raw.decode("utf-8"))
@@ -370,7 +506,7 @@ class Client:
                 if retries <= 0:
                     raise last from None
             else:
-                p = _problem(method, path, status, raw, _retry_after(retry_after))
+                p = _problem(method, path, status, raw, _retry_after(retry_after), cut)
                 last = p
                 if self.retry_after > 0 and p.retry_after is not None and _not_processed(status, p, safe):
                     delay = p.retry_after
@@ -385,6 +521,25 @@ class Client:
             retries -= 1
             time.sleep(pause)
             pause *= 2
+
+    def _answer(self, method: str, path: str, res: Any, status: int, ctype: str, deadline: float) -> Tuple[bytes, bool]:
+        """An answer's body: a successful one whole (at most
+        max_answer_bytes, else AnswerTooLarge), a refusal up to the bounds
+        of refusals, with whether it was cut."""
+        ok = 200 <= status < 300
+        limit = self.max_answer_bytes if self.max_answer_bytes > 0 else DEFAULT_MAX_ANSWER_BYTES
+        if not ok:
+            limit = min(limit, MAX_PROBLEM_BYTES if _is_json(ctype) else MAX_DETAIL_BYTES)
+        length = (res.headers.get("Content-Length") or "").strip()
+        if ok and re.fullmatch(r"[0-9]+", length) and int(length) > limit:
+            raise AnswerTooLarge(f"{method} {path}: the answer is {int(length)} bytes: the answer is longer "
+                                 f"than the client reads ({limit}; max_answer_bytes)")
+        raw = _read(res, deadline, limit + 1)
+        if len(raw) <= limit:
+            return raw, False
+        if ok:  # never a cut answer decoded as the whole
+            raise AnswerTooLarge(f"{method} {path}: the answer is longer than the client reads ({limit}; max_answer_bytes)")
+        return raw[:limit], True
 
     @staticmethod
     def _at(path: str, at: Optional[str]) -> str:
