@@ -5,6 +5,13 @@
 // refuses: non-finite numbers and lone surrogates. (A JavaScript number is
 // a double; JSON.stringify writes a large one in the exact canonical form
 // of that double, which the server accepts.)
+//
+// The value canonicalized is the one JSON.stringify writes, since that is
+// the body the client sends and the server hashes: toJSON is called (with
+// the member's key or the element's index), boxed strings, numbers and
+// booleans are their primitives, an array's holes and its undefined,
+// function and symbol elements are null, and an object's members of those
+// values are left out.
 
 export class CanonicalError extends Error {
   constructor(message) {
@@ -15,8 +22,25 @@ export class CanonicalError extends Error {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** The deepest nesting of arrays and objects taken, as the server's (hashing.MaxDepth). */
+const MAX_DEPTH = 64;
+
+/** The value JSON.stringify writes for v, the member key's or element index's value. */
+function jsonValue(v, key) {
+  if (v !== null && (typeof v === "object" || typeof v === "bigint") && typeof v.toJSON === "function") v = v.toJSON(key);
+  if (v !== null && typeof v === "object") {
+    if (v instanceof Number) return Number(v);
+    if (v instanceof String) return String(v);
+    if (v instanceof Boolean || v instanceof BigInt) return v.valueOf();
+  }
+  return v;
+}
+
+/** Whether JSON.stringify writes nothing for v (an object leaves the member out, an array writes null). */
+const nothing = (v) => v === undefined || typeof v === "function" || typeof v === "symbol";
+
+/** Appends the canonical text of v (a jsonValue) to out; depth counts the arrays and objects open around it. */
 function encode(v, out, depth) {
-  if (depth > 64) throw new CanonicalError("nesting deeper than 64");
   if (v === null) {
     out.push("null");
   } else if (typeof v === "boolean") {
@@ -28,21 +52,28 @@ function encode(v, out, depth) {
     if (LONE_SURROGATE.test(v)) throw new CanonicalError("lone surrogate in string");
     out.push(JSON.stringify(v));
   } else if (Array.isArray(v)) {
+    if (depth >= MAX_DEPTH) throw new CanonicalError(`arrays and objects nested deeper than ${MAX_DEPTH} levels`);
     out.push("[");
-    v.forEach((x, i) => {
+    for (let i = 0; i < v.length; i++) {
       if (i) out.push(",");
-      encode(x === undefined || typeof x === "function" ? null : x, out, depth + 1);
-    });
+      const x = jsonValue(v[i], String(i));
+      encode(nothing(x) ? null : x, out, depth + 1);
+    }
     out.push("]");
   } else if (typeof v === "object") {
-    if (typeof v.toJSON === "function") return encode(v.toJSON(), out, depth);
-    const keys = Object.keys(v).filter((k) => v[k] !== undefined && typeof v[k] !== "function").sort();
+    if (depth >= MAX_DEPTH) throw new CanonicalError(`arrays and objects nested deeper than ${MAX_DEPTH} levels`);
+    const members = [];
+    for (const k of Object.keys(v)) {
+      const x = jsonValue(v[k], k);
+      if (!nothing(x)) members.push([k, x]);
+    }
+    members.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     out.push("{");
-    keys.forEach((k, i) => {
+    members.forEach(([k, x], i) => {
       if (i) out.push(",");
       encode(k, out, depth + 1);
       out.push(":");
-      encode(v[k], out, depth + 1);
+      encode(x, out, depth + 1);
     });
     out.push("}");
   } else {
@@ -53,7 +84,7 @@ function encode(v, out, depth) {
 /** Returns the canonical JSON text of value. */
 export function canonicalize(value) {
   const out = [];
-  encode(value, out, 1);
+  encode(jsonValue(value, ""), out, 0);
   return out.join("");
 }
 

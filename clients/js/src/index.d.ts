@@ -1,6 +1,12 @@
 export { canonicalize, sha256Digest, CanonicalError } from "./canonical.js";
 
 export declare const PROBLEM_TYPE_PREFIX: "urn:artifactd:problem:";
+/** The most bytes of a successful answer read unless maxAnswerBytes says otherwise: 1 GiB. */
+export declare const DEFAULT_MAX_ANSWER_BYTES: number;
+/** The most bytes read of a refusal that is JSON (16 MiB), or maxAnswerBytes when that is less. */
+export declare const MAX_PROBLEM_BYTES: number;
+/** The most bytes of a refusal that is not a problem kept as its detail (4 KiB), cut at a character and marked. */
+export declare const MAX_DETAIL_BYTES: number;
 
 /** Any JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -41,6 +47,8 @@ export declare class QuarantinedError extends ProblemError {}
  */
 export declare class CommitOutcomeUnknownError extends ProblemError {}
 export declare class NotFoundError extends ProblemError {}
+/** A successful answer longer than maxAnswerBytes: never decoded cut, and not sent again. */
+export declare class AnswerTooLargeError extends Error {}
 export declare class ReplayMissError extends Error {
   requestHash: string;
   context: string;
@@ -211,6 +219,7 @@ export interface ModelRequest {
   tools?: unknown;
 }
 export interface ClientOptions {
+  /** Sent as a bearer token, surrounding whitespace trimmed; one holding a control character is refused (TypeError, which does not quote it). */
   token?: string;
   fetch?: typeof globalThis.fetch;
   /** Retries of safe requests after a network error or a 503 (default 2). */
@@ -232,6 +241,12 @@ export interface ClientOptions {
    * whole call does.
    */
   timeoutMs?: number;
+  /**
+   * The most bytes of a successful answer read (default 1 GiB); a longer
+   * one throws AnswerTooLargeError. Refusals are read to 16 MiB (or this,
+   * when less) when JSON, 4 KiB kept as the detail otherwise.
+   */
+  maxAnswerBytes?: number;
 }
 export interface At {
   at?: string;

@@ -7,6 +7,31 @@ export { canonicalize, sha256Digest, CanonicalError };
 
 export const PROBLEM_TYPE_PREFIX = "urn:artifactd:problem:";
 
+/**
+ * The most bytes of a successful answer read unless options.maxAnswerBytes
+ * says otherwise: 1 GiB, as the Go client (client.DefaultMaxAnswerBytes).
+ */
+export const DEFAULT_MAX_ANSWER_BYTES = 2 ** 30;
+/** The most bytes read of a refusal that is JSON (a problem document), or maxAnswerBytes when that is less. */
+export const MAX_PROBLEM_BYTES = 16 * 2 ** 20;
+/**
+ * The most bytes of a refusal that is not a problem kept as its detail
+ * (and read at all when it is not JSON): the rest is cut, and the detail
+ * ends with a marker saying so.
+ */
+export const MAX_DETAIL_BYTES = 4 * 2 ** 10;
+
+/**
+ * A successful answer longer than the client reads (options.maxAnswerBytes):
+ * it is never decoded cut, and the request is not sent again.
+ */
+export class AnswerTooLargeError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "AnswerTooLargeError";
+  }
+}
+
 /** An RFC 9457 problem answered by the server (any non-2xx answer). */
 export class ProblemError extends Error {
   constructor(method, path, status, body) {
@@ -79,18 +104,49 @@ export class NotFoundError extends ProblemError {
   }
 }
 
-function problem(method, path, status, text, retryAfterMs) {
-  const e = problemOf(method, path, status, text);
+function problem(method, path, status, bytes, cut, retryAfterMs) {
+  const e = problemOf(method, path, status, bytes, cut);
   e.retryAfterMs = retryAfterMs;
   return e;
 }
 
-function problemOf(method, path, status, text) {
+const isSpace = (c) => c === 0x20 || (c >= 0x09 && c <= 0x0d);
+
+/**
+ * The detail of a refusal whose body (all of it, or its start when cut) is
+ * not a problem: its text, at most MAX_DETAIL_BYTES of it (cut at a
+ * character boundary), with a marker when anything was left out.
+ */
+function detailOf(bytes, cut) {
+  let a = 0;
+  let b = bytes.length;
+  while (a < b && isSpace(bytes[a])) a++;
+  while (b > a && isSpace(bytes[b - 1])) b--;
+  const text = bytes.subarray(a, b);
+  const decoder = new TextDecoder();
+  if (text.length <= MAX_DETAIL_BYTES && !cut) return decoder.decode(text);
+  let n = Math.min(text.length, MAX_DETAIL_BYTES);
+  while (n > 0 && n < text.length && (text[n] & 0xc0) === 0x80) n--;
+  // The read may have stopped inside a character: drop its first bytes too.
+  for (let i = n - 1; i >= 0 && i >= n - 4; i--) {
+    const lead = text[i];
+    if ((lead & 0xc0) !== 0x80) {
+      const need = (lead & 0xe0) === 0xc0 ? 2 : (lead & 0xf0) === 0xe0 ? 3 : (lead & 0xf8) === 0xf0 ? 4 : 1;
+      if (n - i < need) n = i;
+      break;
+    }
+  }
+  const shown = decoder.decode(text.subarray(0, n));
+  if (cut) return `${shown} … [cut: the answer was longer than ${bytes.length} bytes]`;
+  return `${shown} … [cut: ${n} of ${text.length} bytes shown]`;
+}
+
+function problemOf(method, path, status, bytes, cut) {
   let body;
   try {
-    body = JSON.parse(text);
+    body = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
-    body = { type: "about:blank", status, detail: text.trim() };
+    body = { type: "about:blank", status, detail: detailOf(bytes, cut) };
   }
   const code = String(body?.type ?? "").slice(PROBLEM_TYPE_PREFIX.length);
   if (code === "stale-parent") return new StaleParentError(method, path, status, body);
@@ -177,6 +233,51 @@ function notProcessed(status, p, safe) {
   return status === 429 && safe;
 }
 
+/** Whether a Content-Type is JSON: application/json, application/problem+json or another +json type. */
+function isJSON(contentType) {
+  const mt = (contentType ?? "").split(";", 1)[0].trim().toLowerCase();
+  return mt === "application/json" || mt.endsWith("+json");
+}
+
+/**
+ * The first most bytes of an answer's body, and whether there was more
+ * (the rest is not read: the body is cancelled).
+ */
+async function readAtMost(res, most) {
+  if (!res.body || typeof res.body.getReader !== "function") {
+    // A fetch of the caller's whose answer has no stream.
+    const all = new Uint8Array(await res.arrayBuffer());
+    return all.length > most ? { bytes: all.subarray(0, most), cut: true } : { bytes: all, cut: false };
+  }
+  const reader = res.body.getReader();
+  const parts = [];
+  let got = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (got + value.length > most) {
+      parts.push(value.subarray(0, most - got));
+      got = most;
+      reader.cancel().catch(() => {});
+      return { bytes: concat(parts, got), cut: true };
+    }
+    parts.push(value);
+    got += value.length;
+  }
+  return { bytes: concat(parts, got), cut: false };
+}
+
+function concat(parts, length) {
+  if (parts.length === 1) return parts[0];
+  const all = new Uint8Array(length);
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.length;
+  }
+  return all;
+}
+
 /** Whether a body can be sent a second time (a stream cannot). */
 function resendable(body) {
   return !(body && (typeof body.getReader === "function" || typeof body.pipe === "function" || typeof body[Symbol.asyncIterator] === "function"));
@@ -200,11 +301,32 @@ function resendable(body) {
  * is thrown at once, its retryAfterMs holding the delay asked for. Once the
  * client has waited, the whole call ends within timeoutMs. A stale parent
  * is retried only through putArtifactCAS.
+ *
+ * options.maxAnswerBytes (1 GiB by default, as the Go client) is the most
+ * bytes of a successful answer read: a longer one throws
+ * AnswerTooLargeError and is not sent again. A refusal is read to 16 MiB
+ * (or maxAnswerBytes when less) when it is JSON; of any other (a proxy's
+ * error page) 4 KiB are kept as the ProblemError's detail, cut at a
+ * character boundary and marked as cut.
+ *
+ * options.token is sent as a bearer token, surrounding whitespace trimmed;
+ * a token holding a control character is refused with a TypeError that
+ * does not quote it.
  */
 export class ArtifactdClient {
   constructor(baseUrl = "http://127.0.0.1:7070", options = {}) {
     this.baseUrl = String(baseUrl).replace(/\/+$/, "");
-    this.token = options.token;
+    let token = options.token;
+    if (token !== undefined && token !== null) {
+      // A token read from a file keeps its newline; one with a control
+      // character inside cannot be sent, and Node's refusal of the header
+      // would quote it.
+      token = String(token).trim();
+      if (/[\x00-\x1f\x7f]/.test(token)) {
+        throw new TypeError("the bearer token holds a control character (CR, LF, NUL…): it cannot be sent in a header");
+      }
+    }
+    this.token = token || undefined;
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.retries = options.retries ?? 2;
     this.backoffMs = options.backoffMs ?? 100;
@@ -215,6 +337,28 @@ export class ArtifactdClient {
     // Each attempt, its answer read whole included, ends within timeoutMs
     // (0: no limit), as the Go and Python clients' requests do.
     this.timeoutMs = options.timeoutMs ?? 30000;
+    this.maxAnswerBytes = options.maxAnswerBytes > 0 ? options.maxAnswerBytes : DEFAULT_MAX_ANSWER_BYTES;
+  }
+
+  /**
+   * An answer's body: a successful one whole (at most maxAnswerBytes, else
+   * AnswerTooLargeError), a refusal up to the bounds of refusals, with
+   * whether it was cut.
+   */
+  async #answer(method, path, res) {
+    let limit = this.maxAnswerBytes;
+    if (!res.ok) limit = Math.min(limit, isJSON(res.headers.get("content-type")) ? MAX_PROBLEM_BYTES : MAX_DETAIL_BYTES);
+    const length = (res.headers.get("content-length") ?? "").trim();
+    if (res.ok && /^[0-9]+$/.test(length) && Number(length) > limit) {
+      res.body?.cancel().catch(() => {});
+      throw new AnswerTooLargeError(`${method} ${path}: the answer is ${length} bytes: the answer is longer than the client reads (${limit}; maxAnswerBytes)`);
+    }
+    const { bytes, cut } = await readAtMost(res, limit);
+    if (cut && res.ok) {
+      // Never a cut answer decoded as the whole.
+      throw new AnswerTooLargeError(`${method} ${path}: the answer is longer than the client reads (${limit}; maxAnswerBytes)`);
+    }
+    return { bytes, cut };
   }
 
   async request(method, path, body, { contentType, raw } = {}) {
@@ -246,6 +390,7 @@ export class ArtifactdClient {
       const signal = limit > 0 ? AbortSignal.timeout(Math.ceil(limit)) : undefined;
       let res;
       let answer;
+      let cut = false;
       try {
         const init = { method, headers, body: payload, signal, redirect: "manual" };
         // fetch refuses a stream body without duplex "half" (Node's and
@@ -254,22 +399,24 @@ export class ArtifactdClient {
         res = await this.fetch(this.baseUrl + path, init);
         // The answer is read within the same attempt: one cut short is a
         // transport error, retried like a failed connection.
-        answer = res.ok && raw ? new Uint8Array(await res.arrayBuffer()) : await res.text();
+        ({ bytes: answer, cut } = await this.#answer(method, path, res));
       } catch (err) {
+        if (err instanceof AnswerTooLargeError) throw err;
         last = new Error(`${method} ${path}: ${err.message}`, { cause: err });
         answer = undefined;
       }
       if (answer !== undefined && res.ok) {
         if (raw) return answer;
-        if (!answer) return undefined;
-        if (!(res.headers.get("content-type") ?? "").startsWith("application/json")) return answer;
+        const text = new TextDecoder().decode(answer);
+        if (!text) return undefined;
+        if (!(res.headers.get("content-type") ?? "").startsWith("application/json")) return text;
         try {
-          return JSON.parse(answer);
+          return JSON.parse(text);
         } catch (err) {
           last = new Error(`${method} ${path}: the answer is not JSON: ${err.message}`, { cause: err });
         }
       } else if (answer !== undefined) {
-        last = problem(method, path, res.status, answer, parseRetryAfter(res.headers.get("retry-after")));
+        last = problem(method, path, res.status, answer, cut, parseRetryAfter(res.headers.get("retry-after")));
         if (this.retryAfter > 0 && last.retryAfterMs !== undefined && notProcessed(res.status, last, safe)) {
           const delay = last.retryAfterMs;
           if (waits <= 0 || delay > this.maxRetryAfterMs || performance.now() + delay >= callDeadline) throw last;

@@ -42,6 +42,56 @@ test("canonical JSON matches the JCS files", () => {
   for (const bad of [{ x: NaN }, { x: Infinity }, { s: "\ud800" }]) assert.throws(() => canonicalize(bad), CanonicalError);
 });
 
+test("canonical JSON is what JSON.stringify sends: holes, boxed primitives, toJSON, undefined", () => {
+  // The hash of a recorded call is of canonicalize(request) and the server
+  // hashes the body JSON.stringify wrote: holes were left out of an array
+  // (stringify writes null) and boxed primitives written as objects.
+  const holes = [{ role: "user", content: "a" }];
+  holes[2] = { role: "user", content: "c" };
+  const key = {
+    toJSON(k) {
+      return "key " + k;
+    },
+  };
+  const cases = {
+    holes,
+    "a sparse array": [, 1, , 2, ,],
+    boxed: { s: new String("x"), n: new Number(2.5), b: new Boolean(false), a: [new String("y"), new Number(-0)] },
+    "undefined, functions and symbols": { a: [undefined, () => 1, Symbol("s")], o: { u: undefined, f() {}, s: Symbol("t"), k: 1 } },
+    "toJSON with its key": { d: new Date(0), k: key, l: [key], u: { toJSON: () => undefined }, n: { toJSON: () => null } },
+  };
+  for (const [name, v] of Object.entries(cases)) {
+    assert.equal(canonicalize(v), canonicalize(JSON.parse(JSON.stringify(v))), name);
+  }
+  assert.equal(canonicalize(holes), '[{"content":"a","role":"user"},null,{"content":"c","role":"user"}]');
+  assert.equal(canonicalize({ s: new String("x") }), '{"s":"x"}');
+});
+
+test("canonical nesting: 64 arrays and objects are taken, whatever they hold; 65 refused", () => {
+  // As the server (hashing.MaxDepth); a scalar or a key counted as a level,
+  // so 64 arrays around a number were refused.
+  const nest = (n, leaf) => {
+    let v = leaf;
+    for (let i = 0; i < n; i++) v = [v];
+    return v;
+  };
+  for (const [name, v] of [
+    ["64 arrays around 1", nest(64, 1)],
+    ["63 arrays around {k: 1}", nest(63, { k: 1 })],
+    ["64 arrays", nest(63, [])],
+    ["63 arrays around {}", nest(63, {})],
+  ]) {
+    assert.equal(canonicalize(v), JSON.stringify(v), name);
+  }
+  for (const [name, v] of [
+    ["65 arrays around 1", nest(65, 1)],
+    ["64 arrays around {}", nest(64, {})],
+    ["65 arrays", nest(64, [])],
+  ]) {
+    assert.throws(() => canonicalize(v), CanonicalError, name);
+  }
+});
+
 test("request hash vector", async () => {
   const v = JSON.parse(readFileSync(join(ROOT, "clients", "testdata", "model-request.json"), "utf8"));
   assert.equal(await requestHash(v.request), v.request_hash);

@@ -1,6 +1,7 @@
 // The client and the saver against the API's contract where they broke
-// it: a request that never ends, an answer cut short, a subgraph's
-// checkpoints, two threads in one context.
+// it: a request that never ends, an answer cut short or too long, the
+// bearer token kept out of errors, a subgraph's checkpoints, two threads in
+// one context.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
@@ -8,7 +9,7 @@ import { createServer } from "node:net";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { MemorySaver, emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 
-import { ArtifactdClient, sha256Digest } from "../src/index.js";
+import { AnswerTooLargeError, ArtifactdClient, ProblemError, sha256Digest } from "../src/index.js";
 import { ArtifactdSaver } from "../src/langgraph.js";
 import { startServer } from "./server.js";
 
@@ -54,6 +55,111 @@ test("a GET whose answer is cut mid-body is retried and reported as the client's
   assert.ok(err, "no error");
   assert.match(err.message, /^GET \/v1\/contexts\/x\/state: /);
   assert.equal(seen, 3, "a cut GET answer was not retried");
+});
+
+/**
+ * A local TCP server: each connection's request head is read, then
+ * serve(socket, head) writes raw bytes. Resolves to { url, heads, close }.
+ */
+async function raw(t, serve) {
+  const heads = [];
+  const sockets = new Set();
+  const srv = createServer((s) => {
+    sockets.add(s);
+    s.on("error", () => {});
+    let head = "";
+    const onData = (chunk) => {
+      head += chunk.toString("latin1");
+      if (!head.includes("\r\n\r\n")) return;
+      s.off("data", onData);
+      heads.push(head);
+      serve(s, head);
+    };
+    s.on("data", onData);
+  });
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  const close = () => {
+    for (const s of sockets) s.destroy();
+    srv.close();
+  };
+  t.after(close);
+  return { url: `http://127.0.0.1:${srv.address().port}`, heads, close };
+}
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  assert.fail("no error");
+}
+
+const SECRET = "s3cr3t-token-value-0123456789";
+
+test("a bearer token's surrounding whitespace is trimmed; one with a control character is refused without quoting it", async (t) => {
+  // Node's Headers refused a token with an inner CR, LF or NUL with an
+  // error quoting the whole header value, the token in it.
+  const s = await raw(t, (sock) => sock.end("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"));
+  for (const bad of [`${SECRET}\nX`, `${SECRET.slice(0, 6)}\r${SECRET.slice(6)}`, `${SECRET.slice(0, 6)}\0${SECRET.slice(6)}`, `${SECRET}\x7f!`]) {
+    const err = await rejection((async () => new ArtifactdClient(s.url, { token: bad, retries: 0 }).hash("x"))());
+    assert.ok(!err.message.includes(SECRET.slice(0, 6)), `the token is in the error: ${err.message}`);
+    assert.ok(err instanceof TypeError && /control character/.test(err.message), err.message);
+  }
+  await new ArtifactdClient(s.url, { token: ` ${SECRET}\n`, retries: 0 }).hash("x");
+  assert.match(s.heads.at(-1), new RegExp(`\r\nauthorization: Bearer ${SECRET}\r\n`, "i"));
+});
+
+test("a successful answer past maxAnswerBytes is an AnswerTooLargeError and not sent again", async (t) => {
+  // An answer of any length was read whole into memory (300 MiB).
+  const s = await raw(t, async (sock) => {
+    sock.write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+    const chunk = `10000\r\n${" ".repeat(65536)}\r\n`;
+    for (let i = 0; i < 64 && !sock.destroyed; i++) {
+      if (!sock.write(chunk)) await new Promise((r) => sock.once("drain", r).once("close", r));
+    }
+    if (!sock.destroyed) sock.end("0\r\n\r\n");
+  });
+  const err = await rejection(new ArtifactdClient(s.url, { maxAnswerBytes: 100000, retries: 2, backoffMs: 10 }).hash("x"));
+  assert.ok(err instanceof AnswerTooLargeError, `${err.name}: ${err.message}`);
+  assert.match(err.message, /^GET \/v1\/contexts\/x\/hash: .*100000.*maxAnswerBytes/);
+  assert.equal(s.heads.length, 1);
+});
+
+test("a Content-Length past maxAnswerBytes is refused unread", async (t) => {
+  const s = await raw(t, (sock) => sock.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 419430400\r\n\r\n"));
+  const start = performance.now();
+  const err = await rejection(new ArtifactdClient(s.url, { maxAnswerBytes: 1 << 20, retries: 0, timeoutMs: 5000 }).getBlob("x", "sha256:00"));
+  assert.match(err.message, /the answer is 419430400 bytes/);
+  assert.ok(performance.now() - start < 3000);
+});
+
+test("a refusal that is not JSON keeps 4 KiB as its detail, cut at a character", async (t) => {
+  // A proxy's 502 page became the ProblemError's detail whole (any size).
+  const page = Buffer.concat([Buffer.from("x" + "é".repeat(3000)), Buffer.alloc(1 << 20, "<")]);
+  const s = await raw(t, (sock) => {
+    sock.write(`HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: ${page.length}\r\n\r\n`);
+    sock.end(page);
+  });
+  const err = await rejection(new ArtifactdClient(s.url, { retries: 0 }).hash("x"));
+  assert.ok(err instanceof ProblemError, err.message);
+  assert.equal(err.status, 502);
+  assert.ok(err.detail.length < 4200, `detail of ${err.detail.length} characters`);
+  assert.equal(err.detail, "x" + "é".repeat(2047) + " … [cut: the answer was longer than 4096 bytes]");
+});
+
+test("a JSON refusal is read to 16 MiB, or maxAnswerBytes when less", async (t) => {
+  const big = Buffer.from(JSON.stringify({ type: "urn:artifactd:problem:x", detail: "d".repeat(300000) }));
+  const s = await raw(t, (sock) => {
+    sock.write(`HTTP/1.1 409 Conflict\r\nContent-Type: application/problem+json\r\nContent-Length: ${big.length}\r\n\r\n`);
+    sock.end(big);
+  });
+  let err = await rejection(new ArtifactdClient(s.url, { retries: 0 }).hash("x"));
+  assert.equal(err.code, "x");
+  assert.equal(err.detail.length, 300000);
+  err = await rejection(new ArtifactdClient(s.url, { retries: 0, maxAnswerBytes: 100000 }).hash("x"));
+  assert.equal(err.code, "about:blank");
+  assert.ok(err.detail.endsWith(" … [cut: the answer was longer than 100000 bytes]"), err.detail.slice(-80));
 });
 
 test("a graph with a subgraph node runs on the saver, thread after thread", async () => {
