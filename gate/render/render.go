@@ -3,15 +3,25 @@
 // chromedp), lets its scripts build the page, and returns the rendered
 // document as new evidence for gate.Classify.
 //
-// The browser never touches the network. Every request it makes is paused
-// with the DevTools Fetch domain: the page's own document is answered from
-// the fetched body; scripts, stylesheets and XHR/fetch calls are answered
-// through Options.Loader (the gate's policy-checked fetcher) when one is
-// set and refused otherwise; everything else (images, frames, further
-// navigations, media, fonts) is refused. As a second wall the browser is
-// started with a host resolver that resolves nothing and a proxy that does
-// not exist (loopback included), so a request that escaped interception
-// would fail instead of reaching an address the fetch policy forbids.
+// The browser has no network of its own. Every request that goes through
+// its network stack is paused with the DevTools Fetch domain: the page's
+// own document is answered from the fetched body; scripts, stylesheets and
+// XHR/fetch calls are answered through Options.Loader (the gate's
+// policy-checked fetcher) when one is set and refused otherwise;
+// everything else (images, frames, further navigations, media, fonts) is
+// refused. As a second wall the browser is started with a host resolver
+// that resolves nothing and a proxy that does not exist (loopback
+// included), so a request that escaped interception (a WebSocket, which
+// the Fetch domain does not pause) fails instead of reaching an address
+// the fetch policy forbids.
+//
+// What a script builds without a request (a blob: or data: URL) never
+// reaches the interception. The one way such content leaves the page is a
+// download, and the browser refuses every download (Browser
+// setDownloadBehavior "deny", set before the page loads). The browser's
+// HOME and XDG config, cache and data directories are inside the render's
+// profile, which is removed after the render, so it writes nothing under
+// the server user's home (no ~/Downloads, crash reports or dconf).
 //
 // # Glossary
 //
@@ -35,11 +45,13 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -187,6 +199,11 @@ func (r *Renderer) Render(ctx context.Context, ev gate.Evidence) (gate.Evidence,
 		cancelAlloc()
 	}()
 
+	// A download from a blob: or data: URL is no network request, so the
+	// interception never sees it: the browser refuses every download.
+	if _, err := chromedp.CallBrowser(tab, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny}); err != nil {
+		return gate.Evidence{}, fmt.Errorf("render: start %s and deny downloads: %w", r.opts.ExecPath, err)
+	}
 	paused := chromedp.Events(tab, fetch.RequestPaused)
 	if _, err := chromedp.Call(tab, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
 		return gate.Evidence{}, fmt.Errorf("render: start %s: %w", r.opts.ExecPath, err)
@@ -233,12 +250,21 @@ func (r *Renderer) Render(ctx context.Context, ev gate.Evidence) (gate.Evidence,
 // browserOptions are the flags of a render's browser: headless, no
 // sandbox (it runs as an unprivileged user's child or in a container), no
 // GPU, none of Chromium's own background traffic, a private profile in
-// profile, and the second wall: nothing resolves, and whatever is not
-// intercepted goes to a proxy that is not there (loopback included).
+// profile that also holds its HOME and XDG config, cache and data
+// directories (so it writes nothing under the server user's home: no
+// ~/Downloads, crash reports or dconf), and the second wall: nothing
+// resolves, and whatever is not intercepted goes to a proxy that is not
+// there (loopback included).
 func browserOptions(execPath, profile string) []chromedp.ExecAllocatorOption {
 	return []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(execPath),
 		chromedp.UserDataDir(profile),
+		chromedp.Env(
+			"HOME="+filepath.Join(profile, "home"),
+			"XDG_CONFIG_HOME="+filepath.Join(profile, "home", ".config"),
+			"XDG_CACHE_HOME="+filepath.Join(profile, "home", ".cache"),
+			"XDG_DATA_HOME="+filepath.Join(profile, "home", ".local", "share"),
+		),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,

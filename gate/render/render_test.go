@@ -6,8 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -277,5 +280,65 @@ func TestDecodeBodySharesTheGatesDecoder(t *testing.T) {
 	}
 	if _, err := decodeBody([]byte("<p>a page</p>"), "zstd"); err == nil {
 		t.Fatal("a coding the gate cannot decode")
+	}
+}
+
+// TestRenderWritesNothingUnderHome: a download a page's script starts from
+// a blob: or data: URL is no network request (the Fetch interception never
+// sees it), and a browser started with the server's own HOME wrote it, of
+// any size, into ~/Downloads, where it stayed, besides its crash-report
+// and dconf directories under ~/.config and ~/.cache. Downloads are denied
+// and the browser's HOME and XDG directories are in the render's profile,
+// removed after it: nothing appears under HOME, no profile is left, and
+// the page still gets its verdict.
+func TestRenderWritesNothingUnderHome(t *testing.T) {
+	home, tmp := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("TMPDIR", tmp) // where the render's profile goes
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("XDG_CACHE_HOME", "")
+	r := newRenderer(t, Options{})
+	// One download a page: Chromium holds back a page's second automatic
+	// download for a permission nobody grants.
+	save := func(name, href string) string {
+		return shell(writeArticle + `<script>
+var a = document.createElement("a"); a.href = ` + href + `; a.download = "` + name + `";
+document.documentElement.appendChild(a); a.click();
+</script>`)
+	}
+	s := newSite(t, map[string]string{
+		"/blob": save("note.txt", `URL.createObjectURL(new Blob(["written by a hostile page\n"], {type: "application/octet-stream"}))`),
+		"/data": save("data.txt", `"data:application/octet-stream;base64,d3JpdHRlbiBieSBhIGhvc3RpbGUgcGFnZQo="`),
+		"/big":  save("fill.bin", `URL.createObjectURL(new Blob(Array(2).fill(new Uint8Array(16 << 20))))`),
+	})
+	for _, path := range []string{"/blob", "/data", "/big"} {
+		ev := fetchShell(t, s, path)
+		if res := render(t, r, ev); res.Verdict != gate.Retrieved {
+			t.Fatalf("%s: %s %s", path, res.Verdict, res.Reason)
+		}
+	}
+	// A download that slipped through would still be writing: give it a
+	// moment to show.
+	time.Sleep(time.Second)
+	_ = filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		var size int64
+		if info, err := d.Info(); err == nil {
+			size = info.Size()
+		}
+		t.Errorf("written under HOME: %s (%d bytes)", strings.TrimPrefix(p, home), size)
+		return nil
+	})
+	if left, _ := os.ReadDir(home); len(left) > 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("HOME holds %q after the render", names)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "artifactd-render-*")); len(left) > 0 {
+		t.Errorf("%d profiles left after the renders", len(left))
 	}
 }
