@@ -92,6 +92,8 @@ func FuzzSanitize(f *testing.F) {
 	f.Add("-----BEGIN PRIV<system>ATE KEY-----x-----END PRIVATE KEY-----]>", 0)
 	f.Add("bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw //u:pw@h https://0123456789abcdef0123@h eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9", 0)
 	f.Add("https://discord.com/api/webhooks/1/AbCdEfGhIjKlMnOpQrStUvWxYz0123 openai_key=Q2hlY2tUaGlzT3V0MTIz Bearer\u00a0abcdefghijklmnop1234", 0)
+	f.Add(`map[Authorization:[Basic dXNlcjpw] Cookie:[a=COOKIE: b=cookie:c=1; d=\"e\"]] Set-Cookie: s=abcdef; Path=/ {\"Authorization\":\"x`, 0)
+	f.Add(`http.Header{"X-Api-Key":[]string{"9f8e7d6c5b4a3928"}, "Cookie":[]string{"sid=9f8e7d6c5b4a3928; x="}} cookie:[=`, 0)
 	f.Fuzz(func(t *testing.T, s string, limit int) {
 		if limit < 0 {
 			limit = -limit

@@ -21,7 +21,13 @@ import (
 //   - the credential after "Authorization:" (keeping its scheme word such as
 //     "Bearer"), after a free-standing "Bearer", and the value of a secret-named
 //     field (api_key=…, "client_secret": "…", X-Api-Key: …, GITHUB_TOKEN=…,
-//     password: …) is masked;
+//     password: …) is masked, also as Go prints a header map
+//     (map[Authorization:[Basic …]], http.Header{"X-Api-Key":[]string{"…"}})
+//     and in a JSON object quoted inside a JSON string
+//     ({\"Authorization\": \"…\"});
+//   - the cookie values of a Cookie header, and the first (the cookie's own)
+//     of a Set-Cookie header, are masked (a session is a credential); names
+//     and a Set-Cookie's attributes stay;
 //   - tokens with a known issuer prefix are masked wherever they stand:
 //     OpenAI/Anthropic sk-…, GitHub ghp_/gho_/ghu_/ghs_/ghr_ and github_pat_,
 //     GitLab glpat-, Slack xox?-, Stripe sk_/rk_live_/test_, Hugging Face hf_,
@@ -60,7 +66,14 @@ var (
 	// The remaining patterns are anchored: they are tried only at candidate
 	// positions found by a cheap scan, so masking stays linear and fast on
 	// megabytes of output.
-	reAuthorization = regexp.MustCompile(`^(?i)(authorization["']?` + anySpace + `*[:=]` + anySpace + "*[\"'`]?(?:(?:bearer|basic|token|bot|digest|apikey|sso-key)" + anySpace + "+)?)([^\\s\\v\\p{Z}\\x{85}\\x{200B}\\x{FEFF}<>\"'`\\[\\],;]+)")
+	//
+	// reAuthorization reads the name's closing quote, escaped or not (a
+	// JSON object quoted inside a JSON string), the separator, then right
+	// after it Go's print of a header's values ("[" of map[Authorization:[…]]
+	// or "[]string{" of http.Header{…}) or spaces, an opening quote (escaped
+	// or not), an optional scheme word, and the credential, which ends at a
+	// space, a quote, a backslash, a bracket, ',' or ';'.
+	reAuthorization = regexp.MustCompile(`^(?i)(authorization(?:\\?["'])?` + anySpace + `*[:=](?:\[\]string\{|\[|` + anySpace + "*)(?:\\\\?[\"'`])?(?:(?:bearer|basic|token|bot|digest|apikey|sso-key)" + anySpace + "+)?)([^\\s\\v\\p{Z}\\x{85}\\x{200B}\\x{FEFF}<>\"'`\\[\\],;\\\\]+)")
 	reBearer        = regexp.MustCompile(`^(?i)(bearer` + anySpace + `+)([A-Za-z0-9\-._~+/]{16,}=*)`)
 	reDiscordHook   = regexp.MustCompile(`^(?i)https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api(?:/v[0-9]+)?/webhooks/[0-9]+/([A-Za-z0-9_\-]+)`)
 	reKnownToken    = regexp.MustCompile(`^(?:` +
@@ -129,6 +142,7 @@ func MaskSecrets(s string) string {
 	s = applyEdits(s, urlPasswordEdits(s))
 	s = applyEdits(s, discordEdits(s))
 	s = applyEdits(s, credentialEdits(s))
+	s = applyEdits(s, cookieEdits(s))
 	s = applyEdits(s, telegramEdits(s))
 	s = applyEdits(s, fieldEdits(s))
 	s = applyEdits(s, knownTokenEdits(s))
@@ -313,6 +327,108 @@ func credentialEdits(s string) []edit {
 	return mergeEdits(auth, edits)
 }
 
+// cookieEdits masks the cookie values of Cookie and Set-Cookie headers (a
+// session is a credential): "Cookie: a=1; b=2", the header name quoted as
+// in JSON or a Python dict (escaped or not) and its value quoted, and Go's
+// prints of a header map ("Cookie:[…]", "\"Cookie\":[]string{\"…\"}"). A
+// Cookie header's every value is masked, a Set-Cookie's first only (the
+// rest are its attributes: Path=/, Max-Age=3600); names stay. A value of
+// one or two characters or a template reference (see placeholder) stays.
+// The header name is found in lower or upper case ("cookie", "Cookie",
+// "COOKIE") without lower-casing the text.
+func cookieEdits(s string) []edit {
+	var edits []edit
+	for off := 0; ; {
+		i := strings.Index(s[off:], "ookie")
+		if j := strings.Index(s[off:], "OOKIE"); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+		if i < 0 {
+			return edits
+		}
+		i += off - 1 // the 'c' or 'C'
+		off = i + 1 + len("ookie")
+		if i < 0 || (s[i] != 'c' && s[i] != 'C') || (i > 0 && isWordByte(s[i-1])) {
+			continue
+		}
+		set := i >= 4 && strings.EqualFold(s[i-4:i], "set-")
+		var found []edit
+		// Past the values read either way: the next name is looked for
+		// after them, so the edits ascend and never overlap.
+		found, off = cookieValueEdits(s, off, set)
+		edits = append(edits, found...)
+	}
+}
+
+// cookieValueEdits reads, from s[j:] right after a Cookie (set false) or
+// Set-Cookie (set true) header name, the name's closing quote, ':', the
+// opening of the value and its name=value pairs, and returns the edits that
+// mask their values and the offset it read to.
+func cookieValueEdits(s string, j int, set bool) ([]edit, int) {
+	if j+1 < len(s) && s[j] == '\\' && (s[j+1] == '"' || s[j+1] == '\'') {
+		j += 2
+	} else if j < len(s) && (s[j] == '"' || s[j] == '\'') {
+		j++
+	}
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	if j == len(s) || s[j] != ':' {
+		return nil, j
+	}
+	j++
+	switch {
+	case strings.HasPrefix(s[j:], "[]string{"):
+		j += len("[]string{")
+	case j < len(s) && s[j] == '[':
+		j++
+	default:
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+			j++
+		}
+	}
+	if j+1 < len(s) && s[j] == '\\' && (s[j+1] == '"' || s[j+1] == '\'') {
+		j += 2
+	} else if j < len(s) && (s[j] == '"' || s[j] == '\'') {
+		j++
+	}
+	var edits []edit
+	for {
+		n := j
+		for n < len(s) && (isTagNameChar(s[n]) || s[n] == '.' || s[n] == '$') {
+			n++
+		}
+		if n == j || n == len(s) || s[n] != '=' {
+			return edits, n
+		}
+		v := n + 1
+		e := v
+		for e < len(s) && !isCookieValueStop(s[e]) {
+			e++
+		}
+		if e > v && !placeholder(s[v:e]) {
+			edits = append(edits, edit{v, e, maskToken(s[v:e])})
+		}
+		if set || e == len(s) || s[e] != ';' {
+			return edits, e
+		}
+		j = e + 1
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+	}
+}
+
+// isCookieValueStop ends a cookie value: ';' and ',', whitespace, quotes, a
+// backslash, closing brackets and '<' '>'.
+func isCookieValueStop(c byte) bool {
+	switch c {
+	case ';', ',', ' ', '\t', '\n', '\r', '\f', '\v', '"', '\'', '\\', ']', '}', ')', '<', '>':
+		return true
+	}
+	return false
+}
+
 // mergeEdits merges two ascending lists of non-overlapping edits.
 func mergeEdits(a, b []edit) []edit {
 	if len(b) == 0 {
@@ -404,6 +520,16 @@ func fieldEdits(s string) []edit {
 				break
 			}
 			v += w
+		}
+		// Go's print of a header's values: map[X-Api-Key:[…]] (%v) and
+		// http.Header{"X-Api-Key":[]string{"…"}} (%#v), right after ':'.
+		if c == ':' && v == i+1 {
+			switch {
+			case quoted && strings.HasPrefix(s[v:], "[]string{"):
+				v += len("[]string{")
+			case !quoted && v < len(s) && s[v] == '[':
+				v++
+			}
 		}
 		var open byte // the quote a quoted value opens with
 		escaped := false

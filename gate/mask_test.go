@@ -83,6 +83,53 @@ func TestMaskShapes(t *testing.T) {
 	})
 }
 
+// TestMaskPrintedHeaders: credentials in the forms a tool error prints
+// request headers in: Go's %v of an http.Header (map[Authorization:[Basic
+// …]]) and its %#v (http.Header{"Authorization":[]string{"…"}}), a JSON
+// object quoted inside a JSON string ({\"Authorization\": \"…\"}), and
+// Cookie and Set-Cookie headers (a session is a credential). The
+// Authorization ones stayed whole in SanitizeError's masked text, and so
+// did every cookie. Text that names a header without a credential stays.
+func TestMaskPrintedHeaders(t *testing.T) {
+	const basic = "dXNlcjpodW50ZXIyaHVudGVyMg=="
+	const hexTok = "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+	cases := []maskCase{
+		{"go map, basic", "request failed: headers map[Accept:[*/*] Authorization:[Basic " + basic + "]]",
+			"request failed: headers map[Accept:[*/*] Authorization:[Basic dXNlcj...Mg==]]", basic},
+		{"go map, token", "request failed: headers map[Authorization:[token " + hexTok + "]]",
+			"request failed: headers map[Authorization:[token 9f8e7d...b1a0]]", hexTok},
+		{"go map, lower case", "map[authorization:[Basic " + basic + "]]", "map[authorization:[Basic dXNlcj...Mg==]]", basic},
+		{"go map, short bearer", "map[Authorization:[Bearer abc123def456]]", "map[Authorization:[Bearer ***]]", "abc123def456"},
+		{"go map, x-api-key", "headers map[X-Api-Key:[" + hexTok + "]]", "headers map[X-Api-Key:[9f8e7d...b1a0]]", hexTok},
+		{"go map, two values", "map[X-Api-Key:[" + hexTok + " other]]", "map[X-Api-Key:[9f8e7d...b1a0 other]]", hexTok},
+		{"go %#v", `http.Header{"Authorization":[]string{"Basic ` + basic + `"}}`, `http.Header{"Authorization":[]string{"Basic dXNlcj...Mg=="}}`, basic},
+		{"go %#v, x-api-key", `http.Header{"X-Api-Key":[]string{"` + hexTok + `"}}`, `http.Header{"X-Api-Key":[]string{"9f8e7d...b1a0"}}`, hexTok},
+		{"json in json", `{"error":"upstream said {\"Authorization\": \"Basic ` + basic + `\"}"}`,
+			`{"error":"upstream said {\"Authorization\": \"Basic dXNlcj...Mg==\"}"}`, basic},
+		{"cookie", "Cookie: sessionid=" + hexTok, "Cookie: sessionid=9f8e7d...b1a0", hexTok},
+		{"cookie, several", "> Cookie: lang=en; sid=" + hexTok + "; csrftoken=abcDEF123456\n",
+			"> Cookie: lang=en; sid=9f8e7d...b1a0; csrftoken=***\n", hexTok},
+		{"set-cookie keeps its attributes", "< Set-Cookie: sid=" + hexTok + "; Path=/; HttpOnly; Secure",
+			"< Set-Cookie: sid=9f8e7d...b1a0; Path=/; HttpOnly; Secure", hexTok},
+		{"cookie, go map", "map[Cookie:[sid=" + hexTok + "] Set-Cookie:[id=a3f9c2e1b7d4; Max-Age=3600]]",
+			"map[Cookie:[sid=9f8e7d...b1a0] Set-Cookie:[id=***; Max-Age=3600]]", hexTok},
+		{"cookie, json", `{"Cookie": "sid=` + hexTok + `", "Accept": "*/*"}`, `{"Cookie": "sid=9f8e7d...b1a0", "Accept": "*/*"}`, hexTok},
+		// Nothing to mask.
+		{"go map without a credential", "map[Accept:[*/*] Content-Type:[application/json]]", "map[Accept:[*/*] Content-Type:[application/json]]", ""},
+		{"go map, empty authorization", "map[Authorization:[]]", "map[Authorization:[]]", ""},
+		{"authorization in prose", "Authorization failed: the token has expired", "Authorization failed: the token has expired", ""},
+		{"authorization header named", "the Authorization header is missing (401)", "the Authorization header is missing (401)", ""},
+		{"cookie in prose", "cookie: not set (the browser refused it)", "cookie: not set (the browser refused it)", ""},
+		{"cookie consent", "accept the cookie banner; cookies=enabled", "accept the cookie banner; cookies=enabled", ""},
+	}
+	runMaskCases(t, MaskSecrets, cases)
+	for _, c := range cases {
+		if c.secret != "" && strings.Contains(SanitizeError(c.in, DefaultSanitizeOptions()).Masked, c.secret) {
+			t.Errorf("%s: SanitizeError keeps %q", c.name, c.secret)
+		}
+	}
+}
+
 // TestMaskUnicodeSpaces masks "Bearer <token>", "Authorization: <token>"
 // and "password: <value>" with every kind of space between the keyword and
 // the credential, and keeps the space itself.
