@@ -47,8 +47,12 @@ func TestCappedStructuredErrorSafeAgain(t *testing.T) {
 
 // TestDeclaredSecretEscapedForms: a declared secret is masked in the
 // forms common encoders write it: Go's JSON (\u0026), Python's
-// json.dumps (\u00e4), escaped slashes, Python's quote (%2B, '/' kept).
-// Only the raw, Go query, Go path and strconv forms were known before.
+// json.dumps (\u00e4), escaped slashes, Python's quote (%2B, '/' kept),
+// JavaScript's encodeURIComponent (!'()*~ kept), .NET's UrlEncode (space as
+// '+', !()* kept, lower-case hex) and percent escapes in lower or mixed
+// case. Only the raw, Go query, Go path and strconv forms were known at
+// first, the JSON ones and Python's quote came next, and the
+// encodeURIComponent, .NET and lower-case forms were kept until now.
 func TestDeclaredSecretEscapedForms(t *testing.T) {
 	for _, c := range []struct{ secret, escaped string }{
 		{"p&ssW0rd-Zeta", `p\u0026ssW0rd-Zeta`},
@@ -58,6 +62,16 @@ func TestDeclaredSecretEscapedForms(t *testing.T) {
 		{"AbCd+EfGh/IjKl==", `AbCd%2BEfGh/IjKl%3D%3D`},
 		{"AbCd+EfGh/IjKl==", `AbCd%2BEfGh%2FIjKl%3D%3D`},
 		{"zeichen-😀-geheim", `zeichen-\ud83d\ude00-geheim`},
+		// JavaScript's encodeURIComponent keeps !'()*~ unescaped.
+		{"Tr0ub4dor!3@xyz", `Tr0ub4dor!3%40xyz`},
+		{"open sesame!(42)*", `open%20sesame!(42)*`},
+		// Lower-case hex (.NET's HttpUtility.UrlEncode, other encoders),
+		// and escapes of mixed case.
+		{"wJalrXUtnFEMI/K7MDENG+bPxRfiCY", `wJalrXUtnFEMI%2fK7MDENG%2bbPxRfiCY`},
+		{"AbCd+EfGh/IjKl==", `AbCd%2bEfGh/IjKl%3d%3d`},
+		{"AbCd+EfGh/IjKl==", `AbCd%2bEfGh%2FIjKl%3d%3D`},
+		{"open sesame!(42)*", `open+sesame!(42)*`},
+		{"tilde~and'quote", `tilde%7eand%27quote`},
 	} {
 		out := PrepareOutput(`{"db_login":"`+c.escaped+`"}`, secretsOpt(t, c.secret))
 		if strings.Contains(out, c.escaped) {

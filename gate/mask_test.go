@@ -2,6 +2,7 @@ package gate
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,6 +170,12 @@ func TestSecrets(t *testing.T) {
 		{"query escaped", "GET /x?pw=p%40ss+w%2Frd%26more", "GET /x?pw=***", "p%40ss"},
 		{"path escaped", "GET /u/p@ss%20w%2Frd&more/", "GET /u/***/", "ss%20w"},
 		{"json escaped", `{"v":"p@ss w/rd&more"}`, `{"v":"***"}`, "w/rd"},
+		{"lower-case escapes", "GET /x?pw=p%40ss+w%2frd%26more", "GET /x?pw=***", "w%2frd"},
+		{"space as %20", "GET /x?pw=p%40ss%20w%2Frd%26more", "GET /x?pw=***", "w%2Frd"},
+		{"other lower-case escapes stay", "GET /a%2fb%3dc?q=p%40ss", "GET /a%2fb%3dc?q=p%40ss", ""},
+		{"lower-case escapes far apart", "a%2f" + strings.Repeat("x", 300) + "%3d " + "p%40ss+w%2frd%26more",
+			"a%2f" + strings.Repeat("x", 300) + "%3d ***", "w%2frd"},
+		{"lower-case escapes at both ends", "p%40ss+w%2frd%26more%2fp%40ss%20w%2Frd%26more", "***%2f***", "rd%26"},
 		{"overlapping values", "xZZZZ-inner-ZZZZ-taily", "x***y", "inner"},
 		{"no secret", "nothing to see", "nothing to see", ""},
 	})
@@ -210,6 +217,101 @@ func TestSecrets(t *testing.T) {
 	if opt.Mask("x plainlongvalue") != "x ***" {
 		t.Fatal("SanitizeOptions.Mask")
 	}
+}
+
+// TestSecretsLowerEscapesMatchAWholeCopy: Mask looks for forms by groups
+// sharing a prefix, and for the escaped forms written in lower or mixed
+// case only in windows around the lower-case escapes; it must find what a
+// search for each form finds in the text and, for the escaped ones, in a
+// whole copy with its escapes upper-cased, on texts pieced together from
+// escapes, parts and forms of the values and filler.
+func TestSecretsLowerEscapesMatchAWholeCopy(t *testing.T) {
+	values := []string{"p@ss w/rd&more", "wJalrXUtnFEMI/K7MDENG+bPxRfiCY", "tilde~and'quote"}
+	sec, err := NewSecrets(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces := []string{"%2f", "%2F", "%2b", "%40", "%26", "%7e", "%27", "%20", "%", "%e", "+", "p", "ss", "w", "rd", "more",
+		"wJalrXUtnFEMI", "K7MDENG", "bPxRfiCY", "tilde", "and", "quote", "x", " ", "\n"}
+	lowerHex := func(f string) string {
+		b := []byte(f)
+		for i := 0; i+2 < len(b); i++ {
+			if b[i] == '%' {
+				copy(b[i+1:i+3], strings.ToLower(string(b[i+1:i+3])))
+			}
+		}
+		return string(b)
+	}
+	for _, v := range values {
+		for _, f := range secretForms(v) {
+			pieces = append(pieces, f, lowerHex(f), lowerHex(f)[:len(f)/2], f[len(f)/2:])
+		}
+	}
+	found := 0 // texts where only the lower-case search finds a form
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range 3000 {
+		var b strings.Builder
+		for range 1 + rng.IntN(40) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		text := b.String()
+		upper := []byte(text)
+		for i := 0; i+2 < len(text); i++ {
+			if text[i] == '%' && isHex(text[i+1]) && isHex(text[i+2]) {
+				copy(upper[i+1:i+3], strings.ToUpper(text[i+1:i+3]))
+				i += 2
+			}
+		}
+		plain := searchEach(nil, text, sec.forms, func(string) bool { return true })
+		want := searchEach(plain, string(upper), sec.forms, hasPercentEscape)
+		if got := sec.spans(text); !sameSpans(got, want) {
+			t.Fatalf("text %d %q: spans %v, searching each form finds %v", n, text, got, want)
+		}
+		if len(want) > len(plain) {
+			found++
+		}
+	}
+	if found < 100 {
+		t.Fatalf("only %d texts had a form in lower-case escapes", found)
+	}
+}
+
+// searchEach appends the spans of every occurrence in text of each form
+// that keep accepts, one search per form.
+func searchEach(spans [][2]int, text string, forms []string, keep func(string) bool) [][2]int {
+	for _, f := range forms {
+		for at := 0; keep(f) && at < len(text); {
+			i := strings.Index(text[at:], f)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, [2]int{at + i, at + i + len(f)})
+			at += i + 1
+		}
+	}
+	return spans
+}
+
+// sameSpans reports whether two lists hold the same spans, ignoring order
+// and repeats.
+func sameSpans(a, b [][2]int) bool {
+	set := func(l [][2]int) map[[2]int]bool {
+		m := map[[2]int]bool{}
+		for _, s := range l {
+			m[s] = true
+		}
+		return m
+	}
+	sa, sb := set(a), set(b)
+	if len(sa) != len(sb) {
+		return false
+	}
+	for s := range sa {
+		if !sb[s] {
+			return false
+		}
+	}
+	return true
 }
 
 // TestMaskFalsePositives runs MaskSecrets over a corpus of ordinary text

@@ -54,8 +54,25 @@ type Secrets struct {
 	// forms holds every value and its escaped forms, longest first, without
 	// duplicates.
 	forms []string
-	n     int // declared values
+	// groups holds forms, grouped by a shared prefix that Mask looks for
+	// once per group; escaped those with a percent escape (%XX, upper-case
+	// hex), which Mask also looks for where a text writes its escapes in
+	// lower or mixed case; width is the length of the longest of those.
+	groups, escaped []formGroup
+	width           int
+	n               int // declared values
 }
+
+// formGroup is forms sharing prefix (at least minGroupPrefix bytes, or a
+// single form that is its own prefix), longest first.
+type formGroup struct {
+	prefix string
+	forms  []string
+}
+
+// minGroupPrefix is the shortest prefix forms are grouped by: the escaped
+// forms of a value share the value's bytes up to its first escaped one.
+const minGroupPrefix = 4
 
 // NewSecrets builds a set from literal values. Surrounding whitespace of a
 // value is not part of it (a value read from a file line). It returns an
@@ -108,17 +125,67 @@ func (s Secrets) Add(values ...string) (Secrets, error) {
 		}
 		return forms[i] < forms[j]
 	})
-	return Secrets{forms: forms, n: n}, nil
+	var escaped []string
+	width := 0
+	for _, f := range forms {
+		if hasPercentEscape(f) {
+			escaped = append(escaped, f)
+			width = max(width, len(f))
+		}
+	}
+	return Secrets{forms: forms, groups: groupForms(forms), escaped: groupForms(escaped), width: width, n: n}, nil
+}
+
+// groupForms groups forms by shared prefixes of at least minGroupPrefix
+// bytes: in byte order, a form joins the group before it while the prefix
+// they all share stays that long. Each group lists its forms longest first.
+func groupForms(forms []string) []formGroup {
+	sorted := append([]string(nil), forms...)
+	sort.Strings(sorted)
+	var groups []formGroup
+	for _, f := range sorted {
+		if n := len(groups); n > 0 {
+			g := &groups[n-1]
+			if p := commonPrefix(g.prefix, f); len(p) >= minGroupPrefix {
+				g.prefix = p
+				g.forms = append(g.forms, f)
+				continue
+			}
+		}
+		groups = append(groups, formGroup{prefix: f, forms: []string{f}})
+	}
+	for _, g := range groups {
+		sort.SliceStable(g.forms, func(i, j int) bool { return len(g.forms[i]) > len(g.forms[j]) })
+	}
+	return groups
+}
+
+// commonPrefix returns the longest prefix a and b share.
+func commonPrefix(a, b string) string {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return a[:i]
 }
 
 // secretForms returns a value and the forms it takes inside URLs and JSON
 // strings, as the usual encoders write them: Go's and Python's query and
-// path escapes (Python's quote escapes '+' and '=' and keeps '/'), and the
-// inside of a JSON string from Go (&, <, > as \u00XX), from an encoder
+// path escapes (Python's quote escapes '+' and '=' and keeps '/'),
+// JavaScript's encodeURIComponent (keeps !'()*~), .NET's UrlEncode (space
+// as '+', keeps !()*; it writes lower-case hex, which Mask matches: every
+// percent form is written here in upper case and matched in either), and
+// the inside of a JSON string from Go (&, <, > as \u00XX), from an encoder
 // that escapes every character past ASCII (Python's json.dumps: \u00e4,
 // or \u00E4) and from one that also escapes '/' (PHP's json_encode).
 func secretForms(v string) []string {
-	out := []string{v, url.QueryEscape(v), url.PathEscape(v), percentEscape(v, false), percentEscape(v, true)}
+	out := []string{v, url.QueryEscape(v), url.PathEscape(v),
+		percentEscape(v, "-._~", false),
+		percentEscape(v, "-._~/", false),
+		percentEscape(v, "-._~!'()*", false),
+		percentEscape(v, "-._!()*", true),
+	}
 	q := strconv.Quote(v)
 	out = append(out, q[1:len(q)-1])
 	js := []string{jsonASCII(v, "%04x"), jsonASCII(v, "%04X")}
@@ -131,21 +198,42 @@ func secretForms(v string) []string {
 	return out
 }
 
-// percentEscape escapes every byte of v but the unreserved characters of
-// RFC 3986 (and '/' when keepSlash) as %XX.
-func percentEscape(v string, keepSlash bool) string {
+// percentEscape escapes every byte of v but ASCII letters, digits and the
+// bytes of keep as %XX (upper-case hex), and a space as '+' when
+// spaceAsPlus.
+func percentEscape(v, keep string, spaceAsPlus bool) string {
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~', keepSlash && c == '/':
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte(keep, c) >= 0:
 			b.WriteByte(c)
+		case c == ' ' && spaceAsPlus:
+			b.WriteByte('+')
 		default:
 			fmt.Fprintf(&b, "%%%02X", c)
 		}
 	}
 	return b.String()
 }
+
+// hasPercentEscape reports whether f holds a percent escape with a letter
+// in its hex (%2F, not %20), which a text may write in lower case.
+func hasPercentEscape(f string) bool {
+	for i := strings.IndexByte(f, '%'); i >= 0 && i+2 < len(f); {
+		if isHex(f[i+1]) && isHex(f[i+2]) && (f[i+1] > '9' || f[i+2] > '9') {
+			return true
+		}
+		j := strings.IndexByte(f[i+1:], '%')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
 // jsonASCII is the inside of a JSON string of v as an encoder that
 // escapes every character past ASCII writes it: those as \u escapes
@@ -170,29 +258,112 @@ func jsonASCII(v, hexFmt string) string {
 	return b.String()
 }
 
+// findGroups appends to spans the start and end, offset by off, of every
+// occurrence in text of each group's forms: the group's prefix is looked
+// for once, and its forms are compared where it occurs.
+func findGroups(spans [][2]int, text string, groups []formGroup, off int) [][2]int {
+	for _, g := range groups {
+		for at := 0; at < len(text); {
+			i := strings.Index(text[at:], g.prefix)
+			if i < 0 {
+				break
+			}
+			p := at + i
+			for _, f := range g.forms {
+				if strings.HasPrefix(text[p:], f) {
+					spans = append(spans, [2]int{off + p, off + p + len(f)})
+				}
+			}
+			at = p + 1
+		}
+	}
+	return spans
+}
+
+// findLowerEscaped appends to spans the occurrences of the escaped forms
+// that text writes with percent escapes in lower or mixed case (%2f,
+// .NET's UrlEncode). Such an occurrence holds a lower-case escape and is no
+// longer than the longest escaped form, so only the windows of text that
+// reach that far around one are copied with their escapes in upper case and
+// searched: a text without a lower-case escape costs one scan for '%'.
+func (s Secrets) findLowerEscaped(spans [][2]int, text string) [][2]int {
+	width := s.width
+	var buf []byte
+	w0, w1 := 0, -1 // the window gathered so far; none while w1 < 0
+	for at := 0; ; {
+		p := -1
+		if i := strings.IndexByte(text[at:], '%'); i >= 0 {
+			p = at + i
+			at = p + 1
+			if !lowerEscape(text, p) {
+				continue
+			}
+		}
+		if w1 >= 0 && (p < 0 || p-width+1 > w1) {
+			buf = upperEscapes(buf[:0], text[w0:w1])
+			spans = findGroups(spans, string(buf), s.escaped, w0)
+			w1 = -1
+		}
+		if p < 0 {
+			return spans
+		}
+		if w1 < 0 {
+			w0 = max(0, p-width+1)
+		}
+		w1 = min(len(text), p+3+width-1)
+	}
+}
+
+// lowerEscape reports whether text[p:] starts with a percent escape with a
+// lower-case hex digit.
+func lowerEscape(text string, p int) bool {
+	return p+2 < len(text) && isHex(text[p+1]) && isHex(text[p+2]) &&
+		('a' <= text[p+1] && text[p+1] <= 'f' || 'a' <= text[p+2] && text[p+2] <= 'f')
+}
+
+// upperEscapes appends text to dst with the hex digits of its percent
+// escapes in upper case (the same length, so offsets hold).
+func upperEscapes(dst []byte, text string) []byte {
+	n := len(dst)
+	dst = append(dst, text...)
+	for i := 0; i+2 < len(text); i++ {
+		if text[i] == '%' && isHex(text[i+1]) && isHex(text[i+2]) {
+			for k := i + 1; k <= i+2; k++ {
+				if c := text[k]; 'a' <= c && c <= 'f' {
+					dst[n+k] = c - ('a' - 'A')
+				}
+			}
+			i += 2
+		}
+	}
+	return dst
+}
+
+// spans returns the start and end of every occurrence of a form in text,
+// in no particular order.
+func (s Secrets) spans(text string) [][2]int {
+	spans := findGroups(nil, text, s.groups, 0)
+	if len(s.escaped) > 0 {
+		spans = s.findLowerEscaped(spans, text)
+	}
+	return spans
+}
+
 // Len returns the number of distinct values declared.
 func (s Secrets) Len() int { return s.n }
 
 // Mask returns text with every occurrence of a declared value (or of its
-// URL- or JSON-escaped form) replaced by [SecretMarker]. Overlapping
-// occurrences are masked as one. It runs in time proportional to the text
-// length times the number of forms, never lengthens text, and is
-// idempotent.
+// URL- or JSON-escaped form, its percent escapes in upper, lower or mixed
+// case) replaced by [SecretMarker]. Overlapping occurrences are masked as
+// one. It runs in time proportional to the text length times the number of
+// forms at most (forms sharing a prefix are looked for together, and the
+// forms with a percent escape again only near the text's lower-case
+// escapes), never lengthens text, and is idempotent.
 func (s Secrets) Mask(text string) string {
 	if len(s.forms) == 0 || len(text) < MinSecretChars {
 		return text
 	}
-	var spans [][2]int
-	for _, f := range s.forms {
-		for off := 0; off < len(text); {
-			i := strings.Index(text[off:], f)
-			if i < 0 {
-				break
-			}
-			spans = append(spans, [2]int{off + i, off + i + len(f)})
-			off += i + 1
-		}
-	}
+	spans := s.spans(text)
 	if len(spans) == 0 {
 		return text
 	}
