@@ -142,7 +142,6 @@ func MaskSecrets(s string) string {
 	s = applyEdits(s, urlPasswordEdits(s))
 	s = applyEdits(s, discordEdits(s))
 	s = applyEdits(s, credentialEdits(s))
-	s = applyEdits(s, cookieEdits(s))
 	s = applyEdits(s, telegramEdits(s))
 	s = applyEdits(s, fieldEdits(s))
 	s = applyEdits(s, knownTokenEdits(s))
@@ -327,43 +326,16 @@ func credentialEdits(s string) []edit {
 	return mergeEdits(auth, edits)
 }
 
-// cookieEdits masks the cookie values of Cookie and Set-Cookie headers (a
-// session is a credential): "Cookie: a=1; b=2", the header name quoted as
-// in JSON or a Python dict (escaped or not) and its value quoted, and Go's
-// prints of a header map ("Cookie:[…]", "\"Cookie\":[]string{\"…\"}"). A
-// Cookie header's every value is masked, a Set-Cookie's first only (the
-// rest are its attributes: Path=/, Max-Age=3600); names stay. A value of
-// one or two characters or a template reference (see placeholder) stays.
-// The header name is found in lower or upper case ("cookie", "Cookie",
-// "COOKIE") without lower-casing the text.
-func cookieEdits(s string) []edit {
-	var edits []edit
-	for off := 0; ; {
-		i := strings.Index(s[off:], "ookie")
-		if j := strings.Index(s[off:], "OOKIE"); j >= 0 && (i < 0 || j < i) {
-			i = j
-		}
-		if i < 0 {
-			return edits
-		}
-		i += off - 1 // the 'c' or 'C'
-		off = i + 1 + len("ookie")
-		if i < 0 || (s[i] != 'c' && s[i] != 'C') || (i > 0 && isWordByte(s[i-1])) {
-			continue
-		}
-		set := i >= 4 && strings.EqualFold(s[i-4:i], "set-")
-		var found []edit
-		// Past the values read either way: the next name is looked for
-		// after them, so the edits ascend and never overlap.
-		found, off = cookieValueEdits(s, off, set)
-		edits = append(edits, found...)
-	}
-}
-
-// cookieValueEdits reads, from s[j:] right after a Cookie (set false) or
-// Set-Cookie (set true) header name, the name's closing quote, ':', the
-// opening of the value and its name=value pairs, and returns the edits that
-// mask their values and the offset it read to.
+// cookieValueEdits masks the cookie values of a Cookie or Set-Cookie header
+// (a session is a credential): "Cookie: a=1; b=2", the header name quoted
+// as in JSON or a Python dict (escaped or not) and its value quoted, and
+// Go's prints of a header map ("Cookie:[…]", "\"Cookie\":[]string{\"…\"}").
+// A Cookie header's every value is masked, a Set-Cookie's (set true) first
+// only (the rest are its attributes: Path=/, Max-Age=3600); names stay. A
+// value of one or two characters or a template reference (see placeholder)
+// stays. It reads from s[j:], right after the header name: the name's
+// closing quote, ':', the opening of the value and its name=value pairs,
+// and returns the edits and the offset it read to.
 func cookieValueEdits(s string, j int, set bool) ([]edit, int) {
 	if j+1 < len(s) && s[j] == '\\' && (s[j+1] == '"' || s[j+1] == '\'') {
 		j += 2
@@ -470,7 +442,9 @@ func asciiLower(s string) string {
 //   - a name ending in a secretFieldSuffixes entry, either separator;
 //   - a name ending in a secretAssignSuffixes entry, '=' only;
 //   - a quoted name ending in a secretQuotedWords entry, ':' and a quoted
-//     value (JSON, Python dicts).
+//     value (JSON, Python dicts);
+//   - Cookie and Set-Cookie headers, whose cookie values are masked (see
+//     cookieValueEdits).
 //
 // Password-named fields get maskPassword, the others maskToken.
 func fieldEdits(s string) []edit {
@@ -502,6 +476,14 @@ func fieldEdits(s string) []edit {
 		}
 		var nb [maxFieldName]byte
 		name := normFieldName(nb[:0], s[k:j])
+		if c == ':' && (string(name) == "cookie" || string(name) == "setcookie") {
+			// A Cookie or Set-Cookie header: its values are masked, and
+			// the fields inside them (sid=…) are not read again.
+			var found []edit
+			found, next = cookieValueEdits(s, j, string(name) == "setcookie")
+			edits = append(edits, found...)
+			continue
+		}
 		quoted := quote != 0 && c == ':' && k > 0 && s[k-1] == quote
 		if c == '=' && ((i+1 < len(s) && s[i+1] == '=') || (i > 0 && strings.IndexByte("=!<>", s[i-1]) >= 0)) {
 			continue // a comparison (==, !=, <=, >=), not an assignment

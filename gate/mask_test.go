@@ -115,6 +115,8 @@ func TestMaskPrintedHeaders(t *testing.T) {
 		{"cookie, go map", "map[Cookie:[sid=" + hexTok + "] Set-Cookie:[id=a3f9c2e1b7d4; Max-Age=3600]]",
 			"map[Cookie:[sid=9f8e7d...b1a0] Set-Cookie:[id=***; Max-Age=3600]]", hexTok},
 		{"cookie, json", `{"Cookie": "sid=` + hexTok + `", "Accept": "*/*"}`, `{"Cookie": "sid=9f8e7d...b1a0", "Accept": "*/*"}`, hexTok},
+		{"cookie, json in json", `{"error":"{\"cookie\":\"sid=` + hexTok + `\"}"}`, `{"error":"{\"cookie\":\"sid=9f8e7d...b1a0\"}"}`, hexTok},
+		{"cookie, upper case", "COOKIE: SID=" + hexTok, "COOKIE: SID=9f8e7d...b1a0", hexTok},
 		// Nothing to mask.
 		{"go map without a credential", "map[Accept:[*/*] Content-Type:[application/json]]", "map[Accept:[*/*] Content-Type:[application/json]]", ""},
 		{"go map, empty authorization", "map[Authorization:[]]", "map[Authorization:[]]", ""},
