@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/artifactd/artifactd/httpapi"
 )
 
 // cookieName holds the token the user typed into the login form, in
@@ -25,7 +27,7 @@ func (s *server) authorized(r *http.Request) bool {
 			return true
 		}
 	}
-	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && tok != "" && s.tokens(tok) {
+	if tok, ok := httpapi.BearerToken(r.Header.Get("Authorization")); ok && s.tokens(tok) {
 		return true
 	}
 	return false

@@ -127,3 +127,27 @@ func TestLoginTokenWithAnyCharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestBearerSchemeAnyCase: the UI takes a bearer token whose scheme is
+// written in any case, with the spacing the API takes, as docs/API.md
+// promises for every door. It took only "Bearer " before: "bearer" was
+// sent to the login form (a JSON client got a 401) while the API and /mcp
+// accepted the same header.
+func TestBearerSchemeAnyCase(t *testing.T) {
+	s := openStore(t)
+	loadPoisonPlan(t, s, "poison-plan")
+	h := New(Options{Store: s, Logger: quietLogger(), Tokens: func(tok string) bool { return tok == "reader-token" }})
+	for _, v := range []string{"Bearer reader-token", "bearer reader-token", "BEARER reader-token", "Bearer  reader-token ", " bearer reader-token"} {
+		if res, _ := get(t, h, "/ui/contexts/poison-plan", "Authorization", v); res.StatusCode != http.StatusOK {
+			t.Errorf("Authorization %q: %d, want 200", v, res.StatusCode)
+		}
+		if res, _ := get(t, h, "/", "Authorization", v, "Accept", "application/json"); res.StatusCode == http.StatusUnauthorized {
+			t.Errorf("Authorization %q, JSON client: 401", v)
+		}
+	}
+	for _, v := range []string{"Basic reader-token", "Bearer", "Bearer wrong-token", "Bearerreader-token"} {
+		if res, _ := get(t, h, "/ui/contexts/poison-plan", "Authorization", v); res.StatusCode != http.StatusSeeOther {
+			t.Errorf("Authorization %q: %d, want the login form's 303", v, res.StatusCode)
+		}
+	}
+}

@@ -178,7 +178,7 @@ func (r *Renderer) Render(ctx context.Context, ev gate.Evidence) (gate.Evidence,
 	if err != nil {
 		return gate.Evidence{}, err
 	}
-	defer os.RemoveAll(profile)
+	defer removeProfile(profile)
 
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
@@ -245,6 +245,21 @@ func (r *Renderer) Render(ctx context.Context, ev gate.Evidence) (gate.Evidence,
 	}
 	out.Body = []byte("<!DOCTYPE html>" + html)
 	return out, nil
+}
+
+// removeProfile removes a render's profile once its browser is gone, and
+// the directory in the temporary directory that holds the browser's
+// single-instance socket, which the profile's SingletonSocket link names:
+// the browser is killed, not asked to quit, so it never removes that
+// directory itself. Only a directory directly in the temporary directory
+// whose SingletonSocket the link names is removed.
+func removeProfile(profile string) {
+	if link, err := os.Readlink(filepath.Join(profile, "SingletonSocket")); err == nil && filepath.Base(link) == "SingletonSocket" {
+		if dir := filepath.Dir(link); filepath.Dir(dir) == filepath.Clean(os.TempDir()) {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	_ = os.RemoveAll(profile)
 }
 
 // browserOptions are the flags of a render's browser: headless, no

@@ -342,3 +342,28 @@ document.documentElement.appendChild(a); a.click();
 		t.Errorf("%d profiles left after the renders", len(left))
 	}
 }
+
+// TestRenderLeavesNothingInTempDir: a render's browser keeps its
+// single-instance socket in a directory of its own in the temporary
+// directory, outside its profile, and is killed rather than left to
+// remove it; each render left one behind, so a server rendering pages
+// filled its temporary directory with them. Now the render removes it
+// with the profile.
+func TestRenderLeavesNothingInTempDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	r := newRenderer(t, Options{})
+	s := newSite(t, map[string]string{"/a": shell(writeArticle)})
+	for range 2 {
+		if res := render(t, r, fetchShell(t, s, "/a")); res.Verdict != gate.Retrieved {
+			t.Fatalf("%s %s", res.Verdict, res.Reason)
+		}
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the temporary directory holds %q after two renders", names)
+	}
+}
