@@ -67,3 +67,29 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("audit %s", rec)
 	}
 }
+
+// TestAPIDocQuotesTheDemoHash keeps docs/API.md's first session true: the
+// context hash it shows for the demo's plan is the one the demo loads. It
+// quoted a hash of an older demo, which a reader comparing the two took
+// for a broken store.
+func TestAPIDocQuotesTheDemoHash(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/API.md")
+	if err != nil {
+		t.Skipf("docs not available: %v", err)
+	}
+	m := regexp.MustCompile(`"context_hash":"(sha256:[0-9a-f]{8,64})…?"`).FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/API.md quotes no context_hash in its first session")
+	}
+	var out bytes.Buffer
+	if rc := Run(context.Background(), []string{"demo", "--data", t.TempDir()}, &out, io.Discard); rc != 0 {
+		t.Fatalf("demo: exit %d", rc)
+	}
+	got := regexp.MustCompile(`(?s)^poison-plan .*?context hash (sha256:[0-9a-f]{64})`).FindStringSubmatch(out.String())
+	if got == nil {
+		t.Fatalf("no hash of poison-plan in the demo's output:\n%s", out.String())
+	}
+	if !strings.HasPrefix(got[1], string(m[1])) {
+		t.Errorf("docs/API.md quotes %s… for the demo's plan; the demo loads %s", m[1], got[1])
+	}
+}

@@ -34,7 +34,7 @@ func runFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	token := fs.String("token", os.Getenv("ARTIFACTD_TOKEN"), "bearer token for --server (default $ARTIFACTD_TOKEN)")
 	stf := addStoreFlags(fs, defaultDataDir, "data directory of the store, when no --server is given")
 	allowPrivate := fs.Bool("allow-private-fetch", false, "with --data: also fetch loopback and private addresses (development only)")
-	renderOn := fs.Bool("render", false, "with --data: render a script shell in headless chromium and classify it again")
+	renderOn := fs.Bool("render", false, "with --data: render a script shell in headless chromium ($ARTIFACTD_CHROMIUM, else chromium or google-chrome on PATH) and classify it again")
 	asJSON := fs.Bool("json", false, "print the whole answer as JSON")
 	gf := addGateFlags(fs) // with --data; a server has its own
 	pos, err := parseInterspersed(fs, args)

@@ -382,7 +382,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxBody := fs.Int64("max-body", httpapi.DefaultMaxBodyBytes, "largest JSON request body in bytes")
 	allowFetch := fs.Bool("allow-fetch", false, `let POST .../fetches with "perform": true fetch URLs (public addresses only)`)
 	allowPrivate := fs.Bool("allow-private-fetch", false, "with --allow-fetch, also fetch loopback and private addresses (tests and development only)")
-	renderOn := fs.Bool("render", false, "render UNKNOWN script shells in headless chromium and classify them again")
+	renderOn := fs.Bool("render", false, "render UNKNOWN script shells in headless chromium ($ARTIFACTD_CHROMIUM, else chromium or google-chrome on PATH) and classify them again")
 	var origins, hosts stringList
 	fs.Var(&origins, "allow-origin", "a browser origin (https://app.example) allowed to write, with CORS headers (repeatable; default: none, cross-site writes get 403)")
 	fs.Var(&hosts, "allow-host", "a Host name an open (token-less) server answers besides loopback and localhost (repeatable)")

@@ -444,3 +444,28 @@ func TestServeMemoryFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIDocServeSynopsisHasEveryFlag keeps docs/API.md's synopsis of
+// serve whole: every flag `serve -h` lists is in it. --reserve-bytes was
+// missing from it.
+func TestAPIDocServeSynopsisHasEveryFlag(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/API.md")
+	if err != nil {
+		t.Skipf("docs not available: %v", err)
+	}
+	syn := regexp.MustCompile("(?m)^- `artifactd serve [^`]*`").Find(doc)
+	if syn == nil {
+		t.Fatal("docs/API.md has no synopsis of artifactd serve")
+	}
+	var help bytes.Buffer
+	Run(context.Background(), []string{"serve", "-h"}, &help, &help)
+	flags := regexp.MustCompile(`(?m)^  -([a-z][a-z-]*)`).FindAllStringSubmatch(help.String(), -1)
+	if len(flags) < 10 {
+		t.Fatalf("serve -h lists %d flags:\n%s", len(flags), help.String())
+	}
+	for _, f := range flags {
+		if !regexp.MustCompile(`(\[|\| )--` + regexp.QuoteMeta(f[1]) + `[ \]]`).Match(syn) {
+			t.Errorf("docs/API.md's synopsis of serve lacks --%s", f[1])
+		}
+	}
+}

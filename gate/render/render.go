@@ -71,7 +71,7 @@ const (
 )
 
 // ErrNoBrowser: no Chromium was found.
-var ErrNoBrowser = errors.New("no Chromium found (install Debian's chromium, or name the binary)")
+var ErrNoBrowser = errors.New("no Chromium found (install Debian's chromium, or set ARTIFACTD_CHROMIUM to the browser's path)")
 
 // Loader fetches a subresource for the page under the fetch policy.
 // *fetch.Fetcher (package gate/fetch) implements it.
