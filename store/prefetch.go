@@ -362,41 +362,59 @@ func (s *Store) readNodes(ctx context.Context, ids []hashing.Digest, m map[hashi
 // not wait behind writes in flight — in parts of s.readPart, up to
 // workers parts at once, and returns what check makes of each (raw nil:
 // missing), in the order of ids.
+//
+// One part, or one worker, is read on the caller's goroutine: a small
+// read (a diff of two maps a commit apart reads a node or two a level)
+// then starts no goroutine, whose stack would grow anew through the
+// driver's calls each time.
 func readMany[T any](ctx context.Context, s *Store, ids []hashing.Digest, workers int, keyOf func(hashing.Digest) []byte, check func(hashing.Digest, []byte) (T, error)) ([]T, error) {
 	out := make([]T, len(ids))
+	// readIn reads part into res under ctx.
+	readIn := func(ctx context.Context, part []hashing.Digest, res []T) error {
+		keys := make([][]byte, len(part))
+		for i, id := range part {
+			keys[i] = keyOf(id)
+		}
+		vals, err := kv.GetSame(ctx, s.kv, keys)
+		if err != nil {
+			return err
+		}
+		for i, id := range part {
+			if res[i], err = check(id, vals[i]); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		// Read afresh before calling a record corrupt (sameChecked, for a
+		// part).
+		if vals, err = s.kv.GetMany(ctx, keys); err != nil {
+			return err
+		}
+		for i, id := range part {
+			if res[i], err = check(id, vals[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if workers <= 1 || len(ids) <= s.readPart {
+		for start := 0; start < len(ids); start += s.readPart {
+			if err := readIn(ctx, ids[start:min(start+s.readPart, len(ids))], out[start:]); err != nil {
+				return nil, err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for start := 0; start < len(ids) && gctx.Err() == nil; start += s.readPart {
 		part, res := ids[start:min(start+s.readPart, len(ids))], out[start:]
-		g.Go(func() error {
-			keys := make([][]byte, len(part))
-			for i, id := range part {
-				keys[i] = keyOf(id)
-			}
-			vals, err := kv.GetSame(gctx, s.kv, keys)
-			if err != nil {
-				return err
-			}
-			for i, id := range part {
-				if res[i], err = check(id, vals[i]); err != nil {
-					break
-				}
-			}
-			if err == nil {
-				return nil
-			}
-			// Read afresh before calling a record corrupt (sameChecked, for a
-			// part).
-			if vals, err = s.kv.GetMany(gctx, keys); err != nil {
-				return err
-			}
-			for i, id := range part {
-				if res[i], err = check(id, vals[i]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		g.Go(func() error { return readIn(gctx, part, res) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
