@@ -268,16 +268,32 @@ func (k *checker) commitReverse(ctx context.Context, ctxID string, parent, c *re
 	var (
 		lacking []graph.EdgeKey
 		bad     string
+		// groups[g] is where the edges of the g-th target start in need,
+		// and own[g] that target's record of c, read for a part of
+		// revPart targets at a time (ownRecords).
+		groups []int
+		own    []ownRecord
 	)
-	for i := 0; i < len(need); {
+	for i := range need {
+		if i == 0 || need[i].To != need[i-1].To {
+			groups = append(groups, i)
+		}
+	}
+	for g, i := range groups {
+		if g%revPart == 0 {
+			var err error
+			if own, err = k.ownRecords(ctx, ctxID, c, need, groups[g:min(g+revPart, len(groups))]); err != nil {
+				return "", err
+			}
+		}
 		to := need[i].To
-		j := i
-		for j < len(need) && need[j].To == to {
-			j++
+		j := len(need)
+		if g+1 < len(groups) {
+			j = groups[g+1]
 		}
 		named := map[graph.EdgeKey]bool{}
 		note := func(e graph.EdgeKey) { named[e] = true }
-		v, err := k.s.kv.Get(ctx, keyRev(ctxID, to, c.ID))
+		v, err := own[g%revPart].v, own[g%revPart].err
 		switch {
 		case err == nil:
 			err = decodeRevVal(to, v, note)
@@ -303,7 +319,6 @@ func (k *checker) commitReverse(ctx context.Context, ctxID string, parent, c *re
 				lacking = append(lacking, e)
 			}
 		}
-		i = j
 	}
 	if len(lacking) == 0 {
 		return bad, nil
@@ -315,6 +330,47 @@ func (k *checker) commitReverse(ctx context.Context, ctxID string, parent, c *re
 	}
 	return fmt.Sprintf("the reverse index lacks the edge %q -%s-> %q%s that its state map holds: a read of the commit over its map misses it among %q's dependents",
 		e.From, e.Rel, e.To, more, e.To), nil
+}
+
+// revPart is how many targets' records of one commit commitReverse reads
+// in one call to the driver.
+const revPart = prefetchPart
+
+// ownRecord is a target's reverse-index record of one commit, as Get
+// gives it: its value, or why there is none (kv.ErrNotFound: not stored).
+type ownRecord struct {
+	v   []byte
+	err error
+}
+
+// ownRecords reads c's reverse-index record of each target whose edges
+// start at need[i] for each i in starts, in one driver call: what a Get of
+// each would give. A part the driver cannot read whole (one record
+// unreadable) is read a record at a time, so that the error falls on its
+// own target. The error is the check's own failure (I/O, ctx).
+func (k *checker) ownRecords(ctx context.Context, ctxID string, c *replay.Commit, need []graph.EdgeKey, starts []int) ([]ownRecord, error) {
+	keys := make([][]byte, len(starts))
+	for g, i := range starts {
+		keys[g] = keyRev(ctxID, need[i].To, c.ID)
+	}
+	out := make([]ownRecord, len(starts))
+	vals, err := k.s.kv.GetMany(ctx, keys)
+	switch {
+	case err == nil:
+		for g, v := range vals {
+			out[g] = ownRecord{v: v}
+			if v == nil {
+				out[g].err = kv.ErrNotFound
+			}
+		}
+	case ctx.Err() != nil || !fault.IsCorrupt(err):
+		return nil, fmt.Errorf("read the reverse index of commit %s in %q: %w", c.ID.Short(), ctxID, err)
+	default:
+		for g, key := range keys {
+			out[g].v, out[g].err = k.s.kv.Get(ctx, key)
+		}
+	}
+	return out, nil
 }
 
 // newHistoryCheck starts the per-commit checks of context ctxID's

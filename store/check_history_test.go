@@ -1,14 +1,17 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/replay"
 	"github.com/artifactd/artifactd/store/kv"
+	"github.com/artifactd/artifactd/store/kv/memkv"
 )
 
 // rewriteCommit edits a stored commit record's JSON through the driver, as
@@ -143,4 +146,93 @@ func TestCheckReportsAHeadOverAnotherCommitsStateMapOnce(t *testing.T) {
 			t.Fatalf("defect %v: want a state defect on %s", d, c2.ID.Short())
 		}
 	})
+}
+
+// unreadableGet is a driver whose point reads (Get, GetMany) of one key
+// fail as a value the engine cannot give back; its scans read it.
+type unreadableGet struct {
+	*memkv.Driver
+	key []byte
+}
+
+func (d *unreadableGet) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if bytes.Equal(key, d.key) {
+		return nil, &kv.UnreadableError{Key: bytes.Clone(key), Why: "the test's damage"}
+	}
+	return d.Driver.Get(ctx, key)
+}
+
+func (d *unreadableGet) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	for _, k := range keys {
+		if bytes.Equal(k, d.key) {
+			return nil, &kv.UnreadableError{Key: bytes.Clone(k), Why: "the test's damage"}
+		}
+	}
+	return d.Driver.GetMany(ctx, keys)
+}
+
+// TestCheckFindsALostReverseRecordBesideAnUnreadableOne: the check reads a
+// commit's reverse-index records of all its edges' targets in one driver
+// call; when one of them cannot be read, that call fails, and the records
+// are read one at a time so that the loss of another target's record in
+// the same call is still reported (naming the lost edge), not hidden
+// behind the unreadable one.
+func TestCheckFindsALostReverseRecordBesideAnUnreadableOne(t *testing.T) {
+	d := &unreadableGet{Driver: memkv.New()}
+	s := openWithContext(t, Options{Driver: d, ReserveBytes: -1})
+	c1 := mustCommit(t, s, "c", put("x", "note", map[string]any{"v": 1}), put("p", "note", map[string]any{}), put("q", "note", map[string]any{}),
+		link("x", "derived_from", "p"), link("x", "derived_from", "q"))
+	mustCommit(t, s, "c", graph.Op{Op: graph.OpUnlink, From: "x", Rel: "derived_from", To: "p"}, graph.Op{Op: graph.OpUnlink, From: "x", Rel: "derived_from", To: "q"})
+	mustCheck(t, s)
+	if c1.Index == nil || !c1.Index.ReverseApart {
+		t.Fatal("the test needs a map whose reverse edges are apart")
+	}
+	lose(t, s, keyRev("c", "q", c1.ID))
+	d.key = keyRev("c", "p", c1.ID)
+
+	defects := checkDefects(t, s)
+	if len(defects) != 1 {
+		t.Fatalf("want one defect, on %s; got %d: %v", c1.ID.Short(), len(defects), defects)
+	}
+	got := defects[0]
+	t.Log(got)
+	if got.Kind != "state" || got.ID != c1.ID.String() || !strings.Contains(got.Detail, `reverse index lacks the edge "x" -derived_from-> "q"`) {
+		t.Fatalf("defect %v: want a state defect on %s naming the lost edge x -derived_from-> q", got, c1.ID.Short())
+	}
+}
+
+// TestCheckFindsALostReverseRecordPastTheFirstPart: the check reads a
+// commit's reverse-index records of its edges' targets revPart at a time;
+// the loss of a record of a target past the first part is reported.
+func TestCheckFindsALostReverseRecordPastTheFirstPart(t *testing.T) {
+	s := openWithContext(t, Options{Driver: memkv.New(), ReserveBytes: -1})
+	n := revPart + revPart/2
+	ops := []graph.Op{put("x", "note", map[string]any{})}
+	for i := range n {
+		ops = append(ops, put(fmt.Sprintf("t%05d", i), "note", map[string]any{}))
+	}
+	c0 := mustCommit(t, s, "c", ops...)
+	ops = ops[:0]
+	for i := range n {
+		ops = append(ops, link("x", "derived_from", fmt.Sprintf("t%05d", i)))
+	}
+	c1 := mustCommit(t, s, "c", ops...)
+	lost := fmt.Sprintf("t%05d", n-2)
+	// Unlinked after: only c1's map holds the edge, as the head's does not.
+	mustCommit(t, s, "c", graph.Op{Op: graph.OpUnlink, From: "x", Rel: "derived_from", To: lost})
+	mustCheck(t, s)
+	if c0.Index == nil || !c0.Index.ReverseApart || c1.Index == nil || !c1.Index.ReverseApart {
+		t.Fatal("the test needs maps whose reverse edges are apart")
+	}
+	lose(t, s, keyRev("c", lost, c1.ID))
+
+	defects := checkDefects(t, s)
+	if len(defects) != 1 {
+		t.Fatalf("want one defect, on %s; got %d: %v", c1.ID.Short(), len(defects), defects)
+	}
+	got := defects[0]
+	t.Log(got)
+	if got.Kind != "state" || got.ID != c1.ID.String() || !strings.Contains(got.Detail, fmt.Sprintf(`reverse index lacks the edge "x" -derived_from-> %q that`, lost)) {
+		t.Fatalf("defect %v: want a state defect on %s naming the lost edge x -derived_from-> %s", got, c1.ID.Short(), lost)
+	}
 }
