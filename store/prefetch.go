@@ -400,8 +400,12 @@ func readMany[T any](ctx context.Context, s *Store, ids []hashing.Digest, worker
 		return nil
 	}
 	if workers <= 1 || len(ids) <= s.readPart {
+		// Under a context of the read's own, as a part read by a worker
+		// is: the driver sees the same.
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		for start := 0; start < len(ids); start += s.readPart {
-			if err := readIn(ctx, ids[start:min(start+s.readPart, len(ids))], out[start:]); err != nil {
+			if err := readIn(rctx, ids[start:min(start+s.readPart, len(ids))], out[start:]); err != nil {
 				return nil, err
 			}
 		}
