@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/artifactd/artifactd/hashing"
 )
 
 // TestEnsureContext: PUT creates once (201), repeats with the same
@@ -138,5 +140,44 @@ func TestModelCallDigestErrorNamesTheDeclaredParameter(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("the refusal names parameter %v; the route declares %v", named, declared)
+	}
+}
+
+// TestModelCallUnreplayableNamesTheHash: a record under a request hash
+// that cannot be replayed — its request hashes elsewhere, it holds no
+// response, or the artifact under the id is no model_call — is a 409 whose
+// errors entry names the path parameter request_hash and the rule
+// replayable, as the 404 of a hash with no record names it (rule exists).
+// It named nothing.
+func TestModelCallUnreplayableNamesTheHash(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("run", "")
+	var req0 any
+	_ = json.Unmarshal([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), &req0)
+	forged, _ := ModelCallRequestHash(json.RawMessage(`{"model":"other"}`))
+	e.must(e.post("/v1/contexts/run/artifacts", map[string]any{"id": ModelCallID(forged), "type": "model_call",
+		"data": map[string]any{"model": "m", "request_hash": forged.String(), "request": req0, "response": "x"}}), 201)
+	mute, _ := ModelCallRequestHash(json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	e.must(e.post("/v1/contexts/run/artifacts", map[string]any{"id": ModelCallID(mute), "type": "model_call",
+		"data": map[string]any{"model": "m", "request_hash": mute.String(), "request": req0}}), 201)
+	cases := map[string]hashing.Digest{"forged": forged, "no response": mute}
+	if other, _ := ModelCallRequestHash(json.RawMessage(`{"model":"third"}`)); e.post("/v1/contexts/run/artifacts", map[string]any{"id": ModelCallID(other), "type": "claim",
+		"data": map[string]any{"text": "not a call"}}).status == 201 {
+		cases["another type"] = other
+	}
+	for name, h := range cases {
+		r := e.get("/v1/contexts/run/model-calls/" + h.String())
+		if r.status != 409 {
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+			continue
+		}
+		errs, _ := r.obj(t)["errors"].([]any)
+		if len(errs) != 1 {
+			t.Errorf("%s: errors %v, want one naming request_hash", name, errs)
+			continue
+		}
+		if f := errs[0].(map[string]any); f["parameter"] != "request_hash" || f["rule"] != "replayable" {
+			t.Errorf("%s: errors entry %v, want parameter request_hash, rule replayable", name, f)
+		}
 	}
 }

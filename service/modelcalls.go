@@ -54,7 +54,8 @@ type ModelCallView struct {
 // ModelCallAt returns the recorded model call whose request hashes to
 // want in view v of context ctxID: a not-found error naming the path
 // parameter request_hash (rule exists) when there is none,
-// a conflict when the artifact under that id is not a model_call record
+// a conflict naming request_hash (rule replayable) when the artifact
+// under that id is not a model_call record
 // whose request hashes to want and that holds a response — such a record
 // is never answered, since replaying it would not be the call asked for.
 func (s *Service) ModelCallAt(ctx context.Context, ctxID string, v *store.View, want hashing.Digest) (*ModelCallView, error) {
@@ -64,7 +65,7 @@ func (s *Service) ModelCallAt(ctx context.Context, ctxID string, v *store.View, 
 		return nil, NotFoundParam("request_hash", fmt.Sprintf("no model call with request hash %s at commit %s", want, v.Commit.ID.Short()))
 	}
 	if meta.Type != "model_call" {
-		return nil, fault.Errorf(fault.Conflict, "artifact %q has type %q, not model_call", id, meta.Type)
+		return nil, unreplayable(fmt.Sprintf("artifact %q has type %q, not model_call", id, meta.Type))
 	}
 	a, wrote, err := s.st.ArtifactAt(ctx, ctxID, v.Commit, id)
 	if err != nil {
@@ -77,15 +78,26 @@ func (s *Service) ModelCallAt(ctx context.Context, ctxID string, v *store.View, 
 		Response    json.RawMessage `json:"response"`
 	}
 	if err := json.Unmarshal(a.Data, &rec); err != nil {
-		return nil, fault.Errorf(fault.Conflict, "model call %q is not a record: %v", id, err)
+		return nil, unreplayable(fmt.Sprintf("model call %q is not a record: %v", id, err))
 	}
 	got, err := ModelCallRequestHash(rec.Request)
 	if err != nil || got != want || rec.RequestHash != want.String() {
-		return nil, fault.Errorf(fault.Conflict, "model call %q does not record a request hashing to %s; it cannot be replayed", id, want)
+		return nil, unreplayable(fmt.Sprintf("model call %q does not record a request hashing to %s; it cannot be replayed", id, want))
 	}
 	if rec.Response == nil {
-		return nil, fault.Errorf(fault.Conflict, "model call %q records no response", id)
+		return nil, unreplayable(fmt.Sprintf("model call %q records no response", id))
 	}
 	return &ModelCallView{RequestHash: want, Artifact: id, Model: rec.Model, Request: rec.Request, Response: rec.Response,
 		WrittenIn: wrote, Commit: v.Commit.ID}, nil
+}
+
+// RuleReplayable is the rule a model call's request hash breaks when the
+// artifact under it cannot be replayed.
+const RuleReplayable = "replayable"
+
+// unreplayable is the conflict of a request hash whose record cannot be
+// replayed, naming the path parameter request_hash.
+func unreplayable(detail string) *fault.Error {
+	return &fault.Error{Code: fault.Conflict, Detail: detail,
+		Errors: []fault.FieldError{{Parameter: "request_hash", Rule: RuleReplayable, Detail: detail}}}
 }
