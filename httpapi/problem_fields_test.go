@@ -90,6 +90,8 @@ func TestProblemsNameTheirField(t *testing.T) {
 		{"no commit", "GET", "/v1/contexts/c/commits/nope", nil, nil, 404, CodeNotFound, "", "commit", "exists"},
 		{"compare a at not found", "GET", "/v1/compare?a=c@nope&b=c", nil, nil, 404, CodeNotFound, "", "a", "exists"},
 		{"compare b at not found", "GET", "/v1/compare?a=c&b=c@" + noCommit, nil, nil, 404, CodeNotFound, "", "b", "exists"},
+		{"compare a context not found", "GET", "/v1/compare?a=nosuch@main&b=c", nil, nil, 404, CodeNotFound, "", "a", "exists"},
+		{"compare b context not found", "GET", "/v1/compare?a=c&b=nosuch", nil, nil, 404, CodeNotFound, "", "b", "exists"},
 		{"no model call", "GET", "/v1/contexts/c/model-calls/" + strings.Repeat("0", 64), nil, nil, 404, CodeNotFound, "", "request_hash", "exists"},
 		{"model call at not found", "GET", "/v1/contexts/c/model-calls/" + strings.Repeat("0", 64) + "?at=nope", nil, nil, 404, CodeNotFound, "", "at", "exists"},
 	}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 	"strings"
 
@@ -242,11 +243,11 @@ func ParseCompareSide(param, v string) (ctxID, ref string, err error) {
 func CompareRuns(ctx context.Context, st *store.Store, ctxA, refA, ctxB, refB string) (Comparison, error) {
 	ca, err := st.Resolve(ctx, ctxA, refA)
 	if err != nil {
-		return Comparison{}, NameRef(err, "a")
+		return Comparison{}, nameSide(err, "a")
 	}
 	cb, err := st.Resolve(ctx, ctxB, refB)
 	if err != nil {
-		return Comparison{}, NameRef(err, "b")
+		return Comparison{}, nameSide(err, "b")
 	}
 	a := CompareSide{Context: ctxA, Ref: refA, Commit: ca.ID, ContextHash: ca.ContextHash}
 	b := CompareSide{Context: ctxB, Ref: refB, Commit: cb.ID, ContextHash: cb.ContextHash}
@@ -262,6 +263,20 @@ func CompareRuns(ctx context.Context, st *store.Store, ctxA, refA, ctxB, refB st
 		return Comparison{}, err
 	}
 	return CompareDiff(a, b, d, func(id string) string { return producers[id] }), nil
+}
+
+// nameSide names param, the query parameter of a compare side, in the
+// refusal of its resolution: its ref (NameRef), or its context — the
+// parameter names the context too, unlike a read's ref — when that does
+// not exist (rule exists).
+func nameSide(err error, param string) error {
+	var unknown *store.UnknownRefError
+	if errors.As(err, &unknown) || errors.Is(err, store.ErrAmbiguous) || !errors.Is(err, store.ErrNotFound) {
+		return NameRef(err, param)
+	}
+	e := Classify(err)
+	e.Errors = append(e.Errors, fault.FieldError{Parameter: param, Rule: RuleExists, Detail: "no context has this id"})
+	return e
 }
 
 // edgeProducers returns the producer of the from artifact of every edge d
