@@ -22,12 +22,15 @@ import (
 //     "Bearer"), after a free-standing "Bearer", and the value of a secret-named
 //     field (api_key=…, "client_secret": "…", X-Api-Key: …, GITHUB_TOKEN=…,
 //     password: …) is masked, also as Go prints a header map
-//     (map[Authorization:[Basic …]], http.Header{"X-Api-Key":[]string{"…"}})
-//     and in a JSON object quoted inside a JSON string
-//     ({\"Authorization\": \"…\"});
+//     (map[Authorization:[Basic …]], http.Header{"X-Api-Key":[]string{"…"}},
+//     each of several values) and in a JSON object quoted inside a JSON
+//     string ({\"Authorization\": \"…\"}); a JSON array
+//     ("authorization":["…"]) is not a header's print;
 //   - the cookie values of a Cookie header, and the first (the cookie's own)
-//     of a Set-Cookie header, are masked (a session is a credential); names
-//     and a Set-Cookie's attributes stay;
+//     of a Set-Cookie header, are masked (a session is a credential), a
+//     quoted one (sid="…") to its closing quote; names and a Set-Cookie's
+//     attributes stay (a secret-named field among them is masked as a
+//     field);
 //   - tokens with a known issuer prefix are masked wherever they stand:
 //     OpenAI/Anthropic sk-…, GitHub ghp_/gho_/ghu_/ghs_/ghr_ and github_pat_,
 //     GitLab glpat-, Slack xox?-, Stripe sk_/rk_live_/test_, Hugging Face hf_,
@@ -67,16 +70,20 @@ var (
 	// positions found by a cheap scan, so masking stays linear and fast on
 	// megabytes of output.
 	//
-	// reAuthorization reads the name's closing quote, escaped or not (a
-	// JSON object quoted inside a JSON string), the separator, then right
-	// after it Go's print of a header's values ("[" of map[Authorization:[…]]
-	// or "[]string{" of http.Header{…}) or spaces, an opening quote (escaped
-	// or not), an optional scheme word, and the credential, which ends at a
-	// space, a quote, a backslash, a bracket, ',' or ';'.
-	reAuthorization = regexp.MustCompile(`^(?i)(authorization(?:\\?["'])?` + anySpace + `*[:=](?:\[\]string\{|\[|` + anySpace + "*)(?:\\\\?[\"'`])?(?:(?:bearer|basic|token|bot|digest|apikey|sso-key)" + anySpace + "+)?)([^\\s\\v\\p{Z}\\x{85}\\x{200B}\\x{FEFF}<>\"'`\\[\\],;\\\\]+)")
-	reBearer        = regexp.MustCompile(`^(?i)(bearer` + anySpace + `+)([A-Za-z0-9\-._~+/]{16,}=*)`)
-	reDiscordHook   = regexp.MustCompile(`^(?i)https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api(?:/v[0-9]+)?/webhooks/[0-9]+/([A-Za-z0-9_\-]+)`)
-	reKnownToken    = regexp.MustCompile(`^(?:` +
+	// reAuthorization reads Go's print of a header's values (":[" of
+	// map[Authorization:[…]] after the bare name, "\":[]string{" of
+	// http.Header{…} after the quoted one), or the name's closing quote,
+	// escaped or not (a JSON object quoted inside a JSON string), the
+	// separator and spaces; then an opening quote (escaped or not), an
+	// optional scheme word, and the credential (see authCredential). A JSON
+	// array ("authorization":["…"]) is not a header's print.
+	reAuthorization = regexp.MustCompile(`^(?i)(authorization(:\[|":\[\]string\{|(?:\\?["'])?` + anySpace + `*[:=]` + anySpace + "*)(?:\\\\?[\"'`])?" + authScheme + ")" + authCredential)
+	// reAuthNext reads a value after the first of Go's print of an
+	// Authorization header: an optional scheme word and the credential.
+	reAuthNext    = regexp.MustCompile(`^(?i)(` + authScheme + ")" + authCredential)
+	reBearer      = regexp.MustCompile(`^(?i)(bearer` + anySpace + `+)([A-Za-z0-9\-._~+/]{16,}=*)`)
+	reDiscordHook = regexp.MustCompile(`^(?i)https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api(?:/v[0-9]+)?/webhooks/[0-9]+/([A-Za-z0-9_\-]+)`)
+	reKnownToken  = regexp.MustCompile(`^(?:` +
 		`sk-[A-Za-z0-9_\-]{20,}` +
 		`|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}` +
 		`|gh[pousr]_[A-Za-z0-9]{30,}` +
@@ -91,6 +98,14 @@ var (
 		`|eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*` +
 		`|eyJ[A-Za-z0-9_\-+/]{13,}={0,2}(?:\.[A-Za-z0-9_\-+/=]+)*` +
 		`)`)
+)
+
+// authScheme and authCredential are the parts of an Authorization value: an
+// optional scheme word, and the credential, which ends at a space, a quote,
+// a backslash, a bracket, ',' or ';'.
+const (
+	authScheme     = "(?:(?:bearer|basic|token|bot|digest|apikey|sso-key)" + anySpace + "+)?"
+	authCredential = "([^\\s\\v\\p{Z}\\x{85}\\x{200B}\\x{FEFF}<>\"'`\\[\\],;\\\\]+)"
 )
 
 // anySpace is a regexp class of every space a credential may follow: ASCII
@@ -292,10 +307,30 @@ func credentialEdits(s string) []edit {
 			// (${TOKEN}) read again at every later keyword inside it made
 			// the pass quadratic.
 			off = i + m[1]
-			if !placeholder(s[i+m[4] : i+m[5]]) {
-				edits = append(edits, edit{i + m[4], i + m[5], maskToken(s[i+m[4] : i+m[5]])})
-				covered = append(covered, [2]int{i, i + m[1]})
+			if !placeholder(s[i+m[6] : i+m[7]]) {
+				edits = append(edits, edit{i + m[6], i + m[7], maskToken(s[i+m[6] : i+m[7]])})
 			}
+			// Go's print of the header with several values: the values
+			// after the first, a space apart in %v, ", " in %#v.
+			sep := ""
+			switch s[i+m[4] : i+m[5]] {
+			case ":[":
+				sep = " "
+			case `":[]string{`:
+				sep = `", "`
+			}
+			for sep != "" && strings.HasPrefix(s[off:], sep) {
+				n := reAuthNext.FindStringSubmatchIndex(s[off+len(sep):])
+				if n == nil {
+					break
+				}
+				p := off + len(sep)
+				if !placeholder(s[p+n[4] : p+n[5]]) {
+					edits = append(edits, edit{p + n[4], p + n[5], maskToken(s[p+n[4] : p+n[5]])})
+				}
+				off = p + n[1]
+			}
+			covered = append(covered, [2]int{i, off})
 		}
 	}
 	auth := edits
@@ -329,13 +364,15 @@ func credentialEdits(s string) []edit {
 // cookieValueEdits masks the cookie values of a Cookie or Set-Cookie header
 // (a session is a credential): "Cookie: a=1; b=2", the header name quoted
 // as in JSON or a Python dict (escaped or not) and its value quoted, and
-// Go's prints of a header map ("Cookie:[…]", "\"Cookie\":[]string{\"…\"}").
-// A Cookie header's every value is masked, a Set-Cookie's (set true) first
-// only (the rest are its attributes: Path=/, Max-Age=3600); names stay. A
-// value of one or two characters or a template reference (see placeholder)
-// stays. It reads from s[j:], right after the header name: the name's
-// closing quote, ':', the opening of the value and its name=value pairs,
-// and returns the edits and the offset it read to.
+// Go's prints of a header map ("Cookie:[…]", "\"Cookie\":[]string{\"…\"}")
+// with every value of them (a space apart in %v, ", " in %#v). A Cookie
+// header's every value is masked, a Set-Cookie's (set true) first only (the
+// rest are its attributes: Path=/, Max-Age=3600); names stay. A value
+// quoted (sid="…", RFC 6265's DQUOTE) ends at its closing quote. A value of
+// one or two characters or a template reference (see placeholder) stays.
+// It reads from s[j:], right after the header name: the name's closing
+// quote, ':', the opening of the value and its name=value pairs, and
+// returns the edits and the offset it read to.
 func cookieValueEdits(s string, j int, set bool) ([]edit, int) {
 	if j+1 < len(s) && s[j] == '\\' && (s[j+1] == '"' || s[j+1] == '\'') {
 		j += 2
@@ -349,19 +386,29 @@ func cookieValueEdits(s string, j int, set bool) ([]edit, int) {
 		return nil, j
 	}
 	j++
+	// form: 0 a header's text, '[' Go's %v, '{' Go's %#v.
+	var form byte
 	switch {
 	case strings.HasPrefix(s[j:], "[]string{"):
 		j += len("[]string{")
+		form = '{'
 	case j < len(s) && s[j] == '[':
 		j++
+		form = '['
 	default:
 		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
 			j++
 		}
 	}
+	// The quote the header's value opened with (hq), escaped or not: a
+	// cookie value's own quotes are the other kind, or escaped.
+	var hq byte
+	hesc := false
 	if j+1 < len(s) && s[j] == '\\' && (s[j+1] == '"' || s[j+1] == '\'') {
+		hq, hesc = s[j+1], true
 		j += 2
 	} else if j < len(s) && (s[j] == '"' || s[j] == '\'') {
+		hq = s[j]
 		j++
 	}
 	var edits []edit
@@ -374,21 +421,95 @@ func cookieValueEdits(s string, j int, set bool) ([]edit, int) {
 			return edits, n
 		}
 		v := n + 1
+		// A quoted value: '"' where the header's value is not quoted with
+		// '"', \" where it is (JSON).
+		var closing string
+		switch {
+		case v < len(s) && (s[v] == '"' || s[v] == '\'') && s[v] != hq:
+			closing = s[v : v+1]
+		case v+1 < len(s) && s[v] == '\\' && (s[v+1] == '"' || s[v+1] == '\'') && s[v+1] == hq && !hesc:
+			closing = s[v : v+2]
+		}
+		v += len(closing)
 		e := v
 		for e < len(s) && !isCookieValueStop(s[e]) {
 			e++
 		}
-		if e > v && !placeholder(s[v:e]) {
+		if e == v || (closing != "" && !strings.HasPrefix(s[e:], closing)) {
+			// No value read, or a quoted one that does not end at its
+			// quote: the field pass reads this pair as it reads any field
+			// (a secret-named one, api_key="…", is masked there).
+			return edits, n
+		}
+		if !placeholder(s[v:e]) {
 			edits = append(edits, edit{v, e, maskToken(s[v:e])})
 		}
-		if set || e == len(s) || s[e] != ';' {
+		e += len(closing)
+		if !set && e < len(s) && s[e] == ';' {
+			j = e + 1
+			for j < len(s) && s[j] == ' ' {
+				j++
+			}
+			continue
+		}
+		// The end of one value: in Go's prints, the next value follows.
+		if set {
+			if form == 0 {
+				// A Set-Cookie's attributes are read by the field pass,
+				// as any text is (a secret-named one is masked there).
+				return edits, e
+			}
+			// In a print, up to the next value; the field pass reads
+			// the attributes alone.
+			end := setCookieAttrsEnd(s, e, form)
+			for _, f := range fieldEditsIn(s[e:end], false) {
+				edits = append(edits, edit{e + f.start, e + f.end, f.repl})
+			}
+			e = end
+		}
+		switch {
+		case form == '[' && e+1 < len(s) && s[e] == ' ':
+			j = e + 1
+		case form == '{' && strings.HasPrefix(s[e:], `", "`):
+			j = e + 4
+		default:
 			return edits, e
 		}
-		j = e + 1
-		for j < len(s) && s[j] == ' ' {
-			j++
+	}
+}
+
+// setCookieAttrsEnd returns the end of a Set-Cookie value's attributes
+// (; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT) that start at s[e]: in
+// Go's %#v print (form '{') the quote that closes the value's string (before
+// ", " or '}'); in its
+// %v print (form '[') the ']' or the space before the next value (a space
+// not after ';' or ',', before a name and '='); otherwise e.
+func setCookieAttrsEnd(s string, e int, form byte) int {
+	switch form {
+	case '{':
+		for ; e < len(s) && s[e] != '\n' && s[e] != '\r'; e++ {
+			switch {
+			case s[e] == '\\':
+				e++
+			case s[e] == '"' && (strings.HasPrefix(s[e:], `", "`) || strings.HasPrefix(s[e:], `"}`)):
+				return e
+			}
+		}
+		return min(e, len(s))
+	case '[':
+		for ; e < len(s) && s[e] != ']' && s[e] != '\n' && s[e] != '\r'; e++ {
+			if s[e] == ' ' && e > 0 && s[e-1] != ';' && s[e-1] != ',' {
+				n := e + 1
+				for n < len(s) && (isTagNameChar(s[n]) || s[n] == '.' || s[n] == '$') {
+					n++
+				}
+				if n > e+1 && n < len(s) && s[n] == '=' {
+					return e
+				}
+			}
 		}
 	}
+	return e
 }
 
 // isCookieValueStop ends a cookie value: ';' and ',', whitespace, quotes, a
@@ -447,7 +568,12 @@ func asciiLower(s string) string {
 //     cookieValueEdits).
 //
 // Password-named fields get maskPassword, the others maskToken.
-func fieldEdits(s string) []edit {
+func fieldEdits(s string) []edit { return fieldEditsIn(s, true) }
+
+// fieldEditsIn is fieldEdits; with cookies false, Cookie and Set-Cookie
+// headers are read as any field (inside a Set-Cookie's attributes, so that a
+// header named in them is not read again from there on).
+func fieldEditsIn(s string, cookies bool) []edit {
 	var edits []edit
 	next := 0
 	for i := 0; i < len(s); i++ {
@@ -476,7 +602,7 @@ func fieldEdits(s string) []edit {
 		}
 		var nb [maxFieldName]byte
 		name := normFieldName(nb[:0], s[k:j])
-		if c == ':' && (string(name) == "cookie" || string(name) == "setcookie") {
+		if cookies && c == ':' && (string(name) == "cookie" || string(name) == "setcookie") {
 			// A Cookie or Set-Cookie header: its values are masked, and
 			// the fields inside them (sid=…) are not read again.
 			var found []edit
@@ -505,12 +631,15 @@ func fieldEdits(s string) []edit {
 		}
 		// Go's print of a header's values: map[X-Api-Key:[…]] (%v) and
 		// http.Header{"X-Api-Key":[]string{"…"}} (%#v), right after ':'.
+		var form byte // '[' in Go's %v, '{' in its %#v
 		if c == ':' && v == i+1 {
 			switch {
 			case quoted && strings.HasPrefix(s[v:], "[]string{"):
 				v += len("[]string{")
+				form = '{'
 			case !quoted && v < len(s) && s[v] == '[':
 				v++
+				form = '['
 			}
 		}
 		var open byte // the quote a quoted value opens with
@@ -560,7 +689,7 @@ func fieldEdits(s string) []edit {
 			continue
 		}
 		words := false
-		if open == 0 && secret && fieldLine(s, k, i, v) && !tokenLike(s[v:e]) && !isMasked(s[v:e]) {
+		if open == 0 && form == 0 && secret && fieldLine(s, k, i, v) && !tokenLike(s[v:e]) && !isMasked(s[v:e]) {
 			// An unquoted value that is not one generated credential, of a
 			// field that begins its line (a .env file, YAML), may be words
 			// (a passphrase): as those formats read it, it runs on over the
@@ -579,6 +708,29 @@ func fieldEdits(s string) []edit {
 			mask = maskPassword
 		}
 		edits = append(edits, edit{v, e, mask(s[v:e])})
+		// Go's print of a header with several values: the values after
+		// the first, a space apart in %v, ", " in %#v.
+		for {
+			switch {
+			case form == '[' && e+1 < len(s) && s[e] == ' ':
+				v = e + 1
+				e = v
+				for e < len(s) && !isValueStop(s[e]) {
+					e++
+				}
+			case form == '{' && strings.HasPrefix(s[e:], `", "`):
+				v = e + 4
+				e = quotedValueEnd(s, v, '"', false)
+			default:
+				v = -1
+			}
+			if v < 0 || e == v {
+				break
+			}
+			if !placeholder(s[v:e]) {
+				edits = append(edits, edit{v, e, mask(s[v:e])})
+			}
+		}
 		next = e
 	}
 	return edits

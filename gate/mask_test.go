@@ -102,7 +102,7 @@ func TestMaskPrintedHeaders(t *testing.T) {
 		{"go map, lower case", "map[authorization:[Basic " + basic + "]]", "map[authorization:[Basic dXNlcj...Mg==]]", basic},
 		{"go map, short bearer", "map[Authorization:[Bearer abc123def456]]", "map[Authorization:[Bearer ***]]", "abc123def456"},
 		{"go map, x-api-key", "headers map[X-Api-Key:[" + hexTok + "]]", "headers map[X-Api-Key:[9f8e7d...b1a0]]", hexTok},
-		{"go map, two values", "map[X-Api-Key:[" + hexTok + " other]]", "map[X-Api-Key:[9f8e7d...b1a0 other]]", hexTok},
+		{"go map, two values", "map[X-Api-Key:[" + hexTok + " other]]", "map[X-Api-Key:[9f8e7d...b1a0 ***]]", hexTok},
 		{"go %#v", `http.Header{"Authorization":[]string{"Basic ` + basic + `"}}`, `http.Header{"Authorization":[]string{"Basic dXNlcj...Mg=="}}`, basic},
 		{"go %#v, x-api-key", `http.Header{"X-Api-Key":[]string{"` + hexTok + `"}}`, `http.Header{"X-Api-Key":[]string{"9f8e7d...b1a0"}}`, hexTok},
 		{"json in json", `{"error":"upstream said {\"Authorization\": \"Basic ` + basic + `\"}"}`,
@@ -117,7 +117,35 @@ func TestMaskPrintedHeaders(t *testing.T) {
 		{"cookie, json", `{"Cookie": "sid=` + hexTok + `", "Accept": "*/*"}`, `{"Cookie": "sid=9f8e7d...b1a0", "Accept": "*/*"}`, hexTok},
 		{"cookie, json in json", `{"error":"{\"cookie\":\"sid=` + hexTok + `\"}"}`, `{"error":"{\"cookie\":\"sid=9f8e7d...b1a0\"}"}`, hexTok},
 		{"cookie, upper case", "COOKIE: SID=" + hexTok, "COOKIE: SID=9f8e7d...b1a0", hexTok},
+		// A quoted cookie value (RFC 6265 allows DQUOTE around one) ends at
+		// its closing quote: it was left whole, and so was a secret-named
+		// cookie's that the field pass had masked before.
+		{"cookie, quoted value", `Cookie: auth_token="abcdef123456secretvalue"`, `Cookie: auth_token="abcdef...alue"`, "123456secret"},
+		{"cookie, quoted value then another", `Cookie: session_token="abcdef123456secretvalue"; x=1`, `Cookie: session_token="abcdef...alue"; x=1`, "123456secret"},
+		{"cookie, quoted value second", `Cookie: theme=dark; api_key="abcdef123456secretvalue"`, `Cookie: theme=***; api_key="abcdef...alue"`, "123456secret"},
+		{"set-cookie, quoted value", `Set-Cookie: sid="abcdef123456secretvalue"; Path=/`, `Set-Cookie: sid="abcdef...alue"; Path=/`, "123456secret"},
+		{"cookie, quoted value in json", `{"Cookie": "sid=\"abcdef123456secretvalue\""}`, `{"Cookie": "sid=\"abcdef...alue\""}`, "123456secret"},
+		{"cookie, quoted value in python", `{'Cookie': 'sid="abcdef123456secretvalue"'}`, `{'Cookie': 'sid="abcdef...alue"'}`, "123456secret"},
+		{"cookie, empty value in json", `{"Cookie": "sid=", "Accept": "*/*"}`, `{"Cookie": "sid=", "Accept": "*/*"}`, ""},
+		// Go's prints of a header with several values: every value is read
+		// (a space apart in %v, ", " in %#v), not the first only; a
+		// Set-Cookie's first name=value in each.
+		{"go map, several cookies", "map[Cookie:[a=cookievalueone111 b=cookievaluetwo222] Set-Cookie:[sid=firstsessionvalue123; Path=/ csrf=secondsessionvalue456; Path=/]]",
+			"map[Cookie:[a=*** b=***] Set-Cookie:[sid=firsts...e123; Path=/ csrf=second...e456; Path=/]]", "secondsession"},
+		{"go map, several cookies, second", "map[Cookie:[a=cookievalueone111 b=cookievaluetwo222]]", "map[Cookie:[a=*** b=***]]", "cookievaluetwo"},
+		{"go map, set-cookie with expires", "map[Set-Cookie:[sid=firstsessionvalue123; Expires=Wed, 21 Oct 2026 07:28:00 GMT; Path=/ csrf=secondsessionvalue456]]",
+			"map[Set-Cookie:[sid=firsts...e123; Expires=Wed, 21 Oct 2026 07:28:00 GMT; Path=/ csrf=second...e456]]", "secondsession"},
+		{"go %#v, several cookies", `http.Header{"Cookie":[]string{"a=cookievalueone111", "b=cookievaluetwo222"}, "Set-Cookie":[]string{"sid=firstsessionvalue123; Path=/", "csrf=secondsessionvalue456; Path=/"}}`,
+			`http.Header{"Cookie":[]string{"a=***", "b=***"}, "Set-Cookie":[]string{"sid=firsts...e123; Path=/", "csrf=second...e456; Path=/"}}`, "secondsession"},
+		{"go map, several api keys", "map[X-Api-Key:[" + hexTok + " secondkeyvalue456]]", "map[X-Api-Key:[9f8e7d...b1a0 ***]]", "secondkeyvalue"},
+		{"go %#v, several api keys", `http.Header{"X-Api-Key":[]string{"firstkeyvalue123", "secondkeyvalue456"}}`, `http.Header{"X-Api-Key":[]string{"***", "***"}}`, "secondkeyvalue"},
+		{"go map, several authorizations", "map[Authorization:[Bearer x Basic " + basic + "]]", "map[Authorization:[Bearer x Basic dXNlcj...Mg==]]", basic},
+		{"go %#v, several authorizations", `http.Header{"Authorization":[]string{"Bearer x", "Basic ` + basic + `"}}`, `http.Header{"Authorization":[]string{"Bearer x", "Basic dXNlcj...Mg=="}}`, basic},
+		{"go map, several authorizations, first masked", "map[Authorization:[token " + hexTok + " Basic " + basic + "]]", "map[Authorization:[token 9f8e7d...b1a0 Basic dXNlcj...Mg==]]", basic},
 		// Nothing to mask.
+		{"json authorization array of roles", `{"authorization":["administrator","editor"]}`, `{"authorization":["administrator","editor"]}`, ""},
+		{"json authorization array, nested", `{"policy":{"authorization":["read-only"]}}`, `{"policy":{"authorization":["read-only"]}}`, ""},
+		{"json authorization array, spaced", `{"authorization": ["administrator", "editor"]}`, `{"authorization": ["administrator", "editor"]}`, ""},
 		{"go map without a credential", "map[Accept:[*/*] Content-Type:[application/json]]", "map[Accept:[*/*] Content-Type:[application/json]]", ""},
 		{"go map, empty authorization", "map[Authorization:[]]", "map[Authorization:[]]", ""},
 		{"authorization in prose", "Authorization failed: the token has expired", "Authorization failed: the token has expired", ""},
