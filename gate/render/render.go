@@ -247,6 +247,11 @@ func (r *Renderer) Render(ctx context.Context, ev gate.Evidence) (gate.Evidence,
 	return out, nil
 }
 
+// beforeRemoveProfile, when set (by a test), sees each render's profile
+// before it is removed: a download the browser wrote into it, under its
+// HOME, goes with it and so cannot be seen after.
+var beforeRemoveProfile func(profile string)
+
 // removeProfile removes a render's profile once its browser is gone, and
 // the directory in the temporary directory that holds the browser's
 // single-instance socket, which the profile's SingletonSocket link names:
@@ -254,6 +259,9 @@ func (r *Renderer) Render(ctx context.Context, ev gate.Evidence) (gate.Evidence,
 // directory itself. Only a directory directly in the temporary directory
 // whose SingletonSocket the link names is removed.
 func removeProfile(profile string) {
+	if h := beforeRemoveProfile; h != nil {
+		h(profile)
+	}
 	if link, err := os.Readlink(filepath.Join(profile, "SingletonSocket")); err == nil && filepath.Base(link) == "SingletonSocket" {
 		if dir := filepath.Dir(link); filepath.Dir(dir) == filepath.Clean(os.TempDir()) {
 			_ = os.RemoveAll(dir)

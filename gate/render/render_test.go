@@ -290,8 +290,28 @@ func TestDecodeBodySharesTheGatesDecoder(t *testing.T) {
 // and dconf directories under ~/.config and ~/.cache. Downloads are denied
 // and the browser's HOME and XDG directories are in the render's profile,
 // removed after it: nothing appears under HOME, no profile is left, and
-// the page still gets its verdict.
+// the page still gets its verdict. A download let through would land in
+// the profile's own HOME and go with it, unseen; so each profile is looked
+// at before its removal too, and a file in its downloads directory (or a
+// partial .crdownload anywhere in it) fails the test.
 func TestRenderWritesNothingUnderHome(t *testing.T) {
+	var mu sync.Mutex
+	var downloaded []string
+	beforeRemoveProfile = func(profile string) {
+		_ = filepath.WalkDir(profile, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			rel, _ := filepath.Rel(profile, p)
+			if strings.HasPrefix(rel, filepath.Join("home", "Downloads")+string(filepath.Separator)) || strings.HasSuffix(p, ".crdownload") {
+				mu.Lock()
+				downloaded = append(downloaded, rel)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	t.Cleanup(func() { beforeRemoveProfile = nil })
 	home, tmp := t.TempDir(), t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("TMPDIR", tmp) // where the render's profile goes
@@ -340,6 +360,11 @@ document.documentElement.appendChild(a); a.click();
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "artifactd-render-*")); len(left) > 0 {
 		t.Errorf("%d profiles left after the renders", len(left))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, rel := range downloaded {
+		t.Errorf("downloaded into the render's profile: %s", rel)
 	}
 }
 
