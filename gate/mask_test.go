@@ -255,6 +255,41 @@ func TestSecrets(t *testing.T) {
 // search for each form finds in the text and, for the escaped ones, in a
 // whole copy with its escapes upper-cased, on texts pieced together from
 // escapes, parts and forms of the values and filler.
+// TestSecretsMaskWorkIsBoundedOnRepetitiveText: forms grouped by a shared
+// prefix are compared wherever the prefix occurs; a secret of 4095 "a" and a
+// "/" (every form shares the 4095 bytes) against a megabyte of "a" found
+// that prefix at every byte and compared 4 KiB there (317 ms, 5 ms for a
+// short secret). The bytes scanned and compared stay within a few passes
+// over the text per form, whatever the secret's length.
+func TestSecretsMaskWorkIsBoundedOnRepetitiveText(t *testing.T) {
+	text := strings.Repeat("a", 1<<20)
+	for _, l := range []int{16, 64, 1024, 4096} {
+		sec, err := NewSecrets([]string{strings.Repeat("a", l-1) + "/", "b" + strings.Repeat("a", l-2) + "/", strings.Repeat("a", 8) + "%" + strings.Repeat("a", l)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var work int
+		if spans := sec.spansWork(text, &work); len(spans) != 0 {
+			t.Fatalf("secret of %d bytes: %d spans in a text without it", l, len(spans))
+		}
+		if limit := (len(sec.forms) + 16) * len(text); work > limit {
+			t.Errorf("secret of %d bytes, %d forms: %d bytes scanned and compared over a text of %d, more than %d", l, len(sec.forms), work, len(text), limit)
+		}
+	}
+	if got := mustSecrets(t, strings.Repeat("a", 4095)+"/").Mask("x" + strings.Repeat("a", 5000) + "/y"); got != "x"+strings.Repeat("a", 905)+SecretMarker+"y" {
+		t.Errorf("the secret in a repetitive text: %.40q…", got)
+	}
+}
+
+func mustSecrets(t *testing.T, values ...string) Secrets {
+	t.Helper()
+	sec, err := NewSecrets(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sec
+}
+
 func TestSecretsLowerEscapesMatchAWholeCopy(t *testing.T) {
 	values := []string{"p@ss w/rd&more", "wJalrXUtnFEMI/K7MDENG+bPxRfiCY", "tilde~and'quote"}
 	sec, err := NewSecrets(values)

@@ -260,22 +260,61 @@ func jsonASCII(v, hexFmt string) string {
 
 // findGroups appends to spans the start and end, offset by off, of every
 // occurrence in text of each group's forms: the group's prefix is looked
-// for once, and its forms are compared where it occurs.
-func findGroups(spans [][2]int, text string, groups []formGroup, off int) [][2]int {
+// for once, and its forms are compared where it occurs. Where the prefix
+// occurs so often that the comparisons cost more than groupBudget passes
+// over the text (a long prefix in a text that repeats it: 4095 "a" in a
+// megabyte of "a"), the rest of the text is searched for each form on its
+// own, which strings.Index does in linear time. It adds to *work the bytes
+// it scanned and compared (counting a comparison as the form's length).
+func findGroups(spans [][2]int, text string, groups []formGroup, off int, work *int) [][2]int {
+	budget := groupBudget * len(text)
 	for _, g := range groups {
-		for at := 0; at < len(text); {
+		spent := 0
+		at := 0
+		for at < len(text) && spent <= budget {
 			i := strings.Index(text[at:], g.prefix)
 			if i < 0 {
+				spent += len(text) - at
+				at = len(text)
 				break
 			}
 			p := at + i
+			spent += i + len(g.prefix)
 			for _, f := range g.forms {
+				spent += len(f)
 				if strings.HasPrefix(text[p:], f) {
 					spans = append(spans, [2]int{off + p, off + p + len(f)})
 				}
 			}
 			at = p + 1
 		}
+		if at < len(text) {
+			for _, f := range g.forms {
+				spans = findForm(spans, text, f, at, off, &spent)
+			}
+		}
+		*work += spent
+	}
+	return spans
+}
+
+// groupBudget is how many passes over a text a group's comparisons may cost
+// before its forms are searched for one by one.
+const groupBudget = 8
+
+// findForm appends to spans, offset by off, every occurrence of f in text
+// that starts at from or later, adding the bytes scanned to *work.
+func findForm(spans [][2]int, text, f string, from, off int, work *int) [][2]int {
+	for at := from; at < len(text); {
+		i := strings.Index(text[at:], f)
+		if i < 0 {
+			*work += len(text) - at
+			break
+		}
+		p := at + i
+		*work += i + len(f)
+		spans = append(spans, [2]int{off + p, off + p + len(f)})
+		at = p + 1
 	}
 	return spans
 }
@@ -286,7 +325,7 @@ func findGroups(spans [][2]int, text string, groups []formGroup, off int) [][2]i
 // longer than the longest escaped form, so only the windows of text that
 // reach that far around one are copied with their escapes in upper case and
 // searched: a text without a lower-case escape costs one scan for '%'.
-func (s Secrets) findLowerEscaped(spans [][2]int, text string) [][2]int {
+func (s Secrets) findLowerEscaped(spans [][2]int, text string, work *int) [][2]int {
 	width := s.width
 	var buf []byte
 	w0, w1 := 0, -1 // the window gathered so far; none while w1 < 0
@@ -301,7 +340,7 @@ func (s Secrets) findLowerEscaped(spans [][2]int, text string) [][2]int {
 		}
 		if w1 >= 0 && (p < 0 || p-width+1 > w1) {
 			buf = upperEscapes(buf[:0], text[w0:w1])
-			spans = findGroups(spans, string(buf), s.escaped, w0)
+			spans = findGroups(spans, string(buf), s.escaped, w0, work)
 			w1 = -1
 		}
 		if p < 0 {
@@ -342,9 +381,16 @@ func upperEscapes(dst []byte, text string) []byte {
 // spans returns the start and end of every occurrence of a form in text,
 // in no particular order.
 func (s Secrets) spans(text string) [][2]int {
-	spans := findGroups(nil, text, s.groups, 0)
+	var work int
+	return s.spansWork(text, &work)
+}
+
+// spansWork is spans, adding to *work the bytes its searches scanned and
+// compared (a test bounds it).
+func (s Secrets) spansWork(text string, work *int) [][2]int {
+	spans := findGroups(nil, text, s.groups, 0, work)
 	if len(s.escaped) > 0 {
-		spans = s.findLowerEscaped(spans, text)
+		spans = s.findLowerEscaped(spans, text, work)
 	}
 	return spans
 }
