@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -425,4 +426,30 @@ func TestMaskFalsePositives(t *testing.T) {
 	}
 	t.Logf("clean corpus: %d files, %d lines, %d changed (false-positive rate %.2f%%); secrets: %d lines, %d missed",
 		len(files), lines, changed, 100*float64(changed)/float64(lines), secrets, missed)
+}
+
+// TestMaskPrintedHeadersScaleLinearly: masking text of many header prints
+// that never close (a Go map print cut off, or an attacker's output) costs
+// in proportion to the text. A first reading of Set-Cookie attributes
+// inside Go's prints went back over the rest of the text for every value,
+// 10 s for 20,000 repeats. The test compares 2,000 repeats with 20,000 —
+// ten times the text — so that it does not depend on the machine's speed:
+// linear work takes about ten times as long, quadratic about a hundred.
+func TestMaskPrintedHeadersScaleLinearly(t *testing.T) {
+	for _, unit := range []string{"Set-Cookie:[a=b; ", "Cookie:[a=b ", "X-Api-Key:[", "Authorization:[", `http.Header{"Set-Cookie":[]string{"a=b; `} {
+		fastest := func(n int) time.Duration {
+			text := strings.Repeat(unit, n)
+			best := time.Duration(1<<63 - 1)
+			for range 3 {
+				start := time.Now()
+				MaskSecrets(text)
+				best = min(best, time.Since(start))
+			}
+			return best
+		}
+		small, large := fastest(2000), fastest(20000)
+		if large > 40*max(small, time.Millisecond) {
+			t.Errorf("%q: 2,000 repeats %v, 20,000 repeats %v: more than 40 times as long for 10 times the text", unit, small, large)
+		}
+	}
 }
