@@ -195,24 +195,38 @@ func enumQuery(r *http.Request, name string, values ...string) (string, error) {
 }
 
 // parseParent reads an expected parent commit from the body field or the
-// If-Match header (a full commit id, optionally quoted). The body wins.
+// If-Match header (a full commit id, optionally quoted). Given both, they
+// must name the same commit: two conditions that disagree are a request
+// error (422 naming If-Match, rule agrees_with_parent), whichever of them
+// is the head, and neither is dropped.
 func parseParent(r *http.Request, field string) (*hashing.Digest, error) {
-	v := field
-	ptr := "/parent"
-	if v == "" {
-		v = strings.Trim(strings.TrimSpace(r.Header.Get("If-Match")), `"`)
-		ptr = ""
-		if v == "" {
-			return nil, nil
-		}
+	h, err := parseIfMatch(r)
+	if err != nil || field == "" {
+		return h, err
 	}
-	d, err := service.ParseParent(v)
-	if err != nil && ptr == "" {
-		return nil, &Error{Code: CodeValidation, Detail: "parent must be a full commit id",
-			Errors: []FieldError{{Parameter: "If-Match", Rule: "commit_id", Detail: "want the full head commit id"}}}
-	}
+	d, err := service.ParseParent(field)
 	if err != nil {
 		return nil, err
+	}
+	if h != nil && *h != d {
+		return nil, &Error{Code: CodeValidation, Detail: "the If-Match header and the body's parent name different commits; give one, or the same in both",
+			Errors: []FieldError{{Parameter: "If-Match", Rule: "agrees_with_parent", Detail: "names another commit than /parent"}}}
+	}
+	return &d, nil
+}
+
+// parseIfMatch reads the If-Match header, the head commit a write expects
+// its branch to have (a full commit id, optionally quoted); nil when the
+// header is absent.
+func parseIfMatch(r *http.Request) (*hashing.Digest, error) {
+	v := strings.Trim(strings.TrimSpace(r.Header.Get("If-Match")), `"`)
+	if v == "" {
+		return nil, nil
+	}
+	d, err := service.ParseParent(v)
+	if err != nil {
+		return nil, &Error{Code: CodeValidation, Detail: "parent must be a full commit id",
+			Errors: []FieldError{{Parameter: "If-Match", Rule: "commit_id", Detail: "want the full head commit id"}}}
 	}
 	return &d, nil
 }

@@ -20,6 +20,10 @@ func (s *Server) handleCreateEffect(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if in.IfMatch, err = parseIfMatch(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	out, err := s.svc.CreateEffect(r.Context(), ctxID, in)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -49,6 +49,10 @@ func (s *Server) handleMerge(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if in.IfMatch, err = parseIfMatch(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	res, err := s.svc.Merge(r.Context(), ctxID, in)
 	if err != nil {
 		s.writeError(w, r, err)

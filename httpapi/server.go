@@ -361,8 +361,31 @@ func (s *Server) guard(rt route) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
+		if err := rt.ifMatchSupported(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		rt.handler(w, r)
 	}
+}
+
+// ifMatchSupported refuses an If-Match header on a write route that has
+// no branch head to compare it to (422 naming the header, rule
+// not_supported): dropping the condition would apply a write its client
+// asked to make only on a head it knows. The writes that land on a branch
+// (a commit, an artifact, a reset, a tool result, a fetch, an effect, a
+// merge) evaluate it; reads are not changed by it.
+func (rt route) ifMatchSupported(r *http.Request) error {
+	if rt.method == http.MethodGet || len(r.Header.Values("If-Match")) == 0 {
+		return nil
+	}
+	switch rt.pattern {
+	case "/v1/contexts/{ctx}/commits", "/v1/contexts/{ctx}/artifacts", "/v1/contexts/{ctx}/branches/{branch}/reset",
+		"/v1/contexts/{ctx}/tool-results", "/v1/contexts/{ctx}/fetches", "/v1/contexts/{ctx}/effects", "/v1/contexts/{ctx}/merge":
+		return nil
+	}
+	return &Error{Code: CodeValidation, Detail: "this route takes no If-Match: it writes no branch head the header could name",
+		Errors: []FieldError{{Parameter: "If-Match", Rule: "not_supported", Detail: "send it only to a write that lands on a branch"}}}
 }
 
 // allowed checks r's authorization for rt (public routes need none).

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"net/http"
+
+	"github.com/artifactd/artifactd/hashing"
 )
 
 // handlePutArtifact is POST /v1/contexts/{ctx}/artifacts.
@@ -71,9 +73,10 @@ func (s *Server) handleCommit(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveRecord decodes a request body of type In (checked against the
-// request schema named schema), passes it to record and answers 201 with
+// request schema named schema) and the If-Match header (set on it by
+// ifMatch), passes it to record and answers 201 with
 // the artifact's Location, or 200 when the write was a no-op.
-func serveRecord[In, Out any](s *Server, w http.ResponseWriter, r *http.Request, schema string, record func(context.Context, string, In) (Out, error), written func(Out) *ArtifactWrite) {
+func serveRecord[In, Out any](s *Server, w http.ResponseWriter, r *http.Request, schema string, record func(context.Context, string, In) (Out, error), ifMatch func(*In, *hashing.Digest), written func(Out) *ArtifactWrite) {
 	ctxID, err := ctxParam(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -84,6 +87,12 @@ func serveRecord[In, Out any](s *Server, w http.ResponseWriter, r *http.Request,
 		s.writeError(w, r, err)
 		return
 	}
+	head, err := parseIfMatch(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ifMatch(&in, head)
 	out, err := record(r.Context(), ctxID, in)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -117,6 +117,10 @@ type EffectInput struct {
 	// enforce context an effect that rests on an unconfirmed artifact is
 	// refused, so poison cannot reach a side effect.
 	Edges []EdgeInput `json:"edges,omitempty"`
+	// IfMatch, when set, is the head the write expects main to
+	// have (an If-Match header; never read from the body): the write is
+	// refused as stale, naming If-Match, when the head is another.
+	IfMatch *hashing.Digest `json:"-"`
 }
 
 // ClaimInput is POST .../effects/claim.
@@ -344,7 +348,7 @@ func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput
 		}
 		ops = append(ops, graph.Op{Op: graph.OpLink, From: id, Rel: e.Rel, To: e.To, Attrs: attrs})
 	}
-	res, err := s.st.Commit(ctx, store.CommitRequest{Context: ctxID, Author: producer, Message: "effect " + id + " pending", Ops: ops,
+	res, err := s.st.Commit(ctx, store.CommitRequest{Context: ctxID, Author: producer, Message: "effect " + id + " pending", Ops: ops, Parent: in.IfMatch,
 		Check: func(st *graph.State, changes []graph.Change) error {
 			if ch := changes[0]; ch.Noop || ch.Prev != nil {
 				return errEffectExists
@@ -352,6 +356,8 @@ func (s *Service) CreateEffect(ctx context.Context, ctxID string, in EffectInput
 			return effectCheck(st, changes)
 		}})
 	switch {
+	case errors.Is(err, store.ErrStale):
+		return nil, s.commitError(ctx, ctxID, "", true, err)
 	case errors.Is(err, errEffectExists):
 		old, err := s.readEffect(ctx, ctxID, id)
 		if err != nil {

@@ -75,6 +75,10 @@ type FetchInput struct {
 	Edges      []EdgeInput `json:"edges,omitempty"`
 	Branch     string      `json:"branch,omitempty"`
 	Quarantine string      `json:"quarantine,omitempty"`
+	// IfMatch, when set, is the head the write expects its branch to
+	// have (an If-Match header; never read from the body): the write is
+	// refused as stale, naming If-Match, when the head is another.
+	IfMatch *hashing.Digest `json:"-"`
 
 	// Claims a client may send and the server ignores (it decides the
 	// verdict itself); the answer lists the ones that were present.
@@ -189,7 +193,7 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	aw, err := s.putArtifactGo(ctx, ctxID, ArtifactInput{
 		ID: in.ID, Type: TypeFetchVerdict, ProducedBy: "gate", Data: raw,
 		Edges: in.Edges, Branch: in.Branch, Quarantine: in.Quarantine,
-	}, true, &held)
+	}, true, &held, in.IfMatch)
 	if err != nil {
 		return nil, err
 	}

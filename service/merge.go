@@ -22,6 +22,10 @@ type MergeInput struct {
 	Resolutions map[string]replay.Resolution `json:"resolutions"`
 	Author      string                       `json:"author"`
 	Message     string                       `json:"message"`
+	// IfMatch, when set, is the head the write expects ours to
+	// have (an If-Match header; never read from the body): the write is
+	// refused as stale, naming If-Match, when the head is another.
+	IfMatch *hashing.Digest `json:"-"`
 }
 
 // Merge merges in.Theirs into in.Ours with the client's rules: both refs
@@ -54,8 +58,11 @@ func (s *Service) Merge(ctx context.Context, ctxID string, in MergeInput) (*stor
 		return nil, err
 	}
 	res, err := s.st.MergeWith(ctx, store.MergeRequest{Context: ctxID, Ours: in.Ours, Theirs: tc, TheirsName: in.Theirs,
-		Resolutions: in.Resolutions, Author: in.Author, Message: in.Message, Check: mergeCheck(in.Resolutions, s.types.Validate, func(d hashing.Digest) ([]byte, error) { return s.st.Object(ctx, d) })})
+		Resolutions: in.Resolutions, Author: in.Author, Message: in.Message, Parent: in.IfMatch, Check: mergeCheck(in.Resolutions, s.types.Validate, func(d hashing.Digest) ([]byte, error) { return s.st.Object(ctx, d) })})
 	if err != nil {
+		if errors.Is(err, store.ErrStale) && in.IfMatch != nil {
+			return nil, s.commitError(ctx, ctxID, in.Ours, true, err)
+		}
 		return nil, locateMerge(s.branchMissingAt(ctx, ctxID, in.Ours, "/ours", err), in.Resolutions)
 	}
 	if res.Kind == replay.MergeThreeWay {

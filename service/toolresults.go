@@ -37,6 +37,10 @@ type ToolResultInput struct {
 	Edges      []EdgeInput `json:"edges,omitempty"`
 	Branch     string      `json:"branch,omitempty"`
 	Quarantine string      `json:"quarantine,omitempty"`
+	// IfMatch, when set, is the head the write expects its branch to
+	// have (an If-Match header; never read from the body): the write is
+	// refused as stale, naming If-Match, when the head is another.
+	IfMatch *hashing.Digest `json:"-"`
 }
 
 // ToolErrorData is the data of a tool_error written by the tool-results
@@ -143,7 +147,7 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 	return s.putArtifactGo(ctx, ctxID, ArtifactInput{
 		ID: in.ID, Type: typ, ProducedBy: opt.Mask(in.ProducedBy), Data: raw,
 		Edges: in.Edges, Branch: in.Branch, Quarantine: in.Quarantine,
-	}, true, &held)
+	}, true, &held, in.IfMatch)
 }
 
 // refuseSecret refuses v, the value at pointer ptr of a gate write, when

@@ -313,7 +313,7 @@ func DerivedID(typ string, contentHash hashing.Digest) string {
 // are refused, and the artifact and its edges are committed atomically.
 // Errors are *fault.Error values.
 func (s *Service) PutArtifact(ctx context.Context, ctxID string, in ArtifactInput) (*ArtifactWrite, error) {
-	return s.putArtifactGo(ctx, ctxID, in, false, nil)
+	return s.putArtifactGo(ctx, ctxID, in, false, nil, nil)
 }
 
 // GatePutArtifact is PutArtifact for the gate: it may write reserved types
@@ -330,7 +330,7 @@ func (s *Service) GatePutArtifact(ctx context.Context, ctxID string, in Artifact
 			return nil, err
 		}
 	}
-	return s.putArtifactGo(ctx, ctxID, in, true, nil)
+	return s.putArtifactGo(ctx, ctxID, in, true, nil, nil)
 }
 
 // heldBlobs are the blobs a gate write stores before its artifact (a tool
@@ -354,7 +354,7 @@ func (h *heldBlobs) put(ctx context.Context, st *store.Store, data []byte) (hash
 
 // putArtifactGo writes in (gate: with the gate's rules); held, when not
 // nil, are blobs its commit makes the context hold.
-func (s *Service) putArtifactGo(ctx context.Context, ctxID string, in ArtifactInput, gate bool, held *heldBlobs) (*ArtifactWrite, error) {
+func (s *Service) putArtifactGo(ctx context.Context, ctxID string, in ArtifactInput, gate bool, held *heldBlobs, ifMatch *hashing.Digest) (*ArtifactWrite, error) {
 	canon, err := hashing.CanonicalizeObject(in.Data)
 	if err != nil {
 		return nil, classifyAt(err, "/data")
@@ -372,7 +372,7 @@ func (s *Service) putArtifactGo(ctx context.Context, ctxID string, in ArtifactIn
 	if err != nil {
 		return nil, err
 	}
-	var parent *hashing.Digest
+	parent := ifMatch
 	if in.Parent != "" {
 		d, err := ParseParent(in.Parent)
 		if err != nil {

@@ -95,6 +95,10 @@ type MergeRequest struct {
 	// against commits that landed on ours after the caller looked. A
 	// fast-forward writes no commit and runs no check.
 	Check func(*graph.State, []graph.Change) error
+	// Parent, when set, must be ours' head when the merge is prepared
+	// and when it lands (as CommitRequest.Parent): otherwise ErrStale,
+	// and nothing is written.
+	Parent *hashing.Digest
 }
 
 // MergeWith is Merge of a request whose theirs is resolved (Merge's
@@ -147,6 +151,9 @@ func (s *Store) merge(ctx context.Context, req *MergeRequest) (*MergeResult, err
 	oursHead, err := s.branchHead(ctx, ctxID, ours)
 	if err != nil {
 		return nil, err
+	}
+	if req.Parent != nil && *req.Parent != oursHead.ID {
+		return nil, fmt.Errorf("%w: parent %s is not the head of %q (head is %s)", ErrStale, req.Parent.Short(), ours, oursHead.ID.Short())
 	}
 	setup, err := replay.PrepareMerge(ctx, s.Source(ctxID), oursHead.ID, tc.ID)
 	if err != nil {
@@ -218,7 +225,7 @@ func (s *Store) merge(ctx context.Context, req *MergeRequest) (*MergeResult, err
 		if setup.Ancestor != nil {
 			ancestor = views[len(views)-1].State
 		}
-		cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours,
+		cr, err := s.Commit(ctx, CommitRequest{Context: ctxID, Branch: ours, Parent: req.Parent,
 			ExtraParents: []hashing.Digest{tc.ID}, Author: req.Author, Message: req.Message, Check: req.Check,
 			OpsFrom: func(st *graph.State, at Planning) ([]graph.Op, error) {
 				if err := keepsBase(at.Head, oursHead.ID, at.Commit); err != nil {
