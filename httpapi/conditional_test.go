@@ -259,3 +259,53 @@ func TestAmbiguousPrefixInABodyNamesItsMember(t *testing.T) {
 		}
 	}
 }
+
+// TestStarIfNoneMatchOnlyForARepresentation: If-None-Match: * matches
+// only a current representation (RFC 9110 §13.1.2): a read that would
+// answer 404 without the header (an artifact deleted or never written, its
+// history, provenance, related or audit, a model call not recorded)
+// answers the same 404 with it, never 304; one that would answer 200
+// answers 304.
+func TestStarIfNoneMatchOnlyForARepresentation(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("c", "observe")
+	e.must(e.post("/v1/contexts/c/artifacts", map[string]any{"id": "a", "type": "note", "data": map[string]any{"text": "1"}}), 201)
+	e.must(e.post("/v1/contexts/c/artifacts", map[string]any{"id": "k", "type": "note", "data": map[string]any{"text": "kept"}}), 201)
+	e.must(e.post("/v1/contexts/c/commits", map[string]any{"ops": []any{map[string]any{"op": "delete", "id": "a"}}}), 201)
+	star := map[string]string{"If-None-Match": "*"}
+	for _, p := range []string{
+		"/v1/contexts/c/artifacts/a",
+		"/v1/contexts/c/artifacts/a/history",
+		"/v1/contexts/c/artifacts/a/provenance",
+		"/v1/contexts/c/artifacts/a/related",
+		"/v1/contexts/c/artifacts/never",
+		"/v1/contexts/c/artifacts/never/history",
+		"/v1/contexts/c/audit/a",
+		"/v1/contexts/c/audit/never",
+		"/v1/contexts/c/model-calls/sha256:" + strings.Repeat("0", 64),
+		"/v1/contexts/nosuch/artifacts/a",
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			plain := e.send(req{method: method, path: p}).status
+			r := e.send(req{method: method, path: p, header: star})
+			if plain == 200 || r.status != plain {
+				t.Errorf("%s %s: %d without If-None-Match, %d with If-None-Match: * (want the same, not 200)", method, p, plain, r.status)
+			}
+		}
+	}
+	for _, p := range []string{
+		"/v1/contexts/c/artifacts/k",
+		"/v1/contexts/c/artifacts/k/history",
+		"/v1/contexts/c/artifacts/k/provenance",
+		"/v1/contexts/c/artifacts/k/related",
+		"/v1/contexts/c/audit/k",
+		"/v1/contexts/c/state",
+		"/v1/contexts/c/hash",
+		"/v1/contexts/c/commits/main",
+		"/v1/types",
+	} {
+		if r := e.send(req{method: http.MethodGet, path: p, header: star}); r.status != http.StatusNotModified || r.header.Get("ETag") == "" {
+			t.Errorf("GET %s with If-None-Match: *: %d with ETag %q, want 304 with one", p, r.status, r.header.Get("ETag"))
+		}
+	}
+}

@@ -566,15 +566,33 @@ func fixedRef(ref string, id hashing.Digest) bool {
 	return err == nil && p == id.Hex()
 }
 
-// notModified reports whether If-None-Match names etag (or is "*").
+// notModified reports whether If-None-Match names etag (or is "*"). A
+// read calls it only once it knows it has a representation to answer
+// with: "*" matches any current one (RFC 9110 §13.1.2), not a 404. A read
+// that learns that later calls etagNamed, and respondRead answers "*".
 func notModified(r *http.Request, etag string) bool {
+	return etagNamed(r, etag) || starMatch(r)
+}
+
+// etagNamed reports whether If-None-Match names etag itself.
+func etagNamed(r *http.Request, etag string) bool {
+	return inmHas(r, func(t string) bool { return t == etag })
+}
+
+// starMatch reports whether If-None-Match is "*".
+func starMatch(r *http.Request) bool {
+	return inmHas(r, func(t string) bool { return t == "*" })
+}
+
+// inmHas reports whether an entity tag of If-None-Match (weak or strong)
+// passes match.
+func inmHas(r *http.Request, match func(string) bool) bool {
 	inm := r.Header.Get("If-None-Match")
 	if inm == "" {
 		return false
 	}
 	for _, t := range strings.Split(inm, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == "*" || t == etag {
+		if match(strings.TrimPrefix(strings.TrimSpace(t), "W/")) {
 			return true
 		}
 	}
@@ -587,8 +605,9 @@ type errNotModified struct{}
 func (errNotModified) Error() string { return "not modified" }
 
 // readView runs fn on the state at ?at= of context {ctx}. It sets the
-// ETag from the view's commit and answers 304 when If-None-Match matches
-// (without running fn). fn runs under the store's read lock for a branch
+// ETag from the view's commit and answers 304 when If-None-Match names it
+// (without running fn), or is "*" and fn succeeded (what fn reads may not
+// exist: a 404 stays one). fn runs under the store's read lock for a branch
 // head, so it must not block; what it returns (a JSON value or a textBody)
 // is written after the lock is released.
 func (s *Server) readView(w http.ResponseWriter, r *http.Request, fn func(v *store.View) (any, error)) {
@@ -623,7 +642,7 @@ func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt fun
 		}
 		etag = etagFor(v.Commit.ID, r, extra)
 		setCache(w, salt == nil && fixedRef(at, v.Commit.ID))
-		if notModified(r, etag) {
+		if etagNamed(r, etag) {
 			return errNotModified{}
 		}
 		var ferr error
@@ -633,8 +652,12 @@ func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt fun
 	s.respondRead(w, r, etag, out, service.NameRef(err, "at"))
 }
 
-// respondRead writes the outcome of a read.
+// respondRead writes the outcome of a read: 304 for errNotModified, or
+// for a read that succeeded with an ETag when If-None-Match is "*".
 func (s *Server) respondRead(w http.ResponseWriter, r *http.Request, etag string, out any, err error) {
+	if err == nil && etag != "" && starMatch(r) {
+		err = errNotModified{}
+	}
 	if _, ok := err.(errNotModified); ok {
 		w.Header().Set("ETag", etag)
 		w.WriteHeader(http.StatusNotModified)
