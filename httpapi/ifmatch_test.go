@@ -155,6 +155,11 @@ func TestIfMatchOnBranchWrites(t *testing.T) {
 			t.Errorf("%s: the refused write changed the context: %s", c.name, before.diff(after))
 		}
 	}
+	// Refused before it stored the output: the bytes are in no context,
+	// nor stored at all.
+	if r := e.get("/v1/blobs/" + digest); r.status != 404 {
+		t.Errorf("the refused tool result's output was stored: %d", r.status)
+	}
 	for _, c := range cases {
 		head := e.ifMatchSnapshot("c", digest).head
 		r := e.send(req{method: "POST", path: c.path, body: c.body, header: map[string]string{"If-Match": `"` + head + `"`}})

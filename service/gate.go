@@ -142,6 +142,9 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	if _, err := s.st.GetContext(ctx, ctxID); err != nil {
 		return nil, err
 	}
+	if err := s.checkIfMatch(ctx, ctxID, in.Branch, in.IfMatch); err != nil {
+		return nil, err
+	}
 	// Who made the read is shown as every producer is (checkLabel).
 	if err := checkLabel(in.ProducedBy, "/produced_by", "produced_by"); err != nil {
 		return nil, err

@@ -77,6 +77,9 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 	if _, err := s.st.GetContext(ctx, ctxID); err != nil {
 		return nil, err
 	}
+	if err := s.checkIfMatch(ctx, ctxID, in.Branch, in.IfMatch); err != nil {
+		return nil, err
+	}
 	// The request schema's rule, for every door: an error when not ok, an
 	// output when ok, never both; the refusal names the field as the
 	// schema's does (a missing one required, an extra one not_allowed).

@@ -303,6 +303,25 @@ func (s *Service) commitError(ctx context.Context, ctxID, branch string, ifMatch
 	return e
 }
 
+// checkIfMatch refuses, as commitError does, a gate write whose If-Match
+// (ifMatch, nil for none) is not the head of branch before the write
+// stores a blob or makes a fetch: the commit checks it again, so a write
+// that lands meanwhile still makes it stale.
+func (s *Service) checkIfMatch(ctx context.Context, ctxID, branch string, ifMatch *hashing.Digest) error {
+	if ifMatch == nil || checkBranchField(branch, "/branch") != nil {
+		return nil // the write refuses a bad branch name itself
+	}
+	c, err := s.st.Resolve(ctx, ctxID, branch)
+	if err != nil || c.ID == *ifMatch {
+		return nil // a missing branch is the write's refusal too
+	}
+	name := branch
+	if name == "" {
+		name = store.DefaultBranch
+	}
+	return s.commitError(ctx, ctxID, branch, true, fmt.Errorf("%w: parent %s is not the head of %q (head is %s)", store.ErrStale, ifMatch.Short(), name, c.ID.Short()))
+}
+
 // DerivedID is the id the server gives an artifact sent without one.
 func DerivedID(typ string, contentHash hashing.Digest) string {
 	return typ + ":" + contentHash.Hex()[:16]
