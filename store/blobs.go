@@ -482,14 +482,27 @@ func (s *Store) blobRecordKeys(ctx context.Context, d hashing.Digest) ([][]byte,
 
 // AddBlobMember records, durably, that context ctxID holds blob d, and
 // reports whether it did not before. The bytes need not be stored (an
-// imported bundle may name a pruned blob).
+// imported bundle may name a pruned blob). Below the free-space reserve
+// it records nothing and returns an error wrapping ErrNoSpace.
 func (s *Store) AddBlobMember(ctx context.Context, ctxID string, d hashing.Digest) (bool, error) {
+	return s.addBlobMember(ctx, ctxID, d, true)
+}
+
+// addBlobMember is AddBlobMember; checked says to refuse the write below
+// the free-space reserve (BackfillBlobMembers, a once-only upgrade of a
+// store being opened, records regardless).
+func (s *Store) addBlobMember(ctx context.Context, ctxID string, d hashing.Digest, checked bool) (bool, error) {
 	if err := ValidateContextID(ctxID); err != nil {
 		return false, err
 	}
 	held, err := s.BlobMember(ctx, ctxID, d)
 	if err != nil || held {
 		return false, err
+	}
+	if checked {
+		if err := s.checkSpace(); err != nil {
+			return false, fmt.Errorf("context %q holds blob %s: %w", ctxID, d.Short(), err)
+		}
 	}
 	err = s.kv.Commit(ctx, kv.Batch{Swaps: []kv.Swap{{Key: keyBlobMember(ctxID, d), Absent: true, New: []byte{}}}})
 	if errors.Is(err, kv.ErrConflict) {
@@ -721,7 +734,7 @@ func (s *Store) BackfillBlobMembers(ctx context.Context) (int, error) {
 			return n, fmt.Errorf("backfill blob members of context %q: %w", info.ID, err)
 		}
 		err := s.gateBlobRefs(ctx, info.ID, commits, func(d hashing.Digest) error {
-			added, err := s.AddBlobMember(ctx, info.ID, d)
+			added, err := s.addBlobMember(ctx, info.ID, d, false)
 			if added {
 				n++
 			}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -104,3 +105,66 @@ func TestSpaceCheckedWhenNear(t *testing.T) {
 }
 
 func opsPut(id string) []graph.Op { return []graph.Op{put(id, "note", map[string]any{"id": id})} }
+
+// TestReserveRefusesEveryWrite: below the free-space reserve every write
+// entry point answers ErrNoSpace and writes nothing — the registry's
+// records and stamp, a context's blob memberships, and the graph alike.
+func TestReserveRefusesEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeObserve); err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.PutBlob(ctx, []byte("stored before the disk filled"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := s.ref("c", DefaultBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetReserveBytes(1 << 62) // no file system has this much free
+	writes := []struct {
+		name  string
+		write func() error
+	}{
+		{"PutTypeIf", func() error { return s.PutTypeIf(ctx, "widget", nil, []byte(`{}`)) }},
+		{"PutRelationIf", func() error { return s.PutRelationIf(ctx, "touches", nil, []byte(`{}`)) }},
+		{"AddBlobMember", func() error { _, err := s.AddBlobMember(ctx, "c", held); return err }},
+		{"CreateContext", func() error { _, err := s.CreateContext(ctx, "d", ModeObserve); return err }},
+		{"Commit", func() error { _, err := s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: opsPut("a")}); return err }},
+		{"CreateBranch", func() error { return s.CreateBranch(ctx, "c", "b", head) }},
+		{"PutBlob", func() error { _, err := s.PutBlob(ctx, []byte("new")); return err }},
+		{"WriteBlob", func() error { _, err := s.WriteBlob(ctx, strings.NewReader("new")); return err }},
+		{"PutContextBlob", func() error { _, err := s.PutContextBlob(ctx, "c", []byte("new")); return err }},
+	}
+	for _, w := range writes {
+		if err := w.write(); !errors.Is(err, ErrNoSpace) {
+			t.Errorf("%s below the reserve: %v, want ErrNoSpace", w.name, err)
+		}
+	}
+	if _, err := s.GetType(ctx, "widget"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a refused PutTypeIf stored the type: %v", err)
+	}
+	if _, err := s.GetRelation(ctx, "touches"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a refused PutRelationIf stored the relation: %v", err)
+	}
+	if stamp, err := s.RegistryStamp(ctx); err != nil || stamp != nil {
+		t.Errorf("a refused registry write moved the stamp: %x (%v)", stamp, err)
+	}
+	if member, err := s.BlobMember(ctx, "c", held); err != nil || member {
+		t.Errorf("a refused AddBlobMember recorded the membership: %v (%v)", member, err)
+	}
+	if after, err := s.ref("c", DefaultBranch); err != nil || after != head {
+		t.Errorf("a refused write moved the branch: %v", err)
+	}
+	// Space back: the same writes go through.
+	s.SetReserveBytes(0)
+	if err := s.PutTypeIf(ctx, "widget", nil, []byte(`{}`)); err != nil {
+		t.Fatalf("PutTypeIf once space is back: %v", err)
+	}
+	if added, err := s.AddBlobMember(ctx, "c", held); err != nil || !added {
+		t.Fatalf("AddBlobMember once space is back: %v, %v", added, err)
+	}
+}

@@ -846,8 +846,13 @@ func (s *Store) PutTypeIf(ctx context.Context, name string, old, record []byte) 
 // putRegistryIf writes record at key, a registry record (a type's or a
 // relation's), with a new registry stamp, if key still holds old (nil:
 // nothing); otherwise it writes nothing and returns an error wrapping
-// ErrStale. kind and name only word the error.
+// ErrStale. kind and name only word the error. Below the free-space
+// reserve it writes nothing and returns an error wrapping ErrNoSpace, as
+// every write does.
 func (s *Store) putRegistryIf(ctx context.Context, kind, name string, key, old, record []byte) error {
+	if err := s.checkSpace(); err != nil {
+		return fmt.Errorf("put %s %q: %w", kind, name, err)
+	}
 	sw := kv.Swap{Key: key, New: record, Absent: old == nil, Old: old}
 	err := s.kv.Commit(ctx, kv.Batch{Sets: []kv.Record{registryStamp()}, Swaps: []kv.Swap{sw}})
 	if errors.Is(err, kv.ErrConflict) {
