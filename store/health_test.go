@@ -133,7 +133,10 @@ func TestReserveRefusesEveryWrite(t *testing.T) {
 		{"PutRelationIf", func() error { return s.PutRelationIf(ctx, "touches", nil, []byte(`{}`)) }},
 		{"AddBlobMember", func() error { _, err := s.AddBlobMember(ctx, "c", held); return err }},
 		{"CreateContext", func() error { _, err := s.CreateContext(ctx, "d", ModeObserve); return err }},
-		{"Commit", func() error { _, err := s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: opsPut("a")}); return err }},
+		{"Commit", func() error {
+			_, err := s.Commit(ctx, CommitRequest{Context: "c", Author: "t", Message: "m", Ops: opsPut("a")})
+			return err
+		}},
 		{"CreateBranch", func() error { return s.CreateBranch(ctx, "c", "b", head) }},
 		{"PutBlob", func() error { _, err := s.PutBlob(ctx, []byte("new")); return err }},
 		{"WriteBlob", func() error { _, err := s.WriteBlob(ctx, strings.NewReader("new")); return err }},
