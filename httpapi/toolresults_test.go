@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/artifactd/artifactd/gate"
+	"github.com/artifactd/artifactd/hashing"
 	"github.com/artifactd/artifactd/store"
 )
 
@@ -269,5 +270,62 @@ func TestToolResultCannotReplaceReserved(t *testing.T) {
 	}
 	if items := e.must(e.get("/v1/contexts/r/effects"), 200)["items"].([]any); len(items) != 1 {
 		t.Fatalf("effects after the refused writes: %v", items)
+	}
+}
+
+// TestRefusedToolResultStoresNoBlob: a tool result refused — an unknown
+// branch, a field the service refuses, an edge the commit refuses —
+// stores none of its text's bytes (docs/API.md: a refused request
+// changes nothing), and the context's head stays.
+func TestRefusedToolResultStoresNoBlob(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("c", "enforce")
+	e.must(e.post("/v1/contexts/c/artifacts", map[string]any{"id": "q", "type": "question", "data": map[string]any{"text": "q"}}), 201)
+	head := e.hash("c")
+	cases := []struct {
+		name   string
+		body   map[string]any
+		header map[string]string
+		status int
+	}{
+		{"unknown branch", map[string]any{"branch": "nope"}, nil, 404},
+		{"bad produced_by", map[string]any{"produced_by": "a\nb"}, nil, 422},
+		{"branch not a name", map[string]any{"branch": "no such/../name"}, nil, 422},
+		{"edge to nowhere", map[string]any{"edges": []any{map[string]any{"rel": "derived_from", "to": "nowhere"}}}, nil, 422},
+		{"unknown relation", map[string]any{"edges": []any{map[string]any{"rel": "nope", "to": "q"}}}, nil, 422},
+		{"cycle", map[string]any{"id": "q", "edges": []any{map[string]any{"rel": "derived_from", "to": "q"}}}, nil, 0},
+	}
+	for i, c := range cases {
+		for _, ok := range []bool{true, false} {
+			text := fmt.Sprintf("the text of refused tool result %d (ok %v)", i, ok)
+			body := map[string]any{"ok": ok, "id": fmt.Sprintf("t%d", i), "tool": "t"}
+			if ok {
+				body["output"] = text
+			} else {
+				body["error"] = text
+			}
+			for k, v := range c.body {
+				body[k] = v
+			}
+			r := e.send(req{method: "POST", path: "/v1/contexts/c/tool-results", body: body, header: c.header})
+			if r.status < 400 || c.status != 0 && r.status != c.status {
+				t.Errorf("%s (ok %v): %d %.300s, want %d", c.name, ok, r.status, r.body, c.status)
+				continue
+			}
+			d := hashing.Sum([]byte(text))
+			if g := e.get("/v1/blobs/" + d.String()); g.status != 404 {
+				t.Errorf("%s (ok %v): the refused tool result stored its text: GET /v1/blobs/%s = %d, want 404", c.name, ok, d, g.status)
+			}
+			if h := e.hash("c"); h != head {
+				t.Errorf("%s (ok %v): the refused tool result changed the context: %s -> %s", c.name, ok, head, h)
+			}
+		}
+	}
+	// Accepted, the same request stores the text and the context holds it.
+	text := "the text of an accepted tool result"
+	e.must(e.post("/v1/contexts/c/tool-results", map[string]any{"ok": true, "output": text, "id": "t"}), 201)
+	d := hashing.Sum([]byte(text))
+	if g := e.get("/v1/contexts/c/blobs/" + d.String()); g.status != 200 {
+		t.Fatalf("an accepted tool result's text: GET = %d, want 200", g.status)
 	}
 }

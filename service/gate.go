@@ -19,9 +19,9 @@ import (
 
 // The fetch gate: POST /v1/contexts/{ctx}/fetches. The server, never the
 // client, decides a fetch's verdict: it classifies the evidence with
-// gate.Classify, stores the raw body as a blob (whose digest is the
-// receipt's body_sha256) and commits a fetch_verdict through the gate
-// path. GatePutArtifact, the only path that writes fetch_verdict, checks
+// gate.Classify and commits a fetch_verdict through the gate path, which
+// stores the raw body as a blob (whose digest is the receipt's
+// body_sha256) in the verdict's commit. GatePutArtifact, the only path that writes fetch_verdict, checks
 // every verdict it is given against its receipt and blob (verifyVerdict),
 // so even a Go caller cannot store a verdict its evidence does not bear.
 
@@ -210,20 +210,16 @@ func (s *Service) RecordFetch(ctx context.Context, ctxID string, in FetchInput) 
 	return fw, nil
 }
 
-// fetchText masks the extracted text with the declared secrets (sec) and stores
-// the whole as a blob that the verdict's commit makes the context hold
-// (held), so that a refused or failed write leaves the context holding
-// none of it. It returns the masked text and its blob ("" for no text).
+// fetchText masks the extracted text with the declared secrets (sec) and keeps
+// the whole as a blob that the verdict's commit stores and makes the
+// context hold (held), so that a refused or failed write stores none of
+// it. It returns the masked text and its blob ("" for no text).
 func (s *Service) fetchText(ctx context.Context, sec gate.Secrets, held *heldBlobs, text string) (string, string, error) {
 	if text == "" {
 		return "", "", nil
 	}
 	text = sec.Mask(text)
-	d, err := held.put(ctx, s.st, []byte(text))
-	if err != nil {
-		return "", "", err
-	}
-	return text, d.String(), nil
+	return text, held.put([]byte(text)).String(), nil
 }
 
 // maskEvidence is ev with the declared secrets masked in what the verdict
@@ -248,14 +244,11 @@ func maskEvidence(ev gate.Evidence, sec gate.Secrets) gate.Evidence {
 	return ev
 }
 
-// putBody stores a fetched body, which the verdict's commit makes the
-// context hold (held), and checks that its address is the one the
+// putBody keeps a fetched body, which the verdict's commit stores and
+// makes the context hold (held), and checks that its address is the one the
 // receipt names.
 func putBody(ctx context.Context, st *store.Store, held *heldBlobs, body []byte, rc gate.Receipt) (string, error) {
-	d, err := held.put(ctx, st, body)
-	if err != nil {
-		return "", err
-	}
+	d := held.put(body)
 	if d.String() != rc.BodySHA256 {
 		return "", &fault.Error{Code: fault.Internal, Err: fmt.Errorf("body blob %s but receipt says %s", d, rc.BodySHA256)}
 	}

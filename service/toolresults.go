@@ -13,7 +13,8 @@ import (
 // Tool results: POST /v1/contexts/{ctx}/tool-results turns a tool's error
 // or output into a tool_error or tool_output artifact whose model_view is
 // gate's sanitised text. The full text, secret-masked, is stored as a blob
-// first (full_blob); the raw text itself is never stored.
+// (full_blob) in the artifact's commit, and only when the commit is
+// accepted; the raw text itself is never stored.
 
 // Types the tool-results path writes.
 const (
@@ -68,11 +69,12 @@ type ToolOutputData struct {
 
 // RecordToolResult is POST .../tool-results as a Go call. The error or
 // output is sanitised with the server's options (Options.Sanitize): masked
-// first (gate.SanitizeError, gate.PrepareOutput), the masked full text
-// stored as a blob, then the model view made; the tool name is masked too.
+// first (gate.SanitizeError, gate.PrepareOutput), the model view made,
+// and the masked full text kept as a blob; the tool name is masked too.
 // The artifact is written with the client's rules (PutArtifact); the
-// context comes to hold the blob with its commit, so a refused write
-// leaves it holding nothing new. Errors are *fault.Error values.
+// blob's bytes are stored in its commit and the context comes to hold
+// them with it, so a refused write stores none of them and leaves the
+// context holding nothing new. Errors are *fault.Error values.
 func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolResultInput) (*ArtifactWrite, error) {
 	if _, err := s.st.GetContext(ctx, ctxID); err != nil {
 		return nil, err
@@ -121,10 +123,7 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 	var held heldBlobs
 	if !in.OK {
 		v := gate.SanitizeError(*in.Error, opt)
-		d, err := held.put(ctx, s.st, []byte(v.Masked))
-		if err != nil {
-			return nil, err
-		}
+		d := held.put([]byte(v.Masked))
 		if v.Spilled || v.Truncated {
 			held.spills = append(held.spills, d)
 		}
@@ -132,10 +131,7 @@ func (s *Service) RecordToolResult(ctx context.Context, ctxID string, in ToolRes
 		data = ToolErrorData{Tool: tool, ModelView: v.ModelView, TotalChars: v.TotalChars, Truncated: v.Truncated, Spilled: v.Spilled, FullBlob: d.String()}
 	} else {
 		full := gate.PrepareOutput(*in.Output, opt)
-		d, err := held.put(ctx, s.st, []byte(full))
-		if err != nil {
-			return nil, err
-		}
+		d := held.put([]byte(full))
 		v := gate.SanitizeOutput(full, d.String(), opt)
 		if v.OmittedChars > 0 || v.Truncated {
 			held.spills = append(held.spills, d)

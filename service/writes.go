@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -352,23 +353,25 @@ func (s *Service) GatePutArtifact(ctx context.Context, ctxID string, in Artifact
 	return s.putArtifactGo(ctx, ctxID, in, true, nil, nil)
 }
 
-// heldBlobs are the blobs a gate write stores before its artifact (a tool
-// output's full text, a fetched body): the context comes to hold them
-// with the artifact's commit (store.CommitRequest.Blobs), so a refused
-// write leaves it holding none of them. Their bytes stay stored, held by
-// no context, and the same bytes put again cost nothing.
+// heldBlobs are the blobs a gate write makes its context hold with its
+// artifact's commit (a tool output's full text, a fetched body): their
+// bytes are stored in the commit's own write (store.CommitRequest.BlobData)
+// and the context comes to hold them with it, so a refused write stores
+// none of them and leaves the context holding nothing new.
 type heldBlobs struct {
 	blobs, spills []hashing.Digest
+	data          [][]byte // the bytes of blobs, in order
 }
 
-// put stores data as a blob the write's commit makes the context hold.
-func (h *heldBlobs) put(ctx context.Context, st *store.Store, data []byte) (hashing.Digest, error) {
-	d, err := st.PutBlob(ctx, data)
-	if err != nil {
-		return d, err
+// put keeps data as a blob the write's commit stores and makes the
+// context hold, and returns its digest.
+func (h *heldBlobs) put(data []byte) hashing.Digest {
+	d := hashing.Sum(data)
+	if !slices.Contains(h.blobs, d) {
+		h.blobs = append(h.blobs, d)
+		h.data = append(h.data, data)
 	}
-	h.blobs = append(h.blobs, d)
-	return d, nil
+	return d
 }
 
 // putArtifactGo writes in (gate: with the gate's rules); held, when not
@@ -482,7 +485,7 @@ func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactI
 	}
 	req.Types, req.Relations = s.types.definitions(ops, use)
 	if held != nil {
-		req.Blobs, req.Spills = held.blobs, held.spills
+		req.BlobData, req.Spills = held.data, held.spills
 	}
 	req.Check = clientCheck
 	if gate {
@@ -504,8 +507,13 @@ func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactI
 	if res.Noop && held != nil {
 		// The artifact was there already: the context holds its blobs as
 		// the write that made it did (or does now: a client's own record
-		// of a gate output may name bytes no context held).
-		for _, d := range held.blobs {
+		// of a gate output may name bytes no context held, or none
+		// stored).
+		for _, data := range held.data {
+			d, err := s.st.PutBlob(ctx, data)
+			if err != nil {
+				return nil, err
+			}
 			if _, err := s.st.AddBlobMember(ctx, ctxID, d); err != nil {
 				return nil, err
 			}

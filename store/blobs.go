@@ -208,6 +208,35 @@ func (s *Store) putChunked(ctx context.Context, d hashing.Digest, size int64, bu
 	return nil
 }
 
+// addBlob queues the records of blob data with the group's write, as
+// PutBlob stores them: one immutable record for at most BlobChunkSize
+// bytes, else its chunks and, visible with the group's commits, its
+// manifest. A blob the group writes already is not queued again.
+func (g *group) addBlob(data []byte) (hashing.Digest, error) {
+	d := hashing.Sum(data)
+	if g.blobs[d] {
+		return d, nil
+	}
+	if g.blobs == nil {
+		g.blobs = make(map[hashing.Digest]bool)
+	}
+	g.blobs[d] = true
+	if len(data) <= BlobChunkSize {
+		return d, g.addImm(keyBlob(d), data)
+	}
+	m := &manifest{size: int64(len(data)), chunkSize: BlobChunkSize}
+	for i, off := uint32(0), 0; off < len(data); i++ {
+		chunk := data[off:min(off+BlobChunkSize, len(data))]
+		m.chunks = append(m.chunks, hashing.Sum(chunk))
+		if err := g.addImm(keyBlobChunk(d, i), chunk); err != nil {
+			return d, err
+		}
+		off += len(chunk)
+	}
+	g.set(keyBlobManifest(d), m.encode())
+	return d, nil
+}
+
 // WriteBlob stores the bytes r yields, never holding more than about two
 // chunks of them in memory: a body of at most BlobChunkSize bytes is
 // stored as one record; a longer one goes to a temporary file in the data

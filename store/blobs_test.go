@@ -540,3 +540,55 @@ func markPrunedHere(t *testing.T, s *Store, d hashing.Digest, at string) {
 		t.Fatal(err)
 	}
 }
+
+// TestCommitStoresItsBlobData: the bytes of CommitRequest.BlobData —
+// small, and chunked — are stored in the commit's write and held by the
+// context, and only when the commit is accepted: a refused commit (its
+// check, a stale parent) and a no-op store none of them.
+func TestCommitStoresItsBlobData(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	if _, err := s.CreateContext(ctx, "c", ModeEnforce); err != nil {
+		t.Fatal(err)
+	}
+	small, big := []byte("bytes of the commit"), blobBytes(2*BlobChunkSize+5, 7)
+	stored := func(data []byte) bool {
+		t.Helper()
+		had, err := s.HasBlob(ctx, hashing.Sum(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return had
+	}
+	refuse := errors.New("refused by its check")
+	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{notePut("r", 0, "r")}, BlobData: [][]byte{small, big},
+		Check: func(*graph.State, []graph.Change) error { return refuse }}); !errors.Is(err, refuse) {
+		t.Fatalf("refused commit: %v", err)
+	}
+	stale := hashing.Sum([]byte("not the head"))
+	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Parent: &stale, Ops: []graph.Op{notePut("r", 0, "r")}, BlobData: [][]byte{small, big}}); !errors.Is(err, ErrStale) {
+		t.Fatalf("stale commit: %v", err)
+	}
+	if stored(small) || stored(big) {
+		t.Fatalf("a refused commit stored its blob data (small %v, big %v)", stored(small), stored(big))
+	}
+	if _, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{notePut("k", 0, "k")}, BlobData: [][]byte{small, big, small}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range [][]byte{small, big} {
+		got, err := s.GetContextBlob(ctx, "c", hashing.Sum(data))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("blob of %d bytes after the commit: %d bytes (%v)", len(data), len(got), err)
+		}
+	}
+	noop := []byte("bytes of a no-op")
+	res, err := s.Commit(ctx, CommitRequest{Context: "c", Ops: []graph.Op{notePut("k", 0, "k")}, BlobData: [][]byte{noop}})
+	if err != nil || !res.Noop {
+		t.Fatalf("no-op commit: %v %+v", err, res)
+	}
+	if stored(noop) {
+		t.Fatal("a no-op commit stored its blob data")
+	}
+	mustCheck(t, s)
+}

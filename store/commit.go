@@ -61,6 +61,13 @@ type CommitRequest struct {
 	// time. A commit that changes nothing (Noop) records neither.
 	Blobs  []hashing.Digest
 	Spills []hashing.Digest
+	// BlobData are the bytes of blobs the commit's artifacts name that
+	// need not be stored yet: they are stored in the commit's own write,
+	// as PutBlob would store them, only once the commit is accepted, so a
+	// refused commit stores none of them; the context comes to hold them
+	// as it does Blobs (their digests need not be listed there). A commit
+	// that changes nothing (Noop) stores none of them either.
+	BlobData [][]byte
 	// CheckTrust, when set, runs after Check, on the trust the commit
 	// would leave (status gives an artifact's; "" is confirmed): an error
 	// refuses the commit. A rule about trust that the caller read before
@@ -577,6 +584,8 @@ type group struct {
 	absent []kv.Record
 	// objs are the objects this group already wrote.
 	objs map[hashing.Digest]bool
+	// blobs are the blobs whose bytes this group writes (BlobData).
+	blobs map[hashing.Digest]bool
 	// refs are the ref moves of this group (key ctx NUL branch) and commits
 	// the commits it made (key ctx NUL id): later requests of the group
 	// see them before they are on disk. refWas is what each moved ref held
@@ -1460,6 +1469,14 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 			return nil, fmt.Errorf("write ops: %w", err)
 		}
 	}
+	blobs := req.Blobs
+	for _, data := range req.BlobData {
+		d, err := g.addBlob(data)
+		if err != nil {
+			return nil, fmt.Errorf("write blob: %w", err)
+		}
+		blobs = append(blobs, d)
+	}
 	if err := g.spill(); err != nil {
 		return nil, fmt.Errorf("write state map: %w", err)
 	}
@@ -1475,7 +1492,7 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 	}
 	g.set(keyCommit(req.Context, c.ID), rec)
 	g.absent = append(g.absent, kv.Record{Key: keySeq(req.Context, c.Seq), Value: c.ID[:]})
-	for _, b := range req.Blobs {
+	for _, b := range blobs {
 		g.set(keyBlobMember(req.Context, b), []byte{})
 	}
 	for _, b := range req.Spills {
