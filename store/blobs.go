@@ -249,12 +249,12 @@ func (s *Store) WriteBlob(ctx context.Context, r io.Reader) (BlobInfo, error) {
 		return BlobInfo{}, err
 	}
 	buf := make([]byte, BlobChunkSize+1)
-	n, err := io.ReadFull(r, buf)
+	n, ended, err := fill(r, buf)
 	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return s.putBlobBytes(ctx, buf[:n])
 	case err != nil:
 		return BlobInfo{}, fmt.Errorf("read blob: %w", err)
+	case ended:
+		return s.putBlobBytes(ctx, buf[:n])
 	}
 	f, err := os.CreateTemp(s.dir, ".blob-upload-*")
 	if err != nil {
@@ -296,6 +296,25 @@ func (s *Store) WriteBlob(ctx context.Context, r io.Reader) (BlobInfo, error) {
 		return info, fmt.Errorf("blob upload: %w", err)
 	}
 	return info, s.putChunked(ctx, info.Digest, size, buf, func(b []byte) (int, error) { return io.ReadFull(f, b) })
+}
+
+// fill reads r into buf until buf is full or r ends, and returns how many
+// bytes it read and whether r ended (io.EOF). Any other error of r is
+// returned as it is — io.ErrUnexpectedEOF too, which io.ReadFull would
+// also answer for a body merely shorter than buf.
+func fill(r io.Reader, buf []byte) (int, bool, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err == io.EOF {
+			return n, true, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
+	}
+	return n, false, nil
 }
 
 // ---- reading ----

@@ -592,3 +592,49 @@ func TestCommitStoresItsBlobData(t *testing.T) {
 	}
 	mustCheck(t, s)
 }
+
+// cutReader yields its bytes, then err in place of io.EOF: a request
+// body, gzip or tar stream that stopped early answers io.ErrUnexpectedEOF.
+type cutReader struct {
+	r   io.Reader
+	err error
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err == io.EOF {
+		err = c.err
+	}
+	return n, err
+}
+
+// TestWriteBlobReaderErrorStoresNothing: an error of the reader —
+// io.ErrUnexpectedEOF included, which a short read of io.ReadFull also
+// answers — is returned, and nothing is stored, whether the bytes before
+// it fit in one record or not.
+func TestWriteBlobReaderErrorStoresNothing(t *testing.T) {
+	ctx := context.Background()
+	other := errors.New("connection reset")
+	for _, readErr := range []error{io.ErrUnexpectedEOF, other} {
+		s := openTest(t, t.TempDir()) // a store of its own: the empty blob is one digest
+		defer s.Close()
+		for _, n := range []int{0, 10, BlobChunkSize, BlobChunkSize + 10} {
+			data := blobBytes(n, byte(n))
+			_, err := s.WriteBlob(ctx, &cutReader{bytes.NewReader(data), readErr})
+			if !errors.Is(err, readErr) {
+				t.Errorf("%d bytes then %v: WriteBlob answered %v", n, readErr, err)
+			}
+			if had, herr := s.HasBlob(ctx, hashing.Sum(data)); herr != nil || had {
+				t.Errorf("%d bytes then %v: stored %v (%v), want nothing stored", n, readErr, had, herr)
+			}
+		}
+	}
+	// A reader that ends with io.EOF is stored whole.
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	data := blobBytes(10, 1)
+	info, err := s.WriteBlob(ctx, bytes.NewReader(data))
+	if err != nil || info.Digest != hashing.Sum(data) || info.Size != 10 {
+		t.Fatalf("WriteBlob of 10 bytes: %+v, %v", info, err)
+	}
+}
