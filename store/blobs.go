@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/gate"
@@ -256,7 +259,7 @@ func (s *Store) WriteBlob(ctx context.Context, r io.Reader) (BlobInfo, error) {
 	case ended:
 		return s.putBlobBytes(ctx, buf[:n])
 	}
-	f, err := os.CreateTemp(s.dir, ".blob-upload-*")
+	f, err := os.CreateTemp(s.dir, uploadPrefix+"*")
 	if err != nil {
 		return BlobInfo{}, fmt.Errorf("blob upload: %w", err)
 	}
@@ -296,6 +299,44 @@ func (s *Store) WriteBlob(ctx context.Context, r io.Reader) (BlobInfo, error) {
 		return info, fmt.Errorf("blob upload: %w", err)
 	}
 	return info, s.putChunked(ctx, info.Digest, size, buf, func(b []byte) (int, error) { return io.ReadFull(f, b) })
+}
+
+// uploadPrefix begins the name of the temporary file of a blob upload
+// (WriteBlob).
+const uploadPrefix = ".blob-upload-"
+
+// removeLeftUploads removes the temporary files of blob uploads that a
+// crash left in the data directory dir (a removal on a normal return
+// never ran), and logs their count and bytes at info. The caller holds
+// the directory's lock, so no other process is writing one; the store's
+// own uploads have not begun. A file it cannot remove is logged and left:
+// the store opens all the same.
+func removeLeftUploads(dir string, log *slog.Logger) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		log.Warn("could not look for the temporary files of blob uploads a crash left", "dir", dir, "err", err)
+		return
+	}
+	files, size := 0, int64(0)
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), uploadPrefix) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		info, err := e.Info()
+		if err == nil {
+			err = os.Remove(p)
+		}
+		if err != nil {
+			log.Warn("could not remove the temporary file of a blob upload a crash left", "file", p, "err", err)
+			continue
+		}
+		files++
+		size += info.Size()
+	}
+	if files > 0 {
+		log.Info("removed the temporary files of blob uploads a crash left", "dir", dir, "files", files, "bytes", size)
+	}
 }
 
 // fill reads r into buf until buf is full or r ends, and returns how many

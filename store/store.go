@@ -516,6 +516,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.batch <= 0 {
 		s.batch = 256
 	}
+	if s.dir != "" {
+		// The directory is the store's own, and Badger's lock on it, held
+		// since badgerkv.Open, keeps every other process out: an upload
+		// file there is one a crash left.
+		removeLeftUploads(s.dir, s.log)
+	}
 	if err := s.checkFormat(ctx); err != nil {
 		drv.Close()
 		return nil, err
