@@ -244,8 +244,9 @@ func (g *group) addBlob(data []byte) (hashing.Digest, error) {
 // chunks of them in memory: a body of at most BlobChunkSize bytes is
 // stored as one record; a longer one goes to a temporary file in the data
 // directory (the system's temporary directory for a store without one)
-// while its SHA-256 is computed, and from there into chunks. Storing bytes
-// already stored is free (Existed). An error of r is returned wrapped, and
+// while its SHA-256 is computed, and from there into chunks (a file a
+// crash leaves there is removed at the next Open). Storing bytes already
+// stored is free (Existed). An error of r is returned wrapped, and
 // then nothing is stored.
 func (s *Store) WriteBlob(ctx context.Context, r io.Reader) (BlobInfo, error) {
 	if err := s.checkSpace(); err != nil {
