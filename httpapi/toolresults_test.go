@@ -329,3 +329,32 @@ func TestRefusedToolResultStoresNoBlob(t *testing.T) {
 		t.Fatalf("an accepted tool result's text: GET = %d, want 200", g.status)
 	}
 }
+
+// TestToolOutputOfManyChunks: a tool output of several blob chunks is
+// stored, in the commit that records it, whole — read back byte for byte —
+// and a refused one of the same size stores none of it (on every backend
+// the suite runs on).
+func TestToolOutputOfManyChunks(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("t", "")
+	var b strings.Builder
+	for i := 0; b.Len() < 6<<20; i++ {
+		fmt.Fprintf(&b, "line %d of a long tool output\n", i)
+	}
+	output := b.String()
+	refused := e.post("/v1/contexts/t/tool-results", map[string]any{"id": "big0", "tool": "dump", "ok": true, "branch": "nope", "output": output + "!"})
+	if refused.status != 404 {
+		t.Fatalf("unknown branch: %d %s", refused.status, refused.body)
+	}
+	if r := e.get("/v1/blobs/" + hashing.Sum([]byte(output+"!")).String()); r.status != 404 {
+		t.Errorf("the refused output was stored: %d", r.status)
+	}
+	out := e.must(e.post("/v1/contexts/t/tool-results", map[string]any{"id": "big", "tool": "dump", "ok": true, "output": output}), 201)
+	ref := out["artifact"].(map[string]any)["data"].(map[string]any)["full_blob"].(string)
+	if ref != hashing.Sum([]byte(output)).String() {
+		t.Fatalf("full_blob %s, want the output's digest", ref)
+	}
+	if got := e.get("/v1/contexts/t/blobs/" + ref); got.status != 200 || string(got.body) != output {
+		t.Fatalf("read back: %d, %d bytes of %d", got.status, len(got.body), len(output))
+	}
+}
