@@ -75,7 +75,7 @@ func TestDemo(t *testing.T) {
 func TestAPIDocQuotesTheDemoHash(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/API.md")
 	if err != nil {
-		t.Skipf("docs not available: %v", err)
+		t.Fatalf("docs/API.md is part of the repository: %v", err)
 	}
 	m := regexp.MustCompile(`"context_hash":"(sha256:[0-9a-f]{8,64})…?"`).FindSubmatch(doc)
 	if m == nil {
