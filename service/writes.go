@@ -510,11 +510,7 @@ func (s *Service) writeArtifact(ctx context.Context, ctxID string, in *ArtifactI
 		// of a gate output may name bytes no context held, or none
 		// stored).
 		for _, data := range held.data {
-			d, err := s.st.PutBlob(ctx, data)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := s.st.AddBlobMember(ctx, ctxID, d); err != nil {
+			if _, err := s.st.PutContextBlob(ctx, ctxID, data); err != nil {
 				return nil, err
 			}
 		}

@@ -89,6 +89,14 @@ type manifest struct {
 	chunks    []hashing.Digest
 }
 
+// add records chunk as the next chunk of blob d and returns the chunk's
+// record.
+func (m *manifest) add(d hashing.Digest, chunk []byte) kv.Record {
+	i := uint32(len(m.chunks))
+	m.chunks = append(m.chunks, hashing.Sum(chunk))
+	return kv.Record{Key: keyBlobChunk(d, i), Value: chunk}
+}
+
 func (m *manifest) encode() []byte {
 	b := []byte{manifestVersion}
 	b = binary.AppendUvarint(b, uint64(m.size))
@@ -198,9 +206,7 @@ func (s *Store) putChunked(ctx context.Context, d hashing.Digest, size int64, bu
 		if n == 0 {
 			return fmt.Errorf("put blob %s: %w: chunk %d is empty", d.Short(), ErrCorrupt, i)
 		}
-		chunk := buf[:n]
-		m.chunks = append(m.chunks, hashing.Sum(chunk))
-		if err := s.kv.PutImmutable(ctx, []kv.Record{{Key: keyBlobChunk(d, i), Value: chunk}}); err != nil {
+		if err := s.kv.PutImmutable(ctx, []kv.Record{m.add(d, buf[:n])}); err != nil {
 			return fmt.Errorf("put blob %s chunk %d: %w", d.Short(), i, err)
 		}
 		done += int64(n)
@@ -211,33 +217,72 @@ func (s *Store) putChunked(ctx context.Context, d hashing.Digest, size int64, bu
 	return nil
 }
 
-// addBlob queues the records of blob data with the group's write, as
-// PutBlob stores them: one immutable record for at most BlobChunkSize
-// bytes, else its chunks and, visible with the group's commits, its
-// manifest. A blob the group writes already is not queued again.
-func (g *group) addBlob(data []byte) (hashing.Digest, error) {
-	d := hashing.Sum(data)
-	if g.blobs[d] {
-		return d, nil
-	}
-	if g.blobs == nil {
-		g.blobs = make(map[hashing.Digest]bool)
-	}
-	g.blobs[d] = true
+// blobLayout is a blob held in memory laid out as the store keeps it: its
+// digest, its immutable records (the bytes whole, or their chunks in
+// order) and, for a chunked blob, its manifest, visible once written.
+// Store.Commit lays a request's BlobData out before it is queued, so that
+// the committer neither hashes nor cuts them.
+type blobLayout struct {
+	d        hashing.Digest
+	imm      []kv.Record
+	manifest []byte // nil for a blob of one record
+}
+
+// layBlob lays data out as PutBlob stores it.
+func layBlob(data []byte) blobLayout {
+	b := blobLayout{d: hashing.Sum(data)}
 	if len(data) <= BlobChunkSize {
-		return d, g.addImm(keyBlob(d), data)
+		b.imm = []kv.Record{{Key: keyBlob(b.d), Value: data}}
+		return b
 	}
 	m := &manifest{size: int64(len(data)), chunkSize: BlobChunkSize}
-	for i, off := uint32(0), 0; off < len(data); i++ {
-		chunk := data[off:min(off+BlobChunkSize, len(data))]
-		m.chunks = append(m.chunks, hashing.Sum(chunk))
-		if err := g.addImm(keyBlobChunk(d, i), chunk); err != nil {
-			return d, err
-		}
-		off += len(chunk)
+	for off := 0; off < len(data); off += BlobChunkSize {
+		b.imm = append(b.imm, m.add(b.d, data[off:min(off+BlobChunkSize, len(data))]))
 	}
-	g.set(keyBlobManifest(d), m.encode())
-	return d, nil
+	b.manifest = m.encode()
+	return b
+}
+
+// addBlobs queues the records of blobs with the group's write, as PutBlob
+// stores them, but for those the group writes already or the store holds
+// (HasBlob's records, asked for all of them in one read that fetches no
+// values; when that read fails, all are written).
+func (g *group) addBlobs(ls []blobLayout) error {
+	var fresh []blobLayout
+	var keys [][]byte
+	for _, b := range ls {
+		if g.blobs[b.d] {
+			continue
+		}
+		if g.blobs == nil {
+			g.blobs = make(map[hashing.Digest]bool)
+		}
+		g.blobs[b.d] = true
+		fresh = append(fresh, b)
+		keys = append(keys, keyBlob(b.d), keyBlobManifest(b.d))
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	found, err := kv.Has(context.Background(), g.s.kv, keys)
+	if err != nil {
+		g.s.log.Debug("could not tell which blobs are stored; writing them all", "err", err)
+		found = make([]bool, len(keys))
+	}
+	for i, b := range fresh {
+		if found[2*i] || found[2*i+1] {
+			continue
+		}
+		for _, r := range b.imm {
+			if err := g.addImm(r.Key, r.Value); err != nil {
+				return err
+			}
+		}
+		if b.manifest != nil {
+			g.set(keyBlobManifest(b.d), b.manifest)
+		}
+	}
+	return nil
 }
 
 // WriteBlob stores the bytes r yields, never holding more than about two

@@ -136,7 +136,9 @@ type writeReq struct {
 	attempts  int
 	firstLost time.Time
 	commit    CommitRequest
-	resp      chan writeResp
+	// blobs are commit.BlobData laid out (Store.Commit).
+	blobs []blobLayout
+	resp  chan writeResp
 }
 
 type writeResp struct {
@@ -273,7 +275,11 @@ func (s *Store) Commit(ctx context.Context, req CommitRequest) (CommitResult, er
 	if req.Branch == "" {
 		req.Branch = DefaultBranch
 	}
-	resp, err := s.submit(ctx, &writeReq{kind: reqCommit, ctxID: req.Context, branch: req.Branch, commit: req})
+	w := &writeReq{kind: reqCommit, ctxID: req.Context, branch: req.Branch, commit: req}
+	for _, data := range req.BlobData {
+		w.blobs = append(w.blobs, layBlob(data))
+	}
+	resp, err := s.submit(ctx, w)
 	return resp.res, err
 }
 
@@ -1469,13 +1475,12 @@ func (g *group) stage(hf *headFork, cs *ctxState, r *writeReq, d *decision) (*re
 			return nil, fmt.Errorf("write ops: %w", err)
 		}
 	}
-	blobs := req.Blobs
-	for _, data := range req.BlobData {
-		d, err := g.addBlob(data)
-		if err != nil {
-			return nil, fmt.Errorf("write blob: %w", err)
-		}
-		blobs = append(blobs, d)
+	if err := g.addBlobs(r.blobs); err != nil {
+		return nil, fmt.Errorf("write blob: %w", err)
+	}
+	blobs := slices.Clip(req.Blobs)
+	for _, b := range r.blobs {
+		blobs = append(blobs, b.d)
 	}
 	if err := g.spill(); err != nil {
 		return nil, fmt.Errorf("write state map: %w", err)
