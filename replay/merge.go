@@ -530,7 +530,7 @@ func MergeOverWithinData(bases []*graph.State, ancestor, ours, theirs *graph.Sta
 	if len(bases) == 0 {
 		return nil, errors.New("replay: a merge needs a merge base")
 	}
-	m := &merger{base: bases[0], others: bases[1:], ours: ours, theirs: theirs, res: resolutions, data: data, ancestor: ancestor,
+	m := &merger{base: bases[0], others: bases[1:], bases: bases, ours: ours, theirs: theirs, res: resolutions, data: data, ancestor: ancestor,
 		used:    map[string]bool{},
 		art:     map[string]*artOutcome{},
 		edge:    map[graph.EdgeKey]*edgeOutcome{},
@@ -589,6 +589,8 @@ type merger struct {
 	// others are the merge bases beside base, when there are several
 	// (MergeOver).
 	others []*graph.State
+	// bases are base and others, in order.
+	bases []*graph.State
 	// ancestor is the merge base of the bases, when there are several and
 	// they have one (MergeOver); nil otherwise.
 	ancestor *graph.State
@@ -712,7 +714,7 @@ func virtualBaseOf[T any](m *merger, get func(*graph.State) *T, same func(a, b *
 	anc := get(m.ancestor)
 	var v *T
 	changed := false
-	for _, st := range append([]*graph.State{m.base}, m.others...) {
+	for _, st := range m.bases {
 		x := get(st)
 		switch {
 		case same(x, anc):

@@ -271,7 +271,7 @@ func CompareRuns(ctx context.Context, st *store.Store, ctxA, refA, ctxB, refB st
 // not exist (rule exists).
 func nameSide(err error, param string) error {
 	var unknown *store.UnknownRefError
-	if errors.As(err, &unknown) || errors.Is(err, store.ErrAmbiguous) || !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, store.ErrNotFound) || errors.As(err, &unknown) {
 		return NameRef(err, param)
 	}
 	e := Classify(err)

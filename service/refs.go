@@ -85,37 +85,15 @@ func (s *Service) ResolveRef(ctx context.Context, ctxID, ref, member string) (*r
 	}
 	c, err := s.st.Resolve(ctx, ctxID, ref)
 	if err != nil {
-		return nil, s.missingAt(ctx, ctxID, RefAt(err, member), "/"+member, "no branch or commit of the context has this name or id")
+		return nil, RefAt(err, member)
 	}
 	return c, nil
 }
 
-// missingAt is err, when it is a not-found that names no field and the
-// context ctxID exists (so what is missing is not the context, which the
-// path names), as the not-found of the body member at ptr, rule exists.
-// Any other error is returned as it is.
-func (s *Service) missingAt(ctx context.Context, ctxID string, err error, ptr, detail string) error {
-	return fieldMissing(err, ptr, detail, func() bool {
-		_, cerr := s.st.GetContext(ctx, ctxID)
-		return cerr == nil
-	})
-}
-
-// fieldMissing is missingAt with ctxExists telling whether the context
-// exists, asked only of a not-found that names no field.
-func fieldMissing(err error, ptr, detail string, ctxExists func() bool) error {
-	e := Classify(err)
-	if e.Code != fault.NotFound || len(e.Errors) > 0 || !ctxExists() {
-		return err
-	}
-	e.Errors = []fault.FieldError{{Pointer: ptr, Rule: RuleExists, Detail: detail}}
-	return e
-}
-
 // branchMissingAt is err, when it is a not-found of a write on branch
 // (given in the body at ptr; "" is the default branch) and the context
-// has no such branch, as the not-found of ptr, rule exists (missingAt;
-// the branch list read shows that the context exists).
+// has no such branch, as the not-found of ptr, rule exists (the branch
+// list read shows that the context exists).
 func (s *Service) branchMissingAt(ctx context.Context, ctxID, branch, ptr string, err error) error {
 	if !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -132,7 +110,12 @@ func (s *Service) branchMissingAt(ctx context.Context, ctxID, branch, ptr string
 			return err // what is missing is something else
 		}
 	}
-	return fieldMissing(err, ptr, "the context has no branch of this name", func() bool { return true })
+	e := Classify(err)
+	if e.Code != fault.NotFound || len(e.Errors) > 0 {
+		return err
+	}
+	e.Errors = []fault.FieldError{{Pointer: ptr, Rule: RuleExists, Detail: "the context has no branch of this name"}}
+	return e
 }
 
 // RuleHead is the rule of a stale-parent refusal's errors entry: the

@@ -320,7 +320,10 @@ func (s *Service) checkIfMatch(ctx context.Context, ctxID, branch string, ifMatc
 	if name == "" {
 		name = store.DefaultBranch
 	}
-	return s.commitError(ctx, ctxID, branch, true, fmt.Errorf("%w: parent %s is not the head of %q (head is %s)", store.ErrStale, ifMatch.Short(), name, c.ID.Short()))
+	// commitError's refusal, with the head this read found.
+	e := staleAt(fmt.Errorf("%w: parent %s is not the head of %q (head is %s)", store.ErrStale, ifMatch.Short(), name, c.ID.Short()), true).(*fault.Error)
+	e.Extra = map[string]any{"head": c.ID}
+	return e
 }
 
 // DerivedID is the id the server gives an artifact sent without one.

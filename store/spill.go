@@ -95,16 +95,20 @@ func keyImportedPruned(ctxID string, d hashing.Digest) []byte {
 // all the same: a spill's digest names only its own bytes. at is the time
 // recorded as pruned_at.
 func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int) (int, error) {
-	var due [][]byte
+	type spill struct {
+		key []byte
+		d   hashing.Digest
+	}
+	var due []spill
 	err := kv.ScanKeys(ctx, s.kv, []byte(pSpill), nil, 0, func(k []byte) error {
-		nanos, _, ok := parseSpillKey(k)
+		nanos, d, ok := parseSpillKey(k)
 		if !ok {
 			return nil
 		}
 		if nanos >= cutoff.UnixNano() || (limit > 0 && len(due) >= limit) {
 			return errEnough
 		}
-		due = append(due, bytes.Clone(k))
+		due = append(due, spill{bytes.Clone(k), d})
 		return nil
 	})
 	if errors.Is(err, errEnough) {
@@ -115,11 +119,11 @@ func (s *Store) PruneSpills(ctx context.Context, cutoff, at time.Time, limit int
 	}
 	marker := prunedMarker(hashing.FormatTime(at))
 	n := 0
-	for _, k := range due {
+	for _, sp := range due {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		_, d, _ := parseSpillKey(k)
+		k, d := sp.key, sp.d
 		keys, err := s.blobRecordKeys(ctx, d)
 		if err != nil {
 			return n, fmt.Errorf("prune blob %s: %w", d, err)
