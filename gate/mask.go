@@ -312,19 +312,22 @@ func credentialEdits(s string) []edit {
 			}
 			// Go's print of the header with several values: the values
 			// after the first, a space apart in %v, ", " in %#v.
-			sep := ""
+			var form byte
 			switch s[i+m[4] : i+m[5]] {
 			case ":[":
-				sep = " "
+				form = '['
 			case `":[]string{`:
-				sep = `", "`
+				form = '{'
 			}
-			for sep != "" && strings.HasPrefix(s[off:], sep) {
-				n := reAuthNext.FindStringSubmatchIndex(s[off+len(sep):])
+			for {
+				p := nextPrintValue(s, off, form)
+				if p < 0 {
+					break
+				}
+				n := reAuthNext.FindStringSubmatchIndex(s[p:])
 				if n == nil {
 					break
 				}
-				p := off + len(sep)
 				if !placeholder(s[p+n[4] : p+n[5]]) {
 					edits = append(edits, edit{p + n[4], p + n[5], maskToken(s[p+n[4] : p+n[5]])})
 				}
@@ -467,15 +470,24 @@ func cookieValueEdits(s string, j int, set bool) ([]edit, int) {
 			}
 			e = end
 		}
-		switch {
-		case form == '[' && e+1 < len(s) && s[e] == ' ':
-			j = e + 1
-		case form == '{' && strings.HasPrefix(s[e:], `", "`):
-			j = e + 4
-		default:
+		if j = nextPrintValue(s, e, form); j < 0 {
 			return edits, e
 		}
 	}
+}
+
+// nextPrintValue returns where the next value starts after a value that
+// ends at s[e] in Go's print of a header's values: past the space in its %v
+// print (form '['), past `", "` in its %#v print (form '{'); -1 when no value
+// follows there (or form is neither).
+func nextPrintValue(s string, e int, form byte) int {
+	switch {
+	case form == '[' && e+1 < len(s) && s[e] == ' ':
+		return e + 1
+	case form == '{' && strings.HasPrefix(s[e:], `", "`):
+		return e + 4
+	}
+	return -1
 }
 
 // setCookieAttrsEnd returns the end of a Set-Cookie value's attributes
@@ -711,20 +723,18 @@ func fieldEditsIn(s string, cookies bool) []edit {
 		// Go's print of a header with several values: the values after
 		// the first, a space apart in %v, ", " in %#v.
 		for {
-			switch {
-			case form == '[' && e+1 < len(s) && s[e] == ' ':
-				v = e + 1
+			if v = nextPrintValue(s, e, form); v < 0 {
+				break
+			}
+			if form == '{' {
+				e = quotedValueEnd(s, v, '"', false)
+			} else {
 				e = v
 				for e < len(s) && !isValueStop(s[e]) {
 					e++
 				}
-			case form == '{' && strings.HasPrefix(s[e:], `", "`):
-				v = e + 4
-				e = quotedValueEnd(s, v, '"', false)
-			default:
-				v = -1
 			}
-			if v < 0 || e == v {
+			if e == v {
 				break
 			}
 			if !placeholder(s[v:e]) {
