@@ -51,7 +51,7 @@ func (e *SecretError) Unwrap() error { return ErrBadSecret }
 // nothing. A Secrets is immutable: [Secrets.Add] returns a new one, so it is
 // safe for concurrent use and cheap to copy into [SanitizeOptions].
 type Secrets struct {
-	// forms holds every value and its escaped forms, longest first, without
+	// forms holds every value and its escaped forms, in byte order, without
 	// duplicates.
 	forms []string
 	// groups holds forms, grouped by a shared prefix that Mask looks for
@@ -64,7 +64,7 @@ type Secrets struct {
 }
 
 // formGroup is forms sharing prefix (at least minGroupPrefix bytes, or a
-// single form that is its own prefix), longest first.
+// single form that is its own prefix), in byte order.
 type formGroup struct {
 	prefix string
 	forms  []string
@@ -119,12 +119,7 @@ func (s Secrets) Add(values ...string) (Secrets, error) {
 			}
 		}
 	}
-	sort.Slice(forms, func(i, j int) bool {
-		if len(forms[i]) != len(forms[j]) {
-			return len(forms[i]) > len(forms[j])
-		}
-		return forms[i] < forms[j]
-	})
+	sort.Strings(forms)
 	var escaped []string
 	width := 0
 	for _, f := range forms {
@@ -138,12 +133,10 @@ func (s Secrets) Add(values ...string) (Secrets, error) {
 
 // groupForms groups forms by shared prefixes of at least minGroupPrefix
 // bytes: in byte order, a form joins the group before it while the prefix
-// they all share stays that long. Each group lists its forms longest first.
+// they all share stays that long; forms must be in byte order.
 func groupForms(forms []string) []formGroup {
-	sorted := append([]string(nil), forms...)
-	sort.Strings(sorted)
 	var groups []formGroup
-	for _, f := range sorted {
+	for _, f := range forms {
 		if n := len(groups); n > 0 {
 			g := &groups[n-1]
 			if p := commonPrefix(g.prefix, f); len(p) >= minGroupPrefix {
@@ -153,9 +146,6 @@ func groupForms(forms []string) []formGroup {
 			}
 		}
 		groups = append(groups, formGroup{prefix: f, forms: []string{f}})
-	}
-	for _, g := range groups {
-		sort.SliceStable(g.forms, func(i, j int) bool { return len(g.forms[i]) > len(g.forms[j]) })
 	}
 	return groups
 }
