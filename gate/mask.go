@@ -373,22 +373,10 @@ func credentialEdits(s string) []edit {
 // rest are its attributes: Path=/, Max-Age=3600); names stay. A value
 // quoted (sid="…", RFC 6265's DQUOTE) ends at its closing quote. A value of
 // one or two characters or a template reference (see placeholder) stays.
-// It reads from s[j:], right after the header name: the name's closing
-// quote, ':', the opening of the value and its name=value pairs, and
-// returns the edits and the offset it read to.
+// It reads from s[j:], right after the ':' that follows the header name:
+// the opening of the value and its name=value pairs, and returns the edits
+// and the offset it read to.
 func cookieValueEdits(s string, j int, set bool) ([]edit, int) {
-	if j+1 < len(s) && s[j] == '\\' && (s[j+1] == '"' || s[j+1] == '\'') {
-		j += 2
-	} else if j < len(s) && (s[j] == '"' || s[j] == '\'') {
-		j++
-	}
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
-	}
-	if j == len(s) || s[j] != ':' {
-		return nil, j
-	}
-	j++
 	// form: 0 a header's text, '[' Go's %v, '{' Go's %#v.
 	var form byte
 	switch {
@@ -416,10 +404,7 @@ func cookieValueEdits(s string, j int, set bool) ([]edit, int) {
 	}
 	var edits []edit
 	for {
-		n := j
-		for n < len(s) && (isTagNameChar(s[n]) || s[n] == '.' || s[n] == '$') {
-			n++
-		}
+		n := cookieNameEnd(s, j)
 		if n == j || n == len(s) || s[n] != '=' {
 			return edits, n
 		}
@@ -511,10 +496,7 @@ func setCookieAttrsEnd(s string, e int, form byte) int {
 	case '[':
 		for ; e < len(s) && s[e] != ']' && s[e] != '\n' && s[e] != '\r'; e++ {
 			if s[e] == ' ' && e > 0 && s[e-1] != ';' && s[e-1] != ',' {
-				n := e + 1
-				for n < len(s) && (isTagNameChar(s[n]) || s[n] == '.' || s[n] == '$') {
-					n++
-				}
+				n := cookieNameEnd(s, e+1)
 				if n > e+1 && n < len(s) && s[n] == '=' {
 					return e
 				}
@@ -522,6 +504,15 @@ func setCookieAttrsEnd(s string, e int, form byte) int {
 		}
 	}
 	return e
+}
+
+// cookieNameEnd returns the end of the cookie name that starts at s[j]
+// (letters, digits, '_', '-', '.' and '$'): j when none starts there.
+func cookieNameEnd(s string, j int) int {
+	for j < len(s) && (isTagNameChar(s[j]) || s[j] == '.' || s[j] == '$') {
+		j++
+	}
+	return j
 }
 
 // isCookieValueStop ends a cookie value: ';' and ',', whitespace, quotes, a
@@ -616,10 +607,13 @@ func fieldEditsIn(s string, cookies bool) []edit {
 		name := normFieldName(nb[:0], s[k:j])
 		if cookies && c == ':' && (string(name) == "cookie" || string(name) == "setcookie") {
 			// A Cookie or Set-Cookie header: its values are masked, and
-			// the fields inside them (sid=…) are not read again.
-			var found []edit
-			found, next = cookieValueEdits(s, j, string(name) == "setcookie")
-			edits = append(edits, found...)
+			// the fields inside them (sid=…) are not read again. A line
+			// break between the name and ':' is no header.
+			if !strings.ContainsAny(s[j:i], "\n\r\f") {
+				var found []edit
+				found, next = cookieValueEdits(s, i+1, string(name) == "setcookie")
+				edits = append(edits, found...)
+			}
 			continue
 		}
 		quoted := quote != 0 && c == ':' && k > 0 && s[k-1] == quote

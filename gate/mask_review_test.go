@@ -8,12 +8,8 @@ import (
 
 func secretsOpt(t *testing.T, v ...string) SanitizeOptions {
 	t.Helper()
-	s, err := NewSecrets(v)
-	if err != nil {
-		t.Fatal(err)
-	}
 	o := DefaultSanitizeOptions()
-	o.Secrets = s
+	o.Secrets = mustSecrets(t, v...)
 	return o
 }
 

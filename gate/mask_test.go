@@ -265,10 +265,7 @@ func TestSecrets(t *testing.T) {
 func TestSecretsMaskWorkIsBoundedOnRepetitiveText(t *testing.T) {
 	text := strings.Repeat("a", 1<<20)
 	for _, l := range []int{16, 64, 1024, 4096} {
-		sec, err := NewSecrets([]string{strings.Repeat("a", l-1) + "/", "b" + strings.Repeat("a", l-2) + "/", strings.Repeat("a", 8) + "%" + strings.Repeat("a", l)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		sec := mustSecrets(t, strings.Repeat("a", l-1)+"/", "b"+strings.Repeat("a", l-2)+"/", strings.Repeat("a", 8)+"%"+strings.Repeat("a", l))
 		var work int
 		if spans := sec.spansWork(text, &work); len(spans) != 0 {
 			t.Fatalf("secret of %d bytes: %d spans in a text without it", l, len(spans))
@@ -293,10 +290,7 @@ func mustSecrets(t *testing.T, values ...string) Secrets {
 
 func TestSecretsLowerEscapesMatchAWholeCopy(t *testing.T) {
 	values := []string{"p@ss w/rd&more", "wJalrXUtnFEMI/K7MDENG+bPxRfiCY", "tilde~and'quote"}
-	sec, err := NewSecrets(values)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sec := mustSecrets(t, values...)
 	pieces := []string{"%2f", "%2F", "%2b", "%40", "%26", "%7e", "%27", "%20", "%", "%e", "+", "p", "ss", "w", "rd", "more",
 		"wJalrXUtnFEMI", "K7MDENG", "bPxRfiCY", "tilde", "and", "quote", "x", " ", "\n"}
 	lowerHex := func(f string) string {

@@ -210,17 +210,18 @@ func percentEscape(v, keep string, spaceAsPlus bool) string {
 // hasPercentEscape reports whether f holds a percent escape with a letter
 // in its hex (%2F, not %20), which a text may write in lower case.
 func hasPercentEscape(f string) bool {
-	for i := strings.IndexByte(f, '%'); i >= 0 && i+2 < len(f); {
-		if isHex(f[i+1]) && isHex(f[i+2]) && (f[i+1] > '9' || f[i+2] > '9') {
+	for i := 0; i < len(f); i++ {
+		if hexEscapeAt(f, i) {
 			return true
 		}
-		j := strings.IndexByte(f[i+1:], '%')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
 	}
 	return false
+}
+
+// hexEscapeAt reports whether s[p:] starts with a percent escape with a
+// letter (either case) in its hex.
+func hexEscapeAt(s string, p int) bool {
+	return p+2 < len(s) && s[p] == '%' && isHex(s[p+1]) && isHex(s[p+2]) && (s[p+1] > '9' || s[p+2] > '9')
 }
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
@@ -346,8 +347,7 @@ func (s Secrets) findLowerEscaped(spans [][2]int, text string, work *int) [][2]i
 // lowerEscape reports whether text[p:] starts with a percent escape with a
 // lower-case hex digit.
 func lowerEscape(text string, p int) bool {
-	return p+2 < len(text) && isHex(text[p+1]) && isHex(text[p+2]) &&
-		('a' <= text[p+1] && text[p+1] <= 'f' || 'a' <= text[p+2] && text[p+2] <= 'f')
+	return hexEscapeAt(text, p) && ('a' <= text[p+1] && text[p+1] <= 'f' || 'a' <= text[p+2] && text[p+2] <= 'f')
 }
 
 // upperEscapes appends text to dst with the hex digits of its percent
