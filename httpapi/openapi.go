@@ -25,6 +25,9 @@ type opDoc struct {
 	status int
 	result string
 	text   []string
+	// ifMatch marks a write that lands on a branch and evaluates an
+	// If-Match header against its head (route.ifMatchSupported).
+	ifMatch bool
 }
 
 // queryParams describes every query parameter the API takes.
@@ -54,10 +57,10 @@ var (
 	docListContexts    = opDoc{id: "listContexts", summary: "List the contexts the token may read", tag: "contexts", query: []string{"limit", "cursor"}, status: 200, result: "ContextPage"}
 	docCreateContext   = opDoc{id: "createContext", summary: "Create a context (with its main branch and an empty root commit)", tag: "contexts", body: "context", status: 201, result: "ContextInfo"}
 	docDescribeContext = opDoc{id: "describeContext", summary: "Describe a context: branches, head, hash, counts, trust summary", tag: "contexts", query: []string{"at"}, status: 200, result: "ContextView"}
-	docCommit          = opDoc{id: "commit", summary: "One atomic commit of ops (200 with the unchanged head when every op is a no-op)", tag: "commits", body: "commit", status: 201, result: "CommitWrite"}
+	docCommit          = opDoc{id: "commit", summary: "One atomic commit of ops (200 with the unchanged head when every op is a no-op)", tag: "commits", body: "commit", status: 201, result: "CommitWrite", ifMatch: true}
 	docListCommits     = opDoc{id: "listCommits", summary: "First-parent history from a commit or branch, newest first", tag: "commits", query: []string{"at", "limit", "cursor"}, status: 200, result: "CommitPage"}
 	docGetCommit       = opDoc{id: "getCommit", summary: "One commit with its recorded ops", tag: "commits", status: 200, result: "Commit"}
-	docPutArtifact     = opDoc{id: "putArtifact", summary: "Write an artifact and its outgoing edges in one commit (200 when identical content is put again)", tag: "artifacts", body: "artifact", status: 201, result: "ArtifactWrite"}
+	docPutArtifact     = opDoc{id: "putArtifact", summary: "Write an artifact and its outgoing edges in one commit (200 when identical content is put again)", tag: "artifacts", body: "artifact", status: 201, result: "ArtifactWrite", ifMatch: true}
 	docListArtifacts   = opDoc{id: "listArtifacts", summary: "Artifacts sorted by id with their trust status", tag: "artifacts", query: []string{"at", "type", "limit", "cursor"}, status: 200, result: "ArtifactPage"}
 	docGetArtifact     = opDoc{id: "getArtifact", summary: "One artifact with data and trust", tag: "artifacts", query: []string{"at"}, status: 200, result: "Artifact"}
 	docHistory         = opDoc{id: "artifactHistory", summary: "Versions of an artifact, newest first", tag: "artifacts", query: []string{"at"}, status: 200, result: "History"}
@@ -71,8 +74,8 @@ var (
 	docAudit           = opDoc{id: "audit", summary: "What an answer rests on, with trust and sources (json or markdown)", tag: "state", query: []string{"at", "format"}, status: 200, result: "Audit", text: []string{"text/markdown"}}
 	docListBranches    = opDoc{id: "listBranches", summary: "Branches and their heads", tag: "branches", status: 200, result: "BranchList"}
 	docCreateBranch    = opDoc{id: "createBranch", summary: "Create a branch at any commit", tag: "branches", body: "branch", status: 201, result: "Branch"}
-	docResetBranch     = opDoc{id: "resetBranch", summary: "Move a branch to any commit (checkout, rollback)", tag: "branches", body: "reset", status: 200, result: "Reset"}
-	docMerge           = opDoc{id: "merge", summary: "Three-way merge of a branch or commit into a branch; conflicts reported all at once (409), settled by resolutions", tag: "branches", body: "merge", status: 201, result: "Merge"}
+	docResetBranch     = opDoc{id: "resetBranch", summary: "Move a branch to any commit (checkout, rollback)", tag: "branches", body: "reset", status: 200, result: "Reset", ifMatch: true}
+	docMerge           = opDoc{id: "merge", summary: "Three-way merge of a branch or commit into a branch; conflicts reported all at once (409), settled by resolutions", tag: "branches", body: "merge", status: 201, result: "Merge", ifMatch: true}
 	docListTypes       = opDoc{id: "listTypes", summary: "Artifact types and relations", tag: "types", status: 200, result: "TypeList"}
 	docGetType         = opDoc{id: "getType", summary: "One artifact type", tag: "types", status: 200, result: "Type"}
 	docPutType         = opDoc{id: "putType", summary: "Register or update a user type (admin on \"*\")", tag: "types", body: "type", status: 201, result: "Type"}
@@ -82,9 +85,9 @@ var (
 	docEval            = opDoc{id: "eval", summary: "Structural evaluation: supported answers, quarantine share", tag: "contexts", query: []string{"at"}, status: 200, result: "Eval"}
 	docVerify          = opDoc{id: "verify", summary: "Replay the stored chain and compare its context hash", tag: "contexts", body: "verify", status: 200, result: "Verify"}
 	docAddSecrets      = opDoc{id: "addSecrets", summary: "Declare secret values to mask by value in tool results and effect errors (admin on \"*\"); never echoed back", tag: "gate", body: "secrets", status: 200, result: "SecretsWrite"}
-	docFetch           = opDoc{id: "recordFetch", summary: "Classify fetch evidence (or, with perform, fetch the URL) and commit the fetch_verdict with its receipt; the body is stored as a blob", tag: "gate", body: "fetch", status: 201, result: "FetchWrite"}
-	docToolResult      = opDoc{id: "recordToolResult", summary: "Sanitise a tool error or output for the model and commit it as tool_error / tool_output; the full masked text is stored as a blob", tag: "gate", body: "tool-result", status: 201, result: "ArtifactWrite"}
-	docCreateEffect    = opDoc{id: "createEffect", summary: "Record an intended side effect as pending (200 with the recorded effect when the idempotency key is known)", tag: "outbox", body: "effect", status: 201, result: "EffectWrite"}
+	docFetch           = opDoc{id: "recordFetch", summary: "Classify fetch evidence (or, with perform, fetch the URL) and commit the fetch_verdict with its receipt; the body is stored as a blob", tag: "gate", body: "fetch", status: 201, result: "FetchWrite", ifMatch: true}
+	docToolResult      = opDoc{id: "recordToolResult", summary: "Sanitise a tool error or output for the model and commit it as tool_error / tool_output; the full masked text is stored as a blob", tag: "gate", body: "tool-result", status: 201, result: "ArtifactWrite", ifMatch: true}
+	docCreateEffect    = opDoc{id: "createEffect", summary: "Record an intended side effect as pending (200 with the recorded effect when the idempotency key is known)", tag: "outbox", body: "effect", status: 201, result: "EffectWrite", ifMatch: true}
 	docListEffects     = opDoc{id: "listEffects", summary: "Effects sorted by id with their status (a claimed effect whose lease expired counts as pending)", tag: "outbox", query: []string{"at", "status", "limit", "cursor"}, status: 200, result: "EffectPage"}
 	docClaimEffects    = opDoc{id: "claimEffects", summary: "Lease up to limit pending (or lease-expired) effects to a worker, atomically", tag: "outbox", body: "claim", status: 200, result: "ClaimWrite"}
 	docCompleteEffect  = opDoc{id: "completeEffect", summary: "The lease holder records the effect as sent, with its result (409 otherwise)", tag: "outbox", body: "complete", status: 200, result: "EffectWrite"}

@@ -373,15 +373,10 @@ func (s *Server) guard(rt route) http.HandlerFunc {
 // no branch head to compare it to (422 naming the header, rule
 // not_supported): dropping the condition would apply a write its client
 // asked to make only on a head it knows. The writes that land on a branch
-// (a commit, an artifact, a reset, a tool result, a fetch, an effect, a
-// merge) evaluate it; reads are not changed by it.
+// (their opDoc's ifMatch: a commit, an artifact, a reset, a tool result, a
+// fetch, an effect, a merge) evaluate it; reads are not changed by it.
 func (rt route) ifMatchSupported(r *http.Request) error {
-	if rt.method == http.MethodGet || len(r.Header.Values("If-Match")) == 0 {
-		return nil
-	}
-	switch rt.pattern {
-	case "/v1/contexts/{ctx}/commits", "/v1/contexts/{ctx}/artifacts", "/v1/contexts/{ctx}/branches/{branch}/reset",
-		"/v1/contexts/{ctx}/tool-results", "/v1/contexts/{ctx}/fetches", "/v1/contexts/{ctx}/effects", "/v1/contexts/{ctx}/merge":
+	if rt.method == http.MethodGet || rt.doc.ifMatch || len(r.Header.Values("If-Match")) == 0 {
 		return nil
 	}
 	return &Error{Code: CodeValidation, Detail: "this route takes no If-Match: it writes no branch head the header could name",
@@ -571,7 +566,7 @@ func fixedRef(ref string, id hashing.Digest) bool {
 // with: "*" matches any current one (RFC 9110 §13.1.2), not a 404. A read
 // that learns that later calls etagNamed, and respondRead answers "*".
 func notModified(r *http.Request, etag string) bool {
-	return etagNamed(r, etag) || starMatch(r)
+	return inmHas(r, func(t string) bool { return t == etag || t == "*" })
 }
 
 // etagNamed reports whether If-None-Match names etag itself.

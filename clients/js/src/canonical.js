@@ -51,8 +51,9 @@ function encode(v, out, depth) {
   } else if (typeof v === "string") {
     if (LONE_SURROGATE.test(v)) throw new CanonicalError("lone surrogate in string");
     out.push(JSON.stringify(v));
+  } else if (typeof v === "object" && depth >= MAX_DEPTH) {
+    throw new CanonicalError(`arrays and objects nested deeper than ${MAX_DEPTH} levels`);
   } else if (Array.isArray(v)) {
-    if (depth >= MAX_DEPTH) throw new CanonicalError(`arrays and objects nested deeper than ${MAX_DEPTH} levels`);
     out.push("[");
     for (let i = 0; i < v.length; i++) {
       if (i) out.push(",");
@@ -61,7 +62,6 @@ function encode(v, out, depth) {
     }
     out.push("]");
   } else if (typeof v === "object") {
-    if (depth >= MAX_DEPTH) throw new CanonicalError(`arrays and objects nested deeper than ${MAX_DEPTH} levels`);
     const members = [];
     for (const k of Object.keys(v)) {
       const x = jsonValue(v[k], k);

@@ -87,9 +87,9 @@ def _encode(v: Any, out: list[str], depth: int) -> None:
         except UnicodeEncodeError as e:
             raise CanonicalError("lone surrogate in string") from e
         out.append(json.dumps(v, ensure_ascii=False))
+    elif isinstance(v, (list, tuple, dict)) and depth >= MAX_DEPTH:
+        raise CanonicalError(f"arrays and objects nested deeper than {MAX_DEPTH} levels")
     elif isinstance(v, (list, tuple)):
-        if depth >= MAX_DEPTH:
-            raise CanonicalError(f"arrays and objects nested deeper than {MAX_DEPTH} levels")
         out.append("[")
         for i, x in enumerate(v):
             if i:
@@ -97,8 +97,6 @@ def _encode(v: Any, out: list[str], depth: int) -> None:
             _encode(x, out, depth + 1)
         out.append("]")
     elif isinstance(v, dict):
-        if depth >= MAX_DEPTH:
-            raise CanonicalError(f"arrays and objects nested deeper than {MAX_DEPTH} levels")
         out.append("{")
         for k in v:
             if not isinstance(k, str):

@@ -367,15 +367,12 @@ def _opener(base_url: str, proxies: Optional[Mapping[str, str]]) -> urllib.reque
     return urllib.request.build_opener(urllib.request.ProxyHandler({} if _loopback(host) else None), *_handlers)
 
 
-def _read(res: Any, deadline: float, most: int) -> bytes:
-    """Read an answer whole before deadline (time.monotonic), or its first
-    most bytes: the socket timeout bounds each read, not the answer, which
-    a server sending a byte at a time could hold open for ever."""
+def _read(res: Any, most: int) -> bytes:
+    """Read an answer whole, or its first most bytes; the attempt's
+    deadline bounds every read of it (_DeadlineReader)."""
     parts: List[bytes] = []
     got = 0
     while got < most:
-        if time.monotonic() > deadline:
-            raise socket.timeout("the answer did not arrive within the timeout")
         want = min(65536, most - got)
         chunk = res.read1(want) if hasattr(res, "read1") else res.read(want)
         if not chunk:
@@ -483,8 +480,7 @@ class Client:
                 req.add_header("Content-Type", "application/json")
             if self.token:
                 req.add_header("Authorization", "Bearer " + self.token)
-            deadline = time.monotonic() + limit
-            req.deadline = deadline  # type: ignore[attr-defined]  # read by _with_deadline
+            req.deadline = time.monotonic() + limit  # type: ignore[attr-defined]  # read by _with_deadline
             try:
                 try:
                     res = self._opener.open(req, timeout=limit)
@@ -494,7 +490,7 @@ class Client:
                 with res:
                     ctype = res.headers.get("Content-Type", "")
                     retry_after = res.headers.get("Retry-After")
-                    raw, cut = self._answer(method, path, res, status, ctype, deadline)
+                    raw, cut = self._answer(method, path, res, status, ctype)
                 if 200 <= status < 300:
                     if ctype.startswith("application/json") and raw:
                         return json.loads(raw.decode("utf-8"))
@@ -522,7 +518,7 @@ class Client:
             time.sleep(pause)
             pause *= 2
 
-    def _answer(self, method: str, path: str, res: Any, status: int, ctype: str, deadline: float) -> Tuple[bytes, bool]:
+    def _answer(self, method: str, path: str, res: Any, status: int, ctype: str) -> Tuple[bytes, bool]:
         """An answer's body: a successful one whole (at most
         max_answer_bytes, else AnswerTooLarge), a refusal up to the bounds
         of refusals, with whether it was cut."""
@@ -534,7 +530,7 @@ class Client:
         if ok and re.fullmatch(r"[0-9]+", length) and int(length) > limit:
             raise AnswerTooLarge(f"{method} {path}: the answer is {int(length)} bytes: the answer is longer "
                                  f"than the client reads ({limit}; max_answer_bytes)")
-        raw = _read(res, deadline, limit + 1)
+        raw = _read(res, limit + 1)
         if len(raw) <= limit:
             return raw, False
         if ok:  # never a cut answer decoded as the whole
