@@ -12,6 +12,7 @@ import ipaddress
 import json
 import re
 import socket
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -273,23 +274,62 @@ class _EarlyAnswer:
     and the rest of the body dropped, so that getresponse reads that
     answer; when there is none, getresponse raises the send error.
 
-    Given a deadline (time.monotonic), the answer is read before it
-    (_DeadlineResponse)."""
+    Given a deadline (time.monotonic), the request is sent and its answer
+    read before it: the connection is made with what is left of it as its
+    timeout, each socket send of the request is given what is left as its
+    timeout (the socket's own timeout bounds one call, and a peer reading
+    slowly would otherwise hold each of them, the head's and the body's,
+    for the whole timeout), and the answer is read by _DeadlineResponse."""
 
     _cut: Optional[OSError] = None
+    _deadline: Optional[float] = None
 
     def __init__(self, *a: Any, deadline: Optional[float] = None, **kw: Any):
         super().__init__(*a, **kw)  # type: ignore[call-arg]
         if deadline is not None:
+            self._deadline = deadline
+            self._create_connection = self._connect_before_deadline
             self.response_class = functools.partial(_DeadlineResponse, deadline=deadline)
+
+    def _left(self) -> float:
+        assert self._deadline is not None
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the request was not sent within the timeout")
+        return left
+
+    def _connect_before_deadline(self, address: Any, timeout: Any, source_address: Any = None) -> socket.socket:
+        sock = socket.create_connection(address, self._left(), source_address)
+        try:
+            sock.settimeout(self._left())  # what follows: a TLS handshake, a proxy's tunnel
+        except OSError:
+            sock.close()
+            raise
+        return sock
 
     def send(self, data: Any) -> None:
         if self._cut is not None:
             return
         try:
-            super().send(data)  # type: ignore[misc]
+            if self._deadline is None or not isinstance(data, (bytes, bytearray, memoryview)):
+                super().send(data)  # type: ignore[misc]
+            else:
+                self._send_before_deadline(data)
         except (BrokenPipeError, ConnectionResetError) as e:
             self._cut = e
+
+    def _send_before_deadline(self, data: Any) -> None:
+        """HTTPConnection.send of bytes, each socket send given what is
+        left before the deadline as its timeout."""
+        if self.sock is None:  # type: ignore[attr-defined]
+            self.connect()  # type: ignore[attr-defined]
+        sock = self.sock  # type: ignore[attr-defined]
+        sys.audit("http.client.send", self, data)
+        with memoryview(data) as view, view.cast("B") as octets:
+            sent = 0
+            while sent < len(octets):
+                sock.settimeout(self._left())
+                sent += sock.send(octets[sent:])
 
     def getresponse(self) -> http.client.HTTPResponse:
         try:
@@ -401,8 +441,8 @@ class Client:
     :class:`Problem` is raised at once with its ``retry_after``. Once the
     client has waited, the call ends within ``timeout`` of its start.
 
-    ``timeout`` bounds each attempt, its answer (head and body) read whole
-    included. A write with a stale ``parent`` is retried only through
+    ``timeout`` bounds each attempt, one deadline for the connection, the
+    sending of the request and its answer (head and body) read whole. A write with a stale ``parent`` is retried only through
     :meth:`put_artifact_cas`, which re-reads the head first.
 
     ``max_answer_bytes`` (1 GiB by default, as the Go client) is the most

@@ -333,6 +333,43 @@ class RetryAfterTest(unittest.TestCase):
             Client(r.url, timeout=1.0, retries=0).hash("run")
         self.assertLess(time.monotonic() - start, 3.0)
 
+    def test_request_sent_within_the_timeout(self) -> None:
+        """The sending of a request counts against the attempt's timeout
+        as its answer does: a server that takes 0.8 s to read a request
+        head too large for the sockets' buffers (a path of 4 MiB), then
+        reads none of the body, ends the call with a TransportError about
+        a second after it began. (Before: the head's send and the body's
+        each had the whole timeout, and the call took 2 s.)"""
+        done = threading.Event()
+        self.addCleanup(done.set)
+        srv = socket.socket()
+        self.addCleanup(srv.close)
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+
+        def serve() -> None:
+            conn, _ = srv.accept()
+            with conn:
+                if done.wait(0.8):
+                    return
+                head = b""
+                while b"\r\n\r\n" not in head[-65540:]:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    head += chunk
+                done.wait(10)  # the body is never read
+
+        threading.Thread(target=serve, daemon=True).start()
+        c = Client("http://127.0.0.1:%d" % srv.getsockname()[1], token="s3cret-token", timeout=1.0, retries=0)
+        start = time.monotonic()
+        with self.assertRaises(TransportError) as cm:
+            c.put_artifact("c" * (4 << 20), "note", {"text": "x" * (8 << 20)}, id="a")
+        took = time.monotonic() - start
+        self.assertLess(took, 1.5, "the call took %.2f s with timeout=1" % took)
+        self.assertNotIn("s3cret-token", str(cm.exception))
+
     def test_overloaded_answered_before_the_body_is_read(self) -> None:
         """A large write refused as overloaded before its body is read (the
         server's large-body guard) gets the 503 even though the server
