@@ -9,7 +9,8 @@
 // The value canonicalized is the one JSON.stringify writes, since that is
 // the body the client sends and the server hashes: toJSON is called (with
 // the member's key or the element's index), boxed strings, numbers and
-// booleans are their primitives, an array's holes and its undefined,
+// booleans (of any realm, told by their internal slot as JSON.stringify
+// tells them) are their primitives, an array's holes and its undefined,
 // function and symbol elements are null, and an object's members of those
 // values are left out.
 
@@ -25,14 +26,45 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 /** The deepest nesting of arrays and objects taken, as the server's (hashing.MaxDepth). */
 const MAX_DEPTH = 64;
 
+/**
+ * The boxed primitives by the tag Object.prototype.toString gives them: the
+ * prototype method that reads the box's internal slot (and throws for any
+ * other object, of whatever tag) and what JSON.stringify writes of the box.
+ */
+const BOXES = [
+  ["[object Number]", Number.prototype.valueOf, (v) => Number(v)],
+  ["[object String]", String.prototype.valueOf, (v) => String(v)],
+  ["[object Boolean]", Boolean.prototype.valueOf, (v) => Boolean.prototype.valueOf.call(v)],
+  ["[object BigInt]", BigInt.prototype.valueOf, (v) => BigInt.prototype.valueOf.call(v)],
+];
+
+/**
+ * The primitive JSON.stringify writes for the object v when it is a boxed
+ * number, string, boolean or bigint (of any realm: a node:vm context's
+ * new Number(5) too, which is no instanceof Number here), else v. A box is
+ * told by its internal slot, as JSON.stringify tells it: an object that
+ * only claims a box's tag (Symbol.toStringTag) or prototype is an object.
+ */
+function unboxed(v) {
+  const tag = Object.prototype.toString.call(v);
+  // A box's tag is its own unless a Symbol.toStringTag says otherwise.
+  const tagged = Symbol.toStringTag in v;
+  for (const [t, valueOf, primitive] of BOXES) {
+    if (t !== tag && !tagged) continue;
+    try {
+      valueOf.call(v);
+    } catch {
+      continue; // not this box
+    }
+    return primitive(v);
+  }
+  return v;
+}
+
 /** The value JSON.stringify writes for v, the member key's or element index's value. */
 function jsonValue(v, key) {
   if (v !== null && (typeof v === "object" || typeof v === "bigint") && typeof v.toJSON === "function") v = v.toJSON(key);
-  if (v !== null && typeof v === "object") {
-    if (v instanceof Number) return Number(v);
-    if (v instanceof String) return String(v);
-    if (v instanceof Boolean || v instanceof BigInt) return v.valueOf();
-  }
+  if (v !== null && typeof v === "object" && !Array.isArray(v)) return unboxed(v);
   return v;
 }
 

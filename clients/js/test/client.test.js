@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
+import vm from "node:vm";
 
 import {
   ArtifactdClient,
@@ -65,6 +66,35 @@ test("canonical JSON is what JSON.stringify sends: holes, boxed primitives, toJS
   }
   assert.equal(canonicalize(holes), '[{"content":"a","role":"user"},null,{"content":"c","role":"user"}]');
   assert.equal(canonicalize({ s: new String("x") }), '{"s":"x"}');
+});
+
+test("canonical JSON is what JSON.stringify sends for boxed primitives of another realm, and only for real ones", () => {
+  // JSON.stringify unwraps a boxed primitive by its internal slot, whatever
+  // its realm (a node:vm context, an iframe); an object that only claims to
+  // be one (a Symbol.toStringTag, Number.prototype as its prototype) is an
+  // object. instanceof Number held for neither: a vm's new Number(5) was
+  // hashed as {} while the body said 5.
+  const other = vm.runInNewContext(
+    "({ n: new Number(5), s: new String('x'), b: new Boolean(false), z: new Number(-0), " +
+      "a: [new String('y'), new Number(2.5), new Boolean(true)], d: new Date(0), o: { k: [1, { j: 2 }] } })",
+  );
+  const cases = {
+    "another realm": other,
+    "a forged tag": { n: { [Symbol.toStringTag]: "Number", valueOf: () => 5 }, s: { [Symbol.toStringTag]: "String", k: 1 } },
+    "a boxed prototype": { n: Object.create(Number.prototype), s: Object.create(String.prototype) },
+    "a box with another tag": { n: Object.defineProperty(new Number(7), Symbol.toStringTag, { value: "Seven" }) },
+  };
+  for (const [name, v] of Object.entries(cases)) {
+    assert.equal(canonicalize(v), canonicalize(JSON.parse(JSON.stringify(v))), name);
+  }
+  assert.equal(
+    canonicalize(other),
+    '{"a":["y",2.5,true],"b":false,"d":"1970-01-01T00:00:00.000Z","n":5,"o":{"k":[1,{"j":2}]},"s":"x","z":0}',
+  );
+  assert.equal(canonicalize(cases["a forged tag"]), '{"n":{},"s":{"k":1}}');
+  // A boxed bigint is no JSON, from any realm.
+  assert.throws(() => JSON.stringify({ b: vm.runInNewContext("Object(1n)") }), TypeError);
+  assert.throws(() => canonicalize({ b: vm.runInNewContext("Object(1n)") }), CanonicalError);
 });
 
 test("canonical nesting: 64 arrays and objects are taken, whatever they hold; 65 refused", () => {
