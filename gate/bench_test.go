@@ -117,3 +117,25 @@ func BenchmarkSecretsMask(b *testing.B) {
 		sec.Mask(out)
 	}
 }
+
+// BenchmarkSecretsMaskHTML masks a megabyte of HTML whose every line holds
+// character references (&amp;, &#x2F;) by value with the 16 declared
+// secrets of BenchmarkSecretsMask, three of which occur in it
+// HTML-escaped: the whole text is decoded and searched again.
+func BenchmarkSecretsMaskHTML(b *testing.B) {
+	var values []string
+	for i := range 16 {
+		values = append(values, fmt.Sprintf("%c%cK3y/s3cr3t+%02d!(x)", 'a'+i, 'z'-i, i))
+	}
+	sec, err := NewSecrets(values)
+	if err != nil {
+		b.Fatal(err)
+	}
+	line := "<tr><td><a href=\"/p?a=1&amp;b=2\">Tom &amp; Jerry&#x2F;s &lt;page&gt;</a></td><td>&#8364; 3</td></tr>\n"
+	out := strings.Repeat(line, 10000) + strings.ReplaceAll(values[0], "!", "&excl;") + "\n" + strings.ReplaceAll(values[1], "/", "&#x2F;") + "\n" + strings.ReplaceAll(values[2], "+", "&#43;") + "\n"
+	b.SetBytes(int64(len(out)))
+	b.ReportAllocs()
+	for b.Loop() {
+		sec.Mask(out)
+	}
+}

@@ -277,6 +277,21 @@ func TestSecretsMaskWorkIsBoundedOnRepetitiveText(t *testing.T) {
 	if got := mustSecrets(t, strings.Repeat("a", 4095)+"/").Mask("x" + strings.Repeat("a", 5000) + "/y"); got != "x"+strings.Repeat("a", 905)+SecretMarker+"y" {
 		t.Errorf("the secret in a repetitive text: %.40q…", got)
 	}
+	// A text of HTML character references is decoded in windows around
+	// them and searched again: the windows join, so it is decoded once.
+	for _, unit := range []string{"&#x41;", "&#65;", "&amp;", "&#x41;&#X2F;", "A&#x2f;", "&#x41", "&&#x41;"} {
+		text := strings.Repeat(unit, (1<<20)/len(unit))
+		for _, l := range []int{16, 64, 1024, 4096} {
+			sec := mustSecrets(t, strings.Repeat("A", l-1)+"+", strings.Repeat("&", l-1)+"+", "B"+strings.Repeat("A/", l/2), strings.Repeat("A", 8)+"%"+strings.Repeat("A", l))
+			var work int
+			if spans := sec.spansWork(text, &work); len(spans) != 0 {
+				t.Fatalf("%q, secret of %d bytes: %d spans in a text without it", unit, l, len(spans))
+			}
+			if limit := (len(sec.forms) + 16) * len(text); work > limit {
+				t.Errorf("%q, secret of %d bytes, %d forms: %d bytes scanned and compared over a text of %d, more than %d", unit, l, len(sec.forms), work, len(text), limit)
+			}
+		}
+	}
 }
 
 func mustSecrets(t *testing.T, values ...string) Secrets {

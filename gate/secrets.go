@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"net/url"
 	"sort"
 	"strconv"
@@ -47,9 +48,11 @@ func (e *SecretError) Unwrap() error { return ErrBadSecret }
 // credential, a database password): values with no recognisable shape that
 // [MaskSecrets] cannot find by itself. [Secrets.Mask] replaces each
 // occurrence, and each occurrence of its URL-escaped and JSON-escaped
-// forms, by [SecretMarker]. The zero value holds no secrets and masks
-// nothing. A Secrets is immutable: [Secrets.Add] returns a new one, so it is
-// safe for concurrent use and cheap to copy into [SanitizeOptions].
+// forms, also where a text writes some of their characters as HTML
+// character references, by [SecretMarker]. The zero value holds no
+// secrets and masks nothing. A Secrets is immutable: [Secrets.Add] returns
+// a new one, so it is safe for concurrent use and cheap to copy into
+// [SanitizeOptions].
 type Secrets struct {
 	// forms holds every value and its escaped forms, in byte order, without
 	// duplicates.
@@ -60,7 +63,11 @@ type Secrets struct {
 	// lower or mixed case; width is the length of the longest of those.
 	groups, escaped []formGroup
 	width           int
-	n               int // declared values
+	// refWidth bounds the length of an occurrence of a form in a text
+	// that writes its characters as HTML character references: the most
+	// characters of a form times maxRefLen.
+	refWidth int
+	n        int // declared values
 }
 
 // formGroup is forms sharing prefix (at least minGroupPrefix bytes, or a
@@ -121,14 +128,15 @@ func (s Secrets) Add(values ...string) (Secrets, error) {
 	}
 	sort.Strings(forms)
 	var escaped []string
-	width := 0
+	width, refWidth := 0, 0
 	for _, f := range forms {
 		if hasPercentEscape(f) {
 			escaped = append(escaped, f)
 			width = max(width, len(f))
 		}
+		refWidth = max(refWidth, utf8.RuneCountInString(f)*maxRefLen)
 	}
-	return Secrets{forms: forms, groups: groupForms(forms), escaped: groupForms(escaped), width: width, n: n}, nil
+	return Secrets{forms: forms, groups: groupForms(forms), escaped: groupForms(escaped), width: width, refWidth: refWidth, n: n}, nil
 }
 
 // groupForms groups forms by shared prefixes of at least minGroupPrefix
@@ -368,6 +376,228 @@ func upperEscapes(dst []byte, text string) []byte {
 	return dst
 }
 
+// maxRefLen is the longest HTML character reference Mask reads: 33 bytes,
+// the longest named reference of HTML (&CounterClockwiseContourIntegral;).
+// A numeric reference written longer (with more leading zeros) is left as
+// it is.
+const maxRefLen = 33
+
+// findHTMLEscaped appends to spans the occurrences of the forms in text
+// that writes some of their characters as HTML character references
+// (&#47;, &#x2F;, &sol;, &amp;: see htmlRef). Such an occurrence holds a
+// reference and is at most refWidth long, so only the windows of text that
+// reach that far around one are decoded (once: &amp;#47; stays &#47;) and
+// searched as the text is, for every form and for the escaped ones in
+// lower-case escapes; each span found is mapped back to the text, from the
+// start of the character or reference it starts with to the end of the one
+// it ends with. A text without a reference costs one scan for '&'. It
+// reports whether text holds a reference.
+func (s Secrets) findHTMLEscaped(spans [][2]int, text string, work *int) ([][2]int, bool) {
+	width := s.refWidth
+	seen := false
+	var buf []byte
+	var refs []decodedRef
+	var found [][2]int
+	w0, w1 := 0, -1 // the window gathered so far; none while w1 < 0
+	for at := 0; ; {
+		p, n := -1, 0
+		if i := strings.IndexByte(text[at:], '&'); i >= 0 {
+			p = at + i
+			if n, _, _ = htmlRef(text, p); n == 0 {
+				at = p + 1
+				continue
+			}
+			at = p + n
+			seen = true
+		}
+		if w1 >= 0 && (p < 0 || p-width > w1) {
+			win := text[w0:w1]
+			if cap(buf) < len(win) {
+				buf = make([]byte, 0, len(win))
+			}
+			if k := strings.Count(win, "&"); cap(refs) < k {
+				refs = make([]decodedRef, 0, k)
+			}
+			buf, refs = decodeHTMLRefs(buf[:0], refs[:0], win)
+			*work += w1 - w0
+			decoded := string(buf)
+			found = findGroups(found[:0], decoded, s.groups, 0, work)
+			if len(s.escaped) > 0 {
+				found = s.findLowerEscaped(found, decoded, work)
+			}
+			for _, f := range found {
+				spans = append(spans, [2]int{w0 + sourceStart(refs, f[0]), w0 + sourceEnd(refs, f[1])})
+			}
+			w1 = -1
+		}
+		if p < 0 {
+			return spans, seen
+		}
+		if w1 < 0 {
+			w0 = max(0, p-width)
+		}
+		w1 = min(len(text), p+n+width)
+	}
+}
+
+// decodedRef is a reference decodeHTMLRefs decoded: the bytes
+// [start, end) of its output stand for the n bytes of its input at src.
+type decodedRef struct{ start, end, src, n int }
+
+// decodeHTMLRefs appends to dst text with its HTML character references
+// (see htmlRef) decoded, and to refs each of them, in order. The output is
+// no longer than text.
+func decodeHTMLRefs(dst []byte, refs []decodedRef, text string) ([]byte, []decodedRef) {
+	for i := 0; i < len(text); {
+		j := strings.IndexByte(text[i:], '&')
+		if j < 0 {
+			return append(dst, text[i:]...), refs
+		}
+		dst = append(dst, text[i:i+j]...)
+		i += j
+		n, r1, r2 := htmlRef(text, i)
+		if n == 0 {
+			dst = append(dst, '&')
+			i++
+			continue
+		}
+		start := len(dst)
+		dst = utf8.AppendRune(dst, r1)
+		if r2 >= 0 {
+			dst = utf8.AppendRune(dst, r2)
+		}
+		refs = append(refs, decodedRef{start, len(dst), i, n})
+		i += n
+	}
+	return dst, refs
+}
+
+// refBefore returns the last of refs (in order) that starts at or before
+// the output offset d, and whether there is one.
+func refBefore(refs []decodedRef, d int) (decodedRef, bool) {
+	k := sort.Search(len(refs), func(k int) bool { return refs[k].start > d })
+	if k == 0 {
+		return decodedRef{}, false
+	}
+	return refs[k-1], true
+}
+
+// sourceStart maps the output offset d of decodeHTMLRefs to the input:
+// the start of the reference it falls in, or of the byte it was.
+func sourceStart(refs []decodedRef, d int) int {
+	r, ok := refBefore(refs, d)
+	switch {
+	case !ok:
+		return d
+	case d < r.end:
+		return r.src
+	default:
+		return r.src + r.n + d - r.end
+	}
+}
+
+// sourceEnd maps the end e (> 0) of an output span of decodeHTMLRefs to
+// the input: the end of the reference or byte its last byte comes from.
+func sourceEnd(refs []decodedRef, e int) int {
+	if r, ok := refBefore(refs, e-1); ok && e-1 < r.end {
+		return r.src + r.n
+	}
+	return sourceStart(refs, e-1) + 1
+}
+
+// htmlRef returns the length of the HTML character reference text[p:]
+// starts with and the character it stands for (r2 is the second of a named
+// reference that stands for two, else -1), or n == 0 when it starts none.
+// A reference is one of HTML's named references (&amp;, &lt;, &quot;,
+// &apos;, &sol;, &auml;: the names are case-sensitive, &AMP; is one too),
+// a decimal one (&#47;) or a hex one (&#x2F;, &#X2f;), leading zeros
+// allowed, that names a character other than NUL or a surrogate (one of
+// U+0080 to U+009F stands for the windows-1252 character as in a browser);
+// it ends with ';' (a browser also reads some without one; Mask does not)
+// and is at most maxRefLen bytes long.
+func htmlRef(text string, p int) (n int, r1, r2 rune) {
+	end := min(len(text), p+maxRefLen)
+	if p+3 >= end || text[p] != '&' {
+		return 0, 0, 0
+	}
+	i := p + 1
+	if text[i] == '#' {
+		i++
+		hex := i < end && (text[i] == 'x' || text[i] == 'X')
+		if hex {
+			i++
+		}
+		start, c := i, 0
+		for ; i < end; i++ {
+			d := text[i]
+			switch {
+			case '0' <= d && d <= '9':
+				d -= '0'
+			case hex && 'a' <= d && d <= 'f':
+				d -= 'a' - 10
+			case hex && 'A' <= d && d <= 'F':
+				d -= 'A' - 10
+			default:
+				d = 255
+			}
+			if d == 255 {
+				break
+			}
+			if hex {
+				c = c*16 + int(d)
+			} else {
+				c = c*10 + int(d)
+			}
+			c = min(c, utf8.MaxRune+1)
+		}
+		if i == start || i == end || text[i] != ';' || c == 0 || c > utf8.MaxRune || 0xD800 <= c && c <= 0xDFFF {
+			return 0, 0, 0
+		}
+		r := rune(c)
+		if 0x80 <= c && c <= 0x9F {
+			r, _ = utf8.DecodeRuneInString(html.UnescapeString(text[p : i+1]))
+		}
+		return i + 1 - p, r, -1
+	}
+	for i < end && ('a' <= text[i] && text[i] <= 'z' || 'A' <= text[i] && text[i] <= 'Z' || '0' <= text[i] && text[i] <= '9') {
+		i++
+	}
+	if i == p+1 || i == end || text[i] != ';' {
+		return 0, 0, 0
+	}
+	n = i + 1 - p
+	switch text[p+1 : i] {
+	case "amp":
+		return n, '&', -1
+	case "lt":
+		return n, '<', -1
+	case "gt":
+		return n, '>', -1
+	case "quot":
+		return n, '"', -1
+	case "apos":
+		return n, '\'', -1
+	}
+	// A named reference stands for one or two characters; what
+	// html.UnescapeString makes of a name it does not know whole is the
+	// reference itself or a shorter name's character and the rest of the
+	// name and ';' (three characters at least).
+	u := html.UnescapeString(text[p : p+n])
+	r1, k := utf8.DecodeRuneInString(u)
+	switch rest := u[k:]; {
+	case u == text[p:p+n]:
+		return 0, 0, 0
+	case rest == "":
+		return n, r1, -1
+	default:
+		r2, k = utf8.DecodeRuneInString(rest)
+		if k != len(rest) {
+			return 0, 0, 0
+		}
+		return n, r1, r2
+	}
+}
+
 // spans returns the start and end of every occurrence of a form in text,
 // in no particular order.
 func (s Secrets) spans(text string) [][2]int {
@@ -382,7 +612,36 @@ func (s Secrets) spansWork(text string, work *int) [][2]int {
 	if len(s.escaped) > 0 {
 		spans = s.findLowerEscaped(spans, text, work)
 	}
+	spans, refs := s.findHTMLEscaped(spans, text, work)
+	if refs {
+		for i, sp := range spans {
+			spans[i] = outsideRefs(text, sp)
+		}
+	}
 	return spans
+}
+
+// outsideRefs widens span so that it neither starts nor ends inside an
+// HTML character reference of text (a raw form found in "&amp;…" from its
+// "amp;"): masking part of one would leave the rest to be read as text,
+// where Mask, run again, could find a value the first run did not. A
+// reference holds no '&' past its first byte, so the one a byte is in
+// starts at the last '&' at or before it.
+func outsideRefs(text string, span [2]int) [2]int {
+	start, end := span[0], span[1]
+	lo := max(0, start-maxRefLen+1)
+	if q := strings.LastIndexByte(text[lo:start], '&'); q >= 0 {
+		if n, _, _ := htmlRef(text, lo+q); lo+q+n > start {
+			span[0] = lo + q
+		}
+	}
+	lo = max(0, end-maxRefLen)
+	if q := strings.LastIndexByte(text[lo:end], '&'); q >= 0 {
+		if n, _, _ := htmlRef(text, lo+q); lo+q+n > end {
+			span[1] = lo + q + n
+		}
+	}
+	return span
 }
 
 // Len returns the number of distinct values declared.
@@ -390,11 +649,20 @@ func (s Secrets) Len() int { return s.n }
 
 // Mask returns text with every occurrence of a declared value (or of its
 // URL- or JSON-escaped form, its percent escapes in upper, lower or mixed
-// case) replaced by [SecretMarker]. Overlapping occurrences are masked as
-// one. It runs in time proportional to the text length times the number of
-// forms at most (forms sharing a prefix are looked for together, and the
-// forms with a percent escape again only near the text's lower-case
-// escapes), never lengthens text, and is idempotent.
+// case) replaced by [SecretMarker], also where the text writes any of its
+// characters as an HTML character reference, as an error page does: the
+// reference and the rest of the occurrence are masked as one. A reference
+// is decimal (&#47;) or hex (&#x2F;, &#X2f;), leading zeros allowed, or
+// one of HTML's named references (&amp;, &lt;, &gt;, &quot;, &apos;,
+// &sol;, &auml;; names are case-sensitive); it must end with ';' and be at
+// most 33 bytes long, and references are decoded once (&amp;#47; reads as
+// &#47;, not '/'). A masked span never starts or ends inside a reference.
+// Overlapping occurrences are masked as one. It runs in time proportional
+// to the text length times the number of forms at most (forms sharing a
+// prefix are looked for together, the forms with a percent escape again
+// only near the text's lower-case escapes, and all of them again only in
+// the text around its references, decoded), never lengthens text, and is
+// idempotent (for values without '*').
 func (s Secrets) Mask(text string) string {
 	if len(s.forms) == 0 || len(text) < MinSecretChars {
 		return text
