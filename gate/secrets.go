@@ -577,6 +577,8 @@ func htmlRef(text string, p int) (n int, r1, r2 rune) {
 		return n, '"', -1
 	case "apos":
 		return n, '\'', -1
+	case "nbsp":
+		return n, '\u00a0', -1
 	}
 	// A named reference stands for one or two characters; what
 	// html.UnescapeString makes of a name it does not know whole is the
