@@ -97,10 +97,10 @@ func BenchmarkMaskSecretsRepeatedFields(b *testing.B) {
 	}
 }
 
-// BenchmarkSecretsMask masks the megabyte of BenchmarkMaskSecrets by value
-// with 16 declared secrets (each with its escaped forms; no two start
-// alike), three of which occur in it.
-func BenchmarkSecretsMask(b *testing.B) {
+// benchSecrets returns the 16 declared secrets of the Secrets benchmarks
+// (each with its escaped forms; no two start alike) and their values.
+func benchSecrets(b *testing.B) (Secrets, []string) {
+	b.Helper()
 	var values []string
 	for i := range 16 {
 		values = append(values, fmt.Sprintf("%c%cK3y/s3cr3t+%02d!(x)", 'a'+i, 'z'-i, i))
@@ -109,6 +109,14 @@ func BenchmarkSecretsMask(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return sec, values
+}
+
+// BenchmarkSecretsMask masks the megabyte of BenchmarkMaskSecrets by value
+// with 16 declared secrets (each with its escaped forms; no two start
+// alike), three of which occur in it.
+func BenchmarkSecretsMask(b *testing.B) {
+	sec, values := benchSecrets(b)
 	line := "func f(key string) { m[key] = token; x := a == b; u := \"https://example.com:8080/p\" }\n"
 	out := strings.Repeat(line, 12000) + values[0] + "\n" + url.QueryEscape(values[1]) + "\n" + url.PathEscape(values[2]) + "\n"
 	b.SetBytes(int64(len(out)))
@@ -123,14 +131,7 @@ func BenchmarkSecretsMask(b *testing.B) {
 // secrets of BenchmarkSecretsMask, three of which occur in it
 // HTML-escaped: the whole text is decoded and searched again.
 func BenchmarkSecretsMaskHTML(b *testing.B) {
-	var values []string
-	for i := range 16 {
-		values = append(values, fmt.Sprintf("%c%cK3y/s3cr3t+%02d!(x)", 'a'+i, 'z'-i, i))
-	}
-	sec, err := NewSecrets(values)
-	if err != nil {
-		b.Fatal(err)
-	}
+	sec, values := benchSecrets(b)
 	line := "<tr><td><a href=\"/p?a=1&amp;b=2\">Tom &amp; Jerry&#x2F;s &lt;page&gt;</a></td><td>&#8364; 3</td></tr>\n"
 	out := strings.Repeat(line, 10000) + strings.ReplaceAll(values[0], "!", "&excl;") + "\n" + strings.ReplaceAll(values[1], "/", "&#x2F;") + "\n" + strings.ReplaceAll(values[2], "+", "&#43;") + "\n"
 	b.SetBytes(int64(len(out)))
