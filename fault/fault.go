@@ -84,6 +84,9 @@ const (
 	Pruned Code = "blob-pruned"
 	// Locked: a data directory another process holds.
 	Locked Code = "locked"
+	// PreconditionFailed: a read whose If-Match names no entity tag of
+	// its current representation.
+	PreconditionFailed Code = "precondition-failed"
 	// OutcomeUnknown: a write whose commit was sent to the database and
 	// whose answer was lost; it may or may not have landed.
 	OutcomeUnknown Code = "commit-outcome-unknown"
@@ -96,7 +99,7 @@ func Codes() []Code {
 		MergeConflict, TooLarge, UnsupportedMedia, DanglingEdge, DependencyCycle, UnknownType,
 		ReservedType, InvalidSchema, Internal, Unavailable, RequestTimeout, HeadersTooLarge,
 		HostNotAllowed, CrossOrigin, Overloaded, LeaseToken, Corrupt, NoSpace, Pruned, Locked,
-		OutcomeUnknown}
+		PreconditionFailed, OutcomeUnknown}
 }
 
 // FieldError is one entry of an error's field list: where in the request

@@ -150,7 +150,8 @@ func (s *Server) handleGetBlob(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveBlob answers the bytes of blob d, streamed from the store: 304 for
-// a matching If-None-Match, 410 when pruned — here, or, read through
+// a matching If-None-Match, 412 for an If-Match that does not name d,
+// 410 when pruned — here, or, read through
 // context ctxID (empty for the global route), in the store the bundle it
 // was imported from came from. The caller has checked that the request
 // may read d (a context's membership). A blob that stops
@@ -159,18 +160,19 @@ func (s *Server) handleGetBlob(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, ctxID string, d hashing.Digest, cache string) {
 	etag := `"` + d.Hex() + `"`
 	cacheControl := cache + ", max-age=31536000, immutable"
-	if notModified(r, etag) {
+	if cond := preconditions(r, etag); cond != nil {
 		// The ETag is the digest, which the client can name whether or
-		// not the bytes are here: 304 only when they are stored, as the
-		// same request without If-None-Match would answer 200. A pruned
-		// blob is still 410 and an unknown one 404 (StatBlob reads no
-		// bytes, so the answer stays cheap).
+		// not the bytes are here: 304 (or 412 for an If-Match naming
+		// another) only when they are stored, as the same request without
+		// the conditions would answer 200. A pruned blob is still 410 and
+		// an unknown one 404 (StatBlob reads no bytes, so the answer
+		// stays cheap).
 		if err := s.st.StatContextBlob(r.Context(), ctxID, d); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		w.Header().Set("Cache-Control", cacheControl)
-		s.respondRead(w, r, etag, nil, errNotModified{})
+		s.respondRead(w, r, etag, nil, cond)
 		return
 	}
 	br, err := s.st.OpenContextBlob(r.Context(), ctxID, d)

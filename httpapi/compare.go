@@ -36,5 +36,5 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setCache(w, false) // a side may name a branch
-	s.writeStream(w, r, func(w io.Writer) error { return service.WriteComparisonJSON(w, &out) })
+	s.respondRead(w, r, "", jsonStream(func(w io.Writer) error { return service.WriteComparisonJSON(w, &out) }), nil)
 }

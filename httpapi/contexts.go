@@ -67,7 +67,7 @@ func (s *Server) handleListContexts(w http.ResponseWriter, r *http.Request) {
 		items = append(items, all[i])
 	}
 	setCache(w, false) // contexts come and go
-	s.writeJSON(w, r, http.StatusOK, page[store.ContextInfo]{Items: items, NextCursor: next})
+	s.respondRead(w, r, "", page[store.ContextInfo]{Items: items, NextCursor: next}, nil)
 }
 
 // contextRequest is the body of POST /v1/contexts.

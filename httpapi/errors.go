@@ -53,6 +53,10 @@ const (
 	CodeGone             = "blob-pruned"            // fault.Pruned
 	CodeLocked           = "locked"                 // fault.Locked
 	CodeOutcomeUnknown   = "commit-outcome-unknown" // fault.OutcomeUnknown
+
+	// CodePreconditionFailed: a read whose If-Match names no entity tag
+	// of its current representation.
+	CodePreconditionFailed = "precondition-failed" // fault.PreconditionFailed
 )
 
 // ProblemTypePrefix starts every problem type URI. The URIs are names,
@@ -101,6 +105,8 @@ var problemTable = map[fault.Code]struct {
 	CodeGone:             {http.StatusGone, "Blob pruned after its retention window"},
 	CodeLocked:           {http.StatusLocked, "Data directory held by another process"},
 	CodeOutcomeUnknown:   {http.StatusServiceUnavailable, "Commit outcome unknown"},
+
+	CodePreconditionFailed: {http.StatusPreconditionFailed, "Precondition failed"},
 }
 
 // StatusOf returns the HTTP status of a code: the one mapping of the

@@ -338,6 +338,7 @@ var problemStatuses = map[int]string{
 	404: "No such context, commit, artifact or record",
 	409: "Stale parent, quarantined dependency, existing id with other settings, or merge conflicts; nothing was changed",
 	413: "Request body too large",
+	412: "If-Match names no entity tag of the current representation (precondition-failed; errors[] names the parameter If-Match, rule matches_etag); a read that sends no ETag matches only *",
 	415: "Unsupported content type",
 	422: "The body does not have the expected shape or breaks a rule of the graph (errors[] names each pointer and rule)",
 	503: "The server is shutting down or stopped taking writes, or (commit-outcome-unknown) the write's commit went to the database and its answer was lost: read the branch head before retrying",
@@ -488,7 +489,9 @@ func problemsOf(rt route) []int {
 			out = append(out, 422)
 		}
 	}
-	if rt.method != "GET" {
+	if rt.method == "GET" {
+		out = append(out, 412) // If-Match (preconditions)
+	} else {
 		out = append(out, 503)
 	}
 	return out
@@ -505,6 +508,10 @@ func mustJSON(src string) any {
 // handleOpenAPI is GET /openapi.json: this server's document, built on
 // its first request.
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	if err := preconditions(r, ""); err != nil {
+		s.writeError(w, r, err) // a list of tags in If-Match: it sends no ETag
+		return
+	}
 	s.openAPIOnce.Do(func() { s.openAPIRaw, _ = json.MarshalIndent(s.OpenAPI(), "", "  ") })
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(s.openAPIRaw)

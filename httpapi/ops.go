@@ -85,9 +85,11 @@ func (m *metrics) problem(code string) {
 	m.problems.WithLabelValues(code).Inc()
 }
 
-// handleHealthz reports that the process serves HTTP.
+// handleHealthz reports that the process serves HTTP. Like every read
+// without an ETag it evaluates If-Match (respondRead): "*" holds, a list
+// of tags is 412.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+	s.respondRead(w, r, "", map[string]string{"status": "ok"}, nil)
 }
 
 // handleReadyz reports whether the store answers and the type registry is
@@ -113,7 +115,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
+	s.respondRead(w, r, "", map[string]string{"status": "ready"}, nil)
 }
 
 // notReadyDetail says why the store is not ready without the text of err
@@ -130,7 +132,12 @@ func notReadyDetail(err error) string {
 }
 
 // handleMetrics writes the metrics in the Prometheus text format (or
-// another the scraper asks for).
+// another the scraper asks for); a list of tags in If-Match is 412, as on
+// every read without an ETag.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if err := preconditions(r, ""); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	s.metrics.handler.ServeHTTP(w, r)
 }

@@ -26,6 +26,7 @@ func TestProblemTable(t *testing.T) {
 		"internal": {CodeInternal, fault.Internal}, "locked": {CodeLocked, fault.Locked},
 		"lease": {CodeLeaseToken, fault.LeaseToken}, "conflict": {CodeConflict, fault.Conflict},
 		"outcome-unknown": {CodeOutcomeUnknown, fault.OutcomeUnknown},
+		"precondition":    {CodePreconditionFailed, fault.PreconditionFailed},
 	} {
 		if pair[0] != pair[1] {
 			t.Errorf("%s: httpapi says %q, fault %q", name, pair[0], pair[1])
@@ -36,7 +37,7 @@ func TestProblemTable(t *testing.T) {
 		fault.Invalid: 422, fault.NotFound: 404, fault.Exists: 409, fault.Stale: 409, fault.Quarantined: 409,
 		fault.TooLarge: 413, fault.Pruned: 410, fault.NoSpace: 507, fault.Unavailable: 503, fault.Corrupt: 500,
 		fault.Internal: 500, fault.Locked: 423, fault.MalformedJSON: 400, fault.Unauthorized: 401, fault.Forbidden: 403,
-		fault.OutcomeUnknown: 503,
+		fault.OutcomeUnknown: 503, fault.PreconditionFailed: 412,
 	} {
 		if got := StatusOf(code); got != want {
 			t.Errorf("StatusOf(%s) = %d, want %d", code, got, want)

@@ -157,7 +157,7 @@ func (s *Server) resolveAt(w http.ResponseWriter, r *http.Request, param string)
 	etag := etagFor(c.ID, r, "")
 	setCache(w, fixedRef(at, c.ID))
 	// "*" waits for the caller's read: what it reads at c may not exist.
-	if etagNamed(r, etag) {
+	if notModifiedEarly(r, etag) {
 		s.respondRead(w, r, etag, nil, errNotModified{})
 		return "", nil, "", false
 	}
@@ -339,8 +339,8 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	err = s.st.Read(r.Context(), ctxID, at, func(v *store.View) error {
 		etag = etagFor(v.Commit.ID, r, "")
 		setCache(w, fixedRef(at, v.Commit.ID))
-		if notModified(r, etag) {
-			return errNotModified{}
+		if err := preconditions(r, etag); err != nil {
+			return err
 		}
 		arts, edges, commit = v.State.Artifacts(), v.State.Edges(), v.Commit
 		return nil
@@ -458,8 +458,8 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	etag := etagFor(sides[1].ID, r, sides[0].ID.String())
 	setCache(w, fixedRef(q.Get("from"), sides[0].ID) && fixedRef(q.Get("to"), sides[1].ID))
-	if notModified(r, etag) {
-		s.respondRead(w, r, etag, nil, errNotModified{})
+	if err := preconditions(r, etag); err != nil {
+		s.respondRead(w, r, etag, nil, err)
 		return
 	}
 	d, err := s.st.Diff(r.Context(), ctxID, sides[0], sides[1])
@@ -587,8 +587,8 @@ func (s *Server) handleGetCommit(w http.ResponseWriter, r *http.Request) {
 	}
 	etag := etagFor(c.ID, r, "")
 	setCache(w, fixedRef(ref, c.ID))
-	if notModified(r, etag) {
-		s.respondRead(w, r, etag, nil, errNotModified{})
+	if err := preconditions(r, etag); err != nil {
+		s.respondRead(w, r, etag, nil, err)
 		return
 	}
 	ops, err := s.st.Ops(r.Context(), ctxID, c)

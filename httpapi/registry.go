@@ -119,8 +119,8 @@ func (s *Server) writeTagged(w http.ResponseWriter, r *http.Request, v any) {
 	}
 	etag := `"` + strconv.FormatUint(xxhash.Sum64(raw), 16) + `"`
 	setCache(w, false)
-	if notModified(r, etag) {
-		s.respondRead(w, r, etag, nil, errNotModified{})
+	if err := preconditions(r, etag); err != nil {
+		s.respondRead(w, r, etag, nil, err)
 		return
 	}
 	w.Header().Set("ETag", etag)

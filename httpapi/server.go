@@ -374,7 +374,8 @@ func (s *Server) guard(rt route) http.HandlerFunc {
 // not_supported): dropping the condition would apply a write its client
 // asked to make only on a head it knows. The writes that land on a branch
 // (their opDoc's ifMatch: a commit, an artifact, a reset, a tool result, a
-// fetch, an effect, a merge) evaluate it; reads are not changed by it.
+// fetch, an effect, a merge) evaluate it; reads evaluate it against their
+// ETag (preconditions).
 func (rt route) ifMatchSupported(r *http.Request) error {
 	if rt.method == http.MethodGet || rt.doc.ifMatch || len(r.Header.Values("If-Match")) == 0 {
 		return nil
@@ -561,22 +562,51 @@ func fixedRef(ref string, id hashing.Digest) bool {
 	return err == nil && p == id.Hex()
 }
 
-// notModified reports whether If-None-Match names etag (or is "*"). A
-// read calls it only once it knows it has a representation to answer
-// with: "*" matches any current one (RFC 9110 §13.1.2), not a 404. A read
-// that learns that later calls etagNamed, and respondRead answers "*".
-func notModified(r *http.Request, etag string) bool {
-	return inmHas(r, func(t string) bool { return t == etag || t == "*" })
+// preconditions evaluates the conditional headers of a read that has a
+// representation to answer with, tagged etag ("" for a read that sends no
+// ETag), in the order of RFC 9110 §13.2.2: If-Match first — false is 412
+// precondition-failed, and If-None-Match is then not evaluated — then
+// If-None-Match, errNotModified (304) when it names etag or is "*" (a
+// read with an ETag only). nil: answer 200. A read calls it only once it
+// knows it has a representation: "*" in either header matches any
+// current one (RFC 9110 §13.1.1, §13.1.2), not a 404, and a read that
+// would answer 4xx keeps that answer (§13.2.1). A read that learns that
+// later asks notModifiedEarly first, and respondRead calls this.
+func preconditions(r *http.Request, etag string) error {
+	if vs := r.Header.Values("If-Match"); len(vs) > 0 && strings.TrimSpace(strings.Join(vs, ",")) != "*" && !strongListed(vs, etag) {
+		return &Error{Code: CodePreconditionFailed, Detail: "If-Match names no entity tag of the current representation (compared strongly: a W/ tag never matches); read it without If-Match for its ETag",
+			Errors: []FieldError{{Parameter: "If-Match", Rule: "matches_etag", Detail: "want the ETag of the current representation, or *"}}}
+	}
+	if etag != "" && inmHas(r, func(t string) bool { return t == etag || t == "*" }) {
+		return errNotModified{}
+	}
+	return nil
 }
 
-// etagNamed reports whether If-None-Match names etag itself.
-func etagNamed(r *http.Request, etag string) bool {
-	return inmHas(r, func(t string) bool { return t == etag })
+// notModifiedEarly reports whether a read may answer 304 before it knows
+// whether it has a representation: If-None-Match names etag itself and
+// If-Match, if sent, lists it. "*" in either waits for the read, as does
+// an If-Match that lists no etag (412 only for a representation).
+func notModifiedEarly(r *http.Request, etag string) bool {
+	vs := r.Header.Values("If-Match")
+	return inmHas(r, func(t string) bool { return t == etag }) && (len(vs) == 0 || strongListed(vs, etag))
 }
 
-// starMatch reports whether If-None-Match is "*".
-func starMatch(r *http.Request) bool {
-	return inmHas(r, func(t string) bool { return t == "*" })
+// strongListed reports whether the If-Match lines vs, one list, name etag
+// by strong comparison (RFC 9110 §8.8.3.2): the same opaque tag, neither
+// weak. An empty list names nothing, and nothing names "" (no ETag).
+func strongListed(vs []string, etag string) bool {
+	if etag == "" || strings.HasPrefix(etag, "W/") {
+		return false
+	}
+	for _, v := range vs {
+		for _, t := range strings.Split(v, ",") {
+			if strings.TrimSpace(t) == etag {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // inmHas reports whether an entity tag of If-None-Match (weak or strong)
@@ -601,8 +631,9 @@ func (errNotModified) Error() string { return "not modified" }
 
 // readView runs fn on the state at ?at= of context {ctx}. It sets the
 // ETag from the view's commit and answers 304 when If-None-Match names it
-// (without running fn), or is "*" and fn succeeded (what fn reads may not
-// exist: a 404 stays one). fn runs under the store's read lock for a branch
+// and If-Match allows (without running fn); otherwise, once fn succeeded,
+// 412 when If-Match is false and 304 when If-None-Match matches
+// (preconditions; what fn reads may not exist: a 404 stays one). fn runs under the store's read lock for a branch
 // head, so it must not block; what it returns (a JSON value or a textBody)
 // is written after the lock is released.
 func (s *Server) readView(w http.ResponseWriter, r *http.Request, fn func(v *store.View) (any, error)) {
@@ -637,7 +668,7 @@ func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt fun
 		}
 		etag = etagFor(v.Commit.ID, r, extra)
 		setCache(w, salt == nil && fixedRef(at, v.Commit.ID))
-		if etagNamed(r, etag) {
+		if notModifiedEarly(r, etag) {
 			return errNotModified{}
 		}
 		var ferr error
@@ -647,11 +678,12 @@ func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt fun
 	s.respondRead(w, r, etag, out, service.NameRef(err, "at"))
 }
 
-// respondRead writes the outcome of a read: 304 for errNotModified, or
-// for a read that succeeded with an ETag when If-None-Match is "*".
+// respondRead writes the outcome of a read: 304 for errNotModified, and
+// for a read that succeeded (with an ETag, or "" for none) what its
+// conditional headers say (preconditions: 412 or 304), else 200.
 func (s *Server) respondRead(w http.ResponseWriter, r *http.Request, etag string, out any, err error) {
-	if err == nil && etag != "" && starMatch(r) {
-		err = errNotModified{}
+	if err == nil {
+		err = preconditions(r, etag)
 	}
 	if _, ok := err.(errNotModified); ok {
 		w.Header().Set("ETag", etag)
