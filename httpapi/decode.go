@@ -217,12 +217,15 @@ func parseParent(r *http.Request, field string) (*hashing.Digest, error) {
 
 // parseIfMatch reads the If-Match header, the head commit a write expects
 // its branch to have (a full commit id, optionally quoted); nil when the
-// header is absent.
+// header is absent. Sent, it must name one commit: an empty value, or two
+// header lines (one list), is refused as any other value that is not a
+// full commit id (422 naming If-Match, rule commit_id), never dropped.
 func parseIfMatch(r *http.Request) (*hashing.Digest, error) {
-	v := strings.Trim(strings.TrimSpace(r.Header.Get("If-Match")), `"`)
-	if v == "" {
+	vs := r.Header.Values("If-Match")
+	if len(vs) == 0 {
 		return nil, nil
 	}
+	v := strings.Trim(strings.TrimSpace(strings.Join(vs, ",")), `"`)
 	d, err := service.ParseParent(v)
 	if err != nil {
 		return nil, &Error{Code: CodeValidation, Detail: "parent must be a full commit id",

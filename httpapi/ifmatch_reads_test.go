@@ -236,3 +236,40 @@ func TestOpenAPIDeclaresPreconditionFailed(t *testing.T) {
 		t.Errorf("only %d GET and HEAD operations", n)
 	}
 }
+
+// TestEmptyIfMatchOnWrites: an If-Match header sent empty is a condition
+// that names no commit, refused on a write that lands on a branch as any
+// If-Match that is not a full commit id is (422 naming If-Match, rule
+// commit_id), and nothing is written; it was ignored and the write
+// applied. So is a second If-Match line, which was dropped.
+func TestEmptyIfMatchOnWrites(t *testing.T) {
+	e := newEnv(t)
+	e.createContext("c", "observe")
+	before := e.ifMatchSnapshot("c", "")
+	for _, c := range []struct {
+		path string
+		body any
+	}{
+		{"/v1/contexts/c/artifacts", map[string]any{"id": "a", "type": "note", "data": map[string]any{"text": "1"}}},
+		{"/v1/contexts/c/commits", map[string]any{"ops": []any{map[string]any{"op": "put", "artifact": map[string]any{"id": "b", "type": "note", "data": map[string]any{"text": "x"}}}}}},
+		{"/v1/contexts/c/effects", map[string]any{"idempotency_key": "k1", "kind": "email"}},
+	} {
+		r := e.sendHeaders("POST", c.path, c.body, http.Header{"If-Match": {""}})
+		wantIfMatchProblem(t, "POST "+c.path+" with an empty If-Match", r, 422, "validation", "commit_id")
+		if after := e.ifMatchSnapshot("c", ""); after != before {
+			t.Errorf("POST %s: the refused write changed the context: %s", c.path, before.diff(after))
+			before = after
+		}
+	}
+	// Two header lines are one list, which names no one commit: the
+	// second line is not dropped.
+	head := `"` + before.head + `"`
+	r := e.sendHeaders("POST", "/v1/contexts/c/artifacts", map[string]any{"id": "two", "type": "note", "data": map[string]any{"text": "1"}}, http.Header{"If-Match": {head, `"sha256:` + strings.Repeat("0", 64) + `"`}})
+	wantIfMatchProblem(t, "POST artifacts with two If-Match lines", r, 422, "validation", "commit_id")
+	if after := e.ifMatchSnapshot("c", ""); after != before {
+		t.Errorf("two If-Match lines: the refused write changed the context: %s", before.diff(after))
+	}
+	// A write with no branch head refuses it as it refuses any If-Match.
+	r = e.sendHeaders("POST", "/v1/contexts/c/branches", map[string]any{"name": "b2"}, http.Header{"If-Match": {""}})
+	wantIfMatchProblem(t, "POST branches with an empty If-Match", r, 422, "validation", "not_supported")
+}
