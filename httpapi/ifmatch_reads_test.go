@@ -273,3 +273,57 @@ func TestEmptyIfMatchOnWrites(t *testing.T) {
 	r = e.sendHeaders("POST", "/v1/contexts/c/branches", map[string]any{"name": "b2"}, http.Header{"If-Match": {""}})
 	wantIfMatchProblem(t, "POST branches with an empty If-Match", r, 422, "validation", "not_supported")
 }
+
+// TestIfNoneMatchOnTwoLines: If-None-Match sent on several header lines is
+// one comma-separated list (RFC 9110 §5.3), as If-Match is: the read's
+// ETag, its weak form or "*" on the second line is 304 as it is on the
+// first — on the early path (the tag known before the read) and after it
+// alike — and If-Match is still evaluated first. A read that would answer
+// 404 keeps it with "*" on a second line.
+func TestIfNoneMatchOnTwoLines(t *testing.T) {
+	e, first, digest := ifMatchReadEnv(t)
+	const other = `"0123456789abcdef"`
+	for _, p := range ifMatchReadPaths(first, digest) {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			plain := e.send(req{method: method, path: p})
+			tag := plain.header.Get("ETag")
+			if plain.status != 200 || tag == "" {
+				t.Errorf("%s %s: %d with ETag %q", method, p, plain.status, tag)
+				continue
+			}
+			for _, c := range []struct {
+				name   string
+				h      http.Header
+				status int
+			}{
+				{"another tag, then its tag", http.Header{"If-None-Match": {other, tag}}, 304},
+				{"another tag, then its weak form", http.Header{"If-None-Match": {other, "W/" + tag}}, 304},
+				{"another tag, then star", http.Header{"If-None-Match": {other, "*"}}, 304},
+				{"an empty line, then its tag", http.Header{"If-None-Match": {"", tag}}, 304},
+				{"another tag, then its tag, and If-Match its tag", http.Header{"If-None-Match": {other, tag}, "If-Match": {tag}}, 304},
+				{"another tag, then its tag, and If-Match another", http.Header{"If-None-Match": {other, tag}, "If-Match": {other}}, 412},
+				{"two other tags", http.Header{"If-None-Match": {other, `"fedcba9876543210"`}}, 200},
+			} {
+				what := method + " " + p + " with If-None-Match " + c.name
+				r := e.sendHeaders(method, p, nil, c.h)
+				switch c.status {
+				case 412:
+					wantPreconditionFailed(t, what, method, r)
+				case 304:
+					if r.status != 304 || r.header.Get("ETag") != tag {
+						t.Errorf("%s: %d with ETag %q, want 304 with %s", what, r.status, r.header.Get("ETag"), tag)
+					}
+				default:
+					if r.status != 200 || r.header.Get("ETag") != tag || string(r.body) != string(plain.body) {
+						t.Errorf("%s: %d with ETag %q, want 200 with %s and the plain body", what, r.status, r.header.Get("ETag"), tag)
+					}
+				}
+			}
+		}
+	}
+	for _, p := range []string{"/v1/contexts/im/artifacts/gone", "/v1/contexts/im/artifacts/never/history", "/v1/contexts/im/audit/gone"} {
+		if r := e.sendHeaders(http.MethodGet, p, nil, http.Header{"If-None-Match": {other, "*"}}); r.status != 404 {
+			t.Errorf("GET %s with If-None-Match another tag, then star: %d, want the 404 it answers without", p, r.status)
+		}
+	}
+}

@@ -610,15 +610,16 @@ func strongListed(vs []string, etag string) bool {
 }
 
 // inmHas reports whether an entity tag of If-None-Match (weak or strong)
-// passes match.
+// passes match. The header's lines are one comma-separated list (RFC 9110
+// §5.3), as If-Match's are (strongListed): a tag on a second line counts
+// as one on the first. It is the one place If-None-Match is read, so
+// notModifiedEarly and preconditions agree.
 func inmHas(r *http.Request, match func(string) bool) bool {
-	inm := r.Header.Get("If-None-Match")
-	if inm == "" {
-		return false
-	}
-	for _, t := range strings.Split(inm, ",") {
-		if match(strings.TrimPrefix(strings.TrimSpace(t), "W/")) {
-			return true
+	for _, v := range r.Header.Values("If-None-Match") {
+		for t := range strings.SplitSeq(v, ",") {
+			if t = strings.TrimSpace(t); t != "" && match(strings.TrimPrefix(t, "W/")) {
+				return true
+			}
 		}
 	}
 	return false
