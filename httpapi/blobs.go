@@ -160,7 +160,7 @@ func (s *Server) handleGetBlob(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, ctxID string, d hashing.Digest, cache string) {
 	etag := `"` + d.Hex() + `"`
 	cacheControl := cache + ", max-age=31536000, immutable"
-	if cond := preconditions(r, etag); cond != nil {
+	if cond := Preconditions(r, etag); cond != nil {
 		// The ETag is the digest, which the client can name whether or
 		// not the bytes are here: 304 (or 412 for an If-Match naming
 		// another) only when they are stored, as the same request without

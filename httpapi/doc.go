@@ -34,11 +34,12 @@
 //     answers a lease token (an HMAC of the claimed version under
 //     Options.LeaseKey, never stored) that complete and fail must send.
 //   - Preconditions: every read (GET, HEAD) evaluates If-Match, then
-//     If-None-Match, against its ETag (preconditions: 412
+//     If-None-Match, against its ETag (Preconditions: 412
 //     precondition-failed, 304) once it knows it has a representation, so
 //     a 404 stays one; a write that lands on a branch takes If-Match as the
 //     head commit it expects (parseIfMatch), and any other write refuses
-//     it (route.ifMatchSupported).
+//     it (route.ifMatchSupported). Each header's lines are one list. The
+//     web UI's assets, which send an ETag, call Preconditions too.
 //   - Network guards (netguard.go): the checks every request passes before
 //     routing — nosniff, the reserve connections of LimitListener
 //     (listener.go), header size, the open-mode Host check, cross-site

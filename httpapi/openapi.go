@@ -490,7 +490,7 @@ func problemsOf(rt route) []int {
 		}
 	}
 	if rt.method == "GET" {
-		out = append(out, 412) // If-Match (preconditions)
+		out = append(out, 412) // If-Match (Preconditions)
 	} else {
 		out = append(out, 503)
 	}
@@ -508,7 +508,7 @@ func mustJSON(src string) any {
 // handleOpenAPI is GET /openapi.json: this server's document, built on
 // its first request.
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
-	if err := preconditions(r, ""); err != nil {
+	if err := Preconditions(r, ""); err != nil {
 		s.writeError(w, r, err) // a list of tags in If-Match: it sends no ETag
 		return
 	}

@@ -135,7 +135,7 @@ func notReadyDetail(err error) string {
 // another the scraper asks for); a list of tags in If-Match is 412, as on
 // every read without an ETag.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	if err := preconditions(r, ""); err != nil {
+	if err := Preconditions(r, ""); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

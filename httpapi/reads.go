@@ -158,7 +158,7 @@ func (s *Server) resolveAt(w http.ResponseWriter, r *http.Request, param string)
 	setCache(w, fixedRef(at, c.ID))
 	// "*" waits for the caller's read: what it reads at c may not exist.
 	if notModifiedEarly(r, etag) {
-		s.respondRead(w, r, etag, nil, errNotModified{})
+		s.respondRead(w, r, etag, nil, NotModified{})
 		return "", nil, "", false
 	}
 	return ctxID, c, etag, true
@@ -339,7 +339,7 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	err = s.st.Read(r.Context(), ctxID, at, func(v *store.View) error {
 		etag = etagFor(v.Commit.ID, r, "")
 		setCache(w, fixedRef(at, v.Commit.ID))
-		if err := preconditions(r, etag); err != nil {
+		if err := Preconditions(r, etag); err != nil {
 			return err
 		}
 		arts, edges, commit = v.State.Artifacts(), v.State.Edges(), v.Commit
@@ -458,7 +458,7 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	etag := etagFor(sides[1].ID, r, sides[0].ID.String())
 	setCache(w, fixedRef(q.Get("from"), sides[0].ID) && fixedRef(q.Get("to"), sides[1].ID))
-	if err := preconditions(r, etag); err != nil {
+	if err := Preconditions(r, etag); err != nil {
 		s.respondRead(w, r, etag, nil, err)
 		return
 	}
@@ -587,7 +587,7 @@ func (s *Server) handleGetCommit(w http.ResponseWriter, r *http.Request) {
 	}
 	etag := etagFor(c.ID, r, "")
 	setCache(w, fixedRef(ref, c.ID))
-	if err := preconditions(r, etag); err != nil {
+	if err := Preconditions(r, etag); err != nil {
 		s.respondRead(w, r, etag, nil, err)
 		return
 	}

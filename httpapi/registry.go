@@ -119,7 +119,7 @@ func (s *Server) writeTagged(w http.ResponseWriter, r *http.Request, v any) {
 	}
 	etag := `"` + strconv.FormatUint(xxhash.Sum64(raw), 16) + `"`
 	setCache(w, false)
-	if err := preconditions(r, etag); err != nil {
+	if err := Preconditions(r, etag); err != nil {
 		s.respondRead(w, r, etag, nil, err)
 		return
 	}

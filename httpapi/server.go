@@ -375,7 +375,7 @@ func (s *Server) guard(rt route) http.HandlerFunc {
 // asked to make only on a head it knows. The writes that land on a branch
 // (their opDoc's ifMatch: a commit, an artifact, a reset, a tool result, a
 // fetch, an effect, a merge) evaluate it; reads evaluate it against their
-// ETag (preconditions).
+// ETag (Preconditions).
 func (rt route) ifMatchSupported(r *http.Request) error {
 	if rt.method == http.MethodGet || rt.doc.ifMatch || len(r.Header.Values("If-Match")) == 0 {
 		return nil
@@ -562,23 +562,25 @@ func fixedRef(ref string, id hashing.Digest) bool {
 	return err == nil && p == id.Hex()
 }
 
-// preconditions evaluates the conditional headers of a read that has a
+// Preconditions evaluates the conditional headers of a read that has a
 // representation to answer with, tagged etag ("" for a read that sends no
-// ETag), in the order of RFC 9110 §13.2.2: If-Match first — false is 412
-// precondition-failed, and If-None-Match is then not evaluated — then
-// If-None-Match, errNotModified (304) when it names etag or is "*" (a
+// ETag), in the order of RFC 9110 §13.2.2: If-Match first — false is a
+// *fault.Error of code precondition-failed (412) naming the parameter
+// If-Match, rule matches_etag, and If-None-Match is then not evaluated —
+// then If-None-Match, NotModified (304) when it names etag or is "*" (a
 // read with an ETag only). nil: answer 200. A read calls it only once it
 // knows it has a representation: "*" in either header matches any
 // current one (RFC 9110 §13.1.1, §13.1.2), not a 404, and a read that
 // would answer 4xx keeps that answer (§13.2.1). A read that learns that
-// later asks notModifiedEarly first, and respondRead calls this.
-func preconditions(r *http.Request, etag string) error {
+// later asks notModifiedEarly first, and respondRead calls this. It is
+// the one evaluation of these headers: the web UI's assets call it too.
+func Preconditions(r *http.Request, etag string) error {
 	if vs := r.Header.Values("If-Match"); len(vs) > 0 && strings.TrimSpace(strings.Join(vs, ",")) != "*" && !strongListed(vs, etag) {
 		return &Error{Code: CodePreconditionFailed, Detail: "If-Match names no entity tag of the current representation (compared strongly: a W/ tag never matches); read it without If-Match for its ETag",
 			Errors: []FieldError{{Parameter: "If-Match", Rule: "matches_etag", Detail: "want the ETag of the current representation, or *"}}}
 	}
 	if etag != "" && inmHas(r, func(t string) bool { return t == etag || t == "*" }) {
-		return errNotModified{}
+		return NotModified{}
 	}
 	return nil
 }
@@ -613,7 +615,7 @@ func strongListed(vs []string, etag string) bool {
 // passes match. The header's lines are one comma-separated list (RFC 9110
 // §5.3), as If-Match's are (strongListed): a tag on a second line counts
 // as one on the first. It is the one place If-None-Match is read, so
-// notModifiedEarly and preconditions agree.
+// notModifiedEarly and Preconditions agree.
 func inmHas(r *http.Request, match func(string) bool) bool {
 	for _, v := range r.Header.Values("If-None-Match") {
 		for t := range strings.SplitSeq(v, ",") {
@@ -625,16 +627,18 @@ func inmHas(r *http.Request, match func(string) bool) bool {
 	return false
 }
 
-// errNotModified ends a read whose ETag matched.
-type errNotModified struct{}
+// NotModified is what Preconditions returns for a read whose ETag
+// If-None-Match names: answer 304 with the ETag and no body.
+type NotModified struct{}
 
-func (errNotModified) Error() string { return "not modified" }
+// Error says that the representation was not modified.
+func (NotModified) Error() string { return "not modified" }
 
 // readView runs fn on the state at ?at= of context {ctx}. It sets the
 // ETag from the view's commit and answers 304 when If-None-Match names it
 // and If-Match allows (without running fn); otherwise, once fn succeeded,
 // 412 when If-Match is false and 304 when If-None-Match matches
-// (preconditions; what fn reads may not exist: a 404 stays one). fn runs under the store's read lock for a branch
+// (Preconditions; what fn reads may not exist: a 404 stays one). fn runs under the store's read lock for a branch
 // head, so it must not block; what it returns (a JSON value or a textBody)
 // is written after the lock is released.
 func (s *Server) readView(w http.ResponseWriter, r *http.Request, fn func(v *store.View) (any, error)) {
@@ -670,7 +674,7 @@ func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt fun
 		etag = etagFor(v.Commit.ID, r, extra)
 		setCache(w, salt == nil && fixedRef(at, v.Commit.ID))
 		if notModifiedEarly(r, etag) {
-			return errNotModified{}
+			return NotModified{}
 		}
 		var ferr error
 		out, ferr = fn(v)
@@ -679,14 +683,14 @@ func (s *Server) readViewSalted(w http.ResponseWriter, r *http.Request, salt fun
 	s.respondRead(w, r, etag, out, service.NameRef(err, "at"))
 }
 
-// respondRead writes the outcome of a read: 304 for errNotModified, and
+// respondRead writes the outcome of a read: 304 for NotModified, and
 // for a read that succeeded (with an ETag, or "" for none) what its
-// conditional headers say (preconditions: 412 or 304), else 200.
+// conditional headers say (Preconditions: 412 or 304), else 200.
 func (s *Server) respondRead(w http.ResponseWriter, r *http.Request, etag string, out any, err error) {
 	if err == nil {
-		err = preconditions(r, etag)
+		err = Preconditions(r, etag)
 	}
-	if _, ok := err.(errNotModified); ok {
+	if _, ok := err.(NotModified); ok {
 		w.Header().Set("ETag", etag)
 		w.WriteHeader(http.StatusNotModified)
 		return

@@ -7,6 +7,11 @@
 // one small script are embedded with go:embed: nothing is built or fetched
 // at run time, and every page works with the script disabled.
 //
+// The assets answer with an ETag (their version) and evaluate If-Match,
+// then If-None-Match, as every API read does, by the API's one evaluation
+// (httpapi.Preconditions): 412 precondition-failed naming If-Match, or
+// 304. The pages send no ETag and evaluate neither header.
+//
 // # Glossary
 //
 //   - page: one route of ServeHTTP; every page takes ?at= (a branch, a

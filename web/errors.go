@@ -22,6 +22,9 @@ const (
 	codeForbidden        = fault.Forbidden
 	codeMethodNotAllowed = fault.MethodNotAllowed
 	codeInternal         = fault.Internal
+	// codePreconditionFailed: an asset's If-Match that does not name its
+	// ETag (httpapi.Preconditions).
+	codePreconditionFailed = fault.PreconditionFailed
 )
 
 // problemTypePrefix starts every problem type URI (as in httpapi).
@@ -38,24 +41,29 @@ var problemTitles = map[fault.Code]string{
 	codeForbidden:        "Forbidden",
 	codeMethodNotAllowed: "Method not allowed",
 	codeInternal:         "Internal server error",
+
+	codePreconditionFailed: "Precondition failed",
 }
 
 // problem is an RFC 9457 problem: shown as an HTML page to browsers and as
 // application/problem+json to clients that ask for JSON. Err is the cause;
-// it is logged for internal problems and never shown.
+// it is logged for internal problems and never shown. Errors names the
+// parameters the problem is about, as in the API's problems.
 type problem struct {
 	Code   fault.Code
 	Detail string
+	Errors []fault.FieldError
 	Err    error
 }
 
 // problemJSON is the wire form of a problem.
 type problemJSON struct {
-	Type     string `json:"type"`
-	Title    string `json:"title"`
-	Status   int    `json:"status"`
-	Detail   string `json:"detail,omitempty"`
-	Instance string `json:"instance,omitempty"`
+	Type     string             `json:"type"`
+	Title    string             `json:"title"`
+	Status   int                `json:"status"`
+	Detail   string             `json:"detail,omitempty"`
+	Instance string             `json:"instance,omitempty"`
+	Errors   []fault.FieldError `json:"errors,omitempty"`
 }
 
 // problem writes p as the response: the one place errors reach the client.
@@ -84,6 +92,7 @@ func (s *server) problem(w http.ResponseWriter, r *http.Request, p *problem) {
 		Status:   status,
 		Detail:   detail,
 		Instance: r.URL.Path,
+		Errors:   p.Errors,
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	if wantsJSON(r) {

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/artifactd/artifactd/fault"
 	"github.com/artifactd/artifactd/graph"
 	"github.com/artifactd/artifactd/hashing"
+	"github.com/artifactd/artifactd/httpapi"
 	"github.com/artifactd/artifactd/replay"
 )
 
@@ -287,21 +290,32 @@ func (as *assetSet) url(name string) string {
 }
 
 // handleAsset serves an embedded asset. Assets need no token: they hold
-// nothing from the store.
+// nothing from the store. Its ETag is the asset's version; the
+// conditional headers are evaluated as on every API read, by the one
+// evaluation (httpapi.Preconditions): an If-Match that does not name the
+// ETag is 412 precondition-failed, an If-None-Match that does is 304.
 func (s *server) handleAsset(w http.ResponseWriter, r *http.Request, name string) {
 	a, ok := s.assets.files[name]
 	if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		s.problem(w, r, &problem{Code: codeNotFound, Detail: "no such asset"})
 		return
 	}
+	etag := `"` + a.version + `"`
 	h := w.Header()
-	h.Set("Content-Type", a.ctype)
-	h.Set("Cache-Control", "public, max-age=86400")
-	h.Set("ETag", `"`+a.version+`"`)
-	if r.Header.Get("If-None-Match") == `"`+a.version+`"` {
+	var failed *fault.Error
+	switch err := httpapi.Preconditions(r, etag); {
+	case errors.As(err, &failed):
+		s.problem(w, r, &problem{Code: failed.Code, Detail: failed.Detail, Errors: failed.Errors})
+		return
+	case errors.Is(err, httpapi.NotModified{}):
+		h.Set("Cache-Control", "public, max-age=86400")
+		h.Set("ETag", etag)
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
+	h.Set("Content-Type", a.ctype)
+	h.Set("Cache-Control", "public, max-age=86400")
+	h.Set("ETag", etag)
 	h.Set("Content-Length", strconv.Itoa(len(a.data)))
 	_, _ = w.Write(a.data)
 }
