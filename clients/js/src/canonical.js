@@ -27,38 +27,53 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 const MAX_DEPTH = 64;
 
 /**
- * The boxed primitives by the tag Object.prototype.toString gives them: the
- * prototype method that reads the box's internal slot (and throws for any
- * other object, of whatever tag) and what JSON.stringify writes of the box.
+ * The boxed primitives: their constructor (this realm's), the tag
+ * Object.prototype.toString gives them (any realm's), the prototype method
+ * that reads the box's internal slot (and throws for any other object) and
+ * what JSON.stringify writes of the box.
  */
 const BOXES = [
-  ["[object Number]", Number.prototype.valueOf, (v) => Number(v)],
-  ["[object String]", String.prototype.valueOf, (v) => String(v)],
-  ["[object Boolean]", Boolean.prototype.valueOf, (v) => Boolean.prototype.valueOf.call(v)],
-  ["[object BigInt]", BigInt.prototype.valueOf, (v) => BigInt.prototype.valueOf.call(v)],
+  [Number, "[object Number]", Number.prototype.valueOf, (v) => Number(v)],
+  [String, "[object String]", String.prototype.valueOf, (v) => String(v)],
+  [Boolean, "[object Boolean]", Boolean.prototype.valueOf, (v) => Boolean.prototype.valueOf.call(v)],
+  [BigInt, "[object BigInt]", BigInt.prototype.valueOf, (v) => BigInt.prototype.valueOf.call(v)],
 ];
+
+/** The tag Object.prototype.toString gives v, or "" when reading it throws. */
+function tagOf(v) {
+  try {
+    return Object.prototype.toString.call(v);
+  } catch {
+    return ""; // a Symbol.toStringTag getter or a proxy's trap that throws: no box JSON.stringify unwraps
+  }
+}
 
 /**
  * The primitive JSON.stringify writes for the object v when it is a boxed
- * number, string, boolean or bigint (of any realm: a node:vm context's
- * new Number(5) too, which is no instanceof Number here), else v. A box is
- * told by its internal slot, as JSON.stringify tells it: an object that
- * only claims a box's tag (Symbol.toStringTag) or prototype is an object.
+ * number, string, boolean or bigint, else v. A box is told by its internal
+ * slot, as JSON.stringify tells it: an object that only claims a box's tag
+ * (Symbol.toStringTag) or prototype is an object. A plain object (the
+ * common case) costs one prototype read; a box of this realm is found by
+ * instanceof, its tag changed or not, and one of another realm (a
+ * node:vm context's new Number(5), an iframe's) by its tag. Only a
+ * candidate is probed, so a typed array or a Map throws nothing here.
  */
 function unboxed(v) {
-  const tag = Object.prototype.toString.call(v);
-  // A box's tag is its own unless a Symbol.toStringTag says otherwise.
-  const tagged = Symbol.toStringTag in v;
-  for (const [t, valueOf, primitive] of BOXES) {
-    if (t !== tag && !tagged) continue;
-    try {
-      valueOf.call(v);
-    } catch {
-      continue; // not this box
-    }
-    return primitive(v);
+  const proto = Object.getPrototypeOf(v);
+  if (proto === Object.prototype || proto === null) return v;
+  let box = BOXES.find(([ctor]) => v instanceof ctor);
+  if (box === undefined) {
+    const tag = tagOf(v);
+    box = BOXES.find(([, t]) => t === tag);
+    if (box === undefined) return v;
   }
-  return v;
+  const [, , valueOf, primitive] = box;
+  try {
+    valueOf.call(v);
+  } catch {
+    return v; // not a box: Object.create(Number.prototype), a forged tag
+  }
+  return primitive(v);
 }
 
 /** The value JSON.stringify writes for v, the member key's or element index's value. */

@@ -83,6 +83,8 @@ test("canonical JSON is what JSON.stringify sends for boxed primitives of anothe
     "a forged tag": { n: { [Symbol.toStringTag]: "Number", valueOf: () => 5 }, s: { [Symbol.toStringTag]: "String", k: 1 } },
     "a boxed prototype": { n: Object.create(Number.prototype), s: Object.create(String.prototype) },
     "a box with another tag": { n: Object.defineProperty(new Number(7), Symbol.toStringTag, { value: "Seven" }) },
+    "a tag that throws": { a: { get [Symbol.toStringTag]() { throw new Error("boom"); }, x: 1 } },
+    "tagged objects that are no box": { u: new Uint8Array([1, 2]), m: new Map([[1, 2]]), y: Object(Symbol("s")) },
   };
   for (const [name, v] of Object.entries(cases)) {
     assert.equal(canonicalize(v), canonicalize(JSON.parse(JSON.stringify(v))), name);
