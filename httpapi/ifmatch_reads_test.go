@@ -113,7 +113,40 @@ func TestIfMatchOnReads(t *testing.T) {
 	e, first, digest := ifMatchReadEnv(t)
 	v := newOpenAPIValidator(t, e.get("/openapi.json").body)
 	const other = `"0123456789abcdef"`
-	for _, p := range ifMatchReadPaths(first, digest) {
+	checkConditionalReads(t, e, ifMatchReadPaths(first, digest), "If-Match", func(tag string) []conditionalCase {
+		return []conditionalCase{
+			{"its tag", http.Header{"If-Match": {tag}}, 200},
+			{"star", http.Header{"If-Match": {"*"}}, 200},
+			{"a list holding it", http.Header{"If-Match": {other + ", " + tag}}, 200},
+			{"two lines, one holding it", http.Header{"If-Match": {other, tag}}, 200},
+			{"its tag and If-None-Match naming it", http.Header{"If-Match": {tag}, "If-None-Match": {tag}}, 304},
+			{"star and If-None-Match naming it", http.Header{"If-Match": {"*"}, "If-None-Match": {tag}}, 304},
+			{"its tag and If-None-Match another", http.Header{"If-Match": {tag}, "If-None-Match": {other}}, 200},
+			{"another tag", http.Header{"If-Match": {other}}, 412},
+			{"the weak form of its tag", http.Header{"If-Match": {"W/" + tag}}, 412},
+			{"its tag unquoted", http.Header{"If-Match": {strings.Trim(tag, `"`)}}, 412},
+			{"an empty list", http.Header{"If-Match": {""}}, 412},
+			{"another tag and If-None-Match naming it", http.Header{"If-Match": {other}, "If-None-Match": {tag}}, 412},
+		}
+	}, v.check)
+}
+
+// conditionalCase is a read's conditional headers and the status they
+// must give: 200 (the ETag and the body of the read without them), 304
+// (the ETag) or 412 (wantPreconditionFailed).
+type conditionalCase struct {
+	name   string
+	h      http.Header
+	status int
+}
+
+// checkConditionalReads sends each of paths by GET and HEAD, plain and with
+// the headers of each case cases makes of its ETag, and checks the
+// answers; what names the header the cases are about, and check (when not
+// nil) sees every conditional answer.
+func checkConditionalReads(t *testing.T, e *env, paths []string, what string, cases func(tag string) []conditionalCase, check func(method, path string, r *resp)) {
+	t.Helper()
+	for _, p := range paths {
 		for _, method := range []string{http.MethodGet, http.MethodHead} {
 			plain := e.send(req{method: method, path: p})
 			tag := plain.header.Get("ETag")
@@ -121,40 +154,24 @@ func TestIfMatchOnReads(t *testing.T) {
 				t.Errorf("%s %s: %d with ETag %q", method, p, plain.status, tag)
 				continue
 			}
-			for _, c := range []struct {
-				name    string
-				h       http.Header
-				status  int
-				samePay bool
-			}{
-				{"its tag", http.Header{"If-Match": {tag}}, 200, true},
-				{"star", http.Header{"If-Match": {"*"}}, 200, true},
-				{"a list holding it", http.Header{"If-Match": {other + ", " + tag}}, 200, true},
-				{"two lines, one holding it", http.Header{"If-Match": {other, tag}}, 200, true},
-				{"its tag and If-None-Match naming it", http.Header{"If-Match": {tag}, "If-None-Match": {tag}}, 304, false},
-				{"star and If-None-Match naming it", http.Header{"If-Match": {"*"}, "If-None-Match": {tag}}, 304, false},
-				{"its tag and If-None-Match another", http.Header{"If-Match": {tag}, "If-None-Match": {other}}, 200, true},
-				{"another tag", http.Header{"If-Match": {other}}, 412, false},
-				{"the weak form of its tag", http.Header{"If-Match": {"W/" + tag}}, 412, false},
-				{"its tag unquoted", http.Header{"If-Match": {strings.Trim(tag, `"`)}}, 412, false},
-				{"an empty list", http.Header{"If-Match": {""}}, 412, false},
-				{"another tag and If-None-Match naming it", http.Header{"If-Match": {other}, "If-None-Match": {tag}}, 412, false},
-			} {
-				what := method + " " + p + " with If-Match " + c.name
+			for _, c := range cases(tag) {
+				name := method + " " + p + " with " + what + " " + c.name
 				r := e.sendHeaders(method, p, nil, c.h)
 				switch c.status {
 				case 412:
-					wantPreconditionFailed(t, what, method, r)
+					wantPreconditionFailed(t, name, method, r)
 				case 304:
 					if r.status != 304 || r.header.Get("ETag") != tag {
-						t.Errorf("%s: %d with ETag %q, want 304 with %s", what, r.status, r.header.Get("ETag"), tag)
+						t.Errorf("%s: %d with ETag %q, want 304 with %s", name, r.status, r.header.Get("ETag"), tag)
 					}
 				default:
 					if r.status != 200 || r.header.Get("ETag") != tag || string(r.body) != string(plain.body) {
-						t.Errorf("%s: %d with ETag %q, want 200 with %s and the plain body", what, r.status, r.header.Get("ETag"), tag)
+						t.Errorf("%s: %d with ETag %q, want 200 with %s and the plain body", name, r.status, r.header.Get("ETag"), tag)
 					}
 				}
-				v.check(method, p, r)
+				if check != nil {
+					check(method, p, r)
+				}
 			}
 		}
 	}
@@ -283,44 +300,17 @@ func TestEmptyIfMatchOnWrites(t *testing.T) {
 func TestIfNoneMatchOnTwoLines(t *testing.T) {
 	e, first, digest := ifMatchReadEnv(t)
 	const other = `"0123456789abcdef"`
-	for _, p := range ifMatchReadPaths(first, digest) {
-		for _, method := range []string{http.MethodGet, http.MethodHead} {
-			plain := e.send(req{method: method, path: p})
-			tag := plain.header.Get("ETag")
-			if plain.status != 200 || tag == "" {
-				t.Errorf("%s %s: %d with ETag %q", method, p, plain.status, tag)
-				continue
-			}
-			for _, c := range []struct {
-				name   string
-				h      http.Header
-				status int
-			}{
-				{"another tag, then its tag", http.Header{"If-None-Match": {other, tag}}, 304},
-				{"another tag, then its weak form", http.Header{"If-None-Match": {other, "W/" + tag}}, 304},
-				{"another tag, then star", http.Header{"If-None-Match": {other, "*"}}, 304},
-				{"an empty line, then its tag", http.Header{"If-None-Match": {"", tag}}, 304},
-				{"another tag, then its tag, and If-Match its tag", http.Header{"If-None-Match": {other, tag}, "If-Match": {tag}}, 304},
-				{"another tag, then its tag, and If-Match another", http.Header{"If-None-Match": {other, tag}, "If-Match": {other}}, 412},
-				{"two other tags", http.Header{"If-None-Match": {other, `"fedcba9876543210"`}}, 200},
-			} {
-				what := method + " " + p + " with If-None-Match " + c.name
-				r := e.sendHeaders(method, p, nil, c.h)
-				switch c.status {
-				case 412:
-					wantPreconditionFailed(t, what, method, r)
-				case 304:
-					if r.status != 304 || r.header.Get("ETag") != tag {
-						t.Errorf("%s: %d with ETag %q, want 304 with %s", what, r.status, r.header.Get("ETag"), tag)
-					}
-				default:
-					if r.status != 200 || r.header.Get("ETag") != tag || string(r.body) != string(plain.body) {
-						t.Errorf("%s: %d with ETag %q, want 200 with %s and the plain body", what, r.status, r.header.Get("ETag"), tag)
-					}
-				}
-			}
+	checkConditionalReads(t, e, ifMatchReadPaths(first, digest), "If-None-Match", func(tag string) []conditionalCase {
+		return []conditionalCase{
+			{"another tag, then its tag", http.Header{"If-None-Match": {other, tag}}, 304},
+			{"another tag, then its weak form", http.Header{"If-None-Match": {other, "W/" + tag}}, 304},
+			{"another tag, then star", http.Header{"If-None-Match": {other, "*"}}, 304},
+			{"an empty line, then its tag", http.Header{"If-None-Match": {"", tag}}, 304},
+			{"another tag, then its tag, and If-Match its tag", http.Header{"If-None-Match": {other, tag}, "If-Match": {tag}}, 304},
+			{"another tag, then its tag, and If-Match another", http.Header{"If-None-Match": {other, tag}, "If-Match": {other}}, 412},
+			{"two other tags", http.Header{"If-None-Match": {other, `"fedcba9876543210"`}}, 200},
 		}
-	}
+	}, nil)
 	for _, p := range []string{"/v1/contexts/im/artifacts/gone", "/v1/contexts/im/artifacts/never/history", "/v1/contexts/im/audit/gone"} {
 		if r := e.sendHeaders(http.MethodGet, p, nil, http.Header{"If-None-Match": {other, "*"}}); r.status != 404 {
 			t.Errorf("GET %s with If-None-Match another tag, then star: %d, want the 404 it answers without", p, r.status)
