@@ -155,7 +155,7 @@ func (s *Store) PutBlob(ctx context.Context, data []byte) (hashing.Digest, error
 }
 
 // putBlobBytes stores data held in memory: a single record, or chunks cut
-// from data.
+// from data (layBlob, as a commit's BlobData).
 func (s *Store) putBlobBytes(ctx context.Context, data []byte) (BlobInfo, error) {
 	info := BlobInfo{Digest: hashing.Sum(data), Size: int64(len(data))}
 	if err := s.checkSpace(); err != nil {
@@ -166,24 +166,23 @@ func (s *Store) putBlobBytes(ctx context.Context, data []byte) (BlobInfo, error)
 		info.Existed = had
 		return info, err
 	}
-	if len(data) <= BlobChunkSize {
-		return info, s.putSingle(ctx, info.Digest, data)
-	}
-	off := 0
-	return info, s.putChunked(ctx, info.Digest, info.Size, nil, func(buf []byte) (int, error) {
-		n := copy(buf, data[off:])
-		off += n
-		return n, nil
-	})
+	return info, s.putLayout(ctx, layBlob(info.Digest, data))
 }
 
-// putSingle writes a blob of at most BlobChunkSize bytes as one record.
-func (s *Store) putSingle(ctx context.Context, d hashing.Digest, data []byte) error {
-	if err := s.kv.PutImmutable(ctx, []kv.Record{{Key: keyBlob(d), Value: data}}); err != nil {
-		return fmt.Errorf("put blob: %w", err)
+// putLayout writes blob b: its records one at a time, then, in a synced
+// commit, its manifest (a manifest is never visible before its chunks).
+func (s *Store) putLayout(ctx context.Context, b blobLayout) error {
+	for i, r := range b.imm {
+		if err := s.kv.PutImmutable(ctx, []kv.Record{r}); err != nil {
+			return fmt.Errorf("put blob %s record %d: %w", b.d.Short(), i, err)
+		}
 	}
-	if err := s.kv.Commit(ctx, kv.Batch{}); err != nil {
-		return fmt.Errorf("sync blob: %w", err)
+	var sets []kv.Record
+	if b.manifest != nil {
+		sets = []kv.Record{{Key: keyBlobManifest(b.d), Value: b.manifest}}
+	}
+	if err := s.kv.Commit(ctx, kv.Batch{Sets: sets}); err != nil {
+		return fmt.Errorf("put blob %s: %w", b.d.Short(), err)
 	}
 	return nil
 }
@@ -228,9 +227,9 @@ type blobLayout struct {
 	manifest []byte // nil for a blob of one record
 }
 
-// layBlob lays data out as PutBlob stores it.
-func layBlob(data []byte) blobLayout {
-	b := blobLayout{d: hashing.Sum(data)}
+// layBlob lays data, whose SHA-256 is d, out as PutBlob stores it.
+func layBlob(d hashing.Digest, data []byte) blobLayout {
+	b := blobLayout{d: d}
 	if len(data) <= BlobChunkSize {
 		b.imm = []kv.Record{{Key: keyBlob(b.d), Value: data}}
 		return b

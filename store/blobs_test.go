@@ -89,7 +89,7 @@ func TestLegacySingleRecordBlob(t *testing.T) {
 	defer s.Close()
 	data := blobBytes(3*BlobChunkSize, 7)
 	d := hashing.Sum(data)
-	if err := s.putSingle(ctx, d, data); err != nil {
+	if err := putSingleRecord(ctx, s, d, data); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.GetBlob(ctx, d)
@@ -463,7 +463,7 @@ func statBlob(t *testing.T, s *Store) {
 		stored = append(stored, d)
 	}
 	legacy := blobBytes(2*BlobChunkSize, 9) // one record larger than a chunk
-	if err := s.putSingle(ctx, hashing.Sum(legacy), legacy); err != nil {
+	if err := putSingleRecord(ctx, s, hashing.Sum(legacy), legacy); err != nil {
 		t.Fatal(err)
 	}
 	stored = append(stored, hashing.Sum(legacy))
@@ -637,4 +637,10 @@ func TestWriteBlobReaderErrorStoresNothing(t *testing.T) {
 	if err != nil || info.Digest != hashing.Sum(data) || info.Size != 10 {
 		t.Fatalf("WriteBlob of 10 bytes: %+v, %v", info, err)
 	}
+}
+
+// putSingleRecord stores data, whose SHA-256 is d, as one record whatever
+// its size, as every store before chunking did.
+func putSingleRecord(ctx context.Context, s *Store, d hashing.Digest, data []byte) error {
+	return s.putLayout(ctx, blobLayout{d: d, imm: []kv.Record{{Key: keyBlob(d), Value: data}}})
 }

@@ -277,7 +277,7 @@ func (s *Store) Commit(ctx context.Context, req CommitRequest) (CommitResult, er
 	}
 	w := &writeReq{kind: reqCommit, ctxID: req.Context, branch: req.Branch, commit: req}
 	for _, data := range req.BlobData {
-		w.blobs = append(w.blobs, layBlob(data))
+		w.blobs = append(w.blobs, layBlob(hashing.Sum(data), data))
 	}
 	resp, err := s.submit(ctx, w)
 	return resp.res, err
